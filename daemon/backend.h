@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Backends execute single register accesses that policy has already approved. 'dev' uses the
+ * kernel's msr and PCI sysfs files opened at start-up; 'sim' is a simulated PMU. Both report
+ * errors the way the kernel does: -EIO for a missing register or a refused write, -ENXIO for
+ * an offline CPU, -EPERM when the kernel forbids writes.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "machine.h"
+
+typedef struct Backend Backend;
+
+typedef struct BackendVTable {
+        const char *name;
+        int (*msr_read)(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_value);
+        int (*msr_write)(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value);
+        /* width is 4 or 8 bytes; an 8-byte access is two dwords, low first */
+        int (*pci_read)(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t *ret_value);
+        int (*pci_write)(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value);
+        void (*free)(Backend *b);
+} BackendVTable;
+
+struct Backend {
+        const BackendVTable *vtable;
+        const Machine *machine;
+        bool simulated;
+};
+
+static inline int backend_msr_read(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_value) {
+        return b->vtable->msr_read(b, cpu, reg, ret_value);
+}
+static inline int backend_msr_write(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value) {
+        return b->vtable->msr_write(b, cpu, reg, value);
+}
+static inline int backend_pci_read(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t *ret_value) {
+        return b->vtable->pci_read(b, unit, offset, width, ret_value);
+}
+static inline int backend_pci_write(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value) {
+        return b->vtable->pci_write(b, unit, offset, width, value);
+}
+
+Backend *backend_free(Backend *b);
+
+/* Opens /dev/cpu/N/msr for every online CPU and the config file of every unit under root.
+ * Logs what could not be opened, with what to do about it, and fails. */
+int backend_dev_new(const char *root, const Machine *m, Backend **ret);

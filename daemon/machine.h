@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The machine the daemon serves: CPU vendor and model, logical CPUs with their topology, and
+ * the PCI units that carry uncore counters. Discovered from files under a root directory, so a
+ * test can describe a whole machine with plain files; or built by the simulated backend.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What pmugate knows about a CPU model's core PMU. */
+typedef struct CpuModel {
+        const char *key;         /* "skx", "clx", "icx", "spr": allowlist files name these */
+        const char *name;        /* "Skylake-SP" */
+        const char *vendor;      /* "GenuineIntel" */
+        unsigned family;
+        unsigned model;
+        unsigned stepping_min, stepping_max;
+        unsigned pmu_version;    /* architectural perfmon version (CPUID.0AH:EAX[7:0]) */
+        unsigned gp_counters;    /* per logical CPU with SMT on */
+        unsigned fixed_counters;
+        unsigned counter_width;  /* bits */
+        unsigned perf_metrics;   /* 0 none, 1 PERF_METRICS L1 bytes, 2 L1 and L2 bytes */
+        unsigned slots_width;    /* TopDown pipeline width (slots per cycle) */
+        unsigned nominal_mhz;    /* a typical base frequency, used by the simulator */
+} CpuModel;
+
+const CpuModel *cpu_model_find(const char *vendor, unsigned family, unsigned model, unsigned stepping);
+const CpuModel *cpu_model_by_key(const char *key);
+
+typedef struct MachineCpu {
+        bool present;   /* listed by the machine at all */
+        bool online;
+        int32_t package;
+        int32_t die;
+        int32_t core;   /* core_id as the kernel reports it (unique within a package) */
+        uint32_t thread; /* position of this CPU among its core's thread siblings */
+} MachineCpu;
+
+typedef struct MachineUnit {
+        char bdf[16];   /* "0000:3a:0a.2" */
+        uint16_t vendor;
+        uint16_t device;
+        int32_t package; /* -1 when unknown */
+        uint32_t config_size;
+} MachineUnit;
+
+typedef struct Machine {
+        char vendor[16];
+        unsigned family, model, stepping;
+        char model_name[128];       /* "model name" from /proc/cpuinfo */
+        const CpuModel *cpu_model;  /* NULL when pmugate does not know the model */
+
+        MachineCpu *cpus;           /* indexed by logical CPU number */
+        uint32_t n_cpus;            /* highest CPU number + 1 */
+        uint32_t n_online;
+        uint32_t n_packages;
+        bool smt;                   /* some core has more than one online thread */
+
+        MachineUnit *units;
+        uint32_t n_units;
+
+        bool nmi_watchdog;          /* /proc/sys/kernel/nmi_watchdog says 1 */
+} Machine;
+
+Machine *machine_new(void);
+Machine *machine_free(Machine *m);
+
+/* Reads proc/cpuinfo, sys/devices/system/cpu and sys/bus/pci/devices under root.
+ * Logs what is wrong and returns negative errno when the machine cannot be served. */
+int machine_discover(const char *root, Machine **ret);
+
+/* Recomputes n_online, n_packages and smt from cpus[]. */
+void machine_update_summary(Machine *m);
+
+static inline const MachineCpu *machine_cpu(const Machine *m, uint32_t cpu) {
+        if (cpu >= m->n_cpus || !m->cpus[cpu].present)
+                return NULL;
+        return &m->cpus[cpu];
+}

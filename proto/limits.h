@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Every limit on what a client controls, in one place. The daemon checks each one before it
+ * allocates; the library checks the same numbers so that a request it builds is never refused
+ * for size.
+ */
+#pragma once
+
+/* Wire protocol version spoken by this build. A request with another "v" is refused. */
+#define PMUGATE_PROTOCOL_VERSION 1U
+
+/* Largest request message accepted, in bytes. A 4096-op batch encodes to about 45 KiB. */
+#define PMUGATE_REQUEST_SIZE_MAX (64U * 1024U)
+
+/* Largest reply; the biggest is a 4096-op batch reply (about 41 KiB) or a large hello. */
+#define PMUGATE_REPLY_SIZE_MAX (256U * 1024U)
+
+/* Register operations per batch, counted after expanding the compact "these registers on
+ * these CPUs" form. */
+#define PMUGATE_OPS_PER_BATCH_MAX 4096U
+
+/* Entries in one CPU or register list of a compact op. */
+#define PMUGATE_LIST_MAX 4096U
+
+/* Map keys in one request; every known op needs far fewer. */
+#define PMUGATE_REQUEST_KEYS_MAX 16U
+
+/* Connected clients in total, and per uid. */
+#define PMUGATE_CLIENTS_MAX 256U
+#define PMUGATE_CLIENTS_PER_UID_MAX 32U
+
+/* Highest CPU number and PCI unit count the daemon will describe. */
+#define PMUGATE_CPUS_MAX 8192U
+#define PMUGATE_UNITS_MAX 1024U
+
+/* Longest string field (job ids, names) accepted from a client. */
+#define PMUGATE_STRING_MAX 256U
+
+/* Audit rate limit: records per uid per interval, then suppressed and counted. */
+#define PMUGATE_AUDIT_BURST 20U
+#define PMUGATE_AUDIT_INTERVAL_USEC (10U * 1000U * 1000U)

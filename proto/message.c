@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Wire format: request decoding and encoding helpers
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "macro.h"
+#include "message.h"
+
+#define MSGPACK_CHECK_DEPTH_MAX 32U
+#define REQUEST_DEPTH_MAX 5U
+
+static const char *const request_type_names[_REQUEST_TYPE_MAX] = {
+        [REQUEST_HELLO] = "hello",     [REQUEST_BATCH] = "batch",   [REQUEST_STATUS] = "status",
+        [REQUEST_LEASE] = "lease",     [REQUEST_RELEASE] = "release", [REQUEST_GRANT] = "grant",
+        [REQUEST_REVOKE] = "revoke",   [REQUEST_RESET] = "reset",   [REQUEST_RELOAD] = "reload",
+};
+
+const char *request_type_to_string(RequestType t) {
+        if ((unsigned) t >= _REQUEST_TYPE_MAX)
+                return NULL;
+        return request_type_names[t];
+}
+
+/* Which optional keys each request type accepts, beyond "v", "id" and "op". */
+enum {
+        KEY_OPS = 1 << 0,
+        KEY_CPUS = 1 << 1,
+        KEY_JOB = 1 << 2,
+        KEY_UID = 1 << 3,
+};
+
+static const struct {
+        unsigned allowed;
+        unsigned required;
+} request_keys[_REQUEST_TYPE_MAX] = {
+        [REQUEST_HELLO] = { 0, 0 },
+        [REQUEST_BATCH] = { KEY_OPS, KEY_OPS },
+        [REQUEST_STATUS] = { 0, 0 },
+        [REQUEST_LEASE] = { KEY_CPUS, 0 },
+        [REQUEST_RELEASE] = { KEY_CPUS, 0 },
+        [REQUEST_GRANT] = { KEY_JOB | KEY_UID | KEY_CPUS, KEY_JOB | KEY_UID },
+        [REQUEST_REVOKE] = { KEY_JOB, KEY_JOB },
+        [REQUEST_RESET] = { KEY_CPUS, 0 },
+        [REQUEST_RELOAD] = { 0, 0 },
+};
+
+RequestBuffer *request_buffer_new(void) {
+        RequestBuffer *b = calloc(1, sizeof(*b));
+
+        if (!b)
+                return NULL;
+        if (!msgpack_zone_init(&b->zone, 64U * 1024U)) {
+                free(b);
+                return NULL;
+        }
+        b->zone_initialized = true;
+        return b;
+}
+
+RequestBuffer *request_buffer_free(RequestBuffer *b) {
+        if (!b)
+                return NULL;
+        if (b->zone_initialized)
+                msgpack_zone_destroy(&b->zone);
+        free(b);
+        return NULL;
+}
+
+static uint64_t read_be(const uint8_t *p, unsigned n) {
+        uint64_t v = 0;
+
+        for (unsigned i = 0; i < n; i++)
+                v = (v << 8) | p[i];
+        return v;
+}
+
+int msgpack_check(const void *data, size_t size, unsigned max_depth) {
+        const uint8_t *p = data;
+        uint64_t pending[MSGPACK_CHECK_DEPTH_MAX + 1];
+        unsigned depth = 0;
+        size_t pos = 0;
+
+        if (max_depth > MSGPACK_CHECK_DEPTH_MAX)
+                max_depth = MSGPACK_CHECK_DEPTH_MAX;
+        pending[0] = 1;
+
+        for (;;) {
+                uint64_t payload = 0, children = 0;
+                unsigned len_bytes = 0, fixed = 0;
+                uint8_t b;
+
+                while (depth > 0 && pending[depth] == 0)
+                        depth--;
+                if (pending[depth] == 0)
+                        break;
+                pending[depth]--;
+
+                if (pos >= size)
+                        return -EBADMSG;
+                b = p[pos++];
+
+                if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
+                        ;
+                else if (b >= 0x80 && b <= 0x8f)
+                        children = 2ULL * (b & 0x0f);
+                else if (b >= 0x90 && b <= 0x9f)
+                        children = b & 0x0f;
+                else if (b >= 0xa0 && b <= 0xbf)
+                        payload = b & 0x1f;
+                else
+                        switch (b) {
+                        case 0xc4: case 0xd9: len_bytes = 1; break;  /* bin8, str8 */
+                        case 0xc5: case 0xda: len_bytes = 2; break;  /* bin16, str16 */
+                        case 0xc6: case 0xdb: len_bytes = 4; break;  /* bin32, str32 */
+                        case 0xc7: len_bytes = 1; fixed = 1; break;  /* ext8: length, type */
+                        case 0xc8: len_bytes = 2; fixed = 1; break;
+                        case 0xc9: len_bytes = 4; fixed = 1; break;
+                        case 0xca: fixed = 4; break;
+                        case 0xcb: fixed = 8; break;
+                        case 0xcc: case 0xd0: fixed = 1; break;
+                        case 0xcd: case 0xd1: fixed = 2; break;
+                        case 0xce: case 0xd2: fixed = 4; break;
+                        case 0xcf: case 0xd3: fixed = 8; break;
+                        case 0xd4: fixed = 2; break;                 /* fixext: type + data */
+                        case 0xd5: fixed = 3; break;
+                        case 0xd6: fixed = 5; break;
+                        case 0xd7: fixed = 9; break;
+                        case 0xd8: fixed = 17; break;
+                        case 0xdc: case 0xde: len_bytes = 2; break;
+                        case 0xdd: case 0xdf: len_bytes = 4; break;
+                        default:
+                                return -EBADMSG;                     /* 0xc1 is never used */
+                        }
+
+                if (len_bytes > 0) {
+                        uint64_t n;
+
+                        if (size - pos < len_bytes)
+                                return -EBADMSG;
+                        n = read_be(p + pos, len_bytes);
+                        pos += len_bytes;
+                        if (b == 0xdc || b == 0xdd)
+                                children = n;
+                        else if (b == 0xde || b == 0xdf)
+                                children = 2 * n;
+                        else
+                                payload = n;
+                }
+                payload += fixed;
+                if (payload > size - pos)
+                        return -EBADMSG;
+                pos += payload;
+
+                if (children > 0) {
+                        /* Every element takes at least one byte. */
+                        if (children > size - pos || depth + 1 > max_depth)
+                                return -EBADMSG;
+                        pending[++depth] = children;
+                }
+        }
+
+        return pos == size ? 0 : -EBADMSG;
+}
+
+bool msgpack_object_is_string(const msgpack_object *o, const char *s) {
+        size_t n = strlen(s);
+
+        return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && memcmp(o->via.str.ptr, s, n) == 0;
+}
+
+const msgpack_object *msgpack_map_get(const msgpack_object *obj, const char *key) {
+        if (!obj || obj->type != MSGPACK_OBJECT_MAP)
+                return NULL;
+        for (uint32_t i = 0; i < obj->via.map.size; i++)
+                if (msgpack_object_is_string(&obj->via.map.ptr[i].key, key))
+                        return &obj->via.map.ptr[i].val;
+        return NULL;
+}
+
+_printf_(3, 4) static int refuse(DecodeError *e, int code, const char *fmt, ...) {
+        va_list ap;
+
+        e->code = code;
+        va_start(ap, fmt);
+        (void) vsnprintf(e->reason, sizeof(e->reason), fmt, ap);
+        va_end(ap);
+        return code;
+}
+
+static bool get_u32(const msgpack_object *o, uint32_t *ret) {
+        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > UINT32_MAX)
+                return false;
+        *ret = (uint32_t) o->via.u64;
+        return true;
+}
+
+static bool get_u64(const msgpack_object *o, uint64_t *ret) {
+        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+                return false;
+        *ret = o->via.u64;
+        return true;
+}
+
+static int decode_u32_list(const msgpack_object *o, uint32_t *out, size_t max, size_t *ret_n,
+                           const char *what, DecodeError *e) {
+        if (o->type != MSGPACK_OBJECT_ARRAY)
+                return refuse(e, PROTO_E_BAD_FIELD, "%s must be an array of unsigned integers", what);
+        if (o->via.array.size > max)
+                return refuse(e, PROTO_E_TOO_MANY_OPS, "%s has %" PRIu32 " entries, at most %zu allowed",
+                              what, o->via.array.size, max);
+        for (uint32_t i = 0; i < o->via.array.size; i++)
+                if (!get_u32(&o->via.array.ptr[i], &out[i]))
+                        return refuse(e, PROTO_E_BAD_FIELD, "%s[%" PRIu32 "] is not an unsigned 32-bit integer",
+                                      what, i);
+        *ret_n = o->via.array.size;
+        return 0;
+}
+
+/* Expands ["R", [cpus], [regs]] and ["W", [cpus], [regs], [values]] cpu-major into ops. */
+static int decode_sweep(const msgpack_object *a, bool write, size_t index, RequestBuffer *buf, size_t *n_ops,
+                        DecodeError *e) {
+        const msgpack_object *cpus = &a->via.array.ptr[1], *regs = &a->via.array.ptr[2], *values = NULL;
+        size_t n_cpus, n_regs;
+        uint64_t total;
+
+        if (a->via.array.size != (write ? 4U : 3U))
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: '%s' takes %s", index, write ? "W" : "R",
+                              write ? "[cpus], [regs], [values]" : "[cpus], [regs]");
+        if (cpus->type != MSGPACK_OBJECT_ARRAY || regs->type != MSGPACK_OBJECT_ARRAY)
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: CPUs and registers must be arrays", index);
+
+        total = (uint64_t) cpus->via.array.size * regs->via.array.size;
+        if (total > PMUGATE_OPS_PER_BATCH_MAX - *n_ops)
+                return refuse(e, PROTO_E_TOO_MANY_OPS, "batch expands to more than %u operations",
+                              PMUGATE_OPS_PER_BATCH_MAX);
+        if (write) {
+                values = &a->via.array.ptr[3];
+                if (values->type != MSGPACK_OBJECT_ARRAY || values->via.array.size != regs->via.array.size)
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: 'W' needs one value per register", index);
+        }
+        /* The CPU list goes through the scratch CPU array; registers are read in place. */
+        if (decode_u32_list(cpus, buf->cpus, PMUGATE_LIST_MAX, &n_cpus, "sweep CPUs", e) > 0)
+                return e->code;
+        n_regs = regs->via.array.size;
+        for (size_t r = 0; r < n_regs; r++) {
+                uint32_t reg;
+                uint64_t value = 0;
+
+                if (!get_u32(&regs->via.array.ptr[r], &reg))
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: register %zu is not an unsigned 32-bit integer",
+                                      index, r);
+                if (write && !get_u64(&values->via.array.ptr[r], &value))
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: value %zu is not an unsigned 64-bit integer",
+                                      index, r);
+                for (size_t c = 0; c < n_cpus; c++) {
+                        RegOp *op = &buf->ops[*n_ops + c * n_regs + r];
+
+                        op->kind = write ? REG_OP_MSR_WRITE : REG_OP_MSR_READ;
+                        op->target = buf->cpus[c];
+                        op->reg = reg;
+                        op->value = value;
+                }
+        }
+        *n_ops += (size_t) total;
+        return 0;
+}
+
+static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req, DecodeError *e) {
+        size_t n_ops = 0;
+
+        if (o->type != MSGPACK_OBJECT_ARRAY)
+                return refuse(e, PROTO_E_BAD_FIELD, "'ops' must be an array");
+        if (o->via.array.size > PMUGATE_OPS_PER_BATCH_MAX)
+                return refuse(e, PROTO_E_TOO_MANY_OPS, "batch has %" PRIu32 " operations, at most %u allowed",
+                              o->via.array.size, PMUGATE_OPS_PER_BATCH_MAX);
+
+        for (uint32_t i = 0; i < o->via.array.size; i++) {
+                const msgpack_object *a = &o->via.array.ptr[i], *k;
+                RegOp *op;
+                bool write, pci;
+                int r;
+
+                if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size < 3 ||
+                    a->via.array.ptr[0].type != MSGPACK_OBJECT_STR)
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "] must be an array [kind, ...]", i);
+                k = &a->via.array.ptr[0];
+
+                if (msgpack_object_is_string(k, "R") || msgpack_object_is_string(k, "W")) {
+                        r = decode_sweep(a, msgpack_object_is_string(k, "W"), i, buf, &n_ops, e);
+                        if (r != 0)
+                                return r;
+                        continue;
+                }
+
+                if (msgpack_object_is_string(k, "r"))
+                        write = false, pci = false;
+                else if (msgpack_object_is_string(k, "w"))
+                        write = true, pci = false;
+                else if (msgpack_object_is_string(k, "pr"))
+                        write = false, pci = true;
+                else if (msgpack_object_is_string(k, "pw"))
+                        write = true, pci = true;
+                else
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: unknown kind '%.*s'", i,
+                                      (int) (k->via.str.size > 16 ? 16 : k->via.str.size), k->via.str.ptr);
+
+                if (a->via.array.size != (write ? 4U : 3U))
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: '%.*s' takes %u arguments", i,
+                                      (int) k->via.str.size, k->via.str.ptr, write ? 3U : 2U);
+                if (n_ops >= PMUGATE_OPS_PER_BATCH_MAX)
+                        return refuse(e, PROTO_E_TOO_MANY_OPS, "batch expands to more than %u operations",
+                                      PMUGATE_OPS_PER_BATCH_MAX);
+
+                op = &buf->ops[n_ops];
+                op->kind = pci ? (write ? REG_OP_PCI_WRITE : REG_OP_PCI_READ)
+                               : (write ? REG_OP_MSR_WRITE : REG_OP_MSR_READ);
+                op->value = 0;
+                if (!get_u32(&a->via.array.ptr[1], &op->target))
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: %s must be an unsigned 32-bit integer",
+                                      i, pci ? "unit" : "cpu");
+                if (!get_u32(&a->via.array.ptr[2], &op->reg))
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: %s must be an unsigned 32-bit integer",
+                                      i, pci ? "offset" : "register");
+                if (write && !get_u64(&a->via.array.ptr[3], &op->value))
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: value must be an unsigned 64-bit integer",
+                                      i);
+                n_ops++;
+        }
+
+        req->ops = buf->ops;
+        req->n_ops = n_ops;
+        return 0;
+}
+
+static int decode_job(const msgpack_object *o, Request *req, DecodeError *e) {
+        if (o->type != MSGPACK_OBJECT_STR || o->via.str.size == 0 || o->via.str.size > PMUGATE_STRING_MAX)
+                return refuse(e, PROTO_E_BAD_FIELD, "'job' must be a non-empty string of at most %u bytes",
+                              PMUGATE_STRING_MAX);
+        for (uint32_t i = 0; i < o->via.str.size; i++) {
+                char c = o->via.str.ptr[i];
+
+                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-' || c == '+'))
+                        return refuse(e, PROTO_E_BAD_FIELD, "'job' may hold only letters, digits and . _ - +");
+        }
+        memcpy(req->job, o->via.str.ptr, o->via.str.size);
+        req->job[o->via.str.size] = '\0';
+        req->has_job = true;
+        return 0;
+}
+
+static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *req, DecodeError *e) {
+        const msgpack_object *v, *id, *op;
+        unsigned seen = 0;
+        int r;
+
+        id = msgpack_map_get(root, "id");
+        if (!id || !get_u64(id, &req->id))
+                return refuse(e, PROTO_E_BAD_FIELD, "'id' must be present and an unsigned integer");
+        e->has_id = true;
+        e->id = req->id;
+
+        v = msgpack_map_get(root, "v");
+        if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 != PMUGATE_PROTOCOL_VERSION)
+                return refuse(e, PROTO_E_VERSION, "this daemon speaks protocol version %u; upgrade the client",
+                              PMUGATE_PROTOCOL_VERSION);
+
+        op = msgpack_map_get(root, "op");
+        if (!op || op->type != MSGPACK_OBJECT_STR)
+                return refuse(e, PROTO_E_BAD_FIELD, "'op' must be present and a string");
+        req->type = _REQUEST_TYPE_MAX;
+        for (unsigned t = 0; t < _REQUEST_TYPE_MAX; t++)
+                if (msgpack_object_is_string(op, request_type_names[t]))
+                        req->type = t;
+        if (req->type == _REQUEST_TYPE_MAX)
+                return refuse(e, PROTO_E_UNKNOWN_OP, "unknown operation '%.*s'",
+                              (int) (op->via.str.size > 32 ? 32 : op->via.str.size), op->via.str.ptr);
+
+        for (uint32_t i = 0; i < root->via.map.size; i++) {
+                const msgpack_object *key = &root->via.map.ptr[i].key, *val = &root->via.map.ptr[i].val;
+                unsigned bit;
+
+                if (key->type != MSGPACK_OBJECT_STR)
+                        return refuse(e, PROTO_E_BAD_FIELD, "map keys must be strings");
+                if (msgpack_object_is_string(key, "v") || msgpack_object_is_string(key, "id") ||
+                    msgpack_object_is_string(key, "op"))
+                        continue;
+                if (msgpack_object_is_string(key, "ops"))
+                        bit = KEY_OPS;
+                else if (msgpack_object_is_string(key, "cpus"))
+                        bit = KEY_CPUS;
+                else if (msgpack_object_is_string(key, "job"))
+                        bit = KEY_JOB;
+                else if (msgpack_object_is_string(key, "uid"))
+                        bit = KEY_UID;
+                else
+                        bit = 0;
+                if (!(request_keys[req->type].allowed & bit))
+                        return refuse(e, PROTO_E_BAD_FIELD, "unknown key '%.*s' for operation '%s'",
+                                      (int) (key->via.str.size > 32 ? 32 : key->via.str.size), key->via.str.ptr,
+                                      request_type_names[req->type]);
+                if (seen & bit)
+                        return refuse(e, PROTO_E_BAD_FIELD, "duplicate key '%.*s'", (int) key->via.str.size,
+                                      key->via.str.ptr);
+                seen |= bit;
+
+                switch (bit) {
+                case KEY_OPS:
+                        r = decode_ops(val, buf, req, e);
+                        break;
+                case KEY_CPUS:
+                        r = decode_u32_list(val, buf->cpus, PMUGATE_LIST_MAX, &req->n_cpus, "'cpus'", e);
+                        req->cpus = buf->cpus;
+                        req->has_cpus = true;
+                        break;
+                case KEY_JOB:
+                        r = decode_job(val, req, e);
+                        break;
+                case KEY_UID:
+                        r = get_u32(val, &req->uid) ? 0 : refuse(e, PROTO_E_BAD_FIELD, "'uid' must be an unsigned 32-bit integer");
+                        req->has_uid = true;
+                        break;
+                default:
+                        r = refuse(e, PROTO_E_INTERNAL, "unhandled key");
+                }
+                if (r != 0)
+                        return r;
+        }
+
+        if ((seen & request_keys[req->type].required) != request_keys[req->type].required)
+                return refuse(e, PROTO_E_BAD_FIELD, "operation '%s' is missing a required key",
+                              request_type_names[req->type]);
+        return 0;
+}
+
+int request_decode(const void *data, size_t size, RequestBuffer *buf, Request *ret, DecodeError *ret_error) {
+        msgpack_object root;
+        size_t off = 0;
+        Request req = {};
+        int r;
+
+        *ret_error = (DecodeError) {};
+
+        if (size > PMUGATE_REQUEST_SIZE_MAX)
+                return refuse(ret_error, PROTO_E_TOO_LARGE, "request of %zu bytes exceeds the limit of %u", size,
+                              PMUGATE_REQUEST_SIZE_MAX);
+        if (msgpack_check(data, size, REQUEST_DEPTH_MAX) < 0)
+                return refuse(ret_error, PROTO_E_MALFORMED, "request is not a single well-formed msgpack object");
+
+        msgpack_zone_clear(&buf->zone);
+        r = msgpack_unpack(data, size, &off, &buf->zone, &root);
+        if (r == MSGPACK_UNPACK_NOMEM_ERROR)
+                return -ENOMEM;
+        if (r != MSGPACK_UNPACK_SUCCESS)
+                return refuse(ret_error, PROTO_E_MALFORMED, "request is not a single well-formed msgpack object");
+        if (root.type != MSGPACK_OBJECT_MAP)
+                return refuse(ret_error, PROTO_E_MALFORMED, "request must be a msgpack map");
+        if (root.via.map.size > PMUGATE_REQUEST_KEYS_MAX)
+                return refuse(ret_error, PROTO_E_BAD_FIELD, "request has too many keys");
+
+        r = decode_map(&root, buf, &req, ret_error);
+        if (r != 0)
+                return r;
+        *ret = req;
+        return 0;
+}
+
+int pack_string(msgpack_packer *pk, const char *s) {
+        size_t n = strlen(s);
+        int r;
+
+        r = msgpack_pack_str(pk, n);
+        if (r < 0)
+                return -ENOMEM;
+        return msgpack_pack_str_body(pk, s, n) < 0 ? -ENOMEM : 0;
+}
+
+int pack_key_string(msgpack_packer *pk, const char *key, const char *value) {
+        if (pack_string(pk, key) < 0)
+                return -ENOMEM;
+        return pack_string(pk, value ?: "");
+}
+
+int pack_key_uint(msgpack_packer *pk, const char *key, uint64_t value) {
+        if (pack_string(pk, key) < 0)
+                return -ENOMEM;
+        return msgpack_pack_uint64(pk, value) < 0 ? -ENOMEM : 0;
+}
+
+int pack_key_bool(msgpack_packer *pk, const char *key, bool value) {
+        if (pack_string(pk, key) < 0)
+                return -ENOMEM;
+        return (value ? msgpack_pack_true(pk) : msgpack_pack_false(pk)) < 0 ? -ENOMEM : 0;
+}
+
+int request_pack_begin(msgpack_packer *pk, uint64_t id, const char *op, size_t extra_keys) {
+        if (msgpack_pack_map(pk, 3 + extra_keys) < 0)
+                return -ENOMEM;
+        if (pack_key_uint(pk, "v", PMUGATE_PROTOCOL_VERSION) < 0 || pack_key_uint(pk, "id", id) < 0 ||
+            pack_key_string(pk, "op", op) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int reply_pack_begin(msgpack_packer *pk, uint64_t id, size_t extra_keys) {
+        if (msgpack_pack_map(pk, 3 + extra_keys) < 0)
+                return -ENOMEM;
+        if (pack_key_uint(pk, "v", PMUGATE_PROTOCOL_VERSION) < 0 || pack_key_uint(pk, "id", id) < 0 ||
+            pack_key_bool(pk, "ok", true) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int reply_pack_error(msgpack_packer *pk, uint64_t id, int code, const char *reason, int64_t op_index) {
+        if (msgpack_pack_map(pk, 4) < 0)
+                return -ENOMEM;
+        if (pack_key_uint(pk, "v", PMUGATE_PROTOCOL_VERSION) < 0 || pack_key_uint(pk, "id", id) < 0 ||
+            pack_key_bool(pk, "ok", false) < 0 || pack_string(pk, "error") < 0)
+                return -ENOMEM;
+        if (msgpack_pack_map(pk, op_index >= 0 ? 4 : 3) < 0)
+                return -ENOMEM;
+        if (pack_key_uint(pk, "code", (uint64_t) code) < 0 ||
+            pack_key_string(pk, "name", proto_error_name(code) ?: "unknown") < 0 ||
+            pack_key_string(pk, "reason", reason ?: proto_error_reason(code)) < 0)
+                return -ENOMEM;
+        if (op_index >= 0 && pack_key_uint(pk, "op", (uint64_t) op_index) < 0)
+                return -ENOMEM;
+        return 0;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Wire format: one msgpack map per SOCK_SEQPACKET message. Decoding of requests (the daemon's
+ * untrusted input, and the fuzz target), encoding helpers for both directions. No I/O here.
+ * docs/PROTOCOL.md is the reference for every key.
+ */
+#pragma once
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "limits.h"
+
+typedef enum RegOpKind {
+        REG_OP_MSR_READ,
+        REG_OP_MSR_WRITE,
+        REG_OP_PCI_READ,
+        REG_OP_PCI_WRITE,
+        _REG_OP_MAX,
+} RegOpKind;
+
+/* One register access after the compact forms are expanded. */
+typedef struct RegOp {
+        uint32_t target; /* CPU number for MSR ops, unit index for PCI ops */
+        uint32_t reg;    /* MSR address, or PCI config offset */
+        uint64_t value;  /* value to write (writes only) */
+        uint8_t kind;    /* RegOpKind */
+} RegOp;
+
+static inline bool reg_op_is_write(const RegOp *op) {
+        return op->kind == REG_OP_MSR_WRITE || op->kind == REG_OP_PCI_WRITE;
+}
+
+static inline bool reg_op_is_pci(const RegOp *op) {
+        return op->kind == REG_OP_PCI_READ || op->kind == REG_OP_PCI_WRITE;
+}
+
+typedef enum RequestType {
+        REQUEST_HELLO,
+        REQUEST_BATCH,
+        REQUEST_STATUS,
+        REQUEST_LEASE,
+        REQUEST_RELEASE,
+        REQUEST_GRANT,
+        REQUEST_REVOKE,
+        REQUEST_RESET,
+        REQUEST_RELOAD,
+        _REQUEST_TYPE_MAX,
+} RequestType;
+
+const char *request_type_to_string(RequestType t);
+
+/* A decoded request. The op and CPU arrays are owned by the RequestBuffer it was decoded
+ * into, so decoding allocates nothing per request once the buffer exists. */
+typedef struct Request {
+        uint64_t id;
+        RequestType type;
+
+        RegOp *ops;
+        size_t n_ops;
+
+        uint32_t *cpus;
+        size_t n_cpus;
+        bool has_cpus;
+
+        char job[PMUGATE_STRING_MAX + 1];
+        bool has_job;
+
+        uint32_t uid;
+        bool has_uid;
+} Request;
+
+/* Storage reused across requests of one connection. */
+typedef struct RequestBuffer {
+        RegOp ops[PMUGATE_OPS_PER_BATCH_MAX];
+        uint32_t cpus[PMUGATE_LIST_MAX];
+        msgpack_zone zone;
+        bool zone_initialized;
+} RequestBuffer;
+
+RequestBuffer *request_buffer_new(void);
+RequestBuffer *request_buffer_free(RequestBuffer *b);
+
+/* Why a request was refused at decode time. */
+typedef struct DecodeError {
+        int code;          /* ProtoError */
+        bool has_id;       /* the request's id could be read, so the reply can echo it */
+        uint64_t id;
+        char reason[160];
+} DecodeError;
+
+/* Checks that data is exactly one msgpack object, nested at most max_depth deep, whose every
+ * array and map count fits in the bytes that remain. msgpack-c sizes containers from their
+ * headers before reading elements, so this runs first and bounds what decoding can allocate.
+ * Returns 0 or -EBADMSG. */
+int msgpack_check(const void *data, size_t size, unsigned max_depth);
+
+/* Decodes one request. Returns 0 on success, a positive ProtoError with ret_error filled in
+ * when the request is refused, or negative errno (-ENOMEM) on failure. */
+int request_decode(const void *data, size_t size, RequestBuffer *buf, Request *ret,
+                   DecodeError *ret_error);
+
+/* Lookup of a key in a decoded msgpack map; NULL when absent or when obj is not a map. */
+const msgpack_object *msgpack_map_get(const msgpack_object *obj, const char *key);
+bool msgpack_object_is_string(const msgpack_object *o, const char *s);
+
+/* Encoding helpers. Each begins a map of the given number of entries and writes the fixed
+ * leading keys, leaving extra_keys entries for the caller. */
+int request_pack_begin(msgpack_packer *pk, uint64_t id, const char *op, size_t extra_keys);
+int reply_pack_begin(msgpack_packer *pk, uint64_t id, size_t extra_keys);
+int reply_pack_error(msgpack_packer *pk, uint64_t id, int code, const char *reason, int64_t op_index);
+int pack_string(msgpack_packer *pk, const char *s);
+int pack_key_string(msgpack_packer *pk, const char *key, const char *value);
+int pack_key_uint(msgpack_packer *pk, const char *key, uint64_t value);
+int pack_key_bool(msgpack_packer *pk, const char *key, bool value);
