@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "pmugate-limits.h"
 
 typedef enum RegOpKind {
         REG_OP_MSR_READ,

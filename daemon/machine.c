@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Machine discovery under a root directory
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "cpulist.h"
+#include "pmugate-limits.h"
+#include "log.h"
+#include "machine.h"
+
+/* Counter counts from Intel's counter.json; versions from CPUID leaf 0xA as the kernel reads
+ * it. Sapphire Rapids slots width is 6, Ice Lake 5, Skylake 4 (tma-formulas.md). Skylake-SP and
+ * Cascade Lake share model 0x55 and differ by stepping (perf's mapfile: 0-4 SKX, 5-F CLX). */
+static const CpuModel cpu_models[] = {
+        { "skx", "Skylake-SP", "GenuineIntel", 6, 0x55, 0x0, 0x4, 4, 4, 3, 48, 0, 4, 2100 },
+        { "clx", "Cascade Lake", "GenuineIntel", 6, 0x55, 0x5, 0xf, 4, 4, 3, 48, 0, 4, 2300 },
+        { "icx", "Ice Lake-SP", "GenuineIntel", 6, 0x6a, 0x0, 0xf, 5, 8, 4, 48, 1, 5, 2000 },
+        { "icx", "Ice Lake-SP (D)", "GenuineIntel", 6, 0x6c, 0x0, 0xf, 5, 8, 4, 48, 1, 5, 2000 },
+        { "spr", "Sapphire Rapids", "GenuineIntel", 6, 0x8f, 0x0, 0xf, 5, 8, 4, 48, 2, 6, 2000 },
+};
+
+const CpuModel *cpu_model_find(const char *vendor, unsigned family, unsigned model, unsigned stepping) {
+        for (size_t i = 0; i < ELEMENTSOF(cpu_models); i++) {
+                const CpuModel *c = &cpu_models[i];
+
+                if (strcmp(c->vendor, vendor) == 0 && c->family == family && c->model == model &&
+                    stepping >= c->stepping_min && stepping <= c->stepping_max)
+                        return c;
+        }
+        return NULL;
+}
+
+const CpuModel *cpu_model_by_key(const char *key) {
+        for (size_t i = 0; i < ELEMENTSOF(cpu_models); i++)
+                if (strcmp(cpu_models[i].key, key) == 0)
+                        return &cpu_models[i];
+        return NULL;
+}
+
+Machine *machine_new(void) {
+        return calloc(1, sizeof(Machine));
+}
+
+Machine *machine_free(Machine *m) {
+        if (!m)
+                return NULL;
+        free(m->cpus);
+        free(m->units);
+        free(m);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Machine *, machine_free);
+
+static int read_text(const char *root, const char *path, char *buf, size_t size) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char full[4096];
+        size_t n;
+
+        (void) snprintf(full, sizeof(full), "%s/%s", root, path);
+        f = fopen(full, "re");
+        if (!f)
+                return negative_errno();
+        n = fread(buf, 1, size - 1, f);
+        if (ferror(f))
+                return -EIO;
+        buf[n] = '\0';
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = '\0';
+        return 0;
+}
+
+static int read_int(const char *root, const char *path, int64_t *ret) {
+        char buf[64], *end;
+        long long v;
+        int r;
+
+        r = read_text(root, path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        errno = 0;
+        v = strtoll(buf, &end, 0);
+        if (errno != 0 || end == buf || *end != '\0')
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int parse_cpuinfo(const char *root, Machine *m) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char path[4096], line[1024];
+        bool have_family = false, have_model = false;
+
+        (void) snprintf(path, sizeof(path), "%s/proc/cpuinfo", root);
+        f = fopen(path, "re");
+        if (!f)
+                return log_error_errno(errno, "Cannot read %s", path);
+
+        /* The first processor block describes the model; all CPUs of a supported server
+         * part are the same model. */
+        while (fgets(line, sizeof(line), f)) {
+                char *colon = strchr(line, ':'), *key = line, *value;
+                size_t n;
+
+                if (line[0] == '\n' && have_model)
+                        break;
+                if (!colon)
+                        continue;
+                *colon = '\0';
+                value = colon + 1;
+                while (*value == ' ' || *value == '\t')
+                        value++;
+                n = strlen(value);
+                while (n > 0 && (value[n - 1] == '\n' || value[n - 1] == ' '))
+                        value[--n] = '\0';
+                n = strlen(key);
+                while (n > 0 && (key[n - 1] == '\t' || key[n - 1] == ' '))
+                        key[--n] = '\0';
+
+                if (strcmp(key, "vendor_id") == 0)
+                        (void) snprintf(m->vendor, sizeof(m->vendor), "%s", value);
+                else if (strcmp(key, "cpu family") == 0) {
+                        m->family = (unsigned) strtoul(value, NULL, 10);
+                        have_family = true;
+                } else if (strcmp(key, "model") == 0) {
+                        m->model = (unsigned) strtoul(value, NULL, 10);
+                        have_model = true;
+                } else if (strcmp(key, "stepping") == 0)
+                        m->stepping = (unsigned) strtoul(value, NULL, 10);
+                else if (strcmp(key, "model name") == 0)
+                        (void) snprintf(m->model_name, sizeof(m->model_name), "%s", value);
+        }
+
+        if (m->vendor[0] == '\0' || !have_family || !have_model)
+                return log_error_errno(EINVAL, "%s lacks vendor_id, cpu family or model", path);
+        return 0;
+}
+
+static int discover_cpus(const char *root, Machine *m) {
+        _cleanup_free_ uint32_t *present = NULL, *online = NULL;
+        size_t n_present, n_online;
+        char buf[65536];
+        int r;
+
+        r = read_text(root, "sys/devices/system/cpu/present", buf, sizeof(buf));
+        if (r < 0)
+                r = read_text(root, "sys/devices/system/cpu/possible", buf, sizeof(buf));
+        if (r < 0)
+                return log_error_errno(r, "Cannot read %s/sys/devices/system/cpu/present", root);
+        r = cpulist_parse(buf, PMUGATE_CPUS_MAX, &present, &n_present);
+        if (r < 0 || n_present == 0)
+                return log_error_errno(r < 0 ? r : -EINVAL, "Bad CPU list '%s' in sys/devices/system/cpu/present", buf);
+
+        r = read_text(root, "sys/devices/system/cpu/online", buf, sizeof(buf));
+        if (r < 0)
+                return log_error_errno(r, "Cannot read %s/sys/devices/system/cpu/online", root);
+        r = cpulist_parse(buf, PMUGATE_CPUS_MAX, &online, &n_online);
+        if (r < 0)
+                return log_error_errno(r, "Bad CPU list '%s' in sys/devices/system/cpu/online", buf);
+
+        m->n_cpus = present[n_present - 1] + 1;
+        m->cpus = calloc(m->n_cpus, sizeof(MachineCpu));
+        if (!m->cpus)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_present; i++)
+                m->cpus[present[i]] = (MachineCpu) { .present = true, .package = -1, .die = -1, .core = -1 };
+        for (size_t i = 0; i < n_online; i++)
+                if (online[i] < m->n_cpus && m->cpus[online[i]].present)
+                        m->cpus[online[i]].online = true;
+
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
+                MachineCpu *c = &m->cpus[cpu];
+                _cleanup_free_ uint32_t *siblings = NULL;
+                size_t n_siblings;
+                char path[256];
+                int64_t v;
+
+                if (!c->online)
+                        continue;
+                (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/physical_package_id", cpu);
+                if (read_int(root, path, &v) < 0)
+                        return log_error_errno(EINVAL, "Cannot read %s/%s", root, path);
+                c->package = (int32_t) v;
+                (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/core_id", cpu);
+                if (read_int(root, path, &v) < 0)
+                        return log_error_errno(EINVAL, "Cannot read %s/%s", root, path);
+                c->core = (int32_t) v;
+                (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/die_id", cpu);
+                c->die = read_int(root, path, &v) >= 0 ? (int32_t) v : 0;
+
+                (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/thread_siblings_list", cpu);
+                if (read_text(root, path, buf, sizeof(buf)) >= 0 &&
+                    cpulist_parse(buf, PMUGATE_CPUS_MAX, &siblings, &n_siblings) >= 0)
+                        for (size_t i = 0; i < n_siblings; i++)
+                                if (siblings[i] == cpu)
+                                        c->thread = (uint32_t) i;
+        }
+        return 0;
+}
+
+static int read_hex_file(const char *root, const char *dir, const char *name, uint16_t *ret) {
+        char path[512];
+        int64_t v;
+        int r;
+
+        (void) snprintf(path, sizeof(path), "%s/%s", dir, name);
+        r = read_int(root, path, &v);
+        if (r < 0)
+                return r;
+        if (v < 0 || v > 0xffff)
+                return -ERANGE;
+        *ret = (uint16_t) v;
+        return 0;
+}
+
+static int compare_units(const void *a, const void *b) {
+        return strcmp(((const MachineUnit *) a)->bdf, ((const MachineUnit *) b)->bdf);
+}
+
+/* Lists every PCI function; the allowlist later decides which ones are units. Sockets are
+ * told apart by bus: on Skylake-SP each socket's uncore devices sit on their own buses, in
+ * ascending order, so the n-th distinct bus among devices of one id belongs to package n. */
+static int discover_pci(const char *root, Machine *m) {
+        char path[4096];
+        DIR *d;
+        struct dirent *de;
+
+        (void) snprintf(path, sizeof(path), "%s/sys/bus/pci/devices", root);
+        d = opendir(path);
+        if (!d)
+                return 0;
+
+        while ((de = readdir(d))) {
+                char dir[300];
+                MachineUnit u = { .package = -1 };
+                struct stat st;
+                char config[4096 + 320];
+
+                if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(u.bdf))
+                        continue;
+                (void) snprintf(dir, sizeof(dir), "sys/bus/pci/devices/%s", de->d_name);
+                if (read_hex_file(root, dir, "vendor", &u.vendor) < 0 || read_hex_file(root, dir, "device", &u.device) < 0)
+                        continue;
+                (void) snprintf(config, sizeof(config), "%s/%s/config", root, dir);
+                if (stat(config, &st) < 0)
+                        continue;
+                u.config_size = (uint32_t) st.st_size;
+                memcpy(u.bdf, de->d_name, strlen(de->d_name) + 1);
+
+                if (m->n_units >= PMUGATE_UNITS_MAX)
+                        break;
+                MachineUnit *n = realloc(m->units, (m->n_units + 1) * sizeof(MachineUnit));
+                if (!n) {
+                        closedir(d);
+                        return -ENOMEM;
+                }
+                m->units = n;
+                m->units[m->n_units++] = u;
+        }
+        closedir(d);
+
+        qsort(m->units, m->n_units, sizeof(MachineUnit), compare_units);
+        for (uint32_t i = 0; i < m->n_units; i++) {
+                MachineUnit *u = &m->units[i];
+                int32_t package = 0;
+                unsigned bus = 0;
+
+                (void) sscanf(u->bdf, "%*x:%x:", &bus);
+                for (uint32_t j = 0, last_bus = UINT32_MAX; j < i; j++) {
+                        unsigned other = 0;
+
+                        if (m->units[j].device != u->device || m->units[j].vendor != u->vendor)
+                                continue;
+                        (void) sscanf(m->units[j].bdf, "%*x:%x:", &other);
+                        if (other != bus && other != last_bus) {
+                                package++;
+                                last_bus = other;
+                        }
+                }
+                u->package = package;
+        }
+        return 0;
+}
+
+void machine_update_summary(Machine *m) {
+        int32_t max_package = -1;
+
+        m->n_online = 0;
+        m->smt = false;
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
+                const MachineCpu *c = &m->cpus[cpu];
+
+                if (!c->online)
+                        continue;
+                m->n_online++;
+                if (c->package > max_package)
+                        max_package = c->package;
+                if (c->thread > 0)
+                        m->smt = true;
+        }
+        m->n_packages = (uint32_t) (max_package + 1);
+}
+
+int machine_discover(const char *root, Machine **ret) {
+        _cleanup_(machine_freep) Machine *m = NULL;
+        int64_t v;
+        int r;
+
+        m = machine_new();
+        if (!m)
+                return -ENOMEM;
+
+        r = parse_cpuinfo(root, m);
+        if (r < 0)
+                return r;
+        m->cpu_model = cpu_model_find(m->vendor, m->family, m->model, m->stepping);
+
+        r = discover_cpus(root, m);
+        if (r < 0)
+                return r;
+        r = discover_pci(root, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot list PCI devices under %s", root);
+
+        if (read_int(root, "proc/sys/kernel/nmi_watchdog", &v) >= 0)
+                m->nmi_watchdog = v != 0;
+        machine_update_summary(m);
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
