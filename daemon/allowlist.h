@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Register allowlists: per CPU model data files (policy/allowlists/*.conf, format in
+ * Register allowlists: per CPU model data files (policy/allowlists/MODEL.conf, format in
  * docs/ALLOWLISTS.md) that name every register a client may touch, with a write mask, a scope
  * and a class. Anything not listed is refused; the built-in never-list wins over any file.
  */

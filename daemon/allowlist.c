@@ -1,0 +1,721 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Register allowlists and the built-in never-list
+ */
+#include <assert.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allowlist.h"
+#include "log.h"
+#include "macro.h"
+
+#define LINE_CHARS_MAX 1023
+#define ENTRIES_MAX 4096
+#define FIELDS_MAX 10
+#define PCI_CONFIG_SIZE 4096
+#define MODELS_MAX ELEMENTSOF(((Allowlist *) NULL)->models)
+#define MODEL_KEY_MAX (sizeof(((Allowlist *) NULL)->models[0]) - 1)
+#define REASON_MAX 512
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(Allowlist *, allowlist_free);
+
+typedef struct NeverEntry {
+        uint32_t first, last;
+        const char *name;
+} NeverEntry;
+
+/*
+ * Sorted, non-overlapping: never_list_lookup() binary-searches it. Each entry is here because a
+ * write (and for some a read) can escalate privilege, corrupt the kernel's own state or change
+ * power and frequency policy for every user of the machine; docs/ALLOWLISTS.md gives the reason
+ * per entry. Reads are refused too: none of these is needed to count events, and refusing both
+ * keeps the rule simple enough to audit.
+ */
+static const NeverEntry never_list[] = {
+        { 0x0000001B, 0x0000001B, "IA32_APIC_BASE" },
+        { 0x0000003A, 0x0000003A, "IA32_FEATURE_CONTROL" },
+        { 0x0000003B, 0x0000003B, "IA32_TSC_ADJUST" },
+        { 0x00000048, 0x00000048, "IA32_SPEC_CTRL" },
+        { 0x00000049, 0x00000049, "IA32_PRED_CMD" },
+        { 0x00000079, 0x00000079, "IA32_BIOS_UPDT_TRIG" },
+        { 0x0000009B, 0x0000009B, "IA32_SMM_MONITOR_CTL" },
+        { 0x0000009E, 0x0000009E, "IA32_SMBASE" },
+        { 0x0000010A, 0x0000010A, "IA32_ARCH_CAPABILITIES" },
+        { 0x0000010B, 0x0000010B, "IA32_FLUSH_CMD" },
+        { 0x00000122, 0x00000122, "IA32_TSX_CTRL" },
+        { 0x00000123, 0x00000123, "IA32_MCU_OPT_CTRL" },
+        { 0x00000174, 0x00000174, "IA32_SYSENTER_CS" },
+        { 0x00000175, 0x00000175, "IA32_SYSENTER_ESP" },
+        { 0x00000176, 0x00000176, "IA32_SYSENTER_EIP" },
+        { 0x00000199, 0x00000199, "IA32_PERF_CTL" },
+        { 0x000001A0, 0x000001A0, "IA32_MISC_ENABLE" },
+        { 0x000001AD, 0x000001AD, "MSR_TURBO_RATIO_LIMIT" },
+        { 0x000001AE, 0x000001AE, "MSR_TURBO_RATIO_LIMIT1" },
+        { 0x000001AF, 0x000001AF, "MSR_TURBO_RATIO_LIMIT2" },
+        { 0x000001B0, 0x000001B0, "IA32_ENERGY_PERF_BIAS" },
+        { 0x000001C8, 0x000001C8, "MSR_LBR_SELECT" },
+        { 0x000001C9, 0x000001C9, "MSR_LASTBRANCH_TOS" },
+        { 0x000001D9, 0x000001D9, "IA32_DEBUGCTL" },
+        { 0x000001DB, 0x000001DB, "MSR_LASTBRANCH_FROM_IP" },
+        { 0x000001DC, 0x000001DC, "MSR_LASTBRANCH_TO_IP" },
+        { 0x000001DD, 0x000001DD, "MSR_LER_FROM_IP" },
+        { 0x000001DE, 0x000001DE, "MSR_LER_TO_IP" },
+        { 0x000001FC, 0x000001FC, "MSR_POWER_CTL" },
+        { 0x00000200, 0x0000021F, "IA32_MTRR_PHYS" },
+        { 0x00000250, 0x00000250, "IA32_MTRR_FIX64K_00000" },
+        { 0x00000258, 0x00000259, "IA32_MTRR_FIX16K" },
+        { 0x00000268, 0x0000026F, "IA32_MTRR_FIX4K" },
+        { 0x00000277, 0x00000277, "IA32_PAT" },
+        { 0x000002FF, 0x000002FF, "IA32_MTRR_DEF_TYPE" },
+        { 0x000003F1, 0x000003F1, "IA32_PEBS_ENABLE" },
+        { 0x000003F2, 0x000003F2, "MSR_PEBS_DATA_CFG" },
+        { 0x000003F6, 0x000003F6, "MSR_PEBS_LD_LAT" },
+        { 0x000003F7, 0x000003F7, "MSR_PEBS_FRONTEND" },
+        { 0x00000560, 0x00000560, "IA32_RTIT_OUTPUT_BASE" },
+        { 0x00000561, 0x00000561, "IA32_RTIT_OUTPUT_MASK_PTRS" },
+        { 0x00000570, 0x00000570, "IA32_RTIT_CTL" },
+        { 0x00000571, 0x00000571, "IA32_RTIT_STATUS" },
+        { 0x00000572, 0x00000572, "IA32_RTIT_CR3_MATCH" },
+        { 0x00000580, 0x00000587, "IA32_RTIT_ADDR" },
+        { 0x00000600, 0x00000600, "IA32_DS_AREA" },
+        { 0x00000610, 0x00000610, "MSR_PKG_POWER_LIMIT" },
+        { 0x00000618, 0x00000618, "MSR_DRAM_POWER_LIMIT" },
+        { 0x00000620, 0x00000620, "MSR_UNCORE_RATIO_LIMIT" },
+        { 0x00000638, 0x00000638, "MSR_PP0_POWER_LIMIT" },
+        { 0x00000640, 0x00000640, "MSR_PP1_POWER_LIMIT" },
+        { 0x0000065C, 0x0000065C, "MSR_PLATFORM_POWER_LIMIT" },
+        { 0x00000680, 0x0000069F, "MSR_LASTBRANCH_FROM_IP" },
+        { 0x000006A0, 0x000006A0, "IA32_U_CET" },
+        { 0x000006A2, 0x000006A2, "IA32_S_CET" },
+        { 0x000006A4, 0x000006A7, "IA32_PL_SSP" },
+        { 0x000006A8, 0x000006A8, "IA32_INTERRUPT_SSP_TABLE_ADDR" },
+        { 0x000006C0, 0x000006DF, "MSR_LASTBRANCH_TO_IP" },
+        { 0x000006E0, 0x000006E0, "IA32_TSC_DEADLINE" },
+        { 0x000006E1, 0x000006E1, "IA32_PKRS" },
+        { 0x00000770, 0x00000770, "IA32_PM_ENABLE" },
+        { 0x00000772, 0x00000772, "IA32_HWP_REQUEST_PKG" },
+        { 0x00000774, 0x00000774, "IA32_HWP_REQUEST" },
+        { 0x00000800, 0x000008FF, "IA32_X2APIC" },
+        { 0x00000DA0, 0x00000DA0, "IA32_XSS" },
+        { 0x00000DC0, 0x00000DDF, "MSR_LBR_INFO" },
+        { 0x00001200, 0x0000121F, "MSR_ARCH_LBR_INFO" },
+        { 0x00001309, 0x0000130C, "MSR_RELOAD_FIXED_CTR" },
+        { 0x000014C1, 0x000014C8, "MSR_RELOAD_PMC" },
+        { 0x000014CE, 0x000014CE, "MSR_ARCH_LBR_CTL" },
+        { 0x000014CF, 0x000014CF, "MSR_ARCH_LBR_DEPTH" },
+        /* Up to the TO block, so no address in the arch-LBR window is left to a data file. */
+        { 0x00001500, 0x000015FF, "MSR_ARCH_LBR_FROM_IP" },
+        { 0x00001600, 0x0000161F, "MSR_ARCH_LBR_TO_IP" },
+        { 0xC0000080, 0xC0000080, "IA32_EFER" },
+        { 0xC0000081, 0xC0000081, "MSR_STAR" },
+        { 0xC0000082, 0xC0000082, "MSR_LSTAR" },
+        { 0xC0000083, 0xC0000083, "MSR_CSTAR" },
+        { 0xC0000084, 0xC0000084, "MSR_SFMASK" },
+        { 0xC0000100, 0xC0000100, "MSR_FS_BASE" },
+        { 0xC0000101, 0xC0000101, "MSR_GS_BASE" },
+        { 0xC0000102, 0xC0000102, "MSR_KERNEL_GS_BASE" },
+        { 0xC0010010, 0xC0010010, "AMD_SYSCFG" },
+        { 0xC0010015, 0xC0010015, "AMD_HWCR" },
+        { 0xC0010114, 0xC0010114, "AMD_VM_CR" },
+        { 0xC0010117, 0xC0010117, "AMD_VM_HSAVE_PA" },
+};
+
+const char *never_list_lookup(uint32_t msr) {
+        size_t lo = 0, hi = ELEMENTSOF(never_list);
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (msr < never_list[mid].first)
+                        hi = mid;
+                else if (msr > never_list[mid].last)
+                        lo = mid + 1;
+                else
+                        return never_list[mid].name;
+        }
+        return NULL;
+}
+
+static const NeverEntry *never_list_overlap(uint32_t first, uint32_t last) {
+        for (size_t i = 0; i < ELEMENTSOF(never_list); i++)
+                if (never_list[i].first <= last && never_list[i].last >= first)
+                        return &never_list[i];
+        return NULL;
+}
+
+static const char *const scope_names[_REG_SCOPE_MAX] = {
+        [REG_SCOPE_THREAD] = "thread",
+        [REG_SCOPE_CORE] = "core",
+        [REG_SCOPE_PACKAGE] = "package",
+};
+
+const char *reg_scope_to_string(RegScope s) {
+        if ((unsigned) s >= _REG_SCOPE_MAX)
+                return NULL;
+        return scope_names[s];
+}
+
+Allowlist *allowlist_free(Allowlist *a) {
+        if (!a)
+                return NULL;
+        free(a->msr);
+        free(a->pci);
+        free(a);
+        return NULL;
+}
+
+/* Entries keep their line number until the file is checked as a whole, so that an overlap found
+ * after sorting can still name both lines. */
+typedef struct ParsedEntry {
+        AllowEntry entry;
+        unsigned line;
+} ParsedEntry;
+
+typedef struct Parser {
+        const char *path;
+        unsigned line;
+        unsigned models_line;
+        char models[8][16];
+        unsigned n_models;
+        ParsedEntry *msr, *pci;
+        size_t n_msr, n_pci, allocated_msr, allocated_pci;
+        unsigned error_line;
+        char reason[REASON_MAX];
+} Parser;
+
+static void parser_done(Parser *p) {
+        free(p->msr);
+        free(p->pci);
+}
+
+_printf_(3, 4) static int parser_error(Parser *p, unsigned line, const char *fmt, ...) {
+        char msg[REASON_MAX - 32];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        p->error_line = line;
+        (void) snprintf(p->reason, sizeof(p->reason), "line %u: %s", line, msg);
+        return -EINVAL;
+}
+
+/* Hex with 0x, else decimal: strtoull() alone would also take signs, blanks, octal and a second
+ * "0x" after the first, none of which a register address should be written with. */
+static int parse_u64(const char *s, uint64_t *ret) {
+        const char *digits = s, *set = "0123456789";
+        unsigned long long v;
+        int base = 10;
+        char *end;
+
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+                digits = s + 2;
+                set = "0123456789abcdefABCDEF";
+                base = 16;
+        }
+        if (digits[0] == '\0' || digits[strspn(digits, set)] != '\0')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(digits, &end, base);
+        if (errno != 0)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+static int parse_number(Parser *p, const char *what, const char *s, uint64_t max, uint64_t *ret) {
+        uint64_t v;
+
+        if (parse_u64(s, &v) < 0)
+                return parser_error(p, p->line, "bad %s '%.64s'", what, s);
+        if (v > max)
+                return parser_error(p, p->line, "%s '%.64s' is out of range (at most 0x%" PRIx64 ")",
+                                    what, s, max);
+        *ret = v;
+        return 0;
+}
+
+static int parse_range(Parser *p, const char *s, uint64_t max, uint32_t *ret_first, uint32_t *ret_last) {
+        const char *dash = strchr(s, '-');
+        uint64_t first, last;
+        char buf[32];
+        int r;
+
+        if (!dash) {
+                r = parse_number(p, "address", s, max, &first);
+                if (r < 0)
+                        return r;
+                last = first;
+        } else {
+                size_t n = (size_t) (dash - s);
+
+                if (n >= sizeof(buf))
+                        return parser_error(p, p->line, "bad address '%.64s'", s);
+                memcpy(buf, s, n);
+                buf[n] = '\0';
+                r = parse_number(p, "address", buf, max, &first);
+                if (r < 0)
+                        return r;
+                r = parse_number(p, "address", dash + 1, max, &last);
+                if (r < 0)
+                        return r;
+                if (last < first)
+                        return parser_error(p, p->line, "range '%.64s' ends before it starts", s);
+        }
+        *ret_first = (uint32_t) first;
+        *ret_last = (uint32_t) last;
+        return 0;
+}
+
+static bool token_valid(const char *s, const char *set, size_t max) {
+        size_t n = strlen(s);
+
+        return n > 0 && n <= max && s[strspn(s, set)] == '\0';
+}
+
+static int parse_scope(Parser *p, const char *s, uint8_t *ret) {
+        for (unsigned i = 0; i < _REG_SCOPE_MAX; i++)
+                if (strcmp(s, scope_names[i]) == 0) {
+                        *ret = (uint8_t) i;
+                        return 0;
+                }
+        return parser_error(p, p->line, "unknown scope '%.64s' (expected thread, core or package)", s);
+}
+
+/* Scope, class and name: the three trailing fields both entry kinds share. */
+static int parse_tail(Parser *p, char **fields, AllowEntry *e) {
+        int r;
+
+        r = parse_scope(p, fields[0], &e->scope);
+        if (r < 0)
+                return r;
+        if (!token_valid(fields[1], "abcdefghijklmnopqrstuvwxyz0123456789-", ALLOW_CLASS_MAX - 1))
+                return parser_error(p, p->line, "bad class '%.64s' (1-%d characters of a-z, 0-9, -)",
+                                    fields[1], ALLOW_CLASS_MAX - 1);
+        if (!token_valid(fields[2],
+                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.",
+                         ALLOW_NAME_MAX - 1))
+                return parser_error(p, p->line, "bad name '%.64s' (1-%d characters of A-Z, a-z, 0-9, _, .)",
+                                    fields[2], ALLOW_NAME_MAX - 1);
+        strcpy(e->cls, fields[1]);
+        strcpy(e->name, fields[2]);
+        return 0;
+}
+
+static int parser_add(Parser *p, ParsedEntry **array, size_t *n, size_t *allocated, const AllowEntry *e) {
+        if (p->n_msr + p->n_pci >= ENTRIES_MAX)
+                return parser_error(p, p->line, "more than %d entries in one file", ENTRIES_MAX);
+        if (*n >= *allocated) {
+                size_t m = *allocated ? *allocated * 2 : 64;
+                ParsedEntry *a = reallocarray(*array, m, sizeof(ParsedEntry));
+
+                if (!a)
+                        return -ENOMEM;
+                *array = a;
+                *allocated = m;
+        }
+        (*array)[*n] = (ParsedEntry) { .entry = *e, .line = p->line };
+        (*n)++;
+        return 0;
+}
+
+static int parse_models(Parser *p, char **fields, size_t n) {
+        if (p->models_line > 0)
+                return parser_error(p, p->line, "second 'models' line (the first is line %u)", p->models_line);
+        if (n < 2)
+                return parser_error(p, p->line, "'models' needs at least one model key");
+        if (n - 1 > MODELS_MAX)
+                return parser_error(p, p->line, "too many model keys (at most %zu)", MODELS_MAX);
+
+        for (size_t i = 1; i < n; i++) {
+                if (!token_valid(fields[i], "abcdefghijklmnopqrstuvwxyz0123456789_-", MODEL_KEY_MAX))
+                        return parser_error(p, p->line, "bad model key '%.64s' (1-%zu characters of a-z, 0-9, _, -)",
+                                            fields[i], MODEL_KEY_MAX);
+                for (size_t j = 1; j < i; j++)
+                        if (strcmp(fields[i], fields[j]) == 0)
+                                return parser_error(p, p->line, "model key '%s' listed twice", fields[i]);
+                strcpy(p->models[i - 1], fields[i]);
+        }
+        p->n_models = (unsigned) (n - 1);
+        p->models_line = p->line;
+        return 0;
+}
+
+static int parse_msr(Parser *p, char **fields, size_t n) {
+        AllowEntry e = { .width = 8 };
+        const NeverEntry *ne;
+        int r;
+
+        if (n != 6)
+                return parser_error(p, p->line,
+                                    "'msr' takes 5 fields (address[-last] mask scope class name), got %zu", n - 1);
+        r = parse_range(p, fields[1], UINT32_MAX, &e.first, &e.last);
+        if (r < 0)
+                return r;
+        r = parse_number(p, "write mask", fields[2], UINT64_MAX, &e.write_mask);
+        if (r < 0)
+                return r;
+        r = parse_tail(p, fields + 3, &e);
+        if (r < 0)
+                return r;
+
+        /* Accepted, not refused: the never-list is enforced per request, and a test allowlist
+         * must be able to show that listing such a register opens nothing. */
+        ne = never_list_overlap(e.first, e.last);
+        if (ne)
+                log_warning("%s:%u: %s covers 0x%" PRIX32 " %s from the built-in never-list; "
+                            "requests for it will be refused whatever this file says",
+                            p->path, p->line, e.name, ne->first > e.first ? ne->first : e.first, ne->name);
+
+        return parser_add(p, &p->msr, &p->n_msr, &p->allocated_msr, &e);
+}
+
+static int parse_pci_id(Parser *p, const char *s, uint16_t *ret_vendor, uint16_t *ret_device) {
+        static const char hex[] = "0123456789abcdefABCDEF";
+
+        if (strlen(s) != 9 || s[4] != ':' || strspn(s, hex) != 4 || strspn(s + 5, hex) != 4)
+                return parser_error(p, p->line, "bad PCI id '%.64s' (expected vendor:device, e.g. 8086:2042)", s);
+        *ret_vendor = (uint16_t) strtoul(s, NULL, 16);
+        *ret_device = (uint16_t) strtoul(s + 5, NULL, 16);
+        return 0;
+}
+
+static int parse_pci(Parser *p, char **fields, size_t n) {
+        AllowEntry e = { .pci = true };
+        uint64_t width;
+        int r;
+
+        if (n != 8)
+                return parser_error(p, p->line,
+                                    "'pci' takes 7 fields (vendor:device offset[-last] width mask scope class name), got %zu",
+                                    n - 1);
+        r = parse_pci_id(p, fields[1], &e.pci_vendor, &e.pci_device);
+        if (r < 0)
+                return r;
+        r = parse_range(p, fields[2], PCI_CONFIG_SIZE - 1, &e.first, &e.last);
+        if (r < 0)
+                return r;
+        r = parse_number(p, "width", fields[3], UINT8_MAX, &width);
+        if (r < 0)
+                return r;
+        if (width != 4 && width != 8)
+                return parser_error(p, p->line, "width %" PRIu64 " is neither 4 nor 8", width);
+        e.width = (uint8_t) width;
+        /* With last below the config size this also keeps last + width - 1 inside it. */
+        if (e.first % e.width != 0 || (e.last - e.first) % e.width != 0)
+                return parser_error(p, p->line, "range '%.64s' is not made of aligned %u-byte registers",
+                                    fields[2], e.width);
+        r = parse_number(p, "write mask", fields[4], e.width == 4 ? UINT32_MAX : UINT64_MAX, &e.write_mask);
+        if (r < 0)
+                return r;
+        r = parse_tail(p, fields + 5, &e);
+        if (r < 0)
+                return r;
+
+        return parser_add(p, &p->pci, &p->n_pci, &p->allocated_pci, &e);
+}
+
+static int parse_line(Parser *p, char *line) {
+        char *fields[FIELDS_MAX + 1], *hash, *save = NULL, *tok;
+        size_t n = 0;
+
+        hash = strchr(line, '#');
+        if (hash)
+                *hash = '\0';
+        for (tok = strtok_r(line, " \t\r\v\f", &save); tok; tok = strtok_r(NULL, " \t\r\v\f", &save)) {
+                if (n >= FIELDS_MAX)
+                        return parser_error(p, p->line, "too many fields");
+                fields[n++] = tok;
+        }
+        if (n == 0)
+                return 0;
+
+        if (strcmp(fields[0], "models") == 0)
+                return parse_models(p, fields, n);
+        if (strcmp(fields[0], "msr") == 0)
+                return parse_msr(p, fields, n);
+        if (strcmp(fields[0], "pci") == 0)
+                return parse_pci(p, fields, n);
+        return parser_error(p, p->line, "unknown directive '%.64s' (expected models, msr or pci)", fields[0]);
+}
+
+static int cmp_msr(const void *a, const void *b) {
+        const ParsedEntry *x = a, *y = b;
+
+        if (x->entry.first != y->entry.first)
+                return x->entry.first < y->entry.first ? -1 : 1;
+        return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static int cmp_pci(const void *a, const void *b) {
+        const ParsedEntry *x = a, *y = b;
+
+        if (x->entry.pci_vendor != y->entry.pci_vendor)
+                return x->entry.pci_vendor < y->entry.pci_vendor ? -1 : 1;
+        if (x->entry.pci_device != y->entry.pci_device)
+                return x->entry.pci_device < y->entry.pci_device ? -1 : 1;
+        return cmp_msr(a, b);
+}
+
+static int overlap_error(Parser *p, const char *kind, const ParsedEntry *a, const ParsedEntry *b) {
+        const ParsedEntry *later = a->line > b->line ? a : b, *earlier = later == a ? b : a;
+
+        return parser_error(p, later->line, "%s %s 0x%" PRIX32 "-0x%" PRIX32 " overlaps %s on line %u",
+                            kind, later->entry.name, later->entry.first, later->entry.last,
+                            earlier->entry.name, earlier->line);
+}
+
+/* Sorting makes any overlap show up between neighbours, and lets lookups binary-search. */
+static int parser_check(Parser *p) {
+        if (p->n_msr > 0)
+                qsort(p->msr, p->n_msr, sizeof(ParsedEntry), cmp_msr);
+        if (p->n_pci > 0)
+                qsort(p->pci, p->n_pci, sizeof(ParsedEntry), cmp_pci);
+
+        for (size_t i = 1; i < p->n_msr; i++)
+                if (p->msr[i - 1].entry.last >= p->msr[i].entry.first)
+                        return overlap_error(p, "MSR range", &p->msr[i - 1], &p->msr[i]);
+
+        for (size_t i = 1; i < p->n_pci; i++) {
+                const AllowEntry *a = &p->pci[i - 1].entry, *b = &p->pci[i].entry;
+
+                if (a->pci_vendor == b->pci_vendor && a->pci_device == b->pci_device &&
+                    a->last + a->width > b->first)
+                        return overlap_error(p, "PCI range", &p->pci[i - 1], &p->pci[i]);
+        }
+        return 0;
+}
+
+static int copy_entries(const ParsedEntry *from, size_t n, AllowEntry **ret) {
+        AllowEntry *a;
+
+        if (n == 0) {
+                *ret = NULL;
+                return 0;
+        }
+        a = calloc(n, sizeof(AllowEntry));
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                a[i] = from[i].entry;
+        *ret = a;
+        return 0;
+}
+
+static int parse_stream(Parser *p, FILE *f) {
+        _cleanup_free_ char *buf = NULL;
+        size_t allocated = 0;
+        int r;
+
+        for (;;) {
+                ssize_t n;
+
+                errno = 0;
+                n = getline(&buf, &allocated, f);
+                if (n < 0) {
+                        if (ferror(f))
+                                return negative_errno();
+                        break;
+                }
+                p->line++;
+                if (n > 0 && buf[n - 1] == '\n')
+                        buf[--n] = '\0';
+                if (n > LINE_CHARS_MAX)
+                        return parser_error(p, p->line, "line is longer than %d characters", LINE_CHARS_MAX);
+                if (strlen(buf) != (size_t) n)
+                        return parser_error(p, p->line, "line contains a NUL byte");
+                r = parse_line(p, buf);
+                if (r < 0)
+                        return r;
+        }
+
+        /* No line is at fault; point at the last one, where the file ended without it. */
+        if (p->models_line == 0)
+                return parser_error(p, p->line > 0 ? p->line : 1, "no 'models' line in the file");
+        return parser_check(p);
+}
+
+int allowlist_parse_file(const char *path, Allowlist **ret, unsigned *ret_line, char *ret_reason,
+                         size_t reason_size) {
+        _cleanup_(parser_done) Parser p = { .path = path };
+        _cleanup_(allowlist_freep) Allowlist *a = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        int r;
+
+        assert(path);
+        assert(ret);
+
+        if (strlen(path) >= sizeof(a->path))
+                return -ENAMETOOLONG;
+        f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+
+        r = parse_stream(&p, f);
+        if (r == -EINVAL) {
+                if (ret_line)
+                        *ret_line = p.error_line;
+                if (ret_reason && reason_size > 0)
+                        (void) snprintf(ret_reason, reason_size, "%s", p.reason);
+        }
+        if (r < 0)
+                return r;
+
+        a = calloc(1, sizeof(Allowlist));
+        if (!a)
+                return -ENOMEM;
+        strcpy(a->path, path);
+        memcpy(a->models, p.models, sizeof(a->models));
+        a->n_models = p.n_models;
+        r = copy_entries(p.msr, p.n_msr, &a->msr);
+        if (r < 0)
+                return r;
+        a->n_msr = p.n_msr;
+        r = copy_entries(p.pci, p.n_pci, &a->pci);
+        if (r < 0)
+                return r;
+        a->n_pci = p.n_pci;
+
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+static bool allowlist_serves(const Allowlist *a, const char *model_key) {
+        for (unsigned i = 0; i < a->n_models; i++)
+                if (strcmp(a->models[i], model_key) == 0)
+                        return true;
+        return false;
+}
+
+typedef struct DirListing {
+        struct dirent **entries;
+        int n;
+} DirListing;
+
+static void dir_listing_done(DirListing *l) {
+        for (int i = 0; i < l->n; i++)
+                free(l->entries[i]);
+        free(l->entries);
+}
+
+static int conf_filter(const struct dirent *de) {
+        size_t n = strlen(de->d_name);
+
+        /* Dot files are editor and package-manager leftovers, not data. */
+        return de->d_name[0] != '.' && n > 5 && strcmp(de->d_name + n - 5, ".conf") == 0;
+}
+
+/* Byte order, not strcoll(): which file wins must not depend on the daemon's locale. */
+static int conf_compare(const struct dirent **a, const struct dirent **b) {
+        return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+int allowlist_load_for_model(const char *dir, const char *model_key, Allowlist **ret) {
+        _cleanup_(dir_listing_done) DirListing files = {};
+        _cleanup_(allowlist_freep) Allowlist *found = NULL;
+        int n;
+
+        assert(dir);
+        assert(model_key);
+        assert(ret);
+
+        n = scandir(dir, &files.entries, conf_filter, conf_compare);
+        if (n < 0)
+                return log_error_errno(errno, "Failed to list allowlist directory %s", dir);
+        files.n = n;
+
+        /* Every file is parsed, not just up to the match: a broken file for another model is
+         * still a broken installation, and it should fail here rather than on that machine. */
+        for (int i = 0; i < files.n; i++) {
+                _cleanup_(allowlist_freep) Allowlist *a = NULL;
+                _cleanup_free_ char *path = NULL;
+                char reason[REASON_MAX];
+                unsigned line = 0;
+                int r;
+
+                if (asprintf(&path, "%s/%s", dir, files.entries[i]->d_name) < 0)
+                        return log_error_errno(ENOMEM, "Failed to load allowlists from %s", dir);
+                r = allowlist_parse_file(path, &a, &line, reason, sizeof(reason));
+                if (r == -EINVAL) {
+                        log_error("Invalid allowlist %s, %s", path, reason);
+                        return -EINVAL;
+                }
+                if (r < 0)
+                        return log_error_errno(r, "Failed to read allowlist %s", path);
+                if (!found && allowlist_serves(a, model_key))
+                        found = TAKE_PTR(a);
+        }
+
+        if (!found) {
+                log_error("No allowlist in %s serves CPU model '%s'; without one no register can be "
+                          "opened, add a file whose 'models' line names it", dir, model_key);
+                return -ENOENT;
+        }
+        *ret = TAKE_PTR(found);
+        return 0;
+}
+
+const AllowEntry *allowlist_find_msr(const Allowlist *a, uint32_t reg) {
+        size_t lo = 0, hi;
+
+        if (!a)
+                return NULL;
+        hi = a->n_msr;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                const AllowEntry *e = &a->msr[mid];
+
+                if (reg < e->first)
+                        hi = mid;
+                else if (reg > e->last)
+                        lo = mid + 1;
+                else
+                        return e;
+        }
+        return NULL;
+}
+
+const AllowEntry *allowlist_find_pci(const Allowlist *a, uint16_t vendor, uint16_t device, uint32_t offset) {
+        uint32_t key = (uint32_t) vendor << 16 | device;
+        size_t lo = 0, hi;
+
+        if (!a)
+                return NULL;
+        hi = a->n_pci;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                const AllowEntry *e = &a->pci[mid];
+                uint32_t ekey = (uint32_t) e->pci_vendor << 16 | e->pci_device;
+
+                if (key < ekey || (key == ekey && offset < e->first))
+                        hi = mid;
+                else if (key > ekey || offset > e->last)
+                        lo = mid + 1;
+                else
+                        /* Only register starts: half a 48-bit counter is not a register. */
+                        return (offset - e->first) % e->width == 0 ? e : NULL;
+        }
+        return NULL;
+}
+
+void allow_entry_register_name(const AllowEntry *e, uint32_t reg, char *buf, size_t size) {
+        uint32_t index;
+
+        if (!buf || size == 0)
+                return;
+        if (e->first == e->last || reg < e->first || reg > e->last) {
+                (void) snprintf(buf, size, "%s", e->name);
+                return;
+        }
+        index = reg - e->first;
+        if (e->pci && e->width > 0)
+                index /= e->width;
+        (void) snprintf(buf, size, "%s%" PRIu32, e->name, index);
+}

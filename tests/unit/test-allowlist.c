@@ -1,0 +1,713 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Allowlist parser, lookups, never-list and shipped data files
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "allowlist.h"
+#include "log.h"
+#include "macro.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(Allowlist *, allowlist_free);
+
+static char tmpdir[] = "/tmp/test-allowlist-XXXXXX";
+
+static const char *shipped_dir(void) {
+        const char *d = getenv("PMUGATE_ALLOWLIST_DIR");
+
+        if (!d || !*d)
+                fail_msg("PMUGATE_ALLOWLIST_DIR is not set; it must point at policy/allowlists");
+        return d;
+}
+
+static Allowlist *parse_shipped(const char *name) {
+        char path[PATH_MAX], reason[256] = "";
+        Allowlist *a = NULL;
+        unsigned line = 0;
+        int r;
+
+        (void) snprintf(path, sizeof(path), "%s/%s", shipped_dir(), name);
+        r = allowlist_parse_file(path, &a, &line, reason, sizeof(reason));
+        if (r < 0)
+                fail_msg("%s: %s (r=%d)", path, reason, r);
+        assert_non_null(a);
+        return a;
+}
+
+/* Writes len bytes (or the whole string when len is 0) to tmpdir/name and returns its path. */
+static const char *write_file(const char *name, const char *content, size_t len) {
+        static char path[PATH_MAX];
+        FILE *f;
+
+        (void) snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        if (len == 0)
+                len = strlen(content);
+        assert_int_equal(fwrite(content, 1, len, f), len);
+        assert_int_equal(fclose(f), 0);
+        return path;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static int setup_tmpdir(void **state) {
+        return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_tmpdir(void **state) {
+        return nftw(tmpdir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---------------------------------------------------------------- shipped files */
+
+static void test_shipped_skx(void **state) {
+        _cleanup_(allowlist_freep) Allowlist *a = parse_shipped("intel-skx.conf");
+        const AllowEntry *e;
+
+        assert_int_equal(a->n_models, 2);
+        assert_string_equal(a->models[0], "skx");
+        assert_string_equal(a->models[1], "clx");
+
+        /* General-purpose counters and event selects, at both edges and just outside. */
+        assert_null(allowlist_find_msr(a, 0xC0));
+        e = allowlist_find_msr(a, 0xC1);
+        assert_non_null(e);
+        assert_string_equal(e->name, "IA32_PMC");
+        assert_int_equal(e->write_mask, 0xFFFFFFFFFFFFULL);
+        assert_ptr_equal(allowlist_find_msr(a, 0xC8), e);
+        assert_null(allowlist_find_msr(a, 0xC9));
+
+        assert_null(allowlist_find_msr(a, 0x185));
+        e = allowlist_find_msr(a, 0x186);
+        assert_non_null(e);
+        assert_int_equal(e->write_mask, 0xFFC7FFFFULL);
+        assert_int_equal(e->scope, REG_SCOPE_THREAD);
+        assert_int_equal(e->width, 8);
+        assert_false(e->pci);
+        assert_string_equal(e->cls, "core-pmu");
+        assert_ptr_equal(allowlist_find_msr(a, 0x18D), e);
+        assert_null(allowlist_find_msr(a, 0x18E));
+
+        e = allowlist_find_msr(a, 0x1A6);
+        assert_non_null(e);
+        assert_string_equal(e->cls, "offcore");
+        assert_int_equal(e->write_mask, 0x3FFFFF8FFFULL);
+
+        /* Three fixed counters, no SLOTS and no PERF_METRICS on this model. */
+        assert_non_null(allowlist_find_msr(a, 0x30B));
+        assert_null(allowlist_find_msr(a, 0x30C));
+        assert_null(allowlist_find_msr(a, 0x329));
+        assert_int_equal(allowlist_find_msr(a, 0x38D)->write_mask, 0x333);
+        assert_int_equal(allowlist_find_msr(a, 0x38E)->write_mask, 0);
+        assert_int_equal(allowlist_find_msr(a, 0x38F)->write_mask, 0x7000000FFULL);
+        assert_int_equal(allowlist_find_msr(a, 0x390)->write_mask, 0x7000000FFULL);
+        assert_int_equal(allowlist_find_msr(a, 0x392)->write_mask, 0);
+        assert_string_equal(allowlist_find_msr(a, 0x345)->cls, "core-pmu-info");
+
+        /* RAPL: status readable, limits absent. */
+        e = allowlist_find_msr(a, 0x611);
+        assert_non_null(e);
+        assert_int_equal(e->scope, REG_SCOPE_PACKAGE);
+        assert_string_equal(e->cls, "rapl");
+        assert_int_equal(e->write_mask, 0);
+        assert_null(allowlist_find_msr(a, 0x610));
+        assert_null(allowlist_find_msr(a, 0x618));
+        assert_null(allowlist_find_msr(a, 0x638));
+
+        /* 3 IMC channel functions x 6 register groups. */
+        assert_int_equal(a->n_pci, 18);
+}
+
+static void test_shipped_skx_pci(void **state) {
+        _cleanup_(allowlist_freep) Allowlist *a = parse_shipped("intel-skx.conf");
+        static const uint16_t devices[] = { 0x2042, 0x2046, 0x204A };
+        const AllowEntry *e;
+
+        for (size_t i = 0; i < ELEMENTSOF(devices); i++) {
+                uint16_t d = devices[i];
+
+                /* 48-bit counters: four registers of 8 bytes, found only at their start. */
+                e = allowlist_find_pci(a, 0x8086, d, 0xA0);
+                assert_non_null(e);
+                assert_true(e->pci);
+                assert_int_equal(e->pci_vendor, 0x8086);
+                assert_int_equal(e->pci_device, d);
+                assert_int_equal(e->width, 8);
+                assert_int_equal(e->write_mask, 0);
+                assert_int_equal(e->scope, REG_SCOPE_PACKAGE);
+                assert_string_equal(e->cls, "uncore-imc");
+                assert_ptr_equal(allowlist_find_pci(a, 0x8086, d, 0xA8), e);
+                assert_ptr_equal(allowlist_find_pci(a, 0x8086, d, 0xB8), e);
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0xA4));
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0xBC));
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0x9C));
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0xC0));
+
+                e = allowlist_find_pci(a, 0x8086, d, 0xD8);
+                assert_non_null(e);
+                assert_int_equal(e->width, 4);
+                assert_int_equal(e->write_mask, 0xFFC6FFFF);
+                assert_ptr_equal(allowlist_find_pci(a, 0x8086, d, 0xE4), e);
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0xDA));
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0xE8));
+
+                assert_int_equal(allowlist_find_pci(a, 0x8086, d, 0xD0)->width, 8);
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0xD4));
+                assert_int_equal(allowlist_find_pci(a, 0x8086, d, 0xF0)->write_mask, 0x00400000);
+                assert_int_equal(allowlist_find_pci(a, 0x8086, d, 0xF4)->write_mask, 0x103);
+                assert_int_equal(allowlist_find_pci(a, 0x8086, d, 0xF8)->write_mask, 0);
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0xFC));
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0x0));
+                assert_null(allowlist_find_pci(a, 0x8086, d, 0xFFC));
+        }
+
+        /* Keyed by vendor:device: the same offsets elsewhere are not open. */
+        assert_null(allowlist_find_pci(a, 0x8086, 0x2043, 0xA0));
+        assert_null(allowlist_find_pci(a, 0x8086, 0x2041, 0xF4));
+        assert_null(allowlist_find_pci(a, 0x8086, 0x2066, 0xF4));
+        assert_null(allowlist_find_pci(a, 0x1022, 0x2042, 0xA0));
+        assert_null(allowlist_find_pci(a, 0x8087, 0x2042, 0xA0));
+        assert_null(allowlist_find_pci(a, 0x0000, 0x0000, 0x0));
+        assert_null(allowlist_find_pci(a, 0xFFFF, 0xFFFF, 0xFFC));
+}
+
+static void test_shipped_icx_spr(void **state) {
+        static const struct {
+                const char *file, *model;
+                uint64_t offcore;
+                bool psys;
+        } cases[] = {
+                { "intel-icx.conf", "icx", 0x3FFFFFBFFFULL, false },
+                { "intel-spr.conf", "spr", 0x3FFFFFFFFFULL, true },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(allowlist_freep) Allowlist *a = parse_shipped(cases[i].file);
+                const AllowEntry *e;
+
+                assert_int_equal(a->n_models, 1);
+                assert_string_equal(a->models[0], cases[i].model);
+                assert_int_equal(a->n_pci, 0);
+
+                assert_non_null(allowlist_find_msr(a, 0x18D));
+                assert_non_null(allowlist_find_msr(a, 0x4C8));
+                e = allowlist_find_msr(a, 0x30C);
+                assert_non_null(e);
+                assert_string_equal(e->name, "IA32_FIXED_CTR");
+                assert_ptr_equal(allowlist_find_msr(a, 0x309), e);
+                assert_null(allowlist_find_msr(a, 0x30D));
+
+                e = allowlist_find_msr(a, 0x329);
+                assert_non_null(e);
+                assert_string_equal(e->name, "MSR_PERF_METRICS");
+                assert_int_equal(e->write_mask, UINT64_MAX);
+
+                assert_int_equal(allowlist_find_msr(a, 0x38D)->write_mask, 0x3333);
+                assert_int_equal(allowlist_find_msr(a, 0x38F)->write_mask, 0x1000F000000FFULL);
+                assert_int_equal(allowlist_find_msr(a, 0x390)->write_mask, 0x1000F000000FFULL);
+                assert_int_equal(allowlist_find_msr(a, 0x391)->write_mask, 0x1000F000000FFULL);
+                assert_int_equal(allowlist_find_msr(a, 0x1A6)->write_mask, cases[i].offcore);
+                assert_int_equal(allowlist_find_msr(a, 0x1A7)->write_mask, cases[i].offcore);
+                assert_int_equal(allowlist_find_msr(a, 0x64D) != NULL, cases[i].psys);
+        }
+}
+
+/* Properties every shipped file must keep, whoever edits it next. */
+static void test_shipped_invariants(void **state) {
+        static const char *const files[] = { "intel-skx.conf", "intel-icx.conf", "intel-spr.conf" };
+
+        for (size_t f = 0; f < ELEMENTSOF(files); f++) {
+                _cleanup_(allowlist_freep) Allowlist *a = parse_shipped(files[f]);
+
+                assert_true(a->n_msr > 0);
+                for (size_t i = 0; i < a->n_msr; i++) {
+                        const AllowEntry *e = &a->msr[i];
+
+                        if (i > 0)
+                                assert_true(a->msr[i - 1].last < e->first);
+                        for (uint64_t reg = e->first; reg <= e->last; reg++)
+                                if (never_list_lookup((uint32_t) reg))
+                                        fail_msg("%s: %s covers never-list MSR 0x%" PRIx64, files[f], e->name, reg);
+                        if (strcmp(e->name, "IA32_PERFEVTSEL") == 0)
+                                /* No PC, INT, ANY; nothing at or above bit 32. */
+                                assert_int_equal(e->write_mask & 0xFFFFFFFF00380000ULL, 0);
+                        if (strcmp(e->name, "IA32_FIXED_CTR_CTRL") == 0)
+                                /* No AnyThread, no PMI, no adaptive PEBS. */
+                                assert_int_equal(e->write_mask & ~0x3333ULL, 0);
+                        if (strcmp(e->cls, "rapl") == 0 || strcmp(e->cls, "core-pmu-info") == 0)
+                                assert_int_equal(e->write_mask, 0);
+                        assert_non_null(reg_scope_to_string(e->scope));
+                }
+                for (size_t i = 0; i < a->n_pci; i++) {
+                        const AllowEntry *e = &a->pci[i];
+
+                        if (e->width == 4)
+                                assert_true(e->write_mask <= UINT32_MAX);
+                        if (strcmp(e->name, "IMC_PMON_CTL") == 0)
+                                /* No overflow enable (20), no EV_SEL_EXT (21), nothing reserved. */
+                                assert_int_equal(e->write_mask & ~0xFFC6FFFFULL, 0);
+                }
+        }
+}
+
+/* ---------------------------------------------------------------- names and the never-list */
+
+static void test_register_names(void **state) {
+        _cleanup_(allowlist_freep) Allowlist *a = parse_shipped("intel-skx.conf");
+        char buf[ALLOW_NAME_MAX + 12];
+        const AllowEntry *e;
+
+        e = allowlist_find_msr(a, 0x188);
+        allow_entry_register_name(e, 0x188, buf, sizeof(buf));
+        assert_string_equal(buf, "IA32_PERFEVTSEL2");
+        allow_entry_register_name(e, 0x186, buf, sizeof(buf));
+        assert_string_equal(buf, "IA32_PERFEVTSEL0");
+        allow_entry_register_name(e, 0x18D, buf, sizeof(buf));
+        assert_string_equal(buf, "IA32_PERFEVTSEL7");
+
+        e = allowlist_find_msr(a, 0x4C8);
+        allow_entry_register_name(e, 0x4C8, buf, sizeof(buf));
+        assert_string_equal(buf, "IA32_A_PMC7");
+
+        /* A single register keeps its name as written. */
+        e = allowlist_find_msr(a, 0x38F);
+        allow_entry_register_name(e, 0x38F, buf, sizeof(buf));
+        assert_string_equal(buf, "IA32_PERF_GLOBAL_CTRL");
+        e = allowlist_find_msr(a, 0x1A7);
+        allow_entry_register_name(e, 0x1A7, buf, sizeof(buf));
+        assert_string_equal(buf, "MSR_OFFCORE_RSP_1");
+
+        /* PCI ranges count registers, not bytes. */
+        e = allowlist_find_pci(a, 0x8086, 0x2046, 0xB8);
+        allow_entry_register_name(e, 0xB8, buf, sizeof(buf));
+        assert_string_equal(buf, "IMC_PMON_CTR3");
+        e = allowlist_find_pci(a, 0x8086, 0x2046, 0xDC);
+        allow_entry_register_name(e, 0xDC, buf, sizeof(buf));
+        assert_string_equal(buf, "IMC_PMON_CTL1");
+        e = allowlist_find_pci(a, 0x8086, 0x2046, 0xF4);
+        allow_entry_register_name(e, 0xF4, buf, sizeof(buf));
+        assert_string_equal(buf, "IMC_PMON_BOX_CTL");
+
+        /* Truncates, and never writes to a zero-sized buffer. */
+        e = allowlist_find_msr(a, 0x188);
+        allow_entry_register_name(e, 0x188, buf, 6);
+        assert_string_equal(buf, "IA32_");
+        buf[0] = 'x';
+        allow_entry_register_name(e, 0x188, buf, 0);
+        assert_int_equal(buf[0], 'x');
+}
+
+static void test_never_list(void **state) {
+        static const uint32_t required[] = {
+                0x600, 0x1D9, 0x3F1, 0x3F2, 0x3F6, 0x3F7, 0x1A0,
+                0xC0000080, 0xC0000081, 0xC0000082, 0xC0000083, 0xC0000084,
+                0xC0000100, 0xC0000101, 0xC0000102, 0x174, 0x175, 0x176,
+                0x1B, 0x3A, 0x48, 0x49, 0x10B, 0x10A,
+                0x610, 0x618, 0x638, 0x640, 0x65C, 0x1AD, 0x199, 0x1B0, 0x770, 0x774,
+                0x1C8, 0x1C9, 0x680, 0x690, 0x69F, 0x6C0, 0x6DF, 0xDC0, 0xDDF,
+                0x14CE, 0x14CF, 0x1500, 0x151F, 0x1580, 0x1600, 0x161F,
+                0x560, 0x561, 0x570, 0x571, 0x572, 0x580, 0x587,
+                0x14C1, 0x14C8, 0x1309, 0x130C, 0x9B, 0x79,
+                0xC0010015, 0xC0010010, 0xC0010114, 0xC0010117,
+        };
+        static const uint32_t open[] = {
+                0x0, 0x10, 0xC1, 0xC8, 0xE7, 0xE8, 0x186, 0x18D, 0x1A6, 0x1A7, 0x309, 0x30C,
+                0x329, 0x345, 0x38D, 0x38E, 0x38F, 0x390, 0x391, 0x392, 0x4C1, 0x4C8,
+                0x606, 0x611, 0x613, 0x614, 0x619, 0x61B, 0x61C, 0x639, 0x64D,
+                0x14C0, 0x14C9, 0x1308, 0x130D, 0x1620, 0x6BF, 0x6A1, 0x6A3,
+                0xC0000085, 0xC0010000, UINT32_MAX,
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(required); i++)
+                if (!never_list_lookup(required[i]))
+                        fail_msg("MSR 0x%" PRIx32 " is missing from the never-list", required[i]);
+        for (size_t i = 0; i < ELEMENTSOF(open); i++)
+                if (never_list_lookup(open[i]))
+                        fail_msg("MSR 0x%" PRIx32 " is on the never-list as %s", open[i], never_list_lookup(open[i]));
+
+        assert_string_equal(never_list_lookup(0x600), "IA32_DS_AREA");
+        assert_string_equal(never_list_lookup(0x1D9), "IA32_DEBUGCTL");
+        assert_string_equal(never_list_lookup(0x3F1), "IA32_PEBS_ENABLE");
+        assert_string_equal(never_list_lookup(0xC0000080), "IA32_EFER");
+        assert_string_equal(never_list_lookup(0x610), "MSR_PKG_POWER_LIMIT");
+}
+
+static void test_scope_names(void **state) {
+        assert_string_equal(reg_scope_to_string(REG_SCOPE_THREAD), "thread");
+        assert_string_equal(reg_scope_to_string(REG_SCOPE_CORE), "core");
+        assert_string_equal(reg_scope_to_string(REG_SCOPE_PACKAGE), "package");
+        assert_null(reg_scope_to_string(_REG_SCOPE_MAX));
+        assert_null(reg_scope_to_string((RegScope) -1));
+}
+
+/* ---------------------------------------------------------------- parser */
+
+static Allowlist *parse_text(const char *text) {
+        char reason[256] = "";
+        Allowlist *a = NULL;
+        unsigned line = 0;
+        int r;
+
+        r = allowlist_parse_file(write_file("good.conf", text, 0), &a, &line, reason, sizeof(reason));
+        if (r < 0)
+                fail_msg("unexpected failure: r=%d: %s", r, reason);
+        return a;
+}
+
+static void test_parse_syntax(void **state) {
+        _cleanup_(allowlist_freep) Allowlist *a = parse_text(
+                "# leading comment\n"
+                "\n"
+                "   models   t1 t-2 t_3  # trailing comment\n"
+                "\tmsr\t390\t0\tcore\tx\tDECIMAL\r\n"
+                "msr 0X1A6 0xffffffffffffffff package x UPPER_HEX\n"
+                "msr 0x10-0x11 18446744073709551615 thread x Dotted.name_2\n"
+                "pci 8086:ABCD 0xFF8 8 0 package x LAST8\n"
+                "pci abcd:8086 0 4 0xFFFFFFFF thread x FIRST4\n"
+                "msr 0xFFFFFFFF 0 thread x TOP");
+        const AllowEntry *e;
+
+        assert_int_equal(a->n_models, 3);
+        assert_string_equal(a->models[1], "t-2");
+        assert_int_equal(a->n_msr, 4);
+        assert_int_equal(a->n_pci, 2);
+        assert_string_equal(a->path + strlen(a->path) - strlen("/good.conf"), "/good.conf");
+
+        e = allowlist_find_msr(a, 0x186);
+        assert_non_null(e);
+        assert_string_equal(e->name, "DECIMAL");
+        assert_int_equal(e->scope, REG_SCOPE_CORE);
+        assert_int_equal(allowlist_find_msr(a, 0x1A6)->write_mask, UINT64_MAX);
+        assert_int_equal(allowlist_find_msr(a, 0x11)->write_mask, UINT64_MAX);
+        assert_string_equal(allowlist_find_msr(a, UINT32_MAX)->name, "TOP");
+        assert_string_equal(allowlist_find_pci(a, 0x8086, 0xABCD, 0xFF8)->name, "LAST8");
+        assert_null(allowlist_find_pci(a, 0x8086, 0xABCD, 0xFFC));
+        assert_string_equal(allowlist_find_pci(a, 0xABCD, 0x8086, 0)->name, "FIRST4");
+}
+
+static void test_parse_sorts_and_finds(void **state) {
+        _cleanup_(allowlist_freep) Allowlist *a = parse_text(
+                "models t\n"
+                "msr 0x30-0x3F 0 thread x D\n"
+                "msr 0x20 0 thread x C\n"
+                "msr 0x10-0x1F 0 thread x B\n"
+                "msr 0x1 0 thread x A\n"
+                "pci 8086:0002 0x10 4 0 package x P3\n"
+                "pci 8086:0001 0x20 4 0 package x P2\n"
+                "pci 8086:0001 0x10-0x1C 4 0 package x P1\n"
+                "pci 1000:0009 0x10 4 0 package x P0\n"
+                "pci 8086:0003 0x10-0x18 8 0 package x P4\n");
+        static const char *const msr_order[] = { "A", "B", "C", "D" };
+        static const char *const pci_order[] = { "P0", "P1", "P2", "P3", "P4" };
+
+        assert_int_equal(a->n_msr, ELEMENTSOF(msr_order));
+        for (size_t i = 0; i < a->n_msr; i++)
+                assert_string_equal(a->msr[i].name, msr_order[i]);
+        assert_int_equal(a->n_pci, ELEMENTSOF(pci_order));
+        for (size_t i = 0; i < a->n_pci; i++)
+                assert_string_equal(a->pci[i].name, pci_order[i]);
+
+        assert_null(allowlist_find_msr(a, 0x0));
+        assert_string_equal(allowlist_find_msr(a, 0x1)->name, "A");
+        assert_null(allowlist_find_msr(a, 0x2));
+        assert_string_equal(allowlist_find_msr(a, 0x10)->name, "B");
+        assert_string_equal(allowlist_find_msr(a, 0x1F)->name, "B");
+        assert_string_equal(allowlist_find_msr(a, 0x20)->name, "C");
+        assert_null(allowlist_find_msr(a, 0x21));
+        assert_string_equal(allowlist_find_msr(a, 0x3F)->name, "D");
+        assert_null(allowlist_find_msr(a, 0x40));
+
+        assert_string_equal(allowlist_find_pci(a, 0x8086, 0x0001, 0x10)->name, "P1");
+        assert_string_equal(allowlist_find_pci(a, 0x8086, 0x0001, 0x1C)->name, "P1");
+        assert_string_equal(allowlist_find_pci(a, 0x8086, 0x0001, 0x20)->name, "P2");
+        assert_null(allowlist_find_pci(a, 0x8086, 0x0001, 0x24));
+        assert_null(allowlist_find_pci(a, 0x8086, 0x0001, 0x0C));
+        assert_string_equal(allowlist_find_pci(a, 0x8086, 0x0002, 0x10)->name, "P3");
+        assert_null(allowlist_find_pci(a, 0x8086, 0x0002, 0x14));
+        assert_string_equal(allowlist_find_pci(a, 0x8086, 0x0003, 0x18)->name, "P4");
+        assert_null(allowlist_find_pci(a, 0x8086, 0x0003, 0x14));
+        assert_string_equal(allowlist_find_pci(a, 0x1000, 0x0009, 0x10)->name, "P0");
+        assert_null(allowlist_find_pci(a, 0x1000, 0x0008, 0x10));
+}
+
+typedef struct BadCase {
+        const char *what;
+        const char *text;
+        unsigned line;
+        const char *reason;
+} BadCase;
+
+#define M "models t\n"
+#define OK_MSR "msr 0x186 0 thread core-pmu IA32_PERFEVTSEL\n"
+
+static const BadCase bad_cases[] = {
+        { "unknown directive", M OK_MSR "register 0x10 0 thread x Y\n", 3, "unknown directive 'register'" },
+        { "bad hex number", M "\n# comment\nmsr 0x18G 0 thread x A\n", 4, "bad address '0x18G'" },
+        { "bare 0x", M "msr 0x 0 thread x A\n", 2, "bad address '0x'" },
+        { "double prefix", M "msr 0x0x10 0 thread x A\n", 2, "bad address '0x0x10'" },
+        { "signed number", M "msr 0x10 -1 thread x A\n", 2, "bad write mask '-1'" },
+        { "plus sign", M "msr +16 0 thread x A\n", 2, "bad address '+16'" },
+        { "digit separator", M "msr 1_000 0 thread x A\n", 2, "bad address '1_000'" },
+        { "mask overflow", M "msr 0x10 0x10000000000000000 thread x A\n", 2, "bad write mask" },
+        { "MSR beyond 32 bits", M "msr 0x100000000 0 thread x A\n", 2, "out of range" },
+        { "bad range end", M "msr 0x10-zz 0 thread x A\n", 2, "bad address 'zz'" },
+        { "empty range end", M "msr 0x10- 0 thread x A\n", 2, "bad address ''" },
+        { "reversed range", M "msr 0x18D-0x186 0 thread x A\n", 2, "ends before it starts" },
+        { "overlapping MSR ranges", M "msr 0x186-0x18D 0xFF thread x A\nmsr 0xC1 0 thread x B\nmsr 0x18D 0 thread x C\n",
+          4, "overlaps A on line 2" },
+        { "overlap reported at the later line", M "msr 0x190 0 thread x A\nmsr 0x180-0x195 0 thread x B\n",
+          3, "overlaps A on line 2" },
+        { "duplicate MSR", M "\n\nmsr 0x10 0 thread x A\nmsr 0x10 0 thread x B\n", 5, "overlaps A on line 4" },
+        { "overlapping PCI ranges", M "pci 8086:2042 0xA0-0xB8 8 0 package x CTR\npci 8086:2042 0xBC 4 0 package x HI\n",
+          3, "overlaps CTR on line 2" },
+        { "width not 4 or 8", M "pci 8086:2042 0xF4 2 0 package x A\n", 2, "width 2 is neither 4 nor 8" },
+        { "width 16", M "pci 8086:2042 0xF0 16 0 package x A\n", 2, "width 16 is neither 4 nor 8" },
+        { "misaligned PCI start", M OK_MSR "pci 8086:2042 0xF2 4 0 package x A\n", 3, "not made of aligned 4-byte" },
+        { "misaligned PCI last", M "pci 8086:2042 0xA0-0xA4 8 0 package x A\n", 2, "not made of aligned 8-byte" },
+        { "PCI 8-byte at 4-aligned start", M "pci 8086:2042 0xA4 8 0 package x A\n", 2, "not made of aligned 8-byte" },
+        { "PCI past config space", M "pci 8086:2042 0x1000 4 0 package x A\n", 2, "out of range" },
+        { "PCI mask wider than 4 bytes", M "pci 8086:2042 0xF4 4 0x100000000 package x A\n", 2, "out of range" },
+        { "bad PCI id", M "pci 8086-2042 0xF4 4 0 package x A\n", 2, "bad PCI id '8086-2042'" },
+        { "short PCI id", M "pci 808:2042 0xF4 4 0 package x A\n", 2, "bad PCI id" },
+        { "PCI id with prefix", M "pci 0x8086:0x2042 0xF4 4 0 package x A\n", 2, "bad PCI id" },
+        { "missing models line", "# no models\n" OK_MSR "\n", 3, "no 'models' line" },
+        { "empty file", "", 1, "no 'models' line" },
+        { "second models line", M OK_MSR "models u\n", 3, "second 'models' line (the first is line 1)" },
+        { "models without keys", "models\n", 1, "at least one model key" },
+        { "too many model keys", "models a b c d e f g h i\n", 1, "too many model keys" },
+        { "model key too long", "models abcdefghijklmnop\n", 1, "bad model key 'abcdefghijklmnop'" },
+        { "model key charset", "models SKX\n", 1, "bad model key 'SKX'" },
+        { "model key twice", "models skx clx skx\n", 1, "'skx' listed twice" },
+        { "unknown scope", M "msr 0x10 0 socket x A\n", 2, "unknown scope 'socket'" },
+        { "bad class", M "msr 0x10 0 thread Core_PMU A\n", 2, "bad class 'Core_PMU'" },
+        { "class too long", M "msr 0x10 0 thread abcdefghijklmnop A\n", 2, "bad class" },
+        { "bad name", M "msr 0x10 0 thread x A-B\n", 2, "bad name 'A-B'" },
+        { "name too long", M "msr 0x10 0 thread x ABCDEFGHIJABCDEFGHIJABCDEFGHIJABCDEFGHIJ\n", 2, "bad name" },
+        { "msr field count", M "msr 0x10 0 thread x\n", 2, "'msr' takes 5 fields" },
+        { "msr extra field", M "msr 0x10 0 thread x A B\n", 2, "'msr' takes 5 fields" },
+        { "pci field count", M "pci 8086:2042 0xF4 4 0 package x\n", 2, "'pci' takes 7 fields" },
+        { "too many fields", M "msr 1 2 3 4 5 6 7 8 9 10\n", 2, "too many fields" },
+};
+
+static void test_parse_bad(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(bad_cases); i++) {
+                const BadCase *c = &bad_cases[i];
+                char reason[256] = "", prefix[32];
+                Allowlist *a = NULL;
+                unsigned line = 0;
+                int r;
+
+                r = allowlist_parse_file(write_file("bad.conf", c->text, 0), &a, &line, reason, sizeof(reason));
+                if (r != -EINVAL)
+                        fail_msg("%s: expected -EINVAL, got %d", c->what, r);
+                assert_null(a);
+                if (line != c->line)
+                        fail_msg("%s: expected line %u, got %u (%s)", c->what, c->line, line, reason);
+                (void) snprintf(prefix, sizeof(prefix), "line %u: ", c->line);
+                if (strncmp(reason, prefix, strlen(prefix)) != 0 || !strstr(reason, c->reason))
+                        fail_msg("%s: expected '%s%s...', got '%s'", c->what, prefix, c->reason, reason);
+        }
+}
+
+static void test_parse_limits(void **state) {
+        static const char with_nul[] = M "msr 0x10\0 0 thread x A\n";
+        _cleanup_free_ char *text = NULL;
+        char reason[256] = "", longline[1100];
+        size_t size = 0;
+        Allowlist *a = NULL;
+        unsigned line = 0;
+        FILE *f;
+        int r;
+
+        /* 1023 characters are fine, 1024 are not. */
+        memset(longline, 0, sizeof(longline));
+        memcpy(longline, M "#", strlen(M "#"));
+        memset(longline + strlen(M "#"), 'x', 1022);
+        assert_int_equal(strlen(longline), strlen(M) + 1023);
+        a = parse_text(longline);
+        a = allowlist_free(a);
+        longline[strlen(longline)] = 'x';
+        r = allowlist_parse_file(write_file("long.conf", longline, 0), &a, &line, reason, sizeof(reason));
+        assert_int_equal(r, -EINVAL);
+        assert_int_equal(line, 2);
+        assert_non_null(strstr(reason, "longer than 1023"));
+
+        r = allowlist_parse_file(write_file("nul.conf", with_nul, sizeof(with_nul) - 1), &a, &line, reason,
+                                 sizeof(reason));
+        assert_int_equal(r, -EINVAL);
+        assert_int_equal(line, 2);
+        assert_non_null(strstr(reason, "NUL byte"));
+
+        /* 4096 entries are fine; the 4097th is refused at its own line. */
+        f = open_memstream(&text, &size);
+        assert_non_null(f);
+        fputs(M, f);
+        for (unsigned i = 0; i < 4096; i++)
+                fprintf(f, "msr 0x%x 0 thread x R\n", 0x20000 + i);
+        assert_int_equal(fflush(f), 0);
+        a = parse_text(text);
+        assert_int_equal(a->n_msr, 4096);
+        assert_string_equal(allowlist_find_msr(a, 0x20000 + 4095)->name, "R");
+        a = allowlist_free(a);
+        fprintf(f, "pci 8086:2042 0xF4 4 0 package x P\n");
+        assert_int_equal(fclose(f), 0);
+        r = allowlist_parse_file(write_file("many.conf", text, 0), &a, &line, reason, sizeof(reason));
+        assert_int_equal(r, -EINVAL);
+        assert_int_equal(line, 4098);
+        assert_non_null(strstr(reason, "more than 4096 entries"));
+}
+
+static void test_parse_errors_without_outputs(void **state) {
+        Allowlist *a = NULL;
+        unsigned line = 77;
+        char reason[8] = "keep";
+
+        /* The reason and line pointers are optional, and a short buffer truncates. */
+        assert_int_equal(allowlist_parse_file(write_file("bad.conf", "models t\nfoo\n", 0), &a, NULL, NULL, 0),
+                         -EINVAL);
+        assert_int_equal(allowlist_parse_file(write_file("bad.conf", "models t\nfoo\n", 0), &a, &line, reason,
+                                              sizeof(reason)),
+                         -EINVAL);
+        assert_int_equal(line, 2);
+        assert_string_equal(reason, "line 2:");
+
+        /* Not a syntax error: nothing about lines is reported. */
+        line = 77;
+        strcpy(reason, "keep");
+        assert_int_equal(allowlist_parse_file("/nonexistent/pmugate/x.conf", &a, &line, reason, sizeof(reason)),
+                         -ENOENT);
+        assert_int_equal(line, 77);
+        assert_string_equal(reason, "keep");
+        assert_int_equal(allowlist_parse_file(tmpdir, &a, &line, reason, sizeof(reason)), -EISDIR);
+        assert_null(a);
+}
+
+/* A data file that lists a never-list register parses, and the entry is there; what keeps the
+ * register closed is never_list_lookup(), which the daemon consults first at every request. */
+static void test_never_list_wins_at_lookup(void **state) {
+        _cleanup_(allowlist_freep) Allowlist *a = parse_text(
+                "models t\n"
+                "msr 0x600 0xFFFFFFFFFFFFFFFF thread core-pmu IA32_DS_AREA\n"
+                "msr 0x1D0-0x1DF 0xFF thread core-pmu WIDE\n"
+                "msr 0x186 0xFFC7FFFF thread core-pmu IA32_PERFEVTSEL\n");
+        const AllowEntry *e;
+
+        e = allowlist_find_msr(a, 0x600);
+        assert_non_null(e);
+        assert_int_equal(e->write_mask, UINT64_MAX);
+        assert_string_equal(never_list_lookup(0x600), "IA32_DS_AREA");
+
+        e = allowlist_find_msr(a, 0x1D9);
+        assert_non_null(e);
+        assert_string_equal(never_list_lookup(0x1D9), "IA32_DEBUGCTL");
+        assert_null(never_list_lookup(0x1D8));
+
+        assert_non_null(allowlist_find_msr(a, 0x186));
+        assert_null(never_list_lookup(0x186));
+}
+
+/* ---------------------------------------------------------------- loading by model */
+
+static void test_load_shipped(void **state) {
+        static const struct {
+                const char *key, *file;
+        } cases[] = {
+                { "skx", "/intel-skx.conf" },
+                { "clx", "/intel-skx.conf" },
+                { "icx", "/intel-icx.conf" },
+                { "spr", "/intel-spr.conf" },
+        };
+        Allowlist *a = (Allowlist *) 0x1;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(allowlist_freep) Allowlist *b = NULL;
+                size_t n, m = strlen(cases[i].file);
+
+                assert_int_equal(allowlist_load_for_model(shipped_dir(), cases[i].key, &b), 0);
+                assert_non_null(b);
+                n = strlen(b->path);
+                assert_true(n > m);
+                assert_string_equal(b->path + n - m, cases[i].file);
+        }
+
+        assert_int_equal(allowlist_load_for_model(shipped_dir(), "zen4", &a), -ENOENT);
+        assert_int_equal(allowlist_load_for_model(shipped_dir(), "", &a), -ENOENT);
+        assert_ptr_equal(a, (Allowlist *) 0x1);
+}
+
+static void make_subdir(const char *name, char *path, size_t size) {
+        (void) snprintf(path, size, "%s/%s", tmpdir, name);
+        assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static void test_load_tmp(void **state) {
+        _cleanup_(allowlist_freep) Allowlist *a = NULL;
+        char dir[PATH_MAX];
+
+        make_subdir("load", dir, sizeof(dir));
+        /* Name order, not creation order, decides; other names are not data files. */
+        write_file("load/20-a.conf", "models foo bar\nmsr 0x20 0 thread x SECOND\n", 0);
+        write_file("load/10-b.conf", "models foo\nmsr 0x10 0 thread x FIRST\n", 0);
+        write_file("load/notes.txt", "this is not an allowlist\n", 0);
+        write_file("load/.hidden.conf", "neither is this\n", 0);
+        write_file("load/old.conf~", "nor this\n", 0);
+
+        assert_int_equal(allowlist_load_for_model(dir, "foo", &a), 0);
+        assert_non_null(allowlist_find_msr(a, 0x10));
+        assert_null(allowlist_find_msr(a, 0x20));
+        a = allowlist_free(a);
+        assert_int_equal(allowlist_load_for_model(dir, "bar", &a), 0);
+        assert_non_null(allowlist_find_msr(a, 0x20));
+        a = allowlist_free(a);
+        assert_int_equal(allowlist_load_for_model(dir, "baz", &a), -ENOENT);
+        assert_null(a);
+
+        /* A broken file stops loading even when an earlier file already matched. */
+        write_file("load/30-broken.conf", "models other\nmsr 0x10 0 socket x A\n", 0);
+        assert_int_equal(allowlist_load_for_model(dir, "foo", &a), -EINVAL);
+        assert_null(a);
+
+        make_subdir("empty", dir, sizeof(dir));
+        assert_int_equal(allowlist_load_for_model(dir, "foo", &a), -ENOENT);
+        (void) snprintf(dir, sizeof(dir), "%s/missing", tmpdir);
+        assert_int_equal(allowlist_load_for_model(dir, "foo", &a), -ENOENT);
+        assert_null(a);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_shipped_skx),
+                cmocka_unit_test(test_shipped_skx_pci),
+                cmocka_unit_test(test_shipped_icx_spr),
+                cmocka_unit_test(test_shipped_invariants),
+                cmocka_unit_test(test_register_names),
+                cmocka_unit_test(test_never_list),
+                cmocka_unit_test(test_scope_names),
+                cmocka_unit_test(test_parse_syntax),
+                cmocka_unit_test(test_parse_sorts_and_finds),
+                cmocka_unit_test(test_parse_bad),
+                cmocka_unit_test(test_parse_limits),
+                cmocka_unit_test(test_parse_errors_without_outputs),
+                cmocka_unit_test(test_never_list_wins_at_lookup),
+                cmocka_unit_test(test_load_shipped),
+                cmocka_unit_test(test_load_tmp),
+        };
+
+        return cmocka_run_group_tests(tests, setup_tmpdir, teardown_tmpdir);
+}
