@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate: the user command line
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build-config.h"
+#include "cli-util.h"
+#include "cpulist.h"
+#include "macro.h"
+
+static const char *arg_socket;
+
+static void help(void) {
+        printf("Usage: pmugate [--socket=PATH] COMMAND [ARGS...]\n"
+               "\n"
+               "Read and program CPU performance counters through pmugated.\n"
+               "\n"
+               "Commands:\n"
+               "  info [--json]                   Machine, PMU, registers and your rights\n"
+               "  read -c CPUS REG...             Read MSRs on CPUs (CPUS like 0-3,8)\n"
+               "  read -u UNITS REG...            Read PCI config registers of uncore units\n"
+               "  write -c CPUS REG=VALUE...      Write MSRs (under the register's write mask)\n"
+               "  write -u UNITS REG=VALUE...     Write PCI config registers of uncore units\n"
+               "\n"
+               "REG is an address (0x186) or a name from 'pmugate info' (IA32_PERFEVTSEL0).\n"
+               "VALUE is hex (0x...) or decimal. Bits outside a register's write mask are kept.\n"
+               "\n"
+               "Options:\n"
+               "  -h --help          Show this help\n"
+               "     --version       Show the version\n"
+               "     --socket=PATH   Daemon socket (default: $PMUGATE_SOCKET or %s)\n",
+               PMUGATE_DEFAULT_SOCKET);
+}
+
+static int print_info_json(const pmugate_info *info) {
+        json_object *root = json_object_new_object(), *cpu = json_object_new_object(), *caller = json_object_new_object();
+        json_object *cpus = json_object_new_array(), *units = json_object_new_array(), *regs = json_object_new_array();
+        char hex[32];
+
+        json_object_object_add(root, "server", json_object_new_string(info->server));
+        json_object_object_add(root, "protocol", json_object_new_int64(info->protocol));
+        json_object_object_add(root, "backend", json_object_new_string(info->backend));
+        json_object_object_add(root, "simulated", json_object_new_boolean(info->simulated));
+
+        json_object_object_add(cpu, "vendor", json_object_new_string(info->vendor));
+        json_object_object_add(cpu, "family", json_object_new_int64(info->family));
+        json_object_object_add(cpu, "model", json_object_new_int64(info->model));
+        json_object_object_add(cpu, "stepping", json_object_new_int64(info->stepping));
+        json_object_object_add(cpu, "model_name", json_object_new_string(info->model_name));
+        json_object_object_add(cpu, "key", json_object_new_string(info->model_key));
+        json_object_object_add(cpu, "name", json_object_new_string(info->model_label));
+        json_object_object_add(root, "cpu", cpu);
+
+        if (info->has_pmu) {
+                json_object *pmu = json_object_new_object();
+
+                json_object_object_add(pmu, "version", json_object_new_int64(info->pmu_version));
+                json_object_object_add(pmu, "gp_counters", json_object_new_int64(info->gp_counters));
+                json_object_object_add(pmu, "fixed_counters", json_object_new_int64(info->fixed_counters));
+                json_object_object_add(pmu, "counter_width", json_object_new_int64(info->counter_width));
+                json_object_object_add(pmu, "perf_metrics", json_object_new_int64(info->perf_metrics));
+                json_object_object_add(pmu, "slots_width", json_object_new_int64(info->slots_width));
+                if (info->has_perf_capabilities) {
+                        (void) snprintf(hex, sizeof(hex), "0x%" PRIx64, info->perf_capabilities);
+                        json_object_object_add(pmu, "perf_capabilities", json_object_new_string(hex));
+                }
+                json_object_object_add(root, "pmu", pmu);
+        }
+
+        for (size_t i = 0; i < info->n_cpus; i++) {
+                json_object *c = json_object_new_object();
+
+                json_object_object_add(c, "cpu", json_object_new_int64(info->cpus[i].cpu));
+                json_object_object_add(c, "package", json_object_new_int64(info->cpus[i].package));
+                json_object_object_add(c, "die", json_object_new_int64(info->cpus[i].die));
+                json_object_object_add(c, "core", json_object_new_int64(info->cpus[i].core));
+                json_object_object_add(c, "thread", json_object_new_int64(info->cpus[i].thread));
+                json_object_object_add(c, "online", json_object_new_boolean(info->cpus[i].online));
+                json_object_array_add(cpus, c);
+        }
+        json_object_object_add(root, "cpus", cpus);
+
+        for (size_t i = 0; i < info->n_units; i++) {
+                json_object *u = json_object_new_object();
+
+                json_object_object_add(u, "unit", json_object_new_int64(info->units[i].index));
+                json_object_object_add(u, "bdf", json_object_new_string(info->units[i].bdf));
+                (void) snprintf(hex, sizeof(hex), "%04x:%04x", info->units[i].vendor, info->units[i].device);
+                json_object_object_add(u, "id", json_object_new_string(hex));
+                json_object_object_add(u, "package", json_object_new_int64(info->units[i].package));
+                json_object_array_add(units, u);
+        }
+        json_object_object_add(root, "units", units);
+
+        for (size_t i = 0; i < info->n_registers; i++) {
+                const pmugate_register *r = &info->registers[i];
+                json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "kind", json_object_new_string(r->pci ? "pci" : "msr"));
+                json_object_object_add(o, "name", json_object_new_string(r->name));
+                (void) snprintf(hex, sizeof(hex), "0x%" PRIx32, r->first);
+                json_object_object_add(o, "first", json_object_new_string(hex));
+                (void) snprintf(hex, sizeof(hex), "0x%" PRIx32, r->last);
+                json_object_object_add(o, "last", json_object_new_string(hex));
+                (void) snprintf(hex, sizeof(hex), "0x%" PRIx64, r->write_mask);
+                json_object_object_add(o, "write_mask", json_object_new_string(hex));
+                json_object_object_add(o, "scope", json_object_new_string(r->scope));
+                json_object_object_add(o, "class", json_object_new_string(r->cls));
+                if (r->pci) {
+                        (void) snprintf(hex, sizeof(hex), "%04x:%04x", r->pci_vendor, r->pci_device);
+                        json_object_object_add(o, "pci_id", json_object_new_string(hex));
+                        json_object_object_add(o, "width", json_object_new_int64(r->width));
+                }
+                json_object_array_add(regs, o);
+        }
+        json_object_object_add(root, "registers", regs);
+
+        json_object_object_add(root, "nmi_watchdog", json_object_new_boolean(info->nmi_watchdog));
+        json_object_object_add(caller, "uid", json_object_new_int64(info->uid));
+        json_object_object_add(caller, "gid", json_object_new_int64(info->gid));
+        json_object_object_add(caller, "pid", json_object_new_int64(info->pid));
+        json_object_object_add(caller, "role", json_object_new_string(info->role));
+        json_object_object_add(caller, "read", json_object_new_boolean(info->may_read));
+        json_object_object_add(caller, "write", json_object_new_boolean(info->may_write));
+        json_object_object_add(caller, "admin", json_object_new_boolean(info->may_admin));
+        if (info->rights_reason[0])
+                json_object_object_add(caller, "reason", json_object_new_string(info->rights_reason));
+        json_object_object_add(root, "caller", caller);
+
+        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(root);
+        return 0;
+}
+
+static void print_info_text(const pmugate_info *info) {
+        uint32_t online[8192];
+        size_t n_online = 0, n_packages = 0;
+        char list[1024];
+
+        for (size_t i = 0; i < info->n_cpus && n_online < ELEMENTSOF(online); i++) {
+                if (!info->cpus[i].online)
+                        continue;
+                online[n_online++] = info->cpus[i].cpu;
+                if ((size_t) info->cpus[i].package + 1 > n_packages)
+                        n_packages = (size_t) info->cpus[i].package + 1;
+        }
+        if (cpulist_format(online, n_online, list, sizeof(list)) < 0)
+                (void) snprintf(list, sizeof(list), "(%zu CPUs)", n_online);
+
+        printf("Server:        %s (protocol %u)\n", info->server, info->protocol);
+        printf("Backend:       %s%s\n", info->backend, info->simulated ? " (simulated PMU)" : "");
+        printf("CPU:           %s %s (family %u model 0x%x stepping %u)\n", info->vendor,
+               info->model_label[0] ? info->model_label : "unknown model", info->family, info->model, info->stepping);
+        printf("Model name:    %s\n", info->model_name);
+        if (info->has_pmu)
+                printf("PMU:           version %u, %u general-purpose + %u fixed counters, %u bits, PERF_METRICS %s\n",
+                       info->pmu_version, info->gp_counters, info->fixed_counters, info->counter_width,
+                       info->perf_metrics == 0 ? "no" : info->perf_metrics == 1 ? "L1" : "L1+L2");
+        printf("CPUs online:   %s (%zu CPUs, %zu packages)\n", list, n_online, n_packages);
+        printf("Uncore units:  %zu\n", info->n_units);
+        for (size_t i = 0; i < info->n_units; i++)
+                printf("  unit %-3u %s %04x:%04x package %d\n", info->units[i].index, info->units[i].bdf,
+                       info->units[i].vendor, info->units[i].device, info->units[i].package);
+        printf("Foreign users: %s\n", info->nmi_watchdog ? "kernel NMI watchdog (fixed counter 1)" : "none detected");
+        printf("You:           uid %u, role %s, read %s, write %s\n", info->uid, info->role,
+               info->may_read ? "yes" : "no", info->may_write ? "yes" : "no");
+        if (info->rights_reason[0])
+                printf("               %s\n", info->rights_reason);
+        printf("Registers:     %zu allowlist entries ('pmugate info --json' lists them)\n", info->n_registers);
+}
+
+static int verb_info(int argc, char *argv[]) {
+        static const struct option options[] = { { "json", no_argument, NULL, 'j' }, {} };
+        _cleanup_(pmugate_disconnect_p) pmugate *c = NULL;
+        pmugate_info *info = NULL;
+        bool json = false;
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "j", options, NULL)) >= 0)
+                if (opt == 'j')
+                        json = true;
+                else
+                        return 2;
+        if (optind < argc) {
+                fprintf(stderr, "pmugate: info takes no arguments\n");
+                return 2;
+        }
+        r = cli_connect(arg_socket, &c);
+        if (r < 0)
+                return 1;
+        r = pmugate_hello(c, &info);
+        if (r < 0)
+                return cli_report("pmugate", c, r, "info");
+        if (json)
+                print_info_json(info);
+        else
+                print_info_text(info);
+        pmugate_info_free(info);
+        return 0;
+}
+
+typedef struct Access {
+        bool write;
+        bool pci;
+        uint32_t *targets;
+        size_t n_targets;
+        uint32_t *regs;
+        uint64_t *values;
+        size_t n_regs;
+} Access;
+
+static void access_done(Access *a) {
+        free(a->targets);
+        free(a->regs);
+        free(a->values);
+}
+
+static int parse_access(int argc, char *argv[], bool write, const pmugate_info *info, Access *ret) {
+        static const struct option options[] = {
+                { "cpus", required_argument, NULL, 'c' },
+                { "units", required_argument, NULL, 'u' },
+                {}
+        };
+        const char *cpus = NULL, *units = NULL;
+        Access a = { .write = write };
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "c:u:", options, NULL)) >= 0)
+                switch (opt) {
+                case 'c':
+                        cpus = optarg;
+                        break;
+                case 'u':
+                        units = optarg;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        if (!!cpus == !!units) {
+                fprintf(stderr, "pmugate: give either -c CPUS (MSRs) or -u UNITS (PCI registers)\n");
+                return -EINVAL;
+        }
+        if (optind >= argc) {
+                fprintf(stderr, "pmugate: no registers given\n");
+                return -EINVAL;
+        }
+        a.pci = !!units;
+        r = cli_parse_cpus(cpus ?: units, info, &a.targets, &a.n_targets);
+        if (r < 0) {
+                fprintf(stderr, "pmugate: bad %s list '%s': %s\n", cpus ? "CPU" : "unit", cpus ?: units, pmugate_strerror(r));
+                return r;
+        }
+        a.n_regs = (size_t) (argc - optind);
+        a.regs = calloc(a.n_regs, sizeof(*a.regs));
+        a.values = calloc(a.n_regs, sizeof(*a.values));
+        if (!a.regs || !a.values) {
+                access_done(&a);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < a.n_regs; i++) {
+                _cleanup_free_ char *arg = strdup(argv[optind + (int) i]);
+                char *eq;
+
+                if (!arg) {
+                        access_done(&a);
+                        return -ENOMEM;
+                }
+                eq = strchr(arg, '=');
+                if (write != !!eq) {
+                        fprintf(stderr, "pmugate: '%s': %s\n", arg, write ? "expected REG=VALUE" : "expected REG (no value)");
+                        access_done(&a);
+                        return -EINVAL;
+                }
+                if (eq)
+                        *eq = '\0';
+                if (cli_parse_register(arg, info, a.pci, &a.regs[i]) < 0) {
+                        fprintf(stderr, "pmugate: unknown register '%s' (see 'pmugate info --json')\n", arg);
+                        access_done(&a);
+                        return -EINVAL;
+                }
+                if (eq && cli_parse_u64(eq + 1, &a.values[i]) < 0) {
+                        fprintf(stderr, "pmugate: bad value '%s' for %s\n", eq + 1, arg);
+                        access_done(&a);
+                        return -EINVAL;
+                }
+        }
+        *ret = a;
+        return 0;
+}
+
+static int run_access(pmugate *c, const pmugate_info *info, const Access *a) {
+        _cleanup_(pmugate_batch_free_p) pmugate_batch *b = NULL;
+        int r, failed = 0;
+
+        r = pmugate_batch_new(&b);
+        if (r < 0)
+                return cli_report("pmugate", c, r, "batch");
+        if (!a->write && !a->pci)
+                r = pmugate_batch_read_msrs(b, a->targets, a->n_targets, a->regs, a->n_regs);
+        else
+                for (size_t t = 0; t < a->n_targets && r >= 0; t++)
+                        for (size_t i = 0; i < a->n_regs && r >= 0; i++)
+                                r = a->pci ? (a->write ? pmugate_batch_write_pci(b, a->targets[t], a->regs[i], a->values[i])
+                                                       : pmugate_batch_read_pci(b, a->targets[t], a->regs[i]))
+                                           : pmugate_batch_write_msr(b, a->targets[t], a->regs[i], a->values[i]);
+        if (r < 0) {
+                fprintf(stderr, "pmugate: too many operations: %s\n", pmugate_strerror(r));
+                return 1;
+        }
+        r = pmugate_batch_run(c, b);
+        if (r < 0)
+                return cli_report("pmugate", c, r, a->write ? "write" : "read");
+
+        for (size_t t = 0; t < a->n_targets; t++)
+                for (size_t i = 0; i < a->n_regs; i++) {
+                        uint64_t value;
+                        char name[64];
+                        int st = pmugate_batch_result(b, t * a->n_regs + i, &value);
+
+                        pmugate_info_register_name(info, a->pci, a->regs[i], name, sizeof(name));
+                        printf("%s%-4" PRIu32 " %-28s 0x%-6" PRIx32 " ", a->pci ? "unit " : "cpu ", a->targets[t],
+                               name[0] ? name : "-", a->regs[i]);
+                        if (st < 0) {
+                                printf("error: %s\n", pmugate_strerror(st));
+                                failed++;
+                        } else
+                                printf("0x%016" PRIx64 "%s\n", value, a->write ? " (written)" : "");
+                }
+        return failed ? 1 : 0;
+}
+
+static int verb_access(int argc, char *argv[], bool write) {
+        _cleanup_(pmugate_disconnect_p) pmugate *c = NULL;
+        pmugate_info *info = NULL;
+        Access a;
+        int r;
+
+        r = cli_connect(arg_socket, &c);
+        if (r < 0)
+                return 1;
+        r = pmugate_hello(c, &info);
+        if (r < 0)
+                return cli_report("pmugate", c, r, "hello");
+        r = parse_access(argc, argv, write, info, &a);
+        if (r < 0) {
+                pmugate_info_free(info);
+                return 2;
+        }
+        r = run_access(c, info, &a);
+        access_done(&a);
+        pmugate_info_free(info);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                { "socket", required_argument, NULL, 's' },
+                {}
+        };
+        int opt;
+
+        /* Options end at the command; the command parses its own. */
+        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (opt) {
+                case 'h':
+                        help();
+                        return 0;
+                case 'V':
+                        printf("pmugate %s\n", PMUGATE_VERSION);
+                        return 0;
+                case 's':
+                        arg_socket = optarg;
+                        break;
+                default:
+                        return 2;
+                }
+        if (optind >= argc) {
+                help();
+                return 2;
+        }
+        argc -= optind;
+        argv += optind;
+        optind = 0;
+
+        if (strcmp(argv[0], "info") == 0)
+                return verb_info(argc, argv);
+        if (strcmp(argv[0], "read") == 0)
+                return verb_access(argc, argv, false);
+        if (strcmp(argv[0], "write") == 0)
+                return verb_access(argc, argv, true);
+        fprintf(stderr, "pmugate: unknown command '%s' (see 'pmugate --help')\n", argv[0]);
+        return 2;
+}

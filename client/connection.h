@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Connection internals shared by the library's modules
+ */
+#pragma once
+
+#include <msgpack.h>
+
+#include "pmugate/pmugate.h"
+
+struct pmugate {
+        int fd;
+        uint64_t next_id;
+        pmugate_error last_error;
+        msgpack_sbuffer request;
+        char *reply_buffer;
+        msgpack_zone zone;
+        msgpack_object reply;   /* the last reply, valid until the next call */
+};
+
+/* Starts a request in c->request with extra_keys keys left for the caller to pack. */
+int connection_begin(pmugate *c, const char *op, size_t extra_keys, msgpack_packer *ret_packer);
+
+/* Sends c->request and waits for its reply. A refused request fills last_error and returns
+ * the matching negative errno; on success ret_reply points into c->zone until the next call. */
+int connection_call(pmugate *c, const msgpack_object **ret_reply);
+
+/* Typed access to reply fields; each returns false when absent or of another type. */
+bool reply_get_uint(const msgpack_object *map, const char *key, uint64_t *ret);
+bool reply_get_int(const msgpack_object *map, const char *key, int64_t *ret);
+bool reply_get_bool(const msgpack_object *map, const char *key, bool *ret);
+bool reply_get_string(const msgpack_object *map, const char *key, char *buf, size_t size);
+bool object_get_int(const msgpack_object *o, int64_t *ret);
+void object_copy_string(const msgpack_object *o, char *buf, size_t size);

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Audit records
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-journal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "log.h"
+#include "macro.h"
+#include "pmugate-limits.h"
+
+/* Message id of every audit record, so `journalctl MESSAGE_ID=...` finds them all. */
+#define PMUGATE_AUDIT_MESSAGE_ID "4c7e0b3a9d2f4e61a58b6f0c2d9e1a77"
+
+/* Buckets are keyed by uid modulo this size; two uids that share a bucket share its budget,
+ * which can only make the limit stricter. */
+#define AUDIT_BUCKETS 64U
+
+typedef struct AuditBucket {
+        uid_t uid;
+        uint64_t window_start;
+        unsigned used;
+        uint64_t suppressed;
+} AuditBucket;
+
+struct Audit {
+        AuditSink sink;
+        FILE *file;
+        AuditBucket buckets[AUDIT_BUCKETS];
+        uint64_t emitted;
+        uint64_t suppressed;
+};
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
+}
+
+int audit_new(const char *log_path, Audit **ret) {
+        Audit *a = calloc(1, sizeof(*a));
+
+        if (!a)
+                return -ENOMEM;
+        if (log_path) {
+                int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+
+                if (fd < 0 || !(a->file = fdopen(fd, "a"))) {
+                        int e = errno;
+                        if (fd >= 0)
+                                (void) close(fd);
+                        free(a);
+                        return log_error_errno(e, "Cannot open audit log %s", log_path);
+                }
+                setvbuf(a->file, NULL, _IOLBF, 0);
+                a->sink = AUDIT_SINK_FILE;
+        } else if (access("/run/systemd/journal/socket", W_OK) == 0)
+                a->sink = AUDIT_SINK_JOURNAL;
+        else
+                a->sink = AUDIT_SINK_STDERR;
+        *ret = a;
+        return 0;
+}
+
+static void flush_suppressed(Audit *a, bool force);
+
+Audit *audit_free(Audit *a) {
+        if (!a)
+                return NULL;
+        flush_suppressed(a, true);
+        if (a->file)
+                (void) fclose(a->file);
+        free(a);
+        return NULL;
+}
+
+/* logfmt values: quoted when they hold a space, quote or equals sign. */
+static void put_field(FILE *f, const char *key, const char *value) {
+        if (!value || !*value)
+                return;
+        if (strpbrk(value, " \"=\\") == NULL) {
+                (void) fprintf(f, " %s=%s", key, value);
+                return;
+        }
+        (void) fprintf(f, " %s=\"", key);
+        for (const char *p = value; *p; p++) {
+                if (*p == '"' || *p == '\\')
+                        (void) fputc('\\', f);
+                (void) fputc(*p == '\n' ? ' ' : *p, f);
+        }
+        (void) fputc('"', f);
+}
+
+static void write_logfmt(Audit *a, const AuditRecord *rec, uint64_t suppressed) {
+        FILE *f = a->file ?: stderr;
+        struct timespec ts;
+        struct tm tm;
+        char stamp[64];
+
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        (void) gmtime_r(&ts.tv_sec, &tm);
+        (void) strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+        (void) fprintf(f, "ts=%s.%06ldZ audit=pmugate event=%s", stamp, ts.tv_nsec / 1000, rec->event);
+        put_field(f, "verdict", rec->verdict);
+        (void) fprintf(f, " uid=%u gid=%u pid=%d", (unsigned) rec->uid, (unsigned) rec->gid, (int) rec->pid);
+        put_field(f, "op", rec->op);
+        put_field(f, "code", rec->code);
+        put_field(f, "job", rec->job);
+        put_field(f, "cpus", rec->cpus);
+        put_field(f, "regs", rec->regs);
+        if (rec->count > 0)
+                (void) fprintf(f, " count=%llu", (unsigned long long) rec->count);
+        if (suppressed > 0)
+                (void) fprintf(f, " suppressed=%llu", (unsigned long long) suppressed);
+        put_field(f, "reason", rec->reason);
+        (void) fputc('\n', f);
+        (void) fflush(f);
+}
+
+static void write_journal(const AuditRecord *rec, uint64_t suppressed) {
+        (void) sd_journal_send("MESSAGE=pmugate %s %s uid=%u pid=%d%s%s%s%s", rec->event, rec->verdict ?: "",
+                               (unsigned) rec->uid, (int) rec->pid, rec->regs ? " regs=" : "", rec->regs ?: "",
+                               rec->reason ? ": " : "", rec->reason ?: "",
+                               "MESSAGE_ID=" PMUGATE_AUDIT_MESSAGE_ID,
+                               "PRIORITY=%d", rec->verdict && strcmp(rec->verdict, "denied") == 0 ? LOG_NOTICE : LOG_INFO,
+                               "PMUGATE_EVENT=%s", rec->event,
+                               "PMUGATE_VERDICT=%s", rec->verdict ?: "",
+                               "PMUGATE_UID=%u", (unsigned) rec->uid,
+                               "PMUGATE_GID=%u", (unsigned) rec->gid,
+                               "PMUGATE_PID=%d", (int) rec->pid,
+                               "PMUGATE_OP=%s", rec->op ?: "",
+                               "PMUGATE_CODE=%s", rec->code ?: "",
+                               "PMUGATE_JOB=%s", rec->job ?: "",
+                               "PMUGATE_CPUS=%s", rec->cpus ?: "",
+                               "PMUGATE_REGS=%s", rec->regs ?: "",
+                               "PMUGATE_COUNT=%llu", (unsigned long long) rec->count,
+                               "PMUGATE_SUPPRESSED=%llu", (unsigned long long) suppressed,
+                               "PMUGATE_REASON=%s", rec->reason ?: "",
+                               NULL);
+}
+
+static void emit(Audit *a, const AuditRecord *rec, uint64_t suppressed) {
+        if (a->sink == AUDIT_SINK_JOURNAL)
+                write_journal(rec, suppressed);
+        else
+                write_logfmt(a, rec, suppressed);
+        a->emitted++;
+}
+
+void audit_emit(Audit *a, const AuditRecord *rec) {
+        AuditBucket *b = &a->buckets[rec->uid % AUDIT_BUCKETS];
+        uint64_t now = now_usec(), held = 0;
+
+        if (b->uid != rec->uid || now - b->window_start >= PMUGATE_AUDIT_INTERVAL_USEC) {
+                held = b->suppressed;
+                *b = (AuditBucket) { .uid = rec->uid, .window_start = now };
+        }
+        if (b->used >= PMUGATE_AUDIT_BURST) {
+                b->suppressed++;
+                a->suppressed++;
+                return;
+        }
+        b->used++;
+        /* The first record after a suppressed stretch carries the count it stands for. */
+        held += b->suppressed;
+        b->suppressed = 0;
+        emit(a, rec, held);
+}
+
+static void flush_suppressed(Audit *a, bool force) {
+        uint64_t now = now_usec();
+
+        for (unsigned i = 0; i < AUDIT_BUCKETS; i++) {
+                AuditBucket *b = &a->buckets[i];
+                AuditRecord rec = {
+                        .event = "suppressed",
+                        .verdict = "rate-limited",
+                        .uid = b->uid,
+                        .reason = "audit records held back by the rate limit",
+                };
+
+                if (b->suppressed == 0 || (!force && now - b->window_start < PMUGATE_AUDIT_INTERVAL_USEC))
+                        continue;
+                rec.count = b->suppressed;
+                b->suppressed = 0;
+                emit(a, &rec, rec.count);
+        }
+}
+
+void audit_flush(Audit *a) {
+        flush_suppressed(a, false);
+}
+
+void audit_stats(const Audit *a, AuditStats *ret) {
+        *ret = (AuditStats) { .emitted = a->emitted, .suppressed = a->suppressed, .sink = a->sink };
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Audit records: one structured record per write, denial, grant, revoke or lease change. To the
+ * journal when its socket exists, else one logfmt line on stderr or in --audit-log. Rate
+ * limited per uid so a denial storm cannot flood the log; what is held back is counted and
+ * reported, never dropped silently.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct Audit Audit;
+
+typedef enum AuditSink {
+        AUDIT_SINK_JOURNAL,
+        AUDIT_SINK_STDERR,
+        AUDIT_SINK_FILE,
+} AuditSink;
+
+typedef struct AuditRecord {
+        const char *event;    /* "write", "deny", "grant", "revoke", "lease", "reload", ... */
+        const char *verdict;  /* "allowed", "denied", ... */
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+        const char *op;       /* request operation, e.g. "batch" */
+        const char *code;     /* error name for denials */
+        const char *reason;
+        const char *cpus;     /* CPU list, e.g. "0-3" */
+        const char *regs;     /* register list, e.g. "0x186,0x38f" */
+        const char *job;
+        uint64_t count;       /* operations covered by this record */
+} AuditRecord;
+
+/* log_path NULL: the journal when /run/systemd/journal/socket exists, else stderr. */
+int audit_new(const char *log_path, Audit **ret);
+Audit *audit_free(Audit *a);
+
+void audit_emit(Audit *a, const AuditRecord *rec);
+
+/* Reports what the rate limit held back since the last report, as its own record. */
+void audit_flush(Audit *a);
+
+typedef struct AuditStats {
+        uint64_t emitted;
+        uint64_t suppressed;
+        AuditSink sink;
+} AuditStats;
+
+void audit_stats(const Audit *a, AuditStats *ret);

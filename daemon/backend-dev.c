@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Device backend: the kernel's /dev/cpu/N/msr files and PCI sysfs config files, opened once at
+ * start-up while the daemon still has CAP_SYS_RAWIO. The msr driver checks that capability only
+ * at open, and the PCI config file judges reads beyond 64 bytes by the opener's credentials,
+ * so these fds keep working after privileges are dropped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "log.h"
+
+typedef struct DevBackend {
+        Backend base;
+        int *msr_fds;   /* by CPU number; -EBADF for CPUs not online */
+        uint32_t n_msr_fds;
+        int *pci_fds;   /* by unit index */
+        uint32_t n_pci_fds;
+} DevBackend;
+
+static DevBackend *dev(Backend *b) {
+        return (DevBackend *) b;
+}
+
+static int dev_msr_read(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_value) {
+        DevBackend *d = dev(b);
+        uint64_t v;
+        ssize_t n;
+
+        if (cpu >= d->n_msr_fds || d->msr_fds[cpu] < 0)
+                return -ENXIO;
+        n = pread(d->msr_fds[cpu], &v, sizeof(v), (off_t) reg);
+        if (n < 0)
+                return negative_errno();
+        if (n != sizeof(v))
+                return -EIO;
+        *ret_value = v;
+        return 0;
+}
+
+static int dev_msr_write(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value) {
+        DevBackend *d = dev(b);
+        ssize_t n;
+
+        if (cpu >= d->n_msr_fds || d->msr_fds[cpu] < 0)
+                return -ENXIO;
+        n = pwrite(d->msr_fds[cpu], &value, sizeof(value), (off_t) reg);
+        if (n < 0)
+                return negative_errno();
+        return n == sizeof(value) ? 0 : -EIO;
+}
+
+/* Config space has no 64-bit access: an 8-byte register is two dwords, low first, as the
+ * kernel's own uncore driver reads them. */
+static int dev_pci_read(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t *ret_value) {
+        DevBackend *d = dev(b);
+        uint32_t lo = 0, hi = 0;
+
+        if (unit >= d->n_pci_fds || d->pci_fds[unit] < 0)
+                return -ENXIO;
+        if (pread(d->pci_fds[unit], &lo, 4, offset) != 4)
+                return errno > 0 ? -errno : -EIO;
+        if (width == 8 && pread(d->pci_fds[unit], &hi, 4, (off_t) offset + 4) != 4)
+                return errno > 0 ? -errno : -EIO;
+        *ret_value = (uint64_t) hi << 32 | lo;
+        return 0;
+}
+
+static int dev_pci_write(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value) {
+        DevBackend *d = dev(b);
+        uint32_t lo = (uint32_t) value, hi = (uint32_t) (value >> 32);
+
+        if (unit >= d->n_pci_fds || d->pci_fds[unit] < 0)
+                return -ENXIO;
+        if (pwrite(d->pci_fds[unit], &lo, 4, offset) != 4)
+                return errno > 0 ? -errno : -EIO;
+        if (width == 8 && pwrite(d->pci_fds[unit], &hi, 4, (off_t) offset + 4) != 4)
+                return errno > 0 ? -errno : -EIO;
+        return 0;
+}
+
+static void dev_free(Backend *b) {
+        DevBackend *d = dev(b);
+
+        for (uint32_t i = 0; i < d->n_msr_fds; i++)
+                if (d->msr_fds[i] >= 0)
+                        (void) close(d->msr_fds[i]);
+        for (uint32_t i = 0; i < d->n_pci_fds; i++)
+                if (d->pci_fds[i] >= 0)
+                        (void) close(d->pci_fds[i]);
+        free(d->msr_fds);
+        free(d->pci_fds);
+        free(d);
+}
+
+static const BackendVTable dev_vtable = {
+        .name = "dev",
+        .msr_read = dev_msr_read,
+        .msr_write = dev_msr_write,
+        .pci_read = dev_pci_read,
+        .pci_write = dev_pci_write,
+        .free = dev_free,
+};
+
+Backend *backend_free(Backend *b) {
+        if (b)
+                b->vtable->free(b);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Backend *, backend_free);
+
+static const char *msr_open_hint(int error) {
+        switch (error) {
+        case ENOENT:
+        case ENODEV:
+        case ENXIO:
+                return "load the msr driver with 'modprobe msr' (and add it to /etc/modules-load.d)";
+        case EACCES:
+        case EPERM:
+                return "pmugated must start as root (CAP_SYS_RAWIO) to open the msr devices";
+        default:
+                return "check the msr driver";
+        }
+}
+
+int backend_dev_new(const char *root, const Machine *m, Backend **ret) {
+        _cleanup_(backend_freep) Backend *b = NULL;
+        DevBackend *d;
+        char path[4096];
+
+        d = calloc(1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        d->base = (Backend) { .vtable = &dev_vtable, .machine = m, .simulated = false };
+        b = &d->base;
+
+        d->msr_fds = malloc(sizeof(int) * (m->n_cpus ?: 1));
+        d->pci_fds = malloc(sizeof(int) * (m->n_units ?: 1));
+        if (!d->msr_fds || !d->pci_fds)
+                return -ENOMEM;
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
+                d->msr_fds[cpu] = -EBADF;
+        d->n_msr_fds = m->n_cpus;
+        for (uint32_t u = 0; u < m->n_units; u++)
+                d->pci_fds[u] = -EBADF;
+        d->n_pci_fds = m->n_units;
+
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
+                if (!m->cpus[cpu].online)
+                        continue;
+                (void) snprintf(path, sizeof(path), "%s/dev/cpu/%" PRIu32 "/msr", root, cpu);
+                d->msr_fds[cpu] = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+                if (d->msr_fds[cpu] < 0) {
+                        int e = errno;
+                        return log_error_errno(e, "Cannot open %s (%s)", path, msr_open_hint(e));
+                }
+        }
+        for (uint32_t u = 0; u < m->n_units; u++) {
+                (void) snprintf(path, sizeof(path), "%s/sys/bus/pci/devices/%s/config", root, m->units[u].bdf);
+                d->pci_fds[u] = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+                if (d->pci_fds[u] < 0)
+                        return log_error_errno(errno, "Cannot open %s (pmugated must start as root)", path);
+        }
+
+        *ret = TAKE_PTR(b);
+        return 0;
+}

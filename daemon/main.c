@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugated: start-up. Read configuration and allowlists, discover the machine, open every
+ * device, bind the socket, drop privileges, serve.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "allowlist.h"
+#include "audit.h"
+#include "backend-sim.h"
+#include "build-config.h"
+#include "config.h"
+#include "log.h"
+#include "machine.h"
+#include "privileges.h"
+#include "server.h"
+
+typedef struct Options {
+        const char *socket_path;
+        const char *root;
+        const char *backend;
+        const char *sim_model;
+        const char *sim_config;
+        const char *config_path;
+        bool config_explicit;
+        const char *allowlist_dir;
+        const char *user;
+        const char *audit_log;
+} Options;
+
+static void help(void) {
+        printf("Usage: pmugated [OPTIONS]\n"
+               "\n"
+               "Serve allowlisted CPU PMU and uncore registers to unprivileged clients.\n"
+               "\n"
+               "  -h --help                 Show this help\n"
+               "     --version              Show the version\n"
+               "     --socket=PATH          Socket to bind when not socket-activated\n"
+               "                            (default: $PMUGATE_SOCKET or %s)\n"
+               "     --root=DIR             Find /proc, /sys and /dev under DIR (default: /)\n"
+               "     --backend=dev|sim      Register backend: the kernel's devices, or a simulated PMU\n"
+               "     --sim-model=MODEL      Simulated CPU model: skx, clx, icx or spr (with --backend=sim)\n"
+               "     --sim-config=FILE      Simulator topology, profiles and injection (with --backend=sim)\n"
+               "     --config=FILE          Configuration file (default: %s)\n"
+               "     --allowlist-dir=DIR    Directory of per-model allowlists (default: %s)\n"
+               "     --user=NAME            User to run as after start-up (default: %s)\n"
+               "     --audit-log=FILE       Write audit records to FILE instead of the journal\n"
+               "  -v --verbose              Log debug messages\n",
+               PMUGATE_SOCKET_PATH, PMUGATE_CONFIG_FILE, PMUGATE_ALLOWLIST_DIR, PMUGATE_USER);
+}
+
+static int parse_argv(int argc, char *argv[], Options *o) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_SOCKET,
+                ARG_ROOT,
+                ARG_BACKEND,
+                ARG_SIM_MODEL,
+                ARG_SIM_CONFIG,
+                ARG_CONFIG,
+                ARG_ALLOWLIST_DIR,
+                ARG_USER,
+                ARG_AUDIT_LOG,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "root", required_argument, NULL, ARG_ROOT },
+                { "backend", required_argument, NULL, ARG_BACKEND },
+                { "sim-model", required_argument, NULL, ARG_SIM_MODEL },
+                { "sim-config", required_argument, NULL, ARG_SIM_CONFIG },
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "allowlist-dir", required_argument, NULL, ARG_ALLOWLIST_DIR },
+                { "user", required_argument, NULL, ARG_USER },
+                { "audit-log", required_argument, NULL, ARG_AUDIT_LOG },
+                { "verbose", no_argument, NULL, 'v' },
+                {}
+        };
+        const char *env = secure_getenv("PMUGATE_SOCKET");
+        int c;
+
+        *o = (Options) {
+                .socket_path = env && *env ? env : PMUGATE_SOCKET_PATH,
+                .root = "/",
+                .backend = "dev",
+                .config_path = PMUGATE_CONFIG_FILE,
+                .allowlist_dir = PMUGATE_ALLOWLIST_DIR,
+                .user = PMUGATE_USER,
+        };
+        while ((c = getopt_long(argc, argv, "hv", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("pmugated %s\n", PMUGATE_VERSION);
+                        return 0;
+                case ARG_SOCKET:
+                        o->socket_path = optarg;
+                        break;
+                case ARG_ROOT:
+                        o->root = optarg;
+                        break;
+                case ARG_BACKEND:
+                        if (strcmp(optarg, "dev") != 0 && strcmp(optarg, "sim") != 0)
+                                return log_error_errno(EINVAL, "Unknown backend '%s': use dev or sim", optarg);
+                        o->backend = optarg;
+                        break;
+                case ARG_SIM_MODEL:
+                        o->sim_model = optarg;
+                        break;
+                case ARG_SIM_CONFIG:
+                        o->sim_config = optarg;
+                        break;
+                case ARG_CONFIG:
+                        o->config_path = optarg;
+                        o->config_explicit = true;
+                        break;
+                case ARG_ALLOWLIST_DIR:
+                        o->allowlist_dir = optarg;
+                        break;
+                case ARG_USER:
+                        o->user = optarg;
+                        break;
+                case ARG_AUDIT_LOG:
+                        o->audit_log = optarg;
+                        break;
+                case 'v':
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        return log_error_errno(EINVAL, "Unhandled option");
+                }
+        if (optind < argc)
+                return log_error_errno(EINVAL, "Unexpected argument '%s'", argv[optind]);
+        if (strcmp(o->backend, "sim") == 0 && !o->sim_model)
+                return log_error_errno(EINVAL, "--backend=sim needs --sim-model=skx|clx|icx|spr");
+        if (strcmp(o->backend, "sim") != 0 && (o->sim_model || o->sim_config))
+                return log_error_errno(EINVAL, "--sim-model and --sim-config need --backend=sim");
+        return 1;
+}
+
+/* Keeps only PCI functions the allowlist has registers for, so no unrelated device is opened. */
+static void machine_keep_allowlisted_units(Machine *m, const Allowlist *a) {
+        uint32_t kept = 0;
+
+        for (uint32_t i = 0; i < m->n_units; i++) {
+                bool listed = false;
+
+                for (size_t j = 0; j < a->n_pci && !listed; j++)
+                        listed = a->pci[j].pci_vendor == m->units[i].vendor && a->pci[j].pci_device == m->units[i].device;
+                if (listed)
+                        m->units[kept++] = m->units[i];
+        }
+        m->n_units = kept;
+}
+
+static int run(int argc, char *argv[]) {
+        Options o;
+        Config config;
+        Machine *machine = NULL;
+        Backend *backend = NULL;
+        Allowlist *allowlist = NULL;
+        Audit *audit = NULL;
+        Server *server = NULL;
+        char reason[512];
+        int r;
+
+        r = parse_argv(argc, argv, &o);
+        if (r <= 0)
+                return r;
+
+        r = config_load(o.config_path, !o.config_explicit, &config, reason, sizeof(reason));
+        if (r < 0)
+                return log_error_errno(r, "Refusing to start: %s", reason);
+
+        if (strcmp(o.backend, "sim") == 0) {
+                r = backend_sim_new(o.sim_model, o.sim_config, &machine, &backend);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot set up the simulated PMU");
+        } else {
+                r = machine_discover(o.root, &machine);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot discover the machine under %s", o.root);
+        }
+
+        if (!machine->cpu_model) {
+                log_error("CPU %s family %u model 0x%x stepping %u ('%s') is not supported: pmugate has no allowlist for it. "
+                          "Supported: Skylake-SP, Cascade Lake, Ice Lake-SP, Sapphire Rapids.",
+                          machine->vendor, machine->family, machine->model, machine->stepping, machine->model_name);
+                r = -EOPNOTSUPP;
+                goto finish;
+        }
+        r = allowlist_load_for_model(o.allowlist_dir, machine->cpu_model->key, &allowlist);
+        if (r < 0)
+                goto finish;
+
+        if (!backend) {
+                machine_keep_allowlisted_units(machine, allowlist);
+                r = backend_dev_new(o.root, machine, &backend);
+                if (r < 0)
+                        goto finish;
+        }
+
+        r = audit_new(o.audit_log, &audit);
+        if (r < 0)
+                goto finish;
+
+        r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path }, machine, backend,
+                       allowlist, &config, audit, &server);
+        if (r < 0)
+                goto finish;
+        machine = NULL;
+        backend = NULL;
+        allowlist = NULL;
+        audit = NULL;
+
+        r = server_listen(server);
+        if (r < 0)
+                goto finish;
+        r = privileges_drop(o.user);
+        if (r < 0)
+                goto finish;
+        r = server_run(server);
+
+finish:
+        server_free(server);
+        audit_free(audit);
+        backend_free(backend);
+        allowlist_free(allowlist);
+        machine_free(machine);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

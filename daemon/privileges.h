@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Dropping privileges after start-up
+ */
+#pragma once
+
+/* Switches to user (its uid, primary gid, no supplementary groups), leaves no capability in
+ * any set (effective, permitted, inheritable, ambient, bounding) and sets NO_NEW_PRIVS. When
+ * not started as root there is nothing to switch; the capability sets are still emptied.
+ * Verifies the result and fails rather than run with privilege left over. */
+int privileges_drop(const char *user);

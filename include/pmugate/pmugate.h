@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libpmugate: unprivileged access to CPU PMU registers through pmugated
+ *
+ * Every function returns 0 (or a non-negative count) on success and a negative errno on
+ * failure; pmugate_strerror() turns it into text, and pmugate_last_error() gives the daemon's
+ * own code and reason for the last refused request. The library never logs and never exits.
+ * A connection is not thread-safe; use one per thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PMUGATE_DEFAULT_SOCKET "/run/pmugate/pmugate.sock"
+
+typedef struct pmugate pmugate;
+
+/* Connects to socket_path, or when NULL to $PMUGATE_SOCKET, or to PMUGATE_DEFAULT_SOCKET. */
+int pmugate_connect(const char *socket_path, pmugate **ret);
+pmugate *pmugate_disconnect(pmugate *c);
+
+/* The daemon's code, name and reason for the last request it refused on this connection. */
+typedef struct pmugate_error {
+        int code;             /* protocol error code (docs/PROTOCOL.md); 0 when none */
+        char name[32];        /* e.g. "reg-not-allowed" */
+        char reason[400];     /* one line, says what to do where it can */
+        int64_t op_index;     /* refused op of a batch, or -1 */
+} pmugate_error;
+
+const pmugate_error *pmugate_last_error(const pmugate *c);
+
+/* Text for a negative errno returned by this library. */
+const char *pmugate_strerror(int error);
+
+/* ------------------------------------------------------------------ hello / info */
+
+typedef struct pmugate_cpu {
+        uint32_t cpu;
+        int32_t package;
+        int32_t die;
+        int32_t core;
+        uint32_t thread;
+        bool online;
+} pmugate_cpu;
+
+typedef struct pmugate_unit {
+        uint32_t index;
+        char bdf[16];
+        uint16_t vendor;
+        uint16_t device;
+        int32_t package;
+} pmugate_unit;
+
+typedef struct pmugate_register {
+        bool pci;
+        uint32_t first, last;
+        uint8_t width;
+        uint64_t write_mask;   /* 0: read-only */
+        char scope[16];        /* "thread", "core", "package" */
+        char cls[16];          /* "core-pmu", "rapl", "uncore-imc", ... */
+        char name[40];         /* base name; ranges append the index */
+        uint16_t pci_vendor, pci_device;
+} pmugate_register;
+
+typedef struct pmugate_info {
+        char server[64];
+        uint32_t protocol;
+        char backend[16];
+        bool simulated;
+
+        char vendor[16];
+        uint32_t family, model, stepping;
+        char model_name[128];
+        char model_key[16];     /* "skx", "clx", "icx", "spr"; empty when unknown */
+        char model_label[64];   /* "Sapphire Rapids" */
+
+        bool has_pmu;
+        uint32_t pmu_version, gp_counters, fixed_counters, counter_width, perf_metrics, slots_width;
+        bool has_perf_capabilities;
+        uint64_t perf_capabilities;
+
+        pmugate_cpu *cpus;
+        size_t n_cpus;
+        pmugate_unit *units;
+        size_t n_units;
+        pmugate_register *registers;
+        size_t n_registers;
+
+        bool nmi_watchdog;
+
+        uint32_t uid, gid;
+        int32_t pid;
+        char role[16];
+        bool may_read, may_write, may_admin;
+        char rights_reason[256];
+
+        uint32_t max_request_size, max_ops_per_batch;
+} pmugate_info;
+
+int pmugate_hello(pmugate *c, pmugate_info **ret);
+pmugate_info *pmugate_info_free(pmugate_info *info);
+
+/* Finds a register by name ("IA32_PMC0", "IA32_PERF_GLOBAL_CTRL", "IMC_CTL1") in the
+ * daemon's allowlist. Returns 0 with the MSR address or config offset, or -ENOENT. */
+int pmugate_info_register_by_name(const pmugate_info *info, const char *name, bool *ret_pci, uint32_t *ret_reg);
+
+/* Writes the display name of reg (e.g. "IA32_PERFEVTSEL2") or "" when not listed. */
+void pmugate_info_register_name(const pmugate_info *info, bool pci, uint32_t reg, char *buf, size_t size);
+
+/* ------------------------------------------------------------------ batches */
+
+typedef struct pmugate_batch pmugate_batch;
+
+int pmugate_batch_new(pmugate_batch **ret);
+pmugate_batch *pmugate_batch_free(pmugate_batch *b);
+
+/* Drops every op; the batch can be filled again. */
+void pmugate_batch_clear(pmugate_batch *b);
+
+/* Each add returns the index of its (first) result, or a negative errno (-E2BIG past the
+ * daemon's op limit). Ops run in the order added. */
+int pmugate_batch_read_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg);
+int pmugate_batch_write_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64_t value);
+int pmugate_batch_read_pci(pmugate_batch *b, uint32_t unit, uint32_t offset);
+int pmugate_batch_write_pci(pmugate_batch *b, uint32_t unit, uint32_t offset, uint64_t value);
+
+/* Reads every register on every CPU in one compact op; results are CPU-major:
+ * index(first) + cpu_index * n_regs + reg_index. */
+int pmugate_batch_read_msrs(pmugate_batch *b, const uint32_t *cpus, size_t n_cpus, const uint32_t *regs, size_t n_regs);
+
+/* Number of results the batch will produce. */
+size_t pmugate_batch_size(const pmugate_batch *b);
+
+/* Runs the batch in one round trip. Returns 0 when the daemon ran it (each op then has its
+ * own status), or a negative errno when the daemon refused it as a whole (nothing ran; see
+ * pmugate_last_error) or the connection failed. A batch can be run again unchanged. */
+int pmugate_batch_run(pmugate *c, pmugate_batch *b);
+
+/* Status of op i of the last run (0 or a negative errno such as -EIO), and its value: what
+ * was read, or what was written after the daemon applied the register's write mask. */
+int pmugate_batch_result(const pmugate_batch *b, size_t i, uint64_t *ret_value);
+
+/* ------------------------------------------------------------------ admin */
+
+typedef struct pmugate_client_info {
+        uint32_t uid;
+        int32_t pid;
+        char role[16];
+        uint64_t requests;
+} pmugate_client_info;
+
+typedef struct pmugate_status {
+        char server[64];
+        char backend[16];
+        pmugate_client_info *clients;
+        size_t n_clients;
+        uint64_t connections, refused_connections, requests, ops, denials, protocol_errors;
+        char audit_sink[16];
+        uint64_t audit_emitted, audit_suppressed;
+} pmugate_status;
+
+int pmugate_status_get(pmugate *c, pmugate_status **ret);
+pmugate_status *pmugate_status_free(pmugate_status *s);
+
+#ifdef __cplusplus
+}
+#endif
