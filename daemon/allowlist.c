@@ -182,7 +182,7 @@ typedef struct Parser {
         const char *path;
         unsigned line;
         unsigned models_line;
-        char models[8][16];
+        char models[MODELS_MAX][MODEL_KEY_MAX + 1];
         unsigned n_models;
         ParsedEntry *msr, *pci;
         size_t n_msr, n_pci, allocated_msr, allocated_pci;
@@ -328,7 +328,8 @@ static int parser_add(Parser *p, ParsedEntry **array, size_t *n, size_t *allocat
 
 static int parse_models(Parser *p, char **fields, size_t n) {
         if (p->models_line > 0)
-                return parser_error(p, p->line, "second 'models' line (the first is line %u)", p->models_line);
+                return parser_error(p, p->line, "second 'models' line (the first is line %u)",
+                                    p->models_line);
         if (n < 2)
                 return parser_error(p, p->line, "'models' needs at least one model key");
         if (n - 1 > MODELS_MAX)
@@ -336,7 +337,8 @@ static int parse_models(Parser *p, char **fields, size_t n) {
 
         for (size_t i = 1; i < n; i++) {
                 if (!token_valid(fields[i], "abcdefghijklmnopqrstuvwxyz0123456789_-", MODEL_KEY_MAX))
-                        return parser_error(p, p->line, "bad model key '%.64s' (1-%zu characters of a-z, 0-9, _, -)",
+                        return parser_error(p, p->line,
+                                            "bad model key '%.64s' (1-%zu characters of a-z, 0-9, _, -)",
                                             fields[i], MODEL_KEY_MAX);
                 for (size_t j = 1; j < i; j++)
                         if (strcmp(fields[i], fields[j]) == 0)
@@ -355,7 +357,8 @@ static int parse_msr(Parser *p, char **fields, size_t n) {
 
         if (n != 6)
                 return parser_error(p, p->line,
-                                    "'msr' takes 5 fields (address[-last] mask scope class name), got %zu", n - 1);
+                                    "'msr' takes 5 fields (address[-last] mask scope class name), got %zu",
+                                    n - 1);
         r = parse_range(p, fields[1], UINT32_MAX, &e.first, &e.last);
         if (r < 0)
                 return r;
@@ -381,7 +384,8 @@ static int parse_pci_id(Parser *p, const char *s, uint16_t *ret_vendor, uint16_t
         static const char hex[] = "0123456789abcdefABCDEF";
 
         if (strlen(s) != 9 || s[4] != ':' || strspn(s, hex) != 4 || strspn(s + 5, hex) != 4)
-                return parser_error(p, p->line, "bad PCI id '%.64s' (expected vendor:device, e.g. 8086:2042)", s);
+                return parser_error(p, p->line,
+                                    "bad PCI id '%.64s' (expected vendor:device, e.g. 8086:2042)", s);
         *ret_vendor = (uint16_t) strtoul(s, NULL, 16);
         *ret_device = (uint16_t) strtoul(s + 5, NULL, 16);
         return 0;
@@ -394,8 +398,8 @@ static int parse_pci(Parser *p, char **fields, size_t n) {
 
         if (n != 8)
                 return parser_error(p, p->line,
-                                    "'pci' takes 7 fields (vendor:device offset[-last] width mask scope class name), got %zu",
-                                    n - 1);
+                                    "'pci' takes 7 fields (vendor:device offset[-last] width mask scope "
+                                    "class name), got %zu", n - 1);
         r = parse_pci_id(p, fields[1], &e.pci_vendor, &e.pci_device);
         if (r < 0)
                 return r;
@@ -443,7 +447,8 @@ static int parse_line(Parser *p, char *line) {
                 return parse_msr(p, fields, n);
         if (strcmp(fields[0], "pci") == 0)
                 return parse_pci(p, fields, n);
-        return parser_error(p, p->line, "unknown directive '%.64s' (expected models, msr or pci)", fields[0]);
+        return parser_error(p, p->line, "unknown directive '%.64s' (expected models, msr or pci)",
+                            fields[0]);
 }
 
 static int cmp_msr(const void *a, const void *b) {

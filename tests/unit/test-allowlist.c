@@ -243,7 +243,8 @@ static void test_shipped_invariants(void **state) {
                                 assert_true(a->msr[i - 1].last < e->first);
                         for (uint64_t reg = e->first; reg <= e->last; reg++)
                                 if (never_list_lookup((uint32_t) reg))
-                                        fail_msg("%s: %s covers never-list MSR 0x%" PRIx64, files[f], e->name, reg);
+                                        fail_msg("%s: %s covers never-list MSR 0x%" PRIx64, files[f],
+                                                 e->name, reg);
                         if (strcmp(e->name, "IA32_PERFEVTSEL") == 0)
                                 /* No PC, INT, ANY; nothing at or above bit 32. */
                                 assert_int_equal(e->write_mask & 0xFFFFFFFF00380000ULL, 0);
@@ -339,7 +340,8 @@ static void test_never_list(void **state) {
                         fail_msg("MSR 0x%" PRIx32 " is missing from the never-list", required[i]);
         for (size_t i = 0; i < ELEMENTSOF(open); i++)
                 if (never_list_lookup(open[i]))
-                        fail_msg("MSR 0x%" PRIx32 " is on the never-list as %s", open[i], never_list_lookup(open[i]));
+                        fail_msg("MSR 0x%" PRIx32 " is on the never-list as %s", open[i],
+                                 never_list_lookup(open[i]));
 
         assert_string_equal(never_list_lookup(0x600), "IA32_DS_AREA");
         assert_string_equal(never_list_lookup(0x1D9), "IA32_DEBUGCTL");
@@ -469,20 +471,27 @@ static const BadCase bad_cases[] = {
         { "bad range end", M "msr 0x10-zz 0 thread x A\n", 2, "bad address 'zz'" },
         { "empty range end", M "msr 0x10- 0 thread x A\n", 2, "bad address ''" },
         { "reversed range", M "msr 0x18D-0x186 0 thread x A\n", 2, "ends before it starts" },
-        { "overlapping MSR ranges", M "msr 0x186-0x18D 0xFF thread x A\nmsr 0xC1 0 thread x B\nmsr 0x18D 0 thread x C\n",
+        { "overlapping MSR ranges",
+          M "msr 0x186-0x18D 0xFF thread x A\nmsr 0xC1 0 thread x B\nmsr 0x18D 0 thread x C\n",
           4, "overlaps A on line 2" },
         { "overlap reported at the later line", M "msr 0x190 0 thread x A\nmsr 0x180-0x195 0 thread x B\n",
           3, "overlaps A on line 2" },
-        { "duplicate MSR", M "\n\nmsr 0x10 0 thread x A\nmsr 0x10 0 thread x B\n", 5, "overlaps A on line 4" },
-        { "overlapping PCI ranges", M "pci 8086:2042 0xA0-0xB8 8 0 package x CTR\npci 8086:2042 0xBC 4 0 package x HI\n",
+        { "duplicate MSR", M "\n\nmsr 0x10 0 thread x A\nmsr 0x10 0 thread x B\n",
+          5, "overlaps A on line 4" },
+        { "overlapping PCI ranges",
+          M "pci 8086:2042 0xA0-0xB8 8 0 package x CTR\npci 8086:2042 0xBC 4 0 package x HI\n",
           3, "overlaps CTR on line 2" },
         { "width not 4 or 8", M "pci 8086:2042 0xF4 2 0 package x A\n", 2, "width 2 is neither 4 nor 8" },
         { "width 16", M "pci 8086:2042 0xF0 16 0 package x A\n", 2, "width 16 is neither 4 nor 8" },
-        { "misaligned PCI start", M OK_MSR "pci 8086:2042 0xF2 4 0 package x A\n", 3, "not made of aligned 4-byte" },
-        { "misaligned PCI last", M "pci 8086:2042 0xA0-0xA4 8 0 package x A\n", 2, "not made of aligned 8-byte" },
-        { "PCI 8-byte at 4-aligned start", M "pci 8086:2042 0xA4 8 0 package x A\n", 2, "not made of aligned 8-byte" },
+        { "misaligned PCI start", M OK_MSR "pci 8086:2042 0xF2 4 0 package x A\n",
+          3, "not made of aligned 4-byte" },
+        { "misaligned PCI last", M "pci 8086:2042 0xA0-0xA4 8 0 package x A\n",
+          2, "not made of aligned 8-byte" },
+        { "PCI 8-byte at 4-aligned start", M "pci 8086:2042 0xA4 8 0 package x A\n",
+          2, "not made of aligned 8-byte" },
         { "PCI past config space", M "pci 8086:2042 0x1000 4 0 package x A\n", 2, "out of range" },
-        { "PCI mask wider than 4 bytes", M "pci 8086:2042 0xF4 4 0x100000000 package x A\n", 2, "out of range" },
+        { "PCI mask wider than 4 bytes", M "pci 8086:2042 0xF4 4 0x100000000 package x A\n",
+          2, "out of range" },
         { "bad PCI id", M "pci 8086-2042 0xF4 4 0 package x A\n", 2, "bad PCI id '8086-2042'" },
         { "short PCI id", M "pci 808:2042 0xF4 4 0 package x A\n", 2, "bad PCI id" },
         { "PCI id with prefix", M "pci 0x8086:0x2042 0xF4 4 0 package x A\n", 2, "bad PCI id" },
@@ -498,7 +507,8 @@ static const BadCase bad_cases[] = {
         { "bad class", M "msr 0x10 0 thread Core_PMU A\n", 2, "bad class 'Core_PMU'" },
         { "class too long", M "msr 0x10 0 thread abcdefghijklmnop A\n", 2, "bad class" },
         { "bad name", M "msr 0x10 0 thread x A-B\n", 2, "bad name 'A-B'" },
-        { "name too long", M "msr 0x10 0 thread x ABCDEFGHIJABCDEFGHIJABCDEFGHIJABCDEFGHIJ\n", 2, "bad name" },
+        { "name too long", M "msr 0x10 0 thread x ABCDEFGHIJABCDEFGHIJABCDEFGHIJABCDEFGHIJ\n",
+          2, "bad name" },
         { "msr field count", M "msr 0x10 0 thread x\n", 2, "'msr' takes 5 fields" },
         { "msr extra field", M "msr 0x10 0 thread x A B\n", 2, "'msr' takes 5 fields" },
         { "pci field count", M "pci 8086:2042 0xF4 4 0 package x\n", 2, "'pci' takes 7 fields" },
@@ -513,7 +523,8 @@ static void test_parse_bad(void **state) {
                 unsigned line = 0;
                 int r;
 
-                r = allowlist_parse_file(write_file("bad.conf", c->text, 0), &a, &line, reason, sizeof(reason));
+                r = allowlist_parse_file(write_file("bad.conf", c->text, 0), &a, &line, reason,
+                                         sizeof(reason));
                 if (r != -EINVAL)
                         fail_msg("%s: expected -EINVAL, got %d", c->what, r);
                 assert_null(a);
@@ -574,24 +585,23 @@ static void test_parse_limits(void **state) {
 }
 
 static void test_parse_errors_without_outputs(void **state) {
+        const char *path;
         Allowlist *a = NULL;
         unsigned line = 77;
         char reason[8] = "keep";
 
         /* The reason and line pointers are optional, and a short buffer truncates. */
-        assert_int_equal(allowlist_parse_file(write_file("bad.conf", "models t\nfoo\n", 0), &a, NULL, NULL, 0),
-                         -EINVAL);
-        assert_int_equal(allowlist_parse_file(write_file("bad.conf", "models t\nfoo\n", 0), &a, &line, reason,
-                                              sizeof(reason)),
-                         -EINVAL);
+        path = write_file("bad.conf", "models t\nfoo\n", 0);
+        assert_int_equal(allowlist_parse_file(path, &a, NULL, NULL, 0), -EINVAL);
+        assert_int_equal(allowlist_parse_file(path, &a, &line, reason, sizeof(reason)), -EINVAL);
         assert_int_equal(line, 2);
         assert_string_equal(reason, "line 2:");
 
         /* Not a syntax error: nothing about lines is reported. */
         line = 77;
         strcpy(reason, "keep");
-        assert_int_equal(allowlist_parse_file("/nonexistent/pmugate/x.conf", &a, &line, reason, sizeof(reason)),
-                         -ENOENT);
+        path = "/nonexistent/pmugate/x.conf";
+        assert_int_equal(allowlist_parse_file(path, &a, &line, reason, sizeof(reason)), -ENOENT);
         assert_int_equal(line, 77);
         assert_string_equal(reason, "keep");
         assert_int_equal(allowlist_parse_file(tmpdir, &a, &line, reason, sizeof(reason)), -EISDIR);
