@@ -34,7 +34,9 @@ static int parse_groups(const char *value, gid_t *gids, size_t *n, char *names, 
                 (void) snprintf(reason, reason_size, "group list too long");
                 return -EINVAL;
         }
-        (void) snprintf(names, names_size, "%s", value);
+        /* Kept (possibly shortened) only to name the groups in messages. */
+        memcpy(names, value, strnlen(value, names_size - 1));
+        names[strnlen(value, names_size - 1)] = '\0';
         memcpy(buf, value, strlen(value) + 1);
         *n = 0;
         for (char *name = strtok_r(buf, " ,", &save); name; name = strtok_r(NULL, " ,", &save)) {

@@ -186,7 +186,7 @@ int server_handle_hello(Server *s, Client *c, const Request *req) {
 
 /* Summaries for audit records: the CPUs and distinct registers of a batch, truncated. */
 static void summarize_ops(const RegOp *ops, size_t n, char *cpus, size_t cpus_size, char *regs, size_t regs_size) {
-        uint32_t cpu_list[64], reg_list[16];
+        uint32_t cpu_list[64] = {}, reg_list[16] = {};
         size_t n_cpus = 0, n_regs = 0, used = 0;
 
         for (size_t i = 0; i < n; i++) {

@@ -49,6 +49,8 @@ int cpulist_parse(const char *text, uint32_t max_cpu, uint32_t **ret_cpus, size_
         for (;;) {
                 uint32_t first, last;
 
+                while (isspace((unsigned char) *p))
+                        p++;
                 r = parse_number(&p, &first);
                 if (r < 0)
                         return r;

@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Writes the seed corpus for fuzz-request: valid requests of every kind and the malformed
+shapes the decoder must refuse. Run it to regenerate tests/fuzz/corpus/request/."""
+
+import os
+import sys
+
+import msgpack
+
+out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus", "request")
+os.makedirs(out, exist_ok=True)
+
+def req(op, **kw):
+    d = {"v": 1, "id": 7, "op": op}
+    d.update(kw)
+    return msgpack.packb(d)
+
+seeds = {
+    "hello": req("hello"),
+    "status": req("status"),
+    "batch-read": req("batch", ops=[["r", 0, 0xC1], ["r", 1, 0x38F]]),
+    "batch-write": req("batch", ops=[["w", 0, 0x186, 0x43003C]]),
+    "batch-pci": req("batch", ops=[["pr", 0, 0xA0], ["pw", 0, 0xF4, 3]]),
+    "batch-sweep": req("batch", ops=[["R", [0, 1, 2, 3], [0xC1, 0xC2, 0x309]]]),
+    "batch-sweep-write": req("batch", ops=[["W", [0, 1], [0x186, 0x187], [0, 0]]]),
+    "grant": req("grant", job="123", uid=1000, cpus=[0, 1]),
+    "revoke": req("revoke", job="123"),
+    "lease": req("lease", cpus=[0]),
+    "wrong-version": msgpack.packb({"v": 2, "id": 1, "op": "hello"}),
+    "no-version": msgpack.packb({"id": 1, "op": "hello"}),
+    "unknown-op": req("frobnicate"),
+    "unknown-key": req("hello", extra=1),
+    "wrong-types": req("batch", ops=[["r", "zero", -1]]),
+    "negative-id": msgpack.packb({"v": 1, "id": -5, "op": "hello"}),
+    "not-a-map": msgpack.packb([1, 2, 3]),
+    "nested": msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [[[[[[[1]]]]]]]}),
+    "truncated": req("batch", ops=[["r", 0, 0xC1]] * 10)[:-3],
+    "trailing": req("hello") + b"\x00",
+    "huge-array-header": b"\x83\xa1v\x01\xa2id\x01\xa2op\xdd\x7f\xff\xff\xff",
+    "huge-str-header": b"\xdb\xff\xff\xff\xff",
+    "reserved-byte": b"\xc1",
+    "empty": b"",
+    "sweep-overflow": req("batch", ops=[["R", list(range(100)), list(range(100))]]),
+}
+for name, data in seeds.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)
+print("wrote %d seeds to %s" % (len(seeds), out))

@@ -1,0 +1,374 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Integration test harness: fake machines under --root, a real pmugated, raw protocol access,
+CLI runs as other uids, and TAP output."""
+
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import msgpack
+
+BUILD = os.environ.get("PMUGATE_BUILD_DIR", "build")
+SOURCE = os.environ.get("PMUGATE_SOURCE_DIR", ".")
+PMUGATED = os.environ.get("PMUGATED", os.path.join(BUILD, "daemon", "pmugated"))
+PMUGATE = os.environ.get("PMUGATE", os.path.join(BUILD, "client", "pmugate"))
+PMUGATECTL = os.environ.get("PMUGATECTL", os.path.join(BUILD, "client", "pmugatectl"))
+ALLOWLISTS = os.environ.get("PMUGATE_ALLOWLIST_DIR", os.path.join(SOURCE, "policy", "allowlists"))
+
+# Test identities: no passwd or group entries are needed, the config names gids numerically.
+ADMIN_GID = 4240
+USER_GID = 4241
+UNPRIVILEGED_UID = 4242
+OTHER_GID = 4243
+
+MODELS = {
+    # key: (family, model, stepping, model name)
+    "skx": (6, 0x55, 4, "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz"),
+    "clx": (6, 0x55, 7, "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz"),
+    "icx": (6, 0x6A, 6, "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz"),
+    "spr": (6, 0x8F, 8, "Intel(R) Xeon(R) Platinum 8480+"),
+}
+
+SKX_IMC = [  # (dev.fn, device id)
+    ("0a.2", 0x2042), ("0a.6", 0x2046), ("0b.2", 0x204A),
+    ("0c.2", 0x2042), ("0c.6", 0x2046), ("0d.2", 0x204A),
+]
+SKX_SOCKET_BUSES = [0x3A, 0xAE, 0x17, 0x85]
+
+MSR_FILE_SIZE = 1 << 32
+
+
+class FakeMachine:
+    """A machine described with plain files: proc/cpuinfo, sys/devices/system/cpu, sparse
+    dev/cpu/N/msr files read at the register offset, and PCI config files."""
+
+    def __init__(self, root, model="spr", sockets=2, cores=4, smt=True, imc=None, offline=(),
+                 nmi_watchdog=False, vendor="GenuineIntel"):
+        self.root = root
+        self.model = model
+        self.sockets = sockets
+        self.cores = cores
+        self.smt = smt
+        self.threads = 2 if smt else 1
+        self.ncpus = sockets * cores * self.threads
+        self.offline = set(offline)
+        self.units = []
+        family, model_id, stepping, name = MODELS.get(model, (6, 0x01, 0, "Unknown CPU"))
+        self._write("proc/cpuinfo", self._cpuinfo(vendor, family, model_id, stepping, name))
+        self._write("proc/sys/kernel/nmi_watchdog", "1\n" if nmi_watchdog else "0\n")
+        cpulist = "0-%d" % (self.ncpus - 1)
+        self._write("sys/devices/system/cpu/present", cpulist + "\n")
+        self._write("sys/devices/system/cpu/possible", cpulist + "\n")
+        online = [c for c in range(self.ncpus) if c not in self.offline]
+        self._write("sys/devices/system/cpu/online", format_cpulist(online) + "\n")
+        for cpu in range(self.ncpus):
+            pkg, core, thread = self.topology(cpu)
+            top = "sys/devices/system/cpu/cpu%d/topology/" % cpu
+            siblings = [self.cpu_of(pkg, core, t) for t in range(self.threads)]
+            self._write(top + "physical_package_id", "%d\n" % pkg)
+            self._write(top + "core_id", "%d\n" % core)
+            self._write(top + "die_id", "0\n")
+            self._write(top + "thread_siblings_list", format_cpulist(siblings) + "\n")
+            path = self.path("dev/cpu/%d/msr" % cpu)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.truncate(MSR_FILE_SIZE)
+        if imc is None:
+            imc = model in ("skx", "clx")
+        if imc:
+            for s in range(sockets):
+                for devfn, device in SKX_IMC:
+                    bdf = "0000:%02x:%s" % (SKX_SOCKET_BUSES[s], devfn)
+                    self.add_pci(bdf, 0x8086, device)
+        # A PCI device no allowlist names: it must never be opened or listed.
+        self.add_pci("0000:00:1f.3", 0x8086, 0xA1F0, listed=False)
+
+    def _cpuinfo(self, vendor, family, model, stepping, name):
+        blocks = []
+        for cpu in range(self.ncpus):
+            pkg, core, _ = self.topology(cpu)
+            blocks.append(
+                "processor\t: %d\nvendor_id\t: %s\ncpu family\t: %d\nmodel\t\t: %d\n"
+                "model name\t: %s\nstepping\t: %d\nphysical id\t: %d\ncore id\t\t: %d\n\n"
+                % (cpu, vendor, family, model, name, stepping, pkg, core))
+        return "".join(blocks)
+
+    def topology(self, cpu):
+        """Linux numbering: first threads of all cores socket-major, then the siblings."""
+        per_thread = self.sockets * self.cores
+        thread = cpu // per_thread
+        rest = cpu % per_thread
+        return rest // self.cores, rest % self.cores, thread
+
+    def cpu_of(self, pkg, core, thread):
+        return thread * self.sockets * self.cores + pkg * self.cores + core
+
+    def path(self, rel):
+        return os.path.join(self.root, rel)
+
+    def _write(self, rel, text):
+        path = self.path(rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+    def add_pci(self, bdf, vendor, device, listed=True):
+        d = "sys/bus/pci/devices/%s/" % bdf
+        self._write(d + "vendor", "0x%04x\n" % vendor)
+        self._write(d + "device", "0x%04x\n" % device)
+        with open(self.path(d + "config"), "wb") as f:
+            f.write(struct.pack("<HH", vendor, device) + bytes(4092))
+        if listed:
+            self.units.append(bdf)
+
+    def msr(self, cpu, reg):
+        with open(self.path("dev/cpu/%d/msr" % cpu), "rb") as f:
+            f.seek(reg)
+            return struct.unpack("<Q", f.read(8))[0]
+
+    def set_msr(self, cpu, reg, value):
+        with open(self.path("dev/cpu/%d/msr" % cpu), "r+b") as f:
+            f.seek(reg)
+            f.write(struct.pack("<Q", value))
+
+    def pci(self, bdf, offset, width=4):
+        with open(self.path("sys/bus/pci/devices/%s/config" % bdf), "rb") as f:
+            f.seek(offset)
+            return int.from_bytes(f.read(width), "little")
+
+    def set_pci(self, bdf, offset, value, width=4):
+        with open(self.path("sys/bus/pci/devices/%s/config" % bdf), "r+b") as f:
+            f.seek(offset)
+            f.write(value.to_bytes(width, "little"))
+
+
+def format_cpulist(cpus):
+    cpus = sorted(cpus)
+    out, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else "%d-%d" % (cpus[i], cpus[j]))
+        i = j + 1
+    return ",".join(out)
+
+
+def write_config(path, admin_gids=(ADMIN_GID,), user_gids=(USER_GID,), extra=""):
+    with open(path, "w") as f:
+        f.write("[access]\nadmin_groups = %s\nuser_groups = %s\n%s" % (
+            " ".join(str(g) for g in admin_gids), " ".join(str(g) for g in user_gids), extra))
+
+
+class Daemon:
+    """A real pmugated on a temporary socket. Start-up waits for READY=1 over NOTIFY_SOCKET."""
+
+    def __init__(self, workdir, args, config=None, allowlist_dir=ALLOWLISTS, user="nobody",
+                 expect_ready=True, env=None):
+        self.workdir = workdir
+        self.socket = os.path.join(workdir, "pmugate.sock")
+        self.audit_log = os.path.join(workdir, "audit.log")
+        self.stderr_path = os.path.join(workdir, "pmugated.stderr")
+        if config is None:
+            config = os.path.join(workdir, "pmugate.conf")
+            write_config(config)
+        self.argv = [PMUGATED, "--socket=" + self.socket, "--config=" + config,
+                     "--allowlist-dir=" + allowlist_dir, "--user=" + user,
+                     "--audit-log=" + self.audit_log] + list(args)
+        notify_path = os.path.join(workdir, "notify.sock")
+        if os.path.exists(notify_path):
+            os.unlink(notify_path)
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(notify_path)
+        # READY=1 is sent after the daemon dropped to its own user.
+        os.chmod(notify_path, 0o666)
+        e = dict(os.environ)
+        e["NOTIFY_SOCKET"] = notify_path
+        e.pop("LISTEN_FDS", None)
+        e.pop("LISTEN_PID", None)
+        if env:
+            e.update(env)
+        self.stderr = open(self.stderr_path, "w")
+        self.proc = subprocess.Popen(self.argv, stdout=self.stderr, stderr=self.stderr, env=e)
+        self.ready = False
+        if expect_ready:
+            self.wait_ready()
+
+    def wait_ready(self, timeout=10):
+        self.notify.settimeout(0.1)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                msg = self.notify.recv(4096).decode()
+                if "READY=1" in msg:
+                    self.ready = True
+                    return
+            except socket.timeout:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError("pmugated exited with %d: %s" % (self.proc.returncode, self.log()))
+        raise RuntimeError("pmugated did not become ready: %s" % self.log())
+
+    def wait_exit(self, timeout=10):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+    def log(self):
+        if not self.stderr.closed:
+            self.stderr.flush()
+        with open(self.stderr_path) as f:
+            return f.read()
+
+    def audit(self):
+        try:
+            with open(self.audit_log) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.notify.close()
+        self.stderr.close()
+        return self.proc.returncode
+
+
+class Client:
+    """Raw protocol client: one msgpack map per SOCK_SEQPACKET message."""
+
+    def __init__(self, path, timeout=10):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.next_id = 1
+
+    def send_raw(self, data):
+        self.sock.send(data)
+
+    def recv(self):
+        data = self.sock.recv(1 << 20)
+        if not data:
+            raise ConnectionError("connection closed")
+        return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+    def call(self, op, **fields):
+        req = {"v": 1, "id": self.next_id, "op": op}
+        req.update(fields)
+        self.next_id += 1
+        self.send_raw(msgpack.packb(req))
+        return self.recv()
+
+    def batch(self, ops):
+        return self.call("batch", ops=ops)
+
+    def close(self):
+        self.sock.close()
+
+
+def as_user(uid, gid, groups=()):
+    """preexec_fn that switches a forked child to another identity."""
+    def switch():
+        os.setgroups(list(groups))
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    return switch
+
+
+def run_cli(argv, socket_path, uid=None, gid=None, groups=(), timeout=30, env=None, input=None):
+    e = dict(os.environ)
+    e["PMUGATE_SOCKET"] = socket_path
+    if env:
+        e.update(env)
+    pre = as_user(uid, gid if gid is not None else uid, groups) if uid is not None else None
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e, preexec_fn=pre,
+                       input=input)
+    return p.returncode, p.stdout, p.stderr
+
+
+def in_child_as(uid, gid, groups, fn):
+    """Runs fn() in a forked child with another identity; returns what it returned (a JSON
+    value) or raises with the child's exception text."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            as_user(uid, gid, groups)()
+            out = json.dumps({"ok": fn()})
+        except BaseException as e:
+            out = json.dumps({"error": "%s: %s" % (type(e).__name__, e)})
+        os.write(w, out.encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    result = json.loads(data.decode())
+    if "error" in result:
+        raise AssertionError("child failed: " + result["error"])
+    return result["ok"]
+
+
+class Tap:
+    """Minimal TAP producer: each check is one test point."""
+
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, desc, detail=None):
+        self.n += 1
+        if cond:
+            print("ok %d - %s" % (self.n, desc))
+        else:
+            self.failed += 1
+            print("not ok %d - %s" % (self.n, desc))
+            if detail is not None:
+                for line in str(detail).splitlines()[:40]:
+                    print("#   " + line)
+        sys.stdout.flush()
+        return cond
+
+    def eq(self, got, want, desc):
+        return self.ok(got == want, desc, "got:  %r\nwant: %r" % (got, want))
+
+    def run(self, tests):
+        """tests: list of callables taking this Tap; an exception fails that test."""
+        for t in tests:
+            try:
+                t(self)
+            except Exception:
+                self.ok(False, "%s raised" % t.__name__, traceback.format_exc())
+        print("1..%d" % self.n)
+        sys.stdout.flush()
+        return 1 if self.failed else 0
+
+
+def workdir():
+    d = tempfile.mkdtemp(prefix="pmugate-test-")
+    os.chmod(d, 0o755)
+    return d

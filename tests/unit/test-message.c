@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests: request decoding, the msgpack pre-check, and reply encoding
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <string.h>
+
+#include "error.h"
+#include "message.h"
+
+typedef struct Fixture {
+        RequestBuffer *buf;
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+} Fixture;
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof(*f));
+
+        assert_non_null(f);
+        f->buf = request_buffer_new();
+        assert_non_null(f->buf);
+        msgpack_sbuffer_init(&f->sb);
+        msgpack_packer_init(&f->pk, &f->sb, msgpack_sbuffer_write);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+
+        request_buffer_free(f->buf);
+        msgpack_sbuffer_destroy(&f->sb);
+        free(f);
+        return 0;
+}
+
+static int decode(Fixture *f, Request *req, DecodeError *e) {
+        return request_decode(f->sb.data, f->sb.size, f->buf, req, e);
+}
+
+static void pack_op(msgpack_packer *pk, const char *kind, uint32_t target, uint32_t reg, bool write, uint64_t value) {
+        msgpack_pack_array(pk, write ? 4 : 3);
+        pack_string(pk, kind);
+        msgpack_pack_uint32(pk, target);
+        msgpack_pack_uint32(pk, reg);
+        if (write)
+                msgpack_pack_uint64(pk, value);
+}
+
+static void test_hello(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        assert_int_equal(request_pack_begin(&f->pk, 42, "hello", 0), 0);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.type, REQUEST_HELLO);
+        assert_int_equal(req.id, 42);
+}
+
+static void test_batch_ops(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        request_pack_begin(&f->pk, 1, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 4);
+        pack_op(&f->pk, "r", 3, 0xC1, false, 0);
+        pack_op(&f->pk, "w", 2, 0x186, true, UINT64_MAX);
+        pack_op(&f->pk, "pr", 1, 0xA0, false, 0);
+        pack_op(&f->pk, "pw", 0, 0xF4, true, 3);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.n_ops, 4);
+        assert_int_equal(req.ops[0].kind, REG_OP_MSR_READ);
+        assert_int_equal(req.ops[0].target, 3);
+        assert_int_equal(req.ops[0].reg, 0xC1);
+        assert_int_equal(req.ops[1].kind, REG_OP_MSR_WRITE);
+        assert_true(req.ops[1].value == UINT64_MAX);
+        assert_int_equal(req.ops[2].kind, REG_OP_PCI_READ);
+        assert_int_equal(req.ops[3].kind, REG_OP_PCI_WRITE);
+        assert_int_equal(req.ops[3].value, 3);
+}
+
+static void test_sweep_is_cpu_major(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        request_pack_begin(&f->pk, 1, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 3);
+        pack_string(&f->pk, "R");
+        msgpack_pack_array(&f->pk, 2);
+        msgpack_pack_uint32(&f->pk, 4);
+        msgpack_pack_uint32(&f->pk, 5);
+        msgpack_pack_array(&f->pk, 3);
+        msgpack_pack_uint32(&f->pk, 0xC1);
+        msgpack_pack_uint32(&f->pk, 0xC2);
+        msgpack_pack_uint32(&f->pk, 0x309);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.n_ops, 6);
+        assert_int_equal(req.ops[0].target, 4);
+        assert_int_equal(req.ops[0].reg, 0xC1);
+        assert_int_equal(req.ops[2].reg, 0x309);
+        assert_int_equal(req.ops[3].target, 5);
+        assert_int_equal(req.ops[3].reg, 0xC1);
+}
+
+static void test_sweep_limit_checked_before_expansion(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        request_pack_begin(&f->pk, 9, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 3);
+        pack_string(&f->pk, "R");
+        msgpack_pack_array(&f->pk, 100);
+        for (unsigned i = 0; i < 100; i++)
+                msgpack_pack_uint32(&f->pk, i);
+        msgpack_pack_array(&f->pk, 100);
+        for (unsigned i = 0; i < 100; i++)
+                msgpack_pack_uint32(&f->pk, i);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_true(e.has_id);
+        assert_int_equal(e.id, 9);
+}
+
+static void test_refusals(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+        static const uint8_t not_map[] = { 0x93, 0x01, 0x02, 0x03 };
+        static const uint8_t huge_array[] = { 0x81, 0xa2, 'i', 'd', 0xdd, 0x7f, 0xff, 0xff, 0xff };
+        static const uint8_t reserved[] = { 0xc1 };
+
+        assert_int_equal(request_decode(not_map, sizeof(not_map), f->buf, &req, &e), PROTO_E_MALFORMED);
+        assert_int_equal(request_decode(huge_array, sizeof(huge_array), f->buf, &req, &e), PROTO_E_MALFORMED);
+        assert_int_equal(request_decode(reserved, sizeof(reserved), f->buf, &req, &e), PROTO_E_MALFORMED);
+        assert_int_equal(request_decode("", 0, f->buf, &req, &e), PROTO_E_MALFORMED);
+
+        /* wrong version */
+        msgpack_pack_map(&f->pk, 3);
+        pack_key_uint(&f->pk, "v", 2);
+        pack_key_uint(&f->pk, "id", 5);
+        pack_key_string(&f->pk, "op", "hello");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_VERSION);
+        assert_true(e.has_id);
+        msgpack_sbuffer_clear(&f->sb);
+
+        /* unknown op */
+        request_pack_begin(&f->pk, 1, "frobnicate", 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_UNKNOWN_OP);
+        msgpack_sbuffer_clear(&f->sb);
+
+        /* unknown key */
+        request_pack_begin(&f->pk, 1, "hello", 1);
+        pack_key_uint(&f->pk, "ops", 1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        msgpack_sbuffer_clear(&f->sb);
+
+        /* missing required key */
+        request_pack_begin(&f->pk, 1, "batch", 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        msgpack_sbuffer_clear(&f->sb);
+
+        /* wrong types inside an op */
+        request_pack_begin(&f->pk, 1, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 3);
+        pack_string(&f->pk, "r");
+        msgpack_pack_int32(&f->pk, -1);
+        msgpack_pack_uint32(&f->pk, 0xC1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "ops[0]"));
+        msgpack_sbuffer_clear(&f->sb);
+
+        /* register wider than 32 bits */
+        request_pack_begin(&f->pk, 1, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 3);
+        pack_string(&f->pk, "r");
+        msgpack_pack_uint32(&f->pk, 0);
+        msgpack_pack_uint64(&f->pk, UINT64_C(0x100000000));
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        msgpack_sbuffer_clear(&f->sb);
+
+        /* job with a character outside the allowed set */
+        request_pack_begin(&f->pk, 1, "revoke", 1);
+        pack_key_string(&f->pk, "job", "12;rm");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+}
+
+static void test_too_many_ops(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        request_pack_begin(&f->pk, 1, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, PMUGATE_OPS_PER_BATCH_MAX + 1);
+        for (unsigned i = 0; i <= PMUGATE_OPS_PER_BATCH_MAX; i++)
+                pack_op(&f->pk, "r", 0, 0xC1, false, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+}
+
+static void test_too_large(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+        char *big = calloc(1, PMUGATE_REQUEST_SIZE_MAX + 1);
+
+        assert_non_null(big);
+        assert_int_equal(request_decode(big, PMUGATE_REQUEST_SIZE_MAX + 1, f->buf, &req, &e), PROTO_E_TOO_LARGE);
+        free(big);
+}
+
+static void test_msgpack_check(void **state) {
+        static const uint8_t ok[] = { 0x92, 0x01, 0xa1, 'x' };
+        static const uint8_t trailing[] = { 0x01, 0x02 };
+        static const uint8_t short_str[] = { 0xa5, 'a' };
+        static const uint8_t deep[] = { 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x01 };
+
+        (void) state;
+        assert_int_equal(msgpack_check(ok, sizeof(ok), 4), 0);
+        assert_int_equal(msgpack_check(trailing, sizeof(trailing), 4), -EBADMSG);
+        assert_int_equal(msgpack_check(short_str, sizeof(short_str), 4), -EBADMSG);
+        assert_int_equal(msgpack_check(deep, sizeof(deep), 4), -EBADMSG);
+        assert_int_equal(msgpack_check(deep, sizeof(deep), 8), 0);
+}
+
+static void test_error_table(void **state) {
+        (void) state;
+        for (int code = 1; code < _PROTO_E_MAX; code++) {
+                assert_non_null(proto_error_name(code));
+                assert_true(proto_error_to_errno(code) > 0);
+        }
+        assert_null(proto_error_name(_PROTO_E_MAX));
+        assert_int_equal(proto_error_to_errno(PROTO_E_REG_FORBIDDEN), EPERM);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_hello, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_batch_ops, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sweep_is_cpu_major, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sweep_limit_checked_before_expansion, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_too_many_ops, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_too_large, setup, teardown),
+                cmocka_unit_test(test_msgpack_check),
+                cmocka_unit_test(test_error_table),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
