@@ -185,13 +185,16 @@ int server_handle_hello(Server *s, Client *c, const Request *req) {
 }
 
 /* Summaries for audit records: the CPUs and distinct registers of a batch, truncated. */
-static void summarize_ops(const RegOp *ops, size_t n, char *cpus, size_t cpus_size, char *regs, size_t regs_size) {
+static void summarize_ops(const RegOp *ops, size_t n, bool writes_only, char *cpus, size_t cpus_size, char *regs,
+                          size_t regs_size) {
         uint32_t cpu_list[64] = {}, reg_list[16] = {};
         size_t n_cpus = 0, n_regs = 0, used = 0;
 
         for (size_t i = 0; i < n; i++) {
                 bool seen = false;
 
+                if (writes_only && !reg_op_is_write(&ops[i]))
+                        continue;
                 for (size_t j = 0; j < n_cpus && !seen; j++)
                         seen = cpu_list[j] == ops[i].target;
                 if (!seen && n_cpus < ELEMENTSOF(cpu_list) && !reg_op_is_pci(&ops[i]))
@@ -232,7 +235,7 @@ static void audit_writes(Server *s, const Client *c, const RegOp *ops, size_t n)
                 writes += reg_op_is_write(&ops[i]);
         if (writes == 0)
                 return;
-        summarize_ops(ops, n, cpus, sizeof(cpus), regs, sizeof(regs));
+        summarize_ops(ops, n, true, cpus, sizeof(cpus), regs, sizeof(regs));
         rec.count = writes;
         audit_emit(s->audit, &rec);
 }
@@ -246,7 +249,7 @@ int server_handle_batch(Server *s, Client *c, const Request *req) {
         if (r > 0) {
                 char cpus[256], regs[200];
 
-                summarize_ops(&req->ops[refusal.op_index], 1, cpus, sizeof(cpus), regs, sizeof(regs));
+                summarize_ops(&req->ops[refusal.op_index], 1, false, cpus, sizeof(cpus), regs, sizeof(regs));
                 server_audit_denial(s, c, "batch", refusal.code, refusal.reason, cpus, regs);
                 return server_reply_error(s, c, req, req->id, refusal.code, refusal.reason, (int64_t) refusal.op_index);
         }

@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Register access through the real daemon, socket and CLI: reads, masked writes, PCI units,
+refusals (allowlist, never-list, read-only, CPU, unit), per-op device errors, audit."""
+
+import json
+import os
+import shutil
+import sys
+
+import pmugatetest as t
+
+EVTSEL0 = 0x186
+PMC0 = 0xC1
+GLOBAL_CTRL = 0x38F
+GLOBAL_STATUS = 0x38E
+DS_AREA = 0x600
+EVTSEL_MASK = 0xFFC7FFFF
+
+
+def spr(d=None, **kw):
+    d = d or t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=4, smt=False)
+    return d, m, t.Daemon(d, ["--root=" + m.root], **kw)
+
+
+def test_read_and_write(tap):
+    d, m, dm = spr()
+    try:
+        c = t.Client(dm.socket)
+        m.set_msr(2, PMC0, 0x123456789A)
+        r = c.batch([["r", 2, PMC0]])
+        tap.eq((r["ok"], r["status"], r["values"]), (True, [0], [0x123456789A]), "a read returns the register")
+
+        r = c.batch([["w", 1, GLOBAL_CTRL, 0x1000F000000FF]])
+        tap.eq(r["status"], [0], "a write within the mask succeeds")
+        tap.eq(m.msr(1, GLOBAL_CTRL), 0x1000F000000FF, "the write reached the device")
+
+        # Bits outside the mask keep their value (read-modify-write): INT (bit 20) set by
+        # someone else survives, and the client cannot set ANY (bit 21) or PC (bit 19).
+        m.set_msr(0, EVTSEL0, 1 << 20)
+        r = c.batch([["w", 0, EVTSEL0, 0xFFFFFFFFFFFFFFFF]])
+        want = EVTSEL_MASK | (1 << 20)
+        tap.eq(r["values"], [want], "the reply shows the value written after the mask")
+        tap.eq(m.msr(0, EVTSEL0), want, "masked write: read back shows the mask applied")
+        r = c.batch([["w", 0, EVTSEL0, 0], ["r", 0, EVTSEL0]])
+        tap.eq(r["values"], [1 << 20, 1 << 20], "clearing writes only the masked bits")
+
+        r = c.batch([["w", 3, PMC0, 0xFFFFFFFFFFFFFFFF]])
+        tap.eq(m.msr(3, PMC0), 0xFFFFFFFFFFFF, "counter writes are limited to 48 bits")
+
+        r = c.batch([["R", [0, 1, 2, 3], [PMC0, EVTSEL0]]])
+        tap.eq(len(r["values"]), 8, "a sweep returns CPUs x registers results")
+        tap.eq(r["values"][4], 0x123456789A, "sweep results are CPU-major")
+
+        ops = [["r", cpu, reg] for cpu in range(4) for reg in range(0xC1, 0xC9)] * 32
+        r = c.batch(ops)
+        tap.ok(r["ok"] and len(r["status"]) == 1024 and all(s == 0 for s in r["status"]),
+               "a 1024-op batch runs in one request")
+    finally:
+        dm.stop()
+
+
+def test_refusals_run_nothing(tap):
+    d, m, dm = spr()
+    try:
+        c = t.Client(dm.socket)
+        cases = [
+            ([["r", 0, 0x1234]], "reg-not-allowed", "a register not on the allowlist"),
+            ([["r", 0, DS_AREA]], "reg-forbidden", "DS_AREA (never-list) read"),
+            ([["w", 0, 0xC0000080, 0]], "reg-forbidden", "EFER (never-list) write"),
+            ([["w", 0, 0x1D9, 0]], "reg-forbidden", "DEBUGCTL (never-list) write"),
+            ([["w", 0, 0x610, 0]], "reg-forbidden", "a RAPL power limit write"),
+            ([["w", 0, GLOBAL_STATUS, 1]], "read-only", "a write to a read-only register"),
+            ([["w", 0, 0x611, 1]], "read-only", "a write to RAPL energy status"),
+            ([["r", 4, PMC0]], "no-such-cpu", "a CPU past the last one"),
+            ([["r", 0xFFFFFFFF, PMC0]], "no-such-cpu", "CPU 2^32-1"),
+            ([["pr", 0, 0xA0]], "no-such-unit", "a PCI unit that does not exist"),
+        ]
+        for ops, name, desc in cases:
+            r = c.batch([["w", 0, EVTSEL0, 0x43003C]] + ops)
+            tap.ok(not r["ok"] and r["error"]["name"] == name and r["error"]["op"] == 1,
+                   "%s is refused as %s, naming op 1" % (desc, name), r)
+            tap.eq(m.msr(0, EVTSEL0), 0, "... and the allowed write before it did not run (%s)" % desc)
+        r = c.batch([["r", 0, DS_AREA]])
+        tap.ok("0x600" in r["error"]["reason"] and "IA32_DS_AREA" in r["error"]["reason"],
+               "the reason names the register", r)
+        tap.ok(c.call("hello")["ok"], "the connection stays usable after refusals")
+    finally:
+        dm.stop()
+
+
+def test_never_list_beats_allowlist(tap):
+    d = t.workdir()
+    allow = os.path.join(d, "allowlists")
+    os.mkdir(allow)
+    with open(os.path.join(t.ALLOWLISTS, "intel-spr.conf")) as f:
+        text = f.read()
+    text += ("\n# A bad data file that tries to open holes:\n"
+             "msr 0x600 0xffffffffffffffff thread core-pmu IA32_DS_AREA\n"
+             "msr 0x1d9 0xffffffffffffffff thread core-pmu IA32_DEBUGCTL\n"
+             "msr 0xc0000080 0xffffffffffffffff thread core-pmu IA32_EFER\n")
+    with open(os.path.join(allow, "intel-spr.conf"), "w") as f:
+        f.write(text)
+    d, m, dm = spr(d, allowlist_dir=allow)
+    try:
+        c = t.Client(dm.socket)
+        for reg in (0x600, 0x1D9, 0xC0000080):
+            for op in (["r", 0, reg], ["w", 0, reg, 0]):
+                r = c.batch([op])
+                tap.ok(not r["ok"] and r["error"]["name"] == "reg-forbidden",
+                       "0x%x %s stays forbidden although the allowlist lists it" % (reg, op[0]), r)
+        tap.eq(m.msr(0, 0x600), 0, "DS_AREA was never written")
+    finally:
+        dm.stop()
+
+
+def test_pci_units(tap):
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "skx", sockets=2, cores=2, smt=False)
+    dm = t.Daemon(d, ["--root=" + m.root])
+    try:
+        c = t.Client(dm.socket)
+        units = c.call("hello")["units"]
+        u = units[0]
+        bdf = u[1]
+        m.set_pci(bdf, 0xA0, 0x0000123456789ABC, width=8)
+        r = c.batch([["pr", u[0], 0xA0]])
+        tap.eq(r["values"], [0x123456789ABC], "a 48-bit IMC counter reads as two dwords, low first")
+        r = c.batch([["pw", u[0], 0xD8, 0xFFFFFFFF]])
+        tap.eq(m.pci(bdf, 0xD8), 0xFFC6FFFF, "IMC control writes are masked (no overflow-enable bit 20)")
+        r = c.batch([["pw", u[0], 0xF4, 0x103]])
+        tap.eq(m.pci(bdf, 0xF4), 0x103, "the box control takes reset and freeze bits")
+        r = c.batch([["pw", u[0], 0xA0, 0]])
+        tap.eq(r["error"]["name"], "read-only", "IMC counters are read-only")
+        r = c.batch([["pr", u[0], 0xA4]])
+        tap.eq(r["error"]["name"], "reg-not-allowed", "the middle of an 8-byte counter is refused")
+        r = c.batch([["pr", u[0], 0x00]])
+        tap.eq(r["error"]["name"], "reg-not-allowed", "the config header is refused")
+        rc, out, err = t.run_cli([t.PMUGATE, "read", "-u", "0-1", "IMC_PMON_CTR0", "IMC_PMON_BOX_CTL"], dm.socket)
+        tap.ok(rc == 0 and "0x0000123456789abc" in out and out.count("\n") == 4, "pmugate read -u reads PCI registers",
+               out + err)
+    finally:
+        dm.stop()
+
+
+def test_device_errors_per_op(tap):
+    d, m, dm = spr()
+    try:
+        # A register the device cannot read (EOF in the fake, #GP on hardware): EIO for that op only.
+        with open(m.path("dev/cpu/3/msr"), "r+b") as f:
+            f.truncate(0x10)
+        c = t.Client(dm.socket)
+        r = c.batch([["r", 2, PMC0], ["r", 3, PMC0], ["w", 3, EVTSEL0, 1], ["r", 1, PMC0]])
+        tap.eq(r["status"], [0, -5, -5, 0], "EIO is reported per op while the rest of the batch succeeds")
+        rc, out, err = t.run_cli([t.PMUGATE, "read", "-c", "2-3", "IA32_PMC0"], dm.socket)
+        tap.ok(rc == 1 and "Input/output error" in out and "cpu 2" in out, "the CLI prints per-op errors and fails",
+               out + err)
+    finally:
+        dm.stop()
+
+
+def test_cli(tap):
+    d, m, dm = spr()
+    try:
+        s = dm.socket
+        m.set_msr(0, 0x309, 42)
+        rc, out, err = t.run_cli([t.PMUGATE, "read", "-c", "0", "IA32_FIXED_CTR0", "0x309", "0x777"], s)
+        tap.ok(rc == 1 and "refused" in err and "0x309" not in out, "a refused register fails the whole read", out + err)
+        rc, out, err = t.run_cli([t.PMUGATE, "read", "-c", "0", "IA32_FIXED_CTR0", "0x309"], s)
+        tap.ok(rc == 0 and out.count("0x000000000000002a") == 2, "names and numbers address the same register",
+               out + err)
+        rc, out, err = t.run_cli([t.PMUGATE, "write", "-c", "0-1,3", "IA32_PERFEVTSEL1=0x43003c", "IA32_PMC1=100"], s)
+        tap.ok(rc == 0 and out.count("(written)") == 6, "write takes CPU lists and several REG=VALUE", out + err)
+        tap.eq([m.msr(cpu, 0x187) for cpu in range(4)], [0x43003C, 0x43003C, 0, 0x43003C], "hex values land")
+        tap.eq(m.msr(3, 0xC2), 100, "decimal values land")
+        for argv, desc in [
+            (["read", "-c", "0", "NO_SUCH_REG"], "an unknown register name"),
+            (["read", "-c", "0-", "0xc1"], "a bad CPU list"),
+            (["write", "-c", "0", "IA32_PMC0=12z"], "a bad value"),
+            (["write", "-c", "0", "IA32_PMC0"], "a write without a value"),
+            (["read", "IA32_PMC0"], "a read without -c or -u"),
+            (["frobnicate"], "an unknown command"),
+        ]:
+            rc, out, err = t.run_cli([t.PMUGATE] + argv, s)
+            tap.ok(rc == 2 and err.strip() and "\n" not in err.strip(), "%s is a usage error with one line" % desc,
+                   (rc, out, err))
+        rc, out, err = t.run_cli([t.PMUGATE, "read", "-c", "9", "IA32_PMC0"], s)
+        tap.ok(rc == 1 and "CPU 9 does not exist" in err and "[no-such-cpu]" in err, "an unknown CPU is named", err)
+        rc, out, err = t.run_cli([t.PMUGATE, "info", "--json"], s)
+        info = json.loads(out)
+        tap.ok(rc == 0 and info["cpu"]["key"] == "spr" and info["caller"]["role"] == "admin" and
+               len(info["cpus"]) == 4 and any(r["name"] == "MSR_PERF_METRICS" for r in info["registers"]),
+               "info --json describes machine, registers and caller", out)
+        rc, out, err = t.run_cli([t.PMUGATE, "--socket=" + os.path.join(d, "nope.sock"), "info"], s)
+        tap.ok(rc == 1 and "is pmugated running" in err, "a missing daemon says what to do", err)
+    finally:
+        dm.stop()
+
+
+def test_audit(tap):
+    d, m, dm = spr()
+    try:
+        c = t.Client(dm.socket)
+        c.batch([["w", 2, EVTSEL0, 0x43003C], ["w", 3, EVTSEL0, 0x43003C], ["r", 0, PMC0]])
+        c.batch([["r", 0, DS_AREA]])
+        rc, _, _ = t.run_cli([t.PMUGATE, "read", "-c", "0", "IA32_PMC0"], dm.socket, uid=4242, gid=4242)
+        log = dm.audit()
+        writes = [l for l in log.splitlines() if "event=write" in l]
+        denies = [l for l in log.splitlines() if "event=deny" in l]
+        tap.ok(len(writes) == 1 and "count=2" in writes[0] and "cpus=2-3" in writes[0] and "regs=0x186" in writes[0]
+               and "uid=0" in writes[0], "a write batch is one audit record with CPUs, registers and count", log)
+        tap.ok(any("code=reg-forbidden" in l and "regs=0x600" in l for l in denies), "a never-list denial is audited", log)
+        tap.ok(any("uid=4242" in l and "code=not-authorized" in l for l in denies), "an unauthorized uid is audited",
+               log)
+    finally:
+        dm.stop()
+
+
+def test_audit_rate_limit(tap):
+    d, m, dm = spr()
+    try:
+        c = t.Client(dm.socket)
+        for _ in range(200):
+            c.batch([["r", 0, DS_AREA]])
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], dm.socket)
+        log = dm.audit()
+        denies = [l for l in log.splitlines() if "event=deny" in l]
+        tap.ok(len(denies) <= 25, "a denial storm is rate limited in the log (%d records)" % len(denies))
+        tap.ok(rc == 0 and "held back by the rate limit" in out and " 180 held back" in out,
+               "pmugatectl status counts what was held back", out + err)
+        tap.ok(c.call("hello")["ok"], "the daemon keeps serving through a denial storm")
+        dm.stop()
+        log = dm.audit()
+        tap.ok("event=suppressed" in log and "count=180" in log, "held-back records are reported, never silent", log)
+    finally:
+        dm.stop()
+
+
+sys.exit(t.Tap().run([test_read_and_write, test_refusals_run_nothing, test_never_list_beats_allowlist, test_pci_units,
+                      test_device_errors_per_op, test_cli, test_audit, test_audit_rate_limit]))

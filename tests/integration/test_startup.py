@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Start-up: flags, machine discovery under --root, and refusals that say what to do."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pmugatetest as t
+
+
+def run_daemon(args, timeout=10):
+    p = subprocess.run([t.PMUGATED] + args, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_help_and_version(tap):
+    rc, out = run_daemon(["--help"])
+    tap.ok(rc == 0 and "--backend=dev|sim" in out and "--root=DIR" in out, "--help lists the flags", out)
+    rc, out = run_daemon(["--version"])
+    tap.ok(rc == 0 and out.startswith("pmugated "), "--version prints the version", out)
+    rc, out = run_daemon(["--backend=bogus"])
+    tap.ok(rc != 0 and "Unknown backend" in out, "an unknown backend is refused", out)
+    rc, out = run_daemon(["--backend=sim"])
+    tap.ok(rc != 0 and "--sim-model" in out, "--backend=sim needs --sim-model", out)
+    rc, out = run_daemon(["--sim-model=spr"])
+    tap.ok(rc != 0 and "need --backend=sim" in out, "--sim-model without --backend=sim is refused", out)
+    rc, out = run_daemon(["extra-argument"])
+    tap.ok(rc != 0, "a stray argument is refused", out)
+
+
+def refused(tap, d, args, expect, desc, **kw):
+    dm = t.Daemon(d, args, expect_ready=False, **kw)
+    rc = dm.wait_exit()
+    log = dm.log()
+    dm.stop()
+    tap.ok(rc != 0 and expect in log, desc, log)
+
+
+def test_refusals(tap):
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
+    os.unlink(m.path("dev/cpu/1/msr"))
+    refused(tap, d, ["--root=" + m.root], "modprobe msr", "a missing msr device stops start-up with what to do")
+
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "unknown", sockets=1, cores=2)
+    refused(tap, d, ["--root=" + m.root], "is not supported", "an unknown CPU model stops start-up")
+
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2, vendor="AuthenticAMD")
+    refused(tap, d, ["--root=" + m.root], "AuthenticAMD", "an AMD CPU is refused, naming it")
+
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
+    empty = os.path.join(d, "allowlists")
+    os.mkdir(empty)
+    shutil.copy(os.path.join(t.ALLOWLISTS, "intel-skx.conf"), empty)
+    refused(tap, d, ["--root=" + m.root], "No allowlist", "a model without an allowlist stops start-up",
+            allowlist_dir=empty)
+
+    d = t.workdir()
+    bad = os.path.join(d, "allowlists")
+    os.mkdir(bad)
+    with open(os.path.join(bad, "broken.conf"), "w") as f:
+        f.write("models spr\nmsr 0x186 0xffff thread core-pmu\n")
+    refused(tap, d, ["--root=" + m.root], "broken.conf", "a broken allowlist file stops start-up, naming it",
+            allowlist_dir=bad)
+
+    d = t.workdir()
+    conf = os.path.join(d, "bad.conf")
+    with open(conf, "w") as f:
+        f.write("[access]\nadmin_groups = 0\n[limits]\nclients = lots\n")
+    refused(tap, d, ["--root=" + m.root], "bad.conf:4", "a bad config file stops start-up with its line", config=conf)
+
+    d = t.workdir()
+    refused(tap, d, ["--root=" + m.root], "does not exist", "an unknown --user stops start-up",
+            user="no-such-user-pmugate")
+
+    d = t.workdir()
+    refused(tap, d, ["--root=" + m.root, "--config=" + os.path.join(d, "missing.conf")], "missing.conf",
+            "an explicit --config that does not exist is an error")
+
+
+def test_spr_two_sockets(tap):
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=2, cores=4, smt=True)
+    dm = t.Daemon(d, ["--root=" + m.root])
+    try:
+        h = t.Client(dm.socket).call("hello")
+        tap.eq(h["cpu"]["key"], "spr", "Sapphire Rapids is recognised")
+        tap.eq(h["backend"], "dev", "the backend is dev")
+        tap.eq(h["simulated"], False, "dev is not simulated")
+        tap.eq(h["pmu"]["perf_metrics"], 2, "SPR has PERF_METRICS L1 and L2")
+        cpus = {c[0]: c for c in h["cpus"]}
+        tap.eq(len(cpus), 16, "16 CPUs are listed")
+        for cpu in (0, 5, 8, 13):
+            pkg, core, thread = m.topology(cpu)
+            tap.eq((cpus[cpu][1], cpus[cpu][3], cpus[cpu][4], cpus[cpu][5]), (pkg, core, thread, True),
+                   "CPU %d has package %d core %d thread %d" % (cpu, pkg, core, thread))
+        tap.eq(h["units"], [], "no PCI unit is served on SPR (its IMC is MMIO)")
+        names = {r[7] for r in h["registers"]}
+        tap.ok({"IA32_PMC", "IA32_PERFEVTSEL", "MSR_PERF_METRICS", "IA32_PERF_GLOBAL_CTRL"} <= names,
+               "hello lists the allowlisted registers", names)
+        tap.eq(h["limits"]["ops_per_batch"], 4096, "hello reports the batch limit")
+        tap.ok("Listening on" in dm.log() and "Serving 16 CPUs" in dm.log(), "the daemon logs what it serves",
+               dm.log())
+    finally:
+        dm.stop()
+
+
+def test_skx_imc_units(tap):
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "skx", sockets=2, cores=4, smt=False)
+    dm = t.Daemon(d, ["--root=" + m.root])
+    try:
+        h = t.Client(dm.socket).call("hello")
+        tap.eq(h["cpu"]["key"], "skx", "Skylake-SP (model 0x55 stepping 4) is recognised")
+        units = h["units"]
+        tap.eq(len(units), 12, "12 IMC channels on two sockets are served")
+        tap.ok(all(u[1] != "0000:00:1f.3" for u in units), "a PCI device no allowlist names is not served", units)
+        tap.eq(sorted({u[4] for u in units}), [0, 1], "IMC units are assigned to both packages")
+        tap.eq({u[3] for u in units}, {0x2042, 0x2046, 0x204A}, "all three IMC channel device ids are found")
+        pkg_of_bus = {u[1][5:7]: u[4] for u in units}
+        tap.eq(pkg_of_bus, {"3a": 0, "ae": 1}, "the lower bus is package 0")
+    finally:
+        dm.stop()
+
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "clx", sockets=1, cores=2, smt=False)
+    dm = t.Daemon(d, ["--root=" + m.root])
+    try:
+        h = t.Client(dm.socket).call("hello")
+        tap.eq(h["cpu"]["key"], "clx", "Cascade Lake (model 0x55 stepping 7) is told apart from Skylake-SP")
+    finally:
+        dm.stop()
+
+
+def test_offline_cpu(tap):
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "icx", sockets=1, cores=4, smt=False, offline=[2])
+    os.unlink(m.path("dev/cpu/2/msr"))  # the kernel has no msr node for an offline CPU
+    dm = t.Daemon(d, ["--root=" + m.root])
+    try:
+        c = t.Client(dm.socket)
+        h = c.call("hello")
+        online = {cpu[0]: cpu[5] for cpu in h["cpus"]}
+        tap.eq(online, {0: True, 1: True, 2: False, 3: True}, "the offline CPU is listed as offline")
+        r = c.batch([["r", 1, 0xC1], ["r", 2, 0xC1], ["r", 3, 0xC1]])
+        tap.eq(r["status"], [0, -6, 0], "the offline CPU fails with ENXIO alone; the rest of the batch runs")
+    finally:
+        dm.stop()
+
+
+sys.exit(t.Tap().run([test_help_and_version, test_refusals, test_spr_two_sockets, test_skx_imc_units,
+                      test_offline_cpu]))
