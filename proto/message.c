@@ -190,6 +190,11 @@ _printf_(3, 4) static int refuse(DecodeError *e, int code, const char *fmt, ...)
         va_start(ap, fmt);
         (void) vsnprintf(e->reason, sizeof(e->reason), fmt, ap);
         va_end(ap);
+        /* Reasons quote client bytes; keep them printable ASCII so the reply is valid UTF-8
+         * and safe in a terminal or a log. */
+        for (char *p = e->reason; *p; p++)
+                if ((unsigned char) *p < 0x20 || (unsigned char) *p > 0x7e)
+                        *p = '?';
         return code;
 }
 

@@ -1,0 +1,218 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Bad input over the real socket: every request that can be wrong is sent wrong, and the daemon
+answers with a code and a reason while it keeps serving everyone else."""
+
+import os
+import random
+import socket
+import sys
+import time
+
+import msgpack
+
+import pmugatetest as t
+
+
+def start(limits=""):
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2, smt=False)
+    conf = os.path.join(d, "pmugate.conf")
+    t.write_config(conf, extra=limits)
+    return m, t.Daemon(d, ["--root=" + m.root], config=conf)
+
+
+def error_of(reply):
+    return reply.get("error", {}).get("name") if not reply.get("ok") else None
+
+
+def test_malformed(tap):
+    m, dm = start()
+    try:
+        c = t.Client(dm.socket)
+        valid = msgpack.packb({"v": 1, "id": 3, "op": "batch", "ops": [["r", 0, 0xC1]] * 8})
+        cases = [
+            (b"\xc1", "malformed", "a reserved msgpack byte"),
+            (b"\x93\x01\x02\x03", "malformed", "an array instead of a map"),
+            (valid[:-5], "malformed", "a truncated message"),
+            (valid + b"\x00", "malformed", "trailing bytes"),
+            (b"\x81\xa2id\xdd\x7f\xff\xff\xff", "malformed", "an array header claiming 2^31 elements"),
+            (b"\xdb\xff\xff\xff\xff", "malformed", "a string header claiming 4 GiB"),
+            (b"\x91" * 40 + b"\x01", "malformed", "nesting 40 deep"),
+            (msgpack.packb("hello"), "malformed", "a bare string"),
+            (msgpack.packb({"id": 1, "op": "hello"}), "version", "no protocol version"),
+            (msgpack.packb({"v": 2, "id": 1, "op": "hello"}), "version", "protocol version 2"),
+            (msgpack.packb({"v": "1", "id": 1, "op": "hello"}), "version", "a version of the wrong type"),
+            (msgpack.packb({"v": 1, "op": "hello"}), "bad-field", "no id"),
+            (msgpack.packb({"v": 1, "id": -1, "op": "hello"}), "bad-field", "a negative id"),
+            (msgpack.packb({"v": 1, "id": 1}), "bad-field", "no op"),
+            (msgpack.packb({"v": 1, "id": 1, "op": 5}), "bad-field", "op of the wrong type"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "frobnicate"}), "unknown-op", "an unknown op"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "hello", "uid": 0}), "bad-field", "hello claiming a uid"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "hello", 7: 1}), "bad-field", "an integer map key"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch"}), "bad-field", "a batch without ops"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": {}}), "bad-field", "ops of the wrong type"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["r", "0", 0xC1]]}), "bad-field", "a CPU string"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["r", 0, -1]]}), "bad-field", "a negative register"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["r", 0, 1 << 32]]}), "bad-field", "a 33-bit register"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["r", 0, 0xC1, 5]]}), "bad-field", "a read with a value"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["w", 0, 0x186]]}), "bad-field", "a write without value"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["w", 0, 0x186, 1.5]]}), "bad-field", "a float value"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["x", 0, 0x186]]}), "bad-field", "an unknown op kind"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [[]]}), "bad-field", "an empty op"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["W", [0], [0x186], []]]}), "bad-field",
+             "a sweep write with too few values"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "grant", "job": "1"}), "bad-field", "a grant without uid"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "revoke", "job": "a b"}), "bad-field", "a job id with a space"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "revoke", "job": "x" * 300}), "bad-field", "a 300-byte job id"),
+        ]
+        for data, name, desc in cases:
+            c.send_raw(data)
+            r = c.recv()
+            tap.ok(error_of(r) == name and r["error"]["reason"] and r["error"]["code"] > 0,
+                   "%s is refused as %s" % (desc, name), r)
+        c.send_raw(msgpack.packb({"v": 2, "id": 77, "op": "hello"}))
+        r = c.recv()
+        tap.ok(r["id"] == 77 and "protocol version 1" in r["error"]["reason"],
+               "an old or new client learns which version to speak, with its id echoed", r)
+        tap.ok(c.call("hello")["ok"], "the connection is still usable after all of it")
+    finally:
+        dm.stop()
+
+
+def test_limits(tap):
+    m, dm = start()
+    try:
+        c = t.Client(dm.socket)
+        big = msgpack.packb({"v": 1, "id": 9, "op": "hello", "pad": "x" * 70000})
+        c.send_raw(big)
+        r = c.recv()
+        tap.ok(error_of(r) == "too-large" and "65536" in r["error"]["reason"], "an oversized message is refused", r)
+        tap.ok(c.call("hello")["ok"], "the connection stays usable after an oversized message")
+        r = c.batch([["r", 0, 0xC1]] * 4097)
+        tap.ok(error_of(r) == "too-many-ops" and "4096" in r["error"]["reason"], "4097 ops are refused", r)
+        r = c.batch([["R", list(range(2)), [0xC1] * 2049]])
+        tap.ok(error_of(r) == "too-many-ops", "a sweep expanding past 4096 ops is refused", r)
+        r = c.batch([["R", [0, 1], [0xC1, 0xC2]]] * 1024 + [["r", 0, 0xC1]])
+        tap.ok(error_of(r) == "too-many-ops", "sweeps adding up past 4096 ops are refused", r)
+        r = c.batch([["r", 0, 0xC1]] * 4096)
+        tap.ok(r["ok"] and len(r["values"]) == 4096, "exactly 4096 ops are served")
+        r = c.batch([])
+        tap.ok(r["ok"] and r["values"] == [], "an empty batch is served")
+    finally:
+        dm.stop()
+
+
+def test_too_many_clients(tap):
+    m, dm = start("[limits]\nclients = 4\nclients_per_uid = 2\n")
+    try:
+        held = [t.Client(dm.socket) for _ in range(4)]
+        for c in held:
+            c.call("hello")
+        extra = t.Client(dm.socket)
+        r = extra.recv()
+        tap.ok(error_of(r) == "too-many-clients" and "at most 4 clients" in r["error"]["reason"],
+               "the fifth client is told the daemon is full", r)
+        try:
+            extra.recv()
+            closed = False
+        except (ConnectionError, OSError):
+            closed = True
+        tap.ok(closed, "and its connection is closed")
+        held.pop().close()
+        time.sleep(0.1)
+        tap.ok(t.Client(dm.socket).call("hello")["ok"], "a freed slot is served again")
+        for c in held:
+            c.close()
+        time.sleep(0.1)
+
+        def per_uid():
+            a, b = t.Client(dm.socket), t.Client(dm.socket)
+            a.call("hello")
+            b.call("hello")
+            third = t.Client(dm.socket)
+            return third.recv()
+        r = t.in_child_as(t.UNPRIVILEGED_UID, t.USER_GID, [], per_uid)
+        tap.ok(error_of(r) == "too-many-clients" and "uid %d" % t.UNPRIVILEGED_UID in r["error"]["reason"],
+               "a user past clients_per_uid is refused", r)
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], dm.socket)
+        tap.ok(rc == 0 and "2 refused" in out, "refused connections are counted", out + err)
+        tap.ok("event=deny" in dm.audit() and "too-many-clients" in dm.audit(), "refused connections are audited")
+    finally:
+        dm.stop()
+
+
+def test_vanishing_and_slow_clients(tap):
+    m, dm = start()
+    try:
+        for _ in range(20):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(dm.socket)
+            s.send(msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["r", 0, 0xC1]] * 4096}))
+            s.close()
+        tap.ok(dm.alive() and t.Client(dm.socket).call("hello")["ok"],
+               "clients that vanish mid-request do not hurt the daemon")
+
+        # A client that sends without reading: the daemon stops reading from it when its
+        # replies back up, and keeps serving others meanwhile.
+        flood = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        flood.connect(dm.socket)
+        flood.setblocking(False)
+        req = msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["r", 0, 0xC1]] * 2048})
+        sent = 0
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            try:
+                flood.send(req)
+                sent += 1
+            except BlockingIOError:
+                break
+        other = t.Client(dm.socket, timeout=5)
+        start_t = time.time()
+        ok = all(other.call("hello")["ok"] for _ in range(20))
+        tap.ok(ok and time.time() - start_t < 5, "others are served while a client floods without reading (%d sent)" % sent)
+        flood.close()
+        time.sleep(0.2)
+        tap.ok(dm.alive() and other.call("hello")["ok"], "the flooding client's departure is handled")
+
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(dm.socket)
+        s.send(b"")
+        time.sleep(0.1)
+        tap.ok(dm.alive() and other.call("hello")["ok"], "an empty message does not hurt the daemon")
+    finally:
+        dm.stop()
+
+
+def test_random_garbage(tap):
+    m, dm = start()
+    try:
+        rng = random.Random(1234)
+        c = t.Client(dm.socket)
+        answered = 0
+        for i in range(300):
+            n = rng.choice([1, 2, 5, 17, 100, 1000])
+            data = bytes(rng.getrandbits(8) for _ in range(n))
+            if data[0] == 0:
+                data = b"\x01" + data[1:]
+            c.send_raw(data)
+            r = c.recv()
+            answered += (not r["ok"]) and r["error"]["code"] > 0
+        tap.eq(answered, 300, "300 random messages each get an error reply")
+        valid = msgpack.packb({"v": 1, "id": 5, "op": "batch", "ops": [["r", 0, 0xC1], ["w", 1, 0x186, 1]]})
+        mutated = 0
+        for i in range(300):
+            b = bytearray(valid)
+            for _ in range(rng.randint(1, 4)):
+                b[rng.randrange(len(b))] = rng.getrandbits(8)
+            c.send_raw(bytes(b))
+            r = c.recv()
+            mutated += "ok" in r
+        tap.eq(mutated, 300, "300 mutated requests each get a reply")
+        tap.ok(dm.alive() and c.call("hello")["ok"], "the daemon survives and keeps serving")
+    finally:
+        dm.stop()
+
+
+sys.exit(t.Tap().run([test_malformed, test_limits, test_too_many_clients, test_vanishing_and_slow_clients,
+                      test_random_garbage]))
