@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Identity comes from the kernel (SO_PEERCRED, SO_PEERGROUPS): real uid and gid switches in
+forked children, and what each role may do."""
+
+import os
+import sys
+
+import pmugatetest as t
+
+UID = t.UNPRIVILEGED_UID
+
+
+def start():
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "icx", sockets=1, cores=2, smt=False)
+    return m, t.Daemon(d, ["--root=" + m.root])
+
+
+def as_child(gid, groups, fn):
+    return t.in_child_as(UID, gid, groups, fn)
+
+
+def test_roles(tap):
+    m, dm = start()
+    try:
+        s = dm.socket
+
+        def probe():
+            c = t.Client(s)
+            h = c.call("hello")["caller"]
+            rd = c.batch([["r", 0, 0xC1]])
+            wr = c.batch([["w", 0, 0x186, 0x43003C]])
+            st = c.call("status")
+            return {"caller": h, "read": rd.get("ok"), "write": wr.get("ok"),
+                    "write_error": wr.get("error", {}), "read_error": rd.get("error", {}),
+                    "status": st.get("ok"), "status_error": st.get("error", {})}
+
+        r = as_child(4999, [], probe)
+        tap.eq((r["caller"]["uid"], r["caller"]["role"]), (UID, "none"), "an unknown uid is seen as itself with no role")
+        tap.ok(not r["read"] and r["read_error"]["name"] == "not-authorized" and "ask your admin" in
+               r["read_error"]["reason"], "an unprivileged uid is refused reads with a reason", r)
+        tap.ok(not r["write"], "... and writes", r)
+        tap.ok(not r["status"] and r["status_error"]["name"] == "not-authorized", "... and status", r)
+
+        r = as_child(4999, [t.USER_GID], probe)
+        tap.eq(r["caller"]["role"], "user", "a member of user_groups (supplementary) is a user")
+        tap.ok(r["read"] and not r["write"] and "may read but not write" in r["write_error"]["reason"],
+               "a user may read but not write, and is told why", r)
+        tap.eq(m.msr(0, 0x186), 0, "the refused write did not happen")
+
+        r = as_child(t.USER_GID, [], probe)
+        tap.eq(r["caller"]["role"], "user", "the primary gid counts as well")
+
+        r = as_child(4999, [t.OTHER_GID, t.ADMIN_GID], probe)
+        tap.ok(r["caller"]["role"] == "admin" and r["read"] and r["write"] and r["status"],
+               "a member of admin_groups may read, write and see status", r)
+        tap.eq(m.msr(0, 0x186), 0x43003C, "the admin's write landed")
+        tap.eq(r["caller"]["pid"] > 1, True, "the caller's pid comes from the kernel")
+    finally:
+        dm.stop()
+
+
+def test_cli_as_users(tap):
+    m, dm = start()
+    try:
+        s = dm.socket
+        rc, out, err = t.run_cli([t.PMUGATE, "read", "-c", "0", "IA32_PMC0"], s, uid=UID, gid=4999)
+        tap.ok(rc == 1 and "not in a group allowed" in err and err.count("\n") == 1,
+               "the CLI refuses an unprivileged uid in one line", err)
+        rc, out, err = t.run_cli([t.PMUGATE, "info"], s, uid=UID, gid=4999)
+        tap.ok(rc == 0 and "role none" in out and "read no" in out, "info still tells an unprivileged uid its rights",
+               out + err)
+        rc, out, err = t.run_cli([t.PMUGATE, "read", "-c", "0-1", "IA32_PMC0"], s, uid=UID, gid=t.USER_GID)
+        tap.ok(rc == 0 and out.count("IA32_PMC0") == 2, "a user reads through the CLI", out + err)
+        rc, out, err = t.run_cli([t.PMUGATE, "write", "-c", "0", "IA32_PMC0=5"], s, uid=UID, gid=t.USER_GID)
+        tap.ok(rc == 1 and "may read but not write" in err, "a user's CLI write is refused with the reason", err)
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], s, uid=UID, gid=t.USER_GID)
+        tap.ok(rc == 1 and "status needs root" in err, "pmugatectl status is refused for a user", err)
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], s, uid=UID, gid=4999, groups=[t.ADMIN_GID])
+        tap.ok(rc == 0 and "Clients:" in out, "pmugatectl status works for an admin group member", out + err)
+        tap.ok(dm.alive(), "the daemon kept serving")
+    finally:
+        dm.stop()
+
+
+sys.exit(t.Tap().run([test_roles, test_cli_as_users]))
