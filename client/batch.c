@@ -61,7 +61,8 @@ size_t pmugate_batch_size(const pmugate_batch *b) {
         return b->n_results;
 }
 
-static int add_single(pmugate_batch *b, const char *kind, uint32_t target, uint32_t reg, bool write, uint64_t value) {
+static int add_op(pmugate_batch *b, const char *kind, uint32_t target, uint32_t reg, unsigned n_values,
+                  uint64_t value, uint64_t mask) {
         msgpack_packer *pk;
         size_t before;
 
@@ -71,9 +72,10 @@ static int add_single(pmugate_batch *b, const char *kind, uint32_t target, uint3
         before = b->ops.size;
         if (b->n_results >= PMUGATE_OPS_PER_BATCH_MAX)
                 return -E2BIG;
-        if (msgpack_pack_array(pk, write ? 4 : 3) < 0 || pack_string(pk, kind) < 0 ||
+        if (msgpack_pack_array(pk, 3 + n_values) < 0 || pack_string(pk, kind) < 0 ||
             msgpack_pack_uint32(pk, target) < 0 || msgpack_pack_uint32(pk, reg) < 0 ||
-            (write && msgpack_pack_uint64(pk, value) < 0)) {
+            (n_values >= 1 && msgpack_pack_uint64(pk, value) < 0) ||
+            (n_values >= 2 && msgpack_pack_uint64(pk, mask) < 0)) {
                 b->ops.size = before;
                 return -ENOMEM;
         }
@@ -82,19 +84,23 @@ static int add_single(pmugate_batch *b, const char *kind, uint32_t target, uint3
 }
 
 int pmugate_batch_read_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg) {
-        return add_single(b, "r", cpu, reg, false, 0);
+        return add_op(b, "r", cpu, reg, 0, 0, 0);
 }
 
 int pmugate_batch_write_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64_t value) {
-        return add_single(b, "w", cpu, reg, true, value);
+        return add_op(b, "w", cpu, reg, 1, value, 0);
 }
 
 int pmugate_batch_read_pci(pmugate_batch *b, uint32_t unit, uint32_t offset) {
-        return add_single(b, "pr", unit, offset, false, 0);
+        return add_op(b, "pr", unit, offset, 0, 0, 0);
 }
 
 int pmugate_batch_write_pci(pmugate_batch *b, uint32_t unit, uint32_t offset, uint64_t value) {
-        return add_single(b, "pw", unit, offset, true, value);
+        return add_op(b, "pw", unit, offset, 1, value, 0);
+}
+
+int pmugate_batch_write_msr_bits(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64_t value, uint64_t mask) {
+        return add_op(b, "wm", cpu, reg, 2, value, mask);
 }
 
 int pmugate_batch_read_msrs(pmugate_batch *b, const uint32_t *cpus, size_t n_cpus, const uint32_t *regs, size_t n_regs) {

@@ -176,6 +176,8 @@ static void decode_caller(const msgpack_object *reply, pmugate_info *info) {
         if (reply_get_uint(limits, "ops_per_batch", &v))
                 info->max_ops_per_batch = (uint32_t) v;
         (void) reply_get_bool(foreign, "nmi_watchdog", &info->nmi_watchdog);
+        (void) reply_get_uint(foreign, "fixed_mask", &info->foreign_fixed_mask);
+        (void) reply_get_uint(foreign, "gp_mask", &info->foreign_gp_mask);
 }
 
 int pmugate_hello(pmugate *c, pmugate_info **ret) {

@@ -112,7 +112,7 @@ void batch_execute(Backend *b, const RegOp *ops, const AllowEntry *const *entrie
         for (size_t i = 0; i < n_ops; i++) {
                 const RegOp *op = &ops[i];
                 const AllowEntry *e = entries[i];
-                uint64_t old = 0, full = width_mask(e->width), value;
+                uint64_t old = 0, full = width_mask(e->width), mask = e->write_mask & op->mask, value;
                 int r = 0;
 
                 if (!reg_op_is_write(op)) {
@@ -120,9 +120,9 @@ void batch_execute(Backend *b, const RegOp *ops, const AllowEntry *const *entrie
                 } else {
                         /* Bits outside the mask keep their current value; a mask covering the
                          * whole register needs no read. */
-                        if ((e->write_mask & full) != full)
+                        if ((mask & full) != full)
                                 r = op_read(b, op, e, &old);
-                        value = (old & ~e->write_mask) | (op->value & e->write_mask);
+                        value = (old & ~mask) | (op->value & mask);
                         if (r == 0)
                                 r = op_write(b, op, e, value);
                 }

@@ -25,7 +25,8 @@ typedef struct BatchRefusal {
 int batch_check(const Machine *m, const Allowlist *a, const Rights *rights, const RegOp *ops, size_t n_ops,
                 const AllowEntry **entries, BatchRefusal *ret_refusal);
 
-/* Runs checked ops in order. Writes are read-modify-write under the entry's mask:
+/* Runs checked ops in order. Writes are read-modify-write under the entry's mask, narrowed by
+ * the op's own mask for "wm" ops:
  * new = (old & ~mask) | (value & mask); values[i] receives the value read, or the value
  * written. status[i] is 0 or the negative errno of that op alone. */
 void batch_execute(Backend *b, const RegOp *ops, const AllowEntry *const *entries, size_t n_ops,

@@ -172,8 +172,11 @@ int server_handle_hello(Server *s, Client *c, const Request *req) {
         if (r < 0)
                 return r;
         TRY(pack_string(&pk, "foreign"));
-        TRY(msgpack_pack_map(&pk, 1));
+        TRY(msgpack_pack_map(&pk, 3));
         TRY(pack_key_bool(&pk, "nmi_watchdog", s->machine->nmi_watchdog));
+        /* The kernel's NMI watchdog counts cycles on fixed counter 1. */
+        TRY(pack_key_uint(&pk, "fixed_mask", s->machine->nmi_watchdog ? UINT64_C(1) << 1 : 0));
+        TRY(pack_key_uint(&pk, "gp_mask", 0));
         r = pack_caller(&pk, c);
         if (r < 0)
                 return r;

@@ -270,6 +270,7 @@ static int decode_sweep(const msgpack_object *a, bool write, size_t index, Reque
                         op->target = buf->cpus[c];
                         op->reg = reg;
                         op->value = value;
+                        op->mask = UINT64_MAX;
                 }
         }
         *n_ops += (size_t) total;
@@ -288,7 +289,8 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
         for (uint32_t i = 0; i < o->via.array.size; i++) {
                 const msgpack_object *a = &o->via.array.ptr[i], *k;
                 RegOp *op;
-                bool write, pci;
+                bool write, pci, masked = false;
+                unsigned args;
                 int r;
 
                 if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size < 3 ||
@@ -307,6 +309,8 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                         write = false, pci = false;
                 else if (msgpack_object_is_string(k, "w"))
                         write = true, pci = false;
+                else if (msgpack_object_is_string(k, "wm"))
+                        write = true, pci = false, masked = true;
                 else if (msgpack_object_is_string(k, "pr"))
                         write = false, pci = true;
                 else if (msgpack_object_is_string(k, "pw"))
@@ -315,9 +319,10 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: unknown kind '%.*s'", i,
                                       (int) (k->via.str.size > 16 ? 16 : k->via.str.size), k->via.str.ptr);
 
-                if (a->via.array.size != (write ? 4U : 3U))
+                args = masked ? 4U : write ? 3U : 2U;
+                if (a->via.array.size != args + 1)
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: '%.*s' takes %u arguments", i,
-                                      (int) k->via.str.size, k->via.str.ptr, write ? 3U : 2U);
+                                      (int) k->via.str.size, k->via.str.ptr, args);
                 if (n_ops >= PMUGATE_OPS_PER_BATCH_MAX)
                         return refuse(e, PROTO_E_TOO_MANY_OPS, "batch expands to more than %u operations",
                                       PMUGATE_OPS_PER_BATCH_MAX);
@@ -326,6 +331,7 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                 op->kind = pci ? (write ? REG_OP_PCI_WRITE : REG_OP_PCI_READ)
                                : (write ? REG_OP_MSR_WRITE : REG_OP_MSR_READ);
                 op->value = 0;
+                op->mask = UINT64_MAX;
                 if (!get_u32(&a->via.array.ptr[1], &op->target))
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: %s must be an unsigned 32-bit integer",
                                       i, pci ? "unit" : "cpu");
@@ -334,6 +340,9 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                                       i, pci ? "offset" : "register");
                 if (write && !get_u64(&a->via.array.ptr[3], &op->value))
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: value must be an unsigned 64-bit integer",
+                                      i);
+                if (masked && !get_u64(&a->via.array.ptr[4], &op->mask))
+                        return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: mask must be an unsigned 64-bit integer",
                                       i);
                 n_ops++;
         }

@@ -26,6 +26,7 @@ typedef struct RegOp {
         uint32_t target; /* CPU number for MSR ops, unit index for PCI ops */
         uint32_t reg;    /* MSR address, or PCI config offset */
         uint64_t value;  /* value to write (writes only) */
+        uint64_t mask;   /* bits the client means to change; the allowlist mask still applies */
         uint8_t kind;    /* RegOpKind */
 } RegOp;
 

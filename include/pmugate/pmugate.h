@@ -94,6 +94,11 @@ typedef struct pmugate_info {
         size_t n_registers;
 
         bool nmi_watchdog;
+        /* Counters another PMU user holds (the kernel's NMI watchdog, perf): bit i of
+         * foreign_fixed_mask is FIXED_CTRi, bit i of foreign_gp_mask is PMCi. Never program
+         * them; the daemon refuses with EBUSY. */
+        uint64_t foreign_fixed_mask;
+        uint64_t foreign_gp_mask;
 
         uint32_t uid, gid;
         int32_t pid;
@@ -128,6 +133,10 @@ void pmugate_batch_clear(pmugate_batch *b);
  * daemon's op limit). Ops run in the order added. */
 int pmugate_batch_read_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg);
 int pmugate_batch_write_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64_t value);
+/* Changes only the bits in mask (further limited by the register's write mask): for shared
+ * registers such as IA32_PERF_GLOBAL_CTRL where a measurement owns some bits. The daemon
+ * reads and writes within one batch, so no other client's request comes in between. */
+int pmugate_batch_write_msr_bits(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64_t value, uint64_t mask);
 int pmugate_batch_read_pci(pmugate_batch *b, uint32_t unit, uint32_t offset);
 int pmugate_batch_write_pci(pmugate_batch *b, uint32_t unit, uint32_t offset, uint64_t value);
 
@@ -146,6 +155,18 @@ int pmugate_batch_run(pmugate *c, pmugate_batch *b);
 /* Status of op i of the last run (0 or a negative errno such as -EIO), and its value: what
  * was read, or what was written after the daemon applied the register's write mask. */
 int pmugate_batch_result(const pmugate_batch *b, size_t i, uint64_t *ret_value);
+
+/* ------------------------------------------------------------------ leases */
+
+/* A lease is the exclusive right to program the PMU of a CPU; writes need one. It ends with
+ * pmugate_release() or when the connection closes, and the daemon then restores every
+ * register the holder wrote and zeroes its counters. Returns -EBUSY when another client holds
+ * one of the CPUs (pmugate_last_error names it). */
+int pmugate_lease(pmugate *c, const uint32_t *cpus, size_t n_cpus);
+
+/* Releases leases on cpus, or on every CPU when n_cpus is 0. Releasing what is not held is
+ * not an error. */
+int pmugate_release(pmugate *c, const uint32_t *cpus, size_t n_cpus);
 
 /* ------------------------------------------------------------------ admin */
 
