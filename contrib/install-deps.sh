@@ -1,0 +1,20 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Installs what pmugate needs to build, test and run on Debian 12 (run as root).
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+packages="
+        meson ninja-build pkg-config gcc clang
+        libsystemd-dev libcap-dev libmsgpack-dev libinih-dev libjson-c-dev
+        libpfm4-dev libmuparser-dev libcmocka-dev libhwloc-dev
+        systemd python3 python3-msgpack util-linux procps
+"
+missing=""
+for p in $packages; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+        apt-get update -qq
+        # shellcheck disable=SC2086
+        apt-get install -y -qq --no-install-recommends $missing
+fi

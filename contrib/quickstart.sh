@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Installs the build dependencies, builds pmugate, starts pmugated on a simulated Sapphire
+# Rapids and measures through it as an unprivileged user. Run as root from the source tree.
+set -eu
+cd "$(dirname "$0")/.."
+build=${PMUGATE_BUILD_DIR:-build}
+
+contrib/install-deps.sh
+[ -f "$build/build.ninja" ] || meson setup "$build"
+ninja -C "$build"
+
+work=$(mktemp -d /tmp/pmugate-quickstart.XXXXXX)
+chmod 0755 "$work"
+trap 'kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -rf "$work"' EXIT
+cat >"$work/pmugate.conf" <<CONF
+[access]
+# The demo user (nobody's group) may read; root administers.
+user_groups = $(id -g nobody)
+CONF
+
+"$build/daemon/pmugated" --backend=sim --sim-model=spr \
+        --socket="$work/pmugate.sock" --config="$work/pmugate.conf" \
+        --allowlist-dir=policy/allowlists --user=nobody --audit-log="$work/audit.log" &
+daemon=$!
+for _ in $(seq 100); do [ -S "$work/pmugate.sock" ] && break; sleep 0.05; done
+
+export PMUGATE_SOCKET="$work/pmugate.sock"
+as_user() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "$@"; }
+
+echo "== pmugate info (as nobody)"
+as_user "$build/client/pmugate" info
+echo
+echo "== pmugate read -c 0-3 of the fixed counters (as nobody)"
+as_user "$build/client/pmugate" read -c 0-3 IA32_FIXED_CTR0 IA32_FIXED_CTR1 IA32_FIXED_CTR3
+echo
+echo "== a register on the never-list is refused (as nobody)"
+as_user "$build/client/pmugate" read -c 0 0x600 || true
