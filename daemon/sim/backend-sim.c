@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The simulated PMU backend: machine construction and register dispatch
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend-sim.h"
+#include "log.h"
+#include "macro.h"
+#include "pmugate-limits.h"
+#include "sim-clock.h"
+#include "sim-config.h"
+#include "sim-pmu.h"
+#include "sim-regs.h"
+#include "sim-uncore.h"
+
+/* All simulated parts are family 6 Intel cores. */
+#define SIM_VENDOR "GenuineIntel"
+#define SIM_FAMILY 6U
+
+/* The kernel's NMI watchdog fires after watchdog_thresh (default 10) seconds of unhalted
+ * cycles: period = cpu_khz * 1000 * watchdog_thresh (pmu-registers.md §7.1). */
+#define WATCHDOG_THRESH_SECONDS 10U
+
+/* Uptime already on the TSC when the simulator starts: one minute plus up to an hour, drawn
+ * from the seed. */
+#define BOOT_UPTIME_MIN_SECONDS 60U
+#define BOOT_UPTIME_SPREAD_SECONDS 3600U
+
+#define BYTES_PER_CAS 64.0              /* one CAS moves a 64-byte line (§6.1) */
+#define BYTES_PER_GB 1e9
+
+/* SKX IMC channels as PCI functions (§6.1): MC0 channels at 10.2, 10.6, 11.2 and MC1 at
+ * 12.2, 12.6, 13.2, device ids by channel. */
+static const struct {
+        uint8_t device;
+        uint8_t function;
+        uint16_t device_id;
+} imc_functions[SIM_IMC_CHANNELS_PER_SOCKET] = {
+        { 0x0a, 2, 0x2042 }, { 0x0a, 6, 0x2046 }, { 0x0b, 2, 0x204a },
+        { 0x0c, 2, 0x2042 }, { 0x0c, 6, 0x2046 }, { 0x0d, 2, 0x204a },
+};
+/* Two-socket SKX systems put socket 0's IMCs on bus 0x3a and socket 1's on 0xae; larger
+ * simulated systems repeat that pair in further PCI domains. */
+static const uint8_t imc_buses[] = { 0x3a, 0xae };
+
+typedef struct SimCpu {
+        SimRates rates;
+        SimPmu pmu;
+        uint64_t last_cycles;
+        bool online;
+        bool eio;                       /* injected EIO registers apply to this CPU */
+        uint32_t package;
+} SimCpu;
+
+typedef struct SimPackage {
+        SimRapl rapl;
+        uint64_t last_cycles;
+} SimPackage;
+
+typedef struct SimUnit {
+        SimImc imc;
+        uint32_t package;
+        uint64_t last_cycles;
+} SimUnit;
+
+typedef struct SimBackend {
+        Backend backend;                /* first: the daemon holds a Backend * */
+        SimModel model;
+        SimClock clock;
+        SimConfig *config;
+        SimCpu *cpus;
+        uint32_t n_cpus;
+        SimPackage *packages;
+        uint32_t n_packages;
+        SimUnit *units;
+        uint32_t n_units;
+} SimBackend;
+
+static SimBackend *sim_backend_free(SimBackend *s) {
+        if (!s)
+                return NULL;
+        sim_config_free(s->config);
+        free(s->cpus);
+        free(s->packages);
+        free(s->units);
+        free(s);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(SimBackend *, sim_backend_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Machine *, machine_free);
+
+static SimBackend *sim_backend(Backend *b) {
+        return (SimBackend *) b;
+}
+
+static bool msr_fault_injected(const SimBackend *s, const SimCpu *c, uint32_t reg) {
+        if (!c->eio)
+                return false;
+        for (size_t i = 0; i < s->config->n_eio_msrs; i++)
+                if (s->config->eio_msrs[i] == reg)
+                        return true;
+        return false;
+}
+
+/* Charges the access, checks the CPU and brings its state up to now. */
+static int msr_prepare(SimBackend *s, uint32_t cpu, uint32_t reg, SimCpu **ret_cpu) {
+        uint64_t now = sim_clock_access(&s->clock);
+        SimCpu *c;
+
+        if (cpu >= s->n_cpus || !s->cpus[cpu].online)
+                return -ENXIO;
+        c = &s->cpus[cpu];
+        if (msr_fault_injected(s, c, reg))
+                return -EIO;
+
+        if (sim_rapl_owns(reg)) {
+                SimPackage *p = &s->packages[c->package];
+
+                sim_rapl_advance(&p->rapl, now - p->last_cycles);
+                p->last_cycles = now;
+        } else {
+                sim_pmu_advance(&c->pmu, now - c->last_cycles);
+                c->last_cycles = now;
+        }
+        *ret_cpu = c;
+        return 0;
+}
+
+static int sim_msr_read(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_value) {
+        SimBackend *s = sim_backend(b);
+        SimCpu *c;
+        int r;
+
+        r = msr_prepare(s, cpu, reg, &c);
+        if (r < 0)
+                return r;
+        if (sim_rapl_owns(reg))
+                return sim_rapl_read(&s->packages[c->package].rapl, reg, ret_value);
+        return sim_pmu_read(&c->pmu, reg, ret_value);
+}
+
+static int sim_msr_write(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value) {
+        SimBackend *s = sim_backend(b);
+        SimCpu *c;
+        int r;
+
+        r = msr_prepare(s, cpu, reg, &c);
+        if (r < 0)
+                return r;
+        if (sim_rapl_owns(reg))
+                return sim_rapl_write(&s->packages[c->package].rapl, reg, value);
+        return sim_pmu_write(&c->pmu, reg, value);
+}
+
+static int pci_prepare(SimBackend *s, uint32_t unit, SimUnit **ret_unit) {
+        uint64_t now = sim_clock_access(&s->clock);
+        SimUnit *u;
+
+        if (unit >= s->n_units)
+                return -ENXIO;
+        u = &s->units[unit];
+        sim_imc_advance(&u->imc, now - u->last_cycles);
+        u->last_cycles = now;
+        *ret_unit = u;
+        return 0;
+}
+
+static int sim_pci_read(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t *ret_value) {
+        SimUnit *u;
+        int r;
+
+        r = pci_prepare(sim_backend(b), unit, &u);
+        if (r < 0)
+                return r;
+        return sim_imc_read(&u->imc, offset, width, ret_value);
+}
+
+static int sim_pci_write(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value) {
+        SimUnit *u;
+        int r;
+
+        r = pci_prepare(sim_backend(b), unit, &u);
+        if (r < 0)
+                return r;
+        return sim_imc_write(&u->imc, offset, width, value);
+}
+
+static void sim_free(Backend *b) {
+        (void) sim_backend_free(sim_backend(b));
+}
+
+static const BackendVTable sim_vtable = {
+        .name = "sim",
+        .msr_read = sim_msr_read,
+        .msr_write = sim_msr_write,
+        .pci_read = sim_pci_read,
+        .pci_write = sim_pci_write,
+        .free = sim_free,
+};
+
+int backend_sim_advance(Backend *b, uint64_t cycles) {
+        if (!b || b->vtable != &sim_vtable)
+                return -EINVAL;
+        sim_clock_advance(&sim_backend(b)->clock, cycles);
+        return 0;
+}
+
+/* Linux numbering: CPUs 0..N-1 are the first thread of each core, socket-major, and N..2N-1
+ * their SMT siblings. */
+static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
+        _cleanup_(machine_freep) Machine *machine = NULL;
+        uint32_t cores = c->sockets * c->cores_per_socket, threads = c->smt ? 2 : 1;
+
+        machine = machine_new();
+        if (!machine)
+                return -ENOMEM;
+        (void) snprintf(machine->vendor, sizeof(machine->vendor), "%s", SIM_VENDOR);
+        machine->family = SIM_FAMILY;
+        machine->model = m->cpu->model;
+        machine->stepping = m->stepping;
+        (void) snprintf(machine->model_name, sizeof(machine->model_name), "Simulated Intel %s", m->cpu->name);
+        machine->cpu_model = m->cpu;
+        machine->nmi_watchdog = c->nmi_watchdog;
+
+        machine->n_cpus = cores * threads;
+        machine->cpus = calloc(machine->n_cpus, sizeof(MachineCpu));
+        if (!machine->cpus)
+                return -ENOMEM;
+        for (uint32_t cpu = 0; cpu < machine->n_cpus; cpu++) {
+                uint32_t core = cpu % cores;
+
+                machine->cpus[cpu] = (MachineCpu) {
+                        .present = true,
+                        .online = !sim_cpu_listed(c->offline_cpus, c->n_offline_cpus, cpu),
+                        .package = (int32_t) (core / c->cores_per_socket),
+                        .die = 0,
+                        .core = (int32_t) (core % c->cores_per_socket),
+                        .thread = cpu / cores,
+                };
+        }
+
+        if (m->imc_pci) {
+                machine->n_units = c->sockets * SIM_IMC_CHANNELS_PER_SOCKET;
+                machine->units = calloc(machine->n_units, sizeof(MachineUnit));
+                if (!machine->units)
+                        return -ENOMEM;
+                for (uint32_t i = 0; i < machine->n_units; i++) {
+                        uint32_t socket = i / SIM_IMC_CHANNELS_PER_SOCKET, ch = i % SIM_IMC_CHANNELS_PER_SOCKET;
+                        MachineUnit *u = &machine->units[i];
+
+                        /* PCI domains are 16 bits, devices 5 and functions 3 */
+                        (void) snprintf(u->bdf, sizeof(u->bdf), "%04x:%02x:%02x.%x",
+                                        (unsigned) (socket / ELEMENTSOF(imc_buses)) & 0xffffU,
+                                        imc_buses[socket % ELEMENTSOF(imc_buses)],
+                                        imc_functions[ch].device & 0x1fU, imc_functions[ch].function & 0x7U);
+                        u->vendor = SIM_PCI_VENDOR_INTEL;
+                        u->device = imc_functions[ch].device_id;
+                        u->package = (int32_t) socket;
+                        u->config_size = SIM_IMC_CONFIG_SIZE;
+                }
+        }
+
+        machine_update_summary(machine);
+        *ret = TAKE_PTR(machine);
+        return 0;
+}
+
+static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *profiles) {
+        uint32_t cores = s->config->sockets * s->config->cores_per_socket;
+        uint64_t boot_tsc;
+
+        boot_tsc = (BOOT_UPTIME_MIN_SECONDS + sim_clock_random(&s->clock) % BOOT_UPTIME_SPREAD_SECONDS) *
+                   (uint64_t) s->clock.mhz * 1000000U;
+
+        s->n_cpus = machine->n_cpus;
+        s->cpus = calloc(s->n_cpus, sizeof(SimCpu));
+        if (!s->cpus)
+                return -ENOMEM;
+        for (uint32_t cpu = 0; cpu < s->n_cpus; cpu++) {
+                SimCpu *c = &s->cpus[cpu];
+                uint32_t sibling = cpu < cores ? cpu + cores : cpu - cores;
+                bool has_sibling = s->config->smt && sibling < s->n_cpus && machine->cpus[sibling].online;
+
+                c->online = machine->cpus[cpu].online;
+                c->package = (uint32_t) machine->cpus[cpu].package;
+                c->eio = s->config->n_eio_msrs > 0 &&
+                         (!s->config->eio_cpus || sim_cpu_listed(s->config->eio_cpus, s->config->n_eio_cpus, cpu));
+                sim_rates_compute(&s->model, &profiles[cpu], has_sibling ? &profiles[sibling] : NULL, &c->rates);
+                sim_pmu_init(&c->pmu, &s->model, &c->rates, boot_tsc);
+                if (s->config->nmi_watchdog && c->online)
+                        sim_pmu_start_watchdog(&c->pmu, (uint64_t) s->clock.mhz * 1000000U * WATCHDOG_THRESH_SECONDS);
+        }
+        return 0;
+}
+
+static int build_uncore(SimBackend *s, const Machine *machine) {
+        const SimConfig *c = s->config;
+        double cycles_per_second = sim_clock_cycles_per_second(&s->clock);
+        double cas_per_gbps = BYTES_PER_GB / BYTES_PER_CAS / SIM_IMC_CHANNELS_PER_SOCKET / cycles_per_second;
+
+        s->n_packages = c->sockets;
+        s->packages = calloc(s->n_packages, sizeof(SimPackage));
+        if (!s->packages)
+                return -ENOMEM;
+        for (uint32_t p = 0; p < s->n_packages; p++)
+                sim_rapl_init(&s->packages[p].rapl, &s->model, &c->rapl, cycles_per_second);
+
+        s->n_units = machine->n_units;
+        if (s->n_units == 0)
+                return 0;
+        s->units = calloc(s->n_units, sizeof(SimUnit));
+        if (!s->units)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < s->n_units; i++) {
+                s->units[i].package = (uint32_t) machine->units[i].package;
+                sim_imc_init(&s->units[i].imc, machine->units[i].device, c->imc_read_gbps * cas_per_gbps,
+                             c->imc_write_gbps * cas_per_gbps, c->imc_dclk_mhz * 1e6 / cycles_per_second);
+        }
+        return 0;
+}
+
+static const char *choose_model(const char *model_key, const SimConfig *c) {
+        if (!model_key || model_key[0] == '\0')
+                return c->model[0] != '\0' ? c->model : NULL;
+        if (c->model[0] != '\0' && strcmp(c->model, model_key) != 0)
+                log_info("Simulated CPU model '%s' from the command line overrides model = %s in %s",
+                         model_key, c->model, c->path);
+        return model_key;
+}
+
+int backend_sim_new(const char *model_key, const char *config_path, Machine **ret_machine,
+                    Backend **ret_backend) {
+        _cleanup_(sim_backend_freep) SimBackend *s = NULL;
+        _cleanup_(sim_config_freep) SimConfig *config = NULL;
+        _cleanup_(machine_freep) Machine *machine = NULL;
+        _cleanup_free_ SimProfile *profiles = NULL;
+        const char *key;
+        int r;
+
+        r = config_path ? sim_config_load(config_path, &config) : sim_config_new_default(&config);
+        if (r < 0)
+                return r;
+
+        key = choose_model(model_key, config);
+        if (!key)
+                return log_error_errno(EINVAL, "No simulated CPU model: pass --sim-model=skx|clx|icx|spr or set "
+                                       "model= in [machine] of %s", config_path ?: "the configuration");
+
+        s = calloc(1, sizeof(SimBackend));
+        if (!s)
+                return -ENOMEM;
+        r = sim_model_init(key, config->smt, &s->model);
+        if (r < 0)
+                return log_error_errno(r, "Unknown simulated CPU model '%s' (known: skx, clx, icx, spr)", key);
+
+        if ((uint64_t) config->sockets * config->cores_per_socket * (config->smt ? 2 : 1) > PMUGATE_CPUS_MAX)
+                return log_error_errno(EINVAL, "%s: %u sockets of %u cores%s exceed %u CPUs", config_path ?: "configuration",
+                                       config->sockets, config->cores_per_socket, config->smt ? " with SMT" : "",
+                                       PMUGATE_CPUS_MAX);
+
+        r = build_machine(config, &s->model, &machine);
+        if (r < 0)
+                return r;
+        r = sim_config_resolve_profiles(config, &s->model, machine->n_cpus, &profiles);
+        if (r < 0)
+                return r;
+
+        s->config = TAKE_PTR(config);
+        sim_clock_init(&s->clock, s->config, s->model.cpu->nominal_mhz);
+        r = build_cpus(s, machine, profiles);
+        if (r < 0)
+                return r;
+        r = build_uncore(s, machine);
+        if (r < 0)
+                return r;
+
+        s->backend = (Backend) {
+                .vtable = &sim_vtable,
+                .machine = machine,
+                .simulated = true,
+        };
+        log_info("Simulated PMU: %s, %u socket(s) x %u cores%s, %s clock%s", machine->model_name,
+                 s->config->sockets, s->config->cores_per_socket, s->config->smt ? " x 2 threads" : "",
+                 s->config->clock_mode == SIM_CLOCK_DETERMINISTIC ? "deterministic" : "realtime",
+                 s->config->nmi_watchdog ? ", NMI watchdog on fixed counter 1" : "");
+
+        *ret_machine = TAKE_PTR(machine);
+        *ret_backend = &TAKE_PTR(s)->backend;
+        return 0;
+}

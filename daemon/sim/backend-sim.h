@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The simulated PMU backend ('sim'): a Skylake-SP, Cascade Lake, Ice Lake-SP or Sapphire
+ * Rapids machine whose core PMU, RAPL and (SKX/CLX) IMC PMON behave like the hardware and the
+ * kernel, driven by workload profiles (docs/SIMULATOR.md)
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "machine.h"
+
+/* Builds the simulated machine and its backend. model_key is "skx", "clx", "icx" or "spr"; it
+ * may be NULL when the configuration file names the model, and it wins over the file when
+ * both do. config_path may be NULL for the built-in defaults. Logs the reason and returns
+ * negative errno on failure (unknown model, unreadable file, bad line: "FILE:LINE: reason").
+ * The backend points at the machine: free the backend first. */
+int backend_sim_new(const char *model_key, const char *config_path /* may be NULL */,
+                    Machine **ret_machine, Backend **ret_backend);
+
+/* Lets simulated time pass, in wall-clock (TSC) cycles at the model's nominal frequency. In
+ * deterministic mode this and register accesses are the only way time moves. Returns -EINVAL
+ * when b is not a simulated backend. */
+int backend_sim_advance(Backend *b, uint64_t cycles);

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Simulator configuration: INI file (docs/SIMULATOR.md) with machine, clock, injection,
+ * RAPL, IMC, profile and per-CPU sections
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+#include "sim-model.h"
+#include "sim-profile.h"
+#include "sim-uncore.h"
+
+#define SIM_SOCKETS_MAX 8U
+#define SIM_CORES_PER_SOCKET_MAX 256U
+#define SIM_EIO_MSRS_MAX 64U
+#define SIM_CONFIG_SECTIONS_MAX 1024U
+#define SIM_MODEL_KEY_MAX 8U
+
+typedef enum SimClockMode {
+        SIM_CLOCK_REALTIME,             /* cycles follow CLOCK_MONOTONIC */
+        SIM_CLOCK_DETERMINISTIC,        /* cycles advance only per access and on request */
+} SimClockMode;
+
+/* A [profile NAME] section: fields it sets on top of its base profile. */
+typedef struct SimProfileDef {
+        unsigned line;
+        char name[SIM_PROFILE_NAME_MAX];
+        char base[SIM_PROFILE_NAME_MAX];        /* empty: the built-in of that name, else "default" */
+        SimProfile overrides;
+        uint32_t set_mask;
+} SimProfileDef;
+
+/* A [cpus LIST] section: the profile those CPUs run, with fields set on top of it. */
+typedef struct SimCpuRule {
+        unsigned line;
+        char cpus_text[64];
+        uint32_t *cpus;
+        size_t n_cpus;
+        char profile[SIM_PROFILE_NAME_MAX];     /* empty: "default" */
+        SimProfile overrides;
+        uint32_t set_mask;
+} SimCpuRule;
+
+typedef struct SimConfig {
+        char *path;                     /* NULL for built-in defaults */
+        char model[SIM_MODEL_KEY_MAX];  /* empty when the file does not name one */
+        unsigned sockets;
+        unsigned cores_per_socket;
+        bool smt;
+
+        SimClockMode clock_mode;
+        uint64_t seed;
+        uint64_t cycles_per_access;
+        bool cycles_per_access_set;
+        double jitter;                  /* each access costs cycles_per_access * (1 +- jitter) */
+
+        bool nmi_watchdog;
+        uint32_t *offline_cpus;
+        size_t n_offline_cpus;
+        unsigned offline_line;
+        uint32_t eio_msrs[SIM_EIO_MSRS_MAX];
+        size_t n_eio_msrs;
+        uint32_t *eio_cpus;             /* NULL: every CPU */
+        size_t n_eio_cpus;
+        unsigned eio_line;
+
+        SimRaplSettings rapl;
+        double imc_read_gbps;           /* per socket, 10^9 bytes per second */
+        double imc_write_gbps;
+        double imc_dclk_mhz;
+
+        SimProfileDef *profiles;
+        size_t n_profiles;
+        SimCpuRule *rules;
+        size_t n_rules;
+} SimConfig;
+
+SimConfig *sim_config_free(SimConfig *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(SimConfig *, sim_config_free);
+
+/* The configuration used without a file. */
+int sim_config_new_default(SimConfig **ret);
+
+/* Parses path. Logs "path:line: reason" and returns -EINVAL for a bad line, or the errno of
+ * a file that cannot be read. */
+int sim_config_load(const char *path, SimConfig **ret);
+
+/* Whether a CPU number is listed in a sorted list. */
+bool sim_cpu_listed(const uint32_t *cpus, size_t n, uint32_t cpu);
+
+/* Gives every CPU of an n_cpus machine its profile: [cpus] rules in file order over the
+ * "default" profile. Logs and fails on an unknown profile, a CPU the machine lacks, a profile
+ * loop, or a profile that is inconsistent or that the model's formulas cannot express. */
+int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t n_cpus,
+                                SimProfile **ret_profiles);

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Event rates per model, derived from a workload profile so that perf's TopDown formulas
+ * (shared/reference/tma-formulas.md §3) applied to the simulated counts return the profile
+ */
+#include <math.h>
+#include <string.h>
+
+#include "macro.h"
+#include "sim-events.h"
+
+/* Server parts of all three generations run their core crystal clock at 25 MHz (CPUID leaf
+ * 0x15); REF_XCLK and ONE_THREAD_ACTIVE count it. */
+#define SIM_CRYSTAL_MHZ 25.0
+
+/* How bad speculation splits: half of its slots are recovery cycles after a clear, the rest
+ * are uops issued on the wrong path and never retired. */
+#define SIM_RECOVERY_SHARE 0.5
+/* Each mispredict or machine clear costs about 20 core cycles of slots. */
+#define SIM_CLEAR_PENALTY_CYCLES 20.0
+/* Ice Lake and later book a quarter of the machine-clear slots as dropped uops
+ * (INT_MISC.UOP_DROPPING), which PERF_METRICS reports inside Frontend Bound and perf
+ * subtracts again. */
+#define SIM_DROP_SHARE 0.25
+
+/* Shape of backend-bound cycles for the memory-bound formula: 80% are full stalls, 15% run
+ * one port, 10% two ports, and a tenth of the memory-bound part waits on stores. */
+#define SIM_STALLS_TOTAL_SHARE 0.80
+#define SIM_EXE_1_PORT_SHARE 0.15
+#define SIM_EXE_2_PORTS_SHARE 0.10
+#define SIM_STORE_SHARE 0.10
+
+/* Ice Lake heavy operations: 30% come from the microcode sequencer, the rest from decoder 0;
+ * 40% of issued uops come from the legacy decoders (MITE); decoder 0 is busy in a quarter of
+ * the cycles. */
+#define SIM_MS_SHARE 0.30
+#define SIM_MITE_SHARE 0.40
+#define SIM_DEC0_ACTIVE_SHARE 0.25
+
+#define ALL_COUNTERS 0xFFU
+
+typedef struct SimEventEntry {
+        uint8_t event;
+        uint8_t umask;
+        uint8_t cmask;
+        bool edge;
+        uint8_t counters;       /* GP counters the event may run on (bit n = PMCn) */
+        SimQuantity quantity;
+} SimEventEntry;
+
+/* Encodings from tma-formulas.md §5 and pmu-registers.md §2.9, plus the architectural events
+ * (0x3C/0x00 core cycles, 0xC0/0x00 instructions, 0x3C/0x01 reference cycles). */
+static const SimEventEntry skylake_events[] = {
+        { 0x3c, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
+        { 0x3c, 0x01, 0, false, ALL_COUNTERS, SIM_Q_XCLK },
+        { 0x3c, 0x02, 0, false, ALL_COUNTERS, SIM_Q_XCLK_ONE_THREAD },
+        { 0xc0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
+        { 0x0e, 0x01, 0, false, ALL_COUNTERS, SIM_Q_UOPS_ISSUED },
+        { 0xc2, 0x02, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_SLOTS },
+        { 0xc2, 0x04, 0, false, ALL_COUNTERS, SIM_Q_UOPS_MACRO_FUSED },
+        { 0x9c, 0x01, 0, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED },
+        { 0x9c, 0x01, 4, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED_CYCLES_0 },
+        { 0x0d, 0x01, 0, false, ALL_COUNTERS, SIM_Q_RECOVERY_CYCLES },
+        { 0xc5, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
+        { 0xc3, 0x01, 1, true, ALL_COUNTERS, SIM_Q_MACHINE_CLEARS },
+        { 0xa3, 0x14, 20, false, ALL_COUNTERS, SIM_Q_STALLS_MEM_ANY },
+        { 0xa3, 0x04, 4, false, ALL_COUNTERS, SIM_Q_STALLS_TOTAL },
+        { 0xa6, 0x40, 0, false, ALL_COUNTERS, SIM_Q_BOUND_ON_STORES },
+        { 0xa6, 0x02, 0, false, ALL_COUNTERS, SIM_Q_EXE_1_PORTS_UTIL },
+        { 0xa6, 0x04, 0, false, ALL_COUNTERS, SIM_Q_EXE_2_PORTS_UTIL },
+};
+
+static const SimEventEntry icelake_events[] = {
+        { 0x3c, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
+        { 0x3c, 0x01, 0, false, ALL_COUNTERS, SIM_Q_XCLK },
+        { 0x3c, 0x02, 0, false, ALL_COUNTERS, SIM_Q_XCLK_ONE_THREAD },
+        { 0xc0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
+        { 0xec, 0x02, 0, false, ALL_COUNTERS, SIM_Q_CLK_DISTRIBUTED },
+        { 0xa4, 0x01, 0, false, ALL_COUNTERS, SIM_Q_SLOTS },
+        { 0x0d, 0x10, 0, false, ALL_COUNTERS, SIM_Q_UOP_DROPPING },
+        { 0x0d, 0x01, 0, false, ALL_COUNTERS, SIM_Q_RECOVERY_CYCLES },
+        { 0x0d, 0x01, 1, true, ALL_COUNTERS, SIM_Q_CLEARS_COUNT },
+        { 0x0e, 0x01, 0, false, ALL_COUNTERS, SIM_Q_UOPS_ISSUED },
+        { 0xc2, 0x02, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_SLOTS },
+        { 0x79, 0x30, 0, false, ALL_COUNTERS, SIM_Q_IDQ_MS_UOPS },
+        { 0x79, 0x04, 0, false, ALL_COUNTERS, SIM_Q_IDQ_MITE_UOPS },
+        { 0x56, 0x01, 0, false, ALL_COUNTERS, SIM_Q_UOPS_DECODED_DEC0 },
+        { 0x56, 0x01, 1, false, ALL_COUNTERS, SIM_Q_UOPS_DECODED_DEC0_CYCLES },
+        { 0xc5, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
+        { 0xc3, 0x01, 1, true, ALL_COUNTERS, SIM_Q_MACHINE_CLEARS },
+        { 0x9c, 0x01, 0, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED },
+        { 0x9c, 0x01, 5, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED_CYCLES_0 },
+        { 0xa3, 0x14, 20, false, ALL_COUNTERS, SIM_Q_STALLS_MEM_ANY },
+        { 0xa3, 0x04, 4, false, ALL_COUNTERS, SIM_Q_STALLS_TOTAL },
+        { 0xa6, 0x40, 2, false, ALL_COUNTERS, SIM_Q_BOUND_ON_STORES },
+        { 0xa6, 0x02, 0, false, ALL_COUNTERS, SIM_Q_EXE_1_PORTS_UTIL },
+        { 0xa6, 0x04, 0, false, ALL_COUNTERS, SIM_Q_EXE_2_PORTS_UTIL },
+};
+
+/* Sapphire Rapids: only the encodings tma-formulas.md §5 lists for SPR, plus the
+ * architectural ones; TOPDOWN.BAD_SPEC_SLOTS and BR_MISPREDICT_SLOTS count on PMC0 only. */
+static const SimEventEntry sapphire_rapids_events[] = {
+        { 0x3c, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
+        { 0x3c, 0x02, 0, false, ALL_COUNTERS, SIM_Q_XCLK_ONE_THREAD },
+        { 0xc0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
+        { 0xec, 0x02, 0, false, ALL_COUNTERS, SIM_Q_CLK_DISTRIBUTED },
+        { 0xa4, 0x01, 0, false, ALL_COUNTERS, SIM_Q_SLOTS },
+        { 0xa4, 0x02, 0, false, ALL_COUNTERS, SIM_Q_TD_BACKEND_SLOTS },
+        { 0xa4, 0x04, 0, false, 0x01, SIM_Q_TD_BAD_SPEC_SLOTS },
+        { 0xa4, 0x08, 0, false, 0x01, SIM_Q_TD_BR_MISPREDICT_SLOTS },
+        { 0xa4, 0x10, 0, false, ALL_COUNTERS, SIM_Q_TD_MEMORY_BOUND_SLOTS },
+        { 0xad, 0x10, 0, false, ALL_COUNTERS, SIM_Q_UOP_DROPPING },
+        { 0xad, 0x01, 1, true, ALL_COUNTERS, SIM_Q_CLEARS_COUNT },
+        { 0xc2, 0x01, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_HEAVY },
+        { 0xc2, 0x02, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_SLOTS },
+        { 0x9c, 0x01, 0, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED },
+        { 0x9c, 0x01, 6, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED_CYCLES_0 },
+        { 0xc5, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
+        { 0xc3, 0x01, 1, true, ALL_COUNTERS, SIM_Q_MACHINE_CLEARS },
+};
+
+/* Fills q[] for one thread with utilization p->utilization whose sibling is unhalted for
+ * sibling_utilization of the time (0 without a sibling), assuming the two are independent. */
+static void thread_rates(const SimModel *m, const SimProfile *p, double sibling_utilization, double *q,
+                         double *metrics) {
+        double u = p->utilization, width = m->slots_width;
+        double r = p->retiring, b = p->bad_speculation, f = p->frontend_bound, k = p->backend_bound;
+        double h = p->heavy_operations, misp = p->branch_mispredicts, l = p->fetch_latency;
+        double mb = p->memory_bound;
+        /* A thread owns the whole core while its sibling is halted and half of it otherwise. */
+        double share = u * (2.0 - sibling_utilization) / 2.0;
+        double slots = width * share;
+        double clears_per_slot = b / (width * SIM_CLEAR_PENALTY_CYCLES);
+        double drop = 0.0, clears_to_backend = 0.0, backend_cycles, q_mem, d0, mem;
+
+        memset(q, 0, sizeof(double) * _SIM_Q_MAX);
+        memset(metrics, 0, sizeof(double) * PERF_METRICS_FIELDS);
+
+        q[SIM_Q_CLK] = u;
+        q[SIM_Q_REF_TSC] = u;
+        q[SIM_Q_XCLK] = u * SIM_CRYSTAL_MHZ / m->cpu->nominal_mhz;
+        q[SIM_Q_XCLK_ONE_THREAD] = u * (1.0 - sibling_utilization) * SIM_CRYSTAL_MHZ / m->cpu->nominal_mhz;
+        q[SIM_Q_CLK_DISTRIBUTED] = share;
+        q[SIM_Q_INST] = p->ipc * u;
+        q[SIM_Q_SLOTS] = slots;
+
+        if (m->family != SIM_FAMILY_SKYLAKE) {
+                /* PERF_METRICS books dropped uops as Frontend Bound and, on Ice Lake only, the
+                 * clear-recovery bubbles (5 * INT_MISC.CLEARS_COUNT / SLOTS) as Bad
+                 * Speculation; perf's formulas move both back. */
+                drop = SIM_DROP_SHARE * (b - misp);
+                if (m->family == SIM_FAMILY_ICELAKE)
+                        clears_to_backend = fmin(k, b / SIM_CLEAR_PENALTY_CYCLES);
+        }
+
+        q[SIM_Q_UOPS_RETIRED_SLOTS] = r * slots;
+        q[SIM_Q_UOPS_ISSUED] = (r + (1.0 - SIM_RECOVERY_SHARE) * b) * slots;
+        q[SIM_Q_RECOVERY_CYCLES] = SIM_RECOVERY_SHARE * b * slots / width;
+        q[SIM_Q_IDQ_NOT_DELIVERED] = (f + drop) * slots;
+        q[SIM_Q_IDQ_NOT_DELIVERED_CYCLES_0] = (l + drop) * slots / width;
+        q[SIM_Q_UOP_DROPPING] = drop * slots;
+        q[SIM_Q_BR_MISP_RETIRED] = misp * slots / (width * SIM_CLEAR_PENALTY_CYCLES);
+        q[SIM_Q_MACHINE_CLEARS] = (b - misp) * slots / (width * SIM_CLEAR_PENALTY_CYCLES);
+        q[SIM_Q_CLEARS_COUNT] = m->family == SIM_FAMILY_ICELAKE ? clears_to_backend * slots / width
+                                                                : clears_per_slot * slots;
+        /* Skylake: heavy = (RETIRE_SLOTS + MACRO_FUSED - INST_RETIRED) / SLOTS */
+        q[SIM_Q_UOPS_MACRO_FUSED] = fmax(0.0, q[SIM_Q_INST] - (r - h) * slots);
+        q[SIM_Q_UOPS_RETIRED_HEAVY] = h * slots;
+
+        /* Ice Lake: heavy = RETIRED/ISSUED * MS_UOPS / SLOTS + retiring * (DEC0 - DEC0_c1) / MITE */
+        if (r > 0.0) {
+                double ms = SIM_MS_SHARE * h;
+
+                q[SIM_Q_IDQ_MS_UOPS] = ms * slots * q[SIM_Q_UOPS_ISSUED] / q[SIM_Q_UOPS_RETIRED_SLOTS];
+                q[SIM_Q_IDQ_MITE_UOPS] = SIM_MITE_SHARE * q[SIM_Q_UOPS_ISSUED];
+                q[SIM_Q_UOPS_DECODED_DEC0_CYCLES] = SIM_DEC0_ACTIVE_SHARE * u;
+                q[SIM_Q_UOPS_DECODED_DEC0] = q[SIM_Q_UOPS_DECODED_DEC0_CYCLES] +
+                                             (h - ms) / r * q[SIM_Q_IDQ_MITE_UOPS];
+        }
+
+        /* memory_bound = (STALLS_MEM_ANY + STORES) / (STALLS_TOTAL + EXE_1 + retiring * EXE_2
+         * + STORES) * backend_bound; solve for numerator/denominator = memory/backend. */
+        backend_cycles = k * u;
+        q_mem = k > 0.0 ? mb / k : 0.0;
+        q[SIM_Q_STALLS_TOTAL] = SIM_STALLS_TOTAL_SHARE * backend_cycles;
+        q[SIM_Q_EXE_1_PORTS_UTIL] = SIM_EXE_1_PORT_SHARE * backend_cycles;
+        q[SIM_Q_EXE_2_PORTS_UTIL] = SIM_EXE_2_PORTS_SHARE * backend_cycles;
+        d0 = q[SIM_Q_STALLS_TOTAL] + q[SIM_Q_EXE_1_PORTS_UTIL] + r * q[SIM_Q_EXE_2_PORTS_UTIL];
+        mem = q_mem * d0 / (1.0 - SIM_STORE_SHARE * q_mem);
+        q[SIM_Q_BOUND_ON_STORES] = SIM_STORE_SHARE * mem;
+        q[SIM_Q_STALLS_MEM_ANY] = mem - q[SIM_Q_BOUND_ON_STORES];
+
+        /* PERF_METRICS as the hardware reports it, before perf's corrections */
+        metrics[0] = r;
+        metrics[1] = b - drop + clears_to_backend;
+        metrics[2] = f + drop;
+        metrics[3] = k - clears_to_backend;
+        metrics[4] = h;
+        metrics[5] = misp;
+        metrics[6] = l + drop;
+        metrics[7] = mb;
+        q[SIM_Q_TD_BACKEND_SLOTS] = metrics[3] * slots;
+        q[SIM_Q_TD_BAD_SPEC_SLOTS] = metrics[1] * slots;
+        q[SIM_Q_TD_BR_MISPREDICT_SLOTS] = metrics[5] * slots;
+        q[SIM_Q_TD_MEMORY_BOUND_SLOTS] = metrics[7] * slots;
+        if (m->perf_metrics < 2)
+                for (unsigned i = PERF_METRICS_L1_FIELDS; i < PERF_METRICS_FIELDS; i++)
+                        metrics[i] = 0.0;
+}
+
+void sim_rates_compute(const SimModel *m, const SimProfile *self, const SimProfile *sibling,
+                       SimRates *ret) {
+        double sibling_q[_SIM_Q_MAX], sibling_metrics[PERF_METRICS_FIELDS];
+        double u = self->utilization, v = sibling ? sibling->utilization : 0.0;
+        double core_active = u + v - u * v;
+        double crystal_ratio = SIM_CRYSTAL_MHZ / m->cpu->nominal_mhz;
+
+        *ret = (SimRates) { .user_fraction = self->user_fraction };
+        thread_rates(m, self, v, ret->thread, ret->metrics);
+        if (sibling)
+                thread_rates(m, sibling, u, sibling_q, sibling_metrics);
+        else
+                memset(sibling_q, 0, sizeof(sibling_q));
+
+        /* AnyThread sums the per-thread events of the core; cycle events count the cycles
+         * in which any thread of the core is unhalted. */
+        for (unsigned i = 0; i < _SIM_Q_MAX; i++)
+                ret->core[i] = ret->thread[i] + sibling_q[i];
+        ret->core[SIM_Q_CLK] = core_active;
+        ret->core[SIM_Q_REF_TSC] = core_active;
+        ret->core[SIM_Q_CLK_DISTRIBUTED] = core_active;
+        ret->core[SIM_Q_XCLK] = core_active * crystal_ratio;
+        ret->core[SIM_Q_XCLK_ONE_THREAD] = (u * (1.0 - v) + v * (1.0 - u)) * crystal_ratio;
+
+        for (size_t i = 0; i < self->n_extra_events; i++) {
+                ret->extra_events[i] = self->extra_events[i];
+                ret->extra_events[i].per_cycle *= u;
+        }
+        ret->n_extra_events = self->n_extra_events;
+}
+
+static const SimEventEntry *event_table(const SimModel *m, size_t *ret_n) {
+        switch (m->family) {
+        case SIM_FAMILY_SKYLAKE:
+                *ret_n = ELEMENTSOF(skylake_events);
+                return skylake_events;
+        case SIM_FAMILY_ICELAKE:
+                *ret_n = ELEMENTSOF(icelake_events);
+                return icelake_events;
+        case SIM_FAMILY_SAPPHIRE_RAPIDS:
+        default:
+                *ret_n = ELEMENTSOF(sapphire_rapids_events);
+                return sapphire_rapids_events;
+        }
+}
+
+double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter) {
+        uint8_t event = (uint8_t) (evtsel & EVTSEL_EVENT_MASK);
+        uint8_t umask = (uint8_t) ((evtsel >> EVTSEL_UMASK_SHIFT) & EVTSEL_UMASK_MASK);
+        uint8_t cmask = (uint8_t) ((evtsel >> EVTSEL_CMASK_SHIFT) & EVTSEL_CMASK_MASK);
+        bool edge = evtsel & EVTSEL_EDGE, inv = evtsel & EVTSEL_INV;
+        bool any = m->any_thread && (evtsel & EVTSEL_ANY);
+        const SimEventEntry *table;
+        size_t n;
+
+        /* The simulated workload never runs a transaction, so TSX-filtered events stay 0. */
+        if (evtsel & (EVTSEL_IN_TX | EVTSEL_IN_TXCP))
+                return 0.0;
+
+        if (cmask == 0 && !edge && !inv)
+                for (size_t i = 0; i < r->n_extra_events; i++)
+                        if (r->extra_events[i].event == event && r->extra_events[i].umask == umask)
+                                return r->extra_events[i].per_cycle;
+
+        if (inv)
+                return 0.0;
+        table = event_table(m, &n);
+        for (size_t i = 0; i < n; i++) {
+                const SimEventEntry *e = &table[i];
+
+                if (e->event != event || e->umask != umask || e->cmask != cmask || e->edge != edge)
+                        continue;
+                if (!(e->counters & (1U << counter)))
+                        return 0.0;
+                return any ? r->core[e->quantity] : r->thread[e->quantity];
+        }
+        return 0.0;
+}
+
+double sim_rates_fixed(const SimRates *r, unsigned index, bool any) {
+        static const SimQuantity fixed_quantity[SIM_FIXED_COUNTERS_MAX] = {
+                [FIXED_INST_RETIRED] = SIM_Q_INST,
+                [FIXED_CLK_UNHALTED] = SIM_Q_CLK,
+                [FIXED_REF_TSC] = SIM_Q_REF_TSC,
+                [FIXED_SLOTS] = SIM_Q_SLOTS,
+        };
+
+        if (index >= SIM_FIXED_COUNTERS_MAX)
+                return 0.0;
+        return any ? r->core[fixed_quantity[index]] : r->thread[fixed_quantity[index]];
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Event rates: what every known event counts per wall-clock cycle for a workload profile, so
+ * that perf's TopDown formulas applied to the counts give the profile back
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim-model.h"
+#include "sim-profile.h"
+#include "sim-regs.h"
+
+/* Quantities the event tables map onto. All are rates per wall-clock (TSC) cycle. */
+typedef enum SimQuantity {
+        SIM_Q_CLK,                      /* CPU_CLK_UNHALTED.THREAD(_P) */
+        SIM_Q_REF_TSC,                  /* CPU_CLK_UNHALTED.REF_TSC: unhalted, at TSC rate */
+        SIM_Q_XCLK,                     /* CPU_CLK_UNHALTED.REF_XCLK: unhalted crystal clocks */
+        SIM_Q_XCLK_ONE_THREAD,          /* CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE */
+        SIM_Q_CLK_DISTRIBUTED,          /* CPU_CLK_UNHALTED.DISTRIBUTED: share of core cycles */
+        SIM_Q_INST,                     /* INST_RETIRED.ANY(_P) */
+        SIM_Q_SLOTS,                    /* TOPDOWN.SLOTS(_P) */
+        SIM_Q_UOPS_RETIRED_SLOTS,       /* UOPS_RETIRED.RETIRE_SLOTS / UOPS_RETIRED.SLOTS */
+        SIM_Q_UOPS_ISSUED,              /* UOPS_ISSUED.ANY */
+        SIM_Q_UOPS_MACRO_FUSED,         /* UOPS_RETIRED.MACRO_FUSED */
+        SIM_Q_UOPS_RETIRED_HEAVY,       /* UOPS_RETIRED.HEAVY */
+        SIM_Q_IDQ_NOT_DELIVERED,        /* IDQ_UOPS_NOT_DELIVERED.CORE */
+        SIM_Q_IDQ_NOT_DELIVERED_CYCLES_0, /* ... .CYCLES_0_UOPS_DELIV.CORE (cmask = width) */
+        SIM_Q_RECOVERY_CYCLES,          /* INT_MISC.RECOVERY_CYCLES */
+        SIM_Q_CLEARS_COUNT,             /* INT_MISC.CLEARS_COUNT */
+        SIM_Q_UOP_DROPPING,             /* INT_MISC.UOP_DROPPING */
+        SIM_Q_BR_MISP_RETIRED,          /* BR_MISP_RETIRED.ALL_BRANCHES */
+        SIM_Q_MACHINE_CLEARS,           /* MACHINE_CLEARS.COUNT */
+        SIM_Q_STALLS_MEM_ANY,           /* CYCLE_ACTIVITY.STALLS_MEM_ANY */
+        SIM_Q_STALLS_TOTAL,             /* CYCLE_ACTIVITY.STALLS_TOTAL */
+        SIM_Q_BOUND_ON_STORES,          /* EXE_ACTIVITY.BOUND_ON_STORES */
+        SIM_Q_EXE_1_PORTS_UTIL,         /* EXE_ACTIVITY.1_PORTS_UTIL */
+        SIM_Q_EXE_2_PORTS_UTIL,         /* EXE_ACTIVITY.2_PORTS_UTIL */
+        SIM_Q_IDQ_MS_UOPS,              /* IDQ.MS_UOPS */
+        SIM_Q_IDQ_MITE_UOPS,            /* IDQ.MITE_UOPS */
+        SIM_Q_UOPS_DECODED_DEC0,        /* UOPS_DECODED.DEC0 */
+        SIM_Q_UOPS_DECODED_DEC0_CYCLES, /* UOPS_DECODED.DEC0 with cmask 1 */
+        SIM_Q_TD_BACKEND_SLOTS,         /* TOPDOWN.BACKEND_BOUND_SLOTS */
+        SIM_Q_TD_BAD_SPEC_SLOTS,        /* TOPDOWN.BAD_SPEC_SLOTS */
+        SIM_Q_TD_BR_MISPREDICT_SLOTS,   /* TOPDOWN.BR_MISPREDICT_SLOTS */
+        SIM_Q_TD_MEMORY_BOUND_SLOTS,    /* TOPDOWN.MEMORY_BOUND_SLOTS */
+        _SIM_Q_MAX,
+} SimQuantity;
+
+typedef struct SimRates {
+        double thread[_SIM_Q_MAX];      /* this logical CPU */
+        double core[_SIM_Q_MAX];        /* AnyThread view: the whole physical core */
+        double metrics[PERF_METRICS_FIELDS];    /* PERF_METRICS fractions of SLOTS */
+        double user_fraction;
+        SimExtraEvent extra_events[SIM_EXTRA_EVENTS_MAX];       /* per wall-clock cycle */
+        size_t n_extra_events;
+} SimRates;
+
+/* Computes the rates of a logical CPU running self whose SMT sibling runs sibling (NULL when
+ * the core has no other online thread). */
+void sim_rates_compute(const SimModel *m, const SimProfile *self, const SimProfile *sibling,
+                       SimRates *ret);
+
+/* Rate per wall-clock cycle of the event that evtsel selects on GP counter `counter`, before
+ * the USR/OS filter: 0 for events the model does not know. */
+double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter);
+
+/* Rate of fixed counter `index`; any selects the AnyThread (whole-core) count. */
+double sim_rates_fixed(const SimRates *r, unsigned index, bool any);
+
+/* Fraction of counted time a USR/OS filter lets through. */
+static inline double sim_rates_ring_factor(const SimRates *r, bool usr, bool os) {
+        return (usr ? r->user_fraction : 0.0) + (os ? 1.0 - r->user_fraction : 0.0);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Simulated core PMU of one logical CPU: counters, controls, global status and PERF_METRICS
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim-counter.h"
+#include "sim-events.h"
+#include "sim-model.h"
+
+typedef struct SimPmu {
+        const SimModel *model;
+        const SimRates *rates;
+        uint64_t tsc;
+        SimCounter mperf, aperf;
+        uint64_t evtsel[SIM_GP_COUNTERS_MAX];
+        SimCounter gp[SIM_GP_COUNTERS_MAX];
+        SimCounter fixed[SIM_FIXED_COUNTERS_MAX];
+        uint64_t fixed_ctrl;
+        uint64_t global_ctrl;
+        uint64_t global_status;
+        uint64_t offcore_rsp[2];
+        /* Slots per PERF_METRICS field accumulated since SLOTS or PERF_METRICS was zeroed. */
+        double metrics_slots[PERF_METRICS_FIELDS];
+        /* A non-zero value written to PERF_METRICS reads back as written until more slots
+         * are counted (the kernel restores saved values this way). */
+        bool metrics_held;
+        uint64_t metrics_written;
+        /* Period of the emulated kernel NMI watchdog on FIXED_CTR1; 0 when there is none. */
+        uint64_t watchdog_period;
+} SimPmu;
+
+void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t tsc);
+
+/* Programs FIXED_CTR1 the way the kernel's NMI watchdog does: FIXED_CTR_CTRL[7:4] = 0xB,
+ * every GLOBAL_CTRL enable set, the counter preloaded with -period and re-armed by the
+ * "kernel" at each overflow. */
+void sim_pmu_start_watchdog(SimPmu *p, uint64_t period);
+
+/* Lets `cycles` wall-clock (TSC) cycles pass. */
+void sim_pmu_advance(SimPmu *p, uint64_t cycles);
+
+/* Return 0, or -EIO for a register the model lacks, a read-only register, or a reserved bit. */
+int sim_pmu_read(const SimPmu *p, uint32_t reg, uint64_t *ret_value);
+int sim_pmu_write(SimPmu *p, uint32_t reg, uint64_t value);

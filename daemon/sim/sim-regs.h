@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Register addresses and bit fields the simulator models (shared/reference/pmu-registers.md)
+ */
+#pragma once
+
+#include <stdint.h>
+
+#define SIM_BIT(n) (UINT64_C(1) << (n))
+
+/* ---- Core MSRs (pmu-registers.md §2.1) */
+#define MSR_IA32_TSC                    0x010U
+#define MSR_IA32_PMC0                   0x0C1U  /* legacy alias: writes sign-extend bit 31 */
+#define MSR_IA32_MPERF                  0x0E7U
+#define MSR_IA32_APERF                  0x0E8U
+#define MSR_IA32_PERFEVTSEL0            0x186U
+#define MSR_OFFCORE_RSP_0               0x1A6U
+#define MSR_OFFCORE_RSP_1               0x1A7U
+#define MSR_IA32_FIXED_CTR0             0x309U
+#define MSR_PERF_METRICS                0x329U
+#define MSR_IA32_PERF_CAPABILITIES      0x345U
+#define MSR_IA32_FIXED_CTR_CTRL         0x38DU
+#define MSR_IA32_PERF_GLOBAL_STATUS     0x38EU
+#define MSR_IA32_PERF_GLOBAL_CTRL       0x38FU
+#define MSR_IA32_PERF_GLOBAL_STATUS_RESET 0x390U
+#define MSR_IA32_PERF_GLOBAL_STATUS_SET 0x391U
+#define MSR_IA32_PERF_GLOBAL_INUSE      0x392U
+#define MSR_IA32_A_PMC0                 0x4C1U  /* full-width alias (PERF_CAPABILITIES bit 13) */
+
+/* ---- RAPL MSRs (§2.10), package scope */
+#define MSR_RAPL_POWER_UNIT             0x606U
+#define MSR_PKG_ENERGY_STATUS           0x611U
+#define MSR_PKG_PERF_STATUS             0x613U
+#define MSR_PKG_POWER_INFO              0x614U
+#define MSR_DRAM_ENERGY_STATUS          0x619U
+#define MSR_DRAM_PERF_STATUS            0x61BU
+#define MSR_DRAM_POWER_INFO             0x61CU
+#define MSR_PP0_ENERGY_STATUS           0x639U
+#define MSR_PLATFORM_ENERGY_STATUS      0x64DU
+
+/* ---- IA32_PERFEVTSELx fields (§2.4) */
+#define EVTSEL_EVENT_MASK               UINT64_C(0xFF)
+#define EVTSEL_UMASK_SHIFT              8
+#define EVTSEL_UMASK_MASK               UINT64_C(0xFF)
+#define EVTSEL_USR                      SIM_BIT(16)
+#define EVTSEL_OS                       SIM_BIT(17)
+#define EVTSEL_EDGE                     SIM_BIT(18)
+#define EVTSEL_PC                       SIM_BIT(19)
+#define EVTSEL_INT                      SIM_BIT(20)
+#define EVTSEL_ANY                      SIM_BIT(21)
+#define EVTSEL_EN                       SIM_BIT(22)
+#define EVTSEL_INV                      SIM_BIT(23)
+#define EVTSEL_CMASK_SHIFT              24
+#define EVTSEL_CMASK_MASK               UINT64_C(0xFF)
+#define EVTSEL_IN_TX                    SIM_BIT(32)
+#define EVTSEL_IN_TXCP                  SIM_BIT(33)     /* only on PMC2 */
+#define EVTSEL_ADAPTIVE                 SIM_BIT(34)     /* adaptive PEBS, Ice Lake and later */
+#define EVTSEL_IN_TXCP_COUNTER          2U
+
+/* ---- IA32_FIXED_CTR_CTRL: one 4-bit field per fixed counter (§2.5) */
+#define FIXED_CTRL_FIELD_BITS           4
+#define FIXED_CTRL_OS                   UINT64_C(0x1)
+#define FIXED_CTRL_USR                  UINT64_C(0x2)
+#define FIXED_CTRL_ANY                  UINT64_C(0x4)
+#define FIXED_CTRL_PMI                  UINT64_C(0x8)
+#define FIXED_CTRL_ENABLE_MASK          (FIXED_CTRL_OS | FIXED_CTRL_USR)
+#define FIXED_CTRL_ADAPTIVE_SHIFT       32      /* adaptive PEBS bit of fixed i: 32 + 4i */
+
+/* ---- GLOBAL_CTRL / GLOBAL_STATUS layout (§2.6) */
+#define GLOBAL_FIXED_SHIFT              32
+#define GLOBAL_SLOTS_BIT                35      /* FIXED_CTR3 = TOPDOWN.SLOTS */
+#define GLOBAL_PERF_METRICS_BIT         48      /* CTRL: EN_PERF_METRICS; STATUS: overflow */
+#define GLOBAL_INUSE_PMI_BIT            63
+/* Status bits other than counter overflows: 55 trace ToPA, 58 LBR frozen, 59 counters frozen,
+ * 60 ASCI, 61 uncore overflow, 62 DS buffer overflow, 63 CondChgd. */
+#define GLOBAL_STATUS_OTHER             (SIM_BIT(55) | SIM_BIT(58) | SIM_BIT(59) | SIM_BIT(60) | \
+                                         SIM_BIT(61) | SIM_BIT(62) | SIM_BIT(63))
+
+/* ---- IA32_PERF_CAPABILITIES (§2.3) */
+#define PERF_CAP_FULL_WIDTH_WRITE       SIM_BIT(13)
+#define PERF_CAP_PERF_METRICS           SIM_BIT(15)
+
+/* ---- Fixed counter roles */
+#define FIXED_INST_RETIRED              0U
+#define FIXED_CLK_UNHALTED              1U
+#define FIXED_REF_TSC                   2U
+#define FIXED_SLOTS                     3U
+
+/* ---- PERF_METRICS: eight 8-bit fractions (§2.8) */
+#define PERF_METRICS_FIELDS             8U
+#define PERF_METRICS_L1_FIELDS          4U
+#define PERF_METRICS_FULL_SCALE         0xFFU   /* the four L1 bytes add up to 0xff */
+#define PERF_METRICS_FIELD_BITS         8U
+#define PERF_METRICS_FIELD_MASK         UINT64_C(0xFF)
+
+/* ---- RAPL_POWER_UNIT fields (§2.10): power unit 3:0, energy status unit 12:8, time unit 19:16 */
+#define RAPL_ESU_SHIFT                  8
+#define RAPL_ESU_MASK                   UINT64_C(0x1F)
+#define RAPL_ENERGY_COUNTER_MASK        UINT64_C(0xFFFFFFFF)    /* 32-bit, wrapping */
+#define RAPL_DRAM_FIXED_ESU             16U     /* SKX/ICX DRAM unit is 2^-16 J (model_hsx) */
+#define RAPL_PLATFORM_ESU               0U      /* SPR psys unit is 2^0 J (model_spr) */
+#define RAPL_POWER_INFO_SPEC_MASK       UINT64_C(0x7FFF)        /* thermal spec power, bits 14:0 */

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Package-scope simulation: RAPL energy counters and the Skylake-SP memory controller PMON
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim-counter.h"
+#include "sim-model.h"
+
+/* Skylake-SP IMC PMON (pmu-registers.md §6.1): two controllers of three channels per socket,
+ * each channel its own PCI function with 4 GP counters and a DCLK fixed counter. */
+#define SIM_IMC_CHANNELS_PER_SOCKET 6U
+#define SIM_IMC_COUNTERS 4U
+#define SIM_IMC_CONFIG_SIZE 4096U       /* extended config space through MMCONFIG */
+#define SIM_PCI_VENDOR_INTEL 0x8086U
+
+typedef struct SimRaplSettings {
+        double package_watts;
+        double dram_watts;
+        double pp0_watts;
+        double platform_watts;
+        double package_tdp_watts;
+        double dram_tdp_watts;
+        unsigned energy_unit_bits;      /* ESU: one count is 2^-ESU J */
+} SimRaplSettings;
+
+typedef struct SimRapl {
+        const SimModel *model;
+        uint64_t power_unit;
+        uint64_t package_power_info;
+        uint64_t dram_power_info;
+        SimCounter package;
+        SimCounter dram;
+        SimCounter pp0;
+        SimCounter platform;
+} SimRapl;
+
+void sim_rapl_init(SimRapl *r, const SimModel *m, const SimRaplSettings *s, double cycles_per_second);
+void sim_rapl_advance(SimRapl *r, uint64_t cycles);
+/* True for every MSR the RAPL model answers for, whether or not this model has it. */
+bool sim_rapl_owns(uint32_t reg);
+/* -EIO for a RAPL register this model lacks; all RAPL registers are read-only. */
+int sim_rapl_read(const SimRapl *r, uint32_t reg, uint64_t *ret_value);
+int sim_rapl_write(SimRapl *r, uint32_t reg, uint64_t value);
+
+typedef struct SimImc {
+        uint16_t device;
+        double cas_read_per_cycle;      /* per wall-clock cycle, this channel */
+        double cas_write_per_cycle;
+        double dclk_per_cycle;
+        uint32_t box_ctl;               /* only FRZ persists; the reset bits act once */
+        uint32_t box_status;
+        uint32_t ctl[SIM_IMC_COUNTERS];
+        SimCounter ctr[SIM_IMC_COUNTERS];
+        uint32_t fixed_ctl;
+        SimCounter fixed_ctr;
+} SimImc;
+
+void sim_imc_init(SimImc *imc, uint16_t device, double cas_read_per_cycle, double cas_write_per_cycle,
+                  double dclk_per_cycle);
+void sim_imc_advance(SimImc *imc, uint64_t cycles);
+/* width is 4 or 8 (two dwords, low first) and offset must be aligned to it: else -EINVAL. */
+int sim_imc_read(const SimImc *imc, uint32_t offset, unsigned width, uint64_t *ret_value);
+int sim_imc_write(SimImc *imc, uint32_t offset, unsigned width, uint64_t value);
