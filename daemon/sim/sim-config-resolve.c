@@ -114,22 +114,30 @@ int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t 
         for (uint32_t cpu = 0; cpu < n_cpus; cpu++)
                 profiles[cpu] = base;
 
+        /* A rule with "profile =" starts its CPUs over from that profile; one without it
+         * adjusts what earlier rules gave them. */
         for (size_t i = 0; i < c->n_rules; i++) {
                 const SimCpuRule *rule = &c->rules[i];
-                SimProfile p;
+                SimProfile named;
 
                 r = check_cpus(c, rule->cpus, rule->n_cpus, n_cpus, rule->line, "[cpus]");
                 if (r < 0)
                         return r;
-                r = resolve_profile(c, rule->profile[0] != '\0' ? rule->profile : "default", rule->line, 0, &p);
-                if (r < 0)
-                        return r;
-                sim_profile_apply(&p, &rule->overrides, rule->set_mask);
-                if (sim_profile_validate(&p, m, reason, sizeof(reason)) < 0)
-                        return log_error_errno(EINVAL, "%s:%u: [cpus %s]: %s", config_path(c), rule->line,
-                                               rule->cpus_text, reason);
-                for (size_t k = 0; k < rule->n_cpus; k++)
-                        profiles[rule->cpus[k]] = p;
+                if (rule->profile[0] != '\0') {
+                        r = resolve_profile(c, rule->profile, rule->line, 0, &named);
+                        if (r < 0)
+                                return r;
+                }
+                for (size_t k = 0; k < rule->n_cpus; k++) {
+                        SimProfile *p = &profiles[rule->cpus[k]];
+
+                        if (rule->profile[0] != '\0')
+                                *p = named;
+                        sim_profile_apply(p, &rule->overrides, rule->set_mask);
+                        if (sim_profile_validate(p, m, reason, sizeof(reason)) < 0)
+                                return log_error_errno(EINVAL, "%s:%u: [cpus %s]: CPU %u: %s", config_path(c),
+                                                       rule->line, rule->cpus_text, rule->cpus[k], reason);
+                }
         }
 
         *ret_profiles = TAKE_PTR(profiles);

@@ -92,8 +92,9 @@ int sim_config_load(const char *path, SimConfig **ret);
 /* Whether a CPU number is listed in a sorted list. */
 bool sim_cpu_listed(const uint32_t *cpus, size_t n, uint32_t cpu);
 
-/* Gives every CPU of an n_cpus machine its profile: [cpus] rules in file order over the
- * "default" profile. Logs and fails on an unknown profile, a CPU the machine lacks, a profile
- * loop, or a profile that is inconsistent or that the model's formulas cannot express. */
+/* Gives every CPU of an n_cpus machine its profile: "default", then the [cpus] rules in file
+ * order, each either replacing the profile (profile = NAME) or adjusting it. Logs and fails
+ * on an unknown profile, a CPU the machine lacks, a profile loop, or a profile that is
+ * inconsistent or that the model's formulas cannot express. */
 int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t n_cpus,
                                 SimProfile **ret_profiles);
