@@ -347,7 +347,7 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
 
         key = choose_model(model_key, config);
         if (!key)
-                return log_error_errno(EINVAL, "No simulated CPU model: pass --sim-model=skx|clx|icx|spr or set "
+                return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr or set "
                                        "model= in [machine] of %s", config_path ?: "the configuration");
 
         s = calloc(1, sizeof(SimBackend));
@@ -355,10 +355,10 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
                 return -ENOMEM;
         r = sim_model_init(key, config->smt, &s->model);
         if (r < 0)
-                return log_error_errno(r, "Unknown simulated CPU model '%s' (known: skx, clx, icx, spr)", key);
+                return sim_log_invalid("Unknown simulated CPU model '%s' (known: skx, clx, icx, spr)", key);
 
         if ((uint64_t) config->sockets * config->cores_per_socket * (config->smt ? 2 : 1) > PMUGATE_CPUS_MAX)
-                return log_error_errno(EINVAL, "%s: %u sockets of %u cores%s exceed %u CPUs", config_path ?: "configuration",
+                return sim_log_invalid("%s: %u sockets of %u cores%s exceed %u CPUs", config_path ?: "configuration",
                                        config->sockets, config->cores_per_socket, config->smt ? " with SMT" : "",
                                        PMUGATE_CPUS_MAX);
 

@@ -34,11 +34,11 @@ static int resolve_profile(const SimConfig *c, const char *name, unsigned ref_li
         int r;
 
         if (depth > PROFILE_BASE_DEPTH_MAX)
-                return log_error_errno(EINVAL, "%s:%u: profile '%s' is its own base through a chain of 'base ='",
+                return sim_log_invalid("%s:%u: [profile %s] is part of a loop of 'base =' references",
                                        config_path(c), ref_line, name);
         if (!def) {
                 if (!builtin)
-                        return log_error_errno(EINVAL, "%s:%u: unknown profile '%s' (built-in: default, memory-bound, "
+                        return sim_log_invalid("%s:%u: unknown profile '%s' (built-in: default, memory-bound, "
                                                "frontend-bound, branchy, compute; or define [profile %s])",
                                                config_path(c), ref_line, name, name);
                 *ret = *builtin;
@@ -51,7 +51,7 @@ static int resolve_profile(const SimConfig *c, const char *name, unsigned ref_li
                 p = *builtin;
                 r = 0;
         } else if (def->base[0] != '\0')
-                r = log_error_errno(EINVAL, "%s:%u: [profile %s] is based on itself, and no built-in profile has that name",
+                r = sim_log_invalid("%s:%u: [profile %s] is based on itself, and no built-in profile has that name",
                                     config_path(c), def->line, name);
         else
                 r = resolve_profile(c, "default", def->line, depth + 1, &p);
@@ -68,7 +68,7 @@ static int check_cpus(const SimConfig *c, const uint32_t *cpus, size_t n, uint32
                       const char *what) {
         for (size_t i = 0; i < n; i++)
                 if (cpus[i] >= n_cpus)
-                        return log_error_errno(EINVAL, "%s:%u: %s: CPU %u does not exist; the simulated machine has CPUs 0-%u",
+                        return sim_log_invalid("%s:%u: %s: CPU %u does not exist; the simulated machine has CPUs 0-%u",
                                                config_path(c), line, what, cpus[i], n_cpus - 1);
         return 0;
 }
@@ -84,7 +84,7 @@ int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t 
         if (r < 0)
                 return r;
         if (c->n_offline_cpus >= n_cpus)
-                return log_error_errno(EINVAL, "%s:%u: offline_cpus takes every CPU offline", config_path(c),
+                return sim_log_invalid("%s:%u: offline_cpus takes every CPU offline", config_path(c),
                                        c->offline_line);
         r = check_cpus(c, c->eio_cpus, c->n_eio_cpus, n_cpus, c->eio_line, "eio_cpus");
         if (r < 0)
@@ -98,7 +98,7 @@ int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t 
                 if (r < 0)
                         return r;
                 if (sim_profile_validate(&base, m, reason, sizeof(reason)) < 0)
-                        return log_error_errno(EINVAL, "%s:%u: [profile %s]: %s", config_path(c), def->line,
+                        return sim_log_invalid("%s:%u: [profile %s]: %s", config_path(c), def->line,
                                                def->name, reason);
         }
 
@@ -106,7 +106,7 @@ int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t 
         if (r < 0)
                 return r;
         if (sim_profile_validate(&base, m, reason, sizeof(reason)) < 0)
-                return log_error_errno(EINVAL, "%s: profile default: %s", config_path(c), reason);
+                return sim_log_invalid("%s: profile default: %s", config_path(c), reason);
 
         profiles = calloc(n_cpus, sizeof(SimProfile));
         if (!profiles)
@@ -135,7 +135,7 @@ int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t 
                                 *p = named;
                         sim_profile_apply(p, &rule->overrides, rule->set_mask);
                         if (sim_profile_validate(p, m, reason, sizeof(reason)) < 0)
-                                return log_error_errno(EINVAL, "%s:%u: [cpus %s]: CPU %u: %s", config_path(c),
+                                return sim_log_invalid("%s:%u: [cpus %s]: CPU %u: %s", config_path(c),
                                                        rule->line, rule->cpus_text, rule->cpus[k], reason);
                 }
         }

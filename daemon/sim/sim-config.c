@@ -112,16 +112,34 @@ bool sim_cpu_listed(const uint32_t *cpus, size_t n, uint32_t cpu) {
         return false;
 }
 
-_printf_(2, 3) static int parser_fail(SimConfigParser *p, const char *fmt, ...) {
-        va_list ap;
-
+_printf_(3, 0) static int parser_failv(SimConfigParser *p, unsigned line, const char *fmt, va_list ap) {
         if (p->error_line > 0)
                 return -EINVAL;
-        p->error_line = p->line;
-        va_start(ap, fmt);
+        p->error_line = line;
         (void) vsnprintf(p->error, sizeof(p->error), fmt, ap);
-        va_end(ap);
         return -EINVAL;
+}
+
+/* Records the first error, at the line being parsed. */
+_printf_(2, 3) static int parser_fail(SimConfigParser *p, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = parser_failv(p, p->line, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+/* Records the first error, at the header of the current section. */
+_printf_(2, 3) static int parser_fail_section(SimConfigParser *p, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = parser_failv(p, p->header_line > 0 ? p->header_line : p->line, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 /* inih reader: counts physical lines so errors can name them. */
@@ -352,14 +370,14 @@ static int begin_profile(SimConfigParser *p, const char *name) {
         SimProfileDef *defs;
 
         if (!sim_profile_name_valid(name))
-                return parser_fail(p, "[profile %s]: a profile name is 1-%u characters of a-z, 0-9, '-' and '_'",
+                return parser_fail_section(p, "[profile %s]: a profile name is 1-%u characters of a-z, 0-9, '-' and '_'",
                                    name, SIM_PROFILE_NAME_MAX - 1);
         for (size_t i = 0; i < c->n_profiles; i++)
                 if (strcmp(c->profiles[i].name, name) == 0)
-                        return parser_fail(p, "[profile %s] is defined twice (first at line %u)", name,
+                        return parser_fail_section(p, "[profile %s] is defined twice (first at line %u)", name,
                                            c->profiles[i].line);
         if (c->n_profiles >= SIM_CONFIG_SECTIONS_MAX)
-                return parser_fail(p, "more than %u profile sections", SIM_CONFIG_SECTIONS_MAX);
+                return parser_fail_section(p, "more than %u profile sections", SIM_CONFIG_SECTIONS_MAX);
         defs = realloc(c->profiles, (c->n_profiles + 1) * sizeof(SimProfileDef));
         if (!defs)
                 return parser_fail(p, "out of memory");
@@ -376,9 +394,9 @@ static int begin_cpus(SimConfigParser *p, const char *list) {
         size_t n;
 
         if (cpulist_parse(list, PMUGATE_CPUS_MAX, &cpus, &n) < 0 || n == 0)
-                return parser_fail(p, "[cpus %s]: expected a CPU list such as 0-3,8", list);
+                return parser_fail_section(p, "[cpus %s]: expected a CPU list such as 0-3,8", list);
         if (c->n_rules >= SIM_CONFIG_SECTIONS_MAX)
-                return parser_fail(p, "more than %u cpus sections", SIM_CONFIG_SECTIONS_MAX);
+                return parser_fail_section(p, "more than %u cpus sections", SIM_CONFIG_SECTIONS_MAX);
         rules = realloc(c->rules, (c->n_rules + 1) * sizeof(SimCpuRule));
         if (!rules)
                 return parser_fail(p, "out of memory");
@@ -422,7 +440,7 @@ static int begin_section(SimConfigParser *p, const char *section) {
         }
         if (section[0] == '\0')
                 return parser_fail(p, "key outside a section; start with a section such as [machine]");
-        return parser_fail(p, "unknown section [%s] (known: machine, clock, inject, rapl, imc, profile NAME, "
+        return parser_fail_section(p, "unknown section [%s] (known: machine, clock, inject, rapl, imc, profile NAME, "
                            "cpus LIST)", section);
 }
 
@@ -486,9 +504,9 @@ int sim_config_load(const char *path, SimConfig **ret) {
         if (r == -2)
                 return log_error_errno(ENOMEM, "%s: out of memory while parsing", path);
         if (r > 0 && (p.error_line == 0 || (unsigned) r < p.error_line))
-                return log_error_errno(EINVAL, "%s:%d: expected '[section]' or 'key = value'", path, r);
+                return sim_log_invalid("%s:%d: expected '[section]' or 'key = value'", path, r);
         if (p.error_line > 0)
-                return log_error_errno(EINVAL, "%s:%u: %s", path, p.error_line, p.error);
+                return sim_log_invalid("%s:%u: %s", path, p.error_line, p.error);
         if (ferror(f))
                 return log_error_errno(EIO, "Cannot read simulator configuration %s", path);
 

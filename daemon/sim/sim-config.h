@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log.h"
 #include "macro.h"
 #include "sim-model.h"
 #include "sim-profile.h"
@@ -19,6 +20,10 @@
 #define SIM_EIO_MSRS_MAX 64U
 #define SIM_CONFIG_SECTIONS_MAX 1024U
 #define SIM_MODEL_KEY_MAX 8U
+
+/* Logs a configuration mistake (no errno text: the message is the reason) and evaluates to
+ * -EINVAL. */
+#define sim_log_invalid(...) (log_error(__VA_ARGS__), -EINVAL)
 
 typedef enum SimClockMode {
         SIM_CLOCK_REALTIME,             /* cycles follow CLOCK_MONOTONIC */
