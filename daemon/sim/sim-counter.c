@@ -17,9 +17,15 @@ bool sim_counter_add(SimCounter *c, uint64_t cycles, uint64_t mask, double *ret_
         uint64_t increment, next;
         bool wrapped;
 
-        c->fraction = total - whole;
         if (ret_exact)
                 *ret_exact = exact;
+        /* nothing to add; also keeps a NaN rate from reaching the integer conversion */
+        if (!(whole >= 1.0)) {
+                if (total >= 0.0)
+                        c->fraction = total;
+                return false;
+        }
+        c->fraction = total - whole;
         if (whole >= COUNT_REDUCE_LIMIT)
                 whole = fmod(whole, COUNT_REDUCE_MODULUS) + COUNT_REDUCE_MODULUS;
         increment = (uint64_t) whole;

@@ -170,8 +170,9 @@ static void thread_rates(const SimModel *m, const SimProfile *p, double sibling_
         /* Ice Lake: heavy = RETIRED/ISSUED * MS_UOPS / SLOTS + retiring * (DEC0 - DEC0_c1) / MITE */
         if (r > 0.0) {
                 double ms = SIM_MS_SHARE * h;
+                double issued_per_retired = (r + (1.0 - SIM_RECOVERY_SHARE) * b) / r;
 
-                q[SIM_Q_IDQ_MS_UOPS] = ms * slots * q[SIM_Q_UOPS_ISSUED] / q[SIM_Q_UOPS_RETIRED_SLOTS];
+                q[SIM_Q_IDQ_MS_UOPS] = ms * slots * issued_per_retired;
                 q[SIM_Q_IDQ_MITE_UOPS] = SIM_MITE_SHARE * q[SIM_Q_UOPS_ISSUED];
                 q[SIM_Q_UOPS_DECODED_DEC0_CYCLES] = SIM_DEC0_ACTIVE_SHARE * u;
                 q[SIM_Q_UOPS_DECODED_DEC0] = q[SIM_Q_UOPS_DECODED_DEC0_CYCLES] +

@@ -257,6 +257,28 @@ static void test_utilization_and_halt(void **state) {
         sim_test_free(&t);
 }
 
+/* A CPU that never runs counts nothing on any event, and no rate degenerates. */
+static void test_halted_cpu(void **state) {
+        static const uint64_t events[] = {
+                0x3c, 0x13c, 0x23c, 0xc0, 0x2ec, 0x1a4, 0x100d, 0x10d, 0x104010d, 0x10e, 0x2c2, 0x4c2,
+                0x3079, 0x479, 0x156, 0x1000156, 0xc5, 0x10401c3, 0x19c, 0x500019c, 0x140014a3,
+                0x40004a3, 0x20040a6, 0x2a6, 0x4a6,
+        };
+        static const char *const models[] = { "skx", "icx", "spr" };
+
+        for (size_t m = 0; m < 3; m++) {
+                SimTest t = sim_test_new(models[m], "[clock]\nmode = deterministic\n[cpus 0-15]\nutilization = 0\n");
+
+                sim_wr(&t, 0, MSR_IA32_PERF_GLOBAL_CTRL, 0x1);
+                for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+                        sim_wr(&t, 0, MSR_IA32_PERFEVTSEL0, events[i] | EVTSEL_EN | EVTSEL_USR | EVTSEL_OS);
+                        sim_advance(&t, MILLION);
+                        assert_int_equal(sim_rd(&t, 0, MSR_IA32_PMC0), 0);
+                }
+                sim_test_free(&t);
+        }
+}
+
 static void test_overflow_and_status(void **state) {
         SimTest t = sim_test_new("icx", SMALL_DETERMINISTIC);
 
@@ -565,6 +587,7 @@ int main(void) {
                 cmocka_unit_test(test_reserved_bits),
                 cmocka_unit_test(test_counting_gates),
                 cmocka_unit_test(test_utilization_and_halt),
+                cmocka_unit_test(test_halted_cpu),
                 cmocka_unit_test(test_overflow_and_status),
                 cmocka_unit_test(test_counter_writes),
                 cmocka_unit_test(test_inuse),
