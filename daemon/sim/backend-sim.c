@@ -30,6 +30,7 @@
 #define BOOT_UPTIME_MIN_SECONDS 60U
 #define BOOT_UPTIME_SPREAD_SECONDS 3600U
 
+#define HZ_PER_MHZ UINT64_C(1000000)
 #define BYTES_PER_CAS 64.0              /* one CAS moves a 64-byte line (§6.1) */
 #define BYTES_PER_GB 1e9
 
@@ -222,7 +223,8 @@ static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
         machine->family = SIM_FAMILY;
         machine->model = m->cpu->model;
         machine->stepping = m->stepping;
-        (void) snprintf(machine->model_name, sizeof(machine->model_name), "Simulated Intel %s", m->cpu->name);
+        (void) snprintf(machine->model_name, sizeof(machine->model_name), "Simulated Intel %s",
+                        m->cpu->name);
         machine->cpu_model = m->cpu;
         machine->nmi_watchdog = c->nmi_watchdog;
 
@@ -249,7 +251,8 @@ static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
                 if (!machine->units)
                         return -ENOMEM;
                 for (uint32_t i = 0; i < machine->n_units; i++) {
-                        uint32_t socket = i / SIM_IMC_CHANNELS_PER_SOCKET, ch = i % SIM_IMC_CHANNELS_PER_SOCKET;
+                        uint32_t socket = i / SIM_IMC_CHANNELS_PER_SOCKET;
+                        uint32_t ch = i % SIM_IMC_CHANNELS_PER_SOCKET;
                         MachineUnit *u = &machine->units[i];
 
                         /* PCI domains are 16 bits, devices 5 and functions 3 */
@@ -270,11 +273,13 @@ static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
 }
 
 static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *profiles) {
-        uint32_t cores = s->config->sockets * s->config->cores_per_socket;
-        uint64_t boot_tsc;
+        const SimConfig *config = s->config;
+        uint32_t cores = config->sockets * config->cores_per_socket;
+        uint64_t boot_tsc, watchdog_period;
 
         boot_tsc = (BOOT_UPTIME_MIN_SECONDS + sim_clock_random(&s->clock) % BOOT_UPTIME_SPREAD_SECONDS) *
-                   (uint64_t) s->clock.mhz * 1000000U;
+                   s->clock.mhz * HZ_PER_MHZ;
+        watchdog_period = s->clock.mhz * HZ_PER_MHZ * WATCHDOG_THRESH_SECONDS;
 
         s->n_cpus = machine->n_cpus;
         s->cpus = calloc(s->n_cpus, sizeof(SimCpu));
@@ -283,16 +288,17 @@ static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *p
         for (uint32_t cpu = 0; cpu < s->n_cpus; cpu++) {
                 SimCpu *c = &s->cpus[cpu];
                 uint32_t sibling = cpu < cores ? cpu + cores : cpu - cores;
-                bool has_sibling = s->config->smt && sibling < s->n_cpus && machine->cpus[sibling].online;
+                bool has_sibling = config->smt && sibling < s->n_cpus && machine->cpus[sibling].online;
 
                 c->online = machine->cpus[cpu].online;
                 c->package = (uint32_t) machine->cpus[cpu].package;
-                c->eio = s->config->n_eio_msrs > 0 &&
-                         (!s->config->eio_cpus || sim_cpu_listed(s->config->eio_cpus, s->config->n_eio_cpus, cpu));
-                sim_rates_compute(&s->model, &profiles[cpu], has_sibling ? &profiles[sibling] : NULL, &c->rates);
+                c->eio = config->n_eio_msrs > 0 &&
+                         (!config->eio_cpus || sim_cpu_listed(config->eio_cpus, config->n_eio_cpus, cpu));
+                sim_rates_compute(&s->model, &profiles[cpu], has_sibling ? &profiles[sibling] : NULL,
+                                  &c->rates);
                 sim_pmu_init(&c->pmu, &s->model, &c->rates, boot_tsc);
-                if (s->config->nmi_watchdog && c->online)
-                        sim_pmu_start_watchdog(&c->pmu, (uint64_t) s->clock.mhz * 1000000U * WATCHDOG_THRESH_SECONDS);
+                if (config->nmi_watchdog && c->online)
+                        sim_pmu_start_watchdog(&c->pmu, watchdog_period);
         }
         return 0;
 }
@@ -318,7 +324,7 @@ static int build_uncore(SimBackend *s, const Machine *machine) {
         for (uint32_t i = 0; i < s->n_units; i++) {
                 s->units[i].package = (uint32_t) machine->units[i].package;
                 sim_imc_init(&s->units[i].imc, machine->units[i].device, c->imc_read_gbps * cas_per_gbps,
-                             c->imc_write_gbps * cas_per_gbps, c->imc_dclk_mhz * 1e6 / cycles_per_second);
+                             c->imc_write_gbps * cas_per_gbps, c->imc_dclk_mhz * HZ_PER_MHZ / cycles_per_second);
         }
         return 0;
 }
@@ -358,8 +364,9 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
                 return sim_log_invalid("Unknown simulated CPU model '%s' (known: skx, clx, icx, spr)", key);
 
         if ((uint64_t) config->sockets * config->cores_per_socket * (config->smt ? 2 : 1) > PMUGATE_CPUS_MAX)
-                return sim_log_invalid("%s: %u sockets of %u cores%s exceed %u CPUs", config_path ?: "configuration",
-                                       config->sockets, config->cores_per_socket, config->smt ? " with SMT" : "",
+                return sim_log_invalid("%s: %u sockets of %u cores%s exceed %u CPUs",
+                                       config_path ?: "configuration", config->sockets,
+                                       config->cores_per_socket, config->smt ? " with SMT" : "",
                                        PMUGATE_CPUS_MAX);
 
         r = build_machine(config, &s->model, &machine);

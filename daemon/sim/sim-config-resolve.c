@@ -38,8 +38,9 @@ static int resolve_profile(const SimConfig *c, const char *name, unsigned ref_li
                                        config_path(c), ref_line, name);
         if (!def) {
                 if (!builtin)
-                        return sim_log_invalid("%s:%u: unknown profile '%s' (built-in: default, memory-bound, "
-                                               "frontend-bound, branchy, compute; or define [profile %s])",
+                        return sim_log_invalid("%s:%u: unknown profile '%s' (built-in: default, "
+                                               "memory-bound, frontend-bound, branchy, compute; or "
+                                               "define [profile %s])",
                                                config_path(c), ref_line, name, name);
                 *ret = *builtin;
                 return 0;
@@ -51,7 +52,8 @@ static int resolve_profile(const SimConfig *c, const char *name, unsigned ref_li
                 p = *builtin;
                 r = 0;
         } else if (def->base[0] != '\0')
-                r = sim_log_invalid("%s:%u: [profile %s] is based on itself, and no built-in profile has that name",
+                r = sim_log_invalid("%s:%u: [profile %s] is based on itself, and no built-in profile "
+                                    "has that name",
                                     config_path(c), def->line, name);
         else
                 r = resolve_profile(c, "default", def->line, depth + 1, &p);
@@ -68,7 +70,8 @@ static int check_cpus(const SimConfig *c, const uint32_t *cpus, size_t n, uint32
                       const char *what) {
         for (size_t i = 0; i < n; i++)
                 if (cpus[i] >= n_cpus)
-                        return sim_log_invalid("%s:%u: %s: CPU %u does not exist; the simulated machine has CPUs 0-%u",
+                        return sim_log_invalid("%s:%u: %s: CPU %u does not exist; the simulated machine "
+                                               "has CPUs 0-%u",
                                                config_path(c), line, what, cpus[i], n_cpus - 1);
         return 0;
 }

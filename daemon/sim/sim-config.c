@@ -269,7 +269,8 @@ static int handle_clock(SimConfigParser *p, const char *key, const char *value) 
         }
         if (strcmp(key, "jitter") == 0)
                 return parse_double_key(p, key, value, 0.0, 1.0, &c->jitter);
-        return parser_fail(p, "unknown key '%s' in [clock] (known: mode, seed, cycles_per_access, jitter)", key);
+        return parser_fail(p, "unknown key '%s' in [clock] (known: mode, seed, cycles_per_access, jitter)",
+                           key);
 }
 
 static int handle_inject(SimConfigParser *p, const char *key, const char *value) {
@@ -285,8 +286,8 @@ static int handle_inject(SimConfigParser *p, const char *key, const char *value)
                 return parse_msr_list(p, key, value);
         if (strcmp(key, "eio_cpus") == 0)
                 return parse_cpus_key(p, key, value, &c->eio_cpus, &c->n_eio_cpus);
-        return parser_fail(p, "unknown key '%s' in [inject] (known: nmi_watchdog, offline_cpus, eio_msr, eio_cpus)",
-                           key);
+        return parser_fail(p, "unknown key '%s' in [inject] (known: nmi_watchdog, offline_cpus, eio_msr, "
+                           "eio_cpus)", key);
 }
 
 static int handle_rapl(SimConfigParser *p, const char *key, const char *value) {
@@ -370,11 +371,13 @@ static int begin_profile(SimConfigParser *p, const char *name) {
         SimProfileDef *defs;
 
         if (!sim_profile_name_valid(name))
-                return parser_fail_section(p, "[profile %s]: a profile name is 1-%u characters of a-z, 0-9, '-' and '_'",
+                return parser_fail_section(p, "[profile %s]: a profile name is 1-%u characters of a-z, 0-9, "
+                                           "'-' and '_'",
                                    name, SIM_PROFILE_NAME_MAX - 1);
         for (size_t i = 0; i < c->n_profiles; i++)
                 if (strcmp(c->profiles[i].name, name) == 0)
-                        return parser_fail_section(p, "[profile %s] is defined twice (first at line %u)", name,
+                        return parser_fail_section(p, "[profile %s] is defined twice (first at line %u)",
+                                                   name,
                                            c->profiles[i].line);
         if (c->n_profiles >= SIM_CONFIG_SECTIONS_MAX)
                 return parser_fail_section(p, "more than %u profile sections", SIM_CONFIG_SECTIONS_MAX);
@@ -440,7 +443,8 @@ static int begin_section(SimConfigParser *p, const char *section) {
         }
         if (section[0] == '\0')
                 return parser_fail(p, "key outside a section; start with a section such as [machine]");
-        return parser_fail_section(p, "unknown section [%s] (known: machine, clock, inject, rapl, imc, profile NAME, "
+        return parser_fail_section(p, "unknown section [%s] (known: machine, clock, inject, rapl, imc, "
+                                   "profile NAME, "
                            "cpus LIST)", section);
 }
 

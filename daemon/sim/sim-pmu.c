@@ -14,7 +14,7 @@
 #define WATCHDOG_FIXED_FIELD (FIXED_CTRL_OS | FIXED_CTRL_USR | FIXED_CTRL_PMI)
 
 static uint64_t fixed_field(const SimPmu *p, unsigned i) {
-        return (p->fixed_ctrl >> (FIXED_CTRL_FIELD_BITS * i)) & UINT64_C(0xF);
+        return (p->fixed_ctrl >> (FIXED_CTRL_FIELD_BITS * i)) & FIXED_CTRL_FIELD_MASK;
 }
 
 static void update_gp_rate(SimPmu *p, unsigned i) {
@@ -33,8 +33,9 @@ static void update_fixed_rates(SimPmu *p) {
                 uint64_t field = fixed_field(p, i);
                 bool any = p->model->any_thread && (field & FIXED_CTRL_ANY);
 
-                p->fixed[i].rate = sim_rates_fixed(p->rates, i, any) *
-                                   sim_rates_ring_factor(p->rates, field & FIXED_CTRL_USR, field & FIXED_CTRL_OS);
+                double ring = sim_rates_ring_factor(p->rates, field & FIXED_CTRL_USR, field & FIXED_CTRL_OS);
+
+                p->fixed[i].rate = sim_rates_fixed(p->rates, i, any) * ring;
         }
 }
 
@@ -143,7 +144,8 @@ static uint64_t metrics_value(const SimPmu *p) {
         if (p->model->perf_metrics >= 2)
                 for (unsigned i = PERF_METRICS_L1_FIELDS; i < PERF_METRICS_FIELDS; i++) {
                         unsigned parent = bytes[i - PERF_METRICS_L1_FIELDS];
-                        unsigned b = (unsigned) lround(PERF_METRICS_FULL_SCALE * p->metrics_slots[i] / total);
+                        double scaled = PERF_METRICS_FULL_SCALE * p->metrics_slots[i] / total;
+                        unsigned b = (unsigned) lround(scaled);
 
                         bytes[i] = b < parent ? b : parent;
                 }
@@ -279,9 +281,11 @@ static void write_perf_metrics(SimPmu *p, uint64_t value) {
         }
         /* Continue from the written fractions of the current SLOTS count, so that a restored
          * pair (SLOTS first, then PERF_METRICS) keeps accumulating where it left off. */
-        for (unsigned i = 0; i < PERF_METRICS_FIELDS; i++)
-                p->metrics_slots[i] = slots * (double) ((value >> (PERF_METRICS_FIELD_BITS * i)) & PERF_METRICS_FIELD_MASK) /
-                                      PERF_METRICS_FULL_SCALE;
+        for (unsigned i = 0; i < PERF_METRICS_FIELDS; i++) {
+                uint64_t byte = (value >> (PERF_METRICS_FIELD_BITS * i)) & PERF_METRICS_FIELD_MASK;
+
+                p->metrics_slots[i] = slots * (double) byte / PERF_METRICS_FULL_SCALE;
+        }
         p->metrics_held = true;
         p->metrics_written = value;
 }

@@ -32,31 +32,36 @@ static const SimProfile builtin_profiles[] = {
         {
                 .name = "default",      /* a stencil/CFD-like HPC code, mostly memory bound */
                 .retiring = 0.35, .bad_speculation = 0.05, .frontend_bound = 0.15, .backend_bound = 0.45,
-                .heavy_operations = 0.05, .branch_mispredicts = 0.03, .fetch_latency = 0.09, .memory_bound = 0.32,
+                .heavy_operations = 0.05, .branch_mispredicts = 0.03,
+                .fetch_latency = 0.09, .memory_bound = 0.32,
                 .ipc = 1.4, .utilization = 0.98, .user_fraction = 0.95,
         },
         {
                 .name = "memory-bound", /* sparse linear algebra, STREAM-like */
                 .retiring = 0.15, .bad_speculation = 0.03, .frontend_bound = 0.07, .backend_bound = 0.75,
-                .heavy_operations = 0.02, .branch_mispredicts = 0.02, .fetch_latency = 0.04, .memory_bound = 0.65,
+                .heavy_operations = 0.02, .branch_mispredicts = 0.02,
+                .fetch_latency = 0.04, .memory_bound = 0.65,
                 .ipc = 0.55, .utilization = 0.98, .user_fraction = 0.97,
         },
         {
                 .name = "frontend-bound",       /* large-code-footprint application */
                 .retiring = 0.25, .bad_speculation = 0.08, .frontend_bound = 0.45, .backend_bound = 0.22,
-                .heavy_operations = 0.05, .branch_mispredicts = 0.05, .fetch_latency = 0.30, .memory_bound = 0.10,
+                .heavy_operations = 0.05, .branch_mispredicts = 0.05,
+                .fetch_latency = 0.30, .memory_bound = 0.10,
                 .ipc = 0.9, .utilization = 0.95, .user_fraction = 0.90,
         },
         {
                 .name = "branchy",      /* data-dependent control flow, e.g. tree search */
                 .retiring = 0.30, .bad_speculation = 0.30, .frontend_bound = 0.20, .backend_bound = 0.20,
-                .heavy_operations = 0.03, .branch_mispredicts = 0.27, .fetch_latency = 0.12, .memory_bound = 0.08,
+                .heavy_operations = 0.03, .branch_mispredicts = 0.27,
+                .fetch_latency = 0.12, .memory_bound = 0.08,
                 .ipc = 1.2, .utilization = 0.97, .user_fraction = 0.95,
         },
         {
                 .name = "compute",      /* dense, vectorized kernel such as DGEMM */
                 .retiring = 0.70, .bad_speculation = 0.02, .frontend_bound = 0.08, .backend_bound = 0.20,
-                .heavy_operations = 0.05, .branch_mispredicts = 0.015, .fetch_latency = 0.03, .memory_bound = 0.05,
+                .heavy_operations = 0.05, .branch_mispredicts = 0.015,
+                .fetch_latency = 0.03, .memory_bound = 0.05,
                 .ipc = 2.8, .utilization = 1.0, .user_fraction = 0.99,
         },
 };
@@ -160,8 +165,9 @@ int sim_profile_set(SimProfile *p, uint32_t *set_mask, const char *key, const ch
                         continue;
                 r = sim_parse_double(value, k->min, k->max, &v);
                 if (r < 0) {
-                        (void) snprintf(reterr_reason, reason_size, "%s = '%s': expected a number from %g to %g",
-                                        key, value, k->min, k->max);
+                        (void) snprintf(reterr_reason, reason_size,
+                                        "%s = '%s': expected a number from %g to %g", key, value, k->min,
+                                        k->max);
                         return -EINVAL;
                 }
                 *profile_field(p, k) = v;
@@ -174,16 +180,19 @@ int sim_profile_set(SimProfile *p, uint32_t *set_mask, const char *key, const ch
                 return -ENOENT;
         if (r < 0) {
                 (void) snprintf(reterr_reason, reason_size,
-                                "'%s': an extra event key is event.0xEE.0xUU (event code and umask, 0-0xff)", key);
+                                "'%s': an extra event key is event.0xEE.0xUU (event code and umask, "
+                                "0-0xff)", key);
                 return -EINVAL;
         }
         if (sim_parse_double(value, 0.0, SIM_EXTRA_RATE_MAX, &v) < 0) {
-                (void) snprintf(reterr_reason, reason_size, "%s = '%s': expected a rate per cycle from 0 to %g",
-                                key, value, SIM_EXTRA_RATE_MAX);
+                (void) snprintf(reterr_reason, reason_size,
+                                "%s = '%s': expected a rate per cycle from 0 to %g", key, value,
+                                SIM_EXTRA_RATE_MAX);
                 return -EINVAL;
         }
         if (profile_add_extra_event(p, event, umask, v) < 0) {
-                (void) snprintf(reterr_reason, reason_size, "more than %u extra events", SIM_EXTRA_EVENTS_MAX);
+                (void) snprintf(reterr_reason, reason_size, "more than %u extra events",
+                                SIM_EXTRA_EVENTS_MAX);
                 return -EINVAL;
         }
         return 0;
@@ -215,10 +224,12 @@ int sim_profile_validate(const SimProfile *p, const SimModel *model, char *reter
 
         if (fabs(sum - 1.0) > SIM_FRACTION_TOLERANCE) {
                 (void) snprintf(reterr_reason, reason_size,
-                                "retiring + bad_speculation + frontend_bound + backend_bound = %.6g, must be 1", sum);
+                                "retiring + bad_speculation + frontend_bound + backend_bound = %.6g, "
+                                "must be 1", sum);
                 return -EINVAL;
         }
-        r = check_child("heavy_operations", p->heavy_operations, "retiring", p->retiring, reterr_reason, reason_size);
+        r = check_child("heavy_operations", p->heavy_operations, "retiring", p->retiring, reterr_reason,
+                        reason_size);
         if (r >= 0)
                 r = check_child("branch_mispredicts", p->branch_mispredicts, "bad_speculation",
                                 p->bad_speculation, reterr_reason, reason_size);
@@ -239,7 +250,8 @@ int sim_profile_validate(const SimProfile *p, const SimModel *model, char *reter
 
                 if (p->ipc + SIM_FRACTION_TOLERANCE < needed) {
                         (void) snprintf(reterr_reason, reason_size,
-                                        "ipc = %g is below %u * (retiring - heavy_operations) = %g, which %s "
+                                        "ipc = %g is below %u * (retiring - heavy_operations) = %g, "
+                                        "which %s "
                                         "needs: its heavy-operations formula would need a negative "
                                         "UOPS_RETIRED.MACRO_FUSED count",
                                         p->ipc, model->slots_width, needed, model->cpu->key);

@@ -59,6 +59,7 @@
 
 /* ---- IA32_FIXED_CTR_CTRL: one 4-bit field per fixed counter (§2.5) */
 #define FIXED_CTRL_FIELD_BITS           4
+#define FIXED_CTRL_FIELD_MASK           UINT64_C(0xF)
 #define FIXED_CTRL_OS                   UINT64_C(0x1)
 #define FIXED_CTRL_USR                  UINT64_C(0x2)
 #define FIXED_CTRL_ANY                  UINT64_C(0x4)

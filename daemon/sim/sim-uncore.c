@@ -36,7 +36,9 @@
  * events uses them */
 #define IMC_CTL_SHAPING                 (SIM_BIT(18) | SIM_BIT(23) | (UINT64_C(0xFF) << 24))
 #define IMC_BOX_STATUS_FIXED            SIM_BIT(SIM_IMC_COUNTERS)
-#define IMC_COUNTER_MASK                ((UINT64_C(1) << 48) - 1)
+#define IMC_COUNTER_MASK                ((UINT64_C(1) << 48) - 1)      /* 48-bit counters */
+#define IMC_DWORD_BITS                  32
+#define PCI_DEVICE_ID_SHIFT             16      /* dword 0: device id in 31:16, vendor in 15:0 */
 
 /* Events (§6.1): clockticks 0x00/0x00; CAS_COUNT 0x04 whose umask bits are RD_REG 0x01,
  * RD_UNDERFILL 0x02, WR_WMM 0x04, WR_RMM 0x08 (RD = 0x03, WR = 0x0C). The simulated
@@ -222,7 +224,7 @@ static uint32_t imc_read_dword(const SimImc *imc, uint32_t offset) {
         if (i >= 0) {
                 uint64_t v = imc_counter(imc, i)->value;
 
-                return (uint32_t) (high ? v >> 32 : v);
+                return (uint32_t) (high ? v >> IMC_DWORD_BITS : v);
         }
         i = imc_ctl_index(offset);
         if (i >= 0)
@@ -230,7 +232,7 @@ static uint32_t imc_read_dword(const SimImc *imc, uint32_t offset) {
 
         switch (offset) {
         case IMC_PCI_ID:
-                return (uint32_t) imc->device << 16 | SIM_PCI_VENDOR_INTEL;
+                return (uint32_t) imc->device << PCI_DEVICE_ID_SHIFT | SIM_PCI_VENDOR_INTEL;
         case IMC_FIXED_CTL:
                 return imc->fixed_ctl;
         case IMC_BOX_CTL:
@@ -250,7 +252,7 @@ static void imc_write_dword(SimImc *imc, uint32_t offset, uint32_t value) {
         i = imc_counter_index(offset, &high);
         if (i >= 0) {
                 SimCounter *c = i == SIM_IMC_COUNTERS ? &imc->fixed_ctr : &imc->ctr[i];
-                uint64_t v = high ? (c->value & UINT32_MAX) | (uint64_t) value << 32
+                uint64_t v = high ? (c->value & UINT32_MAX) | (uint64_t) value << IMC_DWORD_BITS
                                   : (c->value & ~(uint64_t) UINT32_MAX) | value;
 
                 sim_counter_set(c, v, IMC_COUNTER_MASK);
@@ -312,7 +314,7 @@ int sim_imc_read(const SimImc *imc, uint32_t offset, unsigned width, uint64_t *r
                 return r;
         v = imc_read_dword(imc, offset);
         if (width == IMC_QWORD)
-                v |= (uint64_t) imc_read_dword(imc, offset + IMC_DWORD) << 32;
+                v |= (uint64_t) imc_read_dword(imc, offset + IMC_DWORD) << IMC_DWORD_BITS;
         *ret_value = v;
         return 0;
 }
@@ -327,6 +329,6 @@ int sim_imc_write(SimImc *imc, uint32_t offset, unsigned width, uint64_t value) 
                 return -EINVAL;
         imc_write_dword(imc, offset, (uint32_t) value);
         if (width == IMC_QWORD)
-                imc_write_dword(imc, offset + IMC_DWORD, (uint32_t) (value >> 32));
+                imc_write_dword(imc, offset + IMC_DWORD, (uint32_t) (value >> IMC_DWORD_BITS));
         return 0;
 }

@@ -163,7 +163,8 @@ void sim_measure(SimTest *t, const uint32_t *cpus, size_t n_cpus, const uint64_t
                                 sim_wr(t, cpus[c], MSR_IA32_FIXED_CTR0 + i, 0);
                         if (model->perf_metrics > 0)
                                 sim_wr(t, cpus[c], MSR_PERF_METRICS, 0);
-                        sim_wr(t, cpus[c], MSR_IA32_PERF_GLOBAL_STATUS_RESET, sim_rd(t, cpus[c], MSR_IA32_PERF_GLOBAL_STATUS));
+                        sim_wr(t, cpus[c], MSR_IA32_PERF_GLOBAL_STATUS_RESET,
+                               sim_rd(t, cpus[c], MSR_IA32_PERF_GLOBAL_STATUS));
                 }
                 for (size_t c = 0; c < n_cpus; c++)
                         sim_wr(t, cpus[c], MSR_IA32_PERF_GLOBAL_CTRL, global);
@@ -175,7 +176,8 @@ void sim_measure(SimTest *t, const uint32_t *cpus, size_t n_cpus, const uint64_t
                         SimSample *s = &ret_samples[c];
 
                         for (size_t i = 0; i < n; i++)
-                                s->event[first + i] = (double) sim_rd(t, cpus[c], MSR_IA32_PMC0 + (uint32_t) i);
+                                s->event[first + i] = (double) sim_rd(t, cpus[c],
+                                                                      MSR_IA32_PMC0 + (uint32_t) i);
                         if (round > 0)
                                 continue;
                         for (unsigned i = 0; i < n_fixed; i++)

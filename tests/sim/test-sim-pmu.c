@@ -267,7 +267,8 @@ static void test_halted_cpu(void **state) {
         static const char *const models[] = { "skx", "icx", "spr" };
 
         for (size_t m = 0; m < 3; m++) {
-                SimTest t = sim_test_new(models[m], "[clock]\nmode = deterministic\n[cpus 0-15]\nutilization = 0\n");
+                SimTest t = sim_test_new(models[m], "[clock]\nmode = deterministic\n"
+                                                    "[cpus 0-15]\nutilization = 0\n");
 
                 sim_wr(&t, 0, MSR_IA32_PERF_GLOBAL_CTRL, 0x1);
                 for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
@@ -289,7 +290,8 @@ static void test_overflow_and_status(void **state) {
         sim_wr(&t, 0, MSR_IA32_FIXED_CTR_CTRL, 0x3300);
         sim_wr(&t, 0, MSR_IA32_PERF_GLOBAL_CTRL, 0x1 | SIM_BIT(34) | SIM_BIT(35) | SIM_BIT(48));
         sim_advance(&t, 50);
-        assert_int_equal(sim_rd(&t, 0, MSR_IA32_PERF_GLOBAL_STATUS), SIM_BIT(34) | SIM_BIT(35) | SIM_BIT(48));
+        assert_int_equal(sim_rd(&t, 0, MSR_IA32_PERF_GLOBAL_STATUS),
+                         SIM_BIT(34) | SIM_BIT(35) | SIM_BIT(48));
         sim_advance(&t, 100);
         /* the 48-bit counter wrapped to a small value and flagged bit 0 */
         assert_int_equal(sim_rd(&t, 0, MSR_IA32_PMC0), 50);
@@ -301,7 +303,8 @@ static void test_overflow_and_status(void **state) {
         sim_wr(&t, 0, MSR_IA32_PERF_GLOBAL_STATUS_SET, 0x80 | SIM_BIT(63));
         assert_int_equal(sim_rd(&t, 0, MSR_IA32_PERF_GLOBAL_STATUS),
                          0x80 | SIM_BIT(34) | SIM_BIT(35) | SIM_BIT(63));
-        sim_wr(&t, 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_C(0x80) | SIM_BIT(34) | SIM_BIT(35) | SIM_BIT(63));
+        sim_wr(&t, 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET,
+               UINT64_C(0x80) | SIM_BIT(34) | SIM_BIT(35) | SIM_BIT(63));
         assert_int_equal(sim_rd(&t, 0, MSR_IA32_PERF_GLOBAL_STATUS), 0);
         /* counting went on after the wrap */
         sim_advance(&t, 1000);
@@ -429,7 +432,9 @@ static void test_perf_metrics_reset_and_gates(void **state) {
 }
 
 static void test_perf_metrics_invariants(void **state) {
-        static const char *const profiles[] = { "default", "memory-bound", "frontend-bound", "branchy", "compute" };
+        static const char *const profiles[] = {
+                "default", "memory-bound", "frontend-bound", "branchy", "compute",
+        };
         static const char *const models[] = { "icx", "spr" };
         char config[512];
 
@@ -487,7 +492,8 @@ static void test_nmi_watchdog(void **state) {
 static void test_injected_faults(void **state) {
         SimTest t = sim_test_new("spr", "[machine]\nsockets = 1\ncores = 4\n"
                                         "[clock]\nmode = deterministic\n"
-                                        "[inject]\noffline_cpus = 5\neio_msr = 0x38f, 0x611\neio_cpus = 0-3\n");
+                                        "[inject]\noffline_cpus = 5\neio_msr = 0x38f, 0x611\n"
+                                        "eio_cpus = 0-3\n");
 
         assert_false(t.machine->cpus[5].online);
         assert_true(t.machine->cpus[5].present);
@@ -533,8 +539,10 @@ static void run_sequence(const char *config, uint64_t *out, size_t n) {
 }
 
 static void test_determinism(void **state) {
-        static const char config_a[] = "[clock]\nmode = deterministic\nseed = 42\ncycles_per_access = 5000\njitter = 0.3\n";
-        static const char config_b[] = "[clock]\nmode = deterministic\nseed = 43\ncycles_per_access = 5000\njitter = 0.3\n";
+        static const char config_a[] =
+                "[clock]\nmode = deterministic\nseed = 42\ncycles_per_access = 5000\njitter = 0.3\n";
+        static const char config_b[] =
+                "[clock]\nmode = deterministic\nseed = 43\ncycles_per_access = 5000\njitter = 0.3\n";
         uint64_t a[400], a2[400], b[400];
 
         run_sequence(config_a, a, 400);
@@ -547,7 +555,8 @@ static void test_determinism(void **state) {
 }
 
 static uint64_t elapsed_ns(const struct timespec *a, const struct timespec *b) {
-        return (uint64_t) (b->tv_sec - a->tv_sec) * 1000000000U + (uint64_t) b->tv_nsec - (uint64_t) a->tv_nsec;
+        return (uint64_t) (b->tv_sec - a->tv_sec) * 1000000000U + (uint64_t) b->tv_nsec -
+               (uint64_t) a->tv_nsec;
 }
 
 static void test_realtime_and_cost(void **state) {

@@ -170,7 +170,8 @@ static void check_skx(const char *model, const char *profile_name, bool smt, dou
         (void) snprintf(config, sizeof(config),
                         "[machine]\nsockets = 1\ncores = 4\nsmt = %s\n"
                         "[clock]\nmode = deterministic\ncycles_per_access = 0\n"
-                        "[cpus 0-%d]\nprofile = %s\n[cpus 1]\nutilization = %g\n[cpus %d]\nutilization = %g\n",
+                        "[cpus 0-%d]\nprofile = %s\n"
+                        "[cpus 1]\nutilization = %g\n[cpus %d]\nutilization = %g\n",
                         smt ? "yes" : "no", smt ? 7 : 3, profile_name, u0, smt ? 5 : 2, u1);
         t = sim_test_new(model, config);
         want = expected_topdown(p);
@@ -180,7 +181,8 @@ static void check_skx(const char *model, const char *profile_name, bool smt, dou
         if (!smt) {
                 for (int core_wide = 0; core_wide <= 1; core_wide++) {
                         got = skx_formulas(s[0].event, s[0].fixed[0], s[0].fixed[1], false, core_wide);
-                        (void) snprintf(what, sizeof(what), "%s %s SMT off core_wide=%d", model, profile_name, core_wide);
+                        (void) snprintf(what, sizeof(what), "%s %s SMT off core_wide=%d", model,
+                                        profile_name, core_wide);
                         check_topdown(what, &got, &want, bounds);
                 }
         } else {
@@ -202,7 +204,9 @@ static void check_skx(const char *model, const char *profile_name, bool smt, dou
         sim_test_free(&t);
 }
 
-static const char *const builtin_names[] = { "default", "memory-bound", "frontend-bound", "branchy", "compute" };
+static const char *const builtin_names[] = {
+        "default", "memory-bound", "frontend-bound", "branchy", "compute",
+};
 
 static void test_skx_smt_on(void **state) {
         for (size_t i = 0; i < 5; i++) {
@@ -275,9 +279,11 @@ static Topdown icx_formulas(const double *e, double slots, uint64_t metrics) {
         t.backend_bound = td_be_bound / sum4 + 5 * e[ICX_CLEARS_COUNT] / slots;
         t.bad_speculation = fmax(1 - (t.frontend_bound + t.backend_bound + t.retiring), 0);
 
-        microcode_sequencer = e[ICX_UOPS_RETIRED_SLOTS] / e[ICX_UOPS_ISSUED_ANY] * e[ICX_IDQ_MS_UOPS] / slots;
-        t.heavy_operations = microcode_sequencer + t.retiring *
-                             (e[ICX_UOPS_DECODED_DEC0] - e[ICX_UOPS_DECODED_DEC0_CMASK1]) / e[ICX_IDQ_MITE_UOPS];
+        microcode_sequencer = e[ICX_UOPS_RETIRED_SLOTS] / e[ICX_UOPS_ISSUED_ANY] * e[ICX_IDQ_MS_UOPS] /
+                              slots;
+        t.heavy_operations = microcode_sequencer +
+                             t.retiring * (e[ICX_UOPS_DECODED_DEC0] - e[ICX_UOPS_DECODED_DEC0_CMASK1]) /
+                             e[ICX_IDQ_MITE_UOPS];
         t.light_operations = fmax(0, t.retiring - t.heavy_operations);
         t.branch_mispredicts = e[ICX_BR_MISP_RETIRED] / (e[ICX_BR_MISP_RETIRED] + e[ICX_MACHINE_CLEARS]) *
                                t.bad_speculation;
@@ -377,7 +383,8 @@ static void test_spr(void **state) {
 static void test_anythread_and_extra_events(void **state) {
         SimTest t = sim_test_new("skx", "[machine]\nsockets = 1\ncores = 2\n"
                                         "[clock]\nmode = deterministic\ncycles_per_access = 0\n"
-                                        "[cpus 0]\nutilization = 0.5\nuser_fraction = 1\nevent.0xd1.0x01 = 0.25\n"
+                                        "[cpus 0]\nutilization = 0.5\nuser_fraction = 1\n"
+                                        "event.0xd1.0x01 = 0.25\n"
                                         "[cpus 2]\nutilization = 0.5\n");
         const uint64_t n = 1000000;
 
@@ -385,7 +392,8 @@ static void test_anythread_and_extra_events(void **state) {
          * 0.5 + 0.5 - 0.25 of the time */
         sim_wr(&t, 0, MSR_IA32_FIXED_CTR_CTRL, 0x070);
         sim_wr(&t, 0, MSR_IA32_PERFEVTSEL0, 0xd1 | 0x0100 | EVTSEL_EN | EVTSEL_USR);
-        sim_wr(&t, 0, MSR_IA32_PERFEVTSEL0 + 1, 0xd1 | 0x0100 | (UINT64_C(1) << 24) | EVTSEL_EN | EVTSEL_USR);
+        sim_wr(&t, 0, MSR_IA32_PERFEVTSEL0 + 1,
+               0xd1 | 0x0100 | (UINT64_C(1) << 24) | EVTSEL_EN | EVTSEL_USR);
         sim_wr(&t, 0, MSR_IA32_PERF_GLOBAL_CTRL, 0x3 | SIM_BIT(33));
         sim_advance(&t, n);
         assert_int_equal(sim_rd(&t, 0, MSR_IA32_FIXED_CTR0 + 1), n * 3 / 4);
@@ -409,7 +417,7 @@ int main(void) {
         log_set_max_level(LOG_WARNING);
         r = cmocka_run_group_tests(tests, NULL, NULL);
         print_message("largest errors: generic counters %.3g (bound %g), one PERF_METRICS byte %.3g (bound "
-                      "1/255 = %.3g), two bytes %.3g (bound %.3g)\n", worst_generic, GENERIC_BOUND, worst_one_byte,
-                      1.0 / 255, worst_two_bytes, 2.0 / 255);
+                      "1/255 = %.3g), two bytes %.3g (bound %.3g)\n", worst_generic, GENERIC_BOUND,
+                      worst_one_byte, 1.0 / 255, worst_two_bytes, 2.0 / 255);
         return r;
 }

@@ -163,7 +163,8 @@ static void test_imc_bandwidth(void **state) {
                 rd += (double) r;
                 wr += (double) w;
                 /* two dwords, low first, give the same 48-bit value */
-                assert_int_equal(pci_rd(&t, unit, IMC_CTR(0), 4) | pci_rd(&t, unit, IMC_CTR(0) + 4, 4) << 32, r);
+                assert_int_equal(pci_rd(&t, unit, IMC_CTR(0), 4) | pci_rd(&t, unit, IMC_CTR(0) + 4, 4) << 32,
+                                 r);
                 assert_true(llabs((long long) pci_rd(&t, unit, IMC_CTR(3), 8) - (long long) (r + w)) <= 1);
                 /* DCLK on a GP counter and on the fixed counter */
                 assert_int_equal(pci_rd(&t, unit, IMC_CTR(2), 8), 1200000000);
