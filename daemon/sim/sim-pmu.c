@@ -32,7 +32,6 @@ static void update_fixed_rates(SimPmu *p) {
         for (unsigned i = 0; i < p->model->fixed_counters; i++) {
                 uint64_t field = fixed_field(p, i);
                 bool any = p->model->any_thread && (field & FIXED_CTRL_ANY);
-
                 double ring = sim_rates_ring_factor(p->rates, field & FIXED_CTRL_USR, field & FIXED_CTRL_OS);
 
                 p->fixed[i].rate = sim_rates_fixed(p->rates, i, any) * ring;
