@@ -17,6 +17,7 @@ pmugate_info *pmugate_info_free(pmugate_info *info) {
         free(info->cpus);
         free(info->units);
         free(info->registers);
+        free(info->scope_cpus);
         free(info);
         return NULL;
 }
@@ -154,6 +155,29 @@ static void decode_model(const msgpack_object *reply, pmugate_info *info) {
         info->has_perf_capabilities = reply_get_uint(pmu, "perf_capabilities", &info->perf_capabilities);
 }
 
+static void decode_scope(const msgpack_object *scope, pmugate_info *info) {
+        const msgpack_object *cpus;
+
+        if (!scope || scope->type != MSGPACK_OBJECT_MAP)
+                return;
+        info->scoped = true;
+        (void) reply_get_string(scope, "job", info->scope_job, sizeof(info->scope_job));
+        (void) reply_get_string(scope, "reason", info->scope_reason, sizeof(info->scope_reason));
+        cpus = msgpack_map_get(scope, "cpus");
+        if (!cpus || cpus->type != MSGPACK_OBJECT_ARRAY)
+                return;
+        info->scope_cpus = calloc(cpus->via.array.size ?: 1, sizeof(uint32_t));
+        if (!info->scope_cpus)
+                return;
+        for (uint32_t i = 0; i < cpus->via.array.size; i++) {
+                int64_t v = 0;
+
+                (void) object_get_int(&cpus->via.array.ptr[i], &v);
+                info->scope_cpus[i] = (uint32_t) v;
+        }
+        info->n_scope_cpus = cpus->via.array.size;
+}
+
 static void decode_caller(const msgpack_object *reply, pmugate_info *info) {
         const msgpack_object *caller = msgpack_map_get(reply, "caller"), *limits = msgpack_map_get(reply, "limits");
         const msgpack_object *foreign = msgpack_map_get(reply, "foreign");
@@ -171,6 +195,7 @@ static void decode_caller(const msgpack_object *reply, pmugate_info *info) {
         (void) reply_get_bool(caller, "write", &info->may_write);
         (void) reply_get_bool(caller, "admin", &info->may_admin);
         (void) reply_get_string(caller, "reason", info->rights_reason, sizeof(info->rights_reason));
+        decode_scope(msgpack_map_get(caller, "scope"), info);
         if (reply_get_uint(limits, "request_size", &v))
                 info->max_request_size = (uint32_t) v;
         if (reply_get_uint(limits, "ops_per_batch", &v))
@@ -204,6 +229,7 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
                 info->protocol = (uint32_t) v;
         (void) reply_get_string(reply, "backend", info->backend, sizeof(info->backend));
         (void) reply_get_bool(reply, "simulated", &info->simulated);
+        (void) reply_get_string(reply, "mode", info->mode, sizeof(info->mode));
         decode_model(reply, info);
         decode_caller(reply, info);
         r = decode_cpus(reply, info);

@@ -309,6 +309,22 @@ static int parse_tail(Parser *p, char **fields, AllowEntry *e) {
         return 0;
 }
 
+/* Optional flags after the name: "counter", "action". */
+static int parse_flags(Parser *p, char **fields, size_t n, AllowEntry *e) {
+        for (size_t i = 0; i < n; i++) {
+                if (strcmp(fields[i], "counter") == 0)
+                        e->flags |= ALLOW_FLAG_COUNTER;
+                else if (strcmp(fields[i], "action") == 0)
+                        e->flags |= ALLOW_FLAG_ACTION;
+                else
+                        return parser_error(p, p->line, "unknown flag '%.64s' (expected counter or action)",
+                                            fields[i]);
+        }
+        if ((e->flags & ALLOW_FLAG_COUNTER) && (e->flags & ALLOW_FLAG_ACTION))
+                return parser_error(p, p->line, "a register cannot be both a counter and an action");
+        return 0;
+}
+
 static int parser_add(Parser *p, ParsedEntry **array, size_t *n, size_t *allocated, const AllowEntry *e) {
         if (p->n_msr + p->n_pci >= ENTRIES_MAX)
                 return parser_error(p, p->line, "more than %d entries in one file", ENTRIES_MAX);
@@ -355,9 +371,9 @@ static int parse_msr(Parser *p, char **fields, size_t n) {
         const NeverEntry *ne;
         int r;
 
-        if (n != 6)
+        if (n < 6)
                 return parser_error(p, p->line,
-                                    "'msr' takes 5 fields (address[-last] mask scope class name), got %zu",
+                                    "'msr' takes 5 fields (address[-last] mask scope class name [flags]), got %zu",
                                     n - 1);
         r = parse_range(p, fields[1], UINT32_MAX, &e.first, &e.last);
         if (r < 0)
@@ -366,6 +382,9 @@ static int parse_msr(Parser *p, char **fields, size_t n) {
         if (r < 0)
                 return r;
         r = parse_tail(p, fields + 3, &e);
+        if (r < 0)
+                return r;
+        r = parse_flags(p, fields + 6, n - 6, &e);
         if (r < 0)
                 return r;
 
@@ -396,10 +415,10 @@ static int parse_pci(Parser *p, char **fields, size_t n) {
         uint64_t width;
         int r;
 
-        if (n != 8)
+        if (n < 8)
                 return parser_error(p, p->line,
                                     "'pci' takes 7 fields (vendor:device offset[-last] width mask scope "
-                                    "class name), got %zu", n - 1);
+                                    "class name [flags]), got %zu", n - 1);
         r = parse_pci_id(p, fields[1], &e.pci_vendor, &e.pci_device);
         if (r < 0)
                 return r;
@@ -420,6 +439,9 @@ static int parse_pci(Parser *p, char **fields, size_t n) {
         if (r < 0)
                 return r;
         r = parse_tail(p, fields + 5, &e);
+        if (r < 0)
+                return r;
+        r = parse_flags(p, fields + 8, n - 8, &e);
         if (r < 0)
                 return r;
 

@@ -19,6 +19,13 @@ typedef enum RegScope {
 
 const char *reg_scope_to_string(RegScope s);
 
+/* Optional trailing tokens of an entry. */
+typedef enum AllowFlags {
+        ALLOW_FLAG_COUNTER = 1 << 0, /* "counter": zeroed, not restored, when a lease ends */
+        ALLOW_FLAG_ACTION = 1 << 1,  /* "action": write-1 semantics (STATUS_RESET/SET): written as
+                                      * value & mask with no read first, never restored */
+} AllowFlags;
+
 #define ALLOW_CLASS_MAX 16
 #define ALLOW_NAME_MAX 40
 
@@ -30,6 +37,7 @@ typedef struct AllowEntry {
         uint8_t width;          /* bytes per access: 8 for MSRs; 4 or 8 for PCI */
         uint8_t scope;          /* RegScope */
         bool pci;
+        uint8_t flags;          /* AllowFlags */
         char cls[ALLOW_CLASS_MAX];
         char name[ALLOW_NAME_MAX];
 } AllowEntry;

@@ -21,32 +21,33 @@ _printf_(4, 5) static int refuse(BatchRefusal *ret, int code, size_t index, cons
         return code;
 }
 
-static int check_msr(const Machine *m, const Allowlist *a, const RegOp *op, size_t i, const AllowEntry **cache,
-                     BatchRefusal *ret) {
-        const MachineCpu *cpu = machine_cpu(m, op->target);
+static int check_msr(const BatchContext *ctx, const RegOp *op, size_t i, const AllowEntry **cache, BatchRefusal *ret) {
+        const Machine *m = ctx->machine;
         const AllowEntry *e = *cache;
         const char *never = never_list_lookup(op->reg);
 
-        if (!cpu)
+        if (!machine_cpu(m, op->target))
                 return refuse(ret, PROTO_E_NO_SUCH_CPU, i, "op %zu: CPU %" PRIu32 " does not exist (CPUs 0-%" PRIu32 ")",
                               i, op->target, m->n_cpus - 1);
         /* Consecutive ops usually touch the same range; skip the search then. */
         if (!e || op->reg < e->first || op->reg > e->last)
-                e = allowlist_find_msr(a, op->reg);
+                e = allowlist_find_msr(ctx->allowlist, op->reg);
         if (never)
                 return refuse(ret, PROTO_E_REG_FORBIDDEN, i,
                               "op %zu: MSR 0x%" PRIx32 " (%s) is on the built-in never-list", i, op->reg, never);
         if (!e)
                 return refuse(ret, PROTO_E_REG_NOT_ALLOWED, i,
                               "op %zu: MSR 0x%" PRIx32 " is not on the allowlist for this CPU model", i, op->reg);
-        if (op->kind == REG_OP_MSR_WRITE && e->write_mask == 0)
+        if (reg_op_is_write(op) && e->write_mask == 0)
                 return refuse(ret, PROTO_E_READ_ONLY, i, "op %zu: MSR 0x%" PRIx32 " (%s) is read-only", i, op->reg,
                               e->name);
         *cache = e;
         return 0;
 }
 
-static int check_pci(const Machine *m, const Allowlist *a, const RegOp *op, size_t i, BatchRefusal *ret) {
+static int check_pci(const BatchContext *ctx, const RegOp *op, size_t i, const AllowEntry **ret_entry,
+                     BatchRefusal *ret) {
+        const Machine *m = ctx->machine;
         const MachineUnit *u;
         const AllowEntry *e;
 
@@ -54,39 +55,136 @@ static int check_pci(const Machine *m, const Allowlist *a, const RegOp *op, size
                 return refuse(ret, PROTO_E_NO_SUCH_UNIT, i, "op %zu: PCI unit %" PRIu32 " does not exist (%" PRIu32 " units)",
                               i, op->target, m->n_units);
         u = &m->units[op->target];
-        e = allowlist_find_pci(a, u->vendor, u->device, op->reg);
+        e = allowlist_find_pci(ctx->allowlist, u->vendor, u->device, op->reg);
         if (!e || (op->reg - e->first) % e->width != 0)
                 return refuse(ret, PROTO_E_REG_NOT_ALLOWED, i,
                               "op %zu: offset 0x%" PRIx32 " of unit %" PRIu32 " (%04x:%04x) is not on the allowlist", i,
                               op->reg, op->target, u->vendor, u->device);
-        if (op->kind == REG_OP_PCI_WRITE && e->write_mask == 0)
+        if (reg_op_is_write(op) && e->write_mask == 0)
                 return refuse(ret, PROTO_E_READ_ONLY, i, "op %zu: offset 0x%" PRIx32 " (%s) of unit %" PRIu32 " is read-only",
                               i, op->reg, e->name, op->target);
+        *ret_entry = e;
         return 0;
 }
 
-int batch_check(const Machine *m, const Allowlist *a, const Rights *rights, const RegOp *ops, size_t n_ops,
-                const AllowEntry **entries, BatchRefusal *ret_refusal) {
+static int check_class(const BatchContext *ctx, const RegOp *op, const AllowEntry *e, size_t i, BatchRefusal *ret) {
+        const Rights *r = ctx->rights;
+        bool write = reg_op_is_write(op);
+        const ClassSet *classes = write ? r->write_classes : r->read_classes;
+
+        if (!classes || class_set_contains(classes, e->cls))
+                return 0;
+        return refuse(ret, PROTO_E_NOT_AUTHORIZED, i, "op %zu: the %s role may not %s registers of class '%s' (%s)", i,
+                      role_to_string(r->role), write ? "write" : "read", e->cls, e->name);
+}
+
+/* Whether the scope holds every online CPU of package, or of the core cpu sits on. */
+static bool scope_holds(const BatchContext *ctx, int32_t package, int32_t core, bool whole_package) {
+        const Machine *m = ctx->machine;
+
+        for (uint32_t c = 0; c < m->n_cpus; c++) {
+                const MachineCpu *mc = &m->cpus[c];
+
+                if (!mc->online || mc->package != package || (!whole_package && mc->core != core))
+                        continue;
+                if (!cpuset_has(&ctx->scope->cpus, c))
+                        return false;
+        }
+        return true;
+}
+
+static int check_scope(const BatchContext *ctx, const RegOp *op, const AllowEntry *e, size_t i, BatchRefusal *ret) {
+        const Machine *m = ctx->machine;
+        bool write = reg_op_is_write(op);
+        int32_t package, core = -1;
+        const char *job = ctx->scope->job;
+
+        if (reg_op_is_pci(op)) {
+                package = m->units[op->target].package;
+        } else {
+                const MachineCpu *c = &m->cpus[op->target];
+
+                if (e->scope == REG_SCOPE_THREAD || (e->scope == REG_SCOPE_CORE && !write)) {
+                        if (cpuset_has(&ctx->scope->cpus, op->target))
+                                return 0;
+                        return refuse(ret, PROTO_E_OUT_OF_SCOPE, i, "op %zu: CPU %" PRIu32 " is not one of job %s's CPUs", i,
+                                      op->target, job);
+                }
+                package = c->package;
+                core = c->core;
+                if (e->scope == REG_SCOPE_CORE) {
+                        if (scope_holds(ctx, package, core, false))
+                                return 0;
+                        return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
+                                      "op %zu: %s is shared by the threads of CPU %" PRIu32 "'s core, and job %s does not hold them all",
+                                      i, e->name, op->target, job);
+                }
+        }
+        if (!write && ctx->package_read_shared)
+                return 0;
+        if (scope_holds(ctx, package, core, true))
+                return 0;
+        return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
+                      "op %zu: %s counts for all of package %d, and job %s does not hold every CPU of it", i, e->name,
+                      (int) package, job);
+}
+
+static int check_lease(const BatchContext *ctx, const RegOp *op, size_t i, BatchRefusal *ret) {
+        const Machine *m = ctx->machine;
+
+        if (!reg_op_is_pci(op)) {
+                if (leases_held_by(ctx->leases, op->target, ctx->owner))
+                        return 0;
+                return refuse(ret, PROTO_E_NO_LEASE, i,
+                              "op %zu: writing on CPU %" PRIu32 " needs a lease on it; take one with a 'lease' request first",
+                              i, op->target);
+        }
+        for (uint32_t c = 0; c < m->n_cpus; c++)
+                if (m->cpus[c].online && m->cpus[c].package == m->units[op->target].package &&
+                    !leases_held_by(ctx->leases, c, ctx->owner))
+                        return refuse(ret, PROTO_E_NO_LEASE, i,
+                                      "op %zu: writing unit %" PRIu32 " needs leases on every CPU of package %d (CPU %" PRIu32
+                                      " is not leased)", i, op->target, (int) m->units[op->target].package, c);
+        return 0;
+}
+
+int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const AllowEntry **entries,
+                BatchRefusal *ret_refusal) {
+        const Rights *rights = ctx->rights;
         const AllowEntry *cache = NULL;
         int r;
 
         for (size_t i = 0; i < n_ops; i++) {
                 const RegOp *op = &ops[i];
+                bool write = reg_op_is_write(op);
+                const AllowEntry *e = NULL;
 
-                if (reg_op_is_write(op) ? !rights->may_write : !rights->may_read)
+                if (write ? !rights->may_write : !rights->may_read)
                         return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, i, "op %zu: %s", i, rights->reason);
 
-                if (reg_op_is_pci(op)) {
-                        r = check_pci(m, a, op, i, ret_refusal);
-                        if (r == 0)
-                                entries[i] = allowlist_find_pci(a, m->units[op->target].vendor,
-                                                                m->units[op->target].device, op->reg);
-                } else {
-                        r = check_msr(m, a, op, i, &cache, ret_refusal);
-                        entries[i] = cache;
+                if (reg_op_is_pci(op))
+                        r = check_pci(ctx, op, i, &e, ret_refusal);
+                else {
+                        r = check_msr(ctx, op, i, &cache, ret_refusal);
+                        e = cache;
                 }
+                if (r == 0)
+                        r = check_class(ctx, op, e, i, ret_refusal);
+                if (r == 0 && ctx->scope)
+                        r = check_scope(ctx, op, e, i, ret_refusal);
+                if (r == 0 && write && !reg_op_is_pci(op))
+                        r = pmu_write_conflict(ctx->pmu, op->target, op->reg, e->write_mask & op->mask, op->value,
+                                               e->flags & ALLOW_FLAG_ACTION, ret_refusal->reason,
+                                               sizeof(ret_refusal->reason));
+                if (r == PROTO_E_BUSY) {
+                        ret_refusal->code = r;
+                        ret_refusal->op_index = i;
+                }
+                if (r == 0 && write)
+                        r = check_lease(ctx, op, i, ret_refusal);
                 if (r != 0)
                         return r;
+                entries[i] = e;
         }
         return 0;
 }
@@ -107,25 +205,47 @@ static int op_write(Backend *b, const RegOp *op, const AllowEntry *e, uint64_t v
         return backend_msr_write(b, op->target, op->reg, value);
 }
 
-void batch_execute(Backend *b, const RegOp *ops, const AllowEntry *const *entries, size_t n_ops,
-                   int32_t *status, uint64_t *values) {
+static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, const AllowEntry *e, uint64_t *ret) {
+        uint64_t old = 0, mask = e->write_mask & op->mask, full = width_mask(e->width);
+        uint32_t anchor;
+        bool journal;
+        int r;
+
+        if (e->flags & ALLOW_FLAG_ACTION) {
+                /* Write-1-to-clear/set: reading it back and writing the bits again would act
+                 * on bits the client never named. */
+                *ret = op->value & mask;
+                return op_write(b, op, e, *ret);
+        }
+        anchor = reg_op_is_pci(op) ? leases_anchor_of_unit(ctx->leases, op->target) : op->target;
+        journal = leases_journal_needed(ctx->leases, anchor, op);
+        /* Bits outside the mask keep their current value; a mask covering the whole register
+         * needs no read unless the lease must remember the old value. */
+        if (journal || (mask & full) != full) {
+                r = op_read(b, op, e, &old);
+                if (r < 0)
+                        return r;
+        }
+        if (journal) {
+                r = leases_journal_add(ctx->leases, anchor, op, e, old);
+                if (r < 0)
+                        return r;
+        }
+        *ret = (old & ~mask) | (op->value & mask);
+        return op_write(b, op, e, *ret);
+}
+
+void batch_execute(const BatchContext *ctx, Backend *b, const RegOp *ops, const AllowEntry *const *entries,
+                   size_t n_ops, int32_t *status, uint64_t *values) {
         for (size_t i = 0; i < n_ops; i++) {
                 const RegOp *op = &ops[i];
-                const AllowEntry *e = entries[i];
-                uint64_t old = 0, full = width_mask(e->width), mask = e->write_mask & op->mask, value;
-                int r = 0;
+                uint64_t value = 0;
+                int r;
 
-                if (!reg_op_is_write(op)) {
-                        r = op_read(b, op, e, &value);
-                } else {
-                        /* Bits outside the mask keep their current value; a mask covering the
-                         * whole register needs no read. */
-                        if ((mask & full) != full)
-                                r = op_read(b, op, e, &old);
-                        value = (old & ~mask) | (op->value & mask);
-                        if (r == 0)
-                                r = op_write(b, op, e, value);
-                }
+                if (reg_op_is_write(op))
+                        r = execute_write(ctx, b, op, entries[i], &value);
+                else
+                        r = op_read(b, op, entries[i], &value);
                 status[i] = r;
                 values[i] = r == 0 ? value : 0;
         }

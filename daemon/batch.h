@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Batches: the whole batch is checked against rights, machine and allowlist before any
- * register is touched; then every op runs in order with its own status.
+ * Batches: the whole batch is checked against rights, machine, allowlist, the caller's scope,
+ * leases and foreign counters before any register is touched; then every op runs in order
+ * with its own status.
  */
 #pragma once
 
@@ -10,9 +11,23 @@
 
 #include "allowlist.h"
 #include "backend.h"
+#include "leases.h"
 #include "machine.h"
 #include "message.h"
+#include "pmu.h"
 #include "policy.h"
+#include "scope.h"
+
+typedef struct BatchContext {
+        const Machine *machine;
+        const Allowlist *allowlist;
+        const Rights *rights;
+        const Scope *scope;             /* NULL: every CPU */
+        bool package_read_shared;       /* package registers readable without the whole package */
+        Leases *leases;
+        const void *owner;              /* the client, as lease holder */
+        const Pmu *pmu;
+} BatchContext;
 
 typedef struct BatchRefusal {
         int code;         /* ProtoError */
@@ -22,12 +37,13 @@ typedef struct BatchRefusal {
 
 /* Returns 0 when every op may run, filling entries[i] with the allowlist entry of op i, or a
  * positive ProtoError with ret_refusal describing the first refused op. */
-int batch_check(const Machine *m, const Allowlist *a, const Rights *rights, const RegOp *ops, size_t n_ops,
-                const AllowEntry **entries, BatchRefusal *ret_refusal);
+int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const AllowEntry **entries,
+                BatchRefusal *ret_refusal);
 
 /* Runs checked ops in order. Writes are read-modify-write under the entry's mask, narrowed by
- * the op's own mask for "wm" ops:
- * new = (old & ~mask) | (value & mask); values[i] receives the value read, or the value
+ * the op's own mask for "wm" ops: new = (old & ~mask) | (value & mask); registers flagged
+ * "action" are written as value & mask without a read. The first write of a register under a
+ * lease journals its old value first. values[i] receives the value read, or the value
  * written. status[i] is 0 or the negative errno of that op alone. */
-void batch_execute(Backend *b, const RegOp *ops, const AllowEntry *const *entries, size_t n_ops,
-                   int32_t *status, uint64_t *values);
+void batch_execute(const BatchContext *ctx, Backend *b, const RegOp *ops, const AllowEntry *const *entries,
+                   size_t n_ops, int32_t *status, uint64_t *values);

@@ -5,12 +5,15 @@
 #include <errno.h>
 #include <grp.h>
 #include <ini.h>
+#include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "log.h"
+#include "macro.h"
 #include "pmugate-limits.h"
 
 typedef struct ConfigParser {
@@ -19,98 +22,218 @@ typedef struct ConfigParser {
         char reason[200];
 } ConfigParser;
 
-void config_init_defaults(Config *c) {
-        *c = (Config) {
-                .clients_max = PMUGATE_CLIENTS_MAX,
-                .clients_per_uid_max = PMUGATE_CLIENTS_PER_UID_MAX,
-        };
+static const char *const access_mode_names[_ACCESS_MODE_MAX] = {
+        [ACCESS_MODE_OPEN] = "open",
+        [ACCESS_MODE_JOB] = "job",
+};
+
+const char *access_mode_to_string(AccessMode m) {
+        return (unsigned) m < _ACCESS_MODE_MAX ? access_mode_names[m] : "invalid";
 }
 
-static int parse_groups(const char *value, gid_t *gids, size_t *n, char *names, size_t names_size,
-                        char *reason, size_t reason_size) {
+bool class_set_contains(const ClassSet *s, const char *cls) {
+        if (s->all)
+                return true;
+        for (size_t i = 0; i < s->n; i++)
+                if (strcmp(s->classes[i], cls) == 0)
+                        return true;
+        return false;
+}
+
+static void class_set_parse_static(ClassSet *s, const char *text) {
+        char buf[256], *save = NULL;
+
+        *s = (ClassSet) {};
+        (void) snprintf(buf, sizeof(buf), "%s", text);
+        for (char *t = strtok_r(buf, " ,", &save); t && s->n < CONFIG_CLASSES_MAX; t = strtok_r(NULL, " ,", &save)) {
+                if (strcmp(t, "all") == 0)
+                        s->all = true;
+                else
+                        (void) snprintf(s->classes[s->n++], CONFIG_CLASS_LEN, "%s", t);
+        }
+}
+
+void config_init_defaults(Config *c) {
+        *c = (Config) {
+                .mode = ACCESS_MODE_OPEN,
+                .clients_max = PMUGATE_CLIENTS_MAX,
+                .clients_per_uid_max = PMUGATE_CLIENTS_PER_UID_MAX,
+                .grants_max = PMUGATE_GRANTS_MAX,
+        };
+        class_set_parse_static(&c->user_read, "all");
+        class_set_parse_static(&c->user_write, "core-pmu offcore uncore-imc");
+        class_set_parse_static(&c->monitor_read, "all");
+        class_set_parse_static(&c->monitor_write, "core-pmu offcore uncore-imc");
+}
+
+_printf_(2, 3) static int fail(ConfigParser *p, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(p->reason, sizeof(p->reason), fmt, ap);
+        va_end(ap);
+        p->failed = true;
+        return -EINVAL;
+}
+
+/* A list of group (or user) names or numeric ids. A name that does not resolve grants nothing
+ * and is only warned about: refusing the file would keep the daemon from starting before
+ * systemd-sysusers created the groups. */
+static int parse_ids(ConfigParser *p, const char *value, bool users, unsigned *ids, size_t *n, char *names,
+                     size_t names_size) {
         char buf[1024], *save = NULL;
 
-        if (strlen(value) >= sizeof(buf)) {
-                (void) snprintf(reason, reason_size, "group list too long");
-                return -EINVAL;
+        if (strlen(value) >= sizeof(buf))
+                return fail(p, "list too long");
+        if (names) {
+                memcpy(names, value, strnlen(value, names_size - 1));
+                names[strnlen(value, names_size - 1)] = '\0';
         }
-        /* Kept (possibly shortened) only to name the groups in messages. */
-        memcpy(names, value, strnlen(value, names_size - 1));
-        names[strnlen(value, names_size - 1)] = '\0';
         memcpy(buf, value, strlen(value) + 1);
         *n = 0;
         for (char *name = strtok_r(buf, " ,", &save); name; name = strtok_r(NULL, " ,", &save)) {
-                struct group *g = getgrnam(name);
                 char *end;
                 unsigned long numeric = strtoul(name, &end, 10);
+                bool is_number = *end == '\0' && end != name && numeric < (unsigned) -1;
+                unsigned id;
 
-                /* A number is a gid, so a site can name groups its NSS does not resolve. */
-                if (!g && *end == '\0' && end != name && numeric < (gid_t) -1) {
-                        if (*n >= CONFIG_GROUPS_MAX) {
-                                (void) snprintf(reason, reason_size, "more than %d groups", CONFIG_GROUPS_MAX);
-                                return -EINVAL;
+                if (*n >= CONFIG_IDS_MAX)
+                        return fail(p, "more than %d entries", CONFIG_IDS_MAX);
+                if (users) {
+                        struct passwd *pw = getpwnam(name);
+
+                        if (!pw && !is_number) {
+                                log_warning("Config: user '%s' does not exist, ignoring it", name);
+                                continue;
                         }
-                        gids[(*n)++] = (gid_t) numeric;
-                        continue;
+                        id = pw ? pw->pw_uid : (unsigned) numeric;
+                } else {
+                        struct group *g = getgrnam(name);
+
+                        if (!g && !is_number) {
+                                log_warning("Config: group '%s' does not exist, ignoring it", name);
+                                continue;
+                        }
+                        id = g ? g->gr_gid : (unsigned) numeric;
                 }
-                if (!g) {
-                        /* A group that does not exist (yet) grants nothing; refusing the file
-                         * would keep the daemon from starting before sysusers ran. */
-                        log_warning("Config: group '%s' does not exist, ignoring it", name);
-                        continue;
-                }
-                if (*n >= CONFIG_GROUPS_MAX) {
-                        (void) snprintf(reason, reason_size, "more than %d groups", CONFIG_GROUPS_MAX);
-                        return -EINVAL;
-                }
-                gids[(*n)++] = g->gr_gid;
+                ids[(*n)++] = id;
         }
         return 0;
 }
 
-static int parse_unsigned(const char *value, unsigned max, unsigned *ret, char *reason, size_t reason_size) {
+static int parse_classes(ConfigParser *p, const char *value, ClassSet *s) {
+        char buf[512], *save = NULL;
+
+        if (strlen(value) >= sizeof(buf))
+                return fail(p, "class list too long");
+        *s = (ClassSet) {};
+        memcpy(buf, value, strlen(value) + 1);
+        for (char *t = strtok_r(buf, " ,", &save); t; t = strtok_r(NULL, " ,", &save)) {
+                if (strcmp(t, "all") == 0) {
+                        s->all = true;
+                        continue;
+                }
+                if (strcmp(t, "none") == 0)
+                        continue;
+                if (strlen(t) >= CONFIG_CLASS_LEN || t[strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789-")] != '\0')
+                        return fail(p, "bad class '%.32s'", t);
+                if (s->n >= CONFIG_CLASSES_MAX)
+                        return fail(p, "more than %d classes", CONFIG_CLASSES_MAX);
+                memcpy(s->classes[s->n++], t, strlen(t) + 1);
+        }
+        return 0;
+}
+
+static int parse_bool(ConfigParser *p, const char *value, bool *ret) {
+        if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
+                *ret = true;
+        else if (strcmp(value, "no") == 0 || strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+                *ret = false;
+        else
+                return fail(p, "'%.32s' is not yes or no", value);
+        return 0;
+}
+
+static int parse_unsigned(ConfigParser *p, const char *value, unsigned max, unsigned *ret) {
         char *end;
         unsigned long v;
 
         errno = 0;
         v = strtoul(value, &end, 10);
-        if (errno != 0 || end == value || *end != '\0' || v == 0 || v > max) {
-                (void) snprintf(reason, reason_size, "'%s' is not a number between 1 and %u", value, max);
-                return -EINVAL;
-        }
+        if (errno != 0 || end == value || *end != '\0' || v == 0 || v > max)
+                return fail(p, "'%.32s' is not a number between 1 and %u", value, max);
         *ret = (unsigned) v;
         return 0;
+}
+
+static int handle_access(ConfigParser *p, const char *name, const char *value) {
+        Config *c = &p->config;
+
+        if (strcmp(name, "mode") == 0) {
+                for (unsigned m = 0; m < _ACCESS_MODE_MAX; m++)
+                        if (strcmp(value, access_mode_names[m]) == 0) {
+                                c->mode = m;
+                                return 0;
+                        }
+                return fail(p, "unknown mode '%.32s' (expected open or job)", value);
+        }
+        if (strcmp(name, "admin_groups") == 0)
+                return parse_ids(p, value, false, c->admin_gids, &c->n_admin_gids, c->admin_groups,
+                                 sizeof(c->admin_groups));
+        if (strcmp(name, "user_groups") == 0)
+                return parse_ids(p, value, false, c->user_gids, &c->n_user_gids, c->user_groups,
+                                 sizeof(c->user_groups));
+        if (strcmp(name, "monitor_users") == 0)
+                return parse_ids(p, value, true, c->monitor_uids, &c->n_monitor_uids, NULL, 0);
+        if (strcmp(name, "monitor_groups") == 0)
+                return parse_ids(p, value, false, c->monitor_gids, &c->n_monitor_gids, NULL, 0);
+        return fail(p, "unknown key '%.32s' in section [access]", name);
+}
+
+static int handle_rights(ConfigParser *p, const char *name, const char *value) {
+        Config *c = &p->config;
+
+        if (strcmp(name, "user_read") == 0)
+                return parse_classes(p, value, &c->user_read);
+        if (strcmp(name, "user_write") == 0)
+                return parse_classes(p, value, &c->user_write);
+        if (strcmp(name, "monitor_read") == 0)
+                return parse_classes(p, value, &c->monitor_read);
+        if (strcmp(name, "monitor_write") == 0)
+                return parse_classes(p, value, &c->monitor_write);
+        if (strcmp(name, "package_read_shared") == 0)
+                return parse_bool(p, value, &c->package_read_shared);
+        return fail(p, "unknown key '%.32s' in section [rights]", name);
+}
+
+static int handle_limits(ConfigParser *p, const char *name, const char *value) {
+        Config *c = &p->config;
+
+        if (strcmp(name, "clients") == 0)
+                return parse_unsigned(p, value, PMUGATE_CLIENTS_MAX, &c->clients_max);
+        if (strcmp(name, "clients_per_uid") == 0)
+                return parse_unsigned(p, value, PMUGATE_CLIENTS_PER_UID_MAX, &c->clients_per_uid_max);
+        if (strcmp(name, "grants") == 0)
+                return parse_unsigned(p, value, PMUGATE_GRANTS_MAX, &c->grants_max);
+        return fail(p, "unknown key '%.32s' in section [limits]", name);
 }
 
 /* Returning 0 makes ini_parse_file() report this line as the first error. */
 static int config_handler(void *userdata, const char *section, const char *name, const char *value) {
         ConfigParser *p = userdata;
-        Config *c = &p->config;
         int r;
 
         if (p->failed)
                 return 1;
-
-        if (strcmp(section, "access") == 0 && strcmp(name, "admin_groups") == 0)
-                r = parse_groups(value, c->admin_gids, &c->n_admin_gids, c->admin_groups, sizeof(c->admin_groups),
-                                 p->reason, sizeof(p->reason));
-        else if (strcmp(section, "access") == 0 && strcmp(name, "user_groups") == 0)
-                r = parse_groups(value, c->user_gids, &c->n_user_gids, c->user_groups, sizeof(c->user_groups),
-                                 p->reason, sizeof(p->reason));
-        else if (strcmp(section, "limits") == 0 && strcmp(name, "clients") == 0)
-                r = parse_unsigned(value, PMUGATE_CLIENTS_MAX, &c->clients_max, p->reason, sizeof(p->reason));
-        else if (strcmp(section, "limits") == 0 && strcmp(name, "clients_per_uid") == 0)
-                r = parse_unsigned(value, PMUGATE_CLIENTS_PER_UID_MAX, &c->clients_per_uid_max, p->reason,
-                                   sizeof(p->reason));
-        else {
-                (void) snprintf(p->reason, sizeof(p->reason), "unknown key '%s' in section [%s]", name, section);
-                r = -EINVAL;
-        }
-        if (r < 0) {
-                p->failed = true;
-                return 0;
-        }
-        return 1;
+        if (strcmp(section, "access") == 0)
+                r = handle_access(p, name, value);
+        else if (strcmp(section, "rights") == 0)
+                r = handle_rights(p, name, value);
+        else if (strcmp(section, "limits") == 0)
+                r = handle_limits(p, name, value);
+        else
+                r = fail(p, "unknown section [%.32s]", section);
+        return r < 0 ? 0 : 1;
 }
 
 int config_load(const char *path, bool missing_ok, Config *ret, char *reason, size_t reason_size) {

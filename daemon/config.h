@@ -9,18 +9,51 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define CONFIG_GROUPS_MAX 32
+#define CONFIG_IDS_MAX 32
+#define CONFIG_CLASSES_MAX 16
+#define CONFIG_CLASS_LEN 16
+
+typedef enum AccessMode {
+        ACCESS_MODE_OPEN,  /* users may use every CPU */
+        ACCESS_MODE_JOB,   /* users need a job grant and are held to their job's CPUs */
+        _ACCESS_MODE_MAX,
+} AccessMode;
+
+const char *access_mode_to_string(AccessMode m);
+
+/* A set of register classes ("core-pmu", "rapl", ...); all = every class. */
+typedef struct ClassSet {
+        bool all;
+        char classes[CONFIG_CLASSES_MAX][CONFIG_CLASS_LEN];
+        size_t n;
+} ClassSet;
+
+bool class_set_contains(const ClassSet *s, const char *cls);
 
 typedef struct Config {
-        gid_t admin_gids[CONFIG_GROUPS_MAX];   /* members may read, write and administer */
+        AccessMode mode;
+
+        gid_t admin_gids[CONFIG_IDS_MAX];     /* members (and root) administer, read, write */
         size_t n_admin_gids;
-        gid_t user_gids[CONFIG_GROUPS_MAX];    /* members may read */
+        gid_t user_gids[CONFIG_IDS_MAX];      /* open mode: who is a user; none listed: everyone */
         size_t n_user_gids;
-        char admin_groups[128];                /* as written, for messages */
+        uid_t monitor_uids[CONFIG_IDS_MAX];   /* monitoring agents: everywhere, yield to users */
+        size_t n_monitor_uids;
+        gid_t monitor_gids[CONFIG_IDS_MAX];
+        size_t n_monitor_gids;
+        char admin_groups[128];               /* as written, for messages */
         char user_groups[128];
+
+        ClassSet user_read, user_write;
+        ClassSet monitor_read, monitor_write;
+
+        /* Package-scope registers (uncore, RAPL) see every user of the package. Without this,
+         * a user reads them only when holding every CPU of the package. */
+        bool package_read_shared;
 
         unsigned clients_max;
         unsigned clients_per_uid_max;
+        unsigned grants_max;
 } Config;
 
 void config_init_defaults(Config *c);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "allowlist.h"
@@ -31,6 +32,7 @@ typedef struct Options {
         const char *allowlist_dir;
         const char *user;
         const char *audit_log;
+        const char *runtime_dir;
 } Options;
 
 static void help(void) {
@@ -50,8 +52,9 @@ static void help(void) {
                "     --allowlist-dir=DIR    Directory of per-model allowlists (default: %s)\n"
                "     --user=NAME            User to run as after start-up (default: %s)\n"
                "     --audit-log=FILE       Write audit records to FILE instead of the journal\n"
+               "     --runtime-dir=DIR      Keep job grants and lease journals in DIR/state (default: %s)\n"
                "  -v --verbose              Log debug messages\n",
-               PMUGATE_SOCKET_PATH, PMUGATE_CONFIG_FILE, PMUGATE_ALLOWLIST_DIR, PMUGATE_USER);
+               PMUGATE_SOCKET_PATH, PMUGATE_CONFIG_FILE, PMUGATE_ALLOWLIST_DIR, PMUGATE_USER, PMUGATE_RUNTIME_DIR);
 }
 
 static int parse_argv(int argc, char *argv[], Options *o) {
@@ -66,6 +69,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 ARG_ALLOWLIST_DIR,
                 ARG_USER,
                 ARG_AUDIT_LOG,
+                ARG_RUNTIME_DIR,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -79,6 +83,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "allowlist-dir", required_argument, NULL, ARG_ALLOWLIST_DIR },
                 { "user", required_argument, NULL, ARG_USER },
                 { "audit-log", required_argument, NULL, ARG_AUDIT_LOG },
+                { "runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR },
                 { "verbose", no_argument, NULL, 'v' },
                 {}
         };
@@ -92,6 +97,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 .config_path = PMUGATE_CONFIG_FILE,
                 .allowlist_dir = PMUGATE_ALLOWLIST_DIR,
                 .user = PMUGATE_USER,
+                .runtime_dir = PMUGATE_RUNTIME_DIR,
         };
         while ((c = getopt_long(argc, argv, "hv", options, NULL)) >= 0)
                 switch (c) {
@@ -130,6 +136,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_AUDIT_LOG:
                         o->audit_log = optarg;
+                        break;
+                case ARG_RUNTIME_DIR:
+                        o->runtime_dir = optarg;
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
@@ -171,7 +180,7 @@ static int run(int argc, char *argv[]) {
         Allowlist *allowlist = NULL;
         Audit *audit = NULL;
         Server *server = NULL;
-        char reason[512];
+        char reason[512], state_dir[4096], cgroup_root[4096];
         int r;
 
         r = parse_argv(argc, argv, &o);
@@ -214,8 +223,19 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 goto finish;
 
-        r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path }, machine, backend,
-                       allowlist, &config, audit, &server);
+        (void) snprintf(state_dir, sizeof(state_dir), "%s/state", o.runtime_dir);
+        (void) snprintf(cgroup_root, sizeof(cgroup_root), "%s/sys/fs/cgroup", strcmp(o.root, "/") == 0 ? "" : o.root);
+        if (mkdir(o.runtime_dir, 0755) < 0 && errno != EEXIST) {
+                r = log_error_errno(errno, "Cannot create %s", o.runtime_dir);
+                goto finish;
+        }
+        r = privileges_prepare_state_dir(state_dir, o.user);
+        if (r < 0)
+                goto finish;
+
+        r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path,
+                                          .state_dir = state_dir, .cgroup_root = cgroup_root },
+                       machine, backend, allowlist, &config, audit, &server);
         if (r < 0)
                 goto finish;
         machine = NULL;

@@ -1,17 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Identity and rights. Identity comes only from the kernel: SO_PEERCRED gives uid, gid and pid
- * at connect time, SO_PEERGROUPS the supplementary groups; nothing in a message is believed.
+ * at connect time, SO_PEERGROUPS the supplementary groups, SO_PEERPIDFD (or pidfd_open() on
+ * kernels without it) a handle on the process itself; nothing in a message is believed.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "policy.h"
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
 static const char *const role_names[_ROLE_MAX] = {
         [ROLE_NONE] = "none",
+        [ROLE_MONITOR] = "monitor",
         [ROLE_USER] = "user",
         [ROLE_ADMIN] = "admin",
 };
@@ -23,7 +31,8 @@ const char *role_to_string(Role r) {
 int peer_from_socket(int fd, Peer *ret) {
         struct ucred uc;
         socklen_t len = sizeof(uc);
-        Peer p = {};
+        Peer p = { .pidfd = -EBADF };
+        int pidfd;
 
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
                 return -errno;
@@ -41,11 +50,25 @@ int peer_from_socket(int fd, Peer *ret) {
         }
         p.n_groups = len / sizeof(gid_t);
 
+        /* The socket's own pidfd refers to the process that connected even if it has died
+         * since; pidfd_open() by pid is the fallback for kernels before 6.5. */
+        len = sizeof(pidfd);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0)
+                p.pidfd = pidfd;
+        else if (p.pid > 0)
+                p.pidfd = pidfd_open(p.pid, 0);
+
         *ret = p;
         return 0;
 }
 
-static bool peer_in_groups(const Peer *p, const gid_t *gids, size_t n) {
+void peer_done(Peer *p) {
+        if (p->pidfd >= 0)
+                (void) close(p->pidfd);
+        p->pidfd = -EBADF;
+}
+
+static bool in_gids(const Peer *p, const gid_t *gids, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 if (p->gid == gids[i])
                         return true;
@@ -56,18 +79,32 @@ static bool peer_in_groups(const Peer *p, const gid_t *gids, size_t n) {
         return false;
 }
 
+static bool in_uids(uid_t uid, const uid_t *uids, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (uids[i] == uid)
+                        return true;
+        return false;
+}
+
 void policy_rights(const Config *c, const Peer *p, Rights *ret) {
         Rights r = {};
 
-        if (p->uid == 0 || peer_in_groups(p, c->admin_gids, c->n_admin_gids)) {
+        if (p->uid == 0 || in_gids(p, c->admin_gids, c->n_admin_gids)) {
                 r.role = ROLE_ADMIN;
                 r.may_read = r.may_write = r.may_admin = true;
-        } else if (peer_in_groups(p, c->user_gids, c->n_user_gids)) {
-                r.role = ROLE_USER;
+        } else if (in_uids(p->uid, c->monitor_uids, c->n_monitor_uids) ||
+                   in_gids(p, c->monitor_gids, c->n_monitor_gids)) {
+                r.role = ROLE_MONITOR;
                 r.may_read = true;
-                (void) snprintf(r.reason, sizeof(r.reason),
-                                "uid %u may read but not write: writing needs root or a group in admin_groups (%s)",
-                                (unsigned) p->uid, c->admin_groups[0] ? c->admin_groups : "none configured");
+                r.may_write = true;
+                r.read_classes = &c->monitor_read;
+                r.write_classes = &c->monitor_write;
+        } else if (c->n_user_gids == 0 || in_gids(p, c->user_gids, c->n_user_gids)) {
+                r.role = ROLE_USER;
+                r.may_read = r.may_write = true;
+                r.read_classes = &c->user_read;
+                r.write_classes = &c->user_write;
+                r.scoped = c->mode == ACCESS_MODE_JOB;
         } else {
                 r.role = ROLE_NONE;
                 (void) snprintf(r.reason, sizeof(r.reason),

@@ -16,12 +16,15 @@ typedef struct Peer {
         uid_t uid;
         gid_t gid;
         pid_t pid;
+        int pidfd;      /* pins the process, so a recycled pid is never mistaken for it */
         gid_t groups[PEER_GROUPS_MAX];
         size_t n_groups;
 } Peer;
 
+/* Ordered by lease priority: a higher role's lease preempts a lower one's. */
 typedef enum Role {
         ROLE_NONE,
+        ROLE_MONITOR,
         ROLE_USER,
         ROLE_ADMIN,
         _ROLE_MAX,
@@ -34,10 +37,14 @@ typedef struct Rights {
         bool may_read;
         bool may_write;
         bool may_admin;
-        char reason[320]; /* why not, when a right is missing */
+        bool scoped;                    /* CPUs limited to the caller's job (job mode users) */
+        const ClassSet *read_classes;   /* NULL: every class */
+        const ClassSet *write_classes;
+        char reason[320];               /* why not, when a right is missing */
 } Rights;
 
-/* Fills peer from SO_PEERCRED and SO_PEERGROUPS of a connected socket. */
+/* Fills peer from SO_PEERCRED, SO_PEERGROUPS and the peer's pidfd of a connected socket. */
 int peer_from_socket(int fd, Peer *ret);
+void peer_done(Peer *p);
 
 void policy_rights(const Config *c, const Peer *p, Rights *ret);

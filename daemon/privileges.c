@@ -4,10 +4,12 @@
  * capability (the msr driver and PCI config files judge the opener, not the reader).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -84,5 +86,38 @@ int privileges_drop(const char *user) {
                 return r;
         if (pw && (setuid(0) == 0 || geteuid() == 0))
                 return log_error_errno(EPERM, "Could regain root after dropping privileges");
+        return 0;
+}
+
+int privileges_prepare_state_dir(const char *dir, const char *user) {
+        struct passwd *pw = NULL;
+        struct stat st;
+        int fd;
+
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Cannot create state directory %s", dir);
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot open state directory %s", dir);
+        if (fstat(fd, &st) < 0) {
+                int e = errno;
+                (void) close(fd);
+                return log_error_errno(e, "Cannot stat %s", dir);
+        }
+        if (geteuid() == 0) {
+                pw = getpwnam(user);
+                if (pw && (st.st_uid == 0 || st.st_uid == pw->pw_uid) && fchown(fd, pw->pw_uid, pw->pw_gid) < 0) {
+                        int e = errno;
+                        (void) close(fd);
+                        return log_error_errno(e, "Cannot give %s to '%s'", dir, user);
+                }
+                if (pw && st.st_uid != 0 && st.st_uid != pw->pw_uid) {
+                        (void) close(fd);
+                        return log_error_errno(EPERM, "State directory %s belongs to uid %u, not to '%s' or root", dir,
+                                               (unsigned) st.st_uid, user);
+                }
+        }
+        (void) fchmod(fd, 0700);
+        (void) close(fd);
         return 0;
 }

@@ -9,3 +9,8 @@
  * not started as root there is nothing to switch; the capability sets are still emptied.
  * Verifies the result and fails rather than run with privilege left over. */
 int privileges_drop(const char *user);
+
+/* Creates dir (mode 0700) if needed and, when running as root, gives it to user, so the daemon
+ * can still write its state there after dropping privileges. Refuses a dir that is a symlink
+ * or owned by someone else. */
+int privileges_prepare_state_dir(const char *dir, const char *user);

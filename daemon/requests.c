@@ -137,9 +137,33 @@ static int pack_registers(msgpack_packer *pk, const Allowlist *a) {
         return 0;
 }
 
-static int pack_caller(msgpack_packer *pk, const Client *c) {
+static int pack_scope(msgpack_packer *pk, Server *s, Client *c) {
+        char reason[320] = "";
+        uint32_t n = 0;
+
+        TRY(pack_string(pk, "scope"));
+        if (!c->rights.scoped)
+                return msgpack_pack_nil(pk) < 0 ? -ENOMEM : 0;
+        /* hello must answer even without a grant, so the refusal becomes part of the reply. */
+        if (scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason)) != 0) {
+                TRY(msgpack_pack_map(pk, 1));
+                return pack_key_string(pk, "reason", reason);
+        }
+        for (uint32_t cpu = 0; cpu < s->machine->n_cpus; cpu++)
+                n += cpuset_has(&c->scope.cpus, cpu);
+        TRY(msgpack_pack_map(pk, 2));
+        TRY(pack_key_string(pk, "job", c->scope.job));
+        TRY(pack_string(pk, "cpus"));
+        TRY(msgpack_pack_array(pk, n));
+        for (uint32_t cpu = 0; cpu < s->machine->n_cpus; cpu++)
+                if (cpuset_has(&c->scope.cpus, cpu))
+                        TRY(msgpack_pack_uint32(pk, cpu));
+        return 0;
+}
+
+static int pack_caller(msgpack_packer *pk, Server *s, Client *c) {
         TRY(pack_string(pk, "caller"));
-        TRY(msgpack_pack_map(pk, 8));
+        TRY(msgpack_pack_map(pk, 9));
         TRY(pack_key_uint(pk, "uid", c->peer.uid));
         TRY(pack_key_uint(pk, "gid", c->peer.gid));
         TRY(pack_key_uint(pk, "pid", (uint64_t) c->peer.pid));
@@ -148,18 +172,19 @@ static int pack_caller(msgpack_packer *pk, const Client *c) {
         TRY(pack_key_bool(pk, "write", c->rights.may_write));
         TRY(pack_key_bool(pk, "admin", c->rights.may_admin));
         TRY(pack_key_string(pk, "reason", c->rights.reason));
-        return 0;
+        return pack_scope(pk, s, c);
 }
 
 int server_handle_hello(Server *s, Client *c, const Request *req) {
         msgpack_packer pk = reply_packer(s);
         int r;
 
-        TRY(reply_pack_begin(&pk, req->id, 12));
+        TRY(reply_pack_begin(&pk, req->id, 13));
         TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_uint(&pk, "protocol", PMUGATE_PROTOCOL_VERSION));
         TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));
         TRY(pack_key_bool(&pk, "simulated", s->backend->simulated));
+        TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));
         r = pack_cpu_model(&pk, s->machine);
         if (r >= 0)
                 r = pack_pmu(&pk, s);
@@ -174,10 +199,9 @@ int server_handle_hello(Server *s, Client *c, const Request *req) {
         TRY(pack_string(&pk, "foreign"));
         TRY(msgpack_pack_map(&pk, 3));
         TRY(pack_key_bool(&pk, "nmi_watchdog", s->machine->nmi_watchdog));
-        /* The kernel's NMI watchdog counts cycles on fixed counter 1. */
-        TRY(pack_key_uint(&pk, "fixed_mask", s->machine->nmi_watchdog ? UINT64_C(1) << 1 : 0));
-        TRY(pack_key_uint(&pk, "gp_mask", 0));
-        r = pack_caller(&pk, c);
+        TRY(pack_key_uint(&pk, "fixed_mask", pmu_foreign_fixed_union(s->pmu)));
+        TRY(pack_key_uint(&pk, "gp_mask", pmu_foreign_gp_union(s->pmu)));
+        r = pack_caller(&pk, s, c);
         if (r < 0)
                 return r;
         TRY(pack_string(&pk, "limits"));
@@ -220,7 +244,7 @@ static void summarize_ops(const RegOp *ops, size_t n, bool writes_only, char *cp
         }
 }
 
-static void audit_writes(Server *s, const Client *c, const RegOp *ops, size_t n) {
+static void audit_writes(Server *s, const Client *c, const RegOp *ops, size_t n, const char *job) {
         size_t writes = 0;
         char cpus[256], regs[200];
         AuditRecord rec = {
@@ -232,6 +256,7 @@ static void audit_writes(Server *s, const Client *c, const RegOp *ops, size_t n)
                 .op = "batch",
                 .cpus = cpus,
                 .regs = regs,
+                .job = job,
         };
 
         for (size_t i = 0; i < n; i++)
@@ -244,11 +269,28 @@ static void audit_writes(Server *s, const Client *c, const RegOp *ops, size_t n)
 }
 
 int server_handle_batch(Server *s, Client *c, const Request *req) {
+        BatchContext ctx = {
+                .machine = s->machine,
+                .allowlist = s->allowlist,
+                .rights = &c->rights,
+                .scope = c->rights.scoped ? &c->scope : NULL,
+                .package_read_shared = s->config.package_read_shared,
+                .leases = s->leases,
+                .owner = c,
+                .pmu = s->pmu,
+        };
         msgpack_packer pk;
         BatchRefusal refusal;
         int r;
 
-        r = batch_check(s->machine, s->allowlist, &c->rights, req->ops, req->n_ops, s->entries, &refusal);
+        /* A user without any right learns that first; the job's scope is only looked up
+         * for callers it applies to. */
+        if (c->rights.may_read) {
+                r = server_resolve_scope(s, c, req);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        r = batch_check(&ctx, req->ops, req->n_ops, s->entries, &refusal);
         if (r > 0) {
                 char cpus[256], regs[200];
 
@@ -257,9 +299,9 @@ int server_handle_batch(Server *s, Client *c, const Request *req) {
                 return server_reply_error(s, c, req, req->id, refusal.code, refusal.reason, (int64_t) refusal.op_index);
         }
 
-        batch_execute(s->backend, req->ops, s->entries, req->n_ops, s->status, s->values);
+        batch_execute(&ctx, s->backend, req->ops, s->entries, req->n_ops, s->status, s->values);
         s->counters.ops += req->n_ops;
-        audit_writes(s, c, req->ops, req->n_ops);
+        audit_writes(s, c, req->ops, req->n_ops, c->rights.scoped ? c->scope.job : NULL);
 
         pk = reply_packer(s);
         TRY(reply_pack_begin(&pk, req->id, 2));
@@ -274,9 +316,50 @@ int server_handle_batch(Server *s, Client *c, const Request *req) {
         return 0;
 }
 
+static int pack_grants_and_leases(msgpack_packer *pk, Server *s) {
+        const Leases *l = s->leases;
+
+        TRY(pack_string(pk, "grants"));
+        TRY(msgpack_pack_array(pk, s->grants.n));
+        for (size_t i = 0; i < s->grants.n; i++) {
+                const Grant *g = &s->grants.items[i];
+                uint32_t cpus[256];
+                size_t n = 0;
+                char list[1024] = "";
+
+                for (uint32_t cpu = 0; g->has_cpus && cpu < PMUGATE_CPUS_MAX && n < ELEMENTSOF(cpus); cpu++)
+                        if (cpuset_has(&g->cpus, cpu))
+                                cpus[n++] = cpu;
+                (void) cpulist_format(cpus, n, list, sizeof(list));
+                /* [job, uid, cpus ("" when the job's cgroup decides)] */
+                TRY(msgpack_pack_array(pk, 3));
+                TRY(pack_string(pk, g->job));
+                TRY(msgpack_pack_uint32(pk, g->uid));
+                TRY(pack_string(pk, list));
+        }
+        TRY(pack_string(pk, "leases"));
+        TRY(msgpack_pack_array(pk, leases_count(l)));
+        for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++) {
+                const Lease *lease = &l->cpus[cpu];
+
+                if (!lease->owner)
+                        continue;
+                /* [cpu, uid, pid, role, job, registers journaled] */
+                TRY(msgpack_pack_array(pk, 6));
+                TRY(msgpack_pack_uint32(pk, cpu));
+                TRY(msgpack_pack_uint32(pk, lease->uid));
+                TRY(msgpack_pack_int32(pk, lease->pid));
+                TRY(pack_string(pk, role_to_string(lease->role)));
+                TRY(pack_string(pk, lease->job));
+                TRY(msgpack_pack_uint64(pk, lease->n_journal));
+        }
+        return 0;
+}
+
 int server_handle_status(Server *s, Client *c, const Request *req) {
         msgpack_packer pk;
         AuditStats as;
+        int r;
         static const char *const sinks[] = { "journal", "stderr", "file" };
 
         if (!c->rights.may_admin) {
@@ -289,9 +372,18 @@ int server_handle_status(Server *s, Client *c, const Request *req) {
         audit_stats(s->audit, &as);
 
         pk = reply_packer(s);
-        TRY(reply_pack_begin(&pk, req->id, 5));
+        TRY(reply_pack_begin(&pk, req->id, 9));
         TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));
+        TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));
+        r = pack_grants_and_leases(&pk, s);
+        if (r < 0)
+                return r;
+        TRY(pack_string(&pk, "foreign"));
+        TRY(msgpack_pack_map(&pk, 3));
+        TRY(pack_key_bool(&pk, "nmi_watchdog", s->machine->nmi_watchdog));
+        TRY(pack_key_uint(&pk, "fixed_mask", pmu_foreign_fixed_union(s->pmu)));
+        TRY(pack_key_uint(&pk, "gp_mask", pmu_foreign_gp_union(s->pmu)));
         TRY(pack_string(&pk, "clients"));
         TRY(msgpack_pack_array(&pk, s->n_clients));
         for (const Client *o = s->clients; o; o = o->next) {

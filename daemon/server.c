@@ -14,11 +14,29 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "cpulist.h"
 #include "error.h"
 #include "log.h"
 #include "server.h"
 
 #define AUDIT_FLUSH_USEC (10U * 1000U * 1000U)
+
+void server_audit(Server *s, const Client *c, const char *event, const char *verdict, const char *job, const char *cpus,
+                  const char *reason, uint64_t count) {
+        AuditRecord rec = {
+                .event = event,
+                .verdict = verdict,
+                .uid = c->peer.uid,
+                .gid = c->peer.gid,
+                .pid = c->peer.pid,
+                .job = job,
+                .cpus = cpus,
+                .reason = reason,
+                .count = count,
+        };
+
+        audit_emit(s->audit, &rec);
+}
 
 static Client *client_free(Client *c) {
         Server *s;
@@ -26,6 +44,8 @@ static Client *client_free(Client *c) {
         if (!c)
                 return NULL;
         s = c->server;
+        server_end_leases(s, c, "client disconnected");
+        peer_done(&c->peer);
         if (c->prev)
                 c->prev->next = c->next;
         else if (s->clients == c)
@@ -117,8 +137,8 @@ int server_reply_error(Server *s, Client *c, const Request *req, uint64_t id, in
 
         msgpack_sbuffer_clear(&s->reply);
         msgpack_packer_init(&pk, &s->reply, msgpack_sbuffer_write);
-        if (code_is_denial(code)) {
-                if (req && req->type == REQUEST_BATCH)
+        if (code_is_denial(code) || code == PROTO_E_PREEMPTED) {
+                if (req && req->type == REQUEST_BATCH && code != PROTO_E_PREEMPTED)
                         ;       /* batch denials are audited with their CPUs and registers */
                 else
                         server_audit_denial(s, c, req ? request_type_to_string(req->type) : NULL, code, reason,
@@ -146,7 +166,25 @@ static int client_handle_message(Client *c, size_t size, bool truncated) {
                 r = request_decode(s->receive_buffer, size, s->request_buffer, &req, &error);
                 if (r > 0)
                         r = server_reply_error(s, c, NULL, error.has_id ? error.id : 0, error.code, error.reason, -1);
-                else if (r == 0) {
+                else if (r == 0 && c->preempted && req.type != REQUEST_HELLO && req.type != REQUEST_STATUS) {
+                        /* Said once, on the next request: the client's registers were restored
+                         * and whatever it measures now is not what it programmed. */
+                        char reason[300], cpus[128];
+                        uint32_t list[64];
+                        size_t n = 0;
+
+                        for (uint32_t cpu = 0; cpu < PMUGATE_CPUS_MAX && n < ELEMENTSOF(list); cpu++)
+                                if (cpuset_has(&c->preempted_cpus, cpu))
+                                        list[n++] = cpu;
+                        if (cpulist_format(list, n, cpus, sizeof(cpus)) < 0)
+                                (void) snprintf(cpus, sizeof(cpus), "several");
+                        (void) snprintf(reason, sizeof(reason),
+                                        "preempted: a user's lease took CPUs %s from this monitor; its registers were restored",
+                                        cpus);
+                        c->preempted = false;
+                        cpuset_clear(&c->preempted_cpus);
+                        r = server_reply_error(s, c, &req, req.id, PROTO_E_PREEMPTED, reason, -1);
+                } else if (r == 0) {
                         switch (req.type) {
                         case REQUEST_HELLO:
                                 r = server_handle_hello(s, c, &req);
@@ -157,13 +195,26 @@ static int client_handle_message(Client *c, size_t size, bool truncated) {
                         case REQUEST_STATUS:
                                 r = server_handle_status(s, c, &req);
                                 break;
-                        default: {
-                                char reason[96];
-
-                                (void) snprintf(reason, sizeof(reason), "operation '%s' is not supported by this daemon",
-                                                request_type_to_string(req.type));
-                                r = server_reply_error(s, c, &req, req.id, PROTO_E_UNKNOWN_OP, reason, -1);
-                        }
+                        case REQUEST_LEASE:
+                                r = server_handle_lease(s, c, &req);
+                                break;
+                        case REQUEST_RELEASE:
+                                r = server_handle_release(s, c, &req);
+                                break;
+                        case REQUEST_GRANT:
+                                r = server_handle_grant(s, c, &req);
+                                break;
+                        case REQUEST_REVOKE:
+                                r = server_handle_revoke(s, c, &req);
+                                break;
+                        case REQUEST_RESET:
+                                r = server_handle_reset(s, c, &req);
+                                break;
+                        case REQUEST_RELOAD:
+                                r = server_handle_reload(s, c, &req);
+                                break;
+                        default:
+                                r = server_reply_error(s, c, &req, req.id, PROTO_E_UNKNOWN_OP, NULL, -1);
                         }
                 }
         }
@@ -222,7 +273,7 @@ static unsigned clients_of_uid(const Server *s, uid_t uid) {
         return n;
 }
 
-static void refuse_connection(Server *s, int fd, const Peer *p, const char *reason) {
+static void refuse_connection(Server *s, int fd, Peer *p, const char *reason) {
         msgpack_packer pk;
         Client tmp = { .peer = *p };
 
@@ -233,6 +284,7 @@ static void refuse_connection(Server *s, int fd, const Peer *p, const char *reas
         if (reply_pack_error(&pk, 0, PROTO_E_TOO_MANY_CLIENTS, reason, -1) == 0)
                 (void) send(fd, s->reply.data, s->reply.size, MSG_DONTWAIT | MSG_NOSIGNAL);
         (void) close(fd);
+        peer_done(p);
 }
 
 static int server_accept(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
@@ -270,6 +322,7 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
         c = calloc(1, sizeof(*c));
         if (!c) {
                 (void) close(cfd);
+                peer_done(&peer);
                 return 0;
         }
         *c = (Client) { .server = s, .fd = cfd, .peer = peer };
@@ -277,6 +330,7 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
         r = sd_event_add_io(s->event, &c->io, cfd, EPOLLIN, client_io, c);
         if (r < 0) {
                 (void) close(cfd);
+                peer_done(&c->peer);
                 free(c);
                 return 0;
         }
@@ -293,7 +347,9 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
 
 int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allowlist *allowlist, const Config *config,
                Audit *audit, Server **ret) {
+        char grants_path[600];
         Server *s;
+        int r;
 
         s = calloc(1, sizeof(*s));
         if (!s)
@@ -315,12 +371,37 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
                 server_free(s);
                 return -ENOMEM;
         }
+        (void) snprintf(s->cgroup_root, sizeof(s->cgroup_root), "%s", o->cgroup_root ?: "/sys/fs/cgroup");
+        if (o->state_dir)
+                (void) snprintf(grants_path, sizeof(grants_path), "%s/grants", o->state_dir);
+        grants_init(&s->grants, o->state_dir ? grants_path : NULL, config->grants_max);
+
+        /* Registers a crashed run left programmed go back before anything is detected or
+         * served, so their enable bits are not mistaken for another PMU user's. */
+        if (o->state_dir) {
+                r = leases_recover(o->state_dir, backend);
+                if (r < 0)
+                        goto fail;
+        }
+        r = grants_load(&s->grants);
+        if (r >= 0)
+                r = leases_new(o->state_dir, backend, machine, &s->leases);
+        if (r >= 0)
+                r = pmu_new(backend, machine, allowlist, &s->pmu);
+        if (r < 0)
+                goto fail;
+        pmu_detect_all(s->pmu);
+
         s->machine = machine;
         s->backend = backend;
         s->allowlist = allowlist;
         s->audit = audit;
         *ret = s;
         return 0;
+
+fail:
+        server_free(s);
+        return r;
 }
 
 Server *server_free(Server *s) {
@@ -328,6 +409,9 @@ Server *server_free(Server *s) {
                 return NULL;
         while (s->clients)
                 client_free(s->clients);
+        leases_free(s->leases);
+        pmu_free(s->pmu);
+        grants_done(&s->grants);
         sd_event_source_disable_unref(s->listen_source);
         sd_event_source_disable_unref(s->audit_timer);
         if (s->listen_fd >= 0)

@@ -14,9 +14,14 @@
 #include "audit.h"
 #include "backend.h"
 #include "config.h"
+#include "cpuset.h"
+#include "grants.h"
+#include "leases.h"
 #include "machine.h"
 #include "message.h"
+#include "pmu.h"
 #include "policy.h"
+#include "scope.h"
 
 typedef struct Server Server;
 typedef struct Client Client;
@@ -29,6 +34,9 @@ struct Client {
         Peer peer;
         Rights rights;
         uint64_t requests;
+        Scope scope;            /* job-mode users: resolved again at every request */
+        bool preempted;         /* a user took over one of this client's leases */
+        CpuSet preempted_cpus;
         /* A reply the socket would not take yet; reading pauses until it is sent. */
         char *pending;
         size_t pending_size;
@@ -56,6 +64,10 @@ struct Server {
         Config config;
         Audit *audit;
         char config_path[512];
+        char cgroup_root[512];
+        Grants grants;
+        Leases *leases;
+        Pmu *pmu;
 
         Client *clients;
         unsigned n_clients;
@@ -73,6 +85,8 @@ struct Server {
 typedef struct ServerOptions {
         const char *socket_path;
         const char *config_path;
+        const char *state_dir;    /* grants and lease journals; NULL: kept in memory only */
+        const char *cgroup_root;  /* where cgroup file systems are mounted */
 } ServerOptions;
 
 /* Takes ownership of machine, backend, allowlist and audit on success. */
@@ -89,6 +103,22 @@ int server_run(Server *s);
 int server_handle_hello(Server *s, Client *c, const Request *req);
 int server_handle_batch(Server *s, Client *c, const Request *req);
 int server_handle_status(Server *s, Client *c, const Request *req);
+int server_handle_lease(Server *s, Client *c, const Request *req);
+int server_handle_release(Server *s, Client *c, const Request *req);
+int server_handle_grant(Server *s, Client *c, const Request *req);
+int server_handle_revoke(Server *s, Client *c, const Request *req);
+int server_handle_reset(Server *s, Client *c, const Request *req);
+int server_handle_reload(Server *s, Client *c, const Request *req);
+
+/* Ends every lease of c, restoring what it wrote, and audits it. */
+void server_end_leases(Server *s, Client *c, const char *why);
+
+/* Resolves c's scope for this request when its role is scoped. Returns 0, or packs a refusal
+ * and returns the positive ProtoError. */
+int server_resolve_scope(Server *s, Client *c, const Request *req);
+
+/* Packs an empty success reply with extra_keys left to fill. */
+int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret);
 
 /* Packs an error reply into s->reply and audits it when it is a denial. */
 int server_reply_error(Server *s, Client *c, const Request *req, uint64_t id, int code, const char *reason,
@@ -96,3 +126,5 @@ int server_reply_error(Server *s, Client *c, const Request *req, uint64_t id, in
 
 void server_audit_denial(Server *s, const Client *c, const char *op, int code, const char *reason, const char *cpus,
                          const char *regs);
+void server_audit(Server *s, const Client *c, const char *event, const char *verdict, const char *job, const char *cpus,
+                  const char *reason, uint64_t count);

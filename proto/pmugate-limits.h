@@ -29,6 +29,12 @@
 #define PMUGATE_CLIENTS_MAX 256U
 #define PMUGATE_CLIENTS_PER_UID_MAX 32U
 
+/* Job grants held at once. */
+#define PMUGATE_GRANTS_MAX 4096U
+
+/* Registers one lease may change; each needs its value kept for the restore. */
+#define PMUGATE_LEASE_JOURNAL_MAX 512U
+
 /* Highest CPU number and PCI unit count the daemon will describe. */
 #define PMUGATE_CPUS_MAX 8192U
 #define PMUGATE_UNITS_MAX 1024U

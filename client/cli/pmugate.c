@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "build-config.h"
 #include "cli-util.h"
@@ -26,11 +28,16 @@ static void help(void) {
                "  info [--json]                   Machine, PMU, registers and your rights\n"
                "  read -c CPUS REG...             Read MSRs on CPUs (CPUS like 0-3,8)\n"
                "  read -u UNITS REG...            Read PCI config registers of uncore units\n"
-               "  write -c CPUS REG=VALUE...      Write MSRs (under the register's write mask)\n"
-               "  write -u UNITS REG=VALUE...     Write PCI config registers of uncore units\n"
+               "  write -c CPUS REG=VALUE... [-- CMD ARGS...]\n"
+               "                                  Write MSRs (under the register's write mask)\n"
+               "  write -u UNITS REG=VALUE... [-- CMD ARGS...]\n"
+               "                                  Write PCI config registers of uncore units\n"
                "\n"
                "REG is an address (0x186) or a name from 'pmugate info' (IA32_PERFEVTSEL0).\n"
                "VALUE is hex (0x...) or decimal. Bits outside a register's write mask are kept.\n"
+               "write holds a lease on the CPUs only while it runs: when it exits, the daemon puts\n"
+               "back every register it wrote and zeroes its counters. Give a command after -- to keep\n"
+               "the registers programmed while it runs; its exit status becomes write's.\n"
                "\n"
                "Options:\n"
                "  -h --help          Show this help\n"
@@ -209,6 +216,7 @@ static int verb_info(int argc, char *argv[]) {
 typedef struct Access {
         bool write;
         bool pci;
+        char **command;         /* after "--"; NULL when none */
         uint32_t *targets;
         size_t n_targets;
         uint32_t *regs;
@@ -232,7 +240,17 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
         Access a = { .write = write };
         int opt, r;
 
-        while ((opt = getopt_long(argc, argv, "c:u:", options, NULL)) >= 0)
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "--") == 0) {
+                        if (!write || i + 1 >= argc) {
+                                fprintf(stderr, "pmugate: '--' must be followed by a command, and only for write\n");
+                                return -EINVAL;
+                        }
+                        a.command = argv + i + 1;
+                        argc = i;
+                        break;
+                }
+        while ((opt = getopt_long(argc, argv, "+c:u:", options, NULL)) >= 0)
                 switch (opt) {
                 case 'c':
                         cpus = optarg;
@@ -295,6 +313,48 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
         return 0;
 }
 
+/* The CPUs a write needs leases on: the CPUs themselves, or every CPU of the units' packages. */
+static int lease_for(pmugate *c, const pmugate_info *info, const Access *a) {
+        _cleanup_free_ uint32_t *cpus = calloc(info->n_cpus + a->n_targets + 1, sizeof(uint32_t));
+        size_t n = 0;
+
+        if (!cpus)
+                return -ENOMEM;
+        if (!a->pci)
+                for (size_t t = 0; t < a->n_targets; t++)
+                        cpus[n++] = a->targets[t];
+        else
+                for (size_t i = 0; i < info->n_cpus; i++)
+                        for (size_t t = 0; t < a->n_targets; t++)
+                                if (a->targets[t] < info->n_units && info->cpus[i].online &&
+                                    info->cpus[i].package == info->units[a->targets[t]].package) {
+                                        cpus[n++] = info->cpus[i].cpu;
+                                        break;
+                                }
+        return n > 0 ? pmugate_lease(c, cpus, n) : 0;
+}
+
+static int run_command(char **command) {
+        pid_t pid;
+        int status;
+
+        fflush(stdout);
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                execvp(command[0], command);
+                fprintf(stderr, "pmugate: cannot run '%s': %s\n", command[0], strerror(errno));
+                _exit(127);
+        }
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+        return 128 + WTERMSIG(status);
+}
+
 static int run_access(pmugate *c, const pmugate_info *info, const Access *a) {
         _cleanup_(pmugate_batch_free_p) pmugate_batch *b = NULL;
         int r, failed = 0;
@@ -313,6 +373,11 @@ static int run_access(pmugate *c, const pmugate_info *info, const Access *a) {
         if (r < 0) {
                 fprintf(stderr, "pmugate: too many operations: %s\n", pmugate_strerror(r));
                 return 1;
+        }
+        if (a->write) {
+                r = lease_for(c, info, a);
+                if (r < 0)
+                        return cli_report("pmugate", c, r, "lease");
         }
         r = pmugate_batch_run(c, b);
         if (r < 0)
@@ -333,7 +398,17 @@ static int run_access(pmugate *c, const pmugate_info *info, const Access *a) {
                         } else
                                 printf("0x%016" PRIx64 "%s\n", value, a->write ? " (written)" : "");
                 }
-        return failed ? 1 : 0;
+        if (failed)
+                return 1;
+        if (a->command) {
+                r = run_command(a->command);
+                if (r < 0) {
+                        fprintf(stderr, "pmugate: cannot run the command: %s\n", strerror(-r));
+                        return 1;
+                }
+                return r;
+        }
+        return 0;
 }
 
 static int verb_access(int argc, char *argv[], bool write) {

@@ -1,25 +1,37 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pmugatectl: the admin command line
+ * pmugatectl: the admin command line (and the batch system's prolog and epilog)
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "build-config.h"
 #include "cli-util.h"
+#include "cpulist.h"
 #include "macro.h"
+#include "pmugate-limits.h"
 
 static const char *arg_socket;
 
 static void help(void) {
-        printf("Usage: pmugatectl [--socket=PATH] COMMAND\n"
+        printf("Usage: pmugatectl [--socket=PATH] COMMAND [OPTIONS]\n"
                "\n"
                "Administer pmugated (needs root or a group in admin_groups).\n"
                "\n"
                "Commands:\n"
-               "  status            Clients, counters and audit state of the daemon\n"
+               "  status                              Clients, grants, leases, foreign counters, audit\n"
+               "  grant --job ID --uid UID [--cpus LIST]\n"
+               "                                      Let UID use this node for job ID (prolog); without\n"
+               "                                      --cpus the job's cpuset cgroup decides\n"
+               "  revoke --job ID                     End job ID's grant and leases, restoring registers\n"
+               "                                      (epilog); exit 0 also when there is nothing to revoke\n"
+               "  reset [-c CPUS]                     Put the PMU of CPUS (default: all) back to a clean state\n"
+               "  reload                              Read the configuration again; a bad file is refused\n"
                "\n"
                "Options:\n"
                "  -h --help          Show this help\n"
@@ -28,29 +40,163 @@ static void help(void) {
                PMUGATE_DEFAULT_SOCKET);
 }
 
-static int verb_status(void) {
-        _cleanup_(pmugate_disconnect_p) pmugate *c = NULL;
+static int verb_status(pmugate *c) {
         pmugate_status *s = NULL;
         int r;
 
-        r = cli_connect(arg_socket, &c);
-        if (r < 0)
-                return 1;
         r = pmugate_status_get(c, &s);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "status");
 
-        printf("Server:    %s (%s backend)\n", s->server, s->backend);
+        printf("Server:    %s (%s backend, %s mode)\n", s->server, s->backend, s->mode);
         printf("Clients:   %zu connected\n", s->n_clients);
         for (size_t i = 0; i < s->n_clients; i++)
-                printf("  uid %-6" PRIu32 " pid %-8" PRId32 " role %-6s requests %" PRIu64 "\n", s->clients[i].uid,
+                printf("  uid %-6" PRIu32 " pid %-8" PRId32 " role %-7s requests %" PRIu64 "\n", s->clients[i].uid,
                        s->clients[i].pid, s->clients[i].role, s->clients[i].requests);
+        printf("Grants:    %zu\n", s->n_grants);
+        for (size_t i = 0; i < s->n_grants; i++)
+                printf("  job %-12s uid %-6" PRIu32 " CPUs %s\n", s->grants[i].job, s->grants[i].uid,
+                       s->grants[i].cpus[0] ? s->grants[i].cpus : "(from the job's cgroup)");
+        printf("Leases:    %zu\n", s->n_leases);
+        for (size_t i = 0; i < s->n_leases; i++)
+                printf("  cpu %-4" PRIu32 " uid %-6" PRIu32 " pid %-8" PRId32 " role %-7s job %-10s %" PRIu64
+                       " registers to restore\n",
+                       s->leases[i].cpu, s->leases[i].uid, s->leases[i].pid, s->leases[i].role,
+                       s->leases[i].job[0] ? s->leases[i].job : "-", s->leases[i].registers);
+        printf("Foreign:   %s; fixed counters 0x%" PRIx64 ", general-purpose counters 0x%" PRIx64 "\n",
+               s->nmi_watchdog ? "NMI watchdog on" : "NMI watchdog off", s->foreign_fixed_mask, s->foreign_gp_mask);
         printf("Requests:  %" PRIu64 " (%" PRIu64 " register ops), %" PRIu64 " denials, %" PRIu64 " protocol errors\n",
                s->requests, s->ops, s->denials, s->protocol_errors);
         printf("Connections: %" PRIu64 " accepted, %" PRIu64 " refused\n", s->connections, s->refused_connections);
         printf("Audit:     %s, %" PRIu64 " records, %" PRIu64 " held back by the rate limit\n", s->audit_sink,
                s->audit_emitted, s->audit_suppressed);
         pmugate_status_free(s);
+        return 0;
+}
+
+static int parse_uid(const char *s, uint32_t *ret) {
+        struct passwd *pw;
+        uint64_t v;
+
+        if (cli_parse_u64(s, &v) == 0) {
+                if (v >= UINT32_MAX)
+                        return -ERANGE;
+                *ret = (uint32_t) v;
+                return 0;
+        }
+        pw = getpwnam(s);
+        if (!pw)
+                return -ENOENT;
+        *ret = pw->pw_uid;
+        return 0;
+}
+
+typedef struct Args {
+        const char *job;
+        const char *uid;
+        const char *cpus;
+} Args;
+
+static int parse_args(int argc, char *argv[], Args *ret) {
+        static const struct option options[] = {
+                { "job", required_argument, NULL, 'j' },
+                { "uid", required_argument, NULL, 'u' },
+                { "cpus", required_argument, NULL, 'c' },
+                {}
+        };
+        Args a = {};
+        int opt;
+
+        while ((opt = getopt_long(argc, argv, "j:u:c:", options, NULL)) >= 0)
+                switch (opt) {
+                case 'j':
+                        a.job = optarg;
+                        break;
+                case 'u':
+                        a.uid = optarg;
+                        break;
+                case 'c':
+                        a.cpus = optarg;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "pmugatectl: unexpected argument '%s'\n", argv[optind]);
+                return -EINVAL;
+        }
+        *ret = a;
+        return 0;
+}
+
+static int parse_cpus_arg(const char *text, uint32_t **ret, size_t *ret_n) {
+        int r;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (!text)
+                return 0;
+        r = cpulist_parse(text, PMUGATE_CPUS_MAX, ret, ret_n);
+        if (r < 0)
+                fprintf(stderr, "pmugatectl: bad CPU list '%s'\n", text);
+        return r;
+}
+
+static int verb_grant(pmugate *c, const Args *a) {
+        _cleanup_free_ uint32_t *cpus = NULL;
+        size_t n;
+        uint32_t uid;
+        bool replaced;
+        int r;
+
+        if (!a->job || !a->uid) {
+                fprintf(stderr, "pmugatectl: grant needs --job ID and --uid UID\n");
+                return 2;
+        }
+        if (parse_uid(a->uid, &uid) < 0) {
+                fprintf(stderr, "pmugatectl: unknown user '%s'\n", a->uid);
+                return 2;
+        }
+        if (parse_cpus_arg(a->cpus, &cpus, &n) < 0)
+                return 2;
+        r = pmugate_grant(c, a->job, uid, cpus, n, &replaced);
+        if (r < 0)
+                return cli_report("pmugatectl", c, r, "grant");
+        printf("granted job %s to uid %" PRIu32 " on %s%s\n", a->job, uid, a->cpus ? a->cpus : "the job's CPUs",
+               replaced ? " (replaced the earlier grant)" : "");
+        return 0;
+}
+
+static int verb_revoke(pmugate *c, const Args *a) {
+        bool revoked;
+        int r;
+
+        if (!a->job || a->uid || a->cpus) {
+                fprintf(stderr, "pmugatectl: revoke takes only --job ID\n");
+                return 2;
+        }
+        r = pmugate_revoke(c, a->job, &revoked);
+        if (r < 0)
+                return cli_report("pmugatectl", c, r, "revoke");
+        printf(revoked ? "revoked job %s\n" : "job %s had no grant; nothing to revoke\n", a->job);
+        return 0;
+}
+
+static int verb_reset(pmugate *c, const Args *a) {
+        _cleanup_free_ uint32_t *cpus = NULL;
+        size_t n;
+        int r;
+
+        if (a->job || a->uid) {
+                fprintf(stderr, "pmugatectl: reset takes only -c CPUS\n");
+                return 2;
+        }
+        if (parse_cpus_arg(a->cpus, &cpus, &n) < 0)
+                return 2;
+        r = pmugate_reset(c, cpus, n);
+        if (r < 0)
+                return cli_report("pmugatectl", c, r, "reset");
+        printf("reset the PMU of %s\n", a->cpus ? a->cpus : "every CPU");
         return 0;
 }
 
@@ -61,7 +207,10 @@ int main(int argc, char *argv[]) {
                 { "socket", required_argument, NULL, 's' },
                 {}
         };
-        int opt;
+        _cleanup_(pmugate_disconnect_p) pmugate *c = NULL;
+        const char *verb;
+        Args a = {};
+        int opt, r;
 
         while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
                 switch (opt) {
@@ -81,8 +230,36 @@ int main(int argc, char *argv[]) {
                 help();
                 return 2;
         }
-        if (strcmp(argv[optind], "status") == 0 && optind + 1 == argc)
-                return verb_status();
-        fprintf(stderr, "pmugatectl: unknown command '%s' (see 'pmugatectl --help')\n", argv[optind]);
-        return 2;
+        verb = argv[optind];
+        if (strcmp(verb, "status") != 0 && strcmp(verb, "grant") != 0 && strcmp(verb, "revoke") != 0 &&
+            strcmp(verb, "reset") != 0 && strcmp(verb, "reload") != 0) {
+                fprintf(stderr, "pmugatectl: unknown command '%s' (see 'pmugatectl --help')\n", verb);
+                return 2;
+        }
+        argc -= optind;
+        argv += optind;
+        optind = 0;
+        if (parse_args(argc, argv, &a) < 0)
+                return 2;
+        if ((strcmp(verb, "status") == 0 || strcmp(verb, "reload") == 0) && (a.job || a.uid || a.cpus)) {
+                fprintf(stderr, "pmugatectl: %s takes no options\n", verb);
+                return 2;
+        }
+
+        r = cli_connect(arg_socket, &c);
+        if (r < 0)
+                return 1;
+        if (strcmp(verb, "status") == 0)
+                return verb_status(c);
+        if (strcmp(verb, "grant") == 0)
+                return verb_grant(c, &a);
+        if (strcmp(verb, "revoke") == 0)
+                return verb_revoke(c, &a);
+        if (strcmp(verb, "reset") == 0)
+                return verb_reset(c, &a);
+        r = pmugate_reload(c);
+        if (r < 0)
+                return cli_report("pmugatectl", c, r, "reload");
+        printf("configuration reloaded\n");
+        return 0;
 }

@@ -74,6 +74,7 @@ typedef struct pmugate_info {
         uint32_t protocol;
         char backend[16];
         bool simulated;
+        char mode[8];           /* "open" or "job" */
 
         char vendor[16];
         uint32_t family, model, stepping;
@@ -104,7 +105,13 @@ typedef struct pmugate_info {
         int32_t pid;
         char role[16];
         bool may_read, may_write, may_admin;
-        char rights_reason[256];
+        char rights_reason[400];
+        /* Job mode: the caller's job and CPUs, or why it has none. */
+        bool scoped;
+        char scope_job[257];
+        uint32_t *scope_cpus;
+        size_t n_scope_cpus;
+        char scope_reason[400];
 
         uint32_t max_request_size, max_ops_per_batch;
 } pmugate_info;
@@ -177,11 +184,33 @@ typedef struct pmugate_client_info {
         uint64_t requests;
 } pmugate_client_info;
 
+typedef struct pmugate_grant_info {
+        char job[257];
+        uint32_t uid;
+        char cpus[256];         /* CPU list, or "" when the job's cgroup decides */
+} pmugate_grant_info;
+
+typedef struct pmugate_lease_info {
+        uint32_t cpu;
+        uint32_t uid;
+        int32_t pid;
+        char role[16];
+        char job[257];
+        uint64_t registers;     /* registers it changed, to be restored */
+} pmugate_lease_info;
+
 typedef struct pmugate_status {
         char server[64];
         char backend[16];
+        char mode[8];
         pmugate_client_info *clients;
         size_t n_clients;
+        pmugate_grant_info *grants;
+        size_t n_grants;
+        pmugate_lease_info *leases;
+        size_t n_leases;
+        bool nmi_watchdog;
+        uint64_t foreign_fixed_mask, foreign_gp_mask;
         uint64_t connections, refused_connections, requests, ops, denials, protocol_errors;
         char audit_sink[16];
         uint64_t audit_emitted, audit_suppressed;
@@ -189,6 +218,22 @@ typedef struct pmugate_status {
 
 int pmugate_status_get(pmugate *c, pmugate_status **ret);
 pmugate_status *pmugate_status_free(pmugate_status *s);
+
+/* Lets uid use this node for job (batch prolog). Without CPUs, the job's cpuset cgroup
+ * decides at each request. Granting a job again replaces its grant. */
+int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpus, size_t n_cpus, bool *ret_replaced);
+
+/* Ends job's grant (batch epilog) and its processes' leases, restoring their registers.
+ * Revoking a job without a grant is not an error: *ret_revoked tells. */
+int pmugate_revoke(pmugate *c, const char *job, bool *ret_revoked);
+
+/* Ends leases and puts the PMU of cpus (every CPU when n_cpus is 0) back to a clean state:
+ * counters stopped and zeroed, except those another PMU user holds. */
+int pmugate_reset(pmugate *c, const uint32_t *cpus, size_t n_cpus);
+
+/* Makes the daemon read its configuration again; a bad file is refused (see
+ * pmugate_last_error for its line) and the old policy stays. */
+int pmugate_reload(pmugate *c);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,9 @@ def test_read_and_write(tap):
     d, m, dm = spr()
     try:
         c = t.Client(dm.socket)
+        r = c.batch([["w", 1, GLOBAL_CTRL, 1]])
+        tap.eq(r.get("error", {}).get("name"), "no-lease", "writing without a lease is refused")
+        tap.eq(c.call("lease", cpus=[0, 1, 2, 3])["cpus"], [0, 1, 2, 3], "a lease on CPUs 0-3 is granted")
         m.set_msr(2, PMC0, 0x123456789A)
         r = c.batch([["r", 2, PMC0]])
         tap.eq((r["ok"], r["status"], r["values"]), (True, [0], [0x123456789A]), "a read returns the register")
@@ -65,6 +68,7 @@ def test_refusals_run_nothing(tap):
     d, m, dm = spr()
     try:
         c = t.Client(dm.socket)
+        c.call("lease", cpus=[0])
         cases = [
             ([["r", 0, 0x1234]], "reg-not-allowed", "a register not on the allowlist"),
             ([["r", 0, DS_AREA]], "reg-forbidden", "DS_AREA (never-list) read"),
@@ -105,6 +109,7 @@ def test_never_list_beats_allowlist(tap):
     d, m, dm = spr(d, allowlist_dir=allow)
     try:
         c = t.Client(dm.socket)
+        c.call("lease", cpus=[0])
         for reg in (0x600, 0x1D9, 0xC0000080):
             for op in (["r", 0, reg], ["w", 0, reg, 0]):
                 r = c.batch([op])
@@ -122,6 +127,13 @@ def test_pci_units(tap):
     try:
         c = t.Client(dm.socket)
         units = c.call("hello")["units"]
+        r = c.batch([["pw", units[0][0], 0xF4, 0x103]])
+        tap.eq(r.get("error", {}).get("name"), "no-lease", "writing a unit without leases is refused")
+        c.call("lease", cpus=[0])
+        r = c.batch([["pw", units[0][0], 0xF4, 0x103]])
+        tap.ok(r.get("error", {}).get("name") == "no-lease" and "every CPU of package 0" in r["error"]["reason"],
+               "writing a unit needs leases on its whole package", r)
+        c.call("lease", cpus=[0, 1])
         u = units[0]
         bdf = u[1]
         m.set_pci(bdf, 0xA0, 0x0000123456789ABC, width=8)
@@ -151,6 +163,7 @@ def test_device_errors_per_op(tap):
         with open(m.path("dev/cpu/3/msr"), "r+b") as f:
             f.truncate(0x10)
         c = t.Client(dm.socket)
+        c.call("lease", cpus=[3])
         r = c.batch([["r", 2, PMC0], ["r", 3, PMC0], ["w", 3, EVTSEL0, 1], ["r", 1, PMC0]])
         tap.eq(r["status"], [0, -5, -5, 0], "EIO is reported per op while the rest of the batch succeeds")
         rc, out, err = t.run_cli([t.PMUGATE, "read", "-c", "2-3", "IA32_PMC0"], dm.socket)
@@ -170,10 +183,23 @@ def test_cli(tap):
         rc, out, err = t.run_cli([t.PMUGATE, "read", "-c", "0", "IA32_FIXED_CTR0", "0x309"], s)
         tap.ok(rc == 0 and out.count("0x000000000000002a") == 2, "names and numbers address the same register",
                out + err)
-        rc, out, err = t.run_cli([t.PMUGATE, "write", "-c", "0-1,3", "IA32_PERFEVTSEL1=0x43003c", "IA32_PMC1=100"], s)
-        tap.ok(rc == 0 and out.count("(written)") == 6, "write takes CPU lists and several REG=VALUE", out + err)
-        tap.eq([m.msr(cpu, 0x187) for cpu in range(4)], [0x43003C, 0x43003C, 0, 0x43003C], "hex values land")
-        tap.eq(m.msr(3, 0xC2), 100, "decimal values land")
+        probe = ("import struct,sys\n"
+                 "def rd(cpu, reg):\n"
+                 "    f = open('%s/dev/cpu/%%d/msr' %% cpu, 'rb'); f.seek(reg); return struct.unpack('<Q', f.read(8))[0]\n"
+                 "ok = [rd(c, 0x187) for c in range(4)] == [0x43003C, 0x43003C, 0, 0x43003C] and rd(3, 0xC2) == 100\n"
+                 "sys.exit(0 if ok else 7)\n" % m.root)
+        rc, out, err = t.run_cli([t.PMUGATE, "write", "-c", "0-1,3", "IA32_PERFEVTSEL1=0x43003c", "IA32_PMC1=100",
+                                  "--", "/usr/bin/python3", "-c", probe], s)
+        tap.ok(rc == 0 and out.count("(written)") == 6,
+               "write -- CMD: hex and decimal values on a CPU list are in place while the command runs", out + err)
+        tap.eq([m.msr(cpu, 0x187) for cpu in range(4)] + [m.msr(3, 0xC2)], [0, 0, 0, 0, 0],
+               "when write exits, its lease ends and every register is restored")
+        rc, out, err = t.run_cli([t.PMUGATE, "write", "-c", "0", "IA32_PMC1=5", "--", "/bin/sh", "-c", "exit 42"], s)
+        tap.eq(rc, 42, "write -- CMD passes the command's exit status through")
+        m.set_msr(2, 0x186, 0x1234)
+        rc, out, err = t.run_cli([t.PMUGATE, "write", "-c", "2", "IA32_PERFEVTSEL0=0x43003c"], s)
+        tap.ok(rc == 0 and m.msr(2, 0x186) == 0x1234, "write without a command restores the old value on exit",
+               (rc, out, err, hex(m.msr(2, 0x186))))
         for argv, desc in [
             (["read", "-c", "0", "NO_SUCH_REG"], "an unknown register name"),
             (["read", "-c", "0-", "0xc1"], "a bad CPU list"),
@@ -202,6 +228,7 @@ def test_audit(tap):
     d, m, dm = spr()
     try:
         c = t.Client(dm.socket)
+        c.call("lease", cpus=[2, 3])
         c.batch([["w", 2, EVTSEL0, 0x43003C], ["w", 3, EVTSEL0, 0x43003C], ["r", 0, PMC0]])
         c.batch([["r", 0, DS_AREA]])
         rc, _, _ = t.run_cli([t.PMUGATE, "read", "-c", "0", "IA32_PMC0"], dm.socket, uid=4242, gid=4242)

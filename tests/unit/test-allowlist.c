@@ -510,7 +510,9 @@ static const BadCase bad_cases[] = {
         { "name too long", M "msr 0x10 0 thread x ABCDEFGHIJABCDEFGHIJABCDEFGHIJABCDEFGHIJ\n",
           2, "bad name" },
         { "msr field count", M "msr 0x10 0 thread x\n", 2, "'msr' takes 5 fields" },
-        { "msr extra field", M "msr 0x10 0 thread x A B\n", 2, "'msr' takes 5 fields" },
+        { "msr unknown flag", M "msr 0x10 0 thread x A B\n", 2, "unknown flag 'B'" },
+        { "pci unknown flag", M "pci 8086:2042 0xF4 4 0 package x A zero\n", 2, "unknown flag 'zero'" },
+        { "counter and action", M "msr 0x10 0 thread x A counter action\n", 2, "both a counter and an action" },
         { "pci field count", M "pci 8086:2042 0xF4 4 0 package x\n", 2, "'pci' takes 7 fields" },
         { "too many fields", M "msr 1 2 3 4 5 6 7 8 9 10\n", 2, "too many fields" },
 };
@@ -654,6 +656,20 @@ static void test_load_shipped(void **state) {
                 n = strlen(b->path);
                 assert_true(n > m);
                 assert_string_equal(b->path + n - m, cases[i].file);
+        }
+
+        {
+                /* Flags the daemon's lease restore relies on. */
+                _cleanup_(allowlist_freep) Allowlist *spr = NULL;
+
+                assert_int_equal(allowlist_load_for_model(shipped_dir(), "spr", &spr), 0);
+                assert_true(allowlist_find_msr(spr, 0xC1)->flags & ALLOW_FLAG_COUNTER);
+                assert_true(allowlist_find_msr(spr, 0x30C)->flags & ALLOW_FLAG_COUNTER);
+                assert_true(allowlist_find_msr(spr, 0x329)->flags & ALLOW_FLAG_COUNTER);
+                assert_true(allowlist_find_msr(spr, 0x390)->flags & ALLOW_FLAG_ACTION);
+                assert_true(allowlist_find_msr(spr, 0x391)->flags & ALLOW_FLAG_ACTION);
+                assert_int_equal(allowlist_find_msr(spr, 0x186)->flags, 0);
+                assert_int_equal(allowlist_find_msr(spr, 0x38F)->flags, 0);
         }
 
         assert_int_equal(allowlist_load_for_model(shipped_dir(), "zen4", &a), -ENOENT);

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Leases and their journals
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "leases.h"
+#include "log.h"
+#include "macro.h"
+#include "pmugate-limits.h"
+
+#define JOURNAL_PREFIX "lease-cpu"
+
+int leases_new(const char *state_dir, Backend *b, const Machine *m, Leases **ret) {
+        Leases *l = calloc(1, sizeof(*l));
+
+        if (!l)
+                return -ENOMEM;
+        l->cpus = calloc(m->n_cpus ?: 1, sizeof(Lease));
+        if (!l->cpus) {
+                free(l);
+                return -ENOMEM;
+        }
+        l->n_cpus = m->n_cpus;
+        l->backend = b;
+        l->machine = m;
+        if (state_dir)
+                (void) snprintf(l->state_dir, sizeof(l->state_dir), "%s", state_dir);
+        *ret = l;
+        return 0;
+}
+
+Leases *leases_free(Leases *l) {
+        if (!l)
+                return NULL;
+        for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++) {
+                free(l->cpus[cpu].journal);
+                if (l->cpus[cpu].state)
+                        (void) fclose(l->cpus[cpu].state);
+        }
+        free(l->cpus);
+        free(l);
+        return NULL;
+}
+
+static void journal_path(const char *dir, uint32_t cpu, char *buf, size_t size) {
+        (void) snprintf(buf, size, "%s/" JOURNAL_PREFIX "%" PRIu32, dir, cpu);
+}
+
+/* Puts journaled registers back, newest first, so control registers that were changed after
+ * the counters they enable are stopped before those counters are cleared. Counters are
+ * zeroed rather than restored: their counts belong to the holder. */
+static unsigned restore_entries(Backend *b, const LeaseEntry *entries, size_t n) {
+        unsigned failed = 0;
+
+        for (size_t i = n; i-- > 0;) {
+                const LeaseEntry *e = &entries[i];
+                uint64_t value = (e->flags & ALLOW_FLAG_COUNTER) ? 0 : e->original;
+                int r;
+
+                r = e->pci ? backend_pci_write(b, e->target, e->reg, e->width, value)
+                           : backend_msr_write(b, e->target, e->reg, value);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot restore %s 0x%" PRIx32 " of %s %" PRIu32, e->pci ? "offset" : "MSR",
+                                          e->reg, e->pci ? "unit" : "CPU", e->target);
+                        failed++;
+                }
+        }
+        return failed;
+}
+
+static void lease_end(Leases *l, uint32_t cpu) {
+        Lease *lease = &l->cpus[cpu];
+        char path[600];
+
+        if (!lease->owner)
+                return;
+        (void) restore_entries(l->backend, lease->journal, lease->n_journal);
+        if (lease->state) {
+                (void) fclose(lease->state);
+                journal_path(l->state_dir, cpu, path, sizeof(path));
+                (void) unlink(path);
+        }
+        free(lease->journal);
+        *lease = (Lease) {};
+}
+
+void leases_end_cpu(Leases *l, uint32_t cpu) {
+        if (cpu < l->n_cpus)
+                lease_end(l, cpu);
+}
+
+int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
+                   LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size) {
+        for (size_t i = 0; i < n_cpus; i++) {
+                const Lease *lease;
+
+                if (cpus[i] >= l->n_cpus)
+                        continue;
+                lease = &l->cpus[cpus[i]];
+                if (!lease->owner || lease->owner == holder->owner || lease->role < holder->role)
+                        continue;
+                (void) snprintf(reason, reason_size, "CPU %" PRIu32 " is leased by uid %u (pid %d, %s%s%s)", cpus[i],
+                                (unsigned) lease->uid, (int) lease->pid, role_to_string(lease->role),
+                                lease->job[0] ? ", job " : "", lease->job);
+                return PROTO_E_BUSY;
+        }
+
+        for (size_t i = 0; i < n_cpus; i++) {
+                Lease *lease;
+
+                if (cpus[i] >= l->n_cpus)
+                        continue;
+                lease = &l->cpus[cpus[i]];
+                if (lease->owner == holder->owner)
+                        continue;
+                if (lease->owner) {
+                        const void *old = lease->owner;
+
+                        lease_end(l, cpus[i]);
+                        if (preempted)
+                                preempted(old, cpus[i], userdata);
+                }
+                *lease = (Lease) { .owner = holder->owner, .role = holder->role, .uid = holder->uid, .pid = holder->pid };
+                if (holder->job)
+                        (void) snprintf(lease->job, sizeof(lease->job), "%s", holder->job);
+        }
+        return 0;
+}
+
+size_t leases_release(Leases *l, const void *owner, const uint32_t *cpus, size_t n_cpus) {
+        size_t ended = 0;
+
+        if (n_cpus == 0) {
+                for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++)
+                        if (l->cpus[cpu].owner == owner) {
+                                lease_end(l, cpu);
+                                ended++;
+                        }
+                return ended;
+        }
+        for (size_t i = 0; i < n_cpus; i++)
+                if (cpus[i] < l->n_cpus && l->cpus[cpus[i]].owner == owner) {
+                        lease_end(l, cpus[i]);
+                        ended++;
+                }
+        return ended;
+}
+
+uint32_t leases_anchor_of_unit(const Leases *l, uint32_t unit) {
+        const Machine *m = l->machine;
+        int32_t package = unit < m->n_units ? m->units[unit].package : -1;
+
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
+                if (m->cpus[cpu].online && m->cpus[cpu].package == package)
+                        return cpu;
+        return 0;
+}
+
+bool leases_journal_needed(const Leases *l, uint32_t anchor, const RegOp *op) {
+        const Lease *lease;
+        bool pci = reg_op_is_pci(op);
+
+        if (anchor >= l->n_cpus)
+                return false;
+        lease = &l->cpus[anchor];
+        if (!lease->owner)
+                return false;
+        for (size_t i = 0; i < lease->n_journal; i++)
+                if (lease->journal[i].reg == op->reg && lease->journal[i].target == op->target &&
+                    lease->journal[i].pci == pci)
+                        return false;
+        return true;
+}
+
+int leases_journal_add(Leases *l, uint32_t anchor, const RegOp *op, const AllowEntry *e, uint64_t original) {
+        Lease *lease = &l->cpus[anchor];
+        LeaseEntry *journal, entry = {
+                .target = op->target,
+                .reg = op->reg,
+                .original = original,
+                .width = e->width,
+                .flags = e->flags,
+                .pci = reg_op_is_pci(op),
+        };
+
+        if (lease->n_journal >= PMUGATE_LEASE_JOURNAL_MAX)
+                return -ENOSPC;
+        if (l->state_dir[0] && !lease->state) {
+                char path[600];
+                int fd;
+
+                journal_path(l->state_dir, anchor, path, sizeof(path));
+                fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+                if (fd < 0 || !(lease->state = fdopen(fd, "w"))) {
+                        int saved = errno;
+                        if (fd >= 0)
+                                (void) close(fd);
+                        return log_warning_errno(saved, "Cannot create lease journal %s", path);
+                }
+                (void) fprintf(lease->state, "# lease uid=%u pid=%d role=%s job=%s\n", (unsigned) lease->uid,
+                               (int) lease->pid, role_to_string(lease->role), lease->job[0] ? lease->job : "-");
+        }
+        if (lease->state) {
+                (void) fprintf(lease->state, "%s %" PRIu32 " 0x%" PRIx32 " %u %u 0x%" PRIx64 "\n",
+                               entry.pci ? "pci" : "msr", entry.target, entry.reg, entry.width, entry.flags, original);
+                /* On disk before the register changes: a crash between the two leaves a
+                 * journal entry for a value that is still in place, which restores harmlessly. */
+                if (fflush(lease->state) != 0)
+                        return -EIO;
+        }
+        journal = reallocarray(lease->journal, lease->n_journal + 1, sizeof(LeaseEntry));
+        if (!journal)
+                return -ENOMEM;
+        lease->journal = journal;
+        lease->journal[lease->n_journal++] = entry;
+        return 0;
+}
+
+size_t leases_count(const Leases *l) {
+        size_t n = 0;
+
+        for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++)
+                n += l->cpus[cpu].owner != NULL;
+        return n;
+}
+
+static int recover_file(const char *path, Backend *b) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ LeaseEntry *entries = NULL;
+        size_t n = 0;
+        char line[256];
+
+        if (!f)
+                return -errno;
+        entries = calloc(PMUGATE_LEASE_JOURNAL_MAX, sizeof(LeaseEntry));
+        if (!entries)
+                return -ENOMEM;
+        while (fgets(line, sizeof(line), f) && n < PMUGATE_LEASE_JOURNAL_MAX) {
+                char kind[4];
+                unsigned target, width, flags;
+                uint32_t reg;
+                uint64_t original;
+
+                if (line[0] == '#')
+                        continue;
+                if (sscanf(line, "%3s %u %" SCNx32 " %u %u %" SCNx64, kind, &target, &reg, &width, &flags, &original) != 6 ||
+                    (strcmp(kind, "msr") != 0 && strcmp(kind, "pci") != 0)) {
+                        log_warning("%s: skipping a line that does not parse", path);
+                        continue;
+                }
+                entries[n++] = (LeaseEntry) { .target = target, .reg = reg, .original = original, .width = (uint8_t) width,
+                                              .flags = (uint8_t) flags, .pci = strcmp(kind, "pci") == 0 };
+        }
+        (void) restore_entries(b, entries, n);
+        log_notice("Restored %zu registers from %s, left by a lease when the daemon stopped", n, path);
+        return 0;
+}
+
+int leases_recover(const char *state_dir, Backend *b) {
+        DIR *d = opendir(state_dir);
+        struct dirent *de;
+        int restored = 0;
+
+        if (!d)
+                return errno == ENOENT ? 0 : log_error_errno(errno, "Cannot open %s", state_dir);
+        while ((de = readdir(d))) {
+                char path[1024];
+
+                if (strncmp(de->d_name, JOURNAL_PREFIX, strlen(JOURNAL_PREFIX)) != 0)
+                        continue;
+                (void) snprintf(path, sizeof(path), "%s/%s", state_dir, de->d_name);
+                if (recover_file(path, b) == 0) {
+                        (void) unlink(path);
+                        restored++;
+                }
+        }
+        closedir(d);
+        return restored;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Leases: the exclusive right of one client to program the PMU of a CPU. Before a holder's
+ * first write to a register, its old value goes into the lease's journal, on disk under the
+ * runtime directory before the register changes. When the lease ends — release, disconnect,
+ * revoke, preemption, or a daemon crash followed by a restart — every journaled register is
+ * put back, counters are zeroed, and the journal is deleted: no counts leak to the next user.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "allowlist.h"
+#include "backend.h"
+#include "machine.h"
+#include "message.h"
+#include "policy.h"
+
+typedef struct LeaseEntry {
+        uint32_t target;        /* CPU, or PCI unit */
+        uint32_t reg;
+        uint64_t original;
+        uint8_t width;
+        uint8_t flags;          /* AllowFlags of the register */
+        bool pci;
+} LeaseEntry;
+
+typedef struct Lease {
+        const void *owner;      /* the client holding it; NULL when free */
+        Role role;
+        uid_t uid;
+        pid_t pid;
+        char job[PMUGATE_STRING_MAX + 1];
+        LeaseEntry *journal;
+        size_t n_journal;
+        FILE *state;            /* journal file, open while the lease is held */
+} Lease;
+
+typedef struct Leases {
+        Lease *cpus;            /* by CPU number */
+        uint32_t n_cpus;
+        char state_dir[512];    /* empty: journals are kept in memory only */
+        Backend *backend;
+        const Machine *machine;
+} Leases;
+
+typedef struct LeaseHolder {
+        const void *owner;
+        Role role;
+        uid_t uid;
+        pid_t pid;
+        const char *job;
+} LeaseHolder;
+
+int leases_new(const char *state_dir, Backend *b, const Machine *m, Leases **ret);
+/* Frees without restoring; end every lease first. */
+Leases *leases_free(Leases *l);
+
+/* Restores the journals a previous run left in state_dir. Returns how many it restored. */
+int leases_recover(const char *state_dir, Backend *b);
+
+typedef void (*LeasePreemptedFn)(const void *owner, uint32_t cpu, void *userdata);
+
+/* Takes leases on cpus for holder, all or none. A CPU held by a lower role (a monitor, for a
+ * user or admin) is taken over: that lease ends with a restore and preempted() is told.
+ * Returns 0, or PROTO_E_BUSY with reason naming the holder. Re-leasing one's own CPU is fine. */
+int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
+                   LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size);
+
+/* Ends owner's leases on cpus (all of them when n_cpus is 0), restoring what it wrote.
+ * Returns how many leases ended. */
+size_t leases_release(Leases *l, const void *owner, const uint32_t *cpus, size_t n_cpus);
+
+/* Ends whoever's lease on cpu. */
+void leases_end_cpu(Leases *l, uint32_t cpu);
+
+static inline bool leases_held_by(const Leases *l, uint32_t cpu, const void *owner) {
+        return cpu < l->n_cpus && l->cpus[cpu].owner == owner;
+}
+
+/* The CPU whose lease carries journal entries for a PCI unit: the first online CPU of its
+ * package. Writing a unit needs leases on every CPU of the package anyway. */
+uint32_t leases_anchor_of_unit(const Leases *l, uint32_t unit);
+
+/* Whether op's register still needs its original value journaled under the lease of anchor. */
+bool leases_journal_needed(const Leases *l, uint32_t anchor, const RegOp *op);
+
+/* Journals the original value (on disk first). Returns 0 or negative errno; a write whose
+ * original could not be kept must not happen. */
+int leases_journal_add(Leases *l, uint32_t anchor, const RegOp *op, const AllowEntry *e, uint64_t original);
+
+size_t leases_count(const Leases *l);

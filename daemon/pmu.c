@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Core PMU layout: foreign counters and clean state
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "log.h"
+#include "pmu.h"
+
+#define FIXED_FIELD_BITS 4U
+#define FIXED_FIELD_ENABLE 0x3U   /* OS | USR: a fixed counter counts when either is set */
+#define FIXED_FIELD_ALL 0xFU
+
+int pmu_new(Backend *b, const Machine *m, const Allowlist *a, Pmu **ret) {
+        Pmu *p = calloc(1, sizeof(*p));
+
+        if (!p)
+                return -ENOMEM;
+        *p = (Pmu) { .backend = b, .machine = m, .allowlist = a };
+        p->foreign_fixed = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_fixed));
+        p->foreign_gp = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_gp));
+        if (!p->foreign_fixed || !p->foreign_gp) {
+                pmu_free(p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
+}
+
+Pmu *pmu_free(Pmu *p) {
+        if (!p)
+                return NULL;
+        free(p->foreign_fixed);
+        free(p->foreign_gp);
+        free(p);
+        return NULL;
+}
+
+static unsigned gp_counters(const Pmu *p) {
+        return p->machine->cpu_model ? p->machine->cpu_model->gp_counters : 0;
+}
+
+static unsigned fixed_counters(const Pmu *p) {
+        return p->machine->cpu_model ? p->machine->cpu_model->fixed_counters : 0;
+}
+
+void pmu_detect(Pmu *p, uint32_t cpu) {
+        uint64_t fixed_ctrl = 0, evtsel;
+        uint8_t fixed = 0;
+        uint32_t gp = 0;
+
+        if (cpu >= p->machine->n_cpus || !p->machine->cpus[cpu].online)
+                return;
+        if (backend_msr_read(p->backend, cpu, MSR_IA32_FIXED_CTR_CTRL, &fixed_ctrl) == 0)
+                for (unsigned i = 0; i < fixed_counters(p); i++)
+                        if ((fixed_ctrl >> (FIXED_FIELD_BITS * i)) & FIXED_FIELD_ENABLE)
+                                fixed |= (uint8_t) (1U << i);
+        for (unsigned i = 0; i < gp_counters(p); i++)
+                if (backend_msr_read(p->backend, cpu, MSR_IA32_PERFEVTSEL0 + i, &evtsel) == 0 && (evtsel & EVTSEL_ENABLE))
+                        gp |= 1U << i;
+        /* The watchdog may be between periods with its enable bits momentarily clear; the
+         * sysctl says it owns fixed counter 1 regardless. */
+        if (p->machine->nmi_watchdog)
+                fixed |= 1U << 1;
+        if (fixed != p->foreign_fixed[cpu] || gp != p->foreign_gp[cpu])
+                log_info("CPU %" PRIu32 ": counters held by another PMU user: fixed 0x%x, general-purpose 0x%x", cpu,
+                         fixed, gp);
+        p->foreign_fixed[cpu] = fixed;
+        p->foreign_gp[cpu] = gp;
+}
+
+void pmu_detect_all(Pmu *p) {
+        for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
+                pmu_detect(p, cpu);
+}
+
+uint64_t pmu_foreign_fixed_union(const Pmu *p) {
+        uint64_t u = 0;
+
+        for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
+                u |= p->foreign_fixed[cpu];
+        return u;
+}
+
+uint64_t pmu_foreign_gp_union(const Pmu *p) {
+        uint64_t u = 0;
+
+        for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
+                u |= p->foreign_gp[cpu];
+        return u;
+}
+
+static uint64_t fixed_fields(uint8_t fixed) {
+        uint64_t m = 0;
+
+        for (unsigned i = 0; i < 8; i++)
+                if (fixed & (1U << i))
+                        m |= (uint64_t) FIXED_FIELD_ALL << (FIXED_FIELD_BITS * i);
+        return m;
+}
+
+static uint64_t global_bits(uint8_t fixed, uint32_t gp) {
+        return (uint64_t) gp | (uint64_t) fixed << 32;
+}
+
+int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value, bool action,
+                       char *reason, size_t reason_size) {
+        uint8_t fixed;
+        uint32_t gp;
+        uint64_t touched = 0;
+        const char *what = NULL;
+
+        if (cpu >= p->machine->n_cpus)
+                return 0;
+        fixed = p->foreign_fixed[cpu];
+        gp = p->foreign_gp[cpu];
+        if (fixed == 0 && gp == 0)
+                return 0;
+
+        if ((reg >= MSR_IA32_PMC0 && reg < MSR_IA32_PMC0 + 32 && (gp >> (reg - MSR_IA32_PMC0)) & 1) ||
+            (reg >= MSR_IA32_A_PMC0 && reg < MSR_IA32_A_PMC0 + 32 && (gp >> (reg - MSR_IA32_A_PMC0)) & 1) ||
+            (reg >= MSR_IA32_PERFEVTSEL0 && reg < MSR_IA32_PERFEVTSEL0 + 32 && (gp >> (reg - MSR_IA32_PERFEVTSEL0)) & 1))
+                what = "a general-purpose counter";
+        else if (reg >= MSR_IA32_FIXED_CTR0 && reg < MSR_IA32_FIXED_CTR0 + 8 && (fixed >> (reg - MSR_IA32_FIXED_CTR0)) & 1)
+                what = "a fixed counter";
+        else if (reg == MSR_PERF_METRICS && (fixed >> FIXED_SLOTS_INDEX) & 1)
+                what = "the TopDown slots counter";
+        else if (reg == MSR_IA32_FIXED_CTR_CTRL)
+                touched = mask & fixed_fields(fixed);
+        else if (reg == MSR_IA32_PERF_GLOBAL_CTRL)
+                touched = mask & global_bits(fixed, gp);
+        else if (reg == MSR_IA32_PERF_GLOBAL_STATUS_RESET || reg == MSR_IA32_PERF_GLOBAL_STATUS_SET)
+                touched = (action ? value & mask : mask) & global_bits(fixed, gp);
+
+        if (!what && touched == 0)
+                return 0;
+        if (what)
+                (void) snprintf(reason, reason_size,
+                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is %s held by another PMU user (%s); pick another counter",
+                                reg, cpu, what, p->machine->nmi_watchdog ? "the kernel's NMI watchdog or perf" : "the kernel's perf");
+        else
+                (void) snprintf(reason, reason_size,
+                                "bits 0x%" PRIx64 " of MSR 0x%" PRIx32 " on CPU %" PRIu32 " belong to counters held by "
+                                "another PMU user; write only your own bits (masked write)",
+                                touched, reg, cpu);
+        return PROTO_E_BUSY;
+}
+
+/* Writes value to reg when the model has the register; the daemon's own writes bypass the
+ * client masks but never touch foreign bits (callers pass them preserved). */
+static int write_if_present(Pmu *p, uint32_t cpu, uint32_t reg, uint64_t value) {
+        if (!allowlist_find_msr(p->allowlist, reg))
+                return 0;
+        return backend_msr_write(p->backend, cpu, reg, value);
+}
+
+int pmu_reset_cpu(Pmu *p, uint32_t cpu) {
+        uint8_t fixed = p->foreign_fixed[cpu];
+        uint32_t gp = p->foreign_gp[cpu];
+        uint64_t keep_global = global_bits(fixed, gp), keep_fixed = fixed_fields(fixed), v;
+        int r, first = 0;
+
+#define STEP(expr)                              \
+        do {                                    \
+                r = (expr);                     \
+                if (r < 0 && first == 0)        \
+                        first = r;              \
+        } while (0)
+
+        /* Stop first, so nothing counts while the counters are cleared. */
+        if (backend_msr_read(p->backend, cpu, MSR_IA32_PERF_GLOBAL_CTRL, &v) == 0)
+                STEP(write_if_present(p, cpu, MSR_IA32_PERF_GLOBAL_CTRL, v & keep_global));
+        if (backend_msr_read(p->backend, cpu, MSR_IA32_FIXED_CTR_CTRL, &v) == 0)
+                STEP(write_if_present(p, cpu, MSR_IA32_FIXED_CTR_CTRL, v & keep_fixed));
+        for (unsigned i = 0; i < gp_counters(p); i++) {
+                if ((gp >> i) & 1)
+                        continue;
+                STEP(write_if_present(p, cpu, MSR_IA32_PERFEVTSEL0 + i, 0));
+                STEP(write_if_present(p, cpu, MSR_IA32_PMC0 + i, 0));
+        }
+        for (unsigned i = 0; i < fixed_counters(p); i++)
+                if (!((fixed >> i) & 1))
+                        STEP(write_if_present(p, cpu, MSR_IA32_FIXED_CTR0 + i, 0));
+        /* PERF_METRICS after SLOTS, the order the kernel uses. */
+        if (p->machine->cpu_model && p->machine->cpu_model->perf_metrics && !((fixed >> FIXED_SLOTS_INDEX) & 1))
+                STEP(write_if_present(p, cpu, MSR_PERF_METRICS, 0));
+        STEP(write_if_present(p, cpu, MSR_IA32_PERF_GLOBAL_STATUS_RESET,
+                              (((UINT64_C(1) << gp_counters(p)) - 1) & ~(uint64_t) gp) |
+                              (((UINT64_C(1) << fixed_counters(p)) - 1) & ~(uint64_t) fixed) << 32 |
+                              (p->machine->cpu_model && p->machine->cpu_model->perf_metrics ? GLOBAL_CTRL_PERF_METRICS : 0)));
+#undef STEP
+        return first;
+}

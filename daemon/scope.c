@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Job scope from grants and cgroups
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+
+#include "cpulist.h"
+#include "error.h"
+#include "macro.h"
+#include "scope.h"
+
+#define CGROUP_PATH_MAX 2048
+
+void scope_job_of_cgroup(const char *path, char *job, size_t size) {
+        const char *p = path;
+
+        job[0] = '\0';
+        /* Slurm: cgroup v1 .../slurm/uid_U/job_J/step_S, v2 .../slurmstepd.scope/job_J/step_S */
+        while ((p = strstr(p, "job_"))) {
+                size_t n;
+
+                if (p != path && p[-1] != '/') {
+                        p += 4;
+                        continue;
+                }
+                p += 4;
+                n = strcspn(p, "/\n");
+                if (n > 0 && n < size) {
+                        memcpy(job, p, n);
+                        job[n] = '\0';
+                }
+                return;
+        }
+}
+
+/* The cgroup paths of pid: the v2 path ("0::") and the v1 cpuset path, as far as present. */
+static int read_proc_cgroup(pid_t pid, char *v2, char *v1_cpuset, size_t size) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char path[64], line[CGROUP_PATH_MAX + 64];
+
+        v2[0] = v1_cpuset[0] = '\0';
+        (void) snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                char *first = strchr(line, ':'), *second, *nl;
+
+                if (!first || !(second = strchr(first + 1, ':')))
+                        continue;
+                if ((nl = strchr(second, '\n')))
+                        *nl = '\0';
+                if (strncmp(line, "0::", 3) == 0)
+                        (void) snprintf(v2, size, "%s", second + 1);
+                else {
+                        char controllers[256];
+                        size_t n = (size_t) (second - first - 1);
+
+                        if (n >= sizeof(controllers))
+                                continue;
+                        memcpy(controllers, first + 1, n);
+                        controllers[n] = '\0';
+                        for (char *save = NULL, *c = strtok_r(controllers, ",", &save); c; c = strtok_r(NULL, ",", &save))
+                                if (strcmp(c, "cpuset") == 0)
+                                        (void) snprintf(v1_cpuset, size, "%s", second + 1);
+                }
+        }
+        return 0;
+}
+
+/* Reads the effective CPUs of a cgroup, walking up to the nearest ancestor that has them. */
+static int read_cpuset(const char *dir_root, const char *cgroup, const char *const *files, CpuSet *ret) {
+        char path[CGROUP_PATH_MAX];
+
+        (void) snprintf(path, sizeof(path), "%s", cgroup);
+        for (;;) {
+                for (const char *const *file = files; *file; file++) {
+                        _cleanup_fclose_ FILE *f = NULL;
+                        _cleanup_free_ uint32_t *cpus = NULL;
+                        char full[CGROUP_PATH_MAX + 512], text[65536];
+                        size_t n;
+
+                        (void) snprintf(full, sizeof(full), "%s%s/%s", dir_root, path, *file);
+                        f = fopen(full, "re");
+                        if (!f)
+                                continue;
+                        if (!fgets(text, sizeof(text), f))
+                                continue;
+                        text[strcspn(text, "\n")] = '\0';
+                        if (text[0] == '\0' || cpulist_parse(text, PMUGATE_CPUS_MAX, &cpus, &n) < 0)
+                                continue;
+                        cpuset_clear(ret);
+                        for (size_t i = 0; i < n; i++)
+                                cpuset_add(ret, cpus[i]);
+                        return 0;
+                }
+                char *slash = strrchr(path, '/');
+                if (!slash || slash == path)
+                        return -ENOENT;
+                *slash = '\0';
+        }
+}
+
+static int cgroup_cpus(const char *cgroup_root, const char *v2, const char *v1_cpuset, CpuSet *ret) {
+        static const char *const v2_files[] = { "cpuset.cpus.effective", NULL };
+        static const char *const v1_files[] = { "cpuset.effective_cpus", "cpuset.cpus", NULL };
+        char dir[1024];
+
+        if (v2[0] && strcmp(v2, "/") != 0) {
+                (void) snprintf(dir, sizeof(dir), "%s", cgroup_root);
+                if (read_cpuset(dir, v2, v2_files, ret) == 0)
+                        return 0;
+                (void) snprintf(dir, sizeof(dir), "%s/unified", cgroup_root);
+                if (read_cpuset(dir, v2, v2_files, ret) == 0)
+                        return 0;
+        }
+        if (v1_cpuset[0]) {
+                (void) snprintf(dir, sizeof(dir), "%s/cpuset", cgroup_root);
+                if (read_cpuset(dir, v1_cpuset, v1_files, ret) == 0)
+                        return 0;
+        }
+        return -ENOENT;
+}
+
+_printf_(4, 5) static int no_grant(char *reason, size_t size, int code, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(reason, size, fmt, ap);
+        va_end(ap);
+        return code;
+}
+
+int scope_resolve(const char *cgroup_root, const Peer *peer, const Grants *grants, Scope *ret, char *reason,
+                  size_t reason_size) {
+        char v2[CGROUP_PATH_MAX], v1[CGROUP_PATH_MAX], job[PMUGATE_STRING_MAX + 1];
+        const Grant *grant;
+        Scope s = {};
+
+        if (!grants_has_uid(grants, peer->uid))
+                return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
+                                "no job grant for uid %u on this node: run inside your job, or ask your admin",
+                                (unsigned) peer->uid);
+        if (peer->pidfd < 0 || read_proc_cgroup(peer->pid, v2, v1, sizeof(v2)) < 0 ||
+            pidfd_send_signal(peer->pidfd, 0, NULL, 0) < 0)
+                return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
+                                "cannot tell which job pid %d belongs to (has it exited?)", (int) peer->pid);
+
+        scope_job_of_cgroup(v2, job, sizeof(job));
+        if (!job[0])
+                scope_job_of_cgroup(v1, job, sizeof(job));
+
+        if (job[0]) {
+                grant = grants_find(grants, job);
+                if (!grant || grant->uid != peer->uid)
+                        return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
+                                        "no grant for job %s of uid %u on this node: ask your admin", job,
+                                        (unsigned) peer->uid);
+                (void) snprintf(s.job, sizeof(s.job), "%s", job);
+                if (grant->has_cpus)
+                        s.cpus = grant->cpus;
+                else if (cgroup_cpus(cgroup_root, v2, v1, &s.cpus) < 0)
+                        return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
+                                        "cannot read the CPUs of job %s from its cgroup", job);
+                *ret = s;
+                return 0;
+        }
+
+        /* Outside any job's cgroup (e.g. logged in by ssh), only grants that name their CPUs
+         * apply: the cgroup cannot tell which CPUs are the job's. */
+        for (size_t i = 0; i < grants->n; i++) {
+                grant = &grants->items[i];
+                if (grant->uid != peer->uid || !grant->has_cpus)
+                        continue;
+                for (unsigned w = 0; w < PMUGATE_CPUS_MAX / 64; w++)
+                        s.cpus.bits[w] |= grant->cpus.bits[w];
+                if (!s.job[0])
+                        (void) snprintf(s.job, sizeof(s.job), "%s", grant->job);
+        }
+        if (cpuset_is_empty(&s.cpus))
+                return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
+                                "pid %d is not inside a job's cgroup: run the command inside your job (srun), "
+                                "or ask your admin for a grant with --cpus", (int) peer->pid);
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A job-mode caller's scope: the CPUs of its job, from the grant's explicit CPU list or from
+ * the cpuset cgroup the caller runs in (Slurm creates it after the prolog), read at request
+ * time. The caller's cgroup is read from /proc/PID/cgroup and then checked against the
+ * caller's pidfd, so a pid recycled by another process is never believed.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "cpuset.h"
+#include "grants.h"
+#include "policy.h"
+
+typedef struct Scope {
+        CpuSet cpus;
+        char job[PMUGATE_STRING_MAX + 1];
+} Scope;
+
+/* Returns 0 with ret filled, or a positive ProtoError (PROTO_E_NO_GRANT) with reason saying
+ * what to do. cgroup_root is where the cgroup file systems are mounted ("/sys/fs/cgroup",
+ * under --root for tests). */
+int scope_resolve(const char *cgroup_root, const Peer *peer, const Grants *grants, Scope *ret, char *reason,
+                  size_t reason_size);
+
+/* Finds "job_<ID>" in a cgroup path; returns the ID in job (empty when there is none). */
+void scope_job_of_cgroup(const char *path, char *job, size_t size);
