@@ -98,6 +98,12 @@ void leases_end_cpu(Leases *l, uint32_t cpu) {
                 lease_end(l, cpu);
 }
 
+/* Monitors yield to users and admins; anyone else keeps a lease until it ends it (admins
+ * can end it with a reset). */
+static bool lease_preemptible(const Lease *lease, const LeaseHolder *holder) {
+        return lease->role == ROLE_MONITOR && holder->role > ROLE_MONITOR;
+}
+
 int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
                    LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size) {
         for (size_t i = 0; i < n_cpus; i++) {
@@ -106,7 +112,7 @@ int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, s
                 if (cpus[i] >= l->n_cpus)
                         continue;
                 lease = &l->cpus[cpus[i]];
-                if (!lease->owner || lease->owner == holder->owner || lease->role < holder->role)
+                if (!lease->owner || lease->owner == holder->owner || lease_preemptible(lease, holder))
                         continue;
                 (void) snprintf(reason, reason_size, "CPU %" PRIu32 " is leased by uid %u (pid %d, %s%s%s)", cpus[i],
                                 (unsigned) lease->uid, (int) lease->pid, role_to_string(lease->role),

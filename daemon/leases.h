@@ -64,8 +64,8 @@ int leases_recover(const char *state_dir, Backend *b);
 
 typedef void (*LeasePreemptedFn)(const void *owner, uint32_t cpu, void *userdata);
 
-/* Takes leases on cpus for holder, all or none. A CPU held by a lower role (a monitor, for a
- * user or admin) is taken over: that lease ends with a restore and preempted() is told.
+/* Takes leases on cpus for holder, all or none. A CPU a monitor holds is taken over by a user
+ * or admin: the monitor's lease ends with a restore and preempted() is told.
  * Returns 0, or PROTO_E_BUSY with reason naming the holder. Re-leasing one's own CPU is fine. */
 int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
                    LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size);

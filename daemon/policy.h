@@ -21,7 +21,7 @@ typedef struct Peer {
         size_t n_groups;
 } Peer;
 
-/* Ordered by lease priority: a higher role's lease preempts a lower one's. */
+/* Ordered by privilege; a monitor's lease yields to a user's or an admin's. */
 typedef enum Role {
         ROLE_NONE,
         ROLE_MONITOR,

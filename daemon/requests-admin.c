@@ -49,14 +49,18 @@ static int refuse_not_admin(Server *s, Client *c, const Request *req) {
         return server_reply_error(s, c, req, req->id, PROTO_E_NOT_AUTHORIZED, reason, -1);
 }
 
+/* Returns 0 when every CPU of the request exists and is online; otherwise packs the refusal
+ * and returns 1 (or a negative errno when even that failed). */
 static int check_cpus(Server *s, Client *c, const Request *req) {
         for (size_t i = 0; i < req->n_cpus; i++)
                 if (!machine_cpu(s->machine, req->cpus[i]) || !s->machine->cpus[req->cpus[i]].online) {
                         char reason[128];
+                        int r;
 
                         (void) snprintf(reason, sizeof(reason), "CPU %" PRIu32 " does not exist or is offline",
                                         req->cpus[i]);
-                        return server_reply_error(s, c, req, req->id, PROTO_E_NO_SUCH_CPU, reason, -1);
+                        r = server_reply_error(s, c, req, req->id, PROTO_E_NO_SUCH_CPU, reason, -1);
+                        return r < 0 ? r : 1;
                 }
         return 0;
 }
@@ -118,7 +122,7 @@ int server_handle_lease(Server *s, Client *c, const Request *req) {
                 return server_reply_error(s, c, req, req->id, PROTO_E_BAD_FIELD, "'lease' needs a non-empty 'cpus'", -1);
         r = check_cpus(s, c, req);
         if (r != 0)
-                return r;
+                return r < 0 ? r : 0;
         r = server_resolve_scope(s, c, req);
         if (r != 0)
                 return r < 0 ? r : 0;
@@ -175,7 +179,7 @@ int server_handle_grant(Server *s, Client *c, const Request *req) {
         if (req->has_cpus) {
                 r = check_cpus(s, c, req);
                 if (r != 0)
-                        return r;
+                        return r < 0 ? r : 0;
                 format_cpus(req->cpus, req->n_cpus, list, sizeof(list));
         }
         r = grants_put(&s->grants, req->job, req->uid, req->has_cpus ? req->cpus : NULL, req->has_cpus ? req->n_cpus : 0);
@@ -242,7 +246,7 @@ int server_handle_reset(Server *s, Client *c, const Request *req) {
         if (req->has_cpus) {
                 r = check_cpus(s, c, req);
                 if (r != 0)
-                        return r;
+                        return r < 0 ? r : 0;
                 memcpy(cpus, req->cpus, req->n_cpus * sizeof(uint32_t));
                 n = req->n_cpus;
         } else

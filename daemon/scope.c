@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,13 @@ static int cgroup_cpus(const char *cgroup_root, const char *v2, const char *v1_c
         return -ENOENT;
 }
 
+/* Whether the process behind pidfd still exists. Checked after reading /proc/PID: a pid is
+ * not reused while its process (or zombie) exists, so what was read belonged to the peer.
+ * The daemon may lack the right to signal the caller (EPERM): that process is alive too. */
+static bool pidfd_alive(int pidfd) {
+        return pidfd_send_signal(pidfd, 0, NULL, 0) == 0 || errno == EPERM;
+}
+
 _printf_(4, 5) static int no_grant(char *reason, size_t size, int code, const char *fmt, ...) {
         va_list ap;
 
@@ -147,8 +155,7 @@ int scope_resolve(const char *cgroup_root, const Peer *peer, const Grants *grant
                 return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
                                 "no job grant for uid %u on this node: run inside your job, or ask your admin",
                                 (unsigned) peer->uid);
-        if (peer->pidfd < 0 || read_proc_cgroup(peer->pid, v2, v1, sizeof(v2)) < 0 ||
-            pidfd_send_signal(peer->pidfd, 0, NULL, 0) < 0)
+        if (peer->pidfd < 0 || read_proc_cgroup(peer->pid, v2, v1, sizeof(v2)) < 0 || !pidfd_alive(peer->pidfd))
                 return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
                                 "cannot tell which job pid %d belongs to (has it exited?)", (int) peer->pid);
 

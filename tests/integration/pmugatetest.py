@@ -179,9 +179,10 @@ class Daemon:
         if config is None:
             config = os.path.join(workdir, "pmugate.conf")
             write_config(config)
+        self.runtime_dir = os.path.join(workdir, "run")
         self.argv = [PMUGATED, "--socket=" + self.socket, "--config=" + config,
                      "--allowlist-dir=" + allowlist_dir, "--user=" + user,
-                     "--audit-log=" + self.audit_log] + list(args)
+                     "--audit-log=" + self.audit_log, "--runtime-dir=" + self.runtime_dir] + list(args)
         notify_path = os.path.join(workdir, "notify.sock")
         if os.path.exists(notify_path):
             os.unlink(notify_path)
@@ -199,7 +200,7 @@ class Daemon:
         e.pop("LISTEN_PID", None)
         if env:
             e.update(env)
-        self.stderr = open(self.stderr_path, "w")
+        self.stderr = open(self.stderr_path, "a")
         self.proc = subprocess.Popen(self.argv, stdout=self.stderr, stderr=self.stderr, env=e)
         self.ready = False
         if expect_ready:
@@ -288,27 +289,31 @@ class Client:
         self.sock.close()
 
 
-def as_user(uid, gid, groups=()):
-    """preexec_fn that switches a forked child to another identity."""
+def as_user(uid, gid, groups=(), join=None):
+    """preexec_fn that switches a forked child to another identity, after moving it into the
+    cgroup whose procs file is join (while still root)."""
     def switch():
+        if join:
+            with open(join, "w") as f:
+                f.write(str(os.getpid()))
         os.setgroups(list(groups))
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
     return switch
 
 
-def run_cli(argv, socket_path, uid=None, gid=None, groups=(), timeout=30, env=None, input=None):
+def run_cli(argv, socket_path, uid=None, gid=None, groups=(), timeout=30, env=None, input=None, join=None):
     e = dict(os.environ)
     e["PMUGATE_SOCKET"] = socket_path
     if env:
         e.update(env)
-    pre = as_user(uid, gid if gid is not None else uid, groups) if uid is not None else None
+    pre = as_user(uid, gid if gid is not None else uid, groups, join) if uid is not None else None
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e, preexec_fn=pre,
                        input=input)
     return p.returncode, p.stdout, p.stderr
 
 
-def in_child_as(uid, gid, groups, fn):
+def in_child_as(uid, gid, groups, fn, join=None):
     """Runs fn() in a forked child with another identity; returns what it returned (a JSON
     value) or raises with the child's exception text."""
     r, w = os.pipe()
@@ -316,7 +321,7 @@ def in_child_as(uid, gid, groups, fn):
     if pid == 0:
         os.close(r)
         try:
-            as_user(uid, gid, groups)()
+            as_user(uid, gid, groups, join)()
             out = json.dumps({"ok": fn()})
         except BaseException as e:
             out = json.dumps({"error": "%s: %s" % (type(e).__name__, e)})
@@ -376,3 +381,49 @@ def workdir():
     d = tempfile.mkdtemp(prefix="pmugate-test-")
     os.chmod(d, 0o755)
     return d
+
+
+class Cgroup:
+    """A real cgroup whose path names a Slurm-like job ("<base>/job_<id>"), in the v1 cpuset
+    hierarchy or in cgroup v2. The CPUs the daemon reads for it come from a file written under
+    the fake machine's root, so any fake CPU numbers work on any host."""
+
+    def __init__(self, machine_root, job, cpus, version=1):
+        self.base = "pmugate-test-%d" % os.getpid()
+        self.version = version
+        rel = "%s/job_%s" % (self.base, job)
+        if version == 1:
+            top = "/sys/fs/cgroup/cpuset"
+            self.dirs = [os.path.join(top, self.base), os.path.join(top, rel)]
+            for d in self.dirs:
+                os.makedirs(d, exist_ok=True)
+                for knob in ("cpuset.cpus", "cpuset.mems"):
+                    with open(os.path.join(os.path.dirname(d), knob)) as f:
+                        parent = f.read().strip()
+                    with open(os.path.join(d, knob), "w") as f:
+                        f.write(parent.split(",")[0].split("-")[0])
+            self.procs = os.path.join(self.dirs[1], "tasks")
+            fake = os.path.join(machine_root, "sys/fs/cgroup/cpuset", rel, "cpuset.effective_cpus")
+        else:
+            top = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified") else "/sys/fs/cgroup"
+            self.dirs = [os.path.join(top, self.base), os.path.join(top, rel)]
+            for d in self.dirs:
+                os.makedirs(d, exist_ok=True)
+            self.procs = os.path.join(self.dirs[1], "cgroup.procs")
+            fake = os.path.join(machine_root, "sys/fs/cgroup", rel, "cpuset.cpus.effective")
+            if top.endswith("unified"):
+                fake = os.path.join(machine_root, "sys/fs/cgroup/unified", rel, "cpuset.cpus.effective")
+        os.makedirs(os.path.dirname(fake), exist_ok=True)
+        with open(fake, "w") as f:
+            f.write(cpus + "\n")
+
+    def remove(self):
+        for d in reversed(self.dirs):
+            for _ in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
