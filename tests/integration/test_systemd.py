@@ -300,7 +300,7 @@ def test_privileges_dropped(tap):
         return
     d = t.workdir()
     m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
-    dm = t.Daemon(d, ["--root=" + m.root, "--runtime-dir=" + os.path.join(d, "run")])
+    dm = t.Daemon(d, ["--root=" + m.root])
     try:
         check_no_privileges(tap, dm.proc.pid, "started by hand")
         h = t.Client(dm.socket).call("hello")
