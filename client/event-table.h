@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate's own event table: the events its TopDown recipes use, per CPU model, with the
+ * counter constraints libpfm4 does not describe
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Models an entry applies to. */
+#define EVENT_MODEL_SKL (1U << 0)       /* Skylake-SP and Cascade Lake */
+#define EVENT_MODEL_ICX (1U << 1)       /* Ice Lake-SP */
+#define EVENT_MODEL_SPR (1U << 2)       /* Sapphire Rapids */
+#define EVENT_MODEL_ALL (EVENT_MODEL_SKL | EVENT_MODEL_ICX | EVENT_MODEL_SPR)
+
+typedef struct EventTableEntry {
+        const char *name;
+        unsigned models;
+        uint64_t config;        /* on a GP counter; ignored where gp_ok is false */
+        int8_t fixed;           /* fixed counter, or -1 */
+        bool gp_ok;
+        uint32_t gp_mask;
+        int8_t metrics_field;   /* PERF_METRICS byte, or -1 */
+} EventTableEntry;
+
+/* The EVENT_MODEL_* bit of a model key ("skx", "clx", "icx", "spr"), or 0. */
+unsigned event_table_model(const char *model);
+
+/* The entry named name (case-sensitive, Intel's spelling) for a model, or NULL. */
+const EventTableEntry *event_table_lookup(const char *model, const char *name);
+
+/* Every entry, for tests that compare the table with libpfm4. */
+const EventTableEntry *event_table_entries(size_t *ret_n);

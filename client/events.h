@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Events: a name (Intel's spelling, e.g. "UOPS_ISSUED.ANY") resolved to a counter encoding
+ * and the counters that may count it, for one CPU model
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest event text accepted, modifiers included. */
+#define EVENT_NAME_MAX 128U
+
+/* EVTSEL fields (shared/reference/pmu-registers.md §2.4). An event's config holds only the
+ * fields that select what is counted; the measurement adds USR, OS and EN, and never INT, PC
+ * or ANY. */
+#define EVTSEL_EVENT_MASK UINT64_C(0xFF)
+#define EVTSEL_UMASK_SHIFT 8
+#define EVTSEL_USR (UINT64_C(1) << 16)
+#define EVTSEL_OS (UINT64_C(1) << 17)
+#define EVTSEL_EDGE (UINT64_C(1) << 18)
+#define EVTSEL_ANY (UINT64_C(1) << 21)
+#define EVTSEL_EN (UINT64_C(1) << 22)
+#define EVTSEL_INV (UINT64_C(1) << 23)
+#define EVTSEL_CMASK_SHIFT 24
+#define EVTSEL_CMASK_MAX 0xFFU
+#define EVENT_CONFIG_MASK UINT64_C(0xFF84FFFF)   /* event, umask, edge, inv, cmask */
+
+/* Fixed counters with an architectural meaning: INST_RETIRED.ANY, CPU_CLK_UNHALTED.THREAD,
+ * CPU_CLK_UNHALTED.REF_TSC and TOPDOWN.SLOTS. */
+#define FIXED_COUNTERS_MAX 4U
+#define FIXED_INST_RETIRED 0
+#define FIXED_CLK_UNHALTED 1
+#define FIXED_REF_TSC 2
+#define FIXED_SLOTS 3
+
+/* PERF_METRICS: eight 8-bit fractions of SLOTS; bytes 0-3 are level 1, 4-7 level 2. */
+#define PERF_METRICS_FIELDS 8U
+#define PERF_METRICS_L1_FIELDS 4U
+
+#define GP_COUNTERS_MAX 8U
+#define GP_MASK_ALL ((UINT32_C(1) << GP_COUNTERS_MAX) - 1)
+
+typedef enum EventKind {
+        EVENT_COUNTER,          /* a GP counter, or a fixed one where the event has one */
+        EVENT_PERF_METRICS,     /* a PERF_METRICS byte scaled by SLOTS: the topdown-* counts */
+} EventKind;
+
+typedef enum EventSource {
+        EVENT_SOURCE_TABLE,     /* pmugate's table of the events its recipes use */
+        EVENT_SOURCE_LIBPFM,    /* libpfm4's event list for the model */
+        EVENT_SOURCE_RAW,       /* rHEX given by the user */
+} EventSource;
+
+typedef struct EventDesc {
+        char name[EVENT_NAME_MAX];      /* as given, e.g. "UOPS_DECODED.DEC0:c=1" */
+        EventKind kind;
+        EventSource source;
+        int fixed;                      /* fixed counter that counts it, or -1 */
+        bool gp_ok;                     /* config can also run on a GP counter */
+        uint64_t config;                /* EVTSEL bits within EVENT_CONFIG_MASK */
+        uint32_t gp_mask;               /* GP counters it may run on (bit n = PMCn) */
+        bool usr, os;                   /* rings counted */
+        unsigned metrics_field;         /* PERF_METRICS byte, for EVENT_PERF_METRICS */
+} EventDesc;
+
+/* Resolves text: NAME[:MOD...] where NAME is an Intel event name the model knows (pmugate's
+ * table, then libpfm4 when it has the model's PMU active), a topdown-* PERF_METRICS count, or
+ * rHEX (event | umask << 8 | edge << 18 | inv << 23 | cmask << 24); MOD is c=N (cmask), e
+ * (edge), i (invert), u (user only) or k (kernel only). model is "skx", "clx", "icx" or "spr".
+ * Returns -ENOENT for an unknown name, -EINVAL for bad modifiers, -EOPNOTSUPP for an event
+ * pmugate cannot program (AnyThread, extra registers), each with a reason. */
+int event_resolve(const char *model, const char *text, EventDesc *ret, char *reterr_reason, size_t reason_size);
+
+/* The name a formula uses for an event: characters other than letters, digits, '_' and '.'
+ * become '_' ("topdown-retiring" -> "topdown_retiring"). Returns -ENOBUFS when it does not fit. */
+int event_variable_name(const char *event, char *buf, size_t size);
+
+/* Whether pmugate's table or libpfm4 can resolve names for the model. */
+bool event_model_known(const char *model);
+
+/* libpfm4's PMU name for a model key, or NULL. */
+const char *event_libpfm_pmu(const char *model);

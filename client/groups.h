@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Group files: the events and formulas of a measurement as data (docs/GROUPS.md). Groups are
+ * looked up by name in $PMUGATE_GROUP_PATH, the user's ~/.config/pmugate/groups and the
+ * installed PMUGATE_GROUP_DIR, first under <model>/ and then at the top of each directory.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "macro.h"
+
+#define GROUP_NAME_MAX 64U
+#define GROUP_INCLUDE_DEPTH_MAX 4U
+#define GROUP_EVENTS_MAX 128U
+#define GROUP_METRICS_MAX 256U
+#define GROUP_LABEL_MAX 64U
+#define GROUP_DESCRIPTION_MAX 512U
+#define GROUP_SEARCH_DIRS_MAX 16U
+#define GROUP_PATH_MAX 4096U
+
+typedef struct GroupEvent {
+        char *name;
+        char *condition;        /* muparser expression over the constants, or NULL: always counted */
+} GroupEvent;
+
+typedef struct GroupMetric {
+        char *name;
+        char *label;            /* shown in tables; NULL for a helper */
+        char *parent;           /* metric this one refines, or NULL at the top level */
+        char *formula;
+        bool helper;            /* used by other formulas, not reported */
+} GroupMetric;
+
+typedef struct Group {
+        char *name;
+        char *path;             /* file the group came from */
+        char *description;
+        GroupEvent *events;
+        size_t n_events;
+        GroupMetric *metrics;
+        size_t n_metrics;
+} Group;
+
+Group *group_free(Group *g);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Group *, group_free);
+
+/* Finds and loads the group called name for a model (key such as "spr"). -ENOENT when no
+ * directory has it; -EINVAL with "file:line: reason" for a bad file. */
+int group_load(const char *name, const char *model, Group **ret, char *reterr_reason, size_t reason_size);
+
+/* Loads one file; includes are looked up as group_load() does. */
+int group_load_file(const char *path, const char *name, const char *model, Group **ret, char *reterr_reason,
+                    size_t reason_size);
+
+/* Fills dirs with the directories searched, in order; returns how many. */
+int group_search_dirs(char dirs[][GROUP_PATH_MAX], size_t max);
+
+/* Whether name is a valid group name: 1-63 of letters, digits, '-', '_' and '.', no leading dot. */
+bool group_name_valid(const char *name);

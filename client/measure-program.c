@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Register programming: GLOBAL_CTRL bits and FIXED_CTR_CTRL fields owned, EVTSEL values, and
+ * the start, sample and stop batches (pmu-registers.md §2.4-2.8)
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "measure-program.h"
+
+static uint64_t ring_bits_fixed(bool usr, bool os) {
+        return (usr ? FIXED_CTRL_USR : 0) | (os ? FIXED_CTRL_OS : 0);
+}
+
+static uint64_t evtsel_value(const pmugate_measure *m, unsigned set, unsigned counter) {
+        int e = m->schedule->set_counters[set][counter];
+        const EventDesc *d;
+
+        if (e < 0)
+                return 0;
+        d = &m->programmed_descs[e];
+        return d->config | EVTSEL_EN | (d->usr ? EVTSEL_USR : 0) | (d->os ? EVTSEL_OS : 0);
+}
+
+int measure_plan_registers(pmugate_measure *m) {
+        const Schedule *s = m->schedule;
+        bool usr = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_USER);
+        bool os = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_KERNEL);
+        size_t n = 0;
+
+        m->owned_global = (uint64_t) s->gp_used | (uint64_t) s->fixed_used << GLOBAL_FIXED_SHIFT;
+        if (s->perf_metrics)
+                m->owned_global |= UINT64_C(1) << GLOBAL_PERF_METRICS_BIT;
+        for (unsigned f = 0; f < FIXED_COUNTERS_MAX; f++) {
+                uint64_t rings = ring_bits_fixed(usr, os);
+
+                if (!mask_bit(s->fixed_used, f))
+                        continue;
+                /* an event placed here brings its own rings; SLOTS for PERF_METRICS and the
+                 * time base count what the measurement counts */
+                for (size_t p = 0; p < m->n_programmed; p++)
+                        if (s->placements[p].kind == PLACE_FIXED && s->placements[p].counter == f)
+                                rings = ring_bits_fixed(m->programmed_descs[p].usr, m->programmed_descs[p].os);
+                m->fixed_ctrl_fields |= rings << (FIXED_CTRL_FIELD_BITS * f);
+                m->fixed_ctrl_mask |= FIXED_CTRL_FIELD << (FIXED_CTRL_FIELD_BITS * f);
+        }
+
+        m->sweep_regs = calloc(GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 1, sizeof(uint32_t));
+        if (!m->sweep_regs)
+                return -ENOMEM;
+        for (unsigned c = 0; c < GP_COUNTERS_MAX; c++) {
+                m->gp_slot[c] = -1;
+                if (mask_bit(s->gp_used, c)) {
+                        m->gp_slot[c] = (int) n;
+                        m->sweep_regs[n++] = MSR_PMC0 + c;
+                }
+        }
+        for (unsigned f = 0; f < FIXED_COUNTERS_MAX; f++) {
+                m->fixed_slot[f] = -1;
+                if (mask_bit(s->fixed_used, f)) {
+                        m->fixed_slot[f] = (int) n;
+                        m->sweep_regs[n++] = MSR_FIXED_CTR0 + f;
+                }
+        }
+        m->metrics_slot = -1;
+        if (s->perf_metrics) {
+                m->metrics_slot = (int) n;
+                m->sweep_regs[n++] = MSR_PERF_METRICS;
+        }
+        m->n_sweep_regs = n;
+        return 0;
+}
+
+static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value) {
+        for (size_t i = first; i < first + n; i++) {
+                int r = pmugate_batch_write_msr_bits(b, m->cpus[i], MSR_GLOBAL_CTRL, value, m->owned_global);
+
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* SLOTS first, then the other fixed counters, then PERF_METRICS (pmu-registers.md §2.8). */
+static int add_zero_fixed(pmugate_batch *b, const pmugate_measure *m, uint32_t cpu, bool all) {
+        int r;
+
+        if (mask_bit(m->schedule->fixed_used, FIXED_SLOTS)) {
+                r = pmugate_batch_write_msr(b, cpu, MSR_FIXED_CTR0 + FIXED_SLOTS, 0);
+                if (r < 0)
+                        return r;
+        }
+        for (unsigned f = 0; all && f < FIXED_SLOTS; f++)
+                if (mask_bit(m->schedule->fixed_used, f)) {
+                        r = pmugate_batch_write_msr(b, cpu, MSR_FIXED_CTR0 + f, 0);
+                        if (r < 0)
+                                return r;
+                }
+        if (m->schedule->perf_metrics) {
+                r = pmugate_batch_write_msr(b, cpu, MSR_PERF_METRICS, 0);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int add_cpu_ops(pmugate_batch *b, const pmugate_measure *m, size_t i, BatchKind kind, int rotate_from) {
+        const CpuState *st = &m->state[i];
+        uint32_t cpu = m->cpus[i];
+        int r = 0;
+
+        for (unsigned c = 0; c < GP_COUNTERS_MAX && r >= 0; c++) {
+                if (!mask_bit(m->schedule->gp_used, c))
+                        continue;
+                if (kind == BATCH_START)
+                        r = pmugate_batch_write_msr(b, cpu, MSR_PERFEVTSEL0 + c, evtsel_value(m, 0, c));
+                else if (kind == BATCH_STOP)
+                        r = pmugate_batch_write_msr(b, cpu, MSR_PERFEVTSEL0 + c, st->saved_evtsel[c]);
+                else if (rotate_from >= 0) {
+                        unsigned next = ((unsigned) rotate_from + 1) % m->schedule->n_sets;
+
+                        r = pmugate_batch_write_msr(b, cpu, MSR_PERFEVTSEL0 + c, evtsel_value(m, next, c));
+                }
+                if (r >= 0 && kind != BATCH_SAMPLE)
+                        r = pmugate_batch_write_msr(b, cpu, MSR_PMC0 + c, 0);
+        }
+        if (r >= 0 && kind != BATCH_SAMPLE && m->fixed_ctrl_mask != 0)
+                r = pmugate_batch_write_msr_bits(b, cpu, MSR_FIXED_CTR_CTRL,
+                                                 kind == BATCH_START ? m->fixed_ctrl_fields : st->saved_fixed_ctrl,
+                                                 m->fixed_ctrl_mask);
+        if (r >= 0)
+                r = add_zero_fixed(b, m, cpu, kind != BATCH_SAMPLE);
+        return r < 0 ? r : 0;
+}
+
+int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, BatchKind kind,
+                       int rotate_from, int *ret_sweep) {
+        int r;
+
+        pmugate_batch_clear(b);
+        *ret_sweep = -1;
+        r = add_global(b, m, first, n, 0);
+        if (r < 0)
+                return r;
+        if (kind != BATCH_START) {
+                r = pmugate_batch_read_msrs(b, m->cpus + first, n, m->sweep_regs, m->n_sweep_regs);
+                if (r < 0)
+                        return r;
+                *ret_sweep = r;
+        }
+        for (size_t i = first; i < first + n; i++) {
+                r = add_cpu_ops(b, m, i, kind, rotate_from);
+                if (r < 0)
+                        return r;
+        }
+        if (kind == BATCH_STOP) {
+                for (size_t i = first; i < first + n; i++) {
+                        r = pmugate_batch_write_msr_bits(b, m->cpus[i], MSR_GLOBAL_CTRL, m->state[i].saved_global_ctrl,
+                                                         m->owned_global);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        return add_global(b, m, first, n, m->owned_global);
+}
+

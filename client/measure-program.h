@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Register programming: which registers a measurement owns, and the batches that start,
+ * sample and stop it
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "measure.h"
+
+/* Registers (pmu-registers.md §2.1) */
+#define MSR_PMC0 0x0C1U
+#define MSR_PERFEVTSEL0 0x186U
+#define MSR_FIXED_CTR0 0x309U
+#define MSR_PERF_METRICS 0x329U
+#define MSR_FIXED_CTR_CTRL 0x38DU
+#define MSR_GLOBAL_CTRL 0x38FU
+
+#define FIXED_CTRL_OS UINT64_C(0x1)
+#define FIXED_CTRL_USR UINT64_C(0x2)
+#define FIXED_CTRL_ENABLE UINT64_C(0x3)
+#define FIXED_CTRL_FIELD UINT64_C(0xF)
+#define FIXED_CTRL_FIELD_BITS 4U
+#define GLOBAL_FIXED_SHIFT 32U
+#define GLOBAL_PERF_METRICS_BIT 48U
+#define PERF_METRICS_FIELD_BITS 8U
+#define PERF_METRICS_FULL_SCALE 0xFFU
+
+typedef enum BatchKind {
+        BATCH_SAMPLE,
+        BATCH_START,
+        BATCH_STOP,
+} BatchKind;
+
+static inline bool mask_bit(uint64_t mask, unsigned i) {
+        return mask & (UINT64_C(1) << i);
+}
+
+/* What the measurement owns: GLOBAL_CTRL enable bits, FIXED_CTR_CTRL fields, and the
+ * registers each sample reads (sweep_regs, with the position of every counter in it). */
+int measure_plan_registers(pmugate_measure *m);
+
+/* Fills b for CPUs [first, first + n) of m. Every kind first stops the CPUs' counters through
+ * their GLOBAL_CTRL bits, so that all counters of a CPU cover the same window, and ends by
+ * starting them (BATCH_STOP: restoring the bits). BATCH_SAMPLE and BATCH_STOP read every
+ * counter in one compact op (its first result in ret_sweep) and reset SLOTS then
+ * PERF_METRICS; a sample with rotate_from >= 0 programs the event set after rotate_from.
+ * BATCH_START programs set 0 and zeroes the counters; BATCH_STOP writes back the saved
+ * registers and zeroes the counters. */
+int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, BatchKind kind,
+                        int rotate_from, int *ret_sweep);

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Measurement results: multiplex scaling, per-CPU and aggregate counts, and the formulas
+ * evaluated on them (the aggregate on summed counts, as perf does)
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "measure.h"
+
+#define NSEC_PER_SEC 1e9
+
+int measure_accum_new(const pmugate_measure *m, CpuAccum **ret) {
+        CpuAccum *a = calloc(m->n_cpus, sizeof(CpuAccum));
+
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                a[i].raw = calloc(m->n_programmed ?: 1, sizeof(uint64_t));
+                a[i].enabled = calloc(m->n_programmed ?: 1, sizeof(double));
+                if (!a[i].raw || !a[i].enabled) {
+                        measure_accum_free(a, m->n_cpus);
+                        return -ENOMEM;
+                }
+        }
+        *ret = a;
+        return 0;
+}
+
+void measure_accum_free(CpuAccum *a, size_t n_cpus) {
+        for (size_t i = 0; a && i < n_cpus; i++) {
+                free(a[i].raw);
+                free(a[i].enabled);
+        }
+        free(a);
+}
+
+void measure_accum_copy(const pmugate_measure *m, CpuAccum *to, const CpuAccum *from) {
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                memcpy(to[i].raw, from[i].raw, m->n_programmed * sizeof(uint64_t));
+                memcpy(to[i].enabled, from[i].enabled, m->n_programmed * sizeof(double));
+                to[i].total = from[i].total;
+        }
+}
+
+static void values_free(pmugate_values *v) {
+        free(v->counts);
+        free(v->raw);
+        free(v->scale);
+        free(v->metrics);
+}
+
+static int values_alloc(pmugate_values *v, uint32_t cpu, size_t n_events, size_t n_metrics) {
+        *v = (pmugate_values) {
+                .cpu = cpu,
+                .counts = calloc(n_events ?: 1, sizeof(double)),
+                .raw = calloc(n_events ?: 1, sizeof(uint64_t)),
+                .scale = calloc(n_events ?: 1, sizeof(double)),
+                .metrics = calloc(n_metrics ?: 1, sizeof(double)),
+        };
+        return v->counts && v->raw && v->scale && v->metrics ? 0 : -ENOMEM;
+}
+
+pmugate_result *pmugate_result_free(pmugate_result *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; r->events && i < r->n_events; i++)
+                free((char *) r->events[i]);
+        free((char **) r->events);
+        for (size_t i = 0; r->metrics && i < r->n_metrics; i++) {
+                free((char *) r->metrics[i].name);
+                free((char *) r->metrics[i].label);
+        }
+        free((pmugate_metric_info *) r->metrics);
+        for (size_t i = 0; r->cpus && i < r->n_cpus; i++)
+                values_free(&r->cpus[i]);
+        free(r->cpus);
+        values_free(&r->aggregate);
+        free(r);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(pmugate_result *, pmugate_result_free);
+
+static int copy_names(const pmugate_measure *m, pmugate_result *r) {
+        const char **events = calloc(m->n_programmed ?: 1, sizeof(char *));
+        pmugate_metric_info *metrics = calloc(m->n_metrics ?: 1, sizeof(pmugate_metric_info));
+
+        r->events = events;
+        r->metrics = metrics;
+        if (!events || !metrics)
+                return -ENOMEM;
+        r->n_events = m->n_programmed;
+        r->n_metrics = m->n_metrics;
+        for (size_t p = 0; p < m->n_programmed; p++) {
+                events[p] = strdup(m->programmed_descs[p].name);
+                if (!events[p])
+                        return -ENOMEM;
+        }
+        for (size_t k = 0; k < m->n_metrics; k++) {
+                metrics[k] = m->metrics[k].info;
+                metrics[k].name = strdup(m->metrics[k].info.name);
+                metrics[k].label = strdup(m->metrics[k].info.label);
+                if (!metrics[k].name || !metrics[k].label)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* perf's scaling: count * time enabled / time running. Events that never left the counters
+ * count the whole span and are not scaled. */
+static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAccum *base, pmugate_values *v) {
+        double total = now->total - (base ? base->total : 0.0);
+
+        for (size_t p = 0; p < m->n_programmed; p++) {
+                const Placement *pl = &m->schedule->placements[p];
+                double enabled = now->enabled[p] - (base ? base->enabled[p] : 0.0);
+                bool multiplexed = pl->kind == PLACE_GP && m->schedule->n_sets > 1;
+
+                v->raw[p] = now->raw[p] - (base ? base->raw[p] : 0);
+                if (!multiplexed) {
+                        v->scale[p] = 1.0;
+                        v->counts[p] = (double) v->raw[p];
+                } else if (enabled > 0.0) {
+                        v->scale[p] = total / enabled;
+                        v->counts[p] = (double) v->raw[p] * v->scale[p];
+                } else {
+                        v->scale[p] = INFINITY;
+                        v->counts[p] = NAN;
+                }
+        }
+}
+
+static void set_constants(pmugate_measure *m, double seconds) {
+        metric_set_set(m->metric_set, (size_t) m->smt_on_variable, m->smt_on);
+        metric_set_set(m->metric_set, (size_t) m->core_wide_variable, m->core_wide);
+        metric_set_set(m->metric_set, (size_t) m->slots_width_variable, m->info->slots_width);
+        metric_set_set(m->metric_set, (size_t) m->duration_variable, seconds);
+}
+
+/* Sets every event variable from counts (per programmed event) and the core sums from
+ * core_counts; events whose condition did not hold are NaN. */
+static void set_events(pmugate_measure *m, const double *counts, const double *core_counts) {
+        for (size_t i = 0, p = 0; i < m->n_events; i++) {
+                const MeasureEvent *e = &m->events[i];
+                bool programmed = p < m->n_programmed && m->programmed[p] == i;
+
+                metric_set_set(m->metric_set, (size_t) e->variable, programmed ? counts[p] : NAN);
+                metric_set_set(m->metric_set, (size_t) e->core_variable, programmed ? core_counts[p] : NAN);
+                if (programmed)
+                        p++;
+        }
+}
+
+static int evaluate(pmugate_measure *m, pmugate_values *v) {
+        _cleanup_free_ double *values = calloc(metric_set_n_formulas(m->metric_set) ?: 1, sizeof(double));
+        int r;
+
+        if (!values)
+                return -ENOMEM;
+        r = metric_set_evaluate(m->metric_set, values, metric_set_n_formulas(m->metric_set));
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < m->n_metrics; k++)
+                v->metrics[k] = values[m->metrics[k].formula];
+        return 0;
+}
+
+static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) {
+        size_t n = m->n_programmed;
+        _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
+        _cleanup_free_ double *core_total = calloc(n ?: 1, sizeof(double));
+        _cleanup_free_ double *enabled_total = calloc(n ?: 1, sizeof(double));
+        double total = 0.0;
+        int q;
+
+        if (!core || !core_total || !enabled_total)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                scale_cpu(m, &m->accum[i], base ? &base[i] : NULL, &r->cpus[i]);
+                total += m->accum[i].total - (base ? base[i].total : 0.0);
+                for (size_t p = 0; p < n; p++) {
+                        r->aggregate.counts[p] += r->cpus[i].counts[p];
+                        r->aggregate.raw[p] += r->cpus[i].raw[p];
+                        enabled_total[p] += m->accum[i].enabled[p] - (base ? base[i].enabled[p] : 0.0);
+                }
+        }
+        set_constants(m, r->elapsed);
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                /* what AnyThread counting would give: the sum over the measured threads of the core */
+                for (size_t p = 0; p < n; p++) {
+                        core[p] = 0.0;
+                        for (size_t k = 0; k < m->n_siblings[i]; k++)
+                                core[p] += r->cpus[m->siblings[i][k]].counts[p];
+                        core_total[p] += core[p];
+                }
+                set_events(m, r->cpus[i].counts, core);
+                q = evaluate(m, &r->cpus[i]);
+                if (q < 0)
+                        return q;
+        }
+        for (size_t p = 0; p < n; p++) {
+                bool multiplexed = m->schedule->placements[p].kind == PLACE_GP && m->schedule->n_sets > 1;
+
+                if (!multiplexed)
+                        r->aggregate.scale[p] = 1.0;
+                else
+                        r->aggregate.scale[p] = enabled_total[p] > 0.0 ? total / enabled_total[p] : INFINITY;
+        }
+        set_events(m, r->aggregate.counts, core_total);
+        return evaluate(m, &r->aggregate);
+}
+
+int pmugate_measure_read(pmugate_measure *m, pmugate_span span, pmugate_result **ret) {
+        _cleanup_(pmugate_result_freep) pmugate_result *r = NULL;
+        bool interval = span == PMUGATE_SPAN_INTERVAL;
+        int q;
+
+        if (!m || !ret || !m->started || (span != PMUGATE_SPAN_TOTAL && !interval))
+                return -EINVAL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        q = copy_names(m, r);
+        if (q < 0)
+                return q;
+        r->cpus = calloc(m->n_cpus, sizeof(pmugate_values));
+        if (!r->cpus)
+                return -ENOMEM;
+        r->n_cpus = m->n_cpus;
+        for (size_t i = 0; i < m->n_cpus; i++)
+                if (values_alloc(&r->cpus[i], m->cpus[i], m->n_programmed, m->n_metrics) < 0)
+                        return -ENOMEM;
+        if (values_alloc(&r->aggregate, UINT32_MAX, m->n_programmed, m->n_metrics) < 0)
+                return -ENOMEM;
+        r->event_sets = pmugate_measure_event_sets(m);
+        r->start = interval ? (double) (m->mark.ns - m->start_ns) / NSEC_PER_SEC : 0.0;
+        r->elapsed = (double) (m->last_sample_ns - (interval ? m->mark.ns : m->start_ns)) / NSEC_PER_SEC;
+        r->samples = m->samples - (interval ? m->mark.samples : 0);
+        r->resets = m->resets - (interval ? m->mark.resets : 0);
+        q = compute(m, interval ? m->mark.cpus : NULL, r);
+        if (q < 0)
+                return q;
+        if (interval) {
+                measure_accum_copy(m, m->mark.cpus, m->accum);
+                m->mark.ns = m->last_sample_ns;
+                m->mark.samples = m->samples;
+                m->mark.resets = m->resets;
+        }
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int pmugate_result_metric_index(const pmugate_result *r, const char *name) {
+        for (size_t i = 0; r && name && i < r->n_metrics; i++)
+                if (strcmp(r->metrics[i].name, name) == 0)
+                        return (int) i;
+        return -ENOENT;
+}
+
+int pmugate_result_event_index(const pmugate_result *r, const char *name) {
+        for (size_t i = 0; r && name && i < r->n_events; i++)
+                if (strcmp(r->events[i], name) == 0)
+                        return (int) i;
+        return -ENOENT;
+}

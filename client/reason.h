@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * One-line reasons that go with a negative errno out of the measurement modules
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "macro.h"
+
+/* Writes the formatted reason into buf (when buf is not NULL) and returns error. */
+_printf_(4, 5)
+int reason_fail(char *buf, size_t size, int error, const char *format, ...);

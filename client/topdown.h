@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * TopDown recipes: which group files measure TopDown on the CPU model the daemon reports
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "pmugate/pmugate.h"
+
+#define TOPDOWN_LEVEL_MAX 2U
+
+typedef struct TopdownRecipe {
+        const char *model;              /* model key from hello */
+        const char *method;             /* how L1 and L2 are measured, for messages and docs */
+        unsigned perf_metrics_l1;       /* PERF_METRICS level each TopDown level needs */
+        unsigned perf_metrics_l2;
+        unsigned fixed_counters;        /* fixed counters needed (4: SLOTS) */
+} TopdownRecipe;
+
+/* Picks the recipe for info's model and the group that measures level (1 or 2), checking the
+ * PMU capabilities hello reports. -EOPNOTSUPP with a reason naming the model when there is no
+ * recipe or the PMU lacks what it needs; -EINVAL for another level. */
+int topdown_recipe(const pmugate_info *info, unsigned level, const TopdownRecipe **ret_recipe,
+                   const char **ret_group, char *reterr_reason, size_t reason_size);

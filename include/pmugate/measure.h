@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libpmugate measurements: TopDown and event groups on a set of CPUs
+ *
+ * A measurement programs counters through the daemon, samples them (one round trip for all
+ * CPUs per sample), accumulates counts and evaluates the group's formulas. TopDown uses the
+ * recipe of the CPU model the daemon reports (docs/TOPDOWN.md); groups are data files
+ * (docs/GROUPS.md). Every sample reads and resets SLOTS and PERF_METRICS as the kernel does,
+ * so call pmugate_measure_sample() at least every pmugate_measure_poll_interval() for the
+ * 8-bit PERF_METRICS fractions to stay precise and for multiplexed event sets to take turns.
+ *
+ * Functions return 0 or a negative errno; the open functions also write a one-line reason
+ * to reterr_reason (may be NULL) when they fail. Nothing here logs or exits.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmugate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pmugate_measure pmugate_measure;
+
+/* Flags of the open functions. Without either ring flag both rings are counted. */
+#define PMUGATE_MEASURE_USER   (1U << 0)        /* count in user mode (ring 3) */
+#define PMUGATE_MEASURE_KERNEL (1U << 1)        /* count in kernel mode (ring 0) */
+
+/* Opens TopDown level 1 or 2 (level 2 includes level 1) on cpus. -EOPNOTSUPP when the CPU
+ * model has no recipe (the reason names the model). */
+int pmugate_measure_open_topdown(pmugate *c, unsigned level, const uint32_t *cpus, size_t n_cpus, unsigned flags,
+                                 pmugate_measure **ret, char *reterr_reason, size_t reason_size);
+
+/* Opens a group by name (a group file, docs/GROUPS.md) and/or a comma-separated list of
+ * events (Intel names such as "UOPS_ISSUED.ANY", with modifiers :c=N :e :i :u :k, or rHEX). At
+ * least one of group and events is needed. */
+int pmugate_measure_open_group(pmugate *c, const char *group, const char *events, const uint32_t *cpus,
+                               size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason,
+                               size_t reason_size);
+
+/* Longest PERF_METRICS window (default 1 s; 1 ms to 60 s), and how long an event set counts
+ * before the next takes its turn when events outnumber counters (default 100 ms). Set before
+ * pmugate_measure_start(). */
+int pmugate_measure_set_reset_period(pmugate_measure *m, uint64_t nsec);
+int pmugate_measure_set_rotate_period(pmugate_measure *m, uint64_t nsec);
+
+/* Longest time between samples that keeps the measurement precise, in nanoseconds. */
+uint64_t pmugate_measure_poll_interval(const pmugate_measure *m);
+
+/* Event sets that take turns on the GP counters (1: no multiplexing). */
+unsigned pmugate_measure_event_sets(const pmugate_measure *m);
+
+/* CPU model key, group name and its one-line description. */
+const char *pmugate_measure_model(const pmugate_measure *m);
+const char *pmugate_measure_group(const pmugate_measure *m);
+const char *pmugate_measure_description(const pmugate_measure *m);
+
+/* One line on why the last start, sample or stop failed when the library itself found the
+ * problem (a counter already in use, a failed register op); empty otherwise. When the daemon
+ * refused a request, pmugate_last_error() has its reason. */
+const char *pmugate_measure_last_reason(const pmugate_measure *m);
+
+/* Takes a lease on the CPUs (when the daemon has leases), remembers what the registers held,
+ * programs the counters and starts them. */
+int pmugate_measure_start(pmugate_measure *m);
+
+/* Reads every counter of every CPU and accumulates (one round trip); resets SLOTS and
+ * PERF_METRICS; rotates event sets when multiplexing. */
+int pmugate_measure_sample(pmugate_measure *m);
+
+/* Takes a last sample, then restores the registers it programmed, zeroes the counters it
+ * used and releases the lease. Results stay readable. */
+int pmugate_measure_stop(pmugate_measure *m);
+
+/* Stops if needed and frees. Accepts NULL; returns NULL. */
+pmugate_measure *pmugate_measure_close(pmugate_measure *m);
+
+/* ------------------------------------------------------------------ results */
+
+typedef enum pmugate_span {
+        PMUGATE_SPAN_TOTAL,     /* since pmugate_measure_start() */
+        PMUGATE_SPAN_INTERVAL,  /* since the previous interval read (or the start) */
+} pmugate_span;
+
+typedef struct pmugate_metric_info {
+        const char *name;       /* "tma_frontend_bound" */
+        const char *label;      /* "Frontend Bound" */
+        int parent;             /* index of the metric this one refines, or -1 */
+        unsigned level;         /* 1 at the top of the tree */
+} pmugate_metric_info;
+
+typedef struct pmugate_values {
+        uint32_t cpu;           /* UINT32_MAX for the aggregate */
+        double *counts;         /* per event: count scaled to the whole span */
+        uint64_t *raw;          /* per event: what the counters counted */
+        double *scale;          /* per event: span / time counted (1 when never multiplexed;
+                                 * infinite when it never ran) */
+        double *metrics;        /* per metric; NaN when undefined (no cycles, ...) */
+} pmugate_values;
+
+typedef struct pmugate_result {
+        double start;           /* seconds from pmugate_measure_start() to the span's start */
+        double elapsed;         /* seconds the span covers */
+        uint64_t samples;       /* samples taken in the span */
+        uint64_t resets;        /* SLOTS/PERF_METRICS read-and-resets in the span */
+        unsigned event_sets;
+        size_t n_events;
+        const char *const *events;      /* Intel names; topdown-* are PERF_METRICS slot counts */
+        size_t n_metrics;
+        const pmugate_metric_info *metrics;
+        size_t n_cpus;
+        pmugate_values *cpus;           /* per CPU, in the order given to open */
+        pmugate_values aggregate;       /* counts summed over CPUs, metrics from the sums */
+} pmugate_result;
+
+/* Computes counts and metrics for a span. An interval read moves the interval mark. */
+int pmugate_measure_read(pmugate_measure *m, pmugate_span span, pmugate_result **ret);
+
+pmugate_result *pmugate_result_free(pmugate_result *r);
+
+/* Index of a metric or event by name, or -ENOENT. */
+int pmugate_result_metric_index(const pmugate_result *r, const char *name);
+int pmugate_result_event_index(const pmugate_result *r, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
