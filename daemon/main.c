@@ -229,7 +229,7 @@ static int run(int argc, char *argv[]) {
                 r = log_error_errno(errno, "Cannot create %s", o.runtime_dir);
                 goto finish;
         }
-        r = privileges_prepare_state_dir(state_dir, o.user);
+        r = privileges_prepare_state_dir(state_dir);
         if (r < 0)
                 goto finish;
 
@@ -243,6 +243,9 @@ static int run(int argc, char *argv[]) {
         allowlist = NULL;
         audit = NULL;
 
+        r = privileges_hand_over_state_dir(state_dir, o.user);
+        if (r < 0)
+                goto finish;
         r = server_listen(server);
         if (r < 0)
                 goto finish;

@@ -10,7 +10,10 @@
  * Verifies the result and fails rather than run with privilege left over. */
 int privileges_drop(const char *user);
 
-/* Creates dir (mode 0700) if needed and, when running as root, gives it to user, so the daemon
- * can still write its state there after dropping privileges. Refuses a dir that is a symlink
- * or owned by someone else. */
-int privileges_prepare_state_dir(const char *dir, const char *user);
+/* Creates dir (mode 0700) if needed and, when running as root, takes it and its files back
+ * for root, which recovers the last run's state from it first. Refuses a symlink. */
+int privileges_prepare_state_dir(const char *dir);
+
+/* Gives dir and its files to user, so the daemon can keep its state there after dropping
+ * privileges. */
+int privileges_hand_over_state_dir(const char *dir, const char *user);
