@@ -180,9 +180,13 @@ static int handle_access(ConfigParser *p, const char *name, const char *value) {
         if (strcmp(name, "admin_groups") == 0)
                 return parse_ids(p, value, false, c->admin_gids, &c->n_admin_gids, c->admin_groups,
                                  sizeof(c->admin_groups));
-        if (strcmp(name, "user_groups") == 0)
+        if (strcmp(name, "user_groups") == 0) {
+                /* Set but resolving to no group means nobody, never everybody: a group that
+                 * does not exist yet must not open the daemon to all users. */
+                c->user_groups_set = value[0] != '\0';
                 return parse_ids(p, value, false, c->user_gids, &c->n_user_gids, c->user_groups,
                                  sizeof(c->user_groups));
+        }
         if (strcmp(name, "monitor_users") == 0)
                 return parse_ids(p, value, true, c->monitor_uids, &c->n_monitor_uids, NULL, 0);
         if (strcmp(name, "monitor_groups") == 0)

@@ -35,8 +35,9 @@ typedef struct Config {
 
         gid_t admin_gids[CONFIG_IDS_MAX];     /* members (and root) administer, read, write */
         size_t n_admin_gids;
-        gid_t user_gids[CONFIG_IDS_MAX];      /* open mode: who is a user; none listed: everyone */
+        gid_t user_gids[CONFIG_IDS_MAX];      /* who is a user */
         size_t n_user_gids;
+        bool user_groups_set;                 /* false: everyone is a user */
         uid_t monitor_uids[CONFIG_IDS_MAX];   /* monitoring agents: everywhere, yield to users */
         size_t n_monitor_uids;
         gid_t monitor_gids[CONFIG_IDS_MAX];

@@ -99,7 +99,7 @@ void policy_rights(const Config *c, const Peer *p, Rights *ret) {
                 r.may_write = true;
                 r.read_classes = &c->monitor_read;
                 r.write_classes = &c->monitor_write;
-        } else if (c->n_user_gids == 0 || in_gids(p, c->user_gids, c->n_user_gids)) {
+        } else if (!c->user_groups_set || in_gids(p, c->user_gids, c->n_user_gids)) {
                 r.role = ROLE_USER;
                 r.may_read = r.may_write = true;
                 r.read_classes = &c->user_read;

@@ -86,4 +86,19 @@ def test_cli_as_users(tap):
         dm.stop()
 
 
-sys.exit(t.Tap().run([test_roles, test_cli_as_users]))
+def test_missing_group_opens_nothing(tap):
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "icx", sockets=1, cores=2, smt=False)
+    conf = os.path.join(d, "pmugate.conf")
+    with open(conf, "w") as f:
+        f.write("[access]\nuser_groups = no-such-group-pmugate-test\n")
+    dm = t.Daemon(d, ["--root=" + m.root], config=conf)
+    try:
+        role = t.in_child_as(UID, 4999, [], lambda: t.Client(dm.socket).call("hello")["caller"]["role"])
+        tap.eq(role, "none", "user_groups naming a group that does not exist admits nobody, not everybody")
+        tap.ok("no-such-group-pmugate-test' does not exist" in dm.log(), "and the daemon warns about it", dm.log())
+    finally:
+        dm.stop()
+
+
+sys.exit(t.Tap().run([test_roles, test_cli_as_users, test_missing_group_opens_nothing]))
