@@ -30,11 +30,30 @@ static const struct {
 
 static pthread_once_t libpfm_once = PTHREAD_ONCE_INIT;
 static int libpfm_status = PFM_ERR_NOINIT;
+static bool libpfm_present[ELEMENTSOF(libpfm_pmus)];
 
 static void libpfm_init_once(void) {
         /* libpfm4 activates the PMUs of the host CPU (or the one named by $LIBPFM_FORCE_PMU),
          * so a simulated or remote model is only found when the caller arranged that. */
         libpfm_status = pfm_initialize();
+        if (libpfm_status != PFM_SUCCESS)
+                return;
+        for (int p = 0; p < PFM_PMU_MAX; p++) {
+                pfm_pmu_info_t info = { .size = sizeof(info) };
+
+                if (pfm_get_pmu_info((pfm_pmu_t) p, &info) != PFM_SUCCESS || !info.name || !info.is_present)
+                        continue;
+                for (size_t i = 0; i < ELEMENTSOF(libpfm_pmus); i++)
+                        if (strcmp(info.name, libpfm_pmus[i].pmu) == 0)
+                                libpfm_present[i] = true;
+        }
+}
+
+static bool libpfm_pmu_present(const char *model) {
+        for (size_t i = 0; i < ELEMENTSOF(libpfm_pmus); i++)
+                if (strcmp(libpfm_pmus[i].model, model) == 0)
+                        return libpfm_present[i];
+        return false;
 }
 
 const char *event_libpfm_pmu(const char *model) {
@@ -96,25 +115,25 @@ static int resolve_libpfm(const char *model, const char *name, EventDesc *d, cha
         int r;
 
         (void) pthread_once(&libpfm_once, libpfm_init_once);
-        if (!pmu || libpfm_status != PFM_SUCCESS || libpfm_name(pmu, name, spec, sizeof(spec)) < 0)
+        if (!pmu || libpfm_status != PFM_SUCCESS || !libpfm_pmu_present(model))
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
-                            "unknown event '%s' for %s (pmugate's table does not list it and libpfm4 is not usable)",
-                            name, model);
+                                   "unknown event '%s' for %s (pmugate's table does not list it, and libpfm4 has no "
+                                   "active %s PMU: set LIBPFM_FORCE_PMU=%s to use its event list)", name, model,
+                                   model, pmu ?: model);
+        if (libpfm_name(pmu, name, spec, sizeof(spec)) < 0)
+                return reason_fail(reterr_reason, reason_size, -EINVAL, "event name '%s' is too long", name);
         r = pfm_get_os_event_encoding(spec, PFM_PLM0 | PFM_PLM3, PFM_OS_NONE, &arg);
         if (r != PFM_SUCCESS)
-                return reason_fail(reterr_reason, reason_size, -ENOENT,
-                            "unknown event '%s' for %s (not in pmugate's table; libpfm4: %s%s)", name, model,
-                            pfm_strerror(r),
-                            r == PFM_ERR_NOTFOUND ? ", or its PMU is not active: set LIBPFM_FORCE_PMU" : "");
+                return reason_fail(reterr_reason, reason_size, -ENOENT, "unknown event '%s' for %s (libpfm4: %s)", name,
+                                   model, pfm_strerror(r));
         if (arg.count != 1)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                            "event '%s' needs extra registers (offcore response, ...), which pmugate does not program",
-                            name);
+                                   "event '%s' needs extra registers (offcore response, ...), "
+                                   "which pmugate does not program", name);
         if (codes[0] & EVTSEL_ANY)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                            "event '%s' counts for both SMT threads (AnyThread), "
-                            "which pmugate's allowlist does not permit",
-                            name);
+                                   "event '%s' counts for both SMT threads (AnyThread), "
+                                   "which pmugate's allowlist does not permit", name);
         d->source = EVENT_SOURCE_LIBPFM;
         d->config = codes[0] & EVENT_CONFIG_MASK;
         d->gp_ok = true;
@@ -151,7 +170,7 @@ static int apply_modifier(EventDesc *d, const char *mod, bool *ret_filtered, cha
 
         if (d->kind == EVENT_PERF_METRICS)
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
-                            "'%s': PERF_METRICS counts take no modifiers; they follow TOPDOWN.SLOTS", d->name);
+                                   "'%s': PERF_METRICS counts take no modifiers; they follow TOPDOWN.SLOTS", d->name);
         if (strcmp(mod, "u") == 0) {
                 d->usr = true;
                 d->os = false;
@@ -177,13 +196,13 @@ static int apply_modifier(EventDesc *d, const char *mod, bool *ret_filtered, cha
                 if (errno != 0 || end == mod + 2 || *end != '\0' || cmask > EVTSEL_CMASK_MAX)
                         return reason_fail(reterr_reason, reason_size, -EINVAL,
                                            "'%s': c= needs a counter mask from 0 to 255",
-                                    d->name);
+                                           d->name);
                 d->config = (d->config & ~((uint64_t) EVTSEL_CMASK_MAX << EVTSEL_CMASK_SHIFT)) |
                             cmask << EVTSEL_CMASK_SHIFT;
                 return 0;
         }
         return reason_fail(reterr_reason, reason_size, -EINVAL,
-                    "'%s': unknown modifier '%s' (known: c=N, e, i, u, k)", d->name, mod);
+                           "'%s': unknown modifier '%s' (known: c=N, e, i, u, k)", d->name, mod);
 }
 
 static int resolve_base(const char *model, const char *base, EventDesc *d, char *reterr_reason, size_t reason_size) {
@@ -193,7 +212,8 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
         if (base[0] == 'r' && parse_hex(base + 1, &raw) == 0) {
                 if (raw & ~EVENT_CONFIG_MASK)
                         return reason_fail(reterr_reason, reason_size, -EINVAL,
-                                    "raw event '%s' sets bits other than event, umask, edge, inv and cmask", base);
+                                           "raw event '%s' sets bits other than event, umask, edge, inv and cmask",
+                                           base);
                 d->source = EVENT_SOURCE_RAW;
                 d->config = raw;
                 d->gp_ok = true;
@@ -238,7 +258,7 @@ int event_resolve(const char *model, const char *text, EventDesc *ret, char *ret
                                    "pmugate knows no events of CPU model '%s'", model);
         if (text[0] == '\0' || strlen(text) >= EVENT_NAME_MAX)
                 return reason_fail(reterr_reason, reason_size, -EINVAL, "event names are 1 to %u characters",
-                            EVENT_NAME_MAX - 1);
+                                   EVENT_NAME_MAX - 1);
         (void) snprintf(d.name, sizeof(d.name), "%s", text);
         (void) snprintf(buf, sizeof(buf), "%s", text);
 
@@ -257,7 +277,8 @@ int event_resolve(const char *model, const char *text, EventDesc *ret, char *ret
                 /* a fixed counter has no cmask, edge or invert: use the GP encoding */
                 if (!d.gp_ok)
                         return reason_fail(reterr_reason, reason_size, -EINVAL,
-                                    "'%s' counts only on fixed counter %d, which takes no c=, e or i", text, d.fixed);
+                                           "'%s' counts only on fixed counter %d, which takes no c=, e or i",
+                                           text, d.fixed);
                 d.fixed = -1;
         }
         *ret = d;

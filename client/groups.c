@@ -72,6 +72,7 @@ Group *group_free(Group *g) {
                 free(g->metrics[i].name);
                 free(g->metrics[i].label);
                 free(g->metrics[i].parent);
+                free(g->metrics[i].unit);
                 free(g->metrics[i].formula);
         }
         free(g->events);
@@ -224,13 +225,21 @@ static int handle_metric_key(GroupParser *p, const char *key, const char *value)
                 return r < 0 ? parser_fail(p, r, "label of '%s' is longer than %u characters", m->name,
                                            GROUP_LABEL_MAX - 1) : 1;
         }
+        if (strcmp(key, "unit") == 0) {
+                if (m->unit || strlen(value) >= GROUP_UNIT_MAX)
+                        return parser_fail(p, -EINVAL, "unit of '%s': one value of up to %u characters", m->name,
+                                           GROUP_UNIT_MAX - 1);
+                m->unit = strdup(value);
+                return m->unit ? 1 : parser_fail(p, -ENOMEM, "out of memory");
+        }
         if (strcmp(key, "parent") == 0) {
                 if (m->parent)
                         return parser_fail(p, -EINVAL, "'%s' has more than one parent", m->name);
                 m->parent = strdup(value);
                 return m->parent ? 1 : parser_fail(p, -ENOMEM, "out of memory");
         }
-        return parser_fail(p, -EINVAL, "unknown key '%s' in [%s] (known: label, parent, formula)", key, p->section);
+        return parser_fail(p, -EINVAL, "unknown key '%s' in [%s] (known: label, parent, unit, formula)", key,
+                           p->section);
 }
 
 static int begin_section(GroupParser *p, const char *section) {
@@ -282,10 +291,10 @@ static int check_group(Group *g, char *reterr_reason, size_t reason_size) {
                 if (!m->formula)
                         return reason_fail(reterr_reason, reason_size, -EINVAL,
                                            "%s: metric '%s' has no formula", g->path,
-                                    m->name);
+                                           m->name);
                 if (m->parent && (!find_metric(g, m->parent) || find_metric(g, m->parent)->helper))
                         return reason_fail(reterr_reason, reason_size, -EINVAL, "%s: parent '%s' of '%s' is no metric",
-                                    g->path, m->parent, m->name);
+                                           g->path, m->parent, m->name);
                 if (!m->helper && !m->label) {
                         m->label = strdup(m->name);
                         if (!m->label)
@@ -310,20 +319,20 @@ static int parse_into(const char *path, const char *model, unsigned depth, Group
         if (!S_ISREG(st.st_mode) || st.st_size > (off_t) GROUP_FILE_SIZE_MAX)
                 return reason_fail(reterr_reason, reason_size, -EFBIG,
                                    "%s: not a regular file of at most %u bytes", path,
-                            GROUP_FILE_SIZE_MAX);
+                                   GROUP_FILE_SIZE_MAX);
         line = ini_parse_file(f, handle, &p);
         if (p.error != 0)
                 return reason_fail(reterr_reason, reason_size, p.error == -ENOMEM ? -ENOMEM : -EINVAL,
                                    "%s:%d: %s", path,
-                            line > 0 ? line : 0, p.reason);
+                                   line > 0 ? line : 0, p.reason);
         if (line != 0)
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
                                    "%s:%d: not 'key = value', '[section]' or a comment",
-                            path, line);
+                                   path, line);
         if (p.models_given && !p.model_matches)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
                                    "%s is not for CPU model %s (see its 'models')",
-                            path, model);
+                                   path, model);
         return 0;
 }
 
@@ -370,11 +379,12 @@ static int load_named(const char *name, const char *model, unsigned depth, Group
 
         if (!group_name_valid(name))
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
-                            "'%s' is not a group name (letters, digits, '-', '_' and '.')", name);
+                                   "'%s' is not a group name (letters, digits, '-', '_' and '.')", name);
         if (find_file(name, model, path, sizeof(path)) < 0)
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
-                            "no group '%s' for %s (looked in $PMUGATE_GROUP_PATH, ~/.config/pmugate/groups and %s)",
-                            name, model, PMUGATE_GROUP_DIR);
+                                   "no group '%s' for %s (looked in $PMUGATE_GROUP_PATH, ~/.config/pmugate/groups and "
+                                   "%s)",
+                                   name, model, PMUGATE_GROUP_DIR);
         return parse_into(path, model, depth, into, reterr_reason, reason_size);
 }
 
@@ -418,10 +428,11 @@ int group_load(const char *name, const char *model, Group **ret, char *reterr_re
                 return -EINVAL;
         if (!group_name_valid(name))
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
-                            "'%s' is not a group name (letters, digits, '-', '_' and '.')", name);
+                                   "'%s' is not a group name (letters, digits, '-', '_' and '.')", name);
         if (find_file(name, model, path, sizeof(path)) < 0)
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
-                            "no group '%s' for %s (looked in $PMUGATE_GROUP_PATH, ~/.config/pmugate/groups and %s)",
-                            name, model, PMUGATE_GROUP_DIR);
+                                   "no group '%s' for %s (looked in $PMUGATE_GROUP_PATH, ~/.config/pmugate/groups and "
+                                   "%s)",
+                                   name, model, PMUGATE_GROUP_DIR);
         return group_load_file(path, name, model, ret, reterr_reason, reason_size);
 }

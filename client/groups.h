@@ -16,6 +16,7 @@
 #define GROUP_EVENTS_MAX 128U
 #define GROUP_METRICS_MAX 256U
 #define GROUP_LABEL_MAX 64U
+#define GROUP_UNIT_MAX 16U
 #define GROUP_DESCRIPTION_MAX 512U
 #define GROUP_SEARCH_DIRS_MAX 16U
 #define GROUP_PATH_MAX 4096U
@@ -29,6 +30,7 @@ typedef struct GroupMetric {
         char *name;
         char *label;            /* shown in tables; NULL for a helper */
         char *parent;           /* metric this one refines, or NULL at the top level */
+        char *unit;             /* "%" for a fraction shown as a percentage, or NULL */
         char *formula;
         bool helper;            /* used by other formulas, not reported */
 } GroupMetric;

@@ -73,6 +73,7 @@ pmugate_result *pmugate_result_free(pmugate_result *r) {
         for (size_t i = 0; r->metrics && i < r->n_metrics; i++) {
                 free((char *) r->metrics[i].name);
                 free((char *) r->metrics[i].label);
+                free((char *) r->metrics[i].unit);
         }
         free((pmugate_metric_info *) r->metrics);
         for (size_t i = 0; r->cpus && i < r->n_cpus; i++)
@@ -103,7 +104,8 @@ static int copy_names(const pmugate_measure *m, pmugate_result *r) {
                 metrics[k] = m->metrics[k].info;
                 metrics[k].name = strdup(m->metrics[k].info.name);
                 metrics[k].label = strdup(m->metrics[k].info.label);
-                if (!metrics[k].name || !metrics[k].label)
+                metrics[k].unit = strdup(m->metrics[k].info.unit);
+                if (!metrics[k].name || !metrics[k].label || !metrics[k].unit)
                         return -ENOMEM;
         }
         return 0;

@@ -71,7 +71,7 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         if (!e->desc.usr && !e->desc.os)
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
                                    "%s would count in no ring (:u or :k against the flags)",
-                            name);
+                                   name);
         if (condition) {
                 r = condition_holds(m, condition, &holds, reterr_reason, reason_size);
                 if (r < 0)
@@ -87,8 +87,8 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         e->core_variable = e->variable >= 0 ? metric_set_add_variable(m->metric_set, core_variable) : e->variable;
         if (e->variable < 0 || e->core_variable < 0)
                 return reason_fail(reterr_reason, reason_size, e->variable == -EEXIST ? -EINVAL : e->variable,
-                            "event %s: its formula name '%s' is taken (by another event or a constant)", name,
-                            variable);
+                                   "event %s: its formula name '%s' is taken (by another event or a constant)", name,
+                                   variable);
         m->n_events++;
         return 0;
 }
@@ -133,9 +133,10 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
                 mm->formula = metric_set_formula_index(m->metric_set, gm->name);
                 mm->info.name = strdup(gm->name);
                 mm->info.label = strdup(gm->label ?: gm->name);
+                mm->info.unit = strdup(gm->unit ?: "");
                 mm->info.parent = -1;
                 mm->info.level = 1;
-                if (!mm->info.name || !mm->info.label)
+                if (!mm->info.name || !mm->info.label || !mm->info.unit)
                         return -ENOMEM;
         }
         /* parents by name; groups.c checked that each names a reported metric */
@@ -153,7 +154,8 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
                 for (int p = m->metrics[i].info.parent; p >= 0; p = m->metrics[p].info.parent)
                         if (++level > LEVELS_MAX)
                                 return reason_fail(reterr_reason, reason_size, -EINVAL,
-                                            "%s: the parents of '%s' form a loop", g->path, m->metrics[i].info.name);
+                                                   "%s: the parents of '%s' form a loop",
+                                                   g->path, m->metrics[i].info.name);
                 m->metrics[i].info.level = level;
         }
         return 0;
@@ -265,7 +267,7 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
 
                 if (k < 0 || !info->cpus[k].online)
                         return reason_fail(reterr_reason, reason_size, -ENXIO, "CPU %u is not %s", m->cpus[i],
-                                    k < 0 ? "present" : "online");
+                                           k < 0 ? "present" : "online");
                 for (size_t j = 0; j < i; j++)
                         if (m->cpus[j] == m->cpus[i])
                                 return reason_fail(reterr_reason, reason_size, -EINVAL,
@@ -329,9 +331,9 @@ int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *
                                    "the daemon reports no PMU on this machine");
         if (!event_model_known(m->info->model_key))
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                            "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, icx, spr",
-                            m->info->model_key[0] ? m->info->model_key : "unknown",
-                            m->info->model_label[0] ? m->info->model_label : m->info->model_name);
+                                   "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, icx, spr",
+                                   m->info->model_key[0] ? m->info->model_key : "unknown",
+                                   m->info->model_label[0] ? m->info->model_label : m->info->model_name);
         (void) snprintf(m->model, sizeof(m->model), "%s", m->info->model_key);
         m->counter_mask = (UINT64_C(1) << (m->info->counter_width > 0 && m->info->counter_width < 64 ?
                                            m->info->counter_width : COUNTER_WIDTH_DEFAULT)) - 1;

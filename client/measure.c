@@ -370,6 +370,7 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
         for (size_t i = 0; m->metrics && i < m->n_metrics; i++) {
                 free((char *) m->metrics[i].info.name);
                 free((char *) m->metrics[i].info.label);
+                free((char *) m->metrics[i].info.unit);
         }
         free(m->metrics);
         metric_set_free(m->metric_set);

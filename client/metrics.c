@@ -122,14 +122,15 @@ int metric_set_add_formula(MetricSet *s, const char *name, const char *formula, 
                 return -EINVAL;
         if (!name_valid(name))
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
-                            "'%s' is not a metric name (letters, digits, '_' and '.', up to %u characters)", name,
-                            METRIC_NAME_MAX - 1);
+                                   "'%s' is not a metric name (letters, digits, '_' and '.', up to %u characters)",
+                                   name,
+                                   METRIC_NAME_MAX - 1);
         if (metric_set_variable_index(s, name) >= 0 || metric_set_formula_index(s, name) >= 0)
                 return reason_fail(reterr_reason, reason_size, -EEXIST, "'%s' is defined twice", name);
         if (strlen(formula) >= METRIC_FORMULA_MAX)
                 return reason_fail(reterr_reason, reason_size, -E2BIG,
                                    "formula of '%s' is longer than %u characters", name,
-                            METRIC_FORMULA_MAX - 1);
+                                   METRIC_FORMULA_MAX - 1);
         if (s->n_formulas >= METRIC_FORMULAS_MAX)
                 return reason_fail(reterr_reason, reason_size, -E2BIG, "more than %u formulas", METRIC_FORMULAS_MAX);
         f = &s->formulas[s->n_formulas];
@@ -191,8 +192,9 @@ static int bind_names(MetricSet *s, Formula *f, char *reterr_reason, size_t reas
                         f->uses[f->n_uses++] = (size_t) g;
                 } else
                         r = reason_fail(reterr_reason, reason_size, -EINVAL,
-                                 "formula of '%s' uses '%s', which is no event, constant or metric of this group",
-                                 f->name, names[k]);
+                                        "formula of '%s' uses '%s', "
+                                        "which is no event, constant or metric of this group",
+                                        f->name, names[k]);
                 if (r == 0 && mupError(f->parser))
                         r = parser_error(f, reterr_reason, reason_size);
                 if (r < 0) {

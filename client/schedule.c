@@ -74,10 +74,10 @@ static int place_fixed(const EventDesc *d, size_t i, const ScheduleLimits *limit
                 return 0;
         if (!exists)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                            "%s needs fixed counter %u, which this CPU does not have", d->name, f);
+                                   "%s needs fixed counter %u, which this CPU does not have", d->name, f);
         if (foreign)
                 return reason_fail(reterr_reason, reason_size, -EBUSY,
-                            "%s needs fixed counter %u, which another PMU user (the kernel) holds", d->name, f);
+                                   "%s needs fixed counter %u, which another PMU user (the kernel) holds", d->name, f);
         return reason_fail(reterr_reason, reason_size, -EBUSY, "%s is listed twice and has no GP encoding", d->name);
 }
 
@@ -87,14 +87,14 @@ static int place_perf_metrics(const EventDesc *d, size_t i, const ScheduleLimits
 
         if (limits->perf_metrics < level)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                            "%s needs PERF_METRICS level %u; the daemon reports level %u", d->name, level,
-                            limits->perf_metrics);
+                                   "%s needs PERF_METRICS level %u; the daemon reports level %u", d->name, level,
+                                   limits->perf_metrics);
         if (limits->fixed_counters <= FIXED_SLOTS)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                            "%s needs fixed counter 3 (TOPDOWN.SLOTS), which this CPU does not have", d->name);
+                                   "%s needs fixed counter 3 (TOPDOWN.SLOTS), which this CPU does not have", d->name);
         if (limits->foreign_fixed_mask & (UINT64_C(1) << FIXED_SLOTS))
                 return reason_fail(reterr_reason, reason_size, -EBUSY,
-                            "%s needs fixed counter 3 (TOPDOWN.SLOTS), which another PMU user holds", d->name);
+                                   "%s needs fixed counter 3 (TOPDOWN.SLOTS), which another PMU user holds", d->name);
         s->placements[i] = (Placement) { .kind = PLACE_PERF_METRICS, .counter = d->metrics_field };
         s->perf_metrics = true;
         return 0;
@@ -108,8 +108,8 @@ static int place_gp(const EventDesc *events, size_t i, uint32_t available, Sched
 
         if (mask == 0)
                 return reason_fail(reterr_reason, reason_size, -EBUSY,
-                            "%s can only run on GP counters 0x%x, and none of them is free of other PMU users",
-                            events[i].name, events[i].gp_mask);
+                                   "%s can only run on GP counters 0x%x, and none of them is free of other PMU users",
+                                   events[i].name, events[i].gp_mask);
         for (unsigned set = 0; set <= s->n_sets && set < SCHEDULE_SETS_MAX; set++) {
                 size_t n = set_sizes[set];
 
@@ -127,7 +127,7 @@ static int place_gp(const EventDesc *events, size_t i, uint32_t available, Sched
                 return 0;
         }
         return reason_fail(reterr_reason, reason_size, -E2BIG, "more than %u event sets would be needed to count %s",
-                    SCHEDULE_SETS_MAX, events[i].name);
+                           SCHEDULE_SETS_MAX, events[i].name);
 }
 
 static void pick_timebase(const ScheduleLimits *limits, Schedule *s) {
@@ -158,7 +158,7 @@ int schedule_build(const EventDesc *events, size_t n_events, const ScheduleLimit
                 return -EINVAL;
         if (n_events == 0 || n_events > SCHEDULE_EVENTS_MAX)
                 return reason_fail(reterr_reason, reason_size, -E2BIG, "a measurement holds 1 to %u events",
-                            SCHEDULE_EVENTS_MAX);
+                                   SCHEDULE_EVENTS_MAX);
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;

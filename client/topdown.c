@@ -37,23 +37,24 @@ int topdown_recipe(const pmugate_info *info, unsigned level, const TopdownRecipe
                         recipe = &recipes[i];
         if (!recipe)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                            "TopDown has no recipe for CPU model '%s' (%s%sfamily %u model 0x%x); "
-                            "pmugate has recipes for skx, clx, icx and spr",
-                            info->model_key[0] ? info->model_key : "unknown",
-                            info->model_label[0] ? info->model_label : info->model_name,
-                            info->model_label[0] || info->model_name[0] ? ", " : "", info->family, info->model);
+                                   "TopDown has no recipe for CPU model '%s' (%s%sfamily %u model 0x%x); "
+                                   "pmugate has recipes for skx, clx, icx and spr",
+                                   info->model_key[0] ? info->model_key : "unknown",
+                                   info->model_label[0] ? info->model_label : info->model_name,
+                                   info->model_label[0] || info->model_name[0] ? ", " : "", info->family, info->model);
         if (!info->has_pmu)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
                                    "the daemon reports no PMU on this %s", recipe->model);
         needed = level == 1 ? recipe->perf_metrics_l1 : recipe->perf_metrics_l2;
         if (info->perf_metrics < needed)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                            "TopDown level %u on %s needs PERF_METRICS level %u, but the daemon reports level %u",
-                            level, recipe->model, needed, info->perf_metrics);
+                                   "TopDown level %u on %s needs PERF_METRICS level %u, but the daemon reports level "
+                                   "%u",
+                                   level, recipe->model, needed, info->perf_metrics);
         if (info->fixed_counters < recipe->fixed_counters)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                            "TopDown on %s needs %u fixed counters, but the daemon reports %u", recipe->model,
-                            recipe->fixed_counters, info->fixed_counters);
+                                   "TopDown on %s needs %u fixed counters, but the daemon reports %u", recipe->model,
+                                   recipe->fixed_counters, info->fixed_counters);
         if (ret_recipe)
                 *ret_recipe = recipe;
         *ret_group = level_groups[level];

@@ -16,6 +16,7 @@
 #include "cli-util.h"
 #include "cpulist.h"
 #include "macro.h"
+#include "verb-measure.h"
 
 static const char *arg_socket;
 
@@ -32,6 +33,13 @@ static void help(void) {
                "                                  Write MSRs (under the register's write mask)\n"
                "  write -u UNITS REG=VALUE... [-- CMD ARGS...]\n"
                "                                  Write PCI config registers of uncore units\n"
+               "  topdown [-l 1|2] [-C CPUS | -c CPUS] [-I INTERVAL] [-S DURATION] [-O table|csv|json]\n"
+               "          [-o FILE] [-A] [-- CMD ARGS...]\n"
+               "                                  TopDown level 1 or 2 on CPUs (default: all): -C pins\n"
+               "                                  CMD to them, -c only measures; -S measures for a time,\n"
+               "                                  -I prints every interval; CMD's exit status is kept\n"
+               "  stat -e EVENT,... | -g GROUP [same options]\n"
+               "                                  Count events, or a group of events and formulas\n"
                "\n"
                "REG is an address (0x186) or a name from 'pmugate info' (IA32_PERFEVTSEL0).\n"
                "VALUE is hex (0x...) or decimal. Bits outside a register's write mask are kept.\n"
@@ -472,6 +480,10 @@ int main(int argc, char *argv[]) {
                 return verb_access(argc, argv, false);
         if (strcmp(argv[0], "write") == 0)
                 return verb_access(argc, argv, true);
+        if (strcmp(argv[0], "topdown") == 0)
+                return verb_topdown(argc, argv, arg_socket);
+        if (strcmp(argv[0], "stat") == 0)
+                return verb_stat(argc, argv, arg_socket);
         fprintf(stderr, "pmugate: unknown command '%s' (see 'pmugate --help')\n", argv[0]);
         return 2;
 }

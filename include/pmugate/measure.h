@@ -91,6 +91,8 @@ typedef struct pmugate_metric_info {
         const char *label;      /* "Frontend Bound" */
         int parent;             /* index of the metric this one refines, or -1 */
         unsigned level;         /* 1 at the top of the tree */
+        const char *unit;       /* "%": a fraction shown as a percentage; other text follows the
+                                 * value as is; "" for none */
 } pmugate_metric_info;
 
 typedef struct pmugate_values {

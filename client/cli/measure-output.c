@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Measurement output: table, CSV, JSON
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "macro.h"
+#include "measure-output.h"
+
+#define COLUMN_WIDTH 14
+#define LABEL_WIDTH 28
+#define NUMBER_MAX 40
+
+int output_format_from_string(const char *s, OutputFormat *ret) {
+        static const char *const names[] = { [OUTPUT_TABLE] = "table", [OUTPUT_CSV] = "csv", [OUTPUT_JSON] = "json" };
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (strcmp(s, names[i]) == 0) {
+                        *ret = (OutputFormat) i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+/* 1234567 -> "1,234,567", as perf prints counts. */
+static void format_count(double v, char *buf, size_t size) {
+        char digits[NUMBER_MAX];
+        size_t n, out = 0;
+
+        if (!isfinite(v) || v < 0) {
+                (void) snprintf(buf, size, "%s", isnan(v) ? "<not counted>" : "-");
+                return;
+        }
+        (void) snprintf(digits, sizeof(digits), "%.0f", v);
+        n = strlen(digits);
+        for (size_t i = 0; i < n && out + 2 < size; i++) {
+                if (i > 0 && (n - i) % 3 == 0)
+                        buf[out++] = ',';
+                buf[out++] = digits[i];
+        }
+        buf[out] = '\0';
+}
+
+static void format_metric(double v, const char *unit, char *buf, size_t size) {
+        if (!isfinite(v))
+                (void) snprintf(buf, size, "n/a");
+        else if (strcmp(unit, "%") == 0)
+                (void) snprintf(buf, size, "%.1f %%", 100.0 * v);
+        else if (unit[0])
+                (void) snprintf(buf, size, "%.3f %s", v, unit);
+        else
+                (void) snprintf(buf, size, "%.3f", v);
+}
+
+static const pmugate_values *column(const pmugate_result *r, size_t k) {
+        return k == 0 ? &r->aggregate : &r->cpus[k - 1];
+}
+
+static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int parent, size_t n_columns) {
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                const pmugate_metric_info *mi = &r->metrics[i];
+                int indent = 2 * (int) mi->level;
+
+                if (mi->parent != parent)
+                        continue;
+                fprintf(ctx->file, "%*s%-*s", indent, "", LABEL_WIDTH + 2 - indent, mi->label);
+                for (size_t k = 0; k < n_columns; k++) {
+                        char value[NUMBER_MAX];
+
+                        format_metric(column(r, k)->metrics[i], mi->unit, value, sizeof(value));
+                        fprintf(ctx->file, " %*s", COLUMN_WIDTH, value);
+                }
+                fprintf(ctx->file, "  %s\n", mi->name);
+                table_metric_rows(ctx, r, (int) i, n_columns);
+        }
+}
+
+static void write_table(OutputContext *ctx, const pmugate_result *r) {
+        const pmugate_info *info = ctx->info;
+        size_t n_columns = ctx->per_cpu ? 1 + r->n_cpus : 1;
+
+        if (!ctx->header_written) {
+                fprintf(ctx->file, "\n Performance counter stats for CPUs %s (%s%s)", ctx->cpu_list,
+                        info->model_label[0] ? info->model_label : info->model_key,
+                        info->simulated ? ", simulated PMU" : "");
+                if (ctx->level > 0)
+                        fprintf(ctx->file, ": TopDown level %u\n", ctx->level);
+                else
+                        fprintf(ctx->file, "%s%s\n", ctx->group[0] ? ": group " : "", ctx->group);
+                ctx->header_written = true;
+        }
+        if (ctx->interval)
+                fprintf(ctx->file, "\n--- %.3f s to %.3f s ---\n", r->start, r->start + r->elapsed);
+        else
+                fputc('\n', ctx->file);
+        if (ctx->per_cpu) {
+                fprintf(ctx->file, "%*s %*s", LABEL_WIDTH + 2, "", COLUMN_WIDTH, "all");
+                for (size_t i = 0; i < r->n_cpus; i++) {
+                        char name[NUMBER_MAX];
+
+                        (void) snprintf(name, sizeof(name), "cpu%" PRIu32, r->cpus[i].cpu);
+                        fprintf(ctx->file, " %*s", COLUMN_WIDTH, name);
+                }
+                fputc('\n', ctx->file);
+        }
+        table_metric_rows(ctx, r, -1, n_columns);
+        if (r->n_metrics > 0)
+                fputc('\n', ctx->file);
+        for (size_t e = 0; e < r->n_events; e++) {
+                for (size_t k = 0; k < n_columns; k++) {
+                        char value[NUMBER_MAX];
+
+                        /* the aggregate count spans the label column, so values line up */
+                        format_count(column(r, k)->counts[e], value, sizeof(value));
+                        fprintf(ctx->file, " %*s", k == 0 ? LABEL_WIDTH + 2 + COLUMN_WIDTH : COLUMN_WIDTH, value);
+                }
+                fprintf(ctx->file, "  %s", r->events[e]);
+                /* as perf: the share of the time the event was on a counter */
+                if (r->aggregate.scale[e] != 1.0)
+                        fprintf(ctx->file, "  (%.2f%%)",
+                                isfinite(r->aggregate.scale[e]) ? 100.0 / r->aggregate.scale[e] : 0.0);
+                fputc('\n', ctx->file);
+        }
+        if (!ctx->interval) {
+                fprintf(ctx->file, "\n %14.6f seconds time elapsed (%" PRIu64 " sample%s", r->elapsed, r->samples,
+                        r->samples == 1 ? "" : "s");
+                if (r->resets > 0)
+                        fprintf(ctx->file, ", %" PRIu64 " SLOTS/PERF_METRICS resets", r->resets);
+                if (r->event_sets > 1)
+                        fprintf(ctx->file, ", %u event sets multiplexed", r->event_sets);
+                fprintf(ctx->file, ")\n");
+                if (ctx->command && ctx->exit_status >= 0)
+                        fprintf(ctx->file, " command '%s' exited with status %d\n", ctx->command[0], ctx->exit_status);
+                fputc('\n', ctx->file);
+        }
+}
+
+static void csv_value(FILE *f, double v) {
+        if (isfinite(v))
+                fprintf(f, "%.17g", v);
+}
+
+static void write_csv(OutputContext *ctx, const pmugate_result *r) {
+        double end = r->start + r->elapsed;
+
+        if (!ctx->header_written) {
+                fprintf(ctx->file, "time,elapsed,cpu,type,name,value,raw,scale\n");
+                ctx->header_written = true;
+        }
+        for (size_t k = 0; k < 1 + r->n_cpus; k++) {
+                const pmugate_values *v = column(r, k);
+                char cpu[NUMBER_MAX];
+
+                if (k == 0)
+                        (void) snprintf(cpu, sizeof(cpu), "all");
+                else
+                        (void) snprintf(cpu, sizeof(cpu), "%" PRIu32, v->cpu);
+                for (size_t e = 0; e < r->n_events; e++) {
+                        fprintf(ctx->file, "%.6f,%.6f,%s,count,%s,", end, r->elapsed, cpu, r->events[e]);
+                        csv_value(ctx->file, v->counts[e]);
+                        fprintf(ctx->file, ",%" PRIu64 ",", v->raw[e]);
+                        csv_value(ctx->file, v->scale[e]);
+                        fputc('\n', ctx->file);
+                }
+                for (size_t i = 0; i < r->n_metrics; i++) {
+                        fprintf(ctx->file, "%.6f,%.6f,%s,metric,%s,", end, r->elapsed, cpu, r->metrics[i].name);
+                        csv_value(ctx->file, v->metrics[i]);
+                        fprintf(ctx->file, ",,\n");
+                }
+        }
+}
+
+static json_object *json_number(double v) {
+        return isfinite(v) ? json_object_new_double(v) : NULL;
+}
+
+static json_object *json_values(const pmugate_result *r, const pmugate_values *v) {
+        json_object *o = json_object_new_object(), *counts = json_object_new_object();
+        json_object *metrics = json_object_new_object();
+
+        if (v->cpu != UINT32_MAX)
+                json_object_object_add(o, "cpu", json_object_new_int64(v->cpu));
+        for (size_t e = 0; e < r->n_events; e++) {
+                json_object *c = json_object_new_object();
+
+                json_object_object_add(c, "value", json_number(v->counts[e]));
+                json_object_object_add(c, "raw", json_object_new_uint64(v->raw[e]));
+                json_object_object_add(c, "scale", json_number(v->scale[e]));
+                json_object_object_add(counts, r->events[e], c);
+        }
+        for (size_t i = 0; i < r->n_metrics; i++)
+                json_object_object_add(metrics, r->metrics[i].name, json_number(v->metrics[i]));
+        json_object_object_add(o, "counts", counts);
+        json_object_object_add(o, "metrics", metrics);
+        return o;
+}
+
+static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
+        json_object *root = json_object_new_object(), *metrics = json_object_new_array();
+        json_object *cpus = json_object_new_array(), *per_cpu = json_object_new_array();
+
+        json_object_object_add(root, "kind", json_object_new_string(ctx->kind));
+        json_object_object_add(root, "model", json_object_new_string(ctx->info->model_key));
+        json_object_object_add(root, "model_name", json_object_new_string(ctx->info->model_label));
+        json_object_object_add(root, "simulated", json_object_new_boolean(ctx->info->simulated));
+        json_object_object_add(root, "group", json_object_new_string(ctx->group));
+        if (ctx->level > 0)
+                json_object_object_add(root, "level", json_object_new_int(ctx->level));
+        for (size_t i = 0; i < r->n_cpus; i++)
+                json_object_array_add(cpus, json_object_new_int64(r->cpus[i].cpu));
+        json_object_object_add(root, "cpus", cpus);
+        json_object_object_add(root, "start", json_object_new_double(r->start));
+        json_object_object_add(root, "elapsed", json_object_new_double(r->elapsed));
+        json_object_object_add(root, "samples", json_object_new_uint64(r->samples));
+        json_object_object_add(root, "resets", json_object_new_uint64(r->resets));
+        json_object_object_add(root, "event_sets", json_object_new_int(r->event_sets));
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                json_object *m = json_object_new_object();
+
+                json_object_object_add(m, "name", json_object_new_string(r->metrics[i].name));
+                json_object_object_add(m, "label", json_object_new_string(r->metrics[i].label));
+                json_object_object_add(m, "level", json_object_new_int((int) r->metrics[i].level));
+                json_object_object_add(m, "parent", r->metrics[i].parent < 0 ? NULL :
+                                       json_object_new_string(r->metrics[r->metrics[i].parent].name));
+                json_object_object_add(m, "unit", json_object_new_string(r->metrics[i].unit));
+                json_object_array_add(metrics, m);
+        }
+        json_object_object_add(root, "metrics", metrics);
+        json_object_object_add(root, "aggregate", json_values(r, &r->aggregate));
+        for (size_t i = 0; i < r->n_cpus; i++)
+                json_object_array_add(per_cpu, json_values(r, &r->cpus[i]));
+        json_object_object_add(root, "per_cpu", per_cpu);
+        if (ctx->command) {
+                json_object *cmd = json_object_new_object(), *argv = json_object_new_array();
+
+                for (char *const *a = ctx->command; *a; a++)
+                        json_object_array_add(argv, json_object_new_string(*a));
+                json_object_object_add(cmd, "argv", argv);
+                json_object_object_add(cmd, "exit_status", ctx->exit_status < 0 ? NULL :
+                                       json_object_new_int(ctx->exit_status));
+                json_object_object_add(root, "command", cmd);
+        }
+        return root;
+}
+
+int output_result(OutputContext *ctx, const pmugate_result *r) {
+        json_object *root;
+
+        switch (ctx->format) {
+        case OUTPUT_TABLE:
+                write_table(ctx, r);
+                break;
+        case OUTPUT_CSV:
+                write_csv(ctx, r);
+                break;
+        case OUTPUT_JSON:
+                /* intervals as JSON Lines, a whole run as one pretty document */
+                root = json_result(ctx, r);
+                fprintf(ctx->file, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_NOSLASHESCAPE |
+                        (ctx->interval ? JSON_C_TO_STRING_PLAIN : JSON_C_TO_STRING_PRETTY)));
+                json_object_put(root);
+                break;
+        }
+        return fflush(ctx->file) == 0 ? 0 : -errno;
+}
