@@ -392,6 +392,8 @@ static int parse_msr(Parser *p, char **fields, size_t n) {
          * must be able to show that listing such a register opens nothing. */
         ne = never_list_overlap(e.first, e.last);
         if (ne)
+                e.flags |= ALLOW_FLAG_NEVER;
+        if (ne)
                 log_warning("%s:%u: %s covers 0x%" PRIX32 " %s from the built-in never-list; "
                             "requests for it will be refused whatever this file says",
                             p->path, p->line, e.name, ne->first > e.first ? ne->first : e.first, ne->name);

@@ -24,6 +24,8 @@ typedef enum AllowFlags {
         ALLOW_FLAG_COUNTER = 1 << 0, /* "counter": zeroed, not restored, when a lease ends */
         ALLOW_FLAG_ACTION = 1 << 1,  /* "action": write-1 semantics (STATUS_RESET/SET): written as
                                       * value & mask with no read first, never restored */
+        ALLOW_FLAG_NEVER = 1 << 2,   /* set by the parser: the range overlaps the never-list, so
+                                      * requests inside it must consult the never-list */
 } AllowFlags;
 
 #define ALLOW_CLASS_MAX 16

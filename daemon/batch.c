@@ -21,10 +21,14 @@ _printf_(4, 5) static int refuse(BatchRefusal *ret, int code, size_t index, cons
         return code;
 }
 
+/* Recently used entries by register: consecutive ops, and the CPU-major expansion of a sweep
+ * that cycles through a few registers, find their entry without a search. */
+#define ENTRY_CACHE_SIZE 16U
+
 static int check_msr(const BatchContext *ctx, const RegOp *op, size_t i, const AllowEntry **cache, BatchRefusal *ret) {
         const Machine *m = ctx->machine;
-        const AllowEntry *e = *cache;
-        const char *never = never_list_lookup(op->reg);
+        const AllowEntry *e = cache[op->reg % ENTRY_CACHE_SIZE];
+        const char *never = NULL;
 
         if (!machine_cpu(m, op->target))
                 return refuse(ret, PROTO_E_NO_SUCH_CPU, i, "op %zu: CPU %" PRIu32 " does not exist (CPUs 0-%" PRIu32 ")",
@@ -32,6 +36,10 @@ static int check_msr(const BatchContext *ctx, const RegOp *op, size_t i, const A
         /* Consecutive ops usually touch the same range; skip the search then. */
         if (!e || op->reg < e->first || op->reg > e->last)
                 e = allowlist_find_msr(ctx->allowlist, op->reg);
+        /* The never-list only matters outside the allowlist or in ranges the parser found
+         * overlapping it; everywhere else the lookup cannot find anything. */
+        if (!e || (e->flags & ALLOW_FLAG_NEVER))
+                never = never_list_lookup(op->reg);
         if (never)
                 return refuse(ret, PROTO_E_REG_FORBIDDEN, i,
                               "op %zu: MSR 0x%" PRIx32 " (%s) is on the built-in never-list", i, op->reg, never);
@@ -41,7 +49,7 @@ static int check_msr(const BatchContext *ctx, const RegOp *op, size_t i, const A
         if (reg_op_is_write(op) && e->write_mask == 0)
                 return refuse(ret, PROTO_E_READ_ONLY, i, "op %zu: MSR 0x%" PRIx32 " (%s) is read-only", i, op->reg,
                               e->name);
-        *cache = e;
+        cache[op->reg % ENTRY_CACHE_SIZE] = e;
         return 0;
 }
 
@@ -151,7 +159,7 @@ static int check_lease(const BatchContext *ctx, const RegOp *op, size_t i, Batch
 int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const AllowEntry **entries,
                 BatchRefusal *ret_refusal) {
         const Rights *rights = ctx->rights;
-        const AllowEntry *cache = NULL;
+        const AllowEntry *cache[ENTRY_CACHE_SIZE] = {};
         int r;
 
         for (size_t i = 0; i < n_ops; i++) {
@@ -165,8 +173,8 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
                 if (reg_op_is_pci(op))
                         r = check_pci(ctx, op, i, &e, ret_refusal);
                 else {
-                        r = check_msr(ctx, op, i, &cache, ret_refusal);
-                        e = cache;
+                        r = check_msr(ctx, op, i, cache, ret_refusal);
+                        e = cache[op->reg % ENTRY_CACHE_SIZE];
                 }
                 if (r == 0)
                         r = check_class(ctx, op, e, i, ret_refusal);

@@ -306,13 +306,9 @@ int server_handle_batch(Server *s, Client *c, const Request *req) {
         pk = reply_packer(s);
         TRY(reply_pack_begin(&pk, req->id, 2));
         TRY(pack_string(&pk, "status"));
-        TRY(msgpack_pack_array(&pk, req->n_ops));
-        for (size_t i = 0; i < req->n_ops; i++)
-                TRY(msgpack_pack_int32(&pk, s->status[i]));
+        TRY(pack_int32_array(&s->reply, s->status, req->n_ops));
         TRY(pack_string(&pk, "values"));
-        TRY(msgpack_pack_array(&pk, req->n_ops));
-        for (size_t i = 0; i < req->n_ops; i++)
-                TRY(msgpack_pack_uint64(&pk, s->values[i]));
+        TRY(pack_uint64_array(&s->reply, s->values, req->n_ops));
         return 0;
 }
 

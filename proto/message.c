@@ -298,26 +298,34 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "] must be an array [kind, ...]", i);
                 k = &a->via.array.ptr[0];
 
-                if (msgpack_object_is_string(k, "R") || msgpack_object_is_string(k, "W")) {
-                        r = decode_sweep(a, msgpack_object_is_string(k, "W"), i, buf, &n_ops, e);
+                /* Kinds are one or two bytes; a switch on them is the hot path of a batch. */
+                switch (k->via.str.size == 1 ? k->via.str.ptr[0] :
+                        k->via.str.size == 2 ? (k->via.str.ptr[0] << 8 | k->via.str.ptr[1]) : 0) {
+                case 'R':
+                case 'W':
+                        r = decode_sweep(a, k->via.str.ptr[0] == 'W', i, buf, &n_ops, e);
                         if (r != 0)
                                 return r;
                         continue;
-                }
-
-                if (msgpack_object_is_string(k, "r"))
+                case 'r':
                         write = false, pci = false;
-                else if (msgpack_object_is_string(k, "w"))
+                        break;
+                case 'w':
                         write = true, pci = false;
-                else if (msgpack_object_is_string(k, "wm"))
+                        break;
+                case 'w' << 8 | 'm':
                         write = true, pci = false, masked = true;
-                else if (msgpack_object_is_string(k, "pr"))
+                        break;
+                case 'p' << 8 | 'r':
                         write = false, pci = true;
-                else if (msgpack_object_is_string(k, "pw"))
+                        break;
+                case 'p' << 8 | 'w':
                         write = true, pci = true;
-                else
+                        break;
+                default:
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: unknown kind '%.*s'", i,
                                       (int) (k->via.str.size > 16 ? 16 : k->via.str.size), k->via.str.ptr);
+                }
 
                 args = masked ? 4U : write ? 3U : 2U;
                 if (a->via.array.size != args + 1)
@@ -482,6 +490,107 @@ int request_decode(const void *data, size_t size, RequestBuffer *buf, Request *r
         if (r != 0)
                 return r;
         *ret = req;
+        return 0;
+}
+
+static int sbuffer_reserve(msgpack_sbuffer *sb, size_t extra) {
+        size_t need = sb->size + extra, alloc = sb->alloc ?: 1024;
+        char *data;
+
+        if (need <= sb->alloc)
+                return 0;
+        while (alloc < need)
+                alloc *= 2;
+        data = realloc(sb->data, alloc);
+        if (!data)
+                return -ENOMEM;
+        sb->data = data;
+        sb->alloc = alloc;
+        return 0;
+}
+
+static uint8_t *put_be(uint8_t *p, uint64_t v, unsigned bytes) {
+        for (unsigned i = bytes; i-- > 0; v >>= 8)
+                p[i] = (uint8_t) v;
+        return p + bytes;
+}
+
+static uint8_t *put_array_header(uint8_t *p, size_t n) {
+        if (n < 16) {
+                *p++ = (uint8_t) (0x90 | n);
+                return p;
+        }
+        if (n <= UINT16_MAX) {
+                *p++ = 0xdc;
+                return put_be(p, n, 2);
+        }
+        *p++ = 0xdd;
+        return put_be(p, n, 4);
+}
+
+static uint8_t *put_uint(uint8_t *p, uint64_t v) {
+        if (v < 0x80) {
+                *p++ = (uint8_t) v;
+                return p;
+        }
+        if (v <= UINT8_MAX) {
+                *p++ = 0xcc;
+                return put_be(p, v, 1);
+        }
+        if (v <= UINT16_MAX) {
+                *p++ = 0xcd;
+                return put_be(p, v, 2);
+        }
+        if (v <= UINT32_MAX) {
+                *p++ = 0xce;
+                return put_be(p, v, 4);
+        }
+        *p++ = 0xcf;
+        return put_be(p, v, 8);
+}
+
+/* msgpack-c packs non-negative signed values as unsigned, negatives in the smallest signed
+ * form: negative fixint down to -32, then int8, int16, int32. */
+static uint8_t *put_int(uint8_t *p, int32_t v) {
+        if (v >= 0)
+                return put_uint(p, (uint64_t) v);
+        if (v >= -32) {
+                *p++ = (uint8_t) v;
+                return p;
+        }
+        if (v >= INT8_MIN) {
+                *p++ = 0xd0;
+                return put_be(p, (uint8_t) v, 1);
+        }
+        if (v >= INT16_MIN) {
+                *p++ = 0xd1;
+                return put_be(p, (uint16_t) v, 2);
+        }
+        *p++ = 0xd2;
+        return put_be(p, (uint32_t) v, 4);
+}
+
+int pack_int32_array(msgpack_sbuffer *sb, const int32_t *v, size_t n) {
+        uint8_t *p;
+
+        if (n > UINT32_MAX || sbuffer_reserve(sb, 5 + 5 * n) < 0)
+                return -ENOMEM;
+        p = put_array_header((uint8_t *) sb->data + sb->size, n);
+        for (size_t i = 0; i < n; i++)
+                p = put_int(p, v[i]);
+        sb->size = (size_t) (p - (uint8_t *) sb->data);
+        return 0;
+}
+
+int pack_uint64_array(msgpack_sbuffer *sb, const uint64_t *v, size_t n) {
+        uint8_t *p;
+
+        if (n > UINT32_MAX || sbuffer_reserve(sb, 5 + 9 * n) < 0)
+                return -ENOMEM;
+        p = put_array_header((uint8_t *) sb->data + sb->size, n);
+        for (size_t i = 0; i < n; i++)
+                p = put_uint(p, v[i]);
+        sb->size = (size_t) (p - (uint8_t *) sb->data);
         return 0;
 }
 

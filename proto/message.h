@@ -112,6 +112,12 @@ bool msgpack_object_is_string(const msgpack_object *o, const char *s);
 int request_pack_begin(msgpack_packer *pk, uint64_t id, const char *op, size_t extra_keys);
 int reply_pack_begin(msgpack_packer *pk, uint64_t id, size_t extra_keys);
 int reply_pack_error(msgpack_packer *pk, uint64_t id, int code, const char *reason, int64_t op_index);
+/* Appends arrays of integers to a buffer, encoded exactly as msgpack-c's packer would
+ * (smallest form of each value). Batch replies carry thousands of them; going through the
+ * packer's per-value callback costs more than the register reads themselves. */
+int pack_int32_array(msgpack_sbuffer *sb, const int32_t *v, size_t n);
+int pack_uint64_array(msgpack_sbuffer *sb, const uint64_t *v, size_t n);
+
 int pack_string(msgpack_packer *pk, const char *s);
 int pack_key_string(msgpack_packer *pk, const char *key, const char *value);
 int pack_key_uint(msgpack_packer *pk, const char *key, uint64_t value);

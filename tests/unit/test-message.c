@@ -249,6 +249,50 @@ static void test_error_table(void **state) {
         assert_int_equal(proto_error_to_errno(PROTO_E_REG_FORBIDDEN), EPERM);
 }
 
+static void test_int_arrays_match_msgpack_c(void **state) {
+        static const int32_t ints[] = { 0, 1, 127, 128, 255, 256, 65535, 65536, INT32_MAX, -1, -5, -32, -33, -128,
+                                        -129, -32768, -32769, INT32_MIN };
+        static const uint64_t uints[] = { 0, 1, 127, 128, 255, 256, 65535, 65536, UINT32_MAX, UINT64_C(1) << 32,
+                                          UINT64_C(0xFFFFFFFFFFFF), UINT64_MAX };
+        msgpack_sbuffer mine, theirs;
+        msgpack_packer pk;
+
+        (void) state;
+        for (size_t n = 0; n < 40; n += 13) {
+                int32_t iv[40] = {};
+                uint64_t uv[40] = {};
+
+                for (size_t i = 0; i < n; i++) {
+                        iv[i] = ints[i % (sizeof(ints) / sizeof(ints[0]))];
+                        uv[i] = uints[i % (sizeof(uints) / sizeof(uints[0]))];
+                }
+                msgpack_sbuffer_init(&mine);
+                msgpack_sbuffer_init(&theirs);
+                msgpack_packer_init(&pk, &theirs, msgpack_sbuffer_write);
+                assert_int_equal(pack_int32_array(&mine, iv, n), 0);
+                assert_int_equal(pack_uint64_array(&mine, uv, n), 0);
+                msgpack_pack_array(&pk, n);
+                for (size_t i = 0; i < n; i++)
+                        msgpack_pack_int32(&pk, iv[i]);
+                msgpack_pack_array(&pk, n);
+                for (size_t i = 0; i < n; i++)
+                        msgpack_pack_uint64(&pk, uv[i]);
+                assert_int_equal(mine.size, theirs.size);
+                assert_memory_equal(mine.data, theirs.data, mine.size);
+                msgpack_sbuffer_destroy(&mine);
+                msgpack_sbuffer_destroy(&theirs);
+        }
+        {
+                /* 70000 entries need the 32-bit array header. */
+                static int32_t big[70000];
+                msgpack_sbuffer_init(&mine);
+                assert_int_equal(pack_int32_array(&mine, big, 70000), 0);
+                assert_int_equal((uint8_t) mine.data[0], 0xdd);
+                assert_int_equal(mine.size, 5 + 70000);
+                msgpack_sbuffer_destroy(&mine);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_hello, setup, teardown),
@@ -260,6 +304,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_too_large, setup, teardown),
                 cmocka_unit_test(test_msgpack_check),
                 cmocka_unit_test(test_error_table),
+                cmocka_unit_test(test_int_arrays_match_msgpack_c),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
