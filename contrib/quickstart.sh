@@ -31,8 +31,10 @@ as_user() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "
 echo "== pmugate info (as nobody)"
 as_user "$build/client/pmugate" info
 echo
-echo "== pmugate read -c 0-3 of the fixed counters (as nobody)"
-as_user "$build/client/pmugate" read -c 0-3 IA32_FIXED_CTR0 IA32_FIXED_CTR1 IA32_FIXED_CTR3
+echo "== count instructions, cycles and TopDown slots on CPUs 0-3 for a second (as nobody)"
+# write holds a lease while its command runs; when it exits the daemon restores the registers.
+as_user "$build/client/pmugate" write -c 0-3 IA32_FIXED_CTR_CTRL=0x3333 IA32_PERF_GLOBAL_CTRL=0xf00000000 -- \
+        sh -c "sleep 1; '$build/client/pmugate' read -c 0-3 IA32_FIXED_CTR0 IA32_FIXED_CTR1 IA32_FIXED_CTR3"
 echo
 echo "== a register on the never-list is refused (as nobody)"
 as_user "$build/client/pmugate" read -c 0 0x600 || true
