@@ -9,15 +9,6 @@
 #include "message.h"
 #include "pmugate-limits.h"
 
-static int pack_cpus(msgpack_packer *pk, const uint32_t *cpus, size_t n) {
-        if (pack_string(pk, "cpus") < 0 || msgpack_pack_array(pk, n) < 0)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                if (msgpack_pack_uint32(pk, cpus[i]) < 0)
-                        return -ENOMEM;
-        return 0;
-}
-
 int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpus, size_t n_cpus, bool *ret_replaced) {
         const msgpack_object *reply;
         msgpack_packer pk;
@@ -35,7 +26,7 @@ int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpu
                 return r;
         if (pack_key_string(&pk, "job", job) < 0 || pack_key_uint(&pk, "uid", uid) < 0)
                 return -ENOMEM;
-        if (n_cpus > 0 && pack_cpus(&pk, cpus, n_cpus) < 0)
+        if (n_cpus > 0 && connection_pack_cpus(&pk, cpus, n_cpus) < 0)
                 return -ENOMEM;
         r = connection_call(c, &reply);
         if (r < 0)
@@ -80,7 +71,7 @@ int pmugate_reset(pmugate *c, const uint32_t *cpus, size_t n_cpus) {
         r = connection_begin(c, "reset", n_cpus > 0 ? 1 : 0, &pk);
         if (r < 0)
                 return r;
-        if (n_cpus > 0 && pack_cpus(&pk, cpus, n_cpus) < 0)
+        if (n_cpus > 0 && connection_pack_cpus(&pk, cpus, n_cpus) < 0)
                 return -ENOMEM;
         return connection_call(c, &reply);
 }

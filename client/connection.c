@@ -78,6 +78,15 @@ const char *pmugate_strerror(int error) {
         return s ?: "unknown error";
 }
 
+int connection_pack_cpus(msgpack_packer *pk, const uint32_t *cpus, size_t n) {
+        if (pack_string(pk, "cpus") < 0 || msgpack_pack_array(pk, n) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (msgpack_pack_uint32(pk, cpus[i]) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 int connection_begin(pmugate *c, const char *op, size_t extra_keys, msgpack_packer *ret_packer) {
         msgpack_sbuffer_clear(&c->request);
         msgpack_packer_init(ret_packer, &c->request, msgpack_sbuffer_write);

@@ -21,6 +21,9 @@ struct pmugate {
 /* Starts a request in c->request with extra_keys keys left for the caller to pack. */
 int connection_begin(pmugate *c, const char *op, size_t extra_keys, msgpack_packer *ret_packer);
 
+/* Packs the key "cpus" and an array of CPU numbers. */
+int connection_pack_cpus(msgpack_packer *pk, const uint32_t *cpus, size_t n);
+
 /* Sends c->request and waits for its reply. A refused request fills last_error and returns
  * the matching negative errno; on success ret_reply points into c->zone until the next call. */
 int connection_call(pmugate *c, const msgpack_object **ret_reply);

@@ -20,13 +20,8 @@ static int lease_call(pmugate *c, const char *op, const uint32_t *cpus, size_t n
         r = connection_begin(c, op, n_cpus > 0 ? 1 : 0, &pk);
         if (r < 0)
                 return r;
-        if (n_cpus > 0) {
-                if (pack_string(&pk, "cpus") < 0 || msgpack_pack_array(&pk, n_cpus) < 0)
-                        return -ENOMEM;
-                for (size_t i = 0; i < n_cpus; i++)
-                        if (msgpack_pack_uint32(&pk, cpus[i]) < 0)
-                                return -ENOMEM;
-        }
+        if (n_cpus > 0 && connection_pack_cpus(&pk, cpus, n_cpus) < 0)
+                return -ENOMEM;
         return connection_call(c, &reply);
 }
 
