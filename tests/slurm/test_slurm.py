@@ -675,8 +675,10 @@ def skip(reason):
 def main():
     if os.geteuid() != 0:
         return skip("needs root (installs packages, starts Slurm and switches uids)")
-    if not os.path.exists(os.path.join(CGROUP_ROOT, "cpuset", "cpuset.cpus")):
-        return skip("no cgroup v1 cpuset hierarchy at %s/cpuset (task/cgroup needs it here)" % CGROUP_ROOT)
+    for controller, probe in (("cpuset", "cpuset.cpus"), ("freezer", "tasks")):
+        if not os.path.exists(os.path.join(CGROUP_ROOT, controller, probe)):
+            return skip("no cgroup v1 %s hierarchy at %s/%s (this test runs Slurm with cgroup/v1)" %
+                        (controller, CGROUP_ROOT, controller))
     if not install_packages():
         return skip("slurm packages unavailable")
     running = processes_named(SLURM_DAEMONS)
