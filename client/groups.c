@@ -177,6 +177,9 @@ static int handle_group_key(GroupParser *p, const char *key, const char *value) 
         if (strcmp(key, "events") == 0)
                 return add_events(p, value, NULL);
         if (strcmp(key, "description") == 0) {
+                /* an included group's description is its own, not the includer's */
+                if (p->depth > 0)
+                        return 1;
                 r = append_text(&p->group->description, value, GROUP_DESCRIPTION_MAX);
                 return r < 0 ? parser_fail(p, r, "description longer than %u characters", GROUP_DESCRIPTION_MAX) : 1;
         }

@@ -111,27 +111,28 @@ static int copy_names(const pmugate_measure *m, pmugate_result *r) {
         return 0;
 }
 
-/* perf's scaling: count * time enabled / time running. Events that never left the counters
- * count the whole span and are not scaled. */
+double measure_scaled_count(uint64_t raw, double enabled, double total, bool multiplexed, double *ret_scale) {
+        if (!multiplexed) {
+                *ret_scale = 1.0;
+                return (double) raw;
+        }
+        if (enabled <= 0.0) {
+                *ret_scale = INFINITY;
+                return NAN;
+        }
+        *ret_scale = total / enabled;
+        return (double) raw * *ret_scale;
+}
+
 static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAccum *base, pmugate_values *v) {
         double total = now->total - (base ? base->total : 0.0);
 
         for (size_t p = 0; p < m->n_programmed; p++) {
-                const Placement *pl = &m->schedule->placements[p];
+                bool multiplexed = m->schedule->placements[p].kind == PLACE_GP && m->schedule->n_sets > 1;
                 double enabled = now->enabled[p] - (base ? base->enabled[p] : 0.0);
-                bool multiplexed = pl->kind == PLACE_GP && m->schedule->n_sets > 1;
 
                 v->raw[p] = now->raw[p] - (base ? base->raw[p] : 0);
-                if (!multiplexed) {
-                        v->scale[p] = 1.0;
-                        v->counts[p] = (double) v->raw[p];
-                } else if (enabled > 0.0) {
-                        v->scale[p] = total / enabled;
-                        v->counts[p] = (double) v->raw[p] * v->scale[p];
-                } else {
-                        v->scale[p] = INFINITY;
-                        v->counts[p] = NAN;
-                }
+                v->counts[p] = measure_scaled_count(v->raw[p], enabled, total, multiplexed, &v->scale[p]);
         }
 }
 

@@ -142,6 +142,11 @@ int measure_accum_new(const pmugate_measure *m, CpuAccum **ret);
 void measure_accum_free(CpuAccum *a, size_t n_cpus);
 void measure_accum_copy(const pmugate_measure *m, CpuAccum *to, const CpuAccum *from);
 
+/* perf's multiplex scaling: raw * total / enabled, with the scale (total / enabled) in
+ * ret_scale. An event that was never multiplexed counted the whole span: raw, scale 1. One
+ * that never ran: NaN, infinite scale. */
+double measure_scaled_count(uint64_t raw, double enabled, double total, bool multiplexed, double *ret_scale);
+
 /* The time in CLOCK_MONOTONIC nanoseconds. */
 uint64_t measure_now_ns(void);
 

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests: event names to encodings and counter constraints
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+
+static void test_table_events(void **state) {
+        char reason[256];
+        EventDesc d;
+
+        (void) state;
+        assert_int_equal(event_resolve("spr", "INT_MISC.UOP_DROPPING", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.kind, EVENT_COUNTER);
+        assert_int_equal(d.source, EVENT_SOURCE_TABLE);
+        assert_int_equal(d.config, 0x10ad);
+        assert_int_equal(d.fixed, -1);
+        assert_true(d.usr && d.os);
+
+        assert_int_equal(event_resolve("skx", "CPU_CLK_UNHALTED.THREAD", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.fixed, 1);
+        assert_true(d.gp_ok);
+        assert_int_equal(d.config, 0x3c);       /* the GP twin, for when fixed counter 1 is taken */
+
+        assert_int_equal(event_resolve("icx", "CPU_CLK_UNHALTED.REF_TSC", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.fixed, 2);
+        assert_false(d.gp_ok);
+
+        assert_int_equal(event_resolve("spr", "TOPDOWN.BAD_SPEC_SLOTS", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.gp_mask, 0x01);
+
+        assert_int_equal(event_resolve("icx", "MACHINE_CLEARS.COUNT", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.config, 0x10401c3);
+}
+
+static void test_perf_metrics_events(void **state) {
+        char reason[256];
+        EventDesc d;
+
+        (void) state;
+        assert_int_equal(event_resolve("spr", "topdown-mem-bound", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.kind, EVENT_PERF_METRICS);
+        assert_int_equal(d.metrics_field, 7);
+        assert_int_equal(event_resolve("icx", "topdown-be-bound", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.metrics_field, 3);
+        /* ICX has no level-2 bytes, SKX no PERF_METRICS at all */
+        assert_int_equal(event_resolve("icx", "topdown-heavy-ops", &d, reason, sizeof(reason)), -ENOENT);
+        assert_non_null(strstr(reason, "topdown-heavy-ops"));
+        assert_int_equal(event_resolve("skx", "topdown-retiring", &d, reason, sizeof(reason)), -ENOENT);
+        assert_int_equal(event_resolve("spr", "topdown-retiring:u", &d, reason, sizeof(reason)), -EINVAL);
+}
+
+static void test_modifiers(void **state) {
+        char reason[256];
+        EventDesc d;
+
+        (void) state;
+        assert_int_equal(event_resolve("icx", "UOPS_DECODED.DEC0:c=1", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.config, 0x1000156);
+        assert_int_equal(event_resolve("icx", "UOPS_ISSUED.ANY:c=2:e:i", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.config, 0x010e | (2ULL << 24) | EVTSEL_EDGE | EVTSEL_INV);
+        assert_int_equal(event_resolve("icx", "UOPS_ISSUED.ANY:u", &d, reason, sizeof(reason)), 0);
+        assert_true(d.usr);
+        assert_false(d.os);
+        assert_int_equal(event_resolve("icx", "UOPS_ISSUED.ANY:k", &d, reason, sizeof(reason)), 0);
+        assert_false(d.usr);
+        assert_true(d.os);
+        /* a filter moves a fixed-counter event to its GP encoding */
+        assert_int_equal(event_resolve("icx", "INST_RETIRED.ANY:c=1", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.fixed, -1);
+        assert_int_equal(d.config, 0x10000c0);
+        assert_int_equal(event_resolve("icx", "CPU_CLK_UNHALTED.REF_TSC:e", &d, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(event_resolve("icx", "UOPS_ISSUED.ANY:c=256", &d, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(event_resolve("icx", "UOPS_ISSUED.ANY:x", &d, reason, sizeof(reason)), -EINVAL);
+        assert_non_null(strstr(reason, "unknown modifier 'x'"));
+}
+
+static void test_raw_events(void **state) {
+        char reason[256];
+        EventDesc d;
+
+        (void) state;
+        assert_int_equal(event_resolve("spr", "r10ad", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.source, EVENT_SOURCE_RAW);
+        assert_int_equal(d.config, 0x10ad);
+        /* a raw code inherits the table's counter restriction */
+        assert_int_equal(event_resolve("spr", "r08a4", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.gp_mask, 0x01);
+        /* INT and ANY are never the user's to set */
+        assert_int_equal(event_resolve("skx", "r20010d", &d, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(event_resolve("skx", "r10010d", &d, reason, sizeof(reason)), -EINVAL);
+}
+
+static void test_libpfm_events(void **state) {
+        char reason[256];
+        EventDesc d;
+
+        (void) state;
+        /* main() forced libpfm4's icx PMU: its list resolves what the table lacks */
+        assert_int_equal(event_resolve("icx", "MEM_INST_RETIRED.ALL_LOADS", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.source, EVENT_SOURCE_LIBPFM);
+        assert_int_equal(d.config, 0x81d0);
+        assert_int_equal(d.config & ~EVENT_CONFIG_MASK, 0);
+        assert_int_equal(event_resolve("icx", "NO_SUCH.EVENT", &d, reason, sizeof(reason)), -ENOENT);
+        assert_non_null(strstr(reason, "NO_SUCH.EVENT"));
+        /* SPR's PMU is not active in libpfm4 here: only the table answers */
+        assert_int_equal(event_resolve("spr", "MEM_INST_RETIRED.ALL_LOADS", &d, reason, sizeof(reason)), -ENOENT);
+        assert_non_null(strstr(reason, "LIBPFM_FORCE_PMU"));
+}
+
+static void test_bad_input(void **state) {
+        char reason[256], long_name[EVENT_NAME_MAX + 8];
+        EventDesc d;
+
+        (void) state;
+        assert_int_equal(event_resolve("zen4", "ex_ret_ops", &d, reason, sizeof(reason)), -EOPNOTSUPP);
+        assert_non_null(strstr(reason, "zen4"));
+        assert_int_equal(event_resolve("spr", "", &d, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(event_resolve("spr", ":", &d, reason, sizeof(reason)), -EINVAL);
+        memset(long_name, 'A', sizeof(long_name) - 1);
+        long_name[sizeof(long_name) - 1] = '\0';
+        assert_int_equal(event_resolve("spr", long_name, &d, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(event_resolve("spr", "INST_RETIRED.ANY", &d, NULL, 0), 0);
+}
+
+static void test_variable_names(void **state) {
+        char buf[64];
+
+        (void) state;
+        assert_int_equal(event_variable_name("topdown-retiring", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "topdown_retiring");
+        assert_int_equal(event_variable_name("UOPS_DECODED.DEC0:c=1", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "UOPS_DECODED.DEC0_c_1");
+        assert_int_equal(event_variable_name("EXE_ACTIVITY.1_PORTS_UTIL", buf, 8), -ENOBUFS);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_table_events),
+                cmocka_unit_test(test_perf_metrics_events),
+                cmocka_unit_test(test_modifiers),
+                cmocka_unit_test(test_raw_events),
+                cmocka_unit_test(test_libpfm_events),
+                cmocka_unit_test(test_bad_input),
+                cmocka_unit_test(test_variable_names),
+        };
+
+        /* before libpfm4 is first used */
+        (void) setenv("LIBPFM_FORCE_PMU", "icx", 1);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests: group files (good, bad, includes, search order) and the shipped TopDown groups
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "events.h"
+#include "groups.h"
+#include "metrics.h"
+
+static char dir[64];
+static char shipped[4096];
+
+static void write_file(const char *rel, const char *text) {
+        char path[256];
+        FILE *f;
+
+        (void) snprintf(path, sizeof(path), "%s/%s", dir, rel);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        assert_int_equal(fclose(f), 0);
+}
+
+static int setup(void **state) {
+        char sub[sizeof(dir) + sizeof(shipped) + 8];
+        const char *src = getenv("PMUGATE_SOURCE_DIR");
+
+        (void) state;
+        (void) snprintf(dir, sizeof(dir), "/tmp/pmugate-groups-XXXXXX");
+        if (!mkdtemp(dir))
+                return -1;
+        (void) snprintf(sub, sizeof(sub), "%s/spr", dir);
+        if (mkdir(sub, 0755) < 0)
+                return -1;
+        (void) snprintf(shipped, sizeof(shipped), "%s/client/groups", src ?: ".");
+        /* the test directory first, the shipped groups after it */
+        (void) snprintf(sub, sizeof(sub), "%s:%s", dir, shipped);
+        return setenv("PMUGATE_GROUP_PATH", sub, 1);
+}
+
+static int teardown(void **state) {
+        char cmd[128];
+
+        (void) state;
+        (void) snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_good_file(void **state) {
+        Group *g = NULL;
+        char reason[512];
+
+        (void) state;
+        write_file("spr/base.conf",
+                   "[group]\n"
+                   "description = base\n"
+                   "events = TOPDOWN.SLOTS topdown-retiring\n"
+                   "[metric ret]\n"
+                   "label = Retiring\n"
+                   "unit = %\n"
+                   "formula = topdown_retiring / TOPDOWN.SLOTS\n");
+        write_file("spr/mine.conf",
+                   "# a comment\n"
+                   "[group]\n"
+                   "description = mine,\n"
+                   "  continued\n"
+                   "include = base\n"
+                   "events = INST_RETIRED.ANY, CPU_CLK_UNHALTED.THREAD\n"
+                   "         UOPS_RETIRED.SLOTS\n"
+                   "[events if SMT_on && core_wide]\n"
+                   "events = CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE\n"
+                   "[helper clks]\n"
+                   "formula = CPU_CLK_UNHALTED.THREAD\n"
+                   "[metric ipc]\n"
+                   "label = IPC   ; inline comment\n"
+                   "parent = ret\n"
+                   "formula = INST_RETIRED.ANY\n"
+                   "          / clks\n");
+        assert_int_equal(group_load("mine", "spr", &g, reason, sizeof(reason)), 0);
+        assert_string_equal(g->name, "mine");
+        assert_string_equal(g->description, "mine, continued");
+        assert_int_equal(g->n_events, 6);
+        assert_string_equal(g->events[0].name, "TOPDOWN.SLOTS");
+        assert_string_equal(g->events[4].name, "UOPS_RETIRED.SLOTS");
+        assert_null(g->events[4].condition);
+        assert_string_equal(g->events[5].condition, "SMT_on && core_wide");
+        assert_int_equal(g->n_metrics, 3);
+        assert_string_equal(g->metrics[0].name, "ret");
+        assert_string_equal(g->metrics[0].unit, "%");
+        assert_true(g->metrics[1].helper);
+        assert_string_equal(g->metrics[2].parent, "ret");
+        assert_string_equal(g->metrics[2].label, "IPC");
+        assert_string_equal(g->metrics[2].formula, "INST_RETIRED.ANY / clks");
+        group_free(g);
+}
+
+static void expect_error(const char *text, const char *expected, int error) {
+        Group *g = NULL;
+        char reason[512] = "";
+
+        write_file("spr/bad.conf", text);
+        assert_int_equal(group_load("bad", "spr", &g, reason, sizeof(reason)), error);
+        if (!strstr(reason, expected))
+                fail_msg("reason '%s' lacks '%s'", reason, expected);
+        assert_null(g);
+}
+
+static void test_bad_files(void **state) {
+        (void) state;
+        expect_error("[group]\nevents = A\ncolour = red\n", "bad.conf:3: unknown key 'colour'", -EINVAL);
+        expect_error("[group]\nevents = A\n[stuff]\nx = 1\n", "unknown section [stuff]", -EINVAL);
+        expect_error("events = A\n", "outside a section", -EINVAL);
+        expect_error("[group]\nevents = A\n[metric m]\nlabel = M\n", "'m' has no formula", -EINVAL);
+        expect_error("[group]\n[metric m]\nparent = nope\nformula = 1\n", "parent 'nope' of 'm'", -EINVAL);
+        expect_error("[group]\n[helper h]\nlabel = H\nformula = 1\n", "a helper has only a formula", -EINVAL);
+        expect_error("[group]\n[metric m]\nformula = 1\n[metric n]\nformula = 2\n[metric m]\nformula = 3\n",
+                     "[metric m] is defined twice", -EINVAL);
+        expect_error("[group]\nthis line has no equals sign\n", "bad.conf:2", -EINVAL);
+        expect_error("[group]\nmodels = skx icx\nevents = A\n", "not for CPU model spr", -EOPNOTSUPP);
+        expect_error("[group]\ninclude = bad\n", "nest deeper", -EINVAL);
+        expect_error("[group]\ninclude = missing\n", "include missing: no group 'missing'", -EINVAL);
+        expect_error("[metric m]\nformula = 1\nunit = a very long unit name\n", "unit of 'm'", -EINVAL);
+}
+
+static void test_limits_and_names(void **state) {
+        char text[8192] = "[group]\n", reason[512];
+        Group *g = NULL;
+
+        (void) state;
+        for (unsigned i = 0; i <= GROUP_EVENTS_MAX; i++) {
+                char line[64];
+
+                (void) snprintf(line, sizeof(line), "events = E%u\n", i);
+                strcat(text, line);
+        }
+        write_file("spr/many.conf", text);
+        assert_int_equal(group_load("many", "spr", &g, reason, sizeof(reason)), -EINVAL);
+        assert_non_null(strstr(reason, "more than"));
+        assert_int_equal(group_load("../etc", "spr", &g, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(group_load("", "spr", &g, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(group_load("no-such-group", "spr", &g, reason, sizeof(reason)), -ENOENT);
+        assert_non_null(strstr(reason, "no-such-group"));
+        assert_false(group_name_valid(".hidden"));
+        assert_true(group_name_valid("topdown-l2"));
+}
+
+static void test_search_order(void **state) {
+        Group *g = NULL;
+        char reason[512];
+
+        (void) state;
+        /* a model-independent user group, and a user override of a shipped one */
+        write_file("portable.conf", "[group]\ndescription = top level\nmodels = spr icx\nevents = A\n");
+        write_file("spr/topdown-l1.conf", "[group]\ndescription = user override\nevents = A\n");
+        assert_int_equal(group_load("portable", "spr", &g, reason, sizeof(reason)), 0);
+        assert_string_equal(g->description, "top level");
+        g = group_free(g);
+        assert_int_equal(group_load("topdown-l1", "spr", &g, reason, sizeof(reason)), 0);
+        assert_string_equal(g->description, "user override");
+        g = group_free(g);
+        /* the shipped one where the user has none */
+        assert_int_equal(group_load("topdown-l1", "icx", &g, reason, sizeof(reason)), 0);
+        assert_non_null(strstr(g->path, shipped));
+        group_free(g);
+}
+
+/* The shipped groups of every model parse, and every formula compiles against the group's
+ * events, their core sums and the constants. */
+static void test_shipped_groups(void **state) {
+        static const char *const models[] = { "skx", "clx", "icx", "spr" };
+        static const char *const names[] = { "topdown-l1", "topdown-l2", "ipc" };
+        char path[4200];
+
+        (void) state;
+        (void) snprintf(path, sizeof(path), "%s", shipped);
+        assert_int_equal(setenv("PMUGATE_GROUP_PATH", path, 1), 0);
+        for (size_t m = 0; m < ELEMENTSOF(models); m++)
+                for (size_t n = 0; n < ELEMENTSOF(names); n++) {
+                        MetricSet *s = NULL;
+                        Group *g = NULL;
+                        char reason[512] = "";
+                        size_t reported = 0;
+
+                        if (group_load(names[n], models[m], &g, reason, sizeof(reason)) < 0)
+                                fail_msg("%s for %s: %s", names[n], models[m], reason);
+                        assert_int_equal(metric_set_new(&s), 0);
+                        assert_true(metric_set_add_variable(s, "SMT_on") >= 0);
+                        assert_true(metric_set_add_variable(s, "core_wide") >= 0);
+                        assert_true(metric_set_add_variable(s, "slots_width") >= 0);
+                        assert_true(metric_set_add_variable(s, "duration_time") >= 0);
+                        for (size_t e = 0; e < g->n_events; e++) {
+                                char var[EVENT_NAME_MAX], core[EVENT_NAME_MAX + 8];
+                                EventDesc d;
+
+                                if (event_resolve(models[m], g->events[e].name, &d, reason, sizeof(reason)) < 0)
+                                        fail_msg("%s for %s: %s", names[n], models[m], reason);
+                                assert_int_equal(event_variable_name(g->events[e].name, var, sizeof(var)), 0);
+                                (void) snprintf(core, sizeof(core), "core.%s", var);
+                                assert_true(metric_set_add_variable(s, var) >= 0);
+                                assert_true(metric_set_add_variable(s, core) >= 0);
+                        }
+                        for (size_t k = 0; k < g->n_metrics; k++) {
+                                assert_true(metric_set_add_formula(s, g->metrics[k].name, g->metrics[k].formula,
+                                                                   reason, sizeof(reason)) >= 0);
+                                if (!g->metrics[k].helper)
+                                        reported++;
+                        }
+                        if (metric_set_compile(s, reason, sizeof(reason)) < 0)
+                                fail_msg("%s for %s: %s", names[n], models[m], reason);
+                        if (strcmp(names[n], "topdown-l1") == 0)
+                                assert_int_equal(reported, 4);
+                        if (strcmp(names[n], "topdown-l2") == 0)
+                                assert_int_equal(reported, 12);
+                        metric_set_free(s);
+                        group_free(g);
+                }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_good_file),
+                cmocka_unit_test(test_bad_files),
+                cmocka_unit_test(test_limits_and_names),
+                cmocka_unit_test(test_search_order),
+                cmocka_unit_test(test_shipped_groups),
+        };
+
+        return cmocka_run_group_tests(tests, setup, teardown);
+}

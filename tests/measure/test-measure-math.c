@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests: PERF_METRICS decoding, kernel-style slot accumulation over reset windows, and
+ * multiplex scaling
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "measure.h"
+
+#define FULL_SCALE 255.0
+
+/* cmocka 1.1.5 has no double comparison */
+static void assert_near(double got, double want, double tolerance) {
+        if (!(fabs(got - want) <= tolerance))
+                fail_msg("got %.17g, want %.17g within %g", got, want, tolerance);
+}
+
+static uint64_t pack(const unsigned bytes[PERF_METRICS_FIELDS]) {
+        uint64_t v = 0;
+
+        for (unsigned i = 0; i < PERF_METRICS_FIELDS; i++)
+                v |= (uint64_t) bytes[i] << (8 * i);
+        return v;
+}
+
+/* PERF_METRICS as the hardware reports a window: L1 fractions rounded to bytes that sum to
+ * 0xff (largest remainder), L2 bytes rounded within their parent. */
+static uint64_t hardware_bytes(const double f[PERF_METRICS_FIELDS]) {
+        unsigned bytes[PERF_METRICS_FIELDS] = {}, sum = 0;
+        double rem[PERF_METRICS_L1_FIELDS];
+
+        for (unsigned i = 0; i < PERF_METRICS_L1_FIELDS; i++) {
+                bytes[i] = (unsigned) floor(f[i] * FULL_SCALE);
+                rem[i] = f[i] * FULL_SCALE - bytes[i];
+                sum += bytes[i];
+        }
+        while (sum < 255) {
+                unsigned best = 0;
+
+                for (unsigned i = 1; i < PERF_METRICS_L1_FIELDS; i++)
+                        if (rem[i] > rem[best])
+                                best = i;
+                bytes[best]++;
+                rem[best] = -1;
+                sum++;
+        }
+        for (unsigned i = PERF_METRICS_L1_FIELDS; i < PERF_METRICS_FIELDS; i++) {
+                unsigned b = (unsigned) lround(f[i] * FULL_SCALE);
+
+                bytes[i] = b < bytes[i - PERF_METRICS_L1_FIELDS] ? b : bytes[i - PERF_METRICS_L1_FIELDS];
+        }
+        return pack(bytes);
+}
+
+static void test_decode(void **state) {
+        const unsigned bytes[PERF_METRICS_FIELDS] = { 0x59, 0x0d, 0x26, 0x73, 0x0d, 0x08, 0x17, 0x52 };
+        uint64_t pm = pack(bytes);
+
+        (void) state;
+        /* floor(slots * byte / 255), as icl_get_metrics_event_value() */
+        assert_int_equal(measure_metrics_slots(255, pm, 0), 0x59);
+        assert_int_equal(measure_metrics_slots(1000, pm, 0), 1000 * 0x59 / 255);
+        assert_int_equal(measure_metrics_slots(1000, pm, 7), 1000 * 0x52 / 255);
+        assert_int_equal(measure_metrics_slots(0, pm, 3), 0);
+        /* no overflow where slots * byte exceeds 64 bits */
+        assert_int_equal(measure_metrics_slots(UINT64_C(1) << 60, UINT64_C(0xff), 0), UINT64_C(1) << 60);
+        assert_int_equal(measure_metrics_slots(UINT64_MAX, UINT64_C(0xff) << 56, 7), UINT64_MAX);
+        assert_int_equal(measure_metrics_slots(UINT64_MAX, 0x80, 0), (uint64_t) (((unsigned __int128) UINT64_MAX * 0x80) / 255));
+}
+
+/* Many reset windows of varying size and the kernel's accumulation: each share stays within
+ * one byte (1/255) of the truth however long the run. */
+static void test_accumulation_over_resets(void **state) {
+        const double f[PERF_METRICS_FIELDS] = { 0.35, 0.05, 0.15, 0.45, 0.05, 0.03, 0.09, 0.32 };
+        uint64_t sums[PERF_METRICS_FIELDS] = {}, sum4 = 0, pm = hardware_bytes(f);
+        uint64_t seed = 12345;
+
+        (void) state;
+        for (unsigned w = 0; w < 10000; w++) {
+                uint64_t slots;
+
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                slots = 100000000 + (seed >> 34);       /* about a second of an SPR core */
+                for (unsigned i = 0; i < PERF_METRICS_FIELDS; i++)
+                        sums[i] += measure_metrics_slots(slots, pm, i);
+        }
+        for (unsigned i = 0; i < PERF_METRICS_L1_FIELDS; i++)
+                sum4 += sums[i];
+        for (unsigned i = 0; i < PERF_METRICS_FIELDS; i++)
+                assert_near((double) sums[i] / (double) sum4, f[i], 1.0 / FULL_SCALE);
+}
+
+/* Why the counters are reset: without, a short window read as the difference of two long
+ * cumulative ones inherits one byte of the whole run's slots as its error. */
+static void test_reset_keeps_precision(void **state) {
+        const double before[PERF_METRICS_FIELDS] = { 0.30, 0.10, 0.20, 0.40 };
+        const double after[PERF_METRICS_FIELDS] = { 0.60, 0.05, 0.15, 0.20 };
+        const uint64_t long_slots = UINT64_C(1000000000000), short_slots = UINT64_C(1000000000);
+        double mixed[PERF_METRICS_FIELDS] = {};
+        uint64_t with_reset, cumulative_delta;
+
+        (void) state;
+        for (unsigned i = 0; i < PERF_METRICS_L1_FIELDS; i++)
+                mixed[i] = (before[i] * (double) long_slots + after[i] * (double) short_slots) /
+                           (double) (long_slots + short_slots);
+        /* reset at the window's start: the short window has bytes of its own */
+        with_reset = measure_metrics_slots(short_slots, hardware_bytes(after), 0);
+        assert_near((double) with_reset / (double) short_slots, after[0], 1.0 / FULL_SCALE);
+        /* no reset: the bytes describe the whole run, and the difference loses the window */
+        cumulative_delta = measure_metrics_slots(long_slots + short_slots, hardware_bytes(mixed), 0) -
+                           measure_metrics_slots(long_slots, hardware_bytes(before), 0);
+        assert_true(fabs((double) cumulative_delta / (double) short_slots - after[0]) > 0.1);
+}
+
+static void test_multiplex_scaling(void **state) {
+        double scale;
+
+        (void) state;
+        /* counted half the time: doubled */
+        assert_near(measure_scaled_count(500, 50.0, 100.0, true, &scale), 1000.0, 1e-9);
+        assert_near(scale, 2.0, 1e-12);
+        /* a quarter of the time */
+        assert_near(measure_scaled_count(1234, 25.0, 100.0, true, &scale), 4936.0, 1e-9);
+        /* never on a counter: not counted */
+        assert_true(isnan(measure_scaled_count(0, 0.0, 100.0, true, &scale)));
+        assert_true(isinf(scale));
+        /* never multiplexed: as counted */
+        assert_near(measure_scaled_count(777, 3.0, 100.0, false, &scale), 777.0, 0);
+        assert_near(scale, 1.0, 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_decode),
+                cmocka_unit_test(test_accumulation_over_resets),
+                cmocka_unit_test(test_reset_keeps_precision),
+                cmocka_unit_test(test_multiplex_scaling),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
