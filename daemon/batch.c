@@ -8,6 +8,7 @@
 
 #include "batch.h"
 #include "error.h"
+#include "pmu.h"
 #include "macro.h"
 
 _printf_(4, 5) static int refuse(BatchRefusal *ret, int code, size_t index, const char *fmt, ...) {
@@ -213,6 +214,51 @@ static int op_write(Backend *b, const RegOp *op, const AllowEntry *e, uint64_t v
         return backend_msr_write(b, op->target, op->reg, value);
 }
 
+/* Journals (as counters, to be zeroed) the not yet journaled counter reg of the lease. */
+static int journal_counter(const BatchContext *ctx, uint32_t cpu, uint32_t reg) {
+        const AllowEntry *e = allowlist_find_msr(ctx->allowlist, reg);
+        RegOp counter = { .kind = REG_OP_MSR_WRITE, .target = cpu, .reg = reg, .mask = UINT64_MAX };
+
+        if (!e || !(e->flags & ALLOW_FLAG_COUNTER) || !leases_journal_needed(ctx->leases, cpu, &counter))
+                return 0;
+        return leases_journal_add(ctx->leases, cpu, &counter, e, 0);
+}
+
+/* A control register can start counters the holder never writes itself; their counts must not
+ * outlive the lease either. They go into the journal before the control register, so the
+ * newest-first restore stops counting before it clears them. Counters another PMU user holds
+ * are left alone. */
+static int journal_counters_started_by(const BatchContext *ctx, const RegOp *op) {
+        const Pmu *p = ctx->pmu;
+        const CpuModel *model = ctx->machine->cpu_model;
+        uint32_t cpu = op->target, gp = model ? model->gp_counters : 0, fixed = model ? model->fixed_counters : 0;
+        uint32_t foreign_gp = p->foreign_gp[cpu], foreign_fixed = p->foreign_fixed[cpu];
+        bool all_gp = false, all_fixed = false;
+        int r = 0;
+
+        if (op->reg >= MSR_IA32_PERFEVTSEL0 && op->reg < MSR_IA32_PERFEVTSEL0 + gp) {
+                uint32_t i = op->reg - MSR_IA32_PERFEVTSEL0;
+
+                return (foreign_gp >> i) & 1 ? 0 : journal_counter(ctx, cpu, MSR_IA32_PMC0 + i);
+        }
+        if (op->reg == MSR_IA32_FIXED_CTR_CTRL)
+                all_fixed = true;
+        else if (op->reg == MSR_IA32_PERF_GLOBAL_CTRL)
+                all_gp = all_fixed = true;
+        else
+                return 0;
+
+        for (uint32_t i = 0; all_gp && r == 0 && i < gp; i++)
+                if (!((foreign_gp >> i) & 1))
+                        r = journal_counter(ctx, cpu, MSR_IA32_PMC0 + i);
+        for (uint32_t i = 0; all_fixed && r == 0 && i < fixed; i++)
+                if (!((foreign_fixed >> i) & 1))
+                        r = journal_counter(ctx, cpu, MSR_IA32_FIXED_CTR0 + i);
+        if (all_fixed && r == 0 && model && model->perf_metrics && !((foreign_fixed >> FIXED_SLOTS_INDEX) & 1))
+                r = journal_counter(ctx, cpu, MSR_PERF_METRICS);
+        return r;
+}
+
 static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, const AllowEntry *e, uint64_t *ret) {
         uint64_t old = 0, mask = e->write_mask & op->mask, full = width_mask(e->width);
         uint32_t anchor;
@@ -235,6 +281,11 @@ static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, c
                         return r;
         }
         if (journal) {
+                if (!reg_op_is_pci(op)) {
+                        r = journal_counters_started_by(ctx, op);
+                        if (r < 0)
+                                return r;
+                }
                 r = leases_journal_add(ctx->leases, anchor, op, e, old);
                 if (r < 0)
                         return r;

@@ -261,5 +261,41 @@ def test_rapl_and_imc(tap):
         dm.stop()
 
 
-sys.exit(t.Tap().run([test_info_and_cli, test_counting_gates_and_overflow, test_perf_metrics,
+def test_lease_end_clears_started_counters(tap):
+    """A job that only enables counters (never writes them) must not leave its counts behind."""
+    dm = sim_daemon("spr", cycles=100000)
+    try:
+        c = t.Client(dm.socket)
+        c.call("lease", cpus=[1])
+        values(c, [["w", 1, EVTSEL0, evtsel(0x3C, 0)], ["wm", 1, FIXED_CTRL, 0x3333, 0xFFFF],
+                   ["wm", 1, GLOBAL_CTRL, (1 << 48) | (0xF << 32) | 1, (1 << 48) | (0xF << 32) | 1]])
+        spin(c, 20)
+        counts = values(c, [["r", 1, PMC0], ["r", 1, FIXED_CTR0], ["r", 1, FIXED_CTR0 + 1], ["r", 1, SLOTS],
+                            ["r", 1, PERF_METRICS]])
+        tap.ok(all(counts), "the job's counters count without ever being written", counts)
+        c.call("release")
+        after = values(c, [["r", 1, PMC0], ["r", 1, FIXED_CTR0], ["r", 1, FIXED_CTR0 + 1], ["r", 1, SLOTS],
+                           ["r", 1, PERF_METRICS], ["r", 1, EVTSEL0], ["r", 1, FIXED_CTRL]])
+        spin(c, 5)
+        later = values(c, [["r", 1, PMC0], ["r", 1, FIXED_CTR0]])
+        tap.eq(after, [0] * 7, "release stops them and zeroes every counter the job started")
+        tap.eq(later, [0, 0], "and they stay stopped")
+        c.close()
+
+        c = t.Client(dm.socket)
+        c.call("lease", cpus=[0])
+        values(c, [["w", 0, EVTSEL0 + 1, evtsel(0xC0, 0)], ["wm", 0, GLOBAL_CTRL, 2, 2]])
+        spin(c, 5)
+        dm.proc.kill()
+        dm.wait_exit()
+        dm2 = t.Daemon(dm.workdir, dm.argv[dm.argv.index("--backend=sim"):], config=dm.argv[2].split("=", 1)[1])
+        try:
+            tap.ok("Restored" in dm2.log(), "a restarted daemon applies the journal of a started counter", dm2.log())
+        finally:
+            dm2.stop()
+    finally:
+        dm.stop()
+
+
+sys.exit(t.Tap().run([test_lease_end_clears_started_counters, test_info_and_cli, test_counting_gates_and_overflow, test_perf_metrics,
                       test_skx_generic_counters, test_determinism, test_faults, test_rapl_and_imc]))
