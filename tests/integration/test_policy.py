@@ -362,7 +362,7 @@ def test_daemon_crash_restore(tap):
             tap.eq((m.msr(3, EVTSEL0), m.msr(3, PMC0), m.msr(3, FIXED_CTRL)), (0x11, 0, 0),
                    "the restarted daemon restored them before serving")
             tap.ok(not os.path.exists(journal), "and removed the journal")
-            # EVTSEL3 with PMC3 before it, PMC3, FIXED_CTR_CTRL with the fixed counters and PERF_METRICS.
+            # PMC0 ahead of EVTSEL0, then FIXED_CTR_CTRL with the 4 fixed counters and PERF_METRICS ahead of it.
             tap.ok("Restored 8 registers" in dm2.log(), "the log says what was restored", dm2.log())
             h = t.Client(dm2.socket).call("hello")
             tap.eq(h["foreign"]["fixed_mask"], 0, "restored counters are not mistaken for another PMU user's")
