@@ -147,6 +147,19 @@ static int print_info_json(const pmugate_info *info) {
         json_object_object_add(caller, "admin", json_object_new_boolean(info->may_admin));
         if (info->rights_reason[0])
                 json_object_object_add(caller, "reason", json_object_new_string(info->rights_reason));
+        if (info->scoped) {
+                json_object *scope = json_object_new_object(), *scope_cpus = json_object_new_array();
+
+                if (info->scope_job[0])
+                        json_object_object_add(scope, "job", json_object_new_string(info->scope_job));
+                for (size_t i = 0; i < info->n_scope_cpus; i++)
+                        json_object_array_add(scope_cpus, json_object_new_int64(info->scope_cpus[i]));
+                json_object_object_add(scope, "cpus", scope_cpus);
+                if (info->scope_reason[0])
+                        json_object_object_add(scope, "reason", json_object_new_string(info->scope_reason));
+                json_object_object_add(caller, "scope", scope);
+        }
+        json_object_object_add(root, "mode", json_object_new_string(info->mode[0] ? info->mode : "open"));
         json_object_object_add(root, "caller", caller);
 
         puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -183,11 +196,26 @@ static void print_info_text(const pmugate_info *info) {
         for (size_t i = 0; i < info->n_units; i++)
                 printf("  unit %-3u %s %04x:%04x package %d\n", info->units[i].index, info->units[i].bdf,
                        info->units[i].vendor, info->units[i].device, info->units[i].package);
-        printf("Foreign users: %s\n", info->nmi_watchdog ? "kernel NMI watchdog (fixed counter 1)" : "none detected");
+        if (info->nmi_watchdog || info->foreign_fixed_mask || info->foreign_gp_mask)
+                printf("Foreign users: %s; fixed counters 0x%" PRIx64 " and general-purpose counters 0x%" PRIx64
+                       " are held by another PMU user\n",
+                       info->nmi_watchdog ? "kernel NMI watchdog" : "kernel perf", info->foreign_fixed_mask,
+                       info->foreign_gp_mask);
+        else
+                printf("Foreign users: none detected\n");
+        printf("Mode:          %s\n", info->mode[0] ? info->mode : "open");
         printf("You:           uid %u, role %s, read %s, write %s\n", info->uid, info->role,
                info->may_read ? "yes" : "no", info->may_write ? "yes" : "no");
         if (info->rights_reason[0])
                 printf("               %s\n", info->rights_reason);
+        if (info->scoped) {
+                char cpus[1024];
+
+                if (info->scope_job[0] && cpulist_format(info->scope_cpus, info->n_scope_cpus, cpus, sizeof(cpus)) >= 0)
+                        printf("Job:           %s, CPUs %s\n", info->scope_job, cpus);
+                else
+                        printf("Job:           none: %s\n", info->scope_reason);
+        }
         printf("Registers:     %zu allowlist entries ('pmugate info --json' lists them)\n", info->n_registers);
 }
 
