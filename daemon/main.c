@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -172,6 +173,17 @@ static void machine_keep_allowlisted_units(Machine *m, const Allowlist *a) {
         m->n_units = kept;
 }
 
+/* One fd per CPU's msr device and per uncore unit, and per client its socket and pidfd, plus
+ * a journal per leased CPU: a large machine needs more than the usual soft limit of 1024. */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
 static int run(int argc, char *argv[]) {
         Options o;
         Config config;
@@ -186,6 +198,7 @@ static int run(int argc, char *argv[]) {
         r = parse_argv(argc, argv, &o);
         if (r <= 0)
                 return r;
+        raise_fd_limit();
 
         r = config_load(o.config_path, !o.config_explicit, &config, reason, sizeof(reason));
         if (r < 0)
