@@ -85,7 +85,8 @@ static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, 
 static int add_zero_fixed(pmugate_batch *b, const pmugate_measure *m, uint32_t cpu, bool all) {
         int r;
 
-        if (mask_bit(m->schedule->fixed_used, FIXED_SLOTS)) {
+        /* a sample resets SLOTS only together with PERF_METRICS; otherwise it counts on */
+        if (mask_bit(m->schedule->fixed_used, FIXED_SLOTS) && (all || m->schedule->perf_metrics)) {
                 r = pmugate_batch_write_msr(b, cpu, MSR_FIXED_CTR0 + FIXED_SLOTS, 0);
                 if (r < 0)
                         return r;

@@ -171,6 +171,11 @@ static int evaluate(pmugate_measure *m, pmugate_values *v) {
         return 0;
 }
 
+/* Time-base units CPU i counted in the span. */
+static double span_total(const pmugate_measure *m, const CpuAccum *base, size_t i) {
+        return m->accum[i].total - (base ? base[i].total : 0.0);
+}
+
 static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) {
         size_t n = m->n_programmed;
         _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
@@ -183,7 +188,7 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 scale_cpu(m, &m->accum[i], base ? &base[i] : NULL, &r->cpus[i]);
-                total += m->accum[i].total - (base ? base[i].total : 0.0);
+                total += span_total(m, base, i);
                 for (size_t p = 0; p < n; p++) {
                         r->aggregate.counts[p] += r->cpus[i].counts[p];
                         r->aggregate.raw[p] += r->cpus[i].raw[p];
@@ -192,13 +197,21 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
         }
         set_constants(m, r->elapsed);
         for (size_t i = 0; i < m->n_cpus; i++) {
-                /* what AnyThread counting would give: the sum over the measured threads of the core */
-                for (size_t p = 0; p < n; p++) {
+                /* What AnyThread counting would give: the sum over the measured threads of the core.
+                 * Each CPU's counters stop a little apart from its sibling's within a batch, so a
+                 * sibling's count is brought to this CPU's window by their time bases. */
+                for (size_t p = 0; p < n; p++)
                         core[p] = 0.0;
-                        for (size_t k = 0; k < m->n_siblings[i]; k++)
-                                core[p] += r->cpus[m->siblings[i][k]].counts[p];
-                        core_total[p] += core[p];
+                for (size_t k = 0; k < m->n_siblings[i]; k++) {
+                        size_t s = m->siblings[i][k];
+                        double mine = span_total(m, base, i), theirs = span_total(m, base, s);
+                        double ratio = mine > 0.0 && theirs > 0.0 ? mine / theirs : 1.0;
+
+                        for (size_t p = 0; p < n; p++)
+                                core[p] += r->cpus[s].counts[p] * ratio;
                 }
+                for (size_t p = 0; p < n; p++)
+                        core_total[p] += core[p];
                 set_events(m, r->cpus[i].counts, core);
                 q = evaluate(m, &r->cpus[i]);
                 if (q < 0)

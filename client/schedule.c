@@ -132,8 +132,6 @@ static int place_gp(const EventDesc *events, size_t i, uint32_t available, Sched
 
 static void pick_timebase(const ScheduleLimits *limits, Schedule *s) {
         s->timebase_fixed = -1;
-        if (s->n_sets <= 1)
-                return;
         for (size_t k = 0; k < ELEMENTSOF(timebase_candidates); k++) {
                 unsigned f = timebase_candidates[k];
 

@@ -46,14 +46,14 @@ typedef struct Schedule {
         uint32_t gp_used;       /* GP counters any set uses */
         uint32_t fixed_used;    /* fixed counters programmed, SLOTS and the time base included */
         bool perf_metrics;      /* PERF_METRICS (and so SLOTS on fixed counter 3) in use */
-        int timebase_fixed;     /* always-running fixed counter that times multiplexing, or -1 */
+        int timebase_fixed;     /* always-running fixed counter that times each CPU's counting, or -1 */
 } Schedule;
 
 /* Places events (already resolved). Events with a fixed counter take it when it exists, is
  * free and is not foreign, else their GP encoding; GP events fill sets first-fit, each set
- * checked by bipartite matching against the counters every event may use. When more than one
- * set results, an always-running fixed counter (REF_TSC, else CLK_UNHALTED, else SLOTS) is
- * added as the time base if one is free. Returns -EBUSY or -EOPNOTSUPP with a reason when an
+ * checked by bipartite matching against the counters every event may use. An always-running
+ * fixed counter (REF_TSC, else CLK_UNHALTED, else SLOTS) is added as the time base if one is
+ * free: it times the sets when multiplexing, and each CPU's counting window. Returns -EBUSY or -EOPNOTSUPP with a reason when an
  * event cannot be counted at all, -E2BIG past the limits above. */
 int schedule_build(const EventDesc *events, size_t n_events, const ScheduleLimits *limits, Schedule **ret,
                    char *reterr_reason, size_t reason_size);

@@ -67,9 +67,10 @@ static void test_fixed_and_gp(void **state) {
         assert_int_equal(s->placements[1].kind, PLACE_FIXED);
         assert_int_equal(s->placements[1].counter, 1);
         assert_int_equal(s->n_sets, 1);
-        assert_int_equal(s->fixed_used, 0x3);
+        /* REF_TSC joins as the time base */
+        assert_int_equal(s->fixed_used, 0x7);
         assert_int_equal(s->gp_used, 0x3);
-        assert_int_equal(s->timebase_fixed, -1);
+        assert_int_equal(s->timebase_fixed, FIXED_REF_TSC);
         check_consistent(s, ev, 4, 0xF);
         schedule_free(s);
 }
@@ -113,7 +114,7 @@ static void test_foreign_gp_and_restrictions(void **state) {
         assert_int_equal(s->placements[1].counter, 0);
         assert_int_not_equal(s->placements[0].set, s->placements[1].set);
         check_consistent(s, ev, 4, 0xFF);
-        /* multiplexing needs a time base: REF_TSC */
+        /* the time base: REF_TSC */
         assert_int_equal(s->timebase_fixed, FIXED_REF_TSC);
         assert_true(s->fixed_used & (1U << FIXED_REF_TSC));
         s = schedule_free(s);
@@ -197,7 +198,7 @@ static void test_perf_metrics(void **state) {
         assert_int_equal(s->placements[0].kind, PLACE_FIXED);
         assert_int_equal(s->placements[1].kind, PLACE_PERF_METRICS);
         assert_int_equal(s->placements[2].counter, 4);
-        assert_int_equal(s->fixed_used, 1U << FIXED_SLOTS);
+        assert_int_equal(s->fixed_used, 1U << FIXED_SLOTS | 1U << FIXED_REF_TSC);
         s = schedule_free(s);
 
         /* level-2 bytes on a level-1 PMU */
