@@ -5,9 +5,12 @@
  * Everything is measured in one process and one run. Series that are compared with each other
  * are interleaved in short blocks, so that a noisy neighbour or a frequency change hits both
  * sides of a ratio alike. Where the three processes (this one, the echo server, the daemon)
- * run decides most of a round trip, so the suite runs once per CPU placement. bench/README.md
- * explains each number; bench/run-bench.py prepares the fake machine and the daemon.
+ * run decides most of a round trip, so the suite runs once per CPU placement. Each placement
+ * also times the admin operations (grant, revoke, lease, release, and a lease that writes and
+ * is restored at release) against the echo. bench/README.md explains each number;
+ * bench/run-bench.py prepares the fake machine and the daemon.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -22,6 +25,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -48,6 +52,8 @@ static const uint32_t bench_regs[] = {
 };
 #define N_REGS ELEMENTSOF(bench_regs)
 
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
 /* DS_AREA: on the daemon's built-in never-list, so a read of it is refused before any I/O. */
 #define REFUSED_MSR 0x600U
 
@@ -64,6 +70,40 @@ static const unsigned batch_iterations[N_SIZES] = { 20000, 20000, 4000, 1200, 30
 #define TARGET_BATCH_RATIO 1.15
 #define TARGET_SINGLE_RATIO 1.10
 #define TARGET_REFUSED_RATIO 1.00
+
+/* Admin operations. Grants already held when grant and revoke are timed: the daemon rewrites
+ * its grants file on every change, so their cost grows with this number. Grants name their
+ * CPUs (the Prolog variant that lists the job's CPUs) or none (the job's cgroup decides, the
+ * default Prolog); the last level converts the grants of the one before, which is cheaper than
+ * making them again. Timed cycles at --scale=1 (each: echo, grant, grant again, revoke, revoke
+ * again) are fewer where each grant rewrites a longer file. */
+typedef struct GrantLevelSpec {
+        unsigned n;
+        bool cpu_lists;
+        unsigned iterations;
+} GrantLevelSpec;
+
+static const GrantLevelSpec grant_levels[] = {
+        { 0, true, 2000 },
+        { 100, true, 1000 },
+        { 1000, true, 150 },
+        { 1000, false, 500 },
+};
+#define N_LEVELS ELEMENTSOF(grant_levels)
+#define LEASE_ITERATIONS 2000U
+#define WRITE_ITERATIONS 1000U
+/* The job whose grant is timed, its uid, and the CPUs of the existing grants (4 each). */
+#define BENCH_JOB "bench-job"
+#define BENCH_UID 4242U
+#define EXISTING_UID_BASE 10000U
+#define EXISTING_CPUS 4U
+/* PERFEVTSEL0-7: what a measurement programs first. The value counts unhalted core cycles in
+ * user and kernel mode with the enable bit set; the daemon keeps bits outside the write mask. */
+#define MSR_PERFEVTSEL0 0x186U
+#define EVTSEL_PER_CPU 8U
+#define EVTSEL_VALUE UINT64_C(0x43003C)
+/* Daemon side of a grant or revoke: at most a few milliseconds. */
+#define TARGET_ADMIN_USEC 2000.0
 
 typedef enum Placement {
         PLACEMENT_SAME,         /* all three processes on one CPU */
@@ -86,6 +126,8 @@ typedef struct Options {
         bool placements[_PLACEMENT_MAX];
         bool placements_set;
         double scale;
+        const char *runtime_dir;
+        bool admin;
 } Options;
 
 typedef struct Series {
@@ -104,12 +146,36 @@ typedef struct SizeResult {
         bool has_sweep;
 } SizeResult;
 
+/* Grant and revoke with a number of grants already held; echo is timed in the same cycles. */
+typedef struct GrantLevel {
+        unsigned n_existing;
+        bool cpu_lists;         /* the existing grants and the timed one name their CPUs */
+        Series echo, grant_new, grant_again, revoke, revoke_unknown;
+        int64_t file_size;      /* bytes in the grants file, -1 when unknown */
+} GrantLevel;
+
+/* One lease, one batch of writes, one release that restores what the batch wrote. */
+typedef struct WriteCycle {
+        size_t n_cpus, per_cpu;
+        Series echo, lease, write, release, total;
+        char labels[3][64];
+} WriteCycle;
+
+typedef struct AdminSuite {
+        bool ran, leases_ran;
+        GrantLevel levels[N_LEVELS];
+        Series echo, lease_one, release_one, lease_all, release_all;
+        char labels[2][64];
+        WriteCycle cycles[2];
+} AdminSuite;
+
 /* Everything measured under one placement. */
 typedef struct Suite {
         Placement placement;
         bool ran;
         Series echo, allowed, denied;
         SizeResult sizes[N_SIZES];
+        AdminSuite admin;
 } Suite;
 
 typedef struct FloorBench {
@@ -126,6 +192,21 @@ typedef struct BatchBench {
         uint64_t *values;
         int expect;             /* 0, or the errno a refused batch must fail with */
 } BatchBench;
+
+typedef struct GrantBench {
+        pmugate *conn;
+        const char *job;
+        uint32_t uid;
+        const uint32_t *cpus;
+        size_t n_cpus;
+        bool expect;            /* whether the reply must say "replaced" or "revoked" */
+} GrantBench;
+
+typedef struct LeaseBench {
+        pmugate *conn;
+        const uint32_t *cpus;
+        size_t n_cpus;
+} LeaseBench;
 
 typedef struct EchoBench {
         int fd;
@@ -151,6 +232,11 @@ typedef struct Bench {
         uint32_t *cpu[N_SIZES], *reg[N_SIZES];  /* floor and "r" order per size */
         pmugate_batch *single, *refused, *ops[N_SIZES], *sweep[N_SIZES];
         int refused_errno;
+        bool may_write;
+        unsigned n_grants;      /* grants this process made and has not revoked */
+        bool grant_lists;       /* whether they name their CPUs */
+        uint32_t *all_cpus;     /* 0 .. n_cpus - 1 */
+        pmugate_batch *writes[2];       /* one per write cycle */
 } Bench;
 
 static uint64_t now_nsec(void) {
@@ -229,6 +315,62 @@ static int step_echo(void *userdata) {
         return (size_t) n == e->size ? 0 : -EBADMSG;
 }
 
+/* The grant and revoke reply flags are checked, so a cycle that went wrong (a grant that did
+ * not replace, a revoke that found nothing) fails the run instead of timing something else. */
+static int step_grant(void *userdata) {
+        GrantBench *g = userdata;
+        bool replaced = !g->expect;
+        int r;
+
+        r = pmugate_grant(g->conn, g->job, g->uid, g->cpus, g->n_cpus, &replaced);
+        if (r < 0)
+                return r;
+        return replaced == g->expect ? 0 : -EPROTO;
+}
+
+static int step_revoke(void *userdata) {
+        GrantBench *g = userdata;
+        bool revoked = !g->expect;
+        int r;
+
+        r = pmugate_revoke(g->conn, g->job, &revoked);
+        if (r < 0)
+                return r;
+        return revoked == g->expect ? 0 : -EPROTO;
+}
+
+static int step_lease(void *userdata) {
+        LeaseBench *l = userdata;
+
+        return pmugate_lease(l->conn, l->cpus, l->n_cpus);
+}
+
+static int step_release(void *userdata) {
+        LeaseBench *l = userdata;
+
+        return pmugate_release(l->conn, l->cpus, l->n_cpus);
+}
+
+static int series_alloc(Series *x, size_t n) {
+        free(x->samples);
+        x->samples = calloc(n, sizeof(double));
+        x->n_samples = 0;
+        return x->samples ? 0 : -ENOMEM;
+}
+
+/* Median and p90 of all samples, and the median of each round of block samples. */
+static void series_finish(Series *x, unsigned block) {
+        for (unsigned round = 0; round < ROUNDS; round++) {
+                double *first = x->samples + (size_t) round * block;
+
+                qsort(first, block, sizeof(double), cmp_double);
+                x->round_median[round] = percentile(first, block, 0.5);
+        }
+        qsort(x->samples, x->n_samples, sizeof(double), cmp_double);
+        x->median = percentile(x->samples, x->n_samples, 0.5);
+        x->p90 = percentile(x->samples, x->n_samples, 0.9);
+}
+
 /* Runs the series in turn, each for iterations/ROUNDS iterations per round, so that whatever
  * else the machine does during the run is spread evenly over everything compared. */
 static int measure(Series *const *series, size_t n_series, unsigned iterations) {
@@ -236,11 +378,9 @@ static int measure(Series *const *series, size_t n_series, unsigned iterations) 
         int r;
 
         for (size_t s = 0; s < n_series; s++) {
-                free(series[s]->samples);
-                series[s]->samples = calloc((size_t) block * ROUNDS, sizeof(double));
-                if (!series[s]->samples)
-                        return -ENOMEM;
-                series[s]->n_samples = 0;
+                r = series_alloc(series[s], (size_t) block * ROUNDS);
+                if (r < 0)
+                        return r;
         }
         /* One untimed block each: faults in buffers, fills caches, settles the scheduler. */
         for (size_t s = 0; s < n_series; s++)
@@ -263,19 +403,62 @@ static int measure(Series *const *series, size_t n_series, unsigned iterations) 
                                 x->samples[x->n_samples++] = (double) (t1 - t0) / 1000.0;
                         }
                 }
+        for (size_t s = 0; s < n_series; s++)
+                series_finish(series[s], block);
+        return 0;
+}
+
+/* For steps that depend on each other (grant, grant again, revoke, revoke again): every
+ * iteration runs the whole cycle once, in order, and times each step on its own, so every
+ * series in it, the echo included, sees the same stretch of the run. When total is not NULL
+ * it gets, per iteration, the sum of the samples of series[total_from] onwards. */
+static int measure_cycle(Series *const *series, size_t n_series, unsigned iterations, Series *total,
+                         size_t total_from) {
+        unsigned block = iterations / ROUNDS;
+        double sample[8];
+        int r;
+
+        assert(n_series <= ELEMENTSOF(sample));
         for (size_t s = 0; s < n_series; s++) {
-                Series *x = series[s];
-
-                for (unsigned round = 0; round < ROUNDS; round++) {
-                        double *first = x->samples + (size_t) round * block;
-
-                        qsort(first, block, sizeof(double), cmp_double);
-                        x->round_median[round] = percentile(first, block, 0.5);
-                }
-                qsort(x->samples, x->n_samples, sizeof(double), cmp_double);
-                x->median = percentile(x->samples, x->n_samples, 0.5);
-                x->p90 = percentile(x->samples, x->n_samples, 0.9);
+                r = series_alloc(series[s], (size_t) block * ROUNDS);
+                if (r < 0)
+                        return r;
         }
+        if (total) {
+                r = series_alloc(total, (size_t) block * ROUNDS);
+                if (r < 0)
+                        return r;
+        }
+        for (unsigned i = 0; i < block; i++)
+                for (size_t s = 0; s < n_series; s++) {
+                        r = series[s]->step(series[s]->userdata);
+                        if (r < 0)
+                                return r;
+                }
+        for (unsigned i = 0; i < block * ROUNDS; i++) {
+                double sum = 0.0;
+
+                for (size_t s = 0; s < n_series; s++) {
+                        uint64_t t0 = now_nsec(), t1;
+
+                        r = series[s]->step(series[s]->userdata);
+                        t1 = now_nsec();
+                        if (r < 0)
+                                return r;
+                        sample[s] = (double) (t1 - t0) / 1000.0;
+                }
+                for (size_t s = 0; s < n_series; s++) {
+                        series[s]->samples[series[s]->n_samples++] = sample[s];
+                        if (s >= total_from)
+                                sum += sample[s];
+                }
+                if (total)
+                        total->samples[total->n_samples++] = sum;
+        }
+        for (size_t s = 0; s < n_series; s++)
+                series_finish(series[s], block);
+        if (total)
+                series_finish(total, block);
         return 0;
 }
 
@@ -568,6 +751,338 @@ static void placement_describe(const Bench *b, Placement p, char *buf, size_t si
         }
 }
 
+/* ------------------------------------------------------------------ admin operations */
+
+static void report_failure(const Bench *b, const char *what, int r) {
+        if (r == -EPROTO)
+                fprintf(stderr, "%s: the daemon's reply did not say what the cycle expects\n", what);
+        else
+                fprintf(stderr, "%s failed: %s (%s)\n", what, pmugate_strerror(r), pmugate_last_error(b->conn)->reason);
+}
+
+static int grant_existing(Bench *b, unsigned i, bool cpu_lists) {
+        uint32_t cpus[EXISTING_CPUS];
+        char job[64];
+        int r;
+
+        for (unsigned k = 0; k < EXISTING_CPUS; k++)
+                cpus[k] = (i * EXISTING_CPUS + k) % b->o.n_cpus;
+        (void) snprintf(job, sizeof(job), "bench-existing-%u", i);
+        r = pmugate_grant(b->conn, job, EXISTING_UID_BASE + i, cpus, cpu_lists ? EXISTING_CPUS : 0, NULL);
+        if (r < 0)
+                report_failure(b, "Granting an existing job", r);
+        return r;
+}
+
+/* Revokes, converts and makes existing grants until n are held, all with or all without a
+ * CPU list: job bench-existing-I for uid EXISTING_UID_BASE + I, on EXISTING_CPUS CPUs. */
+static int grants_set_count(Bench *b, unsigned n, bool cpu_lists) {
+        char job[64];
+        int r;
+
+        while (b->n_grants > n) {
+                (void) snprintf(job, sizeof(job), "bench-existing-%u", b->n_grants - 1);
+                r = pmugate_revoke(b->conn, job, NULL);
+                if (r < 0) {
+                        report_failure(b, "Revoking an existing job", r);
+                        return r;
+                }
+                b->n_grants--;
+        }
+        if (b->grant_lists != cpu_lists)
+                for (unsigned i = 0; i < b->n_grants; i++) {
+                        r = grant_existing(b, i, cpu_lists);
+                        if (r < 0)
+                                return r;
+                }
+        b->grant_lists = cpu_lists;
+        while (b->n_grants < n) {
+                r = grant_existing(b, b->n_grants, cpu_lists);
+                if (r < 0)
+                        return r;
+                b->n_grants++;
+        }
+        return 0;
+}
+
+/* Asks the daemon how many grants it holds, so each level is timed with what it claims. */
+static int grants_check_count(Bench *b, unsigned n) {
+        pmugate_status *st = NULL;
+        int r;
+
+        r = pmugate_status_get(b->conn, &st);
+        if (r < 0) {
+                report_failure(b, "status", r);
+                return r;
+        }
+        if (st->n_grants != n) {
+                fprintf(stderr, "The daemon holds %zu grants, the benchmark expected %u\n", st->n_grants, n);
+                r = -EPROTO;
+        }
+        pmugate_status_free(st);
+        return r;
+}
+
+/* Size of the daemon's grants file, or -1 when the benchmark was not told where it is. */
+static int64_t grants_file_size(const Bench *b) {
+        char path[4096];
+        struct stat st;
+
+        if (!b->o.runtime_dir)
+                return -1;
+        (void) snprintf(path, sizeof(path), "%s/state/grants", b->o.runtime_dir);
+        if (stat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -1;
+        return (int64_t) st.st_size;
+}
+
+/* A write cycle's batch: PERFEVTSEL0 .. PERFEVTSEL(per_cpu - 1) on each of the first n_cpus
+ * CPUs, CPU by CPU. */
+static int batch_of_writes(size_t n_cpus, size_t per_cpu, pmugate_batch **ret) {
+        pmugate_batch *w = NULL;
+        int r;
+
+        r = pmugate_batch_new(&w);
+        if (r < 0)
+                return r;
+        for (size_t c = 0; c < n_cpus && r >= 0; c++)
+                for (size_t j = 0; j < per_cpu && r >= 0; j++)
+                        r = pmugate_batch_write_msr(w, (uint32_t) c, MSR_PERFEVTSEL0 + (uint32_t) j, EVTSEL_VALUE);
+        if (r < 0) {
+                pmugate_batch_free(w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+/* Runs a write cycle once, untimed: the writes must land in the files and the release must put
+ * back exactly what the files held before. On the fake machine an MSR is 8 bytes at the file
+ * offset of its number, so consecutive registers share bytes and only the last write on each
+ * CPU can be read back whole; the release must still restore every byte, which the daemon's
+ * newest-first restore does. */
+static int verify_write_cycle(Bench *b, pmugate_batch *w, size_t n_cpus, size_t per_cpu) {
+        enum { SPAN = EVTSEL_PER_CPU - 1 + sizeof(uint64_t) };
+        uint8_t before[SPAN], after[SPAN];
+        _cleanup_free_ uint8_t *saved = malloc(n_cpus * SPAN);
+        uint64_t got, now;
+        int r;
+
+        if (!saved)
+                return -ENOMEM;
+        for (size_t c = 0; c < n_cpus; c++)
+                if (pread(b->fds[c], saved + c * SPAN, SPAN, MSR_PERFEVTSEL0) != SPAN)
+                        return -EIO;
+        r = pmugate_lease(b->conn, b->all_cpus, n_cpus);
+        if (r < 0) {
+                report_failure(b, "lease", r);
+                return r;
+        }
+        r = pmugate_batch_run(b->conn, w);
+        if (r < 0) {
+                report_failure(b, "A batch of writes", r);
+                return r;
+        }
+        for (size_t i = 0; i < n_cpus * per_cpu; i++) {
+                uint32_t cpu = (uint32_t) (i / per_cpu), reg = MSR_PERFEVTSEL0 + (uint32_t) (i % per_cpu);
+
+                r = pmugate_batch_result(w, i, &got);
+                if (r < 0) {
+                        fprintf(stderr, "Write of MSR 0x%" PRIx32 " on CPU %" PRIu32 " failed: %s\n", reg, cpu,
+                                pmugate_strerror(r));
+                        return r;
+                }
+                if ((got & EVTSEL_VALUE) != EVTSEL_VALUE)
+                        return -EBADMSG;
+                if (i % per_cpu != per_cpu - 1)
+                        continue;
+                if (pread(b->fds[cpu], &now, sizeof(now), (off_t) reg) != (ssize_t) sizeof(now))
+                        return -EIO;
+                if (now != got) {
+                        fprintf(stderr, "MSR 0x%" PRIx32 " on CPU %" PRIu32 ": the daemon wrote 0x%" PRIx64
+                                ", the file holds 0x%" PRIx64 "\n", reg, cpu, got, now);
+                        return -EBADMSG;
+                }
+        }
+        r = pmugate_release(b->conn, b->all_cpus, n_cpus);
+        if (r < 0) {
+                report_failure(b, "release", r);
+                return r;
+        }
+        for (size_t c = 0; c < n_cpus; c++) {
+                memcpy(before, saved + c * SPAN, SPAN);
+                if (pread(b->fds[c], after, SPAN, MSR_PERFEVTSEL0) != SPAN)
+                        return -EIO;
+                if (memcmp(before, after, SPAN) != 0) {
+                        fprintf(stderr, "PERFEVTSEL0-7 of CPU %zu changed between the lease and the release\n", c);
+                        return -EBADMSG;
+                }
+        }
+        return 0;
+}
+
+/* The two write cycles: one write on every CPU (a journal file per CPU), and eight on a few
+ * CPUs (a few journal files of eight entries). Both write 32 registers on the 32-CPU machine. */
+static void write_cycle_shape(const Bench *b, size_t k, size_t *ret_cpus, size_t *ret_per_cpu) {
+        *ret_cpus = k == 0 ? b->o.n_cpus : MIN((size_t) b->o.n_cpus, 32 / EVTSEL_PER_CPU);
+        *ret_per_cpu = k == 0 ? 1 : EVTSEL_PER_CPU;
+}
+
+static int bench_prepare_admin(Bench *b) {
+        int r;
+
+        b->all_cpus = calloc(b->o.n_cpus, sizeof(uint32_t));
+        if (!b->all_cpus)
+                return -ENOMEM;
+        for (unsigned c = 0; c < b->o.n_cpus; c++)
+                b->all_cpus[c] = c;
+        if (!b->may_write)
+                return 0;
+        for (size_t k = 0; k < ELEMENTSOF(b->writes); k++) {
+                size_t n_cpus, per_cpu;
+
+                write_cycle_shape(b, k, &n_cpus, &per_cpu);
+                r = batch_of_writes(n_cpus, per_cpu, &b->writes[k]);
+                if (r >= 0)
+                        r = verify_write_cycle(b, b->writes[k], n_cpus, per_cpu);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int run_admin(Bench *b, AdminSuite *a, Placement p) {
+        static const uint32_t new_cpus[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, again_cpus[] = { 8, 9, 10, 11, 12, 13, 14, 15 };
+        EchoBench eb = { .fd = b->echo_fd, .message = b->request.data, .size = b->request.size, .reply = b->reply };
+        size_t n_grant_cpus = MIN((size_t) b->o.n_cpus, ELEMENTSOF(new_cpus));
+        GrantBench revoke = { .conn = b->conn, .job = BENCH_JOB, .expect = true };
+        GrantBench revoke_unknown = { .conn = b->conn, .job = BENCH_JOB, .expect = false };
+        LeaseBench one = { .conn = b->conn, .cpus = b->all_cpus, .n_cpus = 1 };
+        LeaseBench all = { .conn = b->conn, .cpus = b->all_cpus, .n_cpus = b->o.n_cpus };
+        unsigned iterations;
+        int r;
+
+        for (size_t k = 0; k < N_LEVELS; k++) {
+                const GrantLevelSpec *spec = &grant_levels[k];
+                GrantLevel *gl = &a->levels[k];
+                GrantBench grant_new = { .conn = b->conn, .job = BENCH_JOB, .uid = BENCH_UID, .cpus = new_cpus,
+                                         .n_cpus = spec->cpu_lists ? n_grant_cpus : 0, .expect = false };
+                GrantBench grant_again = { .conn = b->conn, .job = BENCH_JOB, .uid = BENCH_UID,
+                                           .cpus = b->o.n_cpus >= 16 ? again_cpus : new_cpus,
+                                           .n_cpus = spec->cpu_lists ? n_grant_cpus : 0, .expect = true };
+
+                r = grants_set_count(b, spec->n, spec->cpu_lists);
+                if (r >= 0)
+                        r = grants_check_count(b, spec->n);
+                if (r < 0)
+                        return r;
+                gl->n_existing = spec->n;
+                gl->cpu_lists = spec->cpu_lists;
+                gl->file_size = grants_file_size(b);
+                gl->echo = (Series) { .label = "bare SEQPACKET echo", .step = step_echo, .userdata = &eb };
+                gl->grant_new = (Series) { .label = spec->cpu_lists ? "grant, new job with a CPU list" : "grant, new job",
+                                           .step = step_grant, .userdata = &grant_new };
+                gl->grant_again = (Series) { .label = spec->cpu_lists ? "grant again, other CPUs (replaces)" :
+                                                                        "grant again (replaces)",
+                                             .step = step_grant, .userdata = &grant_again };
+                gl->revoke = (Series) { .label = "revoke, granted job", .step = step_revoke, .userdata = &revoke };
+                gl->revoke_unknown = (Series) { .label = "revoke, unknown job (no-op)", .step = step_revoke,
+                                                .userdata = &revoke_unknown };
+                iterations = scaled(spec->iterations, b->o.scale);
+                fprintf(stderr, "[%s] grant and revoke with %u grants %s CPU lists held: %u cycles\n",
+                        placement_names[p], gl->n_existing, spec->cpu_lists ? "with" : "without", iterations);
+                r = measure_cycle((Series *const[]) { &gl->echo, &gl->grant_new, &gl->grant_again, &gl->revoke,
+                                                      &gl->revoke_unknown }, 5, iterations, NULL, 0);
+                if (r < 0) {
+                        report_failure(b, "Grant and revoke measurement", r);
+                        return r;
+                }
+        }
+        r = grants_set_count(b, 0, b->grant_lists);
+        if (r < 0)
+                return r;
+        a->ran = true;
+        if (!b->may_write) {
+                fprintf(stderr, "[%s] leases skipped: the daemon does not let this caller write\n", placement_names[p]);
+                return 0;
+        }
+
+        a->echo = (Series) { .label = "bare SEQPACKET echo", .step = step_echo, .userdata = &eb };
+        a->lease_one = (Series) { .label = "lease 1 CPU", .step = step_lease, .userdata = &one };
+        a->release_one = (Series) { .label = "release 1 CPU", .step = step_release, .userdata = &one };
+        (void) snprintf(a->labels[0], sizeof(a->labels[0]), "lease %u CPUs", b->o.n_cpus);
+        (void) snprintf(a->labels[1], sizeof(a->labels[1]), "release %u CPUs", b->o.n_cpus);
+        a->lease_all = (Series) { .label = a->labels[0], .step = step_lease, .userdata = &all };
+        a->release_all = (Series) { .label = a->labels[1], .step = step_release, .userdata = &all };
+        iterations = scaled(LEASE_ITERATIONS, b->o.scale);
+        fprintf(stderr, "[%s] lease and release: %u cycles\n", placement_names[p], iterations);
+        r = measure_cycle((Series *const[]) { &a->echo, &a->lease_one, &a->release_one, &a->lease_all,
+                                              &a->release_all }, 5, iterations, NULL, 0);
+        if (r < 0) {
+                report_failure(b, "Lease measurement", r);
+                return r;
+        }
+
+        for (size_t k = 0; k < ELEMENTSOF(a->cycles); k++) {
+                WriteCycle *w = &a->cycles[k];
+                LeaseBench held;
+                BatchBench writes;
+
+                write_cycle_shape(b, k, &w->n_cpus, &w->per_cpu);
+                held = (LeaseBench) { .conn = b->conn, .cpus = b->all_cpus, .n_cpus = w->n_cpus };
+                writes = (BatchBench) { .conn = b->conn, .batch = b->writes[k], .n = w->n_cpus * w->per_cpu,
+                                        .values = b->values };
+                (void) snprintf(w->labels[0], sizeof(w->labels[0]), "lease %zu CPU%s", w->n_cpus,
+                                w->n_cpus == 1 ? "" : "s");
+                if (w->per_cpu == 1)
+                        (void) snprintf(w->labels[1], sizeof(w->labels[1]), "%zu writes: PERFEVTSEL0 on each",
+                                        w->n_cpus);
+                else
+                        (void) snprintf(w->labels[1], sizeof(w->labels[1]), "%zu writes: PERFEVTSEL0-%zu on each",
+                                        w->n_cpus * w->per_cpu, w->per_cpu - 1);
+                (void) snprintf(w->labels[2], sizeof(w->labels[2]), "release, restoring %zu registers",
+                                w->n_cpus * w->per_cpu);
+                w->echo = (Series) { .label = "bare SEQPACKET echo", .step = step_echo, .userdata = &eb };
+                w->lease = (Series) { .label = w->labels[0], .step = step_lease, .userdata = &held };
+                w->write = (Series) { .label = w->labels[1], .step = step_batch, .userdata = &writes };
+                w->release = (Series) { .label = w->labels[2], .step = step_release, .userdata = &held };
+                w->total = (Series) { .label = "whole cycle, 3 round trips" };
+                iterations = scaled(WRITE_ITERATIONS, b->o.scale);
+                fprintf(stderr, "[%s] lease, %zu writes on %zu CPUs, release: %u cycles\n", placement_names[p],
+                        w->n_cpus * w->per_cpu, w->n_cpus, iterations);
+                r = measure_cycle((Series *const[]) { &w->echo, &w->lease, &w->write, &w->release }, 4, iterations,
+                                  &w->total, 1);
+                if (r < 0) {
+                        report_failure(b, "Write cycle measurement", r);
+                        return r;
+                }
+        }
+        a->leases_ran = true;
+        return 0;
+}
+
+static void admin_free(AdminSuite *a) {
+        for (size_t k = 0; k < N_LEVELS; k++) {
+                free(a->levels[k].echo.samples);
+                free(a->levels[k].grant_new.samples);
+                free(a->levels[k].grant_again.samples);
+                free(a->levels[k].revoke.samples);
+                free(a->levels[k].revoke_unknown.samples);
+        }
+        free(a->echo.samples);
+        free(a->lease_one.samples);
+        free(a->release_one.samples);
+        free(a->lease_all.samples);
+        free(a->release_all.samples);
+        for (size_t k = 0; k < ELEMENTSOF(a->cycles); k++) {
+                free(a->cycles[k].echo.samples);
+                free(a->cycles[k].lease.samples);
+                free(a->cycles[k].write.samples);
+                free(a->cycles[k].release.samples);
+                free(a->cycles[k].total.samples);
+        }
+}
+
 /* ------------------------------------------------------------------ one suite */
 
 static int run_suite(Bench *b, Suite *s) {
@@ -632,6 +1147,11 @@ static int run_suite(Bench *b, Suite *s) {
                         return r;
                 }
         }
+        if (b->o.admin) {
+                r = run_admin(b, &s->admin, s->placement);
+                if (r < 0)
+                        return r;
+        }
         unpin_all(b);
         s->ran = true;
         return 0;
@@ -646,6 +1166,7 @@ static void suite_free(Suite *s) {
                 free(s->sizes[k].ops.samples);
                 free(s->sizes[k].sweep.samples);
         }
+        admin_free(&s->admin);
 }
 
 /* ------------------------------------------------------------------ report */
@@ -707,6 +1228,19 @@ static void print_environment(const Bench *b, const pmugate_info *info) {
                 printf(" %zu: %u%s", batch_sizes[k], scaled(batch_iterations[k], b->o.scale), k + 1 < N_SIZES ? "," : "");
         printf("\n                   per series, in %u interleaved rounds after one untimed round (scale %.2f)\n",
                ROUNDS, b->o.scale);
+        if (b->o.admin) {
+                printf("  admin cycles     grant/revoke");
+                for (size_t k = 0; k < N_LEVELS; k++)
+                        printf(" %u (%u held%s)%s", scaled(grant_levels[k].iterations, b->o.scale), grant_levels[k].n,
+                               grant_levels[k].cpu_lists ? "" : ", no CPU lists", k + 1 < N_LEVELS ? "," : "");
+                printf("\n                   lease/release %u, each write cycle %u; one untimed cycle first\n",
+                       scaled(LEASE_ITERATIONS, b->o.scale), scaled(WRITE_ITERATIONS, b->o.scale));
+        }
+        if (b->o.runtime_dir) {
+                tmpfs = statfs(b->o.runtime_dir, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
+                printf("  runtime dir      on %s: the daemon's grants file and lease journals\n",
+                       tmpfs ? "tmpfs" : "a non-tmpfs file system");
+        }
         printf("\n");
 }
 
@@ -808,6 +1342,140 @@ static void print_suite(const Bench *b, const Suite *s) {
         printf("\n");
 }
 
+static void print_admin_row(const Series *x, const Series *echo, unsigned round_trips) {
+        printf("    %-40s %6zu %10.2f %10.2f", x->label, x->n_samples, x->median, x->p90);
+        if (x != echo)
+                printf(" %+11.2f", x->median - round_trips * echo->median);
+        printf("\n");
+}
+
+static void print_admin(const Suite *s) {
+        const AdminSuite *a = &s->admin;
+        const GrantLevel *none = NULL, *most = NULL, *bare = NULL;
+
+        if (!a->ran)
+                return;
+        printf("admin operations as root (per round trip, microseconds; daemon side: median minus the\n"
+               "median of the echo timed in the same cycles, so it includes the library's own work)\n");
+        printf("  %-42s %6s %10s %10s %11s\n", "measurement", "iters", "median", "p90", "daemon side");
+        for (size_t k = 0; k < N_LEVELS; k++) {
+                const GrantLevel *gl = &a->levels[k];
+
+                if (gl->n_existing == 0)
+                        none = gl;
+                else if (gl->cpu_lists)
+                        most = !most || gl->n_existing > most->n_existing ? gl : most;
+                else
+                        bare = !bare || gl->n_existing > bare->n_existing ? gl : bare;
+                printf("  %u grants held", gl->n_existing);
+                if (gl->n_existing > 0)
+                        printf(", %s", gl->cpu_lists ? "each with a CPU list"
+                                                     : "none with a CPU list (cgroup decides)");
+                if (gl->file_size >= 0)
+                        printf("; grants file %" PRId64 " bytes", gl->file_size);
+                printf("\n");
+                print_admin_row(&gl->echo, &gl->echo, 1);
+                print_admin_row(&gl->grant_new, &gl->echo, 1);
+                print_admin_row(&gl->grant_again, &gl->echo, 1);
+                print_admin_row(&gl->revoke, &gl->echo, 1);
+                print_admin_row(&gl->revoke_unknown, &gl->echo, 1);
+        }
+        if (a->leases_ran) {
+                printf("  lease and release, nothing written (nothing to restore)\n");
+                print_admin_row(&a->echo, &a->echo, 1);
+                print_admin_row(&a->lease_one, &a->echo, 1);
+                print_admin_row(&a->release_one, &a->echo, 1);
+                print_admin_row(&a->lease_all, &a->echo, 1);
+                print_admin_row(&a->release_all, &a->echo, 1);
+                for (size_t k = 0; k < ELEMENTSOF(a->cycles); k++) {
+                        const WriteCycle *w = &a->cycles[k];
+
+                        printf("  lease, %zu writes, release: %zu lease journal%s of %zu entr%s\n",
+                               w->n_cpus * w->per_cpu, w->n_cpus, w->n_cpus == 1 ? "" : "s", w->per_cpu,
+                               w->per_cpu == 1 ? "y" : "ies");
+                        print_admin_row(&w->echo, &w->echo, 1);
+                        print_admin_row(&w->lease, &w->echo, 1);
+                        print_admin_row(&w->write, &w->echo, 1);
+                        print_admin_row(&w->release, &w->echo, 1);
+                        print_admin_row(&w->total, &w->echo, 3);
+                }
+        }
+        /* How the cost grows with the grants held: the slope from none to the most. */
+        printf("derived (from the medians)\n");
+        if (none)
+                for (size_t k = 0; k < 2; k++) {
+                        const GrantLevel *gl = k == 0 ? most : bare;
+                        double dn;
+
+                        if (!gl)
+                                continue;
+                        dn = (double) gl->n_existing;
+                        printf("  per grant held, 0 to %u %s: grant %+.3f us, again %+.3f us, revoke %+.3f us, "
+                               "unknown %+.3f us\n", gl->n_existing, gl->cpu_lists ? "with CPU lists" : "without",
+                               (gl->grant_new.median - none->grant_new.median) / dn,
+                               (gl->grant_again.median - none->grant_again.median) / dn,
+                               (gl->revoke.median - none->revoke.median) / dn,
+                               (gl->revoke_unknown.median - none->revoke_unknown.median) / dn);
+                }
+        if (a->leases_ran) {
+                const WriteCycle *w = &a->cycles[0];
+
+                if (w->n_cpus > 1)
+                        printf("  per CPU, lease of 1 to %zu CPUs: lease %+.2f us, release %+.2f us\n", w->n_cpus,
+                               (a->lease_all.median - a->lease_one.median) / (double) (w->n_cpus - 1),
+                               (a->release_all.median - a->release_one.median) / (double) (w->n_cpus - 1));
+                for (size_t k = 0; k < ELEMENTSOF(a->cycles); k++) {
+                        double n;
+
+                        w = &a->cycles[k];
+                        n = (double) (w->n_cpus * w->per_cpu);
+                        printf("  per write, %zu on %zu CPUs: write %.2f us, restore %.2f us (daemon side over %.0f)\n",
+                               w->n_cpus * w->per_cpu, w->n_cpus, (w->write.median - w->echo.median) / n,
+                               (w->release.median - w->echo.median) / n, n);
+                }
+        }
+        printf("\n");
+}
+
+/* The largest daemon side of the grant (new and again) or revoke (granted and unknown) rows
+ * over every grant level. */
+static bool admin_worst(const Suite *s, bool revoke, double *ret) {
+        double worst = -INFINITY;
+
+        if (!s->admin.ran)
+                return false;
+        for (size_t k = 0; k < N_LEVELS; k++) {
+                const GrantLevel *gl = &s->admin.levels[k];
+                const Series *x = revoke ? &gl->revoke : &gl->grant_new;
+                const Series *y = revoke ? &gl->revoke_unknown : &gl->grant_again;
+
+                worst = fmax(worst, fmax(x->median, y->median) - gl->echo.median);
+        }
+        *ret = worst;
+        return true;
+}
+
+static void print_admin_verdict(const char *what, const Suite *suites, bool revoke) {
+        char cell[48];
+        int pad = 0;
+
+        printf("  %-34s", what);
+        for (Placement p = 0; p < _PLACEMENT_MAX; p++) {
+                double worst;
+
+                if (!suites[p].ran)
+                        continue;
+                if (admin_worst(&suites[p], revoke, &worst))
+                        (void) snprintf(cell, sizeof(cell), "%.0f us %s", worst,
+                                        worst <= TARGET_ADMIN_USEC ? "met" : "missed");
+                else
+                        (void) snprintf(cell, sizeof(cell), "n/a");
+                printf("%*s  %s", pad, "", cell);
+                pad = 20 - (int) strlen(cell);
+        }
+        printf("\n");
+}
+
 typedef enum TargetKind {
         TARGET_BATCH_OPS,
         TARGET_BATCH_SWEEP,
@@ -882,6 +1550,14 @@ static void print_targets(const Suite *suites) {
         print_verdict(what, suites, TARGET_SINGLE, TARGET_SINGLE_RATIO);
         (void) snprintf(what, sizeof(what), "refused op <= %.2f x allowed op", TARGET_REFUSED_RATIO);
         print_verdict(what, suites, TARGET_REFUSED, TARGET_REFUSED_RATIO);
+        for (Placement p = 0; p < _PLACEMENT_MAX; p++)
+                if (suites[p].admin.ran) {
+                        (void) snprintf(what, sizeof(what), "grant daemon side <= %.0f us", TARGET_ADMIN_USEC);
+                        print_admin_verdict(what, suites, false);
+                        (void) snprintf(what, sizeof(what), "revoke daemon side <= %.0f us", TARGET_ADMIN_USEC);
+                        print_admin_verdict(what, suites, true);
+                        break;
+                }
 }
 
 /* ------------------------------------------------------------------ main */
@@ -900,7 +1576,10 @@ static void help(void) {
                "  --daemon-pid=PID    the daemon's pid, so it can be pinned like the echo server\n"
                "  --placement=LIST    comma-separated: same, split, free (default: same,split with\n"
                "                      --daemon-pid, else free)\n"
-               "  --scale=F           multiply every iteration count by F (default 1)\n");
+               "  --scale=F           multiply every iteration count by F (default 1)\n"
+               "  --runtime-dir=DIR   the daemon's --runtime-dir, to report its file system and the\n"
+               "                      size of its grants file\n"
+               "  --no-admin          skip grant, revoke, lease and release\n");
 }
 
 static int parse_placements(const char *s, bool *ret) {
@@ -946,6 +1625,8 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 ARG_DAEMON_PID,
                 ARG_PLACEMENT,
                 ARG_SCALE,
+                ARG_RUNTIME_DIR,
+                ARG_NO_ADMIN,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -955,13 +1636,15 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "daemon-pid", required_argument, NULL, ARG_DAEMON_PID },
                 { "placement", required_argument, NULL, ARG_PLACEMENT },
                 { "scale", required_argument, NULL, ARG_SCALE },
+                { "runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR },
+                { "no-admin", no_argument, NULL, ARG_NO_ADMIN },
                 {}
         };
         unsigned long v;
         char *end;
         int c;
 
-        *o = (Options) { .scale = 1.0 };
+        *o = (Options) { .scale = 1.0, .admin = true };
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
@@ -1000,6 +1683,12 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                                 return -EINVAL;
                         }
                         break;
+                case ARG_RUNTIME_DIR:
+                        o->runtime_dir = optarg;
+                        break;
+                case ARG_NO_ADMIN:
+                        o->admin = false;
+                        break;
                 default:
                         return -EINVAL;
                 }
@@ -1027,6 +1716,15 @@ static void bench_done(Bench *b) {
                 free(b->cpu[k]);
                 free(b->reg[k]);
         }
+        for (size_t k = 0; k < ELEMENTSOF(b->writes); k++)
+                pmugate_batch_free(b->writes[k]);
+        /* A run that failed half-way leaves nothing behind in the daemon: leases end with the
+         * connection, grants do not. */
+        if (b->conn && b->o.admin) {
+                (void) grants_set_count(b, 0, b->grant_lists);
+                (void) pmugate_revoke(b->conn, BENCH_JOB, NULL);
+        }
+        free(b->all_cpus);
         pmugate_disconnect(b->conn);
         if (b->fds)
                 for (unsigned c = 0; c < b->o.n_cpus; c++)
@@ -1112,10 +1810,14 @@ static int bench_setup(Bench *b, pmugate_info **ret_info) {
                         (*ret_info)->n_cpus, (*ret_info)->may_read ? "allows" : "refuses", b->o.n_cpus);
                 return -EPERM;
         }
+        b->may_write = (*ret_info)->may_write;
         r = single_request(&b->request);
         if (r < 0)
                 return r;
-        return bench_prepare_batches(b);
+        r = bench_prepare_batches(b);
+        if (r < 0 || !b->o.admin)
+                return r;
+        return bench_prepare_admin(b);
 }
 
 static int run(int argc, char *argv[]) {
@@ -1143,8 +1845,10 @@ static int run(int argc, char *argv[]) {
                         goto finish;
         }
         for (Placement p = 0; p < _PLACEMENT_MAX; p++)
-                if (suites[p].ran)
+                if (suites[p].ran) {
                         print_suite(&b, &suites[p]);
+                        print_admin(&suites[p]);
+                }
         print_targets(suites);
         r = 0;
 

@@ -5,9 +5,11 @@
 Usage: bench/run-bench.py [BUILD_DIR] [-- BENCH-RPC OPTIONS]   (BUILD_DIR defaults to "build")
 
 Builds the fake machine (2 sockets x 8 cores, SMT on: 32 CPUs) in a temporary directory on
-tmpfs (/dev/shm, or /tmp when /dev/shm is missing), starts BUILD_DIR/daemon/pmugated on it,
-waits for READY=1, runs BUILD_DIR/bench/bench-rpc, stops the daemon and removes everything.
-Needs root, as the daemon does. Not a test: it prints numbers, it does not judge them.
+tmpfs (/dev/shm, or /tmp when /dev/shm is missing), starts BUILD_DIR/daemon/pmugated on it
+with its runtime directory (grants file, lease journals) in the same place, as /run is tmpfs
+on a real system, waits for READY=1, runs BUILD_DIR/bench/bench-rpc, stops the daemon and
+removes everything. Needs root, as the daemon does. Not a test: it prints numbers, it does
+not judge them.
 """
 
 import os
@@ -16,6 +18,11 @@ import sys
 import tempfile
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MSR_PERFEVTSEL0 = 0x186
+MSR_FIXED_CTR_CTRL = 0x38D
+EVTSEL_ENABLE = 1 << 22
+FIXED_CTRL_ENABLE = 0x3333  # OS and USR of fixed counters 0-3
 
 
 def main(argv):
@@ -59,16 +66,26 @@ def main(argv):
         for cpu in range(machine.ncpus):
             with open(machine.path("dev/cpu/%d/msr" % cpu), "r+b") as f:
                 f.write(os.urandom(4096))
+            # An idle PMU: with a random enable bit a counter would look held by another PMU
+            # user, and the daemon would refuse the benchmark's writes to it.
+            for i in range(8):
+                v = machine.msr(cpu, MSR_PERFEVTSEL0 + i)
+                machine.set_msr(cpu, MSR_PERFEVTSEL0 + i, v & ~EVTSEL_ENABLE)
+            v = machine.msr(cpu, MSR_FIXED_CTR_CTRL)
+            machine.set_msr(cpu, MSR_FIXED_CTR_CTRL, v & ~FIXED_CTRL_ENABLE)
 
         config = os.path.join(work, "pmugate.conf")
         # The benchmark's own group gets read rights; root is admin in any case.
         pt.write_config(config, admin_gids=(0,), user_gids=(os.getgid(),))
-        daemon = pt.Daemon(work, ["--root=" + root], config=config,
+        # Grants and lease journals are files the daemon rewrites on every grant, revoke and
+        # first write of a register under a lease; on a real system they live in /run (tmpfs).
+        runtime = os.path.join(work, "run")
+        daemon = pt.Daemon(work, ["--root=" + root, "--runtime-dir=" + runtime], config=config,
                            allowlist_dir=os.path.join(SOURCE, "policy", "allowlists"), user="nobody")
 
         sys.stdout.flush()
         argv_bench = [bench, "--socket=" + daemon.socket, "--root=" + root,
-                      "--cpus=%d" % machine.ncpus,
+                      "--cpus=%d" % machine.ncpus, "--runtime-dir=" + runtime,
                       "--daemon-pid=%d" % daemon.proc.pid] + extra
         print("command: %s\n" % " ".join(["bench/run-bench.py", argv[0] if argv else "build"] +
                                         (["--"] + extra if extra else [])))
