@@ -61,6 +61,19 @@ static const pmugate_values *column(const pmugate_result *r, size_t k) {
         return k == 0 ? &r->aggregate : &r->cpus[k - 1];
 }
 
+/* Width of the label column: the longest indented label, at least LABEL_WIDTH + 2. */
+static int label_width(const pmugate_result *r) {
+        int width = LABEL_WIDTH + 2;
+
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                int w = 2 * (int) r->metrics[i].level + (int) strlen(r->metrics[i].label) + 1;
+
+                if (w > width)
+                        width = w;
+        }
+        return width;
+}
+
 static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int parent, size_t n_columns) {
         for (size_t i = 0; i < r->n_metrics; i++) {
                 const pmugate_metric_info *mi = &r->metrics[i];
@@ -68,7 +81,7 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
 
                 if (mi->parent != parent)
                         continue;
-                fprintf(ctx->file, "%*s%-*s", indent, "", LABEL_WIDTH + 2 - indent, mi->label);
+                fprintf(ctx->file, "%*s%-*s", indent, "", label_width(r) - indent, mi->label);
                 for (size_t k = 0; k < n_columns; k++) {
                         char value[NUMBER_MAX];
 
@@ -99,7 +112,7 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
         else
                 fputc('\n', ctx->file);
         if (ctx->per_cpu) {
-                fprintf(ctx->file, "%*s %*s", LABEL_WIDTH + 2, "", COLUMN_WIDTH, "all");
+                fprintf(ctx->file, "%*s %*s", label_width(r), "", COLUMN_WIDTH, "all");
                 for (size_t i = 0; i < r->n_cpus; i++) {
                         char name[NUMBER_MAX];
 
@@ -117,7 +130,7 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
 
                         /* the aggregate count spans the label column, so values line up */
                         format_count(column(r, k)->counts[e], value, sizeof(value));
-                        fprintf(ctx->file, " %*s", k == 0 ? LABEL_WIDTH + 2 + COLUMN_WIDTH : COLUMN_WIDTH, value);
+                        fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + COLUMN_WIDTH : COLUMN_WIDTH, value);
                 }
                 fprintf(ctx->file, "  %s", r->events[e]);
                 /* as perf: the share of the time the event was on a counter */

@@ -60,7 +60,7 @@ def test_constraints_and_multiplexing(tap):
                "the multiplexed PMC0-only event, scaled, gives the profile's branch mispredicts (%.6f)" %
                (c["TOPDOWN.BR_MISPREDICT_SLOTS"] / c["TOPDOWN.SLOTS"]))
         scale = r["aggregate"]["counts"]["TOPDOWN.BAD_SPEC_SLOTS"]["scale"]
-        tap.ok(1.5 < scale < 2.5, "the scale is reported with the counts (%.3f)" % scale)
+        tap.ok(1.3 < scale < 3.5, "the scale is reported with the counts (%.3f)" % scale)
 
         # ten GP events on eight counters
         events = ["INT_MISC.UOP_DROPPING", "INT_MISC.CLEARS_COUNT", "UOPS_RETIRED.SLOTS", "UOPS_RETIRED.HEAVY",
