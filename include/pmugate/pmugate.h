@@ -238,3 +238,5 @@ int pmugate_reload(pmugate *c);
 #ifdef __cplusplus
 }
 #endif
+
+#include "measure.h"
