@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pmugate's event table. The encodings are those of Intel's event lists (perfmon SKL V59,
- * CLX V1.25, ICX V1.30, SPR V1.39) as perf uses them, copied from
- * shared/reference/tma-formulas.md §5 and pmu-registers.md §2.9; the unit test
+ * pmugate's event table. The encodings are those of Intel's event lists (intel/perfmon SKL
+ * V59, CLX V1.25, ICX V1.30, SPR V1.39) as perf's tools/perf/pmu-events use them; the unit test
  * test-events compares every entry with libpfm4's list for the same model. Counter
  * restrictions are those of the event lists ("Counter": "0"), which libpfm4 does not export.
  */
@@ -45,7 +44,7 @@ static const EventTableEntry event_table[] = {
         GP("BR_MISP_RETIRED.ALL_BRANCHES", ALL, CODE(0xc5, 0x00)),
         GP("MACHINE_CLEARS.COUNT", ALL, CODE(0xc3, 0x01) | CMASK(1) | EDGE),
 
-        /* Skylake-SP and Cascade Lake TopDown (tma-formulas.md §3.1) */
+        /* Skylake-SP and Cascade Lake TopDown (perf's skx-metrics.json) */
         GP("UOPS_ISSUED.ANY", SKL | ICX, CODE(0x0e, 0x01)),
         GP("UOPS_RETIRED.RETIRE_SLOTS", SKL, CODE(0xc2, 0x02)),
         GP("UOPS_RETIRED.MACRO_FUSED", SKL, CODE(0xc2, 0x04)),
@@ -69,7 +68,7 @@ static const EventTableEntry event_table[] = {
         METRIC("topdown-fe-bound", ICX | SPR, 2),
         METRIC("topdown-be-bound", ICX | SPR, 3),
 
-        /* Ice Lake-SP level 2 (tma-formulas.md §3.2) */
+        /* Ice Lake-SP level 2 (perf's icx-metrics.json) */
         GP("UOPS_RETIRED.SLOTS", ICX | SPR, CODE(0xc2, 0x02)),
         GP("IDQ.MS_UOPS", ICX, CODE(0x79, 0x30)),
         GP("IDQ.MITE_UOPS", ICX, CODE(0x79, 0x04)),
@@ -77,7 +76,7 @@ static const EventTableEntry event_table[] = {
         GP("IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE", ICX, CODE(0x9c, 0x01) | CMASK(5)),
         GP("EXE_ACTIVITY.BOUND_ON_STORES", ICX, CODE(0xa6, 0x40) | CMASK(2)),
 
-        /* Sapphire Rapids (tma-formulas.md §3.3): level 2 in PERF_METRICS, the TOPDOWN.*_SLOTS
+        /* Sapphire Rapids (perf's spr-metrics.json): level 2 in PERF_METRICS, the TOPDOWN.*_SLOTS
          * cross-checks, two of them only on PMC0 */
         METRIC("topdown-heavy-ops", SPR, 4),
         METRIC("topdown-br-mispredict", SPR, 5),

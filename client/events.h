@@ -12,7 +12,7 @@
 /* Longest event text accepted, modifiers included. */
 #define EVENT_NAME_MAX 128U
 
-/* EVTSEL fields (shared/reference/pmu-registers.md §2.4). An event's config holds only the
+/* EVTSEL fields (Intel SDM vol. 3B, IA32_PERFEVTSELx). An event's config holds only the
  * fields that select what is counted; the measurement adds USR, OS and EN, and never INT, PC
  * or ANY. */
 #define EVTSEL_EVENT_MASK UINT64_C(0xFF)

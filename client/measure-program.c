@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Register programming: GLOBAL_CTRL bits and FIXED_CTR_CTRL fields owned, EVTSEL values, and
- * the start, sample and stop batches (pmu-registers.md §2.4-2.8)
+ * the start, sample and stop batches (Intel SDM vol. 3B "Performance Monitoring"; the kernel's
+ * arch/x86/events/intel/core.c for SLOTS and PERF_METRICS)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -81,7 +82,8 @@ static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, 
         return 0;
 }
 
-/* SLOTS first, then the other fixed counters, then PERF_METRICS (pmu-registers.md §2.8). */
+/* SLOTS first, then the other fixed counters, then PERF_METRICS: "the fixed counter 3 has to
+ * be written before the PERF_METRICS" (the kernel, intel_update_topdown_event()). */
 static int add_zero_fixed(pmugate_batch *b, const pmugate_measure *m, uint32_t cpu, bool all) {
         int r;
 

@@ -11,7 +11,7 @@
 
 #include "measure.h"
 
-/* Registers (pmu-registers.md §2.1) */
+/* Registers (Intel SDM vol. 4, architectural MSRs) */
 #define MSR_PMC0 0x0C1U
 #define MSR_PERFEVTSEL0 0x186U
 #define MSR_FIXED_CTR0 0x309U

@@ -134,9 +134,37 @@ static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t 
         return 0;
 }
 
+static void free_batches(pmugate_measure *m) {
+        for (size_t k = 0; m->batches && k < m->n_chunks * m->variants; k++)
+                pmugate_batch_free(m->batches[k]);
+        free(m->batches);
+        free(m->sweep_index);
+        m->batches = NULL;
+        m->sweep_index = NULL;
+}
+
+/* The sample batches, encoded once: per chunk of CPUs, one that stays on the event set and
+ * one per set that rotates to the next. */
+static int build_sample_batches(pmugate_measure *m) {
+        for (size_t k = 0; k < m->n_chunks * m->variants; k++) {
+                size_t chunk = k / m->variants, variant = k % m->variants;
+                size_t first = chunk * m->cpus_per_batch, n = MIN(m->cpus_per_batch, m->n_cpus - first);
+                int r = pmugate_batch_new(&m->batches[k]);
+
+                if (r < 0)
+                        return r;
+                r = measure_build_batch(m->batches[k], m, first, n, BATCH_SAMPLE, variant == 0 ? -1 : (int) variant - 1,
+                                        &m->sweep_index[k]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int allocate_batches(pmugate_measure *m) {
         size_t max_ops = m->info->max_ops_per_batch > 0 && m->info->max_ops_per_batch < PMUGATE_OPS_PER_BATCH_MAX ?
                          m->info->max_ops_per_batch : PMUGATE_OPS_PER_BATCH_MAX;
+        int r;
 
         m->cpus_per_batch = max_ops / OPS_PER_CPU_MAX;
         if (m->cpus_per_batch == 0)
@@ -145,22 +173,10 @@ static int allocate_batches(pmugate_measure *m) {
         m->variants = 1 + (m->schedule->n_sets > 1 ? m->schedule->n_sets : 0);
         m->batches = calloc(m->n_chunks * m->variants, sizeof(pmugate_batch *));
         m->sweep_index = calloc(m->n_chunks * m->variants, sizeof(int));
-        if (!m->batches || !m->sweep_index)
-                return -ENOMEM;
-        for (size_t k = 0; k < m->n_chunks * m->variants; k++) {
-                size_t chunk = k / m->variants, variant = k % m->variants;
-                size_t first = chunk * m->cpus_per_batch;
-                size_t n = MIN(m->cpus_per_batch, m->n_cpus - first);
-                int r = pmugate_batch_new(&m->batches[k]);
-
-                if (r < 0)
-                        return r;
-                r = measure_build_batch(m->batches[k], m, first, n, BATCH_SAMPLE, variant == 0 ? -1 : (int) variant - 1,
-                                &m->sweep_index[k]);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        r = m->batches && m->sweep_index ? build_sample_batches(m) : -ENOMEM;
+        if (r < 0)
+                free_batches(m);
+        return r;
 }
 
 /* Runs one batch kind over every chunk; for start and stop the batch is built on the spot. */
@@ -252,25 +268,41 @@ static int read_saved(pmugate_measure *m) {
         return 0;
 }
 
+/* Everything start needs that does not talk to the daemon; done once, so that a start that
+ * failed (a CPU busy, say) can be tried again. */
+static int prepare(pmugate_measure *m) {
+        int r;
+
+        if (m->prepared)
+                return 0;
+        if (!m->sweep_regs) {
+                r = measure_plan_registers(m);
+                if (r < 0)
+                        return r;
+        }
+        if (!m->state) {
+                m->state = calloc(m->n_cpus, sizeof(CpuState));
+                if (!m->state)
+                        return -ENOMEM;
+        }
+        if (!m->accum && (r = measure_accum_new(m, &m->accum)) < 0)
+                return r;
+        if (!m->mark.cpus && (r = measure_accum_new(m, &m->mark.cpus)) < 0)
+                return r;
+        r = allocate_batches(m);
+        if (r < 0)
+                return r;
+        m->prepared = true;
+        return 0;
+}
+
 int pmugate_measure_start(pmugate_measure *m) {
         int r;
 
         if (!m || m->started)
                 return -EINVAL;
         m->reason[0] = '\0';
-        r = measure_plan_registers(m);
-        if (r < 0)
-                return r;
-        m->state = calloc(m->n_cpus, sizeof(CpuState));
-        if (!m->state)
-                return -ENOMEM;
-        r = measure_accum_new(m, &m->accum);
-        if (r < 0)
-                return r;
-        r = measure_accum_new(m, &m->mark.cpus);
-        if (r < 0)
-                return r;
-        r = allocate_batches(m);
+        r = prepare(m);
         if (r < 0)
                 return r;
 
@@ -354,10 +386,7 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
                 return NULL;
         if (m->started && !m->stopped)
                 (void) pmugate_measure_stop(m);
-        for (size_t k = 0; m->batches && k < m->n_chunks * m->variants; k++)
-                pmugate_batch_free(m->batches[k]);
-        free(m->batches);
-        free(m->sweep_index);
+        free_batches(m);
         measure_accum_free(m->accum, m->n_cpus);
         measure_accum_free(m->mark.cpus, m->n_cpus);
         free(m->state);

@@ -21,7 +21,7 @@
 #define MEASURE_PERIOD_MAX_NS UINT64_C(60000000000)
 #define MEASURE_REASON_MAX 512U
 
-/* Counters are 48 bits wide on every supported model (pmu-registers.md §2.7). */
+/* Counters are 48 bits wide on every supported model (CPUID leaf 0xA). */
 #define COUNTER_WIDTH_DEFAULT 48U
 
 /* Constants a formula may use besides the events. */
@@ -107,7 +107,7 @@ struct pmugate_measure {
         int metrics_slot;
         uint64_t counter_mask;
 
-        bool started, stopped, leased;
+        bool prepared, started, stopped, leased;
         unsigned current_set;
         uint64_t start_ns, last_sample_ns, set_started_ns;
         uint64_t last_batch_ns;         /* when the previous sample's batch was sent */

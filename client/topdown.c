@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * TopDown recipes per CPU model (shared/reference/tma-formulas.md §3). The formulas are data,
- * in client/groups/<model>/topdown-l1.conf and topdown-l2.conf; this module only decides
- * which model gets which and whether the PMU the daemon reports can run them.
+ * TopDown recipes per CPU model, with perf's formulas (its per-model metric files,
+ * tools/perf/pmu-events/arch/x86/<model>/<model>-metrics.json). The formulas are data, in
+ * client/groups/<model>/topdown-l1.conf and topdown-l2.conf; this module only decides which
+ * model gets which and whether the PMU the daemon reports can run them.
  */
 #include <errno.h>
 #include <stdio.h>
