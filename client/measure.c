@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "groups.h"
 #include "macro.h"
 #include "measure.h"
 #include "measure-program.h"
