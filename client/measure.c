@@ -16,11 +16,6 @@
 #include "measure-program.h"
 #include "pmugate-limits.h"
 
-/* Ops one CPU needs in the largest batch (stop): GLOBAL_CTRL twice, the sweep, EVTSEL and PMC
- * per GP counter, FIXED_CTR_CTRL, every fixed counter and PERF_METRICS. */
-#define OPS_PER_CPU_MAX (2U + (GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 1U) + 2U * GP_COUNTERS_MAX + 1U + \
-                         FIXED_COUNTERS_MAX + 1U)
-
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
@@ -160,12 +155,22 @@ static int build_sample_batches(pmugate_measure *m) {
         return 0;
 }
 
+/* Ops one CPU needs in the largest batch, the stop: GLOBAL_CTRL twice, the sweep, EVTSEL and
+ * PMC per GP counter, FIXED_CTR_CTRL, each fixed counter and PERF_METRICS. */
+static size_t ops_per_cpu(const pmugate_measure *m) {
+        const Schedule *s = m->schedule;
+
+        return 2 + m->n_sweep_regs + 2 * (size_t) __builtin_popcount(s->gp_used) + 1 +
+               (size_t) __builtin_popcount(s->fixed_used) + (s->perf_metrics ? 1 : 0);
+}
+
 static int allocate_batches(pmugate_measure *m) {
         size_t max_ops = m->info->max_ops_per_batch > 0 && m->info->max_ops_per_batch < PMUGATE_OPS_PER_BATCH_MAX ?
                          m->info->max_ops_per_batch : PMUGATE_OPS_PER_BATCH_MAX;
         int r;
 
-        m->cpus_per_batch = max_ops / OPS_PER_CPU_MAX;
+        /* as many CPUs per round trip as the daemon's op limit allows (several hundred) */
+        m->cpus_per_batch = MIN(max_ops / ops_per_cpu(m), (size_t) PMUGATE_LIST_MAX);
         if (m->cpus_per_batch == 0)
                 return -E2BIG;
         m->n_chunks = (m->n_cpus + m->cpus_per_batch - 1) / m->cpus_per_batch;

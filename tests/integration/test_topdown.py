@@ -313,6 +313,19 @@ def test_outputs_and_wrapper(tap):
         sim.stop()
 
 
+def test_large_machine(tap):
+    # 1024 CPUs do not fit one batch of the daemon's operation limit: the sample is split
+    sim = Sim("spr", sockets=4, cores=128, rules=[("0-511", STENCIL), ("512-1023", SOLVER)])
+    try:
+        r = sim.json("topdown", "-l", "2", "-S", "0.5s", "-O", "json")
+        tap.eq(len(r["per_cpu"]), 1024, "every online CPU of a 1024-CPU machine is measured")
+        worst = max(max(abs(c["metrics"][m] - expected(STENCIL if c["cpu"] < 512 else SOLVER)[m]) / bound("spr", m)
+                        for m in L1 + L2) for c in r["per_cpu"])
+        tap.ok(worst <= 1.0, "all 1024 CPUs within the bound (worst %.2f of it)" % worst)
+    finally:
+        sim.stop()
+
+
 def test_refusals(tap):
     sim = Sim("spr", rules=[("0-7", STENCIL)])
     try:
@@ -331,4 +344,5 @@ def test_refusals(tap):
 
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_sapphire_rapids, test_many_reset_periods, test_ice_lake, test_skylake_smt_off,
-                          test_skylake_smt_on, test_cascade_lake, test_outputs_and_wrapper, test_refusals]))
+                          test_skylake_smt_on, test_cascade_lake, test_outputs_and_wrapper, test_large_machine,
+                          test_refusals]))
