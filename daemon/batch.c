@@ -231,7 +231,7 @@ static int journal_counter(const BatchContext *ctx, uint32_t cpu, uint32_t reg) 
 static int journal_counters_started_by(const BatchContext *ctx, const RegOp *op) {
         const Pmu *p = ctx->pmu;
         const CpuModel *model = ctx->machine->cpu_model;
-        uint32_t cpu = op->target, gp = model ? model->gp_counters : 0, fixed = model ? model->fixed_counters : 0;
+        uint32_t cpu = op->target, gp = machine_gp_counters(ctx->machine), fixed = model ? model->fixed_counters : 0;
         uint32_t foreign_gp = p->foreign_gp[cpu], foreign_fixed = p->foreign_fixed[cpu];
         bool all_gp = false, all_fixed = false;
         int r = 0;

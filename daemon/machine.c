@@ -17,15 +17,25 @@
 #include "machine.h"
 
 /* Counter counts from Intel's counter.json; versions from CPUID leaf 0xA as the kernel reads
- * it. Sapphire Rapids slots width is 6, Ice Lake 5, Skylake 4 (tma-formulas.md). Skylake-SP and
- * Cascade Lake share model 0x55 and differ by stepping (perf's mapfile: 0-4 SKX, 5-F CLX). */
+ * it. Skylake-SP and Cascade Lake give a thread 4 general-purpose counters with SMT on and all 8
+ * of the core with it off. Sapphire Rapids slots width is 6, Ice Lake 5, Skylake 4
+ * (tma-formulas.md). Skylake-SP and Cascade Lake share model 0x55 and differ by stepping (perf's
+ * mapfile: 0-4 SKX, 5-F CLX). */
+#define CPU_MODEL(key, name, model, step_min, step_max, version, gp, gp_smt_off, fixed, metrics, width, mhz) \
+        { key, name, "GenuineIntel", 6, model, step_min, step_max, version, gp, gp_smt_off, fixed, 48, metrics, width, mhz }
 static const CpuModel cpu_models[] = {
-        { "skx", "Skylake-SP", "GenuineIntel", 6, 0x55, 0x0, 0x4, 4, 4, 3, 48, 0, 4, 2100 },
-        { "clx", "Cascade Lake", "GenuineIntel", 6, 0x55, 0x5, 0xf, 4, 4, 3, 48, 0, 4, 2300 },
-        { "icx", "Ice Lake-SP", "GenuineIntel", 6, 0x6a, 0x0, 0xf, 5, 8, 4, 48, 1, 5, 2000 },
-        { "icx", "Ice Lake-SP (D)", "GenuineIntel", 6, 0x6c, 0x0, 0xf, 5, 8, 4, 48, 1, 5, 2000 },
-        { "spr", "Sapphire Rapids", "GenuineIntel", 6, 0x8f, 0x0, 0xf, 5, 8, 4, 48, 2, 6, 2000 },
+        CPU_MODEL("skx", "Skylake-SP", 0x55, 0x0, 0x4, 4, 4, 8, 3, 0, 4, 2100),
+        CPU_MODEL("clx", "Cascade Lake", 0x55, 0x5, 0xf, 4, 4, 8, 3, 0, 4, 2300),
+        CPU_MODEL("icx", "Ice Lake-SP", 0x6a, 0x0, 0xf, 5, 8, 8, 4, 1, 5, 2000),
+        CPU_MODEL("icx", "Ice Lake-SP (D)", 0x6c, 0x0, 0xf, 5, 8, 8, 4, 1, 5, 2000),
+        CPU_MODEL("spr", "Sapphire Rapids", 0x8f, 0x0, 0xf, 5, 8, 8, 4, 2, 6, 2000),
 };
+
+unsigned machine_gp_counters(const Machine *m) {
+        if (!m->cpu_model)
+                return 0;
+        return m->smt ? m->cpu_model->gp_counters : m->cpu_model->gp_counters_smt_off;
+}
 
 const CpuModel *cpu_model_find(const char *vendor, unsigned family, unsigned model, unsigned stepping) {
         for (size_t i = 0; i < ELEMENTSOF(cpu_models); i++) {

@@ -20,6 +20,7 @@ typedef struct CpuModel {
         unsigned stepping_min, stepping_max;
         unsigned pmu_version;    /* architectural perfmon version (CPUID.0AH:EAX[7:0]) */
         unsigned gp_counters;    /* per logical CPU with SMT on */
+        unsigned gp_counters_smt_off; /* per logical CPU when the core runs one thread */
         unsigned fixed_counters;
         unsigned counter_width;  /* bits */
         unsigned perf_metrics;   /* 0 none, 1 PERF_METRICS L1 bytes, 2 L1 and L2 bytes */
@@ -74,6 +75,9 @@ int machine_discover(const char *root, Machine **ret);
 
 /* Recomputes n_online, n_packages and smt from cpus[]. */
 void machine_update_summary(Machine *m);
+
+/* General-purpose counters per logical CPU on this machine, with or without SMT. */
+unsigned machine_gp_counters(const Machine *m);
 
 static inline const MachineCpu *machine_cpu(const Machine *m, uint32_t cpu) {
         if (cpu >= m->n_cpus || !m->cpus[cpu].present)

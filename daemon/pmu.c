@@ -41,7 +41,7 @@ Pmu *pmu_free(Pmu *p) {
 }
 
 static unsigned gp_counters(const Pmu *p) {
-        return p->machine->cpu_model ? p->machine->cpu_model->gp_counters : 0;
+        return machine_gp_counters(p->machine);
 }
 
 static unsigned fixed_counters(const Pmu *p) {

@@ -64,7 +64,7 @@ static int pack_pmu(msgpack_packer *pk, Server *s) {
         have_caps = backend_msr_read(s->backend, first_online_cpu(s->machine), PERF_CAPABILITIES_MSR, &caps) == 0;
         TRY(msgpack_pack_map(pk, 7));
         TRY(pack_key_uint(pk, "version", model->pmu_version));
-        TRY(pack_key_uint(pk, "gp_counters", model->gp_counters));
+        TRY(pack_key_uint(pk, "gp_counters", machine_gp_counters(s->machine)));
         TRY(pack_key_uint(pk, "fixed_counters", model->fixed_counters));
         TRY(pack_key_uint(pk, "counter_width", model->counter_width));
         TRY(pack_key_uint(pk, "perf_metrics", model->perf_metrics));

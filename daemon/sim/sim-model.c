@@ -55,7 +55,9 @@ int sim_model_init(const char *key, bool smt, SimModel *ret) {
                 .cpu = cpu,
                 .family = spec->family,
                 .stepping = spec->stepping,
-                .gp_counters = cpu->gp_counters,
+                /* Skylake-era cores give a logical CPU the other thread's four GP counters
+                 * when SMT is off; the daemon's model table says how many. */
+                .gp_counters = smt ? cpu->gp_counters : cpu->gp_counters_smt_off,
                 .fixed_counters = cpu->fixed_counters,
                 .counter_width = cpu->counter_width,
                 .perf_metrics = cpu->perf_metrics,
@@ -73,10 +75,6 @@ int sim_model_init(const char *key, bool smt, SimModel *ret) {
                  * to MMIO, which pmugate does not serve. */
                 .imc_pci = spec->family == SIM_FAMILY_SKYLAKE,
         };
-        /* Skylake-era cores give a logical CPU the other thread's four GP counters when SMT
-         * is off. */
-        if (spec->family == SIM_FAMILY_SKYLAKE && !smt)
-                ret->gp_counters = SIM_GP_COUNTERS_MAX;
         if (ret->gp_counters > SIM_GP_COUNTERS_MAX)
                 ret->gp_counters = SIM_GP_COUNTERS_MAX;
         if (ret->fixed_counters > SIM_FIXED_COUNTERS_MAX)
