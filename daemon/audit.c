@@ -155,6 +155,13 @@ static void emit(Audit *a, const AuditRecord *rec, uint64_t suppressed) {
         a->emitted++;
 }
 
+bool audit_would_emit(const Audit *a, uid_t uid) {
+        const AuditBucket *b = &a->buckets[uid % AUDIT_BUCKETS];
+
+        return b->uid != uid || now_usec() - b->window_start >= PMUGATE_AUDIT_INTERVAL_USEC ||
+               b->used < PMUGATE_AUDIT_BURST;
+}
+
 void audit_emit(Audit *a, const AuditRecord *rec) {
         AuditBucket *b = &a->buckets[rec->uid % AUDIT_BUCKETS];
         uint64_t now = now_usec(), held = 0;

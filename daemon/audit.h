@@ -40,6 +40,10 @@ Audit *audit_free(Audit *a);
 
 void audit_emit(Audit *a, const AuditRecord *rec);
 
+/* Whether a record for uid would be written now rather than held back: lets a caller skip
+ * building details nobody will read (audit_emit() must still be called, to count it). */
+bool audit_would_emit(const Audit *a, uid_t uid);
+
 /* Reports what the rate limit held back since the last report, as its own record. */
 void audit_flush(Audit *a);
 

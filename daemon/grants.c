@@ -44,26 +44,23 @@ bool grants_has_uid(const Grants *g, uid_t uid) {
  * file and renamed, so a crash leaves the old or the new state, never half of one. */
 static int grants_save(const Grants *g) {
         _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *list = NULL;
         char tmp[600];
 
         if (!g->path[0])
                 return 0;
         (void) snprintf(tmp, sizeof(tmp), "%s.tmp", g->path);
+        list = malloc(CPUSET_FORMAT_MAX);
+        if (!list)
+                return -ENOMEM;
         f = fopen(tmp, "we");
         if (!f)
                 return log_error_errno(errno, "Cannot write %s", tmp);
         for (size_t i = 0; i < g->n; i++) {
                 const Grant *gr = &g->items[i];
-                uint32_t cpus[512];
-                size_t n = 0;
-                char list[4096] = "-";
 
-                if (gr->has_cpus) {
-                        for (uint32_t c = 0; c < PMUGATE_CPUS_MAX && n < ELEMENTSOF(cpus); c++)
-                                if (cpuset_has(&gr->cpus, c))
-                                        cpus[n++] = c;
-                        (void) cpulist_format(cpus, n, list, sizeof(list));
-                }
+                if (!gr->has_cpus || cpuset_format(&gr->cpus, list, CPUSET_FORMAT_MAX) < 0)
+                        (void) snprintf(list, CPUSET_FORMAT_MAX, "-");
                 (void) fprintf(f, "%s %u %s\n", gr->job, (unsigned) gr->uid, list);
         }
         if (fflush(f) != 0 || ferror(f))
@@ -118,7 +115,7 @@ int grants_remove(Grants *g, const char *job, Grant *ret_removed) {
 
 int grants_load(Grants *g) {
         _cleanup_fclose_ FILE *f = NULL;
-        char line[8192];
+        char line[CPUSET_FORMAT_MAX + PMUGATE_STRING_MAX + 64];
         unsigned lineno = 0;
 
         if (!g->path[0])
@@ -128,13 +125,13 @@ int grants_load(Grants *g) {
                 return errno == ENOENT ? 0 : log_error_errno(errno, "Cannot read %s", g->path);
         while (fgets(line, sizeof(line), f)) {
                 _cleanup_free_ uint32_t *cpus = NULL;
-                char job[PMUGATE_STRING_MAX + 1], list[4096];
+                char job[PMUGATE_STRING_MAX + 1], list[CPUSET_FORMAT_MAX];
                 unsigned uid;
                 size_t n = 0;
                 Grant *gr;
 
                 lineno++;
-                if (sscanf(line, "%256s %u %4095s", job, &uid, list) != 3 ||
+                if (sscanf(line, "%256s %u %24576s", job, &uid, list) != 3 ||
                     (strcmp(list, "-") != 0 && cpulist_parse(list, PMUGATE_CPUS_MAX, &cpus, &n) < 0)) {
                         log_warning("%s:%u: cannot parse grant, skipping it", g->path, lineno);
                         continue;

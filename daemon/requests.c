@@ -149,14 +149,14 @@ static int pack_scope(msgpack_packer *pk, Server *s, Client *c) {
                 TRY(msgpack_pack_map(pk, 1));
                 return pack_key_string(pk, "reason", reason);
         }
-        for (uint32_t cpu = 0; cpu < s->machine->n_cpus; cpu++)
-                n += cpuset_has(&c->scope.cpus, cpu);
+        CPUSET_FOREACH(cpu, &c->scope.cpus)
+                n += cpu < s->machine->n_cpus;
         TRY(msgpack_pack_map(pk, 2));
         TRY(pack_key_string(pk, "job", c->scope.job));
         TRY(pack_string(pk, "cpus"));
         TRY(msgpack_pack_array(pk, n));
-        for (uint32_t cpu = 0; cpu < s->machine->n_cpus; cpu++)
-                if (cpuset_has(&c->scope.cpus, cpu))
+        CPUSET_FOREACH(cpu, &c->scope.cpus)
+                if (cpu < s->machine->n_cpus)
                         TRY(msgpack_pack_uint32(pk, cpu));
         return 0;
 }
@@ -292,9 +292,11 @@ int server_handle_batch(Server *s, Client *c, const Request *req) {
         }
         r = batch_check(&ctx, req->ops, req->n_ops, s->entries, &refusal);
         if (r > 0) {
-                char cpus[256], regs[200];
+                char cpus[256] = "", regs[200] = "";
 
-                summarize_ops(&req->ops[refusal.op_index], 1, false, cpus, sizeof(cpus), regs, sizeof(regs));
+                /* A denial storm is rate limited; do not describe records that are dropped. */
+                if (audit_would_emit(s->audit, c->peer.uid))
+                        summarize_ops(&req->ops[refusal.op_index], 1, false, cpus, sizeof(cpus), regs, sizeof(regs));
                 server_audit_denial(s, c, "batch", refusal.code, refusal.reason, cpus, regs);
                 return server_reply_error(s, c, req, req->id, refusal.code, refusal.reason, (int64_t) refusal.op_index);
         }
@@ -313,20 +315,18 @@ int server_handle_batch(Server *s, Client *c, const Request *req) {
 }
 
 static int pack_grants_and_leases(msgpack_packer *pk, Server *s) {
+        _cleanup_free_ char *list = malloc(CPUSET_FORMAT_MAX);
         const Leases *l = s->leases;
 
+        if (!list)
+                return -ENOMEM;
         TRY(pack_string(pk, "grants"));
         TRY(msgpack_pack_array(pk, s->grants.n));
         for (size_t i = 0; i < s->grants.n; i++) {
                 const Grant *g = &s->grants.items[i];
-                uint32_t cpus[256];
-                size_t n = 0;
-                char list[1024] = "";
 
-                for (uint32_t cpu = 0; g->has_cpus && cpu < PMUGATE_CPUS_MAX && n < ELEMENTSOF(cpus); cpu++)
-                        if (cpuset_has(&g->cpus, cpu))
-                                cpus[n++] = cpu;
-                (void) cpulist_format(cpus, n, list, sizeof(list));
+                if (!g->has_cpus || cpuset_format(&g->cpus, list, CPUSET_FORMAT_MAX) < 0)
+                        list[0] = '\0';
                 /* [job, uid, cpus ("" when the job's cgroup decides)] */
                 TRY(msgpack_pack_array(pk, 3));
                 TRY(pack_string(pk, g->job));

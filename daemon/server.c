@@ -170,13 +170,8 @@ static int client_handle_message(Client *c, size_t size, bool truncated) {
                         /* Said once, on the next request: the client's registers were restored
                          * and whatever it measures now is not what it programmed. */
                         char reason[300], cpus[128];
-                        uint32_t list[64];
-                        size_t n = 0;
 
-                        for (uint32_t cpu = 0; cpu < PMUGATE_CPUS_MAX && n < ELEMENTSOF(list); cpu++)
-                                if (cpuset_has(&c->preempted_cpus, cpu))
-                                        list[n++] = cpu;
-                        if (cpulist_format(list, n, cpus, sizeof(cpus)) < 0)
+                        if (cpuset_format(&c->preempted_cpus, cpus, sizeof(cpus)) < 0)
                                 (void) snprintf(cpus, sizeof(cpus), "several");
                         (void) snprintf(reason, sizeof(reason),
                                         "preempted: a user's lease took CPUs %s from this monitor; its registers were restored",
