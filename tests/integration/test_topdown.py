@@ -12,6 +12,7 @@ time each set counted; on the simulator's steady workload the scaling adds at mo
 
 import json
 import os
+import subprocess
 import sys
 
 import pmugatetest as t
@@ -342,7 +343,21 @@ def test_refusals(tap):
         sim.stop()
 
 
+def test_example_program(tap):
+    """client/examples/topdown-example.c, the API's short example, works as documented."""
+    example = os.path.join(t.BUILD, "client", "topdown-example")
+    sim = Sim("spr", rules=[("0-7", STENCIL)])
+    try:
+        p = subprocess.run([example, sim.daemon.socket], capture_output=True, text=True, timeout=30,
+                           env=dict(os.environ, PMUGATE_GROUP_PATH=GROUPS))
+        labels = ("Retiring", "Bad Speculation", "Frontend Bound", "Backend Bound", "Memory Bound")
+        tap.ok(p.returncode == 0 and all(label in p.stdout for label in labels),
+               "the example program prints the TopDown level 2 tree", p.stdout + p.stderr)
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_sapphire_rapids, test_many_reset_periods, test_ice_lake, test_skylake_smt_off,
                           test_skylake_smt_on, test_cascade_lake, test_outputs_and_wrapper, test_large_machine,
-                          test_refusals]))
+                          test_refusals, test_example_program]))
