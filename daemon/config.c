@@ -59,6 +59,7 @@ void config_init_defaults(Config *c) {
                 .clients_max = PMUGATE_CLIENTS_MAX,
                 .clients_per_uid_max = PMUGATE_CLIENTS_PER_UID_MAX,
                 .grants_max = PMUGATE_GRANTS_MAX,
+                .leases_per_uid_max = PMUGATE_CPUS_MAX,
         };
         class_set_parse_static(&c->user_read, "all");
         class_set_parse_static(&c->user_write, "core-pmu offcore uncore-imc");
@@ -219,6 +220,8 @@ static int handle_limits(ConfigParser *p, const char *name, const char *value) {
                 return parse_unsigned(p, value, PMUGATE_CLIENTS_PER_UID_MAX, &c->clients_per_uid_max);
         if (strcmp(name, "grants") == 0)
                 return parse_unsigned(p, value, PMUGATE_GRANTS_MAX, &c->grants_max);
+        if (strcmp(name, "leases_per_uid") == 0)
+                return parse_unsigned(p, value, PMUGATE_CPUS_MAX, &c->leases_per_uid_max);
         return fail(p, "unknown key '%.32s' in section [limits]", name);
 }
 

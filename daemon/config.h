@@ -55,6 +55,7 @@ typedef struct Config {
         unsigned clients_max;
         unsigned clients_per_uid_max;
         unsigned grants_max;
+        unsigned leases_per_uid_max;    /* CPUs one user (other than root) may hold leases on */
 } Config;
 
 void config_init_defaults(Config *c);

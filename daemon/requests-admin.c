@@ -135,6 +135,23 @@ int server_handle_lease(Server *s, Client *c, const Request *req) {
                         }
         holder.job = c->scope.job[0] ? c->scope.job : NULL;
 
+        if (c->peer.uid != 0) {
+                size_t held = 0, more = 0;
+
+                for (uint32_t cpu = 0; cpu < s->leases->n_cpus; cpu++)
+                        if (s->leases->cpus[cpu].owner && s->leases->cpus[cpu].uid == c->peer.uid)
+                                held++;
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        more += !leases_held_by(s->leases, req->cpus[i], c);
+                if (held + more > s->config.leases_per_uid_max) {
+                        (void) snprintf(reason, sizeof(reason),
+                                        "uid %u would hold leases on %zu CPUs; at most %u are allowed per user",
+                                        (unsigned) c->peer.uid, held + more, s->config.leases_per_uid_max);
+                        server_audit_denial(s, c, "lease", PROTO_E_LIMIT, reason, NULL, NULL);
+                        return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
+                }
+        }
+
         /* What holds the PMU may have changed while nobody held these CPUs. */
         for (size_t i = 0; i < req->n_cpus; i++)
                 if (!s->leases->cpus[req->cpus[i]].owner)
@@ -185,7 +202,7 @@ int server_handle_grant(Server *s, Client *c, const Request *req) {
         r = grants_put(&s->grants, req->job, req->uid, req->has_cpus ? req->cpus : NULL, req->has_cpus ? req->n_cpus : 0);
         if (r == -ENOSPC) {
                 (void) snprintf(reason, sizeof(reason), "already %zu grants, the most allowed", s->grants.n);
-                return server_reply_error(s, c, req, req->id, PROTO_E_TOO_MANY_OPS, reason, -1);
+                return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
         }
         if (r < 0)
                 return r;

@@ -106,6 +106,7 @@ static bool code_is_denial(int code) {
         case PROTO_E_NO_GRANT:
         case PROTO_E_NO_LEASE:
         case PROTO_E_OUT_OF_SCOPE:
+        case PROTO_E_LIMIT:
                 return true;
         default:
                 return false;

@@ -33,6 +33,7 @@ static const struct {
         [PROTO_E_PREEMPTED] = { "preempted", "lease was preempted", ECANCELED },
         [PROTO_E_OUT_OF_SCOPE] = { "out-of-scope", "CPU is outside the caller's scope", EPERM },
         [PROTO_E_BAD_CONFIG] = { "bad-config", "configuration refused", EINVAL },
+        [PROTO_E_LIMIT] = { "limit", "a configured limit was reached", EDQUOT },
 };
 
 const char *proto_error_name(int code) {

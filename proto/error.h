@@ -29,6 +29,7 @@ typedef enum ProtoError {
         PROTO_E_PREEMPTED = 18,        /* the caller's lease was taken by a higher role */
         PROTO_E_OUT_OF_SCOPE = 19,     /* CPU or package outside the caller's job */
         PROTO_E_BAD_CONFIG = 20,       /* reload: the new configuration was refused */
+        PROTO_E_LIMIT = 21,            /* a configured limit (leases per user, grants) was reached */
         _PROTO_E_MAX,
 } ProtoError;
 

@@ -274,6 +274,28 @@ def test_leases_and_restore(tap):
         dm.stop()
 
 
+def test_lease_limit(tap):
+    d, m, conf, dm = start("open", extra="[limits]\nleases_per_uid = 2\n")
+    try:
+        def take():
+            a, b = t.Client(dm.socket), t.Client(dm.socket)
+            first = name(a.call("lease", cpus=[0, 1]))
+            again = name(a.call("lease", cpus=[1]))
+            over = b.call("lease", cpus=[2])
+            a.call("release", cpus=[0])
+            after = name(b.call("lease", cpus=[2]))
+            return [first, again, name(over), over.get("error", {}).get("reason", ""), after]
+        got = t.in_child_as(USER, 4999, [t.USER_GID], take)
+        tap.eq(got[:3], ["ok", "ok", "limit"], "leases_per_uid counts a user's leases over all its connections")
+        tap.ok("at most 2" in got[3], "the refusal names the limit", got[3])
+        tap.eq(got[4], "ok", "a released lease makes room again")
+        c = t.Client(dm.socket)
+        tap.eq(name(c.call("lease", cpus=[0, 1, 2, 3])), "ok", "root is not limited")
+        tap.ok("code=limit" in dm.audit(), "the refusal is audited")
+    finally:
+        dm.stop()
+
+
 def test_preemption(tap):
     d, m, conf, dm = start("open")
     try:
@@ -535,5 +557,5 @@ def test_grant_revoke_race(tap):
 
 
 sys.exit(t.Tap().run([test_role_mode_scope_matrix, test_package_scope, test_cgroup_scope, test_grant_revoke_cli,
-                      test_leases_and_restore, test_preemption, test_revoke_restores, test_daemon_crash_restore,
+                      test_leases_and_restore, test_lease_limit, test_preemption, test_revoke_restores, test_daemon_crash_restore,
                       test_foreign_counters, test_reset, test_reload, test_grant_revoke_race]))

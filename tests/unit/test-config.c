@@ -36,7 +36,7 @@ static void test_defaults_when_missing(void **state) {
 }
 
 static void test_groups_and_limits(void **state) {
-        char *path = write_file("# comment\n[access]\nadmin_groups = 0 4240\nuser_groups = 4241\n[limits]\nclients = 8\nclients_per_uid = 2\n");
+        char *path = write_file("# comment\n[access]\nadmin_groups = 0 4240\nuser_groups = 4241\n[limits]\nclients = 8\nclients_per_uid = 2\nleases_per_uid = 3\n");
         char reason[256] = "";
         Config c;
 
@@ -47,6 +47,7 @@ static void test_groups_and_limits(void **state) {
         assert_int_equal(c.n_user_gids, 1);
         assert_int_equal(c.clients_max, 8);
         assert_int_equal(c.clients_per_uid_max, 2);
+        assert_int_equal(c.leases_per_uid_max, 3);
         unlink(path);
         free(path);
 }
