@@ -21,6 +21,10 @@ static const char *const request_type_names[_REQUEST_TYPE_MAX] = {
         [REQUEST_REVOKE] = "revoke",   [REQUEST_RESET] = "reset",   [REQUEST_RELOAD] = "reload",
 };
 
+static bool object_equals(const msgpack_object *o, const char *s, size_t n) {
+        return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && memcmp(o->via.str.ptr, s, n) == 0;
+}
+
 const char *request_type_to_string(RequestType t) {
         if ((unsigned) t >= _REQUEST_TYPE_MAX)
                 return NULL;
@@ -33,7 +37,30 @@ enum {
         KEY_CPUS = 1 << 1,
         KEY_JOB = 1 << 2,
         KEY_UID = 1 << 3,
+        KEY_V = 1 << 4,
+        KEY_ID = 1 << 5,
+        KEY_OP = 1 << 6,
 };
+
+/* Every key this protocol knows, by length: requests are matched against it once per key. */
+static unsigned classify_key(const msgpack_object *key) {
+        const char *p = key->via.str.ptr;
+
+        switch (key->via.str.size) {
+        case 1:
+                return p[0] == 'v' ? KEY_V : 0;
+        case 2:
+                return memcmp(p, "id", 2) == 0 ? KEY_ID : memcmp(p, "op", 2) == 0 ? KEY_OP : 0;
+        case 3:
+                return memcmp(p, "ops", 3) == 0 ? KEY_OPS :
+                       memcmp(p, "job", 3) == 0 ? KEY_JOB :
+                       memcmp(p, "uid", 3) == 0 ? KEY_UID : 0;
+        case 4:
+                return memcmp(p, "cpus", 4) == 0 ? KEY_CPUS : 0;
+        default:
+                return 0;
+        }
+}
 
 static const struct {
         unsigned allowed;
@@ -169,16 +196,17 @@ int msgpack_check(const void *data, size_t size, unsigned max_depth) {
 }
 
 bool msgpack_object_is_string(const msgpack_object *o, const char *s) {
-        size_t n = strlen(s);
-
-        return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && memcmp(o->via.str.ptr, s, n) == 0;
+        return object_equals(o, s, strlen(s));
 }
 
 const msgpack_object *msgpack_map_get(const msgpack_object *obj, const char *key) {
+        size_t n;
+
         if (!obj || obj->type != MSGPACK_OBJECT_MAP)
                 return NULL;
+        n = strlen(key);
         for (uint32_t i = 0; i < obj->via.map.size; i++)
-                if (msgpack_object_is_string(&obj->via.map.ptr[i].key, key))
+                if (object_equals(&obj->via.map.ptr[i].key, key, n))
                         return &obj->via.map.ptr[i].val;
         return NULL;
 }
@@ -378,27 +406,41 @@ static int decode_job(const msgpack_object *o, Request *req, DecodeError *e) {
 }
 
 static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *req, DecodeError *e) {
-        const msgpack_object *v, *id, *op;
+        const msgpack_object *v = NULL, *id = NULL, *op = NULL;
+        uint8_t kinds[PMUGATE_REQUEST_KEYS_MAX];
         unsigned seen = 0;
         int r;
 
-        id = msgpack_map_get(root, "id");
+        /* One pass names every key; the fixed ones are looked at first, so a refusal can echo
+         * the id and a version mismatch is reported before anything else. */
+        for (uint32_t i = 0; i < root->via.map.size; i++) {
+                const msgpack_object *key = &root->via.map.ptr[i].key;
+
+                kinds[i] = key->type == MSGPACK_OBJECT_STR ? (uint8_t) classify_key(key) : 0;
+                if (kinds[i] == KEY_ID && !id)
+                        id = &root->via.map.ptr[i].val;
+                else if (kinds[i] == KEY_V && !v)
+                        v = &root->via.map.ptr[i].val;
+                else if (kinds[i] == KEY_OP && !op)
+                        op = &root->via.map.ptr[i].val;
+        }
+
         if (!id || !get_u64(id, &req->id))
                 return refuse(e, PROTO_E_BAD_FIELD, "'id' must be present and an unsigned integer");
         e->has_id = true;
         e->id = req->id;
 
-        v = msgpack_map_get(root, "v");
         if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 != PMUGATE_PROTOCOL_VERSION)
                 return refuse(e, PROTO_E_VERSION, "this daemon speaks protocol version %u; upgrade the client",
                               PMUGATE_PROTOCOL_VERSION);
 
-        op = msgpack_map_get(root, "op");
         if (!op || op->type != MSGPACK_OBJECT_STR)
                 return refuse(e, PROTO_E_BAD_FIELD, "'op' must be present and a string");
         req->type = _REQUEST_TYPE_MAX;
-        for (unsigned t = 0; t < _REQUEST_TYPE_MAX; t++)
-                if (msgpack_object_is_string(op, request_type_names[t]))
+        for (unsigned t = 0; t < _REQUEST_TYPE_MAX && req->type == _REQUEST_TYPE_MAX; t++)
+                if (op->via.str.size > 0 && op->via.str.ptr[0] == request_type_names[t][0] &&
+                    op->via.str.size == strlen(request_type_names[t]) &&
+                    memcmp(op->via.str.ptr, request_type_names[t], op->via.str.size) == 0)
                         req->type = t;
         if (req->type == _REQUEST_TYPE_MAX)
                 return refuse(e, PROTO_E_UNKNOWN_OP, "unknown operation '%.*s'",
@@ -410,19 +452,14 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
 
                 if (key->type != MSGPACK_OBJECT_STR)
                         return refuse(e, PROTO_E_BAD_FIELD, "map keys must be strings");
-                if (msgpack_object_is_string(key, "v") || msgpack_object_is_string(key, "id") ||
-                    msgpack_object_is_string(key, "op"))
+                bit = kinds[i];
+                if (bit & (KEY_V | KEY_ID | KEY_OP)) {
+                        if (seen & bit)
+                                return refuse(e, PROTO_E_BAD_FIELD, "duplicate key '%.*s'", (int) key->via.str.size,
+                                              key->via.str.ptr);
+                        seen |= bit;
                         continue;
-                if (msgpack_object_is_string(key, "ops"))
-                        bit = KEY_OPS;
-                else if (msgpack_object_is_string(key, "cpus"))
-                        bit = KEY_CPUS;
-                else if (msgpack_object_is_string(key, "job"))
-                        bit = KEY_JOB;
-                else if (msgpack_object_is_string(key, "uid"))
-                        bit = KEY_UID;
-                else
-                        bit = 0;
+                }
                 if (!(request_keys[req->type].allowed & bit))
                         return refuse(e, PROTO_E_BAD_FIELD, "unknown key '%.*s' for operation '%s'",
                                       (int) (key->via.str.size > 32 ? 32 : key->via.str.size), key->via.str.ptr,
@@ -455,6 +492,7 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                         return r;
         }
 
+        seen &= ~(unsigned) (KEY_V | KEY_ID | KEY_OP);
         if ((seen & request_keys[req->type].required) != request_keys[req->type].required)
                 return refuse(e, PROTO_E_BAD_FIELD, "operation '%s' is missing a required key",
                               request_type_names[req->type]);
@@ -622,22 +660,54 @@ int pack_key_bool(msgpack_packer *pk, const char *key, bool value) {
         return (value ? msgpack_pack_true(pk) : msgpack_pack_false(pk)) < 0 ? -ENOMEM : 0;
 }
 
-int request_pack_begin(msgpack_packer *pk, uint64_t id, const char *op, size_t extra_keys) {
-        if (msgpack_pack_map(pk, 3 + extra_keys) < 0)
-                return -ENOMEM;
-        if (pack_key_uint(pk, "v", PMUGATE_PROTOCOL_VERSION) < 0 || pack_key_uint(pk, "id", id) < 0 ||
-            pack_key_string(pk, "op", op) < 0)
+/* Every message starts {"v": 1, "id": ID, ...}. With fewer than 16 keys these bytes are a
+ * fixmap header, fixstr keys and a fixint version: written at once rather than value by value
+ * through the packer, as every request and reply needs them. */
+#define MSGPACK_FIXMAP 0x80
+#define MSGPACK_FIXMAP_MAX 15U
+#define MSGPACK_FIXSTR 0xa0
+#define MSGPACK_TRUE 0xc3
+
+_Static_assert(PMUGATE_PROTOCOL_VERSION <= 0x7f, "the version must be a positive fixint");
+
+static int pack_head(msgpack_packer *pk, uint64_t id, size_t keys) {
+        const char head[] = {
+                (char) (MSGPACK_FIXMAP | keys), (char) (MSGPACK_FIXSTR | 1), 'v', (char) PMUGATE_PROTOCOL_VERSION,
+                (char) (MSGPACK_FIXSTR | 2), 'i', 'd',
+        };
+
+        if (keys > MSGPACK_FIXMAP_MAX) {
+                /* Large maps (hello) are rare: the packer writes their header. */
+                if (msgpack_pack_map(pk, keys) < 0 || pack_key_uint(pk, "v", PMUGATE_PROTOCOL_VERSION) < 0 ||
+                    pack_key_uint(pk, "id", id) < 0)
+                        return -ENOMEM;
+                return 0;
+        }
+        if (pk->callback(pk->data, head, sizeof(head)) < 0 || msgpack_pack_uint64(pk, id) < 0)
                 return -ENOMEM;
         return 0;
 }
 
+int request_pack_begin(msgpack_packer *pk, uint64_t id, const char *op, size_t extra_keys) {
+        static const char op_key[] = { (char) (MSGPACK_FIXSTR | 2), 'o', 'p' };
+        int r;
+
+        r = pack_head(pk, id, 3 + extra_keys);
+        if (r < 0)
+                return r;
+        if (pk->callback(pk->data, op_key, sizeof(op_key)) < 0)
+                return -ENOMEM;
+        return pack_string(pk, op);
+}
+
 int reply_pack_begin(msgpack_packer *pk, uint64_t id, size_t extra_keys) {
-        if (msgpack_pack_map(pk, 3 + extra_keys) < 0)
-                return -ENOMEM;
-        if (pack_key_uint(pk, "v", PMUGATE_PROTOCOL_VERSION) < 0 || pack_key_uint(pk, "id", id) < 0 ||
-            pack_key_bool(pk, "ok", true) < 0)
-                return -ENOMEM;
-        return 0;
+        static const char ok_true[] = { (char) (MSGPACK_FIXSTR | 2), 'o', 'k', (char) MSGPACK_TRUE };
+        int r;
+
+        r = pack_head(pk, id, 3 + extra_keys);
+        if (r < 0)
+                return r;
+        return pk->callback(pk->data, ok_true, sizeof(ok_true)) < 0 ? -ENOMEM : 0;
 }
 
 int reply_pack_error(msgpack_packer *pk, uint64_t id, int code, const char *reason, int64_t op_index) {

@@ -63,6 +63,56 @@ static void test_hello(void **state) {
         assert_int_equal(req.id, 42);
 }
 
+/* The fast header bytes equal what msgpack-c's packer writes for the same map. */
+static void test_headers_match_msgpack_c(void **state) {
+        static const uint64_t ids[] = { 0, 1, 127, 128, 65536, UINT64_MAX };
+        (void) state;
+
+        for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+                msgpack_sbuffer mine, theirs;
+                msgpack_packer a, b;
+
+                msgpack_sbuffer_init(&mine);
+                msgpack_sbuffer_init(&theirs);
+                msgpack_packer_init(&a, &mine, msgpack_sbuffer_write);
+                msgpack_packer_init(&b, &theirs, msgpack_sbuffer_write);
+                assert_int_equal(request_pack_begin(&a, ids[i], "batch", 1), 0);
+                assert_int_equal(reply_pack_begin(&a, ids[i], 2), 0);
+                assert_int_equal(reply_pack_begin(&a, ids[i], 14), 0);
+                msgpack_pack_map(&b, 4);
+                pack_key_uint(&b, "v", PMUGATE_PROTOCOL_VERSION);
+                pack_key_uint(&b, "id", ids[i]);
+                pack_key_string(&b, "op", "batch");
+                msgpack_pack_map(&b, 5);
+                pack_key_uint(&b, "v", PMUGATE_PROTOCOL_VERSION);
+                pack_key_uint(&b, "id", ids[i]);
+                pack_key_bool(&b, "ok", true);
+                msgpack_pack_map(&b, 17);
+                pack_key_uint(&b, "v", PMUGATE_PROTOCOL_VERSION);
+                pack_key_uint(&b, "id", ids[i]);
+                pack_key_bool(&b, "ok", true);
+                assert_int_equal(mine.size, theirs.size);
+                assert_memory_equal(mine.data, theirs.data, mine.size);
+                msgpack_sbuffer_destroy(&mine);
+                msgpack_sbuffer_destroy(&theirs);
+        }
+}
+
+static void test_duplicate_fixed_keys(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        msgpack_pack_map(&f->pk, 4);
+        pack_key_uint(&f->pk, "v", 1);
+        pack_key_uint(&f->pk, "id", 3);
+        pack_key_string(&f->pk, "op", "hello");
+        pack_key_string(&f->pk, "op", "batch");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "duplicate"));
+        assert_true(e.has_id);
+}
+
 static void test_batch_ops(void **state) {
         Fixture *f = *state;
         DecodeError e;
@@ -296,6 +346,8 @@ static void test_int_arrays_match_msgpack_c(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_hello, setup, teardown),
+                cmocka_unit_test(test_headers_match_msgpack_c),
+                cmocka_unit_test_setup_teardown(test_duplicate_fixed_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_batch_ops, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sweep_is_cpu_major, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sweep_limit_checked_before_expansion, setup, teardown),
