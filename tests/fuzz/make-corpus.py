@@ -42,6 +42,13 @@ seeds = {
     "reserved-byte": b"\xc1",
     "empty": b"",
     "sweep-overflow": req("batch", ops=[["R", list(range(100)), list(range(100))]]),
+    "batch-masked-write": req("batch", ops=[["wm", 0, 0x38F, 1, 1], ["wm", 0, 0x38D, 0x3000, 0xF000]]),
+    "masked-write-no-mask": req("batch", ops=[["wm", 0, 0x38F, 1]]),
+    "release-all": req("release"),
+    "reset-cpus": req("reset", cpus=[0, 1, 2]),
+    "reload": req("reload"),
+    "duplicate-op": b"\x84\xa1v\x01\xa2id\x01\xa2op\xa5hello\xa2op\xa5batch",
+    "integer-key": msgpack.packb({"v": 1, "id": 1, "op": "hello", 7: 1}),
 }
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
