@@ -394,6 +394,22 @@ def test_daemon_crash_restore(tap):
         dm.stop()
 
 
+def test_daemon_stop_restores(tap):
+    d, m, conf, dm = start("open")
+    try:
+        m.set_msr(2, EVTSEL0, 0x11)
+        c = t.Client(dm.socket)
+        c.call("lease", cpus=[2])
+        c.batch([["w", 2, EVTSEL0, 0x43003C], ["w", 2, PMC0, 5]])
+        rc = dm.stop()
+        tap.eq(rc, 0, "SIGTERM with a lease held: the daemon exits cleanly")
+        tap.eq((m.msr(2, EVTSEL0), m.msr(2, PMC0)), (0x11, 0), "and restores what the lease wrote before it goes")
+        tap.eq(os.listdir(os.path.join(dm.runtime_dir, "state")), [], "leaving no journal behind")
+        tap.ok("event=lease-end" in dm.audit(), "the lease's end is audited")
+    finally:
+        dm.stop()
+
+
 def test_foreign_counters(tap):
     # The simulator models the kernel's NMI watchdog on fixed counter 1 register for register.
     d = t.workdir()
@@ -557,5 +573,6 @@ def test_grant_revoke_race(tap):
 
 
 sys.exit(t.Tap().run([test_role_mode_scope_matrix, test_package_scope, test_cgroup_scope, test_grant_revoke_cli,
-                      test_leases_and_restore, test_lease_limit, test_preemption, test_revoke_restores, test_daemon_crash_restore,
-                      test_foreign_counters, test_reset, test_reload, test_grant_revoke_race]))
+                      test_leases_and_restore, test_lease_limit, test_preemption, test_revoke_restores,
+                      test_daemon_crash_restore, test_daemon_stop_restores, test_foreign_counters, test_reset,
+                      test_reload, test_grant_revoke_race]))
