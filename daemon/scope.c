@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/stat.h>
 
 #include "cpulist.h"
 #include "error.h"
@@ -18,7 +19,9 @@
 
 #define CGROUP_PATH_MAX 2048
 
-void scope_job_of_cgroup(const char *path, char *job, size_t size) {
+/* Returns the length of path up to the end of its "job_<ID>" component (0 when there is none)
+ * and the ID in job. */
+static size_t find_job(const char *path, char *job, size_t size) {
         const char *p = path;
 
         job[0] = '\0';
@@ -32,12 +35,32 @@ void scope_job_of_cgroup(const char *path, char *job, size_t size) {
                 }
                 p += 4;
                 n = strcspn(p, "/\n");
-                if (n > 0 && n < size) {
-                        memcpy(job, p, n);
-                        job[n] = '\0';
-                }
-                return;
+                if (n == 0 || n >= size)
+                        return 0;
+                memcpy(job, p, n);
+                job[n] = '\0';
+                return (size_t) (p + n - path);
         }
+        return 0;
+}
+
+/* Whether the job's cgroup directory belongs to root. The batch system (slurmstepd, as root)
+ * creates it; with cgroup v2 delegation a user may create cgroups of their own, and one named
+ * job_<ID> with a cpuset of their choosing must not stand for the job. */
+static bool job_cgroup_trusted(const char *cgroup_root, const char *path, size_t job_end, bool v2) {
+        static const char *const v2_bases[] = { "", "/unified" }, *const v1_bases[] = { "/cpuset" };
+        const char *const *bases = v2 ? v2_bases : v1_bases;
+        size_t n_bases = v2 ? ELEMENTSOF(v2_bases) : ELEMENTSOF(v1_bases);
+
+        for (size_t i = 0; i < n_bases; i++) {
+                char dir[CGROUP_PATH_MAX + 600];
+                struct stat st;
+
+                (void) snprintf(dir, sizeof(dir), "%s%s%.*s", cgroup_root, bases[i], (int) job_end, path);
+                if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+                        return st.st_uid == 0;
+        }
+        return false;
 }
 
 /* The cgroup paths of pid: the v2 path ("0::") and the v1 cpuset path, as far as present. */
@@ -149,6 +172,8 @@ int scope_resolve(const char *cgroup_root, const Peer *peer, const Grants *grant
                   size_t reason_size) {
         char v2[CGROUP_PATH_MAX], v1[CGROUP_PATH_MAX], job[PMUGATE_STRING_MAX + 1];
         const Grant *grant;
+        size_t job_end;
+        bool job_v2;
         Scope s = {};
 
         if (!grants_has_uid(grants, peer->uid))
@@ -159,11 +184,16 @@ int scope_resolve(const char *cgroup_root, const Peer *peer, const Grants *grant
                 return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
                                 "cannot tell which job pid %d belongs to (has it exited?)", (int) peer->pid);
 
-        scope_job_of_cgroup(v2, job, sizeof(job));
-        if (!job[0])
-                scope_job_of_cgroup(v1, job, sizeof(job));
+        job_end = find_job(v2, job, sizeof(job));
+        job_v2 = job_end > 0;
+        if (!job_v2)
+                job_end = find_job(v1, job, sizeof(job));
 
         if (job[0]) {
+                if (!job_cgroup_trusted(cgroup_root, job_v2 ? v2 : v1, job_end, job_v2))
+                        return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
+                                        "the cgroup of job %s is not the batch system's (not owned by root); "
+                                        "run inside your job", job);
                 grant = grants_find(grants, job);
                 if (!grant || grant->uid != peer->uid)
                         return no_grant(reason, reason_size, PROTO_E_NO_GRANT,

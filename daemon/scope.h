@@ -3,7 +3,8 @@
  * A job-mode caller's scope: the CPUs of its job, from the grant's explicit CPU list or from
  * the cpuset cgroup the caller runs in (Slurm creates it after the prolog), read at request
  * time. The caller's cgroup is read from /proc/PID/cgroup and then checked against the
- * caller's pidfd, so a pid recycled by another process is never believed.
+ * caller's pidfd, so a pid recycled by another process is never believed; and the job's cgroup
+ * must belong to root, so a cgroup a user made (v2 delegation) cannot pose as a job.
  */
 #pragma once
 
@@ -24,5 +25,3 @@ typedef struct Scope {
 int scope_resolve(const char *cgroup_root, const Peer *peer, const Grants *grants, Scope *ret, char *reason,
                   size_t reason_size);
 
-/* Finds "job_<ID>" in a cgroup path; returns the ID in job (empty when there is none). */
-void scope_job_of_cgroup(const char *path, char *job, size_t size);

@@ -416,6 +416,7 @@ class Cgroup:
         os.makedirs(os.path.dirname(fake), exist_ok=True)
         with open(fake, "w") as f:
             f.write(cpus + "\n")
+        self.fake_job_dir = os.path.dirname(fake)
 
     def remove(self):
         for d in reversed(self.dirs):

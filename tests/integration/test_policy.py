@@ -156,6 +156,13 @@ def test_cgroup_scope(tap):
                                      groups=[t.USER_GID], join=cg.procs)
             tap.ok(rc == 1 and "no grant for job 31%d" % version in err and "[no-grant]" in err,
                    "cgroup v%d: the CLI says which job lacks a grant" % version, err)
+
+            # A job cgroup the user owns (as cgroup v2 delegation allows) is not the batch system's.
+            ctl(dm, "grant", "--job", "31%d" % version, "--uid", str(USER))
+            os.chown(cg.fake_job_dir, USER, 4999)
+            r = t.in_child_as(USER, 4999, [t.USER_GID], outside, join=cg.procs)
+            tap.ok(name(r) == "no-grant" and "not owned by root" in r["error"]["reason"],
+                   "cgroup v%d: a job cgroup the user owns does not count as the job" % version, r)
         finally:
             dm.stop()
             cg.remove()
