@@ -31,7 +31,7 @@ const char *role_to_string(Role r) {
 int peer_from_socket(int fd, Peer *ret) {
         struct ucred uc;
         socklen_t len = sizeof(uc);
-        Peer p = { .pidfd = -EBADF };
+        Peer p = { .pidfd = -EBADF, .cgroup_fd = -EBADF };
         int pidfd;
 
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
@@ -65,7 +65,9 @@ int peer_from_socket(int fd, Peer *ret) {
 void peer_done(Peer *p) {
         if (p->pidfd >= 0)
                 (void) close(p->pidfd);
-        p->pidfd = -EBADF;
+        if (p->cgroup_fd >= 0)
+                (void) close(p->cgroup_fd);
+        p->pidfd = p->cgroup_fd = -EBADF;
 }
 
 static bool in_gids(const Peer *p, const gid_t *gids, size_t n) {

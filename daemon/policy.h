@@ -17,6 +17,7 @@ typedef struct Peer {
         gid_t gid;
         pid_t pid;
         int pidfd;      /* pins the process, so a recycled pid is never mistaken for it */
+        int cgroup_fd;  /* its /proc/PID/cgroup, opened at the first job-scope look-up */
         gid_t groups[PEER_GROUPS_MAX];
         size_t n_groups;
 } Peer;

@@ -3,6 +3,7 @@
  * Job scope from grants and cgroups
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cpulist.h"
 #include "error.h"
@@ -18,6 +20,7 @@
 #include "scope.h"
 
 #define CGROUP_PATH_MAX 2048
+#define CGROUP_FILE_MAX (16U * 1024U)   /* /proc/PID/cgroup: one line per hierarchy */
 
 /* Returns the length of path up to the end of its "job_<ID>" component (0 when there is none)
  * and the ID in job. */
@@ -64,22 +67,53 @@ static bool job_cgroup_trusted(const char *cgroup_root, const char *path, size_t
 }
 
 /* The cgroup paths of pid: the v2 path ("0::") and the v1 cpuset path, as far as present. */
-static int read_proc_cgroup(pid_t pid, char *v2, char *v1_cpuset, size_t size) {
-        _cleanup_fclose_ FILE *f = NULL;
-        char path[64], line[CGROUP_PATH_MAX + 64];
+/* Whether the process behind pidfd still exists. Checked after reading /proc/PID: a pid is
+ * not reused while its process (or zombie) exists, so what was read belonged to the peer.
+ * The daemon may lack the right to signal the caller (EPERM): that process is alive too. */
+static bool pidfd_alive(int pidfd) {
+        return pidfd_send_signal(pidfd, 0, NULL, 0) == 0 || errno == EPERM;
+}
 
-        v2[0] = v1_cpuset[0] = '\0';
-        (void) snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
+/* The peer's /proc/PID/cgroup stays open for the connection: the open file belongs to that
+ * process (a pid reused later gets a new proc entry, and reads of this one fail), so it is
+ * opened once, checked against the pidfd once, and read again at every request. */
+static int open_proc_cgroup(Peer *peer) {
+        char path[64];
+        int fd;
+
+        if (peer->cgroup_fd >= 0)
+                return 0;
+        if (peer->pidfd < 0)
+                return -ESRCH;
+        (void) snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) peer->pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return -errno;
-        while (fgets(line, sizeof(line), f)) {
-                char *first = strchr(line, ':'), *second, *nl;
+        if (!pidfd_alive(peer->pidfd)) {
+                (void) close(fd);
+                return -ESRCH;
+        }
+        peer->cgroup_fd = fd;
+        return 0;
+}
+
+static int read_proc_cgroup(int fd, char *v2, char *v1_cpuset, size_t size) {
+        _cleanup_free_ char *text = malloc(CGROUP_FILE_MAX + 1);
+        char *lines = NULL;
+        ssize_t length;
+
+        if (!text)
+                return -ENOMEM;
+        v2[0] = v1_cpuset[0] = '\0';
+        length = pread(fd, text, CGROUP_FILE_MAX, 0);
+        if (length < 0)
+                return -errno;
+        text[length] = '\0';
+        for (char *line = strtok_r(text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
+                char *first = strchr(line, ':'), *second;
 
                 if (!first || !(second = strchr(first + 1, ':')))
                         continue;
-                if ((nl = strchr(second, '\n')))
-                        *nl = '\0';
                 if (strncmp(line, "0::", 3) == 0)
                         (void) snprintf(v2, size, "%s", second + 1);
                 else {
@@ -152,13 +186,6 @@ static int cgroup_cpus(const char *cgroup_root, const char *v2, const char *v1_c
         return -ENOENT;
 }
 
-/* Whether the process behind pidfd still exists. Checked after reading /proc/PID: a pid is
- * not reused while its process (or zombie) exists, so what was read belonged to the peer.
- * The daemon may lack the right to signal the caller (EPERM): that process is alive too. */
-static bool pidfd_alive(int pidfd) {
-        return pidfd_send_signal(pidfd, 0, NULL, 0) == 0 || errno == EPERM;
-}
-
 _printf_(4, 5) static int no_grant(char *reason, size_t size, int code, const char *fmt, ...) {
         va_list ap;
 
@@ -168,7 +195,7 @@ _printf_(4, 5) static int no_grant(char *reason, size_t size, int code, const ch
         return code;
 }
 
-int scope_resolve(const char *cgroup_root, const Peer *peer, const Grants *grants, Scope *ret, char *reason,
+int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Scope *ret, char *reason,
                   size_t reason_size) {
         char v2[CGROUP_PATH_MAX], v1[CGROUP_PATH_MAX], job[PMUGATE_STRING_MAX + 1];
         const Grant *grant;
@@ -180,7 +207,7 @@ int scope_resolve(const char *cgroup_root, const Peer *peer, const Grants *grant
                 return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
                                 "no job grant for uid %u on this node: run inside your job, or ask your admin",
                                 (unsigned) peer->uid);
-        if (peer->pidfd < 0 || read_proc_cgroup(peer->pid, v2, v1, sizeof(v2)) < 0 || !pidfd_alive(peer->pidfd))
+        if (open_proc_cgroup(peer) < 0 || read_proc_cgroup(peer->cgroup_fd, v2, v1, sizeof(v2)) < 0)
                 return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
                                 "cannot tell which job pid %d belongs to (has it exited?)", (int) peer->pid);
 

@@ -22,6 +22,6 @@ typedef struct Scope {
 /* Returns 0 with ret filled, or a positive ProtoError (PROTO_E_NO_GRANT) with reason saying
  * what to do. cgroup_root is where the cgroup file systems are mounted ("/sys/fs/cgroup",
  * under --root for tests). */
-int scope_resolve(const char *cgroup_root, const Peer *peer, const Grants *grants, Scope *ret, char *reason,
+int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Scope *ret, char *reason,
                   size_t reason_size);
 
