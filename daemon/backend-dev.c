@@ -108,11 +108,6 @@ static const BackendVTable dev_vtable = {
         .free = dev_free,
 };
 
-Backend *backend_free(Backend *b) {
-        if (b)
-                b->vtable->free(b);
-        return NULL;
-}
 DEFINE_TRIVIAL_CLEANUP_FUNC(Backend *, backend_free);
 
 static const char *msr_open_hint(int error) {

@@ -14,7 +14,6 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "cpulist.h"
 #include "error.h"
 #include "log.h"
 #include "server.h"
