@@ -259,6 +259,29 @@ static int journal_counters_started_by(const BatchContext *ctx, const RegOp *op)
         return r;
 }
 
+/* The PCI analogue: programming a unit (say a memory controller channel) can start its
+ * counters, which clients cannot write; they are journaled, as counters to zero, ahead of the
+ * unit's first written register. */
+static int journal_unit_counters(const BatchContext *ctx, uint32_t anchor, uint32_t unit) {
+        const MachineUnit *u = &ctx->machine->units[unit];
+        const Allowlist *a = ctx->allowlist;
+        int r = 0;
+
+        for (size_t i = 0; i < a->n_pci && r == 0; i++) {
+                const AllowEntry *e = &a->pci[i];
+
+                if (!(e->flags & ALLOW_FLAG_COUNTER) || e->pci_vendor != u->vendor || e->pci_device != u->device)
+                        continue;
+                for (uint32_t offset = e->first; offset <= e->last && r == 0; offset += e->width) {
+                        RegOp counter = { .kind = REG_OP_PCI_WRITE, .target = unit, .reg = offset, .mask = UINT64_MAX };
+
+                        if (leases_journal_needed(ctx->leases, anchor, &counter))
+                                r = leases_journal_add(ctx->leases, anchor, &counter, e, 0);
+                }
+        }
+        return r;
+}
+
 static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, const AllowEntry *e, uint64_t *ret) {
         uint64_t old = 0, mask = e->write_mask & op->mask, full = width_mask(e->width);
         uint32_t anchor;
@@ -281,11 +304,9 @@ static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, c
                         return r;
         }
         if (journal) {
-                if (!reg_op_is_pci(op)) {
-                        r = journal_counters_started_by(ctx, op);
-                        if (r < 0)
-                                return r;
-                }
+                r = reg_op_is_pci(op) ? journal_unit_counters(ctx, anchor, op->target) : journal_counters_started_by(ctx, op);
+                if (r < 0)
+                        return r;
                 r = leases_journal_add(ctx->leases, anchor, op, e, old);
                 if (r < 0)
                         return r;

@@ -257,6 +257,12 @@ def test_rapl_and_imc(tap):
         tap.eq(values(c, [["pr", u, 0xA0]])[0], frozen, "BOX_CTL freeze stops the box's counters")
         values(c, [["pw", u, 0xF4, 0x2]])
         tap.ok(values(c, [["pr", u, 0xA0]])[0] < frozen, "BOX_CTL reset clears them")
+        values(c, [["pw", u, 0xF4, 0x0]])
+        spin(c, 10)
+        tap.ok(values(c, [["pr", u, 0xA0]])[0] > 0, "they count again")
+        c.call("release")
+        tap.eq(values(c, [["pr", u, 0xD8], ["pr", u, 0xA0], ["pr", u, 0xA8]]), [0, 0, 0],
+               "when the lease ends, the box's controls are restored and its counts zeroed")
     finally:
         dm.stop()
 
