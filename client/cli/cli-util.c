@@ -47,10 +47,9 @@ int cli_parse_u64(const char *s, uint64_t *ret) {
         return 0;
 }
 
-int cli_parse_cpus(const char *s, const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n) {
+int cli_parse_cpus(const char *s, uint32_t **ret_cpus, size_t *ret_n) {
         /* CPUs past the machine's last are accepted here so the daemon can name them in its
-         * refusal; info is for future checks that need the topology. */
-        (void) info;
+         * refusal. */
         return cpulist_parse(s, PMUGATE_CPUS_MAX, ret_cpus, ret_n);
 }
 

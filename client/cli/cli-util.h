@@ -28,8 +28,8 @@ int cli_report(const char *prog, pmugate *c, int error, const char *what);
 /* Parses a hex (0x) or decimal unsigned 64-bit number. */
 int cli_parse_u64(const char *s, uint64_t *ret);
 
-/* Parses a CPU list ("0-3,8") against the machine's CPU count. */
-int cli_parse_cpus(const char *s, const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n);
+/* Parses a CPU list ("0-3,8"); CPUs the machine lacks are left for the daemon to refuse by name. */
+int cli_parse_cpus(const char *s, uint32_t **ret_cpus, size_t *ret_n);
 
 /* Resolves a register given as a number or an allowlist name. */
 int cli_parse_register(const char *s, const pmugate_info *info, bool pci, uint32_t *ret);

@@ -306,7 +306,7 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
                 return -EINVAL;
         }
         a.pci = !!units;
-        r = cli_parse_cpus(cpus ?: units, info, &a.targets, &a.n_targets);
+        r = cli_parse_cpus(cpus ?: units, &a.targets, &a.n_targets);
         if (r < 0) {
                 fprintf(stderr, "pmugate: bad %s list '%s': %s\n", cpus ? "CPU" : "unit", cpus ?: units, pmugate_strerror(r));
                 return r;

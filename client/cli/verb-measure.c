@@ -206,7 +206,7 @@ static int cpus_of(const MeasureArgs *a, const pmugate_info *info, uint32_t **re
         size_t n = 0;
 
         if (list)
-                return cli_parse_cpus(list, info, ret, ret_n);
+                return cli_parse_cpus(list, ret, ret_n);
         /* all online CPUs, like perf stat -a */
         cpus = calloc(info->n_cpus ?: 1, sizeof(uint32_t));
         if (!cpus)
