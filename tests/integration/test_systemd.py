@@ -19,8 +19,8 @@ SERVICE = os.path.join(t.BUILD, "systemd", "pmugated.service")
 SOURCE_UNITS = os.path.abspath(os.path.join(t.SOURCE, "systemd"))
 SOCKET_UNIT = os.path.join(SOURCE_UNITS, "pmugated.socket")
 
-# Exactly what start-up needs (daemon/backend-dev.c, daemon/privileges.c, the state directory
-# in daemon/main.c and daemon/server.c); one more is a hole, one fewer and the daemon cannot start.
+# Exactly what start-up needs (daemon/backend/backend-dev.c, daemon/privileges.c, the state directory
+# in daemon/main.c and daemon/server/server.c); one more is a hole, one fewer and the daemon cannot start.
 START_UP_CAPS = {"CAP_SYS_RAWIO", "CAP_SYS_ADMIN", "CAP_CHOWN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
 # A fake machine is plain files, so these two cannot be shown to be needed here.
 DEVICE_CAPS = {"CAP_SYS_RAWIO", "CAP_SYS_ADMIN"}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The server: one sd-event loop, one listening SOCK_SEQPACKET socket (socket-activated or
- * bound by us), one Client per connection, one request per message.
+ * bound by us), one Session per connection, one request per message, handled to completion
+ * before the next (handlers/ answers it).
  */
 #pragma once
 
@@ -22,25 +23,11 @@
 #include "pmu.h"
 #include "policy.h"
 #include "scope.h"
+#include "session.h"
 
 typedef struct Server Server;
-typedef struct Client Client;
 
-struct Client {
-        Server *server;
-        Client *prev, *next;
-        int fd;
-        sd_event_source *io;
-        Peer peer;
-        Rights rights;
-        uint64_t requests;
-        Scope scope;            /* job-mode users: resolved again at every request */
-        bool preempted;         /* a user took over one of this client's leases */
-        CpuSet preempted_cpus;
-        /* A reply the socket would not take yet; reading pauses until it is sent. */
-        char *pending;
-        size_t pending_size;
-};
+
 
 typedef struct ServerCounters {
         uint64_t connections;
@@ -69,8 +56,8 @@ struct Server {
         Leases *leases;
         Pmu *pmu;
 
-        Client *clients;
-        unsigned n_clients;
+        Session *sessions;
+        unsigned n_sessions;
         ServerCounters counters;
 
         /* Scratch space shared by all clients: requests are handled one at a time. */
@@ -99,32 +86,14 @@ int server_listen(Server *s);
 
 int server_run(Server *s);
 
-/* Request handlers (requests.c). Each packs a complete reply into s->reply. */
-int server_handle_hello(Server *s, Client *c, const Request *req);
-int server_handle_batch(Server *s, Client *c, const Request *req);
-int server_handle_status(Server *s, Client *c, const Request *req);
-int server_handle_lease(Server *s, Client *c, const Request *req);
-int server_handle_release(Server *s, Client *c, const Request *req);
-int server_handle_grant(Server *s, Client *c, const Request *req);
-int server_handle_revoke(Server *s, Client *c, const Request *req);
-int server_handle_reset(Server *s, Client *c, const Request *req);
-int server_handle_reload(Server *s, Client *c, const Request *req);
-
-/* Ends every lease of c, restoring what it wrote, and audits it. */
-void server_end_leases(Server *s, Client *c, const char *why);
-
-/* Resolves c's scope for this request when its role is scoped. Returns 0, or packs a refusal
- * and returns the positive ProtoError. */
-int server_resolve_scope(Server *s, Client *c, const Request *req);
-
 /* Packs an empty success reply with extra_keys left to fill. */
 int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret);
 
 /* Packs an error reply into s->reply and audits it when it is a denial. */
-int server_reply_error(Server *s, Client *c, const Request *req, uint64_t id, int code, const char *reason,
+int server_reply_error(Server *s, Session *c, const Request *req, uint64_t id, int code, const char *reason,
                        int64_t op_index);
 
-void server_audit_denial(Server *s, const Client *c, const char *op, int code, const char *reason, const char *cpus,
+void server_audit_denial(Server *s, const Session *c, const char *op, int code, const char *reason, const char *cpus,
                          const char *regs);
-void server_audit(Server *s, const Client *c, const char *event, const char *verdict, const char *job, const char *cpus,
+void server_audit(Server *s, const Session *c, const char *event, const char *verdict, const char *job, const char *cpus,
                   const char *reason, uint64_t count);

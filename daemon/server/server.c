@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Server: sockets, clients and request dispatch
+ * Server: the listening socket, accepting sessions, the event loop
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,257 +20,17 @@
 
 #define AUDIT_FLUSH_USEC (10U * 1000U * 1000U)
 
-void server_audit(Server *s, const Client *c, const char *event, const char *verdict, const char *job, const char *cpus,
-                  const char *reason, uint64_t count) {
-        AuditRecord rec = {
-                .event = event,
-                .verdict = verdict,
-                .uid = c->peer.uid,
-                .gid = c->peer.gid,
-                .pid = c->peer.pid,
-                .job = job,
-                .cpus = cpus,
-                .reason = reason,
-                .count = count,
-        };
-
-        audit_emit(s->audit, &rec);
-}
-
-static Client *client_free(Client *c) {
-        Server *s;
-
-        if (!c)
-                return NULL;
-        s = c->server;
-        server_end_leases(s, c, "client disconnected");
-        peer_done(&c->peer);
-        if (c->prev)
-                c->prev->next = c->next;
-        else if (s->clients == c)
-                s->clients = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        s->n_clients--;
-        sd_event_source_disable_unref(c->io);
-        if (c->fd >= 0)
-                (void) close(c->fd);
-        free(c->pending);
-        log_debug("Client uid=%u pid=%d disconnected", (unsigned) c->peer.uid, (int) c->peer.pid);
-        free(c);
-        return NULL;
-}
-
-/* Sends s->reply. A full socket buffer keeps the reply as pending and stops reading from
- * this client until it drains, so a client that never reads cannot make us queue without
- * bound. Returns negative errno when the client must be dropped. */
-static int client_send_reply(Client *c) {
-        Server *s = c->server;
-        ssize_t n;
-
-        n = send(c->fd, s->reply.data, s->reply.size, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n >= 0)
-                return 0;
-        if (errno != EAGAIN)
-                return -errno;
-        c->pending = malloc(s->reply.size);
-        if (!c->pending)
-                return -ENOMEM;
-        memcpy(c->pending, s->reply.data, s->reply.size);
-        c->pending_size = s->reply.size;
-        return sd_event_source_set_io_events(c->io, EPOLLOUT);
-}
-
-static int client_flush_pending(Client *c) {
-        ssize_t n = send(c->fd, c->pending, c->pending_size, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-        if (n < 0)
-                return errno == EAGAIN ? 0 : -errno;
-        free(c->pending);
-        c->pending = NULL;
-        c->pending_size = 0;
-        return sd_event_source_set_io_events(c->io, EPOLLIN);
-}
-
-static bool code_is_denial(int code) {
-        switch (code) {
-        case PROTO_E_NOT_AUTHORIZED:
-        case PROTO_E_REG_NOT_ALLOWED:
-        case PROTO_E_REG_FORBIDDEN:
-        case PROTO_E_READ_ONLY:
-        case PROTO_E_NO_SUCH_CPU:
-        case PROTO_E_NO_SUCH_UNIT:
-        case PROTO_E_TOO_MANY_CLIENTS:
-        case PROTO_E_BUSY:
-        case PROTO_E_NO_GRANT:
-        case PROTO_E_NO_LEASE:
-        case PROTO_E_OUT_OF_SCOPE:
-        case PROTO_E_LIMIT:
-                return true;
-        default:
-                return false;
-        }
-}
-
-void server_audit_denial(Server *s, const Client *c, const char *op, int code, const char *reason, const char *cpus,
-                         const char *regs) {
-        AuditRecord rec = {
-                .event = "deny",
-                .verdict = "denied",
-                .uid = c->peer.uid,
-                .gid = c->peer.gid,
-                .pid = c->peer.pid,
-                .op = op,
-                .code = proto_error_name(code),
-                .reason = reason,
-                .cpus = cpus,
-                .regs = regs,
-        };
-
-        s->counters.denials++;
-        audit_emit(s->audit, &rec);
-}
-
-int server_reply_error(Server *s, Client *c, const Request *req, uint64_t id, int code, const char *reason,
-                       int64_t op_index) {
-        msgpack_packer pk;
-
-        msgpack_sbuffer_clear(&s->reply);
-        msgpack_packer_init(&pk, &s->reply, msgpack_sbuffer_write);
-        if (code_is_denial(code) || code == PROTO_E_PREEMPTED) {
-                if (req && req->type == REQUEST_BATCH && code != PROTO_E_PREEMPTED)
-                        ;       /* batch denials are audited with their CPUs and registers */
-                else
-                        server_audit_denial(s, c, req ? request_type_to_string(req->type) : NULL, code, reason,
-                                            NULL, NULL);
-        } else
-                s->counters.protocol_errors++;
-        return reply_pack_error(&pk, id, code, reason, op_index);
-}
-
-static int client_handle_message(Client *c, size_t size, bool truncated) {
-        Server *s = c->server;
-        DecodeError error;
-        Request req;
-        int r;
-
-        s->counters.requests++;
-        c->requests++;
-        if (truncated) {
-                char reason[96];
-
-                (void) snprintf(reason, sizeof(reason), "request of %zu bytes exceeds the limit of %u bytes", size,
-                                PMUGATE_REQUEST_SIZE_MAX);
-                r = server_reply_error(s, c, NULL, 0, PROTO_E_TOO_LARGE, reason, -1);
-        } else {
-                r = request_decode(s->receive_buffer, size, s->request_buffer, &req, &error);
-                if (r > 0)
-                        r = server_reply_error(s, c, NULL, error.has_id ? error.id : 0, error.code, error.reason, -1);
-                else if (r == 0 && c->preempted && req.type != REQUEST_HELLO && req.type != REQUEST_STATUS) {
-                        /* Said once, on the next request: the client's registers were restored
-                         * and whatever it measures now is not what it programmed. */
-                        char reason[300], cpus[128];
-
-                        if (cpuset_format(&c->preempted_cpus, cpus, sizeof(cpus)) < 0)
-                                (void) snprintf(cpus, sizeof(cpus), "several");
-                        (void) snprintf(reason, sizeof(reason),
-                                        "preempted: a user's lease took CPUs %s from this monitor; its registers were restored",
-                                        cpus);
-                        c->preempted = false;
-                        cpuset_clear(&c->preempted_cpus);
-                        r = server_reply_error(s, c, &req, req.id, PROTO_E_PREEMPTED, reason, -1);
-                } else if (r == 0) {
-                        switch (req.type) {
-                        case REQUEST_HELLO:
-                                r = server_handle_hello(s, c, &req);
-                                break;
-                        case REQUEST_BATCH:
-                                r = server_handle_batch(s, c, &req);
-                                break;
-                        case REQUEST_STATUS:
-                                r = server_handle_status(s, c, &req);
-                                break;
-                        case REQUEST_LEASE:
-                                r = server_handle_lease(s, c, &req);
-                                break;
-                        case REQUEST_RELEASE:
-                                r = server_handle_release(s, c, &req);
-                                break;
-                        case REQUEST_GRANT:
-                                r = server_handle_grant(s, c, &req);
-                                break;
-                        case REQUEST_REVOKE:
-                                r = server_handle_revoke(s, c, &req);
-                                break;
-                        case REQUEST_RESET:
-                                r = server_handle_reset(s, c, &req);
-                                break;
-                        case REQUEST_RELOAD:
-                                r = server_handle_reload(s, c, &req);
-                                break;
-                        default:
-                                r = server_reply_error(s, c, &req, req.id, PROTO_E_UNKNOWN_OP, NULL, -1);
-                        }
-                }
-        }
-        if (r < 0) {
-                /* Out of memory while building a reply: tell the client without dropping it. */
-                log_warning_errno(r, "Failed to handle a request from uid %u", (unsigned) c->peer.uid);
-                if (server_reply_error(s, c, NULL, 0, PROTO_E_INTERNAL, NULL, -1) < 0)
-                        return r;
-        }
-        return client_send_reply(c);
-}
-
-static int client_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        Client *c = userdata;
-        Server *s = c->server;
-        ssize_t n;
-        int r;
-
-        if (c->pending) {
-                r = client_flush_pending(c);
-                if (r < 0)
-                        goto drop;
-                return 0;
-        }
-        if (!(revents & EPOLLIN)) {
-                if (revents & (EPOLLHUP | EPOLLERR))
-                        goto drop;
-                return 0;
-        }
-
-        /* MSG_TRUNC returns the real length, so an oversized message is recognised, discarded
-         * whole by the kernel, and answered, while the connection stays usable. */
-        n = recv(fd, s->receive_buffer, PMUGATE_REQUEST_SIZE_MAX, MSG_DONTWAIT | MSG_TRUNC);
-        if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR)
-                        return 0;
-                goto drop;
-        }
-        if (n == 0)
-                goto drop;      /* orderly shutdown (or an empty message, which is not a request) */
-        r = client_handle_message(c, (size_t) n, (size_t) n > PMUGATE_REQUEST_SIZE_MAX);
-        if (r < 0)
-                goto drop;
-        return 0;
-
-drop:
-        client_free(c);
-        return 0;
-}
-
 static unsigned clients_of_uid(const Server *s, uid_t uid) {
         unsigned n = 0;
 
-        for (const Client *c = s->clients; c; c = c->next)
+        for (const Session *c = s->sessions; c; c = c->next)
                 n += c->peer.uid == uid;
         return n;
 }
 
 static void refuse_connection(Server *s, int fd, Peer *p, const char *reason) {
         msgpack_packer pk;
-        Client tmp = { .peer = *p };
+        Session tmp = { .peer = *p };
 
         s->counters.refused_connections++;
         server_audit_denial(s, &tmp, "connect", PROTO_E_TOO_MANY_CLIENTS, reason, NULL, NULL);
@@ -284,7 +44,7 @@ static void refuse_connection(Server *s, int fd, Peer *p, const char *reason) {
 
 static int server_accept(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         Server *s = userdata;
-        Client *c;
+        Session *c;
         Peer peer;
         char reason[160];
         int cfd, r;
@@ -301,7 +61,7 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
                 (void) close(cfd);
                 return 0;
         }
-        if (s->n_clients >= s->config.clients_max) {
+        if (s->n_sessions >= s->config.clients_max) {
                 (void) snprintf(reason, sizeof(reason), "the daemon serves at most %u clients; try again later",
                                 s->config.clients_max);
                 refuse_connection(s, cfd, &peer, reason);
@@ -314,28 +74,15 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
                 return 0;
         }
 
-        c = calloc(1, sizeof(*c));
-        if (!c) {
+        r = session_new(s, cfd, &peer, &c);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot set up a session, dropping connection");
                 (void) close(cfd);
                 peer_done(&peer);
                 return 0;
         }
-        *c = (Client) { .server = s, .fd = cfd, .peer = peer };
-        policy_rights(&s->config, &c->peer, &c->rights);
-        r = sd_event_add_io(s->event, &c->io, cfd, EPOLLIN, client_io, c);
-        if (r < 0) {
-                (void) close(cfd);
-                peer_done(&c->peer);
-                free(c);
-                return 0;
-        }
-        c->next = s->clients;
-        if (s->clients)
-                s->clients->prev = c;
-        s->clients = c;
-        s->n_clients++;
         s->counters.connections++;
-        log_debug("Client uid=%u pid=%d connected as %s", (unsigned) peer.uid, (int) peer.pid,
+        log_debug("Session uid=%u pid=%d connected as %s", (unsigned) peer.uid, (int) peer.pid,
                   role_to_string(c->rights.role));
         return 0;
 }
@@ -402,8 +149,8 @@ fail:
 Server *server_free(Server *s) {
         if (!s)
                 return NULL;
-        while (s->clients)
-                client_free(s->clients);
+        while (s->sessions)
+                session_free(s->sessions);
         leases_free(s->leases);
         pmu_free(s->pmu);
         grants_done(&s->grants);

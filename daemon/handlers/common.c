@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Helpers every handler uses: replies that list CPUs, CPU checks, the caller's job scope
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cpulist.h"
+#include "error.h"
+#include "handlers.h"
+
+
+int handler_reply_cpus(Server *s, const Request *req, const uint32_t *cpus, size_t n) {
+        msgpack_packer pk;
+
+        TRY(server_reply_begin(s, req, 1, &pk));
+        TRY(pack_string(&pk, "cpus"));
+        TRY(msgpack_pack_array(&pk, n));
+        for (size_t i = 0; i < n; i++)
+                TRY(msgpack_pack_uint32(&pk, cpus[i]));
+        return 0;
+}
+
+void handler_format_cpus(const uint32_t *cpus, size_t n, char *buf, size_t size) {
+        if (cpulist_format(cpus, n, buf, size) < 0)
+                (void) snprintf(buf, size, "%zu CPUs", n);
+}
+
+
+/* Returns 0 when every CPU of the request exists and is online; otherwise packs the refusal
+ * and returns 1 (or a negative errno when even that failed). */
+int handler_check_cpus(Server *s, Session *c, const Request *req) {
+        for (size_t i = 0; i < req->n_cpus; i++)
+                if (!machine_cpu(s->machine, req->cpus[i]) || !s->machine->cpus[req->cpus[i]].online) {
+                        char reason[128];
+                        int r;
+
+                        (void) snprintf(reason, sizeof(reason), "CPU %" PRIu32 " does not exist or is offline",
+                                        req->cpus[i]);
+                        r = server_reply_error(s, c, req, req->id, PROTO_E_NO_SUCH_CPU, reason, -1);
+                        return r < 0 ? r : 1;
+                }
+        return 0;
+}
+
+int handler_resolve_scope(Server *s, Session *c, const Request *req) {
+        char reason[320];
+        int r;
+
+        if (!c->rights.scoped)
+                return 0;
+        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason));
+        if (r > 0) {
+                int q = server_reply_error(s, c, req, req->id, r, reason, -1);
+                return q < 0 ? q : r;
+        }
+        return r;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Request handlers. Each request type has one handler and one row in the dispatch table that
+ * names the right it needs; the table is checked before the handler runs, so a handler never
+ * sees a caller without that right. Each handler packs a complete reply into s->reply and
+ * returns 0, or a negative errno when even that failed.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+#include "server.h"
+
+#define TRY(expr)                               \
+        do {                                    \
+                if ((expr) < 0)                 \
+                        return -ENOMEM;         \
+        } while (0)
+
+/* What a request needs before its handler runs. */
+typedef enum HandlerRight {
+        HANDLER_RIGHT_NONE,     /* anyone connected: the handler answers from what the caller holds */
+        HANDLER_RIGHT_READ,     /* a role that may read registers (write ops are checked per op) */
+        HANDLER_RIGHT_WRITE,    /* a role that may program counters */
+        HANDLER_RIGHT_ADMIN,    /* root or a member of admin_groups */
+} HandlerRight;
+
+/* Runs the handler of req after checking the right its table row names. */
+int handlers_dispatch(Server *s, Session *c, const Request *req);
+
+int handle_hello(Server *s, Session *c, const Request *req);
+int handle_batch(Server *s, Session *c, const Request *req);
+int handle_status(Server *s, Session *c, const Request *req);
+int handle_lease(Server *s, Session *c, const Request *req);
+int handle_release(Server *s, Session *c, const Request *req);
+int handle_grant(Server *s, Session *c, const Request *req);
+int handle_revoke(Server *s, Session *c, const Request *req);
+int handle_reset(Server *s, Session *c, const Request *req);
+int handle_reload(Server *s, Session *c, const Request *req);
+
+/* Packs a reply whose one key is "cpus". */
+int handler_reply_cpus(Server *s, const Request *req, const uint32_t *cpus, size_t n);
+void handler_format_cpus(const uint32_t *cpus, size_t n, char *buf, size_t size);
+/* Returns 0 when every CPU of the request exists and is online; otherwise packs the refusal
+ * and returns 1 (or a negative errno when even that failed). */
+int handler_check_cpus(Server *s, Session *c, const Request *req);
+/* Resolves c's scope for this request when its role is scoped. Returns 0, or packs a refusal
+ * and returns the positive ProtoError (negative errno when even that failed). */
+int handler_resolve_scope(Server *s, Session *c, const Request *req);
+/* Ends every lease of c, restoring what it wrote, and audits it. */
+void handler_end_leases(Server *s, Session *c, const char *why);

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hello: what this daemon serves and what the caller may do with it (docs/PROTOCOL.md)
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "build-config.h"
+#include "error.h"
+#include "handlers.h"
+
+#define PERF_CAPABILITIES_MSR 0x345U
+
+
+static uint32_t first_online_cpu(const Machine *m) {
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
+                if (m->cpus[cpu].online)
+                        return cpu;
+        return 0;
+}
+
+static int pack_cpu_model(msgpack_packer *pk, const Machine *m) {
+        const CpuModel *model = m->cpu_model;
+
+        TRY(pack_string(pk, "cpu"));
+        TRY(msgpack_pack_map(pk, 7));
+        TRY(pack_key_string(pk, "vendor", m->vendor));
+        TRY(pack_key_uint(pk, "family", m->family));
+        TRY(pack_key_uint(pk, "model", m->model));
+        TRY(pack_key_uint(pk, "stepping", m->stepping));
+        TRY(pack_key_string(pk, "model_name", m->model_name));
+        TRY(pack_key_string(pk, "key", model ? model->key : ""));
+        TRY(pack_key_string(pk, "name", model ? model->name : ""));
+        return 0;
+}
+
+static int pack_pmu(msgpack_packer *pk, Server *s) {
+        const CpuModel *model = s->machine->cpu_model;
+        uint64_t caps = 0;
+        bool have_caps;
+
+        TRY(pack_string(pk, "pmu"));
+        if (!model)
+                return msgpack_pack_nil(pk) < 0 ? -ENOMEM : 0;
+        have_caps = backend_msr_read(s->backend, first_online_cpu(s->machine), PERF_CAPABILITIES_MSR, &caps) == 0;
+        TRY(msgpack_pack_map(pk, 7));
+        TRY(pack_key_uint(pk, "version", model->pmu_version));
+        TRY(pack_key_uint(pk, "gp_counters", machine_gp_counters(s->machine)));
+        TRY(pack_key_uint(pk, "fixed_counters", model->fixed_counters));
+        TRY(pack_key_uint(pk, "counter_width", model->counter_width));
+        TRY(pack_key_uint(pk, "perf_metrics", model->perf_metrics));
+        TRY(pack_key_uint(pk, "slots_width", model->slots_width));
+        TRY(pack_string(pk, "perf_capabilities"));
+        TRY(have_caps ? msgpack_pack_uint64(pk, caps) : msgpack_pack_nil(pk));
+        return 0;
+}
+
+static int pack_cpus(msgpack_packer *pk, const Machine *m) {
+        uint32_t n = 0;
+
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
+                n += m->cpus[cpu].present;
+        TRY(pack_string(pk, "cpus"));
+        TRY(msgpack_pack_array(pk, n));
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
+                const MachineCpu *c = &m->cpus[cpu];
+
+                if (!c->present)
+                        continue;
+                /* [cpu, package, die, core, thread, online]; topology is -1 for offline CPUs */
+                TRY(msgpack_pack_array(pk, 6));
+                TRY(msgpack_pack_uint32(pk, cpu));
+                TRY(msgpack_pack_int32(pk, c->package));
+                TRY(msgpack_pack_int32(pk, c->die));
+                TRY(msgpack_pack_int32(pk, c->core));
+                TRY(msgpack_pack_uint32(pk, c->thread));
+                TRY(c->online ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
+        }
+        return 0;
+}
+
+static int pack_units(msgpack_packer *pk, const Machine *m) {
+        TRY(pack_string(pk, "units"));
+        TRY(msgpack_pack_array(pk, m->n_units));
+        for (uint32_t i = 0; i < m->n_units; i++) {
+                const MachineUnit *u = &m->units[i];
+
+                /* [index, bdf, vendor, device, package] */
+                TRY(msgpack_pack_array(pk, 5));
+                TRY(msgpack_pack_uint32(pk, i));
+                TRY(pack_string(pk, u->bdf));
+                TRY(msgpack_pack_uint16(pk, u->vendor));
+                TRY(msgpack_pack_uint16(pk, u->device));
+                TRY(msgpack_pack_int32(pk, u->package));
+        }
+        return 0;
+}
+
+static int pack_registers(msgpack_packer *pk, const Allowlist *a) {
+        TRY(pack_string(pk, "registers"));
+        TRY(msgpack_pack_array(pk, a->n_msr + a->n_pci));
+        for (size_t i = 0; i < a->n_msr + a->n_pci; i++) {
+                const AllowEntry *e = i < a->n_msr ? &a->msr[i] : &a->pci[i - a->n_msr];
+
+                /* [kind, first, last, width, write_mask, scope, class, name, pci_vendor, pci_device] */
+                TRY(msgpack_pack_array(pk, 10));
+                TRY(pack_string(pk, e->pci ? "pci" : "msr"));
+                TRY(msgpack_pack_uint32(pk, e->first));
+                TRY(msgpack_pack_uint32(pk, e->last));
+                TRY(msgpack_pack_uint8(pk, e->width));
+                TRY(msgpack_pack_uint64(pk, e->write_mask));
+                TRY(pack_string(pk, reg_scope_to_string(e->scope)));
+                TRY(pack_string(pk, e->cls));
+                TRY(pack_string(pk, e->name));
+                TRY(msgpack_pack_uint16(pk, e->pci_vendor));
+                TRY(msgpack_pack_uint16(pk, e->pci_device));
+        }
+        return 0;
+}
+
+static int pack_scope(msgpack_packer *pk, Server *s, Session *c) {
+        char reason[320] = "";
+        uint32_t n = 0;
+
+        TRY(pack_string(pk, "scope"));
+        if (!c->rights.scoped)
+                return msgpack_pack_nil(pk) < 0 ? -ENOMEM : 0;
+        /* hello must answer even without a grant, so the refusal becomes part of the reply. */
+        if (scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason)) != 0) {
+                TRY(msgpack_pack_map(pk, 1));
+                return pack_key_string(pk, "reason", reason);
+        }
+        CPUSET_FOREACH(cpu, &c->scope.cpus)
+                n += cpu < s->machine->n_cpus;
+        TRY(msgpack_pack_map(pk, 2));
+        TRY(pack_key_string(pk, "job", c->scope.job));
+        TRY(pack_string(pk, "cpus"));
+        TRY(msgpack_pack_array(pk, n));
+        CPUSET_FOREACH(cpu, &c->scope.cpus)
+                if (cpu < s->machine->n_cpus)
+                        TRY(msgpack_pack_uint32(pk, cpu));
+        return 0;
+}
+
+static int pack_caller(msgpack_packer *pk, Server *s, Session *c) {
+        TRY(pack_string(pk, "caller"));
+        TRY(msgpack_pack_map(pk, 9));
+        TRY(pack_key_uint(pk, "uid", c->peer.uid));
+        TRY(pack_key_uint(pk, "gid", c->peer.gid));
+        TRY(pack_key_uint(pk, "pid", (uint64_t) c->peer.pid));
+        TRY(pack_key_string(pk, "role", role_to_string(c->rights.role)));
+        TRY(pack_key_bool(pk, "read", c->rights.may_read));
+        TRY(pack_key_bool(pk, "write", c->rights.may_write));
+        TRY(pack_key_bool(pk, "admin", c->rights.may_admin));
+        TRY(pack_key_string(pk, "reason", c->rights.reason));
+        return pack_scope(pk, s, c);
+}
+
+int handle_hello(Server *s, Session *c, const Request *req) {
+        msgpack_packer pk;
+        int r;
+
+        TRY(server_reply_begin(s, req, 13, &pk));
+        TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
+        TRY(pack_key_uint(&pk, "protocol", PMUGATE_PROTOCOL_VERSION));
+        TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));
+        TRY(pack_key_bool(&pk, "simulated", s->backend->simulated));
+        TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));
+        r = pack_cpu_model(&pk, s->machine);
+        if (r >= 0)
+                r = pack_pmu(&pk, s);
+        if (r >= 0)
+                r = pack_cpus(&pk, s->machine);
+        if (r >= 0)
+                r = pack_units(&pk, s->machine);
+        if (r >= 0)
+                r = pack_registers(&pk, s->allowlist);
+        if (r < 0)
+                return r;
+        TRY(pack_string(&pk, "foreign"));
+        TRY(msgpack_pack_map(&pk, 3));
+        TRY(pack_key_bool(&pk, "nmi_watchdog", s->machine->nmi_watchdog));
+        TRY(pack_key_uint(&pk, "fixed_mask", pmu_foreign_fixed_union(s->pmu)));
+        TRY(pack_key_uint(&pk, "gp_mask", pmu_foreign_gp_union(s->pmu)));
+        r = pack_caller(&pk, s, c);
+        if (r < 0)
+                return r;
+        TRY(pack_string(&pk, "limits"));
+        TRY(msgpack_pack_map(&pk, 2));
+        TRY(pack_key_uint(&pk, "request_size", PMUGATE_REQUEST_SIZE_MAX));
+        TRY(pack_key_uint(&pk, "ops_per_batch", PMUGATE_OPS_PER_BATCH_MAX));
+        return 0;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * grant and revoke: the batch system's prolog and epilog
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "handlers.h"
+
+
+int handle_grant(Server *s, Session *c, const Request *req) {
+        char list[512] = "", reason[160];
+        msgpack_packer pk;
+        int r;
+
+        if (req->has_cpus) {
+                r = handler_check_cpus(s, c, req);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+                handler_format_cpus(req->cpus, req->n_cpus, list, sizeof(list));
+        }
+        r = grants_put(&s->grants, req->job, req->uid, req->has_cpus ? req->cpus : NULL, req->has_cpus ? req->n_cpus : 0);
+        if (r == -ENOSPC) {
+                (void) snprintf(reason, sizeof(reason), "already %zu grants, the most allowed", s->grants.n);
+                return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
+        }
+        if (r < 0)
+                return r;
+        {
+                AuditRecord rec = {
+                        .event = "grant", .verdict = r == 1 ? "replaced" : "allowed",
+                        .uid = c->peer.uid, .gid = c->peer.gid, .pid = c->peer.pid,
+                        .job = req->job, .cpus = list[0] ? list : "cgroup",
+                };
+                char target[32];
+
+                (void) snprintf(target, sizeof(target), "granted to uid %u", (unsigned) req->uid);
+                rec.reason = target;
+                audit_emit(s->audit, &rec);
+        }
+        TRY(server_reply_begin(s, req, 2, &pk));
+        TRY(pack_key_string(&pk, "job", req->job));
+        TRY(pack_key_bool(&pk, "replaced", r == 1));
+        return 0;
+}
+
+int handle_revoke(Server *s, Session *c, const Request *req) {
+        msgpack_packer pk;
+        Grant removed;
+        size_t ended = 0;
+        int r;
+
+        r = grants_remove(&s->grants, req->job, &removed);
+        if (r == 0) {
+                /* The job's processes lose their leases now, with a restore, not at their
+                 * next request: the epilog must leave a clean PMU. */
+                for (Session *o = s->sessions; o; o = o->next) {
+                        if (o->peer.uid != removed.uid || !o->rights.scoped || strcmp(o->scope.job, removed.job) != 0)
+                                continue;
+                        for (uint32_t cpu = 0; cpu < s->leases->n_cpus; cpu++)
+                                ended += leases_held_by(s->leases, cpu, o);
+                        handler_end_leases(s, o, "job grant revoked");
+                }
+                server_audit(s, c, "revoke", "allowed", req->job, NULL, NULL, ended);
+        }
+        TRY(server_reply_begin(s, req, 3, &pk));
+        TRY(pack_key_string(&pk, "job", req->job));
+        TRY(pack_key_bool(&pk, "revoked", r == 0));
+        TRY(pack_key_uint(&pk, "leases_ended", ended));
+        return 0;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * batch: reads and writes of registers, checked whole before any runs
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "batch.h"
+#include "cpulist.h"
+#include "error.h"
+#include "handlers.h"
+
+
+/* Summaries for audit records: the CPUs and distinct registers of a batch, truncated. */
+static void summarize_ops(const RegOp *ops, size_t n, bool writes_only, char *cpus, size_t cpus_size, char *regs,
+                          size_t regs_size) {
+        uint32_t cpu_list[64] = {}, reg_list[16] = {};
+        size_t n_cpus = 0, n_regs = 0, used = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                bool seen = false;
+
+                if (writes_only && !reg_op_is_write(&ops[i]))
+                        continue;
+                for (size_t j = 0; j < n_cpus && !seen; j++)
+                        seen = cpu_list[j] == ops[i].target;
+                if (!seen && n_cpus < ELEMENTSOF(cpu_list) && !reg_op_is_pci(&ops[i]))
+                        cpu_list[n_cpus++] = ops[i].target;
+                seen = false;
+                for (size_t j = 0; j < n_regs && !seen; j++)
+                        seen = reg_list[j] == ops[i].reg;
+                if (!seen && n_regs < ELEMENTSOF(reg_list))
+                        reg_list[n_regs++] = ops[i].reg;
+        }
+        if (cpulist_format(cpu_list, n_cpus, cpus, cpus_size) < 0)
+                (void) snprintf(cpus, cpus_size, "many");
+        regs[0] = '\0';
+        for (size_t j = 0; j < n_regs; j++) {
+                int k = snprintf(regs + used, regs_size - used, "%s0x%" PRIx32, j ? "," : "", reg_list[j]);
+
+                if (k < 0 || (size_t) k >= regs_size - used)
+                        break;
+                used += (size_t) k;
+        }
+}
+
+static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n, const char *job) {
+        size_t writes = 0;
+        char cpus[256], regs[200];
+        AuditRecord rec = {
+                .event = "write",
+                .verdict = "allowed",
+                .uid = c->peer.uid,
+                .gid = c->peer.gid,
+                .pid = c->peer.pid,
+                .op = "batch",
+                .cpus = cpus,
+                .regs = regs,
+                .job = job,
+        };
+
+        for (size_t i = 0; i < n; i++)
+                writes += reg_op_is_write(&ops[i]);
+        if (writes == 0)
+                return;
+        summarize_ops(ops, n, true, cpus, sizeof(cpus), regs, sizeof(regs));
+        rec.count = writes;
+        audit_emit(s->audit, &rec);
+}
+
+int handle_batch(Server *s, Session *c, const Request *req) {
+        BatchContext ctx = {
+                .machine = s->machine,
+                .allowlist = s->allowlist,
+                .rights = &c->rights,
+                .scope = c->rights.scoped ? &c->scope : NULL,
+                .package_read_shared = s->config.package_read_shared,
+                .leases = s->leases,
+                .owner = c,
+                .pmu = s->pmu,
+        };
+        msgpack_packer pk;
+        BatchRefusal refusal;
+        int r;
+
+        /* A user without any right learns that first; the job's scope is only looked up
+         * for callers it applies to. */
+        if (c->rights.may_read) {
+                r = handler_resolve_scope(s, c, req);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        r = batch_check(&ctx, req->ops, req->n_ops, s->entries, &refusal);
+        if (r > 0) {
+                char cpus[256] = "", regs[200] = "";
+
+                /* A denial storm is rate limited; do not describe records that are dropped. */
+                if (audit_would_emit(s->audit, c->peer.uid))
+                        summarize_ops(&req->ops[refusal.op_index], 1, false, cpus, sizeof(cpus), regs, sizeof(regs));
+                server_audit_denial(s, c, "batch", refusal.code, refusal.reason, cpus, regs);
+                return server_reply_error(s, c, req, req->id, refusal.code, refusal.reason, (int64_t) refusal.op_index);
+        }
+
+        batch_execute(&ctx, s->backend, req->ops, s->entries, req->n_ops, s->status, s->values);
+        s->counters.ops += req->n_ops;
+        audit_writes(s, c, req->ops, req->n_ops, c->rights.scoped ? c->scope.job : NULL);
+
+        TRY(server_reply_begin(s, req, 2, &pk));
+        TRY(pack_string(&pk, "status"));
+        TRY(pack_int32_array(&s->reply, s->status, req->n_ops));
+        TRY(pack_string(&pk, "values"));
+        TRY(pack_uint64_array(&s->reply, s->values, req->n_ops));
+        return 0;
+}

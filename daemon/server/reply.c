@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Replies and the audit records that go with them
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "server.h"
+
+int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret) {
+        msgpack_sbuffer_clear(&s->reply);
+        msgpack_packer_init(ret, &s->reply, msgpack_sbuffer_write);
+        return reply_pack_begin(ret, req->id, extra_keys);
+}
+
+void server_audit(Server *s, const Session *c, const char *event, const char *verdict, const char *job, const char *cpus,
+                  const char *reason, uint64_t count) {
+        AuditRecord rec = {
+                .event = event,
+                .verdict = verdict,
+                .uid = c->peer.uid,
+                .gid = c->peer.gid,
+                .pid = c->peer.pid,
+                .job = job,
+                .cpus = cpus,
+                .reason = reason,
+                .count = count,
+        };
+
+        audit_emit(s->audit, &rec);
+}
+
+static bool code_is_denial(int code) {
+        switch (code) {
+        case PROTO_E_NOT_AUTHORIZED:
+        case PROTO_E_REG_NOT_ALLOWED:
+        case PROTO_E_REG_FORBIDDEN:
+        case PROTO_E_READ_ONLY:
+        case PROTO_E_NO_SUCH_CPU:
+        case PROTO_E_NO_SUCH_UNIT:
+        case PROTO_E_TOO_MANY_CLIENTS:
+        case PROTO_E_BUSY:
+        case PROTO_E_NO_GRANT:
+        case PROTO_E_NO_LEASE:
+        case PROTO_E_OUT_OF_SCOPE:
+        case PROTO_E_LIMIT:
+                return true;
+        default:
+                return false;
+        }
+}
+
+void server_audit_denial(Server *s, const Session *c, const char *op, int code, const char *reason, const char *cpus,
+                         const char *regs) {
+        AuditRecord rec = {
+                .event = "deny",
+                .verdict = "denied",
+                .uid = c->peer.uid,
+                .gid = c->peer.gid,
+                .pid = c->peer.pid,
+                .op = op,
+                .code = proto_error_name(code),
+                .reason = reason,
+                .cpus = cpus,
+                .regs = regs,
+        };
+
+        s->counters.denials++;
+        audit_emit(s->audit, &rec);
+}
+
+int server_reply_error(Server *s, Session *c, const Request *req, uint64_t id, int code, const char *reason,
+                       int64_t op_index) {
+        msgpack_packer pk;
+
+        msgpack_sbuffer_clear(&s->reply);
+        msgpack_packer_init(&pk, &s->reply, msgpack_sbuffer_write);
+        if (code_is_denial(code) || code == PROTO_E_PREEMPTED) {
+                if (req && req->type == REQUEST_BATCH && code != PROTO_E_PREEMPTED)
+                        ;       /* batch denials are audited with their CPUs and registers */
+                else
+                        server_audit_denial(s, c, req ? request_type_to_string(req->type) : NULL, code, reason,
+                                            NULL, NULL);
+        } else
+                s->counters.protocol_errors++;
+        return reply_pack_error(&pk, id, code, reason, op_index);
+}

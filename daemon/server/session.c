@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Sessions: reading requests, answering them, and ending what a client held when it goes
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "handlers.h"
+#include "log.h"
+#include "server.h"
+
+Session *session_free(Session *c) {
+        Server *s;
+
+        if (!c)
+                return NULL;
+        s = c->server;
+        handler_end_leases(s, c, "client disconnected");
+        peer_done(&c->peer);
+        if (c->prev)
+                c->prev->next = c->next;
+        else if (s->sessions == c)
+                s->sessions = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_sessions--;
+        sd_event_source_disable_unref(c->io);
+        if (c->fd >= 0)
+                (void) close(c->fd);
+        free(c->pending);
+        log_debug("Session uid=%u pid=%d disconnected", (unsigned) c->peer.uid, (int) c->peer.pid);
+        free(c);
+        return NULL;
+}
+
+/* Sends s->reply. A full socket buffer keeps the reply as pending and stops reading from
+ * this client until it drains, so a client that never reads cannot make us queue without
+ * bound. Returns negative errno when the client must be dropped. */
+static int session_send_reply(Session *c) {
+        Server *s = c->server;
+        ssize_t n;
+
+        n = send(c->fd, s->reply.data, s->reply.size, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n >= 0)
+                return 0;
+        if (errno != EAGAIN)
+                return -errno;
+        c->pending = malloc(s->reply.size);
+        if (!c->pending)
+                return -ENOMEM;
+        memcpy(c->pending, s->reply.data, s->reply.size);
+        c->pending_size = s->reply.size;
+        return sd_event_source_set_io_events(c->io, EPOLLOUT);
+}
+
+static int session_flush_pending(Session *c) {
+        ssize_t n = send(c->fd, c->pending, c->pending_size, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+        if (n < 0)
+                return errno == EAGAIN ? 0 : -errno;
+        free(c->pending);
+        c->pending = NULL;
+        c->pending_size = 0;
+        return sd_event_source_set_io_events(c->io, EPOLLIN);
+}
+
+static int session_handle_message(Session *c, size_t size, bool truncated) {
+        Server *s = c->server;
+        DecodeError error;
+        Request req;
+        int r;
+
+        s->counters.requests++;
+        c->requests++;
+        if (truncated) {
+                char reason[96];
+
+                (void) snprintf(reason, sizeof(reason), "request of %zu bytes exceeds the limit of %u bytes", size,
+                                PMUGATE_REQUEST_SIZE_MAX);
+                r = server_reply_error(s, c, NULL, 0, PROTO_E_TOO_LARGE, reason, -1);
+        } else {
+                r = request_decode(s->receive_buffer, size, s->request_buffer, &req, &error);
+                if (r > 0)
+                        r = server_reply_error(s, c, NULL, error.has_id ? error.id : 0, error.code, error.reason, -1);
+                else if (r == 0)
+                        r = handlers_dispatch(s, c, &req);
+        }
+        if (r < 0) {
+                /* Out of memory while building a reply: tell the client without dropping it. */
+                log_warning_errno(r, "Failed to handle a request from uid %u", (unsigned) c->peer.uid);
+                if (server_reply_error(s, c, NULL, 0, PROTO_E_INTERNAL, NULL, -1) < 0)
+                        return r;
+        }
+        return session_send_reply(c);
+}
+
+static int session_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Session *c = userdata;
+        Server *s = c->server;
+        ssize_t n;
+        int r;
+
+        if (c->pending) {
+                r = session_flush_pending(c);
+                if (r < 0)
+                        goto drop;
+                return 0;
+        }
+        if (!(revents & EPOLLIN)) {
+                if (revents & (EPOLLHUP | EPOLLERR))
+                        goto drop;
+                return 0;
+        }
+
+        /* MSG_TRUNC returns the real length, so an oversized message is recognised, discarded
+         * whole by the kernel, and answered, while the connection stays usable. */
+        n = recv(fd, s->receive_buffer, PMUGATE_REQUEST_SIZE_MAX, MSG_DONTWAIT | MSG_TRUNC);
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                        return 0;
+                goto drop;
+        }
+        if (n == 0)
+                goto drop;      /* orderly shutdown (or an empty message, which is not a request) */
+        r = session_handle_message(c, (size_t) n, (size_t) n > PMUGATE_REQUEST_SIZE_MAX);
+        if (r < 0)
+                goto drop;
+        return 0;
+
+drop:
+        session_free(c);
+        return 0;
+}
+
+int session_new(Server *s, int fd, Peer *peer, Session **ret) {
+        Session *c;
+        int r;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        *c = (Session) { .server = s, .fd = fd, .peer = *peer };
+        policy_rights(&s->config, &c->peer, &c->rights);
+        r = sd_event_add_io(s->event, &c->io, fd, EPOLLIN, session_io, c);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
+        *peer = (Peer) { .pidfd = -EBADF, .cgroup_fd = -EBADF };
+        c->next = s->sessions;
+        if (s->sessions)
+                s->sessions->prev = c;
+        s->sessions = c;
+        s->n_sessions++;
+        *ret = c;
+        return 0;
+}
