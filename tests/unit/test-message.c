@@ -313,8 +313,8 @@ static void test_op_kinds_whole_strings(void **state) {
                 pack_kind_op(f, cases[i].kind, cases[i].n, cases[i].args, cases[i].sweep);
                 memset(&req, 0, sizeof(req));
                 if (decode(f, &req, &e) != cases[i].code)
-                        fail_msg("case %zu: kind of %zu bytes decoded with %d, expected %d (%s)", i, cases[i].n,
-                                 e.code, cases[i].code, e.reason);
+                        fail_msg("case %zu: kind of %zu bytes decoded with %d, expected %d (%s)", i,
+                                 cases[i].n, e.code, cases[i].code, e.reason);
                 if (cases[i].code != 0) {
                         assert_non_null(strstr(e.reason, "unknown kind"));
                         continue;
