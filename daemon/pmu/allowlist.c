@@ -26,19 +26,28 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Allowlist *, allowlist_free);
 
+typedef enum NeverKind {
+        NEVER_ACCESS,   /* neither read nor written, whatever an allowlist says */
+        NEVER_WRITE,    /* read where an allowlist lists it, never written */
+} NeverKind;
+
 typedef struct NeverEntry {
         uint32_t first, last;
         const char *name;
+        NeverKind kind;
 } NeverEntry;
 
 /*
  * Sorted, non-overlapping: never_list_lookup() binary-searches it. Each entry is here because a
- * write (and for some a read) can escalate privilege, corrupt the kernel's own state or change
- * power and frequency policy for every user of the machine; docs/ALLOWLISTS.md gives the reason
- * per entry. Reads are refused too: none of these is needed to count events, and refusing both
- * keeps the rule simple enough to audit.
+ * write (and for some a read) can escalate privilege, corrupt the kernel's own state, hide or
+ * fake hardware errors, or change power and frequency policy for every user of the machine;
+ * docs/ALLOWLISTS.md gives the reason per entry. Reads are refused too: none of these is needed
+ * to count events, and refusing both keeps the rule simple enough to audit. The exceptions are
+ * NEVER_WRITE: registers a monitoring tool reads (the TSC, TjMax, TDP and turbo levels, HWP
+ * capabilities) and whose contents describe the machine, not anyone's work.
  */
 static const NeverEntry never_list[] = {
+        { 0x00000010, 0x00000010, "IA32_TIME_STAMP_COUNTER", NEVER_WRITE },
         { 0x0000001B, 0x0000001B, "IA32_APIC_BASE" },
         { 0x0000003A, 0x0000003A, "IA32_FEATURE_CONTROL" },
         { 0x0000003B, 0x0000003B, "IA32_TSC_ADJUST" },
@@ -54,12 +63,19 @@ static const NeverEntry never_list[] = {
         { 0x00000174, 0x00000174, "IA32_SYSENTER_CS" },
         { 0x00000175, 0x00000175, "IA32_SYSENTER_ESP" },
         { 0x00000176, 0x00000176, "IA32_SYSENTER_EIP" },
+        { 0x00000179, 0x00000179, "IA32_MCG_CAP" },
+        { 0x0000017A, 0x0000017A, "IA32_MCG_STATUS" },
+        { 0x0000017B, 0x0000017B, "IA32_MCG_CTL" },
         { 0x00000199, 0x00000199, "IA32_PERF_CTL" },
+        { 0x0000019A, 0x0000019A, "IA32_CLOCK_MODULATION" },
+        { 0x0000019B, 0x0000019B, "IA32_THERM_INTERRUPT" },
         { 0x000001A0, 0x000001A0, "IA32_MISC_ENABLE" },
+        { 0x000001A2, 0x000001A2, "MSR_TEMPERATURE_TARGET", NEVER_WRITE },
         { 0x000001AD, 0x000001AD, "MSR_TURBO_RATIO_LIMIT" },
         { 0x000001AE, 0x000001AE, "MSR_TURBO_RATIO_LIMIT1" },
         { 0x000001AF, 0x000001AF, "MSR_TURBO_RATIO_LIMIT2" },
         { 0x000001B0, 0x000001B0, "IA32_ENERGY_PERF_BIAS" },
+        { 0x000001B2, 0x000001B2, "IA32_PACKAGE_THERM_INTERRUPT" },
         { 0x000001C8, 0x000001C8, "MSR_LBR_SELECT" },
         { 0x000001C9, 0x000001C9, "MSR_LASTBRANCH_TOS" },
         { 0x000001D9, 0x000001D9, "IA32_DEBUGCTL" },
@@ -73,11 +89,14 @@ static const NeverEntry never_list[] = {
         { 0x00000258, 0x00000259, "IA32_MTRR_FIX16K" },
         { 0x00000268, 0x0000026F, "IA32_MTRR_FIX4K" },
         { 0x00000277, 0x00000277, "IA32_PAT" },
+        { 0x00000280, 0x0000029F, "IA32_MCi_CTL2" },
         { 0x000002FF, 0x000002FF, "IA32_MTRR_DEF_TYPE" },
         { 0x000003F1, 0x000003F1, "IA32_PEBS_ENABLE" },
         { 0x000003F2, 0x000003F2, "MSR_PEBS_DATA_CFG" },
         { 0x000003F6, 0x000003F6, "MSR_PEBS_LD_LAT" },
         { 0x000003F7, 0x000003F7, "MSR_PEBS_FRONTEND" },
+        /* Banks 0-31, four registers each: CTL, STATUS, ADDR, MISC. */
+        { 0x00000400, 0x0000047F, "IA32_MCi_CTL/STATUS/ADDR/MISC" },
         { 0x00000560, 0x00000560, "IA32_RTIT_OUTPUT_BASE" },
         { 0x00000561, 0x00000561, "IA32_RTIT_OUTPUT_MASK_PTRS" },
         { 0x00000570, 0x00000570, "IA32_RTIT_CTL" },
@@ -90,6 +109,8 @@ static const NeverEntry never_list[] = {
         { 0x00000620, 0x00000620, "MSR_UNCORE_RATIO_LIMIT" },
         { 0x00000638, 0x00000638, "MSR_PP0_POWER_LIMIT" },
         { 0x00000640, 0x00000640, "MSR_PP1_POWER_LIMIT" },
+        { 0x0000064B, 0x0000064B, "MSR_CONFIG_TDP_CONTROL", NEVER_WRITE },
+        { 0x0000064C, 0x0000064C, "MSR_TURBO_ACTIVATION_RATIO", NEVER_WRITE },
         { 0x0000065C, 0x0000065C, "MSR_PLATFORM_POWER_LIMIT" },
         { 0x00000680, 0x0000069F, "MSR_LASTBRANCH_FROM_IP" },
         { 0x000006A0, 0x000006A0, "IA32_U_CET" },
@@ -100,8 +121,13 @@ static const NeverEntry never_list[] = {
         { 0x000006E0, 0x000006E0, "IA32_TSC_DEADLINE" },
         { 0x000006E1, 0x000006E1, "IA32_PKRS" },
         { 0x00000770, 0x00000770, "IA32_PM_ENABLE" },
+        { 0x00000771, 0x00000771, "IA32_HWP_CAPABILITIES", NEVER_WRITE },
         { 0x00000772, 0x00000772, "IA32_HWP_REQUEST_PKG" },
+        { 0x00000773, 0x00000773, "IA32_HWP_INTERRUPT" },
         { 0x00000774, 0x00000774, "IA32_HWP_REQUEST" },
+        { 0x00000775, 0x00000775, "IA32_PECI_HWP_REQUEST_INFO" },
+        { 0x00000776, 0x00000776, "IA32_HWP_CTL" },
+        { 0x00000777, 0x00000777, "IA32_HWP_STATUS" },
         { 0x00000800, 0x000008FF, "IA32_X2APIC" },
         { 0x00000DA0, 0x00000DA0, "IA32_XSS" },
         { 0x00000DC0, 0x00000DDF, "MSR_LBR_INFO" },
@@ -118,16 +144,30 @@ static const NeverEntry never_list[] = {
         { 0xC0000082, 0xC0000082, "MSR_LSTAR" },
         { 0xC0000083, 0xC0000083, "MSR_CSTAR" },
         { 0xC0000084, 0xC0000084, "MSR_SFMASK" },
-        { 0xC0000100, 0xC0000100, "MSR_FS_BASE" },
-        { 0xC0000101, 0xC0000101, "MSR_GS_BASE" },
-        { 0xC0000102, 0xC0000102, "MSR_KERNEL_GS_BASE" },
+        { 0xC0000100, 0xC0000100, "IA32_FS_BASE" },
+        { 0xC0000101, 0xC0000101, "IA32_GS_BASE" },
+        { 0xC0000102, 0xC0000102, "IA32_KERNEL_GS_BASE" },
+        { 0xC0000103, 0xC0000103, "IA32_TSC_AUX" },
         { 0xC0010010, 0xC0010010, "AMD_SYSCFG" },
         { 0xC0010015, 0xC0010015, "AMD_HWCR" },
+        { 0xC0010020, 0xC0010020, "AMD_PATCH_LOADER" },
+        { 0xC0010111, 0xC0010111, "AMD_SMM_BASE" },
+        /* The TSeg: base and mask of SMRAM. */
+        { 0xC0010112, 0xC0010112, "AMD_SMM_ADDR" },
+        { 0xC0010113, 0xC0010113, "AMD_SMM_MASK" },
         { 0xC0010114, 0xC0010114, "AMD_VM_CR" },
+        { 0xC0010115, 0xC0010115, "AMD_IGNNE" },
+        { 0xC0010116, 0xC0010116, "AMD_SMM_CTL" },
         { 0xC0010117, 0xC0010117, "AMD_VM_HSAVE_PA" },
+        { 0xC0010118, 0xC0010118, "AMD_SVM_KEY" },
+        { 0xC001011F, 0xC001011F, "AMD_VIRT_SPEC_CTRL" },
+        { 0xC0011020, 0xC0011020, "AMD_LS_CFG" },
+        { 0xC0011021, 0xC0011021, "AMD_IC_CFG" },
+        { 0xC0011022, 0xC0011022, "AMD_DC_CFG" },
+        { 0xC0011029, 0xC0011029, "AMD_DE_CFG" },
 };
 
-const char *never_list_lookup(uint32_t msr) {
+const char *never_list_lookup(uint32_t msr, bool write) {
         size_t lo = 0, hi = ELEMENTSOF(never_list);
 
         while (lo < hi) {
@@ -138,14 +178,17 @@ const char *never_list_lookup(uint32_t msr) {
                 else if (msr > never_list[mid].last)
                         lo = mid + 1;
                 else
-                        return never_list[mid].name;
+                        return write || never_list[mid].kind == NEVER_ACCESS ? never_list[mid].name : NULL;
         }
         return NULL;
 }
 
-static const NeverEntry *never_list_overlap(uint32_t first, uint32_t last) {
+/* The first never-list entry in first-last that forbids what an allowlist entry allows: any
+ * read, and with writable a write. */
+static const NeverEntry *never_list_overlap(uint32_t first, uint32_t last, bool writable) {
         for (size_t i = 0; i < ELEMENTSOF(never_list); i++)
-                if (never_list[i].first <= last && never_list[i].last >= first)
+                if (never_list[i].first <= last && never_list[i].last >= first &&
+                    (writable || never_list[i].kind == NEVER_ACCESS))
                         return &never_list[i];
         return NULL;
 }
@@ -390,13 +433,14 @@ static int parse_msr(Parser *p, char **fields, size_t n) {
 
         /* Accepted, not refused: the never-list is enforced per request, and a test allowlist
          * must be able to show that listing such a register opens nothing. */
-        ne = never_list_overlap(e.first, e.last);
-        if (ne)
+        ne = never_list_overlap(e.first, e.last, e.write_mask != 0);
+        if (ne) {
                 e.flags |= ALLOW_FLAG_NEVER;
-        if (ne)
                 log_warning("%s:%u: %s covers 0x%" PRIX32 " %s from the built-in never-list; "
-                            "requests for it will be refused whatever this file says",
-                            p->path, p->line, e.name, ne->first > e.first ? ne->first : e.first, ne->name);
+                            "%s for it will be refused whatever this file says",
+                            p->path, p->line, e.name, ne->first > e.first ? ne->first : e.first, ne->name,
+                            ne->kind == NEVER_WRITE ? "writes" : "requests");
+        }
 
         return parser_add(p, &p->msr, &p->n_msr, &p->allocated_msr, &e);
 }
@@ -446,6 +490,16 @@ static int parse_pci(Parser *p, char **fields, size_t n) {
         r = parse_flags(p, fields + 8, n - 8, &e);
         if (r < 0)
                 return r;
+
+        /* The header (IDs, command, BARs, interrupt line) belongs to the kernel's PCI core:
+         * writing it can turn off a device, move its registers or redirect its DMA. Like the
+         * MSR never-list this is accepted with a warning and refused per request. */
+        if (e.write_mask != 0 && e.first < PCI_CONFIG_HEADER_END) {
+                e.flags |= ALLOW_FLAG_NEVER;
+                log_warning("%s:%u: %s covers offset 0x%" PRIX32 " of the PCI configuration header "
+                            "(below 0x%X); writes to it will be refused whatever this file says",
+                            p->path, p->line, e.name, e.first, PCI_CONFIG_HEADER_END);
+        }
 
         return parser_add(p, &p->pci, &p->n_pci, &p->allocated_pci, &e);
 }
