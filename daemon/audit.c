@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <systemd/sd-journal.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,28 +46,71 @@ static uint64_t now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
 }
 
+/* The log is named by the admin but opened by root, in a directory that may not be root's
+ * alone: whoever prepared the path must not steer root's writes. A symbolic link (to
+ * /etc/shadow, say) is not followed, a FIFO or device is not written to, and a file someone
+ * else owns or may write is refused: its owner could read the records back, truncate them or
+ * fill the disk under root's name. A hard link would make another file of root's the log. */
+static int open_log_file(const char *path, FILE **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        FILE *f;
+        int flags;
+
+        /* O_NONBLOCK: opening a FIFO for writing would wait for a reader. */
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0640);
+        if (fd < 0 && errno == ELOOP)
+                return log_error_errno(ELOOP, "Refusing the audit log %s: it is a symbolic link; name the file it "
+                                       "points to instead", path);
+        if (fd < 0 && errno == ENXIO)   /* a FIFO without a reader, or a device without a driver */
+                return log_error_errno(ENXIO, "Refusing the audit log %s: it is not a regular file; name a file, "
+                                       "or remove what is there", path);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot open the audit log %s", path);
+        if (fstat(fd, &st) < 0)
+                return log_error_errno(errno, "Cannot inspect the audit log %s", path);
+        if (!S_ISREG(st.st_mode))
+                return log_error_errno(EINVAL, "Refusing the audit log %s: it is not a regular file; name a file, "
+                                       "or remove what is there", path);
+        if (st.st_uid != geteuid())
+                return log_error_errno(EPERM, "Refusing the audit log %s: it belongs to uid %u, not to uid %u that "
+                                       "starts the daemon; remove it, or 'chown %u' it if its contents are to be "
+                                       "trusted", path, (unsigned) st.st_uid, (unsigned) geteuid(),
+                                       (unsigned) geteuid());
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return log_error_errno(EPERM, "Refusing the audit log %s: group or others may write it (mode %04o); "
+                                       "'chmod go-w' it", path, (unsigned) (st.st_mode & 07777));
+        if (st.st_nlink != 1)
+                return log_error_errno(EPERM, "Refusing the audit log %s: it has %lu hard links, so it is also "
+                                       "another file; name a file of its own", path, (unsigned long) st.st_nlink);
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+                return log_error_errno(errno, "Cannot set up the audit log %s", path);
+        f = fdopen(fd, "a");
+        if (!f)
+                return log_error_errno(errno, "Cannot open the audit log %s", path);
+        (void) TAKE_FD(fd);
+        *ret = f;
+        return 0;
+}
+
 int audit_new(const char *log_path, Audit **ret) {
-        Audit *a = calloc(1, sizeof(*a));
+        _cleanup_free_ Audit *a = calloc(1, sizeof(*a));
+        int r;
 
         if (!a)
                 return -ENOMEM;
         if (log_path) {
-                int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-
-                if (fd < 0 || !(a->file = fdopen(fd, "a"))) {
-                        int e = errno;
-                        if (fd >= 0)
-                                (void) close(fd);
-                        free(a);
-                        return log_error_errno(e, "Cannot open audit log %s", log_path);
-                }
+                r = open_log_file(log_path, &a->file);
+                if (r < 0)
+                        return r;
                 setvbuf(a->file, NULL, _IOLBF, 0);
                 a->sink = AUDIT_SINK_FILE;
         } else if (access("/run/systemd/journal/socket", W_OK) == 0)
                 a->sink = AUDIT_SINK_JOURNAL;
         else
                 a->sink = AUDIT_SINK_STDERR;
-        *ret = a;
+        *ret = TAKE_PTR(a);
         return 0;
 }
 

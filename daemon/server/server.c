@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "macro.h"
 #include "server.h"
 
 #define AUDIT_FLUSH_USEC (10U * 1000U * 1000U)
@@ -174,9 +175,32 @@ Server *server_free(Server *s) {
         return NULL;
 }
 
+/* Only a socket, left by a daemon that crashed, is removed from the socket path: it would make
+ * bind() fail. Anything else there is someone's file, and root does not delete it. */
+static int remove_stale_socket(const char *path) {
+        struct stat st;
+
+        if (lstat(path, &st) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return log_error_errno(errno, "Cannot inspect the socket path %s", path);
+        }
+        if (!S_ISSOCK(st.st_mode))
+                return log_error_errno(EEXIST, "Refusing to bind %s: a %s is there, not a socket; remove it, or "
+                                       "choose another path with --socket", path,
+                                       S_ISLNK(st.st_mode) ? "symbolic link" :
+                                       S_ISDIR(st.st_mode) ? "directory" :
+                                       S_ISREG(st.st_mode) ? "regular file" : "file");
+        if (unlink(path) < 0 && errno != ENOENT)
+                return log_error_errno(errno, "Cannot remove the stale socket %s", path);
+        return 0;
+}
+
 static int bind_socket(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd;
+        _cleanup_close_ int fd = -EBADF;
+        mode_t old_umask;
+        int r;
 
         if (strlen(path) >= sizeof(sa.sun_path))
                 return log_error_errno(ENAMETOOLONG, "Socket path '%s' is too long", path);
@@ -185,23 +209,21 @@ static int bind_socket(const char *path) {
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return log_error_errno(errno, "socket() failed");
-        /* A socket file left by a crashed daemon would make bind() fail. */
-        if (unlink(path) < 0 && errno != ENOENT) {
-                (void) close(fd);
-                return log_error_errno(errno, "Cannot remove stale socket %s", path);
-        }
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                int e = errno;
-                (void) close(fd);
-                return log_error_errno(e, "Cannot bind %s", path);
-        }
-        /* Anyone may connect; every request is authorized in the daemon from peer credentials. */
-        if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
-                int e = errno;
-                (void) close(fd);
-                return log_error_errno(e, "Cannot listen on %s", path);
-        }
-        return fd;
+        r = remove_stale_socket(path);
+        if (r < 0)
+                return r;
+        /* Anyone may connect; every request is authorized in the daemon from peer credentials.
+         * bind() creates the node with the socket inode's mode (0777) less the umask, so the
+         * umask alone decides it: 0666 from the start, never changed later by path. (fchmod()
+         * of the socket before bind() is masked by the umask all the same.) */
+        old_umask = umask(0111);
+        r = bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ? -errno : 0;
+        (void) umask(old_umask);
+        if (r < 0)
+                return log_error_errno(r, "Cannot bind %s", path);
+        if (listen(fd, SOMAXCONN) < 0)
+                return log_error_errno(errno, "Cannot listen on %s", path);
+        return TAKE_FD(fd);
 }
 
 int server_listen(Server *s) {

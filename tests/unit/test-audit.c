@@ -7,9 +7,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -64,9 +67,83 @@ static void test_records_and_rate_limit(void **state) {
         unlink(path);
 }
 
+/* The audit log is opened by root at a path an admin named: nothing prepared at that path
+ * steers root's writes. */
+static void test_log_file_must_be_roots_own(void **state) {
+        char dir[] = "/tmp/pmugate-test-audit-dir-XXXXXX", path[256], target[256], other[256];
+        struct stat st;
+        Audit *a = NULL;
+        int fd;
+
+        (void) state;
+        assert_non_null(mkdtemp(dir));
+        (void) snprintf(path, sizeof(path), "%s/audit.log", dir);
+        (void) snprintf(target, sizeof(target), "%s/target", dir);
+        (void) snprintf(other, sizeof(other), "%s/other", dir);
+
+        /* A symbolic link, dangling or not, is not followed. */
+        fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(symlink(target, path), 0);
+        assert_int_equal(audit_new(path, &a), -ELOOP);
+        assert_null(a);
+        assert_int_equal(stat(target, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(symlink("/nonexistent/pmugate-audit", path), 0);
+        assert_int_equal(audit_new(path, &a), -ELOOP);
+        assert_int_equal(unlink(path), 0);
+
+        /* A FIFO is refused without waiting for a reader. */
+        assert_int_equal(mkfifo(path, 0600), 0);
+        assert_true(audit_new(path, &a) < 0);
+        assert_int_equal(unlink(path), 0);
+
+        /* Someone else's file, or one others may write. */
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(fchown(fd, 4242, 4242), 0);
+        close(fd);
+        assert_int_equal(audit_new(path, &a), -EPERM);
+        assert_int_equal(chown(path, geteuid(), getegid()), 0);
+        assert_int_equal(chmod(path, 0620), 0);
+        assert_int_equal(audit_new(path, &a), -EPERM);
+        assert_int_equal(chmod(path, 0602), 0);
+        assert_int_equal(audit_new(path, &a), -EPERM);
+
+        /* A second name for another file. */
+        assert_int_equal(chmod(path, 0600), 0);
+        assert_int_equal(link(path, other), 0);
+        assert_int_equal(audit_new(path, &a), -EPERM);
+        assert_int_equal(unlink(other), 0);
+        assert_null(a);
+
+        /* Root's own file, readable by its group, is appended to. */
+        assert_int_equal(chmod(path, 0640), 0);
+        assert_int_equal(audit_new(path, &a), 0);
+        audit_emit(a, &(AuditRecord) { .event = "test", .verdict = "allowed", .uid = 1 });
+        a = audit_free(a);
+        assert_int_equal(count_lines(path, "event=test"), 1);
+        assert_int_equal(unlink(path), 0);
+
+        /* A missing file is created, with mode 0640 at most. */
+        assert_int_equal(audit_new(path, &a), 0);
+        a = audit_free(a);
+        assert_int_equal(lstat(path, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_mode & 07137, 0);
+        assert_int_equal(st.st_uid, geteuid());
+
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(unlink(target), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_records_and_rate_limit),
+                cmocka_unit_test(test_log_file_must_be_roots_own),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
