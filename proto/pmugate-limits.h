@@ -45,3 +45,11 @@
 /* Audit rate limit: records per uid per interval, then suppressed and counted. */
 #define PMUGATE_AUDIT_BURST 20U
 #define PMUGATE_AUDIT_INTERVAL_USEC (10U * 1000U * 1000U)
+
+/* Uids the rate limit tracks one by one in an interval; more uids than this share one budget
+ * of PMUGATE_AUDIT_BURST, and what it holds back is reported under no uid. */
+#define PMUGATE_AUDIT_UIDS_MAX 256U
+
+/* Records per interval of all uids together (each uid's report of what was held back comes on
+ * top, at most one per tracked uid per interval). */
+#define PMUGATE_AUDIT_GLOBAL_BURST 500U
