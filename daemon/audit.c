@@ -76,31 +76,34 @@ static int open_log_file(const char *path, FILE **ret) {
         int flags;
 
         /* O_NONBLOCK: opening a FIFO for writing would wait for a reader. */
-        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0640);
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                  0640);
         if (fd < 0 && errno == ELOOP)
-                return log_error_errno(ELOOP, "Refusing the audit log %s: it is a symbolic link; name the file it "
-                                       "points to instead", path);
+                return log_error_errno(ELOOP, "Refusing the audit log %s: it is a symbolic link; "
+                                       "name the file it points to instead", path);
         if (fd < 0 && errno == ENXIO)   /* a FIFO without a reader, or a device without a driver */
-                return log_error_errno(ENXIO, "Refusing the audit log %s: it is not a regular file; name a file, "
-                                       "or remove what is there", path);
+                return log_error_errno(ENXIO, "Refusing the audit log %s: it is not a regular file; "
+                                       "name a file, or remove what is there", path);
         if (fd < 0)
                 return log_error_errno(errno, "Cannot open the audit log %s", path);
         if (fstat(fd, &st) < 0)
                 return log_error_errno(errno, "Cannot inspect the audit log %s", path);
         if (!S_ISREG(st.st_mode))
-                return log_error_errno(EINVAL, "Refusing the audit log %s: it is not a regular file; name a file, "
-                                       "or remove what is there", path);
+                return log_error_errno(EINVAL, "Refusing the audit log %s: it is not a regular file; "
+                                       "name a file, or remove what is there", path);
         if (st.st_uid != geteuid())
-                return log_error_errno(EPERM, "Refusing the audit log %s: it belongs to uid %u, not to uid %u that "
-                                       "starts the daemon; remove it, or 'chown %u' it if its contents are to be "
-                                       "trusted", path, (unsigned) st.st_uid, (unsigned) geteuid(),
-                                       (unsigned) geteuid());
+                return log_error_errno(EPERM, "Refusing the audit log %s: it belongs to uid %u, not to "
+                                       "uid %u that starts the daemon; remove it, or 'chown %u' it "
+                                       "if its contents are to be trusted", path, (unsigned) st.st_uid,
+                                       (unsigned) geteuid(), (unsigned) geteuid());
         if (st.st_mode & (S_IWGRP | S_IWOTH))
-                return log_error_errno(EPERM, "Refusing the audit log %s: group or others may write it (mode %04o); "
-                                       "'chmod go-w' it", path, (unsigned) (st.st_mode & 07777));
+                return log_error_errno(EPERM, "Refusing the audit log %s: group or others may write it "
+                                       "(mode %04o); 'chmod go-w' it", path,
+                                       (unsigned) (st.st_mode & 07777));
         if (st.st_nlink != 1)
-                return log_error_errno(EPERM, "Refusing the audit log %s: it has %lu hard links, so it is also "
-                                       "another file; name a file of its own", path, (unsigned long) st.st_nlink);
+                return log_error_errno(EPERM, "Refusing the audit log %s: it has %lu hard links, so it "
+                                       "is also another file; name a file of its own", path,
+                                       (unsigned long) st.st_nlink);
         flags = fcntl(fd, F_GETFL);
         if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
                 return log_error_errno(errno, "Cannot set up the audit log %s", path);

@@ -29,6 +29,11 @@
 #define PMUGATE_CLIENTS_MAX 256U
 #define PMUGATE_CLIENTS_PER_UID_MAX 32U
 
+/* Of the clients allowed in total, slots only admins (root, admin_groups) may take, so that
+ * users filling the daemon never lock out 'pmugatectl status' or 'reset'. A configured total
+ * below twice this keeps half of it instead. */
+#define PMUGATE_CLIENTS_ADMIN_RESERVED 8U
+
 /* Job grants held at once. */
 #define PMUGATE_GRANTS_MAX 4096U
 

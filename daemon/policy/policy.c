@@ -54,7 +54,8 @@ int peer_from_socket(int fd, Peer *ret) {
          * pin whatever process got the pid after the client exited, the very race the pidfd
          * exists to close. Whatever needs the pidfd (job scope) then refuses with a reason. */
         len = sizeof(pidfd);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && len == sizeof(pidfd) && pidfd >= 0)
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && len == sizeof(pidfd) &&
+            pidfd >= 0)
                 p.pidfd = pidfd;
 
         *ret = p;

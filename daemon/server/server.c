@@ -29,6 +29,13 @@ static unsigned clients_of_uid(const Server *s, uid_t uid) {
         return n;
 }
 
+/* Slots of clients_max that users and monitors may not take. */
+static unsigned admin_reserve(unsigned clients_max) {
+        if (clients_max >= 2 * PMUGATE_CLIENTS_ADMIN_RESERVED)
+                return PMUGATE_CLIENTS_ADMIN_RESERVED;
+        return clients_max / 2;
+}
+
 static void refuse_connection(Server *s, int fd, Peer *p, const char *reason) {
         msgpack_packer pk;
         Session tmp = { .peer = *p };
@@ -47,7 +54,9 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
         Server *s = userdata;
         Session *c;
         Peer peer;
+        Rights rights;
         char reason[160];
+        unsigned reserve;
         int cfd, r;
 
         cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -71,6 +80,18 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
         if (peer.uid != 0 && clients_of_uid(s, peer.uid) >= s->config.clients_per_uid_max) {
                 (void) snprintf(reason, sizeof(reason), "uid %u already has %u connections, the most allowed per user",
                                 (unsigned) peer.uid, s->config.clients_per_uid_max);
+                refuse_connection(s, cfd, &peer, reason);
+                return 0;
+        }
+        /* The last slots are kept for admins: whoever else connects, and however many uids
+         * they use, an admin can still connect to see and end it. */
+        policy_rights(&s->config, &peer, &rights);
+        reserve = admin_reserve(s->config.clients_max);
+        if (rights.role != ROLE_ADMIN && s->n_sessions >= s->config.clients_max - reserve) {
+                (void) snprintf(reason, sizeof(reason),
+                                "the daemon serves at most %u clients other than admins (%u more are "
+                                "kept for admins); try again later", s->config.clients_max - reserve,
+                                reserve);
                 refuse_connection(s, cfd, &peer, reason);
                 return 0;
         }
@@ -186,8 +207,8 @@ static int remove_stale_socket(const char *path) {
                 return log_error_errno(errno, "Cannot inspect the socket path %s", path);
         }
         if (!S_ISSOCK(st.st_mode))
-                return log_error_errno(EEXIST, "Refusing to bind %s: a %s is there, not a socket; remove it, or "
-                                       "choose another path with --socket", path,
+                return log_error_errno(EEXIST, "Refusing to bind %s: a %s is there, not a socket; "
+                                       "remove it, or choose another path with --socket", path,
                                        S_ISLNK(st.st_mode) ? "symbolic link" :
                                        S_ISDIR(st.st_mode) ? "directory" :
                                        S_ISREG(st.st_mode) ? "regular file" : "file");

@@ -16,6 +16,7 @@
 
 #define FIXED_CTRL_FC3_ENABLE 0x3000U   /* OS | USR of fixed counter 3 (SLOTS) */
 #define GLOBAL_SLOTS (UINT64_C(1) << 35)
+#define METRICS GLOBAL_CTRL_PERF_METRICS
 
 typedef struct Fixture {
         Machine *machine;
@@ -32,7 +33,8 @@ static int setup(void **state) {
         assert_int_equal(backend_sim_new("icx", NULL, &f->machine, &f->backend), 0);
         assert_int_equal(allowlist_load_for_model(getenv("PMUGATE_ALLOWLIST_DIR"), "icx", &f->allowlist), 0);
         assert_int_equal(pmu_new(f->backend, f->machine, f->allowlist, &f->pmu), 0);
-        assert_int_equal(backend_msr_write(f->backend, 0, MSR_IA32_FIXED_CTR_CTRL, FIXED_CTRL_FC3_ENABLE), 0);
+        assert_int_equal(backend_msr_write(f->backend, 0, MSR_IA32_FIXED_CTR_CTRL, FIXED_CTRL_FC3_ENABLE),
+                         0);
         assert_int_equal(backend_msr_write(f->backend, 0, MSR_IA32_PERF_GLOBAL_CTRL,
                                            GLOBAL_SLOTS | GLOBAL_CTRL_PERF_METRICS | 1), 0);
         pmu_detect_all(f->pmu);
@@ -51,7 +53,8 @@ static int teardown(void **state) {
         return 0;
 }
 
-static int conflict(const Fixture *f, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value, bool action) {
+static int conflict(const Fixture *f, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value,
+                    bool action) {
         char reason[256] = "";
         int r = pmu_write_conflict(f->pmu, cpu, reg, mask, value, action, reason, sizeof(reason));
 
@@ -67,10 +70,10 @@ static void test_perf_metrics_goes_with_slots(void **state) {
         assert_int_equal(f->pmu->foreign_fixed[1], 0);
 
         /* Bit 48 alone, in each register that carries it. */
-        assert_int_equal(conflict(f, 0, MSR_IA32_PERF_GLOBAL_CTRL, GLOBAL_CTRL_PERF_METRICS, 0, false), PROTO_E_BUSY);
-        assert_int_equal(conflict(f, 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX, GLOBAL_CTRL_PERF_METRICS, true),
+        assert_int_equal(conflict(f, 0, MSR_IA32_PERF_GLOBAL_CTRL, METRICS, 0, false), PROTO_E_BUSY);
+        assert_int_equal(conflict(f, 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX, METRICS, true),
                          PROTO_E_BUSY);
-        assert_int_equal(conflict(f, 0, MSR_IA32_PERF_GLOBAL_STATUS_SET, UINT64_MAX, GLOBAL_CTRL_PERF_METRICS, true),
+        assert_int_equal(conflict(f, 0, MSR_IA32_PERF_GLOBAL_STATUS_SET, UINT64_MAX, METRICS, true),
                          PROTO_E_BUSY);
         assert_int_equal(conflict(f, 0, MSR_PERF_METRICS, UINT64_MAX, 0, false), PROTO_E_BUSY);
         assert_int_equal(conflict(f, 0, MSR_IA32_FIXED_CTR0 + 3, UINT64_MAX, 0, false), PROTO_E_BUSY);
@@ -80,9 +83,8 @@ static void test_perf_metrics_goes_with_slots(void **state) {
         assert_int_equal(conflict(f, 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX, 1, true), 0);
 
         /* Where nobody holds SLOTS, bit 48 is the lease holder's. */
-        assert_int_equal(conflict(f, 1, MSR_IA32_PERF_GLOBAL_CTRL, GLOBAL_CTRL_PERF_METRICS, 0, false), 0);
-        assert_int_equal(conflict(f, 1, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX, GLOBAL_CTRL_PERF_METRICS,
-                                  true), 0);
+        assert_int_equal(conflict(f, 1, MSR_IA32_PERF_GLOBAL_CTRL, METRICS, 0, false), 0);
+        assert_int_equal(conflict(f, 1, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX, METRICS, true), 0);
 }
 
 static void test_reset_keeps_foreign_perf_metrics(void **state) {
@@ -102,7 +104,7 @@ static void test_reset_keeps_foreign_perf_metrics(void **state) {
         assert_int_equal(backend_msr_read(f->backend, 0, MSR_IA32_FIXED_CTR_CTRL, &v), 0);
         assert_int_equal(v, FIXED_CTRL_FC3_ENABLE);
         assert_int_equal(backend_msr_read(f->backend, 0, MSR_IA32_PERF_GLOBAL_STATUS, &v), 0);
-        assert_int_equal(v & (GLOBAL_SLOTS | GLOBAL_CTRL_PERF_METRICS | 1), GLOBAL_SLOTS | GLOBAL_CTRL_PERF_METRICS);
+        assert_int_equal(v & (GLOBAL_SLOTS | METRICS | 1), GLOBAL_SLOTS | METRICS);
         /* On a CPU where nothing is foreign, everything stops. */
         assert_int_equal(backend_msr_read(f->backend, 1, MSR_IA32_PERF_GLOBAL_CTRL, &v), 0);
         assert_int_equal(v, 0);

@@ -24,7 +24,9 @@
  * client: scope is refused, saying why, even when a grant names its CPUs. */
 static void test_no_pidfd_no_scope(void **state) {
         static const uint32_t cpus[] = { 0, 1 };
-        Peer peer = { .uid = TEST_UID, .gid = TEST_UID, .pid = getpid(), .pidfd = -EBADF, .cgroup_fd = -EBADF };
+        Peer peer = {
+                .uid = TEST_UID, .gid = TEST_UID, .pid = getpid(), .pidfd = -EBADF, .cgroup_fd = -EBADF,
+        };
         Grants grants;
         Scope scope = {};
         char reason[320] = "";
