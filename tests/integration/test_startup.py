@@ -155,6 +155,35 @@ def test_files_root_opens(tap):
         dm.stop()
 
 
+def test_no_config_file_is_the_shipped_policy(tap):
+    """Without a configuration file the daemon applies the shipped pmugate.conf's policy, says
+    so, and admits as users only members of pmugate-users, never everybody."""
+    rc, out = run_daemon(["--help"])
+    default = out.split("--config=FILE")[1].split("(default: ")[1].split(")")[0]
+    if os.path.exists(default):
+        tap.ok(True, "no config file: the shipped policy applies # SKIP %s exists on this host" % default)
+        return
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
+    dm = t.Daemon(d, ["--root=" + m.root], config=False)
+    try:
+        log = dm.log()
+        tap.ok(default + " does not exist: the defaults of the shipped pmugate.conf apply" in log
+               and "admin_groups=pmugate-admin user_groups=pmugate-users" in log,
+               "start-up names the missing file and the defaults in force", log)
+
+        def as_stranger():
+            c = t.Client(dm.socket)
+            return [c.call("hello")["caller"]["role"], c.batch([["r", 0, 0xC1]]).get("error", {}).get("name")]
+        role, refusal = t.in_child_as(t.UNPRIVILEGED_UID, t.UNPRIVILEGED_UID, [], as_stranger)
+        tap.eq((role, refusal), ("none", "not-authorized"),
+               "a uid outside pmugate-users is no user, and may not read")
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], dm.socket)
+        tap.ok(rc == 0, "root administers", out + err)
+    finally:
+        dm.stop()
+
+
 def test_spr_two_sockets(tap):
     d = t.workdir()
     m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=2, cores=4, smt=True)
@@ -225,5 +254,6 @@ def test_offline_cpu(tap):
         dm.stop()
 
 
-sys.exit(t.Tap().run([test_help_and_version, test_refusals, test_files_root_opens, test_spr_two_sockets,
-                      test_skx_imc_units, test_offline_cpu]))
+sys.exit(t.Tap().run([test_help_and_version, test_refusals, test_files_root_opens,
+                      test_no_config_file_is_the_shipped_policy, test_spr_two_sockets, test_skx_imc_units,
+                      test_offline_cpu]))
