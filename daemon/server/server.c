@@ -285,6 +285,7 @@ static int on_audit_timer(sd_event_source *source, uint64_t usec, void *userdata
 }
 
 int server_run(Server *s) {
+        struct stat st;
         char status[256];
         sigset_t mask;
         uint64_t now;
@@ -323,7 +324,8 @@ int server_run(Server *s) {
         r = sd_event_loop(s->event);
 
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down");
-        if (s->socket_path)
+        /* Our socket, unless someone put something else in its place since. */
+        if (s->socket_path && lstat(s->socket_path, &st) == 0 && S_ISSOCK(st.st_mode))
                 (void) unlink(s->socket_path);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed");
