@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "never-list.h"
+
 typedef enum RegScope {
         REG_SCOPE_THREAD,
         REG_SCOPE_CORE,
@@ -72,12 +74,3 @@ const AllowEntry *allowlist_find_pci(const Allowlist *a, uint16_t vendor, uint16
 /* Register name for display: the entry's name, with the index appended for ranges
  * (IA32_PERFEVTSEL + 0x188 -> "IA32_PERFEVTSEL2"). */
 void allow_entry_register_name(const AllowEntry *e, uint32_t reg, char *buf, size_t size);
-
-/* The built-in never-list: MSRs no allowlist can open. Returns the register's name when the
- * list forbids the access (write: a write, else a read), or NULL. Most entries forbid both;
- * a few (the TSC, for one) forbid only writes, and are read where an allowlist lists them. */
-const char *never_list_lookup(uint32_t msr, bool write);
-
-/* PCI configuration offsets below this are the header the kernel's PCI core owns: never
- * written, whatever an allowlist says (reads follow the allowlist). */
-#define PCI_CONFIG_HEADER_END 0x40U

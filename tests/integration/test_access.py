@@ -124,7 +124,7 @@ def never_list():
     """The daemon's never-list, read from its source so that this test follows every entry:
     (first, last, name, write_only)."""
     import re
-    with open(os.path.join(t.SOURCE, "daemon", "pmu", "allowlist.c")) as f:
+    with open(os.path.join(t.SOURCE, "daemon", "pmu", "never-list.c")) as f:
         text = f.read()
     table = text[text.index("static const NeverEntry never_list[] = {"):]
     table = table[:table.index("};")]
