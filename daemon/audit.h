@@ -2,8 +2,8 @@
 /*
  * Audit records: one structured record per write, denial, grant, revoke or lease change. To the
  * journal when its socket exists, else one logfmt line on stderr or in --audit-log. Rate
- * limited per uid so a denial storm cannot flood the log; what is held back is counted and
- * reported, never dropped silently.
+ * limited per uid, and over all uids together, so a denial storm cannot flood the log; what is
+ * held back is counted and reported with its uid, never dropped silently.
  */
 #pragma once
 
@@ -44,8 +44,12 @@ void audit_emit(Audit *a, const AuditRecord *rec);
  * building details nobody will read (audit_emit() must still be called, to count it). */
 bool audit_would_emit(const Audit *a, uid_t uid);
 
-/* Reports what the rate limit held back since the last report, as its own record. */
+/* Reports what the rate limit held back since the last report, as its own record per uid, for
+ * uids whose interval is over; their slots are freed for other uids. */
 void audit_flush(Audit *a);
+
+/* Tests: the monotonic clock in microseconds the rate limit reads (NULL: the real one). */
+void audit_set_clock(Audit *a, uint64_t (*now)(void));
 
 typedef struct AuditStats {
         uint64_t emitted;

@@ -305,6 +305,49 @@ static int decode_sweep(const msgpack_object *a, bool write, size_t index, Reque
         return 0;
 }
 
+typedef enum OpKind {
+        OP_KIND_UNKNOWN,
+        OP_KIND_READ,           /* "r" */
+        OP_KIND_WRITE,          /* "w" */
+        OP_KIND_WRITE_MASKED,   /* "wm" */
+        OP_KIND_PCI_READ,       /* "pr" */
+        OP_KIND_PCI_WRITE,      /* "pw" */
+        OP_KIND_SWEEP_READ,     /* "R" */
+        OP_KIND_SWEEP_WRITE,    /* "W" */
+} OpKind;
+
+/* A kind is its whole string, length and every byte: folding the bytes into one number let
+ * "\0W" pass for "W", and shifting a signed char was undefined for bytes above 0x7f. This is
+ * the hot path of a batch, hence a switch on the length and then on unsigned bytes. */
+static OpKind op_kind(const msgpack_object *k) {
+        const unsigned char *p = (const unsigned char *) k->via.str.ptr;
+
+        switch (k->via.str.size) {
+        case 1:
+                switch (p[0]) {
+                case 'r':
+                        return OP_KIND_READ;
+                case 'w':
+                        return OP_KIND_WRITE;
+                case 'R':
+                        return OP_KIND_SWEEP_READ;
+                case 'W':
+                        return OP_KIND_SWEEP_WRITE;
+                }
+                return OP_KIND_UNKNOWN;
+        case 2:
+                if (p[0] == 'w' && p[1] == 'm')
+                        return OP_KIND_WRITE_MASKED;
+                if (p[0] == 'p' && p[1] == 'r')
+                        return OP_KIND_PCI_READ;
+                if (p[0] == 'p' && p[1] == 'w')
+                        return OP_KIND_PCI_WRITE;
+                return OP_KIND_UNKNOWN;
+        default:
+                return OP_KIND_UNKNOWN;
+        }
+}
+
 static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req, DecodeError *e) {
         size_t n_ops = 0;
 
@@ -317,6 +360,7 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
         for (uint32_t i = 0; i < o->via.array.size; i++) {
                 const msgpack_object *a = &o->via.array.ptr[i], *k;
                 RegOp *op;
+                OpKind kind;
                 bool write, pci, masked = false;
                 unsigned args;
                 int r;
@@ -325,29 +369,28 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                     a->via.array.ptr[0].type != MSGPACK_OBJECT_STR)
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "] must be an array [kind, ...]", i);
                 k = &a->via.array.ptr[0];
+                kind = op_kind(k);
 
-                /* Kinds are one or two bytes; a switch on them is the hot path of a batch. */
-                switch (k->via.str.size == 1 ? k->via.str.ptr[0] :
-                        k->via.str.size == 2 ? (k->via.str.ptr[0] << 8 | k->via.str.ptr[1]) : 0) {
-                case 'R':
-                case 'W':
-                        r = decode_sweep(a, k->via.str.ptr[0] == 'W', i, buf, &n_ops, e);
+                switch (kind) {
+                case OP_KIND_SWEEP_READ:
+                case OP_KIND_SWEEP_WRITE:
+                        r = decode_sweep(a, kind == OP_KIND_SWEEP_WRITE, i, buf, &n_ops, e);
                         if (r != 0)
                                 return r;
                         continue;
-                case 'r':
+                case OP_KIND_READ:
                         write = false, pci = false;
                         break;
-                case 'w':
+                case OP_KIND_WRITE:
                         write = true, pci = false;
                         break;
-                case 'w' << 8 | 'm':
+                case OP_KIND_WRITE_MASKED:
                         write = true, pci = false, masked = true;
                         break;
-                case 'p' << 8 | 'r':
+                case OP_KIND_PCI_READ:
                         write = false, pci = true;
                         break;
-                case 'p' << 8 | 'w':
+                case OP_KIND_PCI_WRITE:
                         write = true, pci = true;
                         break;
                 default:

@@ -29,6 +29,11 @@
 #define PMUGATE_CLIENTS_MAX 256U
 #define PMUGATE_CLIENTS_PER_UID_MAX 32U
 
+/* Of the clients allowed in total, slots only admins (root, admin_groups) may take, so that
+ * users filling the daemon never lock out 'pmugatectl status' or 'reset'. A configured total
+ * below twice this keeps half of it instead. */
+#define PMUGATE_CLIENTS_ADMIN_RESERVED 8U
+
 /* Job grants held at once. */
 #define PMUGATE_GRANTS_MAX 4096U
 
@@ -45,3 +50,11 @@
 /* Audit rate limit: records per uid per interval, then suppressed and counted. */
 #define PMUGATE_AUDIT_BURST 20U
 #define PMUGATE_AUDIT_INTERVAL_USEC (10U * 1000U * 1000U)
+
+/* Uids the rate limit tracks one by one in an interval; more uids than this share one budget
+ * of PMUGATE_AUDIT_BURST, and what it holds back is reported under no uid. */
+#define PMUGATE_AUDIT_UIDS_MAX 256U
+
+/* Records per interval of all uids together (each uid's report of what was held back comes on
+ * top, at most one per tracked uid per interval). */
+#define PMUGATE_AUDIT_GLOBAL_BURST 500U

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Register allowlists and the built-in never-list
+ * Register allowlists
  */
 #include <assert.h>
 #include <ctype.h>
@@ -25,130 +25,6 @@
 #define REASON_MAX 512
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Allowlist *, allowlist_free);
-
-typedef struct NeverEntry {
-        uint32_t first, last;
-        const char *name;
-} NeverEntry;
-
-/*
- * Sorted, non-overlapping: never_list_lookup() binary-searches it. Each entry is here because a
- * write (and for some a read) can escalate privilege, corrupt the kernel's own state or change
- * power and frequency policy for every user of the machine; docs/ALLOWLISTS.md gives the reason
- * per entry. Reads are refused too: none of these is needed to count events, and refusing both
- * keeps the rule simple enough to audit.
- */
-static const NeverEntry never_list[] = {
-        { 0x0000001B, 0x0000001B, "IA32_APIC_BASE" },
-        { 0x0000003A, 0x0000003A, "IA32_FEATURE_CONTROL" },
-        { 0x0000003B, 0x0000003B, "IA32_TSC_ADJUST" },
-        { 0x00000048, 0x00000048, "IA32_SPEC_CTRL" },
-        { 0x00000049, 0x00000049, "IA32_PRED_CMD" },
-        { 0x00000079, 0x00000079, "IA32_BIOS_UPDT_TRIG" },
-        { 0x0000009B, 0x0000009B, "IA32_SMM_MONITOR_CTL" },
-        { 0x0000009E, 0x0000009E, "IA32_SMBASE" },
-        { 0x0000010A, 0x0000010A, "IA32_ARCH_CAPABILITIES" },
-        { 0x0000010B, 0x0000010B, "IA32_FLUSH_CMD" },
-        { 0x00000122, 0x00000122, "IA32_TSX_CTRL" },
-        { 0x00000123, 0x00000123, "IA32_MCU_OPT_CTRL" },
-        { 0x00000174, 0x00000174, "IA32_SYSENTER_CS" },
-        { 0x00000175, 0x00000175, "IA32_SYSENTER_ESP" },
-        { 0x00000176, 0x00000176, "IA32_SYSENTER_EIP" },
-        { 0x00000199, 0x00000199, "IA32_PERF_CTL" },
-        { 0x000001A0, 0x000001A0, "IA32_MISC_ENABLE" },
-        { 0x000001AD, 0x000001AD, "MSR_TURBO_RATIO_LIMIT" },
-        { 0x000001AE, 0x000001AE, "MSR_TURBO_RATIO_LIMIT1" },
-        { 0x000001AF, 0x000001AF, "MSR_TURBO_RATIO_LIMIT2" },
-        { 0x000001B0, 0x000001B0, "IA32_ENERGY_PERF_BIAS" },
-        { 0x000001C8, 0x000001C8, "MSR_LBR_SELECT" },
-        { 0x000001C9, 0x000001C9, "MSR_LASTBRANCH_TOS" },
-        { 0x000001D9, 0x000001D9, "IA32_DEBUGCTL" },
-        { 0x000001DB, 0x000001DB, "MSR_LASTBRANCH_FROM_IP" },
-        { 0x000001DC, 0x000001DC, "MSR_LASTBRANCH_TO_IP" },
-        { 0x000001DD, 0x000001DD, "MSR_LER_FROM_IP" },
-        { 0x000001DE, 0x000001DE, "MSR_LER_TO_IP" },
-        { 0x000001FC, 0x000001FC, "MSR_POWER_CTL" },
-        { 0x00000200, 0x0000021F, "IA32_MTRR_PHYS" },
-        { 0x00000250, 0x00000250, "IA32_MTRR_FIX64K_00000" },
-        { 0x00000258, 0x00000259, "IA32_MTRR_FIX16K" },
-        { 0x00000268, 0x0000026F, "IA32_MTRR_FIX4K" },
-        { 0x00000277, 0x00000277, "IA32_PAT" },
-        { 0x000002FF, 0x000002FF, "IA32_MTRR_DEF_TYPE" },
-        { 0x000003F1, 0x000003F1, "IA32_PEBS_ENABLE" },
-        { 0x000003F2, 0x000003F2, "MSR_PEBS_DATA_CFG" },
-        { 0x000003F6, 0x000003F6, "MSR_PEBS_LD_LAT" },
-        { 0x000003F7, 0x000003F7, "MSR_PEBS_FRONTEND" },
-        { 0x00000560, 0x00000560, "IA32_RTIT_OUTPUT_BASE" },
-        { 0x00000561, 0x00000561, "IA32_RTIT_OUTPUT_MASK_PTRS" },
-        { 0x00000570, 0x00000570, "IA32_RTIT_CTL" },
-        { 0x00000571, 0x00000571, "IA32_RTIT_STATUS" },
-        { 0x00000572, 0x00000572, "IA32_RTIT_CR3_MATCH" },
-        { 0x00000580, 0x00000587, "IA32_RTIT_ADDR" },
-        { 0x00000600, 0x00000600, "IA32_DS_AREA" },
-        { 0x00000610, 0x00000610, "MSR_PKG_POWER_LIMIT" },
-        { 0x00000618, 0x00000618, "MSR_DRAM_POWER_LIMIT" },
-        { 0x00000620, 0x00000620, "MSR_UNCORE_RATIO_LIMIT" },
-        { 0x00000638, 0x00000638, "MSR_PP0_POWER_LIMIT" },
-        { 0x00000640, 0x00000640, "MSR_PP1_POWER_LIMIT" },
-        { 0x0000065C, 0x0000065C, "MSR_PLATFORM_POWER_LIMIT" },
-        { 0x00000680, 0x0000069F, "MSR_LASTBRANCH_FROM_IP" },
-        { 0x000006A0, 0x000006A0, "IA32_U_CET" },
-        { 0x000006A2, 0x000006A2, "IA32_S_CET" },
-        { 0x000006A4, 0x000006A7, "IA32_PL_SSP" },
-        { 0x000006A8, 0x000006A8, "IA32_INTERRUPT_SSP_TABLE_ADDR" },
-        { 0x000006C0, 0x000006DF, "MSR_LASTBRANCH_TO_IP" },
-        { 0x000006E0, 0x000006E0, "IA32_TSC_DEADLINE" },
-        { 0x000006E1, 0x000006E1, "IA32_PKRS" },
-        { 0x00000770, 0x00000770, "IA32_PM_ENABLE" },
-        { 0x00000772, 0x00000772, "IA32_HWP_REQUEST_PKG" },
-        { 0x00000774, 0x00000774, "IA32_HWP_REQUEST" },
-        { 0x00000800, 0x000008FF, "IA32_X2APIC" },
-        { 0x00000DA0, 0x00000DA0, "IA32_XSS" },
-        { 0x00000DC0, 0x00000DDF, "MSR_LBR_INFO" },
-        { 0x00001200, 0x0000121F, "MSR_ARCH_LBR_INFO" },
-        { 0x00001309, 0x0000130C, "MSR_RELOAD_FIXED_CTR" },
-        { 0x000014C1, 0x000014C8, "MSR_RELOAD_PMC" },
-        { 0x000014CE, 0x000014CE, "MSR_ARCH_LBR_CTL" },
-        { 0x000014CF, 0x000014CF, "MSR_ARCH_LBR_DEPTH" },
-        /* Up to the TO block, so no address in the arch-LBR window is left to a data file. */
-        { 0x00001500, 0x000015FF, "MSR_ARCH_LBR_FROM_IP" },
-        { 0x00001600, 0x0000161F, "MSR_ARCH_LBR_TO_IP" },
-        { 0xC0000080, 0xC0000080, "IA32_EFER" },
-        { 0xC0000081, 0xC0000081, "MSR_STAR" },
-        { 0xC0000082, 0xC0000082, "MSR_LSTAR" },
-        { 0xC0000083, 0xC0000083, "MSR_CSTAR" },
-        { 0xC0000084, 0xC0000084, "MSR_SFMASK" },
-        { 0xC0000100, 0xC0000100, "MSR_FS_BASE" },
-        { 0xC0000101, 0xC0000101, "MSR_GS_BASE" },
-        { 0xC0000102, 0xC0000102, "MSR_KERNEL_GS_BASE" },
-        { 0xC0010010, 0xC0010010, "AMD_SYSCFG" },
-        { 0xC0010015, 0xC0010015, "AMD_HWCR" },
-        { 0xC0010114, 0xC0010114, "AMD_VM_CR" },
-        { 0xC0010117, 0xC0010117, "AMD_VM_HSAVE_PA" },
-};
-
-const char *never_list_lookup(uint32_t msr) {
-        size_t lo = 0, hi = ELEMENTSOF(never_list);
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (msr < never_list[mid].first)
-                        hi = mid;
-                else if (msr > never_list[mid].last)
-                        lo = mid + 1;
-                else
-                        return never_list[mid].name;
-        }
-        return NULL;
-}
-
-static const NeverEntry *never_list_overlap(uint32_t first, uint32_t last) {
-        for (size_t i = 0; i < ELEMENTSOF(never_list); i++)
-                if (never_list[i].first <= last && never_list[i].last >= first)
-                        return &never_list[i];
-        return NULL;
-}
 
 static const char *const scope_names[_REG_SCOPE_MAX] = {
         [REG_SCOPE_THREAD] = "thread",
@@ -390,13 +266,14 @@ static int parse_msr(Parser *p, char **fields, size_t n) {
 
         /* Accepted, not refused: the never-list is enforced per request, and a test allowlist
          * must be able to show that listing such a register opens nothing. */
-        ne = never_list_overlap(e.first, e.last);
-        if (ne)
+        ne = never_list_overlap(e.first, e.last, e.write_mask != 0);
+        if (ne) {
                 e.flags |= ALLOW_FLAG_NEVER;
-        if (ne)
                 log_warning("%s:%u: %s covers 0x%" PRIX32 " %s from the built-in never-list; "
-                            "requests for it will be refused whatever this file says",
-                            p->path, p->line, e.name, ne->first > e.first ? ne->first : e.first, ne->name);
+                            "%s for it will be refused whatever this file says",
+                            p->path, p->line, e.name, ne->first > e.first ? ne->first : e.first, ne->name,
+                            ne->kind == NEVER_WRITE ? "writes" : "requests");
+        }
 
         return parser_add(p, &p->msr, &p->n_msr, &p->allocated_msr, &e);
 }
@@ -446,6 +323,16 @@ static int parse_pci(Parser *p, char **fields, size_t n) {
         r = parse_flags(p, fields + 8, n - 8, &e);
         if (r < 0)
                 return r;
+
+        /* The header (IDs, command, BARs, interrupt line) belongs to the kernel's PCI core:
+         * writing it can turn off a device, move its registers or redirect its DMA. Like the
+         * MSR never-list this is accepted with a warning and refused per request. */
+        if (e.write_mask != 0 && e.first < PCI_CONFIG_HEADER_END) {
+                e.flags |= ALLOW_FLAG_NEVER;
+                log_warning("%s:%u: %s covers offset 0x%" PRIX32 " of the PCI configuration header "
+                            "(below 0x%X); writes to it will be refused whatever this file says",
+                            p->path, p->line, e.name, e.first, PCI_CONFIG_HEADER_END);
+        }
 
         return parser_add(p, &p->pci, &p->n_pci, &p->allocated_pci, &e);
 }

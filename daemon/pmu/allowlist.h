@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "never-list.h"
+
 typedef enum RegScope {
         REG_SCOPE_THREAD,
         REG_SCOPE_CORE,
@@ -24,8 +26,9 @@ typedef enum AllowFlags {
         ALLOW_FLAG_COUNTER = 1 << 0, /* "counter": zeroed, not restored, when a lease ends */
         ALLOW_FLAG_ACTION = 1 << 1,  /* "action": write-1 semantics (STATUS_RESET/SET): written as
                                       * value & mask with no read first, never restored */
-        ALLOW_FLAG_NEVER = 1 << 2,   /* set by the parser: the range overlaps the never-list, so
-                                      * requests inside it must consult the never-list */
+        ALLOW_FLAG_NEVER = 1 << 2,   /* set by the parser: the range overlaps the never-list (or,
+                                      * writable, the PCI configuration header), so requests
+                                      * inside it must consult the never-list */
 } AllowFlags;
 
 #define ALLOW_CLASS_MAX 16
@@ -71,7 +74,3 @@ const AllowEntry *allowlist_find_pci(const Allowlist *a, uint16_t vendor, uint16
 /* Register name for display: the entry's name, with the index appended for ranges
  * (IA32_PERFEVTSEL + 0x188 -> "IA32_PERFEVTSEL2"). */
 void allow_entry_register_name(const AllowEntry *e, uint32_t reg, char *buf, size_t size);
-
-/* The built-in never-list: registers no allowlist can open. Returns the register's name, or
- * NULL when reg is not on the list. */
-const char *never_list_lookup(uint32_t msr);

@@ -40,7 +40,7 @@ static int check_msr(const BatchContext *ctx, const RegOp *op, size_t i, const A
         /* The never-list only matters outside the allowlist or in ranges the parser found
          * overlapping it; everywhere else the lookup cannot find anything. */
         if (!e || (e->flags & ALLOW_FLAG_NEVER))
-                never = never_list_lookup(op->reg);
+                never = never_list_lookup(op->reg, reg_op_is_write(op));
         if (never)
                 return refuse(ret, PROTO_E_REG_FORBIDDEN, i,
                               "op %zu: MSR 0x%" PRIx32 " (%s) is on the built-in never-list", i, op->reg, never);
@@ -64,6 +64,11 @@ static int check_pci(const BatchContext *ctx, const RegOp *op, size_t i, const A
                 return refuse(ret, PROTO_E_NO_SUCH_UNIT, i, "op %zu: PCI unit %" PRIu32 " does not exist (%" PRIu32 " units)",
                               i, op->target, m->n_units);
         u = &m->units[op->target];
+        if (reg_op_is_write(op) && op->reg < PCI_CONFIG_HEADER_END)
+                return refuse(ret, PROTO_E_REG_FORBIDDEN, i,
+                              "op %zu: offset 0x%" PRIx32 " of unit %" PRIu32 " is in the PCI configuration "
+                              "header (below 0x%x), which is never written", i, op->reg, op->target,
+                              PCI_CONFIG_HEADER_END);
         e = allowlist_find_pci(ctx->allowlist, u->vendor, u->device, op->reg);
         if (!e || (op->reg - e->first) % e->width != 0)
                 return refuse(ret, PROTO_E_REG_NOT_ALLOWED, i,

@@ -103,8 +103,15 @@ static uint64_t fixed_fields(uint8_t fixed) {
         return m;
 }
 
+/* A foreign counter's bits in GLOBAL_CTRL and the GLOBAL_STATUS registers. PERF_METRICS (bit
+ * 48) goes with SLOTS: TopDown metrics are only meaningful as a pair, and whoever holds fixed
+ * counter 3 enables, acknowledges and clears the metrics with it. */
 static uint64_t global_bits(uint8_t fixed, uint32_t gp) {
-        return (uint64_t) gp | (uint64_t) fixed << 32;
+        uint64_t bits = (uint64_t) gp | (uint64_t) fixed << 32;
+
+        if ((fixed >> FIXED_SLOTS_INDEX) & 1)
+                bits |= GLOBAL_CTRL_PERF_METRICS;
+        return bits;
 }
 
 int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value, bool action,
@@ -188,10 +195,11 @@ int pmu_reset_cpu(Pmu *p, uint32_t cpu) {
         /* PERF_METRICS after SLOTS, the order the kernel uses. */
         if (p->machine->cpu_model && p->machine->cpu_model->perf_metrics && !((fixed >> FIXED_SLOTS_INDEX) & 1))
                 STEP(write_if_present(p, cpu, MSR_PERF_METRICS, 0));
-        STEP(write_if_present(p, cpu, MSR_IA32_PERF_GLOBAL_STATUS_RESET,
-                              (((UINT64_C(1) << gp_counters(p)) - 1) & ~(uint64_t) gp) |
-                              (((UINT64_C(1) << fixed_counters(p)) - 1) & ~(uint64_t) fixed) << 32 |
-                              (p->machine->cpu_model && p->machine->cpu_model->perf_metrics ? GLOBAL_CTRL_PERF_METRICS : 0)));
+        /* Overflow bits of every counter but the foreign ones, PERF_METRICS's with SLOTS's. */
+        v = ((UINT64_C(1) << gp_counters(p)) - 1) | ((UINT64_C(1) << fixed_counters(p)) - 1) << 32;
+        if (p->machine->cpu_model && p->machine->cpu_model->perf_metrics)
+                v |= GLOBAL_CTRL_PERF_METRICS;
+        STEP(write_if_present(p, cpu, MSR_IA32_PERF_GLOBAL_STATUS_RESET, v & ~keep_global));
 #undef STEP
         return first;
 }

@@ -20,6 +20,7 @@
 #define MSR_IA32_FIXED_CTR0 0x309U
 #define MSR_PERF_METRICS 0x329U
 #define MSR_IA32_FIXED_CTR_CTRL 0x38DU
+#define MSR_IA32_PERF_GLOBAL_STATUS 0x38EU
 #define MSR_IA32_PERF_GLOBAL_CTRL 0x38FU
 #define MSR_IA32_PERF_GLOBAL_STATUS_RESET 0x390U
 #define MSR_IA32_PERF_GLOBAL_STATUS_SET 0x391U
@@ -32,7 +33,8 @@ typedef struct Pmu {
         Backend *backend;
         const Machine *machine;
         const Allowlist *allowlist;
-        uint8_t *foreign_fixed;  /* per CPU: bit i = FIXED_CTRi held by another PMU user */
+        uint8_t *foreign_fixed;  /* per CPU: bit i = FIXED_CTRi held by another PMU user; with SLOTS (3)
+                                  * goes PERF_METRICS, and bit 48 of the global registers */
         uint32_t *foreign_gp;    /* per CPU: bit i = PMCi held by another PMU user */
 } Pmu;
 

@@ -19,6 +19,9 @@
 typedef struct ConfigParser {
         Config config;
         bool failed;
+        bool quiet;             /* no warnings: resolving the built-in defaults */
+        bool admin_groups_set;  /* the file names them; otherwise the defaults stand */
+        bool user_groups_set;
         char reason[200];
 } ConfigParser;
 
@@ -51,20 +54,6 @@ static void class_set_parse_static(ClassSet *s, const char *text) {
                 else
                         (void) snprintf(s->classes[s->n++], CONFIG_CLASS_LEN, "%s", t);
         }
-}
-
-void config_init_defaults(Config *c) {
-        *c = (Config) {
-                .mode = ACCESS_MODE_OPEN,
-                .clients_max = PMUGATE_CLIENTS_MAX,
-                .clients_per_uid_max = PMUGATE_CLIENTS_PER_UID_MAX,
-                .grants_max = PMUGATE_GRANTS_MAX,
-                .leases_per_uid_max = PMUGATE_CPUS_MAX,
-        };
-        class_set_parse_static(&c->user_read, "all");
-        class_set_parse_static(&c->user_write, "core-pmu offcore uncore-imc");
-        class_set_parse_static(&c->monitor_read, "all");
-        class_set_parse_static(&c->monitor_write, "core-pmu offcore uncore-imc");
 }
 
 _printf_(2, 3) static int fail(ConfigParser *p, const char *fmt, ...) {
@@ -104,7 +93,8 @@ static int parse_ids(ConfigParser *p, const char *value, bool users, unsigned *i
                         struct passwd *pw = getpwnam(name);
 
                         if (!pw && !is_number) {
-                                log_warning("Config: user '%s' does not exist, ignoring it", name);
+                                if (!p->quiet)
+                                        log_warning("Config: user '%s' does not exist, ignoring it", name);
                                 continue;
                         }
                         id = pw ? pw->pw_uid : (unsigned) numeric;
@@ -112,7 +102,8 @@ static int parse_ids(ConfigParser *p, const char *value, bool users, unsigned *i
                         struct group *g = getgrnam(name);
 
                         if (!g && !is_number) {
-                                log_warning("Config: group '%s' does not exist, ignoring it", name);
+                                if (!p->quiet)
+                                        log_warning("Config: group '%s' does not exist, ignoring it", name);
                                 continue;
                         }
                         id = g ? g->gr_gid : (unsigned) numeric;
@@ -120,6 +111,40 @@ static int parse_ids(ConfigParser *p, const char *value, bool users, unsigned *i
                 ids[(*n)++] = id;
         }
         return 0;
+}
+
+/* The defaults are those of the shipped policy/pmugate.conf, groups included: without a file
+ * only members of pmugate-users are users, never everybody (tests/unit/test-config.c compares
+ * the two). A group that does not exist (yet) admits nobody. */
+static void set_default_groups(ConfigParser *p, bool admin, bool user) {
+        Config *c = &p->config;
+
+        if (admin)
+                (void) parse_ids(p, CONFIG_DEFAULT_ADMIN_GROUPS, false, c->admin_gids, &c->n_admin_gids,
+                                 c->admin_groups, sizeof(c->admin_groups));
+        if (user) {
+                c->user_groups_set = true;
+                (void) parse_ids(p, CONFIG_DEFAULT_USER_GROUPS, false, c->user_gids, &c->n_user_gids,
+                                 c->user_groups, sizeof(c->user_groups));
+        }
+}
+
+void config_init_defaults(Config *c) {
+        ConfigParser p = { .quiet = true };
+
+        p.config = (Config) {
+                .mode = ACCESS_MODE_OPEN,
+                .clients_max = PMUGATE_CLIENTS_MAX,
+                .clients_per_uid_max = PMUGATE_CLIENTS_PER_UID_MAX,
+                .grants_max = PMUGATE_GRANTS_MAX,
+                .leases_per_uid_max = PMUGATE_CPUS_MAX,
+        };
+        class_set_parse_static(&p.config.user_read, CONFIG_DEFAULT_READ_CLASSES);
+        class_set_parse_static(&p.config.user_write, CONFIG_DEFAULT_WRITE_CLASSES);
+        class_set_parse_static(&p.config.monitor_read, CONFIG_DEFAULT_READ_CLASSES);
+        class_set_parse_static(&p.config.monitor_write, CONFIG_DEFAULT_WRITE_CLASSES);
+        set_default_groups(&p, true, true);
+        *c = p.config;
 }
 
 static int parse_classes(ConfigParser *p, const char *value, ClassSet *s) {
@@ -178,12 +203,16 @@ static int handle_access(ConfigParser *p, const char *name, const char *value) {
                         }
                 return fail(p, "unknown mode '%.32s' (expected open or job)", value);
         }
-        if (strcmp(name, "admin_groups") == 0)
+        if (strcmp(name, "admin_groups") == 0) {
+                p->admin_groups_set = true;
                 return parse_ids(p, value, false, c->admin_gids, &c->n_admin_gids, c->admin_groups,
                                  sizeof(c->admin_groups));
+        }
         if (strcmp(name, "user_groups") == 0) {
                 /* Set but resolving to no group means nobody, never everybody: a group that
-                 * does not exist yet must not open the daemon to all users. */
+                 * does not exist yet must not open the daemon to all users. Only an empty
+                 * value, written out, opens it to everybody. */
+                p->user_groups_set = true;
                 c->user_groups_set = value[0] != '\0';
                 return parse_ids(p, value, false, c->user_gids, &c->n_user_gids, c->user_groups,
                                  sizeof(c->user_groups));
@@ -252,8 +281,10 @@ int config_load(const char *path, bool missing_ok, Config *ret, char *reason, si
         f = fopen(path, "re");
         if (!f) {
                 if (errno == ENOENT && missing_ok) {
+                        /* Again, aloud: a default group that does not exist is worth a warning. */
+                        set_default_groups(&p, true, true);
                         *ret = p.config;
-                        return 0;
+                        return 1;
                 }
                 r = -errno;
                 (void) snprintf(reason, reason_size, "%s: %s", path, strerror(errno));
@@ -265,6 +296,7 @@ int config_load(const char *path, bool missing_ok, Config *ret, char *reason, si
                 (void) snprintf(reason, reason_size, "%s:%d: %s", path, r, p.failed ? p.reason : "syntax error");
                 return -EINVAL;
         }
+        set_default_groups(&p, !p.admin_groups_set, !p.user_groups_set);
         *ret = p.config;
         return 0;
 }

@@ -37,7 +37,7 @@ typedef struct Config {
         size_t n_admin_gids;
         gid_t user_gids[CONFIG_IDS_MAX];      /* who is a user */
         size_t n_user_gids;
-        bool user_groups_set;                 /* false: everyone is a user */
+        bool user_groups_set;                 /* false: everyone is a user ("user_groups =") */
         uid_t monitor_uids[CONFIG_IDS_MAX];   /* monitoring agents: everywhere, yield to users */
         size_t n_monitor_uids;
         gid_t monitor_gids[CONFIG_IDS_MAX];
@@ -58,8 +58,17 @@ typedef struct Config {
         unsigned leases_per_uid_max;    /* CPUs one user (other than root) may hold leases on */
 } Config;
 
+/* The defaults: those of the shipped policy/pmugate.conf, for a missing file and for every
+ * key a file leaves out. Users are members of pmugate-users, admins of pmugate-admin (and
+ * root); a group that does not exist admits nobody. */
+#define CONFIG_DEFAULT_ADMIN_GROUPS "pmugate-admin"
+#define CONFIG_DEFAULT_USER_GROUPS "pmugate-users"
+#define CONFIG_DEFAULT_READ_CLASSES "all"
+#define CONFIG_DEFAULT_WRITE_CLASSES "core-pmu offcore uncore-imc"
+
 void config_init_defaults(Config *c);
 
-/* Parses path into ret. A missing file is not an error when missing_ok (the defaults stand).
- * On a bad file returns -EINVAL and writes "FILE:LINE: reason" into reason. */
+/* Parses path into ret. A missing file is not an error when missing_ok: the defaults stand and
+ * 1 is returned, 0 when the file was read. On a bad file returns -EINVAL and writes
+ * "FILE:LINE: reason" into reason. */
 int config_load(const char *path, bool missing_ok, Config *ret, char *reason, size_t reason_size);

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Identity and rights. Identity comes only from the kernel: SO_PEERCRED gives uid, gid and pid
- * at connect time, SO_PEERGROUPS the supplementary groups, SO_PEERPIDFD (or pidfd_open() on
- * kernels without it) a handle on the process itself; nothing in a message is believed.
+ * at connect time, SO_PEERGROUPS the supplementary groups, SO_PEERPIDFD a handle on the process
+ * itself; nothing in a message is believed.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -51,12 +50,13 @@ int peer_from_socket(int fd, Peer *ret) {
         p.n_groups = len / sizeof(gid_t);
 
         /* The socket's own pidfd refers to the process that connected even if it has died
-         * since; pidfd_open() by pid is the fallback for kernels before 6.5. */
+         * since. Without it (kernels before 6.5) the peer has none: pidfd_open() by pid could
+         * pin whatever process got the pid after the client exited, the very race the pidfd
+         * exists to close. Whatever needs the pidfd (job scope) then refuses with a reason. */
         len = sizeof(pidfd);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0)
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && len == sizeof(pidfd) &&
+            pidfd >= 0)
                 p.pidfd = pidfd;
-        else if (p.pid > 0)
-                p.pidfd = pidfd_open(p.pid, 0);
 
         *ret = p;
         return 0;

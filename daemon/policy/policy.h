@@ -16,7 +16,8 @@ typedef struct Peer {
         uid_t uid;
         gid_t gid;
         pid_t pid;
-        int pidfd;      /* pins the process, so a recycled pid is never mistaken for it */
+        int pidfd;      /* pins the process, so a recycled pid is never mistaken for it; -EBADF
+                         * when the kernel has no SO_PEERPIDFD (never opened by pid) */
         int cgroup_fd;  /* its /proc/PID/cgroup, opened at the first job-scope look-up */
         gid_t groups[PEER_GROUPS_MAX];
         size_t n_groups;

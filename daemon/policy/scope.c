@@ -207,6 +207,12 @@ int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Sco
                 return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
                                 "no job grant for uid %u on this node: run inside your job, or ask your admin",
                                 (unsigned) peer->uid);
+        /* /proc/PID/cgroup is only the peer's while its pidfd shows the process still lives. */
+        if (peer->pidfd < 0)
+                return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
+                                "the kernel gave no pidfd for this connection (SO_PEERPIDFD needs "
+                                "Linux 6.5 or later), so which job pid %d belongs to cannot be verified",
+                                (int) peer->pid);
         if (open_proc_cgroup(peer) < 0 || read_proc_cgroup(peer->cgroup_fd, v2, v1, sizeof(v2)) < 0)
                 return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
                                 "cannot tell which job pid %d belongs to (has it exited?)", (int) peer->pid);

@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "macro.h"
 #include "server.h"
 
 #define AUDIT_FLUSH_USEC (10U * 1000U * 1000U)
@@ -26,6 +27,13 @@ static unsigned clients_of_uid(const Server *s, uid_t uid) {
         for (const Session *c = s->sessions; c; c = c->next)
                 n += c->peer.uid == uid;
         return n;
+}
+
+/* Slots of clients_max that users and monitors may not take. */
+static unsigned admin_reserve(unsigned clients_max) {
+        if (clients_max >= 2 * PMUGATE_CLIENTS_ADMIN_RESERVED)
+                return PMUGATE_CLIENTS_ADMIN_RESERVED;
+        return clients_max / 2;
 }
 
 static void refuse_connection(Server *s, int fd, Peer *p, const char *reason) {
@@ -46,7 +54,9 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
         Server *s = userdata;
         Session *c;
         Peer peer;
+        Rights rights;
         char reason[160];
+        unsigned reserve;
         int cfd, r;
 
         cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -70,6 +80,18 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
         if (peer.uid != 0 && clients_of_uid(s, peer.uid) >= s->config.clients_per_uid_max) {
                 (void) snprintf(reason, sizeof(reason), "uid %u already has %u connections, the most allowed per user",
                                 (unsigned) peer.uid, s->config.clients_per_uid_max);
+                refuse_connection(s, cfd, &peer, reason);
+                return 0;
+        }
+        /* The last slots are kept for admins: whoever else connects, and however many uids
+         * they use, an admin can still connect to see and end it. */
+        policy_rights(&s->config, &peer, &rights);
+        reserve = admin_reserve(s->config.clients_max);
+        if (rights.role != ROLE_ADMIN && s->n_sessions >= s->config.clients_max - reserve) {
+                (void) snprintf(reason, sizeof(reason),
+                                "the daemon serves at most %u clients other than admins (%u more are "
+                                "kept for admins); try again later", s->config.clients_max - reserve,
+                                reserve);
                 refuse_connection(s, cfd, &peer, reason);
                 return 0;
         }
@@ -174,9 +196,32 @@ Server *server_free(Server *s) {
         return NULL;
 }
 
+/* Only a socket, left by a daemon that crashed, is removed from the socket path: it would make
+ * bind() fail. Anything else there is someone's file, and root does not delete it. */
+static int remove_stale_socket(const char *path) {
+        struct stat st;
+
+        if (lstat(path, &st) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return log_error_errno(errno, "Cannot inspect the socket path %s", path);
+        }
+        if (!S_ISSOCK(st.st_mode))
+                return log_error_errno(EEXIST, "Refusing to bind %s: a %s is there, not a socket; "
+                                       "remove it, or choose another path with --socket", path,
+                                       S_ISLNK(st.st_mode) ? "symbolic link" :
+                                       S_ISDIR(st.st_mode) ? "directory" :
+                                       S_ISREG(st.st_mode) ? "regular file" : "file");
+        if (unlink(path) < 0 && errno != ENOENT)
+                return log_error_errno(errno, "Cannot remove the stale socket %s", path);
+        return 0;
+}
+
 static int bind_socket(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd;
+        _cleanup_close_ int fd = -EBADF;
+        mode_t old_umask;
+        int r;
 
         if (strlen(path) >= sizeof(sa.sun_path))
                 return log_error_errno(ENAMETOOLONG, "Socket path '%s' is too long", path);
@@ -185,23 +230,21 @@ static int bind_socket(const char *path) {
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return log_error_errno(errno, "socket() failed");
-        /* A socket file left by a crashed daemon would make bind() fail. */
-        if (unlink(path) < 0 && errno != ENOENT) {
-                (void) close(fd);
-                return log_error_errno(errno, "Cannot remove stale socket %s", path);
-        }
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                int e = errno;
-                (void) close(fd);
-                return log_error_errno(e, "Cannot bind %s", path);
-        }
-        /* Anyone may connect; every request is authorized in the daemon from peer credentials. */
-        if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
-                int e = errno;
-                (void) close(fd);
-                return log_error_errno(e, "Cannot listen on %s", path);
-        }
-        return fd;
+        r = remove_stale_socket(path);
+        if (r < 0)
+                return r;
+        /* Anyone may connect; every request is authorized in the daemon from peer credentials.
+         * bind() creates the node with the socket inode's mode (0777) less the umask, so the
+         * umask alone decides it: 0666 from the start, never changed later by path. (fchmod()
+         * of the socket before bind() is masked by the umask all the same.) */
+        old_umask = umask(0111);
+        r = bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ? -errno : 0;
+        (void) umask(old_umask);
+        if (r < 0)
+                return log_error_errno(r, "Cannot bind %s", path);
+        if (listen(fd, SOMAXCONN) < 0)
+                return log_error_errno(errno, "Cannot listen on %s", path);
+        return TAKE_FD(fd);
 }
 
 int server_listen(Server *s) {
@@ -242,6 +285,7 @@ static int on_audit_timer(sd_event_source *source, uint64_t usec, void *userdata
 }
 
 int server_run(Server *s) {
+        struct stat st;
         char status[256];
         sigset_t mask;
         uint64_t now;
@@ -280,7 +324,8 @@ int server_run(Server *s) {
         r = sd_event_loop(s->event);
 
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down");
-        if (s->socket_path)
+        /* Our socket, unless someone put something else in its place since. */
+        if (s->socket_path && lstat(s->socket_path, &st) == 0 && S_ISSOCK(st.st_mode))
                 (void) unlink(s->socket_path);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed");

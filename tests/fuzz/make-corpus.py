@@ -49,6 +49,10 @@ seeds = {
     "reload": req("reload"),
     "duplicate-op": b"\x84\xa1v\x01\xa2id\x01\xa2op\xa5hello\xa2op\xa5batch",
     "integer-key": msgpack.packb({"v": 1, "id": 1, "op": "hello", 7: 1}),
+    # Kinds are whole strings: "\0W" is not "W" (it once ran as a sweep write of the TSC).
+    "op-kind-nul-prefix": req("batch", ops=[["\0W", [0], [0x10], [0]], ["\0r", 0, 0x10]]),
+    # A kind byte above 0x7f; shifting it as a signed char was undefined behaviour.
+    "op-kind-high-byte": req("batch", ops=[["XY", 0, 0x38F, 1, 1]]).replace(b"\xa2XY", b"\xa2\xffm"),
 }
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:

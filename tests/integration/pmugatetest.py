@@ -180,7 +180,8 @@ class Daemon:
             config = os.path.join(workdir, "pmugate.conf")
             write_config(config)
         self.runtime_dir = os.path.join(workdir, "run")
-        self.argv = [PMUGATED, "--socket=" + self.socket, "--config=" + config,
+        # config=False: no --config, the daemon reads its built-in default path.
+        self.argv = [PMUGATED, "--socket=" + self.socket] + (["--config=" + config] if config else []) + [
                      "--allowlist-dir=" + allowlist_dir, "--user=" + user,
                      "--audit-log=" + self.audit_log, "--runtime-dir=" + self.runtime_dir] + list(args)
         notify_path = os.path.join(workdir, "notify.sock")

@@ -120,6 +120,69 @@ def test_never_list_beats_allowlist(tap):
         dm.stop()
 
 
+def never_list():
+    """The daemon's never-list, read from its source so that this test follows every entry:
+    (first, last, name, write_only)."""
+    import re
+    with open(os.path.join(t.SOURCE, "daemon", "pmu", "never-list.c")) as f:
+        text = f.read()
+    table = text[text.index("static const NeverEntry never_list[] = {"):]
+    table = table[:table.index("};")]
+    return [(int(a, 16), int(b, 16), name, kind == "NEVER_WRITE")
+            for a, b, name, kind in re.findall(r'\{ (0x[0-9A-F]+), (0x[0-9A-F]+), "([^"]+)"(?:, (\w+))? \}', table)]
+
+
+def test_writable_never_list_file_opens_nothing(tap):
+    """An allowlist that lists every never-list register and the PCI configuration header as
+    writable, with full masks: no write gets through, and only the write-only entries (the TSC,
+    TjMax, TDP and turbo levels, HWP capabilities) and the header can be read."""
+    entries = never_list()
+    tap.ok(len(entries) > 100 and any(e[2] == "IA32_TIME_STAMP_COUNTER" and e[3] for e in entries),
+           "the never-list is read from the source (%d entries)" % len(entries))
+    d = t.workdir()
+    allow = os.path.join(d, "allowlists")
+    os.mkdir(allow)
+    lines = ["models skx clx"]
+    for i, (first, last, name, _) in enumerate(entries):
+        lines.append("msr 0x%x-0x%x 0xffffffffffffffff thread core-pmu HOLE%d" % (first, last, i))
+    for device in ("2042", "2046", "204a"):
+        lines.append("pci 8086:%s 0x00-0x3C 4 0xffffffff package uncore-imc PCI_HEADER" % device)
+        lines.append("pci 8086:%s 0xF4 4 0x103 package uncore-imc IMC_PMON_BOX_CTL" % device)
+    with open(os.path.join(allow, "holes.conf"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    m = t.FakeMachine(os.path.join(d, "root"), "skx", sockets=1, cores=2, smt=False)
+    dm = t.Daemon(d, ["--root=" + m.root], allowlist_dir=allow)
+    try:
+        log = dm.log()
+        tap.ok("IA32_TIME_STAMP_COUNTER from the built-in never-list; writes for it will be refused" in log
+               and "of the PCI configuration header" in log, "start-up warns about every hole the file tries", log)
+        c = t.Client(dm.socket)
+        c.call("lease", cpus=[0, 1])
+        leaked = []
+        for first, last, name, write_only in entries:
+            for reg in sorted({first, last}):
+                w = c.batch([["w", 0, reg, 0x5A5A]])
+                if w.get("ok") or w["error"]["name"] != "reg-forbidden" or name not in w["error"]["reason"]:
+                    leaked.append(("write", hex(reg), w))
+                r = c.batch([["r", 0, reg]])
+                if write_only != bool(r.get("ok")) or (not r.get("ok") and r["error"]["name"] != "reg-forbidden"):
+                    leaked.append(("read", hex(reg), r))
+        tap.eq(leaked, [], "no never-list write gets through, and only write-only entries are read")
+        tap.eq(m.msr(0, 0x10), 0, "the TSC was never written")
+        units = c.call("hello")["units"]
+        u, bdf = units[0][0], units[0][1]
+        for offset in (0x00, 0x04, 0x10, 0x3C):
+            r = c.batch([["pw", u, offset, 0]])
+            tap.ok(not r["ok"] and r["error"]["name"] == "reg-forbidden"
+                   and "configuration header" in r["error"]["reason"],
+                   "writing config header offset 0x%x is refused" % offset, r)
+        tap.eq(m.pci(bdf, 0x00), 0x20428086, "the header's IDs were never written")
+        r = c.batch([["pr", u, 0x00], ["pw", u, 0xF4, 0x103]])
+        tap.eq((r["ok"], r["values"][0]), (True, 0x20428086), "the header reads, and registers past it are written")
+    finally:
+        dm.stop()
+
+
 def test_pci_units(tap):
     d = t.workdir()
     m = t.FakeMachine(os.path.join(d, "root"), "skx", sockets=2, cores=2, smt=False)
@@ -264,5 +327,6 @@ def test_audit_rate_limit(tap):
         dm.stop()
 
 
-sys.exit(t.Tap().run([test_read_and_write, test_refusals_run_nothing, test_never_list_beats_allowlist, test_pci_units,
+sys.exit(t.Tap().run([test_read_and_write, test_refusals_run_nothing, test_never_list_beats_allowlist,
+                      test_writable_never_list_file_opens_nothing, test_pci_units,
                       test_device_errors_per_op, test_cli, test_audit, test_audit_rate_limit]))

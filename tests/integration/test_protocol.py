@@ -6,6 +6,7 @@ answers with a code and a reason while it keeps serving everyone else."""
 import os
 import random
 import socket
+import subprocess
 import sys
 import time
 
@@ -142,6 +143,61 @@ def test_too_many_clients(tap):
         dm.stop()
 
 
+HOLDER = """
+import sys
+import pmugatetest as t
+held = []
+for _ in range(int(sys.argv[2])):
+    c = t.Client(sys.argv[1])
+    r = c.call("hello")
+    held.append(c)
+print("held" if r.get("ok") else "refused", flush=True)
+sys.stdin.read()
+"""
+
+
+def hold_connections(sock, uid, n, groups=()):
+    """A process of uid holding n connections until its stdin closes."""
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, sock, str(n)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, preexec_fn=t.as_user(uid, uid, groups))
+    return p, p.stdout.readline().strip()
+
+
+def test_admin_slots_reserved(tap):
+    """Users of many uids filling every slot they may take leave the reserved ones to admins."""
+    m, dm = start("[limits]\nclients = 20\nclients_per_uid = 4\n")
+    holders = []
+    try:
+        for i in range(3):
+            p, state = hold_connections(dm.socket, t.UNPRIVILEGED_UID + i, 4, [t.USER_GID])
+            holders.append(p)
+            tap.eq(state, "held", "uid %d holds 4 connections" % (t.UNPRIVILEGED_UID + i))
+
+        def one_more():
+            return t.Client(dm.socket).recv()
+        r = t.in_child_as(t.UNPRIVILEGED_UID + 3, t.UNPRIVILEGED_UID + 3, [t.USER_GID], one_more)
+        tap.ok(error_of(r) == "too-many-clients" and "at most 12 clients other than admins" in r["error"]["reason"],
+               "a fourth uid finds the 12 user slots of 20 taken", r)
+        r = t.in_child_as(t.UNPRIVILEGED_UID + 4, t.UNPRIVILEGED_UID + 4, [], one_more)
+        tap.eq(error_of(r), "too-many-clients", "so does a uid of no role")
+
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], dm.socket)
+        tap.ok(rc == 0 and "uid 4242" in out, "root still connects and runs pmugatectl status", out + err)
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], dm.socket, uid=t.UNPRIVILEGED_UID + 5, gid=4999,
+                                 groups=[t.ADMIN_GID])
+        tap.ok(rc == 0, "so does a member of admin_groups", out + err)
+        admins = [t.Client(dm.socket) for _ in range(8)]
+        tap.ok(all(c.call("hello")["ok"] for c in admins), "admins take the 8 reserved slots")
+        r = t.Client(dm.socket).recv()
+        tap.ok(error_of(r) == "too-many-clients" and "at most 20 clients" in r["error"]["reason"],
+               "past 20 clients even an admin is refused", r)
+    finally:
+        for p in holders:
+            p.stdin.close()
+            p.wait()
+        dm.stop()
+
+
 def test_vanishing_and_slow_clients(tap):
     m, dm = start()
     try:
@@ -214,5 +270,5 @@ def test_random_garbage(tap):
         dm.stop()
 
 
-sys.exit(t.Tap().run([test_malformed, test_limits, test_too_many_clients, test_vanishing_and_slow_clients,
-                      test_random_garbage]))
+sys.exit(t.Tap().run([test_malformed, test_limits, test_too_many_clients, test_admin_slots_reserved,
+                      test_vanishing_and_slow_clients, test_random_garbage]))

@@ -4,6 +4,8 @@
 
 import os
 import shutil
+import socket
+import stat
 import subprocess
 import sys
 
@@ -83,6 +85,105 @@ def test_refusals(tap):
             "an explicit --config that does not exist is an error")
 
 
+def test_files_root_opens(tap):
+    """The audit log and the socket are paths an admin names and root opens: nothing prepared
+    there steers root's writes or gets deleted."""
+    m = t.FakeMachine(os.path.join(t.workdir(), "root"), "spr", sockets=1, cores=2)
+    args = ["--root=" + m.root]
+
+    d = t.workdir()
+    target = os.path.join(d, "target")
+    with open(target, "w") as f:
+        f.write("precious\n")
+    os.symlink(target, os.path.join(d, "audit.log"))
+    refused(tap, d, args, "is a symbolic link", "an audit log that is a symbolic link is refused")
+    with open(target) as f:
+        tap.eq(f.read(), "precious\n", "... and the file it points to is untouched")
+
+    for desc, uid, mode, expect in [("belongs to another user", 4242, 0o600, "belongs to uid 4242"),
+                                    ("others may write", 0, 0o666, "chmod go-w"),
+                                    ("its group may write", 0, 0o620, "chmod go-w")]:
+        d = t.workdir()
+        log = os.path.join(d, "audit.log")
+        with open(log, "w") as f:
+            f.write("someone's\n")
+        os.chown(log, uid, uid)
+        os.chmod(log, mode)
+        refused(tap, d, args, expect, "an audit log that %s is refused" % desc)
+
+    d = t.workdir()
+    os.mkfifo(os.path.join(d, "audit.log"))
+    refused(tap, d, args, "not a regular file", "an audit log that is a FIFO is refused, without hanging")
+
+    d = t.workdir()
+    sock = os.path.join(d, "pmugate.sock")
+    with open(sock, "w") as f:
+        f.write("precious\n")
+    refused(tap, d, args, "a regular file is there, not a socket", "a regular file at the socket path is refused")
+    with open(sock) as f:
+        tap.eq(f.read(), "precious\n", "... and is not deleted")
+
+    d = t.workdir()
+    sock = os.path.join(d, "pmugate.sock")
+    os.symlink(target, sock)
+    refused(tap, d, args, "a symbolic link is there", "a symbolic link at the socket path is refused")
+    tap.ok(os.path.islink(sock) and os.path.exists(target), "... and neither it nor its target is deleted")
+
+    # A stale socket from a crashed run is replaced; the new one is 0666 from the start, whatever
+    # the umask the daemon was started with.
+    d = t.workdir()
+    sock = os.path.join(d, "pmugate.sock")
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    stale.bind(sock)
+    stale.close()
+    old = os.umask(0o077)
+    try:
+        dm = t.Daemon(d, args)
+    finally:
+        os.umask(old)
+    try:
+        st = os.lstat(sock)
+        tap.ok(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o666,
+               "a stale socket is replaced by one of mode 0666 (umask 077)", oct(st.st_mode))
+        tap.ok(t.Client(sock).call("hello")["ok"], "the new socket serves")
+        ok = t.in_child_as(t.UNPRIVILEGED_UID, t.UNPRIVILEGED_UID, [], lambda: t.Client(sock).call("hello")["ok"])
+        tap.ok(ok, "an unprivileged user can connect to it")
+        st = os.lstat(dm.audit_log)
+        tap.ok(stat.S_IMODE(st.st_mode) & 0o137 == 0 and st.st_uid == 0, "the audit log is created 0640 for root",
+               oct(st.st_mode))
+    finally:
+        dm.stop()
+
+
+def test_no_config_file_is_the_shipped_policy(tap):
+    """Without a configuration file the daemon applies the shipped pmugate.conf's policy, says
+    so, and admits as users only members of pmugate-users, never everybody."""
+    rc, out = run_daemon(["--help"])
+    default = out.split("--config=FILE")[1].split("(default: ")[1].split(")")[0]
+    if os.path.exists(default):
+        tap.ok(True, "no config file: the shipped policy applies # SKIP %s exists on this host" % default)
+        return
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
+    dm = t.Daemon(d, ["--root=" + m.root], config=False)
+    try:
+        log = dm.log()
+        tap.ok(default + " does not exist: the defaults of the shipped pmugate.conf apply" in log
+               and "admin_groups=pmugate-admin user_groups=pmugate-users" in log,
+               "start-up names the missing file and the defaults in force", log)
+
+        def as_stranger():
+            c = t.Client(dm.socket)
+            return [c.call("hello")["caller"]["role"], c.batch([["r", 0, 0xC1]]).get("error", {}).get("name")]
+        role, refusal = t.in_child_as(t.UNPRIVILEGED_UID, t.UNPRIVILEGED_UID, [], as_stranger)
+        tap.eq((role, refusal), ("none", "not-authorized"),
+               "a uid outside pmugate-users is no user, and may not read")
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], dm.socket)
+        tap.ok(rc == 0, "root administers", out + err)
+    finally:
+        dm.stop()
+
+
 def test_spr_two_sockets(tap):
     d = t.workdir()
     m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=2, cores=4, smt=True)
@@ -153,5 +254,6 @@ def test_offline_cpu(tap):
         dm.stop()
 
 
-sys.exit(t.Tap().run([test_help_and_version, test_refusals, test_spr_two_sockets, test_skx_imc_units,
+sys.exit(t.Tap().run([test_help_and_version, test_refusals, test_files_root_opens,
+                      test_no_config_file_is_the_shipped_policy, test_spr_two_sockets, test_skx_imc_units,
                       test_offline_cpu]))

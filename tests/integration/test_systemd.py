@@ -334,9 +334,16 @@ class Activated:
         self.proc = subprocess.Popen(argv, stdout=self.log_file, stderr=self.log_file)
         self._wait_for_socket()
 
+    def _listening(self):
+        # The path exists from bind() on, but connecting is refused until listen(): /proc/net/unix
+        # flags a listening socket with __SO_ACCEPTCON (0x10000).
+        with open("/proc/net/unix") as f:
+            return any(line.split()[-1] == self.socket and int(line.split()[3], 16) & 0x10000
+                       for line in f.readlines()[1:] if len(line.split()) >= 8)
+
     def _wait_for_socket(self, timeout=10):
         deadline = time.time() + timeout
-        while not os.path.exists(self.socket):
+        while not os.path.exists(self.socket) or not self._listening():
             if self.proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError("systemd-socket-activate did not listen: " + self.log())
             time.sleep(0.02)

@@ -272,7 +272,8 @@ class Cluster:
         d = self.mkdir("pmugated")
         conf = os.path.join(d, "pmugate.conf")
         with open(conf, "w") as f:
-            f.write("[access]\nmode = job\n")
+            # Every user, written out: left out, user_groups means pmugate-users.
+            f.write("[access]\nmode = job\nuser_groups =\n")
         self.daemon = t.Daemon(d, ["--backend=sim", "--sim-model=spr", "--sim-config=" + self.sim_config()],
                                config=conf, user="nobody")
         self.socket = self.daemon.socket

@@ -242,7 +242,7 @@ static void test_shipped_invariants(void **state) {
                         if (i > 0)
                                 assert_true(a->msr[i - 1].last < e->first);
                         for (uint64_t reg = e->first; reg <= e->last; reg++)
-                                if (never_list_lookup((uint32_t) reg))
+                                if (never_list_lookup((uint32_t) reg, e->write_mask != 0))
                                         fail_msg("%s: %s covers never-list MSR 0x%" PRIx64, files[f],
                                                  e->name, reg);
                         if (strcmp(e->name, "IA32_PERFEVTSEL") == 0)
@@ -260,6 +260,8 @@ static void test_shipped_invariants(void **state) {
 
                         if (e->width == 4)
                                 assert_true(e->write_mask <= UINT32_MAX);
+                        if (e->write_mask != 0)
+                                assert_true(e->first >= PCI_CONFIG_HEADER_END);
                         if (strcmp(e->name, "IMC_PMON_CTL") == 0)
                                 /* No overflow enable (20), no EV_SEL_EXT (21), nothing reserved. */
                                 assert_int_equal(e->write_mask & ~0xFFC6FFFFULL, 0);
@@ -318,36 +320,56 @@ static void test_never_list(void **state) {
         static const uint32_t required[] = {
                 0x600, 0x1D9, 0x3F1, 0x3F2, 0x3F6, 0x3F7, 0x1A0,
                 0xC0000080, 0xC0000081, 0xC0000082, 0xC0000083, 0xC0000084,
-                0xC0000100, 0xC0000101, 0xC0000102, 0x174, 0x175, 0x176,
+                0xC0000100, 0xC0000101, 0xC0000102, 0xC0000103, 0x174, 0x175, 0x176,
                 0x1B, 0x3A, 0x48, 0x49, 0x10B, 0x10A,
                 0x610, 0x618, 0x638, 0x640, 0x65C, 0x1AD, 0x199, 0x1B0, 0x770, 0x774,
                 0x1C8, 0x1C9, 0x680, 0x690, 0x69F, 0x6C0, 0x6DF, 0xDC0, 0xDDF,
                 0x14CE, 0x14CF, 0x1500, 0x151F, 0x1580, 0x1600, 0x161F,
                 0x560, 0x561, 0x570, 0x571, 0x572, 0x580, 0x587,
                 0x14C1, 0x14C8, 0x1309, 0x130C, 0x9B, 0x79,
+                /* machine check: global registers, CTL2 of banks 0-31, the banks themselves */
+                0x179, 0x17A, 0x17B, 0x280, 0x29F, 0x400, 0x401, 0x402, 0x403, 0x47F,
+                /* clock modulation, thermal interrupts, the rest of HWP */
+                0x19A, 0x19B, 0x1B2, 0x772, 0x773, 0x775, 0x776, 0x777,
                 0xC0010015, 0xC0010010, 0xC0010114, 0xC0010117,
+                0xC0010020, 0xC0010111, 0xC0010112, 0xC0010113, 0xC0010115, 0xC0010116, 0xC0010118,
+                0xC001011F, 0xC0011020, 0xC0011021, 0xC0011022, 0xC0011029,
         };
+        /* Written never, read where an allowlist lists them. */
+        static const uint32_t write_only[] = { 0x10, 0x1A2, 0x64B, 0x64C, 0x771 };
         static const uint32_t open[] = {
-                0x0, 0x10, 0xC1, 0xC8, 0xE7, 0xE8, 0x186, 0x18D, 0x1A6, 0x1A7, 0x309, 0x30C,
+                0x0, 0xC1, 0xC8, 0xE7, 0xE8, 0x186, 0x18D, 0x1A6, 0x1A7, 0x309, 0x30C,
                 0x329, 0x345, 0x38D, 0x38E, 0x38F, 0x390, 0x391, 0x392, 0x4C1, 0x4C8,
                 0x606, 0x611, 0x613, 0x614, 0x619, 0x61B, 0x61C, 0x639, 0x64D,
                 0x14C0, 0x14C9, 0x1308, 0x130D, 0x1620, 0x6BF, 0x6A1, 0x6A3,
-                0xC0000085, 0xC0010000, UINT32_MAX,
+                0x19C, 0x1B1, 0x178, 0x17C, 0x27F, 0x2A0, 0x3FF, 0x480, 0x648, 0x649, 0x64A, 0x778,
+                0xC0000085, 0xC0000104, 0xC0010000, 0xC0010200, 0xC0010201, 0xC0011028, UINT32_MAX,
         };
 
         for (size_t i = 0; i < ELEMENTSOF(required); i++)
-                if (!never_list_lookup(required[i]))
+                if (!never_list_lookup(required[i], false) || !never_list_lookup(required[i], true))
                         fail_msg("MSR 0x%" PRIx32 " is missing from the never-list", required[i]);
+        for (size_t i = 0; i < ELEMENTSOF(write_only); i++) {
+                if (!never_list_lookup(write_only[i], true))
+                        fail_msg("writing MSR 0x%" PRIx32 " is not on the never-list", write_only[i]);
+                if (never_list_lookup(write_only[i], false))
+                        fail_msg("reading MSR 0x%" PRIx32 " is on the never-list", write_only[i]);
+        }
         for (size_t i = 0; i < ELEMENTSOF(open); i++)
-                if (never_list_lookup(open[i]))
+                if (never_list_lookup(open[i], true) || never_list_lookup(open[i], false))
                         fail_msg("MSR 0x%" PRIx32 " is on the never-list as %s", open[i],
-                                 never_list_lookup(open[i]));
+                                 never_list_lookup(open[i], true));
 
-        assert_string_equal(never_list_lookup(0x600), "IA32_DS_AREA");
-        assert_string_equal(never_list_lookup(0x1D9), "IA32_DEBUGCTL");
-        assert_string_equal(never_list_lookup(0x3F1), "IA32_PEBS_ENABLE");
-        assert_string_equal(never_list_lookup(0xC0000080), "IA32_EFER");
-        assert_string_equal(never_list_lookup(0x610), "MSR_PKG_POWER_LIMIT");
+        assert_string_equal(never_list_lookup(0x600, false), "IA32_DS_AREA");
+        assert_string_equal(never_list_lookup(0x1D9, true), "IA32_DEBUGCTL");
+        assert_string_equal(never_list_lookup(0x3F1, false), "IA32_PEBS_ENABLE");
+        assert_string_equal(never_list_lookup(0xC0000080, true), "IA32_EFER");
+        assert_string_equal(never_list_lookup(0x610, true), "MSR_PKG_POWER_LIMIT");
+        assert_string_equal(never_list_lookup(0x10, true), "IA32_TIME_STAMP_COUNTER");
+        assert_string_equal(never_list_lookup(0x43E, false), "IA32_MCi_CTL/STATUS/ADDR/MISC");
+        assert_string_equal(never_list_lookup(0xC0000103, true), "IA32_TSC_AUX");
+        assert_string_equal(never_list_lookup(0xC0010020, true), "AMD_PATCH_LOADER");
+        assert_string_equal(never_list_lookup(0xC0011029, false), "AMD_DE_CFG");
 }
 
 static void test_scope_names(void **state) {
@@ -610,6 +632,72 @@ static void test_parse_errors_without_outputs(void **state) {
         assert_null(a);
 }
 
+/* A data file that lists every register the never-list added for machine checks, thermal and
+ * clock control, TDP and turbo, HWP, the TSC and AMD's hardware configuration, all writable,
+ * opens none of them for writing, and only the write-only ones for reading; a writable PCI
+ * entry over the configuration header is flagged too. */
+static void test_never_list_writable_file_opens_nothing(void **state) {
+        static const struct {
+                uint32_t first, last;
+                bool readable;
+        } listed[] = {
+                { 0x10, 0x10, true }, { 0x179, 0x17B, false }, { 0x19A, 0x19B, false },
+                { 0x1A2, 0x1A2, true }, { 0x1B2, 0x1B2, false }, { 0x280, 0x29F, false },
+                { 0x400, 0x47F, false }, { 0x48, 0x49, false }, { 0x10B, 0x10B, false },
+                { 0x64B, 0x64C, true }, { 0x770, 0x770, false }, { 0x771, 0x771, true },
+                { 0x772, 0x777, false }, { 0xC0000100, 0xC0000103, false },
+                { 0xC0010010, 0xC0010010, false },
+                { 0xC0010015, 0xC0010015, false }, { 0xC0010020, 0xC0010020, false },
+                { 0xC0010111, 0xC0010118, false }, { 0xC001011F, 0xC001011F, false },
+                { 0xC0011020, 0xC0011022, false }, { 0xC0011029, 0xC0011029, false },
+        };
+        _cleanup_free_ char *text = NULL;
+        _cleanup_(allowlist_freep) Allowlist *a = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        const AllowEntry *e;
+
+        assert_non_null(f);
+        fprintf(f, "models t\n");
+        for (size_t i = 0; i < ELEMENTSOF(listed); i++)
+                fprintf(f, "msr 0x%" PRIx32 "-0x%" PRIx32 " 0xFFFFFFFFFFFFFFFF thread core-pmu HOLE%zu\n",
+                        listed[i].first, listed[i].last, i);
+        fprintf(f, "pci 8086:2042 0x00-0x3C 4 0xFFFFFFFF package uncore-imc PCI_HEADER\n");
+        fprintf(f, "pci 8086:2046 0x38-0x44 4 0xFFFFFFFF package uncore-imc ACROSS_HEADER_END\n");
+        fprintf(f, "pci 8086:2046 0x48-0x4C 4 0xFFFFFFFF package uncore-imc AFTER_HEADER\n");
+        fprintf(f, "pci 8086:204a 0x00-0x3C 4 0x0 package uncore-imc HEADER_READ_ONLY\n");
+        assert_int_equal(fclose(f), 0);
+        a = parse_text(text);
+
+        for (size_t i = 0; i < ELEMENTSOF(listed); i++)
+                for (uint64_t reg = listed[i].first; reg <= listed[i].last; reg++) {
+                        e = allowlist_find_msr(a, (uint32_t) reg);
+                        assert_non_null(e);
+                        assert_int_equal(e->write_mask, UINT64_MAX);
+                        if (!(e->flags & ALLOW_FLAG_NEVER))
+                                fail_msg("%s is not flagged as overlapping the never-list", e->name);
+                        if (!never_list_lookup((uint32_t) reg, true))
+                                fail_msg("writing MSR 0x%" PRIx64 " is allowed", reg);
+                        if ((never_list_lookup((uint32_t) reg, false) == NULL) != listed[i].readable)
+                                fail_msg("reading MSR 0x%" PRIx64 " is %s", reg,
+                                         listed[i].readable ? "refused" : "allowed");
+                }
+
+        e = allowlist_find_pci(a, 0x8086, 0x2042, 0x04);
+        assert_non_null(e);
+        assert_true(e->flags & ALLOW_FLAG_NEVER);
+        e = allowlist_find_pci(a, 0x8086, 0x2046, 0x40);
+        assert_non_null(e);
+        assert_true(e->flags & ALLOW_FLAG_NEVER);
+        e = allowlist_find_pci(a, 0x8086, 0x2046, 0x48);
+        assert_non_null(e);
+        assert_false(e->flags & ALLOW_FLAG_NEVER);
+        /* Reading the header is the allowlist's business: a read-only entry is not flagged. */
+        e = allowlist_find_pci(a, 0x8086, 0x204a, 0x00);
+        assert_non_null(e);
+        assert_false(e->flags & ALLOW_FLAG_NEVER);
+}
+
 /* A data file that lists a never-list register parses, and the entry is there; what keeps the
  * register closed is never_list_lookup(), which the daemon consults first at every request. */
 static void test_never_list_wins_at_lookup(void **state) {
@@ -623,15 +711,15 @@ static void test_never_list_wins_at_lookup(void **state) {
         e = allowlist_find_msr(a, 0x600);
         assert_non_null(e);
         assert_int_equal(e->write_mask, UINT64_MAX);
-        assert_string_equal(never_list_lookup(0x600), "IA32_DS_AREA");
+        assert_string_equal(never_list_lookup(0x600, false), "IA32_DS_AREA");
 
         e = allowlist_find_msr(a, 0x1D9);
         assert_non_null(e);
-        assert_string_equal(never_list_lookup(0x1D9), "IA32_DEBUGCTL");
-        assert_null(never_list_lookup(0x1D8));
+        assert_string_equal(never_list_lookup(0x1D9, true), "IA32_DEBUGCTL");
+        assert_null(never_list_lookup(0x1D8, true));
 
         assert_non_null(allowlist_find_msr(a, 0x186));
-        assert_null(never_list_lookup(0x186));
+        assert_null(never_list_lookup(0x186, true));
 }
 
 /* ---------------------------------------------------------------- loading by model */
@@ -724,6 +812,7 @@ int main(void) {
                 cmocka_unit_test(test_shipped_invariants),
                 cmocka_unit_test(test_register_names),
                 cmocka_unit_test(test_never_list),
+                cmocka_unit_test(test_never_list_writable_file_opens_nothing),
                 cmocka_unit_test(test_scope_names),
                 cmocka_unit_test(test_parse_syntax),
                 cmocka_unit_test(test_parse_sorts_and_finds),

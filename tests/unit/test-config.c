@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "policy.h"
 
 static char *write_file(const char *text) {
         char *path = strdup("/tmp/pmugate-test-config-XXXXXX");
@@ -26,13 +27,91 @@ static char *write_file(const char *text) {
 
 static void test_defaults_when_missing(void **state) {
         Config c;
+        Rights rights;
+        Peer stranger = { .uid = 4242, .gid = 4242, .pidfd = -EBADF, .cgroup_fd = -EBADF };
         char reason[256] = "";
 
         (void) state;
-        assert_int_equal(config_load("/nonexistent/pmugate.conf", true, &c, reason, sizeof(reason)), 0);
-        assert_int_equal(c.n_admin_gids, 0);
+        assert_int_equal(config_load("/nonexistent/pmugate.conf", true, &c, reason, sizeof(reason)), 1);
         assert_true(c.clients_max > 0);
+        /* Secure by default: users are pmugate-users' members, never everybody. */
+        assert_true(c.user_groups_set);
+        assert_string_equal(c.user_groups, "pmugate-users");
+        assert_string_equal(c.admin_groups, "pmugate-admin");
+        /* A uid in neither group (whether or not they exist on this host) has no role. */
+        for (size_t i = 0; i < c.n_user_gids; i++)
+                assert_int_not_equal(c.user_gids[i], stranger.gid);
+        for (size_t i = 0; i < c.n_admin_gids; i++)
+                assert_int_not_equal(c.admin_gids[i], stranger.gid);
+        policy_rights(&c, &stranger, &rights);
+        assert_int_equal(rights.role, ROLE_NONE);
+        assert_false(rights.may_read || rights.may_write);
         assert_int_equal(config_load("/nonexistent/pmugate.conf", false, &c, reason, sizeof(reason)), -ENOENT);
+}
+
+static void assert_class_sets_equal(const ClassSet *a, const ClassSet *b) {
+        assert_int_equal(a->all, b->all);
+        assert_int_equal(a->n, b->n);
+        for (size_t i = 0; i < a->n; i++)
+                assert_string_equal(a->classes[i], b->classes[i]);
+}
+
+/* The built-in defaults and the shipped file say the same, so a node without the file behaves
+ * as one with it: the two cannot drift apart unnoticed. */
+static void test_defaults_are_the_shipped_file(void **state) {
+        const char *dir = getenv("PMUGATE_POLICY_DIR");
+        char path[1024], reason[256] = "";
+        Config shipped, defaults;
+
+        (void) state;
+        assert_non_null(dir);
+        (void) snprintf(path, sizeof(path), "%s/pmugate.conf", dir);
+        assert_int_equal(config_load(path, false, &shipped, reason, sizeof(reason)), 0);
+        config_init_defaults(&defaults);
+
+        assert_int_equal(shipped.mode, defaults.mode);
+        assert_string_equal(shipped.admin_groups, defaults.admin_groups);
+        assert_int_equal(shipped.n_admin_gids, defaults.n_admin_gids);
+        assert_memory_equal(shipped.admin_gids, defaults.admin_gids, sizeof(gid_t) * shipped.n_admin_gids);
+        assert_string_equal(shipped.user_groups, defaults.user_groups);
+        assert_int_equal(shipped.user_groups_set, defaults.user_groups_set);
+        assert_int_equal(shipped.n_user_gids, defaults.n_user_gids);
+        assert_memory_equal(shipped.user_gids, defaults.user_gids, sizeof(gid_t) * shipped.n_user_gids);
+        assert_int_equal(shipped.n_monitor_uids, defaults.n_monitor_uids);
+        assert_int_equal(shipped.n_monitor_gids, defaults.n_monitor_gids);
+        assert_class_sets_equal(&shipped.user_read, &defaults.user_read);
+        assert_class_sets_equal(&shipped.user_write, &defaults.user_write);
+        assert_class_sets_equal(&shipped.monitor_read, &defaults.monitor_read);
+        assert_class_sets_equal(&shipped.monitor_write, &defaults.monitor_write);
+        assert_int_equal(shipped.package_read_shared, defaults.package_read_shared);
+        assert_int_equal(shipped.clients_max, defaults.clients_max);
+        assert_int_equal(shipped.clients_per_uid_max, defaults.clients_per_uid_max);
+        assert_int_equal(shipped.grants_max, defaults.grants_max);
+        assert_int_equal(shipped.leases_per_uid_max, defaults.leases_per_uid_max);
+}
+
+/* A file that leaves the groups out gets the default groups, not everybody; only an empty
+ * value written out means everybody. */
+static void test_left_out_groups_are_the_defaults(void **state) {
+        char *partial = write_file("[access]\nmode = job\n");
+        char *everybody = write_file("[access]\nuser_groups =\nadmin_groups = 4240\n");
+        char reason[256] = "";
+        Config c;
+
+        (void) state;
+        assert_int_equal(config_load(partial, false, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(c.mode, ACCESS_MODE_JOB);
+        assert_true(c.user_groups_set);
+        assert_string_equal(c.user_groups, "pmugate-users");
+        assert_string_equal(c.admin_groups, "pmugate-admin");
+        assert_int_equal(config_load(everybody, false, &c, reason, sizeof(reason)), 0);
+        assert_false(c.user_groups_set);
+        assert_int_equal(c.n_admin_gids, 1);
+        assert_int_equal(c.admin_gids[0], 4240);
+        unlink(partial);
+        unlink(everybody);
+        free(partial);
+        free(everybody);
 }
 
 static void test_groups_and_limits(void **state) {
@@ -141,6 +220,8 @@ static void test_unknown_user_group_means_nobody(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults_when_missing),
+                cmocka_unit_test(test_defaults_are_the_shipped_file),
+                cmocka_unit_test(test_left_out_groups_are_the_defaults),
                 cmocka_unit_test(test_groups_and_limits),
                 cmocka_unit_test(test_bad_files_name_their_line),
                 cmocka_unit_test(test_shipped_files_load),

@@ -251,6 +251,79 @@ static void test_refusals(void **state) {
         assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
 }
 
+/* Packs {"v", "id", "op": "batch", "ops": [[kind (n bytes), args...]]}: args scalars, or
+ * with sweep the [cpus] [regs] [values] of a sweep write. */
+static void pack_kind_op(Fixture *f, const char *kind, size_t n, unsigned args, bool sweep) {
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 1, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 1 + args);
+        msgpack_pack_str(&f->pk, n);
+        msgpack_pack_str_body(&f->pk, kind, n);
+        for (unsigned i = 0; i < args; i++) {
+                /* CPU 0, register 0x186, value 0; in a sweep each as a list of one */
+                if (sweep)
+                        msgpack_pack_array(&f->pk, 1);
+                msgpack_pack_uint32(&f->pk, i == 1 ? 0x186 : 0);
+        }
+}
+
+/* Kinds are matched on the whole string: a NUL or any other byte in front of, after or
+ * instead of a kind's letters is an unknown kind, never another kind. */
+static void test_op_kinds_whole_strings(void **state) {
+        static const struct {
+                const char *kind;
+                size_t n;
+                unsigned args;
+                bool sweep;
+                int code;
+                uint8_t decoded;
+        } cases[] = {
+                { "r", 1, 2, false, 0, REG_OP_MSR_READ },
+                { "w", 1, 3, false, 0, REG_OP_MSR_WRITE },
+                { "wm", 2, 4, false, 0, REG_OP_MSR_WRITE },
+                { "pr", 2, 2, false, 0, REG_OP_PCI_READ },
+                { "pw", 2, 3, false, 0, REG_OP_PCI_WRITE },
+                { "W", 1, 3, true, 0, REG_OP_MSR_WRITE },
+                { "R", 1, 2, true, 0, REG_OP_MSR_READ },
+                /* Each with the arguments of the kind it only looks like. */
+                { "\0W", 2, 3, true, PROTO_E_BAD_FIELD, 0 },
+                { "W\0", 2, 3, true, PROTO_E_BAD_FIELD, 0 },
+                { "\0R", 2, 2, true, PROTO_E_BAD_FIELD, 0 },
+                { "WW", 2, 3, true, PROTO_E_BAD_FIELD, 0 },
+                { "\0\0W", 3, 3, true, PROTO_E_BAD_FIELD, 0 },
+                { "\0w", 2, 3, false, PROTO_E_BAD_FIELD, 0 },
+                { "\0r", 2, 2, false, PROTO_E_BAD_FIELD, 0 },
+                { "r\0", 2, 2, false, PROTO_E_BAD_FIELD, 0 },
+                { "wmx", 3, 4, false, PROTO_E_BAD_FIELD, 0 },
+                { "rw", 2, 2, false, PROTO_E_BAD_FIELD, 0 },
+                { "", 0, 2, false, PROTO_E_BAD_FIELD, 0 },
+                /* High bytes: shifting them as signed chars was undefined behaviour. */
+                { "\xffm", 2, 4, false, PROTO_E_BAD_FIELD, 0 },
+                { "\x80\x80", 2, 2, false, PROTO_E_BAD_FIELD, 0 },
+                { "w\xed", 2, 3, false, PROTO_E_BAD_FIELD, 0 },
+                { "\xd7", 1, 3, false, PROTO_E_BAD_FIELD, 0 },
+        };
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                pack_kind_op(f, cases[i].kind, cases[i].n, cases[i].args, cases[i].sweep);
+                memset(&req, 0, sizeof(req));
+                if (decode(f, &req, &e) != cases[i].code)
+                        fail_msg("case %zu: kind of %zu bytes decoded with %d, expected %d (%s)", i,
+                                 cases[i].n, e.code, cases[i].code, e.reason);
+                if (cases[i].code != 0) {
+                        assert_non_null(strstr(e.reason, "unknown kind"));
+                        continue;
+                }
+                assert_int_equal(req.n_ops, 1);
+                assert_int_equal(req.ops[0].kind, cases[i].decoded);
+        }
+}
+
 static void test_too_many_ops(void **state) {
         Fixture *f = *state;
         DecodeError e;
@@ -352,6 +425,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_sweep_is_cpu_major, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sweep_limit_checked_before_expansion, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_op_kinds_whole_strings, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_too_many_ops, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_too_large, setup, teardown),
                 cmocka_unit_test(test_msgpack_check),
