@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "error.h"
 #include "handlers.h"
@@ -29,6 +28,7 @@ int handle_grant(Server *s, Session *c, const Request *req) {
         if (r < 0)
                 return r;
         {
+                char why[PMUGATE_STRING_MAX + 64];
                 AuditRecord rec = {
                         .event = "grant", .verdict = r == 1 ? "replaced" : "allowed",
                         .uid = c->peer.uid, .gid = c->peer.gid, .pid = c->peer.pid,
@@ -39,6 +39,10 @@ int handle_grant(Server *s, Session *c, const Request *req) {
                 (void) snprintf(target, sizeof(target), "granted to uid %u", (unsigned) req->uid);
                 rec.reason = target;
                 audit_emit(s->audit, &rec);
+                /* A replaced grant may name other CPUs, or another uid. */
+                (void) snprintf(why, sizeof(why), "job %s's grant was %s", req->job,
+                                r == 1 ? "replaced" : "added");
+                (void) server_revalidate_leases(s, why);
         }
         TRY(server_reply_begin(s, req, 2, &pk));
         TRY(pack_key_string(&pk, "job", req->job));
@@ -48,21 +52,18 @@ int handle_grant(Server *s, Session *c, const Request *req) {
 
 int handle_revoke(Server *s, Session *c, const Request *req) {
         msgpack_packer pk;
-        Grant removed;
         size_t ended = 0;
         int r;
 
-        r = grants_remove(&s->grants, req->job, &removed);
+        r = grants_remove(&s->grants, req->job, NULL);
         if (r == 0) {
-                /* The job's processes lose their leases now, with a restore, not at their
-                 * next request: the epilog must leave a clean PMU. */
-                for (Session *o = s->sessions; o; o = o->next) {
-                        if (o->peer.uid != removed.uid || !o->rights.scoped || strcmp(o->scope.job, removed.job) != 0)
-                                continue;
-                        for (uint32_t cpu = 0; cpu < s->leases->n_cpus; cpu++)
-                                ended += leases_held_by(s->leases, cpu, o);
-                        handler_end_leases(s, o, "job grant revoked");
-                }
+                char why[PMUGATE_STRING_MAX + 64];
+
+                /* The job's leases end now, with a restore, not at their holders' next request:
+                 * the epilog must leave a clean PMU. Each lease names the job whose grant gave
+                 * it, so another job of the same uid keeps its own. */
+                (void) snprintf(why, sizeof(why), "job %s's grant was revoked", req->job);
+                ended = server_revalidate_leases(s, why);
                 server_audit(s, c, "revoke", "allowed", req->job, NULL, NULL, ended);
         }
         TRY(server_reply_begin(s, req, 3, &pk));
