@@ -11,6 +11,8 @@
 
 int handle_grant(Server *s, Session *c, const Request *req) {
         char list[512] = "", reason[160];
+        const Grant *old;
+        uid_t old_uid;
         msgpack_packer pk;
         int r;
 
@@ -20,6 +22,8 @@ int handle_grant(Server *s, Session *c, const Request *req) {
                         return r < 0 ? r : 0;
                 handler_format_cpus(req->cpus, req->n_cpus, list, sizeof(list));
         }
+        old = grants_find(&s->grants, req->job);
+        old_uid = old ? old->uid : req->uid;
         r = grants_put(&s->grants, req->job, req->uid, req->has_cpus ? req->cpus : NULL, req->has_cpus ? req->n_cpus : 0);
         if (r == -ENOSPC) {
                 (void) snprintf(reason, sizeof(reason), "already %zu grants, the most allowed", s->grants.n);
@@ -39,10 +43,13 @@ int handle_grant(Server *s, Session *c, const Request *req) {
                 (void) snprintf(target, sizeof(target), "granted to uid %u", (unsigned) req->uid);
                 rec.reason = target;
                 audit_emit(s->audit, &rec);
-                /* A replaced grant may name other CPUs, or another uid. */
+                /* A replaced grant may name other CPUs, or another uid: only the leases of the
+                 * uids it named can be touched. */
                 (void) snprintf(why, sizeof(why), "job %s's grant was %s", req->job,
                                 r == 1 ? "replaced" : "added");
-                (void) server_revalidate_leases(s, why);
+                (void) server_revalidate_uid(s, req->uid, why);
+                if (old_uid != req->uid)
+                        (void) server_revalidate_uid(s, old_uid, why);
         }
         TRY(server_reply_begin(s, req, 2, &pk));
         TRY(pack_key_string(&pk, "job", req->job));
@@ -52,10 +59,11 @@ int handle_grant(Server *s, Session *c, const Request *req) {
 
 int handle_revoke(Server *s, Session *c, const Request *req) {
         msgpack_packer pk;
+        Grant removed;
         size_t ended = 0;
         int r;
 
-        r = grants_remove(&s->grants, req->job, NULL);
+        r = grants_remove(&s->grants, req->job, &removed);
         if (r == 0) {
                 char why[PMUGATE_STRING_MAX + 64];
 
@@ -63,7 +71,7 @@ int handle_revoke(Server *s, Session *c, const Request *req) {
                  * the epilog must leave a clean PMU. Each lease names the job whose grant gave
                  * it, so another job of the same uid keeps its own. */
                 (void) snprintf(why, sizeof(why), "job %s's grant was revoked", req->job);
-                ended = server_revalidate_leases(s, why);
+                ended = server_revalidate_uid(s, removed.uid, why);
                 server_audit(s, c, "revoke", "allowed", req->job, NULL, NULL, ended);
         }
         TRY(server_reply_begin(s, req, 3, &pk));

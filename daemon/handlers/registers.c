@@ -66,8 +66,16 @@ static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n
         summarize_ops(ops, n, true, cpus, sizeof(cpus), regs, sizeof(regs));
         /* The jobs of the leases the writes ran under, not whichever job the caller's scope
          * named first. */
-        server_lease_jobs(s, &c->leased, jobs, sizeof(jobs));
-        rec.job = jobs[0] ? jobs : NULL;
+        if (c->rights.scoped) {
+                CpuSet written;
+
+                cpuset_clear(&written);
+                for (size_t i = 0; i < n; i++)
+                        if (reg_op_is_write(&ops[i]) && !reg_op_is_pci(&ops[i]))
+                                cpuset_add(&written, ops[i].target);
+                server_lease_jobs(s, &written, jobs, sizeof(jobs));
+                rec.job = jobs[0] ? jobs : NULL;
+        }
         rec.count = writes;
         audit_emit(s->audit, &rec);
 }

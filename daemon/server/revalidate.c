@@ -16,6 +16,8 @@ typedef struct Revalidation {
         const Scope *scope;     /* job-mode users: the scope just resolved; NULL: no grant */
         const char *why;        /* what set this off, or why the scope has no grant */
         bool rights_changed;    /* role and classes too, not only the scope */
+        char last_job[PMUGATE_STRING_MAX + 1]; /* the job last found to give its CPU, and */
+        const Grant *last_grant;                /* its grant: a holder's leases mostly share one */
         char reason[200];       /* why the first lease that ended did */
         char jobs[320];         /* the jobs of the leases that ended, for the audit */
 } Revalidation;
@@ -67,6 +69,19 @@ static bool journal_classes_allowed(const Server *s, const Lease *lease, const R
         return true;
 }
 
+/* scope_job_covers(), with the grant of the job asked about last kept at hand. */
+static bool job_gives_cpu(Revalidation *v, const char *job, uint32_t cpu) {
+        if (!v->scope->from_cgroup && v->last_grant && strcmp(job, v->last_job) == 0)
+                return cpuset_has(&v->scope->cpus, cpu) && cpuset_has(&v->last_grant->cpus, cpu);
+        if (!scope_job_covers(v->scope, &v->server->grants, v->session->peer.uid, job, cpu))
+                return false;
+        if (!v->scope->from_cgroup) {
+                (void) snprintf(v->last_job, sizeof(v->last_job), "%s", job);
+                v->last_grant = grants_find(&v->server->grants, job);
+        }
+        return true;
+}
+
 static bool lease_still_allowed(const Lease *lease, uint32_t cpu, void *userdata) {
         Revalidation *v = userdata;
         const Rights *rights = &v->session->rights;
@@ -88,7 +103,7 @@ static bool lease_still_allowed(const Lease *lease, uint32_t cpu, void *userdata
                 allowed = disallow(v, "%s", v->why);
         else if (!lease->job[0])
                 allowed = disallow(v, "the lease on CPU %u was taken without a job grant", (unsigned) cpu);
-        else if (!scope_job_covers(v->scope, &v->server->grants, v->session->peer.uid, lease->job, cpu))
+        else if (!job_gives_cpu(v, lease->job, cpu))
                 allowed = disallow(v, "job %s no longer gives CPU %u", lease->job, (unsigned) cpu);
         else
                 allowed = true;
@@ -153,6 +168,15 @@ size_t server_revalidate_leases(Server *s, const char *why) {
 
         for (Session *c = s->sessions; c; c = c->next)
                 ended += server_revalidate_session(s, c, why);
+        return ended;
+}
+
+size_t server_revalidate_uid(Server *s, uid_t uid, const char *why) {
+        size_t ended = 0;
+
+        for (Session *c = s->sessions; c; c = c->next)
+                if (c->peer.uid == uid)
+                        ended += server_revalidate_session(s, c, why);
         return ended;
 }
 

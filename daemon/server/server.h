@@ -101,9 +101,11 @@ void server_audit_denial(Server *s, const Session *c, const char *op, int code, 
  * ends (restoring their registers) the leases it may no longer hold: a role that may not
  * write or is lower than the one the lease was taken with, a register class the role may no
  * longer write, a job whose grant no longer gives that CPU. The session hears of it at its
- * next request (`revoked`). Run after every grant, revoke and reload. Returns the number of
- * leases ended. */
+ * next request (`revoked`). Run after every reload. Returns the number of leases ended. */
 size_t server_revalidate_leases(Server *s, const char *why);
+
+/* The same for the sessions of one uid: what a grant or revoke for that uid can change. */
+size_t server_revalidate_uid(Server *s, uid_t uid, const char *why);
 
 /* The same for one session, with its rights and scope resolved afresh. */
 size_t server_revalidate_session(Server *s, Session *c, const char *why);
