@@ -98,6 +98,8 @@ static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t 
         int r, first_error = 0;
 
         r = pmugate_batch_run(m->connection, b);
+        if (r == -EKEYREVOKED || r == -ECANCELED)
+                m->lease_lost = true;
         if (r < 0)
                 return r;
         /* a CPU whose op failed (EIO, offline) keeps what it counted so far and stops */
@@ -369,6 +371,12 @@ int pmugate_measure_stop(pmugate_measure *m) {
                 return -EINVAL;
         if (m->stopped)
                 return 0;
+        if (m->lease_lost) {
+                /* Writing the registers back would only be refused: the daemon did it. */
+                m->stopped = true;
+                m->leased = false;
+                return 0;
+        }
         before = measure_now_ns();
         m->wall_delta_ns = before - m->last_batch_ns;
         m->last_batch_ns = before;

@@ -108,6 +108,8 @@ struct pmugate_measure {
         uint64_t counter_mask;
 
         bool prepared, started, stopped, leased;
+        bool lease_lost;        /* the daemon ended the lease (revoked, preempted) and restored
+                                 * the registers itself: there is nothing left to stop */
         unsigned current_set;
         uint64_t start_ns, last_sample_ns, set_started_ns;
         uint64_t last_batch_ns;         /* when the previous sample's batch was sent */

@@ -158,19 +158,15 @@ static int parse_argv(int argc, char *argv[], Options *o) {
         return 1;
 }
 
-/* Keeps only PCI functions the allowlist has registers for, so no unrelated device is opened. */
-static void machine_keep_allowlisted_units(Machine *m, const Allowlist *a) {
-        uint32_t kept = 0;
+/* Only PCI functions the allowlist has registers for become units, so no unrelated device is
+ * opened. */
+static bool allowlist_names_device(uint16_t vendor, uint16_t device, const void *userdata) {
+        const Allowlist *a = userdata;
 
-        for (uint32_t i = 0; i < m->n_units; i++) {
-                bool listed = false;
-
-                for (size_t j = 0; j < a->n_pci && !listed; j++)
-                        listed = a->pci[j].pci_vendor == m->units[i].vendor && a->pci[j].pci_device == m->units[i].device;
-                if (listed)
-                        m->units[kept++] = m->units[i];
-        }
-        m->n_units = kept;
+        for (size_t i = 0; i < a->n_pci; i++)
+                if (a->pci[i].pci_vendor == vendor && a->pci[i].pci_device == device)
+                        return true;
+        return false;
 }
 
 /* One fd per CPU's msr device and per uncore unit, and per client its socket and pidfd, plus
@@ -233,7 +229,11 @@ static int run(int argc, char *argv[]) {
                 goto finish;
 
         if (!backend) {
-                machine_keep_allowlisted_units(machine, allowlist);
+                r = machine_discover_units(machine, o.root, allowlist_names_device, allowlist);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot list PCI devices under %s", o.root);
+                        goto finish;
+                }
                 r = backend_dev_new(o.root, machine, &backend);
                 if (r < 0)
                         goto finish;

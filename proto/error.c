@@ -34,6 +34,7 @@ static const struct {
         [PROTO_E_OUT_OF_SCOPE] = { "out-of-scope", "CPU is outside the caller's scope", EPERM },
         [PROTO_E_BAD_CONFIG] = { "bad-config", "configuration refused", EINVAL },
         [PROTO_E_LIMIT] = { "limit", "a configured limit was reached", EDQUOT },
+        [PROTO_E_REVOKED] = { "revoked", "leases ended: the right that allowed them is gone", EKEYREVOKED },
 };
 
 const char *proto_error_name(int code) {

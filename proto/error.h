@@ -30,6 +30,7 @@ typedef enum ProtoError {
         PROTO_E_OUT_OF_SCOPE = 19,     /* CPU or package outside the caller's job */
         PROTO_E_BAD_CONFIG = 20,       /* reload: the new configuration was refused */
         PROTO_E_LIMIT = 21,            /* a configured limit (leases per user, grants) was reached */
+        PROTO_E_REVOKED = 22,          /* the caller's leases ended: the right that allowed them is gone */
         _PROTO_E_MAX,
 } ProtoError;
 

@@ -37,7 +37,9 @@
 /* Job grants held at once. */
 #define PMUGATE_GRANTS_MAX 4096U
 
-/* Registers one lease may change; each needs its value kept for the restore. */
+/* Registers one lease may change; each needs its value kept for the restore. Counted over the
+ * lease's life: a core or package register put back early (its holder let go of a CPU sharing
+ * it) and written again counts again. */
 #define PMUGATE_LEASE_JOURNAL_MAX 512U
 
 /* Highest CPU number and PCI unit count the daemon will describe. */

@@ -349,24 +349,84 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
         return 0;
 }
 
-/* The CPUs a write needs leases on: the CPUs themselves, or every CPU of the units' packages. */
+/* The scope of MSR reg in the allowlist: "thread", "core" or "package" ("thread" when unlisted). */
+static const char *msr_scope(const pmugate_info *info, uint32_t reg) {
+        for (size_t i = 0; i < info->n_registers; i++) {
+                const pmugate_register *e = &info->registers[i];
+
+                if (!e->pci && reg >= e->first && reg <= e->last)
+                        return e->scope;
+        }
+        return "thread";
+}
+
+static const pmugate_cpu *cpu_info(const pmugate_info *info, uint32_t cpu) {
+        for (size_t i = 0; i < info->n_cpus; i++)
+                if (info->cpus[i].cpu == cpu)
+                        return &info->cpus[i];
+        return NULL;
+}
+
+/* Whether online CPU o shares a register the write changes: a thread of a target's core for a
+ * core register, a CPU of a target's package for a package register or a unit. */
+static bool shares_register(const pmugate_info *info, const Access *a, const pmugate_cpu *o) {
+        for (size_t t = 0; t < a->n_targets; t++) {
+                const pmugate_cpu *target;
+
+                if (a->pci) {
+                        if (a->targets[t] < info->n_units && info->units[a->targets[t]].package >= 0 &&
+                            info->units[a->targets[t]].package == o->package)
+                                return true;
+                        continue;
+                }
+                target = cpu_info(info, a->targets[t]);
+                for (size_t r = 0; target && target->online && r < a->n_regs; r++) {
+                        const char *scope = msr_scope(info, a->regs[r]);
+
+                        if (strcmp(scope, "package") == 0 && o->package == target->package)
+                                return true;
+                        if (strcmp(scope, "core") == 0 && o->package == target->package &&
+                            o->core == target->core)
+                                return true;
+                }
+        }
+        return false;
+}
+
+static void add_cpu(uint32_t *cpus, size_t *n, uint32_t cpu) {
+        for (size_t i = 0; i < *n; i++)
+                if (cpus[i] == cpu)
+                        return;
+        cpus[(*n)++] = cpu;
+}
+
+/* The CPUs a write needs leases on, as the daemon decides them: the CPUs themselves, every
+ * online thread of their core or CPU of their package for core and package registers, every
+ * online CPU of a unit's package, and for a unit no online CPU stands for (its package is
+ * unknown or offline; only admins may write it) the first online CPU. */
 static int lease_for(pmugate *c, const pmugate_info *info, const Access *a) {
         _cleanup_free_ uint32_t *cpus = calloc(info->n_cpus + a->n_targets + 1, sizeof(uint32_t));
         size_t n = 0;
 
         if (!cpus)
                 return -ENOMEM;
-        if (!a->pci)
-                for (size_t t = 0; t < a->n_targets; t++)
-                        cpus[n++] = a->targets[t];
-        else
-                for (size_t i = 0; i < info->n_cpus; i++)
-                        for (size_t t = 0; t < a->n_targets; t++)
-                                if (a->targets[t] < info->n_units && info->cpus[i].online &&
-                                    info->cpus[i].package == info->units[a->targets[t]].package) {
-                                        cpus[n++] = info->cpus[i].cpu;
-                                        break;
-                                }
+        for (size_t t = 0; !a->pci && t < a->n_targets; t++)
+                add_cpu(cpus, &n, a->targets[t]);
+        for (size_t i = 0; i < info->n_cpus; i++)
+                if (info->cpus[i].online && shares_register(info, a, &info->cpus[i]))
+                        add_cpu(cpus, &n, info->cpus[i].cpu);
+        for (size_t t = 0; a->pci && t < a->n_targets; t++) {
+                int32_t package = a->targets[t] < info->n_units ? info->units[a->targets[t]].package : -1;
+                bool covered = false;
+
+                for (size_t i = 0; i < info->n_cpus && !covered; i++)
+                        covered = info->cpus[i].online && package >= 0 && info->cpus[i].package == package;
+                for (size_t i = 0; i < info->n_cpus && !covered; i++)
+                        if (info->cpus[i].online) {
+                                add_cpu(cpus, &n, info->cpus[i].cpu);
+                                covered = true;
+                        }
+        }
         return n > 0 ? pmugate_lease(c, cpus, n) : 0;
 }
 

@@ -2,6 +2,7 @@
 /*
  * Machine discovery under a root directory
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -69,6 +70,9 @@ Machine *machine_free(Machine *m) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Machine *, machine_free);
 
+/* The longest CPU list file read: every other CPU of PMUGATE_CPUS_MAX, as "0,2,4,...". */
+#define CPU_LIST_TEXT_MAX (64U * 1024U)
+
 static int read_text(const char *root, const char *path, char *buf, size_t size) {
         _cleanup_fclose_ FILE *f = NULL;
         char full[4096];
@@ -81,6 +85,9 @@ static int read_text(const char *root, const char *path, char *buf, size_t size)
         n = fread(buf, 1, size - 1, f);
         if (ferror(f))
                 return -EIO;
+        /* A file longer than the buffer is refused, not read in part: a cut CPU list parses. */
+        if (n == size - 1 && fgetc(f) != EOF)
+                return -EFBIG;
         buf[n] = '\0';
         while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
                 buf[--n] = '\0';
@@ -195,11 +202,11 @@ static int discover_cpus(const char *root, Machine *m) {
                 if (!c->online)
                         continue;
                 (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/physical_package_id", cpu);
-                if (read_int(root, path, &v) < 0)
+                if (read_int(root, path, &v) < 0 || v < 0 || v > INT32_MAX)
                         return log_error_errno(EINVAL, "Cannot read %s/%s", root, path);
                 c->package = (int32_t) v;
                 (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/core_id", cpu);
-                if (read_int(root, path, &v) < 0)
+                if (read_int(root, path, &v) < 0 || v < 0 || v > INT32_MAX)
                         return log_error_errno(EINVAL, "Cannot read %s/%s", root, path);
                 c->core = (int32_t) v;
                 (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/die_id", cpu);
@@ -234,69 +241,220 @@ static int compare_units(const void *a, const void *b) {
         return strcmp(((const MachineUnit *) a)->bdf, ((const MachineUnit *) b)->bdf);
 }
 
-/* Lists every PCI function; the allowlist later decides which ones are units. Sockets are
- * told apart by bus: on Skylake-SP each socket's uncore devices sit on their own buses, in
- * ascending order, so the n-th distinct bus among devices of one id belongs to package n. */
-static int discover_pci(const char *root, Machine *m) {
+static bool hex_run(const char *s, size_t min, size_t max, size_t *ret_length) {
+        size_t n = 0;
+
+        while (n < max && isxdigit((unsigned char) s[n]))
+                n++;
+        *ret_length = n;
+        return n >= min && !isxdigit((unsigned char) s[n]);
+}
+
+/* A PCI address as the kernel names the directory: domain (4 to 8 hex digits), bus, device,
+ * function, "0000:3a:0a.2". Anything else under sys/bus/pci/devices is not a function. */
+static bool bdf_valid(const char *name) {
+        size_t n;
+
+        if (!hex_run(name, 4, 8, &n) || name[n] != ':')
+                return false;
+        name += n + 1;
+        if (!hex_run(name, 2, 2, &n) || name[n] != ':')
+                return false;
+        name += n + 1;
+        if (!hex_run(name, 2, 2, &n) || name[n] != '.')
+                return false;
+        name += n + 1;
+        return name[0] >= '0' && name[0] <= '7' && name[1] == '\0';
+}
+
+/* The package of a PCI function, from the kernel: its NUMA node, and the packages of that
+ * node's online CPUs. Unknown (-1) unless they all agree on one. */
+static int32_t unit_package(const char *root, const Machine *m, const char *bdf) {
+        _cleanup_free_ uint32_t *cpus = NULL;
+        _cleanup_free_ char *list = NULL;
+        int32_t package = -1;
+        char path[128];
+        size_t n;
+        int64_t node;
+
+        (void) snprintf(path, sizeof(path), "sys/bus/pci/devices/%s/numa_node", bdf);
+        if (read_int(root, path, &node) < 0 || node < 0 || node > INT32_MAX)
+                return -1;
+        list = malloc(CPU_LIST_TEXT_MAX);
+        if (!list)
+                return -1;
+        (void) snprintf(path, sizeof(path), "sys/devices/system/node/node%" PRId64 "/cpulist", node);
+        if (read_text(root, path, list, CPU_LIST_TEXT_MAX) < 0 ||
+            cpulist_parse(list, PMUGATE_CPUS_MAX, &cpus, &n) < 0)
+                return -1;
+        for (size_t i = 0; i < n; i++) {
+                const MachineCpu *c = machine_cpu(m, cpus[i]);
+
+                if (!c || !c->online)
+                        continue;
+                if (package >= 0 && c->package != package)
+                        return -1;
+                package = c->package;
+        }
+        return package;
+}
+
+int machine_discover_units(Machine *m, const char *root, MachineUnitFilter wanted, const void *userdata) {
+        _cleanup_free_ MachineUnit *units = NULL;
+        size_t n_units = 0, allocated = 0;
         char path[4096];
-        DIR *d;
         struct dirent *de;
+        DIR *d;
 
         (void) snprintf(path, sizeof(path), "%s/sys/bus/pci/devices", root);
         d = opendir(path);
         if (!d)
                 return 0;
 
+        /* Every function is looked at before the cap applies, so unrelated devices, however
+         * many, cannot crowd out the units the allowlist names. */
         while ((de = readdir(d))) {
-                char dir[300];
                 MachineUnit u = { .package = -1 };
+                char dir[64], config[4096 + 64];
                 struct stat st;
-                char config[4096 + 320];
 
-                if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(u.bdf))
+                if (strlen(de->d_name) >= sizeof(u.bdf) || !bdf_valid(de->d_name))
                         continue;
                 (void) snprintf(dir, sizeof(dir), "sys/bus/pci/devices/%s", de->d_name);
-                if (read_hex_file(root, dir, "vendor", &u.vendor) < 0 || read_hex_file(root, dir, "device", &u.device) < 0)
+                if (read_hex_file(root, dir, "vendor", &u.vendor) < 0 ||
+                    read_hex_file(root, dir, "device", &u.device) < 0)
+                        continue;
+                if (!wanted || !wanted(u.vendor, u.device, userdata))
                         continue;
                 (void) snprintf(config, sizeof(config), "%s/%s/config", root, dir);
-                if (stat(config, &st) < 0)
+                if (stat(config, &st) < 0 || !S_ISREG(st.st_mode))
                         continue;
-                u.config_size = (uint32_t) st.st_size;
+                u.config_size = st.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t) st.st_size;
                 memcpy(u.bdf, de->d_name, strlen(de->d_name) + 1);
+                u.package = unit_package(root, m, u.bdf);
 
-                if (m->n_units >= PMUGATE_UNITS_MAX)
-                        break;
-                MachineUnit *n = realloc(m->units, (m->n_units + 1) * sizeof(MachineUnit));
-                if (!n) {
-                        closedir(d);
-                        return -ENOMEM;
+                if (n_units == allocated) {
+                        MachineUnit *grown = reallocarray(units, allocated * 2 + 16, sizeof(MachineUnit));
+
+                        if (!grown) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        units = grown;
+                        allocated = allocated * 2 + 16;
                 }
-                m->units = n;
-                m->units[m->n_units++] = u;
+                units[n_units++] = u;
         }
         closedir(d);
 
-        qsort(m->units, m->n_units, sizeof(MachineUnit), compare_units);
-        for (uint32_t i = 0; i < m->n_units; i++) {
-                MachineUnit *u = &m->units[i];
-                int32_t package = 0;
-                unsigned bus = 0;
-
-                (void) sscanf(u->bdf, "%*x:%x:", &bus);
-                for (uint32_t j = 0, last_bus = UINT32_MAX; j < i; j++) {
-                        unsigned other = 0;
-
-                        if (m->units[j].device != u->device || m->units[j].vendor != u->vendor)
-                                continue;
-                        (void) sscanf(m->units[j].bdf, "%*x:%x:", &other);
-                        if (other != bus && other != last_bus) {
-                                package++;
-                                last_bus = other;
-                        }
-                }
-                u->package = package;
+        if (n_units > 0)
+                qsort(units, n_units, sizeof(MachineUnit), compare_units);
+        if (n_units > PMUGATE_UNITS_MAX) {
+                log_warning("%zu PCI functions carry allowlisted uncore registers; serving the first %u "
+                            "by address", n_units, PMUGATE_UNITS_MAX);
+                n_units = PMUGATE_UNITS_MAX;
         }
+        for (size_t i = 0; i < n_units; i++)
+                if (units[i].package < 0)
+                        log_notice("The package of PCI unit %s is unknown (no NUMA node with online CPUs "
+                                   "of one package): only admins may write it", units[i].bdf);
+        free(m->units);
+        m->units = TAKE_PTR(units);
+        m->n_units = (uint32_t) n_units;
         return 0;
+}
+
+typedef struct ScopeKey {
+        RegScope scope;
+        uint32_t cpu;
+        int32_t package;
+        int32_t core;
+} ScopeKey;
+
+static int scope_key(const Machine *m, RegScope scope, uint32_t target, bool pci, ScopeKey *ret) {
+        const MachineCpu *c;
+
+        if (pci) {
+                if (target >= m->n_units)
+                        return -ENXIO;
+                if (m->units[target].package < 0)
+                        return -ENOENT;
+                *ret = (ScopeKey) { .scope = REG_SCOPE_PACKAGE, .package = m->units[target].package };
+                return 0;
+        }
+        c = machine_cpu(m, target);
+        if (!c || !c->online)
+                return -ENXIO;
+        if ((unsigned) scope >= _REG_SCOPE_MAX)
+                return -EINVAL;
+        *ret = (ScopeKey) { .scope = scope, .cpu = target, .package = c->package, .core = c->core };
+        return 0;
+}
+
+static bool scope_key_has(const Machine *m, const ScopeKey *k, uint32_t cpu) {
+        const MachineCpu *c = &m->cpus[cpu];
+
+        if (!c->online)
+                return false;
+        switch (k->scope) {
+        case REG_SCOPE_THREAD:
+                return cpu == k->cpu;
+        case REG_SCOPE_CORE:
+                return c->package == k->package && c->core == k->core;
+        case REG_SCOPE_PACKAGE:
+                return c->package == k->package;
+        default:
+                return false;
+        }
+}
+
+int machine_scope_cpus(const Machine *m, RegScope scope, uint32_t target, bool pci, CpuSet *ret) {
+        ScopeKey k;
+        bool any = false;
+        int r;
+
+        r = scope_key(m, scope, target, pci, &k);
+        if (r < 0)
+                return r;
+        cpuset_clear(ret);
+        if (k.scope == REG_SCOPE_THREAD) {
+                cpuset_add(ret, k.cpu);
+                return 0;
+        }
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
+                if (scope_key_has(m, &k, cpu)) {
+                        cpuset_add(ret, cpu);
+                        any = true;
+                }
+        return any ? 0 : -ENOENT;
+}
+
+int machine_scope_anchor(const Machine *m, RegScope scope, uint32_t target, bool pci, uint32_t *ret) {
+        ScopeKey k;
+        int r;
+
+        r = scope_key(m, scope, target, pci, &k);
+        if (r < 0)
+                return r;
+        if (k.scope == REG_SCOPE_THREAD) {
+                *ret = k.cpu;
+                return 0;
+        }
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
+                if (scope_key_has(m, &k, cpu)) {
+                        *ret = cpu;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+int machine_first_online_cpu(const Machine *m, uint32_t *ret) {
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
+                if (m->cpus[cpu].online) {
+                        *ret = cpu;
+                        return 0;
+                }
+        return -ENXIO;
 }
 
 void machine_update_summary(Machine *m) {
@@ -335,10 +493,6 @@ int machine_discover(const char *root, Machine **ret) {
         r = discover_cpus(root, m);
         if (r < 0)
                 return r;
-        r = discover_pci(root, m);
-        if (r < 0)
-                return log_error_errno(r, "Cannot list PCI devices under %s", root);
-
         if (read_int(root, "proc/sys/kernel/nmi_watchdog", &v) >= 0)
                 m->nmi_watchdog = v != 0;
         machine_update_summary(m);

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allowlist.h"
+#include "cpuset.h"
+
 /* What pmugate knows about a CPU model's core PMU. */
 typedef struct CpuModel {
         const char *key;         /* "skx", "clx", "icx", "spr": allowlist files name these */
@@ -41,10 +44,10 @@ typedef struct MachineCpu {
 } MachineCpu;
 
 typedef struct MachineUnit {
-        char bdf[16];   /* "0000:3a:0a.2" */
+        char bdf[16];   /* "0000:3a:0a.2": PCI domain, bus, device, function */
         uint16_t vendor;
         uint16_t device;
-        int32_t package; /* -1 when unknown */
+        int32_t package; /* from the kernel's NUMA node of the device; -1 when unknown */
         uint32_t config_size;
 } MachineUnit;
 
@@ -69,9 +72,20 @@ typedef struct Machine {
 Machine *machine_new(void);
 Machine *machine_free(Machine *m);
 
-/* Reads proc/cpuinfo, sys/devices/system/cpu and sys/bus/pci/devices under root.
- * Logs what is wrong and returns negative errno when the machine cannot be served. */
+/* Reads proc/cpuinfo and sys/devices/system/cpu under root. Logs what is wrong and returns
+ * negative errno when the machine cannot be served. PCI units come separately, once the
+ * allowlist for the CPU model is known. */
 int machine_discover(const char *root, Machine **ret);
+
+/* Whether a PCI function of vendor:device is a unit pmugate serves (the allowlist names it). */
+typedef bool (*MachineUnitFilter)(uint16_t vendor, uint16_t device, const void *userdata);
+
+/* Lists the PCI functions under root's sys/bus/pci/devices that wanted() accepts, in address
+ * order, at most PMUGATE_UNITS_MAX of them (more are logged and left out). Each unit's package
+ * comes from the kernel's topology: the device's numa_node, the node's cpulist, and those
+ * CPUs' physical_package_id. A node whose online CPUs span several packages or none, a
+ * numa_node of -1, or a missing file leave the package unknown (-1). */
+int machine_discover_units(Machine *m, const char *root, MachineUnitFilter wanted, const void *userdata);
 
 /* Recomputes n_online, n_packages and smt from cpus[]. */
 void machine_update_summary(Machine *m);
@@ -84,3 +98,18 @@ static inline const MachineCpu *machine_cpu(const Machine *m, uint32_t cpu) {
                 return NULL;
         return &m->cpus[cpu];
 }
+
+/* The CPUs a register is shared by: the online CPUs of the thread (the CPU itself), of its
+ * core, or of its package; for a PCI unit (pci true, target a unit index) the online CPUs of
+ * the unit's package, whatever scope says. Every "all CPUs of" check and every journal anchor
+ * is decided from this one set, and it is never empty on success: returns 0, -ENXIO when the
+ * CPU or unit does not exist or the CPU is offline, -ENOENT when the unit's package is
+ * unknown or has no online CPU. */
+int machine_scope_cpus(const Machine *m, RegScope scope, uint32_t target, bool pci, CpuSet *ret);
+
+/* The first CPU of machine_scope_cpus()' set, without building it: the anchor whose lease
+ * keeps the journal of a shared register. Same returns. */
+int machine_scope_anchor(const Machine *m, RegScope scope, uint32_t target, bool pci, uint32_t *ret);
+
+/* The lowest-numbered online CPU, or -ENXIO when there is none. */
+int machine_first_online_cpu(const Machine *m, uint32_t *ret);

@@ -73,6 +73,8 @@ int handle_reload(Server *s, Session *c, const Request *req) {
         for (Session *o = s->sessions; o; o = o->next)
                 policy_rights(&s->config, &o->peer, &o->rights);
         server_audit(s, c, "reload", "allowed", NULL, NULL, s->config_path, 0);
+        /* A role the new policy demotes, or a switch to job mode, takes the leases with it. */
+        (void) server_revalidate_leases(s, "the configuration was reloaded");
         log_info("Configuration reloaded from %s (mode %s)", s->config_path, access_mode_to_string(config.mode));
         TRY(server_reply_begin(s, req, 1, &pk));
         TRY(pack_key_string(&pk, "mode", access_mode_to_string(config.mode)));

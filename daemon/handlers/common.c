@@ -46,13 +46,21 @@ int handler_check_cpus(Server *s, Session *c, const Request *req) {
 
 int handler_resolve_scope(Server *s, Session *c, const Request *req) {
         char reason[320];
-        int r;
+        int r, q;
 
         if (!c->rights.scoped)
                 return 0;
         r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason));
+        /* Whatever the scope is now, the session's leases must fit it: a job's cgroup that lost
+         * CPUs takes their leases with it, before this request may use them. */
+        (void) session_revalidate_leases(s, c, r == 0 ? &c->scope : NULL,
+                                         r == 0 ? "the job's CPUs changed" : reason);
+        if (c->revoked) {
+                q = handler_report_revocation(s, c, req);
+                return q < 0 ? q : PROTO_E_REVOKED;
+        }
         if (r > 0) {
-                int q = server_reply_error(s, c, req, req->id, r, reason, -1);
+                q = server_reply_error(s, c, req, req->id, r, reason, -1);
                 return q < 0 ? q : r;
         }
         return r;

@@ -11,9 +11,9 @@
 typedef struct HandlerRow {
         int (*handle)(Server *s, Session *c, const Request *req);
         HandlerRight needs;
-        /* Answered even while a preemption is still to be reported: these change nothing the
-         * client programmed, so the news can wait for a request that does. */
-        bool ignores_preemption;
+        /* Answered even while a preemption or revocation is still to be reported: these
+         * change nothing the client programmed, so the news can wait for a request that does. */
+        bool ignores_notices;
 } HandlerRow;
 
 static const HandlerRow handler_table[_REQUEST_TYPE_MAX] = {
@@ -71,13 +71,32 @@ static int report_preemption(Server *s, Session *c, const Request *req) {
         return server_reply_error(s, c, req, req->id, PROTO_E_PREEMPTED, reason, -1);
 }
 
+/* Said once, like a preemption: the right that allowed these leases is gone (a revoked or
+ * replaced grant, a job that lost CPUs, a reload that changed the role), so they ended and
+ * their registers were restored. */
+int handler_report_revocation(Server *s, Session *c, const Request *req) {
+        char reason[600], cpus[128];
+
+        if (cpuset_format(&c->revoked_cpus, cpus, sizeof(cpus)) < 0)
+                (void) snprintf(cpus, sizeof(cpus), "several");
+        (void) snprintf(reason, sizeof(reason),
+                        "revoked: the leases on CPUs %s ended (%s); their registers were restored", cpus,
+                        c->revoked_why);
+        c->revoked = false;
+        cpuset_clear(&c->revoked_cpus);
+        c->revoked_why[0] = '\0';
+        return server_reply_error(s, c, req, req->id, PROTO_E_REVOKED, reason, -1);
+}
+
 int handlers_dispatch(Server *s, Session *c, const Request *req) {
         const HandlerRow *row = (unsigned) req->type < _REQUEST_TYPE_MAX ? &handler_table[req->type] : NULL;
 
         if (!row || !row->handle)
                 return server_reply_error(s, c, req, req->id, PROTO_E_UNKNOWN_OP, NULL, -1);
-        if (c->preempted && !row->ignores_preemption)
+        if (c->preempted && !row->ignores_notices)
                 return report_preemption(s, c, req);
+        if (c->revoked && !row->ignores_notices)
+                return handler_report_revocation(s, c, req);
         if (!has_right(&c->rights, row->needs))
                 return refuse_right(s, c, req, row->needs);
         return row->handle(s, c, req);

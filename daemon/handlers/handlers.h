@@ -46,8 +46,11 @@ void handler_format_cpus(const uint32_t *cpus, size_t n, char *buf, size_t size)
 /* Returns 0 when every CPU of the request exists and is online; otherwise packs the refusal
  * and returns 1 (or a negative errno when even that failed). */
 int handler_check_cpus(Server *s, Session *c, const Request *req);
-/* Resolves c's scope for this request when its role is scoped. Returns 0, or packs a refusal
- * and returns the positive ProtoError (negative errno when even that failed). */
+/* Resolves c's scope for this request when its role is scoped, and ends the leases it no
+ * longer covers. Returns 0, or packs a refusal (`revoked` when leases just ended) and returns
+ * the positive ProtoError (negative errno when even that failed). */
 int handler_resolve_scope(Server *s, Session *c, const Request *req);
+/* Packs the `revoked` notice of c's ended leases, once, and clears it. */
+int handler_report_revocation(Server *s, Session *c, const Request *req);
 /* Ends every lease of c, restoring what it wrote, and audits it. */
 void handler_end_leases(Server *s, Session *c, const char *why);

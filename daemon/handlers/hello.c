@@ -121,12 +121,18 @@ static int pack_registers(msgpack_packer *pk, const Allowlist *a) {
 static int pack_scope(msgpack_packer *pk, Server *s, Session *c) {
         char reason[320] = "";
         uint32_t n = 0;
+        int r;
 
         TRY(pack_string(pk, "scope"));
         if (!c->rights.scoped)
                 return msgpack_pack_nil(pk) < 0 ? -ENOMEM : 0;
-        /* hello must answer even without a grant, so the refusal becomes part of the reply. */
-        if (scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason)) != 0) {
+        /* hello must answer even without a grant, so the refusal becomes part of the reply.
+         * The leases must fit the scope it found; a revocation is told at the next request
+         * that acts on the PMU. */
+        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason));
+        (void) session_revalidate_leases(s, c, r == 0 ? &c->scope : NULL,
+                                         r == 0 ? "the job's CPUs changed" : reason);
+        if (r != 0) {
                 TRY(msgpack_pack_map(pk, 1));
                 return pack_key_string(pk, "reason", reason);
         }

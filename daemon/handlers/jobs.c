@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "error.h"
 #include "handlers.h"
@@ -12,6 +11,8 @@
 
 int handle_grant(Server *s, Session *c, const Request *req) {
         char list[512] = "", reason[160];
+        const Grant *old;
+        uid_t old_uid;
         msgpack_packer pk;
         int r;
 
@@ -21,6 +22,8 @@ int handle_grant(Server *s, Session *c, const Request *req) {
                         return r < 0 ? r : 0;
                 handler_format_cpus(req->cpus, req->n_cpus, list, sizeof(list));
         }
+        old = grants_find(&s->grants, req->job);
+        old_uid = old ? old->uid : req->uid;
         r = grants_put(&s->grants, req->job, req->uid, req->has_cpus ? req->cpus : NULL, req->has_cpus ? req->n_cpus : 0);
         if (r == -ENOSPC) {
                 (void) snprintf(reason, sizeof(reason), "already %zu grants, the most allowed", s->grants.n);
@@ -29,6 +32,7 @@ int handle_grant(Server *s, Session *c, const Request *req) {
         if (r < 0)
                 return r;
         {
+                char why[PMUGATE_STRING_MAX + 64];
                 AuditRecord rec = {
                         .event = "grant", .verdict = r == 1 ? "replaced" : "allowed",
                         .uid = c->peer.uid, .gid = c->peer.gid, .pid = c->peer.pid,
@@ -39,6 +43,13 @@ int handle_grant(Server *s, Session *c, const Request *req) {
                 (void) snprintf(target, sizeof(target), "granted to uid %u", (unsigned) req->uid);
                 rec.reason = target;
                 audit_emit(s->audit, &rec);
+                /* A replaced grant may name other CPUs, or another uid: only the leases of the
+                 * uids it named can be touched. */
+                (void) snprintf(why, sizeof(why), "job %s's grant was %s", req->job,
+                                r == 1 ? "replaced" : "added");
+                (void) server_revalidate_uid(s, req->uid, why);
+                if (old_uid != req->uid)
+                        (void) server_revalidate_uid(s, old_uid, why);
         }
         TRY(server_reply_begin(s, req, 2, &pk));
         TRY(pack_key_string(&pk, "job", req->job));
@@ -54,15 +65,13 @@ int handle_revoke(Server *s, Session *c, const Request *req) {
 
         r = grants_remove(&s->grants, req->job, &removed);
         if (r == 0) {
-                /* The job's processes lose their leases now, with a restore, not at their
-                 * next request: the epilog must leave a clean PMU. */
-                for (Session *o = s->sessions; o; o = o->next) {
-                        if (o->peer.uid != removed.uid || !o->rights.scoped || strcmp(o->scope.job, removed.job) != 0)
-                                continue;
-                        for (uint32_t cpu = 0; cpu < s->leases->n_cpus; cpu++)
-                                ended += leases_held_by(s->leases, cpu, o);
-                        handler_end_leases(s, o, "job grant revoked");
-                }
+                char why[PMUGATE_STRING_MAX + 64];
+
+                /* The job's leases end now, with a restore, not at their holders' next request:
+                 * the epilog must leave a clean PMU. Each lease names the job whose grant gave
+                 * it, so another job of the same uid keeps its own. */
+                (void) snprintf(why, sizeof(why), "job %s's grant was revoked", req->job);
+                ended = server_revalidate_uid(s, removed.uid, why);
                 server_audit(s, c, "revoke", "allowed", req->job, NULL, NULL, ended);
         }
         TRY(server_reply_begin(s, req, 3, &pk));

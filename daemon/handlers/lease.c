@@ -5,26 +5,25 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "error.h"
 #include "handlers.h"
 
 
 void handler_end_leases(Server *s, Session *c, const char *why) {
-        uint32_t cpus[256];
-        size_t n = 0, ended;
-        char list[512];
+        char list[512], jobs[320];
+        size_t ended;
 
         if (!s->leases)
                 return;
-        for (uint32_t cpu = 0; cpu < s->leases->n_cpus && n < ELEMENTSOF(cpus); cpu++)
-                if (leases_held_by(s->leases, cpu, c))
-                        cpus[n++] = cpu;
+        if (cpuset_format(&c->leased, list, sizeof(list)) < 0)
+                (void) snprintf(list, sizeof(list), "%u CPUs", cpuset_count(&c->leased));
+        server_lease_jobs(s, &c->leased, jobs, sizeof(jobs));
+        /* Every lease this session owns, found in the table itself: none may outlive it. */
         ended = leases_release(s->leases, c, NULL, 0);
-        if (ended == 0)
-                return;
-        handler_format_cpus(cpus, n, list, sizeof(list));
-        server_audit(s, c, "lease-end", "restored", c->scope.job[0] ? c->scope.job : NULL, list, why, ended);
+        if (ended > 0)
+                server_audit(s, c, "lease-end", "restored", jobs[0] ? jobs : NULL, list, why, ended);
 }
 
 static void on_preempted(const void *owner, uint32_t cpu, void *userdata) {
@@ -41,9 +40,42 @@ static void on_preempted(const void *owner, uint32_t cpu, void *userdata) {
                 }
 }
 
+/* Leases of this uid over all its connections, and how many of cpus it does not hold yet. */
+static size_t leases_of_uid(const Server *s, uid_t uid) {
+        size_t n = 0;
+
+        for (const Session *o = s->sessions; o; o = o->next)
+                if (o->peer.uid == uid)
+                        n += cpuset_count(&o->leased);
+        return n;
+}
+
+/* A CPU another job-mode session holds may be held on a right that is gone (its job's cgroup
+ * lost the CPU, say): that is found out now, once per holder, before the request is told the
+ * CPU is busy. Other holders' rights change only at a reload, which revalidates them itself. */
+static void revalidate_holders(Server *s, Session *c, const Request *req) {
+        CpuSet wanted;
+
+        cpuset_clear(&wanted);
+        for (size_t i = 0; i < req->n_cpus; i++)
+                cpuset_add(&wanted, req->cpus[i]);
+        for (Session *o = s->sessions; o; o = o->next) {
+                bool holds = false;
+
+                if (o == c || !o->rights.scoped)
+                        continue;
+                for (unsigned w = 0; w < PMUGATE_CPUS_MAX / 64 && !holds; w++)
+                        holds = (o->leased.bits[w] & wanted.bits[w]) != 0;
+                if (holds)
+                        (void) server_revalidate_session(s, o, "another client asked for its CPUs");
+        }
+}
+
 int handle_lease(Server *s, Session *c, const Request *req) {
         LeaseHolder holder = { .owner = c, .role = c->rights.role, .uid = c->peer.uid, .pid = c->peer.pid };
-        char reason[320], list[512];
+        _cleanup_free_ const char **jobs = NULL;
+        char reason[320], list[512], job_list[320];
+        CpuSet acquired;
         int r;
 
         if (!req->has_cpus || req->n_cpus == 0)
@@ -54,21 +86,26 @@ int handle_lease(Server *s, Session *c, const Request *req) {
         r = handler_resolve_scope(s, c, req);
         if (r != 0)
                 return r < 0 ? r : 0;
-        if (c->rights.scoped)
-                for (size_t i = 0; i < req->n_cpus; i++)
-                        if (!cpuset_has(&c->scope.cpus, req->cpus[i])) {
+        if (c->rights.scoped) {
+                /* Each CPU's lease records the job whose grant gives it, so that a revoke of
+                 * that job ends exactly these leases. */
+                jobs = calloc(req->n_cpus, sizeof(*jobs));
+                if (!jobs)
+                        return -ENOMEM;
+                for (size_t i = 0; i < req->n_cpus; i++) {
+                        jobs[i] = scope_job_of_cpu(&c->scope, &s->grants, c->peer.uid, req->cpus[i]);
+                        if (!jobs[i]) {
                                 (void) snprintf(reason, sizeof(reason), "CPU %" PRIu32 " is not one of job %s's CPUs",
                                                 req->cpus[i], c->scope.job);
                                 return server_reply_error(s, c, req, req->id, PROTO_E_OUT_OF_SCOPE, reason, -1);
                         }
-        holder.job = c->scope.job[0] ? c->scope.job : NULL;
+                }
+                holder.jobs = jobs;
+        }
 
         if (c->peer.uid != 0) {
-                size_t held = 0, more = 0;
+                size_t held = leases_of_uid(s, c->peer.uid), more = 0;
 
-                for (uint32_t cpu = 0; cpu < s->leases->n_cpus; cpu++)
-                        if (s->leases->cpus[cpu].owner && s->leases->cpus[cpu].uid == c->peer.uid)
-                                held++;
                 for (size_t i = 0; i < req->n_cpus; i++)
                         more += !leases_held_by(s->leases, req->cpus[i], c);
                 if (held + more > s->config.leases_per_uid_max) {
@@ -80,6 +117,7 @@ int handle_lease(Server *s, Session *c, const Request *req) {
                 }
         }
 
+        revalidate_holders(s, c, req);
         /* What holds the PMU may have changed while nobody held these CPUs. */
         for (size_t i = 0; i < req->n_cpus; i++)
                 if (!s->leases->cpus[req->cpus[i]].owner)
@@ -91,25 +129,37 @@ int handle_lease(Server *s, Session *c, const Request *req) {
                 server_audit_denial(s, c, "lease", r, reason, list, NULL);
                 return server_reply_error(s, c, req, req->id, r, reason, -1);
         }
-        server_audit(s, c, "lease-begin", "allowed", holder.job, list, NULL, req->n_cpus);
+        cpuset_clear(&acquired);
+        for (size_t i = 0; i < req->n_cpus; i++) {
+                cpuset_add(&c->leased, req->cpus[i]);
+                cpuset_add(&acquired, req->cpus[i]);
+        }
+        server_lease_jobs(s, &acquired, job_list, sizeof(job_list));
+        server_audit(s, c, "lease-begin", "allowed", job_list[0] ? job_list : NULL, list, NULL, req->n_cpus);
         return handler_reply_cpus(s, req, req->cpus, req->n_cpus);
 }
 
 int handle_release(Server *s, Session *c, const Request *req) {
         uint32_t held[256];
         size_t n = 0, ended;
-        char list[512];
+        char list[512], jobs[320];
+        CpuSet releasing;
 
-        for (uint32_t cpu = 0; cpu < s->leases->n_cpus && n < ELEMENTSOF(held); cpu++)
-                if (leases_held_by(s->leases, cpu, c) && (!req->has_cpus || req->n_cpus == 0))
+        cpuset_clear(&releasing);
+        if (!req->has_cpus || req->n_cpus == 0)
+                releasing = c->leased;
+        else
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        if (leases_held_by(s->leases, req->cpus[i], c))
+                                cpuset_add(&releasing, req->cpus[i]);
+        CPUSET_FOREACH(cpu, &releasing)
+                if (n < ELEMENTSOF(held))
                         held[n++] = cpu;
-        for (size_t i = 0; req->has_cpus && i < req->n_cpus && n < ELEMENTSOF(held); i++)
-                if (leases_held_by(s->leases, req->cpus[i], c))
-                        held[n++] = req->cpus[i];
+        server_lease_jobs(s, &releasing, jobs, sizeof(jobs));
         ended = leases_release(s->leases, c, req->has_cpus ? req->cpus : NULL, req->has_cpus ? req->n_cpus : 0);
         if (ended > 0) {
                 handler_format_cpus(held, n, list, sizeof(list));
-                server_audit(s, c, "lease-end", "restored", c->scope.job[0] ? c->scope.job : NULL, list, "released", ended);
+                server_audit(s, c, "lease-end", "restored", jobs[0] ? jobs : NULL, list, "released", ended);
         }
         return handler_reply_cpus(s, req, held, n);
 }

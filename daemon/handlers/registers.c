@@ -45,9 +45,9 @@ static void summarize_ops(const RegOp *ops, size_t n, bool writes_only, char *cp
         }
 }
 
-static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n, const char *job) {
+static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n) {
         size_t writes = 0;
-        char cpus[256], regs[200];
+        char cpus[256], regs[200], jobs[320];
         AuditRecord rec = {
                 .event = "write",
                 .verdict = "allowed",
@@ -57,7 +57,6 @@ static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n
                 .op = "batch",
                 .cpus = cpus,
                 .regs = regs,
-                .job = job,
         };
 
         for (size_t i = 0; i < n; i++)
@@ -65,6 +64,18 @@ static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n
         if (writes == 0)
                 return;
         summarize_ops(ops, n, true, cpus, sizeof(cpus), regs, sizeof(regs));
+        /* The jobs of the leases the writes ran under, not whichever job the caller's scope
+         * named first. */
+        if (c->rights.scoped) {
+                CpuSet written;
+
+                cpuset_clear(&written);
+                for (size_t i = 0; i < n; i++)
+                        if (reg_op_is_write(&ops[i]) && !reg_op_is_pci(&ops[i]))
+                                cpuset_add(&written, ops[i].target);
+                server_lease_jobs(s, &written, jobs, sizeof(jobs));
+                rec.job = jobs[0] ? jobs : NULL;
+        }
         rec.count = writes;
         audit_emit(s->audit, &rec);
 }
@@ -104,7 +115,7 @@ int handle_batch(Server *s, Session *c, const Request *req) {
 
         batch_execute(&ctx, s->backend, req->ops, s->entries, req->n_ops, s->status, s->values);
         s->counters.ops += req->n_ops;
-        audit_writes(s, c, req->ops, req->n_ops, c->rights.scoped ? c->scope.job : NULL);
+        audit_writes(s, c, req->ops, req->n_ops);
 
         TRY(server_reply_begin(s, req, 2, &pk));
         TRY(pack_string(&pk, "status"));

@@ -2,6 +2,7 @@
 /*
  * Batch check and execution
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,73 +93,126 @@ static int check_class(const BatchContext *ctx, const RegOp *op, const AllowEntr
                       role_to_string(r->role), write ? "write" : "read", e->cls, e->name);
 }
 
-/* Whether the scope holds every online CPU of package, or of the core cpu sits on. */
-static bool scope_holds(const BatchContext *ctx, int32_t package, int32_t core, bool whole_package) {
-        const Machine *m = ctx->machine;
+/* The CPUs a core or package register, or a unit, is shared by (machine_scope_cpus()), kept
+ * for the run of ops that names the same register scope and target. */
+typedef struct SharedCpus {
+        bool valid;
+        bool pci;
+        uint8_t scope;
+        uint32_t target;
+        int r;
+        CpuSet cpus;
+} SharedCpus;
 
-        for (uint32_t c = 0; c < m->n_cpus; c++) {
-                const MachineCpu *mc = &m->cpus[c];
-
-                if (!mc->online || mc->package != package || (!whole_package && mc->core != core))
-                        continue;
-                if (!cpuset_has(&ctx->scope->cpus, c))
-                        return false;
-        }
-        return true;
+static bool op_is_shared(const RegOp *op, const AllowEntry *e) {
+        return reg_op_is_pci(op) || e->scope != REG_SCOPE_THREAD;
 }
 
-static int check_scope(const BatchContext *ctx, const RegOp *op, const AllowEntry *e, size_t i, BatchRefusal *ret) {
+static const SharedCpus *shared_cpus(const BatchContext *ctx, const RegOp *op, const AllowEntry *e,
+                                     SharedCpus *cache) {
+        bool pci = reg_op_is_pci(op);
+        uint8_t scope = pci ? REG_SCOPE_PACKAGE : e->scope;
+
+        if (!cache->valid || cache->pci != pci || cache->scope != scope || cache->target != op->target) {
+                *cache = (SharedCpus) { .valid = true, .pci = pci, .scope = scope, .target = op->target };
+                cache->r = machine_scope_cpus(ctx->machine, scope, op->target, pci, &cache->cpus);
+        }
+        return cache;
+}
+
+static int package_of(const BatchContext *ctx, const RegOp *op) {
         const Machine *m = ctx->machine;
-        bool write = reg_op_is_write(op);
-        int32_t package, core = -1;
+
+        return reg_op_is_pci(op) ? m->units[op->target].package : m->cpus[op->target].package;
+}
+
+/* A unit whose package is unknown or has no online CPU: no lease can stand for all of its
+ * package, so nobody but an admin writes it. */
+static int check_orphan_unit(const BatchContext *ctx, const RegOp *op, const SharedCpus *shared, size_t i,
+                             BatchRefusal *ret) {
+        if (!shared || shared->r != -ENOENT || ctx->rights->role == ROLE_ADMIN)
+                return 0;
+        return refuse(ret, PROTO_E_NOT_AUTHORIZED, i,
+                      "op %zu: the package of unit %" PRIu32 " is unknown or has no online CPU, so no lease "
+                      "covers it: only an admin may write it", i, op->target);
+}
+
+static int check_scope(const BatchContext *ctx, const RegOp *op, const AllowEntry *e,
+                       const SharedCpus *shared, size_t i, BatchRefusal *ret) {
+        bool write = reg_op_is_write(op), pci = reg_op_is_pci(op);
         const char *job = ctx->scope->job;
 
-        if (reg_op_is_pci(op)) {
-                package = m->units[op->target].package;
-        } else {
-                const MachineCpu *c = &m->cpus[op->target];
-
-                if (e->scope == REG_SCOPE_THREAD || (e->scope == REG_SCOPE_CORE && !write)) {
-                        if (cpuset_has(&ctx->scope->cpus, op->target))
-                                return 0;
-                        return refuse(ret, PROTO_E_OUT_OF_SCOPE, i, "op %zu: CPU %" PRIu32 " is not one of job %s's CPUs", i,
-                                      op->target, job);
-                }
-                package = c->package;
-                core = c->core;
-                if (e->scope == REG_SCOPE_CORE) {
-                        if (scope_holds(ctx, package, core, false))
-                                return 0;
-                        return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
-                                      "op %zu: %s is shared by the threads of CPU %" PRIu32 "'s core, and job %s does not hold them all",
-                                      i, e->name, op->target, job);
-                }
+        if (!pci && (e->scope == REG_SCOPE_THREAD || (e->scope == REG_SCOPE_CORE && !write))) {
+                if (cpuset_has(&ctx->scope->cpus, op->target))
+                        return 0;
+                return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
+                              "op %zu: CPU %" PRIu32 " is not one of job %s's CPUs", i, op->target, job);
         }
-        if (!write && ctx->package_read_shared)
+        if (!write && (pci || e->scope == REG_SCOPE_PACKAGE) && ctx->package_read_shared)
                 return 0;
-        if (scope_holds(ctx, package, core, true))
+        /* "Every CPU of" is never true of no CPU at all. */
+        if (shared->r < 0 && pci)
+                return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
+                              "op %zu: the package of unit %" PRIu32 " is unknown or has no online CPU, "
+                              "so job %s cannot hold all of it", i, op->target, job);
+        if (shared->r < 0)
+                return refuse(ret, PROTO_E_NO_SUCH_CPU, i, "op %zu: CPU %" PRIu32 " is offline", i,
+                              op->target);
+        if (cpuset_is_subset(&shared->cpus, &ctx->scope->cpus))
                 return 0;
+        if (!pci && e->scope == REG_SCOPE_CORE)
+                return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
+                              "op %zu: %s is shared by the threads of CPU %" PRIu32 "'s core, and job %s "
+                              "does not hold them all", i, e->name, op->target, job);
         return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
-                      "op %zu: %s counts for all of package %d, and job %s does not hold every CPU of it", i, e->name,
-                      (int) package, job);
+                      "op %zu: %s counts for all of package %d, and job %s does not hold every CPU of it", i,
+                      e->name, package_of(ctx, op), job);
 }
 
-static int check_lease(const BatchContext *ctx, const RegOp *op, size_t i, BatchRefusal *ret) {
-        const Machine *m = ctx->machine;
+static int check_lease(const BatchContext *ctx, const RegOp *op, const AllowEntry *e,
+                       const SharedCpus *shared, size_t i, BatchRefusal *ret) {
+        bool pci = reg_op_is_pci(op);
+        uint32_t anchor;
 
-        if (!reg_op_is_pci(op)) {
+        if (!shared) {
                 if (leases_held_by(ctx->leases, op->target, ctx->owner))
                         return 0;
                 return refuse(ret, PROTO_E_NO_LEASE, i,
-                              "op %zu: writing on CPU %" PRIu32 " needs a lease on it; take one with a 'lease' request first",
-                              i, op->target);
+                              "op %zu: writing on CPU %" PRIu32 " needs a lease on it; take one with a "
+                              "'lease' request first", i, op->target);
         }
-        for (uint32_t c = 0; c < m->n_cpus; c++)
-                if (m->cpus[c].online && m->cpus[c].package == m->units[op->target].package &&
-                    !leases_held_by(ctx->leases, c, ctx->owner))
+        if (shared->r == -ENOENT && pci) {
+                /* An admin's write of a unit without a package is journaled under the lease of
+                 * the machine's first online CPU, which the admin must hold. */
+                if (leases_anchor(ctx->leases, REG_SCOPE_PACKAGE, op->target, true, &anchor) < 0)
+                        return refuse(ret, PROTO_E_NO_LEASE, i, "op %zu: no CPU is online to lease", i);
+                if (leases_held_by(ctx->leases, anchor, ctx->owner))
+                        return 0;
+                return refuse(ret, PROTO_E_NO_LEASE, i,
+                              "op %zu: unit %" PRIu32 " has no package with online CPUs; writing it needs a "
+                              "lease on CPU %" PRIu32 ", the first online CPU", i, op->target, anchor);
+        }
+        if (shared->r < 0)
+                return refuse(ret, PROTO_E_NO_SUCH_CPU, i, "op %zu: CPU %" PRIu32 " is offline", i,
+                              op->target);
+        CPUSET_FOREACH(c, &shared->cpus) {
+                if (leases_held_by(ctx->leases, c, ctx->owner))
+                        continue;
+                if (pci)
                         return refuse(ret, PROTO_E_NO_LEASE, i,
-                                      "op %zu: writing unit %" PRIu32 " needs leases on every CPU of package %d (CPU %" PRIu32
-                                      " is not leased)", i, op->target, (int) m->units[op->target].package, c);
+                                      "op %zu: writing unit %" PRIu32 " needs leases on every CPU of "
+                                      "package %d (CPU %" PRIu32 " is not leased)", i, op->target,
+                                      package_of(ctx, op), c);
+                if (e->scope == REG_SCOPE_CORE)
+                        return refuse(ret, PROTO_E_NO_LEASE, i,
+                                      "op %zu: %s is shared by the threads of CPU %" PRIu32 "'s core; "
+                                      "writing it needs leases on all of them (CPU %" PRIu32 " is not "
+                                      "leased)", i, e->name, op->target, c);
+                return refuse(ret, PROTO_E_NO_LEASE, i,
+                              "op %zu: %s is shared by every CPU of package %d; writing it needs leases on "
+                              "all of them (CPU %" PRIu32 " is not leased)", i, e->name, package_of(ctx, op),
+                              c);
+        }
         return 0;
 }
 
@@ -166,11 +220,13 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
                 BatchRefusal *ret_refusal) {
         const Rights *rights = ctx->rights;
         const AllowEntry *cache[ENTRY_CACHE_SIZE] = {};
+        SharedCpus shared_cache = {};
         int r;
 
         for (size_t i = 0; i < n_ops; i++) {
                 const RegOp *op = &ops[i];
                 bool write = reg_op_is_write(op);
+                const SharedCpus *shared = NULL;
                 const AllowEntry *e = NULL;
 
                 if (write ? !rights->may_write : !rights->may_read)
@@ -184,8 +240,12 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
                 }
                 if (r == 0)
                         r = check_class(ctx, op, e, i, ret_refusal);
+                if (r == 0 && op_is_shared(op, e) && (write || ctx->scope))
+                        shared = shared_cpus(ctx, op, e, &shared_cache);
+                if (r == 0 && write)
+                        r = check_orphan_unit(ctx, op, shared, i, ret_refusal);
                 if (r == 0 && ctx->scope)
-                        r = check_scope(ctx, op, e, i, ret_refusal);
+                        r = check_scope(ctx, op, e, shared, i, ret_refusal);
                 if (r == 0 && write && !reg_op_is_pci(op))
                         r = pmu_write_conflict(ctx->pmu, op->target, op->reg, e->write_mask & op->mask, op->value,
                                                e->flags & ALLOW_FLAG_ACTION, ret_refusal->reason,
@@ -195,7 +255,7 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
                         ret_refusal->op_index = i;
                 }
                 if (r == 0 && write)
-                        r = check_lease(ctx, op, i, ret_refusal);
+                        r = check_lease(ctx, op, e, shared, i, ret_refusal);
                 if (r != 0)
                         return r;
                 entries[i] = e;
@@ -289,6 +349,7 @@ static int journal_unit_counters(const BatchContext *ctx, uint32_t anchor, uint3
 
 static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, const AllowEntry *e, uint64_t *ret) {
         uint64_t old = 0, mask = e->write_mask & op->mask, full = width_mask(e->width);
+        RegOp journaled = *op;
         uint32_t anchor;
         bool journal;
         int r;
@@ -299,8 +360,18 @@ static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, c
                 *ret = op->value & mask;
                 return op_write(b, op, e, *ret);
         }
-        anchor = reg_op_is_pci(op) ? leases_anchor_of_unit(ctx->leases, op->target) : op->target;
-        journal = leases_journal_needed(ctx->leases, anchor, op);
+        if (!op_is_shared(op, e))
+                anchor = op->target;
+        else {
+                r = leases_anchor(ctx->leases, e->scope, op->target, reg_op_is_pci(op), &anchor);
+                if (r < 0)
+                        return r;
+                /* A core or package MSR is one register whichever of its CPUs names it: it is
+                 * journaled, and restored, through the anchor. */
+                if (!reg_op_is_pci(op))
+                        journaled.target = anchor;
+        }
+        journal = leases_journal_needed(ctx->leases, anchor, &journaled);
         /* Bits outside the mask keep their current value; a mask covering the whole register
          * needs no read unless the lease must remember the old value. */
         if (journal || (mask & full) != full) {
@@ -312,7 +383,7 @@ static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, c
                 r = reg_op_is_pci(op) ? journal_unit_counters(ctx, anchor, op->target) : journal_counters_started_by(ctx, op);
                 if (r < 0)
                         return r;
-                r = leases_journal_add(ctx->leases, anchor, op, e, old);
+                r = leases_journal_add(ctx->leases, anchor, &journaled, e, old);
                 if (r < 0)
                         return r;
         }

@@ -55,33 +55,72 @@ static void journal_path(const char *dir, uint32_t cpu, char *buf, size_t size) 
         (void) snprintf(buf, size, "%s/" JOURNAL_PREFIX "%" PRIu32, dir, cpu);
 }
 
+static int restore_entry(Backend *b, const LeaseEntry *e) {
+        uint64_t value = (e->flags & ALLOW_FLAG_COUNTER) ? 0 : e->original;
+        int r;
+
+        r = e->pci ? backend_pci_write(b, e->target, e->reg, e->width, value)
+                   : backend_msr_write(b, e->target, e->reg, value);
+        if (r < 0)
+                log_warning_errno(r, "Cannot restore %s 0x%" PRIx32 " of %s %" PRIu32,
+                                  e->pci ? "offset" : "MSR", e->reg, e->pci ? "unit" : "CPU", e->target);
+        return r;
+}
+
 /* Puts journaled registers back, newest first, so control registers that were changed after
  * the counters they enable are stopped before those counters are cleared. Counters are
  * zeroed rather than restored: their counts belong to the holder. */
 static unsigned restore_entries(Backend *b, const LeaseEntry *entries, size_t n) {
         unsigned failed = 0;
 
-        for (size_t i = n; i-- > 0;) {
-                const LeaseEntry *e = &entries[i];
-                uint64_t value = (e->flags & ALLOW_FLAG_COUNTER) ? 0 : e->original;
-                int r;
-
-                r = e->pci ? backend_pci_write(b, e->target, e->reg, e->width, value)
-                           : backend_msr_write(b, e->target, e->reg, value);
-                if (r < 0) {
-                        log_warning_errno(r, "Cannot restore %s 0x%" PRIx32 " of %s %" PRIu32, e->pci ? "offset" : "MSR",
-                                          e->reg, e->pci ? "unit" : "CPU", e->target);
-                        failed++;
-                }
-        }
+        for (size_t i = n; i-- > 0;)
+                failed += restore_entry(b, &entries[i]) < 0;
         return failed;
+}
+
+/* Whether entry, journaled under the lease of anchor, is a register cpu shares with anchor
+ * at the given scope: a core register of their core, or a package register or a unit of
+ * their package. */
+static bool entry_shared_with(const Leases *l, const LeaseEntry *e, RegScope scope, uint32_t cpu) {
+        const Machine *m = l->machine;
+
+        if (e->pci)
+                return scope == REG_SCOPE_PACKAGE && e->target < m->n_units &&
+                       m->units[e->target].package == m->cpus[cpu].package;
+        return e->scope == scope;
+}
+
+/* The lease on cpu ends while its holder may keep the anchor of cpu's core or package: the
+ * registers of that core or package which the anchor's journal keeps go back now, newest
+ * first, and leave the journal, since their holder no longer holds every CPU sharing them. */
+static void restore_shared(Leases *l, uint32_t cpu, RegScope scope) {
+        uint32_t anchor;
+        Lease *lease;
+        size_t kept = 0;
+
+        if (machine_scope_anchor(l->machine, scope, cpu, false, &anchor) < 0 || anchor == cpu ||
+            anchor >= l->n_cpus)
+                return;
+        lease = &l->cpus[anchor];
+        if (!lease->owner)
+                return;
+        for (size_t i = lease->n_journal; i-- > 0;)
+                if (entry_shared_with(l, &lease->journal[i], scope, cpu))
+                        (void) restore_entry(l->backend, &lease->journal[i]);
+        /* The journal file keeps these entries: restored again after a crash, they put back
+         * the value the register already holds, since nobody can write it without the anchor. */
+        for (size_t i = 0; i < lease->n_journal; i++)
+                if (!entry_shared_with(l, &lease->journal[i], scope, cpu))
+                        lease->journal[kept++] = lease->journal[i];
+        lease->n_journal = kept;
 }
 
 static void lease_end(Leases *l, uint32_t cpu) {
         Lease *lease = &l->cpus[cpu];
+        const void *owner = lease->owner;
         char path[600];
 
-        if (!lease->owner)
+        if (!owner)
                 return;
         (void) restore_entries(l->backend, lease->journal, lease->n_journal);
         if (lease->state) {
@@ -91,11 +130,51 @@ static void lease_end(Leases *l, uint32_t cpu) {
         }
         free(lease->journal);
         *lease = (Lease) {};
+        restore_shared(l, cpu, REG_SCOPE_CORE);
+        restore_shared(l, cpu, REG_SCOPE_PACKAGE);
+        if (l->ended)
+                l->ended(owner, cpu, l->ended_userdata);
+}
+
+void leases_set_ended_hook(Leases *l, LeaseEndedFn ended, void *userdata) {
+        l->ended = ended;
+        l->ended_userdata = userdata;
 }
 
 void leases_end_cpu(Leases *l, uint32_t cpu) {
         if (cpu < l->n_cpus)
                 lease_end(l, cpu);
+}
+
+static bool end_unless(Leases *l, const void *owner, uint32_t cpu, LeaseAllowedFn allowed, void *userdata,
+                       CpuSet *ret_ended) {
+        if (cpu >= l->n_cpus || !owner || l->cpus[cpu].owner != owner)
+                return false;
+        if (allowed(&l->cpus[cpu], cpu, userdata))
+                return false;
+        lease_end(l, cpu);
+        if (ret_ended)
+                cpuset_add(ret_ended, cpu);
+        return true;
+}
+
+size_t leases_end_unless(Leases *l, const void *owner, const CpuSet *among, LeaseAllowedFn allowed,
+                         void *userdata, CpuSet *ret_ended) {
+        size_t ended = 0;
+        CpuSet candidates;
+
+        if (ret_ended)
+                cpuset_clear(ret_ended);
+        if (!among) {
+                for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++)
+                        ended += end_unless(l, owner, cpu, allowed, userdata, ret_ended);
+                return ended;
+        }
+        /* A copy: ending a lease may change the set it came from (the owner's own). */
+        candidates = *among;
+        CPUSET_FOREACH(cpu, &candidates)
+                ended += end_unless(l, owner, cpu, allowed, userdata, ret_ended);
+        return ended;
 }
 
 /* Monitors yield to users and admins; anyone else keeps a lease until it ends it (admins
@@ -121,6 +200,7 @@ int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, s
         }
 
         for (size_t i = 0; i < n_cpus; i++) {
+                const char *job;
                 Lease *lease;
 
                 if (cpus[i] >= l->n_cpus)
@@ -136,8 +216,10 @@ int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, s
                                 preempted(old, cpus[i], userdata);
                 }
                 *lease = (Lease) { .owner = holder->owner, .role = holder->role, .uid = holder->uid, .pid = holder->pid };
-                if (holder->job)
-                        (void) snprintf(lease->job, sizeof(lease->job), "%s", holder->job);
+                /* The job whose grant gave the lease; a CPU leased again keeps its first. */
+                job = holder->jobs ? holder->jobs[i] : holder->job;
+                if (job)
+                        (void) snprintf(lease->job, sizeof(lease->job), "%s", job);
         }
         return 0;
 }
@@ -161,14 +243,13 @@ size_t leases_release(Leases *l, const void *owner, const uint32_t *cpus, size_t
         return ended;
 }
 
-uint32_t leases_anchor_of_unit(const Leases *l, uint32_t unit) {
-        const Machine *m = l->machine;
-        int32_t package = unit < m->n_units ? m->units[unit].package : -1;
+int leases_anchor(const Leases *l, RegScope scope, uint32_t target, bool pci, uint32_t *ret) {
+        int r;
 
-        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
-                if (m->cpus[cpu].online && m->cpus[cpu].package == package)
-                        return cpu;
-        return 0;
+        r = machine_scope_anchor(l->machine, scope, target, pci, ret);
+        if (r == -ENOENT && pci)
+                return machine_first_online_cpu(l->machine, ret);
+        return r;
 }
 
 bool leases_journal_needed(const Leases *l, uint32_t anchor, const RegOp *op) {
@@ -195,10 +276,13 @@ int leases_journal_add(Leases *l, uint32_t anchor, const RegOp *op, const AllowE
                 .original = original,
                 .width = e->width,
                 .flags = e->flags,
+                .scope = reg_op_is_pci(op) ? REG_SCOPE_PACKAGE : e->scope,
                 .pci = reg_op_is_pci(op),
         };
 
-        if (lease->n_journal >= PMUGATE_LEASE_JOURNAL_MAX)
+        /* Counted over the lease's life: a shared register put back early and written again
+         * adds a line to the journal file, which must not grow without bound. */
+        if (lease->journal_appends >= PMUGATE_LEASE_JOURNAL_MAX)
                 return -ENOSPC;
         if (l->state_dir[0] && !lease->state) {
                 char path[600];
@@ -228,6 +312,7 @@ int leases_journal_add(Leases *l, uint32_t anchor, const RegOp *op, const AllowE
                 return -ENOMEM;
         lease->journal = journal;
         lease->journal[lease->n_journal++] = entry;
+        lease->journal_appends++;
         return 0;
 }
 

@@ -5,6 +5,12 @@
  * runtime directory before the register changes. When the lease ends — release, disconnect,
  * revoke, preemption, or a daemon crash followed by a restart — every journaled register is
  * put back, counters are zeroed, and the journal is deleted: no counts leak to the next user.
+ *
+ * A register shared by the threads of a core or the CPUs of a package (and a PCI unit, which
+ * belongs to a package) is one physical register: writing it needs leases on all of those
+ * CPUs, and it is journaled once, under the lease of their first online CPU (the anchor).
+ * It is put back as soon as any of those leases ends, since from then on its holder no longer
+ * holds them all; two leases can never both remember it and restore over each other.
  */
 #pragma once
 
@@ -15,6 +21,7 @@
 
 #include "allowlist.h"
 #include "backend.h"
+#include "cpuset.h"
 #include "machine.h"
 #include "message.h"
 #include "policy.h"
@@ -25,6 +32,7 @@ typedef struct LeaseEntry {
         uint64_t original;
         uint8_t width;
         uint8_t flags;          /* AllowFlags of the register */
+        uint8_t scope;          /* RegScope: who shares the register (PCI units: their package) */
         bool pci;
 } LeaseEntry;
 
@@ -36,8 +44,12 @@ typedef struct Lease {
         char job[PMUGATE_STRING_MAX + 1];
         LeaseEntry *journal;
         size_t n_journal;
+        size_t journal_appends; /* entries ever journaled, those restored early included */
         FILE *state;            /* journal file, open while the lease is held */
 } Lease;
+
+/* Told of every lease that ends, however it ends, after its registers were restored. */
+typedef void (*LeaseEndedFn)(const void *owner, uint32_t cpu, void *userdata);
 
 typedef struct Leases {
         Lease *cpus;            /* by CPU number */
@@ -45,6 +57,8 @@ typedef struct Leases {
         char state_dir[512];    /* empty: journals are kept in memory only */
         Backend *backend;
         const Machine *machine;
+        LeaseEndedFn ended;
+        void *ended_userdata;
 } Leases;
 
 typedef struct LeaseHolder {
@@ -52,12 +66,16 @@ typedef struct LeaseHolder {
         Role role;
         uid_t uid;
         pid_t pid;
-        const char *job;
+        const char *job;                /* the job of every CPU, or NULL */
+        const char *const *jobs;        /* or per CPU, parallel to the CPUs acquired: the job whose
+                                         * grant gave that CPU (NULL entries: none) */
 } LeaseHolder;
 
 int leases_new(const char *state_dir, Backend *b, const Machine *m, Leases **ret);
 /* Frees without restoring; end every lease first. */
 Leases *leases_free(Leases *l);
+
+void leases_set_ended_hook(Leases *l, LeaseEndedFn ended, void *userdata);
 
 /* Restores the journals a previous run left in state_dir. Returns how many it restored. */
 int leases_recover(const char *state_dir, Backend *b);
@@ -77,13 +95,23 @@ size_t leases_release(Leases *l, const void *owner, const uint32_t *cpus, size_t
 /* Ends whoever's lease on cpu. */
 void leases_end_cpu(Leases *l, uint32_t cpu);
 
+typedef bool (*LeaseAllowedFn)(const Lease *lease, uint32_t cpu, void *userdata);
+
+/* Ends, with a restore, every lease of owner (on the CPUs of among, or anywhere when among is
+ * NULL) that allowed() no longer allows. Returns how many ended, and which CPUs in ret_ended
+ * (when not NULL). */
+size_t leases_end_unless(Leases *l, const void *owner, const CpuSet *among, LeaseAllowedFn allowed,
+                         void *userdata, CpuSet *ret_ended);
+
 static inline bool leases_held_by(const Leases *l, uint32_t cpu, const void *owner) {
         return cpu < l->n_cpus && l->cpus[cpu].owner == owner;
 }
 
-/* The CPU whose lease carries journal entries for a PCI unit: the first online CPU of its
- * package. Writing a unit needs leases on every CPU of the package anyway. */
-uint32_t leases_anchor_of_unit(const Leases *l, uint32_t unit);
+/* The CPU whose lease journals a register of scope on target (a CPU, or with pci a unit):
+ * the first online CPU of machine_scope_cpus()' set. A unit whose package is unknown or has
+ * no online CPU (only admins may write it) is anchored on the machine's first online CPU.
+ * Returns 0 or negative errno. */
+int leases_anchor(const Leases *l, RegScope scope, uint32_t target, bool pci, uint32_t *ret);
 
 /* Whether op's register still needs its original value journaled under the lease of anchor. */
 bool leases_journal_needed(const Leases *l, uint32_t anchor, const RegOp *op);

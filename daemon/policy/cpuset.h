@@ -23,6 +23,11 @@ static inline void cpuset_add(CpuSet *s, uint32_t cpu) {
                 s->bits[cpu / 64] |= UINT64_C(1) << (cpu % 64);
 }
 
+static inline void cpuset_remove(CpuSet *s, uint32_t cpu) {
+        if (cpu < PMUGATE_CPUS_MAX)
+                s->bits[cpu / 64] &= ~(UINT64_C(1) << (cpu % 64));
+}
+
 static inline bool cpuset_has(const CpuSet *s, uint32_t cpu) {
         return cpu < PMUGATE_CPUS_MAX && (s->bits[cpu / 64] >> (cpu % 64)) & 1;
 }
@@ -55,4 +60,20 @@ static inline bool cpuset_is_empty(const CpuSet *s) {
                 if (s->bits[i])
                         return false;
         return true;
+}
+
+/* Whether every CPU of a is in b. */
+static inline bool cpuset_is_subset(const CpuSet *a, const CpuSet *b) {
+        for (unsigned i = 0; i < PMUGATE_CPUS_MAX / 64; i++)
+                if (a->bits[i] & ~b->bits[i])
+                        return false;
+        return true;
+}
+
+static inline unsigned cpuset_count(const CpuSet *s) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < PMUGATE_CPUS_MAX / 64; i++)
+                n += (unsigned) __builtin_popcountll(s->bits[i]);
+        return n;
 }

@@ -21,13 +21,12 @@
 
 #define CGROUP_PATH_MAX 2048
 #define CGROUP_FILE_MAX (16U * 1024U)   /* /proc/PID/cgroup: one line per hierarchy */
+#define CPUSET_TEXT_MAX (64U * 1024U)    /* a cpuset file: every other CPU of PMUGATE_CPUS_MAX fits */
 
-/* Returns the length of path up to the end of its "job_<ID>" component (0 when there is none)
- * and the ID in job. */
-static size_t find_job(const char *path, char *job, size_t size) {
+size_t scope_find_job(const char *path, char *ret_job, size_t job_size) {
         const char *p = path;
 
-        job[0] = '\0';
+        ret_job[0] = '\0';
         /* Slurm: cgroup v1 .../slurm/uid_U/job_J/step_S, v2 .../slurmstepd.scope/job_J/step_S */
         while ((p = strstr(p, "job_"))) {
                 size_t n;
@@ -38,10 +37,10 @@ static size_t find_job(const char *path, char *job, size_t size) {
                 }
                 p += 4;
                 n = strcspn(p, "/\n");
-                if (n == 0 || n >= size)
+                if (n == 0 || n >= job_size)
                         return 0;
-                memcpy(job, p, n);
-                job[n] = '\0';
+                memcpy(ret_job, p, n);
+                ret_job[n] = '\0';
                 return (size_t) (p + n - path);
         }
         return 0;
@@ -58,15 +57,17 @@ static bool job_cgroup_trusted(const char *cgroup_root, const char *path, size_t
         for (size_t i = 0; i < n_bases; i++) {
                 char dir[CGROUP_PATH_MAX + 600];
                 struct stat st;
+                int n;
 
-                (void) snprintf(dir, sizeof(dir), "%s%s%.*s", cgroup_root, bases[i], (int) job_end, path);
+                n = snprintf(dir, sizeof(dir), "%s%s%.*s", cgroup_root, bases[i], (int) job_end, path);
+                if (n < 0 || (size_t) n >= sizeof(dir))
+                        return false;
                 if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
                         return st.st_uid == 0;
         }
         return false;
 }
 
-/* The cgroup paths of pid: the v2 path ("0::") and the v1 cpuset path, as far as present. */
 /* Whether the process behind pidfd still exists. Checked after reading /proc/PID: a pid is
  * not reused while its process (or zombie) exists, so what was read belonged to the peer.
  * The daemon may lack the right to signal the caller (EPERM): that process is alive too. */
@@ -97,93 +98,185 @@ static int open_proc_cgroup(Peer *peer) {
         return 0;
 }
 
-static int read_proc_cgroup(int fd, char *v2, char *v1_cpuset, size_t size) {
-        _cleanup_free_ char *text = malloc(CGROUP_FILE_MAX + 1);
-        char *lines = NULL;
-        ssize_t length;
+/* An absolute cgroup path with no empty, "." or ".." component: it is appended to the
+ * cgroup mount point, and must not lead anywhere else. */
+static bool cgroup_path_valid(const char *path, size_t n) {
+        if (n == 0 || path[0] != '/')
+                return false;
+        if (n == 1)
+                return true;
+        for (size_t i = 1, start = 1; i <= n; i++) {
+                size_t len;
 
-        if (!text)
-                return -ENOMEM;
-        v2[0] = v1_cpuset[0] = '\0';
-        length = pread(fd, text, CGROUP_FILE_MAX, 0);
-        if (length < 0)
-                return -errno;
-        text[length] = '\0';
-        for (char *line = strtok_r(text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
-                char *first = strchr(line, ':'), *second;
-
-                if (!first || !(second = strchr(first + 1, ':')))
+                if (i < n && path[i] != '/') {
+                        if (path[i] == '\0')
+                                return false;
                         continue;
-                if (strncmp(line, "0::", 3) == 0)
-                        (void) snprintf(v2, size, "%s", second + 1);
-                else {
-                        char controllers[256];
-                        size_t n = (size_t) (second - first - 1);
+                }
+                len = i - start;
+                if (len == 0 || (len == 1 && path[start] == '.') ||
+                    (len == 2 && path[start] == '.' && path[start + 1] == '.'))
+                        return false;
+                start = i + 1;
+        }
+        return true;
+}
 
-                        if (n >= sizeof(controllers))
-                                continue;
-                        memcpy(controllers, first + 1, n);
-                        controllers[n] = '\0';
-                        for (char *save = NULL, *c = strtok_r(controllers, ",", &save); c; c = strtok_r(NULL, ",", &save))
-                                if (strcmp(c, "cpuset") == 0)
-                                        (void) snprintf(v1_cpuset, size, "%s", second + 1);
+static int take_path(const char *path, size_t n, char *ret, size_t size) {
+        if (ret[0])
+                return -EINVAL;         /* the same hierarchy twice: which one holds? */
+        if (!cgroup_path_valid(path, n))
+                return -EINVAL;
+        if (n >= size)
+                return -ENAMETOOLONG;
+        memcpy(ret, path, n);
+        ret[n] = '\0';
+        return 0;
+}
+
+static bool controllers_have_cpuset(const char *list, size_t n) {
+        for (size_t i = 0; i < n;) {
+                const char *comma = memchr(list + i, ',', n - i);
+                size_t len = comma ? (size_t) (comma - (list + i)) : n - i;
+
+                if (len == 6 && memcmp(list + i, "cpuset", 6) == 0)
+                        return true;
+                i += len + 1;
+        }
+        return false;
+}
+
+int scope_parse_proc_cgroup(const char *text, size_t size, char *ret_v2, char *ret_v1_cpuset,
+                            size_t path_size) {
+        if (path_size == 0)
+                return -ENAMETOOLONG;
+        ret_v2[0] = ret_v1_cpuset[0] = '\0';
+        for (size_t at = 0; at < size;) {
+                const char *line = text + at, *newline = memchr(line, '\n', size - at);
+                size_t n = newline ? (size_t) (newline - line) : size - at, path_length;
+                const char *first, *second, *path;
+                int r = 0;
+
+                at += n + 1;
+                /* "ID:controllers:path"; a line without both colons names no hierarchy. */
+                first = memchr(line, ':', n);
+                second = first ? memchr(first + 1, ':', n - (size_t) (first + 1 - line)) : NULL;
+                if (!second)
+                        continue;
+                path = second + 1;
+                path_length = n - (size_t) (path - line);
+                if (first - line == 1 && line[0] == '0' && second == first + 1)
+                        r = take_path(path, path_length, ret_v2, path_size);
+                else if (controllers_have_cpuset(first + 1, (size_t) (second - first - 1)))
+                        r = take_path(path, path_length, ret_v1_cpuset, path_size);
+                if (r < 0) {
+                        ret_v2[0] = ret_v1_cpuset[0] = '\0';
+                        return r;
                 }
         }
         return 0;
 }
 
-/* Reads the effective CPUs of a cgroup, walking up to the nearest ancestor that has them. */
-static int read_cpuset(const char *dir_root, const char *cgroup, const char *const *files, CpuSet *ret) {
-        char path[CGROUP_PATH_MAX];
+static int read_proc_cgroup(int fd, char *v2, char *v1_cpuset, size_t size) {
+        _cleanup_free_ char *text = malloc(CGROUP_FILE_MAX + 1);
+        ssize_t length;
 
-        (void) snprintf(path, sizeof(path), "%s", cgroup);
+        if (!text)
+                return -ENOMEM;
+        length = pread(fd, text, CGROUP_FILE_MAX + 1, 0);
+        if (length < 0)
+                return -errno;
+        if ((size_t) length > CGROUP_FILE_MAX)
+                return -EFBIG;
+        return scope_parse_proc_cgroup(text, (size_t) length, v2, v1_cpuset, size);
+}
+
+/* The first line of a cpuset file as CPUs; a file too long to read whole is refused. */
+static int read_cpu_list_file(const char *path, CpuSet *ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ uint32_t *cpus = NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t n;
+
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        text = malloc(CPUSET_TEXT_MAX + 1);
+        if (!text)
+                return -ENOMEM;
+        n = fread(text, 1, CPUSET_TEXT_MAX + 1, f);
+        if (ferror(f))
+                return -EIO;
+        if (n > CPUSET_TEXT_MAX)
+                return -EFBIG;
+        text[n] = '\0';
+        text[strcspn(text, "\n")] = '\0';
+        if (text[0] == '\0')
+                return -ENODATA;
+        if (cpulist_parse(text, PMUGATE_CPUS_MAX, &cpus, &n) < 0)
+                return -EINVAL;
+        cpuset_clear(ret);
+        for (size_t i = 0; i < n; i++)
+                cpuset_add(ret, cpus[i]);
+        return 0;
+}
+
+int scope_read_cpuset(const char *dir_root, const char *path, size_t stop, const char *const *files,
+                      CpuSet *ret) {
+        size_t length = strlen(path);
+
+        if (stop == 0 || stop > length)
+                return -EINVAL;
         for (;;) {
                 for (const char *const *file = files; *file; file++) {
-                        _cleanup_fclose_ FILE *f = NULL;
-                        _cleanup_free_ uint32_t *cpus = NULL;
-                        char full[CGROUP_PATH_MAX + 512], text[65536];
-                        size_t n;
+                        char full[CGROUP_PATH_MAX + 1024];
+                        int n, r;
 
-                        (void) snprintf(full, sizeof(full), "%s%s/%s", dir_root, path, *file);
-                        f = fopen(full, "re");
-                        if (!f)
-                                continue;
-                        if (!fgets(text, sizeof(text), f))
-                                continue;
-                        text[strcspn(text, "\n")] = '\0';
-                        if (text[0] == '\0' || cpulist_parse(text, PMUGATE_CPUS_MAX, &cpus, &n) < 0)
-                                continue;
-                        cpuset_clear(ret);
-                        for (size_t i = 0; i < n; i++)
-                                cpuset_add(ret, cpus[i]);
-                        return 0;
+                        n = snprintf(full, sizeof(full), "%s%.*s/%s", dir_root, (int) length, path, *file);
+                        if (n < 0 || (size_t) n >= sizeof(full))
+                                return -ENAMETOOLONG;
+                        r = read_cpu_list_file(full, ret);
+                        if (r == 0)
+                                return 0;
+                        if (r != -ENOENT && r != -ENODATA)
+                                return r;
                 }
-                char *slash = strrchr(path, '/');
-                if (!slash || slash == path)
+                /* Up one directory, but never above the job's own. */
+                while (length > stop && path[length - 1] != '/')
+                        length--;
+                if (length <= stop)
                         return -ENOENT;
-                *slash = '\0';
+                length--;       /* the slash */
         }
 }
 
-static int cgroup_cpus(const char *cgroup_root, const char *v2, const char *v1_cpuset, CpuSet *ret) {
+static int cgroup_cpus(const char *cgroup_root, const char *v2, const char *v1_cpuset, const char *job,
+                       CpuSet *ret) {
         static const char *const v2_files[] = { "cpuset.cpus.effective", NULL };
         static const char *const v1_files[] = { "cpuset.effective_cpus", "cpuset.cpus", NULL };
-        char dir[1024];
+        char dir[1024], found[PMUGATE_STRING_MAX + 1];
+        size_t stop;
+        int r = -ENOENT;
 
-        if (v2[0] && strcmp(v2, "/") != 0) {
+        /* Each hierarchy is read only where its own path names this job, in a directory of
+         * root's. */
+        stop = scope_find_job(v2, found, sizeof(found));
+        if (stop > 0 && strcmp(found, job) == 0 && job_cgroup_trusted(cgroup_root, v2, stop, true)) {
                 (void) snprintf(dir, sizeof(dir), "%s", cgroup_root);
-                if (read_cpuset(dir, v2, v2_files, ret) == 0)
-                        return 0;
-                (void) snprintf(dir, sizeof(dir), "%s/unified", cgroup_root);
-                if (read_cpuset(dir, v2, v2_files, ret) == 0)
-                        return 0;
+                r = scope_read_cpuset(dir, v2, stop, v2_files, ret);
+                if (r == -ENOENT) {
+                        (void) snprintf(dir, sizeof(dir), "%s/unified", cgroup_root);
+                        r = scope_read_cpuset(dir, v2, stop, v2_files, ret);
+                }
+                if (r != -ENOENT)
+                        return r;
         }
-        if (v1_cpuset[0]) {
+        stop = scope_find_job(v1_cpuset, found, sizeof(found));
+        if (stop > 0 && strcmp(found, job) == 0 && job_cgroup_trusted(cgroup_root, v1_cpuset, stop, false)) {
                 (void) snprintf(dir, sizeof(dir), "%s/cpuset", cgroup_root);
-                if (read_cpuset(dir, v1_cpuset, v1_files, ret) == 0)
-                        return 0;
+                r = scope_read_cpuset(dir, v1_cpuset, stop, v1_files, ret);
         }
-        return -ENOENT;
+        return r;
 }
 
 _printf_(4, 5) static int no_grant(char *reason, size_t size, int code, const char *fmt, ...) {
@@ -217,10 +310,10 @@ int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Sco
                 return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
                                 "cannot tell which job pid %d belongs to (has it exited?)", (int) peer->pid);
 
-        job_end = find_job(v2, job, sizeof(job));
+        job_end = scope_find_job(v2, job, sizeof(job));
         job_v2 = job_end > 0;
         if (!job_v2)
-                job_end = find_job(v1, job, sizeof(job));
+                job_end = scope_find_job(v1, job, sizeof(job));
 
         if (job[0]) {
                 if (!job_cgroup_trusted(cgroup_root, job_v2 ? v2 : v1, job_end, job_v2))
@@ -233,9 +326,10 @@ int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Sco
                                         "no grant for job %s of uid %u on this node: ask your admin", job,
                                         (unsigned) peer->uid);
                 (void) snprintf(s.job, sizeof(s.job), "%s", job);
+                s.from_cgroup = true;
                 if (grant->has_cpus)
                         s.cpus = grant->cpus;
-                else if (cgroup_cpus(cgroup_root, v2, v1, &s.cpus) < 0)
+                else if (cgroup_cpus(cgroup_root, v2, v1, job, &s.cpus) < 0)
                         return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
                                         "cannot read the CPUs of job %s from its cgroup", job);
                 *ret = s;
@@ -259,4 +353,29 @@ int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Sco
                                 "or ask your admin for a grant with --cpus", (int) peer->pid);
         *ret = s;
         return 0;
+}
+
+const char *scope_job_of_cpu(const Scope *s, const Grants *grants, uid_t uid, uint32_t cpu) {
+        if (!cpuset_has(&s->cpus, cpu))
+                return NULL;
+        if (s->from_cgroup)
+                return s->job;
+        for (size_t i = 0; i < grants->n; i++) {
+                const Grant *g = &grants->items[i];
+
+                if (g->uid == uid && g->has_cpus && cpuset_has(&g->cpus, cpu))
+                        return g->job;
+        }
+        return NULL;
+}
+
+bool scope_job_covers(const Scope *s, const Grants *grants, uid_t uid, const char *job, uint32_t cpu) {
+        const Grant *g;
+
+        if (!job || !job[0] || !cpuset_has(&s->cpus, cpu))
+                return false;
+        if (s->from_cgroup)
+                return strcmp(job, s->job) == 0;
+        g = grants_find(grants, job);
+        return g && g->uid == uid && g->has_cpus && cpuset_has(&g->cpus, cpu);
 }

@@ -8,15 +8,20 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "cpuset.h"
 #include "grants.h"
 #include "policy.h"
 
 typedef struct Scope {
-        CpuSet cpus;
-        char job[PMUGATE_STRING_MAX + 1];
+        CpuSet cpus;                    /* every CPU the caller may use */
+        char job[PMUGATE_STRING_MAX + 1]; /* the job of the caller's cgroup; outside one, the first of
+                                         * its grants, for messages only */
+        bool from_cgroup;               /* the caller runs in job's cgroup: every CPU is job's */
 } Scope;
 
 /* Returns 0 with ret filled, or a positive ProtoError (PROTO_E_NO_GRANT) with reason saying
@@ -25,3 +30,29 @@ typedef struct Scope {
 int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Scope *ret, char *reason,
                   size_t reason_size);
 
+/* The job whose grant gives uid the CPU: the job of the caller's cgroup, or outside one the
+ * first of uid's grants, in grant table order, that names the CPU. NULL when none does. A
+ * lease records it, and ends when that job's grant no longer gives the CPU, even if another
+ * grant of the same uid would. */
+const char *scope_job_of_cpu(const Scope *s, const Grants *grants, uid_t uid, uint32_t cpu);
+
+/* Whether job still gives uid the CPU, for a caller whose scope was just resolved to s. */
+bool scope_job_covers(const Scope *s, const Grants *grants, uid_t uid, const char *job, uint32_t cpu);
+
+/* Parses the text of /proc/PID/cgroup (size bytes, not necessarily NUL-terminated) into the
+ * cgroup v2 path (the "0::" line) and the v1 cpuset hierarchy's path; each is "" when absent.
+ * Returns 0, -ENAMETOOLONG when a path does not fit path_size, or -EINVAL when a path is not
+ * absolute, has an empty, "." or ".." component, or the same hierarchy appears twice. */
+int scope_parse_proc_cgroup(const char *text, size_t size, char *ret_v2, char *ret_v1_cpuset,
+                            size_t path_size);
+
+/* The length of path up to the end of its "job_<ID>" component (0 when it has none), with the
+ * ID in ret_job. The cpuset walk stops there: a job's CPUs are never an ancestor's. */
+size_t scope_find_job(const char *path, char *ret_job, size_t job_size);
+
+/* The CPUs of the cgroup at path (under dir_root) from the first of files present in it or,
+ * when none is, in its nearest ancestor, never climbing above the first stop characters of
+ * path. Returns 0, -ENOENT when no directory up to there has them, -ENAMETOOLONG when a file
+ * name does not fit, or another negative errno. */
+int scope_read_cpuset(const char *dir_root, const char *path, size_t stop, const char *const *files,
+                      CpuSet *ret);

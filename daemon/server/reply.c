@@ -51,6 +51,12 @@ static bool code_is_denial(int code) {
         }
 }
 
+/* News about leases that ended without the client asking: audited like denials, with the
+ * request that received them. */
+static bool code_is_notice(int code) {
+        return code == PROTO_E_PREEMPTED || code == PROTO_E_REVOKED;
+}
+
 void server_audit_denial(Server *s, const Session *c, const char *op, int code, const char *reason, const char *cpus,
                          const char *regs) {
         AuditRecord rec = {
@@ -76,8 +82,8 @@ int server_reply_error(Server *s, Session *c, const Request *req, uint64_t id, i
 
         msgpack_sbuffer_clear(&s->reply);
         msgpack_packer_init(&pk, &s->reply, msgpack_sbuffer_write);
-        if (code_is_denial(code) || code == PROTO_E_PREEMPTED) {
-                if (req && req->type == REQUEST_BATCH && code != PROTO_E_PREEMPTED)
+        if (code_is_denial(code) || code_is_notice(code)) {
+                if (req && req->type == REQUEST_BATCH && !code_is_notice(code))
                         ;       /* batch denials are audited with their CPUs and registers */
                 else
                         server_audit_denial(s, c, req ? request_type_to_string(req->type) : NULL, code, reason,

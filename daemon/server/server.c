@@ -151,6 +151,8 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         if (r >= 0)
                 r = leases_new(o->state_dir, backend, machine, &s->leases);
         if (r >= 0)
+                leases_set_ended_hook(s->leases, session_lease_ended, s);
+        if (r >= 0)
                 r = pmu_new(backend, machine, allowlist, &s->pmu);
         if (r < 0)
                 goto fail;

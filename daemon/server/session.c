@@ -14,6 +14,16 @@
 #include "log.h"
 #include "server.h"
 
+void session_lease_ended(const void *owner, uint32_t cpu, void *userdata) {
+        Server *s = userdata;
+
+        for (Session *c = s->sessions; c; c = c->next)
+                if (c == owner) {
+                        cpuset_remove(&c->leased, cpu);
+                        return;
+                }
+}
+
 Session *session_free(Session *c) {
         Server *s;
 

@@ -2,6 +2,9 @@
 /*
  * A session: one client connection, with the identity the kernel gave for it, the rights the
  * policy gives that identity, the job scope it was last resolved to, and the leases it holds.
+ * The lease table (pmu/leases) is the truth of who holds a CPU; the session's set of leased
+ * CPUs follows it (the table tells the server of every lease that ends), so whatever ends a
+ * session's leases finds them without a walk over every CPU.
  */
 #pragma once
 
@@ -24,9 +27,14 @@ struct Session {
         Peer peer;
         Rights rights;
         uint64_t requests;
-        Scope scope;            /* job-mode users: resolved again at every request */
+        Scope scope;            /* job-mode users: resolved again at every request, never kept
+                                 * as the job of a lease (each lease records its own) */
+        CpuSet leased;          /* the CPUs this session holds leases on */
         bool preempted;         /* a user took over one of this client's leases */
         CpuSet preempted_cpus;
+        bool revoked;           /* leases ended because the right that allowed them is gone */
+        CpuSet revoked_cpus;
+        char revoked_why[400];
         /* A reply the socket would not take yet; reading pauses until it is sent. */
         char *pending;
         size_t pending_size;
@@ -36,3 +44,7 @@ struct Session {
 int session_new(Server *s, int fd, Peer *peer, Session **ret);
 /* Ends the session's leases with a restore, closes it and unlinks it from the server. */
 Session *session_free(Session *c);
+
+/* The lease table's hook (LeaseEndedFn, userdata the Server): the session that held cpu no
+ * longer does. */
+void session_lease_ended(const void *owner, uint32_t cpu, void *userdata);

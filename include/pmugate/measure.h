@@ -69,11 +69,15 @@ const char *pmugate_measure_last_reason(const pmugate_measure *m);
 int pmugate_measure_start(pmugate_measure *m);
 
 /* Reads every counter of every CPU and accumulates (one round trip); resets SLOTS and
- * PERF_METRICS; rotates event sets when multiplexing. */
+ * PERF_METRICS; rotates event sets when multiplexing. -EKEYREVOKED (the right behind the lease
+ * is gone: a revoked grant, a job that lost the CPU, a reload) and -ECANCELED (a higher role
+ * took the lease) mean the daemon ended the lease and restored the registers itself;
+ * pmugate_last_error() says which CPUs and why, and the measurement cannot go on. */
 int pmugate_measure_sample(pmugate_measure *m);
 
 /* Takes a last sample, then restores the registers it programmed, zeroes the counters it
- * used and releases the lease. Results stay readable. */
+ * used and releases the lease. Results stay readable. After the daemon ended the lease (see
+ * pmugate_measure_sample()) there is nothing left to restore, and this only marks the end. */
 int pmugate_measure_stop(pmugate_measure *m);
 
 /* Stops if needed and frees. Accepts NULL; returns NULL. */

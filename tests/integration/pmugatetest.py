@@ -40,6 +40,8 @@ SKX_IMC = [  # (dev.fn, device id)
     ("0a.2", 0x2042), ("0a.6", 0x2046), ("0b.2", 0x204A),
     ("0c.2", 0x2042), ("0c.6", 0x2046), ("0d.2", 0x204A),
 ]
+# Bus numbers per socket, deliberately not ascending with the socket: a unit's package comes
+# from the kernel's NUMA topology (numa_node and the node's CPUs), never from bus order.
 SKX_SOCKET_BUSES = [0x3A, 0xAE, 0x17, 0x85]
 
 MSR_FILE_SIZE = 1 << 32
@@ -50,7 +52,7 @@ class FakeMachine:
     dev/cpu/N/msr files read at the register offset, and PCI config files."""
 
     def __init__(self, root, model="spr", sockets=2, cores=4, smt=True, imc=None, offline=(),
-                 nmi_watchdog=False, vendor="GenuineIntel"):
+                 nmi_watchdog=False, vendor="GenuineIntel", imc_buses=None, imc_domain=0, numa=True):
         self.root = root
         self.model = model
         self.sockets = sockets
@@ -80,13 +82,19 @@ class FakeMachine:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.truncate(MSR_FILE_SIZE)
+        # One NUMA node per socket, as the kernel lists it: the node's CPUs, offline ones too.
+        for s in range(sockets):
+            node_cpus = [c for c in range(self.ncpus) if self.topology(c)[0] == s]
+            self._write("sys/devices/system/node/node%d/cpulist" % s, format_cpulist(node_cpus) + "\n")
         if imc is None:
             imc = model in ("skx", "clx")
         if imc:
+            buses = imc_buses or SKX_SOCKET_BUSES
+            domains = imc_domain if isinstance(imc_domain, (list, tuple)) else [imc_domain] * sockets
             for s in range(sockets):
                 for devfn, device in SKX_IMC:
-                    bdf = "0000:%02x:%s" % (SKX_SOCKET_BUSES[s], devfn)
-                    self.add_pci(bdf, 0x8086, device)
+                    bdf = "%04x:%02x:%s" % (domains[s], buses[s], devfn)
+                    self.add_pci(bdf, 0x8086, device, numa_node=s if numa else None)
         # A PCI device no allowlist names: it must never be opened or listed.
         self.add_pci("0000:00:1f.3", 0x8086, 0xA1F0, listed=False)
 
@@ -119,10 +127,12 @@ class FakeMachine:
         with open(path, "w") as f:
             f.write(text)
 
-    def add_pci(self, bdf, vendor, device, listed=True):
+    def add_pci(self, bdf, vendor, device, listed=True, numa_node=None):
         d = "sys/bus/pci/devices/%s/" % bdf
         self._write(d + "vendor", "0x%04x\n" % vendor)
         self._write(d + "device", "0x%04x\n" % device)
+        if numa_node is not None:
+            self._write(d + "numa_node", "%d\n" % numa_node)
         with open(self.path(d + "config"), "wb") as f:
             f.write(struct.pack("<HH", vendor, device) + bytes(4092))
         if listed:
