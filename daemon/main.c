@@ -17,6 +17,7 @@
 #include "backend-sim.h"
 #include "build-config.h"
 #include "config.h"
+#include "handlers.h"
 #include "log.h"
 #include "machine.h"
 #include "privileges.h"
@@ -254,6 +255,7 @@ static int run(int argc, char *argv[]) {
                 goto finish;
 
         r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path,
+                                          .dispatch = handlers_dispatch,
                                           .state_dir = state_dir, .cgroup_root = cgroup_root },
                        machine, backend, allowlist, &config, audit, &server);
         if (r < 0)

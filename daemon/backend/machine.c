@@ -32,6 +32,18 @@ static const CpuModel cpu_models[] = {
         CPU_MODEL("spr", "Sapphire Rapids", 0x8f, 0x0, 0xf, 5, 8, 8, 4, 2, 6, 2000),
 };
 
+static const char *const scope_names[_REG_SCOPE_MAX] = {
+        [REG_SCOPE_THREAD] = "thread",
+        [REG_SCOPE_CORE] = "core",
+        [REG_SCOPE_PACKAGE] = "package",
+};
+
+const char *reg_scope_to_string(RegScope s) {
+        if ((unsigned) s >= _REG_SCOPE_MAX)
+                return NULL;
+        return scope_names[s];
+}
+
 unsigned machine_gp_counters(const Machine *m) {
         if (!m->cpu_model)
                 return 0;

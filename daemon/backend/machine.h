@@ -10,8 +10,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allowlist.h"
 #include "cpuset.h"
+
+/* Which CPUs share a register: each logical CPU has its own, or the threads of a core share
+ * one, or every CPU of a package. */
+typedef enum RegScope {
+        REG_SCOPE_THREAD,
+        REG_SCOPE_CORE,
+        REG_SCOPE_PACKAGE,
+        _REG_SCOPE_MAX,
+} RegScope;
+
+const char *reg_scope_to_string(RegScope s);
 
 /* What pmugate knows about a CPU model's core PMU. */
 typedef struct CpuModel {

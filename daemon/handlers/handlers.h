@@ -52,5 +52,3 @@ int handler_check_cpus(Server *s, Session *c, const Request *req);
 int handler_resolve_scope(Server *s, Session *c, const Request *req);
 /* Packs the `revoked` notice of c's ended leases, once, and clears it. */
 int handler_report_revocation(Server *s, Session *c, const Request *req);
-/* Ends every lease of c, restoring what it wrote, and audits it. */
-void handler_end_leases(Server *s, Session *c, const char *why);

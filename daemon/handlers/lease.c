@@ -11,21 +11,6 @@
 #include "handlers.h"
 
 
-void handler_end_leases(Server *s, Session *c, const char *why) {
-        char list[512], jobs[320];
-        size_t ended;
-
-        if (!s->leases)
-                return;
-        if (cpuset_format(&c->leased, list, sizeof(list)) < 0)
-                (void) snprintf(list, sizeof(list), "%u CPUs", cpuset_count(&c->leased));
-        server_lease_jobs(s, &c->leased, jobs, sizeof(jobs));
-        /* Every lease this session owns, found in the table itself: none may outlive it. */
-        ended = leases_release(s->leases, c, NULL, 0);
-        if (ended > 0)
-                server_audit(s, c, "lease-end", "restored", jobs[0] ? jobs : NULL, list, why, ended);
-}
-
 static void on_preempted(const void *owner, uint32_t cpu, void *userdata) {
         Server *s = userdata;
 

@@ -26,18 +26,6 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Allowlist *, allowlist_free);
 
-static const char *const scope_names[_REG_SCOPE_MAX] = {
-        [REG_SCOPE_THREAD] = "thread",
-        [REG_SCOPE_CORE] = "core",
-        [REG_SCOPE_PACKAGE] = "package",
-};
-
-const char *reg_scope_to_string(RegScope s) {
-        if ((unsigned) s >= _REG_SCOPE_MAX)
-                return NULL;
-        return scope_names[s];
-}
-
 Allowlist *allowlist_free(Allowlist *a) {
         if (!a)
                 return NULL;
@@ -158,7 +146,7 @@ static bool token_valid(const char *s, const char *set, size_t max) {
 
 static int parse_scope(Parser *p, const char *s, uint8_t *ret) {
         for (unsigned i = 0; i < _REG_SCOPE_MAX; i++)
-                if (strcmp(s, scope_names[i]) == 0) {
+                if (strcmp(s, reg_scope_to_string(i)) == 0) {
                         *ret = (uint8_t) i;
                         return 0;
                 }

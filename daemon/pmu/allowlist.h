@@ -10,16 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "machine.h"
+
 #include "never-list.h"
 
-typedef enum RegScope {
-        REG_SCOPE_THREAD,
-        REG_SCOPE_CORE,
-        REG_SCOPE_PACKAGE,
-        _REG_SCOPE_MAX,
-} RegScope;
-
-const char *reg_scope_to_string(RegScope s);
 
 /* Optional trailing tokens of an entry. */
 typedef enum AllowFlags {

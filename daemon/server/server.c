@@ -118,6 +118,7 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        s->dispatch = o->dispatch;
         s->listen_fd = -EBADF;
         msgpack_sbuffer_init(&s->reply);
         s->config = *config;

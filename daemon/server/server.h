@@ -27,7 +27,10 @@
 
 typedef struct Server Server;
 
-
+/* Answers one decoded request by packing a complete reply into s->reply; returns 0, or a
+ * negative errno when even that failed. The server layer knows no request semantics: main()
+ * hands it the dispatcher of the handler layer. */
+typedef int (*RequestDispatcher)(Server *s, Session *c, const Request *req);
 
 typedef struct ServerCounters {
         uint64_t connections;
@@ -40,6 +43,7 @@ typedef struct ServerCounters {
 
 struct Server {
         sd_event *event;
+        RequestDispatcher dispatch;
         sd_event_source *listen_source;
         sd_event_source *audit_timer;
         int listen_fd;
@@ -74,6 +78,7 @@ typedef struct ServerOptions {
         const char *config_path;
         const char *state_dir;    /* grants and lease journals; NULL: kept in memory only */
         const char *cgroup_root;  /* where cgroup file systems are mounted */
+        RequestDispatcher dispatch;
 } ServerOptions;
 
 /* Takes ownership of machine, backend, allowlist and audit on success. */

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "handlers.h"
 #include "log.h"
 #include "server.h"
 
@@ -24,13 +23,29 @@ void session_lease_ended(const void *owner, uint32_t cpu, void *userdata) {
                 }
 }
 
+void session_end_leases(Session *c, const char *why) {
+        Server *s = c->server;
+        char list[512], jobs[320];
+        size_t ended;
+
+        if (!s->leases)
+                return;
+        if (cpuset_format(&c->leased, list, sizeof(list)) < 0)
+                (void) snprintf(list, sizeof(list), "%u CPUs", cpuset_count(&c->leased));
+        server_lease_jobs(s, &c->leased, jobs, sizeof(jobs));
+        /* Every lease this session owns, found in the table itself: none may outlive it. */
+        ended = leases_release(s->leases, c, NULL, 0);
+        if (ended > 0)
+                server_audit(s, c, "lease-end", "restored", jobs[0] ? jobs : NULL, list, why, ended);
+}
+
 Session *session_free(Session *c) {
         Server *s;
 
         if (!c)
                 return NULL;
         s = c->server;
-        handler_end_leases(s, c, "client disconnected");
+        session_end_leases(c, "client disconnected");
         peer_done(&c->peer);
         if (c->prev)
                 c->prev->next = c->next;
@@ -98,7 +113,7 @@ static int session_handle_message(Session *c, size_t size, bool truncated) {
                 if (r > 0)
                         r = server_reply_error(s, c, NULL, error.has_id ? error.id : 0, error.code, error.reason, -1);
                 else if (r == 0)
-                        r = handlers_dispatch(s, c, &req);
+                        r = s->dispatch(s, c, &req);
         }
         if (r < 0) {
                 /* Out of memory while building a reply: tell the client without dropping it. */

@@ -42,6 +42,8 @@ struct Session {
 
 /* Takes ownership of fd and peer. */
 int session_new(Server *s, int fd, Peer *peer, Session **ret);
+/* Ends every lease of c, restoring what it wrote, and audits it with why. */
+void session_end_leases(Session *c, const char *why);
 /* Ends the session's leases with a restore, closes it and unlinks it from the server. */
 Session *session_free(Session *c);
 
