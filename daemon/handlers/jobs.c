@@ -11,7 +11,7 @@
 
 
 int handle_grant(Server *s, Session *c, const Request *req) {
-        char list[512] = "", reason[160];
+        char list[512] = "", reason[512];
         msgpack_packer pk;
         int r;
 
@@ -26,8 +26,24 @@ int handle_grant(Server *s, Session *c, const Request *req) {
                 (void) snprintf(reason, sizeof(reason), "already %zu grants, the most allowed", s->grants.n);
                 return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
         }
-        if (r < 0)
-                return r;
+        if (r == -EINVAL) {
+                (void) snprintf(reason, sizeof(reason), "uid %u cannot be granted", (unsigned) req->uid);
+                return server_reply_error(s, c, req, req->id, PROTO_E_BAD_FIELD, reason, -1);
+        }
+        if (r == -EFBIG) {
+                (void) snprintf(reason, sizeof(reason), "job %s was not granted: the grants file would pass its %u bytes",
+                                req->job, PMUGATE_GRANTS_FILE_SIZE_MAX);
+                return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
+        }
+        if (r < 0) {
+                /* A grant the state file does not hold would vanish at a restart while the
+                 * batch system believes it made: it is not made at all. */
+                (void) snprintf(reason, sizeof(reason),
+                                "job %s was not granted: the state file could not be saved (%s); see the daemon's log",
+                                req->job, strerror(-r));
+                server_audit(s, c, "grant", "failed", req->job, list[0] ? list : "cgroup", reason, 0);
+                return server_reply_error(s, c, req, req->id, PROTO_E_INTERNAL, reason, -1);
+        }
         {
                 AuditRecord rec = {
                         .event = "grant", .verdict = r == 1 ? "replaced" : "allowed",
@@ -48,12 +64,13 @@ int handle_grant(Server *s, Session *c, const Request *req) {
 
 int handle_revoke(Server *s, Session *c, const Request *req) {
         msgpack_packer pk;
-        Grant removed;
+        Grant removed = {};
         size_t ended = 0;
         int r;
 
+        /* Fails closed: when the state file cannot be updated, the grant still ends now. */
         r = grants_remove(&s->grants, req->job, &removed);
-        if (r == 0) {
+        if (removed.job[0]) {
                 /* The job's processes lose their leases now, with a restore, not at their
                  * next request: the epilog must leave a clean PMU. */
                 for (Session *o = s->sessions; o; o = o->next) {
@@ -63,7 +80,19 @@ int handle_revoke(Server *s, Session *c, const Request *req) {
                                 ended += leases_held_by(s->leases, cpu, o);
                         handler_end_leases(s, o, "job grant revoked");
                 }
-                server_audit(s, c, "revoke", "allowed", req->job, NULL, NULL, ended);
+                if (r == 0)
+                        server_audit(s, c, "revoke", "allowed", req->job, NULL, NULL, ended);
+        }
+        if (r < 0 && r != -ENOENT) {
+                char reason[640];
+
+                (void) snprintf(reason, sizeof(reason),
+                                "%s the state file could not be updated (%s), so the grant would come back when the daemon "
+                                "restarts; revoke job %s again once the state directory is writable",
+                                removed.job[0] ? "the grant is revoked and its leases ended, but" : "an earlier revoke is not saved:",
+                                strerror(-r), req->job);
+                server_audit(s, c, "revoke", "unsaved", req->job, NULL, reason, ended);
+                return server_reply_error(s, c, req, req->id, PROTO_E_INTERNAL, reason, -1);
         }
         TRY(server_reply_begin(s, req, 3, &pk));
         TRY(pack_key_string(&pk, "job", req->job));

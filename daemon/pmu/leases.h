@@ -18,6 +18,9 @@
 #include "machine.h"
 #include "message.h"
 #include "policy.h"
+#include "state-dir.h"
+
+typedef struct JournalWriter JournalWriter;
 
 typedef struct LeaseEntry {
         uint32_t target;        /* CPU, or PCI unit */
@@ -36,13 +39,13 @@ typedef struct Lease {
         char job[PMUGATE_STRING_MAX + 1];
         LeaseEntry *journal;
         size_t n_journal;
-        FILE *state;            /* journal file, open while the lease is held */
+        JournalWriter *state;   /* journal file (journal.h), open while the lease is held */
 } Lease;
 
 typedef struct Leases {
         Lease *cpus;            /* by CPU number */
         uint32_t n_cpus;
-        char state_dir[512];    /* empty: journals are kept in memory only */
+        const StateDir *state;  /* NULL: journals are kept in memory only */
         Backend *backend;
         const Machine *machine;
 } Leases;
@@ -55,12 +58,9 @@ typedef struct LeaseHolder {
         const char *job;
 } LeaseHolder;
 
-int leases_new(const char *state_dir, Backend *b, const Machine *m, Leases **ret);
+int leases_new(const StateDir *state, Backend *b, const Machine *m, Leases **ret);
 /* Frees without restoring; end every lease first. */
 Leases *leases_free(Leases *l);
-
-/* Restores the journals a previous run left in state_dir. Returns how many it restored. */
-int leases_recover(const char *state_dir, Backend *b);
 
 typedef void (*LeasePreemptedFn)(const void *owner, uint32_t cpu, void *userdata);
 

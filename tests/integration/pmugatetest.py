@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 import traceback
+import uuid
 
 import msgpack
 
@@ -63,6 +64,7 @@ class FakeMachine:
         family, model_id, stepping, name = MODELS.get(model, (6, 0x01, 0, "Unknown CPU"))
         self._write("proc/cpuinfo", self._cpuinfo(vendor, family, model_id, stepping, name))
         self._write("proc/sys/kernel/nmi_watchdog", "1\n" if nmi_watchdog else "0\n")
+        self.set_boot_id(str(uuid.uuid4()))
         cpulist = "0-%d" % (self.ncpus - 1)
         self._write("sys/devices/system/cpu/present", cpulist + "\n")
         self._write("sys/devices/system/cpu/possible", cpulist + "\n")
@@ -112,6 +114,11 @@ class FakeMachine:
 
     def path(self, rel):
         return os.path.join(self.root, rel)
+
+    def set_boot_id(self, boot_id):
+        """The kernel's boot id: state files of another boot are not used."""
+        self.boot_id = boot_id
+        self._write("proc/sys/kernel/random/boot_id", boot_id + "\n")
 
     def _write(self, rel, text):
         path = self.path(rel)
