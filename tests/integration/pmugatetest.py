@@ -178,7 +178,7 @@ class Daemon:
     """A real pmugated on a temporary socket. Start-up waits for READY=1 over NOTIFY_SOCKET."""
 
     def __init__(self, workdir, args, config=None, allowlist_dir=ALLOWLISTS, user="nobody",
-                 expect_ready=True, env=None):
+                 expect_ready=True, env=None, wrapper=()):
         self.workdir = workdir
         self.socket = os.path.join(workdir, "pmugate.sock")
         self.audit_log = os.path.join(workdir, "audit.log")
@@ -187,7 +187,8 @@ class Daemon:
             config = os.path.join(workdir, "pmugate.conf")
             write_config(config)
         self.runtime_dir = os.path.join(workdir, "run")
-        self.argv = [PMUGATED, "--socket=" + self.socket, "--config=" + config,
+        # wrapper: a command prefix, e.g. setpriv to start with fewer capabilities.
+        self.argv = list(wrapper) + [PMUGATED, "--socket=" + self.socket, "--config=" + config,
                      "--allowlist-dir=" + allowlist_dir, "--user=" + user,
                      "--audit-log=" + self.audit_log, "--runtime-dir=" + self.runtime_dir] + list(args)
         notify_path = os.path.join(workdir, "notify.sock")
