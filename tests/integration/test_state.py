@@ -94,6 +94,10 @@ def refusal(dm, code, reg=None):
     return None
 
 
+def status_grants(dm):
+    return sorted(tuple(g) for g in t.Client(dm.socket).call("status")["grants"])
+
+
 def start_refused(d, args, expect):
     dm = t.Daemon(d, args, expect_ready=False)
     try:
@@ -230,21 +234,25 @@ def test_unfit_journal_files(tap):
         dm.stop()
 
 
-def test_hard_link_not_handed_over(tap):
+def test_hard_links(tap):
     d = t.workdir()
     m = machine(d)
     m.set_msr(0, EVTSEL0, BEFORE)
-    outside = os.path.join(d, "root-owned")
-    with open(outside, "w") as f:
+    journal_outside, grants_outside = os.path.join(d, "root-journal"), os.path.join(d, "root-grants")
+    with open(journal_outside, "w") as f:
         f.write(journal(m.boot_id, 0, [msr(0, EVTSEL0, 0x22)]))
-    os.chmod(outside, 0o600)
-    os.link(outside, os.path.join(state_dir(d), "lease-cpu0"))
+    with open(grants_outside, "w") as f:
+        f.write(grants_text(m.boot_id, ["grant linked %d -" % OTHER_UID]))
+    for path, name in ((journal_outside, "lease-cpu0"), (grants_outside, "grants")):
+        os.chmod(path, 0o600)
+        os.link(path, os.path.join(state_dir(d), name))
     dm = t.Daemon(d, ["--root=" + m.root])
     try:
-        st = os.stat(outside)
-        tap.eq(st.st_uid, 0, "a hard link in the state directory is not handed to the daemon's user")
+        tap.eq((os.stat(journal_outside).st_uid, os.stat(grants_outside).st_uid), (0, 0),
+               "files hard-linked into the state directory are not handed to the daemon's user")
         tap.ok(m.msr(0, EVTSEL0) == BEFORE and refusal(dm, "journal-file") is not None,
-               "and is not read as a journal", dm.audit())
+               "a hard-linked journal is not read", dm.audit())
+        tap.ok(status_grants(dm) == [] and "2 hard links" in dm.log(), "nor a hard-linked grants file", dm.log())
     finally:
         dm.stop()
 
@@ -281,10 +289,6 @@ def test_state_dir_refusals(tap):
     os.symlink(real, os.path.join(d, "run"))
     ok, log = start_refused(d, ["--root=" + m.root], "is a symbolic link")
     tap.ok(ok, "a runtime directory that is a symlink is refused at start", log)
-
-
-def status_grants(dm):
-    return sorted(tuple(g) for g in t.Client(dm.socket).call("status")["grants"])
 
 
 def test_planted_grants(tap):
@@ -456,6 +460,6 @@ def test_restart_without_dac_override(tap):
 
 
 sys.exit(t.Tap().run([test_never_list_entries, test_write_mask, test_machine_checks, test_checksum_and_boot,
-                      test_unfit_journal_files, test_hard_link_not_handed_over, test_state_dir_refusals,
+                      test_unfit_journal_files, test_hard_links, test_state_dir_refusals,
                       test_planted_grants, test_grants_tmp_symlink, test_unwritable_state, test_failed_restore_kept,
                       test_restart_without_dac_override]))
