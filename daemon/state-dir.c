@@ -358,9 +358,9 @@ const char *state_record_status_to_string(StateRecordStatus s) {
         case STATE_RECORD_OK:
                 return "ok";
         case STATE_RECORD_TORN:
-                return "incomplete (its write did not finish)";
+                return "is incomplete (its write did not finish)";
         case STATE_RECORD_BAD_CHECKSUM:
-                return "checksum does not match";
+                return "does not match its checksum";
         }
         return NULL;
 }

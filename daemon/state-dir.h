@@ -94,6 +94,7 @@ typedef enum StateRecordStatus {
         STATE_RECORD_BAD_CHECKSUM,      /* no seal, or a seal that does not match the text */
 } StateRecordStatus;
 
+/* What is wrong with a record, as a predicate: "does not match its checksum". */
 const char *state_record_status_to_string(StateRecordStatus s);
 
 typedef struct StateRecord {

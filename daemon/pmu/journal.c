@@ -79,7 +79,7 @@ static int parse_header(const StateRecord *rec, JournalHeader *ret, char *reason
         int n;
 
         if (rec->status != STATE_RECORD_OK) {
-                (void) snprintf(reason, reason_size, "its header is %s", state_record_status_to_string(rec->status));
+                (void) snprintf(reason, reason_size, "its header %s", state_record_status_to_string(rec->status));
                 return -EBADMSG;
         }
         n = state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens));
@@ -272,9 +272,9 @@ JournalVerdict journal_check(const Machine *m, const Allowlist *a, const LeaseEn
 static const char *line_problem(JournalVerdict v) {
         switch (v) {
         case JOURNAL_TORN:
-                return "is incomplete (its write did not finish)";
+                return state_record_status_to_string(STATE_RECORD_TORN);
         case JOURNAL_BAD_CHECKSUM:
-                return "does not match its checksum";
+                return state_record_status_to_string(STATE_RECORD_BAD_CHECKSUM);
         case JOURNAL_BAD_SYNTAX:
                 return "does not parse";
         default:

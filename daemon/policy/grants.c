@@ -85,8 +85,12 @@ static int grants_save(Grants *g) {
         if (r < 0)
                 return r;
         r = state_file_replace(g->state, STATE_GRANTS_NAME, data, size);
-        if (r < 0)
-                return log_error_errno(r, "Cannot save the job grants to the state directory");
+        if (r < 0) {
+                log_error_errno(r, "Cannot save the job grants to the state directory");
+                /* ENOENT here means the directory itself is gone; grants_remove() keeps
+                 * -ENOENT for "no such grant". */
+                return r == -ENOENT ? -EIO : r;
+        }
         g->unsaved = false;
         return 0;
 }
@@ -162,7 +166,7 @@ static int parse_header(const StateRecord *rec, const char *boot_id, char *reaso
         uint64_t version;
 
         if (rec->status != STATE_RECORD_OK) {
-                (void) snprintf(reason, reason_size, "its header is %s", state_record_status_to_string(rec->status));
+                (void) snprintf(reason, reason_size, "its header %s", state_record_status_to_string(rec->status));
                 return -EBADMSG;
         }
         if (state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens)) != (int) ELEMENTSOF(tokens) ||
@@ -192,7 +196,7 @@ static int parse_grant(const Grants *g, const StateRecord *rec, const Machine *m
         int r;
 
         if (rec->status != STATE_RECORD_OK) {
-                (void) snprintf(reason, reason_size, "%s", state_record_status_to_string(rec->status));
+                (void) snprintf(reason, reason_size, "the line %s", state_record_status_to_string(rec->status));
                 return -EINVAL;
         }
         if (state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens)) != (int) ELEMENTSOF(tokens) ||

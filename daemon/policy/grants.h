@@ -66,7 +66,7 @@ bool grants_uid_valid(uint64_t uid);
 int grants_put(Grants *g, const char *job, uid_t uid, const uint32_t *cpus, size_t n_cpus);
 
 /* Removes the grant for job and saves the file. Returns 0; -ENOENT when there is none (and
- * nothing earlier is left unsaved); or the error of the save. Failing closed, the grant is
+ * nothing earlier is left unsaved); or the error of the save (never -ENOENT). Failing closed, the grant is
  * gone from memory even when the save failed (its access ends now, though the file still
  * holds it): ret_removed, when given, receives it whenever it was removed, so the caller
  * must clear it first to tell. A later grants_put() or grants_remove() saves again. */
