@@ -117,9 +117,8 @@ int privileges_user_ids(const char *user, uid_t *ret_uid, gid_t *ret_gid) {
         errno = 0;
         pw = getpwnam(user);
         if (!pw)
-                return log_error_errno(errno ?: ENOENT,
-                                       "User '%s' to run as does not exist (create it with systemd-sysusers, or pass --user)",
-                                       user);
+                return log_error_errno(errno ?: ENOENT, "User '%s' to run as does not exist (create it with "
+                                       "systemd-sysusers, or pass --user)", user);
         if (pw->pw_uid == 0)
                 return log_error_errno(EINVAL, "Refusing to run as '%s': it is root", user);
         *ret_uid = pw->pw_uid;
@@ -138,19 +137,22 @@ static int check_dir(int fd, const char *path, bool state, uid_t daemon_uid, str
                 return log_error_errno(errno, "Cannot inspect %s", path);
         if (S_ISLNK(st.st_mode))
                 return log_error_errno(ELOOP, "%s %s is a symbolic link: remove it%s", what, path,
-                                       state ? "; pmugated creates the directory itself" : " and give the real path");
+                                       state ? "; pmugated creates the directory itself"
+                                             : " and give the real path");
         if (!S_ISDIR(st.st_mode))
                 return log_error_errno(ENOTDIR, "%s %s is not a directory: remove it", what, path);
         if (st.st_uid != 0 && st.st_uid != daemon_uid)
-                return log_error_errno(EPERM, "%s %s belongs to uid %u; it must belong to root or to the daemon's user "
-                                       "(uid %u): remove it%s, or chown it", what, path, (unsigned) st.st_uid,
-                                       (unsigned) daemon_uid, state ? " (pmugated creates it)" : "");
+                return log_error_errno(EPERM, "%s %s belongs to uid %u; it must belong to root or to the "
+                                       "daemon's user (uid %u): remove it%s, or chown it", what, path,
+                                       (unsigned) st.st_uid, (unsigned) daemon_uid,
+                                       state ? " (pmugated creates it)" : "");
         if (state && (st.st_mode & 07777) != 0700)
-                return log_error_errno(EPERM, "%s %s has mode %04o; it must be 0700: chmod 0700 it, or remove it "
-                                       "(pmugated creates it)", what, path, (unsigned) (st.st_mode & 07777));
+                return log_error_errno(EPERM, "%s %s has mode %04o; it must be 0700: chmod 0700 it, or "
+                                       "remove it (pmugated creates it)", what, path,
+                                       (unsigned) (st.st_mode & 07777));
         if (!state && (st.st_mode & (S_IWGRP | S_IWOTH)))
-                return log_error_errno(EPERM, "%s %s has mode %04o: whoever may write it can replace state/ in it; "
-                                       "chmod go-w it", what, path, (unsigned) (st.st_mode & 07777));
+                return log_error_errno(EPERM, "%s %s has mode %04o: whoever may write it can replace state/ "
+                                       "in it; chmod go-w it", what, path, (unsigned) (st.st_mode & 07777));
         *ret = st;
         return 0;
 }
@@ -184,8 +186,8 @@ static int chown_file(int dir_fd, const char *name, void *userdata) {
         if (st.st_uid == c->uid)
                 return 0;
         if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != c->from) {
-                log_debug("State file %s is not a regular file of uid %u with one link; its owner stays", name,
-                          (unsigned) c->from);
+                log_debug("State file %s is not a regular file of uid %u with one link; its owner stays",
+                          name, (unsigned) c->from);
                 return 0;
         }
         if (fchownat(fd, "", c->uid, c->gid, AT_EMPTY_PATH) < 0) {
@@ -236,14 +238,15 @@ int privileges_prepare_state_dir(const char *runtime_dir, uid_t daemon_uid, int 
         if (fstat(fd, &opened) < 0)
                 return log_error_errno(errno, "Cannot inspect %s", state_path);
         if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino)
-                return log_error_errno(ESTALE, "State directory %s was replaced during start-up", state_path);
+                return log_error_errno(ESTALE, "State directory %s was replaced during start-up",
+                                       state_path);
         if (geteuid() == 0) {
                 Chown c = { .from = daemon_uid, .uid = 0, .gid = 0 };
 
                 r = state_dir_foreach(fd, chown_file, &c);
                 if (r < 0)
-                        return log_error_errno(r, "Cannot take %s in %s back for root", c.failed[0] ? c.failed : "the files",
-                                               state_path);
+                        return log_error_errno(r, "Cannot take %s in %s back for root",
+                                               c.failed[0] ? c.failed : "the files", state_path);
         }
         *ret_fd = TAKE_FD(fd);
         return 0;
@@ -259,8 +262,9 @@ int privileges_hand_over_state_dir(int dir_fd, uid_t uid, gid_t gid) {
          * can no longer list it. */
         r = state_dir_foreach(dir_fd, chown_file, &c);
         if (r < 0)
-                return log_error_errno(r, "Cannot give %s%s to uid %u", c.failed[0] ? "state file " : "the state files",
-                                       c.failed, (unsigned) uid);
+                return log_error_errno(r, "Cannot give %s%s to uid %u",
+                                       c.failed[0] ? "state file " : "the state files", c.failed,
+                                       (unsigned) uid);
         if (fchown(dir_fd, uid, gid) < 0)
                 return log_error_errno(errno, "Cannot give the state directory to uid %u", (unsigned) uid);
         return 0;

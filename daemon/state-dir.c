@@ -33,11 +33,12 @@ int state_boot_id_read(const char *root, char ret[STATE_BOOT_ID_LEN + 1]) {
         char path[4096], buf[STATE_BOOT_ID_LEN + 2];
         ssize_t n;
 
-        (void) snprintf(path, sizeof(path), "%s/proc/sys/kernel/random/boot_id", strcmp(root, "/") == 0 ? "" : root);
+        (void) snprintf(path, sizeof(path), "%s/proc/sys/kernel/random/boot_id",
+                        strcmp(root, "/") == 0 ? "" : root);
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
-                return log_error_errno(errno, "Cannot read the boot id from %s (it tells journals and grants of this boot "
-                                       "from older ones)", path);
+                return log_error_errno(errno, "Cannot read the boot id from %s (it tells journals and "
+                                       "grants of this boot from older ones)", path);
         n = read(fd, buf, sizeof(buf));
         if (n < 0)
                 return log_error_errno(errno, "Cannot read the boot id from %s", path);
@@ -56,8 +57,8 @@ bool state_name_valid(const char *s, size_t len, size_t max) {
         for (size_t i = 0; i < len; i++) {
                 char c = s[i];
 
-                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '_' || c == '-' || c == '+'))
+                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-' || c == '+'))
                         return false;
         }
         return true;
@@ -84,12 +85,14 @@ static int check_stat(const struct stat *st, size_t size_max, char *reason, size
         if (S_ISDIR(st->st_mode))
                 return refuse(reason, size, -EISDIR, "is a directory");
         if (!S_ISREG(st->st_mode))
-                return refuse(reason, size, -EINVAL, "is not a regular file (mode %06o)", (unsigned) st->st_mode);
+                return refuse(reason, size, -EINVAL, "is not a regular file (mode %06o)",
+                              (unsigned) st->st_mode);
         if (st->st_uid != geteuid())
                 return refuse(reason, size, -EPERM, "is owned by uid %u, not by the daemon (uid %u)",
                               (unsigned) st->st_uid, (unsigned) geteuid());
         if (st->st_nlink != 1)
-                return refuse(reason, size, -EMLINK, "has %lu hard links, not 1", (unsigned long) st->st_nlink);
+                return refuse(reason, size, -EMLINK, "has %lu hard links, not 1",
+                              (unsigned long) st->st_nlink);
         if (st->st_size < 0 || (uint64_t) st->st_size > size_max)
                 return refuse(reason, size, -EFBIG, "is %lld bytes long, more than the %zu allowed",
                               (long long) st->st_size, size_max);
@@ -155,8 +158,8 @@ int state_file_read(const StateDir *d, const char *name, size_t size_max, char *
                         break;
                 n += (size_t) k;
                 if (n > size_max) {
-                        (void) snprintf(ret_reason, reason_size, "grew past the %zu bytes allowed while it was read",
-                                        size_max);
+                        (void) snprintf(ret_reason, reason_size,
+                                        "grew past the %zu bytes allowed while it was read", size_max);
                         return -EFBIG;
                 }
         }

@@ -31,16 +31,17 @@ int handle_grant(Server *s, Session *c, const Request *req) {
                 return server_reply_error(s, c, req, req->id, PROTO_E_BAD_FIELD, reason, -1);
         }
         if (r == -EFBIG) {
-                (void) snprintf(reason, sizeof(reason), "job %s was not granted: the grants file would pass its %u bytes",
-                                req->job, PMUGATE_GRANTS_FILE_SIZE_MAX);
+                (void) snprintf(reason, sizeof(reason),
+                                "job %s was not granted: the grants file would pass its %u bytes", req->job,
+                                PMUGATE_GRANTS_FILE_SIZE_MAX);
                 return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
         }
         if (r < 0) {
                 /* A grant the state file does not hold would vanish at a restart while the
                  * batch system believes it made: it is not made at all. */
                 (void) snprintf(reason, sizeof(reason),
-                                "job %s was not granted: the state file could not be saved (%s); see the daemon's log",
-                                req->job, strerror(-r));
+                                "job %s was not granted: the state file could not be saved (%s); see the "
+                                "daemon's log", req->job, strerror(-r));
                 server_audit(s, c, "grant", "failed", req->job, list[0] ? list : "cgroup", reason, 0);
                 return server_reply_error(s, c, req, req->id, PROTO_E_INTERNAL, reason, -1);
         }
@@ -87,9 +88,11 @@ int handle_revoke(Server *s, Session *c, const Request *req) {
                 char reason[640];
 
                 (void) snprintf(reason, sizeof(reason),
-                                "%s the state file could not be updated (%s), so the grant would come back when the daemon "
-                                "restarts; revoke job %s again once the state directory is writable",
-                                removed.job[0] ? "the grant is revoked and its leases ended, but" : "an earlier revoke is not saved:",
+                                "%s the state file could not be updated (%s), so the grant would come back "
+                                "when the daemon restarts; revoke job %s again once the state directory is "
+                                "writable",
+                                removed.job[0] ? "the grant is revoked and its leases ended, but"
+                                               : "an earlier revoke is not saved:",
                                 strerror(-r), req->job);
                 server_audit(s, c, "revoke", "unsaved", req->job, NULL, reason, ended);
                 return server_reply_error(s, c, req, req->id, PROTO_E_INTERNAL, reason, -1);

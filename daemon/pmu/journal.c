@@ -79,7 +79,8 @@ static int parse_header(const StateRecord *rec, JournalHeader *ret, char *reason
         int n;
 
         if (rec->status != STATE_RECORD_OK) {
-                (void) snprintf(reason, reason_size, "its header %s", state_record_status_to_string(rec->status));
+                (void) snprintf(reason, reason_size, "its header %s",
+                                state_record_status_to_string(rec->status));
                 return -EBADMSG;
         }
         n = state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens));
@@ -94,11 +95,15 @@ static int parse_header(const StateRecord *rec, JournalHeader *ret, char *reason
                 return -EBADMSG;
         }
         if (!state_token_value(&tokens[2], "boot", &boot) || !state_boot_id_valid(boot.p, boot.len) ||
-            !state_token_value(&tokens[3], "cpu", &cpu) || !state_token_decimal(&cpu, PMUGATE_CPUS_MAX - 1, &v_cpu) ||
-            !state_token_value(&tokens[4], "uid", &uid) || !state_token_decimal(&uid, UINT32_MAX - 1, &v_uid) ||
+            !state_token_value(&tokens[3], "cpu", &cpu) ||
+            !state_token_decimal(&cpu, PMUGATE_CPUS_MAX - 1, &v_cpu) ||
+            !state_token_value(&tokens[4], "uid", &uid) ||
+            !state_token_decimal(&uid, UINT32_MAX - 1, &v_uid) ||
             !state_token_value(&tokens[5], "pid", &pid) || !state_token_decimal(&pid, INT32_MAX, &v_pid) ||
-            !state_token_value(&tokens[6], "role", &role) || !state_name_valid(role.p, role.len, JOURNAL_ROLE_MAX) ||
-            !state_token_value(&tokens[7], "job", &job) || !state_name_valid(job.p, job.len, PMUGATE_STRING_MAX)) {
+            !state_token_value(&tokens[6], "role", &role) ||
+            !state_name_valid(role.p, role.len, JOURNAL_ROLE_MAX) ||
+            !state_token_value(&tokens[7], "job", &job) ||
+            !state_name_valid(job.p, job.len, PMUGATE_STRING_MAX)) {
                 (void) snprintf(reason, reason_size, "its header does not parse");
                 return -EBADMSG;
         }
@@ -122,7 +127,8 @@ static JournalVerdict parse_entry(const StateRecord *rec, LeaseEntry *ret) {
         if (state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens)) != (int) ELEMENTSOF(tokens))
                 return JOURNAL_BAD_SYNTAX;
         pci = state_token_is(&tokens[0], "pci");
-        if ((!pci && !state_token_is(&tokens[0], "msr")) || !state_token_decimal(&tokens[1], UINT32_MAX, &target) ||
+        if ((!pci && !state_token_is(&tokens[0], "msr")) ||
+            !state_token_decimal(&tokens[1], UINT32_MAX, &target) ||
             !state_token_hex(&tokens[2], 8, &reg) || !state_token_decimal(&tokens[3], 8, &width) ||
             (width != 4 && width != 8) || !state_token_decimal(&tokens[4], UINT8_MAX, &flags) ||
             !state_token_hex(&tokens[5], 16, &original))
@@ -196,7 +202,8 @@ uint64_t journal_restore_value(const AllowEntry *e, uint64_t current, uint64_t o
         return (current & ~mask) | (original & mask);
 }
 
-_printf_(4, 5) static JournalVerdict refuse(char *reason, size_t size, JournalVerdict v, const char *fmt, ...) {
+_printf_(4, 5) static JournalVerdict refuse(char *reason, size_t size, JournalVerdict v, const char *fmt,
+                                            ...) {
         va_list ap;
 
         va_start(ap, fmt);
@@ -205,18 +212,19 @@ _printf_(4, 5) static JournalVerdict refuse(char *reason, size_t size, JournalVe
         return v;
 }
 
-static JournalVerdict check_msr(const Machine *m, const Allowlist *a, const LeaseEntry *e, const AllowEntry **ret,
-                                char *reason, size_t size) {
+static JournalVerdict check_msr(const Machine *m, const Allowlist *a, const LeaseEntry *e,
+                                const AllowEntry **ret, char *reason, size_t size) {
         const char *never = never_list_lookup(e->reg);
         const MachineCpu *cpu;
 
         /* The never-list first: whatever else is wrong, that is the reason that matters. */
         if (never)
-                return refuse(reason, size, JOURNAL_NEVER_LIST, "MSR 0x%" PRIx32 " (%s) is on the built-in never-list",
-                              e->reg, never);
+                return refuse(reason, size, JOURNAL_NEVER_LIST,
+                              "MSR 0x%" PRIx32 " (%s) is on the built-in never-list", e->reg, never);
         cpu = machine_cpu(m, e->target);
         if (!cpu)
-                return refuse(reason, size, JOURNAL_NO_SUCH_CPU, "CPU %" PRIu32 " does not exist", e->target);
+                return refuse(reason, size, JOURNAL_NO_SUCH_CPU, "CPU %" PRIu32 " does not exist",
+                              e->target);
         if (!cpu->online)
                 return refuse(reason, size, JOURNAL_CPU_OFFLINE, "CPU %" PRIu32 " is offline", e->target);
         *ret = allowlist_find_msr(a, e->reg);
@@ -224,33 +232,35 @@ static JournalVerdict check_msr(const Machine *m, const Allowlist *a, const Leas
                 return refuse(reason, size, JOURNAL_NOT_ALLOWED,
                               "MSR 0x%" PRIx32 " is not on the allowlist for this CPU model", e->reg);
         if (e->width != (*ret)->width)
-                return refuse(reason, size, JOURNAL_BAD_WIDTH, "MSR 0x%" PRIx32 " is accessed %u bytes wide, not %u",
-                              e->reg, (*ret)->width, e->width);
+                return refuse(reason, size, JOURNAL_BAD_WIDTH,
+                              "MSR 0x%" PRIx32 " is accessed %u bytes wide, not %u", e->reg, (*ret)->width,
+                              e->width);
         return JOURNAL_RESTORE;
 }
 
-static JournalVerdict check_pci(const Machine *m, const Allowlist *a, const LeaseEntry *e, const AllowEntry **ret,
-                                char *reason, size_t size) {
+static JournalVerdict check_pci(const Machine *m, const Allowlist *a, const LeaseEntry *e,
+                                const AllowEntry **ret, char *reason, size_t size) {
         const MachineUnit *u;
 
         if (e->target >= m->n_units)
-                return refuse(reason, size, JOURNAL_NO_SUCH_UNIT, "PCI unit %" PRIu32 " does not exist (%" PRIu32 " units)",
-                              e->target, m->n_units);
+                return refuse(reason, size, JOURNAL_NO_SUCH_UNIT,
+                              "PCI unit %" PRIu32 " does not exist (%" PRIu32 " units)", e->target,
+                              m->n_units);
         u = &m->units[e->target];
         *ret = allowlist_find_pci(a, u->vendor, u->device, e->reg);
         if (!*ret)
                 return refuse(reason, size, JOURNAL_NOT_ALLOWED,
-                              "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " (%04x:%04x) is not on the allowlist", e->reg,
-                              e->target, u->vendor, u->device);
+                              "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " (%04x:%04x) is not on the "
+                              "allowlist", e->reg, e->target, u->vendor, u->device);
         if (e->width != (*ret)->width || (e->reg - (*ret)->first) % (*ret)->width != 0)
                 return refuse(reason, size, JOURNAL_BAD_WIDTH,
-                              "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " is accessed %u bytes wide and aligned, not %u",
-                              e->reg, e->target, (*ret)->width, e->width);
+                              "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " is accessed %u bytes wide and "
+                              "aligned, not %u", e->reg, e->target, (*ret)->width, e->width);
         return JOURNAL_RESTORE;
 }
 
-JournalVerdict journal_check(const Machine *m, const Allowlist *a, const LeaseEntry *e, const AllowEntry **ret_entry,
-                             char *ret_reason, size_t reason_size) {
+JournalVerdict journal_check(const Machine *m, const Allowlist *a, const LeaseEntry *e,
+                             const AllowEntry **ret_entry, char *ret_reason, size_t reason_size) {
         const AllowEntry *entry = NULL;
         JournalVerdict v;
 
@@ -301,7 +311,8 @@ static void audit_refusal(const JournalContext *ctx, const char *code, const cha
 }
 
 /* Refuses one line: logged and audited, with the register when the line parsed. */
-static void refuse_line(const JournalContext *ctx, const char *name, const JournalLine *line, const char *why) {
+static void refuse_line(const JournalContext *ctx, const char *name, const JournalLine *line,
+                        const char *why) {
         char reason[REASON_MAX + 64], cpus[16] = "", regs[16] = "";
         bool parsed = line->verdict > JOURNAL_TOO_MANY;
 
@@ -313,12 +324,12 @@ static void refuse_line(const JournalContext *ctx, const char *name, const Journ
         (void) snprintf(reason, sizeof(reason), "%s line %u: %s; not restored", name, line->lineno,
                         parsed ? why : line_problem(line->verdict));
         log_warning("Lease journal %s", reason);
-        audit_refusal(ctx, journal_verdict_to_string(line->verdict), cpus[0] ? cpus : NULL, regs[0] ? regs : NULL,
-                      reason);
+        audit_refusal(ctx, journal_verdict_to_string(line->verdict), cpus[0] ? cpus : NULL,
+                      regs[0] ? regs : NULL, reason);
 }
 
 static int restore_entry(Backend *b, const LeaseEntry *e, const AllowEntry *a) {
-        uint64_t current = 0;
+        uint64_t current = 0, value;
         int r;
 
         /* Counters need no read: their current value is not kept. */
@@ -328,8 +339,9 @@ static int restore_entry(Backend *b, const LeaseEntry *e, const AllowEntry *a) {
                 if (r < 0)
                         return r;
         }
-        return e->pci ? backend_pci_write(b, e->target, e->reg, a->width, journal_restore_value(a, current, e->original))
-                      : backend_msr_write(b, e->target, e->reg, journal_restore_value(a, current, e->original));
+        value = journal_restore_value(a, current, e->original);
+        return e->pci ? backend_pci_write(b, e->target, e->reg, a->width, value)
+                      : backend_msr_write(b, e->target, e->reg, value);
 }
 
 void journal_restore(const JournalContext *ctx, const char *name, const Journal *j, JournalOutcome *ret) {
@@ -339,8 +351,8 @@ void journal_restore(const JournalContext *ctx, const char *name, const Journal 
                 JournalLine past = { .verdict = JOURNAL_TOO_MANY, .lineno = j->n_lines + 2 };
                 char why[96];
 
-                (void) snprintf(why, sizeof(why), "%zu entries past the %u a lease may journal", j->n_dropped,
-                                PMUGATE_LEASE_JOURNAL_MAX);
+                (void) snprintf(why, sizeof(why), "%zu entries past the %u a lease may journal",
+                                j->n_dropped, PMUGATE_LEASE_JOURNAL_MAX);
                 refuse_line(ctx, name, &past, why);
                 o.refused += j->n_dropped;
         }
@@ -362,9 +374,10 @@ void journal_restore(const JournalContext *ctx, const char *name, const Journal 
                 }
                 r = restore_entry(ctx->backend, &line.entry, entry);
                 if (r < 0) {
-                        log_warning_errno(r, "Cannot restore %s 0x%" PRIx32 " of %s %" PRIu32 " from %s line %u",
-                                          line.entry.pci ? "offset" : "MSR", line.entry.reg,
-                                          line.entry.pci ? "PCI unit" : "CPU", line.entry.target, name, line.lineno);
+                        log_warning_errno(r, "Cannot restore %s 0x%" PRIx32 " of %s %" PRIu32 " from %s "
+                                          "line %u", line.entry.pci ? "offset" : "MSR", line.entry.reg,
+                                          line.entry.pci ? "PCI unit" : "CPU", line.entry.target, name,
+                                          line.lineno);
                         o.failed++;
                 } else
                         o.restored++;
@@ -376,8 +389,8 @@ void journal_restore(const JournalContext *ctx, const char *name, const Journal 
 static void refuse_file(const JournalContext *ctx, const char *name, const char *problem, bool remove) {
         char reason[REASON_MAX + 64];
 
-        (void) snprintf(reason, sizeof(reason), "%s %s; %s", name, problem,
-                        remove ? "removed, nothing in it restored" : "left in place, nothing in it restored");
+        (void) snprintf(reason, sizeof(reason), "%s %s; %s, nothing in it restored", name, problem,
+                        remove ? "removed" : "left in place");
         log_warning("Lease journal %s", reason);
         audit_refusal(ctx, "journal-file", NULL, NULL, reason);
         if (remove)
@@ -400,7 +413,8 @@ static int recover_one(int dir_fd, const char *name, void *userdata) {
                 refuse_file(ctx, name, "is not a journal's name", false);
                 return 0;
         }
-        r = state_file_read(ctx->dir, name, PMUGATE_JOURNAL_FILE_SIZE_MAX, &data, &size, reason, sizeof(reason));
+        r = state_file_read(ctx->dir, name, PMUGATE_JOURNAL_FILE_SIZE_MAX, &data, &size, reason,
+                            sizeof(reason));
         if (r == -ENOENT)
                 return 0;
         if (r == -ENOMEM)
@@ -420,28 +434,31 @@ static int recover_one(int dir_fd, const char *name, void *userdata) {
                 return 0;
         }
         if (j.header.cpu != cpu) {
-                (void) snprintf(problem, sizeof(problem), "has the header of CPU %" PRIu32 "'s journal", j.header.cpu);
+                (void) snprintf(problem, sizeof(problem), "has the header of CPU %" PRIu32 "'s journal",
+                                j.header.cpu);
                 refuse_file(ctx, name, problem, true);
                 return 0;
         }
         if (strcmp(j.header.boot_id, ctx->dir->boot_id) != 0) {
-                log_notice("Discarding lease journal %s: it was written before the machine last booted (boot %s), "
-                           "which reset the registers it covers", name, j.header.boot_id);
+                log_notice("Discarding lease journal %s: it was written before the machine last booted "
+                           "(boot %s), which reset the registers it covers", name, j.header.boot_id);
                 (void) unlinkat(dir_fd, name, 0);
                 return 0;
         }
 
         journal_restore(ctx, name, &j, &o);
         if (o.failed > 0) {
-                log_warning("Keeping lease journal %s for the next start: %zu of its registers could not be restored",
-                            name, o.failed);
+                log_warning("Keeping lease journal %s for the next start: %zu of its registers could not be "
+                            "restored", name, o.failed);
                 return 0;
         }
         if (unlinkat(dir_fd, name, 0) < 0)
                 log_warning_errno(errno, "Cannot remove lease journal %s", name);
-        log_notice("Restored %zu registers from %s, left by a lease of uid %u (pid %d, %s%s%s) when the daemon stopped%s",
-                   o.restored, name, (unsigned) j.header.uid, (int) j.header.pid, j.header.role,
-                   j.header.job[0] ? ", job " : "", j.header.job, o.refused > 0 ? "; refused entries were skipped" : "");
+        log_notice("Restored %zu registers from %s, left by a lease of uid %u (pid %d, %s%s%s) when the "
+                   "daemon stopped%s", o.restored, name, (unsigned) j.header.uid, (int) j.header.pid,
+                   j.header.role,
+                   j.header.job[0] ? ", job " : "", j.header.job,
+                   o.refused > 0 ? "; refused entries were skipped" : "");
         return 1;
 }
 
@@ -473,7 +490,8 @@ int journal_create(const StateDir *d, uint32_t cpu, const JournalHolder *h, Jour
         _cleanup_free_ JournalWriter *w = NULL;
         _cleanup_close_ int fd = -EBADF;
         char header[JOURNAL_RECORD_MAX + PMUGATE_STRING_MAX + 128];
-        const char *job = h->job && state_name_valid(h->job, strlen(h->job), PMUGATE_STRING_MAX) ? h->job : "-";
+        bool job_valid = h->job && state_name_valid(h->job, strlen(h->job), PMUGATE_STRING_MAX);
+        const char *job = job_valid ? h->job : "-";
         const char *role = state_name_valid(h->role, strlen(h->role), JOURNAL_ROLE_MAX) ? h->role : "-";
         bool replaced = false;
         int k, r;
@@ -482,8 +500,10 @@ int journal_create(const StateDir *d, uint32_t cpu, const JournalHolder *h, Jour
         if (!w)
                 return -ENOMEM;
         journal_name(cpu, w->name);
-        k = state_record_format(header, sizeof(header), JOURNAL_MAGIC " %u boot=%s cpu=%" PRIu32 " uid=%u pid=%d role=%s job=%s",
-                                JOURNAL_VERSION, d->boot_id, cpu, (unsigned) h->uid, (int) h->pid, role, job);
+        k = state_record_format(header, sizeof(header),
+                                JOURNAL_MAGIC " %u boot=%s cpu=%" PRIu32 " uid=%u pid=%d role=%s job=%s",
+                                JOURNAL_VERSION, d->boot_id, cpu, (unsigned) h->uid, (int) h->pid, role,
+                                job);
         if (k < 0)
                 return k;
         fd = state_file_create(d, w->name, &replaced);
@@ -509,8 +529,8 @@ int journal_append(JournalWriter *w, const LeaseEntry *e) {
         char line[JOURNAL_RECORD_MAX];
         int k, r;
 
-        k = state_record_format(line, sizeof(line), "%s %" PRIu32 " 0x%" PRIx32 " %u %u 0x%" PRIx64, e->pci ? "pci" : "msr",
-                                e->target, e->reg, e->width, e->flags, e->original);
+        k = state_record_format(line, sizeof(line), "%s %" PRIu32 " 0x%" PRIx32 " %u %u 0x%" PRIx64,
+                                e->pci ? "pci" : "msr", e->target, e->reg, e->width, e->flags, e->original);
         if (k < 0)
                 return k;
         r = state_write_synced(w->fd, line, (size_t) k);

@@ -80,8 +80,8 @@ void journal_done(Journal *j);
 /* Checks one entry like a client's write: the machine has the CPU (online) or unit, the
  * register is not on the never-list, is on the allowlist with this width, and may be
  * restored. Returns JOURNAL_RESTORE with its allowlist entry, or why not with a reason. */
-JournalVerdict journal_check(const Machine *m, const Allowlist *a, const LeaseEntry *e, const AllowEntry **ret_entry,
-                             char *ret_reason, size_t reason_size);
+JournalVerdict journal_check(const Machine *m, const Allowlist *a, const LeaseEntry *e,
+                             const AllowEntry **ret_entry, char *ret_reason, size_t reason_size);
 
 /* What a restore writes: counters are zeroed; anything else gets the journal's value within
  * the entry's write mask and keeps its current bits outside it. */

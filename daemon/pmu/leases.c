@@ -78,8 +78,8 @@ static void lease_end(Leases *l, uint32_t cpu) {
         /* The journal goes only once everything in it is back; otherwise the next start of
          * the daemon tries again. */
         if (failed > 0 && lease->state)
-                log_warning("Keeping the lease journal of CPU %" PRIu32 " for the next start: %u registers could not "
-                            "be restored", cpu, failed);
+                log_warning("Keeping the lease journal of CPU %" PRIu32 " for the next start: %u registers "
+                            "could not be restored", cpu, failed);
         lease->state = journal_close(lease->state, /* remove= */ failed == 0);
         free(lease->journal);
         *lease = (Lease) {};
@@ -193,8 +193,8 @@ int leases_journal_add(Leases *l, uint32_t anchor, const RegOp *op, const AllowE
         if (lease->n_journal >= PMUGATE_LEASE_JOURNAL_MAX)
                 return -ENOSPC;
         if (l->state && !lease->state) {
-                JournalHolder h = { .uid = lease->uid, .pid = lease->pid, .role = role_to_string(lease->role),
-                                    .job = lease->job };
+                JournalHolder h = { .uid = lease->uid, .pid = lease->pid,
+                                    .role = role_to_string(lease->role), .job = lease->job };
                 int r = journal_create(l->state, anchor, &h, &lease->state);
 
                 if (r < 0)

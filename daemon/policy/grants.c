@@ -81,7 +81,8 @@ static int grants_save(Grants *g) {
                 return 0;
         r = grants_format(g, g->state->boot_id, &data, &size);
         if (r == -EFBIG)
-                return log_warning_errno(r, "The grants file would be larger than %u bytes", PMUGATE_GRANTS_FILE_SIZE_MAX);
+                return log_warning_errno(r, "The grants file would be larger than %u bytes",
+                                         PMUGATE_GRANTS_FILE_SIZE_MAX);
         if (r < 0)
                 return r;
         r = state_file_replace(g->state, STATE_GRANTS_NAME, data, size);
@@ -166,20 +167,22 @@ static int parse_header(const StateRecord *rec, const char *boot_id, char *reaso
         uint64_t version;
 
         if (rec->status != STATE_RECORD_OK) {
-                (void) snprintf(reason, reason_size, "its header %s", state_record_status_to_string(rec->status));
+                (void) snprintf(reason, reason_size, "its header %s",
+                                state_record_status_to_string(rec->status));
                 return -EBADMSG;
         }
-        if (state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens)) != (int) ELEMENTSOF(tokens) ||
-            !state_token_is(&tokens[0], GRANTS_MAGIC) || !state_token_decimal(&tokens[1], UINT32_MAX, &version) ||
-            version != GRANTS_VERSION || !state_token_value(&tokens[2], "boot", &boot) ||
-            !state_boot_id_valid(boot.p, boot.len)) {
-                (void) snprintf(reason, reason_size, "it does not start with a version %u grants header", GRANTS_VERSION);
+        if (state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens)) != 3 ||
+            !state_token_is(&tokens[0], GRANTS_MAGIC) ||
+            !state_token_decimal(&tokens[1], UINT32_MAX, &version) || version != GRANTS_VERSION ||
+            !state_token_value(&tokens[2], "boot", &boot) || !state_boot_id_valid(boot.p, boot.len)) {
+                (void) snprintf(reason, reason_size, "it does not start with a version %u grants header",
+                                GRANTS_VERSION);
                 return -EBADMSG;
         }
         if (memcmp(boot.p, boot_id, STATE_BOOT_ID_LEN) != 0) {
                 (void) snprintf(reason, reason_size,
-                                "it was written before the machine last booted (boot %.*s), and every job of then is over",
-                                (int) boot.len, boot.p);
+                                "it was written before the machine last booted (boot %.*s), and every job "
+                                "of then is over", (int) boot.len, boot.p);
                 return -EBADMSG;
         }
         return 0;
@@ -196,21 +199,23 @@ static int parse_grant(const Grants *g, const StateRecord *rec, const Machine *m
         int r;
 
         if (rec->status != STATE_RECORD_OK) {
-                (void) snprintf(reason, reason_size, "the line %s", state_record_status_to_string(rec->status));
+                (void) snprintf(reason, reason_size, "the line %s",
+                                state_record_status_to_string(rec->status));
                 return -EINVAL;
         }
-        if (state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens)) != (int) ELEMENTSOF(tokens) ||
+        if (state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens)) != 4 ||
             !state_token_is(&tokens[0], "grant")) {
                 (void) snprintf(reason, reason_size, "not a grant");
                 return -EINVAL;
         }
         if (!state_name_valid(tokens[1].p, tokens[1].len, PMUGATE_STRING_MAX)) {
-                (void) snprintf(reason, reason_size, "the job id is empty, too long, or holds other characters than "
-                                "letters, digits and . _ - +");
+                (void) snprintf(reason, reason_size, "the job id is empty, too long, or holds other "
+                                "characters than letters, digits and . _ - +");
                 return -EINVAL;
         }
         if (!state_token_decimal(&tokens[2], UINT32_MAX, &uid) || !grants_uid_valid(uid)) {
-                (void) snprintf(reason, reason_size, "the uid is not a number from 0 to %u", (unsigned) (uid_t) -2);
+                (void) snprintf(reason, reason_size, "the uid is not a number from 0 to %u",
+                                (unsigned) (uid_t) -2);
                 return -EINVAL;
         }
         *gr = (Grant) { .uid = (uid_t) uid };
@@ -222,11 +227,15 @@ static int parse_grant(const Grants *g, const StateRecord *rec, const Machine *m
         }
         if (state_token_is(&tokens[3], "-"))
                 return 0;
-        for (size_t i = 0; i < tokens[3].len; i++)
-                if (!(tokens[3].p[i] >= '0' && tokens[3].p[i] <= '9') && tokens[3].p[i] != ',' && tokens[3].p[i] != '-') {
-                        (void) snprintf(reason, reason_size, "the CPU list holds other characters than digits, , and -");
+        for (size_t i = 0; i < tokens[3].len; i++) {
+                char c = tokens[3].p[i];
+
+                if (!(c >= '0' && c <= '9') && c != ',' && c != '-') {
+                        (void) snprintf(reason, reason_size, "the CPU list holds other characters than "
+                                        "digits, commas and dashes");
                         return -EINVAL;
                 }
+        }
         list = strndup(tokens[3].p, tokens[3].len);
         if (!list)
                 return -ENOMEM;
@@ -234,8 +243,8 @@ static int parse_grant(const Grants *g, const StateRecord *rec, const Machine *m
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                (void) snprintf(reason, reason_size, "the CPU list does not parse, or names a CPU above %" PRIu32,
-                                m->n_cpus - 1);
+                (void) snprintf(reason, reason_size, "the CPU list does not parse, or names a CPU above "
+                                "%" PRIu32, m->n_cpus - 1);
                 return -EINVAL;
         }
         for (size_t i = 0; i < n; i++) {
@@ -249,8 +258,8 @@ static int parse_grant(const Grants *g, const StateRecord *rec, const Machine *m
         return 0;
 }
 
-int grants_parse(Grants *g, const char *data, size_t size, const char *boot_id, const Machine *m, char *ret_reason,
-                 size_t reason_size) {
+int grants_parse(Grants *g, const char *data, size_t size, const char *boot_id, const Machine *m,
+                 char *ret_reason, size_t reason_size) {
         StateRecord rec;
         unsigned lineno = 0;
         int refused = 0, r;
@@ -270,7 +279,8 @@ int grants_parse(Grants *g, const char *data, size_t size, const char *boot_id, 
                 if (r == -ENOMEM)
                         return r;
                 if (r == 0 && g->n >= g->max) {
-                        (void) snprintf(reason, sizeof(reason), "already %zu grants, the most allowed", g->max);
+                        (void) snprintf(reason, sizeof(reason), "already %zu grants, the most allowed",
+                                        g->max);
                         r = -ENOSPC;
                 }
                 if (r < 0) {

@@ -50,8 +50,8 @@ int grants_load(Grants *g, const Machine *m);
  * a job not seen before; at most g->max are kept. Refused lines are logged. Returns how many
  * lines were refused, -EBADMSG with ret_reason when the header is missing or broken or names
  * another boot (nothing is kept), or -ENOMEM. */
-int grants_parse(Grants *g, const char *data, size_t size, const char *boot_id, const Machine *m, char *ret_reason,
-                 size_t reason_size);
+int grants_parse(Grants *g, const char *data, size_t size, const char *boot_id, const Machine *m,
+                 char *ret_reason, size_t reason_size);
 
 /* The file's text for g. Returns -EFBIG past PMUGATE_GRANTS_FILE_SIZE_MAX, or -ENOMEM. */
 int grants_format(const Grants *g, const char *boot_id, char **ret_data, size_t *ret_size);

@@ -120,8 +120,8 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
          * served, so their enable bits are not mistaken for another PMU user's. Every entry
          * is checked like a client's write first. */
         if (o->state) {
-                JournalContext ctx = { .dir = o->state, .machine = machine, .allowlist = allowlist, .backend = backend,
-                                       .audit = audit };
+                JournalContext ctx = { .dir = o->state, .machine = machine, .allowlist = allowlist,
+                                       .backend = backend, .audit = audit };
 
                 r = journal_recover(&ctx);
                 if (r < 0)

@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define DEVICE 0x2042U
 
 static AllowEntry msr_entries[] = {
-        { .first = 0xC1, .last = 0xC4, .write_mask = 0xFFFFFFFFFFFF, .width = 8, .flags = ALLOW_FLAG_COUNTER },
+        { .first = 0xC1, .last = 0xC4, .write_mask = 0xFFFFFFFFFFFF, .width = 8,
+          .flags = ALLOW_FLAG_COUNTER },
         { .first = 0x186, .last = 0x189, .write_mask = 0xFFC7FFFF, .width = 8 },
         { .first = 0x38E, .last = 0x38E, .write_mask = 0, .width = 8 },
         { .first = 0x38F, .last = 0x38F, .write_mask = 0x70000000F, .width = 8 },
@@ -33,12 +34,12 @@ static AllowEntry msr_entries[] = {
 };
 
 static AllowEntry pci_entries[] = {
-        { .first = 0xA0, .last = 0xB8, .write_mask = 0, .pci_vendor = VENDOR, .pci_device = DEVICE, .width = 8,
-          .pci = true, .flags = ALLOW_FLAG_COUNTER },
-        { .first = 0xD8, .last = 0xE4, .write_mask = 0xFFC6FFFF, .pci_vendor = VENDOR, .pci_device = DEVICE, .width = 4,
-          .pci = true },
-        { .first = 0xF8, .last = 0xF8, .write_mask = 0, .pci_vendor = VENDOR, .pci_device = DEVICE, .width = 4,
-          .pci = true },
+        { .first = 0xA0, .last = 0xB8, .write_mask = 0, .pci_vendor = VENDOR, .pci_device = DEVICE,
+          .width = 8, .pci = true, .flags = ALLOW_FLAG_COUNTER },
+        { .first = 0xD8, .last = 0xE4, .write_mask = 0xFFC6FFFF, .pci_vendor = VENDOR, .pci_device = DEVICE,
+          .width = 4, .pci = true },
+        { .first = 0xF8, .last = 0xF8, .write_mask = 0, .pci_vendor = VENDOR, .pci_device = DEVICE,
+          .width = 4, .pci = true },
 };
 
 static Allowlist allowlist = {
@@ -170,8 +171,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
                 assert(l->lineno > last);
                 last = l->lineno;
-                assert(l->verdict == JOURNAL_RESTORE || l->verdict == JOURNAL_TORN || l->verdict == JOURNAL_BAD_CHECKSUM ||
-                       l->verdict == JOURNAL_BAD_SYNTAX);
+                assert(l->verdict == JOURNAL_RESTORE || l->verdict == JOURNAL_TORN ||
+                       l->verdict == JOURNAL_BAD_CHECKSUM || l->verdict == JOURNAL_BAD_SYNTAX);
                 assert(l->verdict != JOURNAL_TORN || i == j.n_lines - 1);
                 if (l->verdict == JOURNAL_RESTORE)
                         assert(l->entry.width == 4 || l->entry.width == 8);

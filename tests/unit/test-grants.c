@@ -28,6 +28,7 @@
 #define OTHER_BOOT "0c0ffee0-0000-4000-8000-000000000000"
 #define N_CPUS 8U
 #define MISSING_CPU 5U          /* a hole in the CPU numbers */
+#define HEAD "pmugate-grants 1 boot=" BOOT " crc="
 
 static Machine *machine;
 
@@ -63,6 +64,12 @@ static void add_header(char *buf, size_t size, const char *boot) {
         add_record(buf, size, text);
 }
 
+static int parse(Grants *g, const char *text) {
+        char reason[256];
+
+        return grants_parse(g, text, strlen(text), BOOT, machine, reason, sizeof(reason));
+}
+
 static void assert_same_grants(const Grants *a, const Grants *b) {
         assert_int_equal(a->n, b->n);
         for (size_t i = 0; i < a->n; i++) {
@@ -91,7 +98,7 @@ static void test_round_trip(void **state) {
         assert_int_equal(grants_put(&g, "a", 1001, cpus_a, 2), 1);
         assert_int_equal(grants_format(&g, BOOT, &text, &size), 0);
         assert_int_equal(strlen(text), size);
-        assert_int_equal(strncmp(text, "pmugate-grants 1 boot=" BOOT " crc=", strlen("pmugate-grants 1 boot=" BOOT " crc=")), 0);
+        assert_int_equal(strncmp(text, HEAD, strlen(HEAD)), 0);
         assert_non_null(strstr(text, "grant a 1001 0-1 crc="));
         assert_non_null(strstr(text, "grant b.x-y+z_1 0 - crc="));
 
@@ -206,17 +213,17 @@ static void test_headers_and_limits(void **state) {
                 text[0] = '\0';
                 add_record(text, sizeof(text), bad[i]);
                 add_record(text, sizeof(text), "grant j 1 -");
-                assert_int_equal(grants_parse(&g, text, strlen(text), BOOT, machine, reason, sizeof(reason)), -EBADMSG);
+                assert_int_equal(parse(&g, text), -EBADMSG);
                 assert_int_equal(g.n, 0);
         }
         text[0] = '\0';
         add_record(text, sizeof(text), "pmugate-grants 1 boot=" OTHER_BOOT);
-        assert_int_equal(grants_parse(&g, text, strlen(text), BOOT, machine, reason, sizeof(reason)), -EBADMSG);
+        assert_int_equal(parse(&g, text), -EBADMSG);
         assert_non_null(strstr(reason, "booted"));
         assert_int_equal(grants_parse(&g, "", 0, BOOT, machine, reason, sizeof(reason)), -EBADMSG);
         add_header(text, sizeof(text), BOOT);
         text[strlen(text) - 2] ^= 1;
-        assert_int_equal(grants_parse(&g, text, strlen(text), BOOT, machine, reason, sizeof(reason)), -EBADMSG);
+        assert_int_equal(parse(&g, text), -EBADMSG);
 
         /* At most max grants, and one per job. */
         add_header(text, sizeof(text), BOOT);

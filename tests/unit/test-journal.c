@@ -90,7 +90,8 @@ static void add_record(char *buf, size_t size, const char *text) {
 static void add_header(char *buf, size_t size, const char *boot, unsigned cpu) {
         char text[256];
 
-        (void) snprintf(text, sizeof(text), "pmugate-journal 1 boot=%s cpu=%u uid=4242 pid=77 role=user job=42", boot, cpu);
+        (void) snprintf(text, sizeof(text),
+                        "pmugate-journal 1 boot=%s cpu=%u uid=4242 pid=77 role=user job=42", boot, cpu);
         buf[0] = '\0';
         add_record(buf, size, text);
 }
@@ -115,15 +116,15 @@ static const Row rows[] = {
         { &spr, "msr 0 0x600 8 0 0x4141414141414141", SEALED, JOURNAL_NEVER_LIST },        /* DS_AREA */
         { &spr, "msr 0 0x1d9 8 0 0x4141414141414141", SEALED, JOURNAL_NEVER_LIST },        /* DEBUGCTL */
         { &spr, "msr 0 0x1a0 8 0 0x1", SEALED, JOURNAL_NEVER_LIST },                       /* MISC_ENABLE */
-        { &spr, "msr 9999 0xc0000082 8 0 0x1", SEALED, JOURNAL_NEVER_LIST },               /* never-list first */
+        { &spr, "msr 9999 0xc0000082 8 0 0x1", SEALED, JOURNAL_NEVER_LIST },       /* never-list first */
         /* Registers an allowed client may write, and what the allowlist refuses */
         { &spr, "msr 0 0x186 8 0 0x43003c", SEALED, JOURNAL_RESTORE },
-        { &spr, "msr 0 0x186 8 0 0x73003c", SEALED, JOURNAL_RESTORE },                     /* INT, ANY: masked */
-        { &spr, "msr 0 0xc1 8 1 0x5", SEALED, JOURNAL_RESTORE },                           /* a counter: zeroed */
+        { &spr, "msr 0 0x186 8 0 0x73003c", SEALED, JOURNAL_RESTORE },             /* INT, ANY: masked */
+        { &spr, "msr 0 0xc1 8 1 0x5", SEALED, JOURNAL_RESTORE },                   /* a counter: zeroed */
         { &spr, "msr 0 0x38f 8 0 0xffffffffffffffff", SEALED, JOURNAL_RESTORE },
         { &spr, "msr 0 0x1234 8 0 0x1", SEALED, JOURNAL_NOT_ALLOWED },
         { &spr, "msr 0 0x390 8 0 0x1", SEALED, JOURNAL_ACTION },                           /* STATUS_RESET */
-        { &spr, "msr 0 0x38e 8 0 0x1", SEALED, JOURNAL_READ_ONLY },                        /* GLOBAL_STATUS */
+        { &spr, "msr 0 0x38e 8 0 0x1", SEALED, JOURNAL_READ_ONLY },                /* GLOBAL_STATUS */
         { &spr, "msr 0 0x611 8 1 0x1", SEALED, JOURNAL_READ_ONLY },                        /* RAPL energy */
         { &spr, "msr 0 0x186 4 0 0x1", SEALED, JOURNAL_BAD_WIDTH },
         /* The machine */
@@ -136,7 +137,7 @@ static const Row rows[] = {
         { &skx, "pci 0 0xda 4 0 0x1", SEALED, JOURNAL_NOT_ALLOWED },                        /* misaligned */
         { &skx, "pci 0 0xf8 4 0 0x1", SEALED, JOURNAL_READ_ONLY },                          /* BOX_STATUS */
         { &skx, "pci 0 0x0 4 0 0x1", SEALED, JOURNAL_NOT_ALLOWED },
-        { &spr, "pci 0 0xd8 4 0 0x1", SEALED, JOURNAL_NO_SUCH_UNIT },                       /* spr: no units */
+        { &spr, "pci 0 0xd8 4 0 0x1", SEALED, JOURNAL_NO_SUCH_UNIT },              /* spr: no units */
         /* Checksums */
         { &spr, "msr 0 0x186 8 0 0x43003c", BAD_SEAL, JOURNAL_BAD_CHECKSUM },
         { &spr, "msr 0 0x186 8 0 0x43003c", UNSEALED, JOURNAL_BAD_CHECKSUM },
@@ -191,7 +192,8 @@ static JournalVerdict verdict_of(const Row *row, char *why, size_t why_size) {
         assert_int_equal(j.lines[0].lineno, 2);
         if (j.lines[0].verdict != JOURNAL_RESTORE)
                 return j.lines[0].verdict;
-        return journal_check(row->model->machine, row->model->allowlist, &j.lines[0].entry, &e, why, why_size);
+        return journal_check(row->model->machine, row->model->allowlist, &j.lines[0].entry, &e, why,
+                             why_size);
 }
 
 static void test_planted_lines(void **state) {
@@ -201,8 +203,9 @@ static void test_planted_lines(void **state) {
                 JournalVerdict v = verdict_of(&rows[i], why, sizeof(why));
 
                 if (v != rows[i].expect)
-                        fail_msg("row %zu '%s': verdict %s, expected %s (%s)", i, rows[i].text, journal_verdict_to_string(v),
-                                 journal_verdict_to_string(rows[i].expect), why);
+                        fail_msg("row %zu '%s': verdict %s, expected %s (%s)", i, rows[i].text,
+                                 journal_verdict_to_string(v), journal_verdict_to_string(rows[i].expect),
+                                 why);
         }
 }
 
@@ -212,7 +215,8 @@ static void test_reasons(void **state) {
         char why[256] = "";
 
         (void) state;
-        assert_int_equal(journal_check(spr.machine, spr.allowlist, &lstar, &e, why, sizeof(why)), JOURNAL_NEVER_LIST);
+        assert_int_equal(journal_check(spr.machine, spr.allowlist, &lstar, &e, why, sizeof(why)),
+                         JOURNAL_NEVER_LIST);
         assert_non_null(strstr(why, "MSR_LSTAR"));
         assert_null(e);
         assert_string_equal(journal_verdict_to_string(JOURNAL_NEVER_LIST), "never-list");
@@ -349,8 +353,8 @@ static void test_write_and_read_back(void **state) {
                 assert_int_equal(journal_append(w, &entries[i]), 0);
         w = journal_close(w, /* remove= */ false);
 
-        assert_int_equal(state_file_read(&d, "lease-cpu1", PMUGATE_JOURNAL_FILE_SIZE_MAX, &data, &size, reason,
-                                         sizeof(reason)), 0);
+        assert_int_equal(state_file_read(&d, "lease-cpu1", PMUGATE_JOURNAL_FILE_SIZE_MAX, &data, &size,
+                                         reason, sizeof(reason)), 0);
         assert_null(strstr(data, "whatever"));
         assert_int_equal(journal_parse(data, size, &j, reason, sizeof(reason)), 0);
         assert_string_equal(j.header.boot_id, BOOT);
@@ -380,7 +384,8 @@ static void test_restore_through_backend(void **state) {
         assert_int_equal(backend_msr_write(spr.backend, 0, PMC0, 1234), 0);
         add_header(text, sizeof(text), BOOT, 0);
         add_record(text, sizeof(text), "msr 0 0xc1 8 1 0x4141");
-        (void) snprintf(line, sizeof(line), "msr 0 0x%x 8 0 0x%" PRIx64, EVTSEL0, UINT64_C(0x11) | UINT64_C(1) << 20);
+        (void) snprintf(line, sizeof(line), "msr 0 0x%x 8 0 0x%" PRIx64, EVTSEL0,
+                        UINT64_C(0x11) | UINT64_C(1) << 20);
         add_record(text, sizeof(text), line);
         add_record(text, sizeof(text), "msr 0 0xc0000082 8 0 0x4141414141414141");
         assert_int_equal(journal_parse(text, strlen(text), &j, reason, sizeof(reason)), 0);
@@ -430,7 +435,8 @@ static void test_recover(void **state) {
         StateDir d = open_state();
         char audit_path[PATH_MAX], text[1024], outside[PATH_MAX], path[PATH_MAX];
         Audit *audit = NULL;
-        JournalContext ctx = { .dir = &d, .machine = spr.machine, .allowlist = spr.allowlist, .backend = spr.backend };
+        JournalContext ctx = { .dir = &d, .machine = spr.machine, .allowlist = spr.allowlist,
+                               .backend = spr.backend };
         Backend broken = { .vtable = &failing, .machine = spr.machine };
         uint64_t v = 0;
 
