@@ -180,8 +180,10 @@ static int chown_file(int dir_fd, const char *name, void *userdata) {
         if (fd < 0 && errno == ENOENT)
                 return 0;
         if (fd < 0 || fstat(fd, &st) < 0) {
+                int r = -errno;
+
                 (void) snprintf(c->failed, sizeof(c->failed), "%s", name);
-                return -errno;
+                return r;
         }
         if (st.st_uid == c->uid)
                 return 0;
@@ -191,8 +193,10 @@ static int chown_file(int dir_fd, const char *name, void *userdata) {
                 return 0;
         }
         if (fchownat(fd, "", c->uid, c->gid, AT_EMPTY_PATH) < 0) {
+                int r = -errno;
+
                 (void) snprintf(c->failed, sizeof(c->failed), "%s", name);
-                return -errno;
+                return r;
         }
         return 0;
 }

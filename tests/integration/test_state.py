@@ -284,6 +284,12 @@ def test_state_dir_refusals(tap):
     tap.ok(ok, "a runtime directory others may write is refused at start", log)
 
     d = t.workdir()
+    m2 = machine(d)
+    os.unlink(m2.path("proc/sys/kernel/random/boot_id"))
+    ok, log = start_refused(d, ["--root=" + m2.root], "Cannot read the boot id")
+    tap.ok(ok, "without the kernel's boot id start-up is refused", log)
+
+    d = t.workdir()
     real = os.path.join(d, "real-run")
     os.mkdir(real)
     os.symlink(real, os.path.join(d, "run"))
