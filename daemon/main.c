@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "allowlist.h"
@@ -22,6 +21,7 @@
 #include "machine.h"
 #include "privileges.h"
 #include "server.h"
+#include "state-dir.h"
 
 typedef struct Options {
         const char *socket_path;
@@ -189,7 +189,10 @@ static int run(int argc, char *argv[]) {
         Allowlist *allowlist = NULL;
         Audit *audit = NULL;
         Server *server = NULL;
-        char reason[512], state_dir[4096], cgroup_root[4096];
+        StateDir state = { .fd = -EBADF };
+        char reason[512], cgroup_root[4096];
+        uid_t daemon_uid;
+        gid_t daemon_gid;
         int r;
 
         r = parse_argv(argc, argv, &o);
@@ -244,19 +247,21 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 goto finish;
 
-        (void) snprintf(state_dir, sizeof(state_dir), "%s/state", o.runtime_dir);
         (void) snprintf(cgroup_root, sizeof(cgroup_root), "%s/sys/fs/cgroup", strcmp(o.root, "/") == 0 ? "" : o.root);
-        if (mkdir(o.runtime_dir, 0755) < 0 && errno != EEXIST) {
-                r = log_error_errno(errno, "Cannot create %s", o.runtime_dir);
+        r = privileges_user_ids(o.user, &daemon_uid, &daemon_gid);
+        if (r < 0)
                 goto finish;
-        }
-        r = privileges_prepare_state_dir(state_dir);
+        /* Journals and grants of an earlier boot describe registers and jobs a reboot ended. */
+        r = state_boot_id_read(o.root, state.boot_id);
+        if (r < 0)
+                goto finish;
+        r = privileges_prepare_state_dir(o.runtime_dir, daemon_uid, &state.fd);
         if (r < 0)
                 goto finish;
 
         r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path,
                                           .dispatch = handlers_dispatch,
-                                          .state_dir = state_dir, .cgroup_root = cgroup_root },
+                                          .state = &state, .cgroup_root = cgroup_root },
                        machine, backend, allowlist, &config, audit, &server);
         if (r < 0)
                 goto finish;
@@ -265,7 +270,7 @@ static int run(int argc, char *argv[]) {
         allowlist = NULL;
         audit = NULL;
 
-        r = privileges_hand_over_state_dir(state_dir, o.user);
+        r = privileges_hand_over_state_dir(state.fd, daemon_uid, daemon_gid);
         if (r < 0)
                 goto finish;
         r = server_listen(server);
@@ -282,6 +287,8 @@ finish:
         backend_free(backend);
         allowlist_free(allowlist);
         machine_free(machine);
+        if (state.fd >= 0)
+                (void) close(state.fd);
         return r;
 }
 

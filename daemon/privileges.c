@@ -3,7 +3,6 @@
  * Dropping privileges: after every device fd is open, nothing the daemon does needs a
  * capability (the msr driver and PCI config files judge the opener, not the reader).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -17,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "privileges.h"
+#include "state-dir.h"
 
 static void cap_freep(cap_t *c) {
         if (*c)
@@ -106,60 +106,170 @@ int privileges_drop(const char *user) {
         return 0;
 }
 
-/* Gives dir and the regular files directly in it to uid:gid, without following symlinks. Root
- * without CAP_DAC_OVERRIDE cannot list a 0700 directory another user owns: taking it back,
- * the directory changes owner first (by path); handing it over, it changes owner last. */
-static int chown_dir_and_files(const char *dir, uid_t uid, gid_t gid) {
-        _cleanup_close_ int fd = -EBADF;
-        bool dir_first = uid == geteuid();
-        DIR *d;
-        struct dirent *de;
+int privileges_user_ids(const char *user, uid_t *ret_uid, gid_t *ret_gid) {
+        struct passwd *pw;
 
-        if (dir_first && fchownat(AT_FDCWD, dir, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-                return log_error_errno(errno, "Cannot change the owner of %s", dir);
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return log_error_errno(errno, "Cannot open state directory %s", dir);
-        d = fdopendir(fcntl(fd, F_DUPFD_CLOEXEC, 3));
-        if (!d)
-                return log_error_errno(errno, "Cannot list %s", dir);
-        while ((de = readdir(d)))
-                if (de->d_type == DT_REG && fchownat(dirfd(d), de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
-                        int e = errno;
-                        closedir(d);
-                        return log_error_errno(e, "Cannot change the owner of %s/%s", dir, de->d_name);
-                }
-        closedir(d);
-        if (!dir_first && fchown(fd, uid, gid) < 0)
-                return log_error_errno(errno, "Cannot change the owner of %s", dir);
+        if (geteuid() != 0) {
+                *ret_uid = geteuid();
+                *ret_gid = getegid();
+                return 0;
+        }
+        errno = 0;
+        pw = getpwnam(user);
+        if (!pw)
+                return log_error_errno(errno ?: ENOENT, "User '%s' to run as does not exist (create it with "
+                                       "systemd-sysusers, or pass --user)", user);
+        if (pw->pw_uid == 0)
+                return log_error_errno(EINVAL, "Refusing to run as '%s': it is root", user);
+        *ret_uid = pw->pw_uid;
+        *ret_gid = pw->pw_gid;
         return 0;
 }
 
-int privileges_prepare_state_dir(const char *dir) {
+/* Checks what an O_PATH fd of the runtime or state directory refers to. Only root and the
+ * daemon's user may own either: anyone who can write the runtime directory can swap state/,
+ * and anyone who can write state/ can plant journals and grants. */
+static int check_dir(int fd, const char *path, bool state, uid_t daemon_uid, struct stat *ret) {
+        const char *what = state ? "State directory" : "Runtime directory";
         struct stat st;
 
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "Cannot create state directory %s", dir);
-        if (lstat(dir, &st) < 0)
-                return log_error_errno(errno, "Cannot stat %s", dir);
+        if (fstat(fd, &st) < 0)
+                return log_error_errno(errno, "Cannot inspect %s", path);
+        if (S_ISLNK(st.st_mode))
+                return log_error_errno(ELOOP, "%s %s is a symbolic link: remove it%s", what, path,
+                                       state ? "; pmugated creates the directory itself"
+                                             : " and give the real path");
         if (!S_ISDIR(st.st_mode))
-                return log_error_errno(ENOTDIR, "State directory %s is not a directory", dir);
-        /* Root recovers the last run's journals and grants in it before anything else; the
-         * daemon's user owned them. Taking them back needs CAP_CHOWN, not CAP_DAC_OVERRIDE. */
-        if (geteuid() == 0 && chown_dir_and_files(dir, 0, 0) < 0)
-                return -EPERM;
-        if (chmod(dir, 0700) < 0)
-                return log_error_errno(errno, "Cannot set the mode of %s", dir);
+                return log_error_errno(ENOTDIR, "%s %s is not a directory: remove it", what, path);
+        if (st.st_uid != 0 && st.st_uid != daemon_uid)
+                return log_error_errno(EPERM, "%s %s belongs to uid %u; it must belong to root or to the "
+                                       "daemon's user (uid %u): remove it%s, or chown it", what, path,
+                                       (unsigned) st.st_uid, (unsigned) daemon_uid,
+                                       state ? " (pmugated creates it)" : "");
+        if (state && (st.st_mode & 07777) != 0700)
+                return log_error_errno(EPERM, "%s %s has mode %04o; it must be 0700: chmod 0700 it, or "
+                                       "remove it (pmugated creates it)", what, path,
+                                       (unsigned) (st.st_mode & 07777));
+        if (!state && (st.st_mode & (S_IWGRP | S_IWOTH)))
+                return log_error_errno(EPERM, "%s %s has mode %04o: whoever may write it can replace state/ "
+                                       "in it; chmod go-w it", what, path, (unsigned) (st.st_mode & 07777));
+        *ret = st;
         return 0;
 }
 
-int privileges_hand_over_state_dir(const char *dir, const char *user) {
-        struct passwd *pw;
+typedef struct Chown {
+        uid_t from;
+        uid_t uid;
+        gid_t gid;
+        char failed[256];       /* the file that could not be given, for the one log line */
+} Chown;
+
+/* Gives one of the daemon's files from one owner to another, through an O_PATH fd: nothing is
+ * opened (a FIFO cannot block, a device is not touched), and root without CAP_DAC_OVERRIDE
+ * needs no read permission on the daemon user's 0600 files. A symlink, anything but a
+ * regular file with one link, or a file of another owner keeps its owner: the readers refuse
+ * it, and a hard link to a file elsewhere is never handed to anyone. */
+static int chown_file(int dir_fd, const char *name, void *userdata) {
+        Chown *c = userdata;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (!state_name_is_ours(name))
+                return 0;
+        fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+                return 0;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int r = -errno;
+
+                (void) snprintf(c->failed, sizeof(c->failed), "%s", name);
+                return r;
+        }
+        if (st.st_uid == c->uid)
+                return 0;
+        if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != c->from) {
+                log_debug("State file %s is not a regular file of uid %u with one link; its owner stays",
+                          name, (unsigned) c->from);
+                return 0;
+        }
+        if (fchownat(fd, "", c->uid, c->gid, AT_EMPTY_PATH) < 0) {
+                int r = -errno;
+
+                (void) snprintf(c->failed, sizeof(c->failed), "%s", name);
+                return r;
+        }
+        return 0;
+}
+
+int privileges_prepare_state_dir(const char *runtime_dir, uid_t daemon_uid, int *ret_fd) {
+        _cleanup_close_ int runtime_fd = -EBADF, path_fd = -EBADF, fd = -EBADF;
+        char state_path[4096];
+        struct stat runtime_st, st, opened;
+        mode_t umask_was;
+        int r;
+
+        (void) snprintf(state_path, sizeof(state_path), "%s/state", runtime_dir);
+        if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Cannot create %s", runtime_dir);
+        runtime_fd = open(runtime_dir, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (runtime_fd < 0)
+                return log_error_errno(errno, "Cannot open runtime directory %s", runtime_dir);
+        r = check_dir(runtime_fd, runtime_dir, false, daemon_uid, &runtime_st);
+        if (r < 0)
+                return r;
+
+        umask_was = umask(0077);
+        r = mkdirat(runtime_fd, "state", 0700) < 0 && errno != EEXIST ? -errno : 0;
+        (void) umask(umask_was);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create state directory %s", state_path);
+        path_fd = openat(runtime_fd, "state", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (path_fd < 0)
+                return log_error_errno(errno, "Cannot open state directory %s", state_path);
+        r = check_dir(path_fd, state_path, true, daemon_uid, &st);
+        if (r < 0)
+                return r;
+
+        /* Root recovers the last run's journals and grants before anything else; the daemon's
+         * user owned them, and without CAP_DAC_OVERRIDE root can neither list its 0700
+         * directory nor read its files. CAP_CHOWN takes them back, through fds of the very
+         * inodes just checked. */
+        if (geteuid() == 0 && st.st_uid != 0 && fchownat(path_fd, "", 0, 0, AT_EMPTY_PATH) < 0)
+                return log_error_errno(errno, "Cannot take state directory %s back for root", state_path);
+        fd = openat(runtime_fd, "state", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot open state directory %s", state_path);
+        if (fstat(fd, &opened) < 0)
+                return log_error_errno(errno, "Cannot inspect %s", state_path);
+        if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino)
+                return log_error_errno(ESTALE, "State directory %s was replaced during start-up",
+                                       state_path);
+        if (geteuid() == 0) {
+                Chown c = { .from = daemon_uid, .uid = 0, .gid = 0 };
+
+                r = state_dir_foreach(fd, chown_file, &c);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot take %s in %s back for root",
+                                               c.failed[0] ? c.failed : "the files", state_path);
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int privileges_hand_over_state_dir(int dir_fd, uid_t uid, gid_t gid) {
+        Chown c = { .from = 0, .uid = uid, .gid = gid };
+        int r;
 
         if (geteuid() != 0)
                 return 0;
-        pw = getpwnam(user);
-        if (!pw)
-                return log_error_errno(ENOENT, "User '%s' does not exist", user);
-        return chown_dir_and_files(dir, pw->pw_uid, pw->pw_gid);
+        /* The files first: once the directory is the user's, root without CAP_DAC_OVERRIDE
+         * can no longer list it. */
+        r = state_dir_foreach(dir_fd, chown_file, &c);
+        if (r < 0)
+                return log_error_errno(r, "Cannot give %s%s to uid %u",
+                                       c.failed[0] ? "state file " : "the state files", c.failed,
+                                       (unsigned) uid);
+        if (fchown(dir_fd, uid, gid) < 0)
+                return log_error_errno(errno, "Cannot give the state directory to uid %u", (unsigned) uid);
+        return 0;
 }

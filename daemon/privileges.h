@@ -4,16 +4,26 @@
  */
 #pragma once
 
+#include <sys/types.h>
+
 /* Switches to user (its uid, primary gid, no supplementary groups), leaves no capability in
  * any set (effective, permitted, inheritable, ambient, bounding) and sets NO_NEW_PRIVS. When
  * not started as root there is nothing to switch; the capability sets are still emptied.
  * Verifies the result and fails rather than run with privilege left over. */
 int privileges_drop(const char *user);
 
-/* Creates dir (mode 0700) if needed and, when running as root, takes it and its files back
- * for root, which recovers the last run's state from it first. Refuses a symlink. */
-int privileges_prepare_state_dir(const char *dir);
+/* The uid and gid the daemon runs as after start-up: user's when started as root (refusing
+ * root itself), else its own. */
+int privileges_user_ids(const char *user, uid_t *ret_uid, gid_t *ret_gid);
 
-/* Gives dir and its files to user, so the daemon can keep its state there after dropping
- * privileges. */
-int privileges_hand_over_state_dir(const char *dir, const char *user);
+/* Opens runtime_dir and runtime_dir/state, creating them if needed (modes 0755 and 0700), and
+ * returns an O_DIRECTORY fd of state in ret_fd. Refuses, saying what to fix, either when it
+ * is a symlink or not a directory or belongs to someone other than root or daemon_uid, the
+ * runtime directory when group or others may write it, and state unless its mode is 0700.
+ * When running as root, takes state and the daemon's files in it back for root (only through
+ * fds of what was checked), since root recovers the last run's state from it first. */
+int privileges_prepare_state_dir(const char *runtime_dir, uid_t daemon_uid, int *ret_fd);
+
+/* Gives the state directory and the daemon's files in it to uid:gid, so the daemon can keep
+ * its state there after dropping privileges. Nothing when not running as root. */
+int privileges_hand_over_state_dir(int dir_fd, uid_t uid, gid_t gid);

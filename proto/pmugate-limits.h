@@ -42,6 +42,13 @@
  * it) and written again counts again. */
 #define PMUGATE_LEASE_JOURNAL_MAX 512U
 
+/* Largest state file read back at start-up; anything bigger is not read at all. A lease
+ * journal is a header and at most PMUGATE_LEASE_JOURNAL_MAX records of under 80 bytes. The
+ * grants file holds at most PMUGATE_GRANTS_MAX grants; a grant that would make it larger is
+ * refused rather than saved into a file the next start would not read. */
+#define PMUGATE_JOURNAL_FILE_SIZE_MAX (64U * 1024U)
+#define PMUGATE_GRANTS_FILE_SIZE_MAX (16U * 1024U * 1024U)
+
 /* Highest CPU number and PCI unit count the daemon will describe. */
 #define PMUGATE_CPUS_MAX 8192U
 #define PMUGATE_UNITS_MAX 1024U

@@ -10,7 +10,7 @@
 
 
 int handle_grant(Server *s, Session *c, const Request *req) {
-        char list[512] = "", reason[160];
+        char list[512] = "", reason[512];
         const Grant *old;
         uid_t old_uid;
         msgpack_packer pk;
@@ -29,8 +29,25 @@ int handle_grant(Server *s, Session *c, const Request *req) {
                 (void) snprintf(reason, sizeof(reason), "already %zu grants, the most allowed", s->grants.n);
                 return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
         }
-        if (r < 0)
-                return r;
+        if (r == -EINVAL) {
+                (void) snprintf(reason, sizeof(reason), "uid %u cannot be granted", (unsigned) req->uid);
+                return server_reply_error(s, c, req, req->id, PROTO_E_BAD_FIELD, reason, -1);
+        }
+        if (r == -EFBIG) {
+                (void) snprintf(reason, sizeof(reason),
+                                "job %s was not granted: the grants file would pass its %u bytes", req->job,
+                                PMUGATE_GRANTS_FILE_SIZE_MAX);
+                return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
+        }
+        if (r < 0) {
+                /* A grant the state file does not hold would vanish at a restart while the
+                 * batch system believes it made: it is not made at all. */
+                (void) snprintf(reason, sizeof(reason),
+                                "job %s was not granted: the state file could not be saved (%s); see the "
+                                "daemon's log", req->job, strerror(-r));
+                server_audit(s, c, "grant", "failed", req->job, list[0] ? list : "cgroup", reason, 0);
+                return server_reply_error(s, c, req, req->id, PROTO_E_INTERNAL, reason, -1);
+        }
         {
                 char why[PMUGATE_STRING_MAX + 64];
                 AuditRecord rec = {
@@ -59,12 +76,13 @@ int handle_grant(Server *s, Session *c, const Request *req) {
 
 int handle_revoke(Server *s, Session *c, const Request *req) {
         msgpack_packer pk;
-        Grant removed;
+        Grant removed = {};
         size_t ended = 0;
         int r;
 
+        /* Fails closed: when the state file cannot be updated, the grant still ends now. */
         r = grants_remove(&s->grants, req->job, &removed);
-        if (r == 0) {
+        if (removed.job[0]) {
                 char why[PMUGATE_STRING_MAX + 64];
 
                 /* The job's leases end now, with a restore, not at their holders' next request:
@@ -72,7 +90,21 @@ int handle_revoke(Server *s, Session *c, const Request *req) {
                  * it, so another job of the same uid keeps its own. */
                 (void) snprintf(why, sizeof(why), "job %s's grant was revoked", req->job);
                 ended = server_revalidate_uid(s, removed.uid, why);
-                server_audit(s, c, "revoke", "allowed", req->job, NULL, NULL, ended);
+                if (r == 0)
+                        server_audit(s, c, "revoke", "allowed", req->job, NULL, NULL, ended);
+        }
+        if (r < 0 && r != -ENOENT) {
+                char reason[640];
+
+                (void) snprintf(reason, sizeof(reason),
+                                "%s the state file could not be updated (%s), so the grant would come back "
+                                "when the daemon restarts; revoke job %s again once the state directory is "
+                                "writable",
+                                removed.job[0] ? "the grant is revoked and its leases ended, but"
+                                               : "an earlier revoke is not saved:",
+                                strerror(-r), req->job);
+                server_audit(s, c, "revoke", "unsaved", req->job, NULL, reason, ended);
+                return server_reply_error(s, c, req, req->id, PROTO_E_INTERNAL, reason, -1);
         }
         TRY(server_reply_begin(s, req, 3, &pk));
         TRY(pack_key_string(&pk, "job", req->job));

@@ -2,9 +2,7 @@
 /*
  * Leases and their journals
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +10,13 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "journal.h"
 #include "leases.h"
 #include "log.h"
 #include "macro.h"
 #include "pmugate-limits.h"
 
-#define JOURNAL_PREFIX "lease-cpu"
-
-int leases_new(const char *state_dir, Backend *b, const Machine *m, Leases **ret) {
+int leases_new(const StateDir *state, Backend *b, const Machine *m, Leases **ret) {
         Leases *l = calloc(1, sizeof(*l));
 
         if (!l)
@@ -32,8 +29,7 @@ int leases_new(const char *state_dir, Backend *b, const Machine *m, Leases **ret
         l->n_cpus = m->n_cpus;
         l->backend = b;
         l->machine = m;
-        if (state_dir)
-                (void) snprintf(l->state_dir, sizeof(l->state_dir), "%s", state_dir);
+        l->state = state;
         *ret = l;
         return 0;
 }
@@ -43,16 +39,11 @@ Leases *leases_free(Leases *l) {
                 return NULL;
         for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++) {
                 free(l->cpus[cpu].journal);
-                if (l->cpus[cpu].state)
-                        (void) fclose(l->cpus[cpu].state);
+                (void) journal_close(l->cpus[cpu].state, /* remove= */ false);
         }
         free(l->cpus);
         free(l);
         return NULL;
-}
-
-static void journal_path(const char *dir, uint32_t cpu, char *buf, size_t size) {
-        (void) snprintf(buf, size, "%s/" JOURNAL_PREFIX "%" PRIu32, dir, cpu);
 }
 
 static int restore_entry(Backend *b, const LeaseEntry *e) {
@@ -118,16 +109,17 @@ static void restore_shared(Leases *l, uint32_t cpu, RegScope scope) {
 static void lease_end(Leases *l, uint32_t cpu) {
         Lease *lease = &l->cpus[cpu];
         const void *owner = lease->owner;
-        char path[600];
+        unsigned failed;
 
         if (!owner)
                 return;
-        (void) restore_entries(l->backend, lease->journal, lease->n_journal);
-        if (lease->state) {
-                (void) fclose(lease->state);
-                journal_path(l->state_dir, cpu, path, sizeof(path));
-                (void) unlink(path);
-        }
+        failed = restore_entries(l->backend, lease->journal, lease->n_journal);
+        /* The journal goes only once everything in it is back; otherwise the next start of
+         * the daemon tries again. */
+        if (failed > 0 && lease->state)
+                log_warning("Keeping the lease journal of CPU %" PRIu32 " for the next start: %u registers "
+                            "could not be restored", cpu, failed);
+        lease->state = journal_close(lease->state, /* remove= */ failed == 0);
         free(lease->journal);
         *lease = (Lease) {};
         restore_shared(l, cpu, REG_SCOPE_CORE);
@@ -284,28 +276,21 @@ int leases_journal_add(Leases *l, uint32_t anchor, const RegOp *op, const AllowE
          * adds a line to the journal file, which must not grow without bound. */
         if (lease->journal_appends >= PMUGATE_LEASE_JOURNAL_MAX)
                 return -ENOSPC;
-        if (l->state_dir[0] && !lease->state) {
-                char path[600];
-                int fd;
+        if (l->state && !lease->state) {
+                JournalHolder h = { .uid = lease->uid, .pid = lease->pid,
+                                    .role = role_to_string(lease->role), .job = lease->job };
+                int r = journal_create(l->state, anchor, &h, &lease->state);
 
-                journal_path(l->state_dir, anchor, path, sizeof(path));
-                fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-                if (fd < 0 || !(lease->state = fdopen(fd, "w"))) {
-                        int saved = errno;
-                        if (fd >= 0)
-                                (void) close(fd);
-                        return log_warning_errno(saved, "Cannot create lease journal %s", path);
-                }
-                (void) fprintf(lease->state, "# lease uid=%u pid=%d role=%s job=%s\n", (unsigned) lease->uid,
-                               (int) lease->pid, role_to_string(lease->role), lease->job[0] ? lease->job : "-");
+                if (r < 0)
+                        return r;
         }
+        /* On disk before the register changes: a crash between the two leaves a journal
+         * entry for a value that is still in place, which restores harmlessly. */
         if (lease->state) {
-                (void) fprintf(lease->state, "%s %" PRIu32 " 0x%" PRIx32 " %u %u 0x%" PRIx64 "\n",
-                               entry.pci ? "pci" : "msr", entry.target, entry.reg, entry.width, entry.flags, original);
-                /* On disk before the register changes: a crash between the two leaves a
-                 * journal entry for a value that is still in place, which restores harmlessly. */
-                if (fflush(lease->state) != 0)
-                        return -EIO;
+                int r = journal_append(lease->state, &entry);
+
+                if (r < 0)
+                        return r;
         }
         journal = reallocarray(lease->journal, lease->n_journal + 1, sizeof(LeaseEntry));
         if (!journal)
@@ -322,58 +307,4 @@ size_t leases_count(const Leases *l) {
         for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++)
                 n += l->cpus[cpu].owner != NULL;
         return n;
-}
-
-static int recover_file(const char *path, Backend *b) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        _cleanup_free_ LeaseEntry *entries = NULL;
-        size_t n = 0;
-        char line[256];
-
-        if (!f)
-                return -errno;
-        entries = calloc(PMUGATE_LEASE_JOURNAL_MAX, sizeof(LeaseEntry));
-        if (!entries)
-                return -ENOMEM;
-        while (fgets(line, sizeof(line), f) && n < PMUGATE_LEASE_JOURNAL_MAX) {
-                char kind[4];
-                unsigned target, width, flags;
-                uint32_t reg;
-                uint64_t original;
-
-                if (line[0] == '#')
-                        continue;
-                if (sscanf(line, "%3s %u %" SCNx32 " %u %u %" SCNx64, kind, &target, &reg, &width, &flags, &original) != 6 ||
-                    (strcmp(kind, "msr") != 0 && strcmp(kind, "pci") != 0)) {
-                        log_warning("%s: skipping a line that does not parse", path);
-                        continue;
-                }
-                entries[n++] = (LeaseEntry) { .target = target, .reg = reg, .original = original, .width = (uint8_t) width,
-                                              .flags = (uint8_t) flags, .pci = strcmp(kind, "pci") == 0 };
-        }
-        (void) restore_entries(b, entries, n);
-        log_notice("Restored %zu registers from %s, left by a lease when the daemon stopped", n, path);
-        return 0;
-}
-
-int leases_recover(const char *state_dir, Backend *b) {
-        DIR *d = opendir(state_dir);
-        struct dirent *de;
-        int restored = 0;
-
-        if (!d)
-                return errno == ENOENT ? 0 : log_error_errno(errno, "Cannot open %s", state_dir);
-        while ((de = readdir(d))) {
-                char path[1024];
-
-                if (strncmp(de->d_name, JOURNAL_PREFIX, strlen(JOURNAL_PREFIX)) != 0)
-                        continue;
-                (void) snprintf(path, sizeof(path), "%s/%s", state_dir, de->d_name);
-                if (recover_file(path, b) == 0) {
-                        (void) unlink(path);
-                        restored++;
-                }
-        }
-        closedir(d);
-        return restored;
 }

@@ -25,6 +25,9 @@
 #include "machine.h"
 #include "message.h"
 #include "policy.h"
+#include "state-dir.h"
+
+typedef struct JournalWriter JournalWriter;
 
 typedef struct LeaseEntry {
         uint32_t target;        /* CPU, or PCI unit */
@@ -45,7 +48,7 @@ typedef struct Lease {
         LeaseEntry *journal;
         size_t n_journal;
         size_t journal_appends; /* entries ever journaled, those restored early included */
-        FILE *state;            /* journal file, open while the lease is held */
+        JournalWriter *state;   /* journal file (journal.h), open while the lease is held */
 } Lease;
 
 /* Told of every lease that ends, however it ends, after its registers were restored. */
@@ -54,7 +57,7 @@ typedef void (*LeaseEndedFn)(const void *owner, uint32_t cpu, void *userdata);
 typedef struct Leases {
         Lease *cpus;            /* by CPU number */
         uint32_t n_cpus;
-        char state_dir[512];    /* empty: journals are kept in memory only */
+        const StateDir *state;  /* NULL: journals are kept in memory only */
         Backend *backend;
         const Machine *machine;
         LeaseEndedFn ended;
@@ -71,14 +74,11 @@ typedef struct LeaseHolder {
                                          * grant gave that CPU (NULL entries: none) */
 } LeaseHolder;
 
-int leases_new(const char *state_dir, Backend *b, const Machine *m, Leases **ret);
+int leases_new(const StateDir *state, Backend *b, const Machine *m, Leases **ret);
 /* Frees without restoring; end every lease first. */
 Leases *leases_free(Leases *l);
 
 void leases_set_ended_hook(Leases *l, LeaseEndedFn ended, void *userdata);
-
-/* Restores the journals a previous run left in state_dir. Returns how many it restored. */
-int leases_recover(const char *state_dir, Backend *b);
 
 typedef void (*LeasePreemptedFn)(const void *owner, uint32_t cpu, void *userdata);
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "journal.h"
 #include "log.h"
 #include "macro.h"
 #include "server.h"
@@ -111,7 +112,6 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
 
 int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allowlist *allowlist, const Config *config,
                Audit *audit, Server **ret) {
-        char grants_path[600];
         Server *s;
         int r;
 
@@ -137,20 +137,22 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
                 return -ENOMEM;
         }
         (void) snprintf(s->cgroup_root, sizeof(s->cgroup_root), "%s", o->cgroup_root ?: "/sys/fs/cgroup");
-        if (o->state_dir)
-                (void) snprintf(grants_path, sizeof(grants_path), "%s/grants", o->state_dir);
-        grants_init(&s->grants, o->state_dir ? grants_path : NULL, config->grants_max);
+        grants_init(&s->grants, o->state, config->grants_max);
 
         /* Registers a crashed run left programmed go back before anything is detected or
-         * served, so their enable bits are not mistaken for another PMU user's. */
-        if (o->state_dir) {
-                r = leases_recover(o->state_dir, backend);
+         * served, so their enable bits are not mistaken for another PMU user's. Every entry
+         * is checked like a client's write first. */
+        if (o->state) {
+                JournalContext ctx = { .dir = o->state, .machine = machine, .allowlist = allowlist,
+                                       .backend = backend, .audit = audit };
+
+                r = journal_recover(&ctx);
                 if (r < 0)
                         goto fail;
         }
-        r = grants_load(&s->grants);
+        r = grants_load(&s->grants, machine);
         if (r >= 0)
-                r = leases_new(o->state_dir, backend, machine, &s->leases);
+                r = leases_new(o->state, backend, machine, &s->leases);
         if (r >= 0)
                 leases_set_ended_hook(s->leases, session_lease_ended, s);
         if (r >= 0)

@@ -24,6 +24,7 @@
 #include "policy.h"
 #include "scope.h"
 #include "session.h"
+#include "state-dir.h"
 
 typedef struct Server Server;
 
@@ -76,7 +77,7 @@ struct Server {
 typedef struct ServerOptions {
         const char *socket_path;
         const char *config_path;
-        const char *state_dir;    /* grants and lease journals; NULL: kept in memory only */
+        const StateDir *state;    /* grants and lease journals; NULL: kept in memory only */
         const char *cgroup_root;  /* where cgroup file systems are mounted */
         RequestDispatcher dispatch;
 } ServerOptions;

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 import traceback
+import uuid
 
 import msgpack
 
@@ -65,6 +66,7 @@ class FakeMachine:
         family, model_id, stepping, name = MODELS.get(model, (6, 0x01, 0, "Unknown CPU"))
         self._write("proc/cpuinfo", self._cpuinfo(vendor, family, model_id, stepping, name))
         self._write("proc/sys/kernel/nmi_watchdog", "1\n" if nmi_watchdog else "0\n")
+        self.set_boot_id(str(uuid.uuid4()))
         cpulist = "0-%d" % (self.ncpus - 1)
         self._write("sys/devices/system/cpu/present", cpulist + "\n")
         self._write("sys/devices/system/cpu/possible", cpulist + "\n")
@@ -120,6 +122,11 @@ class FakeMachine:
 
     def path(self, rel):
         return os.path.join(self.root, rel)
+
+    def set_boot_id(self, boot_id):
+        """The kernel's boot id: state files of another boot are not used."""
+        self.boot_id = boot_id
+        self._write("proc/sys/kernel/random/boot_id", boot_id + "\n")
 
     def _write(self, rel, text):
         path = self.path(rel)
@@ -181,7 +188,7 @@ class Daemon:
     """A real pmugated on a temporary socket. Start-up waits for READY=1 over NOTIFY_SOCKET."""
 
     def __init__(self, workdir, args, config=None, allowlist_dir=ALLOWLISTS, user="nobody",
-                 expect_ready=True, env=None):
+                 expect_ready=True, env=None, wrapper=()):
         self.workdir = workdir
         self.socket = os.path.join(workdir, "pmugate.sock")
         self.audit_log = os.path.join(workdir, "audit.log")
@@ -191,7 +198,9 @@ class Daemon:
             write_config(config)
         self.runtime_dir = os.path.join(workdir, "run")
         # config=False: no --config, the daemon reads its built-in default path.
-        self.argv = [PMUGATED, "--socket=" + self.socket] + (["--config=" + config] if config else []) + [
+        # wrapper: a command prefix, e.g. setpriv to start with fewer capabilities.
+        self.argv = list(wrapper) + [PMUGATED, "--socket=" + self.socket] + (
+            ["--config=" + config] if config else []) + [
                      "--allowlist-dir=" + allowlist_dir, "--user=" + user,
                      "--audit-log=" + self.audit_log, "--runtime-dir=" + self.runtime_dir] + list(args)
         notify_path = os.path.join(workdir, "notify.sock")
