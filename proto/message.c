@@ -326,9 +326,11 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "] must be an array [kind, ...]", i);
                 k = &a->via.array.ptr[0];
 
-                /* Kinds are one or two bytes; a switch on them is the hot path of a batch. */
-                switch (k->via.str.size == 1 ? k->via.str.ptr[0] :
-                        k->via.str.size == 2 ? (k->via.str.ptr[0] << 8 | k->via.str.ptr[1]) : 0) {
+                /* Kinds are one or two bytes; a switch on them is the hot path of a batch. The
+                 * bytes are the client's: as unsigned, so that a high one is no negative shift. */
+                switch (k->via.str.size == 1 ? (unsigned char) k->via.str.ptr[0] :
+                        k->via.str.size == 2 ? ((unsigned) (unsigned char) k->via.str.ptr[0] << 8 |
+                                                (unsigned char) k->via.str.ptr[1]) : 0U) {
                 case 'R':
                 case 'W':
                         r = decode_sweep(a, k->via.str.ptr[0] == 'W', i, buf, &n_ops, e);

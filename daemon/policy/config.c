@@ -243,28 +243,33 @@ static int config_handler(void *userdata, const char *section, const char *name,
         return r < 0 ? 0 : 1;
 }
 
-int config_load(const char *path, bool missing_ok, Config *ret, char *reason, size_t reason_size) {
+int config_load_file(FILE *f, const char *name, Config *ret, char *reason, size_t reason_size) {
         ConfigParser p = {};
-        FILE *f;
         int r;
 
         config_init_defaults(&p.config);
+        r = ini_parse_file(f, config_handler, &p);
+        if (r != 0) {
+                (void) snprintf(reason, reason_size, "%s:%d: %s", name, r, p.failed ? p.reason : "syntax error");
+                return -EINVAL;
+        }
+        *ret = p.config;
+        return 0;
+}
+
+int config_load(const char *path, bool missing_ok, Config *ret, char *reason, size_t reason_size) {
+        _cleanup_fclose_ FILE *f = NULL;
+        int r;
+
         f = fopen(path, "re");
         if (!f) {
                 if (errno == ENOENT && missing_ok) {
-                        *ret = p.config;
+                        config_init_defaults(ret);
                         return 0;
                 }
                 r = -errno;
                 (void) snprintf(reason, reason_size, "%s: %s", path, strerror(errno));
                 return r;
         }
-        r = ini_parse_file(f, config_handler, &p);
-        (void) fclose(f);
-        if (r != 0) {
-                (void) snprintf(reason, reason_size, "%s:%d: %s", path, r, p.failed ? p.reason : "syntax error");
-                return -EINVAL;
-        }
-        *ret = p.config;
-        return 0;
+        return config_load_file(f, path, ret, reason, reason_size);
 }

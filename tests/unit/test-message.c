@@ -251,6 +251,25 @@ static void test_refusals(void **state) {
         assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
 }
 
+/* Kind bytes above 0x7f are refused like any unknown kind. The decoder once shifted them as
+ * (signed) char, undefined behaviour that the UBSan build of this test reports. */
+static void test_kind_high_bytes(void **state) {
+        static const char *const kinds[] = { "\xff", "\xffr", "\x80\x80", "w\xed", "p\xf2" };
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+                msgpack_sbuffer_clear(&f->sb);
+                request_pack_begin(&f->pk, 1, "batch", 1);
+                pack_string(&f->pk, "ops");
+                msgpack_pack_array(&f->pk, 1);
+                pack_op(&f->pk, kinds[i], 0, 0xC1, false, 0);
+                assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+                assert_non_null(strstr(e.reason, "unknown kind"));
+        }
+}
+
 static void test_too_many_ops(void **state) {
         Fixture *f = *state;
         DecodeError e;
@@ -352,6 +371,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_sweep_is_cpu_major, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sweep_limit_checked_before_expansion, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_kind_high_bytes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_too_many_ops, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_too_large, setup, teardown),
                 cmocka_unit_test(test_msgpack_check),
