@@ -307,12 +307,9 @@ static int check_group(Group *g, char *reterr_reason, size_t reason_size) {
         return 0;
 }
 
-static int parse_into(const char *path, const char *model, unsigned depth, Group *g, char *reterr_reason,
-                      size_t reason_size) {
+static int open_group_file(const char *path, FILE **ret, char *reterr_reason, size_t reason_size) {
         _cleanup_fclose_ FILE *f = NULL;
-        GroupParser p = { .group = g, .path = path, .model = model, .depth = depth };
         struct stat st;
-        int line;
 
         f = fopen(path, "re");
         if (!f)
@@ -323,6 +320,15 @@ static int parse_into(const char *path, const char *model, unsigned depth, Group
                 return reason_fail(reterr_reason, reason_size, -EFBIG,
                                    "%s: not a regular file of at most %u bytes", path,
                                    GROUP_FILE_SIZE_MAX);
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+static int parse_stream(FILE *f, const char *path, const char *model, unsigned depth, Group *g,
+                        char *reterr_reason, size_t reason_size) {
+        GroupParser p = { .group = g, .path = path, .model = model, .depth = depth };
+        int line;
+
         line = ini_parse_file(f, handle, &p);
         if (p.error != 0)
                 return reason_fail(reterr_reason, reason_size, p.error == -ENOMEM ? -ENOMEM : -EINVAL,
@@ -337,6 +343,17 @@ static int parse_into(const char *path, const char *model, unsigned depth, Group
                                    "%s is not for CPU model %s (see its 'models')",
                                    path, model);
         return 0;
+}
+
+static int parse_into(const char *path, const char *model, unsigned depth, Group *g, char *reterr_reason,
+                      size_t reason_size) {
+        _cleanup_fclose_ FILE *f = NULL;
+        int r;
+
+        r = open_group_file(path, &f, reterr_reason, reason_size);
+        if (r < 0)
+                return r;
+        return parse_stream(f, path, model, depth, g, reterr_reason, reason_size);
 }
 
 int group_search_dirs(char dirs[][GROUP_PATH_MAX], size_t max) {
@@ -404,17 +421,17 @@ static int group_new(const char *name, const char *path, Group **ret) {
         return 0;
 }
 
-int group_load_file(const char *path, const char *name, const char *model, Group **ret, char *reterr_reason,
-                    size_t reason_size) {
+int group_load_stream(FILE *f, const char *path, const char *name, const char *model, Group **ret,
+                      char *reterr_reason, size_t reason_size) {
         _cleanup_(group_freep) Group *g = NULL;
         int r;
 
-        if (!path || !name || !model || !ret)
+        if (!f || !path || !name || !model || !ret)
                 return -EINVAL;
         r = group_new(name, path, &g);
         if (r < 0)
                 return r;
-        r = parse_into(path, model, 0, g, reterr_reason, reason_size);
+        r = parse_stream(f, path, model, 0, g, reterr_reason, reason_size);
         if (r < 0)
                 return r;
         r = check_group(g, reterr_reason, reason_size);
@@ -422,6 +439,19 @@ int group_load_file(const char *path, const char *name, const char *model, Group
                 return r;
         *ret = TAKE_PTR(g);
         return 0;
+}
+
+int group_load_file(const char *path, const char *name, const char *model, Group **ret, char *reterr_reason,
+                    size_t reason_size) {
+        _cleanup_fclose_ FILE *f = NULL;
+        int r;
+
+        if (!path || !name || !model || !ret)
+                return -EINVAL;
+        r = open_group_file(path, &f, reterr_reason, reason_size);
+        if (r < 0)
+                return r;
+        return group_load_stream(f, path, name, model, ret, reterr_reason, reason_size);
 }
 
 int group_load(const char *name, const char *model, Group **ret, char *reterr_reason, size_t reason_size) {

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "macro.h"
 
@@ -55,6 +56,9 @@ int group_load(const char *name, const char *model, Group **ret, char *reterr_re
 /* Loads one file; includes are looked up as group_load() does. */
 int group_load_file(const char *path, const char *name, const char *model, Group **ret, char *reterr_reason,
                     size_t reason_size);
+/* The same for an open stream (the fuzz target feeds it memory); path names it in reasons. */
+int group_load_stream(FILE *f, const char *path, const char *name, const char *model, Group **ret,
+                      char *reterr_reason, size_t reason_size);
 
 /* Fills dirs with the directories searched, in order; returns how many. */
 int group_search_dirs(char dirs[][GROUP_PATH_MAX], size_t max);

@@ -446,21 +446,18 @@ static int parse_stream(Parser *p, FILE *f) {
         return parser_check(p);
 }
 
-int allowlist_parse_file(const char *path, Allowlist **ret, unsigned *ret_line, char *ret_reason,
-                         size_t reason_size) {
+int allowlist_parse_stream(FILE *f, const char *path, Allowlist **ret, unsigned *ret_line, char *ret_reason,
+                           size_t reason_size) {
         _cleanup_(parser_done) Parser p = { .path = path };
         _cleanup_(allowlist_freep) Allowlist *a = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
         int r;
 
+        assert(f);
         assert(path);
         assert(ret);
 
         if (strlen(path) >= sizeof(a->path))
                 return -ENAMETOOLONG;
-        f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
 
         r = parse_stream(&p, f);
         if (r == -EINVAL) {
@@ -489,6 +486,19 @@ int allowlist_parse_file(const char *path, Allowlist **ret, unsigned *ret_line, 
 
         *ret = TAKE_PTR(a);
         return 0;
+}
+
+int allowlist_parse_file(const char *path, Allowlist **ret, unsigned *ret_line, char *ret_reason,
+                         size_t reason_size) {
+        _cleanup_fclose_ FILE *f = NULL;
+
+        assert(path);
+        assert(ret);
+
+        f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        return allowlist_parse_stream(f, path, ret, ret_line, ret_reason, reason_size);
 }
 
 static bool allowlist_serves(const Allowlist *a, const char *model_key) {

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "machine.h"
 
@@ -57,6 +58,10 @@ Allowlist *allowlist_free(Allowlist *a);
  * offending line number and a reason. */
 int allowlist_parse_file(const char *path, Allowlist **ret, unsigned *ret_line, char *ret_reason,
                          size_t reason_size);
+/* The same for an open stream (the fuzz target feeds it memory); path names it in messages and
+ * in the result. */
+int allowlist_parse_stream(FILE *f, const char *path, Allowlist **ret, unsigned *ret_line, char *ret_reason,
+                           size_t reason_size);
 
 /* Loads the file in dir that names model_key on its "models" line. Logs and returns -ENOENT
  * when no file does. */

@@ -272,31 +272,40 @@ static int config_handler(void *userdata, const char *section, const char *name,
         return r < 0 ? 0 : 1;
 }
 
-int config_load(const char *path, bool missing_ok, Config *ret, char *reason, size_t reason_size) {
+int config_load_file(FILE *f, const char *name, Config *ret, char *reason, size_t reason_size) {
         ConfigParser p = {};
-        FILE *f;
         int r;
 
         config_init_defaults(&p.config);
+        r = ini_parse_file(f, config_handler, &p);
+        if (r != 0) {
+                (void) snprintf(reason, reason_size, "%s:%d: %s", name, r, p.failed ? p.reason : "syntax error");
+                return -EINVAL;
+        }
+        /* Groups the file leaves out are the defaults', resolved again aloud: a default group
+         * that does not exist is worth a warning. */
+        set_default_groups(&p, !p.admin_groups_set, !p.user_groups_set);
+        *ret = p.config;
+        return 0;
+}
+
+int config_load(const char *path, bool missing_ok, Config *ret, char *reason, size_t reason_size) {
+        _cleanup_fclose_ FILE *f = NULL;
+        int r;
+
         f = fopen(path, "re");
         if (!f) {
                 if (errno == ENOENT && missing_ok) {
-                        /* Again, aloud: a default group that does not exist is worth a warning. */
+                        ConfigParser p = {};
+
+                        config_init_defaults(&p.config);
                         set_default_groups(&p, true, true);
                         *ret = p.config;
                         return 1;
                 }
                 r = -errno;
-                (void) snprintf(reason, reason_size, "%s: %s", path, strerror(errno));
+                (void) snprintf(reason, reason_size, "%s: %s", path, strerror(-r));
                 return r;
         }
-        r = ini_parse_file(f, config_handler, &p);
-        (void) fclose(f);
-        if (r != 0) {
-                (void) snprintf(reason, reason_size, "%s:%d: %s", path, r, p.failed ? p.reason : "syntax error");
-                return -EINVAL;
-        }
-        set_default_groups(&p, !p.admin_groups_set, !p.user_groups_set);
-        *ret = p.config;
-        return 0;
+        return config_load_file(f, path, ret, reason, reason_size);
 }

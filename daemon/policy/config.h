@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define CONFIG_IDS_MAX 32
@@ -72,3 +73,7 @@ void config_init_defaults(Config *c);
  * 1 is returned, 0 when the file was read. On a bad file returns -EINVAL and writes
  * "FILE:LINE: reason" into reason. */
 int config_load(const char *path, bool missing_ok, Config *ret, char *reason, size_t reason_size);
+
+/* Parses an open stream (config_load() without the open; the fuzz target feeds it memory);
+ * name stands for the file in reason. */
+int config_load_file(FILE *f, const char *name, Config *ret, char *reason, size_t reason_size);

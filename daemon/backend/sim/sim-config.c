@@ -486,9 +486,8 @@ static int parser_handle(void *user, const char *section, const char *key, const
         return r < 0 ? 0 : 1;
 }
 
-int sim_config_load(const char *path, SimConfig **ret) {
+int sim_config_load_file(FILE *f, const char *path, SimConfig **ret) {
         _cleanup_(sim_config_freep) SimConfig *c = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
         SimConfigParser p = {};
         int r;
 
@@ -499,9 +498,6 @@ int sim_config_load(const char *path, SimConfig **ret) {
         if (!c->path)
                 return -ENOMEM;
 
-        f = fopen(path, "re");
-        if (!f)
-                return log_error_errno(errno, "Cannot open simulator configuration %s", path);
         p = (SimConfigParser) { .config = c, .file = f };
 
         r = ini_parse_stream(parser_read_line, &p, parser_handle, &p);
@@ -518,4 +514,13 @@ int sim_config_load(const char *path, SimConfig **ret) {
                 c->cycles_per_access = DEFAULT_CYCLES_PER_ACCESS_DETERMINISTIC;
         *ret = TAKE_PTR(c);
         return 0;
+}
+
+int sim_config_load(const char *path, SimConfig **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+
+        f = fopen(path, "re");
+        if (!f)
+                return log_error_errno(errno, "Cannot open simulator configuration %s", path);
+        return sim_config_load_file(f, path, ret);
 }

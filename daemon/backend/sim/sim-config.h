@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "log.h"
 #include "macro.h"
@@ -93,6 +94,8 @@ int sim_config_new_default(SimConfig **ret);
 /* Parses path. Logs "path:line: reason" and returns -EINVAL for a bad line, or the errno of
  * a file that cannot be read. */
 int sim_config_load(const char *path, SimConfig **ret);
+/* The same for an open stream (the fuzz target feeds it memory); path names it in messages. */
+int sim_config_load_file(FILE *f, const char *path, SimConfig **ret);
 
 /* Whether a CPU number is listed in a sorted list. */
 bool sim_cpu_listed(const uint32_t *cpus, size_t n, uint32_t cpu);
