@@ -205,11 +205,11 @@ static int run(int argc, char *argv[]) {
                 return log_error_errno(r, "Refusing to start: %s", reason);
         if (r > 0)
                 log_notice("Configuration file %s does not exist: the defaults of the shipped pmugate.conf "
-                           "apply: mode=%s admin_groups=%s user_groups=%s (a group that does not exist admits "
-                           "nobody) user_read=\"%s\" user_write=\"%s\" clients=%u clients_per_uid=%u",
+                           "apply: mode=%s admin_groups=%s user_groups=%s (a group that does not exist "
+                           "admits nobody) user_read=\"%s\" user_write=\"%s\" clients=%u clients_per_uid=%u",
                            o.config_path, access_mode_to_string(config.mode), CONFIG_DEFAULT_ADMIN_GROUPS,
-                           CONFIG_DEFAULT_USER_GROUPS, CONFIG_DEFAULT_READ_CLASSES, CONFIG_DEFAULT_WRITE_CLASSES,
-                           config.clients_max, config.clients_per_uid_max);
+                           CONFIG_DEFAULT_USER_GROUPS, CONFIG_DEFAULT_READ_CLASSES,
+                           CONFIG_DEFAULT_WRITE_CLASSES, config.clients_max, config.clients_per_uid_max);
 
         if (strcmp(o.backend, "sim") == 0) {
                 r = backend_sim_new(o.sim_model, o.sim_config, &machine, &backend);

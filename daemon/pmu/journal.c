@@ -249,8 +249,8 @@ static JournalVerdict check_pci(const Machine *m, const Allowlist *a, const Leas
         /* A restore is a write, and no write reaches a PCI configuration header. */
         if (e->reg < PCI_CONFIG_HEADER_END)
                 return refuse(reason, size, JOURNAL_NEVER_LIST,
-                              "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " is in its configuration header", e->reg,
-                              e->target);
+                              "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " is in its configuration header",
+                              e->reg, e->target);
         u = &m->units[e->target];
         *ret = allowlist_find_pci(a, u->vendor, u->device, e->reg);
         if (!*ret)

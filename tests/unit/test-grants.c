@@ -218,7 +218,8 @@ static void test_headers_and_limits(void **state) {
         }
         text[0] = '\0';
         add_record(text, sizeof(text), "pmugate-grants 1 boot=" OTHER_BOOT);
-        assert_int_equal(grants_parse(&g, text, strlen(text), BOOT, machine, reason, sizeof(reason)), -EBADMSG);
+        assert_int_equal(grants_parse(&g, text, strlen(text), BOOT, machine, reason, sizeof(reason)),
+                         -EBADMSG);
         assert_non_null(strstr(reason, "booted"));
         assert_int_equal(grants_parse(&g, "", 0, BOOT, machine, reason, sizeof(reason)), -EBADMSG);
         add_header(text, sizeof(text), BOOT);

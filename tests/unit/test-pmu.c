@@ -155,14 +155,16 @@ typedef struct ConflictRow {
 } ConflictRow;
 
 static const ConflictRow conflict_rows[] = {
-        { "the foreign counter's event select", 0, MSR_IA32_PERFEVTSEL0, UINT64_MAX, 0, false, PROTO_E_BUSY },
+        { "the foreign counter's event select", 0, MSR_IA32_PERFEVTSEL0, UINT64_MAX, 0, false,
+          PROTO_E_BUSY },
         { "a free event select", 0, MSR_IA32_PERFEVTSEL0 + 1, UINT64_MAX, 0, false, 0 },
         { "the foreign counter", 0, MSR_IA32_PMC0, UINT64_MAX, 0, false, PROTO_E_BUSY },
         { "the foreign counter's full-width alias", 0, MSR_IA32_A_PMC0, UINT64_MAX, 0, false, PROTO_E_BUSY },
         { "a free counter", 0, MSR_IA32_PMC0 + 1, UINT64_MAX, 0, false, 0 },
         { "the foreign fixed counter 1", 0, MSR_IA32_FIXED_CTR0 + 1, UINT64_MAX, 0, false, PROTO_E_BUSY },
         { "free fixed counter 0", 0, MSR_IA32_FIXED_CTR0, UINT64_MAX, 0, false, 0 },
-        { "SLOTS held by another user", 0, MSR_IA32_FIXED_CTR0 + FIXED_SLOTS_INDEX, UINT64_MAX, 0, false, PROTO_E_BUSY },
+        { "SLOTS held by another user", 0, MSR_IA32_FIXED_CTR0 + FIXED_SLOTS_INDEX, UINT64_MAX, 0, false,
+          PROTO_E_BUSY },
         { "PERF_METRICS while SLOTS is foreign", 0, MSR_PERF_METRICS, UINT64_MAX, 0, false, PROTO_E_BUSY },
         { "FIXED_CTR_CTRL, every field", 0, MSR_IA32_FIXED_CTR_CTRL, 0x3333, 0, false, PROTO_E_BUSY },
         { "FIXED_CTR_CTRL, field 0 only", 0, MSR_IA32_FIXED_CTR_CTRL, 0x3, 0, false, 0 },
@@ -170,17 +172,23 @@ static const ConflictRow conflict_rows[] = {
         { "GLOBAL_CTRL, every bit", 0, MSR_IA32_PERF_GLOBAL_CTRL, UINT64_MAX, 0, false, PROTO_E_BUSY },
         { "GLOBAL_CTRL, free GP bits", 0, MSR_IA32_PERF_GLOBAL_CTRL, 0xFE, 0, false, 0 },
         { "GLOBAL_CTRL, free fixed bits", 0, MSR_IA32_PERF_GLOBAL_CTRL, UINT64_C(0x5) << 32, 0, false, 0 },
-        { "GLOBAL_CTRL, foreign fixed bit", 0, MSR_IA32_PERF_GLOBAL_CTRL, UINT64_C(0x2) << 32, 0, false, PROTO_E_BUSY },
+        { "GLOBAL_CTRL, foreign fixed bit", 0, MSR_IA32_PERF_GLOBAL_CTRL, UINT64_C(0x2) << 32, 0, false,
+          PROTO_E_BUSY },
         { "GLOBAL_CTRL, PERF_METRICS bit while SLOTS is foreign", 0, MSR_IA32_PERF_GLOBAL_CTRL,
           GLOBAL_CTRL_PERF_METRICS, 0, false, PROTO_E_BUSY },
-        { "STATUS_RESET of the foreign GP counter", 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX, 0x1, true,
+        { "STATUS_RESET of the foreign GP counter", 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX, 0x1,
+          true,
           PROTO_E_BUSY },
-        { "STATUS_RESET of a free GP counter", 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX, 0x2, true, 0 },
-        { "STATUS_RESET of PERF_METRICS while SLOTS is foreign", 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX,
+        { "STATUS_RESET of a free GP counter", 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET, UINT64_MAX, 0x2, true,
+          0 },
+        { "STATUS_RESET of PERF_METRICS while SLOTS is foreign", 0, MSR_IA32_PERF_GLOBAL_STATUS_RESET,
+          UINT64_MAX,
           GLOBAL_CTRL_PERF_METRICS, true, PROTO_E_BUSY },
-        { "STATUS_SET of PERF_METRICS while SLOTS is foreign", 0, MSR_IA32_PERF_GLOBAL_STATUS_SET, UINT64_MAX,
+        { "STATUS_SET of PERF_METRICS while SLOTS is foreign", 0, MSR_IA32_PERF_GLOBAL_STATUS_SET,
+          UINT64_MAX,
           GLOBAL_CTRL_PERF_METRICS, true, PROTO_E_BUSY },
-        { "STATUS_SET of a free fixed counter", 0, MSR_IA32_PERF_GLOBAL_STATUS_SET, UINT64_MAX, UINT64_C(1) << 32,
+        { "STATUS_SET of a free fixed counter", 0, MSR_IA32_PERF_GLOBAL_STATUS_SET, UINT64_MAX,
+          UINT64_C(1) << 32,
           true, 0 },
         { "another CPU's GLOBAL_CTRL, every bit", 1, MSR_IA32_PERF_GLOBAL_CTRL, UINT64_MAX, 0, false, 0 },
         { "another CPU's PERF_METRICS", 1, MSR_PERF_METRICS, UINT64_MAX, 0, false, 0 },
@@ -195,12 +203,15 @@ static void test_conflicts(void **state) {
                 char reason[400] = "";
                 int r;
 
-                r = pmu_write_conflict(f->pmu, row->cpu, row->reg, row->mask, row->value, row->action, reason,
+                r = pmu_write_conflict(f->pmu, row->cpu, row->reg, row->mask, row->value, row->action,
+                        reason,
                                        sizeof(reason));
                 if (r != row->expected)
-                        fail_msg("row %zu (%s): got %d, expected %d (%s)", i, row->what, r, row->expected, reason);
+                        fail_msg("row %zu (%s): got %d, expected %d (%s)", i, row->what, r, row->expected,
+                                reason);
                 if (r != 0 && strstr(reason, "another PMU user") == NULL)
-                        fail_msg("row %zu (%s): the refusal does not say who holds the counter: %s", i, row->what,
+                        fail_msg("row %zu (%s): the refusal does not say who holds the counter: %s", i,
+                                row->what,
                                  reason);
         }
 }
@@ -210,7 +221,8 @@ static void test_reset_keeps_foreign(void **state) {
         Fixture *f = *state;
         uint64_t v;
 
-        assert_int_equal(backend_msr_write(f->backend, 0, MSR_IA32_PERFEVTSEL0 + 1, EVTSEL_ENABLE | 0xc0), 0);
+        assert_int_equal(backend_msr_write(f->backend, 0, MSR_IA32_PERFEVTSEL0 + 1, EVTSEL_ENABLE | 0xc0),
+                0);
         assert_int_equal(backend_msr_write(f->backend, 0, MSR_IA32_PERF_GLOBAL_CTRL,
                                            0x3 | (UINT64_C(0xF) << 32) | GLOBAL_CTRL_PERF_METRICS), 0);
         assert_int_equal(pmu_reset_cpu(f->pmu, 0), 0);
