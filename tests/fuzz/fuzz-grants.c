@@ -11,6 +11,7 @@
 
 #include "grants.h"
 #include "log.h"
+#include "fuzz-seal.h"
 #include "macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -22,27 +23,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static MachineCpu cpus[N_CPUS];
 static Machine machine = { .cpus = cpus, .n_cpus = N_CPUS };
-
-/* An input that starts with '!' has each of its lines sealed with a good checksum first, as an
- * attacker who computes checksums would write them: that reaches the checks behind them. */
-static int seal_lines(const uint8_t **data, size_t *size, StateBuffer *b) {
-        const char *p = (const char *) *data + 1, *end = (const char *) *data + *size;
-
-        if (*size == 0 || (*data)[0] != '!')
-                return 0;
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t) (end - p));
-                size_t len = nl ? (size_t) (nl - p) : (size_t) (end - p);
-
-                state_buffer_record(b, "%.*s", (int) len, p);
-                p += len + 1;
-        }
-        if (b->error < 0)
-                return b->error;
-        *data = (const uint8_t *) b->data;
-        *size = b->size;
-        return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_free_ char *text = NULL, *again = NULL;
@@ -57,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 cpus[c] = (MachineCpu) { .present = c != MISSING_CPU, .online = true };
         grants_init(&g, NULL, GRANTS_LIMIT);
         grants_init(&back, NULL, GRANTS_LIMIT);
-        if (seal_lines(&data, &size, &sealed) < 0)
+        if (fuzz_seal_lines(&data, &size, &sealed) < 0)
                 return 0;
 
         r = grants_parse(&g, (const char *) data, size, BOOT, &machine, reason, sizeof(reason));

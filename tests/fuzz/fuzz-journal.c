@@ -12,6 +12,7 @@
 
 #include "journal.h"
 #include "log.h"
+#include "fuzz-seal.h"
 #include "macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -115,27 +116,6 @@ static const BackendVTable vtable = {
         .pci_write = pci_write,
 };
 
-/* An input that starts with '!' has each of its lines sealed with a good checksum first, as an
- * attacker who computes checksums would write them: that reaches the checks behind them. */
-static int seal_lines(const uint8_t **data, size_t *size, StateBuffer *b) {
-        const char *p = (const char *) *data + 1, *end = (const char *) *data + *size;
-
-        if (*size == 0 || (*data)[0] != '!')
-                return 0;
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t) (end - p));
-                size_t len = nl ? (size_t) (nl - p) : (size_t) (end - p);
-
-                state_buffer_record(b, "%.*s", (int) len, p);
-                p += len + 1;
-        }
-        if (b->error < 0)
-                return b->error;
-        *data = (const uint8_t *) b->data;
-        *size = b->size;
-        return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Backend backend = { .vtable = &vtable, .machine = &machine };
         JournalContext ctx = { .machine = &machine, .allowlist = &allowlist, .backend = &backend };
@@ -153,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t u = 0; u < ELEMENTSOF(units); u++)
                 units[u] = (MachineUnit) { .vendor = VENDOR, .device = DEVICE };
 
-        if (seal_lines(&data, &size, &sealed) < 0)
+        if (fuzz_seal_lines(&data, &size, &sealed) < 0)
                 return 0;
         r = journal_parse((const char *) data, size, &j, reason, sizeof(reason));
         assert(r == 0 || r == -EBADMSG || r == -ENOMEM);
