@@ -250,7 +250,8 @@ int config_load_file(FILE *f, const char *name, Config *ret, char *reason, size_
         config_init_defaults(&p.config);
         r = ini_parse_file(f, config_handler, &p);
         if (r != 0) {
-                (void) snprintf(reason, reason_size, "%s:%d: %s", name, r, p.failed ? p.reason : "syntax error");
+                (void) snprintf(reason, reason_size, "%s:%d: %s", name, r,
+                                p.failed ? p.reason : "syntax error");
                 return -EINVAL;
         }
         *ret = p.config;
