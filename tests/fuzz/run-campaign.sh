@@ -41,8 +41,9 @@ work=${work:-$build/campaign}
 if [[ ! -f $build/build.ninja ]]; then
         CC=clang meson setup "$build" "$src" -Dfuzz=true -Db_lundef=false >/dev/null
 fi
-if [[ $(meson introspect --buildoptions "$build" | python3 -c \
-        'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="fuzz"][0])') != True ]]; then
+fuzz_option=$(meson introspect --buildoptions "$build" | python3 -c \
+        'import json, sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "fuzz"][0])')
+if [[ $fuzz_option != True ]]; then
         echo "$build is not a -Dfuzz=true build" >&2
         exit 1
 fi
@@ -59,7 +60,11 @@ targets=()
 for n in $names; do
         targets+=("tests/fuzz-$n-libfuzzer")
 done
-ninja -C "$build" -j "$jobs" "${targets[@]}" >/dev/null
+mkdir -p "$work"
+if ! ninja -C "$build" -j "$jobs" "${targets[@]}" > "$work/build.log" 2>&1; then
+        cat "$work/build.log" >&2
+        exit 1
+fi
 
 # Group files "include" shipped groups; find them in this tree, never in an installed one.
 export PMUGATE_GROUP_PATH="$src/client/groups"
@@ -73,7 +78,6 @@ corpus_stats() {
 }
 
 summary="$work/summary.txt"
-mkdir -p "$work"
 {
         echo "# $(date -u +%Y-%m-%dT%H:%MZ) run-campaign.sh -t $seconds $*"
         printf '%-12s %7s %10s %8s %6s %6s %-22s %-22s %s\n' target seconds executions exec/s cov ft \
@@ -101,7 +105,8 @@ for n in $names; do
 
         # Only inputs that reach edges the committed corpus does not go back into it; hit counts
         # (-use_counters=0) do not count, which keeps the corpus small.
-        "$bin" -merge=1 -use_counters=0 -close_fd_mask=2 "$corpus" "$dir/corpus" > "$dir/merge.log" 2>&1 || true
+        "$bin" -merge=1 -use_counters=0 -close_fd_mask=2 "$corpus" "$dir/corpus" \
+                > "$dir/merge.log" 2>&1 || true
         after=$(corpus_stats "$corpus")
 
         execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/fuzz.log" | tail -1)
