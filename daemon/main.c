@@ -200,7 +200,7 @@ static int run(int argc, char *argv[]) {
                 return r;
         raise_fd_limit();
 
-        r = config_load(o.config_path, !o.config_explicit, &config, reason, sizeof(reason));
+        r = config_load(o.config_path, !o.config_explicit, geteuid(), &config, reason, sizeof(reason));
         if (r < 0)
                 return log_error_errno(r, "Refusing to start: %s", reason);
         if (r > 0)
@@ -260,7 +260,7 @@ static int run(int argc, char *argv[]) {
                 goto finish;
 
         r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path,
-                                          .dispatch = handlers_dispatch,
+                                          .dispatch = handlers_dispatch, .config_owner = geteuid(),
                                           .state = &state, .cgroup_root = cgroup_root },
                        machine, backend, allowlist, &config, audit, &server);
         if (r < 0)

@@ -59,7 +59,7 @@ int handle_reload(Server *s, Session *c, const Request *req) {
         Config config;
         int r;
 
-        r = config_load(s->config_path, false, &config, reason, sizeof(reason));
+        r = config_load(s->config_path, false, s->config_owner, &config, reason, sizeof(reason));
         if (r < 0) {
                 AuditRecord rec = { .event = "reload", .verdict = "refused", .uid = c->peer.uid, .gid = c->peer.gid,
                                     .pid = c->peer.pid, .reason = reason };

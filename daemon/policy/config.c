@@ -3,6 +3,7 @@
  * pmugate.conf parsing
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <ini.h>
 #include <pwd.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -290,12 +293,47 @@ int config_load_file(FILE *f, const char *name, Config *ret, char *reason, size_
         return 0;
 }
 
-int config_load(const char *path, bool missing_ok, Config *ret, char *reason, size_t reason_size) {
-        _cleanup_fclose_ FILE *f = NULL;
-        int r;
+/* The file decides who may do what: whoever can change it can widen access. It must be a
+ * regular file owned by root (or by owner, the user that started the daemon) and writable by
+ * nobody else. Symbolic links are followed: where the file lives is the administrator's choice,
+ * what it says must be root's. */
+static int check_file(int fd, const char *path, uid_t owner, char *reason, size_t reason_size) {
+        struct stat st;
 
-        f = fopen(path, "re");
-        if (!f) {
+        if (fstat(fd, &st) < 0) {
+                int r = -errno;
+
+                (void) snprintf(reason, reason_size, "%s: %s", path, strerror(-r));
+                return r;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                (void) snprintf(reason, reason_size, "%s is not a regular file", path);
+                return -EPERM;
+        }
+        if (owner != CONFIG_ANY_OWNER && st.st_uid != 0 && st.st_uid != owner) {
+                (void) snprintf(reason, reason_size,
+                                "%s belongs to uid %u; it decides who may do what, so only root may own it "
+                                "(chown root %s)", path, (unsigned) st.st_uid, path);
+                return -EPERM;
+        }
+        if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+                (void) snprintf(reason, reason_size,
+                                "%s is writable by %s; it decides who may do what, so only its owner may "
+                                "write it (chmod go-w %s)", path,
+                                st.st_mode & S_IWOTH ? "everybody" : "its group", path);
+                return -EPERM;
+        }
+        return 0;
+}
+
+int config_load(const char *path, bool missing_ok, uid_t owner, Config *ret, char *reason,
+                size_t reason_size) {
+        _cleanup_fclose_ FILE *f = NULL;
+        int fd, r;
+
+        /* Not blocking on a FIFO planted at the path: that is refused below as not a file. */
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0) {
                 if (errno == ENOENT && missing_ok) {
                         ConfigParser p = {};
 
@@ -305,6 +343,18 @@ int config_load(const char *path, bool missing_ok, Config *ret, char *reason, si
                         return 1;
                 }
                 r = -errno;
+                (void) snprintf(reason, reason_size, "%s: %s", path, strerror(-r));
+                return r;
+        }
+        r = check_file(fd, path, owner, reason, reason_size);
+        if (r < 0) {
+                (void) close(fd);
+                return r;
+        }
+        f = fdopen(fd, "r");
+        if (!f) {
+                r = -errno;
+                (void) close(fd);
                 (void) snprintf(reason, reason_size, "%s: %s", path, strerror(-r));
                 return r;
         }

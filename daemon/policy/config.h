@@ -69,10 +69,16 @@ typedef struct Config {
 
 void config_init_defaults(Config *c);
 
+/* Tests that read the source tree's files, whoever checked it out. */
+#define CONFIG_ANY_OWNER ((uid_t) -1)
+
 /* Parses path into ret. A missing file is not an error when missing_ok: the defaults stand and
- * 1 is returned, 0 when the file was read. On a bad file returns -EINVAL and writes
- * "FILE:LINE: reason" into reason. */
-int config_load(const char *path, bool missing_ok, Config *ret, char *reason, size_t reason_size);
+ * 1 is returned, 0 when the file was read. The file must be a regular file owned by root or by
+ * owner (the uid that started the daemon) and not writable by group or others; otherwise
+ * -EPERM. On a bad file returns -EINVAL. Either way reason says what is wrong ("FILE:LINE:
+ * reason" for a bad line) and what to do. */
+int config_load(const char *path, bool missing_ok, uid_t owner, Config *ret, char *reason,
+                size_t reason_size);
 
 /* Parses an open stream (config_load() without the open; the fuzz target feeds it memory);
  * name stands for the file in reason. */

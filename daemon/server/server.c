@@ -119,6 +119,7 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         if (!s)
                 return -ENOMEM;
         s->dispatch = o->dispatch;
+        s->config_owner = o->config_owner;
         s->listen_fd = -EBADF;
         msgpack_sbuffer_init(&s->reply);
         s->config = *config;

@@ -56,6 +56,7 @@ struct Server {
         Config config;
         Audit *audit;
         char config_path[512];
+        uid_t config_owner;     /* who besides root may own it: the uid that started the daemon */
         char cgroup_root[512];
         Grants grants;
         Leases *leases;
@@ -80,6 +81,7 @@ typedef struct ServerOptions {
         const StateDir *state;    /* grants and lease journals; NULL: kept in memory only */
         const char *cgroup_root;  /* where cgroup file systems are mounted */
         RequestDispatcher dispatch;
+        uid_t config_owner;       /* the uid that started the daemon */
 } ServerOptions;
 
 /* Takes ownership of machine, backend, allowlist and audit on success. */

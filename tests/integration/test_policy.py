@@ -568,6 +568,15 @@ def test_reload(tap):
         tap.ok(rc == 1 and "pmugate.conf:6" in err and "[bad-config]" in err, "a bad file is refused with its line", err)
         rc, out, err = ctl(dm, "status")
         tap.ok("open mode" in out, "the old policy stays in force", out)
+        # A good file anyone may write is no good: reload refuses it, saying what to do.
+        config(conf, "job")
+        os.chmod(conf, 0o666)
+        rc, out, err = ctl(dm, "reload")
+        tap.ok(rc == 1 and "chmod go-w" in err and "[bad-config]" in err,
+               "a world-writable file is refused at reload, saying what to do", err)
+        rc, out, err = ctl(dm, "status")
+        tap.ok("open mode" in out, "... and the old policy stays in force", out)
+        os.chmod(conf, 0o644)
         config(conf, "job")
         rc, out, err = ctl(dm, "reload")
         tap.ok(rc == 0, "a good file is applied", out + err)

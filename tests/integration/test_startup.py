@@ -129,6 +129,23 @@ def test_files_root_opens(tap):
     refused(tap, d, args, "a symbolic link is there", "a symbolic link at the socket path is refused")
     tap.ok(os.path.islink(sock) and os.path.exists(target), "... and neither it nor its target is deleted")
 
+    # The configuration decides who may do what: one another user owns, or anyone else may
+    # write, stops start-up whatever it says.
+    for desc, uid, mode, expect in [("belongs to another user", 4242, 0o644, "belongs to uid 4242"),
+                                    ("others may write", 0, 0o646, "writable by everybody"),
+                                    ("its group may write", 0, 0o664, "writable by its group")]:
+        d = t.workdir()
+        conf = os.path.join(d, "pmugate.conf")
+        t.write_config(conf)
+        os.chown(conf, uid, uid)
+        os.chmod(conf, mode)
+        refused(tap, d, args, expect, "a configuration file that %s is refused" % desc, config=conf)
+    d = t.workdir()
+    conf = os.path.join(d, "pmugate.conf")
+    os.mkfifo(conf)
+    refused(tap, d, args, "not a regular file", "a configuration that is a FIFO is refused, without hanging",
+            config=conf)
+
     # A stale socket from a crashed run is replaced; the new one is 0666 from the start, whatever
     # the umask the daemon was started with.
     d = t.workdir()

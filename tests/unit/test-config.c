@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "macro.h"
 #include "policy.h"
 
 static char *write_file(const char *text) {
@@ -32,7 +34,8 @@ static void test_defaults_when_missing(void **state) {
         char reason[256] = "";
 
         (void) state;
-        assert_int_equal(config_load("/nonexistent/pmugate.conf", true, &c, reason, sizeof(reason)), 1);
+        assert_int_equal(config_load("/nonexistent/pmugate.conf", true, CONFIG_ANY_OWNER, &c, reason,
+                                     sizeof(reason)), 1);
         assert_true(c.clients_max > 0);
         /* Secure by default: users are pmugate-users' members, never everybody. */
         assert_true(c.user_groups_set);
@@ -46,7 +49,8 @@ static void test_defaults_when_missing(void **state) {
         policy_rights(&c, &stranger, &rights);
         assert_int_equal(rights.role, ROLE_NONE);
         assert_false(rights.may_read || rights.may_write);
-        assert_int_equal(config_load("/nonexistent/pmugate.conf", false, &c, reason, sizeof(reason)), -ENOENT);
+        assert_int_equal(config_load("/nonexistent/pmugate.conf", false, CONFIG_ANY_OWNER, &c, reason,
+                                     sizeof(reason)), -ENOENT);
 }
 
 static void assert_class_sets_equal(const ClassSet *a, const ClassSet *b) {
@@ -66,7 +70,7 @@ static void test_defaults_are_the_shipped_file(void **state) {
         (void) state;
         assert_non_null(dir);
         (void) snprintf(path, sizeof(path), "%s/pmugate.conf", dir);
-        assert_int_equal(config_load(path, false, &shipped, reason, sizeof(reason)), 0);
+        assert_int_equal(config_load(path, false, CONFIG_ANY_OWNER, &shipped, reason, sizeof(reason)), 0);
         config_init_defaults(&defaults);
 
         assert_int_equal(shipped.mode, defaults.mode);
@@ -99,12 +103,12 @@ static void test_left_out_groups_are_the_defaults(void **state) {
         Config c;
 
         (void) state;
-        assert_int_equal(config_load(partial, false, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(config_load(partial, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
         assert_int_equal(c.mode, ACCESS_MODE_JOB);
         assert_true(c.user_groups_set);
         assert_string_equal(c.user_groups, "pmugate-users");
         assert_string_equal(c.admin_groups, "pmugate-admin");
-        assert_int_equal(config_load(everybody, false, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(config_load(everybody, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
         assert_false(c.user_groups_set);
         assert_int_equal(c.n_admin_gids, 1);
         assert_int_equal(c.admin_gids[0], 4240);
@@ -120,7 +124,7 @@ static void test_groups_and_limits(void **state) {
         Config c;
 
         (void) state;
-        assert_int_equal(config_load(path, false, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(config_load(path, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
         assert_int_equal(c.n_admin_gids, 2);
         assert_int_equal(c.admin_gids[1], 4240);
         assert_int_equal(c.n_user_gids, 1);
@@ -152,7 +156,8 @@ static void test_bad_files_name_their_line(void **state) {
                 char reason[256] = "";
                 Config c;
 
-                assert_int_equal(config_load(path, false, &c, reason, sizeof(reason)), -EINVAL);
+                assert_int_equal(config_load(path, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)),
+                                 -EINVAL);
                 assert_non_null(strstr(reason, cases[i].line));
                 unlink(path);
                 free(path);
@@ -175,7 +180,7 @@ static void test_shipped_files_load(void **state) {
                 Config c;
 
                 snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-                if (config_load(path, false, &c, reason, sizeof(reason)) != 0)
+                if (config_load(path, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)) != 0)
                         fail_msg("%s: %s", files[i], reason);
         }
 }
@@ -187,7 +192,7 @@ static void test_modes_and_classes(void **state) {
         Config c;
 
         (void) state;
-        assert_int_equal(config_load(path, false, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(config_load(path, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
         assert_int_equal(c.mode, ACCESS_MODE_JOB);
         assert_int_equal(c.n_monitor_uids, 2);
         assert_false(class_set_contains(&c.user_write, "core-pmu"));
@@ -206,15 +211,73 @@ static void test_unknown_user_group_means_nobody(void **state) {
         Config c;
 
         (void) state;
-        assert_int_equal(config_load(path, false, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(config_load(path, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
         assert_true(c.user_groups_set);
         assert_int_equal(c.n_user_gids, 0);
-        assert_int_equal(config_load(empty, false, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(config_load(empty, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
         assert_false(c.user_groups_set);
         unlink(path);
         unlink(empty);
         free(path);
         free(empty);
+}
+
+/* The file decides who may do what: one anyone else may change is refused, whatever it says,
+ * at start-up and at reload alike. */
+static void test_file_must_be_roots(void **state) {
+        static const struct {
+                mode_t mode;
+                uid_t file_owner;
+                uid_t daemon_owner;     /* the uid that started the daemon */
+                int expected;
+                const char *says;
+        } rows[] = {
+                { 0644, 0, 0, 0, NULL },
+                { 0600, 0, 0, 0, NULL },
+                { 0664, 0, 0, -EPERM, "writable by its group" },
+                { 0646, 0, 0, -EPERM, "writable by everybody" },
+                { 0666, 0, 0, -EPERM, "writable by everybody" },
+                { 0644, 4242, 0, -EPERM, "belongs to uid 4242" },
+                /* A daemon started by a user for development may read that user's file. */
+                { 0644, 4242, 4242, 0, NULL },
+                { 0644, 4243, 4242, -EPERM, "belongs to uid 4243" },
+                /* root's file stays good for a daemon that dropped to its own user (reload). */
+                { 0644, 0, 4242, 0, NULL },
+        };
+        char reason[400];
+        Config c;
+
+        (void) state;
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                _cleanup_free_ char *path = write_file("[access]\nmode = job\n");
+                int r;
+
+                assert_int_equal(chown(path, rows[i].file_owner, 0), 0);
+                assert_int_equal(chmod(path, rows[i].mode), 0);
+                reason[0] = '\0';
+                r = config_load(path, false, rows[i].daemon_owner, &c, reason, sizeof(reason));
+                if (r != rows[i].expected || (rows[i].says && !strstr(reason, rows[i].says)))
+                        fail_msg("row %zu: got %d (%s), expected %d saying '%s'", i, r, reason, rows[i].expected,
+                                 rows[i].says ?: "");
+                if (r == 0)
+                        assert_int_equal(c.mode, ACCESS_MODE_JOB);
+                (void) unlink(path);
+        }
+
+        /* Not a file: a directory, and a FIFO, which must not block the start either. */
+        assert_int_equal(config_load("/tmp", false, 0, &c, reason, sizeof(reason)), -EPERM);
+        assert_non_null(strstr(reason, "not a regular file"));
+        {
+                char fifo[] = "/tmp/pmugate-test-config-fifo-XXXXXX";
+                int fd = mkstemp(fifo);
+
+                assert_true(fd >= 0);
+                close(fd);
+                assert_int_equal(unlink(fifo), 0);
+                assert_int_equal(mkfifo(fifo, 0644), 0);
+                assert_int_equal(config_load(fifo, false, 0, &c, reason, sizeof(reason)), -EPERM);
+                (void) unlink(fifo);
+        }
 }
 
 int main(void) {
@@ -227,6 +290,7 @@ int main(void) {
                 cmocka_unit_test(test_shipped_files_load),
                 cmocka_unit_test(test_modes_and_classes),
                 cmocka_unit_test(test_unknown_user_group_means_nobody),
+                cmocka_unit_test(test_file_must_be_roots),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
