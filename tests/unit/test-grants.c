@@ -11,7 +11,6 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include "machine.h"
 #include "macro.h"
 #include "state-dir.h"
+#include "test-tmpdir.h"
 
 #define BOOT "6b1e8c7a-1f3d-4c55-9a0e-2b7d4e6f8a90"
 #define OTHER_BOOT "0c0ffee0-0000-4000-8000-000000000000"
@@ -249,25 +249,6 @@ static void test_headers_and_limits(void **state) {
         grants_done(&g);
 }
 
-#define TMPDIR_TEMPLATE "/tmp/pmugate-test-grants-XXXXXX"
-static char tmpdir[] = TMPDIR_TEMPLATE;
-
-static int tmp_setup(void **state) {
-        (void) state;
-        memcpy(tmpdir, TMPDIR_TEMPLATE, sizeof(tmpdir));
-        assert_non_null(mkdtemp(tmpdir));
-        return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
-static int tmp_teardown(void **state) {
-        (void) state;
-        return nftw(tmpdir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static StateDir open_state(const char *path) {
         StateDir d = { .boot_id = BOOT };
 
@@ -450,10 +431,10 @@ int main(void) {
                 cmocka_unit_test(test_planted_lines),
                 cmocka_unit_test(test_long_job),
                 cmocka_unit_test(test_headers_and_limits),
-                cmocka_unit_test_setup_teardown(test_save_and_load, tmp_setup, tmp_teardown),
-                cmocka_unit_test_setup_teardown(test_failed_saves, tmp_setup, tmp_teardown),
-                cmocka_unit_test_setup_teardown(test_too_large, tmp_setup, tmp_teardown),
-                cmocka_unit_test_setup_teardown(test_unfit_files, tmp_setup, tmp_teardown),
+                cmocka_unit_test_setup_teardown(test_save_and_load, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test_setup_teardown(test_failed_saves, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test_setup_teardown(test_too_large, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test_setup_teardown(test_unfit_files, tmpdir_setup, tmpdir_teardown),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

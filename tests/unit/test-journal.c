@@ -11,7 +11,6 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "journal.h"
 #include "macro.h"
 #include "state-dir.h"
+#include "test-tmpdir.h"
 
 #define BOOT "6b1e8c7a-1f3d-4c55-9a0e-2b7d4e6f8a90"
 #define OTHER_BOOT "0c0ffee0-0000-4000-8000-000000000000"
@@ -303,9 +303,6 @@ static void test_restore_value(void **state) {
         assert_int_equal(journal_restore_value(imc_ctl, 0, UINT64_MAX), imc_ctl->write_mask & UINT32_MAX);
 }
 
-#define TMPDIR_TEMPLATE "/tmp/pmugate-test-journal-XXXXXX"
-static char tmpdir[] = TMPDIR_TEMPLATE;
-
 static StateDir open_state(void) {
         StateDir d = { .boot_id = BOOT };
 
@@ -506,22 +503,6 @@ static void test_recover(void **state) {
         close(d.fd);
 }
 
-static int tmp_setup(void **state) {
-        (void) state;
-        memcpy(tmpdir, TMPDIR_TEMPLATE, sizeof(tmpdir));
-        assert_non_null(mkdtemp(tmpdir));
-        return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
-static int tmp_teardown(void **state) {
-        (void) state;
-        return nftw(tmpdir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_planted_lines),
@@ -529,9 +510,9 @@ int main(void) {
                 cmocka_unit_test(test_headers),
                 cmocka_unit_test(test_too_many),
                 cmocka_unit_test(test_restore_value),
-                cmocka_unit_test_setup_teardown(test_write_and_read_back, tmp_setup, tmp_teardown),
+                cmocka_unit_test_setup_teardown(test_write_and_read_back, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test(test_restore_through_backend),
-                cmocka_unit_test_setup_teardown(test_recover, tmp_setup, tmp_teardown),
+                cmocka_unit_test_setup_teardown(test_recover, tmpdir_setup, tmpdir_teardown),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
