@@ -12,7 +12,8 @@ loading, connect, request, reply, exit:
   pmugatectl grant --job J --uid U               a new job's grant (the Prolog's command)
   pmugatectl revoke --job J                      its revoke (the Epilog's command)
 and for comparison `pmugate --version`, a program linked with all of libpmugate (libpfm4,
-muparser, the C++ runtime). Prints the median, 90th percentile and maximum in milliseconds.
+muparser, the C++ runtime). Prints the median, 90th percentile and maximum of the wall time and
+the median CPU time (user + system, which depends little on other load) in milliseconds.
 Not a test: it prints numbers, it does not judge them. Needs root, as the daemon does.
 """
 
@@ -32,14 +33,15 @@ def timed(spawn, runs, argv, env):
     p = subprocess.run([spawn, str(runs)] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     if p.returncode != 0:
         raise RuntimeError("%s: exit %d: %s" % (" ".join(argv), p.returncode, p.stderr.decode()))
-    return [float(x) for x in p.stdout.split()]
+    return [tuple(float(x) for x in line.split()) for line in p.stdout.splitlines()]
 
 
 def summary(name, samples):
-    s = sorted(samples)
-    p90 = s[min(len(s) - 1, int(len(s) * 0.9))]
-    print("%-34s median %6.2f ms   p90 %6.2f ms   max %6.2f ms   (n=%d)" %
-          (name, statistics.median(s), p90, s[-1], len(s)))
+    wall = sorted(w for w, _ in samples)
+    cpu = sorted(c for _, c in samples)
+    p90 = wall[min(len(wall) - 1, int(len(wall) * 0.9))]
+    print("%-38s wall: median %6.2f  p90 %6.2f  max %6.2f ms   CPU: median %5.2f ms   (n=%d)" %
+          (name, statistics.median(wall), p90, wall[-1], statistics.median(cpu), len(wall)))
 
 
 def main(argv):
