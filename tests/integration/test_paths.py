@@ -176,5 +176,20 @@ def test_slurm_scripts(tap):
         daemon.stop()
 
 
+def needed(path):
+    rc, out, err = sh(["readelf", "-d", path])
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def test_pmugatectl_loads_little(tap):
+    """An admin command (a Slurm Prolog's grant) must not pay for loading libpfm4, muparser and
+    the C++ runtime: pmugatectl links only libpmugate's plain-C part (bench/bench-ctl.py)."""
+    ctl = needed(t.PMUGATECTL)
+    heavy = [lib for lib in ctl if re.match(r"lib(pmugate|pfm|muparser|stdc\+\+|gomp|inih|json-c)\.", lib)]
+    tap.ok(ctl and not heavy, "pmugatectl needs no libpmugate, libpfm4, muparser, libstdc++ or inih", ctl)
+    tap.ok(any(lib.startswith("libpmugate.so") for lib in needed(t.PMUGATE)),
+           "control: pmugate does load libpmugate", needed(t.PMUGATE))
+
+
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_this_build_agrees, test_prefixes, test_slurm_scripts]))
+    sys.exit(t.Tap().run([test_this_build_agrees, test_prefixes, test_slurm_scripts, test_pmugatectl_loads_little]))
