@@ -5,6 +5,16 @@
  * Usage: bench-spawn RUNS COMMAND [ARG...]
  * Runs COMMAND RUNS times with posix_spawn() (vfork: the spawner's own size does not count),
  * waits for each, and prints one line per run: the wall time and the CPU time (user + system,
+ * from wait4()) in milliseconds. The CPU time hardly depends on what else the machine runs.
+ * A run that fails ends the benchmark with its exit status. "%d" in an argument becomes the
+ * run's number, so that each grant can name a new job. bench/bench-ctl.py drives it.
+ */
+/*
+ * bench-spawn: wall time of running a command to its end, as a Slurm Prolog runs pmugatectl
+ *
+ * Usage: bench-spawn RUNS COMMAND [ARG...]
+ * Runs COMMAND RUNS times with posix_spawn() (vfork: the spawner's own size does not count),
+ * waits for each, and prints one line per run: the wall time and the CPU time (user + system,
  * from wait4()) in milliseconds. The CPU time hardly depends on what else the machine runs. A run that fails ends the
  * benchmark with its exit status. "%d" in an argument becomes the run's number, so that each
  * grant can name a new job. bench/bench-ctl.py drives it.
@@ -54,8 +64,9 @@ static int run_once(char **argv_template, int argc, int run, const posix_spawn_f
                 const char *mark = strstr(argv_template[i], "%d");
 
                 if (mark) {
-                        int k = snprintf(bufs[i], sizeof(bufs[i]), "%.*s%d%s", (int) (mark - argv_template[i]),
-                                         argv_template[i], run, mark + 2);
+                        int prefix = (int) (mark - argv_template[i]);
+                        int k = snprintf(bufs[i], sizeof(bufs[i]), "%.*s%d%s", prefix, argv_template[i], run,
+                                         mark + 2);
                         if (k < 0 || k >= (int) sizeof(bufs[i]))
                                 return -E2BIG;
                         argv[i] = bufs[i];

@@ -55,7 +55,8 @@ def test_this_build_agrees(tap):
         page = f.read()
     tap.ok(conf in page and allowlists in page, "the built pmugated(8) names the same paths")
     if d["sysconfdir"] != "/etc":
-        tap.ok(not re.search(r"(?<![\w/])/etc/pmugate", page), "pmugated(8) does not name /etc/pmugate for sysconfdir %s" % d["sysconfdir"])
+        tap.ok(not re.search(r"(?<![\w/])/etc/pmugate", page),
+               "pmugated(8) does not name /etc/pmugate for sysconfdir %s" % d["sysconfdir"])
     with open(os.path.join(BUILD, "docs", "pmugate.1")) as f:
         page = f.read()
     docdir = os.path.join(d["datadir"], "doc", "pmugate")
