@@ -9,16 +9,6 @@
  * A run that fails ends the benchmark with its exit status. "%d" in an argument becomes the
  * run's number, so that each grant can name a new job. bench/bench-ctl.py drives it.
  */
-/*
- * bench-spawn: wall time of running a command to its end, as a Slurm Prolog runs pmugatectl
- *
- * Usage: bench-spawn RUNS COMMAND [ARG...]
- * Runs COMMAND RUNS times with posix_spawn() (vfork: the spawner's own size does not count),
- * waits for each, and prints one line per run: the wall time and the CPU time (user + system,
- * from wait4()) in milliseconds. The CPU time hardly depends on what else the machine runs. A run that fails ends the
- * benchmark with its exit status. "%d" in an argument becomes the run's number, so that each
- * grant can name a new job. bench/bench-ctl.py drives it.
- */
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
