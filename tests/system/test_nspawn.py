@@ -38,7 +38,7 @@ FAKE_ROOT = "/var/lib/pmugate-fake"
 EVTSEL0 = 0x186
 PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # systemd-analyze security of the installed service; test_systemd.py checks the same offline.
-EXPOSURE_MAX = 2.1
+EXPOSURE_MAX = 2.0
 
 
 def comment(text):
@@ -263,6 +263,8 @@ def check_install(tap, c):
     tap.eq(rc, 0, "sysusers.d made the groups pmugate-users and pmugate-admin")
     tap.eq(c.run(["stat", "-c", "%U:%G %a", "/run/pmugate"])[1].strip(), "root:root 755",
            "/run/pmugate is root's, 0755")
+    tap.eq(c.run(["stat", "-c", "%U:%G %a", "/run/pmugate/state"])[1].strip(), "pmugate:pmugate 700",
+           "tmpfiles.d made /run/pmugate/state for the daemon's user, 0700")
     rc, out = c.run(["pmugate", "--version"])
     tap.ok(rc == 0 and "pmugate 0.1.0" in out, "pmugate runs: the dynamic linker finds libpmugate.so.0", out)
     rc, out = c.run(["pkg-config", "--cflags", "--libs", "pmugate"])
