@@ -34,6 +34,15 @@ typedef struct PendingOp {
         LikwidRecord *answer;   /* where the answer goes; NULL once LIKWID has it */
 } PendingOp;
 
+/* Where LIKWID's "zero" of a read-only counter left it: reads answer the distance from it. */
+typedef struct CounterBase {
+        uint32_t unit, reg;
+        uint64_t base;
+} CounterBase;
+
+#define COUNTER_BASES_MAX 256U
+#define COUNTER_MASK ((UINT64_C(1) << 48) - 1)
+
 typedef struct RefusedReg {
         bool pci, write;
         uint32_t unit;          /* 0 for MSRs */
@@ -53,6 +62,9 @@ struct LikwidForwarder {
         uint32_t *lease_buf;
         RefusedReg *refused;
         size_t n_refused;
+        CounterBase bases[COUNTER_BASES_MAX];
+        size_t n_bases;
+        uint64_t frozen_packages;       /* bit p: LIKWID froze package p's uncore */
         FILE *log;
         const char *prog;
         bool verbose;
@@ -307,6 +319,85 @@ static int32_t unit_package(const pmugate_info *info, uint32_t unit) {
         return -1;
 }
 
+static bool package_frozen(const LikwidForwarder *f, int32_t package) {
+        return package >= 0 && package < 64 && (f->frozen_packages & (UINT64_C(1) << package));
+}
+
+static PendingOp *queue_op(LikwidForwarder *f, bool pci, bool write, uint32_t target, uint32_t reg, uint64_t value) {
+        if (f->n_ops >= f->max_ops)
+                run_pending(f);
+        f->ops[f->n_ops] = (PendingOp) { .pci = pci, .write = write, .target = target, .reg = reg, .value = value };
+        return &f->ops[f->n_ops++];
+}
+
+/* The U-box's freeze-all and unfreeze-all, done on the freeze bit of each memory controller
+ * box of the package; the write of 0 LIKWID ends with changes nothing. */
+static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_cpu *cpu, uint64_t value) {
+        PendingOp *last = NULL;
+
+        rec->data = 0;
+        rec->errorcode = ensure_leases(f, cpu, "package");
+        if (rec->errorcode != LIKWID_ERR_NOERROR) {
+                f->stats.refused++;
+                return;
+        }
+        if (value == 0 || cpu->package < 0 || cpu->package >= 64)
+                return;
+        for (size_t i = 0; i < f->info->n_units; i++) {
+                const pmugate_unit *u = &f->info->units[i];
+                const pmugate_register *e = likwid_find_pci(f->info, u->index, LIKWID_IMC_BOX_CTL);
+
+                if (u->package != cpu->package || !e || !(e->write_mask & LIKWID_IMC_BOX_FREEZE))
+                        continue;
+                last = queue_op(f, true, true, u->index, LIKWID_IMC_BOX_CTL,
+                                value == LIKWID_UBOX_FREEZE_ALL ? LIKWID_IMC_BOX_FREEZE : 0);
+        }
+        if (value == LIKWID_UBOX_FREEZE_ALL)
+                f->frozen_packages |= UINT64_C(1) << cpu->package;
+        else
+                f->frozen_packages &= ~(UINT64_C(1) << cpu->package);
+        if (!last)
+                return;
+        last->answer = rec;
+        run_pending(f);
+}
+
+static CounterBase *find_base(LikwidForwarder *f, uint32_t unit, uint32_t reg) {
+        for (size_t i = 0; i < f->n_bases; i++)
+                if (f->bases[i].unit == unit && f->bases[i].reg == reg)
+                        return &f->bases[i];
+        return NULL;
+}
+
+static uint64_t counter_value(LikwidForwarder *f, uint32_t unit, uint32_t reg, uint64_t raw) {
+        const CounterBase *b = find_base(f, unit, reg);
+
+        return b ? (raw - b->base) & COUNTER_MASK : raw;
+}
+
+/* LIKWID zeroes a memory controller counter the allowlist keeps read-only (clients reset them
+ * through the box): remember where it stands and count from there. */
+static void zero_counter(LikwidForwarder *f, LikwidRecord *rec, uint32_t unit) {
+        CounterBase *b = find_base(f, unit, rec->reg);
+        PendingOp *op;
+
+        if (!b && f->n_bases >= COUNTER_BASES_MAX) {
+                rec->errorcode = LIKWID_ERR_RWFAIL;
+                return;
+        }
+        op = queue_op(f, true, false, unit, rec->reg, 0);
+        op->answer = rec;
+        run_pending(f);
+        if (rec->errorcode != LIKWID_ERR_NOERROR)
+                return;
+        if (!b) {
+                b = &f->bases[f->n_bases++];
+                *b = (CounterBase) { .unit = unit, .reg = rec->reg };
+        }
+        b->base = rec->data & COUNTER_MASK;
+        rec->data = 0;
+}
+
 static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
         bool write = rec->type == LIKWID_WRITE, pci = rec->device != LIKWID_DEV_MSR;
         const pmugate_register *entry;
@@ -351,6 +442,22 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 f->stats.refused++;
                 return;
         }
+        if (write && !pci && rec->reg == LIKWID_MSR_UBOX_GLOBAL_CTL && likwid_model_has_ubox(f->info) &&
+            (value == LIKWID_UBOX_FREEZE_ALL || value == LIKWID_UBOX_UNFREEZE_ALL || value == 0)) {
+                uncore_freeze(f, rec, cpu, value);
+                return;
+        }
+        if (!write && !pci && likwid_read_is_placeholder(f->info, rec->reg)) {
+                rec->data = 0;
+                f->stats.switch_offs++;
+                return;
+        }
+        if (write && pci && value == 0 && likwid_register_is_readonly_counter(entry)) {
+                zero_counter(f, rec, target);
+                return;
+        }
+        if (write && pci && rec->reg == LIKWID_IMC_BOX_CTL && package_frozen(f, cpu->package))
+                value |= LIKWID_IMC_BOX_FREEZE;
         if (write && !pci && likwid_write_is_switch_off(rec->reg, value)) {
                 /* Nothing to switch off, but only where the user could write at all. */
                 rec->errorcode = ensure_leases(f, cpu, "thread");
@@ -380,6 +487,8 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
         }
         op->answer = rec;
         run_pending(f);
+        if (pci && !write && rec->errorcode == LIKWID_ERR_NOERROR)
+                rec->data = counter_value(f, target, rec->reg, rec->data);
 }
 
 static LikwidError check_device(const LikwidForwarder *f, const LikwidRecord *rec) {

@@ -10,6 +10,8 @@
 #include "macro.h"
 
 #define MSR_IA32_PEBS_ENABLE 0x3F1U
+#define MSR_UBOX_GLOBAL_STATUS 0x701U
+#define MSR_CLIENT_UNC_PERF_GLOBAL_STATUS 0xE02U
 #define MSR_IA32_PERF_GLOBAL_CTRL 0x38FU
 #define PCI_IMC_PMON_BOX_CTL 0xF4U
 
@@ -117,7 +119,23 @@ bool likwid_write_is_switch_off(uint32_t reg, uint64_t value) {
          * without reading it first. pmugated never lets a client set a PEBS bit, so no
          * pmugate client can have switched PEBS on, and the kernel's own PEBS use is not
          * LIKWID's to switch off. */
-        return reg == MSR_IA32_PEBS_ENABLE && value == 0;
+        if (reg == MSR_IA32_PEBS_ENABLE && value == 0)
+                return true;
+        /* Write-1-to-clear overflow bits: LIKWID writes 0 at the end, which clears nothing. */
+        return reg == MSR_UBOX_GLOBAL_STATUS && value == 0;
+}
+
+bool likwid_model_has_ubox(const pmugate_info *info) {
+        return strcmp(info->model_key, "skx") == 0 || strcmp(info->model_key, "clx") == 0;
+}
+
+bool likwid_read_is_placeholder(const pmugate_info *info, uint32_t reg) {
+        return likwid_model_has_ubox(info) && reg == MSR_CLIENT_UNC_PERF_GLOBAL_STATUS;
+}
+
+bool likwid_register_is_readonly_counter(const pmugate_register *entry) {
+        return entry && entry->pci && entry->write_mask == 0 && entry->width == 8 &&
+               strcmp(entry->cls, "uncore-imc") == 0;
 }
 
 bool likwid_write_is_gate(bool pci, uint32_t reg) {

@@ -31,8 +31,31 @@ int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const
                       size_t max);
 
 /* True when LIKWID writes value to reg only to switch off a feature that pmugate never lets
- * any client switch on (PEBS_ENABLE written 0): answered as done without touching the CPU. */
+ * any client switch on (PEBS_ENABLE written 0), or writes nothing at all (no bit to a
+ * write-1-to-clear status): answered as done without touching the CPU. */
 bool likwid_write_is_switch_off(uint32_t reg, uint64_t value);
+
+/* True when LIKWID reads reg only to find bits to write back, on a model where the address
+ * means something else: LIKWID 5.2 reads the client parts' uncore global status (MSR 0xE02)
+ * on Skylake-SP too, where 0xE02 is a CHA control register. Answered 0 (nothing to clear)
+ * without touching the CPU. */
+bool likwid_read_is_placeholder(const pmugate_info *info, uint32_t reg);
+
+/* Skylake-SP's U-box global control (MSR 0x700), which LIKWID uses to freeze and unfreeze
+ * every uncore box at once. pmugate serves the memory controller boxes, each with its own
+ * freeze bit, so the forwarder freezes those instead. */
+#define LIKWID_MSR_UBOX_GLOBAL_CTL 0x700U
+#define LIKWID_UBOX_FREEZE_ALL (UINT64_C(1) << 63)
+#define LIKWID_UBOX_UNFREEZE_ALL (UINT64_C(1) << 61)
+#define LIKWID_IMC_BOX_CTL 0xF4U
+#define LIKWID_IMC_BOX_FREEZE 0x100U
+
+/* True when LIKWID's uncore freeze on this model is the U-box's, emulated on the boxes. */
+bool likwid_model_has_ubox(const pmugate_info *info);
+
+/* True for a counter the allowlist keeps read-only (a memory controller counter): LIKWID's
+ * zeroing write to it is answered by counting from the current value instead. */
+bool likwid_register_is_readonly_counter(const pmugate_register *entry);
 
 /* True for writes that start or stop counting (global control, box control): they run before
  * LIKWID gets its answer, so the counted interval is the one LIKWID times. */
