@@ -97,7 +97,8 @@ static int listen_socket(int *ret_fd) {
                 socket_path[0] = '\0'; /* not ours to remove */
                 return -errno;
         }
-        if (listen(fd, 1) < 0)
+        /* As LIKWID's own daemon leaves it: read and write for the owner only. */
+        if (listen(fd, 1) < 0 || chmod(socket_path, 0600) < 0)
                 return -errno;
         *ret_fd = TAKE_FD(fd);
         return 0;
