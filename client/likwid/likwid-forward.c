@@ -68,6 +68,7 @@ struct LikwidForwarder {
         FILE *log;
         const char *prog;
         bool verbose;
+        bool rights_told;
         unsigned failure_lines;
         LikwidStats stats;
 };
@@ -184,6 +185,14 @@ static void answer(LikwidForwarder *f, PendingOp *op, LikwidError error, uint64_
 static void refuse(LikwidForwarder *f, PendingOp *op, const pmugate_error *e) {
         LikwidError error = likwid_error_from_refusal(e->code);
         char what[96];
+
+        /* A refusal about the caller's rights (job scope, role) explains LIKWID's own error:
+         * say it once, LIKWID only prints "not allowed" in its debug output. */
+        if (!likwid_refusal_is_permanent(e->code) && !f->rights_told) {
+                f->rights_told = true;
+                describe(op, what, sizeof(what));
+                fprintf(f->log, "%s: pmugated refused the %s: %s\n", f->prog, what, e->reason);
+        }
 
         if (likwid_refusal_is_permanent(e->code) && f->n_refused < REFUSED_MAX &&
             !find_refused(f, op->pci, op->pci ? op->target : 0, op->reg, op->write)) {

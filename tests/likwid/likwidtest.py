@@ -8,6 +8,7 @@ file on top of /etc, and the namespace (with the overlay) disappears when the ru
 import os
 import shutil
 import subprocess
+import tempfile
 
 import pmugatetest as t
 
@@ -99,7 +100,9 @@ def overlay_command(workdir, argv, model=None, user=None):
         os.chmod(os.path.join(upper, "likwid_topo.cfg"), 0o644)
     drop = []
     if user:
-        drop = ["setpriv", "--reuid=%d" % user[0], "--regid=%d" % user[1], "--clear-groups", "--"]
+        uid, gid, groups = user
+        drop = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % gid,
+                "--groups=" + ",".join(str(g) for g in groups) if groups else "--clear-groups", "--"]
     script = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"'
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", upper, work] + drop + argv
 
@@ -115,18 +118,37 @@ def shim_dir(workdir):
     return d
 
 
-def perfctr(workdir, socket_path, model, args, user=None, timeout=120, env=None, wrapper=None):
-    """likwid-perfctr ARGS with the forwarder first in PATH; returns (rc, stdout, stderr)."""
+def perfctr_command(workdir, socket_path, model, args, user=None, env=None):
+    """likwid-perfctr ARGS run by 'pmugate likwid', in the namespace with the topology file;
+    returns (argv, environment)."""
     e = dict(os.environ)
-    e["PATH"] = shim_dir(workdir) + ":/usr/sbin:/usr/bin:/sbin:/bin"
-    e["PMUGATE_SOCKET"] = socket_path
+    e["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"
+    e["PMUGATE_LIKWID_ACCESSD"] = os.path.abspath(ACCESSD)
     e.pop("LD_PRELOAD", None)
     if env:
         e.update(env)
-    argv = (wrapper or []) + [LIKWID_PERFCTR] + list(args)
-    p = subprocess.run(overlay_command(workdir, argv, model, user), capture_output=True, text=True,
-                       timeout=timeout, env=e, cwd="/")
-    return p.returncode, p.stdout, p.stderr
+    argv = [t.PMUGATE, "--socket=" + socket_path, "likwid", "--", LIKWID_PERFCTR] + list(args)
+    return overlay_command(workdir, argv, model, user), e
+
+
+def perfctr(workdir, socket_path, model, args, user=None, timeout=120, env=None):
+    """Runs likwid-perfctr ARGS through pmugate; returns (rc, stdout, stderr). Output goes to
+    files: when LIKWID 5.2 fails before it starts its workload, it leaves the workload stopped,
+    holding any pipe open."""
+    argv, e = perfctr_command(workdir, socket_path, model, args, user, env)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(argv, stdout=out, stderr=err, text=True, env=e, cwd="/", start_new_session=True)
+        try:
+            p.wait(timeout=timeout)
+        finally:
+            try:
+                os.killpg(p.pid, 9)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        out.seek(0)
+        err.seek(0)
+        return p.returncode, out.read(), err.read()
 
 
 def metric(out, name, column=1):
