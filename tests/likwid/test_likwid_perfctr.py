@@ -205,6 +205,58 @@ def test_killed(tap):
         dm.stop()
 
 
+DIVERT = os.path.join(t.SOURCE, "contrib", "likwid", "pmugate-likwid-divert")
+# In the test's namespace: /usr/sbin and dpkg's database are overlays too, so the diversion
+# and the links never reach the real system.
+DIVERT_SCRIPT = r"""
+set -e
+for d in /usr/sbin /var/lib/dpkg; do
+        n=$(echo $d | tr / _)
+        mkdir -p "$W/$n-upper" "$W/$n-work"
+        mount -t overlay overlay -o "lowerdir=$d,upperdir=$W/$n-upper,workdir=$W/$n-work" $d
+done
+"$DIVERT" install
+echo "status: $("$DIVERT" status)"
+echo "found: $(PATH=/usr/sbin:/usr/bin:/bin which likwid-accessD) -> $(readlink /usr/sbin/likwid-accessD)"
+echo "compiled: $(readlink /usr/sbin/likwid/likwid-accessD)"
+PATH=/usr/sbin:/usr/bin:/sbin:/bin likwid-perfctr -C 0 -g BRANCH -S 200ms > "$W/root.out" 2>&1 || echo "root run failed"
+setpriv --reuid=$USER_UID --regid=4999 --groups=$USER_GID -- env PATH=/usr/bin:/bin likwid-perfctr -C 1 -g BRANCH \
+        -S 200ms > "$W/user.out" 2>&1 || echo "user run failed"
+"$DIVERT" remove
+echo "after: $("$DIVERT" status)"
+echo "diversions: $(dpkg-divert --list /usr/sbin/likwid-accessD | wc -l)"
+test -x /usr/sbin/likwid-accessD && ! test -L /usr/sbin/likwid-accessD && echo "original back"
+test -e /usr/sbin/likwid || echo "no compiled-path link"
+"""
+
+
+def test_site_install(tap):
+    d, dm = sim_daemon("skx")
+    try:
+        if not os.path.exists("/usr/sbin/likwid-accessD") or not os.path.exists("/usr/bin/dpkg-divert"):
+            tap.ok(True, "# SKIP no Debian likwid-accessD or dpkg-divert to divert")
+            return
+        e = dict(os.environ, W=d, DIVERT=DIVERT, PMUGATE_SOCKET=dm.socket, USER_UID=str(USER[0]),
+                 USER_GID=str(t.USER_GID), PMUGATE_LIKWID_ACCESSD=os.path.abspath(lt.ACCESSD))
+        p = subprocess.run(lt.overlay_command(d, ["sh", "-c", DIVERT_SCRIPT], "skx"), capture_output=True,
+                           text=True, env=e, timeout=120, cwd="/")
+        out = p.stdout + p.stderr
+        fw = os.path.abspath(lt.ACCESSD)
+        tap.ok("status: pmugate:" in out and "found: /usr/sbin/likwid-accessD -> " + fw in out,
+               "install: the first likwid-accessD on root's PATH is the forwarder", out)
+        tap.ok("compiled: " + fw in out, "install: so is LIKWID's compiled-in path, for PATHs without /usr/sbin", out)
+        for who in ("root", "user"):
+            with open(os.path.join(d, who + ".out")) as f:
+                res = f.read()
+            tap.ok(close(lt.metric(res, "Branch rate"), BRANCHES_PER_CYCLE / IPC, RATIO),
+                   "installed: plain likwid-perfctr as %s works through pmugated" % who, res[-1500:])
+        tap.ok("after: likwid:" in out and "diversions: 0" in out and "original back" in out and
+               "no compiled-path link" in out, "remove puts LIKWID's own daemon back and leaves nothing", out)
+        tap.ok(not os.path.islink("/usr/sbin/likwid-accessD"), "the real /usr/sbin was never touched")
+    finally:
+        dm.stop()
+
+
 if __name__ == "__main__":
     why = lt.missing()
     if why:
@@ -213,4 +265,4 @@ if __name__ == "__main__":
     if os.environ.get("PMUGATE_SANITIZED") == "1":
         print("1..0 # SKIP real LIKWID runs once, in the build without sanitizers (about a minute)")
         sys.exit(0)
-    raise SystemExit(t.Tap().run([test_groups, test_job_mode, test_killed]))
+    raise SystemExit(t.Tap().run([test_groups, test_job_mode, test_killed, test_site_install]))
