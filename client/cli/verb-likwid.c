@@ -72,8 +72,8 @@ int verb_likwid(int argc, char *argv[], const char *socket_path) {
         if (!forwarder || !forwarder[0])
                 forwarder = PMUGATE_LIKWID_ACCESSD;
         if (forwarder[0] != '/' || access(forwarder, X_OK) < 0) {
-                fprintf(stderr, "pmugate likwid: the access daemon %s is not an executable absolute path: %s\n",
-                        forwarder, forwarder[0] == '/' ? strerror(errno) : "relative path");
+                fprintf(stderr, "pmugate likwid: the access daemon %s is not an executable absolute "
+                        "path: %s\n", forwarder, forwarder[0] == '/' ? strerror(errno) : "relative path");
                 return 1;
         }
         if (!mkdtemp(dir)) {
@@ -99,7 +99,8 @@ int verb_likwid(int argc, char *argv[], const char *socket_path) {
                 return 1;
         }
         if (pid == 0) {
-                if (setenv("PATH", path, 1) < 0 || (socket_path && setenv("PMUGATE_SOCKET", socket_path, 1) < 0))
+                if (setenv("PATH", path, 1) < 0 ||
+                    (socket_path && setenv("PMUGATE_SOCKET", socket_path, 1) < 0))
                         _exit(127);
                 execvp(argv[optind], argv + optind);
                 fprintf(stderr, "pmugate likwid: %s: %s\n", argv[optind], strerror(errno));

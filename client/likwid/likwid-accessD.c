@@ -235,7 +235,7 @@ int main(int argc, char *argv[]) {
                         errno = 0;
                         long v = strtol(optarg, &end, 10);
                         if (errno || *end || end == optarg || v < 1 || v > 3600000) {
-                                fprintf(stderr, PROG ": --accept-timeout: expected milliseconds, 1-3600000\n");
+                                fprintf(stderr, PROG ": --accept-timeout: milliseconds, 1-3600000\n");
                                 return 2;
                         }
                         timeout_ms = (int) v;
@@ -256,14 +256,15 @@ int main(int argc, char *argv[]) {
         /* The socket comes first: LIKWID waits for it to appear. */
         r = listen_socket(&listen_fd);
         if (r < 0) {
-                fprintf(stderr, PROG ": cannot listen on %s: %s\n", socket_path[0] ? socket_path : "/tmp/likwid-PID",
-                        strerror(-r));
+                fprintf(stderr, PROG ": cannot listen on %s: %s\n",
+                        socket_path[0] ? socket_path : "/tmp/likwid-PID", strerror(-r));
                 remove_socket();
                 return 1;
         }
         r = pmugate_connect(pmugate_socket && pmugate_socket[0] ? pmugate_socket : NULL, &c);
         if (r < 0) {
-                fprintf(stderr, PROG ": cannot reach pmugated at %s: %s; every register access will be refused\n",
+                fprintf(stderr, PROG ": cannot reach pmugated at %s: %s; every register access will be "
+                        "refused\n",
                         pmugate_socket && pmugate_socket[0] ? pmugate_socket : PMUGATE_DEFAULT_SOCKET,
                         pmugate_strerror(r));
                 c = NULL;

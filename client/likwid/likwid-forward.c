@@ -76,8 +76,8 @@ struct LikwidForwarder {
 static void connection_lost(LikwidForwarder *f) {
         if (!f->conn)
                 return;
-        fprintf(f->log, "%s: lost the connection to pmugated; it put back what LIKWID programmed, and LIKWID's "
-                "results are void from here on\n", f->prog);
+        fprintf(f->log, "%s: lost the connection to pmugated; it put back what LIKWID programmed, and "
+                "LIKWID's results are void from here on\n", f->prog);
         f->conn = pmugate_disconnect(f->conn);
 }
 
@@ -95,8 +95,10 @@ int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, 
         if (c) {
                 r = pmugate_hello(c, &f->info);
                 if (r < 0) {
+                        const pmugate_error *e = pmugate_last_error(c);
+
                         fprintf(log, "%s: pmugated did not answer hello: %s\n", prog,
-                                pmugate_last_error(c)->code > 0 ? pmugate_last_error(c)->reason : pmugate_strerror(r));
+                                e->code > 0 ? e->reason : pmugate_strerror(r));
                         f->conn = pmugate_disconnect(c);
                 }
         }
@@ -151,7 +153,8 @@ static void describe(const PendingOp *op, char *buf, size_t size) {
                         op->pci ? "offset" : "MSR", op->reg, op->pci ? "unit" : "CPU", op->target);
 }
 
-static const RefusedReg *find_refused(const LikwidForwarder *f, bool pci, uint32_t unit, uint32_t reg, bool write) {
+static const RefusedReg *find_refused(const LikwidForwarder *f, bool pci, uint32_t unit, uint32_t reg,
+                                      bool write) {
         for (size_t i = 0; i < f->n_refused; i++) {
                 const RefusedReg *x = &f->refused[i];
 
@@ -242,7 +245,8 @@ static void run_pending(LikwidForwarder *f) {
                                 uint64_t value = 0;
                                 int st = pmugate_batch_result(f->batch, i, &value);
 
-                                answer(f, &f->ops[i], likwid_error_from_errno(st), value, pmugate_strerror(st));
+                                answer(f, &f->ops[i], likwid_error_from_errno(st), value,
+                                       pmugate_strerror(st));
                         }
                         f->n_ops = 0;
                         return;
@@ -303,8 +307,9 @@ static LikwidError ensure_leases(LikwidForwarder *f, const pmugate_cpu *target, 
                 connection_lost(f);
                 return LIKWID_ERR_LOCKED;
         }
-        fprintf(f->log, "%s: pmugated refused a lease on CPU %" PRIu32 "%s: %s\n", f->prog, f->lease_buf[0],
-                n_missing > 1 ? " and the rest of its core or package" : "", pmugate_last_error(f->conn)->reason);
+        fprintf(f->log, "%s: pmugated refused a lease on CPU %" PRIu32 "%s: %s\n", f->prog,
+                f->lease_buf[0], n_missing > 1 ? " and the rest of its core or package" : "",
+                pmugate_last_error(f->conn)->reason);
         r = likwid_error_from_refusal(pmugate_last_error(f->conn)->code);
         /* One CPU is certainly the one refused; with several, the next write may need fewer. */
         if (n_missing == 1) {
@@ -332,10 +337,13 @@ static bool package_frozen(const LikwidForwarder *f, int32_t package) {
         return package >= 0 && package < 64 && (f->frozen_packages & (UINT64_C(1) << package));
 }
 
-static PendingOp *queue_op(LikwidForwarder *f, bool pci, bool write, uint32_t target, uint32_t reg, uint64_t value) {
+static PendingOp *queue_op(LikwidForwarder *f, bool pci, bool write, uint32_t target, uint32_t reg,
+                           uint64_t value) {
         if (f->n_ops >= f->max_ops)
                 run_pending(f);
-        f->ops[f->n_ops] = (PendingOp) { .pci = pci, .write = write, .target = target, .reg = reg, .value = value };
+        f->ops[f->n_ops] = (PendingOp) {
+                .pci = pci, .write = write, .target = target, .reg = reg, .value = value,
+        };
         return &f->ops[f->n_ops++];
 }
 
@@ -507,7 +515,8 @@ static LikwidError check_device(const LikwidForwarder *f, const LikwidRecord *re
                 return LIKWID_ERR_LOCKED;
         if (rec->device == LIKWID_DEV_MSR)
                 return likwid_map_cpu(f->info, rec->cpu) ? LIKWID_ERR_NOERROR : LIKWID_ERR_NODEV;
-        return likwid_map_unit(f->info, rec->device, rec->cpu, &unit) < 0 ? LIKWID_ERR_NODEV : LIKWID_ERR_NOERROR;
+        return likwid_map_unit(f->info, rec->device, rec->cpu, &unit) < 0 ? LIKWID_ERR_NODEV :
+                                                                               LIKWID_ERR_NOERROR;
 }
 
 int likwid_forwarder_handle(LikwidForwarder *f, LikwidRecord *rec) {

@@ -84,8 +84,9 @@ const pmugate_register *likwid_find_pci(const pmugate_info *info, uint32_t unit,
         for (size_t i = 0; i < info->n_registers; i++) {
                 const pmugate_register *r = &info->registers[i];
 
-                if (r->pci && r->pci_vendor == u->vendor && r->pci_device == u->device && offset >= r->first &&
-                    offset <= r->last && r->width > 0 && (offset - r->first) % r->width == 0)
+                if (r->pci && r->pci_vendor == u->vendor && r->pci_device == u->device &&
+                    offset >= r->first && offset <= r->last && r->width > 0 &&
+                    (offset - r->first) % r->width == 0)
                         return r;
         }
         return NULL;

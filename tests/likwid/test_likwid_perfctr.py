@@ -95,6 +95,14 @@ def check_group(tap, dm, model, group, out):
         tap.ok(muops > 0 and close(flops / muops, want, RATIO, relative=True),
                "%s FLOPS_DP: FLOPs per FP instruction %.4f = profile %.4f" % (model, flops / muops if muops else 0,
                                                                                want))
+        names = {0x01: "SCALAR_DOUBLE", 0x04: "128B_PACKED_DOUBLE", 0x10: "256B_PACKED_DOUBLE",
+                 0x40: "512B_PACKED_DOUBLE"}
+        c = pmugate_json(dm, "stat", "-e", ",".join("FP_ARITH_INST_RETIRED." + n for n in names.values()),
+                         "-c", "0-1", "-S", "0.3s")["aggregate"]["counts"]
+        v = {k: c["FP_ARITH_INST_RETIRED." + n]["value"] for k, n in names.items()}
+        own = 100 * (v[0x04] + v[0x10] + v[0x40]) / sum(v.values())
+        tap.ok(close(m("Vectorization ratio"), own, AGREE, relative=True),
+               "%s FLOPS_DP: LIKWID's vectorization ratio agrees with pmugate stat's (%.3f)" % (model, own))
     elif group == "TMA":
         for name, want in TOPDOWN.items():
             tap.ok(close(m(name), want, TMA_POINTS[model]), "%s TMA: %s %s = profile %.1f" % (model, name, m(name), want))

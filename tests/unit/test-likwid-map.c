@@ -33,7 +33,8 @@ static pmugate_unit units[] = {
 static pmugate_register regs[] = {
         { .first = 0x186, .last = 0x18D, .width = 8, .write_mask = 0xFFC7FFFF, .scope = "thread",
           .cls = "core-pmu", .name = "IA32_PERFEVTSEL" },
-        { .first = 0x611, .last = 0x611, .width = 8, .scope = "package", .cls = "rapl", .name = "PKG_ENERGY" },
+        { .first = 0x611, .last = 0x611, .width = 8, .scope = "package", .cls = "rapl",
+          .name = "PKG_ENERGY" },
         { .pci = true, .first = 0xA0, .last = 0xB8, .width = 8, .scope = "package", .cls = "uncore-imc",
           .name = "IMC_PMON_CTR", .pci_vendor = 0x8086, .pci_device = 0x2046 },
         { .pci = true, .first = 0xD8, .last = 0xE4, .width = 4, .write_mask = 0xFFC6FFFF, .scope = "package",
