@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -271,7 +272,6 @@ int main(int argc, char *argv[]) {
         }
         r = likwid_forwarder_new(c, stderr, PROG, verbose, &f);
         if (r < 0) {
-                pmugate_disconnect(c);
                 remove_socket();
                 fprintf(stderr, PROG ": %s\n", strerror(-r));
                 return 1;
@@ -286,6 +286,14 @@ int main(int argc, char *argv[]) {
         }
         r = serve(f, fd);
         likwid_forwarder_flush(f);
+        if (verbose) {
+                const LikwidStats *st = likwid_forwarder_stats(f);
+
+                fprintf(stderr, PROG ": %" PRIu64 " records (%" PRIu64 " reads, %" PRIu64 " writes, %"
+                        PRIu64 " checks) in %" PRIu64 " batches; %" PRIu64 " writes collected, %" PRIu64
+                        " refused, %" PRIu64 " answered without the hardware\n", st->records, st->reads,
+                        st->writes, st->checks, st->batches, st->deferred, st->refused, st->switch_offs);
+        }
         /* Closing the connection ends the lease: pmugated restores what LIKWID wrote. */
         likwid_forwarder_free(f);
         if (r < 0 && r != -ECONNRESET) {

@@ -86,8 +86,10 @@ int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, 
         int r;
 
         f = calloc(1, sizeof(*f));
-        if (!f)
+        if (!f) {
+                pmugate_disconnect(c);
                 return -ENOMEM;
+        }
         f->log = log;
         f->prog = prog;
         f->verbose = verbose;
@@ -117,7 +119,6 @@ int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, 
         f->refused = calloc(REFUSED_MAX, sizeof(*f->refused));
         r = pmugate_batch_new(&f->batch);
         if (r < 0 || !f->ops || !f->lease_state || !f->lease_error || !f->lease_buf || !f->refused) {
-                f->conn = NULL; /* the caller still owns c on failure */
                 likwid_forwarder_free(f);
                 return r < 0 ? r : -ENOMEM;
         }
@@ -452,13 +453,6 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 rec->errorcode = pci ? LIKWID_ERR_NODEV : LIKWID_ERR_OPENFAIL;
                 return;
         }
-        known = find_refused(f, pci, pci ? target : 0, rec->reg, write);
-        if (known) {
-                rec->errorcode = known->error;
-                rec->data = 0;
-                f->stats.refused++;
-                return;
-        }
         if (write && !pci && rec->reg == LIKWID_MSR_UBOX_GLOBAL_CTL && likwid_model_has_ubox(f->info) &&
             (value == LIKWID_UBOX_FREEZE_ALL || value == LIKWID_UBOX_UNFREEZE_ALL || value == 0)) {
                 uncore_freeze(f, rec, cpu, value);
@@ -483,6 +477,15 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                         f->stats.switch_offs++;
                 else
                         f->stats.refused++;
+                return;
+        }
+        /* After the answers above: a refused value (PEBS_ENABLE = 1) must not make the
+         * harmless one (0) refused too. */
+        known = find_refused(f, pci, pci ? target : 0, rec->reg, write);
+        if (known) {
+                rec->errorcode = known->error;
+                rec->data = 0;
+                f->stats.refused++;
                 return;
         }
         if (write && entry) {

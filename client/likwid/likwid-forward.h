@@ -29,7 +29,7 @@ typedef struct LikwidStats {
         uint64_t deferred_failures;     /* collected writes that failed after their answer */
 } LikwidStats;
 
-/* Takes over c (may be NULL when pmugated could not be reached: every access is then answered
+/* Takes over c, also on failure (c may be NULL when pmugated could not be reached: every access is then answered
  * "locked"). Messages go to log, prefixed with prog; verbose also tells each refusal. */
 int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, LikwidForwarder **ret);
 LikwidForwarder *likwid_forwarder_free(LikwidForwarder *f);

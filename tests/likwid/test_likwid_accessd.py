@@ -175,7 +175,7 @@ def test_socket_and_session(tap):
 def test_batching(tap):
     dm = sim_daemon()
     try:
-        fw = Forwarder(dm.socket)
+        fw = Forwarder(dm.socket, ["--verbose"])
         fw.write(0, EVTSEL0, 0)   # takes the lease
         fw.read(0, EVTSEL0)
         before = count_audit(dm, "event=write")
@@ -190,6 +190,8 @@ def test_batching(tap):
         time.sleep(0.2)
         tap.eq(raw(dm, [["r", 0, EVTSEL0]]), [0x4300C0], "a write LIKWID follows with nothing runs by itself soon")
         fw.exit()
+        tap.ok("10 records (2 reads, 7 writes, 0 checks) in 3 batches; 7 writes collected" in fw.stderr,
+               "--verbose ends with a summary that counts the batches", fw.stderr)
     finally:
         dm.stop()
 
@@ -208,6 +210,7 @@ def test_refusals(tap):
         tap.eq(count_audit(dm, "regs=0x3f1"), 0, "... without a request to pmugated")
         tap.eq(fw.write(0, PEBS_ENABLE, 1), RESTREG, "PEBS_ENABLE written 1 is refused")
         tap.eq(count_audit(dm, "regs=0x3f1"), 1, "... by pmugated, and audited")
+        tap.eq(fw.write(0, PEBS_ENABLE, 0), NOERROR, "PEBS_ENABLE written 0 after a refused 1: still answered as done")
         tap.eq(fw.read(0, PEBS_ENABLE)[0], RESTREG, "reading PEBS_ENABLE is refused")
         tap.eq(fw.read(99, EVTSEL0)[0], OPENFAIL, "a CPU the machine lacks: 'failed to open device file'")
         tap.eq(fw.read(0x40000000, EVTSEL0)[0], OPENFAIL, "a huge CPU index is just another absent CPU")
@@ -245,6 +248,8 @@ def test_devices(tap):
         tap.eq(fw.write(0, 0x700, 1 << 61), NOERROR, "unfreeze-all")
         tap.eq(raw(dm, [["pr", units[d], IMC_BOX_CTL] for d in sorted(units)]), [0] * 6, "unfreezes them")
         tap.eq(fw.write(0, 0x700, 1), RESTREG, "any other U-box value is refused")
+        tap.eq(fw.write(0, 0x700, 1 << 63), NOERROR, "freeze-all after a refused value still works")
+        tap.eq(fw.write(0, 0x700, 1 << 61), NOERROR, "and unfreeze-all")
         before = raw(dm, [["pr", units[6], IMC_CTR0]])[0]
         tap.ok(before > 0, "channel 1 counts CAS reads (%d)" % before)
         tap.eq(fw.write(0, IMC_CTR0, 0, device=6), NOERROR, "LIKWID zeroes the read-only counter")
