@@ -348,6 +348,29 @@ def test_job_scope(tap):
         dm.stop()
 
 
+def test_likwid_verb(tap):
+    """pmugate likwid: the command line around LIKWID, without LIKWID."""
+    env = {"PMUGATE_LIKWID_ACCESSD": os.path.abspath(lt.ACCESSD)}
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid"], "/nonexistent", env=env)
+    tap.ok(rc == 2 and "after --" in err, "no command: usage error", err)
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid", "--forwarder=relative/path", "--", "true"], "/nonexistent")
+    tap.ok(rc == 1 and "relative path" in err, "a relative forwarder is refused", err)
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid", "--forwarder=/nonexistent/x", "--", "true"], "/nonexistent")
+    tap.ok(rc == 1 and "not an executable" in err, "a missing forwarder is refused", err)
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid", "--", "no-such-command-x"], "/nonexistent", env=env)
+    tap.eq(rc, 127, "an unknown command exits 127")
+    script = ('d=$(dirname "$(command -v likwid-accessD)"); echo "$d"; readlink "$d/likwid-accessD"; '
+              'echo "$PMUGATE_SOCKET"; exit 7')
+    rc, out, err = t.run_cli([t.PMUGATE, "--socket=/run/x.sock", "likwid", "--", "sh", "-c", script], "/y", env=env)
+    lines = out.split()
+    tap.ok(rc == 7 and len(lines) == 3 and lines[0].startswith("/tmp/pmugate-likwid-") and
+           lines[1] == os.path.abspath(lt.ACCESSD) and lines[2] == "/run/x.sock",
+           "LIKWID finds the forwarder first in PATH, the socket in PMUGATE_SOCKET; the exit status is kept", out + err)
+    tap.ok(len(lines) == 3 and not os.path.exists(lines[0]), "the private directory is gone afterwards")
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid", "--", "sh", "-c", "kill -TERM $$"], "/y", env=env)
+    tap.eq(rc, 128 + 15, "a command killed by a signal: 128 + the signal")
+
+
 if __name__ == "__main__":
     raise SystemExit(t.Tap().run([test_socket_and_session, test_batching, test_refusals, test_devices, test_killed,
-                                  test_start_up, test_job_scope]))
+                                  test_start_up, test_job_scope, test_likwid_verb]))
