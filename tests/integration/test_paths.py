@@ -62,6 +62,14 @@ def test_this_build_agrees(tap):
     docdir = os.path.join(d["datadir"], "doc", "pmugate")
     tap.ok(os.path.join(docdir, "GROUPS.md") in page and os.path.join(d["datadir"], "pmugate", "groups") in page,
            "the built pmugate(1) points at the installed GROUPS.md and groups directory")
+    for name in ("pmugate.1", "pmugated.8", "pmugatectl.8"):
+        with open(os.path.join(BUILD, "docs", name)) as f:
+            refs = re.findall(r"(?<![\w/])docs/\S+", f.read())
+        tap.eq(refs, [], "%s names no document by its place in the source tree" % name)
+    installed = sorted(os.path.basename(p) for p in re.findall(r"/doc/pmugate/(\w+\.md)", page))
+    rc, out, err = sh(["meson", "introspect", "--installed", BUILD])
+    tap.ok(rc == 0 and all(any(p.endswith("/doc/pmugate/" + n) for p in json.loads(out).values()) for n in installed),
+           "every document pmugate(1) names is installed (%s)" % ", ".join(installed))
     for kind in ("prolog", "epilog"):
         with open(os.path.join(SLURM, "pmugate-%s.sh" % kind)) as f:
             script = f.read()
