@@ -160,3 +160,9 @@ uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned f
 static inline uint64_t counter_delta(uint64_t now, uint64_t before, uint64_t mask) {
         return (now - before) & mask;
 }
+
+/* Results of counts taken outside the measurement's samples (marker regions): one row per
+ * entry of raw (its counts per programmed event, never multiplexed; row_cpus[i] becomes the
+ * row's cpu), each evaluated with its own duration, and the aggregate of all rows. */
+int measure_result_from_counts(pmugate_measure *m, const uint32_t *row_cpus, uint64_t *const *raw,
+                               const double *seconds, size_t n_rows, pmugate_result **ret);
