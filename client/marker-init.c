@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cpulist.h"
@@ -85,6 +87,37 @@ static int parse_width(MarkerGlobal *g, const char *text) {
         return 0;
 }
 
+/* The runner's SLOTS/PERF_METRICS bases, needed exactly when PERF_METRICS is read. */
+static int map_shared(MarkerGlobal *g, const char *path) {
+        _cleanup_close_ int fd = -1;
+        const MarkerShared *map;
+        struct stat st;
+
+        if (g->metrics_reg < 0)
+                return 0;
+        if (!path || !path[0])
+                return -EINVAL;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || (size_t) st.st_size < sizeof(MarkerShared) + g->cpus_bits * sizeof(MarkerSharedCpu) ||
+            (size_t) st.st_size > sizeof(MarkerShared) + PMUGATE_CPUS_MAX * sizeof(MarkerSharedCpu))
+                return -EINVAL;
+        map = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED)
+                return -errno;
+        if (map->magic != MARKER_SHARED_MAGIC || map->n_cpus < g->cpus_bits ||
+            sizeof(MarkerShared) + map->n_cpus * sizeof(MarkerSharedCpu) > (size_t) st.st_size) {
+                (void) munmap((void *) map, (size_t) st.st_size);
+                return -EINVAL;
+        }
+        g->shared = map;
+        g->shared_size = (size_t) st.st_size;
+        return 0;
+}
+
 static void choose_read_mode(MarkerGlobal *g) {
         const char *off = getenv(MARKER_ENV_RDPMC), *sysfs = getenv(MARKER_ENV_SYSFS);
         int value;
@@ -135,6 +168,8 @@ int pmugate_marker_init(unsigned flags) {
                 r = marker_fail(r, "%s is not a CPU list", MARKER_ENV_CPUS);
         else if ((r = parse_width(g, getenv(MARKER_ENV_WIDTH))) < 0)
                 r = marker_fail(r, "%s is not a counter width", MARKER_ENV_WIDTH);
+        else if ((r = map_shared(g, getenv(MARKER_ENV_SHARED))) < 0)
+                r = marker_fail(r, "%s does not name the runner's PERF_METRICS bases", MARKER_ENV_SHARED);
         else if (!(g->path = strdup(path)) || (socket_path && !(g->socket_path = strdup(socket_path))))
                 r = -ENOMEM;
         if (r >= 0) {
@@ -232,6 +267,9 @@ int pmugate_marker_close(void) {
                 g->threads[i] = NULL;
         }
         g->n_threads = 0;
+        if (g->shared)
+                (void) munmap((void *) g->shared, g->shared_size);
+        g->shared = NULL;
         free(g->cpus);
         free(g->path);
         free(g->socket_path);

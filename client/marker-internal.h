@@ -14,6 +14,7 @@
 #define MARKER_ENV_REGS "PMUGATE_MARKER_REGS"       /* MSRs each start and stop reads, hex, comma-separated */
 #define MARKER_ENV_CPUS "PMUGATE_MARKER_CPUS"       /* CPUs whose counters run (a CPU list) */
 #define MARKER_ENV_WIDTH "PMUGATE_MARKER_WIDTH"     /* counter width in bits */
+#define MARKER_ENV_SHARED "PMUGATE_MARKER_SHARED"   /* SLOTS/PERF_METRICS before the last reset */
 #define MARKER_ENV_RDPMC "PMUGATE_MARKER_RDPMC"     /* "0": never read in user space */
 /* Where the rdpmc switch of the kernel's x86 PMU is looked up; tests point it at a fake tree. */
 #define MARKER_ENV_SYSFS "PMUGATE_MARKER_SYSFS"
@@ -36,6 +37,24 @@
 #define MARKER_MSR_PERF_METRICS 0x329U
 #define MARKER_GP_MAX 8U
 #define MARKER_FIXED_MAX 4U
+
+/* What the runner publishes for the program, per CPU number: the runner resets SLOTS and
+ * PERF_METRICS at every sample to keep the 8-bit fractions precise (as the kernel does), and
+ * here keeps what they had counted before. A sequence lock: odd while a reset is under way;
+ * a reader whose read saw the sequence change reads again. */
+#define MARKER_SHARED_MAGIC UINT64_C(0x31306b726d67706d)        /* "pmgmrk01" */
+
+typedef struct MarkerSharedCpu {
+        uint64_t sequence;
+        uint64_t slots;
+        uint64_t fields[MARKER_METRICS_FIELDS];
+} MarkerSharedCpu;
+
+typedef struct MarkerShared {
+        uint64_t magic;
+        uint64_t n_cpus;
+        MarkerSharedCpu cpus[];
+} MarkerShared;
 
 typedef enum MarkerReadMode {
         MARKER_READ_OFF,

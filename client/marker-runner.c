@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,8 +23,74 @@
 #define REGS_TEXT_MAX (MARKER_REGS_MAX * 12U)
 #define CPUS_TEXT_MAX (64U * 1024U)
 
-int marker_runner_environment(pmugate_measure *m, const char *results_path, char *reterr_reason,
-                              size_t reason_size) {
+typedef struct MarkerPublisher {
+        MarkerShared *map;
+        size_t size;
+} MarkerPublisher;
+
+static void publisher_free(void *userdata) {
+        MarkerPublisher *p = userdata;
+
+        if (p && p->map)
+                (void) munmap(p->map, p->size);
+        free(p);
+}
+
+/* Around every sample, which resets SLOTS and PERF_METRICS: readers wait while it is under
+ * way, and then add what the counters had counted before. */
+static void publish(pmugate_measure *m, bool before, void *userdata) {
+        MarkerPublisher *p = userdata;
+
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                MarkerSharedCpu *c;
+
+                if (m->cpus[i] >= p->map->n_cpus)
+                        continue;
+                c = &p->map->cpus[m->cpus[i]];
+                if (!before) {
+                        __atomic_store_n(&c->slots, m->state[i].slots_base, __ATOMIC_RELAXED);
+                        for (unsigned f = 0; f < MARKER_METRICS_FIELDS; f++)
+                                __atomic_store_n(&c->fields[f], m->state[i].fields_base[f], __ATOMIC_RELAXED);
+                }
+                /* odd before the reset batch goes out, even once the bases are in place */
+                (void) __atomic_fetch_add(&c->sequence, 1, __ATOMIC_SEQ_CST);
+        }
+}
+
+static int make_publisher(pmugate_measure *m, const char *shared_path) {
+        _cleanup_close_ int fd = -1;
+        MarkerPublisher *p;
+        uint32_t highest = 0;
+        size_t size;
+
+        for (size_t i = 0; i < m->n_cpus; i++)
+                if (m->cpus[i] > highest)
+                        highest = m->cpus[i];
+        size = sizeof(MarkerShared) + ((size_t) highest + 1) * sizeof(MarkerSharedCpu);
+        fd = open(shared_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (ftruncate(fd, (off_t) size) < 0)
+                return -errno;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p->map == MAP_FAILED) {
+                free(p);
+                return -errno;
+        }
+        p->size = size;
+        p->map->magic = MARKER_SHARED_MAGIC;
+        p->map->n_cpus = (uint64_t) highest + 1;
+        m->sample_hook = publish;
+        m->sample_hook_free = publisher_free;
+        m->sample_hook_data = p;
+        return 0;
+}
+
+int marker_runner_environment(pmugate_measure *m, const char *results_path, const char *shared_path,
+                              char *reterr_reason, size_t reason_size) {
         _cleanup_free_ char *cpus = malloc(CPUS_TEXT_MAX);
         char regs[REGS_TEXT_MAX] = "", width[16];
         size_t at = 0;
@@ -46,6 +113,13 @@ int marker_runner_environment(pmugate_measure *m, const char *results_path, char
         if (r < 0)
                 return r;
         (void) snprintf(width, sizeof(width), "%u", m->info->counter_width ?: COUNTER_WIDTH_DEFAULT);
+        if (m->schedule->perf_metrics && !m->sample_hook) {
+                r = make_publisher(m, shared_path);
+                if (r < 0)
+                        return r;
+                if (setenv(MARKER_ENV_SHARED, shared_path, 1) < 0)
+                        return -errno;
+        }
         if (setenv(MARKER_ENV_FILE, results_path, 1) < 0 || setenv(MARKER_ENV_REGS, regs, 1) < 0 ||
             setenv(MARKER_ENV_CPUS, cpus, 1) < 0 || setenv(MARKER_ENV_WIDTH, width, 1) < 0)
                 return -errno;

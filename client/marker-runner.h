@@ -33,10 +33,12 @@ typedef struct MarkerReport {
 } MarkerReport;
 
 /* Sets the environment for the program (before it is forked): the registers each start and
- * stop reads, the CPUs, the counter width and where to write the results. A measurement whose
- * events take turns on the counters cannot be read by markers: -E2BIG, with a reason. */
-int marker_runner_environment(pmugate_measure *m, const char *results_path, char *reterr_reason,
-                              size_t reason_size);
+ * stop reads, the CPUs, the counter width and where to write the results. With PERF_METRICS,
+ * makes shared_path, where every sample publishes what SLOTS and PERF_METRICS counted before
+ * it reset them. A measurement whose events take turns on the counters cannot be read by
+ * markers: -E2BIG, with a reason. */
+int marker_runner_environment(pmugate_measure *m, const char *results_path, const char *shared_path,
+                              char *reterr_reason, size_t reason_size);
 
 /* Reads what the program wrote at results_path (-ENOENT when it wrote nothing: it did not
  * call the markers' close and did not exit normally) and computes every region's counts and

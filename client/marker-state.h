@@ -20,6 +20,11 @@
  * an OpenMP program may have more threads than that. Thread i uses connection i modulo this. */
 #define MARKER_CONNECTIONS_MAX 16U
 
+/* Reads tried before giving up when the thread keeps moving or resets keep coming, and how
+ * long to wait for a reset under way. */
+#define MARKER_READ_ATTEMPTS 64U
+#define MARKER_RESET_WAIT_NS 20000L
+
 #define MARKER_CPU_UNSET INT64_C(-2)
 #define MARKER_CPU_MIXED INT64_C(-1)
 
@@ -77,6 +82,8 @@ typedef struct MarkerGlobal {
         size_t n_columns;
         int slots_reg, metrics_reg;     /* positions in regs, or -1 */
         uint64_t counter_mask;
+        const MarkerShared *shared;     /* the runner's SLOTS/PERF_METRICS bases, or NULL */
+        size_t shared_size;
         uint64_t *cpus;                 /* bitmap of the CPUs whose counters run */
         uint32_t cpus_bits;
 

@@ -163,8 +163,9 @@ static bool cpu_measured(uint32_t cpu) {
 }
 
 /* The values one start or stop keeps: counters as read, and the slots of each PERF_METRICS
- * field so far (SLOTS times the field; both count from the runner's start). */
-static void to_snapshot(const uint64_t *raw, int64_t *snapshot) {
+ * field so far: what the runner published for the time before its last reset of SLOTS and
+ * PERF_METRICS, plus SLOTS times the field since. */
+static void to_snapshot(const uint64_t *raw, const MarkerSharedCpu *base, int64_t *snapshot) {
         const MarkerGlobal *g = &marker_global;
 
         for (size_t i = 0; i < g->n_regs; i++)
@@ -172,50 +173,54 @@ static void to_snapshot(const uint64_t *raw, int64_t *snapshot) {
         if (g->metrics_reg >= 0 && g->slots_reg >= 0) {
                 uint64_t slots = raw[g->slots_reg] & g->counter_mask, metrics = raw[g->metrics_reg];
 
+                snapshot[g->slots_reg] = (int64_t) (slots + base->slots);
                 for (unsigned f = 0; f < MARKER_METRICS_FIELDS; f++) {
                         uint64_t byte = (metrics >> (8 * f)) & 0xFF;
 
-                        snapshot[g->n_regs + f] = (int64_t) (((unsigned __int128) slots * byte) / 0xFF);
+                        snapshot[g->n_regs + f] = (int64_t) (base->fields[f] +
+                                                             ((unsigned __int128) slots * byte) / 0xFF);
                 }
         }
 }
 
-/* Reads the counters of the CPU the thread runs on. */
-static int read_counters(MarkerThread *t, int64_t *snapshot, uint32_t *ret_cpu) {
+/* The CPU the thread runs on, if its counters run. */
+static int current_cpu(MarkerThread *t, uint32_t *ret_cpu) {
+        int cpu = sched_getcpu();
+
+        if (cpu < 0)
+                return misuse(-errno, "sched_getcpu() failed: %s", strerror(errno));
+        if (!cpu_measured((uint32_t) cpu))
+                return misuse(-ENXIO, "thread %u runs on CPU %d, whose counters pmugate does not run", t->index, cpu);
+        *ret_cpu = (uint32_t) cpu;
+        return 0;
+}
+
+/* Reads the counters of cpu: with RDPMC (-EAGAIN when the thread moved to another CPU), or
+ * in one round trip to the daemon. */
+static int read_raw(MarkerThread *t, uint32_t cpu, uint64_t *raw) {
         MarkerGlobal *g = &marker_global;
-        uint64_t raw[MARKER_REGS_MAX];
         MarkerConnection *mc;
-        int cpu, r;
+        int r;
 
         if (g->mode == MARKER_READ_RDPMC) {
                 unsigned on;
 
                 r = marker_rdpmc_read(g->rdpmc_index, g->n_regs, raw, &on);
-                if (r < 0)
+                if (r < 0 && r != -EAGAIN)
                         return misuse(r, "reading the counters with RDPMC failed: %s", strerror(-r));
-                if (!cpu_measured(on))
-                        return misuse(-ENXIO, "thread %u runs on CPU %u, whose counters pmugate does not run",
-                                      t->index, on);
-                to_snapshot(raw, snapshot);
-                *ret_cpu = on;
-                return 0;
+                return r < 0 || on != cpu ? -EAGAIN : 0;
         }
-        cpu = sched_getcpu();
-        if (cpu < 0)
-                return misuse(-errno, "sched_getcpu() failed: %s", strerror(errno));
-        if (!cpu_measured((uint32_t) cpu))
-                return misuse(-ENXIO, "thread %u runs on CPU %d, whose counters pmugate does not run", t->index, cpu);
         r = marker_connection_get(t, &mc);
         if (r < 0)
                 return misuse(r, "cannot connect to pmugated: %s", pmugate_strerror(r));
         if (!t->batch && (r = pmugate_batch_new(&t->batch)) < 0)
                 return r;
-        if (t->cached_cpu != (uint32_t) cpu) {
+        if (t->cached_cpu != cpu) {
                 pmugate_batch_clear(t->batch);
-                r = pmugate_batch_read_msrs(t->batch, (const uint32_t *) &cpu, 1, g->regs, g->n_regs);
+                r = pmugate_batch_read_msrs(t->batch, &cpu, 1, g->regs, g->n_regs);
                 if (r < 0)
                         return r;
-                t->cached_cpu = (uint32_t) cpu;
+                t->cached_cpu = cpu;
         }
         (void) pthread_mutex_lock(&mc->lock);
         r = pmugate_batch_run(mc->connection, t->batch);
@@ -223,10 +228,54 @@ static int read_counters(MarkerThread *t, int64_t *snapshot, uint32_t *ret_cpu) 
         for (size_t i = 0; r >= 0 && i < g->n_regs; i++)
                 r = pmugate_batch_result(t->batch, i, &raw[i]);
         if (r < 0)
-                return misuse(r, "reading the counters of CPU %d failed: %s", cpu, pmugate_strerror(r));
-        to_snapshot(raw, snapshot);
-        *ret_cpu = (uint32_t) cpu;
+                return misuse(r, "reading the counters of CPU %u failed: %s", cpu, pmugate_strerror(r));
         return 0;
+}
+
+/* Reads the counters of the CPU the thread runs on. Where the runner resets SLOTS and
+ * PERF_METRICS, a read that overlapped a reset is done again. */
+static int read_counters(MarkerThread *t, int64_t *snapshot, uint32_t *ret_cpu) {
+        const MarkerGlobal *g = &marker_global;
+
+        for (unsigned attempt = 0; attempt < MARKER_READ_ATTEMPTS; attempt++) {
+                MarkerSharedCpu base = {};
+                const MarkerSharedCpu *shared = NULL;
+                uint64_t raw[MARKER_REGS_MAX], sequence = 0;
+                uint32_t cpu = 0;
+                int r;
+
+                r = current_cpu(t, &cpu);
+                if (r < 0)
+                        return r;
+                if (g->shared) {
+                        shared = &g->shared->cpus[cpu];
+                        sequence = __atomic_load_n(&shared->sequence, __ATOMIC_ACQUIRE);
+                        if (sequence & 1) {
+                                /* a reset is under way: it takes a round trip */
+                                (void) nanosleep(&(struct timespec) { .tv_nsec = MARKER_RESET_WAIT_NS }, NULL);
+                                continue;
+                        }
+                }
+                r = read_raw(t, cpu, raw);
+                if (r == -EAGAIN)
+                        continue;
+                if (r < 0)
+                        return r;
+                if (shared) {
+                        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                        base.slots = __atomic_load_n(&shared->slots, __ATOMIC_RELAXED);
+                        for (unsigned f = 0; f < MARKER_METRICS_FIELDS; f++)
+                                base.fields[f] = __atomic_load_n(&shared->fields[f], __ATOMIC_RELAXED);
+                        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                        if (__atomic_load_n(&shared->sequence, __ATOMIC_RELAXED) != sequence)
+                                continue;
+                }
+                to_snapshot(raw, &base, snapshot);
+                *ret_cpu = cpu;
+                return 0;
+        }
+        return misuse(-EAGAIN, "thread %u could not read its counters: it kept moving between CPUs, or the "
+                      "counters kept being reset", t->index);
 }
 
 int pmugate_marker_start(const char *name) {

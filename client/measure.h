@@ -46,6 +46,10 @@ typedef struct CpuState {
         uint64_t saved_evtsel[GP_COUNTERS_MAX];        /* register values before start */
         uint64_t saved_fixed_ctrl;
         uint64_t saved_global_ctrl;
+        /* SLOTS and the slots of each PERF_METRICS field counted before the last reset, for
+         * readers that see only the registers (markers) */
+        uint64_t slots_base;
+        uint64_t fields_base[PERF_METRICS_FIELDS];
         int error;                                      /* first per-op error; the CPU stops counting */
 } CpuState;
 
@@ -124,6 +128,12 @@ struct pmugate_measure {
         size_t n_chunks;
         size_t variants;
         char reason[MEASURE_REASON_MAX];
+
+        /* Called around each sample (before: true, then false) and freed at close: the marker
+         * runner tells the program when SLOTS and PERF_METRICS are reset. */
+        void (*sample_hook)(pmugate_measure *m, bool before, void *userdata);
+        void (*sample_hook_free)(void *userdata);
+        void *sample_hook_data;
 };
 
 /* measure-setup.c: asks hello (unless info is given; it is taken either way), checks the CPUs,

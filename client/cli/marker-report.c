@@ -17,6 +17,7 @@
 #include "marker-runner.h"
 
 #define RESULTS_NAME "results"
+#define SHARED_NAME "counters"
 #define COLUMN_WIDTH 14
 #define LABEL_WIDTH 32
 #define NUMBER_MAX 48
@@ -46,7 +47,11 @@ int marker_run_prepare(MarkerRun *run, pmugate_measure *m, const char *socket_pa
                 run->path = NULL;
                 return -ENOMEM;
         }
-        r = marker_runner_environment(m, run->path, reason, sizeof(reason));
+        if (asprintf(&run->shared_path, "%s/" SHARED_NAME, run->dir) < 0) {
+                run->shared_path = NULL;
+                return -ENOMEM;
+        }
+        r = marker_runner_environment(m, run->path, run->shared_path, reason, sizeof(reason));
         if (r >= 0 && socket_path && setenv("PMUGATE_SOCKET", socket_path, 1) < 0)
                 r = -errno;
         if (r < 0)
@@ -57,6 +62,9 @@ int marker_run_prepare(MarkerRun *run, pmugate_measure *m, const char *socket_pa
 void marker_run_cleanup(MarkerRun *run) {
         if (run->path)
                 (void) unlink(run->path);
+        if (run->shared_path)
+                (void) unlink(run->shared_path);
+        free(run->shared_path);
         if (run->dir)
                 (void) rmdir(run->dir);
         free(run->path);

@@ -10,6 +10,7 @@
 typedef struct MarkerRun {
         char *dir;              /* private directory of the results file */
         char *path;
+        char *shared_path;      /* SLOTS/PERF_METRICS bases the runner publishes */
 } MarkerRun;
 
 /* Makes the results directory and sets the environment the program inherits (call before it

@@ -376,8 +376,7 @@ static uint64_t now_ns(void) {
  * SIGTERM). Returns 0, or 1 when sampling failed. */
 static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pmugate_measure *m, Workload *w,
                         int signal_fd, const char *verb) {
-        /* with markers, a sample's SLOTS/PERF_METRICS reset would cut through open regions */
-        uint64_t poll_ns = a->marker ? TIME_MAX_NS : pmugate_measure_poll_interval(m), now = now_ns();
+        uint64_t poll_ns = pmugate_measure_poll_interval(m), now = now_ns();
         uint64_t next_poll = now + poll_ns, next_interval = a->interval_ns ? now + a->interval_ns : UINT64_MAX;
         uint64_t deadline = a->duration_ns ? now + a->duration_ns : UINT64_MAX;
 
