@@ -284,9 +284,9 @@ int pmugate_marker_start(const char *name) {
         MarkerOpen *o;
         int id, r;
 
-        last_reason[0] = '\0';
         if (!atomic_load_explicit(&g->active, memory_order_relaxed))
                 return 0;
+        last_reason[0] = '\0';
         r = thread_get(&t);
         if (r < 0)
                 return r;
@@ -334,9 +334,9 @@ int pmugate_marker_stop(const char *name) {
         size_t k;
         int id, r;
 
-        last_reason[0] = '\0';
         if (!atomic_load_explicit(&g->active, memory_order_relaxed))
                 return 0;
+        last_reason[0] = '\0';
         r = thread_get(&t);
         if (r < 0)
                 return r;
