@@ -40,6 +40,8 @@ static void help(void) {
                "                                  -I prints every interval; CMD's exit status is kept\n"
                "  stat -e EVENT,... | -g GROUP [same options]\n"
                "                                  Count events, or a group of events and formulas\n"
+               "  topdown|stat -m ... -- CMD ARGS...\n"
+               "                                  Per region CMD marks with pmugate's or LIKWID's markers\n"
                "\n"
                "REG is an address (0x186) or a name from 'pmugate info' (IA32_PERFEVTSEL0).\n"
                "VALUE is hex (0x...) or decimal. Bits outside a register's write mask are kept.\n"
