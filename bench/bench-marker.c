@@ -104,7 +104,8 @@ static int read_request(msgpack_sbuffer *sb, uint32_t cpu, const uint32_t *regs,
         msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
         if (request_pack_begin(&pk, 1000, "batch", 1) < 0 || pack_string(&pk, "ops") < 0 ||
             msgpack_pack_array(&pk, 1) < 0 || msgpack_pack_array(&pk, 3) < 0 || pack_string(&pk, "R") < 0 ||
-            msgpack_pack_array(&pk, 1) < 0 || msgpack_pack_uint32(&pk, cpu) < 0 || msgpack_pack_array(&pk, n) < 0)
+            msgpack_pack_array(&pk, 1) < 0 || msgpack_pack_uint32(&pk, cpu) < 0 ||
+            msgpack_pack_array(&pk, n) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 if (msgpack_pack_uint32(&pk, regs[i]) < 0)
@@ -166,7 +167,8 @@ int main(int argc, char *argv[]) {
                         regs_text = optarg;
                         break;
                 default:
-                        fprintf(stderr, "usage: bench-marker --socket=PATH [--cpu=N] [--iterations=N] [--regs=HEX,...]\n");
+                        fprintf(stderr, "usage: bench-marker --socket=PATH [--cpu=N] [--iterations=N] "
+                                "[--regs=HEX,...]\n");
                         return 2;
                 }
         if (!socket_path || iterations < 10 || parse_regs(regs_text, regs, &n_regs) < 0) {
@@ -211,7 +213,8 @@ int main(int argc, char *argv[]) {
                 if (i >= WARMUP)
                         ns[i - WARMUP] = now_ns() - t0;
         }
-        (void) snprintf(buf, sizeof(buf), "bare SEQPACKET echo of the read request (%zu bytes)", request.size);
+        (void) snprintf(buf, sizeof(buf), "bare SEQPACKET echo of the read request (%zu bytes)",
+                        request.size);
         report(buf, ns, iterations, &echo_us);
         msgpack_sbuffer_destroy(&request);
 
@@ -228,7 +231,8 @@ int main(int argc, char *argv[]) {
                         ns[i - WARMUP] = now_ns() - t0;
         }
         if (r < 0) {
-                fprintf(stderr, "bench-marker: reading through the daemon failed: %s\n", pmugate_strerror(r));
+                fprintf(stderr, "bench-marker: reading through the daemon failed: %s\n",
+                        pmugate_strerror(r));
                 return 1;
         }
         (void) snprintf(buf, sizeof(buf), "daemon: one compact read of %zu registers, 1 CPU", n_regs);

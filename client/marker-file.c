@@ -183,7 +183,8 @@ int marker_file_parse(const char *text, size_t size, size_t n_columns, MarkerFil
         int r;
 
         if (size > PMUGATE_MARKER_FILE_SIZE_MAX || n_columns > MARKER_COLUMNS_MAX)
-                return refuse(reterr_reason, reason_size, 0, "larger than %u bytes", PMUGATE_MARKER_FILE_SIZE_MAX);
+                return refuse(reterr_reason, reason_size, 0, "larger than %u bytes",
+                              PMUGATE_MARKER_FILE_SIZE_MAX);
         f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
@@ -197,16 +198,19 @@ int marker_file_parse(const char *text, size_t size, size_t n_columns, MarkerFil
 
                 number++;
                 if (!nl)
-                        return refuse(reterr_reason, reason_size, number, "the file ends inside a line (cut short?)");
+                        return refuse(reterr_reason, reason_size, number,
+                                      "the file ends inside a line (cut short?)");
                 len = (size_t) (nl - (text + at));
                 if (len >= sizeof(line) || memchr(text + at, '\0', len))
-                        return refuse(reterr_reason, reason_size, number, "line too long or with a NUL byte");
+                        return refuse(reterr_reason, reason_size, number,
+                                      "line too long or with a NUL byte");
                 memcpy(line, text + at, len);
                 line[len] = '\0';
                 at += len + 1;
                 if (number == 1) {
                         if (strcmp(line, MARKER_FILE_MAGIC) != 0)
-                                return refuse(reterr_reason, reason_size, number, "not a pmugate marker file");
+                                return refuse(reterr_reason, reason_size, number,
+                                              "not a pmugate marker file");
                 } else if (number == 2) {
                         if (strcmp(line, "mode daemon") != 0 && strcmp(line, "mode rdpmc") != 0)
                                 return refuse(reterr_reason, reason_size, number, "bad read mode");

@@ -43,7 +43,8 @@ static int parse_regs(MarkerGlobal *g, const char *text) {
                 v = strtoull(p, &end, 16);
                 if (errno != 0 || end == p || v > UINT32_MAX || (*end != ',' && *end != '\0'))
                         return -EINVAL;
-                if (g->n_regs >= MARKER_REGS_MAX || marker_rdpmc_index((uint32_t) v, &g->rdpmc_index[g->n_regs]) < 0)
+                if (g->n_regs >= MARKER_REGS_MAX ||
+                    marker_rdpmc_index((uint32_t) v, &g->rdpmc_index[g->n_regs]) < 0)
                         return -EINVAL;
                 if (v == MARKER_MSR_SLOTS)
                         g->slots_reg = (int) g->n_regs;
@@ -102,7 +103,8 @@ static int map_shared(MarkerGlobal *g, const char *path) {
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode) || (size_t) st.st_size < sizeof(MarkerShared) + g->cpus_bits * sizeof(MarkerSharedCpu) ||
+        if (!S_ISREG(st.st_mode) ||
+            (size_t) st.st_size < sizeof(MarkerShared) + g->cpus_bits * sizeof(MarkerSharedCpu) ||
             (size_t) st.st_size > sizeof(MarkerShared) + PMUGATE_CPUS_MAX * sizeof(MarkerSharedCpu))
                 return -EINVAL;
         map = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0);
@@ -130,8 +132,8 @@ static void choose_read_mode(MarkerGlobal *g) {
         }
         value = marker_rdpmc_sysfs(sysfs && sysfs[0] ? sysfs : MARKER_SYSFS_DEFAULT);
         /* a probe where the switch says no would only find the same */
-        g->mode = marker_rdpmc_decide(value, value != 0 && marker_rdpmc_probe(g->rdpmc_index[0]), g->mode_reason,
-                                      sizeof(g->mode_reason));
+        g->mode = marker_rdpmc_decide(value, value != 0 && marker_rdpmc_probe(g->rdpmc_index[0]),
+                                      g->mode_reason, sizeof(g->mode_reason));
 }
 
 /* In a child of fork() the connections are the parent's: markers are off there. */
@@ -225,7 +227,8 @@ static int write_results(MarkerGlobal *g) {
         if (!f)
                 return -errno;
         TAKE_FD(fd);
-        fprintf(f, "%s\nmode %s\ncolumns %zu\n", MARKER_FILE_MAGIC, marker_read_mode_name(g->mode), g->n_columns);
+        fprintf(f, "%s\nmode %s\ncolumns %zu\n", MARKER_FILE_MAGIC, marker_read_mode_name(g->mode),
+                g->n_columns);
         for (size_t i = 0; i < n_regions; i++)
                 fprintf(f, "region %zu %s\n", i, g->regions[i].name);
         for (size_t i = 0; i < g->n_threads; i++)

@@ -11,7 +11,7 @@
 
 /* Environment the runner sets for the program it starts. */
 #define MARKER_ENV_FILE "PMUGATE_MARKER_FILE"       /* where the program writes its results */
-#define MARKER_ENV_REGS "PMUGATE_MARKER_REGS"       /* MSRs each start and stop reads, hex, comma-separated */
+#define MARKER_ENV_REGS "PMUGATE_MARKER_REGS"       /* MSRs a start and a stop read: hex, "c1,309" */
 #define MARKER_ENV_CPUS "PMUGATE_MARKER_CPUS"       /* CPUs whose counters run (a CPU list) */
 #define MARKER_ENV_WIDTH "PMUGATE_MARKER_WIDTH"     /* counter width in bits */
 #define MARKER_ENV_SHARED "PMUGATE_MARKER_SHARED"   /* SLOTS/PERF_METRICS before the last reset */

@@ -50,7 +50,8 @@ static void publish(pmugate_measure *m, bool before, void *userdata) {
                 if (!before) {
                         __atomic_store_n(&c->slots, m->state[i].slots_base, __ATOMIC_RELAXED);
                         for (unsigned f = 0; f < MARKER_METRICS_FIELDS; f++)
-                                __atomic_store_n(&c->fields[f], m->state[i].fields_base[f], __ATOMIC_RELAXED);
+                                __atomic_store_n(&c->fields[f], m->state[i].fields_base[f],
+                                                 __ATOMIC_RELAXED);
                 }
                 /* odd before the reset batch goes out, even once the bases are in place */
                 (void) __atomic_fetch_add(&c->sequence, 1, __ATOMIC_SEQ_CST);
@@ -99,8 +100,9 @@ int marker_runner_environment(pmugate_measure *m, const char *results_path, cons
         if (!cpus)
                 return -ENOMEM;
         if (pmugate_measure_event_sets(m) > 1) {
-                (void) snprintf(reterr_reason, reason_size, "the events take %u turns on the counters; markers "
-                                "read one set of counters, so give fewer events", pmugate_measure_event_sets(m));
+                (void) snprintf(reterr_reason, reason_size, "the events take %u turns on the counters; "
+                                "markers read one set of counters, so give fewer events",
+                                pmugate_measure_event_sets(m));
                 return -E2BIG;
         }
         if (!m->sweep_regs && (r = measure_plan_registers(m)) < 0)
@@ -108,7 +110,8 @@ int marker_runner_environment(pmugate_measure *m, const char *results_path, cons
         if (m->n_sweep_regs == 0 || m->n_sweep_regs > MARKER_REGS_MAX)
                 return -EINVAL;
         for (size_t i = 0; i < m->n_sweep_regs; i++)
-                at += (size_t) snprintf(regs + at, sizeof(regs) - at, "%s%" PRIx32, i ? "," : "", m->sweep_regs[i]);
+                at += (size_t) snprintf(regs + at, sizeof(regs) - at, "%s%" PRIx32, i ? "," : "",
+                                        m->sweep_regs[i]);
         r = cpulist_format(m->cpus, m->n_cpus, cpus, CPUS_TEXT_MAX);
         if (r < 0)
                 return r;
@@ -180,7 +183,8 @@ static int region_result(pmugate_measure *m, const MarkerFile *f, size_t region,
         g->migrated = calloc(n ?: 1, sizeof(uint64_t));
         raw = calloc(n ?: 1, sizeof(uint64_t *));
         row_cpus = calloc(n ?: 1, sizeof(uint32_t));
-        if (!g->name || !g->threads || !g->cpus || !g->calls || !g->seconds || !g->migrated || !raw || !row_cpus)
+        if (!g->name || !g->threads || !g->cpus || !g->calls || !g->seconds || !g->migrated || !raw ||
+            !row_cpus)
                 goto finish;
         g->n_threads = n;
         for (size_t i = 0; i < f->n_rows; i++) {
@@ -247,8 +251,8 @@ static int read_results(const char *path, char **ret_text, size_t *ret_size) {
         return 0;
 }
 
-int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret, char *reterr_reason,
-                         size_t reason_size) {
+int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret,
+                         char *reterr_reason, size_t reason_size) {
         _cleanup_(marker_report_freep) MarkerReport *report = NULL;
         _cleanup_(marker_file_freep) MarkerFile *f = NULL;
         _cleanup_free_ char *text = NULL;
@@ -260,7 +264,8 @@ int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerRep
                 (void) snprintf(reterr_reason, reason_size, "the marker results are larger than %u bytes",
                                 PMUGATE_MARKER_FILE_SIZE_MAX);
         else if (r < 0 && r != -ENOENT)
-                (void) snprintf(reterr_reason, reason_size, "cannot read the marker results: %s", strerror(-r));
+                (void) snprintf(reterr_reason, reason_size, "cannot read the marker results: %s",
+                                strerror(-r));
         if (r < 0)
                 return r;
         columns = m->n_sweep_regs + (m->metrics_slot >= 0 ? MARKER_METRICS_FIELDS : 0);

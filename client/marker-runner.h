@@ -43,6 +43,6 @@ int marker_runner_environment(pmugate_measure *m, const char *results_path, cons
 /* Reads what the program wrote at results_path (-ENOENT when it wrote nothing: it did not
  * call the markers' close and did not exit normally) and computes every region's counts and
  * metrics. */
-int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret, char *reterr_reason,
-                         size_t reason_size);
+int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret,
+                         char *reterr_reason, size_t reason_size);
 MarkerReport *marker_report_free(MarkerReport *r);

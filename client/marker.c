@@ -68,7 +68,8 @@ static int region_find(const char *name, uint64_t hash) {
         size_t n = atomic_load_explicit(&marker_global.n_regions, memory_order_acquire);
 
         for (size_t i = 0; i < n; i++)
-                if (marker_global.regions[i].hash == hash && strcmp(marker_global.regions[i].name, name) == 0)
+                if (marker_global.regions[i].hash == hash &&
+                    strcmp(marker_global.regions[i].name, name) == 0)
                         return (int) i;
         return -ENOENT;
 }
@@ -81,8 +82,9 @@ static int region_get(const char *name, unsigned flags) {
         int id;
 
         if (!marker_name_valid(name))
-                return misuse(-EINVAL, "region name '%.*s' is not 1 to %u printable characters without white space",
-                              (int) PMUGATE_MARKER_NAME_MAX, name ?: "(null)", PMUGATE_MARKER_NAME_MAX);
+                return misuse(-EINVAL, "region name '%.*s' is not 1 to %u printable characters without "
+                              "white space", (int) PMUGATE_MARKER_NAME_MAX, name ?: "(null)",
+                              PMUGATE_MARKER_NAME_MAX);
         hash = name_hash(name);
         id = region_find(name, hash);
         if (id >= 0 && (g->regions[id].flags & flags) == flags)
@@ -97,8 +99,8 @@ static int region_get(const char *name, unsigned flags) {
         n = atomic_load_explicit(&g->n_regions, memory_order_relaxed);
         if (n >= PMUGATE_MARKER_REGIONS_MAX) {
                 (void) pthread_mutex_unlock(&g->lock);
-                return misuse(-E2BIG, "too many regions: '%s' would be region %u, at most %u are measured", name,
-                              (unsigned) n + 1, PMUGATE_MARKER_REGIONS_MAX);
+                return misuse(-E2BIG, "too many regions: '%s' would be region %u, at most %u are measured",
+                              name, (unsigned) n + 1, PMUGATE_MARKER_REGIONS_MAX);
         }
         (void) snprintf(g->regions[n].name, sizeof(g->regions[n].name), "%s", name);
         g->regions[n].hash = hash;
@@ -190,7 +192,8 @@ static int current_cpu(MarkerThread *t, uint32_t *ret_cpu) {
         if (cpu < 0)
                 return misuse(-errno, "sched_getcpu() failed: %s", strerror(errno));
         if (!cpu_measured((uint32_t) cpu))
-                return misuse(-ENXIO, "thread %u runs on CPU %d, whose counters pmugate does not run", t->index, cpu);
+                return misuse(-ENXIO, "thread %u runs on CPU %d, whose counters pmugate does not run",
+                              t->index, cpu);
         *ret_cpu = (uint32_t) cpu;
         return 0;
 }
@@ -252,7 +255,9 @@ static int read_counters(MarkerThread *t, int64_t *snapshot, uint32_t *ret_cpu) 
                         sequence = __atomic_load_n(&shared->sequence, __ATOMIC_ACQUIRE);
                         if (sequence & 1) {
                                 /* a reset is under way: it takes a round trip */
-                                (void) nanosleep(&(struct timespec) { .tv_nsec = MARKER_RESET_WAIT_NS }, NULL);
+                                struct timespec wait = { .tv_nsec = MARKER_RESET_WAIT_NS };
+
+                                (void) nanosleep(&wait, NULL);
                                 continue;
                         }
                 }
@@ -295,12 +300,14 @@ int pmugate_marker_start(const char *name) {
                 return id;
         for (size_t k = 0; k < t->depth; k++)
                 if (t->open[k].region == (uint32_t) id)
-                        return misuse(-EALREADY, "thread %u started region '%s' again before stopping it", t->index,
-                                      name);
-        if (t->depth > 0 && !(g->flags & PMUGATE_MARKER_NESTING) && !(g->regions[id].flags & PMUGATE_REGION_NESTED))
-                return misuse(-EDEADLK, "thread %u started region '%s' inside '%s', but nesting was not declared "
-                              "(register it with PMUGATE_REGION_NESTED, or init with PMUGATE_MARKER_NESTING)",
-                              t->index, name, g->regions[t->open[t->depth - 1].region].name);
+                        return misuse(-EALREADY, "thread %u started region '%s' again before stopping it",
+                                      t->index, name);
+        if (t->depth > 0 && !(g->flags & PMUGATE_MARKER_NESTING) &&
+            !(g->regions[id].flags & PMUGATE_REGION_NESTED))
+                return misuse(-EDEADLK, "thread %u started region '%s' inside '%s', but nesting was not "
+                              "declared (register it with PMUGATE_REGION_NESTED, or init with "
+                              "PMUGATE_MARKER_NESTING)", t->index, name,
+                              g->regions[t->open[t->depth - 1].region].name);
         if (t->depth >= PMUGATE_MARKER_DEPTH_MAX)
                 return misuse(-E2BIG, "thread %u opened more than %u nested regions", t->index,
                               PMUGATE_MARKER_DEPTH_MAX);
@@ -317,9 +324,11 @@ int pmugate_marker_start(const char *name) {
 
 /* Why a stop of a region the thread has not open is wrong. */
 static int stop_without_start(MarkerThread *t, const char *name, int id) {
-        if (id >= 0 && atomic_load_explicit(&marker_global.regions[id].open_threads, memory_order_relaxed) > 0)
-                return misuse(-EXDEV, "thread %u stopped region '%s', which another thread started: a region is "
-                              "stopped by the thread that started it", t->index, name);
+        MarkerRegion *region = id >= 0 ? &marker_global.regions[id] : NULL;
+
+        if (region && atomic_load_explicit(&region->open_threads, memory_order_relaxed) > 0)
+                return misuse(-EXDEV, "thread %u stopped region '%s', which another thread started: a "
+                              "region is stopped by the thread that started it", t->index, name);
         return misuse(-ENOENT, "thread %u stopped region '%s' without starting it", t->index, name);
 }
 
@@ -349,8 +358,8 @@ int pmugate_marker_stop(const char *name) {
         if (id < 0 || k == t->depth)
                 return stop_without_start(t, name, id);
         if (k != t->depth - 1)
-                return misuse(-EDEADLK, "thread %u stopped region '%s' while '%s', started inside it, is still open",
-                              t->index, name, g->regions[t->open[t->depth - 1].region].name);
+                return misuse(-EDEADLK, "thread %u stopped region '%s' while '%s', started inside it, is "
+                              "still open", t->index, name, g->regions[t->open[t->depth - 1].region].name);
         o = &t->open[k];
         r = thread_stats(t, id, &s);
         if (r < 0)

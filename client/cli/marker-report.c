@@ -130,8 +130,9 @@ static void table_region(FILE *f, const MarkerRegionResult *g) {
                 fprintf(f, " %*.6f", COLUMN_WIDTH, g->seconds[i]);
         fputc('\n', f);
         for (size_t i = 0; i < r->n_metrics; i++) {
-                fprintf(f, "%*s%-*s", 2 * (int) r->metrics[i].level, "", LABEL_WIDTH - 2 * (int) r->metrics[i].level,
-                        r->metrics[i].label);
+                int indent = 2 * (int) r->metrics[i].level;
+
+                fprintf(f, "%*s%-*s", indent, "", LABEL_WIDTH - indent, r->metrics[i].label);
                 for (size_t k = 0; k < n_columns; k++) {
                         format_metric(values_of(g, k)->metrics[i], r->metrics[i].unit, value, sizeof(value));
                         fprintf(f, " %*s", COLUMN_WIDTH, value);
@@ -148,9 +149,9 @@ static void table_region(FILE *f, const MarkerRegionResult *g) {
         }
         for (size_t i = 0; i < g->n_threads; i++)
                 if (g->migrated[i] > 0)
-                        fprintf(f, "  thread %" PRIu32 ": %" PRIu64 " call%s moved to another CPU inside the region; "
-                                "their counts are left out (pin the threads)\n", g->threads[i], g->migrated[i],
-                                g->migrated[i] == 1 ? "" : "s");
+                        fprintf(f, "  thread %" PRIu32 ": %" PRIu64 " call%s moved to another CPU inside "
+                                "the region; their counts are left out (pin the threads)\n", g->threads[i],
+                                g->migrated[i], g->migrated[i] == 1 ? "" : "s");
 }
 
 static void csv_number(FILE *f, double v) {
@@ -178,14 +179,14 @@ static void csv_region(FILE *f, const MarkerRegionResult *g) {
                                 cpu[0] = '\0';
                 }
                 for (size_t e = 0; e < r->n_events; e++) {
-                        fprintf(f, "%s,%s,%s,%" PRIu64 ",%.9f,count,%s,", g->name, thread, cpu, calls, seconds,
-                                r->events[e]);
+                        fprintf(f, "%s,%s,%s,%" PRIu64 ",%.9f,count,%s,", g->name, thread, cpu, calls,
+                                seconds, r->events[e]);
                         csv_number(f, v->counts[e]);
                         fputc('\n', f);
                 }
                 for (size_t i = 0; i < r->n_metrics; i++) {
-                        fprintf(f, "%s,%s,%s,%" PRIu64 ",%.9f,metric,%s,", g->name, thread, cpu, calls, seconds,
-                                r->metrics[i].name);
+                        fprintf(f, "%s,%s,%s,%" PRIu64 ",%.9f,metric,%s,", g->name, thread, cpu, calls,
+                                seconds, r->metrics[i].name);
                         csv_number(f, v->metrics[i]);
                         fputc('\n', f);
                 }
@@ -321,8 +322,8 @@ int marker_run_report(MarkerRun *run, const OutputContext *ctx, pmugate_measure 
 
         r = marker_runner_report(m, run->path, &rep, reason, sizeof(reason));
         if (r == -ENOENT) {
-                fprintf(stderr, "pmugate %s -m: the program wrote no marker results: it never called the markers' "
-                        "init, or it did not end normally (killed, or _exit())\n", verb);
+                fprintf(stderr, "pmugate %s -m: the program wrote no marker results: it never called the "
+                        "markers' init, or it did not end normally (killed, or _exit())\n", verb);
                 return 1;
         }
         if (r < 0) {
@@ -331,10 +332,11 @@ int marker_run_report(MarkerRun *run, const OutputContext *ctx, pmugate_measure 
         }
         write_report(ctx, rep);
         for (size_t i = 0; i < rep->n_errors; i++)
-                fprintf(stderr, "pmugate %s -m: marker misuse: %s (%" PRIu64 " time%s)\n", verb, rep->errors[i].text,
-                        rep->errors[i].count, rep->errors[i].count == 1 ? "" : "s");
+                fprintf(stderr, "pmugate %s -m: marker misuse: %s (%" PRIu64 " time%s)\n", verb,
+                        rep->errors[i].text, rep->errors[i].count, rep->errors[i].count == 1 ? "" : "s");
         if (rep->errors_dropped > 0)
-                fprintf(stderr, "pmugate %s -m: marker misuse: %" PRIu64 " more\n", verb, rep->errors_dropped);
+                fprintf(stderr, "pmugate %s -m: marker misuse: %" PRIu64 " more\n", verb,
+                        rep->errors_dropped);
         r = rep->n_errors > 0 || rep->errors_dropped > 0 ? 1 : 0;
         marker_report_free(rep);
         if (fflush(ctx->file) != 0) {

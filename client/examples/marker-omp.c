@@ -16,10 +16,8 @@
 #include <pmugate/marker.h>
 
 static void work(double milliseconds) {
-        struct timespec ts = {
-                .tv_sec = (time_t) (milliseconds / 1000.0),
-                .tv_nsec = (long) ((milliseconds - 1000.0 * (double) (time_t) (milliseconds / 1000.0)) * 1e6),
-        };
+        long long ns = (long long) (milliseconds * 1e6);
+        struct timespec ts = { .tv_sec = (time_t) (ns / 1000000000), .tv_nsec = (long) (ns % 1000000000) };
 
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;

@@ -38,8 +38,8 @@ static inline int likwid_markerStopRegion(const char *regionTag) {
 static inline int likwid_markerResetRegion(const char *regionTag) {
         return pmugate_marker_reset(regionTag);
 }
-static inline void likwid_markerGetRegion(const char *regionTag, int *nr_events, double *events, double *time,
-                                          int *count) {
+static inline void likwid_markerGetRegion(const char *regionTag, int *nr_events, double *events,
+                                          double *time, int *count) {
         if (pmugate_marker_get(regionTag, nr_events, events, time, count) < 0 && nr_events)
                 *nr_events = 0;
 }

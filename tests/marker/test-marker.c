@@ -185,7 +185,8 @@ static void refused(const char *from, const char *to, size_t columns, const char
 
         assert_non_null(at);
         snprintf(text, sizeof(text), "%.*s%s%s", (int) (at - GOOD), GOOD, to, at + strlen(from));
-        assert_int_equal(marker_file_parse(text, strlen(text), columns, &f, reason, sizeof(reason)), -EBADMSG);
+        assert_int_equal(marker_file_parse(text, strlen(text), columns, &f, reason, sizeof(reason)),
+                         -EBADMSG);
         assert_null(f);
         if (!strstr(reason, want))
                 fail_msg("reason '%s' lacks '%s'", reason, want);
@@ -217,7 +218,8 @@ static void test_file_refused(void **state) {
         assert_non_null(strstr(reason, "cut short"));
         assert_int_equal(marker_file_parse("pmugate-markers 1\nmode d\0emon\ncolumns 3\n", 38, 3, &f, reason,
                                            sizeof(reason)), -EBADMSG);
-        assert_int_equal(marker_file_parse("pmugate-markers 1\n", 18, 3, &f, reason, sizeof(reason)), -EBADMSG);
+        assert_int_equal(marker_file_parse("pmugate-markers 1\n", 18, 3, &f, reason, sizeof(reason)),
+                         -EBADMSG);
         assert_int_equal(marker_file_parse("", 0, 3, &f, reason, sizeof(reason)), -EBADMSG);
         assert_null(f);
 }
