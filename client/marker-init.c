@@ -178,6 +178,8 @@ int pmugate_marker_init(unsigned flags) {
                 for (size_t i = 0; i < MARKER_CONNECTIONS_MAX; i++)
                         (void) pthread_mutex_init(&g->connections[i].lock, NULL);
                 choose_read_mode(g);
+                /* the program's own children are not measured, and must not write its results */
+                (void) unsetenv(MARKER_ENV_FILE);
                 (void) pthread_atfork(NULL, NULL, after_fork_in_child);
                 (void) atexit(at_exit);
                 atomic_store(&g->active, true);

@@ -87,12 +87,12 @@ static int region_get(const char *name, unsigned flags) {
                               PMUGATE_MARKER_NAME_MAX);
         hash = name_hash(name);
         id = region_find(name, hash);
-        if (id >= 0 && (g->regions[id].flags & flags) == flags)
+        if (id >= 0 && (__atomic_load_n(&g->regions[id].flags, __ATOMIC_RELAXED) & flags) == flags)
                 return id;
         (void) pthread_mutex_lock(&g->lock);
         id = region_find(name, hash);
         if (id >= 0) {
-                g->regions[id].flags |= flags;
+                (void) __atomic_fetch_or(&g->regions[id].flags, flags, __ATOMIC_RELAXED);
                 (void) pthread_mutex_unlock(&g->lock);
                 return id;
         }
@@ -303,7 +303,7 @@ int pmugate_marker_start(const char *name) {
                         return misuse(-EALREADY, "thread %u started region '%s' again before stopping it",
                                       t->index, name);
         if (t->depth > 0 && !(g->flags & PMUGATE_MARKER_NESTING) &&
-            !(g->regions[id].flags & PMUGATE_REGION_NESTED))
+            !(__atomic_load_n(&g->regions[id].flags, __ATOMIC_RELAXED) & PMUGATE_REGION_NESTED))
                 return misuse(-EDEADLK, "thread %u started region '%s' inside '%s', but nesting was not "
                               "declared (register it with PMUGATE_REGION_NESTED, or init with "
                               "PMUGATE_MARKER_NESTING)", t->index, name,

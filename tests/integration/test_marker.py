@@ -202,6 +202,13 @@ def test_wrong_use(tap):
         rc, said, err = misuse(sim, "twice")
         tap.ok(rc == 1 and said.get("start-again") == "EALREADY" and "again before stopping" in err,
                "a region started twice: EALREADY", err)
+        rc, doc, out, err = run_json(sim, "stat", "-m", "-g", "ipc", "-c", "0-1", "--", MISUSE, "migrate")
+        th = region(doc, "moving")["threads"] if doc else [{}]
+        tap.ok(rc == 0 and "pin-1=0" in out and len(th) == 1 and th[0]["calls"] == 2 and th[0]["migrated"] == 1 and
+               th[0]["cpu"] == 1 and 0.035 < th[0]["time"] < 0.5,
+               "a call that moved to another CPU counts its call and time, not its counts", (out, th))
+        ticks = region(doc, "moving")["aggregate"]["counts"]["CPU_CLK_UNHALTED.REF_TSC"] if doc else 0
+        tap.ok(0 < ticks < 0.03 * 2.4e9, "only the call that stayed on its CPU is counted (%d cycles)" % ticks)
         rc, said, err = misuse(sim, "fine", extra=("-O", "json"))
         tap.ok(rc == 0 and said.get("stop") == "0", "a correct program passes", err)
         rc, out, err = sim.run("stat", "-m", "-g", "ipc", "-c", "3", "--", "taskset", "-c", "0", MISUSE, "fine")

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,14 @@
 static void show(const char *what, int r) {
         printf("%s=%s\n", what, r == 0 ? "0" : strerrorname_np(-r));
         fflush(stdout);
+}
+
+static int run_on(int cpu) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        return sched_setaffinity(0, sizeof(set), &set) < 0 ? -errno : 0;
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -90,6 +99,16 @@ int main(int argc, char *argv[]) {
         } else if (strcmp(mode, "hang") == 0) {
                 show("start", pmugate_marker_start("forever"));
                 pause();
+        } else if (strcmp(mode, "migrate") == 0) {
+                /* one call that moves from CPU 0 to CPU 1 inside the region, one that stays */
+                show("pin-0", run_on(0));
+                show("start", pmugate_marker_start("moving"));
+                show("pin-1", run_on(1));
+                usleep(20000);
+                show("stop", pmugate_marker_stop("moving"));
+                show("start-again", pmugate_marker_start("moving"));
+                usleep(20000);
+                show("stop-again", pmugate_marker_stop("moving"));
         } else if (strcmp(mode, "fine") == 0) {
                 show("start", pmugate_marker_start("fine"));
                 usleep(50000);
