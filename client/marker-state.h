@@ -24,6 +24,11 @@
  * long to wait for a reset under way. */
 #define MARKER_READ_ATTEMPTS 64U
 #define MARKER_RESET_WAIT_NS 20000L
+/* A round trip longer than both of these (the factor times the thread's fastest) is taken
+ * again, at most MARKER_SLOW_READ_RETRIES times per start or stop. */
+#define MARKER_SLOW_READ_MIN_NS UINT64_C(100000)
+#define MARKER_SLOW_READ_FACTOR 8U
+#define MARKER_SLOW_READ_RETRIES 2U
 
 #define MARKER_CPU_UNSET INT64_C(-2)
 #define MARKER_CPU_MIXED INT64_C(-1)
@@ -64,6 +69,7 @@ typedef struct MarkerThread {
         size_t n_stats;
         pmugate_batch *batch;           /* the read of cached_cpu's counters, encoded once */
         uint32_t cached_cpu;
+        uint64_t fastest_read_ns;       /* of this thread's round trips */
 } MarkerThread;
 
 typedef struct MarkerGlobal {

@@ -199,10 +199,14 @@ static int current_cpu(MarkerThread *t, uint32_t *ret_cpu) {
 }
 
 /* Reads the counters of cpu: with RDPMC (-EAGAIN when the thread moved to another CPU), or
- * in one round trip to the daemon. */
-static int read_raw(MarkerThread *t, uint32_t cpu, uint64_t *raw) {
+ * in one round trip to the daemon. The counters are read one after another without being
+ * stopped, so a read the scheduler stretched (far slower than this thread's fastest) has
+ * shifted their windows apart by up to its length: with may_retry, it returns 1 to be read
+ * again. */
+static int read_raw(MarkerThread *t, uint32_t cpu, uint64_t *raw, bool may_retry) {
         MarkerGlobal *g = &marker_global;
         MarkerConnection *mc;
+        uint64_t before, took;
         int r;
 
         if (g->mode == MARKER_READ_RDPMC) {
@@ -226,12 +230,19 @@ static int read_raw(MarkerThread *t, uint32_t cpu, uint64_t *raw) {
                 t->cached_cpu = cpu;
         }
         (void) pthread_mutex_lock(&mc->lock);
+        before = now_ns();
         r = pmugate_batch_run(mc->connection, t->batch);
+        took = now_ns() - before;
         (void) pthread_mutex_unlock(&mc->lock);
         for (size_t i = 0; r >= 0 && i < g->n_regs; i++)
                 r = pmugate_batch_result(t->batch, i, &raw[i]);
         if (r < 0)
                 return misuse(r, "reading the counters of CPU %u failed: %s", cpu, pmugate_strerror(r));
+        if (t->fastest_read_ns == 0 || took < t->fastest_read_ns)
+                t->fastest_read_ns = took;
+        if (may_retry && took > MARKER_SLOW_READ_MIN_NS &&
+            took > MARKER_SLOW_READ_FACTOR * t->fastest_read_ns)
+                return 1;
         return 0;
 }
 
@@ -239,6 +250,7 @@ static int read_raw(MarkerThread *t, uint32_t cpu, uint64_t *raw) {
  * PERF_METRICS, a read that overlapped a reset is done again. */
 static int read_counters(MarkerThread *t, int64_t *snapshot, uint32_t *ret_cpu) {
         const MarkerGlobal *g = &marker_global;
+        unsigned slow = 0;
 
         for (unsigned attempt = 0; attempt < MARKER_READ_ATTEMPTS; attempt++) {
                 MarkerSharedCpu base = {};
@@ -261,8 +273,10 @@ static int read_counters(MarkerThread *t, int64_t *snapshot, uint32_t *ret_cpu) 
                                 continue;
                         }
                 }
-                r = read_raw(t, cpu, raw);
-                if (r == -EAGAIN)
+                r = read_raw(t, cpu, raw, slow < MARKER_SLOW_READ_RETRIES);
+                if (r > 0)
+                        slow++;
+                if (r > 0 || r == -EAGAIN)
                         continue;
                 if (r < 0)
                         return r;

@@ -12,9 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpulist.h"
 #include "macro.h"
 #include "marker-report.h"
 #include "marker-runner.h"
+#include "pmugate-limits.h"
 
 #define RESULTS_NAME "results"
 #define SHARED_NAME "counters"
@@ -232,6 +234,18 @@ static json_object *json_region(const MarkerRegionResult *g) {
         return o;
 }
 
+/* The measured CPUs as numbers, as stat's JSON has them. */
+static json_object *json_cpus(const char *list) {
+        json_object *cpus = json_object_new_array();
+        _cleanup_free_ uint32_t *numbers = NULL;
+        size_t n = 0;
+
+        if (cpulist_parse(list, PMUGATE_CPUS_MAX, &numbers, &n) >= 0)
+                for (size_t i = 0; i < n; i++)
+                        json_object_array_add(cpus, json_object_new_int64(numbers[i]));
+        return cpus;
+}
+
 static void write_json(const OutputContext *ctx, const MarkerReport *rep) {
         json_object *root = json_object_new_object(), *regions = json_object_new_array();
         json_object *errors = json_object_new_array(), *metrics = json_object_new_array();
@@ -244,7 +258,7 @@ static void write_json(const OutputContext *ctx, const MarkerReport *rep) {
         json_object_object_add(root, "group", json_object_new_string(ctx->group));
         if (ctx->level > 0)
                 json_object_object_add(root, "level", json_object_new_int((int) ctx->level));
-        json_object_object_add(root, "cpus", json_object_new_string(ctx->cpu_list));
+        json_object_object_add(root, "cpus", json_cpus(ctx->cpu_list));
         json_object_object_add(root, "read_mode", json_object_new_string(rep->mode));
         for (size_t i = 0; first && i < first->n_metrics; i++) {
                 json_object *m = json_object_new_object();

@@ -80,6 +80,8 @@ def test_openmp_regions(tap):
         tap.ok(rc == 0 and "markers: daemon" in out, "stat -m runs the OpenMP example", err)
         tap.eq([r["name"] for r in doc["regions"]], ["setup", "solve", "exchange"], "three regions, in order")
         tap.eq(doc["read_mode"], "daemon", "this machine reads through the daemon")
+        tap.eq((doc["kind"], doc["marker"], doc["group"], doc["cpus"]), ("stat", True, "ipc", [0, 1]),
+               "the JSON names the measurement")
         tap.eq(doc["errors"], [], "no misuse")
         for name, share in (("setup", 0.25), ("solve", 1.0), ("exchange", 0.5)):
             r = region(doc, name)
@@ -90,7 +92,7 @@ def test_openmp_regions(tap):
             tap.eq(r["aggregate"]["calls"], 2 * ITERATIONS, "%s: the aggregate counts every call" % name)
             want = ITERATIONS * MS * share / 1000
             times = [th["time"] for th in threads]
-            tap.ok(all(want <= x < want + 0.5 * want + 0.05 for x in times) and max(times) < wall,
+            tap.ok(all(want <= x < 3 * want + 0.1 for x in times) and max(times) < wall,
                    "%s: inclusive time is plausible (%s s per thread, at least %.3f s)" % (
                        name, ", ".join("%.4f" % x for x in times), want))
             ipc = [th["metrics"]["ipc"] for th in threads] + [r["aggregate"]["metrics"]["ipc"]]
@@ -101,9 +103,12 @@ def test_openmp_regions(tap):
             counts = r["aggregate"]["counts"]["INST_RETIRED.ANY"]
             tap.eq(counts, sum(th["counts"]["INST_RETIRED.ANY"] for th in threads),
                    "%s: aggregate counts sum the threads" % name)
-        solve = region(doc, "solve")["aggregate"]["counts"]["CPU_CLK_UNHALTED.REF_TSC"]
-        setup = region(doc, "setup")["aggregate"]["counts"]["CPU_CLK_UNHALTED.REF_TSC"]
-        tap.ok(3.0 < solve / setup < 5.0, "counts follow the regions' lengths (solve/setup %.2f, ~4)" % (solve / setup))
+        # the simulator counts time; a loaded machine stretches the sleeps, so compare with the
+        # times measured rather than with the times asked for
+        ticks = {n: region(doc, n)["aggregate"]["counts"]["CPU_CLK_UNHALTED.REF_TSC"] for n in ("solve", "exchange")}
+        spent = {n: sum(th["time"] for th in region(doc, n)["threads"]) for n in ("solve", "exchange")}
+        ratio = (ticks["solve"] / ticks["exchange"]) / (spent["solve"] / spent["exchange"])
+        tap.ok(0.8 < ratio < 1.25, "counts follow the regions' lengths (count ratio / time ratio %.3f)" % ratio)
 
         rc, out, _ = sim.run("stat", "-m", "-g", "ipc", "-C", "0-1", "-O", "csv", "--", MARKER_OMP, "2", "5",
                              env=OMP)
@@ -205,10 +210,14 @@ def test_wrong_use(tap):
         rc, doc, out, err = run_json(sim, "stat", "-m", "-g", "ipc", "-c", "0-1", "--", MISUSE, "migrate")
         th = region(doc, "moving")["threads"] if doc else [{}]
         tap.ok(rc == 0 and "pin-1=0" in out and len(th) == 1 and th[0]["calls"] == 2 and th[0]["migrated"] == 1 and
-               th[0]["cpu"] == 1 and 0.035 < th[0]["time"] < 0.5,
+               th[0]["cpu"] == 1 and 0.045 < th[0]["time"] < 1.0,
                "a call that moved to another CPU counts its call and time, not its counts", (out, th))
+        # the moving call sleeps 40 ms, the other 5 ms: counting both would give about as many
+        # reference cycles as the time of both at 2.4 GHz, the staying one alone far fewer
         ticks = region(doc, "moving")["aggregate"]["counts"]["CPU_CLK_UNHALTED.REF_TSC"] if doc else 0
-        tap.ok(0 < ticks < 0.03 * 2.4e9, "only the call that stayed on its CPU is counted (%d cycles)" % ticks)
+        both = 2.4e9 * th[0].get("time", 0)
+        tap.ok(0 < ticks < 0.5 * both, "only the call that stayed on its CPU is counted (%d cycles, both calls "
+               "would be about %d)" % (ticks, both))
         rc, said, err = misuse(sim, "fine", extra=("-O", "json"))
         tap.ok(rc == 0 and said.get("stop") == "0", "a correct program passes", err)
         rc, out, err = sim.run("stat", "-m", "-g", "ipc", "-c", "3", "--", "taskset", "-c", "0", MISUSE, "fine")

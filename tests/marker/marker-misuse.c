@@ -104,10 +104,10 @@ int main(int argc, char *argv[]) {
                 show("pin-0", run_on(0));
                 show("start", pmugate_marker_start("moving"));
                 show("pin-1", run_on(1));
-                usleep(20000);
+                usleep(40000);
                 show("stop", pmugate_marker_stop("moving"));
                 show("start-again", pmugate_marker_start("moving"));
-                usleep(20000);
+                usleep(5000);
                 show("stop-again", pmugate_marker_stop("moving"));
         } else if (strcmp(mode, "fine") == 0) {
                 show("start", pmugate_marker_start("fine"));
