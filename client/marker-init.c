@@ -121,7 +121,7 @@ static int map_shared(MarkerGlobal *g, const char *path) {
 }
 
 static void choose_read_mode(MarkerGlobal *g) {
-        const char *off = getenv(MARKER_ENV_RDPMC), *sysfs = getenv(MARKER_ENV_SYSFS);
+        const char *off = secure_getenv(MARKER_ENV_RDPMC), *sysfs = secure_getenv(MARKER_ENV_SYSFS);
         int value;
 
         if (off && strcmp(off, "0") == 0) {
@@ -147,7 +147,7 @@ static void at_exit(void) {
 
 int pmugate_marker_init(unsigned flags) {
         MarkerGlobal *g = &marker_global;
-        const char *path = getenv(MARKER_ENV_FILE), *socket_path = getenv("PMUGATE_SOCKET");
+        const char *path = secure_getenv(MARKER_ENV_FILE), *socket_path = secure_getenv("PMUGATE_SOCKET");
         int r;
 
         if (flags & ~PMUGATE_MARKER_NESTING)
@@ -163,14 +163,14 @@ int pmugate_marker_init(unsigned flags) {
                 return 0;
         }
         g->flags = flags;
-        r = parse_regs(g, getenv(MARKER_ENV_REGS) ?: "");
+        r = parse_regs(g, secure_getenv(MARKER_ENV_REGS) ?: "");
         if (r < 0)
                 r = marker_fail(r, "%s is not a list of counter registers", MARKER_ENV_REGS);
-        else if ((r = parse_cpus(g, getenv(MARKER_ENV_CPUS) ?: "")) < 0)
+        else if ((r = parse_cpus(g, secure_getenv(MARKER_ENV_CPUS) ?: "")) < 0)
                 r = marker_fail(r, "%s is not a CPU list", MARKER_ENV_CPUS);
-        else if ((r = parse_width(g, getenv(MARKER_ENV_WIDTH))) < 0)
+        else if ((r = parse_width(g, secure_getenv(MARKER_ENV_WIDTH))) < 0)
                 r = marker_fail(r, "%s is not a counter width", MARKER_ENV_WIDTH);
-        else if ((r = map_shared(g, getenv(MARKER_ENV_SHARED))) < 0)
+        else if ((r = map_shared(g, secure_getenv(MARKER_ENV_SHARED))) < 0)
                 r = marker_fail(r, "%s does not name the runner's PERF_METRICS bases", MARKER_ENV_SHARED);
         else if (!(g->path = strdup(path)) || (socket_path && !(g->socket_path = strdup(socket_path))))
                 r = -ENOMEM;
