@@ -69,7 +69,7 @@ def misuse(sim, mode, extra=()):
 
 def test_openmp_regions(tap):
     if not MARKER_OMP:
-        tap.ok(True, "# SKIP the OpenMP example was not built (no OpenMP)")
+        tap.ok(True, "OpenMP regions # SKIP the OpenMP example was not built (no OpenMP)")
         return
     sim = Sim("skx", smt=False, rules=[("0-3", STENCIL)])
     try:
@@ -141,7 +141,7 @@ def test_openmp_regions(tap):
 
 def test_topdown_regions(tap):
     if not MARKER_OMP:
-        tap.ok(True, "# SKIP the OpenMP example was not built (no OpenMP)")
+        tap.ok(True, "TopDown per region # SKIP the OpenMP example was not built (no OpenMP)")
         return
     for model, level, names in (("skx", "1", L1), ("spr", "2", L1 + L2)):
         sim = Sim(model, smt=False, rules=[("0", STENCIL), ("1-3", SOLVER)])
@@ -162,7 +162,7 @@ def test_topdown_regions(tap):
 
 def test_likwid_header(tap):
     if not LIKWID_STYLE:
-        tap.ok(True, "# SKIP the LIKWID-style program was not built (no OpenMP)")
+        tap.ok(True, "LIKWID-style program # SKIP it was not built (no OpenMP)")
         return
     sim = Sim("icx", smt=False, rules=[("0-3", STENCIL)])
     try:
@@ -297,7 +297,8 @@ def test_read_path(tap):
         rc, doc, out, err = run_json(sim, "stat", "-m", "-g", "ipc", "-C", "0", "--", MISUSE, "fine", env=env)
         doc = doc or {"regions": []}
         if "mode=rdpmc" in out:
-            tap.ok(True, "# SKIP this machine lets processes execute RDPMC; the fallback is not reachable here")
+            tap.ok(True, "RDPMC fallback # SKIP this machine lets processes execute RDPMC; the fallback is "
+                   "not reachable here")
         else:
             tap.ok(rc == 0 and "mode=daemon" in out and doc.get("read_mode") == "daemon",
                    "rdpmc=2 but RDPMC faults: the markers read through the daemon", out + err)
