@@ -130,6 +130,15 @@ def test_openmp_regions(tap):
                region(doc, "solve")["threads"][0]["time"] > region(doc, "exchange")["threads"][0]["time"],
                "a declared nested region is measured inside its parent", err)
 
+        # more threads than the library's 16 connections (and than the daemon's 32 per user):
+        # they share connections, and every call is counted
+        rc, doc, out, err = run_json(sim, "stat", "-m", "-g", "ipc", "-C", "0-1", "--", MARKER_OMP, "3", "4",
+                                     env={"OMP_NUM_THREADS": "40", "OMP_PROC_BIND": "false"})
+        threads = region(doc, "solve")["threads"] if doc else []
+        tap.ok(rc == 0 and doc["errors"] == [] and len(threads) == 40 and all(th["calls"] == 3 for th in threads)
+               and sorted(th["thread"] for th in threads) == list(range(40)),
+               "40 threads share the connections; each one's calls are all counted", err)
+
         # without the runner: nothing measured, nothing written, exit 0
         p = subprocess.run([MARKER_OMP, "2", "1"], capture_output=True, text=True, timeout=30,
                            env=dict(os.environ, **OMP))
