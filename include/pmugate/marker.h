@@ -65,7 +65,8 @@ int pmugate_marker_reset(const char *name);
  * the call count. *inout_n is set to how many there are. */
 int pmugate_marker_get(const char *name, int *inout_n, double *counts, double *ret_seconds, int *ret_calls);
 
-/* Writes the results for the runner and disconnects; markers are off afterwards. */
+/* Writes the results for the runner and disconnects; markers are off afterwards. Call it once
+ * the other threads are done with markers (after the parallel regions). */
 int pmugate_marker_close(void);
 
 /* Whether markers measure (a runner started the program and init succeeded). */
