@@ -211,6 +211,15 @@ int marker_file_parse(const char *text, size_t size, size_t n_columns, MarkerFil
                         if (strcmp(line, MARKER_FILE_MAGIC) != 0)
                                 return refuse(reterr_reason, reason_size, number,
                                               "not a pmugate marker file");
+                } else if (number == 2 && strncmp(line, "failed ", 7) == 0) {
+                        for (const char *p = line + 7; *p; p++)
+                                if ((unsigned char) *p < ' ' || *p == 0x7f)
+                                        return refuse(reterr_reason, reason_size, number,
+                                                      "control character in the failure");
+                        if (reterr_reason && reason_size > 0)
+                                (void) snprintf(reterr_reason, reason_size,
+                                                "the program's markers could not start: %.300s", line + 7);
+                        return -ECANCELED;
                 } else if (number == 2) {
                         if (strcmp(line, "mode daemon") != 0 && strcmp(line, "mode rdpmc") != 0)
                                 return refuse(reterr_reason, reason_size, number, "bad read mode");

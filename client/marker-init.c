@@ -145,6 +145,20 @@ static void at_exit(void) {
         (void) pmugate_marker_close();
 }
 
+/* Tells the runner why the markers could not start, instead of leaving it to guess. */
+static void write_failure(const char *path, const char *reason) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        char text[MARKER_ERROR_TEXT_MAX + 64];
+        int n;
+
+        if (fd < 0)
+                return;
+        n = snprintf(text, sizeof(text), "%s\nfailed %s\n", MARKER_FILE_MAGIC,
+                     reason[0] ? reason : "unknown");
+        if (n > 0)
+                (void) !write(fd, text, (size_t) n < sizeof(text) ? (size_t) n : sizeof(text) - 1);
+}
+
 int pmugate_marker_init(unsigned flags) {
         MarkerGlobal *g = &marker_global;
         const char *path = secure_getenv(MARKER_ENV_FILE), *socket_path = secure_getenv("PMUGATE_SOCKET");
@@ -183,6 +197,15 @@ int pmugate_marker_init(unsigned flags) {
                 (void) pthread_atfork(NULL, NULL, after_fork_in_child);
                 (void) atexit(at_exit);
                 atomic_store(&g->active, true);
+        } else {
+                write_failure(path, pmugate_marker_last_reason());
+                free(g->cpus);
+                free(g->path);
+                g->cpus = NULL;
+                g->path = NULL;
+                if (g->shared)
+                        (void) munmap((void *) g->shared, g->shared_size);
+                g->shared = NULL;
         }
         (void) pthread_mutex_unlock(&g->lock);
         return r < 0 ? r : 0;

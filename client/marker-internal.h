@@ -117,7 +117,8 @@ typedef struct MarkerFile {
 #define MARKER_FILE_ERRORS_MAX 64U
 
 /* Parses the results a program wrote (untrusted: every field is checked, and an unknown or
- * malformed line refuses the file with its line number in reterr_reason). */
+ * malformed line refuses the file with its line number in reterr_reason, -EBADMSG). A program
+ * whose markers could not start says why instead: -ECANCELED, with that in reterr_reason. */
 int marker_file_parse(const char *text, size_t size, size_t n_columns, MarkerFile **ret, char *reterr_reason,
                       size_t reason_size);
 MarkerFile *marker_file_free(MarkerFile *f);

@@ -244,6 +244,11 @@ def test_wrong_use(tap):
                              'printf "pmugate-markers 1\\nmode daemon\\ncolumns 99\\n" > "$PMUGATE_MARKER_FILE"')
         tap.ok(rc == 1 and "other registers than the runner programmed" in err, "a forged results file is refused",
                err)
+        rc, out, err = sim.run("stat", "-m", "-g", "ipc", "-C", "0", "--", "sh", "-c",
+                               'PMUGATE_MARKER_WIDTH=99 exec "$0" fine', MISUSE)
+        tap.ok(rc == 1 and "init=EINVAL" in out and "mode=off" in out and
+               "markers could not start: PMUGATE_MARKER_WIDTH is not a counter width" in err,
+               "markers that cannot start say why, to the program and through the runner", (out, err))
         rc, _, err = sim.run("stat", "-m", "-g", "ipc", "-C", "0", "--", "sh", "-c",
                              'ln -s /etc/passwd "$PMUGATE_MARKER_FILE"')
         tap.ok(rc == 1 and "cannot read the marker results" in err, "a symlink for the results is not followed", err)

@@ -192,6 +192,9 @@ static void refused(const char *from, const char *to, size_t columns, const char
                 fail_msg("reason '%s' lacks '%s'", reason, want);
 }
 
+static const char *FAILED = "pmugate-markers 1\nfailed PMUGATE_MARKER_WIDTH is bad\n";
+static const char *FAILED_ESCAPE = "pmugate-markers 1\nfailed \x1b[2J\n";
+
 static void test_file_refused(void **state) {
         MarkerFile *f = NULL;
         char reason[256] = "";
@@ -221,6 +224,13 @@ static void test_file_refused(void **state) {
         assert_int_equal(marker_file_parse("pmugate-markers 1\n", 18, 3, &f, reason, sizeof(reason)),
                          -EBADMSG);
         assert_int_equal(marker_file_parse("", 0, 3, &f, reason, sizeof(reason)), -EBADMSG);
+        assert_null(f);
+        /* a program whose markers could not start says why */
+        assert_int_equal(marker_file_parse(FAILED, strlen(FAILED), 3, &f, reason, sizeof(reason)),
+                         -ECANCELED);
+        assert_string_equal(reason, "the program's markers could not start: PMUGATE_MARKER_WIDTH is bad");
+        assert_int_equal(marker_file_parse(FAILED_ESCAPE, strlen(FAILED_ESCAPE), 3, &f, reason,
+                                           sizeof(reason)), -EBADMSG);
         assert_null(f);
 }
 
