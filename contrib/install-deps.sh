@@ -9,6 +9,7 @@ packages="
         libpfm4-dev libmuparser-dev libcmocka-dev libhwloc-dev
         systemd python3 python3-msgpack util-linux procps
         systemd-container debootstrap debhelper dpkg-dev fakeroot lintian strace
+        libgomp1
         likwid
 "
 missing=""
