@@ -322,6 +322,8 @@ int pmugate_measure_start(pmugate_measure *m) {
         r = read_saved(m);
         if (r >= 0)
                 r = run_once(m, BATCH_START);
+        if (r >= 0 && m->package)
+                r = package_events_start(m->package, m->connection, m->model);
         if (r < 0) {
                 if (m->leased)
                         (void) pmugate_release(m->connection, m->cpus, m->n_cpus);
@@ -352,6 +354,9 @@ int pmugate_measure_sample(pmugate_measure *m) {
                 if (r < 0 && first_error == 0)
                         first_error = r;
         }
+        r = m->package ? package_events_sample(m->package, m->connection) : 0;
+        if (r < 0 && first_error == 0)
+                first_error = r;
         m->last_sample_ns = measure_now_ns();
         m->samples++;
         if (m->schedule->perf_metrics)
@@ -381,6 +386,10 @@ int pmugate_measure_stop(pmugate_measure *m) {
         m->wall_delta_ns = before - m->last_batch_ns;
         m->last_batch_ns = before;
         r = run_once(m, BATCH_STOP);
+        q = m->package ? package_events_sample(m->package, m->connection) : 0;
+        if (q < 0 && r >= 0)
+                r = q;
+        q = 0;
         m->last_sample_ns = measure_now_ns();
         m->samples++;
         if (m->schedule->perf_metrics)
@@ -419,6 +428,7 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
         free(m->programmed);
         free(m->programmed_descs);
         free(m->events);
+        package_events_free(m->package);
         free(m->group_name);
         free(m->description);
         pmugate_info_free(m->info);
@@ -462,6 +472,10 @@ const char *pmugate_measure_group(const pmugate_measure *m) {
 
 const char *pmugate_measure_description(const pmugate_measure *m) {
         return m ? m->description ?: "" : NULL;
+}
+
+const char *pmugate_measure_withheld(const pmugate_measure *m) {
+        return m && m->package ? m->package->note : "";
 }
 
 const char *pmugate_measure_last_reason(const pmugate_measure *m) {
