@@ -15,6 +15,7 @@
 #include "pmugate/package.h"
 
 #define BYTES_PER_LINE 64.0
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static const struct {
         const char *name;
@@ -366,17 +367,24 @@ int package_events_start(PackageEvents *pe, pmugate *c, const char *model) {
         for (size_t i = 0; i < pe->n_sources; i++)
                 pe->sources[i].last = values[i];
 
+        /* "A, B on package 1: why; C on package 0: why", events sharing a reason named together */
         pe->note[0] = '\0';
         for (size_t p = 0; p < pe->n_packages; p++)
                 for (size_t e = 0; e < pe->n_events; e++) {
-                        const char *why = pe->withheld[p * pe->n_events + e];
+                        const char *why = pe->withheld[p * pe->n_events + e], *next;
                         int k;
 
                         if (!why || used >= sizeof(pe->note))
                                 continue;
-                        k = snprintf(pe->note + used, sizeof(pe->note) - used, "%s%s on package %d: %s",
-                                     used ? "; " : "", pe->names[e], pe->packages[p], why);
-                        used = k < 0 ? sizeof(pe->note) : used + (size_t) k;
+                        next = e + 1 < pe->n_events ? pe->withheld[p * pe->n_events + e + 1] : NULL;
+                        if (next && strcmp(next, why) == 0)
+                                k = snprintf(pe->note + used, sizeof(pe->note) - used, "%s%s, ",
+                                             used && pe->note[used - 2] != ',' ? "; " : "", pe->names[e]);
+                        else
+                                k = snprintf(pe->note + used, sizeof(pe->note) - used, "%s%s on package %d: %s",
+                                             used && pe->note[used - 2] != ',' ? "; " : "", pe->names[e],
+                                             pe->packages[p], why);
+                        used = k < 0 ? sizeof(pe->note) : MIN(used + (size_t) k, sizeof(pe->note));
                 }
         return 0;
 }

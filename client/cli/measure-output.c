@@ -137,11 +137,11 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
         if (n_columns > 1) {
                 fprintf(ctx->file, "%*s", label_width(r), "");
                 for (size_t k = 0; k < n_columns; k++) {
-                        char name[NUMBER_MAX];
+                        char name[NUMBER_MAX], label[NUMBER_MAX + 4];
 
                         column_name(r, k, name, sizeof(name));
-                        fprintf(ctx->file, " %*s%s", COLUMN_WIDTH - (k > r->n_packages ? 3 : 0),
-                                k > r->n_packages ? "cpu" : "", name);
+                        (void) snprintf(label, sizeof(label), "%s%s", k > r->n_packages ? "cpu" : "", name);
+                        fprintf(ctx->file, " %*s", COLUMN_WIDTH, label);
                 }
                 fputc('\n', ctx->file);
         }
