@@ -163,6 +163,15 @@ def test_dev_counters(tap):
         time.sleep(0.05)
         b = c.batch([["cr", 0]])
         tap.eq(a["status"][1:], [-19, -19], "reading a counter that is not open fails that op alone with ENODEV")
+        rc, out, err = t.run_cli([t.PMUGATE, "info"], dm.socket)
+        tap.ok(rc == 0 and "Package counters: 5" in out and "uncore_imc_free_running_1/read" in out and
+               "not served: perf_event_open" in out, "pmugate info lists the counters and why one is not served",
+               out + err)
+        rc, out, err = t.run_cli([t.PMUGATE, "info", "--json"], dm.socket)
+        info = __import__("json").loads(out) if rc == 0 else {"counters": []}
+        tap.eq([(c["name"], c["package"], c["error"] is None) for c in info["counters"]][:3],
+               [("uncore_imc_free_running_0/read", 0, True), ("uncore_imc_free_running_0/write", 0, True),
+                ("uncore_imc_free_running_1/read", 0, False)], "pmugate info --json has them too")
         tap.ok(a["status"][0] == 0 and b["values"][0] > a["values"][0],
                "the perf event opened as root keeps counting after the privilege drop (%d -> %d)" % (
                    a["values"][0], b["values"][0]))
