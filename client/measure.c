@@ -323,8 +323,10 @@ int pmugate_measure_start(pmugate_measure *m) {
         if (r >= 0)
                 r = run_once(m, BATCH_START);
         if (r >= 0 && m->package)
-                r = package_events_start(m->package, m->connection, m->model);
+                r = package_events_start(m->package, m->connection, m->info);
         if (r < 0) {
+                if (m->package)
+                        (void) package_events_stop(m->package, m->connection);
                 if (m->leased)
                         (void) pmugate_release(m->connection, m->cpus, m->n_cpus);
                 m->leased = false;
@@ -395,6 +397,12 @@ int pmugate_measure_stop(pmugate_measure *m) {
         if (m->schedule->perf_metrics)
                 m->resets++;
         m->stopped = true;
+        if (m->package) {
+                int k = package_events_stop(m->package, m->connection);
+
+                if (k < 0 && r >= 0)
+                        r = k;
+        }
         if (m->leased) {
                 q = pmugate_release(m->connection, m->cpus, m->n_cpus);
                 m->leased = false;

@@ -15,6 +15,20 @@
 #include "pmugate/package.h"
 
 #define BYTES_PER_LINE 64.0
+
+/* Skylake-SP and Cascade Lake IMC channels in PCI config space (pmu-registers.md §6.1): the
+ * fallback when the daemon serves no counter of the kernel's uncore driver. Counter 0 counts
+ * CAS_COUNT.RD (event 0x04, umask 0x03), counter 1 CAS_COUNT.WR (umask 0x0C); EN is bit 22. */
+#define IMC_VENDOR 0x8086U
+#define IMC_CTR0 0xA0U
+#define IMC_CTR_STRIDE 8U
+#define IMC_CTL0 0xD8U
+#define IMC_CTL_STRIDE 4U
+#define IMC_CTL_EN (1U << 22)
+#define IMC_CAS_READ (0x04U | 0x03U << 8 | IMC_CTL_EN)
+#define IMC_CAS_WRITE (0x04U | 0x0CU << 8 | IMC_CTL_EN)
+#define IMC_COUNTER_WIDTH 48U
+static const uint16_t imc_devices[] = { 0x2042, 0x2046, 0x204a };
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static const struct {
@@ -66,6 +80,7 @@ PackageEvents *package_events_free(PackageEvents *pe) {
         free(pe->package_cpu);
         free(pe->sources);
         free(pe->result_index);
+        free(pe->leased);
         pmugate_batch_free(pe->batch);
         free(pe);
         return NULL;
@@ -122,6 +137,37 @@ static int add_source(PackageEvents *pe, const PackageSource *s) {
         return 0;
 }
 
+static bool is_imc_unit(const pmugate_unit *u) {
+        for (size_t i = 0; i < ELEMENTSOF(imc_devices); i++)
+                if (u->vendor == IMC_VENDOR && u->device == imc_devices[i])
+                        return true;
+        return false;
+}
+
+/* Without the kernel's counters, the IMC channels of the package in PCI config space. */
+static int plan_imc_units(PackageEvents *pe, const pmugate_info *info, size_t p, size_t e, size_t *found) {
+        unsigned slot = pe->kinds[e] == PACKAGE_EVENT_CAS_READ ? 0 : 1;
+        int r;
+
+        for (size_t i = 0; i < info->n_units; i++) {
+                if (info->units[i].package != pe->packages[p] || !is_imc_unit(&info->units[i]))
+                        continue;
+                r = add_source(pe, &(PackageSource) {
+                        .package = p,
+                        .event = e,
+                        .is_pci = true,
+                        .target = info->units[i].index,
+                        .msr = IMC_CTR0 + IMC_CTR_STRIDE * slot,
+                        .width = IMC_COUNTER_WIDTH,
+                        .factor = 1.0,
+                });
+                if (r < 0)
+                        return r;
+                (*found)++;
+        }
+        return 0;
+}
+
 static int plan_memory(PackageEvents *pe, const pmugate_info *info, size_t p, size_t e) {
         pmugate_counter_kind want = pe->kinds[e] == PACKAGE_EVENT_CAS_READ ? PMUGATE_COUNTER_DRAM_READ
                                                                          : PMUGATE_COUNTER_DRAM_WRITE;
@@ -153,6 +199,9 @@ static int plan_memory(PackageEvents *pe, const pmugate_info *info, size_t p, si
         }
         if (found > 0)
                 return 0;
+        r = plan_imc_units(pe, info, p, e, &found);
+        if (r < 0 || found > 0)
+                return r;
         if (error)
                 return withhold(pe, p, e, "the daemon could not open the memory-controller counters of package %d "
                                 "(%s)", pe->packages[p], error);
@@ -231,6 +280,8 @@ static const char *daemon_reason(pmugate *c) {
 }
 
 static int add_read(pmugate_batch *b, const PackageSource *s) {
+        if (s->is_pci)
+                return pmugate_batch_read_pci(b, s->target, s->msr);
         return s->is_counter ? pmugate_batch_read_counter(b, s->target) : pmugate_batch_read_msr(b, s->target, s->msr);
 }
 
@@ -312,7 +363,8 @@ static int read_rapl_units(PackageEvents *pe, pmugate *c, const char *model) {
                 int r, index;
 
                 for (size_t i = 0; i < pe->n_sources; i++)
-                        wanted = wanted || (pe->sources[i].package == p && !pe->sources[i].is_counter);
+                        wanted = wanted || (pe->sources[i].package == p && !pe->sources[i].is_counter &&
+                                            !pe->sources[i].is_pci);
                 if (!wanted)
                         continue;
                 pmugate_batch_clear(pe->batch);
@@ -335,7 +387,7 @@ static int read_rapl_units(PackageEvents *pe, pmugate *c, const char *model) {
                 for (size_t i = 0; !reason && i < pe->n_sources; i++) {
                         PackageSource *s = &pe->sources[i];
 
-                        if (s->package == p && !s->is_counter &&
+                        if (s->package == p && !s->is_counter && !s->is_pci &&
                             pmugate_rapl_joules_per_count(model, energy_domains[pe->kinds[s->event]], unit,
                                                           &s->factor) < 0)
                                 s->factor = NAN;
@@ -344,7 +396,93 @@ static int read_rapl_units(PackageEvents *pe, pmugate *c, const char *model) {
         return 0;
 }
 
-int package_events_start(PackageEvents *pe, pmugate *c, const char *model) {
+static void withhold_pci(PackageEvents *pe, size_t p, const char *reason) {
+        for (size_t e = 0; e < pe->n_events; e++)
+                for (size_t i = 0; i < pe->n_sources; i++)
+                        if (pe->sources[i].package == p && pe->sources[i].event == e && pe->sources[i].is_pci) {
+                                (void) withhold_sources(pe, p, e, reason);
+                                break;
+                        }
+}
+
+/* Programming a memory controller is a write to a register of the whole package: it needs
+ * leases on every online CPU of the package, which the daemon journals and puts back when they
+ * end. What it refuses is withheld with its reason. */
+static int program_imc_units(PackageEvents *pe, pmugate *c, const pmugate_info *info) {
+        int r;
+
+        for (size_t p = 0; p < pe->n_packages; p++) {
+                _cleanup_free_ uint32_t *cpus = calloc(info->n_cpus ?: 1, sizeof(uint32_t));
+                uint32_t *grown;
+                size_t n = 0;
+                bool any = false;
+                char reason[600];
+
+                if (!cpus)
+                        return -ENOMEM;
+                for (size_t i = 0; i < pe->n_sources; i++)
+                        any = any || (pe->sources[i].package == p && pe->sources[i].is_pci);
+                if (!any)
+                        continue;
+                for (size_t i = 0; i < info->n_cpus; i++)
+                        if (info->cpus[i].online && info->cpus[i].package == pe->packages[p])
+                                cpus[n++] = info->cpus[i].cpu;
+                r = pmugate_lease(c, cpus, n);
+                if (r < 0 && pmugate_last_error(c)->code <= 0)
+                        return r;
+                if (r < 0) {
+                        (void) snprintf(reason, sizeof(reason), "programming the memory controller of package %d "
+                                        "needs leases on all of its CPUs: %s", pe->packages[p], daemon_reason(c));
+                        withhold_pci(pe, p, reason);
+                        continue;
+                }
+                grown = reallocarray(pe->leased, pe->n_leased + n, sizeof(uint32_t));
+                if (!grown)
+                        return -ENOMEM;
+                pe->leased = grown;
+                memcpy(pe->leased + pe->n_leased, cpus, n * sizeof(uint32_t));
+                pe->n_leased += n;
+
+                pmugate_batch_clear(pe->batch);
+                for (size_t i = 0; i < pe->n_sources; i++) {
+                        const PackageSource *s = &pe->sources[i];
+
+                        if (s->package != p || !s->is_pci)
+                                continue;
+                        r = pmugate_batch_write_pci(pe->batch, s->target,
+                                                    IMC_CTL0 + IMC_CTL_STRIDE * ((s->msr - IMC_CTR0) / IMC_CTR_STRIDE),
+                                                    pe->kinds[s->event] == PACKAGE_EVENT_CAS_READ ? IMC_CAS_READ
+                                                                                                  : IMC_CAS_WRITE);
+                        if (r < 0)
+                                return r;
+                }
+                r = pmugate_batch_run(c, pe->batch);
+                if (r < 0 && pmugate_last_error(c)->code <= 0)
+                        return r;
+                for (size_t k = 0; r >= 0 && k < pmugate_batch_size(pe->batch); k++)
+                        if (pmugate_batch_result(pe->batch, k, NULL) < 0)
+                                r = pmugate_batch_result(pe->batch, k, NULL);
+                if (r < 0) {
+                        (void) snprintf(reason, sizeof(reason), "programming the memory controller of package %d "
+                                        "failed: %s", pe->packages[p],
+                                        pmugate_last_error(c)->code > 0 ? daemon_reason(c) : pmugate_strerror(r));
+                        withhold_pci(pe, p, reason);
+                }
+        }
+        return 0;
+}
+
+int package_events_stop(PackageEvents *pe, pmugate *c) {
+        int r = 0;
+
+        if (pe->n_leased > 0)
+                r = pmugate_release(c, pe->leased, pe->n_leased);
+        pe->n_leased = 0;
+        return r;
+}
+
+int package_events_start(PackageEvents *pe, pmugate *c, const pmugate_info *info) {
+        const char *model = info->model_key;
         _cleanup_free_ uint64_t *values = NULL;
         size_t used = 0;
         int r;
@@ -359,6 +497,9 @@ int package_events_start(PackageEvents *pe, pmugate *c, const char *model) {
         if (!pe->result_index || !values)
                 return -ENOMEM;
         r = read_rapl_units(pe, c, model);
+        if (r < 0)
+                return r;
+        r = program_imc_units(pe, c, info);
         if (r < 0)
                 return r;
         r = run_dropping(pe, c, values);

@@ -28,8 +28,9 @@ typedef struct PackageSource {
         size_t package;                 /* index into PackageEvents.packages */
         size_t event;
         bool is_counter;
-        uint32_t target;                /* counter index, or the CPU an MSR is read on */
-        uint32_t msr;
+        bool is_pci;                    /* a Skylake-SP IMC channel programmed through PCI */
+        uint32_t target;                /* counter index, the CPU an MSR is read on, or a unit */
+        uint32_t msr;                   /* MSR, or the unit's counter offset */
         unsigned width;
         double factor;                  /* event units per count */
         uint64_t raw;                   /* counts since start */
@@ -55,6 +56,8 @@ typedef struct PackageEvents {
         char note[1024];                /* one line naming what is withheld and why; "" for nothing */
         pmugate_batch *batch;
         int *result_index;              /* per source: its op in batch */
+        uint32_t *leased;               /* CPUs leased to program memory controllers */
+        size_t n_leased;
 } PackageEvents;
 
 /* Whether name is a package event; its kind in ret_kind (may be NULL). */
@@ -73,10 +76,15 @@ int package_events_add(PackageEvents **pe, const char *name);
  * is withheld with a reason; nothing here talks to the daemon. */
 int package_events_plan(PackageEvents *pe, const pmugate_info *info, const uint32_t *cpus, size_t n_cpus);
 
-/* Reads the RAPL units, then tries every reading: a reading the daemon refuses (job scope,
+/* Reads the RAPL units, programs the memory controllers' PCI units where the daemon serves no
+ * counters (leasing their packages' CPUs), then tries every reading: a reading the daemon refuses (job scope,
  * class) or fails is withheld with the daemon's reason and the rest are kept. Takes the first
  * values. Returns negative errno only when the connection fails. */
-int package_events_start(PackageEvents *pe, pmugate *c, const char *model);
+int package_events_start(PackageEvents *pe, pmugate *c, const pmugate_info *info);
+
+/* Releases the leases taken to program memory controllers; the daemon then puts their
+ * registers back. */
+int package_events_stop(PackageEvents *pe, pmugate *c);
 
 /* One round trip reading every kept source; accumulates across wraps. */
 int package_events_sample(PackageEvents *pe, pmugate *c);

@@ -270,7 +270,7 @@ static int build_machine_counters(const SimConfig *c, const SimModel *m, Machine
         int pmu = imc_pmu_index(m);
         size_t k = 0;
 
-        if (pmu < 0)
+        if (pmu < 0 || !c->imc_kernel_pmu)
                 return 0;
         machine->counters = calloc((size_t) c->sockets * imc_pmus[pmu].boxes * 2, sizeof(MachineCounter));
         if (!machine->counters)
@@ -417,7 +417,7 @@ static int build_uncore(SimBackend *s, const Machine *machine) {
         for (uint32_t i = 0; i < machine->n_counters; i++) {
                 /* read and write alternate, as build_machine_counters() lists them */
                 double gbps = i % 2 == 0 ? c->imc_read_gbps : c->imc_write_gbps;
-                double boxes = imc_pmus[imc_pmu_index(&s->model)].boxes;
+                double boxes = imc_pmus[imc_pmu_index(&s->model)].boxes;   /* counters exist: found */
 
                 s->counters[i].counter.rate = gbps * BYTES_PER_GB / BYTES_PER_CAS / boxes / cycles_per_second;
                 sim_counter_set(&s->counters[i].counter, c->imc_counter_start, SIM_IMC_COUNTER_MASK);

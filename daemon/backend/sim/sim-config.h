@@ -79,6 +79,7 @@ typedef struct SimConfig {
         double imc_write_gbps;
         double imc_dclk_mhz;
         uint64_t imc_counter_start;     /* where the package counters start (to test wraps) */
+        bool imc_kernel_pmu;            /* serve the kernel's uncore PMUs as package counters */
 
         SimProfileDef *profiles;
         size_t n_profiles;
