@@ -105,7 +105,8 @@ int pmugate_batch_read_counter(pmugate_batch *b, uint32_t counter) {
                 return -E2BIG;
         pk = &b->packer;
         before = b->ops.size;
-        if (msgpack_pack_array(pk, 2) < 0 || pack_string(pk, "cr") < 0 || msgpack_pack_uint32(pk, counter) < 0) {
+        if (msgpack_pack_array(pk, 2) < 0 || pack_string(pk, "cr") < 0 ||
+            msgpack_pack_uint32(pk, counter) < 0) {
                 b->ops.size = before;
                 return -ENOMEM;
         }

@@ -39,7 +39,8 @@ int pmugate_rapl_joules_per_count(const char *model_key, pmugate_rapl_domain d, 
         if (!model_key || !ret_joules || (unsigned) d >= _PMUGATE_RAPL_DOMAIN_MAX)
                 return -EINVAL;
         spr = strcmp(model_key, "spr") == 0;
-        hsx_dram = strcmp(model_key, "skx") == 0 || strcmp(model_key, "clx") == 0 || strcmp(model_key, "icx") == 0;
+        hsx_dram = strcmp(model_key, "skx") == 0 || strcmp(model_key, "clx") == 0 ||
+                   strcmp(model_key, "icx") == 0;
         if (!spr && !hsx_dram)
                 return -EOPNOTSUPP;
         switch (d) {

@@ -110,7 +110,8 @@ static int copy_names(const pmugate_measure *m, pmugate_result *r) {
         for (size_t p = 0; p < n; p++) {
                 bool pkg = p >= m->n_programmed;
 
-                events[p] = strdup(pkg ? m->package->names[p - m->n_programmed] : m->programmed_descs[p].name);
+                events[p] = strdup(pkg ? m->package->names[p - m->n_programmed]
+                                       : m->programmed_descs[p].name);
                 units[p] = pkg ? package_event_unit(m->package->kinds[p - m->n_programmed]) : "";
                 if (!events[p])
                         return -ENOMEM;
@@ -162,7 +163,8 @@ static void set_constants(pmugate_measure *m, double seconds) {
  * the core sums from core_counts; events whose condition did not hold are NaN. */
 static void set_events(pmugate_measure *m, const double *counts, const double *core_counts) {
         for (size_t e = 0; e < n_package_events(m); e++)
-                metric_set_set(m->metric_set, (size_t) m->package->variables[e], counts[m->n_programmed + e]);
+                metric_set_set(m->metric_set, (size_t) m->package->variables[e],
+                               counts[m->n_programmed + e]);
         for (size_t i = 0, p = 0; i < m->n_events; i++) {
                 const MeasureEvent *e = &m->events[i];
                 bool programmed = p < m->n_programmed && m->programmed[p] == i;

@@ -55,7 +55,8 @@ static int measure_add_package_event(pmugate_measure *m, const char *name, const
 
         if (condition)
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
-                                   "%s is a package event and is always counted: list it outside [events if]", name);
+                                   "%s is a package event and is always counted: list it outside "
+                                   "[events if]", name);
         e = package_events_add(&m->package, name);
         if (e == -EEXIST)
                 return reason_fail(reterr_reason, reason_size, -EINVAL, "event %s is listed twice", name);

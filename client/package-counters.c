@@ -51,7 +51,8 @@ int package_counters_decode(const msgpack_object *reply, pmugate_counter **ret_c
                 if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < COUNTER_FIELDS)
                         return -EBADMSG;
                 if (!object_get_int(&t->via.array.ptr[0], &index) || index < 0 || index > UINT32_MAX ||
-                    !object_get_int(&t->via.array.ptr[2], &package) || package < INT32_MIN || package > INT32_MAX ||
+                    !object_get_int(&t->via.array.ptr[2], &package) || package < INT32_MIN ||
+                    package > INT32_MAX ||
                     !object_get_int(&t->via.array.ptr[3], &width) || width < 1 || width > 64 ||
                     !get_double(&t->via.array.ptr[4], &c->scale))
                         return -EBADMSG;

@@ -203,10 +203,11 @@ static int plan_memory(PackageEvents *pe, const pmugate_info *info, size_t p, si
         if (r < 0 || found > 0)
                 return r;
         if (error)
-                return withhold(pe, p, e, "the daemon could not open the memory-controller counters of package %d "
-                                "(%s)", pe->packages[p], error);
-        return withhold(pe, p, e, "the daemon serves no memory-controller counter of package %d (a daemon "
-                        "without package counters, or the kernel's uncore driver is not loaded)", pe->packages[p]);
+                return withhold(pe, p, e, "the daemon could not open the memory-controller counters of "
+                                "package %d (%s)", pe->packages[p], error);
+        return withhold(pe, p, e, "the daemon serves no memory-controller counter of package %d (a "
+                        "daemon without package counters, or the kernel's uncore driver is not loaded)",
+                        pe->packages[p]);
 }
 
 static int plan_energy(PackageEvents *pe, const pmugate_info *info, size_t p, size_t e) {
@@ -251,7 +252,8 @@ int package_events_plan(PackageEvents *pe, const pmugate_info *info, const uint3
                 if (at < pe->n_packages && pe->packages[at] == pkg)
                         continue;
                 memmove(pe->packages + at + 1, pe->packages + at, (pe->n_packages - at) * sizeof(int32_t));
-                memmove(pe->package_cpu + at + 1, pe->package_cpu + at, (pe->n_packages - at) * sizeof(uint32_t));
+                memmove(pe->package_cpu + at + 1, pe->package_cpu + at,
+                        (pe->n_packages - at) * sizeof(uint32_t));
                 pe->packages[at] = pkg;
                 pe->package_cpu[at] = cpus[i];
                 pe->n_packages++;
@@ -261,7 +263,8 @@ int package_events_plan(PackageEvents *pe, const pmugate_info *info, const uint3
                 return -ENOMEM;
         for (size_t p = 0; p < pe->n_packages; p++)
                 for (size_t e = 0; e < pe->n_events; e++) {
-                        r = is_energy(pe->kinds[e]) ? plan_energy(pe, info, p, e) : plan_memory(pe, info, p, e);
+                        r = is_energy(pe->kinds[e]) ? plan_energy(pe, info, p, e)
+                                                    : plan_memory(pe, info, p, e);
                         if (r < 0)
                                 return r;
                 }
@@ -282,7 +285,9 @@ static const char *daemon_reason(pmugate *c) {
 static int add_read(pmugate_batch *b, const PackageSource *s) {
         if (s->is_pci)
                 return pmugate_batch_read_pci(b, s->target, s->msr);
-        return s->is_counter ? pmugate_batch_read_counter(b, s->target) : pmugate_batch_read_msr(b, s->target, s->msr);
+        if (s->is_counter)
+                return pmugate_batch_read_counter(b, s->target);
+        return pmugate_batch_read_msr(b, s->target, s->msr);
 }
 
 static void drop_source(PackageEvents *pe, size_t i) {
@@ -333,7 +338,8 @@ static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
                 for (size_t i = pe->n_sources; i > 0; i--) {
                         const PackageSource *s = &pe->sources[i - 1];
 
-                        r = pmugate_batch_result(pe->batch, (size_t) pe->result_index[i - 1], &values[i - 1]);
+                        r = pmugate_batch_result(pe->batch, (size_t) pe->result_index[i - 1],
+                                                 &values[i - 1]);
                         if (r >= 0)
                                 continue;
                         r = withhold(pe, s->package, s->event, "reading it failed: %s", pmugate_strerror(r));
@@ -344,12 +350,12 @@ static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
                 if (refused == SIZE_MAX)
                         return 0;
                 /* a failed reading leaves its event incomplete: drop the event's other sources too */
-                for (size_t p = 0; p < pe->n_packages; p++)
-                        for (size_t e = 0; e < pe->n_events; e++)
-                                if (pe->withheld[p * pe->n_events + e])
-                                        for (size_t i = pe->n_sources; i > 0; i--)
-                                                if (pe->sources[i - 1].package == p && pe->sources[i - 1].event == e)
-                                                        drop_source(pe, i - 1);
+                for (size_t i = pe->n_sources; i > 0; i--) {
+                        const PackageSource *s = &pe->sources[i - 1];
+
+                        if (pe->withheld[s->package * pe->n_events + s->event])
+                                drop_source(pe, i - 1);
+                }
         }
 }
 
@@ -399,7 +405,8 @@ static int read_rapl_units(PackageEvents *pe, pmugate *c, const char *model) {
 static void withhold_pci(PackageEvents *pe, size_t p, const char *reason) {
         for (size_t e = 0; e < pe->n_events; e++)
                 for (size_t i = 0; i < pe->n_sources; i++)
-                        if (pe->sources[i].package == p && pe->sources[i].event == e && pe->sources[i].is_pci) {
+                        if (pe->sources[i].package == p && pe->sources[i].event == e &&
+                            pe->sources[i].is_pci) {
                                 (void) withhold_sources(pe, p, e, reason);
                                 break;
                         }
@@ -431,8 +438,9 @@ static int program_imc_units(PackageEvents *pe, pmugate *c, const pmugate_info *
                 if (r < 0 && pmugate_last_error(c)->code <= 0)
                         return r;
                 if (r < 0) {
-                        (void) snprintf(reason, sizeof(reason), "programming the memory controller of package %d "
-                                        "needs leases on all of its CPUs: %s", pe->packages[p], daemon_reason(c));
+                        (void) snprintf(reason, sizeof(reason), "programming the memory controller of "
+                                        "package %d needs leases on all of its CPUs: %s", pe->packages[p],
+                                        daemon_reason(c));
                         withhold_pci(pe, p, reason);
                         continue;
                 }
@@ -446,13 +454,13 @@ static int program_imc_units(PackageEvents *pe, pmugate *c, const pmugate_info *
                 pmugate_batch_clear(pe->batch);
                 for (size_t i = 0; i < pe->n_sources; i++) {
                         const PackageSource *s = &pe->sources[i];
+                        uint32_t ctl = IMC_CTL0 + IMC_CTL_STRIDE * ((s->msr - IMC_CTR0) / IMC_CTR_STRIDE);
 
                         if (s->package != p || !s->is_pci)
                                 continue;
-                        r = pmugate_batch_write_pci(pe->batch, s->target,
-                                                    IMC_CTL0 + IMC_CTL_STRIDE * ((s->msr - IMC_CTR0) / IMC_CTR_STRIDE),
-                                                    pe->kinds[s->event] == PACKAGE_EVENT_CAS_READ ? IMC_CAS_READ
-                                                                                                  : IMC_CAS_WRITE);
+                        r = pmugate_batch_write_pci(pe->batch, s->target, ctl,
+                                                    pe->kinds[s->event] == PACKAGE_EVENT_CAS_READ ?
+                                                    IMC_CAS_READ : IMC_CAS_WRITE);
                         if (r < 0)
                                 return r;
                 }
@@ -463,9 +471,10 @@ static int program_imc_units(PackageEvents *pe, pmugate *c, const pmugate_info *
                         if (pmugate_batch_result(pe->batch, k, NULL) < 0)
                                 r = pmugate_batch_result(pe->batch, k, NULL);
                 if (r < 0) {
-                        (void) snprintf(reason, sizeof(reason), "programming the memory controller of package %d "
-                                        "failed: %s", pe->packages[p],
-                                        pmugate_last_error(c)->code > 0 ? daemon_reason(c) : pmugate_strerror(r));
+                        (void) snprintf(reason, sizeof(reason), "programming the memory controller of "
+                                        "package %d failed: %s", pe->packages[p],
+                                        pmugate_last_error(c)->code > 0 ? daemon_reason(c)
+                                                                        : pmugate_strerror(r));
                         withhold_pci(pe, p, reason);
                 }
         }
@@ -522,7 +531,8 @@ int package_events_start(PackageEvents *pe, pmugate *c, const pmugate_info *info
                                 k = snprintf(pe->note + used, sizeof(pe->note) - used, "%s%s, ",
                                              used && pe->note[used - 2] != ',' ? "; " : "", pe->names[e]);
                         else
-                                k = snprintf(pe->note + used, sizeof(pe->note) - used, "%s%s on package %d: %s",
+                                k = snprintf(pe->note + used, sizeof(pe->note) - used,
+                                             "%s%s on package %d: %s",
                                              used && pe->note[used - 2] != ',' ? "; " : "", pe->names[e],
                                              pe->packages[p], why);
                         used = k < 0 ? sizeof(pe->note) : MIN(used + (size_t) k, sizeof(pe->note));

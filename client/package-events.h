@@ -77,9 +77,9 @@ int package_events_add(PackageEvents **pe, const char *name);
 int package_events_plan(PackageEvents *pe, const pmugate_info *info, const uint32_t *cpus, size_t n_cpus);
 
 /* Reads the RAPL units, programs the memory controllers' PCI units where the daemon serves no
- * counters (leasing their packages' CPUs), then tries every reading: a reading the daemon refuses (job scope,
- * class) or fails is withheld with the daemon's reason and the rest are kept. Takes the first
- * values. Returns negative errno only when the connection fails. */
+ * counters (leasing their packages' CPUs), then tries every reading: a reading the daemon
+ * refuses (job scope, class) or fails is withheld with the daemon's reason and the rest are
+ * kept. Takes the first values. Returns negative errno only when the connection fails. */
 int package_events_start(PackageEvents *pe, pmugate *c, const pmugate_info *info);
 
 /* Releases the leases taken to program memory controllers; the daemon then puts their

@@ -364,8 +364,8 @@ static int decode_counter_read(const msgpack_object *a, uint32_t index, RequestB
         op = &buf->ops[*n_ops];
         *op = (RegOp) { .kind = REG_OP_COUNTER_READ, .mask = UINT64_MAX };
         if (!get_u32(&a->via.array.ptr[1], &op->target))
-                return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: counter must be an unsigned 32-bit integer",
-                              index);
+                return refuse(e, PROTO_E_BAD_FIELD,
+                              "ops[%" PRIu32 "]: counter must be an unsigned 32-bit integer", index);
         (*n_ops)++;
         return 0;
 }

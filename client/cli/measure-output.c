@@ -279,7 +279,8 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
                 for (size_t i = 0; i < r->n_packages; i++)
                         json_object_array_add(per_package, json_values(r, &r->packages[i]));
                 json_object_object_add(root, "per_package", per_package);
-                json_object_object_add(root, "withheld", json_object_new_string(r->withheld ? r->withheld : ""));
+                json_object_object_add(root, "withheld",
+                                       json_object_new_string(r->withheld ? r->withheld : ""));
         }
         if (ctx->command) {
                 json_object *cmd = json_object_new_object(), *argv = json_object_new_array();

@@ -135,7 +135,8 @@ static int parse_u32(const char *text, uint32_t *ret) {
 }
 
 /* The PMU's cpumask: one CPU per package, where the kernel counts that package's box. */
-static int pmu_cpus(const char *root, const Machine *m, const char *pmu_dir, uint32_t **ret_cpus, size_t *ret_n) {
+static int pmu_cpus(const char *root, const Machine *m, const char *pmu_dir, uint32_t **ret_cpus,
+                    size_t *ret_n) {
         char path[512], text[SYSFS_TEXT_MAX];
         int r;
 
@@ -171,8 +172,8 @@ static void read_event_scale(const char *root, const char *pmu_dir, const char *
 
 static int add_counter(Machine *m, size_t *allocated, const MachineCounter *c) {
         if (m->n_counters >= PMUGATE_COUNTERS_MAX) {
-                log_warning("More than %u uncore counters; %s and later ones are not served", PMUGATE_COUNTERS_MAX,
-                            c->name);
+                log_warning("More than %u uncore counters; %s and later ones are not served",
+                            PMUGATE_COUNTERS_MAX, c->name);
                 return 0;
         }
         if (m->n_counters == *allocated) {
@@ -216,8 +217,10 @@ static void open_counter(MachineCounter *c) {
         if (fd < 0) {
                 int e = errno;
 
-                (void) snprintf(c->error, sizeof(c->error), "perf_event_open: %s: %s", strerror(e), open_hint(e));
-                log_warning("Cannot open package counter %s on CPU %" PRIu32 ": %s", c->name, c->cpu, c->error);
+                (void) snprintf(c->error, sizeof(c->error), "perf_event_open: %s: %s", strerror(e),
+                                open_hint(e));
+                log_warning("Cannot open package counter %s on CPU %" PRIu32 ": %s", c->name, c->cpu,
+                            c->error);
                 return;
         }
         c->fd = (int) fd;
@@ -244,7 +247,8 @@ static int add_pmu_event(Machine *m, const char *root, const char *dir, const ch
         if (r >= 0)
                 r = parse_event(root, dir, text, &c.config);
         if (r < 0) {
-                (void) snprintf(c.error, sizeof(c.error), "cannot read its event from sysfs: %s", strerror(-r));
+                (void) snprintf(c.error, sizeof(c.error), "cannot read its event from sysfs: %s",
+                                strerror(-r));
                 log_warning("Package counter %s of package %" PRIi32 ": %s", c.name, c.package, c.error);
         } else {
                 read_event_scale(root, dir, event, &c);
@@ -281,7 +285,8 @@ static int discover_pmu(Machine *m, const char *root, const char *pmu, size_t *a
         }
         for (size_t k = 0; k < n_cpus; k++) {
                 if (!m->cpus[cpus[k]].present || !m->cpus[cpus[k]].online || m->cpus[cpus[k]].package < 0) {
-                        log_warning("Ignoring CPU %" PRIu32 " of uncore PMU %s: it is not online", cpus[k], pmu);
+                        log_warning("Ignoring CPU %" PRIu32 " of uncore PMU %s: it is not online", cpus[k],
+                                    pmu);
                         continue;
                 }
                 for (size_t i = 0; i < 2; i++) {

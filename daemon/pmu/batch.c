@@ -226,21 +226,22 @@ static int check_counter(const BatchContext *ctx, const RegOp *op, size_t i, Bat
         CpuSet package;
 
         if (op->target >= m->n_counters)
-                return refuse(ret, PROTO_E_NO_SUCH_UNIT, i, "op %zu: package counter %" PRIu32 " does not exist "
-                              "(%" PRIu32 " counters)", i, op->target, m->n_counters);
+                return refuse(ret, PROTO_E_NO_SUCH_UNIT, i, "op %zu: package counter %" PRIu32 " does not "
+                              "exist (%" PRIu32 " counters)", i, op->target, m->n_counters);
         c = &m->counters[op->target];
         if (classes && !class_set_contains(classes, c->cls))
-                return refuse(ret, PROTO_E_NOT_AUTHORIZED, i, "op %zu: the %s role may not read registers of "
-                              "class '%s' (%s)", i, role_to_string(ctx->rights->role), c->cls, c->name);
+                return refuse(ret, PROTO_E_NOT_AUTHORIZED, i, "op %zu: the %s role may not read registers "
+                              "of class '%s' (%s)", i, role_to_string(ctx->rights->role), c->cls, c->name);
         if (!ctx->scope || ctx->package_read_shared)
                 return 0;
         if (machine_scope_cpus(m, REG_SCOPE_PACKAGE, c->cpu, false, &package) < 0)
-                return refuse(ret, PROTO_E_OUT_OF_SCOPE, i, "op %zu: package %" PRIi32 " of %s has no online "
-                              "CPU, so job %s cannot hold all of it", i, c->package, c->name, ctx->scope->job);
+                return refuse(ret, PROTO_E_OUT_OF_SCOPE, i, "op %zu: package %" PRIi32 " of %s has no "
+                              "online CPU, so job %s cannot hold all of it", i, c->package, c->name,
+                              ctx->scope->job);
         if (cpuset_is_subset(&package, &ctx->scope->cpus))
                 return 0;
-        return refuse(ret, PROTO_E_OUT_OF_SCOPE, i, "op %zu: %s counts for all of package %" PRIi32 ", and job %s "
-                      "does not hold every CPU of it", i, c->name, c->package, ctx->scope->job);
+        return refuse(ret, PROTO_E_OUT_OF_SCOPE, i, "op %zu: %s counts for all of package %" PRIi32 ", and "
+                      "job %s does not hold every CPU of it", i, c->name, c->package, ctx->scope->job);
 }
 
 int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const AllowEntry **entries,

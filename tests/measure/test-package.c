@@ -65,7 +65,8 @@ static void test_rapl_units(void **state) {
         assert_true(j == ldexp(1.0, -14));
         assert_int_equal(pmugate_rapl_joules_per_count("spr", PMUGATE_RAPL_PLATFORM, SKX_POWER_UNIT, &j), 0);
         assert_true(j == 1.0);
-        assert_int_equal(pmugate_rapl_joules_per_count("spr", PMUGATE_RAPL_PP0, SKX_POWER_UNIT, &j), -EOPNOTSUPP);
+        assert_int_equal(pmugate_rapl_joules_per_count("spr", PMUGATE_RAPL_PP0, SKX_POWER_UNIT, &j),
+                         -EOPNOTSUPP);
         assert_int_equal(pmugate_rapl_joules_per_count("clx", PMUGATE_RAPL_PLATFORM, SKX_POWER_UNIT, &j),
                          -EOPNOTSUPP);
         assert_int_equal(pmugate_rapl_joules_per_count("zen4", PMUGATE_RAPL_PACKAGE, SKX_POWER_UNIT, &j),

@@ -292,8 +292,8 @@ static int build_machine_counters(const SimConfig *c, const SimModel *m, Machine
                                         .scale = IMC_COUNT_SCALE_MIB,
                                         .fd = -EBADF,
                                 };
-                                (void) snprintf(mc->name, sizeof(mc->name), "%s%u/%s", imc_pmus[pmu].pmu, box,
-                                                imc_pmus[pmu].events[e]);
+                                (void) snprintf(mc->name, sizeof(mc->name), "%s%u/%s", imc_pmus[pmu].pmu,
+                                                box, imc_pmus[pmu].events[e]);
                                 (void) snprintf(mc->cls, sizeof(mc->cls), "uncore-imc");
                                 (void) snprintf(mc->unit, sizeof(mc->unit), "MiB");
                         }
@@ -417,9 +417,11 @@ static int build_uncore(SimBackend *s, const Machine *machine) {
         for (uint32_t i = 0; i < machine->n_counters; i++) {
                 /* read and write alternate, as build_machine_counters() lists them */
                 double gbps = i % 2 == 0 ? c->imc_read_gbps : c->imc_write_gbps;
-                double boxes = imc_pmus[imc_pmu_index(&s->model)].boxes;   /* counters exist: found */
+                /* counters exist, so the model's row does */
+                double boxes = imc_pmus[imc_pmu_index(&s->model)].boxes;
 
-                s->counters[i].counter.rate = gbps * BYTES_PER_GB / BYTES_PER_CAS / boxes / cycles_per_second;
+                s->counters[i].counter.rate = gbps * BYTES_PER_GB / BYTES_PER_CAS / boxes /
+                                              cycles_per_second;
                 sim_counter_set(&s->counters[i].counter, c->imc_counter_start, SIM_IMC_COUNTER_MASK);
         }
 

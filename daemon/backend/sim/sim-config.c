@@ -314,7 +314,8 @@ static int handle_rapl(SimConfigParser *p, const char *key, const char *value) {
         if (strcmp(key, "energy_start") == 0)
                 return parse_u64_key(p, key, value, 0, UINT32_MAX, &s->energy_start);
         return parser_fail(p, "unknown key '%s' in [rapl] (known: package_watts, dram_watts, pp0_watts, "
-                           "platform_watts, package_tdp_watts, dram_tdp_watts, energy_unit, energy_start)", key);
+                           "platform_watts, package_tdp_watts, dram_tdp_watts, energy_unit, "
+                           "energy_start)", key);
 }
 
 static int handle_imc(SimConfigParser *p, const char *key, const char *value) {
