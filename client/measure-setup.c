@@ -206,6 +206,14 @@ static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reaso
                         m->programmed_descs[m->n_programmed] = m->events[i].desc;
                         m->programmed[m->n_programmed++] = i;
                 }
+        if (m->n_programmed == 0 && m->package) {
+                /* package events alone: no core counter is programmed, so nothing is leased */
+                m->schedule = calloc(1, sizeof(Schedule));
+                if (!m->schedule)
+                        return -ENOMEM;
+                *m->schedule = (Schedule) { .n_sets = 1, .timebase_fixed = -1 };
+                return 0;
+        }
         return schedule_build(m->programmed_descs, m->n_programmed, &limits, &m->schedule, reterr_reason,
                               reason_size);
 }

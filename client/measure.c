@@ -295,7 +295,8 @@ static int prepare(pmugate_measure *m) {
                 return r;
         if (!m->mark.cpus && (r = measure_accum_new(m, &m->mark.cpus)) < 0)
                 return r;
-        r = allocate_batches(m);
+        /* a measurement of package events alone samples no CPU */
+        r = m->n_programmed > 0 ? allocate_batches(m) : 0;
         if (r < 0)
                 return r;
         m->prepared = true;
@@ -314,12 +315,12 @@ int pmugate_measure_start(pmugate_measure *m) {
 
         /* Writes need a lease where the daemon has leases; an older daemon answers that it
          * does not know the request, and then there is nothing to take. */
-        r = pmugate_lease(m->connection, m->cpus, m->n_cpus);
+        r = m->n_programmed > 0 ? pmugate_lease(m->connection, m->cpus, m->n_cpus) : -EOPNOTSUPP;
         if (r < 0 && r != -EOPNOTSUPP)
                 return r;
         m->leased = r >= 0;
 
-        r = read_saved(m);
+        r = m->n_programmed > 0 ? read_saved(m) : 0;
         if (r >= 0)
                 r = run_once(m, BATCH_START);
         if (r >= 0 && m->package)

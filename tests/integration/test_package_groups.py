@@ -185,6 +185,32 @@ def test_every_group(tap):
         sim.stop()
 
 
+def test_package_only(tap):
+    """Package events alone program no core counter, so a user who may only read measures them."""
+    user = t.UNPRIVILEGED_UID
+    sim = Sim("spr", sockets=2, cores=2, smt=False, extra=IMC + RAPL)
+    sim.daemon.stop()
+    conf = os.path.join(sim.dir, "read-only.conf")
+    t.write_config(conf, extra="[rights]\nuser_write =\n")
+    sim.daemon = t.Daemon(sim.dir, sim.daemon.argv[-3:], config=conf)
+    try:
+        rc, out, err = t.run_cli([t.PMUGATE, "stat", "-e", "PWR_PKG_ENERGY,UNC_M_CAS_COUNT.RD", "-c", "0-3", "-S",
+                                  "0.3s", "-O", "json"], sim.daemon.socket, uid=user, gid=4999, groups=[t.USER_GID])
+        r = __import__("json").loads(out) if rc == 0 else {"per_package": []}
+        pk = per_package(r)
+        tap.ok(rc == 0 and sorted(pk) == [0, 1], "a read-only user measures energy and memory traffic", err)
+        tap.ok(all(rel(p["counts"]["PWR_PKG_ENERGY"]["value"] / r["elapsed"], 180.0) < 0.01 for p in pk.values()),
+               "180 W per socket")
+        tap.ok(all(rel(p["counts"]["UNC_M_CAS_COUNT.RD"]["value"] * 64 / r["elapsed"] / 1e9, READ_GBPS) < 0.01
+                   for p in pk.values()), "40 GB/s read per socket")
+        rc, out, err = t.run_cli([t.PMUGATE, "stat", "-e", "PWR_PKG_ENERGY,INST_RETIRED.ANY", "-c", "0", "-S",
+                                  "0.1s"], sim.daemon.socket, uid=user, gid=4999, groups=[t.USER_GID])
+        tap.ok(rc != 0 and "Permission denied" in err,
+               "with a core event the read-only user is refused, as before", out + err)
+    finally:
+        sim.stop()
+
+
 def test_imc_pci(tap):
     """Without the kernel's uncore PMUs, Skylake-SP and Cascade Lake memory traffic comes from the
     IMC channels in PCI config space: programmed under leases on the whole package, put back
@@ -283,4 +309,4 @@ def test_job_mode(tap):
 
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_memory_bandwidth, test_energy, test_flops, test_wraps, test_every_group,
-                          test_imc_pci, test_job_mode]))
+                          test_package_only, test_imc_pci, test_job_mode]))
