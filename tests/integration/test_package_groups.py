@@ -195,14 +195,16 @@ def test_package_only(tap):
     sim.daemon = t.Daemon(sim.dir, sim.daemon.argv[-3:], config=conf)
     try:
         rc, out, err = t.run_cli([t.PMUGATE, "stat", "-e", "PWR_PKG_ENERGY,UNC_M_CAS_COUNT.RD", "-c", "0-3", "-S",
-                                  "0.3s", "-O", "json"], sim.daemon.socket, uid=user, gid=4999, groups=[t.USER_GID])
+                                  "1s", "-O", "json"], sim.daemon.socket, uid=user, gid=4999, groups=[t.USER_GID])
         r = __import__("json").loads(out) if rc == 0 else {"per_package": []}
         pk = per_package(r)
         tap.ok(rc == 0 and sorted(pk) == [0, 1], "a read-only user measures energy and memory traffic", err)
-        tap.ok(all(rel(p["counts"]["PWR_PKG_ENERGY"]["value"] / r["elapsed"], 180.0) < 0.01 for p in pk.values()),
-               "180 W per socket")
-        tap.ok(all(rel(p["counts"]["UNC_M_CAS_COUNT.RD"]["value"] * 64 / r["elapsed"] / 1e9, READ_GBPS) < 0.01
-                   for p in pk.values()), "40 GB/s read per socket")
+        # within 2 %: without core counters the window is the client's clock around two round trips,
+        # which a loaded machine may delay by a few milliseconds
+        watts = [p["counts"]["PWR_PKG_ENERGY"]["value"] / r["elapsed"] for p in pk.values()]
+        gbps = [p["counts"]["UNC_M_CAS_COUNT.RD"]["value"] * 64 / r["elapsed"] / 1e9 for p in pk.values()]
+        tap.ok(watts and all(rel(w, 180.0) < 0.02 for w in watts), "180 W per socket (%s)" % watts)
+        tap.ok(gbps and all(rel(g, READ_GBPS) < 0.02 for g in gbps), "40 GB/s read per socket (%s)" % gbps)
         rc, out, err = t.run_cli([t.PMUGATE, "stat", "-e", "PWR_PKG_ENERGY,INST_RETIRED.ANY", "-c", "0", "-S",
                                   "0.1s"], sim.daemon.socket, uid=user, gid=4999, groups=[t.USER_GID])
         tap.ok(rc != 0 and "Permission denied" in err,
