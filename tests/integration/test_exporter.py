@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pmugate-exporter end to end on a simulated PMU: both exposition formats with HELP, TYPE and
+UNIT (promtool accepts the text format), TopDown fractions from counter ratios against the
+simulator's profile, job labels from the daemon's job map, the exporter yielding to a user's
+lease and resuming, surviving a daemon restart and a reload with monotonic totals, job
+summaries, and refusals of bad requests and options."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pmugatetest as t
+import exportertest as x
+from exportertest import one, series
+
+L1 = ("frontend_bound", "bad_speculation", "backend_bound", "retiring")
+
+
+def fraction(m, prefix, category, **labels):
+    return one(m, prefix + "_topdown_slots_total", category=category,
+               level="1" if category in L1 else "2", **labels) / one(m, prefix + "_slots_total", **labels)
+
+
+def test_formats(tap, node, ex):
+    status, ctype, text = ex.get("/metrics")
+    tap.ok(status == 200 and ctype.startswith("text/plain; version=0.0.4"), "no Accept: the Prometheus text format",
+           ctype)
+    tap.ok("# HELP pmugate_node_slots_total " in text and "# TYPE pmugate_node_slots_total counter" in text and
+           "# TYPE pmugate_cpu_monitored gauge" in text, "text format: HELP and TYPE for counters and gauges")
+    if shutil.which("promtool"):
+        p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        tap.ok(p.returncode == 0 and not p.stdout.strip(), "promtool check metrics accepts it, with no lint "
+               "complaint", p.stdout + p.stderr)
+    else:
+        x.skip(tap, "promtool check metrics", "promtool not installed (Debian package prometheus)")
+    status, ctype, om = ex.get("/metrics", accept=x.OPENMETRICS)
+    tap.ok(status == 200 and ctype.startswith("application/openmetrics-text; version=1.0.0"),
+           "Accept asking for OpenMetrics gets OpenMetrics", ctype)
+    tap.ok(om.endswith("# EOF\n") and "# TYPE pmugate_node_monitored_seconds counter\n" in om and
+           "# UNIT pmugate_node_monitored_seconds seconds\n" in om and
+           "# UNIT pmugate_exporter_last_sample_timestamp_seconds seconds\n" in om and
+           "\npmugate_node_monitored_seconds_total " in om,
+           "OpenMetrics: family names without _total, UNIT lines, _total samples, # EOF")
+    status, ctype, _ = ex.get("/metrics", accept="application/openmetrics-text;q=0.2,text/plain;q=0.9")
+    tap.ok(ctype.startswith("text/plain"), "a higher q for text/plain wins", ctype)
+
+
+def test_topdown(tap, node, ex):
+    ex.wait_samples(3)
+    m = ex.metrics()
+    got = {c: fraction(m, "pmugate_node", c) for c in L1 + ("memory_bound",)}
+    bad = {c: (got[c], x.PROFILE[c]) for c in got if abs(got[c] - x.PROFILE[c]) > x.FRACTION_BOUND}
+    tap.ok(not bad, "node TopDown from rate ratios matches the simulator's profile within 2/255", bad or got)
+    ipc = one(m, "pmugate_node_instructions_total") / one(m, "pmugate_node_cycles_total")
+    tap.ok(abs(ipc - x.PROFILE["ipc"]) < 1e-3, "IPC from instructions / cycles is the profile's", ipc)
+    total = sum(one(m, "pmugate_node_topdown_slots_total", category=c, level="1") for c in L1)
+    tap.ok(abs(total / one(m, "pmugate_node_slots_total") - 1) < 1e-9, "level 1 slot counts add up to the slots")
+    cpus = series(m, "pmugate_cpu_monitored", reason="monitored")
+    tap.eq(sorted(dict(k)["cpu"] for k, v in cpus.items() if v == 1), ["0", "1", "2", "3"],
+           "every CPU is monitored")
+
+
+def test_jobs(tap, node, ex):
+    node.admin("grant", job="4711", uid=x.USER, cpus=[1, 2])
+    ex.wait(lambda: series(ex.metrics(), "pmugate_job_cpus", job="4711"), "the job shows")
+    ex.wait_samples(2)
+    m = ex.metrics()
+    tap.eq(one(m, "pmugate_job_cpus", job="4711"), 2, "the job holds 2 CPUs")
+    held = series(m, "pmugate_cpu_instructions_total", job="4711")
+    tap.eq(sorted(dict(k)["cpu"] for k in held), ["1", "2"], "the CPUs' series carry the job label")
+    tap.ok(all(v > 0 for v in held.values()), "and count", held)
+    tap.ok(not series(m, "pmugate_job_uid"), "no uid without --job-uids and the policy's jobmap_uids")
+    tap.ok(abs(fraction(m, "pmugate_job", "backend_bound", job="4711") - x.PROFILE["backend_bound"])
+           <= x.FRACTION_BOUND, "the job's TopDown is the profile's")
+    running = ex.get("/jobs/4711")
+    node.admin("revoke", job="4711")
+    ex.wait(lambda: not series(ex.metrics(), "pmugate_job_cpus", job="4711"), "the job's series stop")
+    m = ex.metrics()
+    tap.ok(not series(m, "pmugate_cpu_instructions_total", job="4711"), "no CPU series carries the ended job")
+    status, ctype, body = ex.get("/jobs/4711")
+    s = json.loads(body) if status == 200 else {}
+    tap.ok(json.loads(running[2])["running"] and status == 200 and ctype == "application/json" and
+           s["running"] is False and s["cpus"] == "1-2", "the summary outlives the job", body)
+    tap.ok(abs(s["topdown_level2"]["memory_bound"] - x.PROFILE["memory_bound"]) <= x.FRACTION_BOUND and abs(s["ipc"] - x.PROFILE["ipc"]) < 1e-3 and
+           s["instructions"] > 0 and s["energy_joules"] is None, "the summary has TopDown, IPC and counts", s)
+
+
+def test_yield(tap, node, ex):
+    node.admin("grant", job="77", uid=x.USER, cpus=[3])
+    before = ex.metrics()
+    r_fd, w_fd = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r_fd)
+        os.close(go_w)
+        t.as_user(x.USER, 4999, [t.USER_GID])()
+        c = t.Client(node.daemon.socket)
+        os.write(w_fd, b"1" if c.call("lease", cpus=[3])["ok"] else b"0")
+        os.read(go_r, 1)
+        os._exit(0)
+    os.close(w_fd)
+    os.close(go_r)
+    try:
+        tap.eq(os.read(r_fd, 1), b"1", "a user leases CPU 3")
+        ex.wait(lambda: one(ex.metrics(), "pmugate_cpu_monitored", cpu="3", socket="0", reason="user_lease") == 0,
+                "CPU 3 shows the user's lease")
+        ex.wait_samples(3)
+        m = ex.metrics()
+        tap.ok(all(one(m, "pmugate_cpu_monitored", cpu=c, socket="0", reason="monitored") == 1 for c in "012"),
+               "the other CPUs stay monitored")
+        c3 = series(m, "pmugate_cpu_instructions_total", cpu="3", job="77")
+        ex.wait_samples(2)
+        tap.eq(series(ex.metrics(), "pmugate_cpu_instructions_total", cpu="3", job="77"), c3,
+               "CPU 3's totals stand still while the user holds it")
+        tap.ok(one(m, "pmugate_node_instructions_total") >= one(before, "pmugate_node_instructions_total"),
+               "node totals never went down")
+        tap.ok("yielding" in ex.log(), "the exporter logs that it yields", ex.log())
+    finally:
+        os.write(go_w, b"x")
+        os.waitpid(pid, 0)
+        os.close(r_fd)
+        os.close(go_w)
+    ex.wait(lambda: one(ex.metrics(), "pmugate_cpu_monitored", cpu="3", socket="0", reason="monitored") == 1,
+            "CPU 3 is monitored again")
+    c3 = one(ex.metrics(), "pmugate_cpu_instructions_total", cpu="3", socket="0", job="77")
+    ex.wait_samples(2)
+    tap.ok(one(ex.metrics(), "pmugate_cpu_instructions_total", cpu="3", socket="0", job="77") > c3,
+           "and counts again after the user let go")
+    node.admin("revoke", job="77")
+
+
+def test_restart_and_reload(tap, node, ex):
+    before = ex.metrics()
+    node.daemon.stop()
+    ex.wait(lambda: one(ex.metrics(), "pmugate_exporter_daemon_up") == 0, "the exporter sees the daemon gone")
+    m = ex.metrics()
+    tap.ok(all(one(m, "pmugate_cpu_monitored", cpu=c, socket="0", reason="daemon_unavailable") == 0
+               for c in "0123"), "every CPU says the daemon is unavailable")
+    node.start_daemon()
+    ex.wait(lambda: one(ex.metrics(), "pmugate_cpu_monitored", cpu="0", socket="0", reason="monitored") == 1,
+            "the exporter measures again after the restart")
+    ex.wait_samples(2)
+    after = ex.metrics()
+    down = [k for k, v in before.items() if k[0].endswith("_total") and k in after and after[k] < v]
+    tap.ok(not down, "no total went down over the restart", down)
+    tap.ok(one(after, "pmugate_node_instructions_total") > one(before, "pmugate_node_instructions_total"),
+           "and they grow again")
+    r = node.admin("reload")
+    tap.ok(r["ok"], "a reload", r)
+    ex.wait_samples(3)
+    tap.eq(one(ex.metrics(), "pmugate_cpu_monitored", cpu="2", socket="0", reason="monitored"), 1,
+           "the exporter keeps measuring over a reload")
+
+
+def test_bad_requests(tap, node, ex):
+    tap.eq(ex.get("/metrics", method="POST")[0], 405, "POST is refused")
+    tap.eq(ex.get("/jobs/4711;rm")[0], 400, "a job id with other characters is refused")
+    tap.eq(ex.get("/jobs/" + "9" * 300)[0], 400, "so is a job id longer than the protocol's")
+    tap.eq(ex.get("/jobs/12345")[0], 404, "a job never seen is not found")
+    tap.eq(ex.get("/nothing")[0], 404, "an unknown path is not found")
+    for args, what in ((["--interval=5ms"], "an interval below 100 ms"), (["--job-label=cpu"], "a label taken"),
+                       (["--job-label=1x"], "a label that is no label name"),
+                       (["--listen=localhost"], "a listen address without a port"),
+                       (["--level=3"], "TopDown level 3"), (["surplus"], "an argument")):
+        p = subprocess.run([x.EXPORTER] + args, capture_output=True, text=True, timeout=10)
+        tap.ok(p.returncode == 2 and "pmugate-exporter" in p.stderr, "refused: %s" % what, p.stderr)
+    busy = subprocess.run([x.EXPORTER, "--listen=127.0.0.1:%d" % ex.port], capture_output=True, text=True,
+                          timeout=10, env=dict(os.environ, PMUGATE_SOCKET=node.daemon.socket))
+    tap.ok(busy.returncode == 1 and "cannot serve" in busy.stderr, "a port in use is an error", busy.stderr)
+
+
+def test_not_a_monitor(tap, node):
+    """A uid that is no monitor says so and marks its CPUs refused instead of pretending."""
+    ex = x.Exporter(node, ["--interval=200ms"], uid=x.USER + 7)
+    try:
+        ex.wait(lambda: one(ex.metrics(), "pmugate_cpu_monitored", cpu="0", socket="0", reason="refused") == 0,
+                "the CPUs are marked refused")
+        tap.ok(True, "an exporter that is not a monitor marks its CPUs refused")
+        tap.ok("not 'monitor'" in ex.log() and "monitor_users" in ex.log(), "and logs what to do", ex.log())
+    finally:
+        ex.stop()
+
+
+def main():
+    tap = t.Tap()
+    if not os.path.exists(x.EXPORTER):
+        print("1..0 # SKIP pmugate-exporter not built (libmicrohttpd missing)")
+        return 0
+    node = x.Node()
+    ex = x.Exporter(node, ["--interval=200ms"])
+    try:
+        def bind(f, *args):
+            def run(tp):
+                f(tp, *args)
+            run.__name__ = f.__name__
+            return run
+        tests = [bind(f, node, ex) for f in (test_formats, test_topdown, test_jobs, test_yield,
+                                             test_restart_and_reload, test_bad_requests)]
+        tests.append(bind(test_not_a_monitor, node))
+
+        def clean_exit(tp):
+            rc = ex.stop()
+            tp.eq(rc, 0, "the exporter exits 0 on SIGTERM")
+            st = node.admin("status")
+            tp.eq([l for l in st["leases"] if l[3] == "monitor"], [], "and leaves no lease behind")
+        tests.append(clean_exit)
+        return tap.run(tests)
+    finally:
+        ex.stop()
+        node.stop()
+
+
+sys.exit(main())
