@@ -75,6 +75,11 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
         if (!f)
                 return MHD_NO;
         pthread_mutex_lock(h->options.lock);
+        /* counted before rendering, so a scrape sees itself */
+        if (ro.openmetrics)
+                h->options.model->scrapes_openmetrics++;
+        else
+                h->options.model->scrapes_text++;
         r = render_metrics(h->options.model, &ro, f);
         pthread_mutex_unlock(h->options.lock);
         if (fclose(f) != 0 || r < 0) {

@@ -92,6 +92,7 @@ typedef struct Model {
         bool daemon_up;
         double last_sample;     /* UNIX time of the last sample, 0 before the first */
         uint64_t samples, sample_errors, restarts;
+        uint64_t scrapes_text, scrapes_openmetrics;     /* /metrics answered, by format */
         bool export_uids;
 } Model;
 

@@ -84,7 +84,7 @@ bool accept_prefers_openmetrics(const char *accept) {
 
 bool label_name_valid(const char *name) {
         static const char *const taken[] = { "cpu", "socket", "category", "level", "reason", "model", "backend",
-                                             "topdown_level", "version", "node" };
+                                             "topdown_level", "version", "node", "format" };
 
         if (!name || !name[0] || strlen(name) > 64 || (name[0] >= '0' && name[0] <= '9') ||
             strncmp(name, "__", 2) == 0)
@@ -345,6 +345,10 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
         suffix = family(f, o, "pmugate_exporter_measurement_restarts", true, "",
                         "Times the measurement was set up again (CPUs yielded or resumed, daemon restarts)");
         fprintf(f, "pmugate_exporter_measurement_restarts%s %" PRIu64 "\n", suffix, m->restarts);
+        suffix = family(f, o, "pmugate_exporter_scrapes", true, "", "Scrapes of /metrics answered, by format");
+        fprintf(f, "pmugate_exporter_scrapes%s{format=\"text\"} %" PRIu64 "\n", suffix, m->scrapes_text);
+        fprintf(f, "pmugate_exporter_scrapes%s{format=\"openmetrics\"} %" PRIu64 "\n", suffix,
+                m->scrapes_openmetrics);
 }
 
 int render_metrics(const Model *m, const RenderOptions *o, FILE *out) {
