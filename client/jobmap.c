@@ -69,7 +69,8 @@ static int decode_jobs(const msgpack_object *reply, pmugate_jobmap *m) {
 }
 
 static int decode_cpus(const msgpack_object *reply, pmugate_jobmap *m) {
-        const msgpack_object *cpus = msgpack_map_get(reply, "cpus"), *leases = msgpack_map_get(reply, "leases");
+        const msgpack_object *cpus = msgpack_map_get(reply, "cpus"),
+                             *leases = msgpack_map_get(reply, "leases");
 
         if (!cpus || cpus->type != MSGPACK_OBJECT_ARRAY || !leases || leases->type != MSGPACK_OBJECT_ARRAY)
                 return -EBADMSG;

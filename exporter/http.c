@@ -86,7 +86,8 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
                 free(body);
                 return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render the metrics\n");
         }
-        return reply(conn, MHD_HTTP_OK, ro.openmetrics ? CONTENT_TYPE_OPENMETRICS : CONTENT_TYPE_TEXT, body, size);
+        return reply(conn, MHD_HTTP_OK, ro.openmetrics ? CONTENT_TYPE_OPENMETRICS : CONTENT_TYPE_TEXT, body,
+                     size);
 }
 
 static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const char *job) {
@@ -111,9 +112,10 @@ static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const cha
                 r = -EIO;
         if (r == -ENOENT) {
                 free(body);
-                return reply_text(conn, MHD_HTTP_NOT_FOUND,
-                                  "no such job on this node (not seen, or ended longer ago than the summaries are "
-                                  "kept)\n");
+                return reply_text(
+                        conn, MHD_HTTP_NOT_FOUND,
+                        "no such job on this node (not seen, or ended longer ago than the summaries are "
+                        "kept)\n");
         }
         if (r < 0) {
                 free(body);
@@ -136,9 +138,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         if (strncmp(url, "/jobs/", 6) == 0)
                 return serve_job(h, conn, url + 6);
         if (strcmp(url, "/") == 0)
-                return reply_text(conn, MHD_HTTP_OK,
-                                  "pmugate-exporter: /metrics (Prometheus text or OpenMetrics), /jobs/ID (a job's "
-                                  "summary as JSON)\n");
+                return reply_text(
+                        conn, MHD_HTTP_OK,
+                        "pmugate-exporter: /metrics (Prometheus text or OpenMetrics), /jobs/ID (a job's "
+                        "summary as JSON)\n");
         return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n");
 }
 
@@ -160,13 +163,11 @@ int http_start(const HttpOptions *o, Http **ret) {
         if (o->address->sa_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
         errno = 0;
-        h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
-                                     MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-                                     MHD_OPTION_SOCK_ADDR, o->address,
-                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned) HTTP_CONNECTIONS_MAX,
-                                     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) HTTP_CONNECTIONS_PER_IP_MAX,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) HTTP_TIMEOUT_SECONDS,
-                                     MHD_OPTION_END);
+        h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
+                                     NULL, MHD_OPTION_SOCK_ADDR, o->address, MHD_OPTION_CONNECTION_LIMIT,
+                                     (unsigned) HTTP_CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                     (unsigned) HTTP_CONNECTIONS_PER_IP_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+                                     (unsigned) HTTP_TIMEOUT_SECONDS, MHD_OPTION_END);
         if (!h->daemon)
                 return errno > 0 ? -errno : -EADDRNOTAVAIL;
         *ret = TAKE_PTR(h);

@@ -47,7 +47,8 @@ static void usage(FILE *f) {
               "  --job-uids               export each job's uid as the gauge pmugate_job_uid (when the\n"
               "                           daemon's policy tells monitors uids: jobmap_uids = yes)\n"
               "  --summary-retention=DURATION  how long an ended job's summary stays (default 15min)\n"
-              "  --socket=PATH            pmugated's socket (default $PMUGATE_SOCKET or " PMUGATE_SOCKET_PATH ")\n"
+              "  --socket=PATH            pmugated's socket (default $PMUGATE_SOCKET or " PMUGATE_SOCKET_PATH
+              ")\n"
               "  --version, --help\n",
               f);
 }
@@ -57,9 +58,12 @@ static int parse_duration(const char *text, uint64_t *ret_ns) {
         static const struct {
                 const char *suffix;
                 uint64_t ns;
-        } units[] = { { "ms", 1000ULL * 1000ULL }, { "s", 1000ULL * 1000ULL * 1000ULL }, { "", 1000ULL * 1000ULL * 1000ULL },
-                      { "min", 60ULL * 1000ULL * 1000ULL * 1000ULL }, { "m", 60ULL * 1000ULL * 1000ULL * 1000ULL },
-                      { "h", 3600ULL * 1000ULL * 1000ULL * 1000ULL } };
+        } units[] = {{"ms", 1000ULL * 1000ULL},
+                     {"s", 1000ULL * 1000ULL * 1000ULL},
+                     {"", 1000ULL * 1000ULL * 1000ULL},
+                     {"min", 60ULL * 1000ULL * 1000ULL * 1000ULL},
+                     {"m", 60ULL * 1000ULL * 1000ULL * 1000ULL},
+                     {"h", 3600ULL * 1000ULL * 1000ULL * 1000ULL}};
         char *end;
         unsigned long long v;
 
@@ -79,7 +83,8 @@ static int parse_duration(const char *text, uint64_t *ret_ns) {
 
 /* "[::1]:9755", "127.0.0.1:9755", ":9755" (every address). */
 static int parse_listen(const char *text, struct sockaddr_storage *ret, socklen_t *ret_len) {
-        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE };
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
         struct addrinfo *res = NULL;
         char host[128] = "";
         const char *port, *colon = strrchr(text, ':');
@@ -122,8 +127,17 @@ static int parse_listen(const char *text, struct sockaddr_storage *ret, socklen_
 }
 
 static int parse_options(int argc, char **argv, Options *o) {
-        enum { OPT_LISTEN = 256, OPT_INTERVAL, OPT_LEVEL, OPT_JOB_LABEL, OPT_JOB_UIDS, OPT_RETENTION, OPT_SOCKET,
-               OPT_VERSION, OPT_HELP };
+        enum {
+                OPT_LISTEN = 256,
+                OPT_INTERVAL,
+                OPT_LEVEL,
+                OPT_JOB_LABEL,
+                OPT_JOB_UIDS,
+                OPT_RETENTION,
+                OPT_SOCKET,
+                OPT_VERSION,
+                OPT_HELP
+        };
         static const struct option longopts[] = {
                 { "listen", required_argument, NULL, OPT_LISTEN },
                 { "interval", required_argument, NULL, OPT_INTERVAL },
@@ -146,8 +160,10 @@ static int parse_options(int argc, char **argv, Options *o) {
                         o->listen = optarg;
                         break;
                 case OPT_INTERVAL:
-                        if (parse_duration(optarg, &ns) < 0 || ns < INTERVAL_MIN_NS || ns > INTERVAL_MAX_NS) {
-                                fprintf(stderr, "pmugate-exporter: --interval=%s: give 100ms to 60s, e.g. 1s\n",
+                        if (parse_duration(optarg, &ns) < 0 || ns < INTERVAL_MIN_NS ||
+                            ns > INTERVAL_MAX_NS) {
+                                fprintf(stderr,
+                                        "pmugate-exporter: --interval=%s: give 100ms to 60s, e.g. 1s\n",
                                         optarg);
                                 return -EINVAL;
                         }
@@ -155,16 +171,19 @@ static int parse_options(int argc, char **argv, Options *o) {
                         break;
                 case OPT_LEVEL:
                         if (strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0) {
-                                fprintf(stderr, "pmugate-exporter: --level=%s: TopDown level 1 or 2\n", optarg);
+                                fprintf(stderr, "pmugate-exporter: --level=%s: TopDown level 1 or 2\n",
+                                        optarg);
                                 return -EINVAL;
                         }
                         o->level = (unsigned) (optarg[0] - '0');
                         break;
                 case OPT_JOB_LABEL:
                         if (!label_name_valid(optarg)) {
-                                fprintf(stderr, "pmugate-exporter: --job-label=%s: a label name is letters, digits "
-                                        "and '_', not starting with a digit or '__', and not one of the exporter's "
-                                        "own labels\n", optarg);
+                                fprintf(stderr,
+                                        "pmugate-exporter: --job-label=%s: a label name is letters, digits "
+                                        "and '_', not starting with a digit or '__', and not one of the "
+                                        "exporter's own labels\n",
+                                        optarg);
                                 return -EINVAL;
                         }
                         o->job_label = optarg;
@@ -174,8 +193,10 @@ static int parse_options(int argc, char **argv, Options *o) {
                         break;
                 case OPT_RETENTION:
                         if (parse_duration(optarg, &ns) < 0 || ns > 7ULL * 24 * 3600 * 1000000000ULL) {
-                                fprintf(stderr, "pmugate-exporter: --summary-retention=%s: a duration up to 7 "
-                                        "days, e.g. 15min\n", optarg);
+                                fprintf(stderr,
+                                        "pmugate-exporter: --summary-retention=%s: a duration up to 7 "
+                                        "days, e.g. 15min\n",
+                                        optarg);
                                 return -EINVAL;
                         }
                         o->retention_s = ns / 1000000000ULL;
@@ -234,8 +255,11 @@ static int wait_until(const struct timespec *deadline, const sigset_t *set) {
 }
 
 int main(int argc, char **argv) {
-        Options o = { .listen = DEFAULT_LISTEN, .interval_ns = DEFAULT_INTERVAL_NS, .level = 2, .job_label = "job",
-                      .retention_s = DEFAULT_RETENTION_S };
+        Options o = {.listen = DEFAULT_LISTEN,
+                     .interval_ns = DEFAULT_INTERVAL_NS,
+                     .level = 2,
+                     .job_label = "job",
+                     .retention_s = DEFAULT_RETENTION_S};
         pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
         struct sockaddr_storage address;
         socklen_t address_len = 0;
@@ -250,8 +274,10 @@ int main(int argc, char **argv) {
         if (parse_options(argc, argv, &o) < 0)
                 return 2;
         if (parse_listen(o.listen, &address, &address_len) < 0) {
-                fprintf(stderr, "pmugate-exporter: --listen=%s: give [ADDRESS]:PORT, e.g. :9755, 127.0.0.1:9755 or "
-                        "[::1]:9755\n", o.listen);
+                fprintf(stderr,
+                        "pmugate-exporter: --listen=%s: give [ADDRESS]:PORT, e.g. :9755, 127.0.0.1:9755 or "
+                        "[::1]:9755\n",
+                        o.listen);
                 return 2;
         }
         (void) gethostname(model.hostname, sizeof(model.hostname) - 1);
@@ -291,8 +317,11 @@ int main(int argc, char **argv) {
                 poll = sampler_poll_interval(&sampler);
                 if (poll > 0 && poll < period) {
                         if (!warned_period)
-                                fprintf(stderr, "pmugate-exporter: sampling every %.3f s, not %.3f s, to keep TopDown "
-                                        "precise on this CPU\n", (double) poll / 1e9, (double) period / 1e9);
+                                fprintf(stderr,
+                                        "pmugate-exporter: sampling every %.3f s, not %.3f s, to keep "
+                                        "TopDown "
+                                        "precise on this CPU\n",
+                                        (double) poll / 1e9, (double) period / 1e9);
                         warned_period = true;
                         period = poll;
                 }

@@ -52,7 +52,8 @@ bool accept_prefers_openmetrics(const char *accept) {
                 const char *param;
                 char entry[256];
 
-                (void) snprintf(entry, sizeof(entry), "%.*s", (int) (n < sizeof(entry) ? n : sizeof(entry) - 1), p);
+                (void) snprintf(entry, sizeof(entry), "%.*s",
+                                (int) (n < sizeof(entry) ? n : sizeof(entry) - 1), p);
                 p += n + (p[n] == ',');
                 param = entry;
                 while (*param == ' ' || *param == '\t')
@@ -83,14 +84,16 @@ bool accept_prefers_openmetrics(const char *accept) {
 }
 
 bool label_name_valid(const char *name) {
-        static const char *const taken[] = { "cpu", "socket", "category", "level", "reason", "model", "backend",
-                                             "topdown_level", "version", "node", "format" };
+        static const char *const taken[] = {"cpu",     "socket", "category", "level",
+                                            "reason",  "model",  "backend",  "topdown_level",
+                                            "version", "node",   "format"};
 
         if (!name || !name[0] || strlen(name) > 64 || (name[0] >= '0' && name[0] <= '9') ||
             strncmp(name, "__", 2) == 0)
                 return false;
         for (const char *c = name; *c; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                      *c == '_'))
                         return false;
         for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
                 if (strcmp(name, taken[i]) == 0)
@@ -185,8 +188,9 @@ static const double *sample_values(const Model *m, Scope scope, const Sample *s)
 
 /* Calls emit for every series of a scope: the idle series of every CPU and the held one of
  * every CPU a job holds; sockets; the node; running jobs. */
-static void each_sample(const Model *m, Scope scope, void (*emit)(FILE *, const Model *, const RenderOptions *,
-                                                                   Scope, const Sample *, const void *),
+static void each_sample(const Model *m, Scope scope,
+                        void (*emit)(FILE *, const Model *, const RenderOptions *, Scope, const Sample *,
+                                     const void *),
                         FILE *f, const RenderOptions *o, const void *userdata) {
         Sample s = {};
 
@@ -244,7 +248,8 @@ static void emit_topdown(FILE *f, const Model *m, const RenderOptions *o, Scope 
                 char level[4];
 
                 /* Per CPU, level 1 only: level 2 per CPU would multiply the series for little. */
-                if (topdown_nodes[k].level > m->topdown_level || (scope == SCOPE_CPU && topdown_nodes[k].level > 1))
+                if (topdown_nodes[k].level > m->topdown_level ||
+                    (scope == SCOPE_CPU && topdown_nodes[k].level > 1))
                         continue;
                 (void) snprintf(level, sizeof(level), "%u", topdown_nodes[k].level);
                 fputs(e->sample_name, f);
@@ -262,17 +267,20 @@ static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
                 Emit e;
 
                 for (unsigned q = 0; q < QTY_TOPDOWN_FIRST; q++) {
-                        (void) snprintf(name, sizeof(name), "pmugate_%s_%s", scope_names[sc], base_quantities[q].name);
-                        (void) snprintf(help, sizeof(help), "%s, %s", base_quantities[q].help, scope_help[sc]);
+                        (void) snprintf(name, sizeof(name), "pmugate_%s_%s", scope_names[sc],
+                                        base_quantities[q].name);
+                        (void) snprintf(help, sizeof(help), "%s, %s", base_quantities[q].help,
+                                        scope_help[sc]);
                         suffix = family(f, o, name, true, base_quantities[q].unit, help);
                         (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
                         e = (Emit) { .sample_name = sample, .quantity = q };
                         each_sample(m, sc, emit_base, f, o, &e);
                 }
                 (void) snprintf(name, sizeof(name), "pmugate_%s_topdown_slots", scope_names[sc]);
-                (void) snprintf(help, sizeof(help),
-                                "TopDown issue slots attributed to each category (level 1 sums to the slots), %s",
-                                scope_help[sc]);
+                (void) snprintf(
+                        help, sizeof(help),
+                        "TopDown issue slots attributed to each category (level 1 sums to the slots), %s",
+                        scope_help[sc]);
                 suffix = family(f, o, name, true, "", help);
                 (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
                 e = (Emit) { .sample_name = sample };
@@ -319,7 +327,8 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
                                 put_value(f, first, m->jobs[i].uid);
                         }
         }
-        family(f, o, "pmugate_exporter_info", false, "", "The CPU model, backend and TopDown level measured");
+        family(f, o, "pmugate_exporter_info", false, "",
+               "The CPU model, backend and TopDown level measured");
         {
                 bool first = true;
                 char level[4];
@@ -345,7 +354,8 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
         suffix = family(f, o, "pmugate_exporter_measurement_restarts", true, "",
                         "Times the measurement was set up again (CPUs yielded or resumed, daemon restarts)");
         fprintf(f, "pmugate_exporter_measurement_restarts%s %" PRIu64 "\n", suffix, m->restarts);
-        suffix = family(f, o, "pmugate_exporter_scrapes", true, "", "Scrapes of /metrics answered, by format");
+        suffix = family(f, o, "pmugate_exporter_scrapes", true, "",
+                        "Scrapes of /metrics answered, by format");
         fprintf(f, "pmugate_exporter_scrapes%s{format=\"text\"} %" PRIu64 "\n", suffix, m->scrapes_text);
         fprintf(f, "pmugate_exporter_scrapes%s{format=\"openmetrics\"} %" PRIu64 "\n", suffix,
                 m->scrapes_openmetrics);
@@ -371,7 +381,8 @@ static json_object *number(double v) {
 }
 
 int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out) {
-        json_object *root = json_object_new_object(), *td = json_object_new_object(), *td2 = json_object_new_object();
+        json_object *root = json_object_new_object(), *td = json_object_new_object(),
+                    *td2 = json_object_new_object();
         const double *v = j->v;
         time_t end = j->running ? now : j->ended;
         const char *text;

@@ -106,7 +106,9 @@ static int connect_daemon(Sampler *s, Model *m, pthread_mutex_t *lock) {
                 return r;
         }
         if (strcmp(s->info->role, "monitor") != 0 && strcmp(s->info->role, "admin") != 0)
-                problem(s, "uid %u has the role '%s', not 'monitor': add it to monitor_users in pmugate.conf%s%s",
+                problem(s,
+                        "uid %u has the role '%s', not 'monitor': add it to monitor_users in "
+                        "pmugate.conf%s%s",
                         s->info->uid, s->info->role, s->info->rights_reason[0] ? " (" : "",
                         s->info->rights_reason[0] ? s->info->rights_reason : "");
         cpus = calloc(s->info->n_cpus ?: 1, sizeof(uint32_t));
@@ -213,7 +215,8 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
         r = pmugate_measure_open_topdown(s->connection, level, cpus, n, 0, &probe, reason, sizeof(reason));
         if (r == -EOPNOTSUPP && level > 1) {
                 level = 1;
-                r = pmugate_measure_open_topdown(s->connection, level, cpus, n, 0, &probe, reason, sizeof(reason));
+                r = pmugate_measure_open_topdown(s->connection, level, cpus, n, 0, &probe, reason,
+                                                 sizeof(reason));
         }
         probe = pmugate_measure_close(probe);
         if (r < 0) {
@@ -222,8 +225,8 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
         }
         (void) snprintf(group, sizeof(group), "topdown-l%u", level);
         for (size_t i = 0; i < ELEMENTSOF(extras); i++) {
-                r = pmugate_measure_open_group(s->connection, group, extras[i], cpus, n, 0, &s->measure, reason,
-                                               sizeof(reason));
+                r = pmugate_measure_open_group(s->connection, group, extras[i], cpus, n, 0, &s->measure,
+                                               reason, sizeof(reason));
                 if (r == 0)
                         break;
         }
@@ -237,7 +240,8 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
 
                 if (!why[0])
                         why = pmugate_measure_last_reason(s->measure);
-                problem(s, "cannot start measuring CPUs: %s%s%s", pmugate_strerror(r), why[0] ? ": " : "", why);
+                problem(s, "cannot start measuring CPUs: %s%s%s", pmugate_strerror(r), why[0] ? ": " : "",
+                        why);
                 s->measure = pmugate_measure_close(s->measure);
                 (void) pmugate_release(s->connection, NULL, 0);
                 return r;
@@ -345,7 +349,8 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
                 return;
         }
         if (r < 0)
-                problem(s, "no job map (%s): series carry no job label", pmugate_last_error(s->connection)->reason);
+                problem(s, "no job map (%s): series carry no job label",
+                        pmugate_last_error(s->connection)->reason);
 
         wanted = calloc(s->info->n_cpus ?: 1, sizeof(uint32_t));
         pthread_mutex_lock(lock);
@@ -380,7 +385,8 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
                 return;
 
         /* Yield CPUs a user took, take back those that are free again. */
-        if (s->measure && (n_wanted != s->n_measured || memcmp(wanted, s->measured, n_wanted * sizeof(uint32_t)))) {
+        if (s->measure &&
+            (n_wanted != s->n_measured || memcmp(wanted, s->measured, n_wanted * sizeof(uint32_t)))) {
                 r = pmugate_measure_stop(s->measure);
                 if (r == 0)
                         (void) accumulate(s, m, lock);
@@ -394,7 +400,9 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
                         CpuTotals *c = model_cpu(m, wanted[i]);
 
                         if (c)
-                                c->reason = r == 0 ? CPU_MONITORED : r == -EBUSY ? CPU_STARTING : CPU_REFUSED;
+                                c->reason = r == 0        ? CPU_MONITORED
+                                            : r == -EBUSY ? CPU_STARTING
+                                                          : CPU_REFUSED;
                 }
                 m->restarts++;
                 m->topdown_level = r == 0 ? s->measured_level : m->topdown_level;

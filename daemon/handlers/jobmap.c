@@ -116,8 +116,9 @@ int handle_jobmap(Server *s, Session *c, const Request *req) {
         if (s->reply.size > PMUGATE_REPLY_SIZE_MAX) {
                 char reason[160];
 
-                (void) snprintf(reason, sizeof(reason), "the job map (%zu bytes) is larger than a reply may be (%u)",
-                                s->reply.size, PMUGATE_REPLY_SIZE_MAX);
+                (void) snprintf(reason, sizeof(reason),
+                                "the job map (%zu bytes) is larger than a reply may be (%u)", s->reply.size,
+                                PMUGATE_REPLY_SIZE_MAX);
                 return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
         }
         return 0;

@@ -23,20 +23,22 @@ static void test_accept(void **state) {
                 const char *accept;
                 bool openmetrics;
         } rows[] = {
-                { NULL, false },
-                { "", false },
-                { "*/*", false },
-                { "text/plain;version=0.0.4", false },
-                { "application/openmetrics-text;version=1.0.0", true },
+                {NULL, false},
+                {"", false},
+                {"*/*", false},
+                {"text/plain;version=0.0.4", false},
+                {"application/openmetrics-text;version=1.0.0", true},
                 /* Prometheus 2.x */
-                { "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
-                  "text/plain;version=0.0.4;q=0.5,*/*;q=0.1", true },
-                { "application/openmetrics-text;q=0.2, text/plain;q=0.9", false },
-                { "Application/OpenMetrics-Text; q=0.9, */*; q=0.9", true },
-                { "application/openmetrics-text;q=0", false },
-                { "application/openmetrics-textile", false },
-                { "application/json", false },
-                { "application/openmetrics-text;q=bogus", false },
+                {"application/openmetrics-text;version=1.0.0,application/"
+                 "openmetrics-text;version=0.0.1;q=0.75,"
+                 "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+                 true},
+                {"application/openmetrics-text;q=0.2, text/plain;q=0.9", false},
+                {"Application/OpenMetrics-Text; q=0.9, */*; q=0.9", true},
+                {"application/openmetrics-text;q=0", false},
+                {"application/openmetrics-textile", false},
+                {"application/json", false},
+                {"application/openmetrics-text;q=bogus", false},
         };
 
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -159,9 +161,12 @@ static void test_render(void **state) {
 
         assert_non_null(strstr(text, "# HELP pmugate_cpu_instructions_total "));
         assert_non_null(strstr(text, "# TYPE pmugate_cpu_instructions_total counter\n"));
-        assert_non_null(strstr(text, "pmugate_cpu_instructions_total{cpu=\"3\",socket=\"1\",job=\"a\\\"b\\\\c\"} 1000000\n"));
+        assert_non_null(strstr(
+                text,
+                "pmugate_cpu_instructions_total{cpu=\"3\",socket=\"1\",job=\"a\\\"b\\\\c\"} 1000000\n"));
         assert_non_null(strstr(text, "pmugate_cpu_instructions_total{cpu=\"3\",socket=\"1\"} 0\n"));
-        assert_non_null(strstr(text, "pmugate_cpu_monitored{cpu=\"0\",socket=\"0\",reason=\"user_lease\"} 0\n"));
+        assert_non_null(
+                strstr(text, "pmugate_cpu_monitored{cpu=\"0\",socket=\"0\",reason=\"user_lease\"} 0\n"));
         assert_non_null(strstr(text, "pmugate_job_instructions_total{job=\"a\\\"b\\\\c\"} 1000000\n"));
         assert_null(strstr(text, "# UNIT"));
         assert_null(strstr(text, "# EOF"));
@@ -183,9 +188,11 @@ static void test_render(void **state) {
         m.topdown_level = 2;
         text = render(&m, false);
         assert_non_null(strstr(text, "pmugate_job_uid{job=\"a\\\"b\\\\c\"} 1234\n"));
-        assert_non_null(strstr(text, "pmugate_node_topdown_slots_total{category=\"memory_bound\",level=\"2\"} 0\n"));
+        assert_non_null(
+                strstr(text, "pmugate_node_topdown_slots_total{category=\"memory_bound\",level=\"2\"} 0\n"));
         /* per CPU level 1 only */
-        assert_null(strstr(text, "pmugate_cpu_topdown_slots_total{cpu=\"0\",socket=\"0\",category=\"memory_bound\""));
+        assert_null(strstr(
+                text, "pmugate_cpu_topdown_slots_total{cpu=\"0\",socket=\"0\",category=\"memory_bound\""));
         free(text);
 
         {

@@ -67,11 +67,13 @@ static void test_cgroup_layouts(void **state) {
                 uid_t uid;
                 unsigned first, count;
         } rows[] = {
-                { "cpuset/slurm/uid_1000/job_10", "cpuset.effective_cpus", "4-5\n", "10", 1000, 4, 2 },
-                { "cpuset/slurm_node7/uid_1001/job_11", "cpuset.cpus", "6\n", "11", 1001, 6, 1 },
-                { "system.slice/slurmstepd.scope/job_12", "cpuset.cpus.effective", "8-11\n", "12", 0, 8, 4 },
-                { "system.slice/node7_slurmstepd.scope/job_13", "cpuset.cpus.effective", "3\n", "13", 5, 3, 1 },
-                { "unified/system.slice/slurmstepd.scope/job_14", "cpuset.cpus.effective", "0\n", "14", 5, 0, 1 },
+                {"cpuset/slurm/uid_1000/job_10", "cpuset.effective_cpus", "4-5\n", "10", 1000, 4, 2},
+                {"cpuset/slurm_node7/uid_1001/job_11", "cpuset.cpus", "6\n", "11", 1001, 6, 1},
+                {"system.slice/slurmstepd.scope/job_12", "cpuset.cpus.effective", "8-11\n", "12", 0, 8, 4},
+                {"system.slice/node7_slurmstepd.scope/job_13", "cpuset.cpus.effective", "3\n", "13", 5, 3,
+                 1},
+                {"unified/system.slice/slurmstepd.scope/job_14", "cpuset.cpus.effective", "0\n", "14", 5, 0,
+                 1},
         };
 
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
