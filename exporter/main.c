@@ -83,8 +83,8 @@ static int parse_duration(const char *text, uint64_t *ret_ns) {
 
 /* "[::1]:9755", "127.0.0.1:9755", ":9755" (every address). */
 static int parse_listen(const char *text, struct sockaddr_storage *ret, socklen_t *ret_len) {
-        struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-                                 .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE };
         struct addrinfo *res = NULL;
         char host[128] = "";
         const char *port, *colon = strrchr(text, ':');
@@ -255,7 +255,7 @@ static int wait_until(const struct timespec *deadline, const sigset_t *set) {
 }
 
 int main(int argc, char **argv) {
-        Options o = {.listen = DEFAULT_LISTEN,
+        Options o = { .listen = DEFAULT_LISTEN,
                      .interval_ns = DEFAULT_INTERVAL_NS,
                      .level = 2,
                      .job_label = "job",
