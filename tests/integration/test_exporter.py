@@ -175,6 +175,51 @@ def test_bad_requests(tap, node, ex):
     tap.ok(busy.returncode == 1 and "cannot serve" in busy.stderr, "a port in use is an error", busy.stderr)
 
 
+def run_epilog(node, job, **env):
+    e = dict(os.environ, SLURM_JOB_ID=job, PMUGATECTL=os.path.abspath(t.PMUGATECTL),
+             PMUGATE_SOCKET=node.daemon.socket, PMUGATE_SLURM_ENV="/nonexistent")
+    e.update(env)
+    script = os.path.join(t.SOURCE, "contrib", "slurm", "pmugate-epilog.sh")
+    return subprocess.run(["/bin/sh", script], capture_output=True, text=True, env=e, timeout=30)
+
+
+def test_epilog_summary(tap, node, ex):
+    out = os.path.join(node.dir, "summaries")
+    os.makedirs(out)
+    host = subprocess.run(["/bin/hostname", "-s"], capture_output=True, text=True).stdout.strip()
+    node.admin("grant", job="5150", uid=x.USER, cpus=[0, 1])
+    ex.wait(lambda: series(ex.metrics(), "pmugate_job_cpus", job="5150"), "the job shows")
+    ex.wait_samples(2)
+    p = run_epilog(node, "5150", PMUGATE_JOB_SUMMARY_DIR=out, PMUGATE_EXPORTER_URL=ex.url)
+    path = os.path.join(out, "5150.%s.json" % host)
+    s = json.load(open(path)) if os.path.exists(path) else {}
+    tap.ok(p.returncode == 0 and s.get("job") == "5150" and s.get("cpus") == "0-1" and
+           abs(s["topdown"]["retiring"] - x.PROFILE["retiring"]) <= x.FRACTION_BOUND,
+           "the Epilog writes the job's summary where the admin said", p.stderr + str(s))
+    tap.eq(oct(os.stat(path).st_mode & 0o777) if s else None, "0o644", "readable by the site's tools")
+    tap.eq(node.admin("status")["grants"], [], "and still revokes the job")
+    tap.eq(sorted(os.listdir(out)), ["5150.%s.json" % host], "no temporary file is left")
+
+    node.admin("grant", job="5151", uid=x.USER, cpus=[2])
+    p = run_epilog(node, "5151", PMUGATE_JOB_SUMMARY_DIR=out, PMUGATE_EXPORTER_URL="http://127.0.0.1:%d" %
+                   x.free_port())
+    tap.ok(p.returncode == 0 and "no summary from pmugate-exporter" in p.stderr and
+           not os.path.exists(os.path.join(out, "5151.%s.json" % host)) and node.admin("status")["grants"] == [],
+           "without an exporter the Epilog exits 0, writes nothing and revokes", p.stderr)
+    node.admin("grant", job="5152", uid=x.USER, cpus=[2])
+    p = run_epilog(node, "5152", PMUGATE_JOB_SUMMARY_DIR=os.path.join(node.dir, "missing"),
+                   PMUGATE_EXPORTER_URL=ex.url)
+    tap.ok(p.returncode == 0 and "does not exist" in p.stderr and node.admin("status")["grants"] == [],
+           "a summary directory that does not exist changes nothing else", p.stderr)
+    node.admin("grant", job="5153", uid=x.USER, cpus=[2])
+    p = run_epilog(node, "5153", PMUGATE_JOB_SUMMARY_DIR=out, PMUGATE_EXPORTER_URL=ex.url,
+                   CURL="/nonexistent/curl")
+    tap.ok(p.returncode == 0 and "not installed" in p.stderr and node.admin("status")["grants"] == [],
+           "nor does a missing curl", p.stderr)
+    p = run_epilog(node, "5154", PMUGATE_EXPORTER_URL=ex.url)
+    tap.ok(p.returncode == 0 and "summary" not in p.stderr, "without a summary directory nothing is asked", p.stderr)
+
+
 def test_not_a_monitor(tap, node):
     """A uid that is no monitor says so and marks its CPUs refused instead of pretending."""
     ex = x.Exporter(node, ["--interval=200ms"], uid=x.USER + 7)
@@ -201,7 +246,7 @@ def main():
             run.__name__ = f.__name__
             return run
         tests = [bind(f, node, ex) for f in (test_formats, test_topdown, test_jobs, test_yield,
-                                             test_restart_and_reload, test_bad_requests)]
+                                             test_restart_and_reload, test_bad_requests, test_epilog_summary)]
         tests.append(bind(test_not_a_monitor, node))
 
         def clean_exit(tp):
