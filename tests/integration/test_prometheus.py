@@ -129,6 +129,22 @@ def main():
         x.skip(tap, "memory bandwidth per socket", "package-scope counters (memory traffic, energy) are not "
                "exported by this version")
 
+        # The Grafana dashboard's queries run, with its variables filled in, and those of
+        # panels with data while a job runs give some.
+        dash = json.load(open(os.path.join(t.SOURCE, "contrib", "grafana", "pmugate-topdown.json")))
+        failed = []
+        for panel in dash["panels"]:
+            for target in panel["targets"]:
+                q = (target["expr"].replace("$__rate_interval", "6s").replace("$instance", ".*")
+                     .replace("$batchjob", ".*"))
+                try:
+                    r = prom.query(q)
+                    if not r and "not monitored" not in panel["title"]:
+                        failed.append((panel["title"], "no data"))
+                except Exception as e:
+                    failed.append((panel["title"], str(e)))
+        tap.ok(not failed, "every query of the Grafana dashboard runs and the panels have data", failed)
+
         node.admin("revoke", job="4711")
         prom.wait(lambda: prom.query('pmugate_job_cpus{job="4711"}') == [] and
                   prom.query('pmugate_cpu_instructions_total{job="4711"}') == [] or None,
