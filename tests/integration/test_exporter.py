@@ -232,6 +232,26 @@ def test_not_a_monitor(tap, node):
         ex.stop()
 
 
+def test_job_uids(tap):
+    """uids only where both the policy (jobmap_uids) and the exporter (--job-uids) say so, as a
+    gauge's value and never as a label."""
+    node = x.Node(cores=2, extra="[rights]\njobmap_uids = yes\n")
+    with_uids = x.Exporter(node, ["--interval=200ms", "--job-uids"])
+    without = x.Exporter(node, ["--interval=200ms"])
+    try:
+        node.admin("grant", job="31", uid=x.USER, cpus=[1])
+        with_uids.wait(lambda: series(with_uids.metrics(), "pmugate_job_uid", job="31"), "the uid gauge")
+        m = with_uids.metrics()
+        tap.eq(one(m, "pmugate_job_uid", job="31"), x.USER, "--job-uids with jobmap_uids = yes: the uid as a value")
+        tap.ok(not [k for k in m if "uid" in dict(k[1])], "and never as a label")
+        without.wait(lambda: series(without.metrics(), "pmugate_job_cpus", job="31"), "the job")
+        tap.ok(not series(without.metrics(), "pmugate_job_uid"), "without --job-uids no uid")
+    finally:
+        with_uids.stop()
+        without.stop()
+        node.stop()
+
+
 def main():
     tap = t.Tap()
     if not os.path.exists(x.EXPORTER):
@@ -248,6 +268,7 @@ def main():
         tests = [bind(f, node, ex) for f in (test_formats, test_topdown, test_jobs, test_yield,
                                              test_restart_and_reload, test_bad_requests, test_epilog_summary)]
         tests.append(bind(test_not_a_monitor, node))
+        tests.append(test_job_uids)
 
         def clean_exit(tp):
             rc = ex.stop()
