@@ -105,6 +105,16 @@ def test_jobmap(tap):
         r = admin.call("jobmap", job="100")
         tap.eq(r["error"]["name"] if not r["ok"] else "ok", "bad-field", "not even a job")
 
+        rc, out, err = t.run_cli([t.PMUGATECTL, "jobmap"], dm.socket, uid=MONITOR, gid=4999, groups=[MONITOR_GID])
+        tap.ok(rc == 0 and "cpu 0    job 100\n" in out and "cpu 5    job 102\n" in out and "uid" not in out,
+               "pmugatectl jobmap as a monitor: CPUs and jobs, no uids", out + err)
+        rc, out, err = t.run_cli([t.PMUGATECTL, "jobmap"], dm.socket)
+        tap.ok(rc == 0 and "cpu 4    job 102 uid %d\n" % (USER + 1) in out, "as root: with uids", out + err)
+        rc, out, err = t.run_cli([t.PMUGATECTL, "jobmap"], dm.socket, uid=USER, gid=4999, groups=[t.USER_GID])
+        tap.ok(rc == 1 and "[not-authorized]" in err and "monitor role" in err, "a user is refused with why", err)
+        rc, out, err = t.run_cli([t.PMUGATECTL, "jobmap", "--job", "100"], dm.socket)
+        tap.ok(rc == 2 and "takes no options" in err, "pmugatectl jobmap takes no options", err)
+
         admin.call("revoke", job="100")
         r = as_monitor(dm, lambda c: c.call("jobmap"))
         tap.ok(0 not in by_cpu(r) and "100" not in r["jobs"], "a revoked job no longer holds its CPUs", r)
