@@ -6,8 +6,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
+#include "macro.h"
 #include "model.h"
 
 const TopdownNode topdown_nodes[TOPDOWN_NODES] = {
@@ -40,20 +42,29 @@ const char *cpu_reason_to_string(CpuReason r) {
 }
 
 CpuTotals *model_cpu(Model *m, uint32_t cpu) {
-        for (size_t i = 0; i < m->n_cpus; i++)
-                if (m->cpus[i].cpu == cpu)
-                        return &m->cpus[i];
-        return NULL;
+        if (cpu >= m->n_cpu_index || m->cpu_index[cpu] < 0)
+                return NULL;
+        return &m->cpus[m->cpu_index[cpu]];
 }
 
 int model_set_cpus(Model *m, const uint32_t *cpus, const int32_t *sockets, size_t n) {
         CpuTotals *next;
-        size_t n_sockets = m->n_sockets;
+        int32_t *index;
+        size_t n_sockets = m->n_sockets, n_index = 0;
         double (*s)[QTY_MAX];
 
+        for (size_t i = 0; i < n; i++)
+                if ((size_t) cpus[i] + 1 > n_index)
+                        n_index = (size_t) cpus[i] + 1;
         next = calloc(n ?: 1, sizeof(CpuTotals));
-        if (!next)
+        index = malloc((n_index ?: 1) * sizeof(int32_t));
+        if (!next || !index) {
+                free(next);
+                free(index);
                 return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_index; i++)
+                index[i] = -1;
         for (size_t i = 0; i < n; i++) {
                 const CpuTotals *old = model_cpu(m, cpus[i]);
 
@@ -64,11 +75,13 @@ int model_set_cpus(Model *m, const uint32_t *cpus, const int32_t *sockets, size_
                 next[i].socket = sockets[i];
                 if (sockets[i] >= 0 && (size_t) sockets[i] + 1 > n_sockets)
                         n_sockets = (size_t) sockets[i] + 1;
+                index[cpus[i]] = (int32_t) i;
         }
         if (n_sockets > m->n_sockets) {
                 s = realloc(m->sockets, n_sockets * sizeof(*s));
                 if (!s) {
                         free(next);
+                        free(index);
                         return -ENOMEM;
                 }
                 memset(s + m->n_sockets, 0, (n_sockets - m->n_sockets) * sizeof(*s));
@@ -76,13 +89,17 @@ int model_set_cpus(Model *m, const uint32_t *cpus, const int32_t *sockets, size_
                 m->n_sockets = n_sockets;
         }
         free(m->cpus);
+        free(m->cpu_index);
         m->cpus = next;
         m->n_cpus = n;
+        m->cpu_index = index;
+        m->n_cpu_index = n_index;
         return 0;
 }
 
 void model_done(Model *m) {
         free(m->cpus);
+        free(m->cpu_index);
         free(m->sockets);
         free(m->jobs);
         *m = (Model) {};
@@ -152,18 +169,27 @@ static void format_job_cpus(const Model *m, const char *job, char *buf, size_t s
 
 int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, const bool *has_uid,
                    const uint32_t *uids, size_t n, time_t now) {
+        _cleanup_free_ size_t *row = NULL;
+
+        /* the first row naming each CPU: a CPU two jobs share is labelled with the first */
+        row = malloc((m->n_cpus ?: 1) * sizeof(size_t));
+        if (!row)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_cpus; i++)
+                row[i] = SIZE_MAX;
+        for (size_t k = n; k > 0; k--) {
+                const CpuTotals *c = model_cpu(m, cpus[k - 1]);
+
+                if (c && jobs[k - 1] && jobs[k - 1][0])
+                        row[c - m->cpus] = k - 1;
+        }
         for (size_t i = 0; i < m->n_jobs; i++)
                 m->jobs[i].n_cpus = 0;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 CpuTotals *c = &m->cpus[i];
-                const char *job = "";
-                size_t k;
+                const char *job = row[i] != SIZE_MAX ? jobs[row[i]] : "";
+                size_t k = row[i];
 
-                for (k = 0; k < n; k++)
-                        if (cpus[k] == c->cpu && jobs[k] && jobs[k][0]) {
-                                job = jobs[k];
-                                break;
-                        }
                 if (strcmp(c->job, job) != 0) {
                         (void) snprintf(c->job, sizeof(c->job), "%s", job);
                         memset(c->held, 0, sizeof(c->held));

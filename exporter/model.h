@@ -82,6 +82,8 @@ typedef struct Model {
 
         CpuTotals *cpus;
         size_t n_cpus;
+        int32_t *cpu_index;     /* by CPU number: its place in cpus, or -1 */
+        size_t n_cpu_index;
         double (*sockets)[QTY_MAX];
         size_t n_sockets;
         double node[QTY_MAX];
@@ -100,6 +102,7 @@ typedef struct Model {
 int model_set_cpus(Model *m, const uint32_t *cpus, const int32_t *sockets, size_t n);
 void model_done(Model *m);
 
+/* The totals of CPU number cpu, or NULL; constant time. */
 CpuTotals *model_cpu(Model *m, uint32_t cpu);
 
 /* Who holds each CPU now: job[i] for cpus[i] ("" or NULL for none). Jobs no longer holding

@@ -258,18 +258,31 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
         return 0;
 }
 
-static bool is_measured(const Sampler *s, uint32_t cpu) {
-        for (size_t i = 0; i < s->n_measured; i++)
-                if (s->measured[i] == cpu)
-                        return true;
-        return false;
-}
+/* Per CPU of the model (by its index): the role leasing it (NULL for none) and whether this
+ * exporter's measurement has it, so the step stays linear in the CPUs. */
+typedef struct CpuFacts {
+        const char *role;
+        bool measured;
+} CpuFacts;
 
-static const char *lease_role(const pmugate_jobmap *jm, uint32_t cpu) {
-        for (size_t i = 0; jm && i < jm->n_leases; i++)
-                if (jm->leases[i].cpu == cpu)
-                        return jm->leases[i].role;
-        return NULL;
+static CpuFacts *cpu_facts(const Sampler *s, Model *m, const pmugate_jobmap *jm) {
+        CpuFacts *f = calloc(m->n_cpus ?: 1, sizeof(CpuFacts));
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; jm && i < jm->n_leases; i++) {
+                const CpuTotals *c = model_cpu(m, jm->leases[i].cpu);
+
+                if (c)
+                        f[c - m->cpus].role = jm->leases[i].role;
+        }
+        for (size_t i = 0; i < s->n_measured; i++) {
+                const CpuTotals *c = model_cpu(m, s->measured[i]);
+
+                if (c)
+                        f[c - m->cpus].measured = true;
+        }
+        return f;
 }
 
 static int apply_jobmap(Model *m, const pmugate_jobmap *jm, time_t now) {
@@ -296,6 +309,7 @@ static int apply_jobmap(Model *m, const pmugate_jobmap *jm, time_t now) {
 void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
         pmugate_jobmap *jm = NULL;
         _cleanup_free_ uint32_t *wanted = NULL;
+        _cleanup_free_ CpuFacts *facts = NULL;
         size_t n_wanted = 0;
         bool changed = false, sampled = false, failed = false;
         time_t now = time(NULL);
@@ -356,21 +370,22 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
         pthread_mutex_lock(lock);
         if (jm)
                 (void) apply_jobmap(m, jm, now);
-        for (size_t i = 0; wanted && i < s->info->n_cpus; i++) {
+        facts = cpu_facts(s, m, jm);
+        for (size_t i = 0; wanted && facts && i < s->info->n_cpus; i++) {
                 const pmugate_cpu *cpu = &s->info->cpus[i];
-                const char *role = lease_role(jm, cpu->cpu);
                 CpuTotals *c = model_cpu(m, cpu->cpu);
+                const CpuFacts *fact = c ? &facts[c - m->cpus] : &(CpuFacts) {};
                 CpuReason reason = CPU_STARTING;
 
                 if (!cpu->online)
                         reason = CPU_OFFLINE;
-                else if (role && strcmp(role, "monitor") != 0)
+                else if (fact->role && strcmp(fact->role, "monitor") != 0)
                         reason = CPU_USER_LEASE;
-                else if (role && !is_measured(s, cpu->cpu))
+                else if (fact->role && !fact->measured)
                         reason = CPU_OTHER_MONITOR;
                 else {
                         wanted[n_wanted++] = cpu->cpu;
-                        if (s->measure && is_measured(s, cpu->cpu))
+                        if (s->measure && fact->measured)
                                 reason = CPU_MONITORED;
                         else if (c && c->reason == CPU_REFUSED)
                                 reason = CPU_REFUSED;
@@ -381,7 +396,7 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
         m->daemon_up = true;
         pthread_mutex_unlock(lock);
         jm = pmugate_jobmap_free(jm);
-        if (!wanted)
+        if (!wanted || !facts)
                 return;
 
         /* Yield CPUs a user took, take back those that are free again. */

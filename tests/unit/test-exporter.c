@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,29 @@ static void test_totals_and_jobs(void **state) {
         model_done(&m);
 }
 
+static void test_sparse_and_shared(void **state) {
+        const uint32_t cpus[] = { 5, 900, 2 };
+        const int32_t sockets[] = { 0, 1, -1 };
+        const uint32_t rows[] = { 900, 900, 77, 5 };
+        const char *const jobs[] = { "a", "b", "c", "" };
+        Model m = {};
+
+        assert_int_equal(model_set_cpus(&m, cpus, sockets, 3), 0);
+        assert_ptr_equal(model_cpu(&m, 900), &m.cpus[1]);
+        assert_ptr_equal(model_cpu(&m, 2), &m.cpus[2]);
+        assert_null(model_cpu(&m, 3));
+        assert_null(model_cpu(&m, 901));
+        assert_null(model_cpu(&m, UINT32_MAX));
+        /* a CPU two jobs share is labelled with the first; unknown CPUs and empty jobs are ignored */
+        assert_int_equal(model_set_jobs(&m, rows, jobs, NULL, NULL, 4, 1), 0);
+        assert_string_equal(model_cpu(&m, 900)->job, "a");
+        assert_string_equal(model_cpu(&m, 5)->job, "");
+        assert_null(model_find_job(&m, "b"));
+        assert_null(model_find_job(&m, "c"));
+        assert_int_equal(model_find_job(&m, "a")->n_cpus, 1);
+        model_done(&m);
+}
+
 static char *render(const Model *m, bool openmetrics) {
         RenderOptions o = { .openmetrics = openmetrics, .job_label = "job", .version = "0.1.0" };
         char *text = NULL;
@@ -242,6 +266,7 @@ int main(void) {
                 cmocka_unit_test(test_accept),
                 cmocka_unit_test(test_label_names),
                 cmocka_unit_test(test_totals_and_jobs),
+                cmocka_unit_test(test_sparse_and_shared),
                 cmocka_unit_test(test_render),
                 cmocka_unit_test(test_summary),
         };
