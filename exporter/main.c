@@ -310,6 +310,9 @@ int main(int argc, char **argv) {
                 int sig;
 
                 sampler_step(&sampler, &model, &lock);
+                /* A daemon that stops answering would hold the sampler in a read: under
+                 * WatchdogSec= systemd then restarts the exporter. */
+                (void) sd_notify(0, "WATCHDOG=1");
                 pthread_mutex_lock(&lock);
                 model_prune_jobs(&model, time(NULL), (time_t) o.retention_s);
                 pthread_mutex_unlock(&lock);
