@@ -352,7 +352,8 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
                         "Samples that failed (daemon unavailable, lease lost)");
         fprintf(f, "pmugate_exporter_sample_errors%s %" PRIu64 "\n", suffix, m->sample_errors);
         suffix = family(f, o, "pmugate_exporter_measurement_restarts", true, "",
-                        "Times the measurement was set up again (CPUs yielded or resumed, daemon restarts)");
+                        "Times a measurement started (the first, and after CPUs were yielded or resumed or "
+                        "the daemon restarted)");
         fprintf(f, "pmugate_exporter_measurement_restarts%s %" PRIu64 "\n", suffix, m->restarts);
         suffix = family(f, o, "pmugate_exporter_scrapes", true, "",
                         "Scrapes of /metrics answered, by format");

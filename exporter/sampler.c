@@ -419,8 +419,10 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
                                             : r == -EBUSY ? CPU_STARTING
                                                           : CPU_REFUSED;
                 }
-                m->restarts++;
-                m->topdown_level = r == 0 ? s->measured_level : m->topdown_level;
+                if (r == 0) {
+                        m->restarts++;
+                        m->topdown_level = s->measured_level;
+                }
                 pthread_mutex_unlock(lock);
                 if (r == 0)
                         solved(s, changed ? "measuring again" : "measuring");
