@@ -9,6 +9,7 @@ packages="
         libpfm4-dev libmuparser-dev libcmocka-dev libhwloc-dev libmicrohttpd-dev
         systemd python3 python3-msgpack util-linux procps
         prometheus curl
+        libgomp1
         likwid
 "
 missing=""
