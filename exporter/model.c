@@ -231,7 +231,7 @@ void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]) {
         if (!c)
                 return;
         j = c->job[0] ? running_job(m, c->job) : NULL;
-        for (unsigned q = 0; q < QTY_MAX; q++) {
+        for (unsigned q = 0; q < QTY_PACKAGE_FIRST; q++) {
                 double d = delta[q];
 
                 /* Totals only grow: a NaN (no cycles, nothing to divide by) adds nothing. */
@@ -246,6 +246,36 @@ void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]) {
                 if (c->socket >= 0 && (size_t) c->socket < m->n_sockets)
                         m->sockets[c->socket][q] += d;
                 m->node[q] += d;
+        }
+}
+
+void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], const double *cycles) {
+        double total = 0;
+
+        if (socket < 0 || (size_t) socket >= m->n_sockets)
+                return;
+        for (size_t i = 0; i < m->n_cpus; i++)
+                if (m->cpus[i].socket == socket && cycles[i] > 0 && isfinite(cycles[i]))
+                        total += cycles[i];
+        for (unsigned q = QTY_PACKAGE_FIRST; q < QTY_MAX; q++) {
+                double d = delta[q];
+
+                if (!(d > 0) || !isfinite(d))
+                        continue;
+                m->sockets[socket][q] += d;
+                m->node[q] += d;
+                if (!(total > 0))
+                        continue;
+                for (size_t i = 0; i < m->n_cpus; i++) {
+                        const CpuTotals *c = &m->cpus[i];
+                        JobTotals *j;
+
+                        if (c->socket != socket || !c->job[0] || !(cycles[i] > 0) || !isfinite(cycles[i]))
+                                continue;
+                        j = running_job(m, c->job);
+                        if (j)
+                                j->v[q] += d * cycles[i] / total;
+                }
         }
 }
 

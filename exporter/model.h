@@ -34,7 +34,17 @@ typedef struct TopdownNode {
 
 #define TOPDOWN_NODES 12U
 extern const TopdownNode topdown_nodes[TOPDOWN_NODES];
-#define QTY_MAX (QTY_TOPDOWN_FIRST + TOPDOWN_NODES)
+
+/* Package-scope quantities, after the TopDown nodes: a socket's memory traffic (64-byte CAS
+ * lines times 64) and RAPL energy. CPUs never count them; a job gets the share of each of its
+ * sockets' that its CPUs' unhalted cycles were of the socket's in the interval (an estimate:
+ * the memory controller and RAPL do not know whose work they serve). */
+#define QTY_PACKAGE_FIRST (QTY_TOPDOWN_FIRST + TOPDOWN_NODES)
+#define QTY_READ_BYTES (QTY_PACKAGE_FIRST + 0)
+#define QTY_WRITTEN_BYTES (QTY_PACKAGE_FIRST + 1)
+#define QTY_PACKAGE_JOULES (QTY_PACKAGE_FIRST + 2)
+#define QTY_DRAM_JOULES (QTY_PACKAGE_FIRST + 3)
+#define QTY_MAX (QTY_PACKAGE_FIRST + 4)
 
 /* Job ids are the protocol's: at most 256 bytes of A-Z a-z 0-9 . _ - + */
 #define MODEL_JOB_MAX 257U
@@ -96,6 +106,8 @@ typedef struct Model {
         uint64_t samples, sample_errors, restarts;
         uint64_t scrapes_text, scrapes_openmetrics;     /* /metrics answered, by format */
         bool export_uids;
+        bool has_memory;        /* the measurement counts memory traffic per socket */
+        bool has_energy;        /* ... and RAPL energy */
 } Model;
 
 /* CPU layout from the daemon's hello; totals of CPUs present before are kept. */
@@ -113,6 +125,11 @@ int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, cons
 
 /* Adds one interval of a CPU: every quantity it measured (NaN or negative values count 0). */
 void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]);
+
+/* Adds one interval of a socket's package quantities (the others of delta are ignored) to the
+ * socket, the node and, by their share of cycles, to the jobs on it. cycles[i] is what
+ * m->cpus[i] counted in the same interval (NaN or 0 for CPUs not measured). */
+void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], const double *cycles);
 
 /* Forgets jobs that ended more than retention seconds ago. */
 void model_prune_jobs(Model *m, time_t now, time_t retention);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "macro.h"
 #include "render.h"
 
 typedef enum Scope {
@@ -288,6 +289,66 @@ static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
         }
 }
 
+static void emit_package(FILE *f, const Model *m, const RenderOptions *o, Scope scope, const Sample *s,
+                         const void *userdata) {
+        const Emit *e = userdata;
+        bool first = true;
+
+        fputs(e->sample_name, f);
+        scope_labels(f, &first, o, scope, s);
+        if (e->quantity == QTY_PACKAGE_JOULES || e->quantity == QTY_DRAM_JOULES) {
+                /* the two energies are one family with a domain label; emit both here */
+                put_label(f, &first, "domain", "package");
+                put_value(f, first, sample_values(m, scope, s)[QTY_PACKAGE_JOULES]);
+                first = true;
+                fputs(e->sample_name, f);
+                scope_labels(f, &first, o, scope, s);
+                put_label(f, &first, "domain", "dram");
+                put_value(f, first, sample_values(m, scope, s)[QTY_DRAM_JOULES]);
+                return;
+        }
+        put_value(f, first, sample_values(m, scope, s)[e->quantity]);
+}
+
+#define JOB_SHARE_NOTE " (estimated: each socket's by the job's share of its cycles)"
+
+/* Memory traffic and energy: per socket, for the node, and estimated per job; only what the
+ * measurement counts, so a missing quantity is absent rather than a flat 0. */
+static void render_package(const Model *m, const RenderOptions *o, FILE *f) {
+        static const struct {
+                unsigned quantity;
+                const char *name, *unit, *help;
+                bool energy;
+        } families[] = {
+                { QTY_READ_BYTES, "memory_read_bytes", "bytes", "Bytes read from DRAM (64 per CAS)",
+                  false },
+                { QTY_WRITTEN_BYTES, "memory_written_bytes", "bytes", "Bytes written to DRAM (64 per CAS)",
+                  false },
+                { QTY_PACKAGE_JOULES, "energy_joules", "joules", "RAPL energy by domain (package, dram)",
+                  true },
+        };
+        static const Scope scopes[] = { SCOPE_SOCKET, SCOPE_NODE, SCOPE_JOB };
+
+        for (size_t k = 0; k < ELEMENTSOF(scopes); k++)
+                for (size_t i = 0; i < ELEMENTSOF(families); i++) {
+                        char name[128], help[320], sample[160];
+                        const char *suffix;
+                        Emit e;
+
+                        if (families[i].energy ? !m->has_energy : !m->has_memory)
+                                continue;
+                        (void) snprintf(name, sizeof(name), "pmugate_%s_%s", scope_names[scopes[k]],
+                                        families[i].name);
+                        (void) snprintf(help, sizeof(help), "%s, %s%s", families[i].help,
+                                        scope_help[scopes[k]],
+                                        scopes[k] == SCOPE_JOB ? JOB_SHARE_NOTE : "");
+                        suffix = family(f, o, name, true, families[i].unit, help);
+                        (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
+                        e = (Emit) { .sample_name = sample, .quantity = families[i].quantity };
+                        each_sample(m, scopes[k], emit_package, f, o, &e);
+                }
+}
+
 static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
         const char *suffix;
 
@@ -366,6 +427,7 @@ int render_metrics(const Model *m, const RenderOptions *o, FILE *out) {
         if (!m || !o || !out || !label_name_valid(o->job_label))
                 return -EINVAL;
         render_counters(m, o, out);
+        render_package(m, o, out);
         render_gauges(m, o, out);
         if (o->openmetrics)
                 fputs("# EOF\n", out);
@@ -386,6 +448,7 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
                     *td2 = json_object_new_object();
         const double *v = j->v;
         time_t end = j->running ? now : j->ended;
+        double seconds, traffic;
         const char *text;
         int r = 0;
 
@@ -415,12 +478,20 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
         }
         json_object_object_add(root, "topdown", td);
         json_object_object_add(root, "topdown_level2", td2);
-        /* Package-scope counters (memory traffic, energy) are not measured by this version:
-         * null says so rather than a made-up 0. */
-        json_object_object_add(root, "memory_read_bytes", json_object_new_null());
-        json_object_object_add(root, "memory_written_bytes", json_object_new_null());
-        json_object_object_add(root, "memory_bandwidth_bytes_per_second", json_object_new_null());
-        json_object_object_add(root, "energy_joules", json_object_new_null());
+        /* Package quantities are the job's estimated share of its sockets'; null when the CPU
+         * model or the daemon gives none, rather than a made-up 0. */
+        seconds = (double) (end - j->first_seen);
+        json_object_object_add(root, "memory_read_bytes",
+                               m->has_memory ? number(v[QTY_READ_BYTES]) : NULL);
+        json_object_object_add(root, "memory_written_bytes",
+                               m->has_memory ? number(v[QTY_WRITTEN_BYTES]) : NULL);
+        traffic = v[QTY_READ_BYTES] + v[QTY_WRITTEN_BYTES];
+        json_object_object_add(root, "memory_bandwidth_bytes_per_second",
+                               m->has_memory ? number(ratio(traffic, seconds)) : NULL);
+        json_object_object_add(root, "energy_joules",
+                               m->has_energy ? number(v[QTY_PACKAGE_JOULES] + v[QTY_DRAM_JOULES]) : NULL);
+        json_object_object_add(root, "package_share_estimated", json_object_new_boolean(m->has_memory ||
+                                                                                        m->has_energy));
         text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
         if (!text || fputs(text, out) < 0 || fputc('\n', out) < 0)
                 r = -EIO;

@@ -130,12 +130,17 @@ static int connect_daemon(Sampler *s, Model *m, pthread_mutex_t *lock) {
 typedef struct Indexes {
         int instructions, cycles, slots;
         int nodes[TOPDOWN_NODES];
+        int cas_read, cas_write, energy_package, energy_dram;
 } Indexes;
 
 static void find_indexes(const pmugate_result *res, Indexes *ret) {
         ret->instructions = pmugate_result_event_index(res, "INST_RETIRED.ANY");
         ret->cycles = pmugate_result_event_index(res, "CPU_CLK_UNHALTED.THREAD");
         ret->slots = pmugate_result_event_index(res, "TOPDOWN.SLOTS");
+        ret->cas_read = pmugate_result_event_index(res, "UNC_M_CAS_COUNT.RD");
+        ret->cas_write = pmugate_result_event_index(res, "UNC_M_CAS_COUNT.WR");
+        ret->energy_package = pmugate_result_event_index(res, "PWR_PKG_ENERGY");
+        ret->energy_dram = pmugate_result_event_index(res, "PWR_DRAM_ENERGY");
         for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
                 char name[64];
 
@@ -181,7 +186,22 @@ static void interval_deltas(const Sampler *s, const pmugate_result *res, const I
         }
 }
 
+static double event_count(const pmugate_values *v, int index) {
+        return index >= 0 ? v->counts[index] : NAN;
+}
+
+/* A socket's memory traffic and energy in the interval; what the daemon withholds is NaN. */
+static void package_deltas(const Indexes *ix, const pmugate_values *v, double delta[QTY_MAX]) {
+        for (unsigned q = 0; q < QTY_MAX; q++)
+                delta[q] = 0;
+        delta[QTY_READ_BYTES] = 64 * event_count(v, ix->cas_read);
+        delta[QTY_WRITTEN_BYTES] = 64 * event_count(v, ix->cas_write);
+        delta[QTY_PACKAGE_JOULES] = event_count(v, ix->energy_package);
+        delta[QTY_DRAM_JOULES] = event_count(v, ix->energy_dram);
+}
+
 static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
+        _cleanup_free_ double *cycles = NULL;
         pmugate_result *res = NULL;
         Indexes ix;
         int r;
@@ -191,11 +211,23 @@ static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
                 return r;
         find_indexes(res, &ix);
         pthread_mutex_lock(lock);
+        cycles = calloc(m->n_cpus ?: 1, sizeof(double));
         for (size_t i = 0; i < res->n_cpus; i++) {
                 double delta[QTY_MAX];
 
                 interval_deltas(s, res, &ix, &res->cpus[i], delta);
                 model_add(m, res->cpus[i].cpu, delta);
+                for (size_t k = 0; cycles && k < m->n_cpus; k++)
+                        if (m->cpus[k].cpu == res->cpus[i].cpu)
+                                cycles[k] = delta[QTY_CYCLES];
+        }
+        m->has_memory = ix.cas_read >= 0 && ix.cas_write >= 0;
+        m->has_energy = ix.energy_package >= 0;
+        for (size_t i = 0; cycles && i < res->n_packages; i++) {
+                double delta[QTY_MAX];
+
+                package_deltas(&ix, &res->packages[i], delta);
+                model_add_package(m, res->packages[i].package, delta, cycles);
         }
         pthread_mutex_unlock(lock);
         pmugate_result_free(res);
@@ -203,10 +235,21 @@ static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
 }
 
 /* TopDown at the level wanted (or 1 where the model has no level 2), with instructions and
- * cycles added where the recipe lacks them. */
+ * cycles added where the recipe lacks them, and memory traffic and energy per socket where the
+ * model has them: the first list of extra events that opens wins. */
 static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
-        static const char *const extras[] = { "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD", "INST_RETIRED.ANY",
-                                              "CPU_CLK_UNHALTED.THREAD", NULL };
+#define PACKAGE_EVENTS "UNC_M_CAS_COUNT.RD,UNC_M_CAS_COUNT.WR,PWR_PKG_ENERGY,PWR_DRAM_ENERGY"
+        static const char *const extras[] = {
+                "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
+                "INST_RETIRED.ANY," PACKAGE_EVENTS,
+                "CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
+                PACKAGE_EVENTS,
+                "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD",
+                "INST_RETIRED.ANY",
+                "CPU_CLK_UNHALTED.THREAD",
+                NULL,
+        };
+#undef PACKAGE_EVENTS
         char reason[400] = "", group[32];
         pmugate_measure *probe = NULL;
         unsigned level = s->level;

@@ -23,6 +23,10 @@ PROFILE = {"frontend_bound": 0.15, "bad_speculation": 0.05, "backend_bound": 0.4
            "memory_bound": 0.32, "ipc": 1.4}
 # PERF_METRICS keeps each share in 8 bits; bad speculation is what the other three leave.
 FRACTION_BOUND = 2.0 / 255
+# The simulator's memory traffic and power per socket (docs/SIMULATOR.md, [imc] and [rapl]).
+READ_GBPS, WRITE_GBPS, PACKAGE_WATTS, DRAM_WATTS = 40.0, 15.0, 200.0, 30.0
+SIM_PACKAGE = "[imc]\nread_gbps = %g\nwrite_gbps = %g\n[rapl]\npackage_watts = %g\ndram_watts = %g\n" % (
+    READ_GBPS, WRITE_GBPS, PACKAGE_WATTS, DRAM_WATTS)
 
 
 def skip(tap, desc, reason):
@@ -54,8 +58,8 @@ class Node:
         write_config(self.conf, extra)
         self.sim = os.path.join(self.dir, "sim.conf")
         with open(self.sim, "w") as f:
-            f.write("[machine]\nmodel = spr\nsockets = %d\ncores = %d\nsmt = no\n[clock]\nmode = realtime\n" % (
-                sockets, cores))
+            f.write("[machine]\nmodel = spr\nsockets = %d\ncores = %d\nsmt = no\n[clock]\nmode = realtime\n%s" % (
+                sockets, cores, SIM_PACKAGE))
         self.daemon = None
         self.start_daemon()
 

@@ -65,6 +65,33 @@ def test_topdown(tap, node, ex):
            "every CPU is monitored")
 
 
+def test_package(tap, node, ex):
+    """Memory traffic and energy per socket, node and job, from the daemon's package counters."""
+    m0, t0 = ex.metrics(), time.time()
+    ex.wait_samples(5)
+    m1, t1 = ex.metrics(), time.time()
+    # the totals are per sample; the wall time between reads bounds the window from both sides
+    ts0, ts1 = (one(m, "pmugate_exporter_last_sample_timestamp_seconds") for m in (m0, m1))
+    dt = ts1 - ts0
+
+    def rate(name, **labels):
+        return (one(m1, name, **labels) - one(m0, name, **labels)) / dt
+    got = {"read GB/s": rate("pmugate_socket_memory_read_bytes_total", socket="0") / 1e9,
+           "write GB/s": rate("pmugate_socket_memory_written_bytes_total", socket="0") / 1e9,
+           "package W": rate("pmugate_socket_energy_joules_total", socket="0", domain="package"),
+           "dram W": rate("pmugate_socket_energy_joules_total", socket="0", domain="dram")}
+    want = {"read GB/s": x.READ_GBPS, "write GB/s": x.WRITE_GBPS, "package W": x.PACKAGE_WATTS,
+            "dram W": x.DRAM_WATTS}
+    bad = {k: (got[k], want[k]) for k in got if abs(got[k] / want[k] - 1) > 0.1}
+    tap.ok(not bad, "socket bandwidth and power from the totals are the simulator's within 10 %", got)
+    tap.ok(abs(one(m1, "pmugate_node_memory_read_bytes_total") - one(m1, "pmugate_socket_memory_read_bytes_total",
+                                                                     socket="0")) < 1,
+           "the node's memory traffic is its one socket's")
+    om = ex.get("/metrics", accept=x.OPENMETRICS)[2]
+    tap.ok("# UNIT pmugate_socket_memory_read_bytes bytes\n" in om and
+           "# UNIT pmugate_node_energy_joules joules\n" in om, "OpenMetrics names the units bytes and joules")
+
+
 def test_jobs(tap, node, ex):
     node.admin("grant", job="4711", uid=x.USER, cpus=[1, 2])
     ex.wait(lambda: series(ex.metrics(), "pmugate_job_cpus", job="4711"), "the job shows")
@@ -77,6 +104,17 @@ def test_jobs(tap, node, ex):
     tap.ok(not series(m, "pmugate_job_uid"), "no uid without --job-uids and the policy's jobmap_uids")
     tap.ok(abs(fraction(m, "pmugate_job", "backend_bound", job="4711") - x.PROFILE["backend_bound"])
            <= x.FRACTION_BOUND, "the job's TopDown is the profile's")
+    # The job holds 2 of the socket's 4 equally busy CPUs: half its traffic and energy, by cycles.
+    a = ex.metrics()
+    ex.wait_samples(3)
+    b = ex.metrics()
+    share = {n: (one(b, n, job="4711", **lab) - one(a, n, job="4711", **lab)) /
+             (one(b, n.replace("_job_", "_socket_"), socket="0", **lab) -
+              one(a, n.replace("_job_", "_socket_"), socket="0", **lab))
+             for n, lab in (("pmugate_job_memory_read_bytes_total", {}),
+                            ("pmugate_job_energy_joules_total", {"domain": "package"}))}
+    tap.ok(all(abs(v - 0.5) < 0.05 for v in share.values()),
+           "a job's memory traffic and energy are its cycle share of its socket's", share)
     running = ex.get("/jobs/4711")
     node.admin("revoke", job="4711")
     ex.wait(lambda: not series(ex.metrics(), "pmugate_job_cpus", job="4711"), "the job's series stop")
@@ -86,8 +124,11 @@ def test_jobs(tap, node, ex):
     s = json.loads(body) if status == 200 else {}
     tap.ok(json.loads(running[2])["running"] and status == 200 and ctype == "application/json" and
            s["running"] is False and s["cpus"] == "1-2", "the summary outlives the job", body)
-    tap.ok(abs(s["topdown_level2"]["memory_bound"] - x.PROFILE["memory_bound"]) <= x.FRACTION_BOUND and abs(s["ipc"] - x.PROFILE["ipc"]) < 1e-3 and
-           s["instructions"] > 0 and s["energy_joules"] is None, "the summary has TopDown, IPC and counts", s)
+    tap.ok(abs(s["topdown_level2"]["memory_bound"] - x.PROFILE["memory_bound"]) <= x.FRACTION_BOUND and
+           abs(s["ipc"] - x.PROFILE["ipc"]) < 1e-3 and s["instructions"] > 0,
+           "the summary has TopDown, IPC and counts", s)
+    tap.ok(s["package_share_estimated"] and s["memory_read_bytes"] > 0 and s["energy_joules"] > 0,
+           "and its estimated share of memory traffic and energy", s)
 
 
 def test_yield(tap, node, ex):
@@ -265,7 +306,7 @@ def main():
                 f(tp, *args)
             run.__name__ = f.__name__
             return run
-        tests = [bind(f, node, ex) for f in (test_formats, test_topdown, test_jobs, test_yield,
+        tests = [bind(f, node, ex) for f in (test_formats, test_topdown, test_package, test_jobs, test_yield,
                                              test_restart_and_reload, test_bad_requests, test_epilog_summary)]
         tests.append(bind(test_not_a_monitor, node))
         tests.append(test_job_uids)

@@ -255,8 +255,51 @@ static void test_summary(void **state) {
         assert_non_null(strstr(text, "\"ipc\":1.5"));
         assert_non_null(strstr(text, "\"backend_bound\":0.5"));
         assert_non_null(strstr(text, "\"energy_joules\":null"));
+        assert_non_null(strstr(text, "\"memory_read_bytes\":null"));
         /* level 1 measured only: an empty level-2 object */
         assert_non_null(strstr(text, "\"topdown_level2\":{ }") ?: strstr(text, "\"topdown_level2\":{}"));
+        free(text);
+        model_done(&m);
+}
+
+static void test_package(void **state) {
+        const uint32_t job_cpus[] = { 0 };
+        const char *const jobs[] = { "7" };
+        double d[QTY_MAX] = {}, cycles[4] = { 300, 100, NAN, 50 };
+        char *text;
+        Model m;
+
+        setup_model(&m);
+        assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 1, 1), 0);
+        /* nothing measured: no package families at all, rather than zeros */
+        text = render(&m, false);
+        assert_null(strstr(text, "memory_read_bytes"));
+        assert_null(strstr(text, "energy_joules"));
+        free(text);
+
+        d[QTY_READ_BYTES] = 6400;
+        d[QTY_WRITTEN_BYTES] = 640;
+        d[QTY_PACKAGE_JOULES] = 10;
+        d[QTY_DRAM_JOULES] = NAN;       /* withheld: adds nothing */
+        d[QTY_INSTRUCTIONS] = 99;       /* not a package quantity: ignored */
+        model_add_package(&m, 0, d, cycles);
+        model_add_package(&m, 7, d, cycles);    /* no such socket */
+        assert_true(m.sockets[0][QTY_READ_BYTES] == 6400 && m.sockets[1][QTY_READ_BYTES] == 0);
+        assert_true(m.node[QTY_READ_BYTES] == 6400 && m.node[QTY_INSTRUCTIONS] == 0);
+        assert_true(m.node[QTY_DRAM_JOULES] == 0);
+        /* job 7 on CPU 0 did 300 of socket 0's 400 cycles */
+        assert_true(m.jobs[0].v[QTY_READ_BYTES] == 4800);
+        assert_true(m.jobs[0].v[QTY_PACKAGE_JOULES] == 7.5);
+
+        m.has_memory = m.has_energy = true;
+        text = render(&m, true);
+        assert_non_null(strstr(text, "# TYPE pmugate_socket_memory_read_bytes counter\n"
+                                     "# UNIT pmugate_socket_memory_read_bytes bytes\n"));
+        assert_non_null(strstr(text, "pmugate_socket_memory_read_bytes_total{socket=\"0\"} 6400\n"));
+        assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"package\"} 10\n"));
+        assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"dram\"} 0\n"));
+        assert_non_null(strstr(text, "pmugate_job_memory_read_bytes_total{job=\"7\"} 4800\n"));
+        assert_null(strstr(text, "pmugate_cpu_memory"));
         free(text);
         model_done(&m);
 }
@@ -269,6 +312,7 @@ int main(void) {
                 cmocka_unit_test(test_sparse_and_shared),
                 cmocka_unit_test(test_render),
                 cmocka_unit_test(test_summary),
+                cmocka_unit_test(test_package),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
