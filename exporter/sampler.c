@@ -213,13 +213,13 @@ static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
         pthread_mutex_lock(lock);
         cycles = calloc(m->n_cpus ?: 1, sizeof(double));
         for (size_t i = 0; i < res->n_cpus; i++) {
+                const CpuTotals *c = model_cpu(m, res->cpus[i].cpu);
                 double delta[QTY_MAX];
 
                 interval_deltas(s, res, &ix, &res->cpus[i], delta);
                 model_add(m, res->cpus[i].cpu, delta);
-                for (size_t k = 0; cycles && k < m->n_cpus; k++)
-                        if (m->cpus[k].cpu == res->cpus[i].cpu)
-                                cycles[k] = delta[QTY_CYCLES];
+                if (cycles && c)
+                        cycles[c - m->cpus] = delta[QTY_CYCLES];
         }
         m->has_memory = ix.cas_read >= 0 && ix.cas_write >= 0;
         m->has_energy = ix.energy_package >= 0;
