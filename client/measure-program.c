@@ -28,6 +28,8 @@ int measure_plan_registers(pmugate_measure *m) {
         bool usr = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_USER);
         bool os = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_KERNEL);
         size_t n = 0;
+        uint32_t tsc;
+        bool pci;
 
         m->owned_global = (uint64_t) s->gp_used | (uint64_t) s->fixed_used << GLOBAL_FIXED_SHIFT;
         if (s->perf_metrics)
@@ -68,14 +70,23 @@ int measure_plan_registers(pmugate_measure *m) {
                 m->metrics_slot = (int) n;
                 m->sweep_regs[n++] = MSR_PERF_METRICS;
         }
+        /* Each CPU's wall-clock window: REF_TSC stops while the CPU is halted, so it cannot
+         * compare the windows of SMT siblings with unequal load. */
+        m->read_tsc = pmugate_info_register_by_name(m->info, "IA32_TIME_STAMP_COUNTER", &pci, &tsc) >= 0 &&
+                      !pci && tsc == MSR_TSC;
         m->n_sweep_regs = n;
         return 0;
 }
 
-static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value) {
+/* GLOBAL_CTRL of each CPU, with (tsc) its TSC read right after: the same one operation from
+ * the edge of the CPU's counting window when the counters stop and when they start, whatever
+ * the position of the CPU in the batch, so that the readings time the window itself. */
+static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value, bool tsc) {
         for (size_t i = first; i < first + n; i++) {
                 int r = pmugate_batch_write_msr_bits(b, m->cpus[i], MSR_GLOBAL_CTRL, value, m->owned_global);
 
+                if (r >= 0 && tsc && m->read_tsc)
+                        r = pmugate_batch_read_msr(b, m->cpus[i], MSR_TSC);
                 if (r < 0)
                         return r;
         }
@@ -142,7 +153,7 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
 
         pmugate_batch_clear(b);
         *ret_sweep = -1;
-        r = add_global(b, m, first, n, 0);
+        r = add_global(b, m, first, n, 0, kind != BATCH_START);
         if (r < 0)
                 return r;
         if (kind != BATCH_START) {
@@ -165,6 +176,6 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
                 }
                 return 0;
         }
-        return add_global(b, m, first, n, m->owned_global);
+        return add_global(b, m, first, n, m->owned_global, true);
 }
 

@@ -43,6 +43,7 @@ void measure_accum_copy(const pmugate_measure *m, CpuAccum *to, const CpuAccum *
                 memcpy(to[i].raw, from[i].raw, m->n_programmed * sizeof(uint64_t));
                 memcpy(to[i].enabled, from[i].enabled, m->n_programmed * sizeof(double));
                 to[i].total = from[i].total;
+                to[i].wall = from[i].wall;
         }
 }
 
@@ -176,6 +177,11 @@ static double span_total(const pmugate_measure *m, const CpuAccum *base, size_t 
         return m->accum[i].total - (base ? base[i].total : 0.0);
 }
 
+/* Wall-clock length of CPU i's counting windows in the span. */
+static double span_wall(const pmugate_measure *m, const CpuAccum *base, size_t i) {
+        return m->accum[i].wall - (base ? base[i].wall : 0.0);
+}
+
 static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) {
         size_t n = m->n_programmed;
         _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
@@ -199,12 +205,14 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
         for (size_t i = 0; i < m->n_cpus; i++) {
                 /* What AnyThread counting would give: the sum over the measured threads of the core.
                  * Each CPU's counters stop a little apart from its sibling's within a batch, so a
-                 * sibling's count is brought to this CPU's window by their time bases. */
+                 * sibling's count is brought to this CPU's window by their wall-clock lengths;
+                 * not by the time base, which counts unhalted cycles only and so would scale by
+                 * the siblings' load ratio. */
                 for (size_t p = 0; p < n; p++)
                         core[p] = 0.0;
                 for (size_t k = 0; k < m->n_siblings[i]; k++) {
                         size_t s = m->siblings[i][k];
-                        double mine = span_total(m, base, i), theirs = span_total(m, base, s);
+                        double mine = span_wall(m, base, i), theirs = span_wall(m, base, s);
                         double ratio = mine > 0.0 && theirs > 0.0 ? mine / theirs : 1.0;
 
                         for (size_t p = 0; p < n; p++)

@@ -42,8 +42,17 @@ uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned f
         return (uint64_t) (((unsigned __int128) slots * byte) / PERF_METRICS_FULL_SCALE);
 }
 
+/* The wall-clock length of the window CPU i's counters just closed: the TSC's advance from
+ * just after they started to just before they stopped where the TSC can be read, else the time
+ * since the last batch. */
+static double wall_window(const pmugate_measure *m, const CpuState *st, uint64_t tsc_stopped) {
+        if (!m->read_tsc || st->tsc_started == 0 || tsc_stopped <= st->tsc_started)
+                return (double) m->wall_delta_ns;
+        return (double) (tsc_stopped - st->tsc_started);
+}
+
 /* Adds one sample's readings of CPU i to its accumulators; set is the event set that counted. */
-static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, unsigned set) {
+static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uint64_t tsc, unsigned set) {
         const Schedule *s = m->schedule;
         CpuState *st = &m->state[i];
         CpuAccum *a = &m->accum[i];
@@ -56,6 +65,7 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uns
         else
                 timebase = (double) m->wall_delta_ns;
         a->total += timebase;
+        a->wall += wall_window(m, st, tsc);
         if (s->perf_metrics) {
                 /* SLOTS was zeroed with PERF_METRICS at the last reset, so this is the window
                  * the fractions describe */
@@ -93,7 +103,8 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uns
                 st->fixed_last[FIXED_SLOTS] = 0;
 }
 
-static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t n, int sweep, unsigned set) {
+static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t n, BatchKind kind, int sweep,
+                     unsigned set) {
         uint64_t values[GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 1];
         int r, first_error = 0;
 
@@ -109,10 +120,21 @@ static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t 
                 if (st < 0 && first_error == 0)
                         first_error = st;
         }
-        for (size_t j = 0; sweep >= 0 && j < n; j++) {
+        for (size_t j = 0; j < n; j++) {
                 CpuState *cs = &m->state[first + j];
+                uint64_t tsc_stopped = 0, tsc_started = 0;
+                int before, after;
                 bool ok = true;
 
+                measure_tsc_results(m, b, kind, n, j, &before, &after);
+                if (before >= 0 && pmugate_batch_result(b, (size_t) before, &tsc_stopped) < 0)
+                        tsc_stopped = 0;
+                if (after >= 0 && pmugate_batch_result(b, (size_t) after, &tsc_started) < 0)
+                        tsc_started = 0;
+                if (sweep < 0) {
+                        cs->tsc_started = tsc_started;
+                        continue;
+                }
                 for (size_t k = 0; k < m->n_sweep_regs; k++) {
                         int st = pmugate_batch_result(b, (size_t) sweep + j * m->n_sweep_regs + k, &values[k]);
 
@@ -123,7 +145,8 @@ static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t 
                         }
                 }
                 if (ok && cs->error == 0)
-                        accumulate(m, first + j, values, set);
+                        accumulate(m, first + j, values, tsc_stopped, set);
+                cs->tsc_started = tsc_started;
         }
         if (first_error < 0)
                 return fail(m, first_error, "a register operation failed: %s", pmugate_strerror(first_error));
@@ -157,12 +180,12 @@ static int build_sample_batches(pmugate_measure *m) {
         return 0;
 }
 
-/* Ops one CPU needs in the largest batch, the stop: GLOBAL_CTRL twice, the sweep, EVTSEL and
- * PMC per GP counter, FIXED_CTR_CTRL, each fixed counter and PERF_METRICS. */
+/* Ops one CPU needs in the largest batch, the stop: GLOBAL_CTRL twice, the TSC twice, the sweep,
+ * EVTSEL and PMC per GP counter, FIXED_CTR_CTRL, each fixed counter and PERF_METRICS. */
 static size_t ops_per_cpu(const pmugate_measure *m) {
         const Schedule *s = m->schedule;
 
-        return 2 + m->n_sweep_regs + 2 * (size_t) __builtin_popcount(s->gp_used) + 1 +
+        return 2 + (m->read_tsc ? 2 : 0) + m->n_sweep_regs + 2 * (size_t) __builtin_popcount(s->gp_used) + 1 +
                (size_t) __builtin_popcount(s->fixed_used) + (s->perf_metrics ? 1 : 0);
 }
 
@@ -200,7 +223,7 @@ static int run_once(pmugate_measure *m, BatchKind kind) {
                 r = measure_build_batch(b, m, first, n, kind, -1, &sweep);
                 if (r < 0)
                         return r;
-                r = run_batch(m, b, first, n, sweep, m->current_set);
+                r = run_batch(m, b, first, n, kind, sweep, m->current_set);
                 if (r < 0 && first_error == 0)
                         first_error = r;
         }
@@ -348,7 +371,7 @@ int pmugate_measure_sample(pmugate_measure *m) {
                 size_t k = chunk * m->variants + (rotate ? 1 + m->current_set : 0);
                 size_t first = chunk * m->cpus_per_batch, n = MIN(m->cpus_per_batch, m->n_cpus - first);
 
-                r = run_batch(m, m->batches[k], first, n, m->sweep_index[k], m->current_set);
+                r = run_batch(m, m->batches[k], first, n, BATCH_SAMPLE, m->sweep_index[k], m->current_set);
                 if (r < 0 && first_error == 0)
                         first_error = r;
         }

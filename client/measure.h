@@ -38,6 +38,8 @@ typedef struct CpuAccum {
         uint64_t *raw;          /* per event */
         double *enabled;        /* per event: time-base units the event counted for */
         double total;           /* time-base units of the whole measurement */
+        double wall;            /* wall-clock length of the CPU's counting windows (TSC ticks, or
+                                 * nanoseconds where the TSC cannot be read) */
 } CpuAccum;
 
 typedef struct CpuState {
@@ -46,6 +48,7 @@ typedef struct CpuState {
         uint64_t saved_evtsel[GP_COUNTERS_MAX];        /* register values before start */
         uint64_t saved_fixed_ctrl;
         uint64_t saved_global_ctrl;
+        uint64_t tsc_started;                           /* TSC when the counters last started */
         int error;                                      /* first per-op error; the CPU stops counting */
 } CpuState;
 
@@ -105,6 +108,7 @@ struct pmugate_measure {
         int gp_slot[GP_COUNTERS_MAX];   /* position of each counter in sweep_regs, or -1 */
         int fixed_slot[FIXED_COUNTERS_MAX];
         int metrics_slot;
+        bool read_tsc;                  /* every sample reads IA32_TIME_STAMP_COUNTER too */
         uint64_t counter_mask;
 
         bool prepared, started, stopped, leased;
