@@ -56,9 +56,6 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         bool holds = true;
         int r;
 
-        for (size_t i = 0; i < m->n_events; i++)
-                if (strcmp(m->events[i].desc.name, name) == 0)
-                        return reason_fail(reterr_reason, reason_size, -EINVAL, "event %s is listed twice", name);
         if (m->n_events >= SCHEDULE_EVENTS_MAX)
                 return reason_fail(reterr_reason, reason_size, -E2BIG, "more than %u events", SCHEDULE_EVENTS_MAX);
         e = &m->events[m->n_events];
@@ -66,6 +63,13 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         r = event_resolve(m->model, name, &e->desc, reterr_reason, reason_size);
         if (r < 0)
                 return r;
+        /* by the one spelling: "cycles" and "cpu_clk_unhalted.thread" are the same event */
+        for (size_t i = 0; i < m->n_events; i++)
+                if (strcmp(m->events[i].desc.name, e->desc.name) == 0)
+                        return reason_fail(reterr_reason, reason_size, -EINVAL, "event %s is listed twice%s%s%s",
+                                           e->desc.name, strcmp(name, e->desc.name) != 0 ? " (as " : "",
+                                           strcmp(name, e->desc.name) != 0 ? name : "",
+                                           strcmp(name, e->desc.name) != 0 ? ")" : "");
         e->desc.usr = e->desc.usr && usr;
         e->desc.os = e->desc.os && os;
         if (!e->desc.usr && !e->desc.os)
