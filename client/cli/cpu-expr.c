@@ -3,6 +3,7 @@
  * CPU expressions: plain lists and likwid's thread domains
  */
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -268,5 +269,75 @@ int cpu_expr_parse(const char *text, const pmugate_info *info, uint32_t **ret_cp
         }
         *ret_cpus = s.cpus;
         *ret_n = s.n;
+        return 0;
+}
+
+static bool listed_in(const uint32_t *cpus, size_t n, uint32_t cpu) {
+        for (size_t i = 0; i < n; i++)
+                if (cpus[i] == cpu)
+                        return true;
+        return false;
+}
+
+static int own_cpus(const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n, char *reason, size_t size) {
+        _cleanup_free_ uint32_t *cpus = calloc(info->n_cpus ?: 1, sizeof(uint32_t));
+        size_t n = 0;
+        cpu_set_t set;
+
+        if (!cpus)
+                return -ENOMEM;
+        if (sched_getaffinity(0, sizeof(set), &set) < 0)
+                return fail(reason, size, -EINVAL, "cannot read the CPUs this process may run on: %s; give -c",
+                            strerror(errno));
+        for (size_t i = 0; i < info->n_cpus; i++)
+                if (info->cpus[i].online && info->cpus[i].cpu < CPU_SETSIZE && CPU_ISSET(info->cpus[i].cpu, &set))
+                        cpus[n++] = info->cpus[i].cpu;
+        if (n == 0)
+                return fail(reason, size, -EINVAL, "none of the CPUs this process may run on is online on the "
+                            "daemon's machine; give -c CPUS (such as N: for all)");
+        *ret_cpus = TAKE_PTR(cpus);
+        *ret_n = n;
+        return 0;
+}
+
+int cpu_select(const char *opt, const char *text, const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n,
+               char *reterr_reason, size_t reason_size) {
+        _cleanup_free_ uint32_t *cpus = NULL, *outside = NULL;
+        char inner[CPU_EXPR_REASON_MAX] = "", list[LIST_TEXT_MAX], job_list[LIST_TEXT_MAX];
+        size_t n = 0, n_outside = 0;
+        int r;
+
+        if (text) {
+                r = cpu_expr_parse(text, info, &cpus, &n, inner, sizeof(inner));
+                if (r < 0)
+                        return fail(reterr_reason, reason_size, r, "%s %s: %s", opt, text, inner);
+        } else {
+                r = own_cpus(info, &cpus, &n, reterr_reason, reason_size);
+                if (r < 0)
+                        return r;
+        }
+        if (info->scoped) {
+                if (info->n_scope_cpus == 0)
+                        return fail(reterr_reason, reason_size, -EINVAL, "you have no job on this machine that "
+                                    "pmugate may measure: %s", info->scope_reason[0] ? info->scope_reason : "no grant");
+                outside = calloc(n, sizeof(uint32_t));
+                if (!outside)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++)
+                        if (!listed_in(info->scope_cpus, info->n_scope_cpus, cpus[i]))
+                                outside[n_outside++] = cpus[i];
+                if (n_outside > 0) {
+                        if (cpulist_format(outside, n_outside, list, sizeof(list)) < 0)
+                                (void) snprintf(list, sizeof(list), "%zu of them", n_outside);
+                        if (cpulist_format(info->scope_cpus, info->n_scope_cpus, job_list, sizeof(job_list)) < 0)
+                                (void) snprintf(job_list, sizeof(job_list), "%zu CPUs", info->n_scope_cpus);
+                        return fail(reterr_reason, reason_size, -EINVAL, "%s%s%s: CPU%s %s %s not in your job (job %s "
+                                    "has CPUs %s)", text ? opt : "your CPUs", text ? " " : "", text ?: "",
+                                    n_outside == 1 ? "" : "s", list, n_outside == 1 ? "is" : "are", info->scope_job,
+                                    job_list);
+                }
+        }
+        *ret_cpus = TAKE_PTR(cpus);
+        *ret_n = n;
         return 0;
 }

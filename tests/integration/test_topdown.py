@@ -79,6 +79,16 @@ def sim_config(workdir, model, sockets=1, cores=4, smt=True, rules=(), extra="")
     return path
 
 
+def fractions(doc):
+    """doc with the values of metrics whose unit is "%" divided by 100."""
+    percent = {m["name"] for m in doc.get("metrics", []) if m["unit"] == "%"}
+    for v in [doc.get("aggregate", {})] + doc.get("per_cpu", []):
+        for name in percent & set(v.get("metrics", {})):
+            if v["metrics"][name] is not None:
+                v["metrics"][name] /= 100
+    return doc
+
+
 class Sim:
     def __init__(self, model, **kw):
         self.dir = t.workdir()
@@ -92,10 +102,12 @@ class Sim:
         return t.run_cli([t.PMUGATE] + list(args), self.daemon.socket, env=e, timeout=timeout)
 
     def json(self, *args):
+        """The JSON result, with "%" metrics (written as percentages) as fractions, so that
+        checks compare them with the profiles' fractions."""
         rc, out, err = self.run(*args)
         if rc != 0:
             raise AssertionError("pmugate %s: exit %d: %s" % (" ".join(args), rc, err))
-        return json.loads(out)
+        return fractions(json.loads(out))
 
     def stop(self):
         self.daemon.stop()
@@ -316,6 +328,8 @@ def test_outputs_and_wrapper(tap):
         # the README's first command, as a wrapper
         rc, out, err = sim.run("topdown", "-l", "2", "-C", "0-3", "--", "sleep", "0.5")
         tap.eq(rc, 0, "topdown -l 2 -C 0-3 -- sleep 0.5 exits with sleep's status")
+        tap.eq(out, "", "in wrapper mode the results go to stderr, as perf's do")
+        out = err
         lines = out.splitlines()
         labels = [l[:30].rstrip() for l in lines if "%" in l and "tma_" in l]
         tap.ok(labels[:3] == ["  Frontend Bound", "    Fetch Latency", "    Fetch Bandwidth"],
@@ -333,11 +347,13 @@ def test_outputs_and_wrapper(tap):
         # the simulated CPU numbers are pinned on the host too, so stay within its CPUs
         affinity = os.path.join(sim.dir, "affinity")
         pin = max(os.sched_getaffinity(0))
-        rc, out, _ = sim.run("topdown", "-C", str(pin), "-O", "json", "--", sys.executable, "-c",
-                             "import os; open(%r, 'w').write(repr(sorted(os.sched_getaffinity(0))))" % affinity)
+        rc, out, err = sim.run("topdown", "-C", str(pin), "-O", "json", "--", sys.executable, "-c",
+                               "import os; print('mine'); open(%r, 'w').write(repr(sorted(os.sched_getaffinity(0))))" %
+                               affinity)
         with open(affinity) as f:
             tap.eq(f.read(), "[%d]" % pin, "-C pins the command to the CPUs")
-        r = json.loads(out)
+        tap.eq(out, "mine\n", "the wrapped command keeps its stdout")
+        r = json.loads(err)
         tap.eq((r["cpus"], r["command"]["exit_status"]), ([pin], 0), "and measures those CPUs")
 
         csv_path = os.path.join(sim.dir, "out.csv")
@@ -345,15 +361,17 @@ def test_outputs_and_wrapper(tap):
         with open(csv_path) as f:
             rows = [l.split(",") for l in f.read().splitlines()]
         tap.eq((rc, out), (0, ""), "-o writes the output to the file")
-        tap.eq(rows[0], ["time", "elapsed", "cpu", "type", "name", "value", "raw", "scale"], "CSV header")
+        tap.eq(rows[0], ["time", "elapsed", "cpu", "type", "name", "value", "unit", "raw", "scale", "stddev"],
+               "CSV header")
         kinds = {(r[2], r[3], r[4]) for r in rows[1:]}
         tap.ok({("all", "count", "TOPDOWN.SLOTS"), ("0", "count", "topdown-be-bound"), ("1", "metric", "tma_retiring"),
                 ("all", "metric", "tma_frontend_bound")} <= kinds, "CSV rows: per-CPU and aggregate counts and metrics")
-        ret = [float(r[5]) for r in rows[1:] if r[2] == "all" and r[4] == "tma_retiring"][0]
-        tap.ok(abs(ret - STENCIL["retiring"]) <= Q, "CSV metric values are fractions (%.4f)" % ret)
+        ret = [(float(r[5]), r[6]) for r in rows[1:] if r[2] == "all" and r[4] == "tma_retiring"][0]
+        tap.ok(abs(ret[0] / 100 - STENCIL["retiring"]) <= Q and ret[1] == "%",
+               "CSV metric values are in their unit, which the row names (%.4f %s)" % ret)
 
         rc, out, _ = sim.run("topdown", "-c", "0", "-I", "200ms", "-S", "1s", "-O", "json")
-        docs = [json.loads(l) for l in out.splitlines()]
+        docs = [fractions(json.loads(l)) for l in out.splitlines()]
         tap.ok(4 <= len(docs) <= 6, "-I 200ms -S 1s prints about five intervals as JSON lines (%d)" % len(docs))
         tap.ok(all(abs(d["elapsed"] - 0.2) < 0.1 for d in docs[:-1]), "each interval covers about 200 ms",
                [d["elapsed"] for d in docs])
@@ -367,8 +385,8 @@ def test_large_machine(tap):
     # 1024 CPUs do not fit one batch of the daemon's operation limit: the sample is split
     sim = Sim("spr", sockets=4, cores=128, rules=[("0-511", STENCIL), ("512-1023", SOLVER)])
     try:
-        r = sim.json("topdown", "-l", "2", "-S", "0.5s", "-O", "json")
-        tap.eq(len(r["per_cpu"]), 1024, "every online CPU of a 1024-CPU machine is measured")
+        r = sim.json("topdown", "-l", "2", "-c", "N:", "-S", "0.5s", "-O", "json")
+        tap.eq(len(r["per_cpu"]), 1024, "-c N: measures every online CPU of a 1024-CPU machine")
         worst = max(max(abs(c["metrics"][m] - expected(STENCIL if c["cpu"] < 512 else SOLVER)[m]) / bound("spr", m)
                         for m in L1 + L2) for c in r["per_cpu"])
         tap.ok(worst <= 1.0, "all 1024 CPUs within the bound (worst %.2f of it)" % worst)
