@@ -63,6 +63,7 @@ typedef struct EventDesc {
         uint32_t gp_mask;               /* GP counters it may run on (bit n = PMCn) */
         bool usr, os;                   /* rings counted */
         unsigned metrics_field;         /* PERF_METRICS byte, for EVENT_PERF_METRICS */
+        bool pinned;                    /* keep on a GP counter in every event set when sets take turns */
 } EventDesc;
 
 /* Resolves text: NAME[:MOD...] where NAME is an Intel event name the model knows (pmugate's

@@ -103,7 +103,7 @@ static int append_text(char **s, const char *text, size_t max) {
         return 0;
 }
 
-static int add_event(Group *g, const char *name, const char *condition) {
+static int add_event(Group *g, const char *name, const char *condition, bool included) {
         GroupEvent *events;
 
         for (size_t i = 0; i < g->n_events; i++)
@@ -119,6 +119,7 @@ static int add_event(Group *g, const char *name, const char *condition) {
         g->events[g->n_events] = (GroupEvent) {
                 .name = strdup(name),
                 .condition = condition ? strdup(condition) : NULL,
+                .included = included,
         };
         if (!g->events[g->n_events].name || (condition && !g->events[g->n_events].condition)) {
                 free(g->events[g->n_events].name);
@@ -136,7 +137,7 @@ static int add_events(GroupParser *p, const char *list, const char *condition) {
         (void) snprintf(buf, sizeof(buf), "%s", list);
         for (char *w = strtok_r(buf, WORD_SEPARATORS, &saveptr); w;
                      w = strtok_r(NULL, WORD_SEPARATORS, &saveptr)) {
-                r = add_event(p->group, w, condition);
+                r = add_event(p->group, w, condition, p->depth > 0);
                 if (r == -E2BIG)
                         return parser_fail(p, r, "more than %u events", GROUP_EVENTS_MAX);
                 if (r < 0)

@@ -129,7 +129,7 @@ static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAc
         double total = now->total - (base ? base->total : 0.0);
 
         for (size_t p = 0; p < m->n_programmed; p++) {
-                bool multiplexed = m->schedule->placements[p].kind == PLACE_GP && m->schedule->n_sets > 1;
+                bool multiplexed = measure_multiplexed(m, p);
                 double enabled = now->enabled[p] - (base ? base->enabled[p] : 0.0);
 
                 v->raw[p] = now->raw[p] - (base ? base->raw[p] : 0);
@@ -226,7 +226,7 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                         return q;
         }
         for (size_t p = 0; p < n; p++) {
-                bool multiplexed = m->schedule->placements[p].kind == PLACE_GP && m->schedule->n_sets > 1;
+                bool multiplexed = measure_multiplexed(m, p);
 
                 if (!multiplexed)
                         r->aggregate.scale[p] = 1.0;

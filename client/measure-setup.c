@@ -47,7 +47,7 @@ static int condition_holds(const pmugate_measure *m, const char *condition, bool
         return 0;
 }
 
-static int add_event(pmugate_measure *m, const char *name, const char *condition, char *reterr_reason,
+static int add_event(pmugate_measure *m, const char *name, const char *condition, bool pinned, char *reterr_reason,
                      size_t reason_size) {
         MeasureEvent *e;
         bool usr = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_USER);
@@ -70,6 +70,7 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
                                            e->desc.name, strcmp(name, e->desc.name) != 0 ? " (as " : "",
                                            strcmp(name, e->desc.name) != 0 ? name : "",
                                            strcmp(name, e->desc.name) != 0 ? ")" : "");
+        e->desc.pinned = pinned;
         e->desc.usr = e->desc.usr && usr;
         e->desc.os = e->desc.os && os;
         if (!e->desc.usr && !e->desc.os)
@@ -105,7 +106,7 @@ static int add_events_list(pmugate_measure *m, const char *list, char *reterr_re
         if (!buf)
                 return -ENOMEM;
         for (char *w = strtok_r(buf, ", \t", &saveptr); w; w = strtok_r(NULL, ", \t", &saveptr)) {
-                r = add_event(m, w, NULL, reterr_reason, reason_size);
+                r = add_event(m, w, NULL, false, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
         }
@@ -217,7 +218,10 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                 for (size_t i = 0; i < g->n_events; i++) {
                         char reason[MEASURE_REASON_MAX];
 
-                        r = add_event(m, g->events[i].name, g->events[i].condition, reason, sizeof(reason));
+                        /* an included group's events (TopDown level 1 under level 2) stay counted
+                         * in every event set, so that the base is exact however the rest rotates */
+                        r = add_event(m, g->events[i].name, g->events[i].condition, g->events[i].included, reason,
+                                      sizeof(reason));
                         if (r < 0)
                                 return reason_fail(reterr_reason, reason_size, r, "%s: %s", g->path, reason);
                 }

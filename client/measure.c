@@ -80,12 +80,14 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uin
                         a->raw[p] += counter_delta(values[m->fixed_slot[pl->counter]], st->fixed_last[pl->counter],
                                                    m->counter_mask);
                         break;
-                case PLACE_GP:
-                        if (pl->set != set)
+                case PLACE_GP: {
+                        unsigned c = pl->pinned ? (unsigned) pl->set_counter[set] : pl->counter;
+
+                        if (!pl->pinned && pl->set != set)
                                 continue;
-                        a->raw[p] += counter_delta(values[m->gp_slot[pl->counter]], st->gp_last[pl->counter],
-                                                   m->counter_mask);
+                        a->raw[p] += counter_delta(values[m->gp_slot[c]], st->gp_last[c], m->counter_mask);
                         break;
+                }
                 case PLACE_PERF_METRICS:
                         a->raw[p] += measure_metrics_slots(slots, metrics, pl->counter);
                         break;

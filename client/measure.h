@@ -160,6 +160,13 @@ uint64_t measure_now_ns(void);
  * with a 128-bit intermediate. */
 uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned field);
 
+/* Whether programmed event p takes turns with others (its counts are scaled). */
+static inline bool measure_multiplexed(const pmugate_measure *m, size_t p) {
+        const Placement *pl = &m->schedule->placements[p];
+
+        return pl->kind == PLACE_GP && !pl->pinned && m->schedule->n_sets > 1;
+}
+
 /* Difference of two counter readings modulo 2^width. */
 static inline uint64_t counter_delta(uint64_t now, uint64_t before, uint64_t mask) {
         return (now - before) & mask;

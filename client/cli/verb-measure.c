@@ -34,6 +34,8 @@
 #define PROGRESS_MIN_NS (2 * NSEC_PER_SEC)
 #define PROGRESS_PERIOD_NS NSEC_PER_SEC
 #define ARGS_DONE 1             /* parse_args: --help was shown */
+/* With -I, each event set counts for at least this long in every interval */
+#define ROTATE_TURN_MIN_NS (10 * NSEC_PER_MSEC)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -77,6 +79,7 @@ static inline void pmugate_info_freep_cli(pmugate_info **info) {
 typedef struct RunEnd {
         int status;                     /* exit status so far */
         int signal;                     /* SIGINT or SIGTERM that ended a run without a command, or 0 */
+        bool partial_turns;             /* the last interval has not had every event set's turn */
 } RunEnd;
 
 static int parse_time(const char *s, uint64_t plain_unit_ns, uint64_t *ret) {
@@ -323,7 +326,11 @@ static void progress(const MeasureArgs *a, uint64_t start, uint64_t now, bool do
 static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pmugate_measure *m, Workload *w,
                         int signal_fd, RunEnd *end) {
         uint64_t poll_ns = pmugate_measure_poll_interval(m), now = now_ns(), start = now;
-        uint64_t next_poll = now + poll_ns, next_interval = a->interval_ns ? now + a->interval_ns : UINT64_MAX;
+        /* with -I and event sets taking turns, an interval is one sample per set
+         * (rotate_within_intervals()), counted rather than timed so that none is missed */
+        unsigned turns = a->interval_ns > 0 ? pmugate_measure_event_sets(m) : 1, turn = 0;
+        uint64_t next_poll = now + poll_ns;
+        uint64_t next_interval = a->interval_ns && turns == 1 ? now + a->interval_ns : UINT64_MAX;
         uint64_t deadline = a->duration_ns ? now + a->duration_ns : UINT64_MAX;
         bool show = a->duration_ns >= PROGRESS_MIN_NS && !a->interval_ns && out->file != stderr && isatty(STDERR_FILENO);
         uint64_t next_progress = show ? now : UINT64_MAX;
@@ -377,6 +384,13 @@ static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pm
                         break;
                 }
                 next_poll = now + poll_ns;
+                if (turns > 1 && ++turn == turns) {
+                        turn = 0;
+                        if (emit(out, c, m, PMUGATE_SPAN_INTERVAL) != 0) {
+                                status = 1;
+                                break;
+                        }
+                }
                 if (now >= next_interval) {
                         if (emit(out, c, m, PMUGATE_SPAN_INTERVAL) != 0) {
                                 status = 1;
@@ -388,7 +402,33 @@ static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pm
         }
         if (show)
                 progress(a, start, now, true);
+        end->partial_turns = turns > 1;
         return status;
+}
+
+/* -I with event sets taking turns: every set counts once in every interval, for an equal
+ * share of it, so that no interval lacks a metric; an interval too short for that is refused. */
+static int rotate_within_intervals(const MeasureArgs *a, pmugate_measure *m) {
+        unsigned sets = pmugate_measure_event_sets(m);
+        uint64_t turn = a->interval_ns / sets;
+        uint64_t reset = a->reset_period_ns ?: pmugate_measure_poll_interval(m);
+
+        if (sets <= 1)
+                return 0;
+        if (turn < ROTATE_TURN_MIN_NS) {
+                fprintf(stderr, "pmugate: -I %.0fms is too short: %u event sets take turns on the counters and each "
+                        "needs %.0fms of every interval; use -I %.0fms or longer\n", (double) a->interval_ns / 1e6,
+                        sets, (double) ROTATE_TURN_MIN_NS / 1e6, (double) (sets * ROTATE_TURN_MIN_NS) / 1e6);
+                return -EINVAL;
+        }
+        /* one sample per turn: a longer PERF_METRICS window than a turn is never needed */
+        if (pmugate_measure_set_rotate_period(m, turn) < 0 ||
+            (turn > reset && pmugate_measure_set_reset_period(m, turn) < 0)) {
+                fprintf(stderr, "pmugate: -I %.0fms: each of %u event sets would count for %.0fms, outside 1ms to 60s\n",
+                        (double) a->interval_ns / 1e6, sets, (double) turn / 1e6);
+                return -EINVAL;
+        }
+        return 0;
 }
 
 static int open_measurement(const MeasureArgs *a, pmugate *c, const pmugate_info *info, const uint32_t *cpus,
@@ -416,7 +456,7 @@ static int open_measurement(const MeasureArgs *a, pmugate *c, const pmugate_info
                 fprintf(stderr, "pmugate: --rotate-period must be from 1ms to 60s\n");
                 return -EINVAL;
         }
-        return 0;
+        return a->interval_ns > 0 ? rotate_within_intervals(a, *ret) : 0;
 }
 
 /* One measurement: open, start (with the command, if any), sample until it ends, stop. The
@@ -474,6 +514,9 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
                 r = pmugate_measure_read(m, PMUGATE_SPAN_TOTAL, ret_total);
                 if (r < 0)
                         status = cli_report("pmugate", c, r, "reading the counts");
+        } else if (a->interval_ns > 0 && end->partial_turns) {
+                /* a last interval where not every event set had its turn would lack metrics */
+                fprintf(stderr, "pmugate: the last partial interval is left out: not every event set counted in it\n");
         } else if (emit(out, c, m, a->interval_ns > 0 ? PMUGATE_SPAN_INTERVAL : PMUGATE_SPAN_TOTAL) != 0)
                 status = 1;
         if (a->command && w.status >= 0)

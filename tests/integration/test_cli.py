@@ -239,6 +239,33 @@ def test_interrupt_and_repeat(tap):
         sim.stop()
 
 
+def test_multiplexed_intervals(tap):
+    # Ice Lake-SP level 2 needs three event sets on the generic counters
+    sim = Sim("icx", rules=[("0-7", STENCIL)])
+    try:
+        rc, out, err = sim.run("topdown", "-l", "2", "-c", "0-1", "-I", "100ms", "-S", "0.65s", "-O", "jsonl")
+        docs = [json.loads(l) for l in out.splitlines()]
+        tap.ok(rc == 0 and 5 <= len(docs) <= 7, "-I 100ms on a multiplexed level 2: an interval per 100 ms (%d)" %
+               len(docs), err)
+        nulls = [(d["start"], m) for d in docs for m, v in d["aggregate"]["metrics"].items() if v is None]
+        tap.eq(nulls, [], "every interval has all twelve metrics: the sets take turns within each interval")
+        tap.ok(all(d["samples"] == docs[0]["event_sets"] == 3 for d in docs),
+               "each interval holds one turn of each of the three sets", [d["samples"] for d in docs])
+        worst = max(abs(d["aggregate"]["metrics"][m] / 100 - STENCIL[k])
+                    for d in docs for m, k in (("tma_retiring", "retiring"), ("tma_frontend_bound", "frontend_bound"),
+                                               ("tma_memory_bound", "memory_bound")))
+        tap.ok(worst <= Q + 1e-4, "and the values are right in every interval (worst %.5f)" % worst)
+        c = docs[0]["aggregate"]["counts"]
+        tap.ok(c["INT_MISC.UOP_DROPPING"]["scale"] == 1.0 and c["INT_MISC.CLEARS_COUNT"]["scale"] == 1.0 and
+               c["UOPS_ISSUED.ANY"]["scale"] > 1.5,
+               "level 1's correction events stay on counters in every set (scale 1); level 2's take turns")
+        rc, _, err = sim.run("topdown", "-l", "2", "-c", "0", "-I", "20ms", "-S", "0.1s")
+        tap.ok(rc == 1 and "use -I 30ms or longer" in err, "an interval too short for every set's turn is refused "
+               "with the minimum", err)
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_event_names, test_list, test_units_and_files, test_cpu_selection, test_job_mode,
-                          test_manners, test_interrupt_and_repeat]))
+                          test_manners, test_interrupt_and_repeat, test_multiplexed_intervals]))
