@@ -138,7 +138,7 @@ static int domain_open(const pmugate_info *info, const char *text, size_t len, D
                 if (info->cpus[i].online && in_domain(d, &info->cpus[i]))
                         members[d->n++] = &info->cpus[i];
         if (d->n == 0)
-                return fail(reason, size, -EINVAL, "this machine has no %s %d (or none of its CPUs is online)",
+                return fail(reason, size, -ENXIO, "this machine has no %s %d (or none of its CPUs is online)",
                             d->kind == 'S' ? "socket" : d->kind == 'C' ? "cache domain" : "memory domain", d->index);
         qsort(members, d->n, sizeof(*members), compare_physical_first);
         for (size_t i = 0; i < d->n; i++)
@@ -190,7 +190,7 @@ static int add_item(Selection *s, const pmugate_info *info, const Domain *d, con
 
                 if (d->kind != 0) {
                         if (v >= d->n)
-                                return fail(reason, size, -EINVAL, "%s:%s: %s has %zu CPUs (%s:0-%zu)", d->text, item,
+                                return fail(reason, size, -ENXIO, "%s:%s: %s has %zu CPUs (%s:0-%zu)", d->text, item,
                                             d->text, d->n, d->text, d->n - 1);
                         cpu = d->cpus[v];
                 } else {
@@ -199,7 +199,7 @@ static int add_item(Selection *s, const pmugate_info *info, const Domain *d, con
                         c = v < PMUGATE_CPUS_MAX ? find_cpu(info, (uint32_t) v) : NULL;
                         if (!c || !c->online) {
                                 online_list(info, online, sizeof(online));
-                                return fail(reason, size, -EINVAL, "CPU %lu %s (online: %s)", v,
+                                return fail(reason, size, -ENXIO, "CPU %lu %s (online: %s)", v,
                                             c ? "is offline" : "does not exist on this machine", online);
                         }
                         cpu = (uint32_t) v;
@@ -293,7 +293,7 @@ static int own_cpus(const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n
                 if (info->cpus[i].online && info->cpus[i].cpu < CPU_SETSIZE && CPU_ISSET(info->cpus[i].cpu, &set))
                         cpus[n++] = info->cpus[i].cpu;
         if (n == 0)
-                return fail(reason, size, -EINVAL, "none of the CPUs this process may run on is online on the "
+                return fail(reason, size, -ENXIO, "none of the CPUs this process may run on is online on the "
                             "daemon's machine; give -c CPUS (such as N: for all)");
         *ret_cpus = TAKE_PTR(cpus);
         *ret_n = n;
@@ -318,7 +318,7 @@ int cpu_select(const char *opt, const char *text, const pmugate_info *info, uint
         }
         if (info->scoped) {
                 if (info->n_scope_cpus == 0)
-                        return fail(reterr_reason, reason_size, -EINVAL, "you have no job on this machine that "
+                        return fail(reterr_reason, reason_size, -EACCES, "you have no job on this machine that "
                                     "pmugate may measure: %s", info->scope_reason[0] ? info->scope_reason : "no grant");
                 outside = calloc(n, sizeof(uint32_t));
                 if (!outside)
@@ -331,7 +331,7 @@ int cpu_select(const char *opt, const char *text, const pmugate_info *info, uint
                                 (void) snprintf(list, sizeof(list), "%zu of them", n_outside);
                         if (cpulist_format(info->scope_cpus, info->n_scope_cpus, job_list, sizeof(job_list)) < 0)
                                 (void) snprintf(job_list, sizeof(job_list), "%zu CPUs", info->n_scope_cpus);
-                        return fail(reterr_reason, reason_size, -EINVAL, "%s%s%s: CPU%s %s %s not in your job (job %s "
+                        return fail(reterr_reason, reason_size, -EACCES, "%s%s%s: CPU%s %s %s not in your job (job %s "
                                     "has CPUs %s)", text ? opt : "your CPUs", text ? " " : "", text ?: "",
                                     n_outside == 1 ? "" : "s", list, n_outside == 1 ? "is" : "are", info->scope_job,
                                     job_list);

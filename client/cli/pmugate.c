@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ static void help(void) {
                "                                  Count events, or a group of events and formulas\n"
                "  list [events|groups|metrics] [PATTERN]\n"
                "                                  What this machine's CPU model can measure\n"
+               "  plot [-o PNG] [-m METRIC] FILE  TopDown over time and a per-CPU heatmap from -I output\n"
                "\n"
                "'pmugate COMMAND --help' describes each command. CPUS may also be likwid's domain\n"
                "expressions (S0:0-3, N:0-7, C0:, M0:). Counts are per CPU, not per process.\n"
@@ -385,6 +387,28 @@ static int verb_access(int argc, char *argv[], bool write) {
         return r;
 }
 
+/* pmugate plot: runs pmugate-plot from the directory this program is in, else from $PATH. */
+static int verb_plot(char *argv[]) {
+        char self[PATH_MAX], script[PATH_MAX + 16];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash;
+
+        argv[0] = (char *) "pmugate-plot";
+        if (n > 0) {
+                self[n] = '\0';
+                slash = strrchr(self, '/');
+                if (slash) {
+                        *slash = '\0';
+                        (void) snprintf(script, sizeof(script), "%s/pmugate-plot", self);
+                        if (access(script, X_OK) == 0)
+                                execv(script, argv);
+                }
+        }
+        execvp("pmugate-plot", argv);
+        fprintf(stderr, "pmugate: cannot run pmugate-plot: %s\n", strerror(errno));
+        return 1;
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -432,6 +456,8 @@ int main(int argc, char *argv[]) {
                 return verb_stat(argc, argv, arg_socket);
         if (strcmp(argv[0], "list") == 0)
                 return verb_list(argc, argv, arg_socket);
+        if (strcmp(argv[0], "plot") == 0)
+                return verb_plot(argv);
         fprintf(stderr, "pmugate: unknown command '%s' (see 'pmugate --help')\n", argv[0]);
         return 2;
 }

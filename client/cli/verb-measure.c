@@ -606,7 +606,8 @@ static int run(const MeasureArgs *a, const char *socket_path) {
                        sizeof(reason));
         if (r < 0) {
                 fprintf(stderr, "pmugate: %s\n", reason[0] ? reason : pmugate_strerror(r));
-                return 1;
+                /* a list that does not parse is a usage error; CPUs the machine or job lacks are not */
+                return r == -EINVAL ? 2 : 1;
         }
         if (cpulist_format(cpus, n_cpus, cpu_list, sizeof(cpu_list)) < 0)
                 (void) snprintf(cpu_list, sizeof(cpu_list), "(%zu CPUs)", n_cpus);

@@ -149,11 +149,12 @@ def test_cpu_selection(tap):
                            ("S0:0,S1:0", [0, 4]), ("C1:0", [4]), ("M0:1", [1]), ("2,1", [2, 1])):
             r = sim.json("stat", "-e", "instructions", "-c", expr, "-S", "0.1s", "-O", "json")
             tap.eq(r["cpus"], want, "-c %s selects %s" % (expr, want))
-        for expr, message in (("3-1", "CPU list '3-1' is descending"), ("99", "CPU 99 does not exist"),
-                              ("S0:8", "S0 has 8 CPUs"), ("S5:", "no socket 5"), ("Q0:1", "not a domain")):
+        for expr, message, status in (("3-1", "CPU list '3-1' is descending", 2), ("99", "CPU 99 does not exist", 1),
+                                      ("S0:8", "S0 has 8 CPUs", 1), ("S5:", "no socket 5", 1),
+                                      ("Q0:1", "not a domain", 2)):
             rc, _, err = sim.run("stat", "-e", "instructions", "-c", expr, "-S", "0.1s")
-            tap.ok(rc == 1 and message in err and "Invalid argument" not in err,
-                   "-c %s: '%s'" % (expr, message), err)
+            tap.ok(rc == status and message in err and "Invalid argument" not in err,
+                   "-c %s: '%s', exit %d" % (expr, message, status), err)
         # without -c or -C: the CPUs the caller may run on
         rc, out, err = t.run_cli(["taskset", "-c", "1", t.PMUGATE, "stat", "-e", "instructions", "-S", "0.1s", "-O",
                                   "json"], sim.daemon.socket, env={"PMUGATE_GROUP_PATH": GROUPS})
@@ -266,6 +267,80 @@ def test_multiplexed_intervals(tap):
         sim.stop()
 
 
+def png_info(path):
+    """(width, height, {tEXt key: value}) of a PNG, from its chunks."""
+    import struct
+    import zlib
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise AssertionError("%s is not a PNG" % path)
+    at, size, text = 8, None, {}
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + length]
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+        elif kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            text[key.decode()] = value.decode("latin-1")
+        elif kind == b"zTXt":
+            key, _, value = body.partition(b"\0")
+            text[key.decode()] = zlib.decompress(value[1:]).decode("latin-1")
+        at += 12 + length
+    return size[0], size[1], text
+
+
+def test_plot(tap):
+    try:
+        import matplotlib.image
+    except ImportError:
+        tap.ok(True, "pmugate plot # SKIP needs python3-matplotlib, which this machine lacks (contrib/install-deps.sh)")
+        return
+    sim = Sim("spr", rules=[("0-1", STENCIL), ("2-3", SOLVER)])
+    try:
+        outputs = {}
+        for fmt, suffix in (("csv", "csv"), ("jsonl", "jsonl"), ("json-doc", "json")):
+            path = os.path.join(sim.dir, "timeline.%s" % suffix)
+            rc, _, err = sim.run("topdown", "-l", "2", "-c", "0-3", "-I", "100ms", "-S", "0.65s", "-O", fmt, "-o", path)
+            tap.eq(rc, 0, "a -I %s timeline to plot" % fmt)
+            outputs[fmt] = path
+        for fmt, path in outputs.items():
+            png = os.path.join(sim.dir, "plot-%s.png" % fmt)
+            rc, out, err = t.run_cli([t.PMUGATE, "plot", "-o", png, path], sim.daemon.socket)
+            tap.ok(rc == 0 and out.strip() == png, "pmugate plot renders the %s timeline" % fmt, err)
+            width, height, text = png_info(png)
+            tap.eq((width, height), (1000, 800), "%s: the PNG has the default 10x8 inch size at 100 dpi" % fmt)
+            description = text.get("Description", "")
+            tap.ok(all(m in description for m in ("tma_retiring", "tma_backend_bound", "tma_memory_bound",
+                                                  "tma_heavy_operations")) and "over 4 CPUs" in description,
+                   "%s: level 1 and level 2 series and a 4-CPU heatmap are drawn" % fmt, description)
+            pixels = matplotlib.image.imread(png)
+            colors = len({tuple(p) for p in pixels.reshape(-1, pixels.shape[-1])[::97]})
+            tap.ok(pixels.std() > 0.05 and colors > 20, "%s: the image is not empty (%d colors sampled)" %
+                   (fmt, colors))
+        png = os.path.join(sim.dir, "small.png")
+        rc, _, err = t.run_cli([t.PMUGATE, "plot", "--size", "6x4", "-m", "tma_memory_bound", "-o", png,
+                                outputs["csv"]], sim.daemon.socket)
+        width, height, text = png_info(png)
+        tap.ok(rc == 0 and (width, height) == (600, 400) and "heatmap: tma_memory_bound" in text["Description"],
+               "--size and -m choose the size and the heatmap's metric", err)
+        bad = os.path.join(sim.dir, "bad.csv")
+        with open(bad, "w") as f:
+            f.write("not,a,pmugate,file\n1,2,3,4\n")
+        rc, _, err = t.run_cli([t.PMUGATE, "plot", bad], sim.daemon.socket)
+        tap.ok(rc == 1 and err.startswith("pmugate-plot: "), "a file that is not pmugate output is refused", err)
+        rc, _, err = t.run_cli([t.PMUGATE, "plot", "-m", "no_such_metric", outputs["csv"]], sim.daemon.socket)
+        tap.ok(rc == 1 and "no_such_metric" in err, "an unknown metric is refused", err)
+        rc, _, err = t.run_cli([t.PMUGATE, "plot", "--size", "0x0", outputs["csv"]], sim.daemon.socket)
+        tap.ok(rc == 2, "a bad --size is a usage error", err)
+        rc, out, _ = t.run_cli([t.PMUGATE, "plot", "--help"], sim.daemon.socket)
+        tap.ok(rc == 0 and "usage: pmugate plot" in out, "pmugate plot --help")
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_event_names, test_list, test_units_and_files, test_cpu_selection, test_job_mode,
-                          test_manners, test_interrupt_and_repeat, test_multiplexed_intervals]))
+                          test_manners, test_interrupt_and_repeat, test_multiplexed_intervals,
+                          test_plot]))

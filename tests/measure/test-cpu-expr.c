@@ -46,8 +46,11 @@ static void expect_error(const char *text, const char *reason_part) {
         char reason[CPU_EXPR_REASON_MAX] = "";
         uint32_t *cpus = NULL;
         size_t n = 0;
+        int r = cpu_expr_parse(text, &machine, &cpus, &n, reason, sizeof(reason));
 
-        assert_int_equal(cpu_expr_parse(text, &machine, &cpus, &n, reason, sizeof(reason)), -EINVAL);
+        /* syntax: -EINVAL; a CPU or domain the machine lacks: -ENXIO */
+        assert_true(r == (strstr(reason_part, "exist") || strstr(reason_part, "offline") || strstr(reason_part, "has 8") ||
+                          strstr(reason_part, "no socket") ? -ENXIO : -EINVAL));
         assert_null(cpus);
         if (!strstr(reason, reason_part))
                 fail_msg("%s: reason '%s' lacks '%s'", text, reason, reason_part);
