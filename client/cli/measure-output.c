@@ -514,6 +514,16 @@ int output_combine_runs(pmugate_result *const *runs, size_t n) {
                     runs[i]->n_metrics != runs[0]->n_metrics)
                         return -EINVAL;
         for (size_t k = 0; k < 1 + runs[0]->n_cpus; k++) {
+                pmugate_values *first = k == 0 ? &runs[0]->aggregate : &runs[0]->cpus[k - 1];
+
+                /* raw counts: the mean too, so that value / raw stays the mean scale */
+                for (size_t e = 0; e < runs[0]->n_events; e++) {
+                        double sum = 0.0;
+
+                        for (size_t i = 0; i < n; i++)
+                                sum += (double) (k == 0 ? runs[i]->aggregate.raw[e] : runs[i]->cpus[k - 1].raw[e]);
+                        first->raw[e] = (uint64_t) llround(sum / (double) n);
+                }
                 combine_values(runs, n, k, pick_count, runs[0]->n_events);
                 combine_values(runs, n, k, pick_metric, runs[0]->n_metrics);
         }
