@@ -142,13 +142,13 @@ int main(int argc, char *argv[]) {
         c = pmugate_disconnect(c);
         (void) nanosleep(&(struct timespec) { .tv_nsec = 300 * 1000 * 1000 }, NULL);
         rss_after = daemon_rss_kib(pid);
-        printf("model %s, TopDown level %u, %zu CPUs, %u samples, %u event set%s\n", info->model_key, level, n,
-               samples, sets, sets == 1 ? "" : "s");
+        printf("model %s, TopDown level %u, %zu CPUs, %u samples, %u event set%s\n", info->model_key, level,
+               n, samples, sets, sets == 1 ? "" : "s");
         printf("per sample:   wall %.3f ms, client CPU %.3f ms (%.2f us per CPU)\n", wall * 1e3, cpu * 1e3,
                cpu * 1e6 / (double) n);
         printf("round trips:  %zu per sample\n", chunks);
-        printf("daemon RSS:   idle %ld KiB, measuring %ld KiB, stopped %ld KiB, client gone %ld KiB\n", rss_idle,
-               rss_running, rss_stopped, rss_after);
+        printf("daemon RSS:   idle %ld KiB, measuring %ld KiB, stopped %ld KiB, client gone %ld KiB\n",
+               rss_idle, rss_running, rss_stopped, rss_after);
         pmugate_info_free(info);
         free(cpus);
         return r < 0 ? 1 : 0;

@@ -26,7 +26,8 @@ static const struct {
         { "topdown-fe-bound", "Slots the frontend left empty (PERF_METRICS byte 2 times TOPDOWN.SLOTS)" },
         { "topdown-be-bound", "Slots stalled by the backend (PERF_METRICS byte 3 times TOPDOWN.SLOTS)" },
         { "topdown-heavy-ops", "Slots retiring heavy operations (PERF_METRICS byte 4 times TOPDOWN.SLOTS)" },
-        { "topdown-br-mispredict", "Slots wasted by branch mispredictions (PERF_METRICS byte 5 times TOPDOWN.SLOTS)" },
+        { "topdown-br-mispredict",
+         "Slots wasted by branch mispredictions (PERF_METRICS byte 5 times TOPDOWN.SLOTS)" },
         { "topdown-fetch-lat", "Slots lost to fetch latency (PERF_METRICS byte 6 times TOPDOWN.SLOTS)" },
         { "topdown-mem-bound", "Slots stalled on memory (PERF_METRICS byte 7 times TOPDOWN.SLOTS)" },
         { "INST_RETIRED.ANY", "Instructions retired (fixed counter 0)" },
@@ -81,7 +82,8 @@ static const char *libpfm_description(const char *model, const char *name) {
         for (int a = 0; a < info.nattrs; a++) {
                 pfm_event_attr_info_t attr = { .size = sizeof(attr) };
 
-                if (pfm_get_event_attr_info(idx, a, PFM_OS_NONE, &attr) == PFM_SUCCESS && attr.type == PFM_ATTR_UMASK &&
+                if (pfm_get_event_attr_info(idx, a, PFM_OS_NONE,
+                                            &attr) == PFM_SUCCESS && attr.type == PFM_ATTR_UMASK &&
                     attr.name && strcasecmp(attr.name, umask) == 0)
                         return attr.desc ?: info.desc;
         }
@@ -144,7 +146,8 @@ int event_list(const char *model, EventListFunc fn, void *userdata) {
 
                 if (!(table[i].models & bit))
                         continue;
-                description = table_description(table[i].name) ?: libpfm_description(model, table[i].name) ?: "";
+                description = table_description(table[i].name) ?: libpfm_description(model,
+                                                                                     table[i].name) ?: "";
                 r = fn(table[i].name, description, EVENT_LIST_TABLE, userdata);
                 if (r < 0)
                         return r;
@@ -164,7 +167,8 @@ size_t event_name_distance(const char *a, const char *b) {
                 row[0] = i;
                 for (size_t j = 1; j <= m; j++) {
                         size_t above = row[j];
-                        size_t cost = tolower((unsigned char) a[i - 1]) == tolower((unsigned char) b[j - 1]) ? 0 : 1;
+                        bool same = tolower((unsigned char) a[i - 1]) == tolower((unsigned char) b[j - 1]);
+                        size_t cost = same ? 0 : 1;
                         size_t best = diagonal + cost;
 
                         if (above + 1 < best)
@@ -225,7 +229,8 @@ void event_suggest(const char *model, const char *name, char *buf, size_t size) 
 
                 if (s.distances[k] > limit)
                         break;
-                w = snprintf(buf + n, size - (size_t) n, "%s%s", shown == 0 ? " (did you mean " : ", ", s.names[k]);
+                w = snprintf(buf + n, size - (size_t) n, "%s%s", shown == 0 ? " (did you mean " : ", ",
+                             s.names[k]);
                 if (w < 0 || (size_t) w >= size - (size_t) n)
                         break;
                 n += w;

@@ -19,7 +19,8 @@ typedef enum EventListSource {
 } EventListSource;
 
 /* Called once per event; a negative return stops the walk and is returned. */
-typedef int (*EventListFunc)(const char *name, const char *description, EventListSource source, void *userdata);
+typedef int (*EventListFunc)(const char *name, const char *description, EventListSource source,
+                             void *userdata);
 
 /* Walks the model's events: perf's generic names, pmugate's table, then libpfm4's events as
  * EVENT.UMASK (when libpfm4 has the model's PMU active) that the table does not already name. */

@@ -142,8 +142,8 @@ static int libpfm_name(const char *pmu, const char *name, char *buf, size_t size
 }
 
 /* name is the upper-case spelling looked up; shown is the user's, for reasons. */
-static int resolve_libpfm(const char *model, const char *name, const char *shown, EventDesc *d, char *reterr_reason,
-                          size_t reason_size) {
+static int resolve_libpfm(const char *model, const char *name, const char *shown, EventDesc *d,
+                          char *reterr_reason, size_t reason_size) {
         const char *pmu = event_libpfm_pmu(model);
         char spec[EVENT_NAME_MAX + 16];
         uint64_t codes[LIBPFM_CODES_MAX] = {};
@@ -159,18 +159,20 @@ static int resolve_libpfm(const char *model, const char *name, const char *shown
         if (!event_libpfm_ready(model)) {
                 event_suggest(model, shown, hint, sizeof(hint));
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
-                                   "unknown event '%s' for %s%s (pmugate's table does not list it, and libpfm4 has no "
-                                   "active %s PMU: set LIBPFM_FORCE_PMU=%s to use its event list)", shown, model,
-                                   hint, model, pmu ?: model);
+                                   "unknown event '%s' for %s%s (pmugate's table does not list it, and "
+                                   "libpfm4 has no active %s PMU: set LIBPFM_FORCE_PMU=%s to use its "
+                                   "event list)",
+                                   shown, model, hint, model, pmu ?: model);
         }
         if (libpfm_name(pmu, name, spec, sizeof(spec)) < 0)
-                return reason_fail(reterr_reason, reason_size, -EINVAL, "event name '%s' is too long", shown);
+                return reason_fail(reterr_reason, reason_size, -EINVAL, "event name '%s' is too long",
+                                   shown);
         r = pfm_get_os_event_encoding(spec, PFM_PLM0 | PFM_PLM3, PFM_OS_NONE, &arg);
         if (r != PFM_SUCCESS) {
                 event_suggest(model, shown, hint, sizeof(hint));
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
-                                   "unknown event '%s' for %s%s; 'pmugate list events' shows them all", shown, model,
-                                   hint);
+                                   "unknown event '%s' for %s%s; 'pmugate list events' shows them all",
+                                   shown, model, hint);
         }
         if (arg.count != 1)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
@@ -254,8 +256,8 @@ static int apply_modifier(EventDesc *d, const char *mod, bool *ret_filtered, cha
 /* Resolves the event part of a name, case-insensitively and with perf's generic names, and
  * writes its one spelling to canonical (EVENT_NAME_MAX): the table's, libpfm4's upper case, or
  * "r" and lower-case hex. */
-static int resolve_base(const char *model, const char *base, EventDesc *d, char *canonical, char *reterr_reason,
-                        size_t reason_size) {
+static int resolve_base(const char *model, const char *base, EventDesc *d, char *canonical,
+                        char *reterr_reason, size_t reason_size) {
         const EventTableEntry *e;
         uint64_t raw;
         int r;
@@ -337,8 +339,8 @@ int event_resolve(const char *model, const char *text, EventDesc *ret, char *ret
                 if (r < 0)
                         return r;
                 if (n + 1 + strlen(mod) >= sizeof(canonical))
-                        return reason_fail(reterr_reason, reason_size, -EINVAL, "event name '%s' is too long",
-                                           text);
+                        return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                           "event name '%s' is too long", text);
                 canonical[n++] = ':';
                 for (size_t i = 0; mod[i]; i++)
                         canonical[n++] = (char) tolower((unsigned char) mod[i]);

@@ -109,7 +109,8 @@ static int list_dir(const char *dir, const char *model, Listed *l, GroupListFunc
         return r < 0 ? r : 0;
 }
 
-int group_list(const char *model, GroupListFunc fn, void (*bad)(const char *path, const char *reason, void *userdata),
+int group_list(const char *model, GroupListFunc fn, void (*bad)(const char *path, const char *reason,
+                                                                void *userdata),
                void *userdata) {
         char dirs[GROUP_SEARCH_DIRS_MAX][GROUP_PATH_MAX];
         _cleanup_free_ char (*names)[GROUP_NAME_MAX] = calloc(LISTED_MAX, GROUP_NAME_MAX);

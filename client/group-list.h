@@ -14,5 +14,6 @@ typedef int (*GroupListFunc)(const Group *g, void *userdata);
  * then its top-level ones, a name (case-insensitive) counted where it is first found, as
  * group_load() would. Files for other models are left out; a file that does not parse is
  * passed to bad (may be NULL) with its reason. Returns 0 or the first negative fn return. */
-int group_list(const char *model, GroupListFunc fn, void (*bad)(const char *path, const char *reason, void *userdata),
+int group_list(const char *model, GroupListFunc fn, void (*bad)(const char *path, const char *reason,
+                                                                void *userdata),
                void *userdata);

@@ -81,7 +81,8 @@ int measure_plan_registers(pmugate_measure *m) {
 /* GLOBAL_CTRL of each CPU, with (tsc) its TSC read right after: the same one operation from
  * the edge of the CPU's counting window when the counters stop and when they start, whatever
  * the position of the CPU in the batch, so that the readings time the window itself. */
-static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value, bool tsc) {
+static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value,
+                      bool tsc) {
         for (size_t i = first; i < first + n; i++) {
                 int r = pmugate_batch_write_msr_bits(b, m->cpus[i], MSR_GLOBAL_CTRL, value, m->owned_global);
 

@@ -57,8 +57,9 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
                         int rotate_from, int *ret_sweep);
 
 /* Where the j-th CPU's TSC readings of a batch built for n CPUs are, or -1 when it has none. */
-static inline void measure_tsc_results(const pmugate_measure *m, const pmugate_batch *b, BatchKind kind, size_t n,
-                                       size_t j, int *ret_before, int *ret_after) {
+static inline void measure_tsc_results(const pmugate_measure *m, const pmugate_batch *b, BatchKind kind,
+                                       size_t n, size_t j, int *ret_before, int *ret_after) {
         *ret_before = m->read_tsc && kind != BATCH_START ? (int) (2 * j + 1) : -1;
-        *ret_after = m->read_tsc && kind != BATCH_STOP ? (int) (pmugate_batch_size(b) - 2 * n + 2 * j + 1) : -1;
+        *ret_after = m->read_tsc && kind != BATCH_STOP ? (int) (pmugate_batch_size(b) - 2 * n + 2 * j + 1) :
+                                                         -1;
 }

@@ -47,8 +47,8 @@ static int condition_holds(const pmugate_measure *m, const char *condition, bool
         return 0;
 }
 
-static int add_event(pmugate_measure *m, const char *name, const char *condition, bool pinned, char *reterr_reason,
-                     size_t reason_size) {
+static int add_event(pmugate_measure *m, const char *name, const char *condition, bool pinned,
+                     char *reterr_reason, size_t reason_size) {
         MeasureEvent *e;
         bool usr = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_USER);
         bool os = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_KERNEL);
@@ -66,7 +66,8 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         /* by the one spelling: "cycles" and "cpu_clk_unhalted.thread" are the same event */
         for (size_t i = 0; i < m->n_events; i++)
                 if (strcmp(m->events[i].desc.name, e->desc.name) == 0)
-                        return reason_fail(reterr_reason, reason_size, -EINVAL, "event %s is listed twice%s%s%s",
+                        return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                           "event %s is listed twice%s%s%s",
                                            e->desc.name, strcmp(name, e->desc.name) != 0 ? " (as " : "",
                                            strcmp(name, e->desc.name) != 0 ? name : "",
                                            strcmp(name, e->desc.name) != 0 ? ")" : "");
@@ -220,8 +221,8 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
 
                         /* an included group's events (TopDown level 1 under level 2) stay counted
                          * in every event set, so that the base is exact however the rest rotates */
-                        r = add_event(m, g->events[i].name, g->events[i].condition, g->events[i].included, reason,
-                                      sizeof(reason));
+                        r = add_event(m, g->events[i].name, g->events[i].condition, g->events[i].included,
+                                      reason, sizeof(reason));
                         if (r < 0)
                                 return reason_fail(reterr_reason, reason_size, r, "%s: %s", g->path, reason);
                 }

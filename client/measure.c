@@ -187,8 +187,8 @@ static int build_sample_batches(pmugate_measure *m) {
 static size_t ops_per_cpu(const pmugate_measure *m) {
         const Schedule *s = m->schedule;
 
-        return 2 + (m->read_tsc ? 2 : 0) + m->n_sweep_regs + 2 * (size_t) __builtin_popcount(s->gp_used) + 1 +
-               (size_t) __builtin_popcount(s->fixed_used) + (s->perf_metrics ? 1 : 0);
+        return 2 + (m->read_tsc ? 2 : 0) + m->n_sweep_regs + 2 * (size_t) __builtin_popcount(s->gp_used) +
+               1 + (size_t) __builtin_popcount(s->fixed_used) + (s->perf_metrics ? 1 : 0);
 }
 
 static int allocate_batches(pmugate_measure *m) {

@@ -150,7 +150,8 @@ static int place_gp(const EventDesc *events, size_t i, uint32_t available, Sched
 
 /* Puts the pinned GP events in set 0, where every later set starts from, when they fit one set
  * and leave a counter for the rest; returns whether they did. */
-static bool place_pinned(const EventDesc *events, size_t n_events, uint32_t available, Schedule *s, SetBuilder *b) {
+static bool place_pinned(const EventDesc *events, size_t n_events, uint32_t available, Schedule *s,
+                         SetBuilder *b) {
         int owner[GP_COUNTERS_MAX];
         size_t n = 0;
 
@@ -250,7 +251,8 @@ int schedule_build(const EventDesc *events, size_t n_events, const ScheduleLimit
                                         s->placements[e].counter = c;
                                 s->placements[e].set_counter[set] = (int8_t) c;
                         } else
-                                s->placements[e] = (Placement) { .kind = PLACE_GP, .counter = c, .set = set };
+                                s->placements[e] = (Placement) { .kind = PLACE_GP, .counter = c,
+                                                                .set = set };
                         s->gp_used |= UINT32_C(1) << c;
                 }
         pick_timebase(limits, s);

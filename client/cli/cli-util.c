@@ -17,8 +17,9 @@ int cli_connect(const char *socket_path, pmugate **ret) {
 
         /* the running program's own name: one prefix per program */
         if (r == -ENOENT || r == -ECONNREFUSED)
-                fprintf(stderr, "%s: cannot connect to %s: %s (is pmugated running? try 'systemctl start pmugated.socket')\n",
-                        program_invocation_short_name, path, pmugate_strerror(r));
+                fprintf(stderr,
+                        "%s: cannot connect to %s: %s (is pmugated running? try 'systemctl start "
+                        "pmugated.socket')\n", program_invocation_short_name, path, pmugate_strerror(r));
         else if (r < 0)
                 fprintf(stderr, "%s: cannot connect to %s: %s\n", program_invocation_short_name, path,
                         pmugate_strerror(r));

@@ -107,14 +107,15 @@ static int compare_physical_first(const void *a, const void *b) {
         return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
 }
 
-static int domain_open(const pmugate_info *info, const char *text, size_t len, Domain *d, char *reason, size_t size) {
+static int domain_open(const pmugate_info *info, const char *text, size_t len, Domain *d, char *reason,
+                       size_t size) {
         _cleanup_free_ const pmugate_cpu **members = NULL;
         char *end;
         long index = 0;
 
         *d = (Domain) { .index = -1 };
-        (void) snprintf(d->text, sizeof(d->text), "%.*s", (int) (len < sizeof(d->text) ? len : sizeof(d->text) - 1),
-                        text);
+        (void) snprintf(d->text, sizeof(d->text), "%.*s",
+                        (int) (len < sizeof(d->text) ? len : sizeof(d->text) - 1), text);
         if (len == 0 || strchr("NSCM", text[0]) == NULL)
                 return fail(reason, size, -EINVAL, "'%s' is not a domain (N, S<n>, C<n> or M<n>)", d->text);
         d->kind = text[0];
@@ -126,8 +127,8 @@ static int domain_open(const pmugate_info *info, const char *text, size_t len, D
                 index = strtol(text + 1, &end, 10);
                 if (len == 1 || errno != 0 || end != text + len || index < 0 || index > INT32_MAX ||
                     text[1] < '0' || text[1] > '9')
-                        return fail(reason, size, -EINVAL, "'%s' needs a domain number, such as %c0", d->text,
-                                    d->kind);
+                        return fail(reason, size, -EINVAL, "'%s' needs a domain number, such as %c0",
+                                    d->text, d->kind);
         }
         d->index = (int) index;
         members = calloc(info->n_cpus ?: 1, sizeof(*members));
@@ -138,8 +139,10 @@ static int domain_open(const pmugate_info *info, const char *text, size_t len, D
                 if (info->cpus[i].online && in_domain(d, &info->cpus[i]))
                         members[d->n++] = &info->cpus[i];
         if (d->n == 0)
-                return fail(reason, size, -ENXIO, "this machine has no %s %d (or none of its CPUs is online)",
-                            d->kind == 'S' ? "socket" : d->kind == 'C' ? "cache domain" : "memory domain", d->index);
+                return fail(reason, size, -ENXIO,
+                            "this machine has no %s %d (or none of its CPUs is online)",
+                            d->kind == 'S' ? "socket" : d->kind == 'C' ? "cache domain" : "memory domain",
+                            d->index);
         qsort(members, d->n, sizeof(*members), compare_physical_first);
         for (size_t i = 0; i < d->n; i++)
                 d->cpus[i] = members[i]->cpu;
@@ -190,8 +193,8 @@ static int add_item(Selection *s, const pmugate_info *info, const Domain *d, con
 
                 if (d->kind != 0) {
                         if (v >= d->n)
-                                return fail(reason, size, -ENXIO, "%s:%s: %s has %zu CPUs (%s:0-%zu)", d->text, item,
-                                            d->text, d->n, d->text, d->n - 1);
+                                return fail(reason, size, -ENXIO, "%s:%s: %s has %zu CPUs (%s:0-%zu)",
+                                            d->text, item, d->text, d->n, d->text, d->n - 1);
                         cpu = d->cpus[v];
                 } else {
                         char online[LIST_TEXT_MAX];
@@ -205,8 +208,8 @@ static int add_item(Selection *s, const pmugate_info *info, const Domain *d, con
                         cpu = (uint32_t) v;
                 }
                 if (cpu >= PMUGATE_CPUS_MAX)
-                        return fail(reason, size, -EINVAL, "CPU %" PRIu32 " is past the last CPU pmugate describes",
-                                    cpu);
+                        return fail(reason, size, -EINVAL,
+                                    "CPU %" PRIu32 " is past the last CPU pmugate describes", cpu);
                 r = select_cpu(s, cpu);
                 if (r < 0)
                         return r;
@@ -219,8 +222,8 @@ static void domain_done(Domain *d) {
         d->cpus = NULL;
 }
 
-int cpu_expr_parse(const char *text, const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n, char *reterr_reason,
-                   size_t reason_size) {
+int cpu_expr_parse(const char *text, const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n,
+                   char *reterr_reason, size_t reason_size) {
         _cleanup_free_ char *buf = NULL;
         _cleanup_free_ bool *seen = NULL;
         Selection s = {};
@@ -239,7 +242,8 @@ int cpu_expr_parse(const char *text, const pmugate_info *info, uint32_t **ret_cp
         s.seen = seen;
         /* '@' and ',' both separate; an item with a colon opens a domain that the items after
          * it count in, until the next domain */
-        for (char *item = strtok_r(buf, "@,", &saveptr); item && r >= 0; item = strtok_r(NULL, "@,", &saveptr)) {
+        for (char *item = strtok_r(buf, "@,", &saveptr); item && r >= 0;
+             item = strtok_r(NULL, "@,", &saveptr)) {
                 char *colon = strchr(item, ':');
 
                 if (item[0] == ' ' || item[strlen(item) - 1] == ' ') {
@@ -279,7 +283,8 @@ static bool listed_in(const uint32_t *cpus, size_t n, uint32_t cpu) {
         return false;
 }
 
-static int own_cpus(const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n, char *reason, size_t size) {
+static int own_cpus(const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n, char *reason,
+                    size_t size) {
         _cleanup_free_ uint32_t *cpus = calloc(info->n_cpus ?: 1, sizeof(uint32_t));
         size_t n = 0;
         cpu_set_t set;
@@ -287,21 +292,23 @@ static int own_cpus(const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n
         if (!cpus)
                 return -ENOMEM;
         if (sched_getaffinity(0, sizeof(set), &set) < 0)
-                return fail(reason, size, -EINVAL, "cannot read the CPUs this process may run on: %s; give -c",
-                            strerror(errno));
+                return fail(reason, size, -EINVAL,
+                            "cannot read the CPUs this process may run on: %s; give -c", strerror(errno));
         for (size_t i = 0; i < info->n_cpus; i++)
-                if (info->cpus[i].online && info->cpus[i].cpu < CPU_SETSIZE && CPU_ISSET(info->cpus[i].cpu, &set))
+                if (info->cpus[i].online && info->cpus[i].cpu < CPU_SETSIZE &&
+                    CPU_ISSET(info->cpus[i].cpu, &set))
                         cpus[n++] = info->cpus[i].cpu;
         if (n == 0)
-                return fail(reason, size, -ENXIO, "none of the CPUs this process may run on is online on the "
+                return fail(reason, size, -ENXIO,
+                            "none of the CPUs this process may run on is online on the "
                             "daemon's machine; give -c CPUS (such as N: for all)");
         *ret_cpus = TAKE_PTR(cpus);
         *ret_n = n;
         return 0;
 }
 
-int cpu_select(const char *opt, const char *text, const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n,
-               char *reterr_reason, size_t reason_size) {
+int cpu_select(const char *opt, const char *text, const pmugate_info *info, uint32_t **ret_cpus,
+               size_t *ret_n, char *reterr_reason, size_t reason_size) {
         _cleanup_free_ uint32_t *cpus = NULL, *outside = NULL;
         char inner[CPU_EXPR_REASON_MAX] = "", list[LIST_TEXT_MAX], job_list[LIST_TEXT_MAX];
         size_t n = 0, n_outside = 0;
@@ -318,8 +325,9 @@ int cpu_select(const char *opt, const char *text, const pmugate_info *info, uint
         }
         if (info->scoped) {
                 if (info->n_scope_cpus == 0)
-                        return fail(reterr_reason, reason_size, -EACCES, "you have no job on this machine that "
-                                    "pmugate may measure: %s", info->scope_reason[0] ? info->scope_reason : "no grant");
+                        return fail(reterr_reason, reason_size, -EACCES,
+                                    "you have no job on this machine that pmugate may measure: %s",
+                                    info->scope_reason[0] ? info->scope_reason : "no grant");
                 outside = calloc(n, sizeof(uint32_t));
                 if (!outside)
                         return -ENOMEM;
@@ -329,12 +337,14 @@ int cpu_select(const char *opt, const char *text, const pmugate_info *info, uint
                 if (n_outside > 0) {
                         if (cpulist_format(outside, n_outside, list, sizeof(list)) < 0)
                                 (void) snprintf(list, sizeof(list), "%zu of them", n_outside);
-                        if (cpulist_format(info->scope_cpus, info->n_scope_cpus, job_list, sizeof(job_list)) < 0)
+                        if (cpulist_format(info->scope_cpus, info->n_scope_cpus, job_list,
+                                           sizeof(job_list)) < 0)
                                 (void) snprintf(job_list, sizeof(job_list), "%zu CPUs", info->n_scope_cpus);
-                        return fail(reterr_reason, reason_size, -EACCES, "%s%s%s: CPU%s %s %s not in your job (job %s "
+                        return fail(reterr_reason, reason_size, -EACCES,
+                                    "%s%s%s: CPU%s %s %s not in your job (job %s "
                                     "has CPUs %s)", text ? opt : "your CPUs", text ? " " : "", text ?: "",
-                                    n_outside == 1 ? "" : "s", list, n_outside == 1 ? "is" : "are", info->scope_job,
-                                    job_list);
+                                    n_outside == 1 ? "" : "s", list, n_outside == 1 ? "is" : "are",
+                                    info->scope_job, job_list);
                 }
         }
         *ret_cpus = TAKE_PTR(cpus);

@@ -21,13 +21,13 @@
  * Parts join with '@' or ','. The CPUs come out in the order given, each once. Returns 0,
  * -EINVAL with a reason for bad syntax, -ENXIO with a reason for a CPU or domain the machine
  * lacks (or has offline), -ENOMEM. */
-int cpu_expr_parse(const char *text, const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n, char *reterr_reason,
-                   size_t reason_size);
+int cpu_expr_parse(const char *text, const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n,
+                   char *reterr_reason, size_t reason_size);
 
 /* The CPUs a measurement covers: text parsed by cpu_expr_parse() (opt names the option, "-c"
  * or "-C", in reasons), or without text the caller's own CPUs (its affinity, which under
  * Slurm is the job's cpuset) that are online on the daemon's machine. In job mode every CPU
  * must be one of the caller's job. Returns 0, or with a reason -EINVAL (syntax), -ENXIO (not
  * on this machine) or -EACCES (not in the caller's job). */
-int cpu_select(const char *opt, const char *text, const pmugate_info *info, uint32_t **ret_cpus, size_t *ret_n,
-               char *reterr_reason, size_t reason_size);
+int cpu_select(const char *opt, const char *text, const pmugate_info *info, uint32_t **ret_cpus,
+               size_t *ret_n, char *reterr_reason, size_t reason_size);

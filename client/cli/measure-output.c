@@ -19,8 +19,8 @@
 
 int output_format_from_string(const char *s, OutputFormat *ret) {
         static const char *const names[] = {
-                [OUTPUT_TABLE] = "table", [OUTPUT_CSV] = "csv", [OUTPUT_JSON] = "json", [OUTPUT_JSONL] = "jsonl",
-                [OUTPUT_JSON_DOCUMENT] = "json-doc",
+                [OUTPUT_TABLE] = "table", [OUTPUT_CSV] = "csv", [OUTPUT_JSON] = "json",
+                [OUTPUT_JSONL] = "jsonl", [OUTPUT_JSON_DOCUMENT] = "json-doc",
         };
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
@@ -107,7 +107,8 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
                 for (size_t k = 0; k < n_columns; k++) {
                         char value[NUMBER_MAX];
 
-                        format_metric(output_metric_value(r, column(r, k), i), mi->unit, value, sizeof(value));
+                        format_metric(output_metric_value(r, column(r, k), i), mi->unit, value,
+                                      sizeof(value));
                         fprintf(ctx->file, " %*s", COLUMN_WIDTH, value);
                 }
                 fprintf(ctx->file, "  %s", mi->name);
@@ -127,7 +128,8 @@ static void write_title(OutputContext *ctx) {
         const pmugate_info *info = ctx->info;
 
         fprintf(ctx->file, "\n Performance counter stats for CPUs %s (%s%s)", ctx->cpu_list,
-                info->model_label[0] ? info->model_label : info->model_key, info->simulated ? ", simulated PMU" : "");
+                info->model_label[0] ? info->model_label : info->model_key,
+                info->simulated ? ", simulated PMU" : "");
         if (ctx->level > 0)
                 fprintf(ctx->file, ": TopDown level %u", ctx->level);
         else
@@ -194,7 +196,8 @@ static void write_interval_line(OutputContext *ctx, const pmugate_result *r) {
                         if (!isfinite(x))
                                 (void) snprintf(value, sizeof(value), "n/a");
                         else if (r->n_metrics > 0)
-                                (void) snprintf(value, sizeof(value), "%.*f", is_percent(&r->metrics[c]) ? 1 : 3, x);
+                                (void) snprintf(value, sizeof(value), "%.*f",
+                                                is_percent(&r->metrics[c]) ? 1 : 3, x);
                         else
                                 (void) snprintf(value, sizeof(value), "%.0f", x);
                         fprintf(ctx->file, " %*s", interval_column_width(name), value);
@@ -232,7 +235,8 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
 
                         /* the aggregate count spans the label column, so values line up */
                         format_count(column(r, k)->counts[e], value, sizeof(value));
-                        fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + COLUMN_WIDTH : COLUMN_WIDTH, value);
+                        fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + COLUMN_WIDTH : COLUMN_WIDTH,
+                                value);
                 }
                 fprintf(ctx->file, "  %s", r->events[e]);
                 /* as perf: the share of the time the event was on a counter */
@@ -256,12 +260,14 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
                 fprintf(ctx->file, ", %u event sets multiplexed", r->event_sets);
         fprintf(ctx->file, ")\n");
         if (ctx->runs > 1)
-                fprintf(ctx->file, " means over %u runs of the command, with the standard deviation\n", ctx->runs);
+                fprintf(ctx->file, " means over %u runs of the command, with the standard deviation\n",
+                        ctx->runs);
         if (ctx->command && ctx->exit_status >= 0)
-                fprintf(ctx->file, " command '%s' exited with status %d\n", ctx->command[0], ctx->exit_status);
+                fprintf(ctx->file, " command '%s' exited with status %d\n", ctx->command[0],
+                        ctx->exit_status);
         if (ctx->interrupted)
-                fprintf(ctx->file, " INTERRUPTED by %s: the counts cover %.3f s%s\n", ctx->interrupted, r->elapsed,
-                        ctx->duration > 0 ? " of the time asked for" : "");
+                fprintf(ctx->file, " INTERRUPTED by %s: the counts cover %.3f s%s\n", ctx->interrupted,
+                        r->elapsed, ctx->duration > 0 ? " of the time asked for" : "");
         fputc('\n', ctx->file);
 }
 
@@ -321,7 +327,8 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
                         csv_text(ctx->file, r->metrics[i].unit);
                         fprintf(ctx->file, ",,,");
                         if (ctx->stddev)
-                                csv_value(ctx->file, output_metric_value(ctx->stddev, column(ctx->stddev, k), i));
+                                csv_value(ctx->file, output_metric_value(ctx->stddev, column(ctx->stddev, k),
+                                                                         i));
                         fputc('\n', ctx->file);
                 }
         }
@@ -348,7 +355,8 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
                 json_object_object_add(counts, r->events[e], c);
         }
         for (size_t i = 0; i < r->n_metrics; i++)
-                json_object_object_add(metrics, r->metrics[i].name, json_number(output_metric_value(r, v, i)));
+                json_object_object_add(metrics, r->metrics[i].name, json_number(output_metric_value(r, v,
+                                                                                                    i)));
         json_object_object_add(o, "counts", counts);
         json_object_object_add(o, "metrics", metrics);
         if (sd) {
@@ -356,8 +364,8 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
 
                 for (size_t i = 0; i < r->n_metrics; i++)
                         json_object_object_add(spread, r->metrics[i].name,
-                                               json_number(is_percent(&r->metrics[i]) ? 100.0 * sd->metrics[i] :
-                                                           sd->metrics[i]));
+                                               json_number(is_percent(&r->metrics[i]) ?
+                                                           100.0 * sd->metrics[i] : sd->metrics[i]));
                 json_object_object_add(o, "metrics_stddev", spread);
         }
         return o;
@@ -397,7 +405,8 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
         json_object_object_add(root, "aggregate", json_values(r, &r->aggregate,
                                                               ctx->stddev ? &ctx->stddev->aggregate : NULL));
         for (size_t i = 0; i < r->n_cpus; i++)
-                json_object_array_add(per_cpu, json_values(r, &r->cpus[i], ctx->stddev ? &ctx->stddev->cpus[i] : NULL));
+                json_object_array_add(per_cpu, json_values(r, &r->cpus[i],
+                                                           ctx->stddev ? &ctx->stddev->cpus[i] : NULL));
         json_object_object_add(root, "per_cpu", per_cpu);
         if (ctx->runs > 1)
                 json_object_object_add(root, "runs", json_object_new_int((int) ctx->runs));
@@ -422,7 +431,8 @@ static json_object *json_document(OutputContext *ctx) {
 
         json_object_object_add(root, "kind", json_object_new_string(ctx->kind));
         json_object_object_add(root, "model", json_object_new_string(ctx->info->model_key));
-        json_object_object_add(root, "interrupted", ctx->interrupted ? json_object_new_string(ctx->interrupted) : NULL);
+        json_object_object_add(root, "interrupted",
+                               ctx->interrupted ? json_object_new_string(ctx->interrupted) : NULL);
         json_object_object_add(root, "intervals", ctx->intervals ? json_object_get(ctx->intervals) :
                                json_object_new_array());
         return root;
@@ -485,8 +495,8 @@ static void combine(double *const *x, size_t n) {
                 *x[1] = sqrt(sum / (double) (n - 1));
 }
 
-static void combine_values(pmugate_result *const *runs, size_t n, size_t column, double *(*pick)(pmugate_values *, size_t),
-                           size_t count) {
+static void combine_values(pmugate_result *const *runs, size_t n, size_t column,
+                           double *(*pick)(pmugate_values *, size_t), size_t count) {
         double *x[OUTPUT_RUNS_MAX];
 
         for (size_t j = 0; j < count; j++) {
@@ -521,7 +531,8 @@ int output_combine_runs(pmugate_result *const *runs, size_t n) {
                         double sum = 0.0;
 
                         for (size_t i = 0; i < n; i++)
-                                sum += (double) (k == 0 ? runs[i]->aggregate.raw[e] : runs[i]->cpus[k - 1].raw[e]);
+                                sum += (double) (k == 0 ? runs[i]->aggregate.raw[e] :
+                                                          runs[i]->cpus[k - 1].raw[e]);
                         first->raw[e] = (uint64_t) llround(sum / (double) n);
                 }
                 combine_values(runs, n, k, pick_count, runs[0]->n_events);

@@ -32,7 +32,9 @@ static const char *job_id(void) {
 }
 
 static const char *rank(void) {
-        static const char *const names[] = { "SLURM_PROCID", "PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK" };
+        static const char *const names[] = {
+                "SLURM_PROCID", "PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK",
+        };
 
         return first_env(names, ELEMENTSOF(names), "0");
 }
@@ -50,7 +52,8 @@ static int append(char *buf, size_t size, size_t *at, const char *text, bool san
         return 0;
 }
 
-int output_path_expand(const char *pattern, char *buf, size_t size, char *reterr_reason, size_t reason_size) {
+int output_path_expand(const char *pattern, char *buf, size_t size, char *reterr_reason,
+                       size_t reason_size) {
         char host[HOST_MAX], pid[32];
         size_t at = 0;
         int r = 0;
@@ -89,8 +92,8 @@ int output_path_expand(const char *pattern, char *buf, size_t size, char *reterr
                 default:
                         if (reterr_reason && reason_size > 0)
                                 (void) snprintf(reterr_reason, reason_size,
-                                                "-o %s: '%%%.1s' is not %%h (host), %%p (pid), %%j (job), %%r (rank) "
-                                                "or %%%%", pattern, *p ? p : "");
+                                                "-o %s: '%%%.1s' is not %%h (host), %%p (pid), %%j (job), "
+                                                "%%r (rank) or %%%%", pattern, *p ? p : "");
                         return -EINVAL;
                 }
         }

@@ -88,8 +88,8 @@ static void help_access(bool write) {
 }
 
 static int unknown_option(const char *verb, char *argv[]) {
-        fprintf(stderr, "pmugate: unknown option or missing value: %s (see 'pmugate %s --help')\n", argv[optind - 1],
-                verb);
+        fprintf(stderr, "pmugate: unknown option or missing value: %s (see 'pmugate %s --help')\n",
+                argv[optind - 1], verb);
         return -EINVAL;
 }
 
@@ -432,7 +432,8 @@ int main(int argc, char *argv[]) {
                         arg_socket = optarg;
                         break;
                 default:
-                        fprintf(stderr, "pmugate: unknown option or missing value: %s (see 'pmugate --help')\n",
+                        fprintf(stderr,
+                                "pmugate: unknown option or missing value: %s (see 'pmugate --help')\n",
                                 argv[optind - 1]);
                         return 2;
                 }

@@ -46,23 +46,28 @@ static void help_verb(const char *verb) {
         static const struct {
                 const char *verb, *usage, *text;
         } verbs[] = {
-                { "status", "status", "Clients, job grants, leases, counters another PMU user holds, and the\n"
-                  "audit log's recent refusals." },
-                { "grant", "grant --job ID --uid UID [--cpus LIST]", "Let UID measure on this node for job ID (a Slurm "
-                  "prolog does this). Without\n--cpus the job's cpuset cgroup decides which CPUs. A new grant "
-                  "for the same job\nreplaces the old one." },
-                { "revoke", "revoke --job ID", "End job ID's grant and its leases; the daemon restores every register "
-                  "they\nchanged (a Slurm epilog does this). Exits 0 also when there is nothing to revoke." },
-                { "reset", "reset [-c CPUS]", "Put the PMU of CPUS (default: all) back to a clean state: counters "
-                  "stopped\nand zeroed, except those another PMU user holds." },
-                { "reload", "reload", "Read the configuration and allowlists again; a bad file is refused and the "
-                  "old\nones stay." },
+                { "status", "status",
+                  "Clients, job grants, leases, counters another PMU user holds, and the audit\n"
+                  "log's recent refusals." },
+                { "grant", "grant --job ID --uid UID [--cpus LIST]",
+                  "Let UID measure on this node for job ID (a Slurm prolog does this). Without\n"
+                  "--cpus the job's cpuset cgroup decides which CPUs. A new grant for the same job\n"
+                  "replaces the old one." },
+                { "revoke", "revoke --job ID",
+                  "End job ID's grant and its leases; the daemon restores every register they\n"
+                  "changed (a Slurm epilog does this). Exits 0 also when there is nothing to revoke." },
+                { "reset", "reset [-c CPUS]",
+                  "Put the PMU of CPUS (default: all) back to a clean state: counters stopped and\n"
+                  "zeroed, except those another PMU user holds." },
+                { "reload", "reload",
+                  "Read the configuration and allowlists again; a bad file is refused and the old\n"
+                  "ones stay." },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (strcmp(verbs[i].verb, verb) == 0)
-                        printf("Usage: pmugatectl %s\n\n%s\n\n  -h --help    Show this help\n", verbs[i].usage,
-                               verbs[i].text);
+                        printf("Usage: pmugatectl %s\n\n%s\n\n  -h --help    Show this help\n",
+                               verbs[i].usage, verbs[i].text);
 }
 
 static int verb_status(pmugate *c) {
@@ -151,8 +156,9 @@ static int parse_args(int argc, char *argv[], Args *ret) {
                         a.cpus = optarg;
                         break;
                 default:
-                        fprintf(stderr, "pmugatectl: unknown option or missing value: %s (see 'pmugatectl %s --help')\n",
-                                argv[optind - 1], argv[0]);
+                        fprintf(stderr,
+                                "pmugatectl: unknown option or missing value: %s (see 'pmugatectl %s "
+                                "--help')\n", argv[optind - 1], argv[0]);
                         return -EINVAL;
                 }
         if (optind < argc) {
@@ -259,8 +265,9 @@ int main(int argc, char *argv[]) {
                         arg_socket = optarg;
                         break;
                 default:
-                        fprintf(stderr, "pmugatectl: unknown option or missing value: %s (see 'pmugatectl --help')\n",
-                                argv[optind - 1]);
+                        fprintf(stderr,
+                                "pmugatectl: unknown option or missing value: %s (see 'pmugatectl "
+                                "--help')\n", argv[optind - 1]);
                         return 2;
                 }
         if (optind >= argc) {

@@ -25,8 +25,9 @@ static bool info_may_write(const pmugate_info *info) {
 }
 
 static int print_info_json(const pmugate_info *info) {
-        json_object *root = json_object_new_object(), *cpu = json_object_new_object(), *caller = json_object_new_object();
-        json_object *cpus = json_object_new_array(), *units = json_object_new_array(), *regs = json_object_new_array();
+        json_object *root = json_object_new_object(), *cpu = json_object_new_object();
+        json_object *caller = json_object_new_object(), *cpus = json_object_new_array();
+        json_object *units = json_object_new_array(), *regs = json_object_new_array();
         char hex[32];
 
         json_object_object_add(root, "server", json_object_new_string(info->server));
@@ -155,10 +156,12 @@ static void print_info_text(const pmugate_info *info) {
         printf("Server:        %s (protocol %u)\n", info->server, info->protocol);
         printf("Backend:       %s%s\n", info->backend, info->simulated ? " (simulated PMU)" : "");
         printf("CPU:           %s %s (family %u model 0x%x stepping %u)\n", info->vendor,
-               info->model_label[0] ? info->model_label : "unknown model", info->family, info->model, info->stepping);
+               info->model_label[0] ? info->model_label : "unknown model", info->family, info->model,
+               info->stepping);
         printf("Model name:    %s\n", info->model_name);
         if (info->has_pmu)
-                printf("PMU:           version %u, %u general-purpose + %u fixed counters, %u bits, PERF_METRICS %s\n",
+                printf("PMU:           version %u, %u general-purpose + %u fixed counters, %u bits, "
+                       "PERF_METRICS %s\n",
                        info->pmu_version, info->gp_counters, info->fixed_counters, info->counter_width,
                        info->perf_metrics == 0 ? "no" : info->perf_metrics == 1 ? "L1" : "L1+L2");
         printf("CPUs online:   %s (%zu CPUs, %zu packages)\n", list, n_online, n_packages);
@@ -167,8 +170,8 @@ static void print_info_text(const pmugate_info *info) {
                 printf("  unit %-3u %s %04x:%04x package %d\n", info->units[i].index, info->units[i].bdf,
                        info->units[i].vendor, info->units[i].device, info->units[i].package);
         if (info->nmi_watchdog || info->foreign_fixed_mask || info->foreign_gp_mask)
-                printf("Foreign users: %s; fixed counters 0x%" PRIx64 " and general-purpose counters 0x%" PRIx64
-                       " are held by another PMU user\n",
+                printf("Foreign users: %s; fixed counters 0x%" PRIx64 " and general-purpose counters 0x%"
+                       PRIx64 " are held by another PMU user\n",
                        info->nmi_watchdog ? "kernel NMI watchdog" : "kernel perf", info->foreign_fixed_mask,
                        info->foreign_gp_mask);
         else
@@ -177,19 +180,22 @@ static void print_info_text(const pmugate_info *info) {
         printf("You:           uid %u, role %s, read %s, write %s\n", info->uid, info->role,
                info_may_read(info) ? "yes" : "no", info_may_write(info) ? "yes" : "no");
         if (info->scoped && info->n_scope_cpus == 0 && (info->may_read || info->may_write))
-                printf("               job mode: without a job granted on this machine you may neither read nor "
+                printf("               job mode: without a job granted on this machine you may neither read "
+                       "nor "
                        "write\n");
         if (info->rights_reason[0])
                 printf("               %s\n", info->rights_reason);
         if (info->scoped) {
                 char cpus[1024];
 
-                if (info->scope_job[0] && cpulist_format(info->scope_cpus, info->n_scope_cpus, cpus, sizeof(cpus)) >= 0)
+                if (info->scope_job[0] && cpulist_format(info->scope_cpus, info->n_scope_cpus, cpus,
+                                                         sizeof(cpus)) >= 0)
                         printf("Job:           %s, CPUs %s\n", info->scope_job, cpus);
                 else
                         printf("Job:           none: %s\n", info->scope_reason);
         }
-        printf("Registers:     %zu allowlist entries ('pmugate info --json' lists them)\n", info->n_registers);
+        printf("Registers:     %zu allowlist entries ('pmugate info --json' lists them)\n",
+               info->n_registers);
 }
 
 static void help_info(void) {
@@ -220,7 +226,8 @@ int verb_info(int argc, char *argv[], const char *socket_path) {
                         help_info();
                         return 0;
                 } else {
-                        fprintf(stderr, "pmugate: unknown option: %s (see 'pmugate info --help')\n", argv[optind - 1]);
+                        fprintf(stderr, "pmugate: unknown option: %s (see 'pmugate info --help')\n",
+                                argv[optind - 1]);
                         return 2;
                 }
         if (optind < argc) {

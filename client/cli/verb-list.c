@@ -70,8 +70,8 @@ static int show_metrics(const Group *g, void *userdata) {
                 if (m->helper)
                         continue;
                 (void) snprintf(name, sizeof(name), "%s/%s", g->name, m->name);
-                (void) snprintf(description, sizeof(description), "%s%s%s%s", m->label ?: "", m->unit ? " [" : "",
-                                m->unit ?: "", m->unit ? "]" : "");
+                (void) snprintf(description, sizeof(description), "%s%s%s%s", m->label ?: "",
+                                m->unit ? " [" : "", m->unit ?: "", m->unit ? "]" : "");
                 row(userdata, name, description);
         }
         return 0;
@@ -86,8 +86,10 @@ static int list_kind(const char *kind, const pmugate_info *info, ListContext *l)
         const char *model = info->model_key;
         int r = 0;
 
-        printf("%s%s for %s (%s):\n", l->shown > 0 ? "\n" : "",
-               strcmp(kind, "events") == 0 ? "Events" : strcmp(kind, "groups") == 0 ? "Groups" : "Metrics (GROUP/NAME)",
+        const char *title = strcmp(kind, "events") == 0 ? "Events" :
+                            strcmp(kind, "groups") == 0 ? "Groups" : "Metrics (GROUP/NAME)";
+
+        printf("%s%s for %s (%s):\n", l->shown > 0 ? "\n" : "", title,
                info->model_label[0] ? info->model_label : model, model);
         if (strcmp(kind, "events") == 0)
                 r = event_list(model, show_event, l);
@@ -111,7 +113,8 @@ int verb_list(int argc, char *argv[], const char *socket_path) {
                         help();
                         return 0;
                 }
-                fprintf(stderr, "pmugate: unknown option: %s (see 'pmugate list --help')\n", argv[optind - 1]);
+                fprintf(stderr, "pmugate: unknown option: %s (see 'pmugate list --help')\n",
+                        argv[optind - 1]);
                 return 2;
         }
         for (size_t i = 0; optind < argc && i < ELEMENTSOF(kinds); i++)
@@ -123,7 +126,9 @@ int verb_list(int argc, char *argv[], const char *socket_path) {
         if (optind < argc)
                 l.pattern = argv[optind++];
         if (optind < argc) {
-                fprintf(stderr, "pmugate: list takes [events|groups|metrics] [PATTERN] (see 'pmugate list --help')\n");
+                fprintf(stderr,
+                        "pmugate: list takes [events|groups|metrics] [PATTERN] (see 'pmugate list "
+                        "--help')\n");
                 return 2;
         }
         if (cli_connect(socket_path, &c) < 0)
@@ -132,7 +137,8 @@ int verb_list(int argc, char *argv[], const char *socket_path) {
         if (r < 0)
                 return cli_report("pmugate", c, r, "hello");
         if (!info->model_key[0]) {
-                fprintf(stderr, "pmugate: pmugate knows no events of this CPU model (%s)\n", info->model_name);
+                fprintf(stderr, "pmugate: pmugate knows no events of this CPU model (%s)\n",
+                        info->model_name);
                 pmugate_info_free(info);
                 return 1;
         }

@@ -49,13 +49,14 @@ static int parse_time(const char *s, uint64_t plain_unit_ns, uint64_t *ret) {
 
 static void help(bool topdown) {
         if (topdown)
-                printf("Usage: pmugate topdown [-l 1|2] [-C CPUS | -c CPUS] [-I INTERVAL] [-S DURATION] [-r N]\n"
-                       "                       [-O FORMAT] [-o FILE] [-A] [-- COMMAND ARGS...]\n"
+                printf("Usage: pmugate topdown [-l 1|2] [-C CPUS | -c CPUS] [-I INTERVAL] [-S DURATION]\n"
+                       "                       [-r N] [-O FORMAT] [-o FILE] [-A] [-- COMMAND ARGS...]\n"
                        "\n"
                        "Intel's TopDown analysis (level 1, or 2 with its children) on CPUs.\n");
         else
-                printf("Usage: pmugate stat -e EVENT,... | -g GROUP [-C CPUS | -c CPUS] [-I INTERVAL] [-S DURATION]\n"
-                       "                    [-r N] [-O FORMAT] [-o FILE] [-A] [-- COMMAND ARGS...]\n"
+                printf("Usage: pmugate stat -e EVENT,... | -g GROUP [-C CPUS | -c CPUS] [-I INTERVAL]\n"
+                       "                    [-S DURATION] [-r N] [-O FORMAT] [-o FILE] [-A]\n"
+                       "                    [-- COMMAND ARGS...]\n"
                        "\n"
                        "Count events, or a group of events and the formulas computed from them.\n");
         printf("\n"
@@ -67,18 +68,20 @@ static void help(bool topdown) {
         if (topdown)
                 printf("  -l --level=1|2        TopDown level (default 1)\n");
         else
-                printf("  -e --events=LIST      Events: Intel names (case-insensitive), perf's instructions,\n"
-                       "                        cycles, ref-cycles, branches, branch-misses, rHEX; :u :k :c=N :e :i\n"
-                       "  -g --group=NAME       A group ('pmugate list groups'), case-insensitive\n");
+                printf("  -e --events=LIST      Events: Intel names (any case), perf's instructions,\n"
+                       "                        cycles, ref-cycles, branches, branch-misses, rHEX;\n"
+                       "                        modifiers :u :k :c=N :e :i\n"
+                       "  -g --group=NAME       A group ('pmugate list groups'), any case\n");
         printf("  -C --cpu=CPUS         Pin COMMAND to CPUS and measure them\n"
                "  -c --cpus=CPUS        Measure CPUS (default: the CPUs this process may run on)\n"
-               "                        CPUS: 0-3,8 or likwid's S0:0-3, N:0-7, C0:, M0: (and @ or , joined)\n"
+               "                        CPUS: 0-3,8 or likwid's S0:0-3, N:0-7, C0:, M0:\n"
+               "                        (joined with @ or ,)\n"
                "  -I --interval=TIME    Print every TIME (500ms, 1s; a plain number is ms)\n"
                "  -S --duration=TIME    Measure for TIME without a command (Ctrl-C ends it early)\n"
                "  -r --repeat=N         Run COMMAND N times: means and standard deviations\n"
-               "  -O --format=FORMAT    table, csv, json, jsonl (JSON Lines) or json-doc (one document)\n"
-               "  -o --output=FILE      Write to FILE; %%h host, %%p pid, %%j job id, %%r rank; .csv, .json,\n"
-               "                        .jsonl, .txt choose the format unless -O does\n"
+               "  -O --format=FORMAT    table, csv, json, jsonl (JSON Lines) or json-doc\n"
+               "  -o --output=FILE      Write to FILE; %%h host, %%p pid, %%j job id, %%r rank;\n"
+               "                        .csv, .json, .jsonl, .txt choose the format unless -O does\n"
                "  -A --per-cpu          A column per CPU in the table\n"
                "     --user, --kernel   Count only user (ring 3) or kernel (ring 0) mode\n"
                "     --reset-period=T   Longest PERF_METRICS window (default 1s)\n"
@@ -89,7 +92,8 @@ static void help(bool topdown) {
 }
 
 static int usage_error(const char *verb, const char *message, const char *arg) {
-        fprintf(stderr, "pmugate: %s%s%s (see 'pmugate %s --help')\n", message, arg ? ": " : "", arg ?: "", verb);
+        fprintf(stderr, "pmugate: %s%s%s (see 'pmugate %s --help')\n", message, arg ? ": " : "", arg ?: "",
+                verb);
         return -EINVAL;
 }
 
@@ -142,8 +146,10 @@ static int parse_option(MeasureArgs *a, int opt, const char *arg, char *const *a
                 return 0;
         case ARG_RESET_PERIOD:
         case ARG_ROTATE_PERIOD:
-                if (parse_time(arg, NSEC_PER_SEC, opt == ARG_RESET_PERIOD ? &a->reset_period_ns : &a->rotate_period_ns) < 0)
-                        return usage_error(verb, opt == ARG_RESET_PERIOD ? "--reset-period takes a time such as 1s" :
+                if (parse_time(arg, NSEC_PER_SEC,
+                               opt == ARG_RESET_PERIOD ? &a->reset_period_ns : &a->rotate_period_ns) < 0)
+                        return usage_error(verb, opt == ARG_RESET_PERIOD ?
+                                           "--reset-period takes a time such as 1s" :
                                            "--rotate-period takes a time such as 100ms", arg);
                 return 0;
         case ARG_USER:
@@ -185,8 +191,8 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
 
         /* '+': options end at the command; ':': missing values reported here, not by getopt */
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, topdown ? "+:hl:C:c:I:S:r:O:o:A" : "+:he:g:C:c:I:S:r:O:o:A", options,
-                                  NULL)) >= 0) {
+        while ((opt = getopt_long(argc, argv, topdown ? "+:hl:C:c:I:S:r:O:o:A" : "+:he:g:C:c:I:S:r:O:o:A",
+                                  options, NULL)) >= 0) {
                 if (opt == 'h') {
                         help(topdown);
                         return ARGS_DONE;
@@ -202,10 +208,12 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
         if (optind < argc)
                 a.command = argv + optind;
         if (a.command && a.duration_ns > 0)
-                return usage_error(verb, "-S measures for a time without a command; a command is measured until "
+                return usage_error(verb,
+                                   "-S measures for a time without a command; a command is measured until "
                                    "it exits", NULL);
         if (a.pin_cpus && !a.command)
-                return usage_error(verb, "-C pins a command to the CPUs; without one, measure them with -c", NULL);
+                return usage_error(verb, "-C pins a command to the CPUs; without one, measure them with -c",
+                                   NULL);
         if (a.repeat > 1 && (!a.command || a.interval_ns > 0))
                 return usage_error(verb, "-r repeats a command, without -I", NULL);
         *ret = a;

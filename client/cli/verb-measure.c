@@ -97,8 +97,8 @@ static void progress(const MeasureArgs *a, uint64_t start, uint64_t now, bool do
  * exits, the duration is over, or SIGINT/SIGTERM arrives (forwarded to the command as
  * SIGTERM; without a command it ends the run, kept in end->signal). Returns 0, or 1 when
  * sampling failed. */
-static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pmugate_measure *m, Workload *w,
-                        int signal_fd, RunEnd *end) {
+static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pmugate_measure *m,
+                        Workload *w, int signal_fd, RunEnd *end) {
         uint64_t poll_ns = pmugate_measure_poll_interval(m), now = now_ns(), start = now;
         /* with -I and event sets taking turns, an interval is one sample per set
          * (rotate_within_intervals()), counted rather than timed so that none is missed */
@@ -106,12 +106,14 @@ static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pm
         uint64_t next_poll = now + poll_ns;
         uint64_t next_interval = a->interval_ns && turns == 1 ? now + a->interval_ns : UINT64_MAX;
         uint64_t deadline = a->duration_ns ? now + a->duration_ns : UINT64_MAX;
-        bool show = a->duration_ns >= PROGRESS_MIN_NS && !a->interval_ns && out->file != stderr && isatty(STDERR_FILENO);
+        bool show = a->duration_ns >= PROGRESS_MIN_NS && !a->interval_ns && out->file != stderr &&
+                    isatty(STDERR_FILENO);
         uint64_t next_progress = show ? now : UINT64_MAX;
         int status = 0;
 
         for (;;) {
-                struct pollfd fds[2] = { { .fd = signal_fd, .events = POLLIN }, { .fd = w->pidfd, .events = POLLIN } };
+                struct pollfd fds[2] = { { .fd = signal_fd, .events = POLLIN }, { .fd = w->pidfd,
+                                                                                 .events = POLLIN } };
                 uint64_t wake = MIN(MIN(MIN(next_poll, next_interval), deadline), next_progress);
                 uint64_t wait = wake > now ? wake - now : 0;
                 struct timespec timeout = {
@@ -190,16 +192,19 @@ static int rotate_within_intervals(const MeasureArgs *a, pmugate_measure *m) {
         if (sets <= 1)
                 return 0;
         if (turn < ROTATE_TURN_MIN_NS) {
-                fprintf(stderr, "pmugate: -I %.0fms is too short: %u event sets take turns on the counters and each "
-                        "needs %.0fms of every interval; use -I %.0fms or longer\n", (double) a->interval_ns / 1e6,
-                        sets, (double) ROTATE_TURN_MIN_NS / 1e6, (double) (sets * ROTATE_TURN_MIN_NS) / 1e6);
+                fprintf(stderr,
+                        "pmugate: -I %.0fms is too short: %u event sets take turns on the counters and each "
+                        "needs %.0fms of every interval; use -I %.0fms or longer\n",
+                        (double) a->interval_ns / 1e6, sets, (double) ROTATE_TURN_MIN_NS / 1e6,
+                        (double) (sets * ROTATE_TURN_MIN_NS) / 1e6);
                 return -EINVAL;
         }
         /* one sample per turn: a longer PERF_METRICS window than a turn is never needed */
         if (pmugate_measure_set_rotate_period(m, turn) < 0 ||
             (turn > reset && pmugate_measure_set_reset_period(m, turn) < 0)) {
-                fprintf(stderr, "pmugate: -I %.0fms: each of %u event sets would count for %.0fms, outside 1ms to 60s\n",
-                        (double) a->interval_ns / 1e6, sets, (double) turn / 1e6);
+                fprintf(stderr,
+                        "pmugate: -I %.0fms: each of %u event sets would count for %.0fms, outside 1ms to "
+                        "60s\n", (double) a->interval_ns / 1e6, sets, (double) turn / 1e6);
                 return -EINVAL;
         }
         return 0;
@@ -214,7 +219,8 @@ static int open_measurement(const MeasureArgs *a, pmugate *c, const pmugate_info
         if (info->model_key[0])
                 (void) setenv("LIBPFM_FORCE_PMU", info->model_key, 0);
         if (a->topdown)
-                r = pmugate_measure_open_topdown(c, a->level, cpus, n_cpus, a->flags, ret, reason, sizeof(reason));
+                r = pmugate_measure_open_topdown(c, a->level, cpus, n_cpus, a->flags, ret, reason,
+                                                 sizeof(reason));
         else
                 r = pmugate_measure_open_group(c, a->group, a->events, cpus, n_cpus, a->flags, ret, reason,
                                                sizeof(reason));
@@ -237,7 +243,8 @@ static int open_measurement(const MeasureArgs *a, pmugate *c, const pmugate_info
  * result of the whole run goes to ret_total when not NULL; otherwise it is written (in -I
  * mode, the last partial interval). */
 static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, const pmugate_info *info,
-                        const uint32_t *cpus, size_t n_cpus, int signal_fd, pmugate_result **ret_total, RunEnd *end) {
+                        const uint32_t *cpus, size_t n_cpus, int signal_fd, pmugate_result **ret_total,
+                        RunEnd *end) {
         _cleanup_(pmugate_measure_closep_cli) pmugate_measure *m = NULL;
         Workload w = WORKLOAD_NULL;
         int r, status;
@@ -290,7 +297,9 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
                         status = cli_report("pmugate", c, r, "reading the counts");
         } else if (a->interval_ns > 0 && end->partial_turns) {
                 /* a last interval where not every event set had its turn would lack metrics */
-                fprintf(stderr, "pmugate: the last partial interval is left out: not every event set counted in it\n");
+                fprintf(stderr,
+                        "pmugate: the last partial interval is left out: not every event set counted in "
+                        "it\n");
         } else if (emit(out, c, m, a->interval_ns > 0 ? PMUGATE_SPAN_INTERVAL : PMUGATE_SPAN_TOTAL) != 0)
                 status = 1;
         if (a->command && w.status >= 0)
@@ -376,8 +385,8 @@ static int run(const MeasureArgs *a, const char *socket_path) {
         r = pmugate_hello(c, &info);
         if (r < 0)
                 return cli_report("pmugate", c, r, "hello");
-        r = cpu_select(a->pin_cpus ? "-C" : "-c", a->pin_cpus ?: a->measure_cpus, info, &cpus, &n_cpus, reason,
-                       sizeof(reason));
+        r = cpu_select(a->pin_cpus ? "-C" : "-c", a->pin_cpus ?: a->measure_cpus, info, &cpus, &n_cpus,
+                       reason, sizeof(reason));
         if (r < 0) {
                 fprintf(stderr, "pmugate: %s\n", reason[0] ? reason : pmugate_strerror(r));
                 /* a list that does not parse is a usage error; CPUs the machine or job lacks are not */

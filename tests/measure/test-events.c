@@ -132,7 +132,8 @@ static void test_names_case_and_aliases(void **state) {
         assert_int_equal(event_resolve("spr", "Topdown-Retiring", &d, reason, sizeof(reason)), 0);
         assert_int_equal(d.kind, EVENT_PERF_METRICS);
         assert_string_equal(d.name, "topdown-retiring");
-        assert_int_equal(event_resolve("spr", "br_misp_retired.all_branches:U", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(event_resolve("spr", "br_misp_retired.all_branches:U", &d, reason, sizeof(reason)),
+                         0);
         assert_string_equal(d.name, "BR_MISP_RETIRED.ALL_BRANCHES:u");
         assert_true(d.usr && !d.os);
         /* libpfm4 names are spelled in upper case too */

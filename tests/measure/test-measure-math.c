@@ -162,7 +162,8 @@ static void test_phases_meet_rotation(void **state) {
         for (unsigned set = 0; set < sets; set++) {
                 double scale;
                 uint64_t raw = (uint64_t) llround(phase[0] * slots_rate * turn * 1e6);
-                double node = measure_scaled_count(raw, turn, sets * turn, true, &scale) / (slots_rate * sets * turn * 1e6);
+                double node = measure_scaled_count(raw, turn, sets * turn, true,
+                                                   &scale) / (slots_rate * sets * turn * 1e6);
 
                 assert_near(node, phase[0], 1e-9);
         }

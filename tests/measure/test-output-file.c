@@ -15,8 +15,10 @@
 #include "output-file.h"
 
 static void clear_env(void) {
-        static const char *const names[] = { "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "SLURM_PROCID", "PMI_RANK",
-                                             "PMIX_RANK", "OMPI_COMM_WORLD_RANK" };
+        static const char *const names[] = {
+                "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "SLURM_PROCID", "PMI_RANK", "PMIX_RANK",
+                "OMPI_COMM_WORLD_RANK",
+        };
 
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
                 (void) unsetenv(names[i]);
@@ -59,7 +61,8 @@ static void test_expand_errors(void **state) {
         assert_int_equal(output_path_expand("a%q", buf, sizeof(buf), reason, sizeof(reason)), -EINVAL);
         assert_non_null(strstr(reason, "%q"));
         assert_int_equal(output_path_expand("a%", buf, sizeof(buf), reason, sizeof(reason)), -EINVAL);
-        assert_int_equal(output_path_expand("a-very-long-file-name", buf, sizeof(buf), reason, sizeof(reason)),
+        assert_int_equal(output_path_expand("a-very-long-file-name", buf, sizeof(buf), reason,
+                                            sizeof(reason)),
                          -ENAMETOOLONG);
 }
 
