@@ -18,6 +18,7 @@
 #include "cpulist.h"
 #include "macro.h"
 #include "verb-info.h"
+#include "verb-likwid.h"
 #include "verb-list.h"
 #include "verb-measure.h"
 
@@ -48,6 +49,9 @@ static void help(void) {
                "  list [events|groups|metrics] [PATTERN]\n"
                "                                  What this machine's CPU model can measure\n"
                "  plot [-o PNG] [-m METRIC] FILE  TopDown over time and a per-CPU heatmap from -I output\n"
+               "  likwid -- LIKWID-COMMAND [ARGS...]\n"
+               "                                  Run a LIKWID tool with its register accesses going\n"
+               "                                  through pmugated (README: Using LIKWID's tools)\n"
                "\n"
                "'pmugate COMMAND --help' describes each command. CPUS may also be likwid's domain\n"
                "expressions (S0:0-3, N:0-7, C0:, M0:). Counts are per CPU, not per process.\n"
@@ -459,6 +463,8 @@ int main(int argc, char *argv[]) {
                 return verb_list(argc, argv, arg_socket);
         if (strcmp(argv[0], "plot") == 0)
                 return verb_plot(argv);
+        if (strcmp(argv[0], "likwid") == 0)
+                return verb_likwid(argc, argv, arg_socket);
         fprintf(stderr, "pmugate: unknown command '%s' (see 'pmugate --help')\n", argv[0]);
         return 2;
 }
