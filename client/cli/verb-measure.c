@@ -89,7 +89,7 @@ static void progress(const MeasureArgs *a, uint64_t start, uint64_t now, bool do
                 fputs("\r\033[K", stderr);
                 return;
         }
-        fprintf(stderr, "\rpmugate: measuring, %.0f of %.0f s (Ctrl-C ends it early)\033[K",
+        fprintf(stderr, "\rpmugate: measuring, %.0f of %.1f s (Ctrl-C ends it early)\033[K",
                 (double) (now - start) / NSEC_PER_SEC, (double) a->duration_ns / NSEC_PER_SEC);
 }
 

@@ -229,6 +229,17 @@ def test_interrupt_and_repeat(tap):
             tap.ok(p.returncode == 128 + sig and doc.get("interrupted") == name and 0.5 < doc["elapsed"] < 10 and
                    "interrupted by %s" % name in err,
                    "%s during -S: the partial result, marked, and exit %d" % (name, 128 + sig), (out[:300], err))
+        # a progress line on a terminal (script(1) gives pmugate one), none in a pipe
+        env = dict(os.environ, PMUGATE_SOCKET=sim.daemon.socket, PMUGATE_GROUP_PATH=GROUPS)
+        try:
+            p = subprocess.run(["script", "-qec", "%s topdown -c 0 -S 2.2s -o /dev/null" % t.PMUGATE, "/dev/null"],
+                               env=env, capture_output=True, text=True, timeout=60)
+            tap.ok(p.returncode == 0 and "measuring, 1 of 2.2 s" in p.stdout,
+                   "a long -S shows its progress on a terminal", p.stdout[-300:])
+        except FileNotFoundError:
+            tap.ok(True, "progress on a terminal # SKIP script(1) is missing")
+        rc, _, err = sim.run("topdown", "-c", "0", "-S", "2.2s", "-o", "/dev/null")
+        tap.ok(rc == 0 and "measuring" not in err, "and none when stderr is not a terminal", err)
         rc, out, err = sim.run("stat", "-e", "instructions", "-c", "0", "-r", "3", "-O", "json", "--", "sleep", "0.1")
         r = json.loads(err)
         c = r["aggregate"]["counts"]["INST_RETIRED.ANY"]
