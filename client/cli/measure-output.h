@@ -40,6 +40,8 @@ typedef struct OutputContext {
         double duration;                /* seconds asked for with -S, or 0 */
         unsigned runs;                  /* -r: results are means over this many runs (0, 1: one run) */
         const pmugate_result *stddev;   /* -r: sample standard deviations, shaped as the result */
+        char group_buf[64];             /* group and description, kept past the measurement (-r) */
+        char description_buf[512];
         bool header_written;            /* table title, CSV header */
         void *intervals;                /* OUTPUT_JSON_DOCUMENT: the intervals so far */
 } OutputContext;

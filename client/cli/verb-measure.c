@@ -253,8 +253,11 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
         end->signal = 0;
         if (open_measurement(a, c, info, cpus, n_cpus, &m) < 0)
                 return 1;
-        out->group = pmugate_measure_group(m);
-        out->description = pmugate_measure_description(m);
+        /* copies: with -r the result is written after the measurement is closed */
+        (void) snprintf(out->group_buf, sizeof(out->group_buf), "%s", pmugate_measure_group(m));
+        (void) snprintf(out->description_buf, sizeof(out->description_buf), "%s", pmugate_measure_description(m));
+        out->group = out->group_buf;
+        out->description = out->description_buf;
         if (a->command) {
                 /* what it prints comes out after what was printed so far */
                 fflush(stdout);

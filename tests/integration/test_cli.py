@@ -245,6 +245,10 @@ def test_interrupt_and_repeat(tap):
         c = r["aggregate"]["counts"]["INST_RETIRED.ANY"]
         tap.ok(rc == 0 and r["runs"] == 3 and c["stddev"] is not None and c["value"] > 0,
                "-r 3: the mean and standard deviation over three runs", err[:400])
+        rc, out, err = sim.run("stat", "-g", "ipc", "-c", "0", "-r", "2", "-O", "json", "--", "sleep", "0.1")
+        r = json.loads(err)
+        tap.ok(rc == 0 and r["group"] == "ipc" and r["runs"] == 2 and "ipc" in r["aggregate"]["metrics_stddev"],
+               "-r with a group: the group and each metric's spread", err[:400])
         rc, out, err = sim.run("topdown", "-c", "0", "-r", "2", "--", "sleep", "0.1")
         tap.ok(rc == 0 and "( +-" in err and "2 runs" in err, "-r in the table shows the spread", err)
     finally:
