@@ -7,7 +7,8 @@ Bounds: PERF_METRICS holds 8-bit fractions, so on Ice Lake-SP and Sapphire Rapid
 from one byte is within Q = 1/255 of the profile and a node computed as the difference of two
 bytes within 2Q. Generic-counter recipes (Skylake-SP, Cascade Lake) are exact up to integer
 counts: 1e-6; per CPU when core-wide, where a sibling's count is aligned to the CPU's window by
-TSC readings one register operation from the window's edges, 1e-5. Multiplexed generic counters (Ice Lake-SP level 2, Skylake) are scaled by the
+TSC readings one register operation from the window's edges, 1e-4 (a few microseconds a second
+between two operations' timing, more in a sanitizer build). Multiplexed generic counters (Ice Lake-SP level 2, Skylake) are scaled by the
 time each set counted; on the simulator's steady workload the scaling adds at most MUX_BOUND
 (1e-4) to a purely generic-counter ratio."""
 
@@ -20,7 +21,7 @@ import pmugatetest as t
 
 Q = 1.0 / 255
 EXACT = 1e-6
-CORE_WIDE = 1e-5
+CORE_WIDE = 1e-4
 MUX_BOUND = 1e-4
 GROUPS = os.path.join(t.SOURCE, "client", "groups")
 
