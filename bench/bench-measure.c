@@ -131,7 +131,7 @@ int main(int argc, char *argv[]) {
         }
         wall = (clock_s(CLOCK_MONOTONIC) - wall0) / samples;
         /* one batch per chunk of CPUs: the round trips of a sample (the library's own record) */
-        chunks = m->n_chunks;
+        chunks = m->n_sample_chunks;
         sets = pmugate_measure_event_sets(m);
         cpu = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0) / samples;
         rss_running = daemon_rss_kib(pid);

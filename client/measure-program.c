@@ -23,6 +23,13 @@ static uint64_t evtsel_value(const pmugate_measure *m, unsigned set, unsigned co
         return d->config | EVTSEL_EN | (d->usr ? EVTSEL_USR : 0) | (d->os ? EVTSEL_OS : 0);
 }
 
+static bool any_sibling_measured(const pmugate_measure *m) {
+        for (size_t i = 0; m->n_siblings && i < m->n_cpus; i++)
+                if (m->n_siblings[i] > 1)
+                        return true;
+        return false;
+}
+
 int measure_plan_registers(pmugate_measure *m) {
         const Schedule *s = m->schedule;
         bool usr = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_USER);
@@ -70,9 +77,12 @@ int measure_plan_registers(pmugate_measure *m) {
                 m->metrics_slot = (int) n;
                 m->sweep_regs[n++] = MSR_PERF_METRICS;
         }
-        /* Each CPU's wall-clock window: REF_TSC stops while the CPU is halted, so it cannot
-         * compare the windows of SMT siblings with unequal load. */
-        m->read_tsc = pmugate_info_register_by_name(m->info, "IA32_TIME_STAMP_COUNTER", &pci, &tsc) >= 0 &&
+        /* Each CPU's wall-clock window, for aligning a sibling's counts in core sums: REF_TSC
+         * stops while the CPU is halted, so it cannot compare the windows of SMT siblings with
+         * unequal load. Read only where a formula sums a core's threads and a sibling is
+         * measured, so that other measurements keep their operations (and CPUs per batch). */
+        m->read_tsc = m->uses_core_sums && any_sibling_measured(m) &&
+                      pmugate_info_register_by_name(m->info, "IA32_TIME_STAMP_COUNTER", &pci, &tsc) >= 0 &&
                       !pci && tsc == MSR_TSC;
         m->n_sweep_regs = n;
         return 0;

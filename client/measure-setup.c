@@ -123,6 +123,8 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
                                            reason_size);
                 if (r < 0)
                         return r;
+                if (strstr(g->metrics[i].formula, CORE_SUM_PREFIX))
+                        m->uses_core_sums = true;
                 if (!g->metrics[i].helper)
                         n_reported++;
         }

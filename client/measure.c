@@ -156,7 +156,7 @@ static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t 
 }
 
 static void free_batches(pmugate_measure *m) {
-        for (size_t k = 0; m->batches && k < m->n_chunks * m->variants; k++)
+        for (size_t k = 0; m->batches && k < m->n_sample_chunks * m->variants; k++)
                 pmugate_batch_free(m->batches[k]);
         free(m->batches);
         free(m->sweep_index);
@@ -167,9 +167,9 @@ static void free_batches(pmugate_measure *m) {
 /* The sample batches, encoded once: per chunk of CPUs, one that stays on the event set and
  * one per set that rotates to the next. */
 static int build_sample_batches(pmugate_measure *m) {
-        for (size_t k = 0; k < m->n_chunks * m->variants; k++) {
-                size_t chunk = k / m->variants, variant = k % m->variants;
-                size_t first = chunk * m->cpus_per_batch, n = MIN(m->cpus_per_batch, m->n_cpus - first);
+        for (size_t k = 0; k < m->n_sample_chunks * m->variants; k++) {
+                size_t chunk = k / m->variants, variant = k % m->variants, per = m->sample_cpus_per_batch;
+                size_t first = chunk * per, n = MIN(per, m->n_cpus - first);
                 int r = pmugate_batch_new(&m->batches[k]);
 
                 if (r < 0)
@@ -191,9 +191,31 @@ static size_t ops_per_cpu(const pmugate_measure *m) {
                1 + (size_t) __builtin_popcount(s->fixed_used) + (s->perf_metrics ? 1 : 0);
 }
 
+/* Most bytes one CPU adds to a sample's request: its single ops (GLOBAL_CTRL twice as "wm",
+ * the TSC twice as "r", SLOTS and PERF_METRICS zeroed and the rotation's EVTSELs as "w", each
+ * at its longest msgpack encoding) and its entry in the compact read's CPU list. */
+#define SAMPLE_WM_BYTES 32U
+#define SAMPLE_W_BYTES 22U
+#define SAMPLE_R_BYTES 13U
+#define SAMPLE_CPU_ENTRY_BYTES 5U
+/* Room in a request for everything but the CPUs' own ops: header, the compact read's registers. */
+#define SAMPLE_REQUEST_HEAD_BYTES 512U
+
+static size_t sample_ops_per_cpu(const pmugate_measure *m, size_t *ret_bytes) {
+        const Schedule *s = m->schedule;
+        size_t rotate = s->n_sets > 1 ? (size_t) __builtin_popcount(s->gp_used) : 0;
+        size_t resets = s->perf_metrics ? 2 : 0;
+        size_t tsc = m->read_tsc ? 2 : 0;
+
+        *ret_bytes = 2 * SAMPLE_WM_BYTES + tsc * SAMPLE_R_BYTES + (resets + rotate) * SAMPLE_W_BYTES +
+                     SAMPLE_CPU_ENTRY_BYTES;
+        return 2 + tsc + m->n_sweep_regs + resets + rotate;
+}
+
 static int allocate_batches(pmugate_measure *m) {
         size_t max_ops = m->info->max_ops_per_batch > 0 && m->info->max_ops_per_batch < PMUGATE_OPS_PER_BATCH_MAX ?
                          m->info->max_ops_per_batch : PMUGATE_OPS_PER_BATCH_MAX;
+        size_t ops, bytes;
         int r;
 
         /* as many CPUs per round trip as the daemon's op limit allows (several hundred) */
@@ -201,9 +223,15 @@ static int allocate_batches(pmugate_measure *m) {
         if (m->cpus_per_batch == 0)
                 return -E2BIG;
         m->n_chunks = (m->n_cpus + m->cpus_per_batch - 1) / m->cpus_per_batch;
+        /* a sample does less per CPU than the stop: as many CPUs as its ops and bytes allow */
+        ops = sample_ops_per_cpu(m, &bytes);
+        m->sample_cpus_per_batch = MIN(MIN(max_ops / ops, (size_t) PMUGATE_LIST_MAX),
+                                       (PMUGATE_REQUEST_SIZE_MAX - SAMPLE_REQUEST_HEAD_BYTES) / bytes);
+        m->sample_cpus_per_batch = MAX(m->sample_cpus_per_batch, m->cpus_per_batch);
+        m->n_sample_chunks = (m->n_cpus + m->sample_cpus_per_batch - 1) / m->sample_cpus_per_batch;
         m->variants = 1 + (m->schedule->n_sets > 1 ? m->schedule->n_sets : 0);
-        m->batches = calloc(m->n_chunks * m->variants, sizeof(pmugate_batch *));
-        m->sweep_index = calloc(m->n_chunks * m->variants, sizeof(int));
+        m->batches = calloc(m->n_sample_chunks * m->variants, sizeof(pmugate_batch *));
+        m->sweep_index = calloc(m->n_sample_chunks * m->variants, sizeof(int));
         r = m->batches && m->sweep_index ? build_sample_batches(m) : -ENOMEM;
         if (r < 0)
                 free_batches(m);
@@ -369,9 +397,10 @@ int pmugate_measure_sample(pmugate_measure *m) {
         m->wall_delta_ns = before - m->last_batch_ns;
         m->last_batch_ns = before;
         rotate = m->schedule->n_sets > 1 && (before - m->set_started_ns) * 2 >= m->rotate_period_ns;
-        for (size_t chunk = 0; chunk < m->n_chunks; chunk++) {
+        for (size_t chunk = 0; chunk < m->n_sample_chunks; chunk++) {
                 size_t k = chunk * m->variants + (rotate ? 1 + m->current_set : 0);
-                size_t first = chunk * m->cpus_per_batch, n = MIN(m->cpus_per_batch, m->n_cpus - first);
+                size_t first = chunk * m->sample_cpus_per_batch;
+                size_t n = MIN(m->sample_cpus_per_batch, m->n_cpus - first);
 
                 r = run_batch(m, m->batches[k], first, n, BATCH_SAMPLE, m->sweep_index[k], m->current_set);
                 if (r < 0 && first_error == 0)

@@ -108,6 +108,7 @@ struct pmugate_measure {
         int gp_slot[GP_COUNTERS_MAX];   /* position of each counter in sweep_regs, or -1 */
         int fixed_slot[FIXED_COUNTERS_MAX];
         int metrics_slot;
+        bool uses_core_sums;            /* a formula names a core sum ("core." variables) */
         bool read_tsc;                  /* every sample reads IA32_TIME_STAMP_COUNTER too */
         uint64_t counter_mask;
 
@@ -122,10 +123,12 @@ struct pmugate_measure {
         CpuState *state;
         CpuAccum *accum;
         MeasureMark mark;
-        size_t cpus_per_batch;
-        pmugate_batch **batches;        /* per chunk of CPUs: [0] stays on the set, [1 + s] rotates from s */
-        int *sweep_index;               /* first result of each batch's compact read */
+        size_t cpus_per_batch;          /* start and stop */
         size_t n_chunks;
+        size_t sample_cpus_per_batch;   /* samples: fewer operations per CPU, so more CPUs */
+        size_t n_sample_chunks;
+        pmugate_batch **batches;        /* per sample chunk: [0] stays on the set, [1 + s] rotates from s */
+        int *sweep_index;               /* first result of each batch's compact read */
         size_t variants;
         char reason[MEASURE_REASON_MAX];
 };

@@ -355,7 +355,33 @@ def test_plot(tap):
         sim.stop()
 
 
+def daemon_requests(sim):
+    rc, out, err = t.run_cli([t.PMUGATECTL, "status"], sim.daemon.socket)
+    line = [l for l in out.splitlines() if l.startswith("Requests:")]
+    if rc != 0 or not line:
+        raise AssertionError("pmugatectl status: %s" % (out + err))
+    return int(line[0].split()[1])
+
+
+def test_round_trips(tap):
+    # 512 CPUs: a TopDown level 2 sample on Sapphire Rapids is one round trip (it was two)
+    sim = Sim("spr", sockets=2, cores=128, rules=[("0-511", STENCIL)])
+    try:
+        runs = []
+        for duration in ("1s", "2s"):
+            before = daemon_requests(sim)
+            r = sim.json("topdown", "-l", "2", "-c", "N:", "-S", duration, "--reset-period=100ms", "-O", "json")
+            runs.append((daemon_requests(sim) - before - 1, r["samples"]))
+        requests = runs[1][0] - runs[0][0]
+        samples = runs[1][1] - runs[0][1]
+        tap.ok(samples > 0 and requests == samples,
+               "512 CPUs: one daemon round trip per sample (%d more requests for %d more samples)" %
+               (requests, samples), runs)
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_event_names, test_list, test_units_and_files, test_cpu_selection, test_job_mode,
                           test_manners, test_interrupt_and_repeat, test_multiplexed_intervals,
-                          test_plot]))
+                          test_plot, test_round_trips]))
