@@ -49,6 +49,8 @@ static void help(void) {
                "  list [events|groups|metrics] [PATTERN]\n"
                "                                  What this machine's CPU model can measure\n"
                "  plot [-o PNG] [-m METRIC] FILE  TopDown over time and a per-CPU heatmap from -I output\n"
+               "  topdown|stat -m ... -- CMD ARGS...\n"
+               "                                  Per region CMD marks with pmugate's or LIKWID's markers\n"
                "  likwid -- LIKWID-COMMAND [ARGS...]\n"
                "                                  Run a LIKWID tool with its register accesses going\n"
                "                                  through pmugated (README: Using LIKWID's tools)\n"

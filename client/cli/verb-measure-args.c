@@ -83,6 +83,7 @@ static void help(bool topdown) {
                "  -o --output=FILE      Write to FILE; %%h host, %%p pid, %%j job id, %%r rank;\n"
                "                        .csv, .json, .jsonl, .txt choose the format unless -O does\n"
                "  -A --per-cpu          A column per CPU in the table\n"
+               "  -m --marker           Per region COMMAND marks (docs/MARKERS.md)\n"
                "     --user, --kernel   Count only user (ring 3) or kernel (ring 0) mode\n"
                "     --reset-period=T   Longest PERF_METRICS window (default 1s)\n"
                "     --rotate-period=T  How long each event set counts in turn (default 100ms)\n"
@@ -144,6 +145,9 @@ static int parse_option(MeasureArgs *a, int opt, const char *arg, char *const *a
         case 'A':
                 a->per_cpu = true;
                 return 0;
+        case 'm':
+                a->marker = true;
+                return 0;
         case ARG_RESET_PERIOD:
         case ARG_ROTATE_PERIOD:
                 if (parse_time(arg, NSEC_PER_SEC,
@@ -182,6 +186,7 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 { "rotate-period", required_argument, NULL, ARG_ROTATE_PERIOD },
                 { "user", no_argument, NULL, ARG_USER },
                 { "kernel", no_argument, NULL, ARG_KERNEL },
+                { "marker", no_argument, NULL, 'm' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
@@ -191,7 +196,7 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
 
         /* '+': options end at the command; ':': missing values reported here, not by getopt */
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, topdown ? "+:hl:C:c:I:S:r:O:o:A" : "+:he:g:C:c:I:S:r:O:o:A",
+        while ((opt = getopt_long(argc, argv, topdown ? "+:hl:C:c:I:S:r:O:o:Am" : "+:he:g:C:c:I:S:r:O:o:Am",
                                   options, NULL)) >= 0) {
                 if (opt == 'h') {
                         help(topdown);
@@ -211,6 +216,9 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 return usage_error(verb,
                                    "-S measures for a time without a command; a command is measured until "
                                    "it exits", NULL);
+        if (a.marker && (!a.command || a.interval_ns > 0 || a.repeat > 1))
+                return usage_error(verb, "-m measures the regions a command marks: give a command, and no -I or -r",
+                                   NULL);
         if (a.pin_cpus && !a.command)
                 return usage_error(verb, "-C pins a command to the CPUs; without one, measure them with -c",
                                    NULL);

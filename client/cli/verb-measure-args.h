@@ -36,6 +36,8 @@ typedef struct MeasureArgs {
         bool format_given;
         const char *output_path;
         bool per_cpu;
+        bool marker;                    /* -m: the command's markers read the counters */
+        const char *socket_path;        /* the daemon's, for the marker runner */
         unsigned flags;
         unsigned repeat;
         char **command;

@@ -18,6 +18,7 @@
 #include "cpu-expr.h"
 #include "cpulist.h"
 #include "macro.h"
+#include "marker-report.h"
 #include "measure-output.h"
 #include "output-file.h"
 #include "pmugate-limits.h"
@@ -247,6 +248,7 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
                         RunEnd *end) {
         _cleanup_(pmugate_measure_closep_cli) pmugate_measure *m = NULL;
         Workload w = WORKLOAD_NULL;
+        MarkerRun marker = {};
         int r, status;
 
         end->status = 1;
@@ -258,6 +260,8 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
         (void) snprintf(out->description_buf, sizeof(out->description_buf), "%s", pmugate_measure_description(m));
         out->group = out->group_buf;
         out->description = out->description_buf;
+        if (a->marker && marker_run_prepare(&marker, m, a->socket_path, a->verb) < 0)
+                return 1;
         if (a->command) {
                 /* what it prints comes out after what was printed so far */
                 fflush(stdout);
@@ -265,6 +269,7 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
                 r = workload_fork(&w, a->command, cpus, a->pin_cpus ? n_cpus : 0);
                 if (r < 0) {
                         fprintf(stderr, "pmugate: cannot start '%s': %s\n", a->command[0], strerror(-r));
+                        marker_run_cleanup(&marker);
                         return 1;
                 }
         }
@@ -272,11 +277,13 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
         if (r < 0) {
                 report_failure(c, m, r, "starting the counters");
                 workload_abort(&w);
+                marker_run_cleanup(&marker);
                 return 1;
         }
         if (a->command && workload_release(&w, a->command, a->verb) < 0) {
                 end->status = w.status >= 0 ? w.status : 1;
                 workload_abort(&w);
+                marker_run_cleanup(&marker);
                 return end->status;
         }
         status = measure_loop(a, out, c, m, &w, signal_fd, end);
@@ -294,7 +301,10 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
                 fprintf(stderr, "pmugate: interrupted by %s; the result covers the time measured so far\n",
                         out->interrupted);
         }
-        if (ret_total) {
+        if (a->marker) {
+                if (marker_run_report(&marker, out, m, a->verb) != 0)
+                        status = 1;
+        } else if (ret_total) {
                 r = pmugate_measure_read(m, PMUGATE_SPAN_TOTAL, ret_total);
                 if (r < 0)
                         status = cli_report("pmugate", c, r, "reading the counts");
@@ -305,11 +315,13 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
                         "it\n");
         } else if (emit(out, c, m, a->interval_ns > 0 ? PMUGATE_SPAN_INTERVAL : PMUGATE_SPAN_TOTAL) != 0)
                 status = 1;
-        if (a->command && w.status >= 0)
+        /* a marker report that failed is not hidden by the command's success */
+        if (a->command && w.status >= 0 && !(a->marker && status != 0 && w.status == 0))
                 status = w.status;
         else if (end->signal)
                 status = EXIT_SIGNAL_BASE + end->signal;
         workload_abort(&w);
+        marker_run_cleanup(&marker);
         end->status = status;
         return status;
 }
@@ -443,6 +455,7 @@ int verb_topdown(int argc, char *argv[], const char *socket_path) {
 
         if (r != 0)
                 return r == ARGS_DONE ? 0 : 2;
+        a.socket_path = socket_path;
         return run(&a, socket_path);
 }
 
@@ -452,5 +465,6 @@ int verb_stat(int argc, char *argv[], const char *socket_path) {
 
         if (r != 0)
                 return r == ARGS_DONE ? 0 : 2;
+        a.socket_path = socket_path;
         return run(&a, socket_path);
 }
