@@ -260,8 +260,10 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
         (void) snprintf(out->description_buf, sizeof(out->description_buf), "%s", pmugate_measure_description(m));
         out->group = out->group_buf;
         out->description = out->description_buf;
-        if (a->marker && marker_run_prepare(&marker, m, a->socket_path, a->verb) < 0)
+        if (a->marker && marker_run_prepare(&marker, m, a->socket_path, a->verb) < 0) {
+                marker_run_cleanup(&marker);
                 return 1;
+        }
         if (a->command) {
                 /* what it prints comes out after what was printed so far */
                 fflush(stdout);
