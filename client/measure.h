@@ -11,6 +11,7 @@
 
 #include "events.h"
 #include "metrics.h"
+#include "package-events.h"
 #include "pmugate/measure.h"
 #include "pmugate/pmugate.h"
 #include "schedule.h"
@@ -134,6 +135,7 @@ struct pmugate_measure {
         pmugate_batch **batches;        /* per sample chunk: [0] stays on the set, [1 + s] rotates from s */
         int *sweep_index;               /* first result of each batch's compact read */
         size_t variants;
+        PackageEvents *package;         /* NULL without package events */
         char reason[MEASURE_REASON_MAX];
 
         /* Called around each sample (before: true, then false) and freed at close: the marker

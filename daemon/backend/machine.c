@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cpulist.h"
 #include "pmugate-limits.h"
@@ -77,6 +78,10 @@ Machine *machine_free(Machine *m) {
                 return NULL;
         free(m->cpus);
         free(m->units);
+        for (uint32_t i = 0; i < m->n_counters; i++)
+                if (m->counters[i].fd >= 0)
+                        (void) close(m->counters[i].fd);
+        free(m->counters);
         free(m);
         return NULL;
 }
