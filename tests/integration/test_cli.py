@@ -196,7 +196,7 @@ def test_manners(tap):
     sim = Sim("spr", rules=[("0-7", STENCIL)])
     try:
         for prog, verbs in ((t.PMUGATE, ["info", "read", "write", "topdown", "stat", "list"]),
-                            (t.PMUGATECTL, ["status", "grant", "revoke", "reset", "reload"])):
+                            (t.PMUGATECTL, ["status", "grant", "revoke", "reset", "reload", "jobmap"])):
             for verb in verbs:
                 rc, out, err = t.run_cli([prog, verb, "--help"], "/nonexistent/socket")
                 tap.ok(rc == 0 and out.startswith("Usage: %s %s" % (os.path.basename(prog), verb)) and not err,
