@@ -70,8 +70,8 @@ static unsigned restore_entries(Backend *b, const LeaseEntry *entries, size_t n)
 }
 
 /* Whether entry, journaled under the lease of anchor, is a register cpu shares with anchor
- * at the given scope: a core register of their core, or a package register or a unit of
- * their package. */
+ * at the given scope: a core register of their core, a CCX register of their CCX, or a package
+ * register or a unit of their package. */
 static bool entry_shared_with(const Leases *l, const LeaseEntry *e, RegScope scope, uint32_t cpu) {
         const Machine *m = l->machine;
 
@@ -123,6 +123,7 @@ static void lease_end(Leases *l, uint32_t cpu) {
         free(lease->journal);
         *lease = (Lease) {};
         restore_shared(l, cpu, REG_SCOPE_CORE);
+        restore_shared(l, cpu, REG_SCOPE_CCX);
         restore_shared(l, cpu, REG_SCOPE_PACKAGE);
         if (l->ended)
                 l->ended(owner, cpu, l->ended_userdata);
