@@ -219,10 +219,12 @@ static int keep_saved(pmugate_measure *m, size_t i, const uint64_t *v) {
                 st->saved_evtsel[c] = v[k++];
                 if (st->saved_evtsel[c] & EVTSEL_EN)
                         return fail(m, -EBUSY,
-                                    "PMC%u of CPU %u is already counting (IA32_PERFEVTSEL%u = 0x%" PRIx64 ")", c,
-                                    m->cpus[i], c, st->saved_evtsel[c]);
+                                    "PMC%u of CPU %u is already counting (%s%u = 0x%" PRIx64 ")", c,
+                                    m->cpus[i], m->has_fixed_ctrl ? "IA32_PERFEVTSEL" : "AMD_PERF_CTL", c,
+                                    st->saved_evtsel[c]);
         }
-        st->saved_fixed_ctrl = v[k++];
+        if (m->has_fixed_ctrl)
+                st->saved_fixed_ctrl = v[k++];
         st->saved_global_ctrl = v[k];
         for (unsigned f = 0; f < FIXED_COUNTERS_MAX; f++)
                 if (mask_bit(m->schedule->fixed_used, f) &&
@@ -240,9 +242,10 @@ static int read_saved(pmugate_measure *m) {
 
         for (unsigned c = 0; c < GP_COUNTERS_MAX; c++)
                 if (mask_bit(m->schedule->gp_used, c))
-                        regs[n_regs++] = MSR_PERFEVTSEL0 + c;
-        regs[n_regs++] = MSR_FIXED_CTR_CTRL;
-        regs[n_regs++] = MSR_GLOBAL_CTRL;
+                        regs[n_regs++] = measure_evtsel(m, c);
+        if (m->has_fixed_ctrl)
+                regs[n_regs++] = MSR_FIXED_CTR_CTRL;
+        regs[n_regs++] = m->reg_global_ctrl;
         r = pmugate_batch_new(&b);
         if (r < 0)
                 return r;

@@ -97,6 +97,10 @@ struct pmugate_measure {
         size_t **siblings;              /* per CPU: indexes of the measured CPUs of its core */
         size_t *n_siblings;
 
+        /* The core PMU's registers: Intel's architectural ones, or AMD's PerfEvtSel/PerfCtr
+         * pairs and PerfMonV2 global control (measure_set_layout()). */
+        uint32_t reg_evtsel0, reg_pmc0, reg_stride, reg_global_ctrl;
+        bool has_fixed_ctrl;
         uint64_t owned_global;          /* GLOBAL_CTRL bits this measurement sets */
         uint64_t fixed_ctrl_fields;     /* FIXED_CTR_CTRL value and mask of its fields */
         uint64_t fixed_ctrl_mask;
