@@ -63,7 +63,7 @@ int measure_plan_registers(pmugate_measure *m) {
                 m->fixed_ctrl_mask |= FIXED_CTRL_FIELD << (FIXED_CTRL_FIELD_BITS * f);
         }
 
-        m->sweep_regs = calloc(GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 1, sizeof(uint32_t));
+        m->sweep_regs = calloc(GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 2, sizeof(uint32_t));
         if (!m->sweep_regs)
                 return -ENOMEM;
         for (unsigned c = 0; c < GP_COUNTERS_MAX; c++) {
@@ -84,6 +84,14 @@ int measure_plan_registers(pmugate_measure *m) {
         if (s->perf_metrics) {
                 m->metrics_slot = (int) n;
                 m->sweep_regs[n++] = MSR_PERF_METRICS;
+        }
+        /* Without fixed counters (AMD) the time each event set counted is the TSC's advance
+         * between the batches, read in the same batch as the counters: the client's clock
+         * would add the latency of every round trip. */
+        m->tsc_slot = -1;
+        if (!m->has_fixed_ctrl && s->timebase_fixed < 0) {
+                m->tsc_slot = (int) n;
+                m->sweep_regs[n++] = MSR_TSC;
         }
         m->n_sweep_regs = n;
         return 0;
@@ -172,6 +180,14 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
                 r = add_cpu_ops(b, m, i, kind, rotate_from);
                 if (r < 0)
                         return r;
+        }
+        if (kind == BATCH_START && m->tsc_slot >= 0) {
+                uint32_t tsc = MSR_TSC;
+
+                r = pmugate_batch_read_msrs(b, m->cpus + first, n, &tsc, 1);
+                if (r < 0)
+                        return r;
+                *ret_sweep = r;
         }
         if (kind == BATCH_STOP) {
                 for (size_t i = first; i < first + n; i++) {

@@ -21,6 +21,7 @@
 
 /* AMD Zen 4 / Zen 5 (PerfMonV2): PerfEvtSel i at 0xC0010200 + 2i, PerfCtr i beside it, and
  * PerfCntrGlobalCtl, without which an enabled counter does not count. */
+#define MSR_TSC 0x010U
 #define MSR_AMD_PERF_CTL0 0xC0010200U
 #define MSR_AMD_PERF_CTR0 0xC0010201U
 #define MSR_AMD_GLOBAL_CTL 0xC0000301U
@@ -66,7 +67,8 @@ int measure_plan_registers(pmugate_measure *m);
  * starting them (BATCH_STOP: restoring the bits). BATCH_SAMPLE and BATCH_STOP read every
  * counter in one compact op (its first result in ret_sweep) and reset SLOTS then
  * PERF_METRICS; a sample with rotate_from >= 0 programs the event set after rotate_from.
- * BATCH_START programs set 0 and zeroes the counters; BATCH_STOP writes back the saved
- * registers and zeroes the counters. */
+ * BATCH_START programs set 0 and zeroes the counters (and where the TSC is the time base, reads
+ * it last: its first result in ret_sweep); BATCH_STOP writes back the saved registers and zeroes
+ * the counters. */
 int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, BatchKind kind,
                         int rotate_from, int *ret_sweep);

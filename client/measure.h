@@ -43,6 +43,7 @@ typedef struct CpuAccum {
 typedef struct CpuState {
         uint64_t gp_last[GP_COUNTERS_MAX];
         uint64_t fixed_last[FIXED_COUNTERS_MAX];
+        uint64_t tsc_last;              /* the TSC at the previous batch, where it is the time base */
         uint64_t saved_evtsel[GP_COUNTERS_MAX];        /* register values before start */
         uint64_t saved_fixed_ctrl;
         uint64_t saved_global_ctrl;
@@ -109,6 +110,7 @@ struct pmugate_measure {
         int gp_slot[GP_COUNTERS_MAX];   /* position of each counter in sweep_regs, or -1 */
         int fixed_slot[FIXED_COUNTERS_MAX];
         int metrics_slot;
+        int tsc_slot;                   /* the TSC in sweep_regs (time base without fixed counters), or -1 */
         uint64_t counter_mask;
 
         bool prepared, started, stopped, leased;
