@@ -137,10 +137,13 @@ static void test_ccx_scope(void **state) {
         m->cpus[12].ccx = -1;
         assert_int_equal(machine_scope_cpus(m, REG_SCOPE_CCX, 12, false, &set), 0);
         assert_int_equal(cpuset_count(&set), 7);
-        /* and the CCX that CPU may belong to counts it in */
+        /* and every CCX of the package counts it in, the one it may belong to and the others */
         assert_int_equal(machine_scope_cpus(m, REG_SCOPE_CCX, 4, false, &set), 0);
         assert_true(cpuset_has(&set, 12));
-        assert_int_equal(cpuset_count(&set), 5);
+        assert_int_equal(cpuset_count(&set), 4);
+        assert_int_equal(machine_scope_cpus(m, REG_SCOPE_CCX, 7, false, &set), 0);
+        assert_true(cpuset_has(&set, 12));
+        assert_int_equal(cpuset_count(&set), 3);
         machine_free(m);
 
         m = ccx_machine(false);
