@@ -353,6 +353,26 @@ def test_ccx_and_package_leases(tap):
         sim.stop()
 
 
+def test_cli(tap):
+    sim = Sim("zen4", rules=[("0-7", HPC)])
+    try:
+        rc, out, e = sim.run("info")
+        tap.ok(rc == 0 and "AMD PMU:       PerfMonV2 yes, 6 L3 counters per CCX, 16 data-fabric" in out,
+               "pmugate info shows the AMD PMU capabilities", out + e)
+        info = sim.json("info", "--json")
+        tap.eq(([c["ccx"] for c in info["cpus"]], info["pmu"]["perfmon_v2"], info["pmu"]["df_counters"]),
+               ([0, 0, 1, 1, 0, 0, 1, 1], True, 16), "pmugate info --json has every CPU's CCX and the AMD PMU")
+        check = "%s read -c 5 AMD_L3_PERF_CTL0 | grep -q 0x00000000004004ff" % t.PMUGATE
+        rc, out, e = sim.run("write", "-c", "0", "AMD_L3_PERF_CTL0=0x4004ff", "--", "/bin/sh", "-c", check)
+        tap.ok(rc == 0 and "(written)" in out,
+               "pmugate write leases the whole CCX for an L3 register; CPU 5 sees it while the command runs",
+               out + e)
+        rc, out, e = sim.run("read", "-c", "0", "AMD_L3_PERF_CTL0")
+        tap.ok(rc == 0 and "0x0000000000000000" in out, "and it is restored when the command ends", out + e)
+    finally:
+        sim.stop()
+
+
 def test_job_scope_ccx(tap):
     d = t.workdir()
     conf = os.path.join(d, "pmugate.conf")
@@ -472,5 +492,5 @@ def test_groups(tap):
 
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_discovery, test_masks_and_never_list, test_foreign_counters, test_perfmon_v2_gating,
-                          test_ccx_and_package_leases, test_job_scope_ccx, test_topdown, test_topdown_beside_watchdog,
+                          test_ccx_and_package_leases, test_cli, test_job_scope_ccx, test_topdown, test_topdown_beside_watchdog,
                           test_groups]))
