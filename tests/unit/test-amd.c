@@ -15,6 +15,7 @@
 #include "allowlist.h"
 #include "backend-sim.h"
 #include "error.h"
+#include "leases.h"
 #include "macro.h"
 #include "machine.h"
 #include "pmu.h"
@@ -274,6 +275,43 @@ static void test_pmu_started_by(void **state) {
         f->pmu->foreign_gp[2] = 0;
 }
 
+/* A CPU whose L3 the kernel does not report shares CCX registers with every CCX of its package:
+ * when its lease ends, a CCX register journaled under another CCX's anchor goes back too. */
+static void test_ccx_restore_unknown_l3(void **state) {
+        AmdFixture *f = *state;
+        static const int owner = 1;
+        const LeaseHolder holder = { .owner = &owner, .role = ROLE_USER, .uid = 1000, .pid = 1 };
+        uint32_t cpus[] = { 0, 1, 2, 3, 8, 9, 10, 11 }, released = 11, anchor;
+        const AllowEntry *e = allowlist_find_msr(f->allowlist, MSR_AMD_L3_CTL0);
+        RegOp op = { .kind = REG_OP_MSR_WRITE, .target = 3, .reg = MSR_AMD_L3_CTL0, .mask = UINT64_MAX };
+        Leases *l = NULL;
+        char reason[256];
+
+        /* package 0: CCX 0 = CPUs 0, 1, 8, 9; CCX 1 = 2, 3, 10; CPU 11's L3 unknown */
+        for (uint32_t i = 0; i < ELEMENTSOF(cpus); i++)
+                f->machine->cpus[cpus[i]].ccx = cpus[i] % 8 < 2 ? 0 : 1;
+        f->machine->cpus[11].ccx = -1;
+        assert_non_null(e);
+        assert_int_equal(e->scope, REG_SCOPE_CCX);
+        assert_int_equal(leases_new(NULL, f->backend, f->machine, &l), 0);
+        assert_int_equal(leases_acquire(l, &holder, cpus, ELEMENTSOF(cpus), NULL, NULL, reason, sizeof(reason)), 0);
+        assert_int_equal(leases_anchor(l, REG_SCOPE_CCX, 3, false, &anchor), 0);
+        assert_int_equal(anchor, 2);
+        op.target = anchor;
+        assert_true(leases_journal_needed(l, anchor, &op));
+        assert_int_equal(leases_journal_add(l, anchor, &op, e, 0), 0);
+        wr(f, 3, MSR_AMD_L3_CTL0, 0x4004FF);
+
+        /* a CPU of the other CCX leaving changes nothing */
+        assert_int_equal(leases_release(l, &owner, &cpus[4], 1), 1);
+        assert_int_equal(rd(f, 2, MSR_AMD_L3_CTL0), 0x4004FF);
+        /* CPU 11, of unknown L3, may share it: the register goes back */
+        assert_int_equal(leases_release(l, &owner, &released, 1), 1);
+        assert_int_equal(rd(f, 2, MSR_AMD_L3_CTL0), 0);
+        assert_int_equal(leases_release(l, &owner, NULL, 0), 6);
+        leases_free(l);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_model_table),
@@ -281,6 +319,7 @@ int main(void) {
                 cmocka_unit_test(test_ccx_scope),
                 cmocka_unit_test_setup_teardown(test_pmu_foreign, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pmu_started_by, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_ccx_restore_unknown_l3, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
