@@ -99,7 +99,8 @@ int measure_plan_registers(pmugate_measure *m) {
 
 static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value) {
         for (size_t i = first; i < first + n; i++) {
-                int r = pmugate_batch_write_msr_bits(b, m->cpus[i], m->reg_global_ctrl, value, m->owned_global);
+                int r = pmugate_batch_write_msr_bits(b, m->cpus[i], m->reg_global_ctrl, value,
+                                                     m->owned_global);
 
                 if (r < 0)
                         return r;
@@ -191,8 +192,8 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
         }
         if (kind == BATCH_STOP) {
                 for (size_t i = first; i < first + n; i++) {
-                        r = pmugate_batch_write_msr_bits(b, m->cpus[i], m->reg_global_ctrl, m->state[i].saved_global_ctrl,
-                                                         m->owned_global);
+                        r = pmugate_batch_write_msr_bits(b, m->cpus[i], m->reg_global_ctrl,
+                                                         m->state[i].saved_global_ctrl, m->owned_global);
                         if (r < 0)
                                 return r;
                 }

@@ -332,8 +332,8 @@ int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *
                                    "the daemon reports no PMU on this machine");
         if (!event_model_known(m->info->model_key))
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                                   "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, icx, spr, zen4, "
-                                   "zen5",
+                                   "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, "
+                                   "icx, spr, zen4, zen5",
                                    m->info->model_key[0] ? m->info->model_key : "unknown",
                                    m->info->model_label[0] ? m->info->model_label : m->info->model_name);
         (void) snprintf(m->model, sizeof(m->model), "%s", m->info->model_key);

@@ -20,10 +20,10 @@ static const TopdownRecipe recipes[] = {
         { "clx", "generic counters, 4-wide slots per core (perf's SMT and core-wide variants)", 0, 0, 3 },
         { "icx", "SLOTS + PERF_METRICS for level 1, generic counters for its corrections and level 2", 1, 1, 4 },
         { "spr", "SLOTS + PERF_METRICS for levels 1 and 2, INT_MISC.UOP_DROPPING on a generic counter", 1, 2, 4 },
-        { "zen4", "pipeline utilization on the 6 core counters, 6 dispatch slots per cycle (level 2 multiplexed)",
-          0, 0, 0 },
-        { "zen5", "pipeline utilization on the 6 core counters, 8 dispatch slots per cycle (level 2 multiplexed)",
-          0, 0, 0 },
+        { "zen4", "pipeline utilization on the 6 core counters, 6 dispatch slots per cycle "
+                  "(level 2 multiplexed)", 0, 0, 0 },
+        { "zen5", "pipeline utilization on the 6 core counters, 8 dispatch slots per cycle "
+                  "(level 2 multiplexed)", 0, 0, 0 },
 };
 
 static const char *const level_groups[TOPDOWN_LEVEL_MAX + 1] = { NULL, "topdown-l1", "topdown-l2" };

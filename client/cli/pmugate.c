@@ -90,7 +90,8 @@ static int print_info_json(const pmugate_info *info) {
                         json_object_object_add(pmu, "perfmon_v2", json_object_new_boolean(info->perfmon_v2));
                         json_object_object_add(pmu, "l3_counters", json_object_new_int64(info->l3_counters));
                         json_object_object_add(pmu, "df_counters", json_object_new_int64(info->df_counters));
-                        json_object_object_add(pmu, "umc_counters", json_object_new_int64(info->umc_counters));
+                        json_object_object_add(pmu, "umc_counters",
+                                               json_object_new_int64(info->umc_counters));
                         json_object_object_add(pmu, "cpuid", json_object_new_boolean(info->cpuid_read));
                 }
                 json_object_object_add(root, "pmu", pmu);
@@ -200,10 +201,11 @@ static void print_info_text(const pmugate_info *info) {
                        info->pmu_version, info->gp_counters, info->fixed_counters, info->counter_width,
                        info->perf_metrics == 0 ? "no" : info->perf_metrics == 1 ? "L1" : "L1+L2");
         if (info->has_pmu && strcmp(info->vendor, "AuthenticAMD") == 0)
-                printf("AMD PMU:       PerfMonV2 %s, %u L3 counters per CCX, %u data-fabric and %u memory-controller "
-                       "counters per package%s\n", info->perfmon_v2 ? "yes" : "no", info->l3_counters,
-                       info->df_counters, info->umc_counters,
-                       info->cpuid_read ? "" : " (the model's defaults: CPUID leaf 0x80000022 was not read)");
+                printf("AMD PMU:       PerfMonV2 %s, %u L3 counters per CCX, %u data-fabric and %u "
+                       "memory-controller counters per package%s\n", info->perfmon_v2 ? "yes" : "no",
+                       info->l3_counters, info->df_counters, info->umc_counters,
+                       info->cpuid_read ? "" :
+                                          " (the model's defaults: CPUID leaf 0x80000022 was not read)");
         printf("CPUs online:   %s (%zu CPUs, %zu packages)\n", list, n_online, n_packages);
         printf("Uncore units:  %zu\n", info->n_units);
         for (size_t i = 0; i < info->n_units; i++)

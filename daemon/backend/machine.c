@@ -25,8 +25,8 @@
  * (tma-formulas.md). Skylake-SP and Cascade Lake share model 0x55 and differ by stepping (perf's
  * mapfile: 0-4 SKX, 5-F CLX). */
 #define CPU_MODEL(key, name, model, step_min, step_max, version, gp, gp_smt_off, fixed, metrics, width, mhz) \
-        { key, name, "GenuineIntel", 6, model, model, step_min, step_max, version, gp, gp_smt_off, fixed, 48, \
-          metrics, width, mhz, false, 0, 0, 0 }
+        { key, name, "GenuineIntel", 6, model, model, step_min, step_max, version, gp, gp_smt_off, fixed, \
+          48, metrics, width, mhz, false, 0, 0, 0 }
 /* AMD Zen 4 (family 0x19) and Zen 5 (family 0x1A), as perf's mapfile picks amdzen4 and amdzen5:
  * every family 0x19 model but Zen 3's (0x00-0x0F, 0x20-0x5F), every family 0x1A model. Six core
  * counters of 48 bits, none fixed, PerfMonV2 (reported as version 2); 6 L3 counters per CCX;
@@ -69,7 +69,8 @@ unsigned machine_gp_counters(const Machine *m) {
         /* AMD's six counters are per thread whether SMT is on or off; CPUID may report fewer
          * (a hypervisor's virtual PMU), never more than the model's allowlist names. */
         if (cpu_model_is_amd(m->cpu_model))
-                return m->core_counters < m->cpu_model->gp_counters ? m->core_counters : m->cpu_model->gp_counters;
+                return m->core_counters < m->cpu_model->gp_counters ? m->core_counters :
+                                                                      m->cpu_model->gp_counters;
         return m->smt ? m->cpu_model->gp_counters : m->cpu_model->gp_counters_smt_off;
 }
 
@@ -274,10 +275,11 @@ static int discover_cpus(const char *root, Machine *m) {
                 c->die = read_int(root, path, &v) >= 0 ? (int32_t) v : 0;
                 /* The L3 the CPU uses: on AMD its core complex. Unknown (-1) unless the cache
                  * says it is level 3 and gives a sane id. */
-                (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/cache/index3/level", cpu);
+                (void) snprintf(path, sizeof(path),
+                                "sys/devices/system/cpu/cpu%" PRIu32 "/cache/index3/level", cpu);
                 if (read_int(root, path, &v) >= 0 && v == 3) {
-                        (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/cache/index3/id",
-                                        cpu);
+                        (void) snprintf(path, sizeof(path),
+                                        "sys/devices/system/cpu/cpu%" PRIu32 "/cache/index3/id", cpu);
                         if (read_int(root, path, &v) >= 0 && v >= 0 && v <= INT32_MAX)
                                 c->ccx = (int32_t) v;
                 }
@@ -462,7 +464,9 @@ static int scope_key(const Machine *m, RegScope scope, uint32_t target, bool pci
          * leases and scope go: more CPUs than the truth, never fewer. */
         if (scope == REG_SCOPE_CCX && c->ccx < 0)
                 scope = REG_SCOPE_PACKAGE;
-        *ret = (ScopeKey) { .scope = scope, .cpu = target, .package = c->package, .core = c->core, .ccx = c->ccx };
+        *ret = (ScopeKey) {
+                .scope = scope, .cpu = target, .package = c->package, .core = c->core, .ccx = c->ccx,
+        };
         return 0;
 }
 
@@ -568,7 +572,8 @@ static void discover_amd_pmu_caps(const char *root, Machine *m) {
         (void) snprintf(path, sizeof(path), "%s/dev/cpu/%" PRIu32 "/cpuid", root, cpu);
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
-                log_notice("Cannot open %s (%m): PMU capabilities are the %s defaults", path, m->cpu_model->name);
+                log_notice("Cannot open %s (%m): PMU capabilities are the %s defaults", path,
+                           m->cpu_model->name);
                 return;
         }
         n = pread(fd, regs, sizeof(regs), AMD_CPUID_PMU_LEAF);

@@ -43,7 +43,8 @@ static int pack_pmu(msgpack_packer *pk, Server *s) {
         if (!model)
                 return msgpack_pack_nil(pk) < 0 ? -ENOMEM : 0;
         have_caps = !cpu_model_is_amd(model) &&
-                    backend_msr_read(s->backend, first_online_cpu(s->machine), PERF_CAPABILITIES_MSR, &caps) == 0;
+                    backend_msr_read(s->backend, first_online_cpu(s->machine), PERF_CAPABILITIES_MSR,
+                                     &caps) == 0;
         TRY(msgpack_pack_map(pk, cpu_model_is_amd(model) ? 12 : 7));
         TRY(pack_key_uint(pk, "version", model->pmu_version));
         TRY(pack_key_uint(pk, "gp_counters", machine_gp_counters(s->machine)));

@@ -167,8 +167,8 @@ static int check_scope(const BatchContext *ctx, const RegOp *op, const AllowEntr
                               "does not hold them all", i, e->name, op->target, job);
         if (!pci && e->scope == REG_SCOPE_CCX)
                 return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
-                              "op %zu: %s counts for every CPU of CPU %" PRIu32 "'s CCX (its L3), and job %s "
-                              "does not hold them all", i, e->name, op->target, job);
+                              "op %zu: %s counts for every CPU of CPU %" PRIu32 "'s CCX (its L3), and job "
+                              "%s does not hold them all", i, e->name, op->target, job);
         return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
                       "op %zu: %s counts for all of package %d, and job %s does not hold every CPU of it", i,
                       e->name, package_of(ctx, op), job);
@@ -210,9 +210,9 @@ static int check_lease(const BatchContext *ctx, const RegOp *op, const AllowEntr
                                       package_of(ctx, op), c);
                 if (e->scope == REG_SCOPE_CCX)
                         return refuse(ret, PROTO_E_NO_LEASE, i,
-                                      "op %zu: %s is shared by every CPU of CPU %" PRIu32 "'s CCX (its L3); "
-                                      "writing it needs leases on all of them (CPU %" PRIu32 " is not leased)",
-                                      i, e->name, op->target, c);
+                                      "op %zu: %s is shared by every CPU of CPU %" PRIu32 "'s CCX (its "
+                                      "L3); writing it needs leases on all of them (CPU %" PRIu32 " is not "
+                                      "leased)", i, e->name, op->target, c);
                 if (e->scope == REG_SCOPE_CORE)
                         return refuse(ret, PROTO_E_NO_LEASE, i,
                                       "op %zu: %s is shared by the threads of CPU %" PRIu32 "'s core; "

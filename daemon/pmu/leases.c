@@ -123,9 +123,11 @@ static void restore_shared_ccx(Leases *l, uint32_t cpu) {
         for (uint32_t anchor = 0; anchor < l->n_cpus; anchor++) {
                 CpuSet set;
 
-                if (anchor == cpu || !l->cpus[anchor].owner || !journal_has_scope(&l->cpus[anchor], REG_SCOPE_CCX))
+                if (anchor == cpu || !l->cpus[anchor].owner ||
+                    !journal_has_scope(&l->cpus[anchor], REG_SCOPE_CCX))
                         continue;
-                if (machine_scope_cpus(l->machine, REG_SCOPE_CCX, anchor, false, &set) < 0 || !cpuset_has(&set, cpu))
+                if (machine_scope_cpus(l->machine, REG_SCOPE_CCX, anchor, false, &set) < 0 ||
+                    !cpuset_has(&set, cpu))
                         continue;
                 restore_journal_shared(l, anchor, cpu, REG_SCOPE_CCX);
         }

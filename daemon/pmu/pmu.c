@@ -62,7 +62,8 @@ static uint32_t amd_detect(Pmu *p, uint32_t cpu) {
         uint64_t evtsel;
 
         for (unsigned i = 0; i < gp_counters(p) && i < AMD_CORE_COUNTERS_MAX; i++)
-                if (backend_msr_read(p->backend, cpu, amd_perf_ctl(i), &evtsel) == 0 && (evtsel & EVTSEL_ENABLE)) {
+                if (backend_msr_read(p->backend, cpu, amd_perf_ctl(i), &evtsel) == 0 &&
+                    (evtsel & EVTSEL_ENABLE)) {
                         gp |= 1U << i;
                         if ((evtsel & 0xFF) == AMD_EVENT_CYCLES && ((evtsel >> 32) & 0xF) == 0)
                                 watchdog_seen = true;
@@ -155,17 +156,18 @@ static int amd_core_index(const Pmu *p, uint32_t reg) {
         return (int) ((reg - MSR_AMD_PERF_CTL0) / 2);
 }
 
-static int amd_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value, bool action,
-                              char *reason, size_t reason_size) {
+static int amd_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value,
+                              bool action, char *reason, size_t reason_size) {
         uint32_t gp = p->foreign_gp[cpu];
         uint64_t touched = 0;
         int i = amd_core_index(p, reg);
 
         if (i >= 0 && (gp >> i) & 1) {
                 (void) snprintf(reason, reason_size,
-                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is core counter %d, held by another PMU user "
-                                "(%s); pick another counter", reg, cpu, i,
-                                p->machine->nmi_watchdog ? "the kernel's NMI watchdog or perf" : "the kernel's perf");
+                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is core counter %d, held by another "
+                                "PMU user (%s); pick another counter", reg, cpu, i,
+                                p->machine->nmi_watchdog ? "the kernel's NMI watchdog or perf" :
+                                                           "the kernel's perf");
                 return PROTO_E_BUSY;
         }
         if (reg == MSR_AMD_GLOBAL_CTL)
@@ -175,8 +177,8 @@ static int amd_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t
         if (touched == 0)
                 return 0;
         (void) snprintf(reason, reason_size,
-                        "bits 0x%" PRIx64 " of MSR 0x%" PRIx32 " on CPU %" PRIu32 " belong to counters held by "
-                        "another PMU user; write only your own bits (masked write)", touched, reg, cpu);
+                        "bits 0x%" PRIx64 " of MSR 0x%" PRIx32 " on CPU %" PRIu32 " belong to counters held "
+                        "by another PMU user; write only your own bits (masked write)", touched, reg, cpu);
         return PROTO_E_BUSY;
 }
 

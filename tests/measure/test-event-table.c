@@ -108,7 +108,8 @@ static void test_zen4_matches_libpfm(void **state) {
                 assert_non_null(e);
                 assert_ptr_equal(event_table_lookup("zen5", names[i].table), e);
                 (void) snprintf(spec, sizeof(spec), "amd64_fam19h_zen4::%s", names[i].libpfm);
-                assert_int_equal(pfm_get_os_event_encoding(spec, PFM_PLM0 | PFM_PLM3, PFM_OS_NONE, &arg), PFM_SUCCESS);
+                assert_int_equal(pfm_get_os_event_encoding(spec, PFM_PLM0 | PFM_PLM3, PFM_OS_NONE, &arg),
+                                 PFM_SUCCESS);
                 if ((codes[0] & EVENT_CONFIG_MASK_AMD) != e->config)
                         fail_msg("zen4 %s: table 0x%llx, libpfm4 %s 0x%llx", names[i].table,
                                  (unsigned long long) e->config, names[i].libpfm,

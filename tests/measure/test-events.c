@@ -123,8 +123,8 @@ static void test_bad_input(void **state) {
         assert_int_equal(event_resolve("zen3", "ex_ret_ops", &d, reason, sizeof(reason)), -EOPNOTSUPP);
         assert_non_null(strstr(reason, "zen3"));
         /* AMD: perf's names and the cmask modifier; raw codes may use bits 32-35 there only */
-        assert_int_equal(event_resolve("zen4", "de_no_dispatch_per_slot.no_ops_from_frontend:c=6", &d, reason,
-                                       sizeof(reason)), 0);
+        assert_int_equal(event_resolve("zen4", "de_no_dispatch_per_slot.no_ops_from_frontend:c=6", &d,
+                                       reason, sizeof(reason)), 0);
         assert_int_equal(d.config, 0x1060001a0ULL);
         assert_int_equal(event_resolve("zen5", "r1000000c2", &d, reason, sizeof(reason)), 0);
         assert_int_equal(d.config, 0x1000000c2ULL);

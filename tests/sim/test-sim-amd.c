@@ -38,7 +38,8 @@
 #define EN (UINT64_C(1) << 22)
 #define RINGS (UINT64_C(3) << 16)
 #define INT_BIT (UINT64_C(1) << 20)
-#define AMD_EVENT(code, umask) (((uint64_t) (code) & 0xFF) | ((uint64_t) (code) >> 8) << 32 | (uint64_t) (umask) << 8)
+#define AMD_EVENT(code, umask) \
+        (((uint64_t) (code) & 0xFF) | ((uint64_t) (code) >> 8) << 32 | (uint64_t) (umask) << 8)
 #define CMASK(n) ((uint64_t) (n) << 24)
 #define COUNTER_MASK ((UINT64_C(1) << 48) - 1)
 
@@ -170,7 +171,8 @@ static void test_watchdog(void **state) {
 static void test_l3_and_data_fabric(void **state) {
         /* two sockets of four cores, two per CCX, SMT: CCX 0 = CPUs 0,1,8,9, CCX 1 = 2,3,10,11,
          * CCX 2 (socket 1) = 4,5,12,13 */
-        SimTest t = sim_test_new("zen4", DETERMINISTIC "[machine]\nsockets = 2\ncores = 4\ncores_per_ccx = 2\n");
+        SimTest t = sim_test_new("zen4",
+                                 DETERMINISTIC "[machine]\nsockets = 2\ncores = 4\ncores_per_ccx = 2\n");
         uint64_t a, miss, hit;
 
         (void) state;
@@ -239,7 +241,8 @@ static void check_topdown(const char *model, unsigned width, uint32_t resync_cod
         const uint64_t l1[] = {
                 AMD_EVENT(0x76, 0), AMD_EVENT(0xaa, 0x07), AMD_EVENT(0xc1, 0), AMD_EVENT(0x1a0, 0x01),
                 AMD_EVENT(0x1a0, 0x1e), AMD_EVENT(0x1a0, 0x60),
-                AMD_EVENT(0x1a0, 0x01) | CMASK(width), AMD_EVENT(0xc3, 0), AMD_EVENT(resync_code, resync_umask),
+                AMD_EVENT(0x1a0, 0x01) | CMASK(width), AMD_EVENT(0xc3, 0),
+                AMD_EVENT(resync_code, resync_umask),
                 AMD_EVENT(0xd6, 0xa2), AMD_EVENT(0xd6, 0x02), AMD_EVENT(0x1c2, 0),
         };
         double e[ELEMENTSOF(l1)];
@@ -297,7 +300,8 @@ static void test_profile_smt_contention(void **state) {
         assert_non_null(strstr(log, "smt_contention"));
         free(log);
         log = NULL;
-        assert_int_equal(sim_test_try("zen5", DETERMINISTIC "[machine]\ncores_per_ccx = 0\n", &log), -EINVAL);
+        assert_int_equal(sim_test_try("zen5", DETERMINISTIC "[machine]\ncores_per_ccx = 0\n", &log),
+                         -EINVAL);
         free(log);
 }
 

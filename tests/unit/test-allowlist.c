@@ -301,8 +301,8 @@ static void test_never_list_amd(void **state) {
 
 /* Properties every shipped file must keep, whoever edits it next. */
 static void test_shipped_invariants(void **state) {
-        static const char *const files[] = { "intel-skx.conf", "intel-icx.conf", "intel-spr.conf", "amd-zen4.conf",
-                                             "amd-zen5.conf" };
+        static const char *const files[] = { "intel-skx.conf", "intel-icx.conf", "intel-spr.conf",
+                                             "amd-zen4.conf", "amd-zen5.conf" };
 
         for (size_t f = 0; f < ELEMENTSOF(files); f++) {
                 _cleanup_(allowlist_freep) Allowlist *a = parse_shipped(files[f]);
@@ -323,7 +323,8 @@ static void test_shipped_invariants(void **state) {
                         if (strncmp(e->name, "AMD_PERF_CTL", 12) == 0)
                                 /* No INT (20), GuestOnly (40), HostOnly (41), nothing reserved. */
                                 assert_int_equal(e->write_mask & ~0xFFFC7FFFFULL, 0);
-                        if (strncmp(e->name, "AMD_L3_PERF_CTL", 15) == 0 || strncmp(e->name, "AMD_DF_PERF_CTL", 15) == 0)
+                        if (strncmp(e->name, "AMD_L3_PERF_CTL", 15) == 0 ||
+                            strncmp(e->name, "AMD_DF_PERF_CTL", 15) == 0)
                                 assert_int_equal(e->write_mask & (UINT64_C(1) << 20), 0);
                         if (strcmp(e->name, "IA32_FIXED_CTR_CTRL") == 0)
                                 /* No AnyThread, no PMI, no adaptive PEBS. */

@@ -52,8 +52,8 @@ static void test_model_table(void **state) {
 
                 if (!cases[i].key) {
                         if (c)
-                                fail_msg("%s family 0x%x model 0x%x taken for %s", cases[i].vendor, cases[i].family,
-                                         cases[i].model, c->key);
+                                fail_msg("%s family 0x%x model 0x%x taken for %s", cases[i].vendor,
+                                         cases[i].family, cases[i].model, c->key);
                         continue;
                 }
                 assert_non_null(c);
@@ -107,8 +107,9 @@ static Machine *ccx_machine(bool known) {
                 uint32_t core = cpu % 8;
 
                 m->cpus[cpu] = (MachineCpu) {
-                        .present = true, .online = true, .package = (int32_t) (core / 4), .core = (int32_t) (core % 4),
-                        .thread = cpu / 8, .ccx = known ? (int32_t) (core / 2) : -1,
+                        .present = true, .online = true, .package = (int32_t) (core / 4),
+                        .core = (int32_t) (core % 4), .thread = cpu / 8,
+                        .ccx = known ? (int32_t) (core / 2) : -1,
                 };
         }
         machine_update_summary(m);
@@ -124,7 +125,8 @@ static void test_ccx_scope(void **state) {
         (void) state;
         assert_int_equal(machine_scope_cpus(m, REG_SCOPE_CCX, 9, false, &set), 0);
         assert_int_equal(cpuset_count(&set), 4);
-        assert_true(cpuset_has(&set, 0) && cpuset_has(&set, 1) && cpuset_has(&set, 8) && cpuset_has(&set, 9));
+        assert_true(cpuset_has(&set, 0) && cpuset_has(&set, 1));
+        assert_true(cpuset_has(&set, 8) && cpuset_has(&set, 9));
         assert_int_equal(machine_scope_anchor(m, REG_SCOPE_CCX, 9, false, &anchor), 0);
         assert_int_equal(anchor, 0);
         assert_int_equal(machine_scope_anchor(m, REG_SCOPE_CCX, 15, false, &anchor), 0);
@@ -219,10 +221,10 @@ static void test_pmu_foreign(void **state) {
                                             sizeof(reason)), 0);
         assert_int_equal(pmu_write_conflict(f->pmu, 0, MSR_AMD_PERF_CTL0 + 4, UINT64_MAX, 0, false, reason,
                                             sizeof(reason)), 0);
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_CTL, 0x3F, 0, false, reason, sizeof(reason)),
-                         PROTO_E_BUSY);
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_CTL, 0x3B, 0, false, reason, sizeof(reason)),
-                         0);
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_CTL, 0x3F, 0, false, reason,
+                                            sizeof(reason)), PROTO_E_BUSY);
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_CTL, 0x3B, 0, false, reason,
+                                            sizeof(reason)), 0);
         /* status-clear is write-1: only the bits written count */
         assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_STATUS_CLR, 0x3F, 0x3, true, reason,
                                             sizeof(reason)), 0);
@@ -294,7 +296,8 @@ static void test_ccx_restore_unknown_l3(void **state) {
         assert_non_null(e);
         assert_int_equal(e->scope, REG_SCOPE_CCX);
         assert_int_equal(leases_new(NULL, f->backend, f->machine, &l), 0);
-        assert_int_equal(leases_acquire(l, &holder, cpus, ELEMENTSOF(cpus), NULL, NULL, reason, sizeof(reason)), 0);
+        assert_int_equal(leases_acquire(l, &holder, cpus, ELEMENTSOF(cpus), NULL, NULL, reason,
+                                        sizeof(reason)), 0);
         assert_int_equal(leases_anchor(l, REG_SCOPE_CCX, 3, false, &anchor), 0);
         assert_int_equal(anchor, 2);
         op.target = anchor;

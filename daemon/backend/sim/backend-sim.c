@@ -262,19 +262,24 @@ static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
         machine = machine_new();
         if (!machine)
                 return -ENOMEM;
-        (void) snprintf(machine->vendor, sizeof(machine->vendor), "%s", m->amd ? SIM_AMD_VENDOR : SIM_VENDOR);
-        machine->family = !m->amd ? SIM_FAMILY : m->family == SIM_FAMILY_ZEN4 ? SIM_ZEN4_FAMILY : SIM_ZEN5_FAMILY;
-        machine->model = !m->amd ? m->cpu->model : m->family == SIM_FAMILY_ZEN4 ? SIM_ZEN4_MODEL : SIM_ZEN5_MODEL;
+        (void) snprintf(machine->vendor, sizeof(machine->vendor), "%s",
+                        m->amd ? SIM_AMD_VENDOR : SIM_VENDOR);
+        machine->family = !m->amd ? SIM_FAMILY :
+                          m->family == SIM_FAMILY_ZEN4 ? SIM_ZEN4_FAMILY : SIM_ZEN5_FAMILY;
+        machine->model = !m->amd ? m->cpu->model :
+                         m->family == SIM_FAMILY_ZEN4 ? SIM_ZEN4_MODEL : SIM_ZEN5_MODEL;
         machine->stepping = m->stepping;
         (void) snprintf(machine->model_name, sizeof(machine->model_name), "Simulated %s %s",
                         m->amd ? "AMD" : "Intel", m->cpu->name);
-        machine->cpu_model = cpu_model_find(machine->vendor, machine->family, machine->model, machine->stepping);
+        machine->cpu_model = cpu_model_find(machine->vendor, machine->family, machine->model,
+                                            machine->stepping);
         if (!machine->cpu_model)
                 return -EINVAL;
         machine_default_pmu_caps(machine);
         if (m->amd)
                 machine_set_amd_pmu_caps(machine, SIM_AMD_CPUID_EAX,
-                                         SIM_AMD_CPUID_EBX(m->gp_counters, m->df_counters, m->cpu->umc_counters));
+                                         SIM_AMD_CPUID_EBX(m->gp_counters, m->df_counters,
+                                                           m->cpu->umc_counters));
         machine->nmi_watchdog = c->nmi_watchdog;
 
         machine->n_cpus = cores * threads;
@@ -398,8 +403,9 @@ static int build_uncore(SimBackend *s, const Machine *machine) {
         for (uint32_t p = 0; p < s->n_packages; p++) {
                 sim_rapl_init(&s->packages[p].rapl, &s->model, &c->rapl, cycles_per_second);
                 if (s->model.amd)
-                        sim_amd_package_init(&s->packages[p].amd, &s->model, c->imc_read_gbps, c->imc_write_gbps,
-                                             c->rapl.package_watts, c->rapl.pp0_watts / c->cores_per_socket,
+                        sim_amd_package_init(&s->packages[p].amd, &s->model, c->imc_read_gbps,
+                                             c->imc_write_gbps, c->rapl.package_watts,
+                                             c->rapl.pp0_watts / c->cores_per_socket,
                                              c->rapl.energy_unit_bits, cycles_per_second);
         }
         if (s->model.amd) {
@@ -446,16 +452,17 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
 
         key = choose_model(model_key, config);
         if (!key)
-                return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr|zen4|zen5 or set "
-                                       "model= in [machine] of %s", config_path ?: "the configuration");
+                return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr|zen4|zen5 "
+                                       "or set model= in [machine] of %s",
+                                       config_path ?: "the configuration");
 
         s = calloc(1, sizeof(SimBackend));
         if (!s)
                 return -ENOMEM;
         r = sim_model_init(key, config->smt, &s->model);
         if (r < 0)
-                return sim_log_invalid("Unknown simulated CPU model '%s' (known: skx, clx, icx, spr, zen4, zen5)",
-                                       key);
+                return sim_log_invalid("Unknown simulated CPU model '%s' (known: skx, clx, icx, spr, zen4, "
+                                       "zen5)", key);
 
         if ((uint64_t) config->sockets * config->cores_per_socket * (config->smt ? 2 : 1) > PMUGATE_CPUS_MAX)
                 return sim_log_invalid("%s: %u sockets of %u cores%s exceed %u CPUs",

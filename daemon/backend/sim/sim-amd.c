@@ -260,7 +260,8 @@ bool sim_amd_package_owns(uint32_t reg) {
 }
 
 static unsigned df_counters(const SimAmdPackage *pkg) {
-        return pkg->model->df_counters < SIM_AMD_DF_COUNTERS_MAX ? pkg->model->df_counters : SIM_AMD_DF_COUNTERS_MAX;
+        return pkg->model->df_counters < SIM_AMD_DF_COUNTERS_MAX ? pkg->model->df_counters :
+                                                                   SIM_AMD_DF_COUNTERS_MAX;
 }
 
 static double df_rate(const SimAmdPackage *pkg, uint64_t ctl) {
@@ -312,7 +313,8 @@ int sim_amd_package_write(SimAmdPackage *pkg, uint32_t reg, uint64_t value) {
         unsigned i;
 
         /* RAPL is read-only; AMD drops the write */
-        if (reg == MSR_AMD_RAPL_POWER_UNIT || reg == MSR_AMD_PKG_ENERGY_STATUS || reg == MSR_AMD_CORE_ENERGY_STATUS)
+        if (reg == MSR_AMD_RAPL_POWER_UNIT || reg == MSR_AMD_PKG_ENERGY_STATUS ||
+            reg == MSR_AMD_CORE_ENERGY_STATUS)
                 return 0;
         if (reg < MSR_AMD_DF_CTL0 || (reg - MSR_AMD_DF_CTL0) / 2 >= df_counters(pkg))
                 return -EIO;

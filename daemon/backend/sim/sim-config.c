@@ -239,7 +239,8 @@ static int handle_machine(SimConfigParser *p, const char *key, const char *value
 
         if (strcmp(key, "model") == 0) {
                 if (strlen(value) >= sizeof(c->model) || sim_model_init(value, true, &model) < 0)
-                        return parser_fail(p, "model = '%s': expected skx, clx, icx, spr, zen4 or zen5", value);
+                        return parser_fail(p, "model = '%s': expected skx, clx, icx, spr, zen4 or zen5",
+                                           value);
                 (void) snprintf(c->model, sizeof(c->model), "%s", value);
                 return 0;
         }
@@ -251,8 +252,8 @@ static int handle_machine(SimConfigParser *p, const char *key, const char *value
                 return parse_bool_key(p, key, value, &c->smt);
         if (strcmp(key, "cores_per_ccx") == 0)
                 return parse_unsigned_key(p, key, value, 1, SIM_CORES_PER_SOCKET_MAX, &c->cores_per_ccx);
-        return parser_fail(p, "unknown key '%s' in [machine] (known: model, sockets, cores, cores_per_ccx, smt)",
-                           key);
+        return parser_fail(p, "unknown key '%s' in [machine] (known: model, sockets, cores, cores_per_ccx, "
+                           "smt)", key);
 }
 
 static int handle_clock(SimConfigParser *p, const char *key, const char *value) {

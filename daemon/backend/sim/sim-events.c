@@ -350,7 +350,8 @@ double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, un
         /* The simulated workload never runs a transaction, so TSX-filtered events stay 0. On
          * AMD those bits are the event code's upper nibble. */
         if (m->amd)
-                event |= (uint16_t) (((evtsel >> AMD_EVTSEL_EVENT_HI_SHIFT) & AMD_EVTSEL_EVENT_HI_MASK) << 8);
+                event |= (uint16_t) (((evtsel >> AMD_EVTSEL_EVENT_HI_SHIFT) & AMD_EVTSEL_EVENT_HI_MASK)
+                                     << 8);
         else if (evtsel & (EVTSEL_IN_TX | EVTSEL_IN_TXCP))
                 return 0.0;
 

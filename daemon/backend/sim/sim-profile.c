@@ -220,7 +220,8 @@ static int check_child(const char *child_name, double child, const char *parent_
 
 int sim_profile_validate(const SimProfile *p, const SimModel *model, char *reterr_reason,
                          size_t reason_size) {
-        double sum = p->retiring + p->bad_speculation + p->frontend_bound + p->backend_bound + p->smt_contention;
+        double sum = p->retiring + p->bad_speculation + p->frontend_bound + p->backend_bound +
+                     p->smt_contention;
         int r;
 
         if (fabs(sum - 1.0) > SIM_FRACTION_TOLERANCE) {
