@@ -265,8 +265,36 @@ def test_foreign_counters(tap):
         dm.stop()
 
 
-def wide_ops(r):
-    return r.get("values", [])
+def test_crash_restores_ccx_and_package(tap):
+    # one socket, two cores of two threads, one CCX: CPUs 0-3, CPU 0 the anchor of both. (The
+    # fake MSR files are byte-addressed: zeroing a PerfCtr overwrites all but the low byte of the
+    # select below it, so the selects' original values fit in that byte.)
+    d, m = fake("zen4", sockets=1, cores=2, cores_per_ccx=2)
+    for cpu in range(4):
+        m.set_msr(cpu, L3_CTL0, 0x04)
+        m.set_msr(cpu, DF_CTL0, 0x1F)
+    dm = t.Daemon(d, ["--root=" + m.root])
+    try:
+        c = t.Client(dm.socket)
+        c.call("lease", cpus=[0, 1, 2, 3])
+        r = c.batch([["w", 0, L3_CTL0, L3_ALL_LOOKUPS], ["w", 0, DF_CTL0, DF_READ_BEATS_CH0]])
+        tap.eq(err(r), "ok", "L3 and data-fabric selects written")
+        tap.ok(os.path.exists(os.path.join(dm.runtime_dir, "state", "lease-cpu0")),
+               "both are journaled under CPU 0, the anchor of the CCX and of the package")
+        dm.proc.kill()
+        dm.wait_exit()
+        tap.eq((m.msr(0, L3_CTL0), m.msr(0, DF_CTL0)), (L3_ALL_LOOKUPS, DF_READ_BEATS_CH0),
+               "the daemon died with them programmed")
+        dm2 = t.Daemon(d, ["--root=" + m.root])
+        try:
+            tap.eq((m.msr(0, L3_CTL0), m.msr(0, DF_CTL0)), (0x04, 0x1F),
+                   "the restarted daemon put the CCX and package registers back before serving")
+            tap.ok("Restored 4 registers" in dm2.log(), "selects restored, the counters they start zeroed",
+                   dm2.log())
+        finally:
+            dm2.stop()
+    finally:
+        dm.stop()
 
 
 def read1(c, cpu, reg):
@@ -492,5 +520,5 @@ def test_groups(tap):
 
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_discovery, test_masks_and_never_list, test_foreign_counters, test_perfmon_v2_gating,
-                          test_ccx_and_package_leases, test_cli, test_job_scope_ccx, test_topdown, test_topdown_beside_watchdog,
+                          test_ccx_and_package_leases, test_crash_restores_ccx_and_package, test_cli, test_job_scope_ccx, test_topdown, test_topdown_beside_watchdog,
                           test_groups]))
