@@ -502,6 +502,9 @@ def test_groups(tap):
             m = sim.json("stat", "-g", "CLOCK", "-c", "0", "-S", "0.3s", "-O", "json")["aggregate"]["metrics"]
             tap.ok(abs(m["clock_mhz"] - mhz) < 0.05 * mhz, "%s CLOCK: unhalted MHz (%.0f, want %.0f)" % (
                 model, m["clock_mhz"], mhz), m)
+            m = sim.json("stat", "-g", "ipc", "-c", "0", "-S", "0.2s", "-O", "json")["aggregate"]["metrics"]
+            tap.ok(abs(m["ipc"] - HPC["ipc"]) < EXACT and abs(m["cpi"] - 1 / HPC["ipc"]) < EXACT,
+                   "%s: the ipc group every model has works, with perf's event names" % model, m)
             rc, out, e = sim.run("stat", "-g", "topdown-l1", "-c", "0", "-S", "0.1s")
             tap.ok(rc == 0 and "SMT Contention" in out, "%s: the TopDown group also runs through stat" % model,
                    out + e)
