@@ -16,6 +16,7 @@
 #include "cli-util.h"
 #include "cpulist.h"
 #include "macro.h"
+#include "verb-likwid.h"
 #include "verb-measure.h"
 
 static const char *arg_socket;
@@ -40,6 +41,9 @@ static void help(void) {
                "                                  -I prints every interval; CMD's exit status is kept\n"
                "  stat -e EVENT,... | -g GROUP [same options]\n"
                "                                  Count events, or a group of events and formulas\n"
+               "  likwid -- LIKWID-COMMAND [ARGS...]\n"
+               "                                  Run a LIKWID tool with its register accesses going\n"
+               "                                  through pmugated (README: Using LIKWID's tools)\n"
                "\n"
                "REG is an address (0x186) or a name from 'pmugate info' (IA32_PERFEVTSEL0).\n"
                "VALUE is hex (0x...) or decimal. Bits outside a register's write mask are kept.\n"
@@ -593,6 +597,8 @@ int main(int argc, char *argv[]) {
                 return verb_topdown(argc, argv, arg_socket);
         if (strcmp(argv[0], "stat") == 0)
                 return verb_stat(argc, argv, arg_socket);
+        if (strcmp(argv[0], "likwid") == 0)
+                return verb_likwid(argc, argv, arg_socket);
         fprintf(stderr, "pmugate: unknown command '%s' (see 'pmugate --help')\n", argv[0]);
         return 2;
 }

@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Forwarding LIKWID's records to pmugated
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "likwid-forward.h"
+#include "likwid-map.h"
+#include "macro.h"
+#include "pmugate-limits.h"
+
+/* Refusals remembered per register; LIKWID asks for a few dozen distinct ones per run. */
+#define REFUSED_MAX 1024U
+/* Lines about collected writes that failed after LIKWID was told they succeeded. */
+#define FAILURE_LINES_MAX 20U
+
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+typedef enum LeaseState {
+        LEASE_NONE = 0,
+        LEASE_HELD,
+        LEASE_REFUSED,
+} LeaseState;
+
+typedef struct PendingOp {
+        bool pci, write;
+        uint32_t target;        /* CPU, or pmugate unit index */
+        uint32_t reg;
+        uint64_t value;
+        LikwidRecord *answer;   /* where the answer goes; NULL once LIKWID has it */
+} PendingOp;
+
+/* Where LIKWID's "zero" of a read-only counter left it: reads answer the distance from it. */
+typedef struct CounterBase {
+        uint32_t unit, reg;
+        uint64_t base;
+} CounterBase;
+
+#define COUNTER_BASES_MAX 256U
+#define COUNTER_MASK ((UINT64_C(1) << 48) - 1)
+
+typedef struct RefusedReg {
+        bool pci, write;
+        uint32_t unit;          /* 0 for MSRs */
+        uint32_t reg;
+        LikwidError error;
+} RefusedReg;
+
+struct LikwidForwarder {
+        pmugate *conn;
+        pmugate_info *info;
+        pmugate_batch *batch;
+        PendingOp *ops;
+        size_t n_ops, max_ops;
+        uint8_t *lease_state;   /* LeaseState per CPU number */
+        uint8_t *lease_error;   /* LikwidError of a refused lease */
+        size_t n_lease_slots;
+        uint32_t *lease_buf;
+        RefusedReg *refused;
+        size_t n_refused;
+        CounterBase bases[COUNTER_BASES_MAX];
+        size_t n_bases;
+        uint64_t frozen_packages;       /* bit p: LIKWID froze package p's uncore */
+        FILE *log;
+        const char *prog;
+        bool verbose;
+        bool rights_told;
+        unsigned failure_lines;
+        LikwidStats stats;
+};
+
+static void connection_lost(LikwidForwarder *f) {
+        if (!f->conn)
+                return;
+        fprintf(f->log, "%s: lost the connection to pmugated; it put back what LIKWID programmed, and "
+                "LIKWID's results are void from here on\n", f->prog);
+        f->conn = pmugate_disconnect(f->conn);
+}
+
+int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, LikwidForwarder **ret) {
+        LikwidForwarder *f;
+        int r;
+
+        f = calloc(1, sizeof(*f));
+        if (!f) {
+                pmugate_disconnect(c);
+                return -ENOMEM;
+        }
+        f->log = log;
+        f->prog = prog;
+        f->verbose = verbose;
+        f->conn = c;
+        if (c) {
+                r = pmugate_hello(c, &f->info);
+                if (r < 0) {
+                        const pmugate_error *e = pmugate_last_error(c);
+
+                        fprintf(log, "%s: pmugated did not answer hello: %s\n", prog,
+                                e->code > 0 ? e->reason : pmugate_strerror(r));
+                        f->conn = pmugate_disconnect(c);
+                }
+        }
+        if (f->info) {
+                uint32_t max_cpu = 0;
+
+                for (size_t i = 0; i < f->info->n_cpus; i++)
+                        max_cpu = MAX(max_cpu, f->info->cpus[i].cpu);
+                f->n_lease_slots = f->info->n_cpus > 0 ? (size_t) max_cpu + 1 : 0;
+                f->max_ops = MIN(f->info->max_ops_per_batch ?: 1U, PMUGATE_OPS_PER_BATCH_MAX);
+        }
+        f->ops = calloc(MAX(f->max_ops, 1U), sizeof(*f->ops));
+        f->lease_state = calloc(MAX(f->n_lease_slots, 1U), 1);
+        f->lease_error = calloc(MAX(f->n_lease_slots, 1U), 1);
+        f->lease_buf = calloc(f->info ? MAX(f->info->n_cpus, 1U) : 1U, sizeof(uint32_t));
+        f->refused = calloc(REFUSED_MAX, sizeof(*f->refused));
+        r = pmugate_batch_new(&f->batch);
+        if (r < 0 || !f->ops || !f->lease_state || !f->lease_error || !f->lease_buf || !f->refused) {
+                likwid_forwarder_free(f);
+                return r < 0 ? r : -ENOMEM;
+        }
+        *ret = f;
+        return 0;
+}
+
+LikwidForwarder *likwid_forwarder_free(LikwidForwarder *f) {
+        if (!f)
+                return NULL;
+        pmugate_disconnect(f->conn);
+        pmugate_info_free(f->info);
+        pmugate_batch_free(f->batch);
+        free(f->ops);
+        free(f->lease_state);
+        free(f->lease_error);
+        free(f->lease_buf);
+        free(f->refused);
+        free(f);
+        return NULL;
+}
+
+const LikwidStats *likwid_forwarder_stats(const LikwidForwarder *f) {
+        return &f->stats;
+}
+
+bool likwid_forwarder_has_pending(const LikwidForwarder *f) {
+        return f->n_ops > 0;
+}
+
+static void describe(const PendingOp *op, char *buf, size_t size) {
+        (void) snprintf(buf, size, "%s %s 0x%" PRIx32 " on %s %" PRIu32, op->write ? "write to" : "read of",
+                        op->pci ? "offset" : "MSR", op->reg, op->pci ? "unit" : "CPU", op->target);
+}
+
+static const RefusedReg *find_refused(const LikwidForwarder *f, bool pci, uint32_t unit, uint32_t reg,
+                                      bool write) {
+        for (size_t i = 0; i < f->n_refused; i++) {
+                const RefusedReg *x = &f->refused[i];
+
+                if (x->pci == pci && x->unit == unit && x->reg == reg && x->write == write)
+                        return x;
+        }
+        return NULL;
+}
+
+static void answer(LikwidForwarder *f, PendingOp *op, LikwidError error, uint64_t value, const char *why) {
+        char what[96];
+
+        if (op->answer) {
+                op->answer->errorcode = error;
+                op->answer->data = !op->write && error == LIKWID_ERR_NOERROR ? value : 0;
+                if (error != LIKWID_ERR_NOERROR)
+                        f->stats.refused++;
+                op->answer = NULL;
+                return;
+        }
+        if (error == LIKWID_ERR_NOERROR)
+                return;
+        /* A collected write LIKWID believes done: say so, LIKWID cannot. */
+        f->stats.deferred_failures++;
+        if (f->failure_lines++ >= FAILURE_LINES_MAX)
+                return;
+        describe(op, what, sizeof(what));
+        fprintf(f->log, "%s: %s failed after LIKWID was told it succeeded: %s\n", f->prog, what, why);
+}
+
+static void refuse(LikwidForwarder *f, PendingOp *op, const pmugate_error *e) {
+        LikwidError error = likwid_error_from_refusal(e->code);
+        char what[96];
+
+        /* A refusal about the caller's rights (job scope, role) explains LIKWID's own error:
+         * say it once, LIKWID only prints "not allowed" in its debug output. */
+        if (!likwid_refusal_is_permanent(e->code) && !f->rights_told) {
+                f->rights_told = true;
+                describe(op, what, sizeof(what));
+                fprintf(f->log, "%s: pmugated refused the %s: %s\n", f->prog, what, e->reason);
+        }
+
+        if (likwid_refusal_is_permanent(e->code) && f->n_refused < REFUSED_MAX &&
+            !find_refused(f, op->pci, op->pci ? op->target : 0, op->reg, op->write)) {
+                f->refused[f->n_refused++] = (RefusedReg) {
+                        .pci = op->pci, .write = op->write, .unit = op->pci ? op->target : 0, .reg = op->reg,
+                        .error = error,
+                };
+                if (f->verbose) {
+                        describe(op, what, sizeof(what));
+                        fprintf(f->log, "%s: pmugated refused the %s: %s\n", f->prog, what, e->reason);
+                }
+        }
+        answer(f, op, error, 0, e->reason);
+}
+
+static int add_op(pmugate_batch *b, const PendingOp *op) {
+        if (op->pci)
+                return op->write ? pmugate_batch_write_pci(b, op->target, op->reg, op->value) :
+                                   pmugate_batch_read_pci(b, op->target, op->reg);
+        return op->write ? pmugate_batch_write_msr(b, op->target, op->reg, op->value) :
+                           pmugate_batch_read_msr(b, op->target, op->reg);
+}
+
+/* Runs the collected ops in order. Nothing of a refused batch ran, so the refused op is
+ * answered with the daemon's refusal and the batch runs again without it. */
+static void run_pending(LikwidForwarder *f) {
+        while (f->n_ops > 0) {
+                const pmugate_error *e;
+                int64_t k;
+                int r = 0;
+
+                if (!f->conn) {
+                        for (size_t i = 0; i < f->n_ops; i++)
+                                answer(f, &f->ops[i], LIKWID_ERR_LOCKED, 0, "no connection to pmugated");
+                        f->n_ops = 0;
+                        return;
+                }
+                pmugate_batch_clear(f->batch);
+                for (size_t i = 0; i < f->n_ops && r >= 0; i++)
+                        r = add_op(f->batch, &f->ops[i]);
+                if (r >= 0) {
+                        f->stats.batches++;
+                        r = pmugate_batch_run(f->conn, f->batch);
+                }
+                if (r >= 0) {
+                        for (size_t i = 0; i < f->n_ops; i++) {
+                                uint64_t value = 0;
+                                int st = pmugate_batch_result(f->batch, i, &value);
+
+                                answer(f, &f->ops[i], likwid_error_from_errno(st), value,
+                                       pmugate_strerror(st));
+                        }
+                        f->n_ops = 0;
+                        return;
+                }
+                e = pmugate_last_error(f->conn);
+                if (e->code <= 0) {
+                        fprintf(f->log, "%s: batch of %zu operations failed: %s\n", f->prog, f->n_ops,
+                                pmugate_strerror(r));
+                        connection_lost(f);
+                        continue;
+                }
+                k = e->op_index;
+                if (k < 0 || (uint64_t) k >= f->n_ops) {
+                        /* Refused as a whole (e.g. the caller's rights changed). */
+                        for (size_t i = 0; i < f->n_ops; i++)
+                                refuse(f, &f->ops[i], e);
+                        f->n_ops = 0;
+                        return;
+                }
+                refuse(f, &f->ops[k], e);
+                memmove(&f->ops[k], &f->ops[k + 1], (f->n_ops - (size_t) k - 1) * sizeof(*f->ops));
+                f->n_ops--;
+        }
+}
+
+void likwid_forwarder_flush(LikwidForwarder *f) {
+        run_pending(f);
+}
+
+/* Leases what a write needs, once per CPU for the whole run. */
+static LikwidError ensure_leases(LikwidForwarder *f, const pmugate_cpu *target, const char *scope) {
+        size_t n_missing = 0;
+        int n, r;
+
+        n = likwid_lease_cpus(f->info, target, scope, f->lease_buf, f->info->n_cpus);
+        if (n < 0)
+                return LIKWID_ERR_RWFAIL;
+        for (int i = 0; i < n; i++) {
+                uint32_t cpu = f->lease_buf[i];
+
+                if (cpu >= f->n_lease_slots)
+                        return LIKWID_ERR_OPENFAIL;
+                if (f->lease_state[cpu] == LEASE_REFUSED)
+                        return (LikwidError) f->lease_error[cpu];
+                if (f->lease_state[cpu] == LEASE_NONE)
+                        f->lease_buf[n_missing++] = cpu;
+        }
+        if (n_missing == 0)
+                return LIKWID_ERR_NOERROR;
+        r = pmugate_lease(f->conn, f->lease_buf, n_missing);
+        if (r >= 0) {
+                for (size_t i = 0; i < n_missing; i++)
+                        f->lease_state[f->lease_buf[i]] = LEASE_HELD;
+                return LIKWID_ERR_NOERROR;
+        }
+        if (pmugate_last_error(f->conn)->code <= 0) {
+                fprintf(f->log, "%s: lease failed: %s\n", f->prog, pmugate_strerror(r));
+                connection_lost(f);
+                return LIKWID_ERR_LOCKED;
+        }
+        fprintf(f->log, "%s: pmugated refused a lease on CPU %" PRIu32 "%s: %s\n", f->prog,
+                f->lease_buf[0], n_missing > 1 ? " and the rest of its core or package" : "",
+                pmugate_last_error(f->conn)->reason);
+        r = likwid_error_from_refusal(pmugate_last_error(f->conn)->code);
+        /* One CPU is certainly the one refused; with several, the next write may need fewer. */
+        if (n_missing == 1) {
+                f->lease_state[f->lease_buf[0]] = LEASE_REFUSED;
+                f->lease_error[f->lease_buf[0]] = (uint8_t) r;
+        }
+        return (LikwidError) r;
+}
+
+static const pmugate_cpu *first_cpu_of_package(const pmugate_info *info, int32_t package) {
+        for (size_t i = 0; i < info->n_cpus; i++)
+                if (info->cpus[i].online && info->cpus[i].package == package)
+                        return &info->cpus[i];
+        return NULL;
+}
+
+static int32_t unit_package(const pmugate_info *info, uint32_t unit) {
+        for (size_t i = 0; i < info->n_units; i++)
+                if (info->units[i].index == unit)
+                        return info->units[i].package;
+        return -1;
+}
+
+static bool package_frozen(const LikwidForwarder *f, int32_t package) {
+        return package >= 0 && package < 64 && (f->frozen_packages & (UINT64_C(1) << package));
+}
+
+static PendingOp *queue_op(LikwidForwarder *f, bool pci, bool write, uint32_t target, uint32_t reg,
+                           uint64_t value) {
+        if (f->n_ops >= f->max_ops)
+                run_pending(f);
+        f->ops[f->n_ops] = (PendingOp) {
+                .pci = pci, .write = write, .target = target, .reg = reg, .value = value,
+        };
+        return &f->ops[f->n_ops++];
+}
+
+/* The U-box's freeze-all and unfreeze-all, done on the freeze bit of each memory controller
+ * box of the package; the write of 0 LIKWID ends with changes nothing. */
+static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_cpu *cpu, uint64_t value) {
+        PendingOp *last = NULL;
+
+        rec->data = 0;
+        rec->errorcode = ensure_leases(f, cpu, "package");
+        if (rec->errorcode != LIKWID_ERR_NOERROR) {
+                f->stats.refused++;
+                return;
+        }
+        if (value == 0 || cpu->package < 0 || cpu->package >= 64)
+                return;
+        for (size_t i = 0; i < f->info->n_units; i++) {
+                const pmugate_unit *u = &f->info->units[i];
+                const pmugate_register *e = likwid_find_pci(f->info, u->index, LIKWID_IMC_BOX_CTL);
+
+                if (u->package != cpu->package || !e || !(e->write_mask & LIKWID_IMC_BOX_FREEZE))
+                        continue;
+                last = queue_op(f, true, true, u->index, LIKWID_IMC_BOX_CTL,
+                                value == LIKWID_UBOX_FREEZE_ALL ? LIKWID_IMC_BOX_FREEZE : 0);
+        }
+        if (value == LIKWID_UBOX_FREEZE_ALL)
+                f->frozen_packages |= UINT64_C(1) << cpu->package;
+        else
+                f->frozen_packages &= ~(UINT64_C(1) << cpu->package);
+        if (!last)
+                return;
+        last->answer = rec;
+        run_pending(f);
+}
+
+static CounterBase *find_base(LikwidForwarder *f, uint32_t unit, uint32_t reg) {
+        for (size_t i = 0; i < f->n_bases; i++)
+                if (f->bases[i].unit == unit && f->bases[i].reg == reg)
+                        return &f->bases[i];
+        return NULL;
+}
+
+static uint64_t counter_value(LikwidForwarder *f, uint32_t unit, uint32_t reg, uint64_t raw) {
+        const CounterBase *b = find_base(f, unit, reg);
+
+        return b ? (raw - b->base) & COUNTER_MASK : raw;
+}
+
+/* LIKWID zeroes a memory controller counter the allowlist keeps read-only (clients reset them
+ * through the box): remember where it stands and count from there. */
+static void zero_counter(LikwidForwarder *f, LikwidRecord *rec, uint32_t unit) {
+        CounterBase *b = find_base(f, unit, rec->reg);
+        PendingOp *op;
+
+        if (!b && f->n_bases >= COUNTER_BASES_MAX) {
+                rec->errorcode = LIKWID_ERR_RWFAIL;
+                return;
+        }
+        op = queue_op(f, true, false, unit, rec->reg, 0);
+        op->answer = rec;
+        run_pending(f);
+        if (rec->errorcode != LIKWID_ERR_NOERROR)
+                return;
+        if (!b) {
+                b = &f->bases[f->n_bases++];
+                *b = (CounterBase) { .unit = unit, .reg = rec->reg };
+        }
+        b->base = rec->data & COUNTER_MASK;
+        rec->data = 0;
+}
+
+static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
+        bool write = rec->type == LIKWID_WRITE, pci = rec->device != LIKWID_DEV_MSR;
+        const pmugate_register *entry;
+        const pmugate_cpu *cpu;
+        const RefusedReg *known;
+        uint32_t target;
+        uint64_t value = rec->data;
+        PendingOp *op;
+
+        rec->data = write ? rec->data : 0;
+        rec->errorcode = LIKWID_ERR_NOERROR;
+        if (write)
+                f->stats.writes++;
+        else
+                f->stats.reads++;
+        if (!f->conn) {
+                rec->errorcode = LIKWID_ERR_LOCKED;
+                return;
+        }
+        if (pci) {
+                if (likwid_map_unit(f->info, rec->device, rec->cpu, &target) < 0) {
+                        rec->errorcode = LIKWID_ERR_NODEV;
+                        return;
+                }
+                cpu = first_cpu_of_package(f->info, unit_package(f->info, target));
+                entry = likwid_find_pci(f->info, target, rec->reg);
+                if (entry && entry->width == 4)
+                        value &= UINT32_MAX;
+        } else {
+                target = rec->cpu;
+                cpu = likwid_map_cpu(f->info, target);
+                entry = likwid_find_msr(f->info, rec->reg);
+        }
+        if (!cpu) {
+                rec->errorcode = pci ? LIKWID_ERR_NODEV : LIKWID_ERR_OPENFAIL;
+                return;
+        }
+        if (write && !pci && rec->reg == LIKWID_MSR_UBOX_GLOBAL_CTL && likwid_model_has_ubox(f->info) &&
+            (value == LIKWID_UBOX_FREEZE_ALL || value == LIKWID_UBOX_UNFREEZE_ALL || value == 0)) {
+                uncore_freeze(f, rec, cpu, value);
+                return;
+        }
+        if (!write && !pci && likwid_read_is_placeholder(f->info, rec->reg)) {
+                rec->data = 0;
+                f->stats.switch_offs++;
+                return;
+        }
+        if (write && pci && value == 0 && likwid_register_is_readonly_counter(entry)) {
+                zero_counter(f, rec, target);
+                return;
+        }
+        if (write && pci && rec->reg == LIKWID_IMC_BOX_CTL && package_frozen(f, cpu->package))
+                value |= LIKWID_IMC_BOX_FREEZE;
+        if (write && !pci && likwid_write_is_switch_off(rec->reg, value)) {
+                /* Nothing to switch off, but only where the user could write at all. */
+                rec->errorcode = ensure_leases(f, cpu, "thread");
+                rec->data = 0;
+                if (rec->errorcode == LIKWID_ERR_NOERROR)
+                        f->stats.switch_offs++;
+                else
+                        f->stats.refused++;
+                return;
+        }
+        /* After the answers above: a refused value (PEBS_ENABLE = 1) must not make the
+         * harmless one (0) refused too. */
+        known = find_refused(f, pci, pci ? target : 0, rec->reg, write);
+        if (known) {
+                rec->errorcode = known->error;
+                rec->data = 0;
+                f->stats.refused++;
+                return;
+        }
+        if (write && entry) {
+                rec->errorcode = ensure_leases(f, cpu, pci ? "package" : entry->scope);
+                if (rec->errorcode != LIKWID_ERR_NOERROR) {
+                        rec->data = 0;
+                        f->stats.refused++;
+                        return;
+                }
+        }
+        if (f->n_ops >= f->max_ops)
+                run_pending(f);
+        op = &f->ops[f->n_ops++];
+        *op = (PendingOp) { .pci = pci, .write = write, .target = target, .reg = rec->reg, .value = value };
+        rec->data = 0;
+        if (write && entry && entry->write_mask != 0 && !likwid_write_is_gate(pci, rec->reg)) {
+                f->stats.deferred++;
+                return;
+        }
+        op->answer = rec;
+        run_pending(f);
+        if (pci && !write && rec->errorcode == LIKWID_ERR_NOERROR)
+                rec->data = counter_value(f, target, rec->reg, rec->data);
+}
+
+static LikwidError check_device(const LikwidForwarder *f, const LikwidRecord *rec) {
+        uint32_t unit;
+
+        if (!f->info)
+                return LIKWID_ERR_LOCKED;
+        if (rec->device == LIKWID_DEV_MSR)
+                return likwid_map_cpu(f->info, rec->cpu) ? LIKWID_ERR_NOERROR : LIKWID_ERR_NODEV;
+        return likwid_map_unit(f->info, rec->device, rec->cpu, &unit) < 0 ? LIKWID_ERR_NODEV :
+                                                                               LIKWID_ERR_NOERROR;
+}
+
+int likwid_forwarder_handle(LikwidForwarder *f, LikwidRecord *rec) {
+        f->stats.records++;
+        switch (rec->type) {
+        case LIKWID_EXIT:
+                run_pending(f);
+                return 0;
+        case LIKWID_CHECK:
+                f->stats.checks++;
+                rec->errorcode = check_device(f, rec);
+                rec->data = 0;
+                return 1;
+        case LIKWID_READ:
+        case LIKWID_WRITE:
+                access_register(f, rec);
+                return 1;
+        default:
+                rec->errorcode = LIKWID_ERR_UNKNOWN;
+                rec->data = 0;
+                return 1;
+        }
+}

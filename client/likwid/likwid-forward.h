@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Forwarding LIKWID's records to pmugated: batches, leases and LIKWID's answers
+ *
+ * LIKWID waits for the answer to each record. Writes the daemon will accept (the register is
+ * listed and writable, the CPU leased) are answered at once and collected; they run in one
+ * batch together with the next read, a write that starts or stops counting, or when LIKWID
+ * pauses (likwid_forwarder_flush()). Everything else runs before it is answered. A refusal
+ * is the daemon's (so it is audited there); refusals that depend only on the register are
+ * remembered and answered again without asking.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "likwid-record.h"
+#include "pmugate/pmugate.h"
+
+typedef struct LikwidForwarder LikwidForwarder;
+
+typedef struct LikwidStats {
+        uint64_t records, reads, writes, checks;
+        uint64_t batches;               /* batch requests sent to pmugated */
+        uint64_t deferred;              /* writes answered before they ran */
+        uint64_t refused;               /* records answered with a refusal */
+        uint64_t switch_offs;           /* writes answered without touching the CPU */
+        uint64_t deferred_failures;     /* collected writes that failed after their answer */
+} LikwidStats;
+
+/* Takes over c, also on failure (c may be NULL when pmugated could not be reached: every access is then answered
+ * "locked"). Messages go to log, prefixed with prog; verbose also tells each refusal. */
+int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, LikwidForwarder **ret);
+LikwidForwarder *likwid_forwarder_free(LikwidForwarder *f);
+
+/* Answers rec in place. Returns 1 when LIKWID expects the answer, 0 for EXIT (no answer; the
+ * session is over), or a negative errno on an internal failure. */
+int likwid_forwarder_handle(LikwidForwarder *f, LikwidRecord *rec);
+
+/* Runs the collected writes now. */
+void likwid_forwarder_flush(LikwidForwarder *f);
+bool likwid_forwarder_has_pending(const LikwidForwarder *f);
+
+const LikwidStats *likwid_forwarder_stats(const LikwidForwarder *f);

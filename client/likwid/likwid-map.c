@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * LIKWID devices, registers and error codes in pmugate's terms
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "error.h"
+#include "likwid-map.h"
+#include "macro.h"
+
+#define MSR_IA32_PEBS_ENABLE 0x3F1U
+#define MSR_UBOX_GLOBAL_STATUS 0x701U
+#define MSR_CLIENT_UNC_PERF_GLOBAL_STATUS 0xE02U
+#define MSR_IA32_PERF_GLOBAL_CTRL 0x38FU
+#define PCI_IMC_PMON_BOX_CTL 0xF4U
+
+/* LIKWID's Skylake-SP/Cascade Lake memory channels (perfmon_skylakeX_counters.h: device and
+ * function of each channel's PCI function; two controllers of three channels per socket). */
+static const struct {
+        uint32_t device;
+        const char *devfn;
+} skx_imc_channels[] = {
+        { LIKWID_DEV_IMC_0_CH_0 + 0, "0a.2" },
+        { LIKWID_DEV_IMC_0_CH_0 + 1, "0a.6" },
+        { LIKWID_DEV_IMC_0_CH_0 + 2, "0b.2" },
+        { LIKWID_DEV_IMC_1_CH_0 + 0, "0c.2" },
+        { LIKWID_DEV_IMC_1_CH_0 + 1, "0c.6" },
+        { LIKWID_DEV_IMC_1_CH_0 + 2, "0d.2" },
+};
+
+const pmugate_cpu *likwid_map_cpu(const pmugate_info *info, uint32_t cpu) {
+        for (size_t i = 0; i < info->n_cpus; i++)
+                if (info->cpus[i].cpu == cpu)
+                        return info->cpus[i].online ? &info->cpus[i] : NULL;
+        return NULL;
+}
+
+static bool bdf_has_devfn(const char *bdf, const char *devfn) {
+        size_t n = strlen(bdf), m = strlen(devfn);
+
+        return n > m && bdf[n - m - 1] == ':' && strcmp(bdf + n - m, devfn) == 0;
+}
+
+int likwid_map_unit(const pmugate_info *info, uint32_t device, uint32_t socket, uint32_t *ret_unit) {
+        const char *devfn = NULL;
+
+        if (strcmp(info->model_key, "skx") != 0 && strcmp(info->model_key, "clx") != 0)
+                return -ENODEV;
+        for (size_t i = 0; i < ELEMENTSOF(skx_imc_channels); i++)
+                if (skx_imc_channels[i].device == device)
+                        devfn = skx_imc_channels[i].devfn;
+        if (!devfn || socket > INT32_MAX)
+                return -ENODEV;
+        for (size_t i = 0; i < info->n_units; i++) {
+                const pmugate_unit *u = &info->units[i];
+
+                if (u->package == (int32_t) socket && u->vendor == 0x8086 && bdf_has_devfn(u->bdf, devfn)) {
+                        *ret_unit = u->index;
+                        return 0;
+                }
+        }
+        return -ENODEV;
+}
+
+const pmugate_register *likwid_find_msr(const pmugate_info *info, uint32_t reg) {
+        for (size_t i = 0; i < info->n_registers; i++) {
+                const pmugate_register *r = &info->registers[i];
+
+                if (!r->pci && reg >= r->first && reg <= r->last)
+                        return r;
+        }
+        return NULL;
+}
+
+const pmugate_register *likwid_find_pci(const pmugate_info *info, uint32_t unit, uint32_t offset) {
+        const pmugate_unit *u = NULL;
+
+        for (size_t i = 0; i < info->n_units; i++)
+                if (info->units[i].index == unit)
+                        u = &info->units[i];
+        if (!u)
+                return NULL;
+        for (size_t i = 0; i < info->n_registers; i++) {
+                const pmugate_register *r = &info->registers[i];
+
+                if (r->pci && r->pci_vendor == u->vendor && r->pci_device == u->device &&
+                    offset >= r->first && offset <= r->last && r->width > 0 &&
+                    (offset - r->first) % r->width == 0)
+                        return r;
+        }
+        return NULL;
+}
+
+int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const char *scope, uint32_t *cpus,
+                      size_t max) {
+        bool core = strcmp(scope, "core") == 0, package = strcmp(scope, "package") == 0;
+        size_t n = 0;
+
+        if (!core && !package) {
+                if (max < 1)
+                        return -E2BIG;
+                cpus[0] = target->cpu;
+                return 1;
+        }
+        for (size_t i = 0; i < info->n_cpus; i++) {
+                const pmugate_cpu *c = &info->cpus[i];
+
+                if (!c->online || c->package != target->package || (core && c->core != target->core))
+                        continue;
+                if (n >= max)
+                        return -E2BIG;
+                cpus[n++] = c->cpu;
+        }
+        return (int) n;
+}
+
+bool likwid_write_is_switch_off(uint32_t reg, uint64_t value) {
+        /* LIKWID 5.2 writes 0 to PEBS_ENABLE at every setup on Skylake-SP and Cascade Lake,
+         * without reading it first. pmugated never lets a client set a PEBS bit, so no
+         * pmugate client can have switched PEBS on, and the kernel's own PEBS use is not
+         * LIKWID's to switch off. */
+        if (reg == MSR_IA32_PEBS_ENABLE && value == 0)
+                return true;
+        /* Write-1-to-clear overflow bits: LIKWID writes 0 at the end, which clears nothing. */
+        return reg == MSR_UBOX_GLOBAL_STATUS && value == 0;
+}
+
+bool likwid_model_has_ubox(const pmugate_info *info) {
+        return strcmp(info->model_key, "skx") == 0 || strcmp(info->model_key, "clx") == 0;
+}
+
+bool likwid_read_is_placeholder(const pmugate_info *info, uint32_t reg) {
+        return likwid_model_has_ubox(info) && reg == MSR_CLIENT_UNC_PERF_GLOBAL_STATUS;
+}
+
+bool likwid_register_is_readonly_counter(const pmugate_register *entry) {
+        return entry && entry->pci && entry->write_mask == 0 && entry->width == 8 &&
+               strcmp(entry->cls, "uncore-imc") == 0;
+}
+
+bool likwid_write_is_gate(bool pci, uint32_t reg) {
+        return pci ? reg == PCI_IMC_PMON_BOX_CTL : reg == MSR_IA32_PERF_GLOBAL_CTRL;
+}
+
+LikwidError likwid_error_from_refusal(int code) {
+        switch (code) {
+        case PROTO_E_NOT_AUTHORIZED:
+        case PROTO_E_REG_NOT_ALLOWED:
+        case PROTO_E_REG_FORBIDDEN:
+        case PROTO_E_READ_ONLY:
+        case PROTO_E_NO_GRANT:
+        case PROTO_E_NO_LEASE:
+        case PROTO_E_PREEMPTED:
+        case PROTO_E_OUT_OF_SCOPE:
+        case PROTO_E_REVOKED:
+                return LIKWID_ERR_RESTREG;
+        case PROTO_E_NO_SUCH_CPU:
+                return LIKWID_ERR_OPENFAIL;
+        case PROTO_E_NO_SUCH_UNIT:
+                return LIKWID_ERR_NODEV;
+        case PROTO_E_BUSY:
+        case PROTO_E_TOO_MANY_CLIENTS:
+        case PROTO_E_LIMIT:
+                return LIKWID_ERR_DAEMONBUSY;
+        default:
+                return LIKWID_ERR_RWFAIL;
+        }
+}
+
+LikwidError likwid_error_from_errno(int error) {
+        switch (error) {
+        case 0:
+                return LIKWID_ERR_NOERROR;
+        case -ENXIO:
+        case -ENODEV:
+                return LIKWID_ERR_NODEV;
+        case -EPERM:
+        case -EACCES:
+                return LIKWID_ERR_RESTREG;
+        case -EBUSY:
+                return LIKWID_ERR_DAEMONBUSY;
+        default:
+                return LIKWID_ERR_RWFAIL;
+        }
+}
+
+bool likwid_refusal_is_permanent(int code) {
+        return code == PROTO_E_REG_NOT_ALLOWED || code == PROTO_E_REG_FORBIDDEN || code == PROTO_E_READ_ONLY;
+}

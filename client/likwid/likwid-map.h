@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What a LIKWID record means in pmugate's terms: units, registers, leases and answers
+ *
+ * Pure functions of the daemon's hello information, so the forwarder's decisions can be
+ * tested without a daemon.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "likwid-record.h"
+#include "pmugate/pmugate.h"
+
+/* The CPU entry of cpu, or NULL when the machine has none (or it is offline). */
+const pmugate_cpu *likwid_map_cpu(const pmugate_info *info, uint32_t cpu);
+
+/* The pmugate unit that serves LIKWID's uncore device on socket: 0 with its index, or -ENODEV
+ * for devices pmugate does not serve on this machine. */
+int likwid_map_unit(const pmugate_info *info, uint32_t device, uint32_t socket, uint32_t *ret_unit);
+
+/* The allowlist entry of an MSR, or of a unit's config-space offset; NULL when unlisted. */
+const pmugate_register *likwid_find_msr(const pmugate_info *info, uint32_t reg);
+const pmugate_register *likwid_find_pci(const pmugate_info *info, uint32_t unit, uint32_t offset);
+
+/* The online CPUs whose leases a write to a register of the given scope ("thread", "core",
+ * "package") on target needs. Returns the count written to cpus (at most max), or -E2BIG. */
+int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const char *scope, uint32_t *cpus,
+                      size_t max);
+
+/* True when LIKWID writes value to reg only to switch off a feature that pmugate never lets
+ * any client switch on (PEBS_ENABLE written 0), or writes nothing at all (no bit to a
+ * write-1-to-clear status): answered as done without touching the CPU. */
+bool likwid_write_is_switch_off(uint32_t reg, uint64_t value);
+
+/* True when LIKWID reads reg only to find bits to write back, on a model where the address
+ * means something else: LIKWID 5.2 reads the client parts' uncore global status (MSR 0xE02)
+ * on Skylake-SP too, where 0xE02 is a CHA control register. Answered 0 (nothing to clear)
+ * without touching the CPU. */
+bool likwid_read_is_placeholder(const pmugate_info *info, uint32_t reg);
+
+/* Skylake-SP's U-box global control (MSR 0x700), which LIKWID uses to freeze and unfreeze
+ * every uncore box at once. pmugate serves the memory controller boxes, each with its own
+ * freeze bit, so the forwarder freezes those instead. */
+#define LIKWID_MSR_UBOX_GLOBAL_CTL 0x700U
+#define LIKWID_UBOX_FREEZE_ALL (UINT64_C(1) << 63)
+#define LIKWID_UBOX_UNFREEZE_ALL (UINT64_C(1) << 61)
+#define LIKWID_IMC_BOX_CTL 0xF4U
+#define LIKWID_IMC_BOX_FREEZE 0x100U
+
+/* True when LIKWID's uncore freeze on this model is the U-box's, emulated on the boxes. */
+bool likwid_model_has_ubox(const pmugate_info *info);
+
+/* True for a counter the allowlist keeps read-only (a memory controller counter): LIKWID's
+ * zeroing write to it is answered by counting from the current value instead. */
+bool likwid_register_is_readonly_counter(const pmugate_register *entry);
+
+/* True for writes that start or stop counting (global control, box control): they run before
+ * LIKWID gets its answer, so the counted interval is the one LIKWID times. */
+bool likwid_write_is_gate(bool pci, uint32_t reg);
+
+/* LIKWID's answer for a request pmugated refused with protocol error code, and for a failed
+ * op (negative errno). */
+LikwidError likwid_error_from_refusal(int code);
+LikwidError likwid_error_from_errno(int error);
+
+/* True when a refusal depends only on the register, not on the CPU, the caller's job or the
+ * moment, so the same request can be answered again without asking the daemon. */
+bool likwid_refusal_is_permanent(int code);

@@ -1,0 +1,376 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pmugate-likwid-accessD speaking LIKWID's record protocol, driven record by record (no LIKWID
+needed), against a real pmugated on the simulated Skylake-SP: the socket, batching, leases and
+their restore (also when the forwarder is killed), refusals in LIKWID's codes and in the audit
+log, the PEBS rule, device checks, the memory controller mapping, job scope and bad input."""
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import time
+
+import likwidtest as lt
+import pmugatetest as t
+
+READ, WRITE, CHECK, EXIT = 0, 1, 2, 3
+NOERROR, UNKNOWN, RESTREG, OPENFAIL, RWFAIL, DAEMONBUSY, NODEV, LOCKED = range(8)
+EVTSEL0, EVTSEL1, PMC0, FIXED_CTRL, GLOBAL_CTRL = 0x186, 0x187, 0xC1, 0x38D, 0x38F
+MISC_ENABLE, PEBS_ENABLE = 0x1A0, 0x3F1
+IMC_CTL0, IMC_CTR0, IMC_BOX_CTL = 0xD8, 0xA0, 0xF4
+UNPRIVILEGED = (t.UNPRIVILEGED_UID, 4999, [t.USER_GID])
+
+
+def sim_daemon(mode="open"):
+    d = t.workdir()
+    conf = os.path.join(d, "sim.conf")
+    with open(conf, "w") as f:
+        f.write("[machine]\nsockets = 1\ncores = 2\nsmt = no\n")
+    cfg = os.path.join(d, "pmugate.conf")
+    with open(cfg, "w") as f:
+        f.write("[access]\nmode = %s\nadmin_groups = %d\nuser_groups = %d\n" % (mode, t.ADMIN_GID, t.USER_GID))
+    return t.Daemon(d, ["--backend=sim", "--sim-model=skx", "--sim-config=" + conf], config=cfg)
+
+
+def connect_as(path, user=None):
+    """Connects to the forwarder like LIKWID does (retrying until it listens), as user: LIKWID
+    runs as the same user as the daemon it started."""
+    def connect():
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        for _ in range(1000):
+            try:
+                s.connect(path)
+                return s
+            except (FileNotFoundError, ConnectionRefusedError):
+                time.sleep(0.0025)
+        raise TimeoutError("the forwarder did not listen on " + path)
+    if not user:
+        return connect()
+    parent, child = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            parent.close()
+            t.as_user(*user)()
+            s = connect()
+            socket.send_fds(child, [b"x"], [s.fileno()])
+        finally:
+            os._exit(0)
+    child.close()
+    _, fds, _, _ = socket.recv_fds(parent, 1, 1)
+    parent.close()
+    os.waitpid(pid, 0)
+    return socket.socket(fileno=fds[0])
+
+
+class Forwarder:
+    """The forwarder as LIKWID starts it, and a LIKWID-side connection to it."""
+
+    def __init__(self, socket_path, args=(), user=None, connect=True):
+        argv = [lt.ACCESSD] + (["--socket=" + socket_path] if socket_path else []) + list(args)
+        pre = t.as_user(*user) if user else None
+        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, preexec_fn=pre, env={})
+        self.path = "/tmp/likwid-%d" % self.proc.pid
+        deadline = time.time() + 10
+        while not os.path.exists(self.path) and self.proc.poll() is None and time.time() < deadline:
+            time.sleep(0.005)
+        self.mode = os.stat(self.path) if os.path.exists(self.path) else None
+        self.sock = None
+        if connect:
+            self.sock = connect_as(self.path, user)
+            self.sock.settimeout(10)
+
+    def send(self, cpu, reg, data=0, device=0, kind=READ):
+        self.sock.sendall(struct.pack("=IIQIIII", cpu, reg, data, device, kind, OPENFAIL, 0))
+        if kind == EXIT:
+            return None
+        reply = b""
+        while len(reply) < 32:
+            chunk = self.sock.recv(32 - len(reply))
+            if not chunk:
+                raise ConnectionError("forwarder closed the connection")
+            reply += chunk
+        _, _, value, _, _, err, _ = struct.unpack("=IIQIIII", reply)
+        return err, value
+
+    def read(self, cpu, reg, device=0):
+        return self.send(cpu, reg, 0, device, READ)
+
+    def write(self, cpu, reg, value, device=0):
+        return self.send(cpu, reg, value, device, WRITE)[0]
+
+    def check(self, cpu, device):
+        return self.send(cpu, 0, 0, device, CHECK)[0]
+
+    def exit(self):
+        self.send(0, 0, kind=EXIT)
+        return self.wait()
+
+    def wait(self, timeout=10):
+        rc = self.proc.wait(timeout=timeout)
+        self.stderr = self.proc.stderr.read()
+        if self.sock:
+            self.sock.close()
+        return rc
+
+
+def raw(dm, ops):
+    c = t.Client(dm.socket)
+    try:
+        r = c.batch(ops)
+        assert r.get("ok"), r
+        return r["values"]
+    finally:
+        c.close()
+
+
+def imc_units(dm):
+    """pmugate unit index of each LIKWID memory channel device on socket 0."""
+    c = t.Client(dm.socket)
+    try:
+        hello = c.call("hello")
+    finally:
+        c.close()
+    found = {}
+    for u in hello["units"]:
+        index, bdf = u[0], u[1]
+        for dev, devfn in ((5, "0a.2"), (6, "0a.6"), (7, "0b.2"), (9, "0c.2"), (10, "0c.6"), (11, "0d.2")):
+            if bdf.endswith(devfn) and dev not in found:
+                found[dev] = index
+    return found
+
+
+def count_audit(dm, needle):
+    return sum(1 for line in dm.audit().splitlines() if needle in line)
+
+
+def test_socket_and_session(tap):
+    dm = sim_daemon()
+    try:
+        fw = Forwarder(dm.socket)
+        tap.ok(fw.mode is not None and (fw.mode.st_mode & 0o777) == 0o600 and fw.mode.st_uid == os.getuid(),
+               "the socket is /tmp/likwid-PID, mode 0600, owned by the caller")
+        tap.eq(fw.write(0, EVTSEL0, 0x4100C4), NOERROR, "an allowed write is answered NOERROR")
+        tap.ok(not os.path.exists(fw.path), "the socket is removed once LIKWID is connected")
+        tap.eq(fw.read(0, EVTSEL0), (NOERROR, 0x4100C4), "reading it back gives the value")
+        tap.eq(raw(dm, [["r", 0, EVTSEL0]]), [0x4100C4], "the write reached the (simulated) register")
+        tap.eq(fw.write(0, EVTSEL0, 0x5100C4 | (1 << 21)), NOERROR, "a write with bits outside the mask is accepted")
+        got = fw.read(0, EVTSEL0)[1]
+        tap.ok(got & (1 << 21) == 0 and got & (1 << 20) == 0, "ANY and INT never reach the register (0x%x)" % got)
+        c = t.Client(dm.socket)
+        status = c.call("status")
+        c.close()
+        leases = status.get("leases", [])
+        tap.ok(any(lease[0] == 0 for lease in leases),
+               "the first write took a lease on CPU 0", status)
+        tap.eq(fw.exit(), 0, "EXIT ends the forwarder with status 0")
+        tap.eq(raw(dm, [["r", 0, EVTSEL0]]), [0], "its end put the event select back")
+        tap.ok("lease-end verdict=restored" in dm.audit(), "the daemon audited the restore")
+    finally:
+        dm.stop()
+
+
+def test_batching(tap):
+    dm = sim_daemon()
+    try:
+        fw = Forwarder(dm.socket, ["--verbose"])
+        fw.write(0, EVTSEL0, 0)   # takes the lease
+        fw.read(0, EVTSEL0)
+        before = count_audit(dm, "event=write")
+        for i, reg in enumerate((EVTSEL0, EVTSEL1, PMC0, PMC0 + 1, FIXED_CTRL)):
+            tap.eq(fw.write(0, reg, 0x430000 + i if reg in (EVTSEL0, EVTSEL1) else 0), NOERROR,
+                   "write %d is answered at once" % i)
+        err, value = fw.read(0, EVTSEL1)
+        tap.eq((err, value), (NOERROR, 0x430001), "a read after the writes sees them")
+        writes = [l for l in dm.audit().splitlines() if "event=write" in l][before:]
+        tap.ok(len(writes) == 1 and "count=5" in writes[0], "five writes and the read went in one batch", writes)
+        fw.write(0, EVTSEL0, 0x4300C0)
+        time.sleep(0.2)
+        tap.eq(raw(dm, [["r", 0, EVTSEL0]]), [0x4300C0], "a write LIKWID follows with nothing runs by itself soon")
+        fw.exit()
+        tap.ok("10 records (2 reads, 7 writes, 0 checks) in 3 batches; 7 writes collected" in fw.stderr,
+               "--verbose ends with a summary that counts the batches", fw.stderr)
+    finally:
+        dm.stop()
+
+
+def test_refusals(tap):
+    dm = sim_daemon()
+    try:
+        fw = Forwarder(dm.socket)
+        tap.eq(fw.read(0, MISC_ENABLE), (RESTREG, 0), "a never-listed register: LIKWID's 'not allowed' code")
+        tap.eq(count_audit(dm, "regs=0x1a0"), 1, "the refusal is audited by pmugated")
+        tap.eq(fw.read(0, MISC_ENABLE), (RESTREG, 0), "asked again: the same answer")
+        tap.eq(count_audit(dm, "regs=0x1a0"), 1, "answered from the forwarder's memory, no second round trip")
+        tap.eq(fw.read(0, 0xCE)[0], RESTREG, "an unlisted register: 'not allowed'")
+        tap.eq(fw.write(0, 0x38E, 1), RESTREG, "a write to a read-only register: 'not allowed'")
+        tap.eq(fw.write(0, PEBS_ENABLE, 0), NOERROR, "PEBS_ENABLE written 0 is answered as done")
+        tap.eq(count_audit(dm, "regs=0x3f1"), 0, "... without a request to pmugated")
+        tap.eq(fw.write(0, PEBS_ENABLE, 1), RESTREG, "PEBS_ENABLE written 1 is refused")
+        tap.eq(count_audit(dm, "regs=0x3f1"), 1, "... by pmugated, and audited")
+        tap.eq(fw.write(0, PEBS_ENABLE, 0), NOERROR, "PEBS_ENABLE written 0 after a refused 1: still answered as done")
+        tap.eq(fw.read(0, PEBS_ENABLE)[0], RESTREG, "reading PEBS_ENABLE is refused")
+        tap.eq(fw.read(99, EVTSEL0)[0], OPENFAIL, "a CPU the machine lacks: 'failed to open device file'")
+        tap.eq(fw.read(0x40000000, EVTSEL0)[0], OPENFAIL, "a huge CPU index is just another absent CPU")
+        tap.eq(fw.send(0, EVTSEL0, 0, 0, 9)[0], UNKNOWN, "an unknown record type: 'unknown command'")
+        tap.eq(fw.read(0, EVTSEL0), (NOERROR, 0), "the session goes on after bad records")
+        tap.eq(fw.exit(), 0, "and ends normally")
+    finally:
+        dm.stop()
+
+
+def test_devices(tap):
+    dm = sim_daemon()
+    try:
+        units = imc_units(dm)
+        tap.eq(sorted(units), [5, 6, 7, 9, 10, 11], "the simulated machine has LIKWID's six channels")
+        fw = Forwarder(dm.socket)
+        tap.eq([fw.check(0, d) for d in (0, 5, 6, 7, 9, 10, 11)], [NOERROR] * 7,
+               "CPU 0 and the six memory channels of socket 0 are present")
+        tap.eq([fw.check(0, d) for d in (1, 8, 13, 17, 43, 51, 600)], [NODEV] * 7,
+               "units pmugate does not serve (and unknown indexes) are 'no such device'")
+        tap.eq(fw.check(3, 5), NODEV, "a socket the machine lacks has no devices")
+        tap.eq(fw.check(5, 0), NODEV, "a CPU the machine lacks fails its check")
+        for _ in range(200):
+            fw.check(0, 43)
+        tap.ok("event=deny" not in dm.audit(), "checks never reach pmugated")
+        tap.eq(fw.write(0, IMC_CTL0, 0x400304, device=6), NOERROR, "a control write to channel 1 of socket 0")
+        tap.eq(fw.read(0, IMC_CTL0, device=6), (NOERROR, 0x400304), "reads back")
+        tap.eq(raw(dm, [["pr", units[6], IMC_CTL0]]), [0x400304], "it reached pmugate's unit for 0a.6")
+        tap.eq(fw.read(0, IMC_CTL0, device=43)[0], NODEV, "an access to an MMIO device: 'no such device'")
+        tap.eq(fw.write(0, 0x700, 1 << 63), NOERROR, "the U-box freeze-all is answered")
+        tap.eq(raw(dm, [["pr", units[d], IMC_BOX_CTL] for d in sorted(units)]), [0x100] * 6,
+               "... by freezing every memory controller box of the package")
+        tap.eq(fw.write(0, IMC_BOX_CTL, 0, device=5), NOERROR, "a box control write while frozen")
+        tap.eq(raw(dm, [["pr", units[5], IMC_BOX_CTL]]), [0x100], "keeps the box frozen")
+        tap.eq(fw.write(0, 0x700, 1 << 61), NOERROR, "unfreeze-all")
+        tap.eq(raw(dm, [["pr", units[d], IMC_BOX_CTL] for d in sorted(units)]), [0] * 6, "unfreezes them")
+        tap.eq(fw.write(0, 0x700, 1), RESTREG, "any other U-box value is refused")
+        tap.eq(fw.write(0, 0x700, 1 << 63), NOERROR, "freeze-all after a refused value still works")
+        tap.eq(fw.write(0, 0x700, 1 << 61), NOERROR, "and unfreeze-all")
+        before = raw(dm, [["pr", units[6], IMC_CTR0]])[0]
+        tap.ok(before > 0, "channel 1 counts CAS reads (%d)" % before)
+        tap.eq(fw.write(0, IMC_CTR0, 0, device=6), NOERROR, "LIKWID zeroes the read-only counter")
+        err, after = fw.read(0, IMC_CTR0, device=6)
+        now = raw(dm, [["pr", units[6], IMC_CTR0]])[0]
+        tap.ok(err == NOERROR and after < before and now >= before, "it reads from zero (%d) while the hardware "
+               "counter was not written (%d -> %d)" % (after, before, now))
+        tap.eq(fw.read(0, 0xE02), (NOERROR, 0), "the client uncore status LIKWID reads on SKX reads 0")
+        fw.exit()
+        tap.eq(raw(dm, [["pr", units[6], IMC_CTL0]]), [0], "the end put the memory controller back")
+    finally:
+        dm.stop()
+
+
+def test_killed(tap):
+    dm = sim_daemon()
+    try:
+        fw = Forwarder(dm.socket)
+        fw.write(0, EVTSEL0, 0x4300C0)
+        fw.write(1, FIXED_CTRL, 0x222)
+        fw.write(1, GLOBAL_CTRL, 0x700000003)
+        tap.eq(raw(dm, [["r", 0, EVTSEL0], ["r", 1, FIXED_CTRL]]), [0x4300C0, 0x222], "programmed")
+        fw.proc.send_signal(signal.SIGKILL)
+        fw.wait()
+        time.sleep(0.2)
+        got = raw(dm, [["r", 0, EVTSEL0], ["r", 1, FIXED_CTRL]])
+        tap.eq(got, [0, 0], "a killed forwarder leaves nothing programmed")
+        fw = Forwarder(dm.socket)
+        fw.write(0, EVTSEL0, 0x4300C0)
+        fw.sock.sendall(b"\0" * 16)
+        fw.sock.shutdown(socket.SHUT_WR)
+        tap.eq(fw.wait(), 1, "half a record then EOF ends the session with status 1")
+        tap.ok("partial record" in fw.stderr, "and says so", fw.stderr)
+        tap.eq(raw(dm, [["r", 0, EVTSEL0]]), [0], "and restores")
+        fw = Forwarder(dm.socket)
+        fw.write(0, EVTSEL0, 0x4300C0)
+        fw.sock.close()
+        fw.sock = None
+        tap.eq(fw.wait(), 0, "LIKWID going away without EXIT ends the forwarder")
+        tap.eq(raw(dm, [["r", 0, EVTSEL0]]), [0], "and restores")
+    finally:
+        dm.stop()
+
+
+def test_start_up(tap):
+    fw = Forwarder(None, ["--accept-timeout=200"], connect=False)
+    rc = fw.wait()
+    tap.ok(rc == 1 and "no client connected" in fw.stderr and not os.path.exists(fw.path),
+           "nobody connects: exit 1, socket removed", fw.stderr)
+    d = t.workdir()
+    fw = Forwarder(os.path.join(d, "absent.sock"))
+    tap.eq(fw.read(0, EVTSEL0)[0], LOCKED, "pmugated unreachable: accesses are 'locked'")
+    tap.eq(fw.check(0, 0), LOCKED, "and so are checks")
+    tap.eq(fw.exit(), 0, "the session still ends cleanly")
+    tap.ok("cannot reach pmugated" in fw.stderr, "and the reason is on LIKWID's stderr", fw.stderr)
+    dm = sim_daemon()
+    try:
+        fw = Forwarder(dm.socket, user=UNPRIVILEGED, connect=False)
+        s = connect_as(fw.path)   # root passes the file mode; the peer check does not
+        rc = fw.wait()
+        s.close()
+        tap.ok(rc == 1 and "another user" in fw.stderr, "a client of another uid is refused", fw.stderr)
+        e = dict(os.environ, PMUGATE_SOCKET=dm.socket)
+        p = subprocess.run(["sh", "-c", 'exec env -i "$0" --accept-timeout=5000 & pid=$!; '
+                            'while [ ! -S /tmp/likwid-$pid ]; do sleep 0.01; done; '
+                            'python3 -c "import socket,struct,sys; s=socket.socket(socket.AF_UNIX); '
+                            's.connect(\'/tmp/likwid-%s\' % sys.argv[1]); s.sendall(struct.pack(\'=IIQIIII\',0,0x186,0,0,0,0,0)); '
+                            'print(struct.unpack(\'=IIQIIII\', s.recv(32))[5]); s.sendall(struct.pack(\'=IIQIIII\',0,0,0,0,3,0,0))" '
+                            '$pid; wait $pid', lt.ACCESSD], capture_output=True, text=True, env=e, timeout=20)
+        tap.ok(p.returncode == 0 and p.stdout.strip() == "0",
+               "with an empty environment, the socket comes from the parent's PMUGATE_SOCKET", p.stdout + p.stderr)
+    finally:
+        dm.stop()
+
+
+def test_job_scope(tap):
+    dm = sim_daemon(mode="job")
+    try:
+        rc, out, err = t.run_cli([t.PMUGATECTL, "grant", "--job", "12", "--uid", str(t.UNPRIVILEGED_UID), "--cpus",
+                                  "0"], dm.socket)
+        tap.eq(rc, 0, "the job is granted CPU 0")
+        fw = Forwarder(dm.socket, user=UNPRIVILEGED)
+        if fw.proc.poll() is not None:
+            raise AssertionError("forwarder exited: " + fw.proc.stderr.read())
+        tap.eq(fw.write(0, EVTSEL0, 0x4300C0), NOERROR, "the job's user programs its CPU")
+        tap.eq(fw.read(0, EVTSEL0), (NOERROR, 0x4300C0), "and reads it")
+        tap.eq(fw.write(1, EVTSEL0, 0x4300C0), RESTREG, "a CPU outside the job: 'not allowed'")
+        tap.eq(fw.read(1, EVTSEL0)[0], RESTREG, "reading it too")
+        tap.eq(fw.write(0, 0xD8, 0x400304, device=5), RESTREG, "the package's memory controller needs the package")
+        tap.eq(fw.write(1, PEBS_ENABLE, 0), RESTREG, "even the PEBS answer needs the CPU")
+        tap.eq(raw(dm, [["r", 1, EVTSEL0]]), [0], "nothing reached CPU 1")
+        fw.exit()
+        tap.ok("outside" in fw.stderr or "job" in fw.stderr, "the lease refusal is explained on stderr", fw.stderr)
+        tap.eq(raw(dm, [["r", 0, EVTSEL0]]), [0], "CPU 0 is restored at the end")
+    finally:
+        dm.stop()
+
+
+def test_likwid_verb(tap):
+    """pmugate likwid: the command line around LIKWID, without LIKWID."""
+    env = {"PMUGATE_LIKWID_ACCESSD": os.path.abspath(lt.ACCESSD)}
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid"], "/nonexistent", env=env)
+    tap.ok(rc == 2 and "after --" in err, "no command: usage error", err)
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid", "--forwarder=relative/path", "--", "true"], "/nonexistent")
+    tap.ok(rc == 1 and "relative path" in err, "a relative forwarder is refused", err)
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid", "--forwarder=/nonexistent/x", "--", "true"], "/nonexistent")
+    tap.ok(rc == 1 and "not an executable" in err, "a missing forwarder is refused", err)
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid", "--", "no-such-command-x"], "/nonexistent", env=env)
+    tap.eq(rc, 127, "an unknown command exits 127")
+    script = ('d=$(dirname "$(command -v likwid-accessD)"); echo "$d"; readlink "$d/likwid-accessD"; '
+              'echo "$PMUGATE_SOCKET"; exit 7')
+    rc, out, err = t.run_cli([t.PMUGATE, "--socket=/run/x.sock", "likwid", "--", "sh", "-c", script], "/y", env=env)
+    lines = out.split()
+    tap.ok(rc == 7 and len(lines) == 3 and lines[0].startswith("/tmp/pmugate-likwid-") and
+           lines[1] == os.path.abspath(lt.ACCESSD) and lines[2] == "/run/x.sock",
+           "LIKWID finds the forwarder first in PATH, the socket in PMUGATE_SOCKET; the exit status is kept", out + err)
+    tap.ok(len(lines) == 3 and not os.path.exists(lines[0]), "the private directory is gone afterwards")
+    rc, out, err = t.run_cli([t.PMUGATE, "likwid", "--", "sh", "-c", "kill -TERM $$"], "/y", env=env)
+    tap.eq(rc, 128 + 15, "a command killed by a signal: 128 + the signal")
+
+
+if __name__ == "__main__":
+    raise SystemExit(t.Tap().run([test_socket_and_session, test_batching, test_refusals, test_devices, test_killed,
+                                  test_start_up, test_job_scope, test_likwid_verb]))
