@@ -95,9 +95,10 @@ const pmugate_register *likwid_find_pci(const pmugate_info *info, uint32_t unit,
 int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const char *scope, uint32_t *cpus,
                       size_t max) {
         bool core = strcmp(scope, "core") == 0, package = strcmp(scope, "package") == 0;
+        bool ccx = strcmp(scope, "ccx") == 0;
         size_t n = 0;
 
-        if (!core && !package) {
+        if (!core && !package && !ccx) {
                 if (max < 1)
                         return -E2BIG;
                 cpus[0] = target->cpu;
@@ -107,6 +108,10 @@ int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const
                 const pmugate_cpu *c = &info->cpus[i];
 
                 if (!c->online || c->package != target->package || (core && c->core != target->core))
+                        continue;
+                /* AMD's L3 counters: the CPUs on the target's L3; one whose L3 is unknown may
+                 * share it, as the daemon counts it */
+                if (ccx && c->ccx != target->ccx && c->ccx >= 0 && target->ccx >= 0)
                         continue;
                 if (n >= max)
                         return -E2BIG;

@@ -26,7 +26,7 @@ const pmugate_register *likwid_find_msr(const pmugate_info *info, uint32_t reg);
 const pmugate_register *likwid_find_pci(const pmugate_info *info, uint32_t unit, uint32_t offset);
 
 /* The online CPUs whose leases a write to a register of the given scope ("thread", "core",
- * "package") on target needs. Returns the count written to cpus (at most max), or -E2BIG. */
+ * "ccx", "package") on target needs. Returns the count written to cpus (at most max), or -E2BIG. */
 int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const char *scope, uint32_t *cpus,
                       size_t max);
 
