@@ -57,8 +57,9 @@ bool likwid_model_has_ubox(const pmugate_info *info);
  * zeroing write to it is answered by counting from the current value instead. */
 bool likwid_register_is_readonly_counter(const pmugate_register *entry);
 
-/* True for writes that start or stop counting (global control, box control): they run before
- * LIKWID gets its answer, so the counted interval is the one LIKWID times. */
+/* True for writes that start or stop counting (global control, box control; on AMD also the
+ * event selects, whose EN bit LIKWID starts and stops with): they run before LIKWID gets its
+ * answer, so the counted interval is the one LIKWID times. */
 bool likwid_write_is_gate(bool pci, uint32_t reg);
 
 /* LIKWID's answer for a request pmugated refused with protocol error code, and for a failed

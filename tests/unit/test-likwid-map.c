@@ -144,6 +144,16 @@ static void test_rules(void **state) {
         assert_true(likwid_write_is_gate(true, 0xF4));
         assert_false(likwid_write_is_gate(false, 0xF4));
         assert_false(likwid_write_is_gate(false, 0x186));
+        /* AMD: PerfCntrGlobalCtl and the core, L3 and data-fabric selects, not their counters */
+        assert_true(likwid_write_is_gate(false, 0xC0000301));
+        assert_true(likwid_write_is_gate(false, 0xC0010200));
+        assert_true(likwid_write_is_gate(false, 0xC001020A));
+        assert_true(likwid_write_is_gate(false, 0xC0010230));
+        assert_true(likwid_write_is_gate(false, 0xC001025E));
+        assert_false(likwid_write_is_gate(false, 0xC0010201));
+        assert_false(likwid_write_is_gate(false, 0xC0010231));
+        assert_false(likwid_write_is_gate(false, 0xC0000302));
+        assert_false(likwid_write_is_gate(false, 0xC0010260));
         assert_true(likwid_model_has_ubox(&info));
         assert_true(likwid_read_is_placeholder(&info, 0xE02));
         assert_false(likwid_read_is_placeholder(&info, 0xE01));
