@@ -282,3 +282,57 @@ int pmugate_result_event_index(const pmugate_result *r, const char *name) {
                         return (int) i;
         return -ENOENT;
 }
+
+int measure_result_from_counts(pmugate_measure *m, const uint32_t *row_cpus, uint64_t *const *raw,
+                               const double *seconds, size_t n_rows, pmugate_result **ret) {
+        _cleanup_(pmugate_result_freep) pmugate_result *r = NULL;
+        size_t n = m->n_programmed;
+        double longest = 0.0;
+        int q;
+
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        q = copy_names(m, r);
+        if (q < 0)
+                return q;
+        r->cpus = calloc(n_rows ?: 1, sizeof(pmugate_values));
+        if (!r->cpus)
+                return -ENOMEM;
+        r->n_cpus = n_rows;
+        r->event_sets = 1;
+        for (size_t i = 0; i < n_rows; i++)
+                if (values_alloc(&r->cpus[i], row_cpus[i], n, m->n_metrics) < 0)
+                        return -ENOMEM;
+        if (values_alloc(&r->aggregate, UINT32_MAX, n, m->n_metrics) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_rows; i++) {
+                pmugate_values *v = &r->cpus[i];
+
+                for (size_t p = 0; p < n; p++) {
+                        v->raw[p] = raw[i][p];
+                        v->counts[p] = (double) raw[i][p];
+                        v->scale[p] = 1.0;
+                        r->aggregate.raw[p] += raw[i][p];
+                        r->aggregate.counts[p] += (double) raw[i][p];
+                }
+                /* a thread alone: the sum over its core is what it counted itself */
+                set_constants(m, seconds[i]);
+                set_events(m, v->counts, v->counts);
+                q = evaluate(m, v);
+                if (q < 0)
+                        return q;
+                if (seconds[i] > longest)
+                        longest = seconds[i];
+        }
+        for (size_t p = 0; p < n; p++)
+                r->aggregate.scale[p] = 1.0;
+        r->elapsed = longest;
+        set_constants(m, longest);
+        set_events(m, r->aggregate.counts, r->aggregate.counts);
+        q = evaluate(m, &r->aggregate);
+        if (q < 0)
+                return q;
+        *ret = TAKE_PTR(r);
+        return 0;
+}

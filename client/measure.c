@@ -92,8 +92,12 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uns
                 if (m->fixed_slot[f] >= 0)
                         st->fixed_last[f] = values[m->fixed_slot[f]];
         /* the same batch resets SLOTS and PERF_METRICS */
-        if (s->perf_metrics)
+        if (s->perf_metrics) {
                 st->fixed_last[FIXED_SLOTS] = 0;
+                st->slots_base += slots;
+                for (unsigned f = 0; f < PERF_METRICS_FIELDS; f++)
+                        st->fields_base[f] += measure_metrics_slots(slots, metrics, f);
+        }
 }
 
 static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t n, int sweep, unsigned set) {
@@ -353,6 +357,8 @@ int pmugate_measure_sample(pmugate_measure *m) {
         m->wall_delta_ns = before - m->last_batch_ns;
         m->last_batch_ns = before;
         rotate = m->schedule->n_sets > 1 && (before - m->set_started_ns) * 2 >= m->rotate_period_ns;
+        if (m->sample_hook)
+                m->sample_hook(m, true, m->sample_hook_data);
         for (size_t chunk = 0; chunk < m->n_chunks; chunk++) {
                 size_t k = chunk * m->variants + (rotate ? 1 + m->current_set : 0);
                 size_t first = chunk * m->cpus_per_batch, n = MIN(m->cpus_per_batch, m->n_cpus - first);
@@ -361,6 +367,8 @@ int pmugate_measure_sample(pmugate_measure *m) {
                 if (r < 0 && first_error == 0)
                         first_error = r;
         }
+        if (m->sample_hook)
+                m->sample_hook(m, false, m->sample_hook_data);
         m->last_sample_ns = measure_now_ns();
         m->samples++;
         if (m->schedule->perf_metrics)
@@ -407,6 +415,8 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
                 return NULL;
         if (m->started && !m->stopped)
                 (void) pmugate_measure_stop(m);
+        if (m->sample_hook_free)
+                m->sample_hook_free(m->sample_hook_data);
         free_batches(m);
         measure_accum_free(m->accum, m->n_cpus);
         measure_accum_free(m->mark.cpus, m->n_cpus);

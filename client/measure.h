@@ -47,6 +47,10 @@ typedef struct CpuState {
         uint64_t saved_evtsel[GP_COUNTERS_MAX];        /* register values before start */
         uint64_t saved_fixed_ctrl;
         uint64_t saved_global_ctrl;
+        /* SLOTS and the slots of each PERF_METRICS field counted before the last reset, for
+         * readers that see only the registers (markers) */
+        uint64_t slots_base;
+        uint64_t fields_base[PERF_METRICS_FIELDS];
         int error;                                      /* first per-op error; the CPU stops counting */
 } CpuState;
 
@@ -130,6 +134,12 @@ struct pmugate_measure {
         size_t n_chunks;
         size_t variants;
         char reason[MEASURE_REASON_MAX];
+
+        /* Called around each sample (before: true, then false) and freed at close: the marker
+         * runner tells the program when SLOTS and PERF_METRICS are reset. */
+        void (*sample_hook)(pmugate_measure *m, bool before, void *userdata);
+        void (*sample_hook_free)(void *userdata);
+        void *sample_hook_data;
 };
 
 /* measure-setup.c: asks hello (unless info is given; it is taken either way), checks the CPUs,
@@ -166,3 +176,9 @@ uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned f
 static inline uint64_t counter_delta(uint64_t now, uint64_t before, uint64_t mask) {
         return (now - before) & mask;
 }
+
+/* Results of counts taken outside the measurement's samples (marker regions): one row per
+ * entry of raw (its counts per programmed event, never multiplexed; row_cpus[i] becomes the
+ * row's cpu), each evaluated with its own duration, and the aggregate of all rows. */
+int measure_result_from_counts(pmugate_measure *m, const uint32_t *row_cpus, uint64_t *const *raw,
+                               const double *seconds, size_t n_rows, pmugate_result **ret);

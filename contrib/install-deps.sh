@@ -8,6 +8,7 @@ packages="
         libsystemd-dev libcap-dev libmsgpack-dev libinih-dev libjson-c-dev
         libpfm4-dev libmuparser-dev libcmocka-dev libhwloc-dev
         systemd python3 python3-msgpack util-linux procps
+        libgomp1
         likwid
 "
 missing=""

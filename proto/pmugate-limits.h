@@ -67,3 +67,12 @@
 /* Records per interval of all uids together (each uid's report of what was held back comes on
  * top, at most one per tracked uid per interval). */
 #define PMUGATE_AUDIT_GLOBAL_BURST 500U
+
+/* Marker API (include/pmugate/marker.h): named regions a program may register, threads that
+ * may measure, regions open at once on one thread, and the length of a region's name. The
+ * runner reads at most PMUGATE_MARKER_FILE_SIZE_MAX bytes of the results a program wrote. */
+#define PMUGATE_MARKER_REGIONS_MAX 1024U
+#define PMUGATE_MARKER_THREADS_MAX 4096U
+#define PMUGATE_MARKER_DEPTH_MAX 32U
+#define PMUGATE_MARKER_NAME_MAX 100U
+#define PMUGATE_MARKER_FILE_SIZE_MAX (256U * 1024U * 1024U)

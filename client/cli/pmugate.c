@@ -41,6 +41,8 @@ static void help(void) {
                "                                  -I prints every interval; CMD's exit status is kept\n"
                "  stat -e EVENT,... | -g GROUP [same options]\n"
                "                                  Count events, or a group of events and formulas\n"
+               "  topdown|stat -m ... -- CMD ARGS...\n"
+               "                                  Per region CMD marks with pmugate's or LIKWID's markers\n"
                "  likwid -- LIKWID-COMMAND [ARGS...]\n"
                "                                  Run a LIKWID tool with its register accesses going\n"
                "                                  through pmugated (README: Using LIKWID's tools)\n"

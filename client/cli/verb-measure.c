@@ -21,6 +21,7 @@
 #include "cli-util.h"
 #include "cpulist.h"
 #include "macro.h"
+#include "marker-report.h"
 #include "measure-output.h"
 #include "pmugate-limits.h"
 #include "verb-measure.h"
@@ -56,6 +57,7 @@ typedef struct MeasureArgs {
         OutputFormat format;
         const char *output_path;
         bool per_cpu;
+        bool marker;                    /* -m: the command's markers read the counters */
         unsigned flags;
         char **command;
 } MeasureArgs;
@@ -125,6 +127,7 @@ static int parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 { "reset-period", required_argument, NULL, ARG_RESET_PERIOD },
                 { "user", no_argument, NULL, ARG_USER },
                 { "kernel", no_argument, NULL, ARG_KERNEL },
+                { "marker", no_argument, NULL, 'm' },
                 {}
         };
         const char *verb = topdown ? "topdown" : "stat";
@@ -132,7 +135,7 @@ static int parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
         int opt;
 
         /* '+': options end at the command */
-        while ((opt = getopt_long(argc, argv, topdown ? "+l:C:c:I:S:O:o:A" : "+e:g:C:c:I:S:O:o:A", options, NULL)) >= 0)
+        while ((opt = getopt_long(argc, argv, topdown ? "+l:C:c:I:S:O:o:Am" : "+e:g:C:c:I:S:O:o:Am", options, NULL)) >= 0)
                 switch (opt) {
                 case 'l':
                         if (!topdown || (strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0))
@@ -182,6 +185,9 @@ static int parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 case ARG_KERNEL:
                         a.flags |= PMUGATE_MEASURE_KERNEL;
                         break;
+                case 'm':
+                        a.marker = true;
+                        break;
                 default:
                         return -EINVAL;
                 }
@@ -194,6 +200,9 @@ static int parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
         if (a.command && a.duration_ns > 0)
                 return usage_error(verb, "-S measures for a time without a command; a command is measured until "
                                    "it exits", NULL);
+        if (a.marker && (!a.command || a.interval_ns > 0))
+                return usage_error(verb, "-m measures the regions a command marks: give a command, and no -I",
+                                   NULL);
         if (a.pin_cpus && !a.command)
                 return usage_error(verb, "-C pins a command to the CPUs; without one, measure them with -c", NULL);
         *ret = a;
@@ -453,6 +462,7 @@ static int run(const MeasureArgs *a, const char *socket_path, const char *verb) 
         pmugate_measure *m = NULL;
         pmugate_info *info = NULL;
         Workload w = { .pid = -1, .pidfd = -1, .go_fd = -1, .failure_fd = -1, .status = -1 };
+        MarkerRun marker = {};
         char cpu_list[CPU_LIST_TEXT_MAX];
         OutputContext out;
         sigset_t mask, old_mask;
@@ -509,6 +519,8 @@ static int run(const MeasureArgs *a, const char *socket_path, const char *verb) 
                 fprintf(stderr, "pmugate %s: signalfd: %s\n", verb, strerror(errno));
                 goto finish;
         }
+        if (a->marker && marker_run_prepare(&marker, m, socket_path, verb) < 0)
+                goto finish;
         if (a->command) {
                 r = workload_fork(&w, a->command, cpus, a->pin_cpus ? n_cpus : 0);
                 if (r < 0) {
@@ -538,13 +550,16 @@ static int run(const MeasureArgs *a, const char *socket_path, const char *verb) 
                 workload_reap(&w);
                 out.exit_status = w.status;
         }
-        /* in -I mode the last, partial interval; otherwise the whole run */
-        if (emit(&out, c, m, a->interval_ns > 0 ? PMUGATE_SPAN_INTERVAL : PMUGATE_SPAN_TOTAL, verb) != 0)
+        if (a->marker) {
+                if (marker_run_report(&marker, &out, m, verb) != 0)
+                        status = 1;
+        } else if (emit(&out, c, m, a->interval_ns > 0 ? PMUGATE_SPAN_INTERVAL : PMUGATE_SPAN_TOTAL, verb) != 0)
                 status = 1;
-        if (a->command && w.status >= 0)
+        if (a->command && w.status >= 0 && !(a->marker && status != 0 && w.status == 0))
                 status = w.status;
 finish:
         workload_abort(&w);
+        marker_run_cleanup(&marker);
         if (blocked)
                 (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
         pmugate_measure_close(m);
