@@ -87,9 +87,9 @@ int measure_plan_registers(pmugate_measure *m) {
         }
         /* Without fixed counters (AMD) the time each event set counted is the TSC's advance
          * between the batches, read in the same batch as the counters: the client's clock
-         * would add the latency of every round trip. */
+         * would add the latency of every round trip. Only sets taking turns need it. */
         m->tsc_slot = -1;
-        if (!m->has_fixed_ctrl && s->timebase_fixed < 0) {
+        if (!m->has_fixed_ctrl && s->timebase_fixed < 0 && s->n_sets > 1) {
                 m->tsc_slot = (int) n;
                 m->sweep_regs[n++] = MSR_TSC;
         }

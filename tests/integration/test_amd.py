@@ -94,8 +94,10 @@ class Sim:
         self.daemon = t.Daemon(self.dir, ["--backend=sim", "--sim-model=" + model,
                                           "--sim-config=" + sim_config(self.dir, model, **kw)], config=config)
 
-    def run(self, *args, **kw):
-        return t.run_cli([t.PMUGATE] + list(args), self.daemon.socket, env={"PMUGATE_GROUP_PATH": GROUPS}, **kw)
+    def run(self, *args, env=None, **kw):
+        e = {"PMUGATE_GROUP_PATH": GROUPS}
+        e.update(env or {})
+        return t.run_cli([t.PMUGATE] + list(args), self.daemon.socket, env=e, **kw)
 
     def json(self, *args):
         rc, out, err = self.run(*args)
@@ -521,7 +523,32 @@ def test_groups(tap):
         sim.stop()
 
 
+def test_markers(tap):
+    omp = os.path.join(t.BUILD, "client", "marker-omp")
+    if not os.path.exists(omp):
+        tap.ok(True, "TopDown per marked region on Zen 4 # SKIP the OpenMP example was not built (no OpenMP)")
+        return
+    env = {"OMP_NUM_THREADS": "2", "OMP_PROC_BIND": "true", "OMP_PLACES": "{0},{1}"}
+    for model in ("zen4", "zen5"):
+        sim = Sim(model, smt=False, rules=[("0", HPC), ("1-3", BRANCHY)])
+        try:
+            path = os.path.join(sim.dir, "report.json")
+            rc, out, e = sim.run("topdown", "-m", "-l", "1", "-C", "0-1", "-O", "json", "-o", path, "--", omp, "4",
+                                 "15", env=env)
+            doc = json.load(open(path)) if rc == 0 and os.path.exists(path) else None
+            tap.ok(doc is not None, "%s: topdown -m runs the marked program" % model, out + e)
+            if not doc:
+                continue
+            # reading without stopping the counters shifts each one's window by microseconds
+            for r in doc["regions"]:
+                for th in r["threads"]:
+                    check(tap, model, th["metrics"], HPC if th["cpu"] == 0 else BRANCHY, L1, 2e-3,
+                          "region %s, thread on CPU %d" % (r["name"], th["cpu"]))
+        finally:
+            sim.stop()
+
+
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_discovery, test_masks_and_never_list, test_foreign_counters, test_perfmon_v2_gating,
                           test_ccx_and_package_leases, test_crash_restores_ccx_and_package, test_cli, test_job_scope_ccx, test_topdown, test_topdown_beside_watchdog,
-                          test_groups]))
+                          test_groups, test_markers]))
