@@ -95,6 +95,25 @@ int pmugate_batch_read_pci(pmugate_batch *b, uint32_t unit, uint32_t offset) {
         return add_op(b, "pr", unit, offset, 0, 0, 0);
 }
 
+int pmugate_batch_read_counter(pmugate_batch *b, uint32_t counter) {
+        msgpack_packer *pk;
+        size_t before;
+
+        if (!b)
+                return -EINVAL;
+        if (b->n_results >= PMUGATE_OPS_PER_BATCH_MAX)
+                return -E2BIG;
+        pk = &b->packer;
+        before = b->ops.size;
+        if (msgpack_pack_array(pk, 2) < 0 || pack_string(pk, "cr") < 0 ||
+            msgpack_pack_uint32(pk, counter) < 0) {
+                b->ops.size = before;
+                return -ENOMEM;
+        }
+        b->n_ops++;
+        return (int) b->n_results++;
+}
+
 int pmugate_batch_write_pci(pmugate_batch *b, uint32_t unit, uint32_t offset, uint64_t value) {
         return add_op(b, "pw", unit, offset, 1, value, 0);
 }

@@ -10,6 +10,7 @@
 #include "connection.h"
 #include "macro.h"
 #include "message.h"
+#include "package-counters.h"
 
 pmugate_info *pmugate_info_free(pmugate_info *info) {
         if (!info)
@@ -17,6 +18,7 @@ pmugate_info *pmugate_info_free(pmugate_info *info) {
         free(info->cpus);
         free(info->units);
         free(info->registers);
+        free(info->counters);
         free(info->scope_cpus);
         free(info);
         return NULL;
@@ -247,6 +249,8 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
                 r = decode_units(reply, info);
         if (r >= 0)
                 r = decode_registers(reply, info);
+        if (r >= 0)
+                r = package_counters_decode(reply, &info->counters, &info->n_counters);
         if (r < 0)
                 return r;
 

@@ -56,6 +56,7 @@ static void values_free(pmugate_values *v) {
 static int values_alloc(pmugate_values *v, uint32_t cpu, size_t n_events, size_t n_metrics) {
         *v = (pmugate_values) {
                 .cpu = cpu,
+                .package = -1,
                 .counts = calloc(n_events ?: 1, sizeof(double)),
                 .raw = calloc(n_events ?: 1, sizeof(uint64_t)),
                 .scale = calloc(n_events ?: 1, sizeof(double)),
@@ -79,24 +80,39 @@ pmugate_result *pmugate_result_free(pmugate_result *r) {
         for (size_t i = 0; r->cpus && i < r->n_cpus; i++)
                 values_free(&r->cpus[i]);
         free(r->cpus);
+        for (size_t i = 0; r->packages && i < r->n_packages; i++)
+                values_free(&r->packages[i]);
+        free(r->packages);
+        free((char **) r->event_units);
         values_free(&r->aggregate);
         free(r);
         return NULL;
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(pmugate_result *, pmugate_result_free);
 
+static size_t n_package_events(const pmugate_measure *m) {
+        return m->package ? m->package->n_events : 0;
+}
+
 static int copy_names(const pmugate_measure *m, pmugate_result *r) {
-        const char **events = calloc(m->n_programmed ?: 1, sizeof(char *));
+        size_t n = m->n_programmed + n_package_events(m);
+        const char **events = calloc(n ?: 1, sizeof(char *));
+        const char **units = calloc(n ?: 1, sizeof(char *));
         pmugate_metric_info *metrics = calloc(m->n_metrics ?: 1, sizeof(pmugate_metric_info));
 
         r->events = events;
+        r->event_units = units;
         r->metrics = metrics;
-        if (!events || !metrics)
+        if (!events || !units || !metrics)
                 return -ENOMEM;
-        r->n_events = m->n_programmed;
+        r->n_events = n;
         r->n_metrics = m->n_metrics;
-        for (size_t p = 0; p < m->n_programmed; p++) {
-                events[p] = strdup(m->programmed_descs[p].name);
+        for (size_t p = 0; p < n; p++) {
+                bool pkg = p >= m->n_programmed;
+
+                events[p] = strdup(pkg ? m->package->names[p - m->n_programmed]
+                                       : m->programmed_descs[p].name);
+                units[p] = pkg ? package_event_unit(m->package->kinds[p - m->n_programmed]) : "";
                 if (!events[p])
                         return -ENOMEM;
         }
@@ -143,9 +159,12 @@ static void set_constants(pmugate_measure *m, double seconds) {
         metric_set_set(m->metric_set, (size_t) m->duration_variable, seconds);
 }
 
-/* Sets every event variable from counts (per programmed event) and the core sums from
- * core_counts; events whose condition did not hold are NaN. */
+/* Sets every event variable from counts (per programmed event, then per package event) and
+ * the core sums from core_counts; events whose condition did not hold are NaN. */
 static void set_events(pmugate_measure *m, const double *counts, const double *core_counts) {
+        for (size_t e = 0; e < n_package_events(m); e++)
+                metric_set_set(m->metric_set, (size_t) m->package->variables[e],
+                               counts[m->n_programmed + e]);
         for (size_t i = 0, p = 0; i < m->n_events; i++) {
                 const MeasureEvent *e = &m->events[i];
                 bool programmed = p < m->n_programmed && m->programmed[p] == i;
@@ -176,6 +195,66 @@ static double span_total(const pmugate_measure *m, const CpuAccum *base, size_t 
         return m->accum[i].total - (base ? base[i].total : 0.0);
 }
 
+static int cpu_package(const pmugate_measure *m, uint32_t cpu) {
+        for (size_t i = 0; i < m->info->n_cpus; i++)
+                if (m->info->cpus[i].cpu == cpu)
+                        return m->info->cpus[i].package;
+        return -1;
+}
+
+/* Rows per package: its measured CPUs' counts summed (core sums likewise), its package events;
+ * and the package events of the node in the aggregate (NaN when a package withholds one). */
+static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval) {
+        const PackageEvents *pe = m->package;
+        size_t n = m->n_programmed;
+        int q;
+
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                r->cpus[i].package = cpu_package(m, m->cpus[i]);
+                for (size_t e = 0; pe && e < pe->n_events; e++) {
+                        r->cpus[i].counts[n + e] = NAN;
+                        r->cpus[i].scale[n + e] = 1.0;
+                }
+        }
+        if (!pe)
+                return 0;
+        for (size_t e = 0; e < pe->n_events; e++) {
+                r->aggregate.counts[n + e] = 0.0;
+                r->aggregate.scale[n + e] = 1.0;
+        }
+        for (size_t p = 0; p < pe->n_packages; p++) {
+                pmugate_values *v = &r->packages[p];
+                _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
+
+                if (!core)
+                        return -ENOMEM;
+                v->package = pe->packages[p];
+                for (size_t i = 0; i < m->n_cpus; i++) {
+                        if (r->cpus[i].package != v->package)
+                                continue;
+                        for (size_t k = 0; k < n; k++) {
+                                v->counts[k] += r->cpus[i].counts[k];
+                                v->raw[k] += r->cpus[i].raw[k];
+                                core[k] += r->cpus[i].counts[k];
+                        }
+                }
+                for (size_t k = 0; k < n; k++)
+                        v->scale[k] = r->aggregate.scale[k];
+                for (size_t e = 0; e < pe->n_events; e++) {
+                        v->counts[n + e] = package_events_value(pe, p, e, interval);
+                        v->raw[n + e] = package_events_raw(pe, p, e, interval);
+                        v->scale[n + e] = 1.0;
+                        r->aggregate.counts[n + e] += v->counts[n + e];
+                        r->aggregate.raw[n + e] += v->raw[n + e];
+                }
+                set_events(m, v->counts, core);
+                q = evaluate(m, v);
+                if (q < 0)
+                        return q;
+        }
+        return 0;
+}
+
 static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) {
         size_t n = m->n_programmed;
         _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
@@ -196,6 +275,9 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                 }
         }
         set_constants(m, r->elapsed);
+        for (size_t i = 0; i < m->n_cpus; i++)
+                for (size_t e = 0; e < n_package_events(m); e++)
+                        r->cpus[i].counts[n + e] = NAN;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 /* What AnyThread counting would give: the sum over the measured threads of the core.
                  * Each CPU's counters stop a little apart from its sibling's within a batch, so a
@@ -225,6 +307,9 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                 else
                         r->aggregate.scale[p] = enabled_total[p] > 0.0 ? total / enabled_total[p] : INFINITY;
         }
+        q = compute_packages(m, r, base != NULL);
+        if (q < 0)
+                return q;
         set_events(m, r->aggregate.counts, core_total);
         return evaluate(m, &r->aggregate);
 }
@@ -247,10 +332,20 @@ int pmugate_measure_read(pmugate_measure *m, pmugate_span span, pmugate_result *
                 return -ENOMEM;
         r->n_cpus = m->n_cpus;
         for (size_t i = 0; i < m->n_cpus; i++)
-                if (values_alloc(&r->cpus[i], m->cpus[i], m->n_programmed, m->n_metrics) < 0)
+                if (values_alloc(&r->cpus[i], m->cpus[i], r->n_events, m->n_metrics) < 0)
                         return -ENOMEM;
-        if (values_alloc(&r->aggregate, UINT32_MAX, m->n_programmed, m->n_metrics) < 0)
+        if (values_alloc(&r->aggregate, UINT32_MAX, r->n_events, m->n_metrics) < 0)
                 return -ENOMEM;
+        if (m->package) {
+                r->packages = calloc(m->package->n_packages ?: 1, sizeof(pmugate_values));
+                if (!r->packages)
+                        return -ENOMEM;
+                r->n_packages = m->package->n_packages;
+                for (size_t p = 0; p < r->n_packages; p++)
+                        if (values_alloc(&r->packages[p], UINT32_MAX, r->n_events, m->n_metrics) < 0)
+                                return -ENOMEM;
+        }
+        r->withheld = m->package ? m->package->note : "";
         r->event_sets = pmugate_measure_event_sets(m);
         r->start = interval ? (double) (m->mark.ns - m->start_ns) / NSEC_PER_SEC : 0.0;
         r->elapsed = (double) (m->last_sample_ns - (interval ? m->mark.ns : m->start_ns)) / NSEC_PER_SEC;
@@ -260,6 +355,8 @@ int pmugate_measure_read(pmugate_measure *m, pmugate_span span, pmugate_result *
         if (q < 0)
                 return q;
         if (interval) {
+                if (m->package)
+                        package_events_mark(m->package);
                 measure_accum_copy(m, m->mark.cpus, m->accum);
                 m->mark.ns = m->last_sample_ns;
                 m->mark.samples = m->samples;

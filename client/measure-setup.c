@@ -48,6 +48,31 @@ static int condition_holds(const pmugate_measure *m, const char *condition, bool
         return 0;
 }
 
+/* A package event is counted per package of the measured CPUs, not placed on core counters. */
+static int measure_add_package_event(pmugate_measure *m, const char *name, const char *condition,
+                                     char *reterr_reason, size_t reason_size) {
+        char variable[EVENT_NAME_MAX];
+        int r, e;
+
+        if (condition)
+                return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                   "%s is a package event and is always counted: list it outside "
+                                   "[events if]", name);
+        e = package_events_add(&m->package, name);
+        if (e == -EEXIST)
+                return reason_fail(reterr_reason, reason_size, -EINVAL, "event %s is listed twice", name);
+        if (e < 0)
+                return reason_fail(reterr_reason, reason_size, e, "%s: %s", name, pmugate_strerror(e));
+        r = event_variable_name(name, variable, sizeof(variable));
+        if (r < 0)
+                return r;
+        m->package->variables[e] = metric_set_add_variable(m->metric_set, variable);
+        if (m->package->variables[e] < 0)
+                return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                   "event %s: its formula name '%s' is taken", name, variable);
+        return 0;
+}
+
 static int add_event(pmugate_measure *m, const char *name, const char *condition, char *reterr_reason,
                      size_t reason_size) {
         MeasureEvent *e;
@@ -60,6 +85,8 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         for (size_t i = 0; i < m->n_events; i++)
                 if (strcmp(m->events[i].desc.name, name) == 0)
                         return reason_fail(reterr_reason, reason_size, -EINVAL, "event %s is listed twice", name);
+        if (package_event_lookup(name, NULL))
+                return measure_add_package_event(m, name, condition, reterr_reason, reason_size);
         if (m->n_events >= SCHEDULE_EVENTS_MAX)
                 return reason_fail(reterr_reason, reason_size, -E2BIG, "more than %u events", SCHEDULE_EVENTS_MAX);
         e = &m->events[m->n_events];
@@ -180,6 +207,14 @@ static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reaso
                         m->programmed_descs[m->n_programmed] = m->events[i].desc;
                         m->programmed[m->n_programmed++] = i;
                 }
+        if (m->n_programmed == 0 && m->package) {
+                /* package events alone: no core counter is programmed, so nothing is leased */
+                m->schedule = calloc(1, sizeof(Schedule));
+                if (!m->schedule)
+                        return -ENOMEM;
+                *m->schedule = (Schedule) { .n_sets = 1, .timebase_fixed = -1 };
+                return 0;
+        }
         return schedule_build(m->programmed_descs, m->n_programmed, &limits, &m->schedule, reterr_reason,
                               reason_size);
 }
@@ -224,7 +259,7 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                 if (r < 0)
                         return r;
         }
-        if (m->n_events == 0)
+        if (m->n_events == 0 && !m->package)
                 return reason_fail(reterr_reason, reason_size, -EINVAL, "no events to count");
         if (g) {
                 char reason[MEASURE_REASON_MAX];
@@ -239,7 +274,10 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                 if (r < 0)
                         return r;
         }
-        return schedule_events(m, reterr_reason, reason_size);
+        r = schedule_events(m, reterr_reason, reason_size);
+        if (r < 0)
+                return r;
+        return m->package ? package_events_plan(m->package, m->info, m->cpus, m->n_cpus) : 0;
 }
 
 static int find_cpu(const pmugate_info *info, uint32_t cpu) {

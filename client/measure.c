@@ -308,7 +308,8 @@ static int prepare(pmugate_measure *m) {
                 return r;
         if (!m->mark.cpus && (r = measure_accum_new(m, &m->mark.cpus)) < 0)
                 return r;
-        r = allocate_batches(m);
+        /* a measurement of package events alone samples no CPU */
+        r = m->n_programmed > 0 ? allocate_batches(m) : 0;
         if (r < 0)
                 return r;
         m->prepared = true;
@@ -327,15 +328,19 @@ int pmugate_measure_start(pmugate_measure *m) {
 
         /* Writes need a lease where the daemon has leases; an older daemon answers that it
          * does not know the request, and then there is nothing to take. */
-        r = pmugate_lease(m->connection, m->cpus, m->n_cpus);
+        r = m->n_programmed > 0 ? pmugate_lease(m->connection, m->cpus, m->n_cpus) : -EOPNOTSUPP;
         if (r < 0 && r != -EOPNOTSUPP)
                 return r;
         m->leased = r >= 0;
 
-        r = read_saved(m);
+        r = m->n_programmed > 0 ? read_saved(m) : 0;
         if (r >= 0)
                 r = run_once(m, BATCH_START);
+        if (r >= 0 && m->package)
+                r = package_events_start(m->package, m->connection, m->info);
         if (r < 0) {
+                if (m->package)
+                        (void) package_events_stop(m->package, m->connection);
                 if (m->leased)
                         (void) pmugate_release(m->connection, m->cpus, m->n_cpus);
                 m->leased = false;
@@ -367,6 +372,9 @@ int pmugate_measure_sample(pmugate_measure *m) {
                 if (r < 0 && first_error == 0)
                         first_error = r;
         }
+        r = m->package ? package_events_sample(m->package, m->connection) : 0;
+        if (r < 0 && first_error == 0)
+                first_error = r;
         if (m->sample_hook)
                 m->sample_hook(m, false, m->sample_hook_data);
         m->last_sample_ns = measure_now_ns();
@@ -398,11 +406,21 @@ int pmugate_measure_stop(pmugate_measure *m) {
         m->wall_delta_ns = before - m->last_batch_ns;
         m->last_batch_ns = before;
         r = run_once(m, BATCH_STOP);
+        q = m->package ? package_events_sample(m->package, m->connection) : 0;
+        if (q < 0 && r >= 0)
+                r = q;
+        q = 0;
         m->last_sample_ns = measure_now_ns();
         m->samples++;
         if (m->schedule->perf_metrics)
                 m->resets++;
         m->stopped = true;
+        if (m->package) {
+                int k = package_events_stop(m->package, m->connection);
+
+                if (k < 0 && r >= 0)
+                        r = k;
+        }
         if (m->leased) {
                 q = pmugate_release(m->connection, m->cpus, m->n_cpus);
                 m->leased = false;
@@ -438,6 +456,7 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
         free(m->programmed);
         free(m->programmed_descs);
         free(m->events);
+        package_events_free(m->package);
         free(m->group_name);
         free(m->description);
         pmugate_info_free(m->info);
@@ -481,6 +500,10 @@ const char *pmugate_measure_group(const pmugate_measure *m) {
 
 const char *pmugate_measure_description(const pmugate_measure *m) {
         return m ? m->description ?: "" : NULL;
+}
+
+const char *pmugate_measure_withheld(const pmugate_measure *m) {
+        return m && m->package ? m->package->note : "";
 }
 
 const char *pmugate_measure_last_reason(const pmugate_measure *m) {

@@ -11,6 +11,7 @@
 
 #include "events.h"
 #include "metrics.h"
+#include "package-events.h"
 #include "pmugate/measure.h"
 #include "pmugate/pmugate.h"
 #include "schedule.h"
@@ -133,6 +134,7 @@ struct pmugate_measure {
         int *sweep_index;               /* first result of each batch's compact read */
         size_t n_chunks;
         size_t variants;
+        PackageEvents *package;         /* NULL without package events */
         char reason[MEASURE_REASON_MAX];
 
         /* Called around each sample (before: true, then false) and freed at close: the marker

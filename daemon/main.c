@@ -238,6 +238,10 @@ static int run(int argc, char *argv[]) {
                         log_error_errno(r, "Cannot list PCI devices under %s", o.root);
                         goto finish;
                 }
+                /* the kernel's uncore memory controller events, opened while still root */
+                r = machine_discover_counters(machine, o.root);
+                if (r < 0)
+                        goto finish;
                 r = backend_dev_new(o.root, machine, &backend);
                 if (r < 0)
                         goto finish;

@@ -314,6 +314,7 @@ typedef enum OpKind {
         OP_KIND_PCI_WRITE,      /* "pw" */
         OP_KIND_SWEEP_READ,     /* "R" */
         OP_KIND_SWEEP_WRITE,    /* "W" */
+        OP_KIND_COUNTER_READ,   /* "cr" */
 } OpKind;
 
 /* A kind is its whole string, length and every byte: folding the bytes into one number let
@@ -342,10 +343,31 @@ static OpKind op_kind(const msgpack_object *k) {
                         return OP_KIND_PCI_READ;
                 if (p[0] == 'p' && p[1] == 'w')
                         return OP_KIND_PCI_WRITE;
+                if (p[0] == 'c' && p[1] == 'r')
+                        return OP_KIND_COUNTER_READ;
                 return OP_KIND_UNKNOWN;
         default:
                 return OP_KIND_UNKNOWN;
         }
+}
+
+/* ["cr", counter]: one package counter by its index in hello's "counters". */
+static int decode_counter_read(const msgpack_object *a, uint32_t index, RequestBuffer *buf, size_t *n_ops,
+                               DecodeError *e) {
+        RegOp *op;
+
+        if (a->via.array.size != 2)
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: 'cr' takes 1 argument", index);
+        if (*n_ops >= PMUGATE_OPS_PER_BATCH_MAX)
+                return refuse(e, PROTO_E_TOO_MANY_OPS, "batch expands to more than %u operations",
+                              PMUGATE_OPS_PER_BATCH_MAX);
+        op = &buf->ops[*n_ops];
+        *op = (RegOp) { .kind = REG_OP_COUNTER_READ, .mask = UINT64_MAX };
+        if (!get_u32(&a->via.array.ptr[1], &op->target))
+                return refuse(e, PROTO_E_BAD_FIELD,
+                              "ops[%" PRIu32 "]: counter must be an unsigned 32-bit integer", index);
+        (*n_ops)++;
+        return 0;
 }
 
 static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req, DecodeError *e) {
@@ -365,7 +387,7 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                 unsigned args;
                 int r;
 
-                if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size < 3 ||
+                if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size < 2 ||
                     a->via.array.ptr[0].type != MSGPACK_OBJECT_STR)
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "] must be an array [kind, ...]", i);
                 k = &a->via.array.ptr[0];
@@ -375,6 +397,11 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                 case OP_KIND_SWEEP_READ:
                 case OP_KIND_SWEEP_WRITE:
                         r = decode_sweep(a, kind == OP_KIND_SWEEP_WRITE, i, buf, &n_ops, e);
+                        if (r != 0)
+                                return r;
+                        continue;
+                case OP_KIND_COUNTER_READ:
+                        r = decode_counter_read(a, i, buf, &n_ops, e);
                         if (r != 0)
                                 return r;
                         continue;

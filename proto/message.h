@@ -18,12 +18,13 @@ typedef enum RegOpKind {
         REG_OP_MSR_WRITE,
         REG_OP_PCI_READ,
         REG_OP_PCI_WRITE,
+        REG_OP_COUNTER_READ,    /* a package counter the daemon serves (hello's "counters") */
         _REG_OP_MAX,
 } RegOpKind;
 
 /* One register access after the compact forms are expanded. */
 typedef struct RegOp {
-        uint32_t target; /* CPU number for MSR ops, unit index for PCI ops */
+        uint32_t target; /* CPU number for MSR ops, unit index for PCI ops, counter index */
         uint32_t reg;    /* MSR address, or PCI config offset */
         uint64_t value;  /* value to write (writes only) */
         uint64_t mask;   /* bits the client means to change; the allowlist mask still applies */
@@ -36,6 +37,15 @@ static inline bool reg_op_is_write(const RegOp *op) {
 
 static inline bool reg_op_is_pci(const RegOp *op) {
         return op->kind == REG_OP_PCI_READ || op->kind == REG_OP_PCI_WRITE;
+}
+
+static inline bool reg_op_is_counter(const RegOp *op) {
+        return op->kind == REG_OP_COUNTER_READ;
+}
+
+/* Whether target is a CPU number. */
+static inline bool reg_op_names_cpu(const RegOp *op) {
+        return !reg_op_is_pci(op) && !reg_op_is_counter(op);
 }
 
 typedef enum RequestType {

@@ -53,6 +53,9 @@
 #define PMUGATE_CPUS_MAX 8192U
 #define PMUGATE_UNITS_MAX 1024U
 
+/* Package counters (the kernel's uncore memory controller events) the daemon opens and serves. */
+#define PMUGATE_COUNTERS_MAX 1024U
+
 /* Longest string field (job ids, names) accepted from a client. */
 #define PMUGATE_STRING_MAX 256U
 

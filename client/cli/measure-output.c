@@ -57,8 +57,31 @@ static void format_metric(double v, const char *unit, char *buf, size_t size) {
                 (void) snprintf(buf, size, "%.3f", v);
 }
 
+/* Columns: the aggregate (the node), then each package when the result has package events,
+ * then each CPU. */
 static const pmugate_values *column(const pmugate_result *r, size_t k) {
-        return k == 0 ? &r->aggregate : &r->cpus[k - 1];
+        if (k == 0)
+                return &r->aggregate;
+        if (k <= r->n_packages)
+                return &r->packages[k - 1];
+        return &r->cpus[k - 1 - r->n_packages];
+}
+
+static void column_name(const pmugate_result *r, size_t k, char *buf, size_t size) {
+        if (k == 0)
+                (void) snprintf(buf, size, "all");
+        else if (k <= r->n_packages)
+                (void) snprintf(buf, size, "socket%" PRIi32, r->packages[k - 1].package);
+        else
+                (void) snprintf(buf, size, "%" PRIu32, r->cpus[k - 1 - r->n_packages].cpu);
+}
+
+/* Energy in joules and other events with a unit are not whole counts. */
+static void format_event(const pmugate_result *r, size_t e, double v, char *buf, size_t size) {
+        if (r->event_units && r->event_units[e][0] && isfinite(v))
+                (void) snprintf(buf, size, "%.6f %s", v, r->event_units[e]);
+        else
+                format_count(v, buf, size);
 }
 
 /* Width of the label column: the longest indented label, at least LABEL_WIDTH + 2. */
@@ -95,7 +118,7 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
 
 static void write_table(OutputContext *ctx, const pmugate_result *r) {
         const pmugate_info *info = ctx->info;
-        size_t n_columns = ctx->per_cpu ? 1 + r->n_cpus : 1;
+        size_t n_columns = 1 + r->n_packages + (ctx->per_cpu ? r->n_cpus : 0);
 
         if (!ctx->header_written) {
                 fprintf(ctx->file, "\n Performance counter stats for CPUs %s (%s%s)", ctx->cpu_list,
@@ -111,13 +134,14 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
                 fprintf(ctx->file, "\n--- %.3f s to %.3f s ---\n", r->start, r->start + r->elapsed);
         else
                 fputc('\n', ctx->file);
-        if (ctx->per_cpu) {
-                fprintf(ctx->file, "%*s %*s", label_width(r), "", COLUMN_WIDTH, "all");
-                for (size_t i = 0; i < r->n_cpus; i++) {
-                        char name[NUMBER_MAX];
+        if (n_columns > 1) {
+                fprintf(ctx->file, "%*s", label_width(r), "");
+                for (size_t k = 0; k < n_columns; k++) {
+                        char name[NUMBER_MAX], label[NUMBER_MAX + 4];
 
-                        (void) snprintf(name, sizeof(name), "cpu%" PRIu32, r->cpus[i].cpu);
-                        fprintf(ctx->file, " %*s", COLUMN_WIDTH, name);
+                        column_name(r, k, name, sizeof(name));
+                        (void) snprintf(label, sizeof(label), "%s%s", k > r->n_packages ? "cpu" : "", name);
+                        fprintf(ctx->file, " %*s", COLUMN_WIDTH, label);
                 }
                 fputc('\n', ctx->file);
         }
@@ -129,7 +153,7 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
                         char value[NUMBER_MAX];
 
                         /* the aggregate count spans the label column, so values line up */
-                        format_count(column(r, k)->counts[e], value, sizeof(value));
+                        format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
                         fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + COLUMN_WIDTH : COLUMN_WIDTH, value);
                 }
                 fprintf(ctx->file, "  %s", r->events[e]);
@@ -147,6 +171,8 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
                 if (r->event_sets > 1)
                         fprintf(ctx->file, ", %u event sets multiplexed", r->event_sets);
                 fprintf(ctx->file, ")\n");
+                if (r->withheld && r->withheld[0])
+                        fprintf(ctx->file, " not counted: %s\n", r->withheld);
                 if (ctx->command && ctx->exit_status >= 0)
                         fprintf(ctx->file, " command '%s' exited with status %d\n", ctx->command[0], ctx->exit_status);
                 fputc('\n', ctx->file);
@@ -165,14 +191,11 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
                 fprintf(ctx->file, "time,elapsed,cpu,type,name,value,raw,scale\n");
                 ctx->header_written = true;
         }
-        for (size_t k = 0; k < 1 + r->n_cpus; k++) {
+        for (size_t k = 0; k < 1 + r->n_packages + r->n_cpus; k++) {
                 const pmugate_values *v = column(r, k);
                 char cpu[NUMBER_MAX];
 
-                if (k == 0)
-                        (void) snprintf(cpu, sizeof(cpu), "all");
-                else
-                        (void) snprintf(cpu, sizeof(cpu), "%" PRIu32, v->cpu);
+                column_name(r, k, cpu, sizeof(cpu));
                 for (size_t e = 0; e < r->n_events; e++) {
                         fprintf(ctx->file, "%.6f,%.6f,%s,count,%s,", end, r->elapsed, cpu, r->events[e]);
                         csv_value(ctx->file, v->counts[e]);
@@ -198,6 +221,8 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
 
         if (v->cpu != UINT32_MAX)
                 json_object_object_add(o, "cpu", json_object_new_int64(v->cpu));
+        else if (v->package >= 0)
+                json_object_object_add(o, "package", json_object_new_int64(v->package));
         for (size_t e = 0; e < r->n_events; e++) {
                 json_object *c = json_object_new_object();
 
@@ -248,6 +273,15 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
         for (size_t i = 0; i < r->n_cpus; i++)
                 json_object_array_add(per_cpu, json_values(r, &r->cpus[i]));
         json_object_object_add(root, "per_cpu", per_cpu);
+        if (r->n_packages > 0) {
+                json_object *per_package = json_object_new_array();
+
+                for (size_t i = 0; i < r->n_packages; i++)
+                        json_object_array_add(per_package, json_values(r, &r->packages[i]));
+                json_object_object_add(root, "per_package", per_package);
+                json_object_object_add(root, "withheld",
+                                       json_object_new_string(r->withheld ? r->withheld : ""));
+        }
         if (ctx->command) {
                 json_object *cmd = json_object_new_object(), *argv = json_object_new_array();
 

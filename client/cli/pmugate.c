@@ -19,6 +19,38 @@
 #include "verb-likwid.h"
 #include "verb-measure.h"
 
+/* The package counters the daemon serves (memory traffic per socket), and those it could not
+ * open, with why. */
+static json_object *json_counters(const pmugate_info *info) {
+        json_object *a = json_object_new_array();
+
+        for (size_t i = 0; i < info->n_counters; i++) {
+                const pmugate_counter *c = &info->counters[i];
+                json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "counter", json_object_new_int64(c->index));
+                json_object_object_add(o, "name", json_object_new_string(c->name));
+                json_object_object_add(o, "package", json_object_new_int64(c->package));
+                json_object_object_add(o, "width", json_object_new_int(c->width));
+                json_object_object_add(o, "scale", json_object_new_double(c->scale));
+                json_object_object_add(o, "unit", json_object_new_string(c->unit));
+                json_object_object_add(o, "class", json_object_new_string(c->cls));
+                json_object_object_add(o, "error", c->error[0] ? json_object_new_string(c->error) : NULL);
+                json_object_array_add(a, o);
+        }
+        return a;
+}
+
+static void print_counters(const pmugate_info *info) {
+        printf("Package counters: %zu\n", info->n_counters);
+        for (size_t i = 0; i < info->n_counters; i++) {
+                const pmugate_counter *c = &info->counters[i];
+
+                printf("  counter %-3u %-40s package %d%s%s\n", c->index, c->name, c->package,
+                       c->error[0] ? "  not served: " : "", c->error);
+        }
+}
+
 static const char *arg_socket;
 
 static void help(void) {
@@ -128,6 +160,7 @@ static int print_info_json(const pmugate_info *info) {
                 json_object_array_add(units, u);
         }
         json_object_object_add(root, "units", units);
+        json_object_object_add(root, "counters", json_counters(info));
 
         for (size_t i = 0; i < info->n_registers; i++) {
                 const pmugate_register *r = &info->registers[i];
@@ -217,6 +250,7 @@ static void print_info_text(const pmugate_info *info) {
         for (size_t i = 0; i < info->n_units; i++)
                 printf("  unit %-3u %s %04x:%04x package %d\n", info->units[i].index, info->units[i].bdf,
                        info->units[i].vendor, info->units[i].device, info->units[i].package);
+        print_counters(info);
         if (info->nmi_watchdog || info->foreign_fixed_mask || info->foreign_gp_mask)
                 printf("Foreign users: %s; fixed counters 0x%" PRIx64 " and general-purpose counters 0x%" PRIx64
                        " are held by another PMU user\n",

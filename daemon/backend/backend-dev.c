@@ -99,12 +99,32 @@ static void dev_free(Backend *b) {
         free(d);
 }
 
+/* The kernel's perf events count 64 bits and fold in the hardware counter's wraps itself. */
+static int dev_counter_read(Backend *b, uint32_t counter, uint64_t *ret_value) {
+        const Machine *m = b->machine;
+        uint64_t v;
+        ssize_t n;
+
+        if (counter >= m->n_counters)
+                return -ENXIO;
+        if (m->counters[counter].fd < 0)
+                return -ENODEV;
+        n = read(m->counters[counter].fd, &v, sizeof(v));
+        if (n < 0)
+                return negative_errno();
+        if (n != sizeof(v))
+                return -EIO;
+        *ret_value = v;
+        return 0;
+}
+
 static const BackendVTable dev_vtable = {
         .name = "dev",
         .msr_read = dev_msr_read,
         .msr_write = dev_msr_write,
         .pci_read = dev_pci_read,
         .pci_write = dev_pci_write,
+        .counter_read = dev_counter_read,
         .free = dev_free,
 };
 

@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,6 +22,8 @@ typedef struct BackendVTable {
         /* width is 4 or 8 bytes; an 8-byte access is two dwords, low first */
         int (*pci_read)(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t *ret_value);
         int (*pci_write)(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value);
+        /* a package counter of the machine (Machine.counters), by index */
+        int (*counter_read)(Backend *b, uint32_t counter, uint64_t *ret_value);
         void (*free)(Backend *b);
 } BackendVTable;
 
@@ -41,6 +44,10 @@ static inline int backend_pci_read(Backend *b, uint32_t unit, uint32_t offset, u
 }
 static inline int backend_pci_write(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value) {
         return b->vtable->pci_write(b, unit, offset, width, value);
+}
+
+static inline int backend_counter_read(Backend *b, uint32_t counter, uint64_t *ret_value) {
+        return b->vtable->counter_read ? b->vtable->counter_read(b, counter, ret_value) : -ENODEV;
 }
 
 Backend *backend_free(Backend *b);

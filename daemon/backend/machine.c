@@ -123,6 +123,10 @@ Machine *machine_free(Machine *m) {
                 return NULL;
         free(m->cpus);
         free(m->units);
+        for (uint32_t i = 0; i < m->n_counters; i++)
+                if (m->counters[i].fd >= 0)
+                        (void) close(m->counters[i].fd);
+        free(m->counters);
         free(m);
         return NULL;
 }

@@ -76,6 +76,25 @@ typedef struct MachineUnit {
         uint32_t config_size;
 } MachineUnit;
 
+/* A counter of the kernel's own uncore PMUs (uncore_imc_N, uncore_imc_free_running_N) that the
+ * daemon opened with perf_event_open at start-up and serves read-only by index: the memory
+ * traffic of one package, for models whose memory controllers live in MMIO or whose PCI
+ * counters a caller may not program. The simulated backend serves the same counters. */
+#define MACHINE_COUNTER_NAME_MAX 64U
+typedef struct MachineCounter {
+        char name[MACHINE_COUNTER_NAME_MAX];   /* "<pmu>/<event>": "uncore_imc_free_running_0/read" */
+        char cls[16];           /* register class policy judges it by: "uncore-imc" */
+        int32_t package;
+        uint32_t cpu;           /* the CPU the kernel counts it on (the PMU's cpumask) */
+        uint32_t type;          /* perf_event_attr type and config, from sysfs */
+        uint64_t config;
+        uint8_t width;          /* bits before the value wraps (64: the kernel's accumulated count) */
+        double scale;           /* the event's .scale file: one count is scale units */
+        char unit[16];          /* the event's .unit file: "MiB" */
+        int fd;                 /* the perf event (dev backend); -EBADF when not open */
+        char error[160];        /* why it could not be opened; empty when served */
+} MachineCounter;
+
 typedef struct Machine {
         char vendor[16];
         unsigned family, model, stepping;
@@ -90,6 +109,9 @@ typedef struct Machine {
 
         MachineUnit *units;
         uint32_t n_units;
+
+        MachineCounter *counters;   /* package counters, package-major */
+        uint32_t n_counters;
 
         bool nmi_watchdog;          /* /proc/sys/kernel/nmi_watchdog says 1 */
 
@@ -128,6 +150,13 @@ void machine_set_amd_pmu_caps(Machine *m, uint32_t eax, uint32_t ebx);
 
 /* Sets the AMD capabilities to cpu_model's defaults. */
 void machine_default_pmu_caps(Machine *m);
+
+/* Lists the kernel's uncore memory controller PMUs under root's sys/bus/event_source/devices
+ * and opens their read and write traffic events with perf_event_open on a CPU of each package
+ * (as root, before privileges are dropped; the fds keep counting afterwards). A counter that
+ * cannot be opened stays listed with the reason in its error, and is logged: the daemon serves
+ * the rest. Returns negative errno only on allocation failure. (perf-counters.c) */
+int machine_discover_counters(Machine *m, const char *root);
 
 /* Recomputes n_online, n_packages and smt from cpus[]. */
 void machine_update_summary(Machine *m);

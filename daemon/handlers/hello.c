@@ -110,6 +110,26 @@ static int pack_units(msgpack_packer *pk, const Machine *m) {
         return 0;
 }
 
+static int pack_counters(msgpack_packer *pk, const Machine *m) {
+        TRY(pack_string(pk, "counters"));
+        TRY(msgpack_pack_array(pk, m->n_counters));
+        for (uint32_t i = 0; i < m->n_counters; i++) {
+                const MachineCounter *c = &m->counters[i];
+
+                /* [index, name, package, width, scale, unit, class, error] */
+                TRY(msgpack_pack_array(pk, 8));
+                TRY(msgpack_pack_uint32(pk, i));
+                TRY(pack_string(pk, c->name));
+                TRY(msgpack_pack_int32(pk, c->package));
+                TRY(msgpack_pack_uint8(pk, c->width));
+                TRY(msgpack_pack_double(pk, c->scale));
+                TRY(pack_string(pk, c->unit));
+                TRY(pack_string(pk, c->cls));
+                TRY(pack_string(pk, c->error));
+        }
+        return 0;
+}
+
 static int pack_registers(msgpack_packer *pk, const Allowlist *a) {
         TRY(pack_string(pk, "registers"));
         TRY(msgpack_pack_array(pk, a->n_msr + a->n_pci));
@@ -180,7 +200,7 @@ int handle_hello(Server *s, Session *c, const Request *req) {
         msgpack_packer pk;
         int r;
 
-        TRY(server_reply_begin(s, req, 13, &pk));
+        TRY(server_reply_begin(s, req, 14, &pk));
         TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_uint(&pk, "protocol", PMUGATE_PROTOCOL_VERSION));
         TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));
@@ -193,6 +213,8 @@ int handle_hello(Server *s, Session *c, const Request *req) {
                 r = pack_cpus(&pk, s->machine);
         if (r >= 0)
                 r = pack_units(&pk, s->machine);
+        if (r >= 0)
+                r = pack_counters(&pk, s->machine);
         if (r >= 0)
                 r = pack_registers(&pk, s->allowlist);
         if (r < 0)

@@ -25,7 +25,7 @@ static void summarize_ops(const RegOp *ops, size_t n, bool writes_only, char *cp
                         continue;
                 for (size_t j = 0; j < n_cpus && !seen; j++)
                         seen = cpu_list[j] == ops[i].target;
-                if (!seen && n_cpus < ELEMENTSOF(cpu_list) && !reg_op_is_pci(&ops[i]))
+                if (!seen && n_cpus < ELEMENTSOF(cpu_list) && reg_op_names_cpu(&ops[i]))
                         cpu_list[n_cpus++] = ops[i].target;
                 seen = false;
                 for (size_t j = 0; j < n_regs && !seen; j++)

@@ -226,6 +226,34 @@ static int check_lease(const BatchContext *ctx, const RegOp *op, const AllowEntr
         return 0;
 }
 
+/* A package counter is read-only and counts for its whole package, like an uncore register:
+ * the role must read its class, and in job mode the job must hold every online CPU of the
+ * package unless package_read_shared says package registers may be read anyway. */
+static int check_counter(const BatchContext *ctx, const RegOp *op, size_t i, BatchRefusal *ret) {
+        const Machine *m = ctx->machine;
+        const ClassSet *classes = ctx->rights->read_classes;
+        const MachineCounter *c;
+        CpuSet package;
+
+        if (op->target >= m->n_counters)
+                return refuse(ret, PROTO_E_NO_SUCH_UNIT, i, "op %zu: package counter %" PRIu32 " does not "
+                              "exist (%" PRIu32 " counters)", i, op->target, m->n_counters);
+        c = &m->counters[op->target];
+        if (classes && !class_set_contains(classes, c->cls))
+                return refuse(ret, PROTO_E_NOT_AUTHORIZED, i, "op %zu: the %s role may not read registers "
+                              "of class '%s' (%s)", i, role_to_string(ctx->rights->role), c->cls, c->name);
+        if (!ctx->scope || ctx->package_read_shared)
+                return 0;
+        if (machine_scope_cpus(m, REG_SCOPE_PACKAGE, c->cpu, false, &package) < 0)
+                return refuse(ret, PROTO_E_OUT_OF_SCOPE, i, "op %zu: package %" PRIi32 " of %s has no "
+                              "online CPU, so job %s cannot hold all of it", i, c->package, c->name,
+                              ctx->scope->job);
+        if (cpuset_is_subset(&package, &ctx->scope->cpus))
+                return 0;
+        return refuse(ret, PROTO_E_OUT_OF_SCOPE, i, "op %zu: %s counts for all of package %" PRIi32 ", and "
+                      "job %s does not hold every CPU of it", i, c->name, c->package, ctx->scope->job);
+}
+
 int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const AllowEntry **entries,
                 BatchRefusal *ret_refusal) {
         const Rights *rights = ctx->rights;
@@ -241,6 +269,13 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
 
                 if (write ? !rights->may_write : !rights->may_read)
                         return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, i, "op %zu: %s", i, rights->reason);
+                if (reg_op_is_counter(op)) {
+                        r = check_counter(ctx, op, i, ret_refusal);
+                        if (r != 0)
+                                return r;
+                        entries[i] = NULL;
+                        continue;
+                }
 
                 if (reg_op_is_pci(op))
                         r = check_pci(ctx, op, i, &e, ret_refusal);
@@ -419,7 +454,9 @@ void batch_execute(const BatchContext *ctx, Backend *b, const RegOp *ops, const 
                 uint64_t value = 0;
                 int r;
 
-                if (reg_op_is_write(op))
+                if (reg_op_is_counter(op))
+                        r = backend_counter_read(b, op->target, &value);
+                else if (reg_op_is_write(op))
                         r = execute_write(ctx, b, op, entries[i], &value);
                 else
                         r = op_read(b, op, entries[i], &value);

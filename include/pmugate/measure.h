@@ -64,6 +64,11 @@ const char *pmugate_measure_description(const pmugate_measure *m);
  * refused a request, pmugate_last_error() has its reason. */
 const char *pmugate_measure_last_reason(const pmugate_measure *m);
 
+/* After start: "" or which package events (memory traffic, energy) the daemon withholds on
+ * which package and why, e.g. a job that does not hold a whole package in job mode. The rest
+ * of the measurement goes on; metrics that need a withheld event are NaN. */
+const char *pmugate_measure_withheld(const pmugate_measure *m);
+
 /* Takes a lease on the CPUs (when the daemon has leases), remembers what the registers held,
  * programs the counters and starts them. */
 int pmugate_measure_start(pmugate_measure *m);
@@ -106,6 +111,7 @@ typedef struct pmugate_values {
         double *scale;          /* per event: span / time counted (1 when never multiplexed;
                                  * infinite when it never ran) */
         double *metrics;        /* per metric; NaN when undefined (no cycles, ...) */
+        int32_t package;        /* the package of a per-package row or a CPU's; -1 for the aggregate */
 } pmugate_values;
 
 typedef struct pmugate_result {
@@ -121,6 +127,16 @@ typedef struct pmugate_result {
         size_t n_cpus;
         pmugate_values *cpus;           /* per CPU, in the order given to open */
         pmugate_values aggregate;       /* counts summed over CPUs, metrics from the sums */
+        /* With package events (memory traffic UNC_M_CAS_COUNT.*, energy PWR_*_ENERGY; see
+         * docs/GROUPS.md) in the group: one row per package of the measured CPUs, its CPUs'
+         * counts summed and its package events, metrics from those; the aggregate then counts
+         * the package events of all of them (the node). Per-CPU rows have NaN for package
+         * events. Package events come last in events. */
+        size_t n_packages;
+        pmugate_values *packages;
+        const char *const *event_units; /* per event: "" for counts, "J" for energy in joules */
+        const char *withheld;           /* "" or which package events the daemon withholds and
+                                         * why (job scope, policy); their metrics are NaN */
 } pmugate_result;
 
 /* Computes counts and metrics for a span. An interval read moves the interval mark. */

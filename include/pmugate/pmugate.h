@@ -70,6 +70,20 @@ typedef struct pmugate_register {
         uint16_t pci_vendor, pci_device;
 } pmugate_register;
 
+/* A counter of a whole package that the daemon serves read-only (hello "counters" in
+ * docs/PROTOCOL.md): the kernel's uncore memory-controller events, which the daemon opened at
+ * start-up. Read one with pmugate_batch_read_counter(); package.h turns the values into bytes. */
+typedef struct pmugate_counter {
+        uint32_t index;         /* what pmugate_batch_read_counter() takes */
+        char name[64];          /* "PMU/event": "uncore_imc_free_running_0/read" */
+        int32_t package;
+        uint8_t width;          /* bits before the value wraps (64: the kernel's count) */
+        double scale;           /* one count is scale units */
+        char unit[16];          /* "MiB" */
+        char cls[16];           /* register class policy judges a read by: "uncore-imc" */
+        char error[160];        /* why the daemon could not open it; "" when it is served */
+} pmugate_counter;
+
 typedef struct pmugate_info {
         char server[64];
         uint32_t protocol;
@@ -94,6 +108,8 @@ typedef struct pmugate_info {
         size_t n_units;
         pmugate_register *registers;
         size_t n_registers;
+        pmugate_counter *counters;      /* package counters, by package; none from older daemons */
+        size_t n_counters;
 
         bool nmi_watchdog;
         /* Counters another PMU user holds (the kernel's NMI watchdog, perf): bit i of
@@ -151,6 +167,10 @@ int pmugate_batch_write_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64
  * reads and writes within one batch, so no other client's request comes in between. */
 int pmugate_batch_write_msr_bits(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64_t value, uint64_t mask);
 int pmugate_batch_read_pci(pmugate_batch *b, uint32_t unit, uint32_t offset);
+/* Reads a package counter (pmugate_info.counters[i].index). Checked like a package register
+ * read: in job mode the job must hold the whole package unless the policy shares package
+ * reads (-EPERM, "out-of-scope"). A counter the daemon could not open fails alone (-ENODEV). */
+int pmugate_batch_read_counter(pmugate_batch *b, uint32_t counter);
 int pmugate_batch_write_pci(pmugate_batch *b, uint32_t unit, uint32_t offset, uint64_t value);
 
 /* Reads every register on every CPU in one compact op; results are CPU-major:
@@ -246,3 +266,4 @@ int pmugate_reload(pmugate *c);
 #endif
 
 #include "measure.h"
+#include "package.h"

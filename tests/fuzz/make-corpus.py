@@ -22,6 +22,7 @@ seeds = {
     "batch-read": req("batch", ops=[["r", 0, 0xC1], ["r", 1, 0x38F]]),
     "batch-write": req("batch", ops=[["w", 0, 0x186, 0x43003C]]),
     "batch-pci": req("batch", ops=[["pr", 0, 0xA0], ["pw", 0, 0xF4, 3]]),
+    "batch-counter": req("batch", ops=[["cr", 0], ["r", 0, 0x611], ["cr", 4294967295], ["cr"], ["cr", 1, 2]]),
     "batch-sweep": req("batch", ops=[["R", [0, 1, 2, 3], [0xC1, 0xC2, 0x309]]]),
     "batch-sweep-write": req("batch", ops=[["W", [0, 1], [0x186, 0x187], [0, 0]]]),
     "grant": req("grant", job="123", uid=1000, cpus=[0, 1]),

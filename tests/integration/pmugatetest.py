@@ -168,6 +168,22 @@ class FakeMachine:
         if listed:
             self.units.append(bdf)
 
+    def add_uncore_pmu(self, name, pmu_type, cpumask, events, formats=None, scale=None, unit=None):
+        """A PMU under sys/bus/event_source/devices as the kernel lists it: type, cpumask (one
+        CPU per package), events/NAME ("event=0x04,umask=0x03") with .scale and .unit, and
+        format/FIELD ("config:0-7")."""
+        d = "sys/bus/event_source/devices/%s/" % name
+        self._write(d + "type", "%s\n" % pmu_type)
+        self._write(d + "cpumask", "%s\n" % cpumask)
+        for field, text in (formats or {"event": "config:0-7", "umask": "config:8-15"}).items():
+            self._write(d + "format/" + field, text + "\n")
+        for event, text in events.items():
+            self._write(d + "events/" + event, text + "\n")
+            if scale is not None:
+                self._write(d + "events/%s.scale" % event, "%s\n" % scale)
+            if unit is not None:
+                self._write(d + "events/%s.unit" % event, unit + "\n")
+
     def msr(self, cpu, reg):
         with open(self.path("dev/cpu/%d/msr" % cpu), "rb") as f:
             f.seek(reg)

@@ -178,6 +178,56 @@ static void test_imc_bandwidth(void **state) {
         sim_test_free(&t);
 }
 
+/* The package counters stand in for the kernel's uncore PMUs on every model: per socket a read
+ * and a write counter per box, 48 bits, together counting the configured bandwidth in lines. */
+static void test_package_counters(void **state) {
+        static const struct {
+                const char *model;
+                unsigned boxes;
+                const char *first;
+        } models[] = {
+                { "skx", 6, "uncore_imc_0/cas_count_read" },
+                { "icx", 4, "uncore_imc_free_running_0/read" },
+                { "spr", 8, "uncore_imc_0/cas_count_read" },
+        };
+
+        for (size_t k = 0; k < sizeof(models) / sizeof(models[0]); k++) {
+                SimTest t = sim_test_new(models[k].model, IMC_CONFIG "counter_start = 0xffffff000000\n");
+                const Machine *m = t.machine;
+                uint64_t before[64], one_second = (uint64_t) sim_test_hz(&t);
+                double rd = 0, wr = 0;
+
+                assert_int_equal(m->n_counters, 2 * 2 * models[k].boxes);
+                assert_string_equal(m->counters[0].name, models[k].first);
+                assert_int_equal(m->counters[0].package, 0);
+                assert_int_equal(m->counters[m->n_counters - 1].package, 1);
+                assert_int_equal(m->counters[0].width, 48);
+                for (uint32_t i = 0; i < m->n_counters; i++)
+                        assert_int_equal(backend_counter_read(t.backend, i, &before[i]), 0);
+                sim_advance(&t, one_second);
+                for (uint32_t i = 0; i < m->n_counters / 2; i++) {
+                        uint64_t v;
+
+                        assert_int_equal(backend_counter_read(t.backend, i, &v), 0);
+                        /* started 2^24 before the end: every counter wrapped */
+                        assert_true(v < before[i]);
+                        *(i % 2 == 0 ? &rd : &wr) += (double) ((v - before[i]) & ((UINT64_C(1) << 48) - 1));
+                }
+                assert_true(fabs(rd * 64 / 48e9 - 1) < 1e-4);
+                assert_true(fabs(wr * 64 / 12e9 - 1) < 1e-4);
+                assert_int_equal(backend_counter_read(t.backend, m->n_counters, &before[0]), -ENXIO);
+                sim_test_free(&t);
+        }
+        /* without the kernel's uncore driver there are none */
+        {
+                SimTest t = sim_test_new("skx", IMC_CONFIG "kernel_pmu = no\n");
+
+                assert_int_equal(t.machine->n_counters, 0);
+                assert_int_equal(t.machine->n_units, 12);
+                sim_test_free(&t);
+        }
+}
+
 static void test_imc_freeze_and_reset(void **state) {
         SimTest t = sim_test_new("clx", IMC_CONFIG);
         uint64_t v, frozen;
@@ -256,6 +306,7 @@ int main(void) {
                 cmocka_unit_test(test_imc_bandwidth),
                 cmocka_unit_test(test_imc_freeze_and_reset),
                 cmocka_unit_test(test_imc_access_errors),
+                cmocka_unit_test(test_package_counters),
         };
 
         log_set_max_level(LOG_WARNING);

@@ -137,6 +137,48 @@ static void test_batch_ops(void **state) {
         assert_int_equal(req.ops[3].value, 3);
 }
 
+/* ["cr", counter]: a package counter read, one argument, mixed with other ops */
+static void test_counter_read(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        request_pack_begin(&f->pk, 1, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 3);
+        msgpack_pack_array(&f->pk, 2);
+        pack_string(&f->pk, "cr");
+        msgpack_pack_uint32(&f->pk, 7);
+        pack_op(&f->pk, "r", 3, 0x611, false, 0);
+        msgpack_pack_array(&f->pk, 2);
+        pack_string(&f->pk, "cr");
+        msgpack_pack_uint32(&f->pk, UINT32_MAX);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.n_ops, 3);
+        assert_int_equal(req.ops[0].kind, REG_OP_COUNTER_READ);
+        assert_int_equal(req.ops[0].target, 7);
+        assert_false(reg_op_is_write(&req.ops[0]));
+        assert_false(reg_op_names_cpu(&req.ops[0]));
+        assert_true(reg_op_names_cpu(&req.ops[1]));
+        assert_int_equal(req.ops[2].target, UINT32_MAX);
+
+        /* two arguments, none, a negative index: bad-field */
+        for (int k = 0; k < 3; k++) {
+                msgpack_sbuffer_clear(&f->sb);
+                request_pack_begin(&f->pk, 2, "batch", 1);
+                pack_string(&f->pk, "ops");
+                msgpack_pack_array(&f->pk, 1);
+                msgpack_pack_array(&f->pk, k == 0 ? 3 : k == 1 ? 1 : 2);
+                pack_string(&f->pk, "cr");
+                if (k == 0) {
+                        msgpack_pack_uint32(&f->pk, 1);
+                        msgpack_pack_uint32(&f->pk, 2);
+                } else if (k == 2)
+                        msgpack_pack_int32(&f->pk, -1);
+                assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        }
+}
+
 static void test_sweep_is_cpu_major(void **state) {
         Fixture *f = *state;
         DecodeError e;
@@ -422,6 +464,7 @@ int main(void) {
                 cmocka_unit_test(test_headers_match_msgpack_c),
                 cmocka_unit_test_setup_teardown(test_duplicate_fixed_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_batch_ops, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_counter_read, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sweep_is_cpu_major, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sweep_limit_checked_before_expansion, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),

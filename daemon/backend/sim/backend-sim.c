@@ -59,6 +59,24 @@ static const struct {
  * simulated systems repeat that pair in further PCI domains. */
 static const uint8_t imc_buses[] = { 0x3a, 0xae };
 
+/* The kernel's uncore memory controller PMUs as the dev backend finds them on each model
+ * (next-features.md §2.3): per socket one PMU per channel with the fixed CAS events, or on Ice
+ * Lake-SP one free-running PMU per controller. Like the kernel's, uncore_imc_0 of every socket
+ * has the same name; the package tells them apart. */
+static const struct {
+        const char *model;
+        const char *pmu;
+        unsigned boxes;                 /* per socket */
+        const char *events[2];          /* read, write */
+} imc_pmus[] = {
+        { "skx", "uncore_imc_", 6, { "cas_count_read", "cas_count_write" } },
+        { "clx", "uncore_imc_", 6, { "cas_count_read", "cas_count_write" } },
+        { "icx", "uncore_imc_free_running_", 4, { "read", "write" } },
+        { "spr", "uncore_imc_", 8, { "cas_count_read", "cas_count_write" } },
+};
+/* The kernel's scale of these events: one count is a 64-byte line, in MiB. */
+#define IMC_COUNT_SCALE_MIB 6.103515625e-5
+
 typedef struct SimCpu {
         SimRates rates;
         SimPmu pmu;
@@ -86,6 +104,11 @@ typedef struct SimUnit {
         uint64_t last_cycles;
 } SimUnit;
 
+typedef struct SimPackageCounter {
+        SimCounter counter;
+        uint64_t last_cycles;
+} SimPackageCounter;
+
 typedef struct SimBackend {
         Backend backend;                /* first: the daemon holds a Backend * */
         SimModel model;
@@ -99,6 +122,7 @@ typedef struct SimBackend {
         uint32_t n_units;
         SimCcx *ccxs;                   /* AMD only */
         uint32_t n_ccxs;
+        SimPackageCounter *counters;    /* parallel to the machine's counters */
 } SimBackend;
 
 static SimBackend *sim_backend_free(SimBackend *s) {
@@ -109,6 +133,7 @@ static SimBackend *sim_backend_free(SimBackend *s) {
         free(s->packages);
         free(s->units);
         free(s->ccxs);
+        free(s->counters);
         free(s);
         return NULL;
 }
@@ -229,6 +254,20 @@ static int sim_pci_write(Backend *b, uint32_t unit, uint32_t offset, unsigned wi
         return sim_imc_write(&u->imc, offset, width, value);
 }
 
+static int sim_counter_read(Backend *b, uint32_t counter, uint64_t *ret_value) {
+        SimBackend *s = sim_backend(b);
+        uint64_t now = sim_clock_access(&s->clock);
+        SimPackageCounter *c;
+
+        if (counter >= b->machine->n_counters)
+                return -ENXIO;
+        c = &s->counters[counter];
+        (void) sim_counter_add(&c->counter, now - c->last_cycles, SIM_IMC_COUNTER_MASK, NULL);
+        c->last_cycles = now;
+        *ret_value = c->counter.value;
+        return 0;
+}
+
 static void sim_free(Backend *b) {
         (void) sim_backend_free(sim_backend(b));
 }
@@ -239,6 +278,7 @@ static const BackendVTable sim_vtable = {
         .msr_write = sim_msr_write,
         .pci_read = sim_pci_read,
         .pci_write = sim_pci_write,
+        .counter_read = sim_counter_read,
         .free = sim_free,
 };
 
@@ -253,11 +293,64 @@ static uint32_t ccxs_per_socket(const SimConfig *c) {
         return (c->cores_per_socket + c->cores_per_ccx - 1) / c->cores_per_ccx;
 }
 
+static int sim_first_online_cpu(const Machine *machine, uint32_t socket, uint32_t *ret) {
+        for (uint32_t cpu = 0; cpu < machine->n_cpus; cpu++)
+                if (machine->cpus[cpu].online && machine->cpus[cpu].package == (int32_t) socket) {
+                        *ret = cpu;
+                        return 0;
+                }
+        return -ENXIO;
+}
+
+static int imc_pmu_index(const SimModel *m) {
+        for (size_t i = 0; i < ELEMENTSOF(imc_pmus); i++)
+                if (strcmp(imc_pmus[i].model, m->cpu->key) == 0)
+                        return (int) i;
+        return -ENOENT;
+}
+
+static int build_machine_counters(const SimConfig *c, const SimModel *m, Machine *machine) {
+        int pmu = imc_pmu_index(m);
+        size_t k = 0;
+
+        if (pmu < 0 || !c->imc_kernel_pmu)
+                return 0;
+        machine->counters = calloc((size_t) c->sockets * imc_pmus[pmu].boxes * 2, sizeof(MachineCounter));
+        if (!machine->counters)
+                return -ENOMEM;
+        for (uint32_t socket = 0; socket < c->sockets; socket++) {
+                uint32_t cpu;
+
+                /* the kernel has no CPU to count a package without online CPUs on */
+                if (sim_first_online_cpu(machine, socket, &cpu) < 0)
+                        continue;
+                for (unsigned box = 0; box < imc_pmus[pmu].boxes; box++)
+                        for (unsigned e = 0; e < 2; e++) {
+                                MachineCounter *mc = &machine->counters[k++];
+
+                                *mc = (MachineCounter) {
+                                        .package = (int32_t) socket,
+                                        .cpu = cpu,
+                                        .width = 48,
+                                        .scale = IMC_COUNT_SCALE_MIB,
+                                        .fd = -EBADF,
+                                };
+                                (void) snprintf(mc->name, sizeof(mc->name), "%s%u/%s", imc_pmus[pmu].pmu,
+                                                box, imc_pmus[pmu].events[e]);
+                                (void) snprintf(mc->cls, sizeof(mc->cls), "uncore-imc");
+                                (void) snprintf(mc->unit, sizeof(mc->unit), "MiB");
+                        }
+        }
+        machine->n_counters = (uint32_t) k;
+        return 0;
+}
+
 /* Linux numbering: CPUs 0..N-1 are the first thread of each core, socket-major, and N..2N-1
  * their SMT siblings. */
 static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
         _cleanup_(machine_freep) Machine *machine = NULL;
         uint32_t cores = c->sockets * c->cores_per_socket, threads = c->smt ? 2 : 1;
+        int r;
 
         machine = machine_new();
         if (!machine)
@@ -324,6 +417,9 @@ static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
                 }
         }
 
+        r = build_machine_counters(c, m, machine);
+        if (r < 0)
+                return r;
         machine_update_summary(machine);
         *ret = TAKE_PTR(machine);
         return 0;
@@ -412,6 +508,20 @@ static int build_uncore(SimBackend *s, const Machine *machine) {
                 r = build_l3(s, machine);
                 if (r < 0)
                         return r;
+        }
+
+        s->counters = calloc(machine->n_counters ?: 1, sizeof(SimPackageCounter));
+        if (!s->counters)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < machine->n_counters; i++) {
+                /* read and write alternate, as build_machine_counters() lists them */
+                double gbps = i % 2 == 0 ? c->imc_read_gbps : c->imc_write_gbps;
+                /* counters exist, so the model's row does */
+                double boxes = imc_pmus[imc_pmu_index(&s->model)].boxes;
+
+                s->counters[i].counter.rate = gbps * BYTES_PER_GB / BYTES_PER_CAS / boxes /
+                                              cycles_per_second;
+                sim_counter_set(&s->counters[i].counter, c->imc_counter_start, SIM_IMC_COUNTER_MASK);
         }
 
         s->n_units = machine->n_units;

@@ -103,6 +103,7 @@ int sim_config_new_default(SimConfig **ret) {
                 .imc_read_gbps = DEFAULT_IMC_READ_GBPS,
                 .imc_write_gbps = DEFAULT_IMC_WRITE_GBPS,
                 .imc_dclk_mhz = DEFAULT_IMC_DCLK_MHZ,
+                .imc_kernel_pmu = true,
         };
         *ret = c;
         return 0;
@@ -317,8 +318,11 @@ static int handle_rapl(SimConfigParser *p, const char *key, const char *value) {
                                                 (double *) ((char *) s + watts_keys[i].offset));
         if (strcmp(key, "energy_unit") == 0)
                 return parse_unsigned_key(p, key, value, 0, ENERGY_UNIT_BITS_MAX, &s->energy_unit_bits);
+        if (strcmp(key, "energy_start") == 0)
+                return parse_u64_key(p, key, value, 0, UINT32_MAX, &s->energy_start);
         return parser_fail(p, "unknown key '%s' in [rapl] (known: package_watts, dram_watts, pp0_watts, "
-                           "platform_watts, package_tdp_watts, dram_tdp_watts, energy_unit)", key);
+                           "platform_watts, package_tdp_watts, dram_tdp_watts, energy_unit, "
+                           "energy_start)", key);
 }
 
 static int handle_imc(SimConfigParser *p, const char *key, const char *value) {
@@ -330,7 +334,12 @@ static int handle_imc(SimConfigParser *p, const char *key, const char *value) {
                 return parse_double_key(p, key, value, 0.0, GBPS_MAX, &c->imc_write_gbps);
         if (strcmp(key, "dclk_mhz") == 0)
                 return parse_double_key(p, key, value, 0.0, DCLK_MHZ_MAX, &c->imc_dclk_mhz);
-        return parser_fail(p, "unknown key '%s' in [imc] (known: read_gbps, write_gbps, dclk_mhz)", key);
+        if (strcmp(key, "counter_start") == 0)
+                return parse_u64_key(p, key, value, 0, SIM_IMC_COUNTER_MASK, &c->imc_counter_start);
+        if (strcmp(key, "kernel_pmu") == 0)
+                return parse_bool_key(p, key, value, &c->imc_kernel_pmu);
+        return parser_fail(p, "unknown key '%s' in [imc] (known: read_gbps, write_gbps, dclk_mhz, "
+                           "counter_start, kernel_pmu)", key);
 }
 
 static int handle_profile_key(SimConfigParser *p, SimProfile *overrides, uint32_t *set_mask, const char *key,

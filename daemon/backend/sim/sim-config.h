@@ -79,6 +79,8 @@ typedef struct SimConfig {
         double imc_read_gbps;           /* per socket, 10^9 bytes per second */
         double imc_write_gbps;
         double imc_dclk_mhz;
+        uint64_t imc_counter_start;     /* where the package counters start (to test wraps) */
+        bool imc_kernel_pmu;            /* serve the kernel's uncore PMUs as package counters */
 
         SimProfileDef *profiles;
         size_t n_profiles;

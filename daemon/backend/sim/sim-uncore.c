@@ -73,6 +73,10 @@ void sim_rapl_init(SimRapl *r, const SimModel *m, const SimRaplSettings *s, doub
                 .pp0.rate = joules_per_cycle_to_counts(s->pp0_watts, cycles_per_second, esu),
                 .platform.rate = joules_per_cycle_to_counts(s->platform_watts, cycles_per_second,
                                                             RAPL_PLATFORM_ESU),
+                .package.value = s->energy_start,
+                .dram.value = s->energy_start,
+                .pp0.value = s->energy_start,
+                .platform.value = s->energy_start,
         };
 }
 

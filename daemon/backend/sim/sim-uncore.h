@@ -16,6 +16,7 @@
 #define SIM_IMC_COUNTERS 4U
 #define SIM_IMC_CONFIG_SIZE 4096U       /* extended config space through MMCONFIG */
 #define SIM_PCI_VENDOR_INTEL 0x8086U
+#define SIM_IMC_COUNTER_MASK ((UINT64_C(1) << 48) - 1)      /* 48-bit memory controller counters */
 
 typedef struct SimRaplSettings {
         double package_watts;
@@ -25,6 +26,7 @@ typedef struct SimRaplSettings {
         double package_tdp_watts;
         double dram_tdp_watts;
         unsigned energy_unit_bits;      /* ESU: one count is 2^-ESU J */
+        uint64_t energy_start;          /* where the energy counters start (to test wraps) */
 } SimRaplSettings;
 
 typedef struct SimRapl {
