@@ -523,6 +523,25 @@ def test_groups(tap):
         sim.stop()
 
 
+def test_energy(tap):
+    for model in ("zen4", "zen5"):
+        sim = Sim(model, sockets=2, cores=2, cores_per_ccx=2)
+        try:
+            r = sim.json("stat", "-g", "ENERGY", "-c", "0-7", "-S", "0.5s", "-O", "json")
+            packages = r["per_package"]
+            watts = [p["metrics"]["power_package"] for p in packages]
+            tap.ok(len(packages) == 2 and all(abs(w - 180.0) < 1.8 for w in watts),
+                   "%s ENERGY: each socket's package power is the simulator's 180 W within 1 %% (%s)" % (
+                       model, ", ".join("%.2f" % w for w in watts)))
+            c = packages[0]["counts"]["PWR_PKG_ENERGY"]
+            tap.ok(abs(c["value"] - c["raw"] * 2.0 ** -14) <= 2.0 ** -14,
+                   "%s: joules are AMD_PKG_ENERGY_STAT counts in RAPL_PWR_UNIT's 2^-14 J" % model, c)
+            rc, out, e = sim.run("stat", "-e", "PWR_DRAM_ENERGY", "-c", "0", "-S", "0.1s")
+            tap.ok("DRAM" in out + e, "%s: a DRAM domain AMD does not have is named as not counted" % model, out + e)
+        finally:
+            sim.stop()
+
+
 def test_markers(tap):
     omp = os.path.join(t.BUILD, "client", "marker-omp")
     if not os.path.exists(omp):
@@ -551,4 +570,4 @@ def test_markers(tap):
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_discovery, test_masks_and_never_list, test_foreign_counters, test_perfmon_v2_gating,
                           test_ccx_and_package_leases, test_crash_restores_ccx_and_package, test_cli, test_job_scope_ccx, test_topdown, test_topdown_beside_watchdog,
-                          test_groups, test_markers]))
+                          test_groups, test_energy, test_markers]))
