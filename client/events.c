@@ -26,7 +26,13 @@ static const struct {
         { "clx", "clx" },
         { "icx", "icx" },
         { "spr", "spr" },
+        { "zen4", "amd64_fam19h_zen4" },
 };
+
+/* The EVTSEL bits an event's config may hold on model. */
+static uint64_t config_mask(const char *model) {
+        return event_table_model(model) & EVENT_MODEL_AMD ? EVENT_CONFIG_MASK_AMD : EVENT_CONFIG_MASK;
+}
 
 static pthread_once_t libpfm_once = PTHREAD_ONCE_INIT;
 static int libpfm_status = PFM_ERR_NOINIT;
@@ -135,7 +141,7 @@ static int resolve_libpfm(const char *model, const char *name, EventDesc *d, cha
                                    "event '%s' counts for both SMT threads (AnyThread), "
                                    "which pmugate's allowlist does not permit", name);
         d->source = EVENT_SOURCE_LIBPFM;
-        d->config = codes[0] & EVENT_CONFIG_MASK;
+        d->config = codes[0] & config_mask(model);
         d->gp_ok = true;
         return 0;
 }
@@ -210,7 +216,7 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
         uint64_t raw;
 
         if (base[0] == 'r' && parse_hex(base + 1, &raw) == 0) {
-                if (raw & ~EVENT_CONFIG_MASK)
+                if (raw & ~config_mask(model))
                         return reason_fail(reterr_reason, reason_size, -EINVAL,
                                            "raw event '%s' sets bits other than event, umask, edge, inv and cmask",
                                            base);

@@ -26,6 +26,8 @@
 #define EVTSEL_CMASK_SHIFT 24
 #define EVTSEL_CMASK_MAX 0xFFU
 #define EVENT_CONFIG_MASK UINT64_C(0xFF84FFFF)   /* event, umask, edge, inv, cmask */
+/* AMD's PerfEvtSel adds event[11:8] in bits 35:32. */
+#define EVENT_CONFIG_MASK_AMD UINT64_C(0xFFF84FFFF)
 
 /* Fixed counters with an architectural meaning: INST_RETIRED.ANY, CPU_CLK_UNHALTED.THREAD,
  * CPU_CLK_UNHALTED.REF_TSC and TOPDOWN.SLOTS. */
@@ -65,10 +67,11 @@ typedef struct EventDesc {
         unsigned metrics_field;         /* PERF_METRICS byte, for EVENT_PERF_METRICS */
 } EventDesc;
 
-/* Resolves text: NAME[:MOD...] where NAME is an Intel event name the model knows (pmugate's
- * table, then libpfm4 when it has the model's PMU active), a topdown-* PERF_METRICS count, or
- * rHEX (event | umask << 8 | edge << 18 | inv << 23 | cmask << 24); MOD is c=N (cmask), e
- * (edge), i (invert), u (user only) or k (kernel only). model is "skx", "clx", "icx" or "spr".
+/* Resolves text: NAME[:MOD...] where NAME is an event name the model knows (Intel's names, or
+ * perf's for AMD; pmugate's table, then libpfm4 when it has the model's PMU active), a topdown-*
+ * PERF_METRICS count, or rHEX (event | umask << 8 | edge << 18 | inv << 23 | cmask << 24, and on
+ * AMD event[11:8] << 32); MOD is c=N (cmask), e (edge), i (invert), u (user only) or k (kernel
+ * only). model is "skx", "clx", "icx", "spr", "zen4" or "zen5".
  * Returns -ENOENT for an unknown name, -EINVAL for bad modifiers, -EOPNOTSUPP for an event
  * pmugate cannot program (AnyThread, extra registers), each with a reason. */
 int event_resolve(const char *model, const char *text, EventDesc *ret, char *reterr_reason, size_t reason_size);

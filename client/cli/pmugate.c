@@ -124,6 +124,14 @@ static int print_info_json(const pmugate_info *info) {
                         (void) snprintf(hex, sizeof(hex), "0x%" PRIx64, info->perf_capabilities);
                         json_object_object_add(pmu, "perf_capabilities", json_object_new_string(hex));
                 }
+                if (strcmp(info->vendor, "AuthenticAMD") == 0) {
+                        json_object_object_add(pmu, "perfmon_v2", json_object_new_boolean(info->perfmon_v2));
+                        json_object_object_add(pmu, "l3_counters", json_object_new_int64(info->l3_counters));
+                        json_object_object_add(pmu, "df_counters", json_object_new_int64(info->df_counters));
+                        json_object_object_add(pmu, "umc_counters",
+                                               json_object_new_int64(info->umc_counters));
+                        json_object_object_add(pmu, "cpuid", json_object_new_boolean(info->cpuid_read));
+                }
                 json_object_object_add(root, "pmu", pmu);
         }
 
@@ -136,6 +144,7 @@ static int print_info_json(const pmugate_info *info) {
                 json_object_object_add(c, "core", json_object_new_int64(info->cpus[i].core));
                 json_object_object_add(c, "thread", json_object_new_int64(info->cpus[i].thread));
                 json_object_object_add(c, "online", json_object_new_boolean(info->cpus[i].online));
+                json_object_object_add(c, "ccx", json_object_new_int64(info->cpus[i].ccx));
                 json_object_array_add(cpus, c);
         }
         json_object_object_add(root, "cpus", cpus);
@@ -230,6 +239,12 @@ static void print_info_text(const pmugate_info *info) {
                 printf("PMU:           version %u, %u general-purpose + %u fixed counters, %u bits, PERF_METRICS %s\n",
                        info->pmu_version, info->gp_counters, info->fixed_counters, info->counter_width,
                        info->perf_metrics == 0 ? "no" : info->perf_metrics == 1 ? "L1" : "L1+L2");
+        if (info->has_pmu && strcmp(info->vendor, "AuthenticAMD") == 0)
+                printf("AMD PMU:       PerfMonV2 %s, %u L3 counters per CCX, %u data-fabric and %u "
+                       "memory-controller counters per package%s\n", info->perfmon_v2 ? "yes" : "no",
+                       info->l3_counters, info->df_counters, info->umc_counters,
+                       info->cpuid_read ? "" :
+                                          " (the model's defaults: CPUID leaf 0x80000022 was not read)");
         printf("CPUs online:   %s (%zu CPUs, %zu packages)\n", list, n_online, n_packages);
         printf("Uncore units:  %zu\n", info->n_units);
         for (size_t i = 0; i < info->n_units; i++)
@@ -389,7 +404,8 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
         return 0;
 }
 
-/* The scope of MSR reg in the allowlist: "thread", "core" or "package" ("thread" when unlisted). */
+/* The scope of MSR reg in the allowlist: "thread", "core", "ccx" or "package" ("thread" when
+ * unlisted). */
 static const char *msr_scope(const pmugate_info *info, uint32_t reg) {
         for (size_t i = 0; i < info->n_registers; i++) {
                 const pmugate_register *e = &info->registers[i];
@@ -408,7 +424,9 @@ static const pmugate_cpu *cpu_info(const pmugate_info *info, uint32_t cpu) {
 }
 
 /* Whether online CPU o shares a register the write changes: a thread of a target's core for a
- * core register, a CPU of a target's package for a package register or a unit. */
+ * core register, a CPU of a target's CCX for a CCX register (of its package where either's L3
+ * is unknown, as the daemon has it), a CPU of a target's package for a package register or a
+ * unit. */
 static bool shares_register(const pmugate_info *info, const Access *a, const pmugate_cpu *o) {
         for (size_t t = 0; t < a->n_targets; t++) {
                 const pmugate_cpu *target;
@@ -424,6 +442,9 @@ static bool shares_register(const pmugate_info *info, const Access *a, const pmu
                         const char *scope = msr_scope(info, a->regs[r]);
 
                         if (strcmp(scope, "package") == 0 && o->package == target->package)
+                                return true;
+                        if (strcmp(scope, "ccx") == 0 && o->package == target->package &&
+                            (o->ccx == target->ccx || o->ccx < 0 || target->ccx < 0))
                                 return true;
                         if (strcmp(scope, "core") == 0 && o->package == target->package &&
                             o->core == target->core)

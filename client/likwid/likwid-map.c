@@ -14,6 +14,12 @@
 #define MSR_CLIENT_UNC_PERF_GLOBAL_STATUS 0xE02U
 #define MSR_IA32_PERF_GLOBAL_CTRL 0x38FU
 #define PCI_IMC_PMON_BOX_CTL 0xF4U
+/* AMD Zen 4 / Zen 5: PerfCntrGlobalCtl, and the core, L3 and data-fabric event selects (every
+ * other address from the first), whose EN bit is what LIKWID's Zen 4 support starts and stops
+ * counting with. */
+#define MSR_AMD_PERF_CNTR_GLOBAL_CTL 0xC0000301U
+#define MSR_AMD_PERF_CTL0 0xC0010200U
+#define MSR_AMD_DF_CTL_LAST 0xC001025EU
 
 /* LIKWID's Skylake-SP/Cascade Lake memory channels (perfmon_skylakeX_counters.h: device and
  * function of each channel's PCI function; two controllers of three channels per socket). */
@@ -95,9 +101,10 @@ const pmugate_register *likwid_find_pci(const pmugate_info *info, uint32_t unit,
 int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const char *scope, uint32_t *cpus,
                       size_t max) {
         bool core = strcmp(scope, "core") == 0, package = strcmp(scope, "package") == 0;
+        bool ccx = strcmp(scope, "ccx") == 0;
         size_t n = 0;
 
-        if (!core && !package) {
+        if (!core && !package && !ccx) {
                 if (max < 1)
                         return -E2BIG;
                 cpus[0] = target->cpu;
@@ -107,6 +114,10 @@ int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const
                 const pmugate_cpu *c = &info->cpus[i];
 
                 if (!c->online || c->package != target->package || (core && c->core != target->core))
+                        continue;
+                /* AMD's L3 counters: the CPUs on the target's L3; one whose L3 is unknown may
+                 * share it, as the daemon counts it */
+                if (ccx && c->ccx != target->ccx && c->ccx >= 0 && target->ccx >= 0)
                         continue;
                 if (n >= max)
                         return -E2BIG;
@@ -140,7 +151,11 @@ bool likwid_register_is_readonly_counter(const pmugate_register *entry) {
 }
 
 bool likwid_write_is_gate(bool pci, uint32_t reg) {
-        return pci ? reg == PCI_IMC_PMON_BOX_CTL : reg == MSR_IA32_PERF_GLOBAL_CTRL;
+        if (pci)
+                return reg == PCI_IMC_PMON_BOX_CTL;
+        return reg == MSR_IA32_PERF_GLOBAL_CTRL || reg == MSR_AMD_PERF_CNTR_GLOBAL_CTL ||
+               (reg >= MSR_AMD_PERF_CTL0 && reg <= MSR_AMD_DF_CTL_LAST &&
+                (reg - MSR_AMD_PERF_CTL0) % 2 == 0);
 }
 
 LikwidError likwid_error_from_refusal(int code) {

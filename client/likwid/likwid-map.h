@@ -26,7 +26,7 @@ const pmugate_register *likwid_find_msr(const pmugate_info *info, uint32_t reg);
 const pmugate_register *likwid_find_pci(const pmugate_info *info, uint32_t unit, uint32_t offset);
 
 /* The online CPUs whose leases a write to a register of the given scope ("thread", "core",
- * "package") on target needs. Returns the count written to cpus (at most max), or -E2BIG. */
+ * "ccx", "package") on target needs. Returns the count written to cpus (at most max), or -E2BIG. */
 int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const char *scope, uint32_t *cpus,
                       size_t max);
 
@@ -57,8 +57,9 @@ bool likwid_model_has_ubox(const pmugate_info *info);
  * zeroing write to it is answered by counting from the current value instead. */
 bool likwid_register_is_readonly_counter(const pmugate_register *entry);
 
-/* True for writes that start or stop counting (global control, box control): they run before
- * LIKWID gets its answer, so the counted interval is the one LIKWID times. */
+/* True for writes that start or stop counting (global control, box control; on AMD also the
+ * event selects, whose EN bit LIKWID starts and stops with): they run before LIKWID gets its
+ * answer, so the counted interval is the one LIKWID times. */
 bool likwid_write_is_gate(bool pci, uint32_t reg);
 
 /* LIKWID's answer for a request pmugated refused with protocol error code, and for a failed

@@ -113,6 +113,20 @@ static void test_leases(void **state) {
         assert_int_equal(likwid_lease_cpus(&info, &cpus[0], "package", out, 8), 3);
         assert_int_equal(likwid_lease_cpus(&info, &cpus[0], "package", out, 2), -E2BIG);
         assert_int_equal(likwid_lease_cpus(&info, &cpus[0], "thread", out, 0), -E2BIG);
+
+        /* AMD's L3 counters: every online CPU on the target's L3 (CCX), and a CPU whose L3 is
+         * unknown with any of them */
+        cpus[0].ccx = 0;
+        cpus[1].ccx = 1;
+        cpus[2].ccx = 0;
+        assert_int_equal(likwid_lease_cpus(&info, &cpus[1], "ccx", out, 8), 1);
+        assert_int_equal(out[0], 1);
+        assert_int_equal(likwid_lease_cpus(&info, &cpus[2], "ccx", out, 8), 2);
+        assert_int_equal(out[0], 0);
+        assert_int_equal(out[1], 2);
+        cpus[1].ccx = -1;
+        assert_int_equal(likwid_lease_cpus(&info, &cpus[0], "ccx", out, 8), 3);
+        cpus[0].ccx = cpus[1].ccx = cpus[2].ccx = 0;
 }
 
 static void test_rules(void **state) {
@@ -130,6 +144,16 @@ static void test_rules(void **state) {
         assert_true(likwid_write_is_gate(true, 0xF4));
         assert_false(likwid_write_is_gate(false, 0xF4));
         assert_false(likwid_write_is_gate(false, 0x186));
+        /* AMD: PerfCntrGlobalCtl and the core, L3 and data-fabric selects, not their counters */
+        assert_true(likwid_write_is_gate(false, 0xC0000301));
+        assert_true(likwid_write_is_gate(false, 0xC0010200));
+        assert_true(likwid_write_is_gate(false, 0xC001020A));
+        assert_true(likwid_write_is_gate(false, 0xC0010230));
+        assert_true(likwid_write_is_gate(false, 0xC001025E));
+        assert_false(likwid_write_is_gate(false, 0xC0010201));
+        assert_false(likwid_write_is_gate(false, 0xC0010231));
+        assert_false(likwid_write_is_gate(false, 0xC0000302));
+        assert_false(likwid_write_is_gate(false, 0xC0010260));
         assert_true(likwid_model_has_ubox(&info));
         assert_true(likwid_read_is_placeholder(&info, 0xE02));
         assert_false(likwid_read_is_placeholder(&info, 0xE01));
