@@ -536,8 +536,9 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 rec->errorcode = pci ? LIKWID_ERR_NODEV : LIKWID_ERR_OPENFAIL;
                 return;
         }
-        if (write && !pci && rec->reg == LIKWID_MSR_UBOX_GLOBAL_CTL && likwid_model_answers_ubox_freeze(f->info)
-            && (value == LIKWID_UBOX_FREEZE_ALL || value == LIKWID_UBOX_UNFREEZE_ALL || value == 0)) {
+        if (write && !pci && rec->reg == LIKWID_MSR_UBOX_GLOBAL_CTL &&
+            likwid_model_answers_ubox_freeze(f->info) &&
+            (value == LIKWID_UBOX_FREEZE_ALL || value == LIKWID_UBOX_UNFREEZE_ALL || value == 0)) {
                 uncore_freeze(f, rec, cpu, value);
                 return;
         }
