@@ -48,6 +48,7 @@ typedef struct CounterBase {
  * since LIKWID first read it (or zeroed it), with the counter's own wraps and scale taken out. */
 typedef struct FreerunState {
         uint32_t counter;
+        bool frozen;            /* LIKWID froze the package's uncore: the bytes stand still */
         uint64_t last_raw;
         double bytes;
 } FreerunState;
@@ -368,6 +369,68 @@ static PendingOp *queue_op(LikwidForwarder *f, bool pci, bool write, uint32_t ta
         return &f->ops[f->n_ops++];
 }
 
+static FreerunState *freerun_state(LikwidForwarder *f, uint32_t counter) {
+        for (size_t i = 0; i < f->n_freerun; i++)
+                if (f->freerun[i].counter == counter)
+                        return &f->freerun[i];
+        return NULL;
+}
+
+static FreerunState *freerun_state_new(LikwidForwarder *f, uint32_t counter, uint64_t raw) {
+        FreerunState *state;
+
+        if (f->n_freerun >= FREERUN_MAX)
+                return NULL;
+        state = &f->freerun[f->n_freerun++];
+        *state = (FreerunState) { .counter = counter, .last_raw = raw };
+        return state;
+}
+
+static void freerun_advance(FreerunState *state, const pmugate_counter *c, uint64_t raw) {
+        if (!state->frozen)
+                state->bytes += (double) pmugate_counter_delta(state->last_raw, raw, c->width) *
+                                pmugate_counter_bytes(c);
+        state->last_raw = raw;
+}
+
+/* LIKWID's U-box freeze bounds what every uncore counter counts to the interval it times. The
+ * free-running counters ignore it in the hardware, so LIKWID would count its own start and stop
+ * records too: the forwarder takes the package's free-running counters at the freeze and the
+ * unfreeze, and they count only in between. */
+static void freerun_gate(LikwidForwarder *f, int32_t package, bool freeze) {
+        enum { N_FREERUN = 2 * (LIKWID_DEV_MMIO_FREERUN_LAST - LIKWID_DEV_MMIO_FREERUN_FIRST + 1) };
+        LikwidRecord taken[N_FREERUN] = {};
+        uint32_t counters[N_FREERUN];
+        size_t n = 0;
+
+        for (uint32_t dev = LIKWID_DEV_MMIO_FREERUN_FIRST; dev <= LIKWID_DEV_MMIO_FREERUN_LAST; dev++)
+                for (uint32_t reg = LIKWID_FREERUN_READ; reg <= LIKWID_FREERUN_WRITE; reg += 8) {
+                        PendingOp *op;
+
+                        if (likwid_map_freerun(f->info, dev, (uint32_t) package, reg, &counters[n]) < 0)
+                                continue;
+                        op = queue_op(f, false, false, counters[n], 0, 0);
+                        op->counter = true;
+                        op->answer = &taken[n++];
+                }
+        if (n == 0)
+                return;
+        run_pending(f);
+        for (size_t i = 0; i < n; i++) {
+                const pmugate_counter *c = likwid_find_counter(f->info, counters[i]);
+                FreerunState *state = freerun_state(f, counters[i]);
+
+                if (taken[i].errorcode != LIKWID_ERR_NOERROR || !c)
+                        continue;
+                if (!state)
+                        state = freerun_state_new(f, counters[i], taken[i].data);
+                if (!state)
+                        continue;
+                freerun_advance(state, c, taken[i].data);
+                state->frozen = freeze;
+        }
+}
+
 /* The U-box's freeze-all and unfreeze-all, done on the freeze bit of each memory controller
  * box of the package that pmugate serves (none on Ice Lake-SP); the write of 0 LIKWID ends
  * with changes nothing. Only for a caller who may write the whole package. */
@@ -382,6 +445,7 @@ static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_c
         }
         if (value == 0 || cpu->package < 0 || cpu->package >= 64)
                 return;
+        freerun_gate(f, cpu->package, value == LIKWID_UBOX_FREEZE_ALL);
         for (size_t i = 0; i < f->info->n_units; i++) {
                 const pmugate_unit *u = &f->info->units[i];
                 const pmugate_register *e = likwid_find_pci(f->info, u->index, LIKWID_IMC_BOX_CTL);
@@ -437,18 +501,11 @@ static void zero_counter(LikwidForwarder *f, LikwidRecord *rec, uint32_t unit) {
         rec->data = 0;
 }
 
-static FreerunState *freerun_state(LikwidForwarder *f, uint32_t counter) {
-        for (size_t i = 0; i < f->n_freerun; i++)
-                if (f->freerun[i].counter == counter)
-                        return &f->freerun[i];
-        return NULL;
-}
-
 /* LIKWID's Ice Lake-SP free-running DDR counters, answered from the daemon's package counters:
  * LIKWID multiplies its counts by 64 bytes, so it gets the bytes counted since its first read
- * in 64-byte lines, whatever the kernel's scale and width. Its zeroing write (value 0) starts
- * that count again without touching anything; the counters cannot be written, so any other
- * value is refused. */
+ * (while its uncore was not frozen) in 64-byte lines, whatever the kernel's scale and width.
+ * Its zeroing write (value 0) starts that count again without touching anything; the counters
+ * cannot be written, so any other value is refused. */
 static void access_freerun(LikwidForwarder *f, LikwidRecord *rec, bool write, uint64_t value) {
         const pmugate_counter *c;
         FreerunState *state;
@@ -481,13 +538,9 @@ static void access_freerun(LikwidForwarder *f, LikwidRecord *rec, bool write, ui
         if (rec->errorcode != LIKWID_ERR_NOERROR)
                 return;
         raw = rec->data;
-        if (!state) {
-                state = &f->freerun[f->n_freerun++];
-                *state = (FreerunState) { .counter = counter, .last_raw = raw };
-        }
-        state->bytes += (double) pmugate_counter_delta(state->last_raw, raw, c->width) *
-                        pmugate_counter_bytes(c);
-        state->last_raw = raw;
+        if (!state)
+                state = freerun_state_new(f, counter, raw);
+        freerun_advance(state, c, raw);
         if (write) {
                 state->bytes = 0;
                 f->stats.switch_offs++;
