@@ -3,7 +3,8 @@
 """pmugate-likwid-accessD speaking LIKWID's record protocol, driven record by record (no LIKWID
 needed), against a real pmugated on the simulated Skylake-SP: the socket, batching, leases and
 their restore (also when the forwarder is killed), refusals in LIKWID's codes and in the audit
-log, the PEBS rule, device checks, the memory controller mapping, job scope and bad input."""
+log, the PEBS rule, device checks, the memory controller mapping, job scope and bad input; on the
+simulated Ice Lake-SP, the free-running DDR devices answered from the daemon's package counters."""
 
 import os
 import signal
