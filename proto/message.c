@@ -19,6 +19,7 @@ static const char *const request_type_names[_REQUEST_TYPE_MAX] = {
         [REQUEST_HELLO] = "hello",     [REQUEST_BATCH] = "batch",   [REQUEST_STATUS] = "status",
         [REQUEST_LEASE] = "lease",     [REQUEST_RELEASE] = "release", [REQUEST_GRANT] = "grant",
         [REQUEST_REVOKE] = "revoke",   [REQUEST_RESET] = "reset",   [REQUEST_RELOAD] = "reload",
+        [REQUEST_JOBMAP] = "jobmap",
 };
 
 static bool object_equals(const msgpack_object *o, const char *s, size_t n) {
@@ -75,6 +76,7 @@ static const struct {
         [REQUEST_REVOKE] = { KEY_JOB, KEY_JOB },
         [REQUEST_RESET] = { KEY_CPUS, 0 },
         [REQUEST_RELOAD] = { 0, 0 },
+        [REQUEST_JOBMAP] = { 0, 0 },
 };
 
 RequestBuffer *request_buffer_new(void) {

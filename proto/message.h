@@ -58,6 +58,7 @@ typedef enum RequestType {
         REQUEST_REVOKE,
         REQUEST_RESET,
         REQUEST_RELOAD,
+        REQUEST_JOBMAP,
         _REQUEST_TYPE_MAX,
 } RequestType;
 

@@ -32,6 +32,8 @@ static void help(void) {
                "                                      (epilog); exit 0 also when there is nothing to revoke\n"
                "  reset [-c CPUS]                     Put the PMU of CPUS (default: all) back to a clean state\n"
                "  reload                              Read the configuration again; a bad file is refused\n"
+               "  jobmap                              Which job holds which CPU, and who leases CPUs\n"
+               "                                      (also for monitor_users)\n"
                "\n"
                "Options:\n"
                "  -h --help          Show this help\n"
@@ -71,6 +73,29 @@ static int verb_status(pmugate *c) {
         printf("Audit:     %s, %" PRIu64 " records, %" PRIu64 " held back by the rate limit\n", s->audit_sink,
                s->audit_emitted, s->audit_suppressed);
         pmugate_status_free(s);
+        return 0;
+}
+
+static int verb_jobmap(pmugate *c) {
+        pmugate_jobmap *m = NULL;
+        int r;
+
+        r = pmugate_jobmap_get(c, &m);
+        if (r < 0)
+                return cli_report("pmugatectl", c, r, "jobmap");
+        printf("Jobs:      %zu holding CPUs (%s mode)\n", m->n_jobs, m->mode);
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                uint32_t k = m->cpus[i].job;
+
+                printf("  cpu %-4" PRIu32 " job %s", m->cpus[i].cpu, m->jobs[k]);
+                if (m->uids)
+                        printf(" uid %" PRIu32, m->uids[k]);
+                putchar('\n');
+        }
+        printf("Leases:    %zu\n", m->n_leases);
+        for (size_t i = 0; i < m->n_leases; i++)
+                printf("  cpu %-4" PRIu32 " role %s\n", m->leases[i].cpu, m->leases[i].role);
+        pmugate_jobmap_free(m);
         return 0;
 }
 
@@ -232,7 +257,7 @@ int main(int argc, char *argv[]) {
         }
         verb = argv[optind];
         if (strcmp(verb, "status") != 0 && strcmp(verb, "grant") != 0 && strcmp(verb, "revoke") != 0 &&
-            strcmp(verb, "reset") != 0 && strcmp(verb, "reload") != 0) {
+            strcmp(verb, "reset") != 0 && strcmp(verb, "reload") != 0 && strcmp(verb, "jobmap") != 0) {
                 fprintf(stderr, "pmugatectl: unknown command '%s' (see 'pmugatectl --help')\n", verb);
                 return 2;
         }
@@ -241,7 +266,8 @@ int main(int argc, char *argv[]) {
         optind = 0;
         if (parse_args(argc, argv, &a) < 0)
                 return 2;
-        if ((strcmp(verb, "status") == 0 || strcmp(verb, "reload") == 0) && (a.job || a.uid || a.cpus)) {
+        if ((strcmp(verb, "status") == 0 || strcmp(verb, "reload") == 0 || strcmp(verb, "jobmap") == 0) &&
+            (a.job || a.uid || a.cpus)) {
                 fprintf(stderr, "pmugatectl: %s takes no options\n", verb);
                 return 2;
         }
@@ -257,6 +283,8 @@ int main(int argc, char *argv[]) {
                 return verb_revoke(c, &a);
         if (strcmp(verb, "reset") == 0)
                 return verb_reset(c, &a);
+        if (strcmp(verb, "jobmap") == 0)
+                return verb_jobmap(c);
         r = pmugate_reload(c);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "reload");

@@ -10,6 +10,12 @@
 # register they wrote and zeroes their counters, so the next job finds a clean PMU. Revoking
 # is idempotent: Slurm runs the Epilog even when the Prolog did not run or granted nothing.
 #
+# With PMUGATE_JOB_SUMMARY_DIR set (in /etc/pmugate/slurm.env), it first asks the node's
+# pmugate-exporter for the job's summary (TopDown, IPC, counts over its run on this node; see
+# docs/EXPORTER.md) and writes it as DIR/JOB.HOST.json. A missing exporter or curl, or a job the
+# exporter never saw, is logged and changes nothing else: the revoke and the exit status are
+# the same without it.
+#
 # Exit status, which Slurm turns into node state (non-zero DRAINs the node):
 #   0  revoked, or nothing to revoke, or nothing to do: pmugatectl is not installed or
 #      pmugated is not running on this node (a daemon that starts again later restores
@@ -38,6 +44,12 @@ PMUGATE_SOCKET=${PMUGATE_SOCKET:-/run/pmugate/pmugate.sock}
 # below Slurm's MessageTimeout (10 s by default), which Slurm expects an Epilog to stay within.
 # pmugated answers in milliseconds; a daemon that does not answer in 5 s is broken.
 PMUGATE_TIMEOUT=${PMUGATE_TIMEOUT:-5}
+# The job summary: off unless a directory is set. The exporter answers in milliseconds; the
+# fetch is bounded to 2 s and its failure is logged without waiting, so the script still ends
+# within 11 s.
+PMUGATE_JOB_SUMMARY_DIR=${PMUGATE_JOB_SUMMARY_DIR:-}
+PMUGATE_EXPORTER_URL=${PMUGATE_EXPORTER_URL:-http://127.0.0.1:9755}
+CURL=${CURL:-/usr/bin/curl}
 
 say() {
         echo "pmugate-epilog: $*" >&2
@@ -50,6 +62,52 @@ job=${SLURM_JOB_ID:-}
 if [ -z "$job" ]; then
         say "SLURM_JOB_ID not set; run me as Slurm's Epilog"
         exit 2
+fi
+
+say_later() {
+        echo "pmugate-epilog: $*" >&2
+        if [ -x /usr/bin/logger ]; then
+                (/usr/bin/timeout -k 1 2 /usr/bin/logger -t pmugate -p daemon.notice -- \
+                        "epilog: $*" >/dev/null 2>&1 &)
+        fi
+}
+
+# Writes the exporter's summary of the job; never fails the Epilog.
+write_summary() {
+        dir=$PMUGATE_JOB_SUMMARY_DIR
+        case $job in
+        *[!A-Za-z0-9._+-]*)
+                say_later "job $job: not a job id a summary file can be named after"
+                return 0
+                ;;
+        esac
+        if [ ! -d "$dir" ]; then
+                say_later "job $job: summary directory $dir does not exist; no summary"
+                return 0
+        fi
+        if [ ! -x "$CURL" ]; then
+                say_later "job $job: $CURL not installed; no summary"
+                return 0
+        fi
+        host=$(/bin/hostname -s 2>/dev/null || echo node)
+        tmp=$(/bin/mktemp "$dir/.$job.$host.XXXXXX" 2>/dev/null) || {
+                say_later "job $job: cannot write to $dir; no summary"
+                return 0
+        }
+        if /usr/bin/timeout -k 1 2 "$CURL" -fsS --max-time 1 --max-filesize 1048576 --proto =http,https \
+                -o "$tmp" "$PMUGATE_EXPORTER_URL/jobs/$job" 2>/dev/null; then
+                /bin/chmod 0644 "$tmp"
+                /bin/mv -f "$tmp" "$dir/$job.$host.json"
+        else
+                /bin/rm -f "$tmp"
+                say_later "job $job: no summary from pmugate-exporter at $PMUGATE_EXPORTER_URL" \
+                        "(not running, or it never saw the job)"
+        fi
+        return 0
+}
+
+if [ -n "$PMUGATE_JOB_SUMMARY_DIR" ]; then
+        write_summary
 fi
 
 if [ ! -x "$PMUGATECTL" ]; then

@@ -26,6 +26,7 @@ static const HandlerRow handler_table[_REQUEST_TYPE_MAX] = {
         [REQUEST_REVOKE] = { handle_revoke, HANDLER_RIGHT_ADMIN, false },
         [REQUEST_RESET] = { handle_reset, HANDLER_RIGHT_ADMIN, false },
         [REQUEST_RELOAD] = { handle_reload, HANDLER_RIGHT_ADMIN, false },
+        [REQUEST_JOBMAP] = { handle_jobmap, HANDLER_RIGHT_MONITOR, true },
 };
 
 static bool has_right(const Rights *r, HandlerRight needs) {
@@ -36,6 +37,8 @@ static bool has_right(const Rights *r, HandlerRight needs) {
                 return r->may_read;
         case HANDLER_RIGHT_WRITE:
                 return r->may_write;
+        case HANDLER_RIGHT_MONITOR:
+                return r->role == ROLE_MONITOR || r->may_admin;
         case HANDLER_RIGHT_ADMIN:
                 return r->may_admin;
         }
@@ -48,6 +51,11 @@ static int refuse_right(Server *s, Session *c, const Request *req, HandlerRight 
         if (needs == HANDLER_RIGHT_ADMIN)
                 (void) snprintf(reason, sizeof(reason), "'%s' needs root or a group in admin_groups; uid %u is neither",
                                 request_type_to_string(req->type), (unsigned) c->peer.uid);
+        else if (needs == HANDLER_RIGHT_MONITOR)
+                (void) snprintf(reason, sizeof(reason),
+                                "'%s' needs the monitor role (monitor_users, monitor_groups) or an admin; uid %u is "
+                                "%s", request_type_to_string(req->type), (unsigned) c->peer.uid,
+                                role_to_string(c->rights.role));
         else
                 (void) snprintf(reason, sizeof(reason), "%s",
                                 c->rights.reason[0] ? c->rights.reason : "this role may not program counters");

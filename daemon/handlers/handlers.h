@@ -24,6 +24,7 @@ typedef enum HandlerRight {
         HANDLER_RIGHT_NONE,     /* anyone connected: the handler answers from what the caller holds */
         HANDLER_RIGHT_READ,     /* a role that may read registers (write ops are checked per op) */
         HANDLER_RIGHT_WRITE,    /* a role that may program counters */
+        HANDLER_RIGHT_MONITOR,  /* a monitoring agent (monitor_users, monitor_groups) or an admin */
         HANDLER_RIGHT_ADMIN,    /* root or a member of admin_groups */
 } HandlerRight;
 
@@ -39,6 +40,7 @@ int handle_grant(Server *s, Session *c, const Request *req);
 int handle_revoke(Server *s, Session *c, const Request *req);
 int handle_reset(Server *s, Session *c, const Request *req);
 int handle_reload(Server *s, Session *c, const Request *req);
+int handle_jobmap(Server *s, Session *c, const Request *req);
 
 /* Packs a reply whose one key is "cpus". */
 int handler_reply_cpus(Server *s, const Request *req, const uint32_t *cpus, size_t n);

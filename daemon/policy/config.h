@@ -53,6 +53,9 @@ typedef struct Config {
          * a user reads them only when holding every CPU of the package. */
         bool package_read_shared;
 
+        /* The job map ("jobmap") names each job's uid to monitors too, not only to admins. */
+        bool jobmap_uids;
+
         unsigned clients_max;
         unsigned clients_per_uid_max;
         unsigned grants_max;

@@ -255,6 +255,34 @@ int pmugate_reset(pmugate *c, const uint32_t *cpus, size_t n_cpus);
  * pmugate_last_error for its line) and the old policy stays. */
 int pmugate_reload(pmugate *c);
 
+/* ------------------------------------------------------------------ job map (monitor, admin) */
+
+typedef struct pmugate_jobmap_cpu {
+        uint32_t cpu;
+        uint32_t job;           /* index into pmugate_jobmap.jobs */
+} pmugate_jobmap_cpu;
+
+typedef struct pmugate_jobmap_lease {
+        uint32_t cpu;
+        char role[16];          /* "user", "admin", "monitor" */
+} pmugate_jobmap_lease;
+
+typedef struct pmugate_jobmap {
+        char mode[8];
+        char **jobs;            /* the jobs holding CPUs of this node */
+        uint32_t *uids;         /* each job's uid, or NULL: only admins, and monitors where the
+                                 * policy says so (jobmap_uids), are told */
+        size_t n_jobs;
+        pmugate_jobmap_cpu *cpus;       /* by CPU; a CPU two jobs share has two entries */
+        size_t n_cpus;
+        pmugate_jobmap_lease *leases;   /* CPUs whose counters someone programs now */
+        size_t n_leases;
+} pmugate_jobmap;
+
+/* Which job holds which CPU (the "jobmap" request): for the monitor role and admins. */
+int pmugate_jobmap_get(pmugate *c, pmugate_jobmap **ret);
+pmugate_jobmap *pmugate_jobmap_free(pmugate_jobmap *m);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,6 +48,8 @@ seeds = {
     "release-all": req("release"),
     "reset-cpus": req("reset", cpus=[0, 1, 2]),
     "reload": req("reload"),
+    "jobmap": req("jobmap"),
+    "jobmap-with-cpus": req("jobmap", cpus=[0]),
     "duplicate-op": b"\x84\xa1v\x01\xa2id\x01\xa2op\xa5hello\xa2op\xa5batch",
     "integer-key": msgpack.packb({"v": 1, "id": 1, "op": "hello", 7: 1}),
     # Kinds are whole strings: "\0W" is not "W" (it once ran as a sweep write of the TSC).

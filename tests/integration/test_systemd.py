@@ -222,8 +222,9 @@ def test_hardening_lines(tap):
            "the socket unit and the service give /run/pmugate the tmpfiles.d mode")
 
     sysusers = {(f[0], f[1]) for f in data_lines(os.path.join(SOURCE_UNITS, "pmugate.sysusers"))}
-    tap.eq(sysusers, {("u", "pmugate"), ("g", "pmugate-users"), ("g", "pmugate-admin")},
-           "sysusers.d creates the user pmugate and the groups pmugate-users and pmugate-admin")
+    tap.eq(sysusers, {("u", "pmugate"), ("g", "pmugate-users"), ("g", "pmugate-admin"), ("u", "pmugate-exporter")},
+           "sysusers.d creates the users pmugate and pmugate-exporter and the groups pmugate-users and "
+           "pmugate-admin")
 
 
 def read_db(path):

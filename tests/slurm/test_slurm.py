@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.request
 
 import pmugatetest as t
 
@@ -38,6 +39,8 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 SLURM_DAEMONS = ("slurmctld", "slurmd", "slurmstepd")
 
 EVTSEL0, PMC0, FIXED_CTR0, FIXED_CTRL, GLOBAL_CTRL = 0x186, 0xC1, 0x309, 0x38D, 0x38F
+EXPORTER = os.path.join(os.path.abspath(t.BUILD), "exporter", "pmugate-exporter")
+EXPORTER_UID = 4260
 SNAPSHOT_REGS = {"IA32_PERFEVTSEL0": EVTSEL0, "IA32_PMC0": PMC0, "IA32_FIXED_CTR0": FIXED_CTR0,
                  "IA32_FIXED_CTR_CTRL": FIXED_CTRL, "IA32_PERF_GLOBAL_CTRL": GLOBAL_CTRL}
 
@@ -272,8 +275,9 @@ class Cluster:
         d = self.mkdir("pmugated")
         conf = os.path.join(d, "pmugate.conf")
         with open(conf, "w") as f:
-            # Every user, written out: left out, user_groups means pmugate-users.
-            f.write("[access]\nmode = job\nuser_groups =\n")
+            # Every user, written out: left out, user_groups means pmugate-users. The exporter's
+            # uid is a monitor (test_exporter_job_labels).
+            f.write("[access]\nmode = job\nuser_groups =\nmonitor_users = %d\n" % EXPORTER_UID)
         self.daemon = t.Daemon(d, ["--backend=sim", "--sim-model=spr", "--sim-config=" + self.sim_config()],
                                config=conf, user="nobody")
         self.socket = self.daemon.socket
@@ -657,6 +661,88 @@ def test_job_ends_while_measuring(tap, c):
            "audit: job %s's lease ended with a restore and the Epilog revoked the job" % job)
 
 
+def exporter_metrics(url):
+    """{(name, labels as a sorted tuple): value} from the exporter's /metrics; {} while it does not
+    answer yet."""
+    out = {}
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$', line)
+        if m:
+            labels = re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(2) or "")
+            out[(m.group(1), tuple(sorted(labels)))] = float(m.group(3))
+    return out
+
+
+def job_series(url, job):
+    """Names of the exporter's series labelled with job, and the CPUs they name."""
+    got = {}
+    for (name, labels), v in exporter_metrics(url).items():
+        d = dict(labels)
+        if d.get("job") == job:
+            got.setdefault(name, set()).add(d.get("cpu"))
+    return got
+
+
+def test_exporter_job_labels(tap, c):
+    """pmugate-exporter as a monitor beside Slurm: a running job's series carry its job id from
+    the job's cgroup, stop when the job ends, and its Epilog writes the job's summary."""
+    if not os.path.exists(EXPORTER):
+        tap.ok(True, "pmugate-exporter job labels # SKIP pmugate-exporter not built (libmicrohttpd missing)")
+        return
+    port = free_port()
+    url = "http://127.0.0.1:%d" % port
+    summaries = c.mkdir("summaries", mode=0o755)
+    with open(c.path("slurm.env"), "a") as f:
+        f.write("PMUGATE_JOB_SUMMARY_DIR=%s\nPMUGATE_EXPORTER_URL=%s\n" % (summaries, url))
+    env = dict(c.env, PMUGATE_GROUP_PATH=os.path.join(os.path.abspath(t.SOURCE), "client", "groups"))
+    log = open(c.path("log", "exporter.out"), "w")
+    ex = subprocess.Popen([EXPORTER, "--listen=127.0.0.1:%d" % port, "--interval=200ms"], stdout=log, stderr=log,
+                          env=env, preexec_fn=t.as_user(EXPORTER_UID, EXPORTER_UID, []))
+    log.close()
+    try:
+        wait_for("the exporter to measure", lambda: any(
+            k[0] == "pmugate_cpu_monitored" and dict(k[1]).get("reason") == "monitored" and v == 1
+            for k, v in exporter_metrics(url).items()) if ex.poll() is None else True, timeout=30)
+        rc, out, err = c.as_user(["sbatch", "--parsable", "-n1", "-c1", "-J", "pmugate-exported",
+                                  "-o", c.path("jobs", "exported-%j.out"), "--wrap", "exec srun -n1 -c1 sleep 60"])
+        if not tap.ok(rc == 0, "sbatch submits a job for the exporter to label", out + err):
+            return
+        job = out.strip().split(";")[0]
+        series = wait_for("job %s's series" % job, lambda: job_series(url, job).get("pmugate_job_cpus") and
+                          job_series(url, job), timeout=60)
+        cpus = series.get("pmugate_cpu_instructions_total", set())
+        tap.ok(len(cpus) == 1 and "pmugate_job_topdown_slots_total" in series,
+               "while job %s runs its CPU's series and its job series carry job=\"%s\" (from its cgroup)" % (
+                   job, job), series)
+        rc, out = sh(["scancel", job], timeout=30, env=c.env)
+        wait_for("job %s's Epilog" % job, lambda: c.job_done(job), timeout=60)
+        gone = wait_for("job %s's series to stop" % job, lambda: not job_series(url, job) or None, timeout=30)
+        tap.ok(gone, "after job %s ends no series carries its label" % job)
+        host = socket.gethostname().split(".")[0]
+        path = os.path.join(summaries, "%s.%s.json" % (job, host))
+        summary = {}
+        if os.path.exists(path):
+            with open(path) as f:
+                summary = json.load(f)
+        tap.ok(summary.get("job") == job and summary.get("instructions", 0) > 0 and summary.get("topdown"),
+               "job %s's Epilog wrote its summary (TopDown, IPC, counts) to the configured directory" % job,
+               summary or os.listdir(summaries))
+        tap.eq(c.script_status("epilog").get(job), [0], "and exited 0")
+    finally:
+        ex.terminate()
+        try:
+            ex.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            ex.kill()
+            ex.wait()
+        tap.eq(ex.returncode, 0, "the exporter stops cleanly")
+
+
 def test_node_healthy(tap, c):
     failed = {k: v for kind in ("prolog", "epilog") for k, v in c.script_status(kind).items() if any(v)}
     tap.eq(failed, {}, "every Prolog and Epilog Slurm ran exited 0")
@@ -665,7 +751,7 @@ def test_node_healthy(tap, c):
 
 
 TESTS = [test_no_grant_outside_jobs, test_scripts_without_slurm, test_job_step, test_job_ends_while_measuring,
-         test_node_healthy]
+         test_exporter_job_labels, test_node_healthy]
 
 
 def skip(reason):

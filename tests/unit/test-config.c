@@ -88,6 +88,7 @@ static void test_defaults_are_the_shipped_file(void **state) {
         assert_class_sets_equal(&shipped.monitor_read, &defaults.monitor_read);
         assert_class_sets_equal(&shipped.monitor_write, &defaults.monitor_write);
         assert_int_equal(shipped.package_read_shared, defaults.package_read_shared);
+        assert_int_equal(shipped.jobmap_uids, defaults.jobmap_uids);
         assert_int_equal(shipped.clients_max, defaults.clients_max);
         assert_int_equal(shipped.clients_per_uid_max, defaults.clients_per_uid_max);
         assert_int_equal(shipped.grants_max, defaults.grants_max);
@@ -149,6 +150,7 @@ static void test_bad_files_name_their_line(void **state) {
                 { "[access]\nmode = closed\n", ":2:" },
                 { "[rights]\nuser_write = Core\n", ":2:" },
                 { "[rights]\npackage_read_shared = maybe\n", ":2:" },
+                { "[rights]\njobmap_uids = sometimes\n", ":2:" },
         };
         (void) state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -187,7 +189,8 @@ static void test_shipped_files_load(void **state) {
 
 static void test_modes_and_classes(void **state) {
         char *path = write_file("[access]\nmode = job\nmonitor_users = 0 77\n[rights]\nuser_write = none\n"
-                                "monitor_read = rapl, core-pmu\npackage_read_shared = yes\n");
+                                "monitor_read = rapl, core-pmu\npackage_read_shared = yes\n"
+                                "jobmap_uids = yes\n");
         char reason[256] = "";
         Config c;
 
@@ -200,6 +203,7 @@ static void test_modes_and_classes(void **state) {
         assert_true(class_set_contains(&c.monitor_read, "rapl"));
         assert_false(class_set_contains(&c.monitor_read, "uncore-imc"));
         assert_true(c.package_read_shared);
+        assert_true(c.jobmap_uids);
         unlink(path);
         free(path);
 }

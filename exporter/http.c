@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate-exporter: HTTP endpoints on libmicrohttpd
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "macro.h"
+
+/* A scraper, a dashboard and an Epilog at a time; nobody needs more, and a flood stays small. */
+#define HTTP_CONNECTIONS_MAX 32U
+#define HTTP_CONNECTIONS_PER_IP_MAX 8U
+#define HTTP_TIMEOUT_SECONDS 10U
+
+struct Http {
+        struct MHD_Daemon *daemon;
+        HttpOptions options;
+};
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body,
+                             size_t size) {
+        struct MHD_Response *resp;
+        enum MHD_Result r;
+
+        resp = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(body);
+                return MHD_NO;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        (void) MHD_add_response_header(resp, "Cache-Control", "no-store");
+        (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        r = MHD_queue_response(conn, status, resp);
+        MHD_destroy_response(resp);
+        return r;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *text) {
+        char *body = strdup(text);
+
+        return body ? reply(conn, status, "text/plain; charset=utf-8", body, strlen(body)) : MHD_NO;
+}
+
+static bool job_id_valid(const char *job) {
+        size_t n = strlen(job);
+
+        if (n == 0 || n > 256)
+                return false;
+        for (const char *c = job; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                      *c == '.' || *c == '_' || *c == '-' || *c == '+'))
+                        return false;
+        return true;
+}
+
+static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
+        const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        RenderOptions ro = {
+                .openmetrics = accept_prefers_openmetrics(accept),
+                .job_label = h->options.job_label,
+                .version = h->options.version,
+        };
+        char *body = NULL;
+        size_t size = 0;
+        FILE *f;
+        int r;
+
+        f = open_memstream(&body, &size);
+        if (!f)
+                return MHD_NO;
+        pthread_mutex_lock(h->options.lock);
+        /* counted before rendering, so a scrape sees itself */
+        if (ro.openmetrics)
+                h->options.model->scrapes_openmetrics++;
+        else
+                h->options.model->scrapes_text++;
+        r = render_metrics(h->options.model, &ro, f);
+        pthread_mutex_unlock(h->options.lock);
+        if (fclose(f) != 0 || r < 0) {
+                free(body);
+                return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render the metrics\n");
+        }
+        return reply(conn, MHD_HTTP_OK, ro.openmetrics ? CONTENT_TYPE_OPENMETRICS : CONTENT_TYPE_TEXT, body,
+                     size);
+}
+
+static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const char *job) {
+        const JobTotals *j;
+        char *body = NULL;
+        size_t size = 0;
+        FILE *f;
+        int r = -ENOENT;
+
+        if (!job_id_valid(job))
+                return reply_text(conn, MHD_HTTP_BAD_REQUEST,
+                                  "a job id is 1-256 characters of A-Z a-z 0-9 . _ - +\n");
+        f = open_memstream(&body, &size);
+        if (!f)
+                return MHD_NO;
+        pthread_mutex_lock(h->options.lock);
+        j = model_find_job(h->options.model, job);
+        if (j)
+                r = render_job_summary(h->options.model, j, time(NULL), f);
+        pthread_mutex_unlock(h->options.lock);
+        if (fclose(f) != 0)
+                r = -EIO;
+        if (r == -ENOENT) {
+                free(body);
+                return reply_text(
+                        conn, MHD_HTTP_NOT_FOUND,
+                        "no such job on this node (not seen, or ended longer ago than the summaries are "
+                        "kept)\n");
+        }
+        if (r < 0) {
+                free(body);
+                return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render the summary\n");
+        }
+        return reply(conn, MHD_HTTP_OK, "application/json", body, size);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                              const char *version, const char *upload_data, size_t *upload_data_size,
+                              void **con_cls) {
+        Http *h = cls;
+
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+                return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+        if (*upload_data_size > 0)
+                return reply_text(conn, MHD_HTTP_BAD_REQUEST, "a GET has no body\n");
+        if (strcmp(url, "/metrics") == 0)
+                return serve_metrics(h, conn);
+        if (strncmp(url, "/jobs/", 6) == 0)
+                return serve_job(h, conn, url + 6);
+        if (strcmp(url, "/") == 0)
+                return reply_text(
+                        conn, MHD_HTTP_OK,
+                        "pmugate-exporter: /metrics (Prometheus text or OpenMetrics), /jobs/ID (a job's "
+                        "summary as JSON)\n");
+        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n");
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap) {
+        fputs("pmugate-exporter: http: ", stderr);
+        vfprintf(stderr, fmt, ap);
+}
+
+int http_start(const HttpOptions *o, Http **ret) {
+        _cleanup_free_ Http *h = NULL;
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+
+        if (!o || !o->address || !o->model || !o->lock || !ret)
+                return -EINVAL;
+        h = calloc(1, sizeof(Http));
+        if (!h)
+                return -ENOMEM;
+        h->options = *o;
+        if (o->address->sa_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+        errno = 0;
+        h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
+                                     NULL, MHD_OPTION_SOCK_ADDR, o->address, MHD_OPTION_CONNECTION_LIMIT,
+                                     (unsigned) HTTP_CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                     (unsigned) HTTP_CONNECTIONS_PER_IP_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+                                     (unsigned) HTTP_TIMEOUT_SECONDS, MHD_OPTION_END);
+        if (!h->daemon)
+                return errno > 0 ? -errno : -EADDRNOTAVAIL;
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+Http *http_stop(Http *h) {
+        if (!h)
+                return NULL;
+        MHD_stop_daemon(h->daemon);
+        free(h);
+        return NULL;
+}

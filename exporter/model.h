@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate-exporter's data: monotonic totals per CPU, per job on a CPU, per job, per socket and
+ * for the node, and why a CPU is or is not measured
+ *
+ * The sampler adds each interval's counts; a scrape only reads what is here. Totals never go
+ * down: a CPU that a job takes starts a new series (its job label changes) from 0, and the
+ * series of a CPU without a job continues where it stopped.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* What every series counts. Slots are TopDown issue slots; the TopDown nodes are the slots
+ * attributed to each node of the TopDown tree, so that rate(node) / rate(slots) is the node's
+ * fraction over any window PromQL chooses. */
+typedef enum Quantity {
+        QTY_INSTRUCTIONS,
+        QTY_CYCLES,
+        QTY_SLOTS,
+        QTY_MONITORED_SECONDS,
+        QTY_TOPDOWN_FIRST,
+        /* then one per TopDown node, in topdown_nodes[] order */
+} Quantity;
+
+typedef struct TopdownNode {
+        const char *name;       /* "backend_bound": the metric is "tma_" + name */
+        unsigned level;
+        const char *parent;     /* NULL at level 1 */
+} TopdownNode;
+
+#define TOPDOWN_NODES 12U
+extern const TopdownNode topdown_nodes[TOPDOWN_NODES];
+
+/* Package-scope quantities, after the TopDown nodes: a socket's memory traffic (64-byte CAS
+ * lines times 64) and RAPL energy. CPUs never count them; a job gets the share of each of its
+ * sockets' that its CPUs' unhalted cycles were of the socket's in the interval (an estimate:
+ * the memory controller and RAPL do not know whose work they serve). */
+#define QTY_PACKAGE_FIRST (QTY_TOPDOWN_FIRST + TOPDOWN_NODES)
+#define QTY_READ_BYTES (QTY_PACKAGE_FIRST + 0)
+#define QTY_WRITTEN_BYTES (QTY_PACKAGE_FIRST + 1)
+#define QTY_PACKAGE_JOULES (QTY_PACKAGE_FIRST + 2)
+#define QTY_DRAM_JOULES (QTY_PACKAGE_FIRST + 3)
+#define QTY_MAX (QTY_PACKAGE_FIRST + 4)
+
+/* Job ids are the protocol's: at most 256 bytes of A-Z a-z 0-9 . _ - + */
+#define MODEL_JOB_MAX 257U
+
+typedef enum CpuReason {
+        CPU_MONITORED,          /* counted by this exporter */
+        CPU_USER_LEASE,         /* a user or admin programs its counters: the exporter yields */
+        CPU_OTHER_MONITOR,      /* another monitoring agent holds it */
+        CPU_OFFLINE,
+        CPU_DAEMON_UNAVAILABLE, /* pmugated is not reachable (restarting, stopped) */
+        CPU_REFUSED,            /* the daemon refused to let this exporter measure it */
+        CPU_STARTING,           /* not measured yet */
+        _CPU_REASON_MAX,
+} CpuReason;
+
+const char *cpu_reason_to_string(CpuReason r);
+
+typedef struct CpuTotals {
+        uint32_t cpu;
+        int32_t socket;         /* -1 when unknown (offline) */
+        CpuReason reason;
+        double idle[QTY_MAX];   /* counted while no job held the CPU */
+        char job[MODEL_JOB_MAX]; /* the job holding it now, "" for none */
+        double held[QTY_MAX];   /* counted since job got the CPU */
+} CpuTotals;
+
+typedef struct JobTotals {
+        char job[MODEL_JOB_MAX];
+        bool has_uid;
+        uint32_t uid;
+        double v[QTY_MAX];
+        uint32_t n_cpus;        /* CPUs it holds now (0 once ended) */
+        char cpus[256];         /* the CPUs it held, as a CPU list (truncated with "...") */
+        time_t first_seen, last_seen;
+        bool running;
+        time_t ended;           /* when it left the job map; kept for summaries a while */
+} JobTotals;
+
+/* Socket and node totals are indexed by socket; -1 (unknown) counts only for the node. */
+typedef struct Model {
+        char model_key[16];     /* CPU model from hello */
+        char backend[16];
+        unsigned topdown_level; /* 0 until a measurement ran */
+        char hostname[256];
+
+        CpuTotals *cpus;
+        size_t n_cpus;
+        int32_t *cpu_index;     /* by CPU number: its place in cpus, or -1 */
+        size_t n_cpu_index;
+        double (*sockets)[QTY_MAX];
+        size_t n_sockets;
+        double node[QTY_MAX];
+
+        JobTotals *jobs;
+        size_t n_jobs, max_jobs;
+
+        bool daemon_up;
+        double last_sample;     /* UNIX time of the last sample, 0 before the first */
+        uint64_t samples, sample_errors, restarts;
+        uint64_t scrapes_text, scrapes_openmetrics;     /* /metrics answered, by format */
+        bool export_uids;
+        bool has_memory;        /* the measurement counts memory traffic per socket */
+        bool has_energy;        /* ... and RAPL energy */
+} Model;
+
+/* CPU layout from the daemon's hello; totals of CPUs present before are kept. */
+int model_set_cpus(Model *m, const uint32_t *cpus, const int32_t *sockets, size_t n);
+void model_done(Model *m);
+
+/* The totals of CPU number cpu, or NULL; constant time. */
+CpuTotals *model_cpu(Model *m, uint32_t cpu);
+
+/* Who holds each CPU now: job[i] for cpus[i] ("" or NULL for none). Jobs no longer holding
+ * any CPU end (stay for summaries until pruned); a CPU whose job changed starts its held
+ * series anew. uids may be NULL. */
+int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, const bool *has_uid,
+                   const uint32_t *uids, size_t n, time_t now);
+
+/* Adds one interval of a CPU: every quantity it measured (NaN or negative values count 0). */
+void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]);
+
+/* Adds one interval of a socket's package quantities (the others of delta are ignored) to the
+ * socket, the node and, by their share of cycles, to the jobs on it. cycles[i] is what
+ * m->cpus[i] counted in the same interval (NaN or 0 for CPUs not measured). */
+void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], const double *cycles);
+
+/* Forgets jobs that ended more than retention seconds ago. */
+void model_prune_jobs(Model *m, time_t now, time_t retention);
+
+const JobTotals *model_find_job(const Model *m, const char *job);

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate-exporter: exposition formats and job summaries
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "macro.h"
+#include "render.h"
+
+typedef enum Scope {
+        SCOPE_CPU,
+        SCOPE_SOCKET,
+        SCOPE_NODE,
+        SCOPE_JOB,
+        _SCOPE_MAX,
+} Scope;
+
+static const char *const scope_names[_SCOPE_MAX] = { "cpu", "socket", "node", "job" };
+static const char *const scope_help[_SCOPE_MAX] = {
+        "per CPU (with the job holding it, if any)", "per socket", "of the whole node",
+        "per job, over its CPUs on this node",
+};
+
+/* One counter family per quantity below QTY_TOPDOWN_FIRST, then the TopDown one. */
+static const struct {
+        const char *name;
+        const char *unit;
+        const char *help;
+} base_quantities[QTY_TOPDOWN_FIRST] = {
+        [QTY_INSTRUCTIONS] = { "instructions", "", "Instructions retired" },
+        [QTY_CYCLES] = { "cycles", "", "Core cycles while not halted" },
+        [QTY_SLOTS] = { "slots", "", "TopDown issue slots (pipeline width times cycles)" },
+        [QTY_MONITORED_SECONDS] = { "monitored_seconds", "seconds", "Time the exporter counted" },
+};
+
+/* Prometheus' accept header: "application/openmetrics-text;version=1.0.0,...;q=0.75,
+ * text/plain;version=0.0.4;q=0.5,(any);q=0.1", where (any) is star slash star. */
+bool accept_prefers_openmetrics(const char *accept) {
+        double best_om = -1, best_text = -1;
+        const char *p = accept;
+
+        if (!accept)
+                return false;
+        while (*p) {
+                size_t n = strcspn(p, ","), type_len;
+                double q = 1;
+                const char *param;
+                char entry[256];
+
+                (void) snprintf(entry, sizeof(entry), "%.*s",
+                                (int) (n < sizeof(entry) ? n : sizeof(entry) - 1), p);
+                p += n + (p[n] == ',');
+                param = entry;
+                while (*param == ' ' || *param == '\t')
+                        param++;
+                type_len = strcspn(param, "; \t");
+                for (const char *s = strchr(param, ';'); s; s = strchr(s + 1, ';')) {
+                        const char *v = s + 1;
+
+                        while (*v == ' ' || *v == '\t')
+                                v++;
+                        if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=') {
+                                char *end;
+                                double d = strtod(v + 2, &end);
+
+                                q = end != v + 2 && d >= 0 && d <= 1 ? d : 0;
+                        }
+                }
+                if (q <= 0)
+                        continue;
+                if (type_len == 28 && strncasecmp(param, "application/openmetrics-text", 28) == 0)
+                        best_om = q > best_om ? q : best_om;
+                else if ((type_len == 10 && strncasecmp(param, "text/plain", 10) == 0) ||
+                         (type_len == 3 && strncmp(param, "*/*", 3) == 0) ||
+                         (type_len == 6 && strncasecmp(param, "text/*", 6) == 0))
+                        best_text = q > best_text ? q : best_text;
+        }
+        return best_om >= 0 && best_om >= best_text;
+}
+
+bool label_name_valid(const char *name) {
+        static const char *const taken[] = {"cpu",     "socket", "category", "level",
+                                            "reason",  "model",  "backend",  "topdown_level",
+                                            "version", "node",   "format"};
+
+        if (!name || !name[0] || strlen(name) > 64 || (name[0] >= '0' && name[0] <= '9') ||
+            strncmp(name, "__", 2) == 0)
+                return false;
+        for (const char *c = name; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                      *c == '_'))
+                        return false;
+        for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+                if (strcmp(name, taken[i]) == 0)
+                        return false;
+        return true;
+}
+
+/* Label values are job ids and words of the exporter's own; escape anyway. */
+static void put_label(FILE *f, bool *first, const char *name, const char *value) {
+        fprintf(f, "%s%s=\"", *first ? "{" : ",", name);
+        for (const char *c = value; *c; c++) {
+                if (*c == '\\' || *c == '"')
+                        fprintf(f, "\\%c", *c);
+                else if (*c == '\n')
+                        fputs("\\n", f);
+                else
+                        fputc(*c, f);
+        }
+        fputc('"', f);
+        *first = false;
+}
+
+static void put_value(FILE *f, bool first, double v) {
+        if (!first)
+                fputc('}', f);
+        if (isnan(v))
+                fputs(" NaN\n", f);
+        else
+                fprintf(f, " %.17g\n", v);
+}
+
+/* HELP, TYPE and (OpenMetrics) UNIT of a family; returns the sample name's suffix. */
+static const char *family(FILE *f, const RenderOptions *o, const char *name, bool counter, const char *unit,
+                          const char *help) {
+        const char *suffix = counter ? "_total" : "";
+
+        if (o->openmetrics) {
+                fprintf(f, "# TYPE %s %s\n", name, counter ? "counter" : "gauge");
+                if (unit && unit[0])
+                        fprintf(f, "# UNIT %s %s\n", name, unit);
+                fprintf(f, "# HELP %s %s.\n", name, help);
+        } else {
+                fprintf(f, "# HELP %s%s %s.\n", name, suffix, help);
+                fprintf(f, "# TYPE %s%s %s\n", name, suffix, counter ? "counter" : "gauge");
+        }
+        return suffix;
+}
+
+typedef struct Sample {
+        const CpuTotals *cpu;   /* SCOPE_CPU */
+        bool held;              /* SCOPE_CPU: the held series, else the idle one */
+        int socket;             /* SCOPE_SOCKET */
+        const JobTotals *job;   /* SCOPE_JOB */
+} Sample;
+
+static void scope_labels(FILE *f, bool *first, const RenderOptions *o, Scope scope, const Sample *s) {
+        char num[16];
+
+        switch (scope) {
+        case SCOPE_CPU:
+                (void) snprintf(num, sizeof(num), "%u", s->cpu->cpu);
+                put_label(f, first, "cpu", num);
+                (void) snprintf(num, sizeof(num), "%d", s->cpu->socket);
+                put_label(f, first, "socket", num);
+                if (s->held)
+                        put_label(f, first, o->job_label, s->cpu->job);
+                break;
+        case SCOPE_SOCKET:
+                (void) snprintf(num, sizeof(num), "%d", s->socket);
+                put_label(f, first, "socket", num);
+                break;
+        case SCOPE_JOB:
+                put_label(f, first, o->job_label, s->job->job);
+                break;
+        default:
+                break;
+        }
+}
+
+static const double *sample_values(const Model *m, Scope scope, const Sample *s) {
+        switch (scope) {
+        case SCOPE_CPU:
+                return s->held ? s->cpu->held : s->cpu->idle;
+        case SCOPE_SOCKET:
+                return m->sockets[s->socket];
+        case SCOPE_JOB:
+                return s->job->v;
+        default:
+                return m->node;
+        }
+}
+
+/* Calls emit for every series of a scope: the idle series of every CPU and the held one of
+ * every CPU a job holds; sockets; the node; running jobs. */
+static void each_sample(const Model *m, Scope scope,
+                        void (*emit)(FILE *, const Model *, const RenderOptions *, Scope, const Sample *,
+                                     const void *),
+                        FILE *f, const RenderOptions *o, const void *userdata) {
+        Sample s = {};
+
+        switch (scope) {
+        case SCOPE_CPU:
+                for (size_t i = 0; i < m->n_cpus; i++) {
+                        s = (Sample) { .cpu = &m->cpus[i] };
+                        emit(f, m, o, scope, &s, userdata);
+                        if (m->cpus[i].job[0]) {
+                                s.held = true;
+                                emit(f, m, o, scope, &s, userdata);
+                        }
+                }
+                break;
+        case SCOPE_SOCKET:
+                for (size_t i = 0; i < m->n_sockets; i++) {
+                        s = (Sample) { .socket = (int) i };
+                        emit(f, m, o, scope, &s, userdata);
+                }
+                break;
+        case SCOPE_JOB:
+                for (size_t i = 0; i < m->n_jobs; i++)
+                        if (m->jobs[i].running) {
+                                s = (Sample) { .job = &m->jobs[i] };
+                                emit(f, m, o, scope, &s, userdata);
+                        }
+                break;
+        default:
+                emit(f, m, o, scope, &s, userdata);
+        }
+}
+
+typedef struct Emit {
+        const char *sample_name;
+        unsigned quantity;
+} Emit;
+
+static void emit_base(FILE *f, const Model *m, const RenderOptions *o, Scope scope, const Sample *s,
+                      const void *userdata) {
+        const Emit *e = userdata;
+        bool first = true;
+
+        fputs(e->sample_name, f);
+        scope_labels(f, &first, o, scope, s);
+        put_value(f, first, sample_values(m, scope, s)[e->quantity]);
+}
+
+static void emit_topdown(FILE *f, const Model *m, const RenderOptions *o, Scope scope, const Sample *s,
+                         const void *userdata) {
+        const Emit *e = userdata;
+        const double *v = sample_values(m, scope, s);
+
+        for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
+                bool first = true;
+                char level[4];
+
+                /* Per CPU, level 1 only: level 2 per CPU would multiply the series for little. */
+                if (topdown_nodes[k].level > m->topdown_level ||
+                    (scope == SCOPE_CPU && topdown_nodes[k].level > 1))
+                        continue;
+                (void) snprintf(level, sizeof(level), "%u", topdown_nodes[k].level);
+                fputs(e->sample_name, f);
+                scope_labels(f, &first, o, scope, s);
+                put_label(f, &first, "category", topdown_nodes[k].name);
+                put_label(f, &first, "level", level);
+                put_value(f, first, v[QTY_TOPDOWN_FIRST + k]);
+        }
+}
+
+static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
+        for (unsigned sc = 0; sc < _SCOPE_MAX; sc++) {
+                char name[128], help[256], sample[160];
+                const char *suffix;
+                Emit e;
+
+                for (unsigned q = 0; q < QTY_TOPDOWN_FIRST; q++) {
+                        (void) snprintf(name, sizeof(name), "pmugate_%s_%s", scope_names[sc],
+                                        base_quantities[q].name);
+                        (void) snprintf(help, sizeof(help), "%s, %s", base_quantities[q].help,
+                                        scope_help[sc]);
+                        suffix = family(f, o, name, true, base_quantities[q].unit, help);
+                        (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
+                        e = (Emit) { .sample_name = sample, .quantity = q };
+                        each_sample(m, sc, emit_base, f, o, &e);
+                }
+                (void) snprintf(name, sizeof(name), "pmugate_%s_topdown_slots", scope_names[sc]);
+                (void) snprintf(
+                        help, sizeof(help),
+                        "TopDown issue slots attributed to each category (level 1 sums to the slots), %s",
+                        scope_help[sc]);
+                suffix = family(f, o, name, true, "", help);
+                (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
+                e = (Emit) { .sample_name = sample };
+                each_sample(m, sc, emit_topdown, f, o, &e);
+        }
+}
+
+static void emit_package(FILE *f, const Model *m, const RenderOptions *o, Scope scope, const Sample *s,
+                         const void *userdata) {
+        const Emit *e = userdata;
+        bool first = true;
+
+        fputs(e->sample_name, f);
+        scope_labels(f, &first, o, scope, s);
+        if (e->quantity == QTY_PACKAGE_JOULES || e->quantity == QTY_DRAM_JOULES) {
+                /* the two energies are one family with a domain label; emit both here */
+                put_label(f, &first, "domain", "package");
+                put_value(f, first, sample_values(m, scope, s)[QTY_PACKAGE_JOULES]);
+                first = true;
+                fputs(e->sample_name, f);
+                scope_labels(f, &first, o, scope, s);
+                put_label(f, &first, "domain", "dram");
+                put_value(f, first, sample_values(m, scope, s)[QTY_DRAM_JOULES]);
+                return;
+        }
+        put_value(f, first, sample_values(m, scope, s)[e->quantity]);
+}
+
+#define JOB_SHARE_NOTE " (estimated: each socket's by the job's share of its cycles)"
+
+/* Memory traffic and energy: per socket, for the node, and estimated per job; only what the
+ * measurement counts, so a missing quantity is absent rather than a flat 0. */
+static void render_package(const Model *m, const RenderOptions *o, FILE *f) {
+        static const struct {
+                unsigned quantity;
+                const char *name, *unit, *help;
+                bool energy;
+        } families[] = {
+                { QTY_READ_BYTES, "memory_read_bytes", "bytes", "Bytes read from DRAM (64 per CAS)",
+                  false },
+                { QTY_WRITTEN_BYTES, "memory_written_bytes", "bytes", "Bytes written to DRAM (64 per CAS)",
+                  false },
+                { QTY_PACKAGE_JOULES, "energy_joules", "joules", "RAPL energy by domain (package, dram)",
+                  true },
+        };
+        static const Scope scopes[] = { SCOPE_SOCKET, SCOPE_NODE, SCOPE_JOB };
+
+        for (size_t k = 0; k < ELEMENTSOF(scopes); k++)
+                for (size_t i = 0; i < ELEMENTSOF(families); i++) {
+                        char name[128], help[320], sample[160];
+                        const char *suffix;
+                        Emit e;
+
+                        if (families[i].energy ? !m->has_energy : !m->has_memory)
+                                continue;
+                        (void) snprintf(name, sizeof(name), "pmugate_%s_%s", scope_names[scopes[k]],
+                                        families[i].name);
+                        (void) snprintf(help, sizeof(help), "%s, %s%s", families[i].help,
+                                        scope_help[scopes[k]],
+                                        scopes[k] == SCOPE_JOB ? JOB_SHARE_NOTE : "");
+                        suffix = family(f, o, name, true, families[i].unit, help);
+                        (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
+                        e = (Emit) { .sample_name = sample, .quantity = families[i].quantity };
+                        each_sample(m, scopes[k], emit_package, f, o, &e);
+                }
+}
+
+static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
+        const char *suffix;
+
+        family(f, o, "pmugate_cpu_monitored", false, "",
+               "1 while the exporter counts the CPU; 0 and the reason while it does not (a user's lease, "
+               "the daemon unavailable, offline)");
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                const CpuTotals *c = &m->cpus[i];
+                bool first = true;
+                char num[16];
+
+                fputs("pmugate_cpu_monitored", f);
+                (void) snprintf(num, sizeof(num), "%u", c->cpu);
+                put_label(f, &first, "cpu", num);
+                (void) snprintf(num, sizeof(num), "%d", c->socket);
+                put_label(f, &first, "socket", num);
+                put_label(f, &first, "reason", cpu_reason_to_string(c->reason));
+                put_value(f, first, c->reason == CPU_MONITORED ? 1 : 0);
+        }
+        family(f, o, "pmugate_job_cpus", false, "", "CPUs of this node the job holds");
+        for (size_t i = 0; i < m->n_jobs; i++)
+                if (m->jobs[i].running) {
+                        bool first = true;
+
+                        fputs("pmugate_job_cpus", f);
+                        put_label(f, &first, o->job_label, m->jobs[i].job);
+                        put_value(f, first, m->jobs[i].n_cpus);
+                }
+        if (m->export_uids) {
+                family(f, o, "pmugate_job_uid", false, "", "The uid the job runs as (a value, not a label)");
+                for (size_t i = 0; i < m->n_jobs; i++)
+                        if (m->jobs[i].running && m->jobs[i].has_uid) {
+                                bool first = true;
+
+                                fputs("pmugate_job_uid", f);
+                                put_label(f, &first, o->job_label, m->jobs[i].job);
+                                put_value(f, first, m->jobs[i].uid);
+                        }
+        }
+        family(f, o, "pmugate_exporter_info", false, "",
+               "The CPU model, backend and TopDown level measured");
+        {
+                bool first = true;
+                char level[4];
+
+                (void) snprintf(level, sizeof(level), "%u", m->topdown_level);
+                fputs("pmugate_exporter_info", f);
+                put_label(f, &first, "model", m->model_key);
+                put_label(f, &first, "backend", m->backend);
+                put_label(f, &first, "topdown_level", level);
+                put_label(f, &first, "version", o->version);
+                put_value(f, first, 1);
+        }
+        family(f, o, "pmugate_exporter_daemon_up", false, "", "1 while pmugated answers");
+        fprintf(f, "pmugate_exporter_daemon_up %d\n", m->daemon_up ? 1 : 0);
+        family(f, o, "pmugate_exporter_last_sample_timestamp_seconds", false, "seconds",
+               "When the counters were last read (UNIX time; 0 before the first sample)");
+        fprintf(f, "pmugate_exporter_last_sample_timestamp_seconds %.3f\n", m->last_sample);
+        suffix = family(f, o, "pmugate_exporter_samples", true, "", "Samples taken");
+        fprintf(f, "pmugate_exporter_samples%s %" PRIu64 "\n", suffix, m->samples);
+        suffix = family(f, o, "pmugate_exporter_sample_errors", true, "",
+                        "Samples that failed (daemon unavailable, lease lost)");
+        fprintf(f, "pmugate_exporter_sample_errors%s %" PRIu64 "\n", suffix, m->sample_errors);
+        suffix = family(f, o, "pmugate_exporter_measurement_restarts", true, "",
+                        "Times a measurement started (the first, and after CPUs were yielded or resumed or "
+                        "the daemon restarted)");
+        fprintf(f, "pmugate_exporter_measurement_restarts%s %" PRIu64 "\n", suffix, m->restarts);
+        suffix = family(f, o, "pmugate_exporter_scrapes", true, "",
+                        "Scrapes of /metrics answered, by format");
+        fprintf(f, "pmugate_exporter_scrapes%s{format=\"text\"} %" PRIu64 "\n", suffix, m->scrapes_text);
+        fprintf(f, "pmugate_exporter_scrapes%s{format=\"openmetrics\"} %" PRIu64 "\n", suffix,
+                m->scrapes_openmetrics);
+}
+
+int render_metrics(const Model *m, const RenderOptions *o, FILE *out) {
+        if (!m || !o || !out || !label_name_valid(o->job_label))
+                return -EINVAL;
+        render_counters(m, o, out);
+        render_package(m, o, out);
+        render_gauges(m, o, out);
+        if (o->openmetrics)
+                fputs("# EOF\n", out);
+        return ferror(out) ? -EIO : 0;
+}
+
+static double ratio(double a, double b) {
+        return b > 0 ? a / b : NAN;
+}
+
+/* JSON has no NaN: a quantity that was never counted is null. */
+static json_object *number(double v) {
+        return isfinite(v) ? json_object_new_double(v) : json_object_new_null();
+}
+
+int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out) {
+        json_object *root = json_object_new_object(), *td = json_object_new_object(),
+                    *td2 = json_object_new_object();
+        const double *v = j->v;
+        time_t end = j->running ? now : j->ended;
+        double seconds, traffic;
+        const char *text;
+        int r = 0;
+
+        if (!root || !td || !td2) {
+                json_object_put(root);
+                json_object_put(td);
+                json_object_put(td2);
+                return -ENOMEM;
+        }
+        json_object_object_add(root, "job", json_object_new_string(j->job));
+        json_object_object_add(root, "host", json_object_new_string(m->hostname));
+        json_object_object_add(root, "cpus", json_object_new_string(j->cpus));
+        json_object_object_add(root, "running", json_object_new_boolean(j->running));
+        json_object_object_add(root, "start", json_object_new_int64(j->first_seen));
+        json_object_object_add(root, "end", json_object_new_int64(end));
+        json_object_object_add(root, "cpu_model", json_object_new_string(m->model_key));
+        json_object_object_add(root, "monitored_cpu_seconds", number(v[QTY_MONITORED_SECONDS]));
+        json_object_object_add(root, "instructions", number(v[QTY_INSTRUCTIONS]));
+        json_object_object_add(root, "cycles", number(v[QTY_CYCLES]));
+        json_object_object_add(root, "slots", number(v[QTY_SLOTS]));
+        json_object_object_add(root, "ipc", number(ratio(v[QTY_INSTRUCTIONS], v[QTY_CYCLES])));
+        for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
+                if (topdown_nodes[k].level > m->topdown_level)
+                        continue;
+                json_object_object_add(topdown_nodes[k].level == 1 ? td : td2, topdown_nodes[k].name,
+                                       number(ratio(v[QTY_TOPDOWN_FIRST + k], v[QTY_SLOTS])));
+        }
+        json_object_object_add(root, "topdown", td);
+        json_object_object_add(root, "topdown_level2", td2);
+        /* Package quantities are the job's estimated share of its sockets'; null when the CPU
+         * model or the daemon gives none, rather than a made-up 0. */
+        seconds = (double) (end - j->first_seen);
+        json_object_object_add(root, "memory_read_bytes",
+                               m->has_memory ? number(v[QTY_READ_BYTES]) : NULL);
+        json_object_object_add(root, "memory_written_bytes",
+                               m->has_memory ? number(v[QTY_WRITTEN_BYTES]) : NULL);
+        traffic = v[QTY_READ_BYTES] + v[QTY_WRITTEN_BYTES];
+        json_object_object_add(root, "memory_bandwidth_bytes_per_second",
+                               m->has_memory ? number(ratio(traffic, seconds)) : NULL);
+        json_object_object_add(root, "energy_joules",
+                               m->has_energy ? number(v[QTY_PACKAGE_JOULES] + v[QTY_DRAM_JOULES]) : NULL);
+        json_object_object_add(root, "package_share_estimated", json_object_new_boolean(m->has_memory ||
+                                                                                        m->has_energy));
+        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
+        if (!text || fputs(text, out) < 0 || fputc('\n', out) < 0)
+                r = -EIO;
+        json_object_put(root);
+        return r;
+}

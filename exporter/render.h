@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate-exporter's output: /metrics in the Prometheus text format (0.0.4) or OpenMetrics
+ * 1.0, chosen by the scraper's Accept header, and the JSON summary of one job
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "model.h"
+
+#define CONTENT_TYPE_TEXT "text/plain; version=0.0.4; charset=utf-8"
+#define CONTENT_TYPE_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+typedef struct RenderOptions {
+        bool openmetrics;
+        const char *job_label;  /* label naming the job ("job" unless configured) */
+        const char *version;
+} RenderOptions;
+
+/* Whether an HTTP Accept header asks for OpenMetrics more than for the text format: the
+ * entry with the highest q (a missing q is 1) wins, a tie goes to OpenMetrics, and a header
+ * naming neither (or missing, NULL) gets the text format. */
+bool accept_prefers_openmetrics(const char *accept);
+
+/* Whether name may be a label name of the exposition formats ([a-zA-Z_][a-zA-Z0-9_]*, not
+ * starting with "__"), and not one of the exporter's own labels. */
+bool label_name_valid(const char *name);
+
+int render_metrics(const Model *m, const RenderOptions *o, FILE *out);
+
+/* The job's TopDown fractions, IPC, and what it counted over its run on this node, as one JSON
+ * object (docs/EXPORTER.md). */
+int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out);

@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate-exporter: sampling, yielding and resuming
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "macro.h"
+#include "sampler.h"
+
+_printf_(2, 3) static void problem(Sampler *s, const char *fmt, ...) {
+        char text[sizeof(s->problem)];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        if (strcmp(text, s->problem) != 0) {
+                fprintf(stderr, "pmugate-exporter: %s\n", text);
+                memcpy(s->problem, text, sizeof(text));
+        }
+}
+
+static void solved(Sampler *s, const char *what) {
+        if (s->problem[0]) {
+                fprintf(stderr, "pmugate-exporter: %s\n", what);
+                s->problem[0] = '\0';
+        }
+}
+
+static double now_unix(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* Errors after which the connection is of no use: the daemon went away or speaks nonsense. */
+static bool connection_lost(int r) {
+        switch (-r) {
+        case ECONNRESET:
+        case EPIPE:
+        case ENOTCONN:
+        case ECONNREFUSED:
+        case ENOENT:
+        case EBADMSG:
+        case EPROTO:
+        case EMSGSIZE:
+        case EPROTONOSUPPORT:
+        case ESHUTDOWN:
+        case ETIMEDOUT:
+                return true;
+        default:
+                return false;
+        }
+}
+
+static void end_measure(Sampler *s, bool lease_lost) {
+        s->measure = pmugate_measure_close(s->measure);
+        /* After a preemption the measurement leaves the CPUs the user did not take leased and
+         * programmed; releasing them lets the daemon put their registers back. */
+        if (lease_lost && s->connection)
+                (void) pmugate_release(s->connection, NULL, 0);
+        free(s->measured);
+        s->measured = NULL;
+        s->n_measured = 0;
+        s->poll_interval_ns = 0;
+}
+
+static void disconnect(Sampler *s) {
+        end_measure(s, false);
+        s->connection = pmugate_disconnect(s->connection);
+        s->info = pmugate_info_free(s->info);
+}
+
+void sampler_done(Sampler *s) {
+        disconnect(s);
+}
+
+uint64_t sampler_poll_interval(const Sampler *s) {
+        return s->poll_interval_ns;
+}
+
+static void mark_all(Model *m, CpuReason reason) {
+        for (size_t i = 0; i < m->n_cpus; i++)
+                m->cpus[i].reason = reason;
+}
+
+static int connect_daemon(Sampler *s, Model *m, pthread_mutex_t *lock) {
+        _cleanup_free_ uint32_t *cpus = NULL;
+        _cleanup_free_ int32_t *sockets = NULL;
+        size_t n = 0;
+        int r;
+
+        r = pmugate_connect(s->socket_path, &s->connection);
+        if (r < 0)
+                return r;
+        r = pmugate_hello(s->connection, &s->info);
+        if (r < 0) {
+                s->connection = pmugate_disconnect(s->connection);
+                return r;
+        }
+        if (strcmp(s->info->role, "monitor") != 0 && strcmp(s->info->role, "admin") != 0)
+                problem(s,
+                        "uid %u has the role '%s', not 'monitor': add it to monitor_users in "
+                        "pmugate.conf%s%s",
+                        s->info->uid, s->info->role, s->info->rights_reason[0] ? " (" : "",
+                        s->info->rights_reason[0] ? s->info->rights_reason : "");
+        cpus = calloc(s->info->n_cpus ?: 1, sizeof(uint32_t));
+        sockets = calloc(s->info->n_cpus ?: 1, sizeof(int32_t));
+        if (!cpus || !sockets)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->info->n_cpus; i++) {
+                cpus[n] = s->info->cpus[i].cpu;
+                sockets[n++] = s->info->cpus[i].online ? s->info->cpus[i].package : -1;
+        }
+        pthread_mutex_lock(lock);
+        r = model_set_cpus(m, cpus, sockets, n);
+        (void) snprintf(m->model_key, sizeof(m->model_key), "%s", s->info->model_key);
+        (void) snprintf(m->backend, sizeof(m->backend), "%s", s->info->backend);
+        pthread_mutex_unlock(lock);
+        return r;
+}
+
+typedef struct Indexes {
+        int instructions, cycles, slots;
+        int nodes[TOPDOWN_NODES];
+        int cas_read, cas_write, energy_package, energy_dram;
+} Indexes;
+
+static void find_indexes(const pmugate_result *res, Indexes *ret) {
+        ret->instructions = pmugate_result_event_index(res, "INST_RETIRED.ANY");
+        ret->cycles = pmugate_result_event_index(res, "CPU_CLK_UNHALTED.THREAD");
+        ret->slots = pmugate_result_event_index(res, "TOPDOWN.SLOTS");
+        ret->cas_read = pmugate_result_event_index(res, "UNC_M_CAS_COUNT.RD");
+        ret->cas_write = pmugate_result_event_index(res, "UNC_M_CAS_COUNT.WR");
+        ret->energy_package = pmugate_result_event_index(res, "PWR_PKG_ENERGY");
+        ret->energy_dram = pmugate_result_event_index(res, "PWR_DRAM_ENERGY");
+        for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
+                char name[64];
+
+                (void) snprintf(name, sizeof(name), "tma_%s", topdown_nodes[k].name);
+                ret->nodes[k] = pmugate_result_metric_index(res, name);
+        }
+}
+
+/* What one CPU counted in the interval, as the model's quantities. */
+static void interval_deltas(const Sampler *s, const pmugate_result *res, const Indexes *ix,
+                            const pmugate_values *v, double delta[QTY_MAX]) {
+        double slots = NAN;
+        bool shares = true;
+
+        for (unsigned q = 0; q < QTY_MAX; q++)
+                delta[q] = 0;
+        if (ix->instructions >= 0)
+                delta[QTY_INSTRUCTIONS] = v->counts[ix->instructions];
+        if (ix->cycles >= 0)
+                delta[QTY_CYCLES] = v->counts[ix->cycles];
+        if (ix->slots >= 0)
+                slots = v->counts[ix->slots];
+        else if (ix->cycles >= 0)
+                slots = (double) s->info->slots_width * v->counts[ix->cycles];
+        delta[QTY_MONITORED_SECONDS] = res->elapsed;
+        /* Slots count only with their shares, so rate(category) / rate(slots) stays a fraction. */
+        for (unsigned k = 0; k < TOPDOWN_NODES; k++)
+                if (topdown_nodes[k].level == 1 && (ix->nodes[k] < 0 || !isfinite(v->metrics[ix->nodes[k]])))
+                        shares = false;
+        if (!shares || !(slots > 0))
+                return;
+        delta[QTY_SLOTS] = slots;
+        for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
+                double f;
+
+                if (ix->nodes[k] < 0)
+                        continue;
+                f = v->metrics[ix->nodes[k]];
+                if (!isfinite(f))
+                        continue;
+                f = f < 0 ? 0 : f > 1 ? 1 : f;
+                delta[QTY_TOPDOWN_FIRST + k] = f * slots;
+        }
+}
+
+static double event_count(const pmugate_values *v, int index) {
+        return index >= 0 ? v->counts[index] : NAN;
+}
+
+/* A socket's memory traffic and energy in the interval; what the daemon withholds is NaN. */
+static void package_deltas(const Indexes *ix, const pmugate_values *v, double delta[QTY_MAX]) {
+        for (unsigned q = 0; q < QTY_MAX; q++)
+                delta[q] = 0;
+        delta[QTY_READ_BYTES] = 64 * event_count(v, ix->cas_read);
+        delta[QTY_WRITTEN_BYTES] = 64 * event_count(v, ix->cas_write);
+        delta[QTY_PACKAGE_JOULES] = event_count(v, ix->energy_package);
+        delta[QTY_DRAM_JOULES] = event_count(v, ix->energy_dram);
+}
+
+static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
+        _cleanup_free_ double *cycles = NULL;
+        pmugate_result *res = NULL;
+        Indexes ix;
+        int r;
+
+        r = pmugate_measure_read(s->measure, PMUGATE_SPAN_INTERVAL, &res);
+        if (r < 0)
+                return r;
+        find_indexes(res, &ix);
+        pthread_mutex_lock(lock);
+        cycles = calloc(m->n_cpus ?: 1, sizeof(double));
+        for (size_t i = 0; i < res->n_cpus; i++) {
+                const CpuTotals *c = model_cpu(m, res->cpus[i].cpu);
+                double delta[QTY_MAX];
+
+                interval_deltas(s, res, &ix, &res->cpus[i], delta);
+                model_add(m, res->cpus[i].cpu, delta);
+                if (cycles && c)
+                        cycles[c - m->cpus] = delta[QTY_CYCLES];
+        }
+        m->has_memory = ix.cas_read >= 0 && ix.cas_write >= 0;
+        m->has_energy = ix.energy_package >= 0;
+        for (size_t i = 0; cycles && i < res->n_packages; i++) {
+                double delta[QTY_MAX];
+
+                package_deltas(&ix, &res->packages[i], delta);
+                model_add_package(m, res->packages[i].package, delta, cycles);
+        }
+        pthread_mutex_unlock(lock);
+        pmugate_result_free(res);
+        return 0;
+}
+
+/* TopDown at the level wanted (or 1 where the model has no level 2), with instructions and
+ * cycles added where the recipe lacks them, and memory traffic and energy per socket where the
+ * model has them: the first list of extra events that opens wins. */
+static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
+#define PACKAGE_EVENTS "UNC_M_CAS_COUNT.RD,UNC_M_CAS_COUNT.WR,PWR_PKG_ENERGY,PWR_DRAM_ENERGY"
+        static const char *const extras[] = {
+                "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
+                "INST_RETIRED.ANY," PACKAGE_EVENTS,
+                "CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
+                PACKAGE_EVENTS,
+                "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD",
+                "INST_RETIRED.ANY",
+                "CPU_CLK_UNHALTED.THREAD",
+                NULL,
+        };
+#undef PACKAGE_EVENTS
+        char reason[400] = "", group[32];
+        pmugate_measure *probe = NULL;
+        unsigned level = s->level;
+        int r;
+
+        r = pmugate_measure_open_topdown(s->connection, level, cpus, n, 0, &probe, reason, sizeof(reason));
+        if (r == -EOPNOTSUPP && level > 1) {
+                level = 1;
+                r = pmugate_measure_open_topdown(s->connection, level, cpus, n, 0, &probe, reason,
+                                                 sizeof(reason));
+        }
+        probe = pmugate_measure_close(probe);
+        if (r < 0) {
+                problem(s, "cannot measure TopDown: %s", reason[0] ? reason : pmugate_strerror(r));
+                return r;
+        }
+        (void) snprintf(group, sizeof(group), "topdown-l%u", level);
+        for (size_t i = 0; i < ELEMENTSOF(extras); i++) {
+                r = pmugate_measure_open_group(s->connection, group, extras[i], cpus, n, 0, &s->measure,
+                                               reason, sizeof(reason));
+                if (r == 0)
+                        break;
+        }
+        if (r < 0) {
+                problem(s, "cannot measure TopDown: %s", reason[0] ? reason : pmugate_strerror(r));
+                return r;
+        }
+        r = pmugate_measure_start(s->measure);
+        if (r < 0) {
+                const char *why = pmugate_last_error(s->connection)->reason;
+
+                if (!why[0])
+                        why = pmugate_measure_last_reason(s->measure);
+                problem(s, "cannot start measuring CPUs: %s%s%s", pmugate_strerror(r), why[0] ? ": " : "",
+                        why);
+                s->measure = pmugate_measure_close(s->measure);
+                (void) pmugate_release(s->connection, NULL, 0);
+                return r;
+        }
+        s->measured = malloc(n * sizeof(uint32_t));
+        if (!s->measured) {
+                end_measure(s, false);
+                return -ENOMEM;
+        }
+        memcpy(s->measured, cpus, n * sizeof(uint32_t));
+        s->n_measured = n;
+        s->measured_level = level;
+        s->poll_interval_ns = pmugate_measure_poll_interval(s->measure);
+        return 0;
+}
+
+/* Per CPU of the model (by its index): the role leasing it (NULL for none) and whether this
+ * exporter's measurement has it, so the step stays linear in the CPUs. */
+typedef struct CpuFacts {
+        const char *role;
+        bool measured;
+} CpuFacts;
+
+static CpuFacts *cpu_facts(const Sampler *s, Model *m, const pmugate_jobmap *jm) {
+        CpuFacts *f = calloc(m->n_cpus ?: 1, sizeof(CpuFacts));
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; jm && i < jm->n_leases; i++) {
+                const CpuTotals *c = model_cpu(m, jm->leases[i].cpu);
+
+                if (c)
+                        f[c - m->cpus].role = jm->leases[i].role;
+        }
+        for (size_t i = 0; i < s->n_measured; i++) {
+                const CpuTotals *c = model_cpu(m, s->measured[i]);
+
+                if (c)
+                        f[c - m->cpus].measured = true;
+        }
+        return f;
+}
+
+static int apply_jobmap(Model *m, const pmugate_jobmap *jm, time_t now) {
+        _cleanup_free_ const char **jobs = NULL;
+        _cleanup_free_ uint32_t *cpus = NULL, *uids = NULL;
+        _cleanup_free_ bool *has_uid = NULL;
+        size_t n = jm ? jm->n_cpus : 0;
+
+        jobs = calloc(n ?: 1, sizeof(char *));
+        cpus = calloc(n ?: 1, sizeof(uint32_t));
+        uids = calloc(n ?: 1, sizeof(uint32_t));
+        has_uid = calloc(n ?: 1, sizeof(bool));
+        if (!jobs || !cpus || !uids || !has_uid)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                cpus[i] = jm->cpus[i].cpu;
+                jobs[i] = jm->jobs[jm->cpus[i].job];
+                has_uid[i] = jm->uids != NULL;
+                uids[i] = jm->uids ? jm->uids[jm->cpus[i].job] : 0;
+        }
+        return model_set_jobs(m, cpus, jobs, has_uid, uids, n, now);
+}
+
+void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
+        pmugate_jobmap *jm = NULL;
+        _cleanup_free_ uint32_t *wanted = NULL;
+        _cleanup_free_ CpuFacts *facts = NULL;
+        size_t n_wanted = 0;
+        bool changed = false, sampled = false, failed = false;
+        time_t now = time(NULL);
+        int r;
+
+        if (!s->connection) {
+                r = connect_daemon(s, m, lock);
+                if (r < 0) {
+                        problem(s, "cannot reach pmugated (%s); retrying every period", pmugate_strerror(r));
+                        pthread_mutex_lock(lock);
+                        m->daemon_up = false;
+                        mark_all(m, CPU_DAEMON_UNAVAILABLE);
+                        m->sample_errors++;
+                        pthread_mutex_unlock(lock);
+                        return;
+                }
+        }
+
+        /* The interval just ended ran under the job map read last period. */
+        if (s->measure) {
+                r = pmugate_measure_sample(s->measure);
+                if (r == -ECANCELED || r == -EKEYREVOKED) {
+                        problem(s, "yielding: %s", pmugate_last_error(s->connection)->reason);
+                        end_measure(s, true);
+                        changed = true;
+                        failed = true;
+                } else if (r < 0 && connection_lost(r)) {
+                        problem(s, "lost pmugated (%s); reconnecting", pmugate_strerror(r));
+                        disconnect(s);
+                        pthread_mutex_lock(lock);
+                        m->daemon_up = false;
+                        mark_all(m, CPU_DAEMON_UNAVAILABLE);
+                        m->sample_errors++;
+                        pthread_mutex_unlock(lock);
+                        return;
+                } else {
+                        /* A failed op on one CPU (an offline CPU) leaves the others counted. */
+                        sampled = accumulate(s, m, lock) == 0;
+                        failed = r < 0;
+                }
+        }
+
+        r = pmugate_jobmap_get(s->connection, &jm);
+        if (r < 0 && connection_lost(r)) {
+                problem(s, "lost pmugated (%s); reconnecting", pmugate_strerror(r));
+                disconnect(s);
+                pthread_mutex_lock(lock);
+                m->daemon_up = false;
+                mark_all(m, CPU_DAEMON_UNAVAILABLE);
+                pthread_mutex_unlock(lock);
+                return;
+        }
+        if (r < 0)
+                problem(s, "no job map (%s): series carry no job label",
+                        pmugate_last_error(s->connection)->reason);
+
+        wanted = calloc(s->info->n_cpus ?: 1, sizeof(uint32_t));
+        pthread_mutex_lock(lock);
+        if (jm)
+                (void) apply_jobmap(m, jm, now);
+        facts = cpu_facts(s, m, jm);
+        for (size_t i = 0; wanted && facts && i < s->info->n_cpus; i++) {
+                const pmugate_cpu *cpu = &s->info->cpus[i];
+                CpuTotals *c = model_cpu(m, cpu->cpu);
+                const CpuFacts *fact = c ? &facts[c - m->cpus] : &(CpuFacts) {};
+                CpuReason reason = CPU_STARTING;
+
+                if (!cpu->online)
+                        reason = CPU_OFFLINE;
+                else if (fact->role && strcmp(fact->role, "monitor") != 0)
+                        reason = CPU_USER_LEASE;
+                else if (fact->role && !fact->measured)
+                        reason = CPU_OTHER_MONITOR;
+                else {
+                        wanted[n_wanted++] = cpu->cpu;
+                        if (s->measure && fact->measured)
+                                reason = CPU_MONITORED;
+                        else if (c && c->reason == CPU_REFUSED)
+                                reason = CPU_REFUSED;
+                }
+                if (c)
+                        c->reason = reason;
+        }
+        m->daemon_up = true;
+        pthread_mutex_unlock(lock);
+        jm = pmugate_jobmap_free(jm);
+        if (!wanted || !facts)
+                return;
+
+        /* Yield CPUs a user took, take back those that are free again. */
+        if (s->measure &&
+            (n_wanted != s->n_measured || memcmp(wanted, s->measured, n_wanted * sizeof(uint32_t)))) {
+                r = pmugate_measure_stop(s->measure);
+                if (r == 0)
+                        (void) accumulate(s, m, lock);
+                end_measure(s, r == -ECANCELED || r == -EKEYREVOKED);
+                changed = true;
+        }
+        if (!s->measure && n_wanted > 0) {
+                r = open_measure(s, wanted, n_wanted);
+                pthread_mutex_lock(lock);
+                for (size_t i = 0; i < n_wanted; i++) {
+                        CpuTotals *c = model_cpu(m, wanted[i]);
+
+                        if (c)
+                                c->reason = r == 0        ? CPU_MONITORED
+                                            : r == -EBUSY ? CPU_STARTING
+                                                          : CPU_REFUSED;
+                }
+                if (r == 0) {
+                        m->restarts++;
+                        m->topdown_level = s->measured_level;
+                }
+                pthread_mutex_unlock(lock);
+                if (r == 0)
+                        solved(s, changed ? "measuring again" : "measuring");
+        }
+
+        pthread_mutex_lock(lock);
+        if (sampled) {
+                m->samples++;
+                m->last_sample = now_unix();
+        }
+        if (failed)
+                m->sample_errors++;
+        pthread_mutex_unlock(lock);
+}

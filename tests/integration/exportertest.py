@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pmugate-exporter under test: a job-mode pmugated on the simulated PMU, the exporter as a
+monitor on a free loopback port, and readers of its /metrics in both formats."""
+
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pmugatetest as t
+
+EXPORTER = os.path.join(t.BUILD, "exporter", "pmugate-exporter")
+MONITOR = 4260
+USER = t.UNPRIVILEGED_UID
+GROUPS = os.path.join(t.SOURCE, "client", "groups")
+OPENMETRICS = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+
+# The simulator's built-in "default" profile (docs/SIMULATOR.md), which every CPU runs here.
+PROFILE = {"frontend_bound": 0.15, "bad_speculation": 0.05, "backend_bound": 0.45, "retiring": 0.35,
+           "memory_bound": 0.32, "ipc": 1.4}
+# PERF_METRICS keeps each share in 8 bits; bad speculation is what the other three leave.
+FRACTION_BOUND = 2.0 / 255
+# The simulator's memory traffic and power per socket (docs/SIMULATOR.md, [imc] and [rapl]).
+READ_GBPS, WRITE_GBPS, PACKAGE_WATTS, DRAM_WATTS = 40.0, 15.0, 200.0, 30.0
+SIM_PACKAGE = "[imc]\nread_gbps = %g\nwrite_gbps = %g\n[rapl]\npackage_watts = %g\ndram_watts = %g\n" % (
+    READ_GBPS, WRITE_GBPS, PACKAGE_WATTS, DRAM_WATTS)
+
+
+def skip(tap, desc, reason):
+    """One TAP test point reported as skipped, with why."""
+    tap.n += 1
+    print("ok %d - %s # SKIP %s" % (tap.n, desc, reason))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def write_config(path, extra=""):
+    with open(path, "w") as f:
+        f.write("[access]\nmode = job\nadmin_groups = %d\nuser_groups = %d\nmonitor_users = %d\n%s" % (
+            t.ADMIN_GID, t.USER_GID, MONITOR, extra))
+
+
+class Node:
+    """A daemon on a simulated Sapphire Rapids node with one socket of 4 cores, no SMT."""
+
+    def __init__(self, sockets=1, cores=4, extra=""):
+        self.dir = t.workdir()
+        self.conf = os.path.join(self.dir, "pmugate.conf")
+        write_config(self.conf, extra)
+        self.sim = os.path.join(self.dir, "sim.conf")
+        with open(self.sim, "w") as f:
+            f.write("[machine]\nmodel = spr\nsockets = %d\ncores = %d\nsmt = no\n[clock]\nmode = realtime\n%s" % (
+                sockets, cores, SIM_PACKAGE))
+        self.daemon = None
+        self.start_daemon()
+
+    def start_daemon(self):
+        self.daemon = t.Daemon(self.dir, ["--backend=sim", "--sim-model=spr", "--sim-config=" + self.sim],
+                               config=self.conf)
+
+    def admin(self, op, **kw):
+        return t.Client(self.daemon.socket).call(op, **kw)
+
+    def stop(self):
+        if self.daemon:
+            self.daemon.stop()
+
+
+class Exporter:
+    def __init__(self, node, args=(), uid=MONITOR, port=None):
+        self.port = port or free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.stderr_path = os.path.join(node.dir, "exporter-%d.stderr" % self.port)
+        env = dict(os.environ, PMUGATE_SOCKET=node.daemon.socket, PMUGATE_GROUP_PATH=GROUPS)
+        self.proc = subprocess.Popen([EXPORTER, "--listen=127.0.0.1:%d" % self.port] + list(args),
+                                     stdout=subprocess.DEVNULL, stderr=open(self.stderr_path, "w"), env=env,
+                                     preexec_fn=t.as_user(uid, uid, []))
+        self.wait(lambda: self.get("/")[0] == 200, "the exporter serves")
+
+    def log(self):
+        with open(self.stderr_path) as f:
+            return f.read()
+
+    def get(self, path, accept=None, method="GET"):
+        """(status, content type, body); never raises for HTTP errors."""
+        req = urllib.request.Request(self.url + path, method=method)
+        if accept:
+            req.add_header("Accept", accept)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, r.headers.get("Content-Type"), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Content-Type"), e.read().decode()
+        except (urllib.error.URLError, ConnectionError):
+            return 0, None, ""
+
+    def metrics(self, accept=None):
+        return parse(self.get("/metrics", accept)[2])
+
+    def wait(self, fn, what, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("pmugate-exporter exited with %d: %s" % (self.proc.returncode, self.log()))
+            try:
+                if fn():
+                    return
+            except (KeyError, ValueError, ZeroDivisionError):
+                pass
+            time.sleep(0.1)
+        raise AssertionError("timed out waiting until %s; exporter log: %s" % (what, self.log()))
+
+    def samples(self):
+        return self.metrics().get(("pmugate_exporter_samples_total", ()), 0)
+
+    def wait_samples(self, n=3):
+        first = self.samples()
+        self.wait(lambda: self.samples() >= first + n, "%d more samples" % n)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse(text):
+    """{(name, ((label, value), ...)): value} of every sample line."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            raise ValueError("not a sample line: %r" % line)
+        labels = tuple(sorted(LABEL.findall(m.group(2) or "")))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def series(metrics, name, **labels):
+    """Samples of name whose labels include labels."""
+    want = set(labels.items())
+    return {k[1]: v for k, v in metrics.items() if k[0] == name and want <= set(k[1])}
+
+
+def one(metrics, name, **labels):
+    """The value of the one series of name with exactly these labels."""
+    return metrics[(name, tuple(sorted(labels.items())))]

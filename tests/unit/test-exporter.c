@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests: pmugate-exporter's model and output. Content negotiation by Accept, label names,
+ * totals that never go down while jobs come and go (a CPU's job series starts at 0, its idle
+ * series continues), ended jobs kept for summaries and then pruned, both exposition formats,
+ * and the job summary's JSON (null where nothing was counted).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "render.h"
+
+static void test_accept(void **state) {
+        static const struct {
+                const char *accept;
+                bool openmetrics;
+        } rows[] = {
+                {NULL, false},
+                {"", false},
+                {"*/*", false},
+                {"text/plain;version=0.0.4", false},
+                {"application/openmetrics-text;version=1.0.0", true},
+                /* Prometheus 2.x */
+                {"application/openmetrics-text;version=1.0.0,application/"
+                 "openmetrics-text;version=0.0.1;q=0.75,"
+                 "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+                 true},
+                {"application/openmetrics-text;q=0.2, text/plain;q=0.9", false},
+                {"Application/OpenMetrics-Text; q=0.9, */*; q=0.9", true},
+                {"application/openmetrics-text;q=0", false},
+                {"application/openmetrics-textile", false},
+                {"application/json", false},
+                {"application/openmetrics-text;q=bogus", false},
+        };
+
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                if (accept_prefers_openmetrics(rows[i].accept) != rows[i].openmetrics)
+                        fail_msg("Accept: %s", rows[i].accept ? rows[i].accept : "(none)");
+        }
+}
+
+static void test_label_names(void **state) {
+        assert_true(label_name_valid("job"));
+        assert_true(label_name_valid("slurm_job"));
+        assert_false(label_name_valid(""));
+        assert_false(label_name_valid("1job"));
+        assert_false(label_name_valid("__job"));
+        assert_false(label_name_valid("job-id"));
+        assert_false(label_name_valid("cpu"));
+        assert_false(label_name_valid("category"));
+        assert_false(label_name_valid(NULL));
+}
+
+static void setup_model(Model *m) {
+        static const uint32_t cpus[] = { 0, 1, 2, 3 };
+        static const int32_t sockets[] = { 0, 0, 1, 1 };
+
+        *m = (Model) {};
+        assert_int_equal(model_set_cpus(m, cpus, sockets, 4), 0);
+        m->topdown_level = 1;
+        (void) snprintf(m->model_key, sizeof(m->model_key), "spr");
+        (void) snprintf(m->backend, sizeof(m->backend), "sim");
+}
+
+static void add(Model *m, uint32_t cpu, double instructions) {
+        double d[QTY_MAX] = {};
+
+        d[QTY_INSTRUCTIONS] = instructions;
+        d[QTY_CYCLES] = NAN;            /* nothing to count: adds 0 */
+        d[QTY_SLOTS] = -5;              /* never subtracts */
+        model_add(m, cpu, d);
+}
+
+static void test_totals_and_jobs(void **state) {
+        const uint32_t job_cpus[] = { 1, 2 };
+        const char *const jobs[] = { "42", "42" };
+        const char *const other[] = { "43" };
+        const uint32_t other_cpus[] = { 1 };
+        const JobTotals *j;
+        Model m;
+
+        setup_model(&m);
+        add(&m, 1, 10);
+        assert_true(m.cpus[1].idle[QTY_INSTRUCTIONS] == 10);
+        assert_true(m.cpus[1].idle[QTY_CYCLES] == 0 && m.node[QTY_SLOTS] == 0);
+
+        assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 2, 100), 0);
+        add(&m, 1, 5);
+        add(&m, 2, 7);
+        assert_string_equal(m.cpus[1].job, "42");
+        assert_true(m.cpus[1].held[QTY_INSTRUCTIONS] == 5);
+        assert_true(m.cpus[1].idle[QTY_INSTRUCTIONS] == 10);
+        j = model_find_job(&m, "42");
+        assert_non_null(j);
+        assert_true(j->running && j->n_cpus == 2 && j->v[QTY_INSTRUCTIONS] == 12);
+        assert_string_equal(j->cpus, "1-2");
+        assert_true(m.sockets[0][QTY_INSTRUCTIONS] == 15 && m.sockets[1][QTY_INSTRUCTIONS] == 7);
+        assert_true(m.node[QTY_INSTRUCTIONS] == 22);
+
+        /* job 42 ends, 43 takes CPU 1: a new series from 0, idle CPU 2 continues */
+        assert_int_equal(model_set_jobs(&m, other_cpus, other, NULL, NULL, 1, 200), 0);
+        add(&m, 1, 1);
+        add(&m, 2, 2);
+        assert_true(m.cpus[1].held[QTY_INSTRUCTIONS] == 1);
+        assert_true(m.cpus[2].idle[QTY_INSTRUCTIONS] == 2);
+        j = model_find_job(&m, "42");
+        assert_true(!j->running && j->ended == 200 && j->v[QTY_INSTRUCTIONS] == 12);
+        assert_string_equal(j->cpus, "1-2");
+        assert_true(m.node[QTY_INSTRUCTIONS] == 25);
+
+        model_prune_jobs(&m, 200 + 60, 60);
+        assert_non_null(model_find_job(&m, "42"));
+        model_prune_jobs(&m, 200 + 61, 60);
+        assert_null(model_find_job(&m, "42"));
+        assert_non_null(model_find_job(&m, "43"));
+
+        /* the CPU layout changes (a daemon restart): totals of CPUs still there are kept */
+        {
+                const uint32_t cpus[] = { 1, 2 };
+                const int32_t sockets[] = { 0, 1 };
+
+                assert_int_equal(model_set_cpus(&m, cpus, sockets, 2), 0);
+                assert_true(model_cpu(&m, 1)->held[QTY_INSTRUCTIONS] == 1);
+                assert_null(model_cpu(&m, 0));
+        }
+        model_done(&m);
+}
+
+static void test_sparse_and_shared(void **state) {
+        const uint32_t cpus[] = { 5, 900, 2 };
+        const int32_t sockets[] = { 0, 1, -1 };
+        const uint32_t rows[] = { 900, 900, 77, 5 };
+        const char *const jobs[] = { "a", "b", "c", "" };
+        Model m = {};
+
+        assert_int_equal(model_set_cpus(&m, cpus, sockets, 3), 0);
+        assert_ptr_equal(model_cpu(&m, 900), &m.cpus[1]);
+        assert_ptr_equal(model_cpu(&m, 2), &m.cpus[2]);
+        assert_null(model_cpu(&m, 3));
+        assert_null(model_cpu(&m, 901));
+        assert_null(model_cpu(&m, UINT32_MAX));
+        /* a CPU two jobs share is labelled with the first; unknown CPUs and empty jobs are ignored */
+        assert_int_equal(model_set_jobs(&m, rows, jobs, NULL, NULL, 4, 1), 0);
+        assert_string_equal(model_cpu(&m, 900)->job, "a");
+        assert_string_equal(model_cpu(&m, 5)->job, "");
+        assert_null(model_find_job(&m, "b"));
+        assert_null(model_find_job(&m, "c"));
+        assert_int_equal(model_find_job(&m, "a")->n_cpus, 1);
+        model_done(&m);
+}
+
+static char *render(const Model *m, bool openmetrics) {
+        RenderOptions o = { .openmetrics = openmetrics, .job_label = "job", .version = "0.1.0" };
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        assert_non_null(f);
+        assert_int_equal(render_metrics(m, &o, f), 0);
+        assert_int_equal(fclose(f), 0);
+        return text;
+}
+
+static void test_render(void **state) {
+        const uint32_t job_cpus[] = { 3 };
+        const char *const jobs[] = { "a\"b\\c" };
+        Model m;
+        char *text, *om;
+
+        setup_model(&m);
+        assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 1, 1), 0);
+        add(&m, 3, 1e6);
+        m.cpus[0].reason = CPU_USER_LEASE;
+        text = render(&m, false);
+        om = render(&m, true);
+
+        assert_non_null(strstr(text, "# HELP pmugate_cpu_instructions_total "));
+        assert_non_null(strstr(text, "# TYPE pmugate_cpu_instructions_total counter\n"));
+        assert_non_null(strstr(
+                text,
+                "pmugate_cpu_instructions_total{cpu=\"3\",socket=\"1\",job=\"a\\\"b\\\\c\"} 1000000\n"));
+        assert_non_null(strstr(text, "pmugate_cpu_instructions_total{cpu=\"3\",socket=\"1\"} 0\n"));
+        assert_non_null(
+                strstr(text, "pmugate_cpu_monitored{cpu=\"0\",socket=\"0\",reason=\"user_lease\"} 0\n"));
+        assert_non_null(strstr(text, "pmugate_job_instructions_total{job=\"a\\\"b\\\\c\"} 1000000\n"));
+        assert_null(strstr(text, "# UNIT"));
+        assert_null(strstr(text, "# EOF"));
+        assert_null(strstr(text, "pmugate_job_uid"));
+        /* level 1 only: no level-2 categories */
+        assert_null(strstr(text, "memory_bound"));
+
+        assert_non_null(strstr(om, "# TYPE pmugate_cpu_instructions counter\n"));
+        assert_non_null(strstr(om, "# TYPE pmugate_node_monitored_seconds counter\n# UNIT "
+                                   "pmugate_node_monitored_seconds seconds\n"));
+        assert_non_null(strstr(om, "\npmugate_node_instructions_total 1000000\n"));
+        assert_true(strlen(om) > 6 && strcmp(om + strlen(om) - 6, "# EOF\n") == 0);
+
+        free(text);
+        free(om);
+        m.export_uids = true;
+        m.jobs[0].has_uid = true;
+        m.jobs[0].uid = 1234;
+        m.topdown_level = 2;
+        text = render(&m, false);
+        assert_non_null(strstr(text, "pmugate_job_uid{job=\"a\\\"b\\\\c\"} 1234\n"));
+        assert_non_null(
+                strstr(text, "pmugate_node_topdown_slots_total{category=\"memory_bound\",level=\"2\"} 0\n"));
+        /* per CPU level 1 only */
+        assert_null(strstr(
+                text, "pmugate_cpu_topdown_slots_total{cpu=\"0\",socket=\"0\",category=\"memory_bound\""));
+        free(text);
+
+        {
+                RenderOptions bad = { .job_label = "cpu", .version = "x" };
+                FILE *f = fopen("/dev/null", "we");
+
+                assert_int_equal(render_metrics(&m, &bad, f), -EINVAL);
+                fclose(f);
+        }
+        model_done(&m);
+}
+
+static void test_summary(void **state) {
+        const uint32_t job_cpus[] = { 0, 1 };
+        const char *const jobs[] = { "9", "9" };
+        double d[QTY_MAX] = {};
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f;
+        Model m;
+
+        setup_model(&m);
+        assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 2, 50), 0);
+        d[QTY_INSTRUCTIONS] = 300;
+        d[QTY_CYCLES] = 200;
+        d[QTY_SLOTS] = 1200;
+        d[QTY_TOPDOWN_FIRST + 2] = 600;         /* backend_bound */
+        model_add(&m, 0, d);
+        f = open_memstream(&text, &size);
+        assert_int_equal(render_job_summary(&m, model_find_job(&m, "9"), 80, f), 0);
+        assert_int_equal(fclose(f), 0);
+        assert_non_null(strstr(text, "\"job\":\"9\""));
+        assert_non_null(strstr(text, "\"cpus\":\"0-1\""));
+        assert_non_null(strstr(text, "\"running\":true"));
+        assert_non_null(strstr(text, "\"start\":50,\"end\":80"));
+        assert_non_null(strstr(text, "\"ipc\":1.5"));
+        assert_non_null(strstr(text, "\"backend_bound\":0.5"));
+        assert_non_null(strstr(text, "\"energy_joules\":null"));
+        assert_non_null(strstr(text, "\"memory_read_bytes\":null"));
+        /* level 1 measured only: an empty level-2 object */
+        assert_non_null(strstr(text, "\"topdown_level2\":{ }") ?: strstr(text, "\"topdown_level2\":{}"));
+        free(text);
+        model_done(&m);
+}
+
+static void test_package(void **state) {
+        const uint32_t job_cpus[] = { 0 };
+        const char *const jobs[] = { "7" };
+        double d[QTY_MAX] = {}, cycles[4] = { 300, 100, NAN, 50 };
+        char *text;
+        Model m;
+
+        setup_model(&m);
+        assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 1, 1), 0);
+        /* nothing measured: no package families at all, rather than zeros */
+        text = render(&m, false);
+        assert_null(strstr(text, "memory_read_bytes"));
+        assert_null(strstr(text, "energy_joules"));
+        free(text);
+
+        d[QTY_READ_BYTES] = 6400;
+        d[QTY_WRITTEN_BYTES] = 640;
+        d[QTY_PACKAGE_JOULES] = 10;
+        d[QTY_DRAM_JOULES] = NAN;       /* withheld: adds nothing */
+        d[QTY_INSTRUCTIONS] = 99;       /* not a package quantity: ignored */
+        model_add_package(&m, 0, d, cycles);
+        model_add_package(&m, 7, d, cycles);    /* no such socket */
+        assert_true(m.sockets[0][QTY_READ_BYTES] == 6400 && m.sockets[1][QTY_READ_BYTES] == 0);
+        assert_true(m.node[QTY_READ_BYTES] == 6400 && m.node[QTY_INSTRUCTIONS] == 0);
+        assert_true(m.node[QTY_DRAM_JOULES] == 0);
+        /* job 7 on CPU 0 did 300 of socket 0's 400 cycles */
+        assert_true(m.jobs[0].v[QTY_READ_BYTES] == 4800);
+        assert_true(m.jobs[0].v[QTY_PACKAGE_JOULES] == 7.5);
+
+        m.has_memory = m.has_energy = true;
+        text = render(&m, true);
+        assert_non_null(strstr(text, "# TYPE pmugate_socket_memory_read_bytes counter\n"
+                                     "# UNIT pmugate_socket_memory_read_bytes bytes\n"));
+        assert_non_null(strstr(text, "pmugate_socket_memory_read_bytes_total{socket=\"0\"} 6400\n"));
+        assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"package\"} 10\n"));
+        assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"dram\"} 0\n"));
+        assert_non_null(strstr(text, "pmugate_job_memory_read_bytes_total{job=\"7\"} 4800\n"));
+        assert_null(strstr(text, "pmugate_cpu_memory"));
+        free(text);
+        model_done(&m);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_accept),
+                cmocka_unit_test(test_label_names),
+                cmocka_unit_test(test_totals_and_jobs),
+                cmocka_unit_test(test_sparse_and_shared),
+                cmocka_unit_test(test_render),
+                cmocka_unit_test(test_summary),
+                cmocka_unit_test(test_package),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
