@@ -130,10 +130,10 @@ int event_list(const char *model, EventListFunc fn, void *userdata) {
 
         if (bit == 0)
                 return -EOPNOTSUPP;
-        for (size_t i = 0; event_generic_alias(i, &alias, &name); i++) {
+        for (size_t i = 0; event_generic_alias(model, i, &alias, &name); i++) {
                 char description[DESCRIPTION_MAX];
 
-                if (!event_table_lookup(model, name))
+                if (!name || !event_table_lookup(model, name))
                         continue;
                 (void) snprintf(description, sizeof(description), "perf's name for %s", name);
                 r = fn(alias, description, EVENT_LIST_GENERIC, userdata);

@@ -29,38 +29,61 @@ static const struct {
         { "clx", "clx" },
         { "icx", "icx" },
         { "spr", "spr" },
+        { "zen4", "amd64_fam19h_zen4" },
 };
 
-/* perf's generic hardware event names, for the events every supported model has. */
+/* perf's generic hardware event names, for the events every supported model has: Intel's
+ * names, and perf's own on AMD (where ref-cycles has no event). */
 static const struct {
         const char *alias;
-        const char *name;
+        const char *intel;
+        const char *amd;
 } generic_events[] = {
-        { "instructions", "INST_RETIRED.ANY" },
-        { "cycles", "CPU_CLK_UNHALTED.THREAD" },
-        { "cpu-cycles", "CPU_CLK_UNHALTED.THREAD" },
-        { "ref-cycles", "CPU_CLK_UNHALTED.REF_TSC" },
-        { "branches", "BR_INST_RETIRED.ALL_BRANCHES" },
-        { "branch-instructions", "BR_INST_RETIRED.ALL_BRANCHES" },
-        { "branch-misses", "BR_MISP_RETIRED.ALL_BRANCHES" },
+        { "instructions", "INST_RETIRED.ANY", "ex_ret_instr" },
+        { "cycles", "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc" },
+        { "cpu-cycles", "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc" },
+        { "ref-cycles", "CPU_CLK_UNHALTED.REF_TSC", NULL },
+        { "branches", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn" },
+        { "branch-instructions", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn" },
+        { "branch-misses", "BR_MISP_RETIRED.ALL_BRANCHES", "ex_ret_brn_misp" },
 };
 
-bool event_generic_alias(size_t i, const char **ret_alias, const char **ret_name) {
+static bool model_is_amd(const char *model) {
+        return (event_table_model(model) & EVENT_MODEL_AMD) != 0;
+}
+
+bool event_generic_alias(const char *model, size_t i, const char **ret_alias, const char **ret_name) {
         if (i >= ELEMENTSOF(generic_events))
                 return false;
         *ret_alias = generic_events[i].alias;
-        *ret_name = generic_events[i].name;
+        *ret_name = model_is_amd(model) ? generic_events[i].amd : generic_events[i].intel;
         return true;
 }
 
-static const char *generic_name(const char *alias) {
+/* The generic alias's index, or -1 when alias is none of perf's generic names. */
+static ssize_t generic_index(const char *alias) {
         for (size_t i = 0; i < ELEMENTSOF(generic_events); i++)
                 if (strcasecmp(generic_events[i].alias, alias) == 0)
-                        return generic_events[i].name;
-        return NULL;
+                        return (ssize_t) i;
+        return -1;
+}
+
+/* The model's event for a generic alias; NULL when alias is not generic or the model has none. */
+static const char *generic_name(const char *model, const char *alias) {
+        const char *name, *unused;
+        ssize_t i = generic_index(alias);
+
+        if (i < 0 || !event_generic_alias(model, (size_t) i, &unused, &name))
+                return NULL;
+        return name;
 }
 
 static bool libpfm_pmu_present(const char *model);
+
+/* The EVTSEL bits an event's config may hold on model. */
+static uint64_t config_mask(const char *model) {
+        return model_is_amd(model) ? EVENT_CONFIG_MASK_AMD : EVENT_CONFIG_MASK;
+}
 
 static pthread_once_t libpfm_once = PTHREAD_ONCE_INIT;
 static int libpfm_status = PFM_ERR_NOINIT;
@@ -183,7 +206,7 @@ static int resolve_libpfm(const char *model, const char *name, const char *shown
                                    "event '%s' counts for both SMT threads (AnyThread), "
                                    "which pmugate's allowlist does not permit", shown);
         d->source = EVENT_SOURCE_LIBPFM;
-        d->config = codes[0] & EVENT_CONFIG_MASK;
+        d->config = codes[0] & config_mask(model);
         d->gp_ok = true;
         return 0;
 }
@@ -266,7 +289,7 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
                 for (size_t i = 0; base[i]; i++)
                         canonical[i] = (char) tolower((unsigned char) base[i]);
                 canonical[strlen(base)] = '\0';
-                if (raw & ~EVENT_CONFIG_MASK)
+                if (raw & ~config_mask(model))
                         return reason_fail(reterr_reason, reason_size, -EINVAL,
                                            "raw event '%s' sets bits other than event, umask, edge, inv and cmask",
                                            base);
@@ -276,7 +299,7 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
                 inherit_restrictions(model, d);
                 return 0;
         }
-        e = event_table_lookup(model, generic_name(base) ?: base);
+        e = event_table_lookup(model, generic_name(model, base) ?: base);
         if (e) {
                 (void) snprintf(canonical, EVENT_NAME_MAX, "%s", e->name);
                 d->source = EVENT_SOURCE_TABLE;
@@ -293,9 +316,9 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
         if (strncasecmp(base, "topdown-", strlen("topdown-")) == 0)
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
                                    "%s has no PERF_METRICS count '%s'", model, base);
-        if (generic_name(base))
+        if (generic_index(base) >= 0)
                 return reason_fail(reterr_reason, reason_size, -ENOENT, "%s has no %s ('%s')", model,
-                                   generic_name(base), base);
+                                   generic_name(model, base) ?: "event for it", base);
         for (size_t i = 0; base[i]; i++)
                 canonical[i] = (char) toupper((unsigned char) base[i]);
         canonical[strlen(base)] = '\0';

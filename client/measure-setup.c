@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "reason.h"
 #include "measure.h"
+#include "measure-program.h"
 #include "pmugate-limits.h"
 
 #define LEVELS_MAX 16U
@@ -380,10 +381,12 @@ int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *
                                    "the daemon reports no PMU on this machine");
         if (!event_model_known(m->info->model_key))
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                                   "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, icx, spr",
+                                   "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, "
+                                   "icx, spr, zen4, zen5",
                                    m->info->model_key[0] ? m->info->model_key : "unknown",
                                    m->info->model_label[0] ? m->info->model_label : m->info->model_name);
         (void) snprintf(m->model, sizeof(m->model), "%s", m->info->model_key);
+        measure_set_layout(m);
         m->counter_mask = (UINT64_C(1) << (m->info->counter_width > 0 && m->info->counter_width < 64 ?
                                            m->info->counter_width : COUNTER_WIDTH_DEFAULT)) - 1;
         m->cpus = calloc(n_cpus, sizeof(uint32_t));

@@ -62,7 +62,10 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uin
         if (s->timebase_fixed >= 0)
                 timebase = (double) counter_delta(values[m->fixed_slot[s->timebase_fixed]],
                                                   st->fixed_last[s->timebase_fixed], m->counter_mask);
-        else
+        else if (m->tsc_slot >= 0) {
+                timebase = (double) (values[m->tsc_slot] - st->tsc_last);
+                st->tsc_last = values[m->tsc_slot];
+        } else
                 timebase = (double) m->wall_delta_ns;
         a->total += timebase;
         a->wall += wall_window(m, st, tsc);
@@ -111,7 +114,7 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uin
 
 static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t n, BatchKind kind, int sweep,
                      unsigned set) {
-        uint64_t values[GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 1];
+        uint64_t values[GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 2];
         int r, first_error = 0;
 
         r = pmugate_batch_run(m->connection, b);
@@ -257,7 +260,10 @@ static int run_once(pmugate_measure *m, BatchKind kind) {
                 r = measure_build_batch(b, m, first, n, kind, -1, &sweep);
                 if (r < 0)
                         return r;
-                r = run_batch(m, b, first, n, kind, sweep, m->current_set);
+                r = run_batch(m, b, first, n, kind, kind == BATCH_START ? -1 : sweep, m->current_set);
+                /* the start's TSC reading opens every CPU's first window (AMD's time base) */
+                for (size_t j = 0; r >= 0 && kind == BATCH_START && sweep >= 0 && j < n; j++)
+                        (void) pmugate_batch_result(b, (size_t) sweep + j, &m->state[first + j].tsc_last);
                 if (r < 0 && first_error == 0)
                         first_error = r;
         }
@@ -276,10 +282,12 @@ static int keep_saved(pmugate_measure *m, size_t i, const uint64_t *v) {
                 st->saved_evtsel[c] = v[k++];
                 if (st->saved_evtsel[c] & EVTSEL_EN)
                         return fail(m, -EBUSY,
-                                    "PMC%u of CPU %u is already counting (IA32_PERFEVTSEL%u = 0x%" PRIx64 ")", c,
-                                    m->cpus[i], c, st->saved_evtsel[c]);
+                                    "PMC%u of CPU %u is already counting (%s%u = 0x%" PRIx64 ")", c,
+                                    m->cpus[i], m->has_fixed_ctrl ? "IA32_PERFEVTSEL" : "AMD_PERF_CTL", c,
+                                    st->saved_evtsel[c]);
         }
-        st->saved_fixed_ctrl = v[k++];
+        if (m->has_fixed_ctrl)
+                st->saved_fixed_ctrl = v[k++];
         st->saved_global_ctrl = v[k];
         for (unsigned f = 0; f < FIXED_COUNTERS_MAX; f++)
                 if (mask_bit(m->schedule->fixed_used, f) &&
@@ -297,9 +305,10 @@ static int read_saved(pmugate_measure *m) {
 
         for (unsigned c = 0; c < GP_COUNTERS_MAX; c++)
                 if (mask_bit(m->schedule->gp_used, c))
-                        regs[n_regs++] = MSR_PERFEVTSEL0 + c;
-        regs[n_regs++] = MSR_FIXED_CTR_CTRL;
-        regs[n_regs++] = MSR_GLOBAL_CTRL;
+                        regs[n_regs++] = measure_evtsel(m, c);
+        if (m->has_fixed_ctrl)
+                regs[n_regs++] = MSR_FIXED_CTR_CTRL;
+        regs[n_regs++] = m->reg_global_ctrl;
         r = pmugate_batch_new(&b);
         if (r < 0)
                 return r;

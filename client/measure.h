@@ -46,6 +46,7 @@ typedef struct CpuAccum {
 typedef struct CpuState {
         uint64_t gp_last[GP_COUNTERS_MAX];
         uint64_t fixed_last[FIXED_COUNTERS_MAX];
+        uint64_t tsc_last;              /* the TSC at the previous batch, where it is the time base */
         uint64_t saved_evtsel[GP_COUNTERS_MAX];        /* register values before start */
         uint64_t saved_fixed_ctrl;
         uint64_t saved_global_ctrl;
@@ -105,6 +106,10 @@ struct pmugate_measure {
         size_t **siblings;              /* per CPU: indexes of the measured CPUs of its core */
         size_t *n_siblings;
 
+        /* The core PMU's registers: Intel's architectural ones, or AMD's PerfEvtSel/PerfCtr
+         * pairs and PerfMonV2 global control (measure_set_layout()). */
+        uint32_t reg_evtsel0, reg_pmc0, reg_stride, reg_global_ctrl;
+        bool has_fixed_ctrl;
         uint64_t owned_global;          /* GLOBAL_CTRL bits this measurement sets */
         uint64_t fixed_ctrl_fields;     /* FIXED_CTR_CTRL value and mask of its fields */
         uint64_t fixed_ctrl_mask;
@@ -115,6 +120,7 @@ struct pmugate_measure {
         int metrics_slot;
         bool uses_core_sums;            /* a formula names a core sum ("core." variables) */
         bool read_tsc;                  /* every sample reads IA32_TIME_STAMP_COUNTER too */
+        int tsc_slot;                   /* the TSC in sweep_regs (time base without fixed counters), or -1 */
         uint64_t counter_mask;
 
         bool prepared, started, stopped, leased;

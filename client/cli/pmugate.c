@@ -205,7 +205,8 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
         return 0;
 }
 
-/* The scope of MSR reg in the allowlist: "thread", "core" or "package" ("thread" when unlisted). */
+/* The scope of MSR reg in the allowlist: "thread", "core", "ccx" or "package" ("thread" when
+ * unlisted). */
 static const char *msr_scope(const pmugate_info *info, uint32_t reg) {
         for (size_t i = 0; i < info->n_registers; i++) {
                 const pmugate_register *e = &info->registers[i];
@@ -224,7 +225,9 @@ static const pmugate_cpu *cpu_info(const pmugate_info *info, uint32_t cpu) {
 }
 
 /* Whether online CPU o shares a register the write changes: a thread of a target's core for a
- * core register, a CPU of a target's package for a package register or a unit. */
+ * core register, a CPU of a target's CCX for a CCX register (of its package where either's L3
+ * is unknown, as the daemon has it), a CPU of a target's package for a package register or a
+ * unit. */
 static bool shares_register(const pmugate_info *info, const Access *a, const pmugate_cpu *o) {
         for (size_t t = 0; t < a->n_targets; t++) {
                 const pmugate_cpu *target;
@@ -240,6 +243,9 @@ static bool shares_register(const pmugate_info *info, const Access *a, const pmu
                         const char *scope = msr_scope(info, a->regs[r]);
 
                         if (strcmp(scope, "package") == 0 && o->package == target->package)
+                                return true;
+                        if (strcmp(scope, "ccx") == 0 && o->package == target->package &&
+                            (o->ccx == target->ccx || o->ccx < 0 || target->ccx < 0))
                                 return true;
                         if (strcmp(scope, "core") == 0 && o->package == target->package &&
                             o->core == target->core)

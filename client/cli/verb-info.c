@@ -89,6 +89,14 @@ static int print_info_json(const pmugate_info *info) {
                         (void) snprintf(hex, sizeof(hex), "0x%" PRIx64, info->perf_capabilities);
                         json_object_object_add(pmu, "perf_capabilities", json_object_new_string(hex));
                 }
+                if (strcmp(info->vendor, "AuthenticAMD") == 0) {
+                        json_object_object_add(pmu, "perfmon_v2", json_object_new_boolean(info->perfmon_v2));
+                        json_object_object_add(pmu, "l3_counters", json_object_new_int64(info->l3_counters));
+                        json_object_object_add(pmu, "df_counters", json_object_new_int64(info->df_counters));
+                        json_object_object_add(pmu, "umc_counters",
+                                               json_object_new_int64(info->umc_counters));
+                        json_object_object_add(pmu, "cpuid", json_object_new_boolean(info->cpuid_read));
+                }
                 json_object_object_add(root, "pmu", pmu);
         }
 
@@ -101,6 +109,7 @@ static int print_info_json(const pmugate_info *info) {
                 json_object_object_add(c, "core", json_object_new_int64(info->cpus[i].core));
                 json_object_object_add(c, "thread", json_object_new_int64(info->cpus[i].thread));
                 json_object_object_add(c, "online", json_object_new_boolean(info->cpus[i].online));
+                json_object_object_add(c, "ccx", json_object_new_int64(info->cpus[i].ccx));
                 json_object_array_add(cpus, c);
         }
         json_object_object_add(root, "cpus", cpus);
@@ -197,6 +206,12 @@ static void print_info_text(const pmugate_info *info) {
                        "PERF_METRICS %s\n",
                        info->pmu_version, info->gp_counters, info->fixed_counters, info->counter_width,
                        info->perf_metrics == 0 ? "no" : info->perf_metrics == 1 ? "L1" : "L1+L2");
+        if (info->has_pmu && strcmp(info->vendor, "AuthenticAMD") == 0)
+                printf("AMD PMU:       PerfMonV2 %s, %u L3 counters per CCX, %u data-fabric and %u "
+                       "memory-controller counters per package%s\n", info->perfmon_v2 ? "yes" : "no",
+                       info->l3_counters, info->df_counters, info->umc_counters,
+                       info->cpuid_read ? "" :
+                                          " (the model's defaults: CPUID leaf 0x80000022 was not read)");
         printf("CPUs online:   %s (%zu CPUs, %zu packages)\n", list, n_online, n_packages);
         printf("Uncore units:  %zu\n", info->n_units);
         for (size_t i = 0; i < info->n_units; i++)

@@ -182,7 +182,8 @@ def test_hardening_lines(tap):
     tap.eq(setting(service, "Service", "User"), None, "no User=: the daemon must start as root to open its devices")
 
     tap.eq(setting(service, "Service", "DevicePolicy"), "closed", "DevicePolicy=closed")
-    tap.eq(s.get("DeviceAllow"), ["char-cpu/msr rw"], "DeviceAllow= opens the msr devices and nothing else")
+    tap.eq(s.get("DeviceAllow"), ["char-cpu/msr rw", "char-cpu/cpuid r"],
+           "DeviceAllow= opens the msr devices, the cpuid devices read-only, and nothing else")
     tap.ok("PrivateDevices" not in s, "no PrivateDevices= (it hides /dev/cpu/N/msr)")
     tap.ok("ProtectKernelTunables" not in s, "no ProtectKernelTunables= (it makes the PCI config files read-only)")
     tap.ok("ProcSubset" not in s, "no ProcSubset= (it hides /proc/cpuinfo and nmi_watchdog)")

@@ -211,8 +211,19 @@ static void test_bad_input(void **state) {
         EventDesc d;
 
         (void) state;
-        assert_int_equal(event_resolve("zen4", "ex_ret_ops", &d, reason, sizeof(reason)), -EOPNOTSUPP);
-        assert_non_null(strstr(reason, "zen4"));
+        assert_int_equal(event_resolve("zen3", "ex_ret_ops", &d, reason, sizeof(reason)), -EOPNOTSUPP);
+        assert_non_null(strstr(reason, "zen3"));
+        /* AMD: perf's names and the cmask modifier; raw codes may use bits 32-35 there only */
+        assert_int_equal(event_resolve("zen4", "de_no_dispatch_per_slot.no_ops_from_frontend:c=6", &d,
+                                       reason, sizeof(reason)), 0);
+        assert_int_equal(d.config, 0x1060001a0ULL);
+        assert_int_equal(event_resolve("zen5", "r1000000c2", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.config, 0x1000000c2ULL);
+        assert_int_equal(event_resolve("spr", "r1000000c2", &d, reason, sizeof(reason)), -EINVAL);
+        /* INT (bit 20) and GuestOnly/HostOnly (40, 41) are never the user's on AMD either */
+        assert_int_equal(event_resolve("zen4", "r1000c2", &d, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(event_resolve("zen4", "r100000000c2", &d, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(event_resolve("zen4", "INST_RETIRED.ANY", &d, reason, sizeof(reason)), -ENOENT);
         assert_int_equal(event_resolve("spr", "", &d, reason, sizeof(reason)), -EINVAL);
         assert_int_equal(event_resolve("spr", ":", &d, reason, sizeof(reason)), -EINVAL);
         memset(long_name, 'A', sizeof(long_name) - 1);
