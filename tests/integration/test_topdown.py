@@ -80,16 +80,6 @@ def sim_config(workdir, model, sockets=1, cores=4, smt=True, rules=(), extra="")
     return path
 
 
-def fractions(doc):
-    """doc with the values of metrics whose unit is "%" divided by 100."""
-    percent = {m["name"] for m in doc.get("metrics", []) if m["unit"] == "%"}
-    for v in [doc.get("aggregate", {})] + doc.get("per_cpu", []):
-        for name in percent & set(v.get("metrics", {})):
-            if v["metrics"][name] is not None:
-                v["metrics"][name] /= 100
-    return doc
-
-
 class Sim:
     def __init__(self, model, **kw):
         self.dir = t.workdir()
@@ -108,7 +98,7 @@ class Sim:
         rc, out, err = self.run(*args)
         if rc != 0:
             raise AssertionError("pmugate %s: exit %d: %s" % (" ".join(args), rc, err))
-        return fractions(json.loads(out))
+        return t.fractions(json.loads(out))
 
     def stop(self):
         self.daemon.stop()
@@ -376,7 +366,7 @@ def test_outputs_and_wrapper(tap):
                "CSV metric values are in their unit, which the row names (%.4f %s)" % ret)
 
         rc, out, _ = sim.run("topdown", "-c", "0", "-I", "200ms", "-S", "1s", "-O", "json")
-        docs = [fractions(json.loads(l)) for l in out.splitlines()]
+        docs = [t.fractions(json.loads(l)) for l in out.splitlines()]
         tap.ok(4 <= len(docs) <= 6, "-I 200ms -S 1s prints about five intervals as JSON lines (%d)" % len(docs))
         tap.ok(all(abs(d["elapsed"] - 0.2) < 0.1 for d in docs[:-1]), "each interval covers about 200 ms",
                [d["elapsed"] for d in docs])
