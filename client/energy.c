@@ -27,6 +27,20 @@ uint32_t pmugate_rapl_energy_msr(pmugate_rapl_domain d) {
         return (unsigned) d < _PMUGATE_RAPL_DOMAIN_MAX ? domains[d].msr : 0;
 }
 
+static bool model_is_amd(const char *model_key) {
+        return model_key && (strcmp(model_key, "zen4") == 0 || strcmp(model_key, "zen5") == 0);
+}
+
+uint32_t pmugate_rapl_energy_msr_for(const char *model_key, pmugate_rapl_domain d) {
+        if (model_is_amd(model_key))
+                return d == PMUGATE_RAPL_PACKAGE ? PMUGATE_MSR_AMD_PKG_ENERGY_STAT : 0;
+        return pmugate_rapl_energy_msr(d);
+}
+
+uint32_t pmugate_rapl_power_unit_msr(const char *model_key) {
+        return model_is_amd(model_key) ? PMUGATE_MSR_AMD_RAPL_PWR_UNIT : PMUGATE_MSR_RAPL_POWER_UNIT;
+}
+
 const char *pmugate_rapl_domain_name(pmugate_rapl_domain d) {
         return (unsigned) d < _PMUGATE_RAPL_DOMAIN_MAX ? domains[d].name : NULL;
 }
@@ -38,6 +52,13 @@ int pmugate_rapl_joules_per_count(const char *model_key, pmugate_rapl_domain d, 
 
         if (!model_key || !ret_joules || (unsigned) d >= _PMUGATE_RAPL_DOMAIN_MAX)
                 return -EINVAL;
+        /* AMD: the package counter only (perf's rapl.c, model_amd_hygon), in 2^-ESU J */
+        if (model_is_amd(model_key)) {
+                if (d != PMUGATE_RAPL_PACKAGE)
+                        return -EOPNOTSUPP;
+                *ret_joules = ldexp(1.0, -(int) esu);
+                return 0;
+        }
         spr = strcmp(model_key, "spr") == 0;
         hsx_dram = strcmp(model_key, "skx") == 0 || strcmp(model_key, "clx") == 0 ||
                    strcmp(model_key, "icx") == 0;

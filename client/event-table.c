@@ -4,8 +4,13 @@
  * V59, CLX V1.25, ICX V1.30, SPR V1.39) as perf's tools/perf/pmu-events use them; the unit test
  * test-events compares every entry with libpfm4's list for the same model. Counter
  * restrictions are those of the event lists ("Counter": "0"), which libpfm4 does not export.
+ *
+ * AMD Zen 4 and Zen 5 events carry the names perf gives them (tools/perf/pmu-events/arch/x86/
+ * amdzen4, amdzen5) and perf's raw encodings, event[11:8] in bits 32-35 of the config; the
+ * pipeline-utilization ones are those of perf's pipeline.json metrics.
  */
 #include <string.h>
+#include <strings.h>
 
 #include "event-table.h"
 #include "events.h"
@@ -15,6 +20,12 @@
 #define ICX EVENT_MODEL_ICX
 #define SPR EVENT_MODEL_SPR
 #define ALL EVENT_MODEL_ALL
+#define ZEN4 EVENT_MODEL_ZEN4
+#define ZEN5 EVENT_MODEL_ZEN5
+#define AMD EVENT_MODEL_AMD
+/* AMD: event[11:8] goes to PerfEvtSel bits 35:32 */
+#define AMD_CODE(event, umask) (((uint64_t) (event) & 0xFF) | ((uint64_t) (event) >> 8) << 32 | \
+                                (uint64_t) (umask) << EVTSEL_UMASK_SHIFT)
 
 #define CODE(event, umask) ((uint64_t) (event) | (uint64_t) (umask) << EVTSEL_UMASK_SHIFT)
 #define CMASK(n) ((uint64_t) (n) << EVTSEL_CMASK_SHIFT)
@@ -91,6 +102,25 @@ static const EventTableEntry event_table[] = {
         GP("UOPS_RETIRED.HEAVY", SPR, CODE(0xc2, 0x01)),
         GP("IDQ_BUBBLES.CORE", SPR, CODE(0x9c, 0x01)),
         GP("IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE", SPR, CODE(0x9c, 0x01) | CMASK(6)),
+
+        /* AMD Zen 4 and Zen 5: cycles, instructions, branches, FLOPs */
+        GP("ls_not_halted_cyc", AMD, AMD_CODE(0x076, 0x00)),
+        GP("ex_ret_instr", AMD, AMD_CODE(0x0c0, 0x00)),
+        GP("ex_ret_ops", AMD, AMD_CODE(0x0c1, 0x00)),
+        GP("ex_ret_brn", AMD, AMD_CODE(0x0c2, 0x00)),
+        GP("ex_ret_brn_misp", AMD, AMD_CODE(0x0c3, 0x00)),
+        GP("ex_ret_brn_tkn", AMD, AMD_CODE(0x0c4, 0x00)),
+        GP("fp_ret_sse_avx_ops.all", AMD, AMD_CODE(0x003, 0x1f)),
+        /* pipeline utilization (perf's amdzen4/amdzen5 pipeline.json) */
+        GP("de_src_op_disp.all", AMD, AMD_CODE(0x0aa, 0x07)),
+        GP("de_no_dispatch_per_slot.no_ops_from_frontend", AMD, AMD_CODE(0x1a0, 0x01)),
+        GP("de_no_dispatch_per_slot.backend_stalls", AMD, AMD_CODE(0x1a0, 0x1e)),
+        GP("de_no_dispatch_per_slot.smt_contention", AMD, AMD_CODE(0x1a0, 0x60)),
+        GP("ex_no_retire.not_complete", AMD, AMD_CODE(0x0d6, 0x02)),
+        GP("ex_no_retire.load_not_complete", AMD, AMD_CODE(0x0d6, 0xa2)),
+        GP("ex_ret_ucode_ops", AMD, AMD_CODE(0x1c2, 0x00)),
+        GP("resyncs_or_nc_redirects", ZEN4, AMD_CODE(0x096, 0x00)),
+        GP("bp_redirects.resync", ZEN5, AMD_CODE(0x09f, 0x01)),
 };
 
 unsigned event_table_model(const char *model) {
@@ -102,6 +132,10 @@ unsigned event_table_model(const char *model) {
                 return EVENT_MODEL_ICX;
         if (strcmp(model, "spr") == 0)
                 return EVENT_MODEL_SPR;
+        if (strcmp(model, "zen4") == 0)
+                return EVENT_MODEL_ZEN4;
+        if (strcmp(model, "zen5") == 0)
+                return EVENT_MODEL_ZEN5;
         return 0;
 }
 
@@ -111,7 +145,7 @@ const EventTableEntry *event_table_lookup(const char *model, const char *name) {
         if (bit == 0 || !name)
                 return NULL;
         for (size_t i = 0; i < ELEMENTSOF(event_table); i++)
-                if ((event_table[i].models & bit) && strcmp(event_table[i].name, name) == 0)
+                if ((event_table[i].models & bit) && strcasecmp(event_table[i].name, name) == 0)
                         return &event_table[i];
         return NULL;
 }

@@ -14,6 +14,9 @@
 #define EVENT_MODEL_ICX (1U << 1)       /* Ice Lake-SP */
 #define EVENT_MODEL_SPR (1U << 2)       /* Sapphire Rapids */
 #define EVENT_MODEL_ALL (EVENT_MODEL_SKL | EVENT_MODEL_ICX | EVENT_MODEL_SPR)
+#define EVENT_MODEL_ZEN4 (1U << 3)      /* AMD Zen 4 */
+#define EVENT_MODEL_ZEN5 (1U << 4)      /* AMD Zen 5 */
+#define EVENT_MODEL_AMD (EVENT_MODEL_ZEN4 | EVENT_MODEL_ZEN5)
 
 typedef struct EventTableEntry {
         const char *name;
@@ -25,10 +28,10 @@ typedef struct EventTableEntry {
         int8_t metrics_field;   /* PERF_METRICS byte, or -1 */
 } EventTableEntry;
 
-/* The EVENT_MODEL_* bit of a model key ("skx", "clx", "icx", "spr"), or 0. */
+/* The EVENT_MODEL_* bit of a model key ("skx", "clx", "icx", "spr", "zen4", "zen5"), or 0. */
 unsigned event_table_model(const char *model);
 
-/* The entry named name (case-sensitive, Intel's spelling) for a model, or NULL. */
+/* The entry named name (case-insensitive) for a model, or NULL. */
 const EventTableEntry *event_table_lookup(const char *model, const char *name);
 
 /* Every entry, for tests that compare the table with libpfm4. */

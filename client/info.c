@@ -63,6 +63,8 @@ static int decode_cpus(const msgpack_object *reply, pmugate_info *info) {
                         .core = (int32_t) field_int(t, 3),
                         .thread = (uint32_t) field_int(t, 4),
                         .online = t->via.array.ptr[5].type == MSGPACK_OBJECT_BOOLEAN && t->via.array.ptr[5].via.boolean,
+                        /* daemons before the CCX was known send six fields */
+                        .ccx = t->via.array.size > 6 ? (int32_t) field_int(t, 6) : -1,
                 };
         }
         info->n_cpus = a->via.array.size;
@@ -155,6 +157,14 @@ static void decode_model(const msgpack_object *reply, pmugate_info *info) {
         if (reply_get_uint(pmu, "slots_width", &v))
                 info->slots_width = (uint32_t) v;
         info->has_perf_capabilities = reply_get_uint(pmu, "perf_capabilities", &info->perf_capabilities);
+        (void) reply_get_bool(pmu, "perfmon_v2", &info->perfmon_v2);
+        (void) reply_get_bool(pmu, "cpuid", &info->cpuid_read);
+        if (reply_get_uint(pmu, "l3_counters", &v))
+                info->l3_counters = (uint32_t) v;
+        if (reply_get_uint(pmu, "df_counters", &v))
+                info->df_counters = (uint32_t) v;
+        if (reply_get_uint(pmu, "umc_counters", &v))
+                info->umc_counters = (uint32_t) v;
 }
 
 static void decode_scope(const msgpack_object *scope, pmugate_info *info) {

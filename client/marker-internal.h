@@ -36,6 +36,9 @@
 #define MARKER_MSR_SLOTS 0x30CU
 #define MARKER_MSR_PERF_METRICS 0x329U
 #define MARKER_GP_MAX 8U
+/* AMD Zen 4 / Zen 5: PerfCtr i at 0xC0010201 + 2i, RDPMC index i. */
+#define MARKER_MSR_AMD_PERF_CTR0 0xC0010201U
+#define MARKER_AMD_GP_MAX 6U
 #define MARKER_FIXED_MAX 4U
 
 /* What the runner publishes for the program, per CPU number: the runner resets SLOTS and

@@ -38,6 +38,9 @@ int marker_rdpmc_index(uint32_t msr, uint32_t *ret_index) {
                 *ret_index = RDPMC_FIXED_FLAG | (msr - MARKER_MSR_FIXED_CTR0);
         else if (msr == MARKER_MSR_PERF_METRICS)
                 *ret_index = RDPMC_METRICS_FLAG;
+        else if (msr >= MARKER_MSR_AMD_PERF_CTR0 && msr < MARKER_MSR_AMD_PERF_CTR0 + 2 * MARKER_AMD_GP_MAX &&
+                 (msr - MARKER_MSR_AMD_PERF_CTR0) % 2 == 0)
+                *ret_index = (msr - MARKER_MSR_AMD_PERF_CTR0) / 2;
         else
                 return -EINVAL;
         return 0;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "measure-program.h"
 
@@ -23,11 +24,36 @@ static uint64_t evtsel_value(const pmugate_measure *m, unsigned set, unsigned co
         return d->config | EVTSEL_EN | (d->usr ? EVTSEL_USR : 0) | (d->os ? EVTSEL_OS : 0);
 }
 
+static bool any_sibling_measured(const pmugate_measure *m) {
+        for (size_t i = 0; m->n_siblings && i < m->n_cpus; i++)
+                if (m->n_siblings[i] > 1)
+                        return true;
+        return false;
+}
+
+void measure_set_layout(pmugate_measure *m) {
+        if (m->info && strcmp(m->info->vendor, "AuthenticAMD") == 0) {
+                m->reg_evtsel0 = MSR_AMD_PERF_CTL0;
+                m->reg_pmc0 = MSR_AMD_PERF_CTR0;
+                m->reg_stride = AMD_PAIR_STRIDE;
+                m->reg_global_ctrl = MSR_AMD_GLOBAL_CTL;
+                m->has_fixed_ctrl = false;
+                return;
+        }
+        m->reg_evtsel0 = MSR_PERFEVTSEL0;
+        m->reg_pmc0 = MSR_PMC0;
+        m->reg_stride = 1;
+        m->reg_global_ctrl = MSR_GLOBAL_CTRL;
+        m->has_fixed_ctrl = true;
+}
+
 int measure_plan_registers(pmugate_measure *m) {
         const Schedule *s = m->schedule;
         bool usr = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_USER);
         bool os = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_KERNEL);
         size_t n = 0;
+        uint32_t tsc;
+        bool pci;
 
         m->owned_global = (uint64_t) s->gp_used | (uint64_t) s->fixed_used << GLOBAL_FIXED_SHIFT;
         if (s->perf_metrics)
@@ -46,14 +72,14 @@ int measure_plan_registers(pmugate_measure *m) {
                 m->fixed_ctrl_mask |= FIXED_CTRL_FIELD << (FIXED_CTRL_FIELD_BITS * f);
         }
 
-        m->sweep_regs = calloc(GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 1, sizeof(uint32_t));
+        m->sweep_regs = calloc(GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 2, sizeof(uint32_t));
         if (!m->sweep_regs)
                 return -ENOMEM;
         for (unsigned c = 0; c < GP_COUNTERS_MAX; c++) {
                 m->gp_slot[c] = -1;
                 if (mask_bit(s->gp_used, c)) {
                         m->gp_slot[c] = (int) n;
-                        m->sweep_regs[n++] = MSR_PMC0 + c;
+                        m->sweep_regs[n++] = measure_pmc(m, c);
                 }
         }
         for (unsigned f = 0; f < FIXED_COUNTERS_MAX; f++) {
@@ -68,14 +94,36 @@ int measure_plan_registers(pmugate_measure *m) {
                 m->metrics_slot = (int) n;
                 m->sweep_regs[n++] = MSR_PERF_METRICS;
         }
+        /* Each CPU's wall-clock window, for aligning a sibling's counts in core sums: REF_TSC
+         * stops while the CPU is halted, so it cannot compare the windows of SMT siblings with
+         * unequal load. Read only where a formula sums a core's threads and a sibling is
+         * measured, so that other measurements keep their operations (and CPUs per batch). */
+        m->read_tsc = m->has_fixed_ctrl && m->uses_core_sums && any_sibling_measured(m) &&
+                      pmugate_info_register_by_name(m->info, "IA32_TIME_STAMP_COUNTER", &pci, &tsc) >= 0 &&
+                      !pci && tsc == MSR_TSC;
+        /* Without fixed counters (AMD) the time each event set counted is the TSC's advance
+         * between the batches, read in the same batch as the counters: the client's clock
+         * would add the latency of every round trip. Only sets taking turns need it. */
+        m->tsc_slot = -1;
+        if (!m->has_fixed_ctrl && s->timebase_fixed < 0 && s->n_sets > 1) {
+                m->tsc_slot = (int) n;
+                m->sweep_regs[n++] = MSR_TSC;
+        }
         m->n_sweep_regs = n;
         return 0;
 }
 
-static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value) {
+/* GLOBAL_CTRL of each CPU, with (tsc) its TSC read right after: the same one operation from
+ * the edge of the CPU's counting window when the counters stop and when they start, whatever
+ * the position of the CPU in the batch, so that the readings time the window itself. */
+static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value,
+                      bool tsc) {
         for (size_t i = first; i < first + n; i++) {
-                int r = pmugate_batch_write_msr_bits(b, m->cpus[i], MSR_GLOBAL_CTRL, value, m->owned_global);
+                int r = pmugate_batch_write_msr_bits(b, m->cpus[i], m->reg_global_ctrl, value,
+                                                     m->owned_global);
 
+                if (r >= 0 && tsc && m->read_tsc)
+                        r = pmugate_batch_read_msr(b, m->cpus[i], MSR_TSC);
                 if (r < 0)
                         return r;
         }
@@ -116,16 +164,16 @@ static int add_cpu_ops(pmugate_batch *b, const pmugate_measure *m, size_t i, Bat
                 if (!mask_bit(m->schedule->gp_used, c))
                         continue;
                 if (kind == BATCH_START)
-                        r = pmugate_batch_write_msr(b, cpu, MSR_PERFEVTSEL0 + c, evtsel_value(m, 0, c));
+                        r = pmugate_batch_write_msr(b, cpu, measure_evtsel(m, c), evtsel_value(m, 0, c));
                 else if (kind == BATCH_STOP)
-                        r = pmugate_batch_write_msr(b, cpu, MSR_PERFEVTSEL0 + c, st->saved_evtsel[c]);
+                        r = pmugate_batch_write_msr(b, cpu, measure_evtsel(m, c), st->saved_evtsel[c]);
                 else if (rotate_from >= 0) {
                         unsigned next = ((unsigned) rotate_from + 1) % m->schedule->n_sets;
 
-                        r = pmugate_batch_write_msr(b, cpu, MSR_PERFEVTSEL0 + c, evtsel_value(m, next, c));
+                        r = pmugate_batch_write_msr(b, cpu, measure_evtsel(m, c), evtsel_value(m, next, c));
                 }
                 if (r >= 0 && kind != BATCH_SAMPLE)
-                        r = pmugate_batch_write_msr(b, cpu, MSR_PMC0 + c, 0);
+                        r = pmugate_batch_write_msr(b, cpu, measure_pmc(m, c), 0);
         }
         if (r >= 0 && kind != BATCH_SAMPLE && m->fixed_ctrl_mask != 0)
                 r = pmugate_batch_write_msr_bits(b, cpu, MSR_FIXED_CTR_CTRL,
@@ -142,7 +190,7 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
 
         pmugate_batch_clear(b);
         *ret_sweep = -1;
-        r = add_global(b, m, first, n, 0);
+        r = add_global(b, m, first, n, 0, kind != BATCH_START);
         if (r < 0)
                 return r;
         if (kind != BATCH_START) {
@@ -156,15 +204,23 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
                 if (r < 0)
                         return r;
         }
+        if (kind == BATCH_START && m->tsc_slot >= 0) {
+                uint32_t tsc = MSR_TSC;
+
+                r = pmugate_batch_read_msrs(b, m->cpus + first, n, &tsc, 1);
+                if (r < 0)
+                        return r;
+                *ret_sweep = r;
+        }
         if (kind == BATCH_STOP) {
                 for (size_t i = first; i < first + n; i++) {
-                        r = pmugate_batch_write_msr_bits(b, m->cpus[i], MSR_GLOBAL_CTRL, m->state[i].saved_global_ctrl,
-                                                         m->owned_global);
+                        r = pmugate_batch_write_msr_bits(b, m->cpus[i], m->reg_global_ctrl,
+                                                         m->state[i].saved_global_ctrl, m->owned_global);
                         if (r < 0)
                                 return r;
                 }
                 return 0;
         }
-        return add_global(b, m, first, n, m->owned_global);
+        return add_global(b, m, first, n, m->owned_global, true);
 }
 

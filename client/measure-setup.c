@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "reason.h"
 #include "measure.h"
+#include "measure-program.h"
 #include "pmugate-limits.h"
 
 #define LEVELS_MAX 16U
@@ -72,8 +73,8 @@ static int measure_add_package_event(pmugate_measure *m, const char *name, const
         return 0;
 }
 
-static int add_event(pmugate_measure *m, const char *name, const char *condition, char *reterr_reason,
-                     size_t reason_size) {
+static int add_event(pmugate_measure *m, const char *name, const char *condition, bool pinned,
+                     char *reterr_reason, size_t reason_size) {
         MeasureEvent *e;
         bool usr = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_USER);
         bool os = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_KERNEL);
@@ -81,9 +82,6 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         bool holds = true;
         int r;
 
-        for (size_t i = 0; i < m->n_events; i++)
-                if (strcmp(m->events[i].desc.name, name) == 0)
-                        return reason_fail(reterr_reason, reason_size, -EINVAL, "event %s is listed twice", name);
         if (package_event_lookup(name, NULL))
                 return measure_add_package_event(m, name, condition, reterr_reason, reason_size);
         if (m->n_events >= SCHEDULE_EVENTS_MAX)
@@ -93,6 +91,15 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         r = event_resolve(m->model, name, &e->desc, reterr_reason, reason_size);
         if (r < 0)
                 return r;
+        /* by the one spelling: "cycles" and "cpu_clk_unhalted.thread" are the same event */
+        for (size_t i = 0; i < m->n_events; i++)
+                if (strcmp(m->events[i].desc.name, e->desc.name) == 0)
+                        return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                           "event %s is listed twice%s%s%s",
+                                           e->desc.name, strcmp(name, e->desc.name) != 0 ? " (as " : "",
+                                           strcmp(name, e->desc.name) != 0 ? name : "",
+                                           strcmp(name, e->desc.name) != 0 ? ")" : "");
+        e->desc.pinned = pinned;
         e->desc.usr = e->desc.usr && usr;
         e->desc.os = e->desc.os && os;
         if (!e->desc.usr && !e->desc.os)
@@ -128,7 +135,7 @@ static int add_events_list(pmugate_measure *m, const char *list, char *reterr_re
         if (!buf)
                 return -ENOMEM;
         for (char *w = strtok_r(buf, ", \t", &saveptr); w; w = strtok_r(NULL, ", \t", &saveptr)) {
-                r = add_event(m, w, NULL, reterr_reason, reason_size);
+                r = add_event(m, w, NULL, false, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
         }
@@ -144,6 +151,8 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
                                            reason_size);
                 if (r < 0)
                         return r;
+                if (strstr(g->metrics[i].formula, CORE_SUM_PREFIX))
+                        m->uses_core_sums = true;
                 if (!g->metrics[i].helper)
                         n_reported++;
         }
@@ -248,7 +257,10 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                 for (size_t i = 0; i < g->n_events; i++) {
                         char reason[MEASURE_REASON_MAX];
 
-                        r = add_event(m, g->events[i].name, g->events[i].condition, reason, sizeof(reason));
+                        /* an included group's events (TopDown level 1 under level 2) stay counted
+                         * in every event set, so that the base is exact however the rest rotates */
+                        r = add_event(m, g->events[i].name, g->events[i].condition, g->events[i].included,
+                                      reason, sizeof(reason));
                         if (r < 0)
                                 return reason_fail(reterr_reason, reason_size, r, "%s: %s", g->path, reason);
                 }
@@ -369,10 +381,12 @@ int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *
                                    "the daemon reports no PMU on this machine");
         if (!event_model_known(m->info->model_key))
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                                   "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, icx, spr",
+                                   "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, "
+                                   "icx, spr, zen4, zen5",
                                    m->info->model_key[0] ? m->info->model_key : "unknown",
                                    m->info->model_label[0] ? m->info->model_label : m->info->model_name);
         (void) snprintf(m->model, sizeof(m->model), "%s", m->info->model_key);
+        measure_set_layout(m);
         m->counter_mask = (UINT64_C(1) << (m->info->counter_width > 0 && m->info->counter_width < 64 ?
                                            m->info->counter_width : COUNTER_WIDTH_DEFAULT)) - 1;
         m->cpus = calloc(n_cpus, sizeof(uint32_t));

@@ -222,7 +222,7 @@ static int plan_energy(PackageEvents *pe, const pmugate_info *info, size_t p, si
                 .package = p,
                 .event = e,
                 .target = pe->package_cpu[p],
-                .msr = pmugate_rapl_energy_msr(d),
+                .msr = pmugate_rapl_energy_msr_for(info->model_key, d),
                 .width = PMUGATE_RAPL_ENERGY_WIDTH,
         });
 }
@@ -374,7 +374,8 @@ static int read_rapl_units(PackageEvents *pe, pmugate *c, const char *model) {
                 if (!wanted)
                         continue;
                 pmugate_batch_clear(pe->batch);
-                index = pmugate_batch_read_msr(pe->batch, pe->package_cpu[p], PMUGATE_MSR_RAPL_POWER_UNIT);
+                index = pmugate_batch_read_msr(pe->batch, pe->package_cpu[p],
+                                               pmugate_rapl_power_unit_msr(model));
                 if (index < 0)
                         return index;
                 r = pmugate_batch_run(c, pe->batch);

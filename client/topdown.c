@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * TopDown recipes per CPU model, with perf's formulas (its per-model metric files,
- * tools/perf/pmu-events/arch/x86/<model>/<model>-metrics.json). The formulas are data, in
+ * tools/perf/pmu-events/arch/x86/<model>/<model>-metrics.json, and for AMD the pipeline
+ * utilization of amdzen4/amdzen5 pipeline.json). The formulas are data, in
  * client/groups/<model>/topdown-l1.conf and topdown-l2.conf; this module only decides which
  * model gets which and whether the PMU the daemon reports can run them.
  */
@@ -19,6 +20,10 @@ static const TopdownRecipe recipes[] = {
         { "clx", "generic counters, 4-wide slots per core (perf's SMT and core-wide variants)", 0, 0, 3 },
         { "icx", "SLOTS + PERF_METRICS for level 1, generic counters for its corrections and level 2", 1, 1, 4 },
         { "spr", "SLOTS + PERF_METRICS for levels 1 and 2, INT_MISC.UOP_DROPPING on a generic counter", 1, 2, 4 },
+        { "zen4", "pipeline utilization on the 6 core counters, 6 dispatch slots per cycle "
+                  "(level 2 multiplexed)", 0, 0, 0 },
+        { "zen5", "pipeline utilization on the 6 core counters, 8 dispatch slots per cycle "
+                  "(level 2 multiplexed)", 0, 0, 0 },
 };
 
 static const char *const level_groups[TOPDOWN_LEVEL_MAX + 1] = { NULL, "topdown-l1", "topdown-l2" };
@@ -39,7 +44,7 @@ int topdown_recipe(const pmugate_info *info, unsigned level, const TopdownRecipe
         if (!recipe)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
                                    "TopDown has no recipe for CPU model '%s' (%s%sfamily %u model 0x%x); "
-                                   "pmugate has recipes for skx, clx, icx and spr",
+                                   "pmugate has recipes for skx, clx, icx, spr, zen4 and zen5",
                                    info->model_key[0] ? info->model_key : "unknown",
                                    info->model_label[0] ? info->model_label : info->model_name,
                                    info->model_label[0] || info->model_name[0] ? ", " : "", info->family, info->model);

@@ -3,17 +3,25 @@
  * LIKWID devices, registers and error codes in pmugate's terms
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "error.h"
 #include "likwid-map.h"
 #include "macro.h"
+#include "pmugate/package.h"
 
 #define MSR_IA32_PEBS_ENABLE 0x3F1U
 #define MSR_UBOX_GLOBAL_STATUS 0x701U
 #define MSR_CLIENT_UNC_PERF_GLOBAL_STATUS 0xE02U
 #define MSR_IA32_PERF_GLOBAL_CTRL 0x38FU
 #define PCI_IMC_PMON_BOX_CTL 0xF4U
+/* AMD Zen 4 / Zen 5: PerfCntrGlobalCtl, and the core, L3 and data-fabric event selects (every
+ * other address from the first), whose EN bit is what LIKWID's Zen 4 support starts and stops
+ * counting with. */
+#define MSR_AMD_PERF_CNTR_GLOBAL_CTL 0xC0000301U
+#define MSR_AMD_PERF_CTL0 0xC0010200U
+#define MSR_AMD_DF_CTL_LAST 0xC001025EU
 
 /* LIKWID's Skylake-SP/Cascade Lake memory channels (perfmon_skylakeX_counters.h: device and
  * function of each channel's PCI function; two controllers of three channels per socket). */
@@ -63,6 +71,50 @@ int likwid_map_unit(const pmugate_info *info, uint32_t device, uint32_t socket, 
         return -ENODEV;
 }
 
+bool likwid_device_is_freerun(uint32_t device) {
+        return device >= LIKWID_DEV_MMIO_FREERUN_FIRST && device <= LIKWID_DEV_MMIO_FREERUN_LAST;
+}
+
+const pmugate_counter *likwid_find_counter(const pmugate_info *info, uint32_t counter) {
+        for (size_t i = 0; i < info->n_counters; i++)
+                if (info->counters[i].index == counter)
+                        return &info->counters[i];
+        return NULL;
+}
+
+int likwid_map_freerun(const pmugate_info *info, uint32_t device, uint32_t socket, uint32_t reg,
+                       uint32_t *ret_counter) {
+        char name[sizeof(info->counters[0].name)];
+
+        /* The kernel's free-running counters are the very ones LIKWID maps on Ice Lake-SP
+         * (the same controller, the same 64-byte lines); on other models LIKWID's device
+         * numbers mean nothing. */
+        if (strcmp(info->model_key, "icx") != 0 || !likwid_device_is_freerun(device) || socket > INT32_MAX)
+                return -ENODEV;
+        if (reg != LIKWID_FREERUN_READ && reg != LIKWID_FREERUN_WRITE)
+                return -EINVAL;
+        (void) snprintf(name, sizeof(name), "uncore_imc_free_running_%u/%s",
+                        (unsigned) (device - LIKWID_DEV_MMIO_FREERUN_FIRST),
+                        reg == LIKWID_FREERUN_READ ? "read" : "write");
+        for (size_t i = 0; i < info->n_counters; i++) {
+                const pmugate_counter *c = &info->counters[i];
+
+                if (c->package == (int32_t) socket && strcmp(c->name, name) == 0 && c->error[0] == '\0' &&
+                    pmugate_counter_bytes(c) > 0) {
+                        *ret_counter = c->index;
+                        return 0;
+                }
+        }
+        return -ENODEV;
+}
+
+bool likwid_freerun_present(const pmugate_info *info, uint32_t device, uint32_t socket) {
+        uint32_t counter;
+
+        return likwid_map_freerun(info, device, socket, LIKWID_FREERUN_READ, &counter) >= 0 &&
+               likwid_map_freerun(info, device, socket, LIKWID_FREERUN_WRITE, &counter) >= 0;
+}
+
 const pmugate_register *likwid_find_msr(const pmugate_info *info, uint32_t reg) {
         for (size_t i = 0; i < info->n_registers; i++) {
                 const pmugate_register *r = &info->registers[i];
@@ -95,9 +147,10 @@ const pmugate_register *likwid_find_pci(const pmugate_info *info, uint32_t unit,
 int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const char *scope, uint32_t *cpus,
                       size_t max) {
         bool core = strcmp(scope, "core") == 0, package = strcmp(scope, "package") == 0;
+        bool ccx = strcmp(scope, "ccx") == 0;
         size_t n = 0;
 
-        if (!core && !package) {
+        if (!core && !package && !ccx) {
                 if (max < 1)
                         return -E2BIG;
                 cpus[0] = target->cpu;
@@ -107,6 +160,10 @@ int likwid_lease_cpus(const pmugate_info *info, const pmugate_cpu *target, const
                 const pmugate_cpu *c = &info->cpus[i];
 
                 if (!c->online || c->package != target->package || (core && c->core != target->core))
+                        continue;
+                /* AMD's L3 counters: the CPUs on the target's L3; one whose L3 is unknown may
+                 * share it, as the daemon counts it */
+                if (ccx && c->ccx != target->ccx && c->ccx >= 0 && target->ccx >= 0)
                         continue;
                 if (n >= max)
                         return -E2BIG;
@@ -130,6 +187,10 @@ bool likwid_model_has_ubox(const pmugate_info *info) {
         return strcmp(info->model_key, "skx") == 0 || strcmp(info->model_key, "clx") == 0;
 }
 
+bool likwid_model_answers_ubox_freeze(const pmugate_info *info) {
+        return likwid_model_has_ubox(info) || strcmp(info->model_key, "icx") == 0;
+}
+
 bool likwid_read_is_placeholder(const pmugate_info *info, uint32_t reg) {
         return likwid_model_has_ubox(info) && reg == MSR_CLIENT_UNC_PERF_GLOBAL_STATUS;
 }
@@ -140,7 +201,11 @@ bool likwid_register_is_readonly_counter(const pmugate_register *entry) {
 }
 
 bool likwid_write_is_gate(bool pci, uint32_t reg) {
-        return pci ? reg == PCI_IMC_PMON_BOX_CTL : reg == MSR_IA32_PERF_GLOBAL_CTRL;
+        if (pci)
+                return reg == PCI_IMC_PMON_BOX_CTL;
+        return reg == MSR_IA32_PERF_GLOBAL_CTRL || reg == MSR_AMD_PERF_CNTR_GLOBAL_CTL ||
+               (reg >= MSR_AMD_PERF_CTL0 && reg <= MSR_AMD_DF_CTL_LAST &&
+                (reg - MSR_AMD_PERF_CTL0) % 2 == 0);
 }
 
 LikwidError likwid_error_from_refusal(int code) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,19 +25,36 @@
  * (tma-formulas.md). Skylake-SP and Cascade Lake share model 0x55 and differ by stepping (perf's
  * mapfile: 0-4 SKX, 5-F CLX). */
 #define CPU_MODEL(key, name, model, step_min, step_max, version, gp, gp_smt_off, fixed, metrics, width, mhz) \
-        { key, name, "GenuineIntel", 6, model, step_min, step_max, version, gp, gp_smt_off, fixed, 48, metrics, width, mhz }
+        { key, name, "GenuineIntel", 6, model, model, step_min, step_max, version, gp, gp_smt_off, fixed, \
+          48, metrics, width, mhz, false, 0, 0, 0 }
+/* AMD Zen 4 (family 0x19) and Zen 5 (family 0x1A), as perf's mapfile picks amdzen4 and amdzen5:
+ * every family 0x19 model but Zen 3's (0x00-0x0F, 0x20-0x5F), every family 0x1A model. Six core
+ * counters of 48 bits, none fixed, PerfMonV2 (reported as version 2); 6 L3 counters per CCX;
+ * data-fabric and memory-controller counters as CPUID leaf 0x80000022 reports them on Genoa
+ * and Turin (16 and 48) when the leaf cannot be read. Dispatch is 6 slots wide on Zen 4 and 8
+ * on Zen 5 (amd-topdown.md). */
+#define AMD_MODEL(key, name, family, first, last, width, mhz) \
+        { key, name, "AuthenticAMD", family, first, last, 0x0, 0xf, 2, 6, 6, 0, 48, 0, width, mhz, true, \
+          6, 16, 48 }
 static const CpuModel cpu_models[] = {
         CPU_MODEL("skx", "Skylake-SP", 0x55, 0x0, 0x4, 4, 4, 8, 3, 0, 4, 2100),
         CPU_MODEL("clx", "Cascade Lake", 0x55, 0x5, 0xf, 4, 4, 8, 3, 0, 4, 2300),
         CPU_MODEL("icx", "Ice Lake-SP", 0x6a, 0x0, 0xf, 5, 8, 8, 4, 1, 5, 2000),
         CPU_MODEL("icx", "Ice Lake-SP (D)", 0x6c, 0x0, 0xf, 5, 8, 8, 4, 1, 5, 2000),
         CPU_MODEL("spr", "Sapphire Rapids", 0x8f, 0x0, 0xf, 5, 8, 8, 4, 2, 6, 2000),
+        AMD_MODEL("zen4", "Zen 4 (Genoa)", 0x19, 0x10, 0x1f, 6, 2400),
+        AMD_MODEL("zen4", "Zen 4", 0x19, 0x60, 0x9f, 6, 2400),
+        AMD_MODEL("zen4", "Zen 4 (Bergamo)", 0x19, 0xa0, 0xaf, 6, 2400),
+        AMD_MODEL("zen4", "Zen 4", 0x19, 0xb0, 0xff, 6, 2400),
+        AMD_MODEL("zen5", "Zen 5 (Turin)", 0x1a, 0x00, 0x1f, 8, 2500),
+        AMD_MODEL("zen5", "Zen 5", 0x1a, 0x20, 0xff, 8, 2500),
 };
 
 static const char *const scope_names[_REG_SCOPE_MAX] = {
         [REG_SCOPE_THREAD] = "thread",
         [REG_SCOPE_CORE] = "core",
         [REG_SCOPE_PACKAGE] = "package",
+        [REG_SCOPE_CCX] = "ccx",
 };
 
 const char *reg_scope_to_string(RegScope s) {
@@ -48,15 +66,42 @@ const char *reg_scope_to_string(RegScope s) {
 unsigned machine_gp_counters(const Machine *m) {
         if (!m->cpu_model)
                 return 0;
+        /* AMD's six counters are per thread whether SMT is on or off; CPUID may report fewer
+         * (a hypervisor's virtual PMU), never more than the model's allowlist names. */
+        if (cpu_model_is_amd(m->cpu_model))
+                return m->core_counters < m->cpu_model->gp_counters ? m->core_counters :
+                                                                      m->cpu_model->gp_counters;
         return m->smt ? m->cpu_model->gp_counters : m->cpu_model->gp_counters_smt_off;
+}
+
+void machine_default_pmu_caps(Machine *m) {
+        const CpuModel *c = m->cpu_model;
+
+        m->cpuid_read = false;
+        m->perfmon_v2 = c && c->perfmon_v2;
+        m->core_counters = c ? c->gp_counters : 0;
+        m->l3_counters = c ? c->l3_counters : 0;
+        m->df_counters = c ? c->df_counters : 0;
+        m->umc_counters = c ? c->umc_counters : 0;
+}
+
+void machine_set_amd_pmu_caps(Machine *m, uint32_t eax, uint32_t ebx) {
+        machine_default_pmu_caps(m);
+        m->cpuid_read = true;
+        m->perfmon_v2 = eax & 1;
+        if (!m->perfmon_v2)
+                return;
+        m->core_counters = ebx & 0xf;
+        m->df_counters = (ebx >> 10) & 0x3f;
+        m->umc_counters = (ebx >> 16) & 0x3f;
 }
 
 const CpuModel *cpu_model_find(const char *vendor, unsigned family, unsigned model, unsigned stepping) {
         for (size_t i = 0; i < ELEMENTSOF(cpu_models); i++) {
                 const CpuModel *c = &cpu_models[i];
 
-                if (strcmp(c->vendor, vendor) == 0 && c->family == family && c->model == model &&
-                    stepping >= c->stepping_min && stepping <= c->stepping_max)
+                if (strcmp(c->vendor, vendor) == 0 && c->family == family && model >= c->model &&
+                    model <= c->model_last && stepping >= c->stepping_min && stepping <= c->stepping_max)
                         return c;
         }
         return NULL;
@@ -86,6 +131,9 @@ Machine *machine_free(Machine *m) {
         return NULL;
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Machine *, machine_free);
+
+/* AMD's extended performance monitoring leaf (pmu-registers.md §3.2). */
+#define AMD_CPUID_PMU_LEAF 0x80000022U
 
 /* The longest CPU list file read: every other CPU of PMUGATE_CPUS_MAX, as "0,2,4,...". */
 #define CPU_LIST_TEXT_MAX (64U * 1024U)
@@ -204,7 +252,8 @@ static int discover_cpus(const char *root, Machine *m) {
         if (!m->cpus)
                 return -ENOMEM;
         for (size_t i = 0; i < n_present; i++)
-                m->cpus[present[i]] = (MachineCpu) { .present = true, .package = -1, .die = -1, .core = -1 };
+                m->cpus[present[i]] = (MachineCpu) { .present = true, .package = -1, .die = -1, .core = -1,
+                                                     .ccx = -1 };
         for (size_t i = 0; i < n_online; i++)
                 if (online[i] < m->n_cpus && m->cpus[online[i]].present)
                         m->cpus[online[i]].online = true;
@@ -228,6 +277,16 @@ static int discover_cpus(const char *root, Machine *m) {
                 c->core = (int32_t) v;
                 (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/die_id", cpu);
                 c->die = read_int(root, path, &v) >= 0 ? (int32_t) v : 0;
+                /* The L3 the CPU uses: on AMD its core complex. Unknown (-1) unless the cache
+                 * says it is level 3 and gives a sane id. */
+                (void) snprintf(path, sizeof(path),
+                                "sys/devices/system/cpu/cpu%" PRIu32 "/cache/index3/level", cpu);
+                if (read_int(root, path, &v) >= 0 && v == 3) {
+                        (void) snprintf(path, sizeof(path),
+                                        "sys/devices/system/cpu/cpu%" PRIu32 "/cache/index3/id", cpu);
+                        if (read_int(root, path, &v) >= 0 && v >= 0 && v <= INT32_MAX)
+                                c->ccx = (int32_t) v;
+                }
 
                 (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/thread_siblings_list", cpu);
                 if (read_text(root, path, buf, sizeof(buf)) >= 0 &&
@@ -386,6 +445,7 @@ typedef struct ScopeKey {
         uint32_t cpu;
         int32_t package;
         int32_t core;
+        int32_t ccx;
 } ScopeKey;
 
 static int scope_key(const Machine *m, RegScope scope, uint32_t target, bool pci, ScopeKey *ret) {
@@ -404,7 +464,13 @@ static int scope_key(const Machine *m, RegScope scope, uint32_t target, bool pci
                 return -ENXIO;
         if ((unsigned) scope >= _REG_SCOPE_MAX)
                 return -EINVAL;
-        *ret = (ScopeKey) { .scope = scope, .cpu = target, .package = c->package, .core = c->core };
+        /* A CPU whose L3 is unknown shares its CCX registers with its whole package as far as
+         * leases and scope go: more CPUs than the truth, never fewer. */
+        if (scope == REG_SCOPE_CCX && c->ccx < 0)
+                scope = REG_SCOPE_PACKAGE;
+        *ret = (ScopeKey) {
+                .scope = scope, .cpu = target, .package = c->package, .core = c->core, .ccx = c->ccx,
+        };
         return 0;
 }
 
@@ -420,6 +486,9 @@ static bool scope_key_has(const Machine *m, const ScopeKey *k, uint32_t cpu) {
                 return c->package == k->package && c->core == k->core;
         case REG_SCOPE_PACKAGE:
                 return c->package == k->package;
+        case REG_SCOPE_CCX:
+                /* Every CPU of the package whose CCX is unknown too: it may share this L3. */
+                return c->package == k->package && (c->ccx == k->ccx || c->ccx < 0);
         default:
                 return false;
         }
@@ -493,6 +562,36 @@ void machine_update_summary(Machine *m) {
         m->n_packages = (uint32_t) (max_package + 1);
 }
 
+/* CPUID leaf 0x80000022 of the first online CPU through the kernel's cpuid driver: a 16-byte
+ * read at the leaf's offset gives EAX, EBX, ECX, EDX. Without the driver the model's defaults
+ * stay, which the allowlist bounds anyway. */
+static void discover_amd_pmu_caps(const char *root, Machine *m) {
+        _cleanup_close_ int fd = -EBADF;
+        uint32_t regs[4], cpu;
+        char path[4096];
+        ssize_t n;
+
+        if (machine_first_online_cpu(m, &cpu) < 0)
+                return;
+        (void) snprintf(path, sizeof(path), "%s/dev/cpu/%" PRIu32 "/cpuid", root, cpu);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                log_notice("Cannot open %s (%m): PMU capabilities are the %s defaults", path,
+                           m->cpu_model->name);
+                return;
+        }
+        n = pread(fd, regs, sizeof(regs), AMD_CPUID_PMU_LEAF);
+        if (n != (ssize_t) sizeof(regs)) {
+                log_notice("Cannot read CPUID leaf 0x%x from %s: PMU capabilities are the %s defaults",
+                           AMD_CPUID_PMU_LEAF, path, m->cpu_model->name);
+                return;
+        }
+        machine_set_amd_pmu_caps(m, regs[0], regs[1]);
+        log_info("CPUID 0x%x: PerfMonV2 %s, %u core, %u data-fabric, %u memory-controller counters",
+                 AMD_CPUID_PMU_LEAF, m->perfmon_v2 ? "yes" : "no", m->core_counters, m->df_counters,
+                 m->umc_counters);
+}
+
 int machine_discover(const char *root, Machine **ret) {
         _cleanup_(machine_freep) Machine *m = NULL;
         int64_t v;
@@ -510,6 +609,9 @@ int machine_discover(const char *root, Machine **ret) {
         r = discover_cpus(root, m);
         if (r < 0)
                 return r;
+        machine_default_pmu_caps(m);
+        if (cpu_model_is_amd(m->cpu_model))
+                discover_amd_pmu_caps(root, m);
         if (read_int(root, "proc/sys/kernel/nmi_watchdog", &v) >= 0)
                 m->nmi_watchdog = v != 0;
         machine_update_summary(m);

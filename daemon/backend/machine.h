@@ -13,11 +13,13 @@
 #include "cpuset.h"
 
 /* Which CPUs share a register: each logical CPU has its own, or the threads of a core share
- * one, or every CPU of a package. */
+ * one, or every CPU of a package, or (AMD's L3 counters) every CPU of a core complex, the CPUs
+ * that share one L3 cache. */
 typedef enum RegScope {
         REG_SCOPE_THREAD,
         REG_SCOPE_CORE,
         REG_SCOPE_PACKAGE,
+        REG_SCOPE_CCX,
         _REG_SCOPE_MAX,
 } RegScope;
 
@@ -25,11 +27,12 @@ const char *reg_scope_to_string(RegScope s);
 
 /* What pmugate knows about a CPU model's core PMU. */
 typedef struct CpuModel {
-        const char *key;         /* "skx", "clx", "icx", "spr": allowlist files name these */
+        const char *key;         /* "skx", "clx", "icx", "spr", "zen4", "zen5": allowlist files name these */
         const char *name;        /* "Skylake-SP" */
-        const char *vendor;      /* "GenuineIntel" */
+        const char *vendor;      /* "GenuineIntel", "AuthenticAMD" */
         unsigned family;
         unsigned model;
+        unsigned model_last;     /* the last model of a range starting at model */
         unsigned stepping_min, stepping_max;
         unsigned pmu_version;    /* architectural perfmon version (CPUID.0AH:EAX[7:0]) */
         unsigned gp_counters;    /* per logical CPU with SMT on */
@@ -39,7 +42,18 @@ typedef struct CpuModel {
         unsigned perf_metrics;   /* 0 none, 1 PERF_METRICS L1 bytes, 2 L1 and L2 bytes */
         unsigned slots_width;    /* TopDown pipeline width (slots per cycle) */
         unsigned nominal_mhz;    /* a typical base frequency, used by the simulator */
+        /* AMD: PerfMonV2 (global control and status registers), and the counters of the L3
+         * (per CCX), the data fabric and the memory controllers (per package) when CPUID leaf
+         * 0x80000022 cannot be read. */
+        bool perfmon_v2;
+        unsigned l3_counters;
+        unsigned df_counters;
+        unsigned umc_counters;
 } CpuModel;
+
+static inline bool cpu_model_is_amd(const CpuModel *c) {
+        return c && c->vendor[0] == 'A';
+}
 
 const CpuModel *cpu_model_find(const char *vendor, unsigned family, unsigned model, unsigned stepping);
 const CpuModel *cpu_model_by_key(const char *key);
@@ -51,6 +65,7 @@ typedef struct MachineCpu {
         int32_t die;
         int32_t core;   /* core_id as the kernel reports it (unique within a package) */
         uint32_t thread; /* position of this CPU among its core's thread siblings */
+        int32_t ccx;    /* id of the L3 cache the CPU uses (its core complex on AMD); -1 unknown */
 } MachineCpu;
 
 typedef struct MachineUnit {
@@ -99,6 +114,15 @@ typedef struct Machine {
         uint32_t n_counters;
 
         bool nmi_watchdog;          /* /proc/sys/kernel/nmi_watchdog says 1 */
+
+        /* AMD PMU capabilities: CPUID leaf 0x80000022 read through dev/cpu/N/cpuid when
+         * cpuid_read, otherwise the model's defaults. */
+        bool cpuid_read;
+        bool perfmon_v2;
+        unsigned core_counters;
+        unsigned df_counters;
+        unsigned umc_counters;
+        unsigned l3_counters;
 } Machine;
 
 Machine *machine_new(void);
@@ -118,6 +142,14 @@ typedef bool (*MachineUnitFilter)(uint16_t vendor, uint16_t device, const void *
  * CPUs' physical_package_id. A node whose online CPUs span several packages or none, a
  * numa_node of -1, or a missing file leave the package unknown (-1). */
 int machine_discover_units(Machine *m, const char *root, MachineUnitFilter wanted, const void *userdata);
+
+/* Decodes CPUID leaf 0x80000022 (EAX, EBX) into m's AMD PMU capabilities: PerfMonV2 in EAX[0],
+ * core counters in EBX[3:0], data-fabric counters in EBX[15:10], memory-controller counters
+ * in EBX[21:16]. Without PerfMonV2 the leaf says nothing and the model's defaults stay. */
+void machine_set_amd_pmu_caps(Machine *m, uint32_t eax, uint32_t ebx);
+
+/* Sets the AMD capabilities to cpu_model's defaults. */
+void machine_default_pmu_caps(Machine *m);
 
 /* Lists the kernel's uncore memory controller PMUs under root's sys/bus/event_source/devices
  * and opens their read and write traffic events with perf_event_open on a CPU of each package
@@ -139,7 +171,8 @@ static inline const MachineCpu *machine_cpu(const Machine *m, uint32_t cpu) {
 }
 
 /* The CPUs a register is shared by: the online CPUs of the thread (the CPU itself), of its
- * core, or of its package; for a PCI unit (pci true, target a unit index) the online CPUs of
+ * core, of its CCX (where the CCX is unknown: of its package, which holds it), or of its
+ * package; for a PCI unit (pci true, target a unit index) the online CPUs of
  * the unit's package, whatever scope says. Every "all CPUs of" check and every journal anchor
  * is decided from this one set, and it is never empty on success: returns 0, -ENXIO when the
  * CPU or unit does not exist or the CPU is offline, -ENOENT when the unit's package is

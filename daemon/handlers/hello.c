@@ -42,8 +42,10 @@ static int pack_pmu(msgpack_packer *pk, Server *s) {
         TRY(pack_string(pk, "pmu"));
         if (!model)
                 return msgpack_pack_nil(pk) < 0 ? -ENOMEM : 0;
-        have_caps = backend_msr_read(s->backend, first_online_cpu(s->machine), PERF_CAPABILITIES_MSR, &caps) == 0;
-        TRY(msgpack_pack_map(pk, 7));
+        have_caps = !cpu_model_is_amd(model) &&
+                    backend_msr_read(s->backend, first_online_cpu(s->machine), PERF_CAPABILITIES_MSR,
+                                     &caps) == 0;
+        TRY(msgpack_pack_map(pk, cpu_model_is_amd(model) ? 12 : 7));
         TRY(pack_key_uint(pk, "version", model->pmu_version));
         TRY(pack_key_uint(pk, "gp_counters", machine_gp_counters(s->machine)));
         TRY(pack_key_uint(pk, "fixed_counters", model->fixed_counters));
@@ -52,6 +54,16 @@ static int pack_pmu(msgpack_packer *pk, Server *s) {
         TRY(pack_key_uint(pk, "slots_width", model->slots_width));
         TRY(pack_string(pk, "perf_capabilities"));
         TRY(have_caps ? msgpack_pack_uint64(pk, caps) : msgpack_pack_nil(pk));
+        if (cpu_model_is_amd(model)) {
+                /* CPUID leaf 0x80000022 as discovery read it (or the model's defaults) */
+                TRY(pack_string(pk, "perfmon_v2"));
+                TRY(s->machine->perfmon_v2 ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
+                TRY(pack_key_uint(pk, "l3_counters", s->machine->l3_counters));
+                TRY(pack_key_uint(pk, "df_counters", s->machine->df_counters));
+                TRY(pack_key_uint(pk, "umc_counters", s->machine->umc_counters));
+                TRY(pack_string(pk, "cpuid"));
+                TRY(s->machine->cpuid_read ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
+        }
         return 0;
 }
 
@@ -67,14 +79,16 @@ static int pack_cpus(msgpack_packer *pk, const Machine *m) {
 
                 if (!c->present)
                         continue;
-                /* [cpu, package, die, core, thread, online]; topology is -1 for offline CPUs */
-                TRY(msgpack_pack_array(pk, 6));
+                /* [cpu, package, die, core, thread, online, ccx]; topology is -1 for offline
+                 * CPUs, ccx (the L3 the CPU uses) -1 when unknown */
+                TRY(msgpack_pack_array(pk, 7));
                 TRY(msgpack_pack_uint32(pk, cpu));
                 TRY(msgpack_pack_int32(pk, c->package));
                 TRY(msgpack_pack_int32(pk, c->die));
                 TRY(msgpack_pack_int32(pk, c->core));
                 TRY(msgpack_pack_uint32(pk, c->thread));
                 TRY(c->online ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
+                TRY(msgpack_pack_int32(pk, c->ccx));
         }
         return 0;
 }

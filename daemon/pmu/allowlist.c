@@ -150,7 +150,7 @@ static int parse_scope(Parser *p, const char *s, uint8_t *ret) {
                         *ret = (uint8_t) i;
                         return 0;
                 }
-        return parser_error(p, p->line, "unknown scope '%.64s' (expected thread, core or package)", s);
+        return parser_error(p, p->line, "unknown scope '%.64s' (expected thread, core, ccx or package)", s);
 }
 
 /* Scope, class and name: the three trailing fields both entry kinds share. */

@@ -148,7 +148,8 @@ static int check_scope(const BatchContext *ctx, const RegOp *op, const AllowEntr
                 return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
                               "op %zu: CPU %" PRIu32 " is not one of job %s's CPUs", i, op->target, job);
         }
-        if (!write && (pci || e->scope == REG_SCOPE_PACKAGE) && ctx->package_read_shared)
+        if (!write && (pci || e->scope == REG_SCOPE_PACKAGE || e->scope == REG_SCOPE_CCX) &&
+            ctx->package_read_shared)
                 return 0;
         /* "Every CPU of" is never true of no CPU at all. */
         if (shared->r < 0 && pci)
@@ -164,6 +165,10 @@ static int check_scope(const BatchContext *ctx, const RegOp *op, const AllowEntr
                 return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
                               "op %zu: %s is shared by the threads of CPU %" PRIu32 "'s core, and job %s "
                               "does not hold them all", i, e->name, op->target, job);
+        if (!pci && e->scope == REG_SCOPE_CCX)
+                return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
+                              "op %zu: %s counts for every CPU of CPU %" PRIu32 "'s CCX (its L3), and job "
+                              "%s does not hold them all", i, e->name, op->target, job);
         return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
                       "op %zu: %s counts for all of package %d, and job %s does not hold every CPU of it", i,
                       e->name, package_of(ctx, op), job);
@@ -203,6 +208,11 @@ static int check_lease(const BatchContext *ctx, const RegOp *op, const AllowEntr
                                       "op %zu: writing unit %" PRIu32 " needs leases on every CPU of "
                                       "package %d (CPU %" PRIu32 " is not leased)", i, op->target,
                                       package_of(ctx, op), c);
+                if (e->scope == REG_SCOPE_CCX)
+                        return refuse(ret, PROTO_E_NO_LEASE, i,
+                                      "op %zu: %s is shared by every CPU of CPU %" PRIu32 "'s CCX (its "
+                                      "L3); writing it needs leases on all of them (CPU %" PRIu32 " is not "
+                                      "leased)", i, e->name, op->target, c);
                 if (e->scope == REG_SCOPE_CORE)
                         return refuse(ret, PROTO_E_NO_LEASE, i,
                                       "op %zu: %s is shared by the threads of CPU %" PRIu32 "'s core; "
@@ -328,7 +338,7 @@ static int journal_counter(const BatchContext *ctx, uint32_t cpu, uint32_t reg) 
  * outlive the lease either. They go into the journal before the control register, so the
  * newest-first restore stops counting before it clears them. Counters another PMU user holds
  * are left alone. */
-static int journal_counters_started_by(const BatchContext *ctx, const RegOp *op) {
+static int journal_counters_started_by(const BatchContext *ctx, const RegOp *op, uint32_t anchor) {
         const Pmu *p = ctx->pmu;
         const CpuModel *model = ctx->machine->cpu_model;
         uint32_t cpu = op->target, gp = machine_gp_counters(ctx->machine), fixed = model ? model->fixed_counters : 0;
@@ -336,6 +346,16 @@ static int journal_counters_started_by(const BatchContext *ctx, const RegOp *op)
         bool all_gp = false, all_fixed = false;
         int r = 0;
 
+        if (p->amd) {
+                uint32_t counters[AMD_CORE_COUNTERS_MAX];
+                size_t n = pmu_counters_started_by(p, cpu, op->reg, counters, ELEMENTSOF(counters));
+
+                /* An L3 or data-fabric counter is shared like its event select: journaled under
+                 * the same anchor. */
+                for (size_t i = 0; i < n && r == 0; i++)
+                        r = journal_counter(ctx, anchor, counters[i]);
+                return r;
+        }
         if (op->reg >= MSR_IA32_PERFEVTSEL0 && op->reg < MSR_IA32_PERFEVTSEL0 + gp) {
                 uint32_t i = op->reg - MSR_IA32_PERFEVTSEL0;
 
@@ -415,7 +435,8 @@ static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, c
                         return r;
         }
         if (journal) {
-                r = reg_op_is_pci(op) ? journal_unit_counters(ctx, anchor, op->target) : journal_counters_started_by(ctx, op);
+                r = reg_op_is_pci(op) ? journal_unit_counters(ctx, anchor, op->target) :
+                                        journal_counters_started_by(ctx, op, anchor);
                 if (r < 0)
                         return r;
                 r = leases_journal_add(ctx->leases, anchor, &journaled, e, old);

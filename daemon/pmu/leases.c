@@ -70,8 +70,8 @@ static unsigned restore_entries(Backend *b, const LeaseEntry *entries, size_t n)
 }
 
 /* Whether entry, journaled under the lease of anchor, is a register cpu shares with anchor
- * at the given scope: a core register of their core, or a package register or a unit of
- * their package. */
+ * at the given scope: a core register of their core, a CCX register of their CCX, or a package
+ * register or a unit of their package. */
 static bool entry_shared_with(const Leases *l, const LeaseEntry *e, RegScope scope, uint32_t cpu) {
         const Machine *m = l->machine;
 
@@ -81,20 +81,12 @@ static bool entry_shared_with(const Leases *l, const LeaseEntry *e, RegScope sco
         return e->scope == scope;
 }
 
-/* The lease on cpu ends while its holder may keep the anchor of cpu's core or package: the
- * registers of that core or package which the anchor's journal keeps go back now, newest
+/* The registers of that scope which anchor's journal keeps and cpu shares go back now, newest
  * first, and leave the journal, since their holder no longer holds every CPU sharing them. */
-static void restore_shared(Leases *l, uint32_t cpu, RegScope scope) {
-        uint32_t anchor;
-        Lease *lease;
+static void restore_journal_shared(Leases *l, uint32_t anchor, uint32_t cpu, RegScope scope) {
+        Lease *lease = &l->cpus[anchor];
         size_t kept = 0;
 
-        if (machine_scope_anchor(l->machine, scope, cpu, false, &anchor) < 0 || anchor == cpu ||
-            anchor >= l->n_cpus)
-                return;
-        lease = &l->cpus[anchor];
-        if (!lease->owner)
-                return;
         for (size_t i = lease->n_journal; i-- > 0;)
                 if (entry_shared_with(l, &lease->journal[i], scope, cpu))
                         (void) restore_entry(l->backend, &lease->journal[i]);
@@ -104,6 +96,41 @@ static void restore_shared(Leases *l, uint32_t cpu, RegScope scope) {
                 if (!entry_shared_with(l, &lease->journal[i], scope, cpu))
                         lease->journal[kept++] = lease->journal[i];
         lease->n_journal = kept;
+}
+
+/* The lease on cpu ends while its holder may keep the anchor of cpu's core or package: the
+ * registers of that core or package which the anchor's journal keeps go back now. */
+static void restore_shared(Leases *l, uint32_t cpu, RegScope scope) {
+        uint32_t anchor;
+
+        if (machine_scope_anchor(l->machine, scope, cpu, false, &anchor) < 0 || anchor == cpu ||
+            anchor >= l->n_cpus || !l->cpus[anchor].owner)
+                return;
+        restore_journal_shared(l, anchor, cpu, scope);
+}
+
+static bool journal_has_scope(const Lease *lease, RegScope scope) {
+        for (size_t i = 0; i < lease->n_journal; i++)
+                if (!lease->journal[i].pci && lease->journal[i].scope == scope)
+                        return true;
+        return false;
+}
+
+/* CCX registers the same way, except that cpu's own CCX anchor is not the only one: a CPU whose
+ * L3 the kernel does not report belongs to every CCX of its package (and its registers to the
+ * whole package), so every anchor whose CCX set holds cpu gives its registers back. */
+static void restore_shared_ccx(Leases *l, uint32_t cpu) {
+        for (uint32_t anchor = 0; anchor < l->n_cpus; anchor++) {
+                CpuSet set;
+
+                if (anchor == cpu || !l->cpus[anchor].owner ||
+                    !journal_has_scope(&l->cpus[anchor], REG_SCOPE_CCX))
+                        continue;
+                if (machine_scope_cpus(l->machine, REG_SCOPE_CCX, anchor, false, &set) < 0 ||
+                    !cpuset_has(&set, cpu))
+                        continue;
+                restore_journal_shared(l, anchor, cpu, REG_SCOPE_CCX);
+        }
 }
 
 static void lease_end(Leases *l, uint32_t cpu) {
@@ -123,6 +150,7 @@ static void lease_end(Leases *l, uint32_t cpu) {
         free(lease->journal);
         *lease = (Lease) {};
         restore_shared(l, cpu, REG_SCOPE_CORE);
+        restore_shared_ccx(l, cpu);
         restore_shared(l, cpu, REG_SCOPE_PACKAGE);
         if (l->ended)
                 l->ended(owner, cpu, l->ended_userdata);

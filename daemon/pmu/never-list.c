@@ -118,9 +118,29 @@ static const NeverEntry never_list[] = {
         { 0xC0000101, 0xC0000101, "IA32_GS_BASE" },
         { 0xC0000102, 0xC0000102, "IA32_KERNEL_GS_BASE" },
         { 0xC0000103, 0xC0000103, "IA32_TSC_AUX" },
+        { 0xC0000104, 0xC0000104, "AMD_TSC_RATIO" },
+        /* LBR v2 filter and the debug extension that freezes it (Zen 4). */
+        { 0xC000010E, 0xC000010E, "AMD_LBR_SELECT" },
+        { 0xC000010F, 0xC000010F, "AMD_DBG_EXTN_CFG" },
+        /* PerfMonV2 PerfCntrGlobalStatusSet: sets overflow bits, i.e. fakes interrupts for
+         * counters the kernel's perf may own. Read like the status it mirrors. */
+        { 0xC0000303, 0xC0000303, "AMD_PERF_CNTR_GLOBAL_STATUS_SET", NEVER_WRITE },
+        { 0xC0000410, 0xC0000410, "AMD_MCA_INTR_CFG" },
+        /* Scalable MCA banks. */
+        { 0xC0002000, 0xC0002FFF, "AMD_SMCA_MCi" },
         { 0xC0010010, 0xC0010010, "AMD_SYSCFG" },
         { 0xC0010015, 0xC0010015, "AMD_HWCR" },
+        /* I/O range registers, top of memory and TOM2: the physical memory map. */
+        { 0xC0010016, 0xC001001A, "AMD_IORR/TOP_MEM" },
+        { 0xC001001D, 0xC001001D, "AMD_TOP_MEM2" },
+        { 0xC001001F, 0xC001001F, "AMD_NB_CFG" },
         { 0xC0010020, 0xC0010020, "AMD_PATCH_LOADER" },
+        { 0xC0010058, 0xC0010058, "AMD_MMIO_CONF_BASE" },
+        /* P-state limit, control and status; the P-state definitions set voltage and
+         * frequency. Readable: they describe the machine. */
+        { 0xC0010061, 0xC001006B, "AMD_PSTATE", NEVER_WRITE },
+        { 0xC0010073, 0xC0010073, "AMD_CSTATE_BASE_ADDR" },
+        { 0xC0010074, 0xC0010074, "AMD_CPU_WATCHDOG" },
         { 0xC0010111, 0xC0010111, "AMD_SMM_BASE" },
         /* The TSeg: base and mask of SMRAM. */
         { 0xC0010112, 0xC0010112, "AMD_SMM_ADDR" },
@@ -131,10 +151,32 @@ static const NeverEntry never_list[] = {
         { 0xC0010117, 0xC0010117, "AMD_VM_HSAVE_PA" },
         { 0xC0010118, 0xC0010118, "AMD_SVM_KEY" },
         { 0xC001011F, 0xC001011F, "AMD_VIRT_SPEC_CTRL" },
+        /* SEV-ES GHCB, SEV status, the SNP reverse map table. */
+        { 0xC0010130, 0xC0010130, "AMD_SEV_ES_GHCB" },
+        { 0xC0010131, 0xC0010131, "AMD_SEV_STATUS" },
+        { 0xC0010132, 0xC0010133, "AMD_RMP_BASE/END" },
+        { 0xC0010140, 0xC0010141, "AMD_OSVW" },
+        /* CPPC: capabilities are read, enable and request set frequency policy. */
+        { 0xC00102B0, 0xC00102B0, "AMD_CPPC_CAP1", NEVER_WRITE },
+        { 0xC00102B1, 0xC00102B1, "AMD_CPPC_ENABLE" },
+        { 0xC00102B2, 0xC00102B2, "AMD_CPPC_CAP2", NEVER_WRITE },
+        { 0xC00102B3, 0xC00102B3, "AMD_CPPC_REQ" },
+        { 0xC00102B4, 0xC00102B4, "AMD_CPPC_STATUS", NEVER_WRITE },
+        /* PPIN control can lock the inventory number off until reset. */
+        { 0xC00102F0, 0xC00102F0, "AMD_PPIN_CTL", NEVER_WRITE },
+        /* Branch sampling and LBR v2 records: kernel addresses. */
+        { 0xC0010300, 0xC001031F, "AMD_SAMP_BR_FROM/TO" },
+        /* CPUID feature overrides. */
+        { 0xC0011004, 0xC0011005, "AMD_CPUID_FEATURES" },
         { 0xC0011020, 0xC0011020, "AMD_LS_CFG" },
         { 0xC0011021, 0xC0011021, "AMD_IC_CFG" },
         { 0xC0011022, 0xC0011022, "AMD_DC_CFG" },
+        { 0xC0011023, 0xC0011023, "AMD_TW_CFG" },
         { 0xC0011029, 0xC0011029, "AMD_DE_CFG" },
+        { 0xC001102A, 0xC001102A, "AMD_BU_CFG2" },
+        { 0xC001102E, 0xC001102E, "AMD_BP_CFG" },
+        /* Instruction-based sampling: physical and linear addresses of every sampled op. */
+        { 0xC0011030, 0xC001103C, "AMD_IBS" },
 };
 
 const char *never_list_lookup(uint32_t msr, bool write) {

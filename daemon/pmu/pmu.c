@@ -20,7 +20,7 @@ int pmu_new(Backend *b, const Machine *m, const Allowlist *a, Pmu **ret) {
 
         if (!p)
                 return -ENOMEM;
-        *p = (Pmu) { .backend = b, .machine = m, .allowlist = a };
+        *p = (Pmu) { .backend = b, .machine = m, .allowlist = a, .amd = cpu_model_is_amd(m->cpu_model) };
         p->foreign_fixed = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_fixed));
         p->foreign_gp = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_gp));
         if (!p->foreign_fixed || !p->foreign_gp) {
@@ -48,6 +48,31 @@ static unsigned fixed_counters(const Pmu *p) {
         return p->machine->cpu_model ? p->machine->cpu_model->fixed_counters : 0;
 }
 
+static uint32_t amd_perf_ctl(unsigned i) {
+        return MSR_AMD_PERF_CTL0 + 2 * i;
+}
+
+/* AMD has no fixed counters: the kernel's perf and its NMI watchdog take PerfCtr pairs, with
+ * the event select's EN bit set. The watchdog's PMI handler may catch its counter with EN
+ * clear, so with the sysctl on and no enabled cycles counter found, the counter the kernel
+ * gives the first pinned event, PMC0, counts as taken. */
+static uint32_t amd_detect(Pmu *p, uint32_t cpu) {
+        uint32_t gp = 0;
+        bool watchdog_seen = false;
+        uint64_t evtsel;
+
+        for (unsigned i = 0; i < gp_counters(p) && i < AMD_CORE_COUNTERS_MAX; i++)
+                if (backend_msr_read(p->backend, cpu, amd_perf_ctl(i), &evtsel) == 0 &&
+                    (evtsel & EVTSEL_ENABLE)) {
+                        gp |= 1U << i;
+                        if ((evtsel & 0xFF) == AMD_EVENT_CYCLES && ((evtsel >> 32) & 0xF) == 0)
+                                watchdog_seen = true;
+                }
+        if (p->machine->nmi_watchdog && !watchdog_seen && gp_counters(p) > 0)
+                gp |= 1U;
+        return gp;
+}
+
 void pmu_detect(Pmu *p, uint32_t cpu) {
         uint64_t fixed_ctrl = 0, evtsel;
         uint8_t fixed = 0;
@@ -55,6 +80,14 @@ void pmu_detect(Pmu *p, uint32_t cpu) {
 
         if (cpu >= p->machine->n_cpus || !p->machine->cpus[cpu].online)
                 return;
+        if (p->amd) {
+                gp = amd_detect(p, cpu);
+                if (gp != p->foreign_gp[cpu])
+                        log_info("CPU %" PRIu32 ": core counters held by another PMU user: 0x%x", cpu, gp);
+                p->foreign_gp[cpu] = gp;
+                p->foreign_fixed[cpu] = 0;
+                return;
+        }
         if (backend_msr_read(p->backend, cpu, MSR_IA32_FIXED_CTR_CTRL, &fixed_ctrl) == 0)
                 for (unsigned i = 0; i < fixed_counters(p); i++)
                         if ((fixed_ctrl >> (FIXED_FIELD_BITS * i)) & FIXED_FIELD_ENABLE)
@@ -114,6 +147,66 @@ static uint64_t global_bits(uint8_t fixed, uint32_t gp) {
         return bits;
 }
 
+/* The index of AMD core counter pair reg belongs to (PerfEvtSel or PerfCtr), or -1. */
+static int amd_core_index(const Pmu *p, uint32_t reg) {
+        if (reg < MSR_AMD_PERF_CTL0 || reg >= MSR_AMD_PERF_CTL0 + 2 * AMD_CORE_COUNTERS_MAX)
+                return -1;
+        if ((reg - MSR_AMD_PERF_CTL0) / 2 >= gp_counters(p))
+                return -1;
+        return (int) ((reg - MSR_AMD_PERF_CTL0) / 2);
+}
+
+static int amd_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value,
+                              bool action, char *reason, size_t reason_size) {
+        uint32_t gp = p->foreign_gp[cpu];
+        uint64_t touched = 0;
+        int i = amd_core_index(p, reg);
+
+        if (i >= 0 && (gp >> i) & 1) {
+                (void) snprintf(reason, reason_size,
+                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is core counter %d, held by another "
+                                "PMU user (%s); pick another counter", reg, cpu, i,
+                                p->machine->nmi_watchdog ? "the kernel's NMI watchdog or perf" :
+                                                           "the kernel's perf");
+                return PROTO_E_BUSY;
+        }
+        if (reg == MSR_AMD_GLOBAL_CTL)
+                touched = mask & gp;
+        else if (reg == MSR_AMD_GLOBAL_STATUS_CLR)
+                touched = (action ? value & mask : mask) & gp;
+        if (touched == 0)
+                return 0;
+        (void) snprintf(reason, reason_size,
+                        "bits 0x%" PRIx64 " of MSR 0x%" PRIx32 " on CPU %" PRIu32 " belong to counters held "
+                        "by another PMU user; write only your own bits (masked write)", touched, reg, cpu);
+        return PROTO_E_BUSY;
+}
+
+size_t pmu_counters_started_by(const Pmu *p, uint32_t cpu, uint32_t reg, uint32_t *ret, size_t n) {
+        uint32_t gp = cpu < p->machine->n_cpus ? p->foreign_gp[cpu] : 0;
+        size_t k = 0;
+
+        if (!p->amd)
+                return 0;
+        if (reg == MSR_AMD_GLOBAL_CTL) {
+                for (unsigned i = 0; i < gp_counters(p) && k < n; i++)
+                        if (!((gp >> i) & 1))
+                                ret[k++] = amd_perf_ctl(i) + 1;
+                return k;
+        }
+        if (n == 0 || (reg & 1))
+                return 0;
+        /* An event select starts the counter beside it, whichever block it is in. */
+        if (amd_core_index(p, reg) >= 0) {
+                if ((gp >> amd_core_index(p, reg)) & 1)
+                        return 0;
+                ret[k++] = reg + 1;
+        } else if ((reg >= MSR_AMD_L3_CTL0 && reg < MSR_AMD_L3_CTL0 + 2 * AMD_L3_COUNTERS_MAX) ||
+                   (reg >= MSR_AMD_DF_CTL0 && reg < MSR_AMD_DF_CTL0 + 2 * AMD_DF_COUNTERS_MAX))
+                ret[k++] = reg + 1;
+        return k;
+}
+
 int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value, bool action,
                        char *reason, size_t reason_size) {
         uint8_t fixed;
@@ -123,6 +216,9 @@ int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, 
 
         if (cpu >= p->machine->n_cpus)
                 return 0;
+        if (p->amd)
+                return p->foreign_gp[cpu] == 0 ? 0 :
+                       amd_write_conflict(p, cpu, reg, mask, value, action, reason, reason_size);
         fixed = p->foreign_fixed[cpu];
         gp = p->foreign_gp[cpu];
         if (fixed == 0 && gp == 0)
@@ -165,11 +261,41 @@ static int write_if_present(Pmu *p, uint32_t cpu, uint32_t reg, uint64_t value) 
         return backend_msr_write(p->backend, cpu, reg, value);
 }
 
+/* PerfMonV2: stop through the global control first, keeping foreign bits, then clear every
+ * pair that is not foreign and its overflow bit. */
+static int amd_reset_cpu(Pmu *p, uint32_t cpu) {
+        uint32_t gp = p->foreign_gp[cpu];
+        uint64_t own = ((UINT64_C(1) << gp_counters(p)) - 1) & ~(uint64_t) gp, v;
+        int r, first = 0;
+
+        if (backend_msr_read(p->backend, cpu, MSR_AMD_GLOBAL_CTL, &v) == 0) {
+                r = write_if_present(p, cpu, MSR_AMD_GLOBAL_CTL, v & gp);
+                first = r < 0 ? r : 0;
+        }
+        for (unsigned i = 0; i < gp_counters(p); i++) {
+                if ((gp >> i) & 1)
+                        continue;
+                r = write_if_present(p, cpu, amd_perf_ctl(i), 0);
+                if (r < 0 && first == 0)
+                        first = r;
+                r = write_if_present(p, cpu, amd_perf_ctl(i) + 1, 0);
+                if (r < 0 && first == 0)
+                        first = r;
+        }
+        r = write_if_present(p, cpu, MSR_AMD_GLOBAL_STATUS_CLR, own);
+        if (r < 0 && first == 0)
+                first = r;
+        return first;
+}
+
 int pmu_reset_cpu(Pmu *p, uint32_t cpu) {
         uint8_t fixed = p->foreign_fixed[cpu];
         uint32_t gp = p->foreign_gp[cpu];
         uint64_t keep_global = global_bits(fixed, gp), keep_fixed = fixed_fields(fixed), v;
         int r, first = 0;
+
+        if (p->amd)
+                return amd_reset_cpu(p, cpu);
 
 #define STEP(expr)                              \
         do {                                    \

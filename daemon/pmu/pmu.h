@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * What the daemon knows of the Intel core PMU's layout: which counters another PMU user (the
- * kernel's NMI watchdog, perf) holds on each CPU, which writes would touch them, and how to put
- * a CPU's PMU back to a clean state. It knows registers, not events.
+ * What the daemon knows of the core PMU's layout (Intel's architectural perfmon, AMD's PerfCtr
+ * pairs with PerfMonV2): which counters another PMU user (the kernel's NMI watchdog, perf)
+ * holds on each CPU, which writes would touch them, which counters a control register starts,
+ * and how to put a CPU's PMU back to a clean state. It knows registers, not events.
  */
 #pragma once
 
@@ -25,6 +26,19 @@
 #define MSR_IA32_PERF_GLOBAL_STATUS_RESET 0x390U
 #define MSR_IA32_PERF_GLOBAL_STATUS_SET 0x391U
 
+/* AMD (pmu-registers.md §3): PerfEvtSel i at 0xC0010200 + 2i with its PerfCtr at + 1; L3 and
+ * data-fabric pairs the same way; PerfMonV2 global registers. */
+#define MSR_AMD_PERF_CTL0 0xC0010200U
+#define MSR_AMD_L3_CTL0 0xC0010230U
+#define MSR_AMD_DF_CTL0 0xC0010240U
+#define MSR_AMD_GLOBAL_STATUS 0xC0000300U
+#define MSR_AMD_GLOBAL_CTL 0xC0000301U
+#define MSR_AMD_GLOBAL_STATUS_CLR 0xC0000302U
+#define AMD_CORE_COUNTERS_MAX 16U
+#define AMD_L3_COUNTERS_MAX 6U
+#define AMD_DF_COUNTERS_MAX 64U
+#define AMD_EVENT_CYCLES 0x76U          /* ls_not_halted_cyc: the NMI watchdog's event */
+
 #define EVTSEL_ENABLE (UINT64_C(1) << 22)
 #define GLOBAL_CTRL_PERF_METRICS (UINT64_C(1) << 48)
 #define FIXED_SLOTS_INDEX 3U
@@ -36,6 +50,7 @@ typedef struct Pmu {
         uint8_t *foreign_fixed;  /* per CPU: bit i = FIXED_CTRi held by another PMU user; with SLOTS (3)
                                   * goes PERF_METRICS, and bit 48 of the global registers */
         uint32_t *foreign_gp;    /* per CPU: bit i = PMCi held by another PMU user */
+        bool amd;
 } Pmu;
 
 int pmu_new(Backend *b, const Machine *m, const Allowlist *a, Pmu **ret);
@@ -53,6 +68,11 @@ uint64_t pmu_foreign_gp_union(const Pmu *p);
  * of reg on cpu would touch a foreign counter. */
 int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value, bool action,
                        char *reason, size_t reason_size);
+
+/* The counter MSRs a write of control register reg can start: an event select's counter, or
+ * for a global control register every counter (foreign ones left out). Returns how many were
+ * put into ret (up to n). */
+size_t pmu_counters_started_by(const Pmu *p, uint32_t cpu, uint32_t reg, uint32_t *ret, size_t n);
 
 /* Stops and zeroes every counter of cpu that is not foreign. Returns 0 or the first error. */
 int pmu_reset_cpu(Pmu *p, uint32_t cpu);

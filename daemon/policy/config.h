@@ -68,7 +68,7 @@ typedef struct Config {
 #define CONFIG_DEFAULT_ADMIN_GROUPS "pmugate-admin"
 #define CONFIG_DEFAULT_USER_GROUPS "pmugate-users"
 #define CONFIG_DEFAULT_READ_CLASSES "all"
-#define CONFIG_DEFAULT_WRITE_CLASSES "core-pmu offcore uncore-imc"
+#define CONFIG_DEFAULT_WRITE_CLASSES "core-pmu offcore uncore-imc uncore-l3 uncore-df"
 
 void config_init_defaults(Config *c);
 

@@ -54,10 +54,20 @@ typedef enum pmugate_rapl_domain {
 /* The energy status MSR of a domain, or 0 for an unknown domain. */
 uint32_t pmugate_rapl_energy_msr(pmugate_rapl_domain d);
 
+/* AMD Zen 4 and Zen 5 (pmu-registers.md §3.4): RAPL_PWR_UNIT, with the energy unit in the same
+ * bits 12:8, and the package energy counter, 32 bits. */
+#define PMUGATE_MSR_AMD_RAPL_PWR_UNIT 0xC0010299U
+#define PMUGATE_MSR_AMD_PKG_ENERGY_STAT 0xC001029BU
+
+/* The same for a CPU model ("zen4", "zen5": AMD's registers; any other model: Intel's). */
+uint32_t pmugate_rapl_energy_msr_for(const char *model_key, pmugate_rapl_domain d);
+uint32_t pmugate_rapl_power_unit_msr(const char *model_key);
+
 /* "PACKAGE", "DRAM", "PP0", "PLATFORM". */
 const char *pmugate_rapl_domain_name(pmugate_rapl_domain d);
 
-/* Joules per count of a domain on a CPU model ("skx", "clx", "icx", "spr"), from the value of
+/* Joules per count of a domain on a CPU model ("skx", "clx", "icx", "spr", "zen4", "zen5"; AMD
+ * has the package domain only), from the value of
  * MSR_RAPL_POWER_UNIT: 2^-ESU J, except the server parts' fixed DRAM unit (2^-16 J on
  * Skylake-SP, Cascade Lake and Ice Lake-SP) and the platform domain's 1 J on Sapphire Rapids.
  * -EOPNOTSUPP when the model has no such domain (PP0 on Sapphire Rapids, PLATFORM before it)

@@ -48,6 +48,7 @@ typedef struct pmugate_cpu {
         int32_t core;
         uint32_t thread;
         bool online;
+        int32_t ccx;            /* the L3 cache the CPU uses (AMD: its core complex); -1 unknown */
 } pmugate_cpu;
 
 typedef struct pmugate_unit {
@@ -63,7 +64,7 @@ typedef struct pmugate_register {
         uint32_t first, last;
         uint8_t width;
         uint64_t write_mask;   /* 0: read-only */
-        char scope[16];        /* "thread", "core", "package" */
+        char scope[16];        /* "thread", "core", "ccx", "package" */
         char cls[16];          /* "core-pmu", "rapl", "uncore-imc", ... */
         char name[40];         /* base name; ranges append the index */
         uint16_t pci_vendor, pci_device;
@@ -93,7 +94,7 @@ typedef struct pmugate_info {
         char vendor[16];
         uint32_t family, model, stepping;
         char model_name[128];
-        char model_key[16];     /* "skx", "clx", "icx", "spr"; empty when unknown */
+        char model_key[16];     /* "skx", "clx", "icx", "spr", "zen4", "zen5"; empty when unknown */
         char model_label[64];   /* "Sapphire Rapids" */
 
         bool has_pmu;
@@ -130,6 +131,11 @@ typedef struct pmugate_info {
         char scope_reason[400];
 
         uint32_t max_request_size, max_ops_per_batch;
+
+        /* AMD: PerfMonV2, and the L3 (per CCX), data-fabric and memory-controller counters
+         * CPUID leaf 0x80000022 reports (cpuid_read false: the model's defaults). */
+        bool perfmon_v2, cpuid_read;
+        uint32_t l3_counters, df_counters, umc_counters;
 } pmugate_info;
 
 int pmugate_hello(pmugate *c, pmugate_info **ret);

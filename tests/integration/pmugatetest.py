@@ -35,7 +35,15 @@ MODELS = {
     "clx": (6, 0x55, 7, "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz"),
     "icx": (6, 0x6A, 6, "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz"),
     "spr": (6, 0x8F, 8, "Intel(R) Xeon(R) Platinum 8480+"),
+    "zen3": (0x19, 0x01, 1, "AMD EPYC 7763 64-Core Processor"),
+    "zen4": (0x19, 0x11, 1, "AMD EPYC 9654 96-Core Processor"),
+    "zen4c": (0x19, 0xA0, 2, "AMD EPYC 9754 128-Core Processor"),
+    "zen5": (0x1A, 0x02, 1, "AMD EPYC 9755 128-Core Processor"),
 }
+# CPUID 0x80000022 (EAX, EBX) of Genoa and Turin: PerfMonV2, 6 core, 16 data-fabric and 48
+# memory-controller counters.
+AMD_CPUID_PMU = (0x1, 6 | 16 << 10 | 48 << 16)
+AMD_CPUID_PMU_LEAF = 0x80000022
 
 SKX_IMC = [  # (dev.fn, device id)
     ("0a.2", 0x2042), ("0a.6", 0x2046), ("0b.2", 0x204A),
@@ -53,7 +61,12 @@ class FakeMachine:
     dev/cpu/N/msr files read at the register offset, and PCI config files."""
 
     def __init__(self, root, model="spr", sockets=2, cores=4, smt=True, imc=None, offline=(),
-                 nmi_watchdog=False, vendor="GenuineIntel", imc_buses=None, imc_domain=0, numa=True):
+                 nmi_watchdog=False, vendor=None, imc_buses=None, imc_domain=0, numa=True,
+                 cores_per_ccx=None, cpuid=AMD_CPUID_PMU):
+        """AMD models (zen*) get an L3 per cores_per_ccx cores (cache/index3) when it is given,
+        and dev/cpu/N/cpuid files answering leaf 0x80000022 with cpuid (None: no such files)."""
+        if vendor is None:
+            vendor = "AuthenticAMD" if model.startswith("zen") else "GenuineIntel"
         self.root = root
         self.model = model
         self.sockets = sockets
@@ -84,6 +97,16 @@ class FakeMachine:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.truncate(MSR_FILE_SIZE)
+            if cores_per_ccx:
+                cache = "sys/devices/system/cpu/cpu%d/cache/index3/" % cpu
+                per_pkg = (cores + cores_per_ccx - 1) // cores_per_ccx
+                self._write(cache + "level", "3\n")
+                self._write(cache + "id", "%d\n" % (pkg * per_pkg + core // cores_per_ccx))
+            if vendor == "AuthenticAMD" and cpuid is not None:
+                with open(self.path("dev/cpu/%d/cpuid" % cpu), "wb") as f:
+                    f.truncate(MSR_FILE_SIZE)
+                    f.seek(AMD_CPUID_PMU_LEAF)
+                    f.write(struct.pack("<IIII", cpuid[0], cpuid[1], 0, 0))
         # One NUMA node per socket, as the kernel lists it: the node's CPUs, offline ones too.
         for s in range(sockets):
             node_cpus = [c for c in range(self.ncpus) if self.topology(c)[0] == s]
@@ -464,3 +487,14 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.05)
+
+
+def fractions(doc):
+    """A measurement's JSON doc with the values of metrics whose unit is "%" (written as
+    percentages) divided by 100, for checks against profiles' fractions."""
+    percent = {m["name"] for m in doc.get("metrics", []) if m["unit"] == "%"}
+    for v in [doc.get("aggregate", {})] + doc.get("per_cpu", []) + doc.get("per_package", []):
+        for name in percent & set(v.get("metrics", {})):
+            if v["metrics"][name] is not None:
+                v["metrics"][name] /= 100
+    return doc

@@ -183,7 +183,8 @@ def test_hardening_lines(tap):
     tap.eq(setting(service, "Service", "User"), None, "no User=: the daemon must start as root to open its devices")
 
     tap.eq(setting(service, "Service", "DevicePolicy"), "closed", "DevicePolicy=closed")
-    tap.eq(s.get("DeviceAllow"), ["char-cpu/msr rw"], "DeviceAllow= opens the msr devices and nothing else")
+    tap.eq(s.get("DeviceAllow"), ["char-cpu/msr rw", "char-cpu/cpuid r"],
+           "DeviceAllow= opens the msr devices, the cpuid devices read-only, and nothing else")
     tap.ok("PrivateDevices" not in s, "no PrivateDevices= (it hides /dev/cpu/N/msr)")
     tap.eq((setting(service, "Service", "ProtectKernelTunables"), s.get("ReadWritePaths")), ("yes", ["/sys/devices"]),
            "ProtectKernelTunables=yes, with only /sys/devices (the PCI config files) writable again")

@@ -62,6 +62,14 @@ static void test_rdpmc_index(void **state) {
         assert_int_equal(marker_rdpmc_index(0x38F, &index), -EINVAL);
         assert_int_equal(marker_rdpmc_index(0xC9, &index), -EINVAL);
         assert_int_equal(marker_rdpmc_index(0x30D, &index), -EINVAL);
+        /* AMD: PerfCtr i is RDPMC index i; its event select and a seventh pair are not */
+        assert_int_equal(marker_rdpmc_index(0xC0010201, &index), 0);
+        assert_int_equal(index, 0);
+        assert_int_equal(marker_rdpmc_index(0xC001020B, &index), 0);
+        assert_int_equal(index, 5);
+        assert_int_equal(marker_rdpmc_index(0xC0010200, &index), -EINVAL);
+        assert_int_equal(marker_rdpmc_index(0xC001020D, &index), -EINVAL);
+        assert_int_equal(marker_rdpmc_index(0xC0000301, &index), -EINVAL);
 }
 
 static void test_rdpmc_decide(void **state) {

@@ -81,6 +81,43 @@ static void test_table_matches_libpfm(void **state) {
         }
 }
 
+/* The AMD table uses perf's names, libpfm4 its own: the Zen 4 events libpfm4 4.13 knows are
+ * compared through this map. */
+static void test_zen4_matches_libpfm(void **state) {
+        static const struct {
+                const char *table, *libpfm;
+        } names[] = {
+                { "ls_not_halted_cyc", "CYCLES_NOT_IN_HALT" },
+                { "ex_ret_instr", "RETIRED_INSTRUCTIONS" },
+                { "ex_ret_ops", "RETIRED_OPS" },
+                { "ex_ret_brn", "RETIRED_BRANCH_INSTRUCTIONS" },
+                { "ex_ret_brn_misp", "RETIRED_BRANCH_INSTRUCTIONS_MISPREDICTED" },
+                { "ex_ret_brn_tkn", "RETIRED_TAKEN_BRANCH_INSTRUCTIONS" },
+                { "fp_ret_sse_avx_ops.all", "RETIRED_SSE_AVX_FLOPS:ANY" },
+        };
+
+        (void) state;
+        assert_int_equal(setenv("LIBPFM_FORCE_PMU", "amd64_fam19h_zen4", 1), 0);
+        assert_int_equal(pfm_initialize(), PFM_SUCCESS);
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                const EventTableEntry *e = event_table_lookup("zen4", names[i].table);
+                uint64_t codes[4] = {};
+                pfm_pmu_encode_arg_t arg = { .codes = codes, .count = 4, .size = sizeof(arg) };
+                char spec[128];
+
+                assert_non_null(e);
+                assert_ptr_equal(event_table_lookup("zen5", names[i].table), e);
+                (void) snprintf(spec, sizeof(spec), "amd64_fam19h_zen4::%s", names[i].libpfm);
+                assert_int_equal(pfm_get_os_event_encoding(spec, PFM_PLM0 | PFM_PLM3, PFM_OS_NONE, &arg),
+                                 PFM_SUCCESS);
+                if ((codes[0] & EVENT_CONFIG_MASK_AMD) != e->config)
+                        fail_msg("zen4 %s: table 0x%llx, libpfm4 %s 0x%llx", names[i].table,
+                                 (unsigned long long) e->config, names[i].libpfm,
+                                 (unsigned long long) (codes[0] & EVENT_CONFIG_MASK_AMD));
+        }
+        pfm_terminate();
+}
+
 static void test_lookup(void **state) {
         const EventTableEntry *e;
 
@@ -97,6 +134,16 @@ static void test_lookup(void **state) {
         assert_null(event_table_lookup("skx", "topdown-retiring"));
         assert_null(event_table_lookup("icx", "topdown-heavy-ops"));
         assert_null(event_table_lookup("zen4", "INST_RETIRED.ANY"));
+        /* AMD: event[11:8] in bits 35:32, the per-model events on their model only */
+        assert_int_equal(event_table_lookup("zen4", "de_no_dispatch_per_slot.no_ops_from_frontend")->config,
+                         0x1000001a0ULL);
+        assert_int_equal(event_table_lookup("zen5", "ex_ret_ucode_ops")->config, 0x1000000c2ULL);
+        assert_int_equal(event_table_lookup("zen4", "ex_no_retire.load_not_complete")->config, 0xa2d6);
+        assert_int_equal(event_table_lookup("zen4", "resyncs_or_nc_redirects")->config, 0x96);
+        assert_null(event_table_lookup("zen5", "resyncs_or_nc_redirects"));
+        assert_int_equal(event_table_lookup("zen5", "bp_redirects.resync")->config, 0x19f);
+        assert_null(event_table_lookup("zen4", "bp_redirects.resync"));
+        assert_null(event_table_lookup("spr", "ex_ret_ops"));
         e = event_table_lookup("spr", "TOPDOWN.BR_MISPREDICT_SLOTS");
         assert_non_null(e);
         assert_int_equal(e->gp_mask, 0x01);
@@ -106,6 +153,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lookup),
                 cmocka_unit_test(test_table_matches_libpfm),
+                cmocka_unit_test(test_zen4_matches_libpfm),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,8 +69,18 @@ static void test_rapl_units(void **state) {
                          -EOPNOTSUPP);
         assert_int_equal(pmugate_rapl_joules_per_count("clx", PMUGATE_RAPL_PLATFORM, SKX_POWER_UNIT, &j),
                          -EOPNOTSUPP);
-        assert_int_equal(pmugate_rapl_joules_per_count("zen4", PMUGATE_RAPL_PACKAGE, SKX_POWER_UNIT, &j),
+        assert_int_equal(pmugate_rapl_joules_per_count("zen3", PMUGATE_RAPL_PACKAGE, SKX_POWER_UNIT, &j),
                          -EOPNOTSUPP);
+        /* AMD: the package domain only, in 2^-ESU J, through AMD's registers */
+        assert_int_equal(pmugate_rapl_joules_per_count("zen4", PMUGATE_RAPL_PACKAGE, SKX_POWER_UNIT, &j), 0);
+        assert_true(j == ldexp(1.0, -14));
+        assert_int_equal(pmugate_rapl_joules_per_count("zen5", PMUGATE_RAPL_DRAM, SKX_POWER_UNIT, &j),
+                         -EOPNOTSUPP);
+        assert_int_equal(pmugate_rapl_energy_msr_for("zen4", PMUGATE_RAPL_PACKAGE), 0xC001029B);
+        assert_int_equal(pmugate_rapl_energy_msr_for("zen5", PMUGATE_RAPL_PP0), 0);
+        assert_int_equal(pmugate_rapl_energy_msr_for("spr", PMUGATE_RAPL_PACKAGE), 0x611);
+        assert_int_equal(pmugate_rapl_power_unit_msr("zen5"), 0xC0010299);
+        assert_int_equal(pmugate_rapl_power_unit_msr("icx"), 0x606);
         assert_int_equal(pmugate_rapl_joules_per_count("skx", _PMUGATE_RAPL_DOMAIN_MAX, 0, &j), -EINVAL);
         assert_int_equal(pmugate_rapl_energy_msr(PMUGATE_RAPL_PACKAGE), 0x611);
         assert_int_equal(pmugate_rapl_energy_msr(PMUGATE_RAPL_PLATFORM), 0x64D);

@@ -40,6 +40,15 @@ static void test_recipes(void **state) {
         info = machine("spr", "Sapphire Rapids", 2, 4);
         assert_int_equal(topdown_recipe(&info, 2, &recipe, &group, NULL, 0), 0);
         assert_string_equal(group, "topdown-l2");
+        /* AMD: generic counters only, no PERF_METRICS and no fixed counters needed */
+        info = machine("zen4", "Zen 4 (Genoa)", 0, 0);
+        assert_int_equal(topdown_recipe(&info, 1, &recipe, &group, NULL, 0), 0);
+        assert_string_equal(group, "topdown-l1");
+        assert_non_null(strstr(recipe->method, "6 dispatch slots"));
+        info = machine("zen5", "Zen 5 (Turin)", 0, 0);
+        assert_int_equal(topdown_recipe(&info, 2, &recipe, &group, NULL, 0), 0);
+        assert_string_equal(group, "topdown-l2");
+        assert_non_null(strstr(recipe->method, "8 dispatch slots"));
 }
 
 static void test_refusals(void **state) {
@@ -49,10 +58,10 @@ static void test_refusals(void **state) {
 
         (void) state;
         /* a model without a recipe: the reason names it */
-        info = machine("zen4", "AMD Zen 4", 0, 0);
+        info = machine("zen3", "AMD Zen 3", 0, 0);
         assert_int_equal(topdown_recipe(&info, 1, NULL, &group, reason, sizeof(reason)), -EOPNOTSUPP);
-        assert_non_null(strstr(reason, "'zen4'"));
-        assert_non_null(strstr(reason, "AMD Zen 4"));
+        assert_non_null(strstr(reason, "'zen3'"));
+        assert_non_null(strstr(reason, "AMD Zen 3"));
         info = machine("", "", 0, 0);
         info.model = 0x99;
         assert_int_equal(topdown_recipe(&info, 1, NULL, &group, reason, sizeof(reason)), -EOPNOTSUPP);

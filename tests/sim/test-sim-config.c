@@ -31,7 +31,7 @@ static const BadConfig bad_configs[] = {
         { "spr", "[machine]\nsockets = 0\n", ":2:", "from 1 to 8" },
         { "spr", "[machine]\nsockets = 2 # no\n", ":2:", "expected an integer" },
         { "spr", "[machine]\nsmt = maybe\n", ":2:", "expected yes or no" },
-        { "spr", "[machine]\nmodel = zen4\n", ":2:", "expected skx, clx, icx or spr" },
+        { "spr", "[machine]\nmodel = zen3\n", ":2:", "expected skx, clx, icx, spr, zen4 or zen5" },
         { "spr", "sockets = 2\n", ":1:", "key outside a section" },
         { "spr", "[machine]\nsockets = 2\nthis is not ini\n", ":3:",
           "expected '[section]' or 'key = value'" },
@@ -64,7 +64,9 @@ static const BadConfig bad_configs[] = {
         /* Skylake's heavy-operations formula needs ipc >= 4 * (retiring - heavy) */
         { "skx", "[cpus 0-3]\nipc = 0.5\n", ":1:",
           "ipc = 0.5 is below 4 * (retiring - heavy_operations) = 1.2" },
-        { "zen4", NULL, NULL, "Unknown simulated CPU model 'zen4'" },
+        { "zen3", NULL, NULL, "Unknown simulated CPU model 'zen3'" },
+        { "zen4", "[machine]\ncores_per_ccx = 0\n", ":2:", "cores_per_ccx" },
+        { "spr", "[cpus 0]\nsmt_contention = 0.1\nretiring = 0.25\n", ":1:", "only the AMD models" },
         { NULL, "[machine]\nsockets = 1\n", NULL, "No simulated CPU model" },
 };
 

@@ -228,9 +228,81 @@ static void test_shipped_icx_spr(void **state) {
         }
 }
 
+static void test_shipped_amd(void **state) {
+        static const char *const files[] = { "amd-zen4.conf", "amd-zen5.conf" };
+        static const char *const models[] = { "zen4", "zen5" };
+
+        for (size_t f = 0; f < ELEMENTSOF(files); f++) {
+                _cleanup_(allowlist_freep) Allowlist *a = parse_shipped(files[f]);
+                const AllowEntry *e;
+
+                assert_int_equal(a->n_models, 1);
+                assert_string_equal(a->models[0], models[f]);
+                for (unsigned i = 0; i < 6; i++) {
+                        e = allowlist_find_msr(a, 0xC0010200 + 2 * i);
+                        assert_non_null(e);
+                        assert_int_equal(e->write_mask, 0xFFFC7FFFFULL);
+                        assert_int_equal(e->scope, REG_SCOPE_THREAD);
+                        e = allowlist_find_msr(a, 0xC0010201 + 2 * i);
+                        assert_int_equal(e->write_mask, 0xFFFFFFFFFFFFULL);
+                        assert_true(e->flags & ALLOW_FLAG_COUNTER);
+                        e = allowlist_find_msr(a, 0xC0010230 + 2 * i);
+                        assert_int_equal(e->scope, REG_SCOPE_CCX);
+                        assert_string_equal(e->cls, "uncore-l3");
+                        assert_int_equal(allowlist_find_msr(a, 0xC0010231 + 2 * i)->scope, REG_SCOPE_CCX);
+                }
+                /* Nothing past the sixth pair, and no legacy aliases. */
+                assert_null(allowlist_find_msr(a, 0xC001020C));
+                assert_null(allowlist_find_msr(a, 0xC0010000));
+                assert_null(allowlist_find_msr(a, 0xC0010004));
+                e = allowlist_find_msr(a, 0xC0010240);
+                assert_int_equal(e->scope, REG_SCOPE_PACKAGE);
+                assert_int_equal(e->write_mask, 0x3F0F40FFFFULL);
+                assert_non_null(allowlist_find_msr(a, 0xC001025F));
+                assert_null(allowlist_find_msr(a, 0xC0010260));
+                assert_int_equal(allowlist_find_msr(a, 0xC0000300)->write_mask, 0);
+                assert_int_equal(allowlist_find_msr(a, 0xC0000301)->write_mask, 0x3F);
+                e = allowlist_find_msr(a, 0xC0000302);
+                assert_int_equal(e->write_mask, 0x3F);
+                assert_true(e->flags & ALLOW_FLAG_ACTION);
+                /* Status-set is listed for reading; the never-list refuses writing it. */
+                assert_int_equal(allowlist_find_msr(a, 0xC0000303)->write_mask, 0);
+                assert_int_equal(allowlist_find_msr(a, 0xC001029B)->write_mask, 0);
+                assert_int_equal(allowlist_find_msr(a, 0xC001029B)->scope, REG_SCOPE_PACKAGE);
+                assert_int_equal(allowlist_find_msr(a, 0xC001029A)->scope, REG_SCOPE_CORE);
+                /* Intel's PMU is not there. */
+                assert_null(allowlist_find_msr(a, 0x186));
+                assert_null(allowlist_find_msr(a, 0x38F));
+        }
+}
+
+static void test_never_list_amd(void **state) {
+        static const uint32_t never[] = { 0xC0010015, 0xC0010010, 0xC0000080, 0xC001011F, 0xC0011030,
+                                          0xC001103C, 0xC0010300, 0xC0002000, 0xC0002FFF, 0xC00102B3,
+                                          0xC0000104, 0xC000010E, 0xC0010058, 0xC001001D };
+        static const uint32_t write_only_refused[] = { 0xC0000303, 0xC0010062, 0xC0010064, 0xC001006B,
+                                                       0xC00102F0 };
+
+        for (size_t i = 0; i < ELEMENTSOF(never); i++) {
+                assert_non_null(never_list_lookup(never[i], false));
+                assert_non_null(never_list_lookup(never[i], true));
+        }
+        for (size_t i = 0; i < ELEMENTSOF(write_only_refused); i++) {
+                assert_null(never_list_lookup(write_only_refused[i], false));
+                assert_non_null(never_list_lookup(write_only_refused[i], true));
+        }
+        /* The counters themselves are not on it. */
+        assert_null(never_list_lookup(0xC0010200, true));
+        assert_null(never_list_lookup(0xC0000301, true));
+        assert_null(never_list_lookup(0xC0000302, true));
+        assert_null(never_list_lookup(0xC0010230, true));
+        assert_null(never_list_lookup(0xC0010240, true));
+}
+
 /* Properties every shipped file must keep, whoever edits it next. */
 static void test_shipped_invariants(void **state) {
-        static const char *const files[] = { "intel-skx.conf", "intel-icx.conf", "intel-spr.conf" };
+        static const char *const files[] = { "intel-skx.conf", "intel-icx.conf", "intel-spr.conf",
+                                             "amd-zen4.conf", "amd-zen5.conf" };
 
         for (size_t f = 0; f < ELEMENTSOF(files); f++) {
                 _cleanup_(allowlist_freep) Allowlist *a = parse_shipped(files[f]);
@@ -248,6 +320,12 @@ static void test_shipped_invariants(void **state) {
                         if (strcmp(e->name, "IA32_PERFEVTSEL") == 0)
                                 /* No PC, INT, ANY; nothing at or above bit 32. */
                                 assert_int_equal(e->write_mask & 0xFFFFFFFF00380000ULL, 0);
+                        if (strncmp(e->name, "AMD_PERF_CTL", 12) == 0)
+                                /* No INT (20), GuestOnly (40), HostOnly (41), nothing reserved. */
+                                assert_int_equal(e->write_mask & ~0xFFFC7FFFFULL, 0);
+                        if (strncmp(e->name, "AMD_L3_PERF_CTL", 15) == 0 ||
+                            strncmp(e->name, "AMD_DF_PERF_CTL", 15) == 0)
+                                assert_int_equal(e->write_mask & (UINT64_C(1) << 20), 0);
                         if (strcmp(e->name, "IA32_FIXED_CTR_CTRL") == 0)
                                 /* No AnyThread, no PMI, no adaptive PEBS. */
                                 assert_int_equal(e->write_mask & ~0x3333ULL, 0);
@@ -343,7 +421,7 @@ static void test_never_list(void **state) {
                 0x606, 0x611, 0x613, 0x614, 0x619, 0x61B, 0x61C, 0x639, 0x64D,
                 0x14C0, 0x14C9, 0x1308, 0x130D, 0x1620, 0x6BF, 0x6A1, 0x6A3,
                 0x19C, 0x1B1, 0x178, 0x17C, 0x27F, 0x2A0, 0x3FF, 0x480, 0x648, 0x649, 0x64A, 0x778,
-                0xC0000085, 0xC0000104, 0xC0010000, 0xC0010200, 0xC0010201, 0xC0011028, UINT32_MAX,
+                0xC0000085, 0xC0000105, 0xC0010000, 0xC0010200, 0xC0010201, 0xC0011028, UINT32_MAX,
         };
 
         for (size_t i = 0; i < ELEMENTSOF(required); i++)
@@ -376,6 +454,7 @@ static void test_scope_names(void **state) {
         assert_string_equal(reg_scope_to_string(REG_SCOPE_THREAD), "thread");
         assert_string_equal(reg_scope_to_string(REG_SCOPE_CORE), "core");
         assert_string_equal(reg_scope_to_string(REG_SCOPE_PACKAGE), "package");
+        assert_string_equal(reg_scope_to_string(REG_SCOPE_CCX), "ccx");
         assert_null(reg_scope_to_string(_REG_SCOPE_MAX));
         assert_null(reg_scope_to_string((RegScope) -1));
 }
@@ -760,7 +839,14 @@ static void test_load_shipped(void **state) {
                 assert_int_equal(allowlist_find_msr(spr, 0x38F)->flags, 0);
         }
 
-        assert_int_equal(allowlist_load_for_model(shipped_dir(), "zen4", &a), -ENOENT);
+        {
+                _cleanup_(allowlist_freep) Allowlist *zen4 = NULL, *zen5 = NULL;
+
+                assert_int_equal(allowlist_load_for_model(shipped_dir(), "zen4", &zen4), 0);
+                assert_int_equal(allowlist_load_for_model(shipped_dir(), "zen5", &zen5), 0);
+                assert_true(allowlist_find_msr(zen5, 0xC0010201)->flags & ALLOW_FLAG_COUNTER);
+        }
+        assert_int_equal(allowlist_load_for_model(shipped_dir(), "zen3", &a), -ENOENT);
         assert_int_equal(allowlist_load_for_model(shipped_dir(), "", &a), -ENOENT);
         assert_ptr_equal(a, (Allowlist *) 0x1);
 }
@@ -810,6 +896,8 @@ int main(void) {
                 cmocka_unit_test(test_shipped_skx_pci),
                 cmocka_unit_test(test_shipped_icx_spr),
                 cmocka_unit_test(test_shipped_invariants),
+                cmocka_unit_test(test_shipped_amd),
+                cmocka_unit_test(test_never_list_amd),
                 cmocka_unit_test(test_register_names),
                 cmocka_unit_test(test_never_list),
                 cmocka_unit_test(test_never_list_writable_file_opens_nothing),

@@ -113,6 +113,20 @@ static void test_leases(void **state) {
         assert_int_equal(likwid_lease_cpus(&info, &cpus[0], "package", out, 8), 3);
         assert_int_equal(likwid_lease_cpus(&info, &cpus[0], "package", out, 2), -E2BIG);
         assert_int_equal(likwid_lease_cpus(&info, &cpus[0], "thread", out, 0), -E2BIG);
+
+        /* AMD's L3 counters: every online CPU on the target's L3 (CCX), and a CPU whose L3 is
+         * unknown with any of them */
+        cpus[0].ccx = 0;
+        cpus[1].ccx = 1;
+        cpus[2].ccx = 0;
+        assert_int_equal(likwid_lease_cpus(&info, &cpus[1], "ccx", out, 8), 1);
+        assert_int_equal(out[0], 1);
+        assert_int_equal(likwid_lease_cpus(&info, &cpus[2], "ccx", out, 8), 2);
+        assert_int_equal(out[0], 0);
+        assert_int_equal(out[1], 2);
+        cpus[1].ccx = -1;
+        assert_int_equal(likwid_lease_cpus(&info, &cpus[0], "ccx", out, 8), 3);
+        cpus[0].ccx = cpus[1].ccx = cpus[2].ccx = 0;
 }
 
 static void test_rules(void **state) {
@@ -130,12 +144,84 @@ static void test_rules(void **state) {
         assert_true(likwid_write_is_gate(true, 0xF4));
         assert_false(likwid_write_is_gate(false, 0xF4));
         assert_false(likwid_write_is_gate(false, 0x186));
+        /* AMD: PerfCntrGlobalCtl and the core, L3 and data-fabric selects, not their counters */
+        assert_true(likwid_write_is_gate(false, 0xC0000301));
+        assert_true(likwid_write_is_gate(false, 0xC0010200));
+        assert_true(likwid_write_is_gate(false, 0xC001020A));
+        assert_true(likwid_write_is_gate(false, 0xC0010230));
+        assert_true(likwid_write_is_gate(false, 0xC001025E));
+        assert_false(likwid_write_is_gate(false, 0xC0010201));
+        assert_false(likwid_write_is_gate(false, 0xC0010231));
+        assert_false(likwid_write_is_gate(false, 0xC0000302));
+        assert_false(likwid_write_is_gate(false, 0xC0010260));
         assert_true(likwid_model_has_ubox(&info));
         assert_true(likwid_read_is_placeholder(&info, 0xE02));
         assert_false(likwid_read_is_placeholder(&info, 0xE01));
         info = skx("icx");
         assert_false(likwid_model_has_ubox(&info));
         assert_false(likwid_read_is_placeholder(&info, 0xE02));
+}
+
+/* Ice Lake-SP's package counters as pmugated lists them: controllers 0-1 on package 0 (1 not
+ * opened), controller 0 on package 1, and a CAS counter that is not free-running. */
+static pmugate_counter counters[] = {
+        { .index = 0, .name = "uncore_imc_free_running_0/read", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc" },
+        { .index = 1, .name = "uncore_imc_free_running_0/write", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc" },
+        { .index = 2, .name = "uncore_imc_free_running_1/read", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc" },
+        { .index = 3, .name = "uncore_imc_free_running_1/write", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc", .error = "not opened" },
+        { .index = 4, .name = "uncore_imc_0/cas_count_read", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc" },
+        { .index = 5, .name = "uncore_imc_free_running_0/read", .package = 1, .width = 48,
+          .scale = 64, .unit = "B", .cls = "uncore-imc" },
+        { .index = 6, .name = "uncore_imc_free_running_0/write", .package = 1, .width = 48,
+          .scale = 1, .unit = "lines", .cls = "uncore-imc" },
+};
+
+static void test_freerun(void **state) {
+        pmugate_info info = skx("icx");
+        uint32_t counter = 99;
+
+        info.counters = counters;
+        info.n_counters = ELEMENTSOF(counters);
+        for (uint32_t dev = 0; dev < 100; dev++)
+                assert_int_equal(likwid_device_is_freerun(dev), dev >= 51 && dev <= 54);
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x0, &counter), 0);
+        assert_int_equal(counter, 0);
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x8, &counter), 0);
+        assert_int_equal(counter, 1);
+        assert_int_equal(likwid_map_freerun(&info, 52, 0, 0x0, &counter), 0);
+        assert_int_equal(counter, 2);
+        assert_int_equal(likwid_map_freerun(&info, 51, 1, 0x0, &counter), 0);
+        assert_int_equal(counter, 5);
+        counter = 99;
+        /* Not opened, a unit that is not a size, a controller or socket the machine lacks, the
+         * programmable MMIO channels, an offset the devices do not have. */
+        assert_int_equal(likwid_map_freerun(&info, 52, 0, 0x8, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 51, 1, 0x8, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 53, 0, 0x0, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 51, 2, 0x0, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 51, UINT32_MAX, 0x0, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 43, 0, 0x8, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x10, &counter), -EINVAL);
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x4, &counter), -EINVAL);
+        assert_int_equal(counter, 99);
+        assert_true(likwid_freerun_present(&info, 51, 0));
+        assert_false(likwid_freerun_present(&info, 52, 0));
+        assert_false(likwid_freerun_present(&info, 51, 1));
+        assert_non_null(likwid_find_counter(&info, 6));
+        assert_null(likwid_find_counter(&info, 7));
+        assert_true(likwid_model_answers_ubox_freeze(&info));
+        /* The device numbers are Ice Lake-SP's: nothing elsewhere, even with the same names. */
+        strcpy(info.model_key, "spr");
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x0, &counter), -ENODEV);
+        assert_false(likwid_model_answers_ubox_freeze(&info));
+        strcpy(info.model_key, "skx");
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x0, &counter), -ENODEV);
+        assert_true(likwid_model_answers_ubox_freeze(&info));
 }
 
 static void test_errors(void **state) {
@@ -168,6 +254,7 @@ int main(void) {
                 cmocka_unit_test(test_registers),
                 cmocka_unit_test(test_leases),
                 cmocka_unit_test(test_rules),
+                cmocka_unit_test(test_freerun),
                 cmocka_unit_test(test_errors),
         };
 

@@ -11,15 +11,26 @@
 #include "log.h"
 #include "macro.h"
 #include "pmugate-limits.h"
+#include "sim-amd.h"
 #include "sim-clock.h"
 #include "sim-config.h"
 #include "sim-pmu.h"
 #include "sim-regs.h"
 #include "sim-uncore.h"
 
-/* All simulated parts are family 6 Intel cores. */
+/* The simulated Intel parts are family 6 cores; the AMD ones Genoa (family 0x19 model 0x11) and
+ * Turin (family 0x1A model 0x02). */
 #define SIM_VENDOR "GenuineIntel"
 #define SIM_FAMILY 6U
+#define SIM_AMD_VENDOR "AuthenticAMD"
+#define SIM_ZEN4_FAMILY 0x19U
+#define SIM_ZEN4_MODEL 0x11U
+#define SIM_ZEN5_FAMILY 0x1AU
+#define SIM_ZEN5_MODEL 0x02U
+/* CPUID 0x80000022 as the simulated parts report it: EAX[0] PerfMonV2, EBX[3:0] core counters,
+ * EBX[15:10] data-fabric counters, EBX[21:16] memory-controller counters. */
+#define SIM_AMD_CPUID_EAX 0x1U
+#define SIM_AMD_CPUID_EBX(core, df, umc) ((core) | (df) << 10 | (umc) << 16)
 
 /* The kernel's NMI watchdog fires after watchdog_thresh (default 10) seconds of unhalted
  * cycles: period = cpu_khz * 1000 * watchdog_thresh (pmu-registers.md §7.1). */
@@ -73,12 +84,19 @@ typedef struct SimCpu {
         bool online;
         bool eio;                       /* injected EIO registers apply to this CPU */
         uint32_t package;
+        uint32_t ccx;                   /* AMD: index into SimBackend.l3 */
 } SimCpu;
 
 typedef struct SimPackage {
         SimRapl rapl;
+        SimAmdPackage amd;              /* AMD: data fabric and RAPL */
         uint64_t last_cycles;
 } SimPackage;
+
+typedef struct SimCcx {
+        SimAmdL3 l3;
+        uint64_t last_cycles;
+} SimCcx;
 
 typedef struct SimUnit {
         SimImc imc;
@@ -102,6 +120,8 @@ typedef struct SimBackend {
         uint32_t n_packages;
         SimUnit *units;
         uint32_t n_units;
+        SimCcx *ccxs;                   /* AMD only */
+        uint32_t n_ccxs;
         SimPackageCounter *counters;    /* parallel to the machine's counters */
 } SimBackend;
 
@@ -112,6 +132,7 @@ static SimBackend *sim_backend_free(SimBackend *s) {
         free(s->cpus);
         free(s->packages);
         free(s->units);
+        free(s->ccxs);
         free(s->counters);
         free(s);
         return NULL;
@@ -143,7 +164,17 @@ static int msr_prepare(SimBackend *s, uint32_t cpu, uint32_t reg, SimCpu **ret_c
         if (msr_fault_injected(s, c, reg))
                 return -EIO;
 
-        if (sim_rapl_owns(reg)) {
+        if (s->model.amd && sim_amd_l3_owns(reg)) {
+                SimCcx *x = &s->ccxs[c->ccx];
+
+                sim_amd_l3_advance(&x->l3, now - x->last_cycles);
+                x->last_cycles = now;
+        } else if (s->model.amd && sim_amd_package_owns(reg)) {
+                SimPackage *p = &s->packages[c->package];
+
+                sim_amd_package_advance(&p->amd, now - p->last_cycles);
+                p->last_cycles = now;
+        } else if (!s->model.amd && sim_rapl_owns(reg)) {
                 SimPackage *p = &s->packages[c->package];
 
                 sim_rapl_advance(&p->rapl, now - p->last_cycles);
@@ -164,7 +195,11 @@ static int sim_msr_read(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_va
         r = msr_prepare(s, cpu, reg, &c);
         if (r < 0)
                 return r;
-        if (sim_rapl_owns(reg))
+        if (s->model.amd && sim_amd_l3_owns(reg))
+                return sim_amd_l3_read(&s->ccxs[c->ccx].l3, reg, ret_value);
+        if (s->model.amd && sim_amd_package_owns(reg))
+                return sim_amd_package_read(&s->packages[c->package].amd, reg, ret_value);
+        if (!s->model.amd && sim_rapl_owns(reg))
                 return sim_rapl_read(&s->packages[c->package].rapl, reg, ret_value);
         return sim_pmu_read(&c->pmu, reg, ret_value);
 }
@@ -177,7 +212,11 @@ static int sim_msr_write(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value)
         r = msr_prepare(s, cpu, reg, &c);
         if (r < 0)
                 return r;
-        if (sim_rapl_owns(reg))
+        if (s->model.amd && sim_amd_l3_owns(reg))
+                return sim_amd_l3_write(&s->ccxs[c->ccx].l3, reg, value);
+        if (s->model.amd && sim_amd_package_owns(reg))
+                return sim_amd_package_write(&s->packages[c->package].amd, reg, value);
+        if (!s->model.amd && sim_rapl_owns(reg))
                 return sim_rapl_write(&s->packages[c->package].rapl, reg, value);
         return sim_pmu_write(&c->pmu, reg, value);
 }
@@ -250,6 +289,10 @@ int backend_sim_advance(Backend *b, uint64_t cycles) {
         return 0;
 }
 
+static uint32_t ccxs_per_socket(const SimConfig *c) {
+        return (c->cores_per_socket + c->cores_per_ccx - 1) / c->cores_per_ccx;
+}
+
 static int sim_first_online_cpu(const Machine *machine, uint32_t socket, uint32_t *ret) {
         for (uint32_t cpu = 0; cpu < machine->n_cpus; cpu++)
                 if (machine->cpus[cpu].online && machine->cpus[cpu].package == (int32_t) socket) {
@@ -312,13 +355,24 @@ static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
         machine = machine_new();
         if (!machine)
                 return -ENOMEM;
-        (void) snprintf(machine->vendor, sizeof(machine->vendor), "%s", SIM_VENDOR);
-        machine->family = SIM_FAMILY;
-        machine->model = m->cpu->model;
+        (void) snprintf(machine->vendor, sizeof(machine->vendor), "%s",
+                        m->amd ? SIM_AMD_VENDOR : SIM_VENDOR);
+        machine->family = !m->amd ? SIM_FAMILY :
+                          m->family == SIM_FAMILY_ZEN4 ? SIM_ZEN4_FAMILY : SIM_ZEN5_FAMILY;
+        machine->model = !m->amd ? m->cpu->model :
+                         m->family == SIM_FAMILY_ZEN4 ? SIM_ZEN4_MODEL : SIM_ZEN5_MODEL;
         machine->stepping = m->stepping;
-        (void) snprintf(machine->model_name, sizeof(machine->model_name), "Simulated Intel %s",
-                        m->cpu->name);
-        machine->cpu_model = m->cpu;
+        (void) snprintf(machine->model_name, sizeof(machine->model_name), "Simulated %s %s",
+                        m->amd ? "AMD" : "Intel", m->cpu->name);
+        machine->cpu_model = cpu_model_find(machine->vendor, machine->family, machine->model,
+                                            machine->stepping);
+        if (!machine->cpu_model)
+                return -EINVAL;
+        machine_default_pmu_caps(machine);
+        if (m->amd)
+                machine_set_amd_pmu_caps(machine, SIM_AMD_CPUID_EAX,
+                                         SIM_AMD_CPUID_EBX(m->gp_counters, m->df_counters,
+                                                           m->cpu->umc_counters));
         machine->nmi_watchdog = c->nmi_watchdog;
 
         machine->n_cpus = cores * threads;
@@ -335,6 +389,9 @@ static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
                         .die = 0,
                         .core = (int32_t) (core % c->cores_per_socket),
                         .thread = cpu / cores,
+                        /* the L3 id, numbered across the machine as the kernel does */
+                        .ccx = (int32_t) ((core / c->cores_per_socket) * ccxs_per_socket(c) +
+                                          (core % c->cores_per_socket) / c->cores_per_ccx),
                 };
         }
 
@@ -388,6 +445,7 @@ static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *p
 
                 c->online = machine->cpus[cpu].online;
                 c->package = (uint32_t) machine->cpus[cpu].package;
+                c->ccx = (uint32_t) machine->cpus[cpu].ccx;
                 c->eio = config->n_eio_msrs > 0 &&
                          (!config->eio_cpus || sim_cpu_listed(config->eio_cpus, config->n_eio_cpus, cpu));
                 sim_rates_compute(&s->model, &profiles[cpu], has_sibling ? &profiles[sibling] : NULL,
@@ -399,8 +457,38 @@ static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *p
         return 0;
 }
 
+/* Every CCX's L3 sees the lookups of its threads: a hundredth of their instructions, of which
+ * the memory-bound share (at least a tenth) misses. */
+#define SIM_AMD_L3_ACCESS_PER_INST 0.01
+#define SIM_AMD_L3_MISS_MIN 0.1
+
+static int build_l3(SimBackend *s, const Machine *machine) {
+        s->n_ccxs = s->config->sockets * ccxs_per_socket(s->config);
+        s->ccxs = calloc(s->n_ccxs, sizeof(SimCcx));
+        if (!s->ccxs)
+                return -ENOMEM;
+        for (uint32_t cpu = 0; cpu < s->n_cpus; cpu++) {
+                const SimCpu *c = &s->cpus[cpu];
+                SimAmdL3 *l3;
+                double access, k, mb;
+
+                if (!c->online || c->ccx >= s->n_ccxs)
+                        continue;
+                l3 = &s->ccxs[c->ccx].l3;
+                access = SIM_AMD_L3_ACCESS_PER_INST * c->rates.thread[SIM_Q_INST];
+                k = c->rates.thread[SIM_Q_AMD_BACKEND_SLOTS];
+                mb = k > 0.0 ? c->rates.thread[SIM_Q_AMD_LOAD_NOT_COMPLETE] /
+                               c->rates.thread[SIM_Q_AMD_NOT_COMPLETE] : 0.0;
+                l3->access_per_cycle += access;
+                l3->miss_per_cycle += access * (mb > SIM_AMD_L3_MISS_MIN ? mb : SIM_AMD_L3_MISS_MIN);
+        }
+        (void) machine;
+        return 0;
+}
+
 static int build_uncore(SimBackend *s, const Machine *machine) {
         const SimConfig *c = s->config;
+        int r;
         double cycles_per_second = sim_clock_cycles_per_second(&s->clock);
         double cas_per_gbps = BYTES_PER_GB / BYTES_PER_CAS / SIM_IMC_CHANNELS_PER_SOCKET / cycles_per_second;
 
@@ -408,8 +496,19 @@ static int build_uncore(SimBackend *s, const Machine *machine) {
         s->packages = calloc(s->n_packages, sizeof(SimPackage));
         if (!s->packages)
                 return -ENOMEM;
-        for (uint32_t p = 0; p < s->n_packages; p++)
+        for (uint32_t p = 0; p < s->n_packages; p++) {
                 sim_rapl_init(&s->packages[p].rapl, &s->model, &c->rapl, cycles_per_second);
+                if (s->model.amd)
+                        sim_amd_package_init(&s->packages[p].amd, &s->model, c->imc_read_gbps,
+                                             c->imc_write_gbps, c->rapl.package_watts,
+                                             c->rapl.pp0_watts / c->cores_per_socket,
+                                             c->rapl.energy_unit_bits, cycles_per_second);
+        }
+        if (s->model.amd) {
+                r = build_l3(s, machine);
+                if (r < 0)
+                        return r;
+        }
 
         s->counters = calloc(machine->n_counters ?: 1, sizeof(SimPackageCounter));
         if (!s->counters)
@@ -463,15 +562,17 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
 
         key = choose_model(model_key, config);
         if (!key)
-                return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr or set "
-                                       "model= in [machine] of %s", config_path ?: "the configuration");
+                return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr|zen4|zen5 "
+                                       "or set model= in [machine] of %s",
+                                       config_path ?: "the configuration");
 
         s = calloc(1, sizeof(SimBackend));
         if (!s)
                 return -ENOMEM;
         r = sim_model_init(key, config->smt, &s->model);
         if (r < 0)
-                return sim_log_invalid("Unknown simulated CPU model '%s' (known: skx, clx, icx, spr)", key);
+                return sim_log_invalid("Unknown simulated CPU model '%s' (known: skx, clx, icx, spr, zen4, "
+                                       "zen5)", key);
 
         if ((uint64_t) config->sockets * config->cores_per_socket * (config->smt ? 2 : 1) > PMUGATE_CPUS_MAX)
                 return sim_log_invalid("%s: %u sockets of %u cores%s exceed %u CPUs",
@@ -503,7 +604,8 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
         log_info("Simulated PMU: %s, %u socket(s) x %u cores%s, %s clock%s", machine->model_name,
                  s->config->sockets, s->config->cores_per_socket, s->config->smt ? " x 2 threads" : "",
                  s->config->clock_mode == SIM_CLOCK_DETERMINISTIC ? "deterministic" : "realtime",
-                 s->config->nmi_watchdog ? ", NMI watchdog on fixed counter 1" : "");
+                 !s->config->nmi_watchdog ? "" :
+                 s->model.amd ? ", NMI watchdog on core counter 0" : ", NMI watchdog on fixed counter 1");
 
         *ret_machine = TAKE_PTR(machine);
         *ret_backend = &TAKE_PTR(s)->backend;

@@ -21,6 +21,8 @@
  * what a busy server part does. */
 #define DEFAULT_SOCKETS 2U
 #define DEFAULT_CORES_PER_SOCKET 4U
+/* Zen 4 and Zen 5 server parts put 8 cores on one L3 (a CCX); Bergamo's Zen 4c puts 8 too. */
+#define DEFAULT_CORES_PER_CCX 8U
 #define DEFAULT_CYCLES_PER_ACCESS_DETERMINISTIC 1000U
 #define DEFAULT_PACKAGE_WATTS 180.0
 #define DEFAULT_DRAM_WATTS 25.0
@@ -86,6 +88,7 @@ int sim_config_new_default(SimConfig **ret) {
         *c = (SimConfig) {
                 .sockets = DEFAULT_SOCKETS,
                 .cores_per_socket = DEFAULT_CORES_PER_SOCKET,
+                .cores_per_ccx = DEFAULT_CORES_PER_CCX,
                 .smt = true,
                 .clock_mode = SIM_CLOCK_REALTIME,
                 .rapl = {
@@ -237,7 +240,8 @@ static int handle_machine(SimConfigParser *p, const char *key, const char *value
 
         if (strcmp(key, "model") == 0) {
                 if (strlen(value) >= sizeof(c->model) || sim_model_init(value, true, &model) < 0)
-                        return parser_fail(p, "model = '%s': expected skx, clx, icx or spr", value);
+                        return parser_fail(p, "model = '%s': expected skx, clx, icx, spr, zen4 or zen5",
+                                           value);
                 (void) snprintf(c->model, sizeof(c->model), "%s", value);
                 return 0;
         }
@@ -247,7 +251,10 @@ static int handle_machine(SimConfigParser *p, const char *key, const char *value
                 return parse_unsigned_key(p, key, value, 1, SIM_CORES_PER_SOCKET_MAX, &c->cores_per_socket);
         if (strcmp(key, "smt") == 0)
                 return parse_bool_key(p, key, value, &c->smt);
-        return parser_fail(p, "unknown key '%s' in [machine] (known: model, sockets, cores, smt)", key);
+        if (strcmp(key, "cores_per_ccx") == 0)
+                return parse_unsigned_key(p, key, value, 1, SIM_CORES_PER_SOCKET_MAX, &c->cores_per_ccx);
+        return parser_fail(p, "unknown key '%s' in [machine] (known: model, sockets, cores, cores_per_ccx, "
+                           "smt)", key);
 }
 
 static int handle_clock(SimConfigParser *p, const char *key, const char *value) {

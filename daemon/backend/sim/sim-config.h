@@ -56,6 +56,7 @@ typedef struct SimConfig {
         char model[SIM_MODEL_KEY_MAX];  /* empty when the file does not name one */
         unsigned sockets;
         unsigned cores_per_socket;
+        unsigned cores_per_ccx;         /* AMD: cores sharing one L3 */
         bool smt;
 
         SimClockMode clock_mode;

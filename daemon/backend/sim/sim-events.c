@@ -39,8 +39,16 @@
 
 #define ALL_COUNTERS 0xFFU
 
+/* AMD shapes: one retired instruction in six is a branch, two thirds of branches are taken, and
+ * half an FP operation retires per instruction; 80% of backend-stalled cycles retire nothing
+ * while the oldest op waits (ex_no_retire.not_complete). */
+#define SIM_AMD_BRANCH_SHARE (1.0 / 6.0)
+#define SIM_AMD_TAKEN_SHARE (2.0 / 3.0)
+#define SIM_AMD_FLOPS_PER_INST 0.5
+#define SIM_AMD_NOT_COMPLETE_SHARE 0.80
+
 typedef struct SimEventEntry {
-        uint8_t event;
+        uint16_t event;         /* AMD: the 12-bit event code, PerfEvtSel[35:32] as bits 11:8 */
         uint8_t umask;
         uint8_t cmask;
         bool edge;
@@ -118,6 +126,73 @@ static const SimEventEntry sapphire_rapids_events[] = {
         { 0xc5, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
         { 0xc3, 0x01, 1, true, ALL_COUNTERS, SIM_Q_MACHINE_CLEARS },
 };
+
+/* AMD Zen 4 and Zen 5 (amd-topdown.md §5): perf's raw encodings, event[11:8] above the low byte. */
+static const SimEventEntry zen4_events[] = {
+        { 0x076, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
+        { 0x0c0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
+        { 0x0c1, 0x00, 0, false, ALL_COUNTERS, SIM_Q_AMD_RET_OPS },
+        { 0x0c2, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BRANCHES },
+        { 0x0c3, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
+        { 0x0c4, 0x00, 0, false, ALL_COUNTERS, SIM_Q_TAKEN_BRANCHES },
+        { 0x003, 0x1f, 0, false, ALL_COUNTERS, SIM_Q_FLOPS },
+        { 0x0aa, 0x07, 0, false, ALL_COUNTERS, SIM_Q_AMD_DISPATCHED },
+        { 0x1a0, 0x01, 0, false, ALL_COUNTERS, SIM_Q_AMD_FRONTEND_SLOTS },
+        { 0x1a0, 0x01, 6, false, ALL_COUNTERS, SIM_Q_AMD_FRONTEND_CYCLES },
+        { 0x1a0, 0x1e, 0, false, ALL_COUNTERS, SIM_Q_AMD_BACKEND_SLOTS },
+        { 0x1a0, 0x60, 0, false, ALL_COUNTERS, SIM_Q_AMD_SMT_SLOTS },
+        { 0x096, 0x00, 0, false, ALL_COUNTERS, SIM_Q_AMD_RESYNCS },
+        { 0x0d6, 0x02, 0, false, ALL_COUNTERS, SIM_Q_AMD_NOT_COMPLETE },
+        { 0x0d6, 0xa2, 0, false, ALL_COUNTERS, SIM_Q_AMD_LOAD_NOT_COMPLETE },
+        { 0x1c2, 0x00, 0, false, ALL_COUNTERS, SIM_Q_AMD_UCODE_OPS },
+};
+
+/* Zen 5: cmask 8 for the front-end latency, bp_redirects.resync for the restarts. */
+static const SimEventEntry zen5_events[] = {
+        { 0x076, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
+        { 0x0c0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
+        { 0x0c1, 0x00, 0, false, ALL_COUNTERS, SIM_Q_AMD_RET_OPS },
+        { 0x0c2, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BRANCHES },
+        { 0x0c3, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
+        { 0x0c4, 0x00, 0, false, ALL_COUNTERS, SIM_Q_TAKEN_BRANCHES },
+        { 0x003, 0x1f, 0, false, ALL_COUNTERS, SIM_Q_FLOPS },
+        { 0x0aa, 0x07, 0, false, ALL_COUNTERS, SIM_Q_AMD_DISPATCHED },
+        { 0x1a0, 0x01, 0, false, ALL_COUNTERS, SIM_Q_AMD_FRONTEND_SLOTS },
+        { 0x1a0, 0x01, 8, false, ALL_COUNTERS, SIM_Q_AMD_FRONTEND_CYCLES },
+        { 0x1a0, 0x1e, 0, false, ALL_COUNTERS, SIM_Q_AMD_BACKEND_SLOTS },
+        { 0x1a0, 0x60, 0, false, ALL_COUNTERS, SIM_Q_AMD_SMT_SLOTS },
+        { 0x09f, 0x01, 0, false, ALL_COUNTERS, SIM_Q_AMD_RESYNCS },
+        { 0x0d6, 0x02, 0, false, ALL_COUNTERS, SIM_Q_AMD_NOT_COMPLETE },
+        { 0x0d6, 0xa2, 0, false, ALL_COUNTERS, SIM_Q_AMD_LOAD_NOT_COMPLETE },
+        { 0x1c2, 0x00, 0, false, ALL_COUNTERS, SIM_Q_AMD_UCODE_OPS },
+};
+
+/* AMD pipeline utilization (amd-topdown.md §4): W dispatch slots per unhalted cycle, every slot
+ * either dispatches (retiring or bad speculation), or is empty because of the front end, the
+ * back end or the SMT sibling; so FE + BE + SMT + de_src_op_disp.all = W * cycles exactly and
+ * perf's formulas give back the profile. */
+static void amd_thread_rates(const SimModel *m, const SimProfile *p, double *q) {
+        double u = p->utilization, width = m->slots_width, slots = width * u;
+        double b = p->bad_speculation, k = p->backend_bound, misp = p->branch_mispredicts;
+        double clears = slots / (width * SIM_CLEAR_PENALTY_CYCLES);
+
+        q[SIM_Q_AMD_RET_OPS] = p->retiring * slots;
+        q[SIM_Q_AMD_DISPATCHED] = (p->retiring + b) * slots;
+        q[SIM_Q_AMD_FRONTEND_SLOTS] = p->frontend_bound * slots;
+        /* latency = W * (cycles with all W slots empty) / slots */
+        q[SIM_Q_AMD_FRONTEND_CYCLES] = p->fetch_latency * slots / width;
+        q[SIM_Q_AMD_BACKEND_SLOTS] = k * slots;
+        q[SIM_Q_AMD_SMT_SLOTS] = p->smt_contention * slots;
+        /* mispredicts : restarts = branch_mispredicts : (bad_speculation - branch_mispredicts) */
+        q[SIM_Q_BR_MISP_RETIRED] = misp * clears;
+        q[SIM_Q_AMD_RESYNCS] = (b - misp) * clears;
+        q[SIM_Q_AMD_NOT_COMPLETE] = SIM_AMD_NOT_COMPLETE_SHARE * k * u;
+        q[SIM_Q_AMD_LOAD_NOT_COMPLETE] = k > 0.0 ? p->memory_bound / k * q[SIM_Q_AMD_NOT_COMPLETE] : 0.0;
+        q[SIM_Q_AMD_UCODE_OPS] = p->heavy_operations * slots;
+        q[SIM_Q_BRANCHES] = SIM_AMD_BRANCH_SHARE * q[SIM_Q_INST];
+        q[SIM_Q_TAKEN_BRANCHES] = SIM_AMD_TAKEN_SHARE * q[SIM_Q_BRANCHES];
+        q[SIM_Q_FLOPS] = SIM_AMD_FLOPS_PER_INST * q[SIM_Q_INST];
+}
 
 /* Fills q[] for one thread with utilization p->utilization whose sibling is unhalted for
  * sibling_utilization of the time (0 without a sibling), assuming the two are independent. */
@@ -204,6 +279,8 @@ static void thread_rates(const SimModel *m, const SimProfile *p, double sibling_
         q[SIM_Q_TD_BAD_SPEC_SLOTS] = metrics[1] * slots;
         q[SIM_Q_TD_BR_MISPREDICT_SLOTS] = metrics[5] * slots;
         q[SIM_Q_TD_MEMORY_BOUND_SLOTS] = metrics[7] * slots;
+        if (m->amd)
+                amd_thread_rates(m, p, q);
         if (m->perf_metrics < 2)
                 for (unsigned i = PERF_METRICS_L1_FIELDS; i < PERF_METRICS_FIELDS; i++)
                         metrics[i] = 0.0;
@@ -248,6 +325,12 @@ static const SimEventEntry *event_table(const SimModel *m, size_t *ret_n) {
         case SIM_FAMILY_ICELAKE:
                 *ret_n = ELEMENTSOF(icelake_events);
                 return icelake_events;
+        case SIM_FAMILY_ZEN4:
+                *ret_n = ELEMENTSOF(zen4_events);
+                return zen4_events;
+        case SIM_FAMILY_ZEN5:
+                *ret_n = ELEMENTSOF(zen5_events);
+                return zen5_events;
         case SIM_FAMILY_SAPPHIRE_RAPIDS:
         default:
                 *ret_n = ELEMENTSOF(sapphire_rapids_events);
@@ -256,7 +339,7 @@ static const SimEventEntry *event_table(const SimModel *m, size_t *ret_n) {
 }
 
 double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter) {
-        uint8_t event = (uint8_t) (evtsel & EVTSEL_EVENT_MASK);
+        uint16_t event = (uint16_t) (evtsel & EVTSEL_EVENT_MASK);
         uint8_t umask = (uint8_t) ((evtsel >> EVTSEL_UMASK_SHIFT) & EVTSEL_UMASK_MASK);
         uint8_t cmask = (uint8_t) ((evtsel >> EVTSEL_CMASK_SHIFT) & EVTSEL_CMASK_MASK);
         bool edge = evtsel & EVTSEL_EDGE, inv = evtsel & EVTSEL_INV;
@@ -264,8 +347,12 @@ double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, un
         const SimEventEntry *table;
         size_t n;
 
-        /* The simulated workload never runs a transaction, so TSX-filtered events stay 0. */
-        if (evtsel & (EVTSEL_IN_TX | EVTSEL_IN_TXCP))
+        /* The simulated workload never runs a transaction, so TSX-filtered events stay 0. On
+         * AMD those bits are the event code's upper nibble. */
+        if (m->amd)
+                event |= (uint16_t) (((evtsel >> AMD_EVTSEL_EVENT_HI_SHIFT) & AMD_EVTSEL_EVENT_HI_MASK)
+                                     << 8);
+        else if (evtsel & (EVTSEL_IN_TX | EVTSEL_IN_TXCP))
                 return 0.0;
 
         if (cmask == 0 && !edge && !inv)

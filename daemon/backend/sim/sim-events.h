@@ -45,6 +45,20 @@ typedef enum SimQuantity {
         SIM_Q_TD_BAD_SPEC_SLOTS,        /* TOPDOWN.BAD_SPEC_SLOTS */
         SIM_Q_TD_BR_MISPREDICT_SLOTS,   /* TOPDOWN.BR_MISPREDICT_SLOTS */
         SIM_Q_TD_MEMORY_BOUND_SLOTS,    /* TOPDOWN.MEMORY_BOUND_SLOTS */
+        /* AMD Zen 4 and Zen 5 (amd-topdown.md §5), perf's names */
+        SIM_Q_AMD_RET_OPS,              /* ex_ret_ops */
+        SIM_Q_AMD_DISPATCHED,           /* de_src_op_disp.all */
+        SIM_Q_AMD_FRONTEND_SLOTS,       /* de_no_dispatch_per_slot.no_ops_from_frontend */
+        SIM_Q_AMD_FRONTEND_CYCLES,      /* ... with cmask = dispatch width */
+        SIM_Q_AMD_BACKEND_SLOTS,        /* de_no_dispatch_per_slot.backend_stalls */
+        SIM_Q_AMD_SMT_SLOTS,            /* de_no_dispatch_per_slot.smt_contention */
+        SIM_Q_AMD_RESYNCS,              /* resyncs_or_nc_redirects, bp_redirects.resync */
+        SIM_Q_AMD_NOT_COMPLETE,         /* ex_no_retire.not_complete */
+        SIM_Q_AMD_LOAD_NOT_COMPLETE,    /* ex_no_retire.load_not_complete */
+        SIM_Q_AMD_UCODE_OPS,            /* ex_ret_ucode_ops */
+        SIM_Q_BRANCHES,                 /* ex_ret_brn */
+        SIM_Q_TAKEN_BRANCHES,           /* ex_ret_brn_tkn */
+        SIM_Q_FLOPS,                    /* fp_ret_sse_avx_ops.all */
         _SIM_Q_MAX,
 } SimQuantity;
 

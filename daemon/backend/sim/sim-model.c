@@ -38,6 +38,9 @@ static const SimModelSpec sim_model_specs[] = {
           PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(4) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
         { "spr", SIM_FAMILY_SAPPHIRE_RAPIDS, 8,
           PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
+        /* AMD has no IA32_PERF_CAPABILITIES; Genoa B1 and Turin C1 steppings. */
+        { "zen4", SIM_FAMILY_ZEN4, 1, 0 },
+        { "zen5", SIM_FAMILY_ZEN5, 1, 0 },
 };
 
 int sim_model_init(const char *key, bool smt, SimModel *ret) {
@@ -74,7 +77,17 @@ int sim_model_init(const char *key, bool smt, SimModel *ret) {
                 /* Only SKX/CLX keep the IMC in PCI config space (§6.1); ICX and SPR moved it
                  * to MMIO, which pmugate does not serve. */
                 .imc_pci = spec->family == SIM_FAMILY_SKYLAKE,
+                .amd = cpu_model_is_amd(cpu),
+                .l3_counters = cpu->l3_counters,
+                .df_counters = cpu->df_counters,
         };
+        if (ret->amd) {
+                /* perf's rapl.c exposes only the package on AMD; the core counter is read too */
+                ret->rapl_pp0 = false;
+                ret->rapl_platform = false;
+                ret->rapl_dram_fixed_unit = false;
+                ret->any_thread = false;
+        }
         if (ret->gp_counters > SIM_GP_COUNTERS_MAX)
                 ret->gp_counters = SIM_GP_COUNTERS_MAX;
         if (ret->fixed_counters > SIM_FIXED_COUNTERS_MAX)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Simulated CPU models: what the simulator does differently on SKX, CLX, ICX and SPR
+ * Simulated CPU models: what the simulator does differently on SKX, CLX, ICX, SPR, Zen 4 and Zen 5
  */
 #pragma once
 
@@ -17,6 +17,8 @@ typedef enum SimFamily {
         SIM_FAMILY_SKYLAKE,             /* Skylake-SP and Cascade Lake: arch perfmon v4 */
         SIM_FAMILY_ICELAKE,             /* Ice Lake-SP: v5, SLOTS, PERF_METRICS L1 */
         SIM_FAMILY_SAPPHIRE_RAPIDS,     /* Sapphire Rapids: v5, PERF_METRICS L1 and L2 */
+        SIM_FAMILY_ZEN4,                /* AMD Zen 4: PerfMonV2, 6 core counters, 6-wide dispatch */
+        SIM_FAMILY_ZEN5,                /* AMD Zen 5: the same PMU, 8-wide dispatch */
 } SimFamily;
 
 typedef struct SimModel {
@@ -34,9 +36,13 @@ typedef struct SimModel {
         bool rapl_platform;             /* MSR_PLATFORM_ENERGY_STATUS (psys) exists */
         bool rapl_dram_fixed_unit;      /* DRAM energy unit is 2^-16 J regardless of ESU */
         bool imc_pci;                   /* memory controller PMON lives in PCI config space */
+        bool amd;                       /* AMD's PMU: PerfCtr pairs, PerfMonV2, L3 and DF counters */
+        unsigned l3_counters;           /* AMD: per CCX */
+        unsigned df_counters;           /* AMD: per package */
 } SimModel;
 
-/* Fills ret for model key "skx", "clx", "icx" or "spr"; -EINVAL for anything else. */
+/* Fills ret for model key "skx", "clx", "icx", "spr", "zen4" or "zen5"; -EINVAL for anything
+ * else. */
 int sim_model_init(const char *key, bool smt, SimModel *ret);
 
 /* Bits of IA32_PERFEVTSELn that raise #GP (EIO through the msr driver) when set. */

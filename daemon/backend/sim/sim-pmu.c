@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "sim-amd.h"
 #include "sim-pmu.h"
 #include "sim-regs.h"
 
@@ -47,12 +48,17 @@ void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t 
                  * nominal frequency, so both advance alike. */
                 .mperf.rate = rates->thread[SIM_Q_REF_TSC],
                 .aperf.rate = rates->thread[SIM_Q_CLK],
+                .irperf.rate = rates->thread[SIM_Q_INST],
         };
 }
 
 void sim_pmu_start_watchdog(SimPmu *p, uint64_t period) {
         uint64_t mask = sim_model_counter_mask(p->model);
 
+        if (p->model->amd) {
+                sim_amd_pmu_start_watchdog(p, period);
+                return;
+        }
         p->watchdog_period = period;
         p->fixed_ctrl |= WATCHDOG_FIXED_FIELD << (FIXED_CTRL_FIELD_BITS * FIXED_CLK_UNHALTED);
         /* __intel_pmu_enable_all() writes every counter's global enable, not only its own */
@@ -69,6 +75,10 @@ void sim_pmu_advance(SimPmu *p, uint64_t cycles) {
         uint64_t mask = sim_model_counter_mask(p->model);
         uint64_t metrics_gate = SIM_BIT(GLOBAL_SLOTS_BIT) | SIM_BIT(GLOBAL_PERF_METRICS_BIT);
 
+        if (p->model->amd) {
+                sim_amd_pmu_advance(p, cycles);
+                return;
+        }
         if (cycles == 0)
                 return;
         p->tsc += cycles;
@@ -192,6 +202,8 @@ int sim_pmu_read(const SimPmu *p, uint32_t reg, uint64_t *ret_value) {
         const SimModel *m = p->model;
         int i;
 
+        if (m->amd)
+                return sim_amd_pmu_read(p, reg, ret_value);
         if ((i = block_index(reg, MSR_IA32_PMC0, m->gp_counters)) >= 0 ||
             (i = block_index(reg, MSR_IA32_A_PMC0, m->gp_counters)) >= 0) {
                 *ret_value = p->gp[i].value;
@@ -293,6 +305,8 @@ int sim_pmu_write(SimPmu *p, uint32_t reg, uint64_t value) {
         const SimModel *m = p->model;
         int i;
 
+        if (m->amd)
+                return sim_amd_pmu_write(p, reg, value);
         if ((i = block_index(reg, MSR_IA32_PMC0, m->gp_counters)) >= 0)
                 return write_gp_counter(p, (unsigned) i, value, false);
         if ((i = block_index(reg, MSR_IA32_A_PMC0, m->gp_counters)) >= 0)

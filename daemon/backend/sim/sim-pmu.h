@@ -16,6 +16,7 @@ typedef struct SimPmu {
         const SimRates *rates;
         uint64_t tsc;
         SimCounter mperf, aperf;
+        SimCounter irperf;              /* AMD: instructions retired, free-running */
         uint64_t evtsel[SIM_GP_COUNTERS_MAX];
         SimCounter gp[SIM_GP_COUNTERS_MAX];
         SimCounter fixed[SIM_FIXED_COUNTERS_MAX];

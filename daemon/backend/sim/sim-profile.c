@@ -84,6 +84,7 @@ static const SimProfileKey profile_keys[] = {
         { "ipc", offsetof(SimProfile, ipc), SIM_IPC_MIN, SIM_IPC_MAX },
         { "utilization", offsetof(SimProfile, utilization), 0.0, 1.0 },
         { "user_fraction", offsetof(SimProfile, user_fraction), 0.0, 1.0 },
+        { "smt_contention", offsetof(SimProfile, smt_contention), 0.0, 1.0 },
 };
 
 const SimProfile *sim_profile_builtin(const char *name) {
@@ -219,13 +220,21 @@ static int check_child(const char *child_name, double child, const char *parent_
 
 int sim_profile_validate(const SimProfile *p, const SimModel *model, char *reterr_reason,
                          size_t reason_size) {
-        double sum = p->retiring + p->bad_speculation + p->frontend_bound + p->backend_bound;
+        double sum = p->retiring + p->bad_speculation + p->frontend_bound + p->backend_bound +
+                     p->smt_contention;
         int r;
 
         if (fabs(sum - 1.0) > SIM_FRACTION_TOLERANCE) {
                 (void) snprintf(reterr_reason, reason_size,
-                                "retiring + bad_speculation + frontend_bound + backend_bound = %.6g, "
-                                "must be 1", sum);
+                                "retiring + bad_speculation + frontend_bound + backend_bound%s = %.6g, "
+                                "must be 1", p->smt_contention > 0.0 ? " + smt_contention" : "", sum);
+                return -EINVAL;
+        }
+        /* Only AMD's pipeline utilization has a class for the slots the SMT sibling took. */
+        if (model && !model->amd && p->smt_contention > 0.0) {
+                (void) snprintf(reterr_reason, reason_size,
+                                "smt_contention = %g: only the AMD models (zen4, zen5) have this class",
+                                p->smt_contention);
                 return -EINVAL;
         }
         r = check_child("heavy_operations", p->heavy_operations, "retiring", p->retiring, reterr_reason,

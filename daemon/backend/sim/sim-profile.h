@@ -24,11 +24,12 @@ typedef struct SimExtraEvent {
 
 typedef struct SimProfile {
         char name[SIM_PROFILE_NAME_MAX];
-        /* TopDown level 1, fractions of all slots; they sum to 1 */
+        /* TopDown level 1, fractions of all slots; they sum to 1 (with smt_contention) */
         double retiring;
         double bad_speculation;
         double frontend_bound;
         double backend_bound;
+        double smt_contention;          /* AMD only: slots dispatched to the SMT sibling */
         /* TopDown level 2, fractions of all slots, each within its level-1 parent */
         double heavy_operations;        /* within retiring */
         double branch_mispredicts;      /* within bad_speculation */

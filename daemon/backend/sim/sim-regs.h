@@ -101,3 +101,34 @@
 #define RAPL_DRAM_FIXED_ESU             16U     /* SKX/ICX DRAM unit is 2^-16 J (model_hsx) */
 #define RAPL_PLATFORM_ESU               0U      /* SPR psys unit is 2^0 J (model_spr) */
 #define RAPL_POWER_INFO_SPEC_MASK       UINT64_C(0x7FFF)        /* thermal spec power, bits 14:0 */
+
+/* ---- AMD Zen 4 / Zen 5 (pmu-registers.md §3) */
+#define MSR_AMD_PERF_CTL_LEGACY0        0xC0010000U     /* PERF_CTL0-3, aliases of the first four */
+#define MSR_AMD_PERF_CTR_LEGACY0        0xC0010004U
+#define MSR_AMD_PERF_CTL0               0xC0010200U     /* PerfEvtSel i at + 2i, PerfCtr i at + 2i + 1 */
+#define MSR_AMD_L3_CTL0                 0xC0010230U
+#define MSR_AMD_DF_CTL0                 0xC0010240U
+#define MSR_AMD_GLOBAL_STATUS           0xC0000300U
+#define MSR_AMD_GLOBAL_CTL              0xC0000301U
+#define MSR_AMD_GLOBAL_STATUS_CLR       0xC0000302U
+#define MSR_AMD_GLOBAL_STATUS_SET       0xC0000303U
+#define MSR_AMD_MPERF_RO                0xC00000E7U
+#define MSR_AMD_APERF_RO                0xC00000E8U
+#define MSR_AMD_IRPERF                  0xC00000E9U
+#define MSR_AMD_RAPL_POWER_UNIT         0xC0010299U
+#define MSR_AMD_CORE_ENERGY_STATUS      0xC001029AU
+#define MSR_AMD_PKG_ENERGY_STATUS       0xC001029BU
+#define AMD_EVTSEL_EVENT_HI_SHIFT       32
+#define AMD_EVTSEL_EVENT_HI_MASK        UINT64_C(0xF)
+/* Bits of PerfEvtSel that exist: 0-18, INT (20), 22-35, GuestOnly (40), HostOnly (41). */
+#define AMD_EVTSEL_VALID                UINT64_C(0x0000030FFFD7FFFF)
+/* L3: event, umask, EN, CoreId, EnAllSlices, EnAllCores, SliceId, ThreadMask (F19h+). */
+#define AMD_L3_CTL_VALID                UINT64_C(0x0307DC000040FFFF)
+/* DF with PerfMonV2: event [7:0] and [13:8] at 37:32, umask [7:0] and [11:8] at 27:24, EN. */
+#define AMD_DF_CTL_VALID                UINT64_C(0x0000003F0F40FFFF)
+#define AMD_DF_UMASK_HI_SHIFT           24
+#define AMD_DF_EVENT_HI_SHIFT           32
+#define AMD_DF_EVENT_HI_MASK            UINT64_C(0x3F)
+#define AMD_DF_UMASK_HI_MASK            UINT64_C(0xF)
+/* Status bit 58: LBR stack frozen (LbrExtV2), beside the counters' overflow bits. */
+#define AMD_GLOBAL_STATUS_LBR_FROZEN    SIM_BIT(58)
