@@ -318,19 +318,25 @@ def check_privileges(tap, c):
 
 
 def check_devices(tap, c):
-    """A device the service was not given must be refused inside its cgroup, and open outside
-    it: without BPF device control (pitfall of nspawn) both would open."""
+    """A device access the service was not given must be refused inside its cgroup, and work
+    outside it: without BPF device control (pitfall of nspawn) both would open. The unit gives
+    the cpuid device for reading only (DeviceAllow=char-cpu/cpuid r), so opening it for writing
+    is the refused case, and reading it inside the cgroup shows the filter is not simply closed."""
     rc, out = c.shell("mkdir -p /dev/cpu/0 && { [ -c /dev/cpu/0/cpuid ] || mknod /dev/cpu/0/cpuid c 203 0; }")
     if not tap.ok(rc == 0, "a cpuid device node (203:0) exists in the container", out):
         return
-    rc, out = c.shell("exec 3</dev/cpu/0/cpuid")
-    tap.ok(rc == 0, "control: outside the service's cgroup the cpuid device opens", out)
+    rc, out = c.shell("exec 3<>/dev/cpu/0/cpuid")
+    tap.ok(rc == 0, "control: outside the service's cgroup the cpuid device opens for writing", out)
     cg = "/sys/fs/cgroup/system.slice/pmugated.service"
     rc, out = c.shell("echo $$ > %s/cgroup.procs && exec 3</dev/null" % cg)
     tap.ok(rc == 0, "control: inside the service's cgroup /dev/null opens", out)
     rc, out = c.shell("echo $$ > %s/cgroup.procs && exec 3</dev/cpu/0/cpuid" % cg)
+    tap.ok(rc == 0, "DeviceAllow=char-cpu/cpuid r: inside the service's cgroup the cpuid device opens "
+           "for reading", (rc, out))
+    rc, out = c.shell("echo $$ > %s/cgroup.procs && exec 3<>/dev/cpu/0/cpuid" % cg)
     tap.ok(rc != 0 and "Operation not permitted" in out,
-           "DevicePolicy=closed: inside the service's cgroup the cpuid device is refused (EPERM)", (rc, out))
+           "DevicePolicy=closed: inside the service's cgroup the cpuid device is refused for writing "
+           "(EPERM)", (rc, out))
 
 
 def check_filesystem(tap, c):
@@ -543,7 +549,12 @@ def run_checks(tap, hierarchies):
             return
         if not tap.ok(rc == 0, "a Debian 12 root file system (cached in %s)" % CACHE, tarball):
             return
-        container = c = Container(work, tarball.strip().splitlines()[-1], hierarchies)
+        # rootfs.sh prints the tarball's path last on stdout, its progress on stderr (which sh()
+        # appends after stdout): the path is the line that names a tarball in the cache
+        path = [line for line in tarball.splitlines() if line.startswith(CACHE) and line.endswith(".tar")]
+        if not tap.ok(path, "rootfs.sh names the cached tarball", tarball):
+            return
+        container = c = Container(work, path[-1], hierarchies)
         os.makedirs(c.path("/root/debs"))
         for d in debs:
             shutil.copy(d, c.path("/root/debs"))
