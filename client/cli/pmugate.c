@@ -17,6 +17,7 @@
 #include "cpulist.h"
 #include "macro.h"
 #include "verb-likwid.h"
+#include "verb-list.h"
 #include "verb-measure.h"
 
 /* The package counters the daemon serves (memory traffic per socket), and those it could not
@@ -78,6 +79,7 @@ static void help(void) {
                "  likwid -- LIKWID-COMMAND [ARGS...]\n"
                "                                  Run a LIKWID tool with its register accesses going\n"
                "                                  through pmugated (README: Using LIKWID's tools)\n"
+               "  list [--model=KEY] groups       The groups the daemon's CPU model (or KEY) can run\n"
                "\n"
                "REG is an address (0x186) or a name from 'pmugate info' (IA32_PERFEVTSEL0).\n"
                "VALUE is hex (0x...) or decimal. Bits outside a register's write mask are kept.\n"
@@ -635,6 +637,8 @@ int main(int argc, char *argv[]) {
                 return verb_stat(argc, argv, arg_socket);
         if (strcmp(argv[0], "likwid") == 0)
                 return verb_likwid(argc, argv, arg_socket);
+        if (strcmp(argv[0], "list") == 0)
+                return verb_list(argc, argv, arg_socket);
         fprintf(stderr, "pmugate: unknown command '%s' (see 'pmugate --help')\n", argv[0]);
         return 2;
 }

@@ -563,6 +563,10 @@ def test_mem(tap):
                    "%s MEM: the node's bandwidth is both sockets' within 1 %%" % model, node)
             tap.eq([read_ctl(sim, 0, DF_CTL0), read_ctl(sim, 4, DF_CTL0 + 2 * 15)], [0, 0],
                    "%s MEM: the data-fabric control registers are restored after the measurement" % model)
+            rc, out, e = sim.run("list", "groups")
+            names = [line.split()[0] for line in out.splitlines() if line.strip()]
+            tap.ok(rc == 0 and "L3" in names and "MEM" in names and "ENERGY" in names and "DATA" not in names,
+                   "%s: pmugate list groups names L3 and MEM, and no Intel-only group" % model, out + e)
         finally:
             sim.stop()
 
@@ -580,9 +584,11 @@ def test_l3(tap):
                    "%s L3: the miss ratio per socket and for the node is the profile's %.4f (%s)" % (
                        model, want, ratios))
             acc = r["aggregate"]["metrics"]["l3_access_rate"]
-            # the core and L3 counters are read in separate round trips: windows differ by milliseconds
-            tap.ok(abs(acc - 0.01) < 2e-4, "%s L3: a hundredth of the measured CCXs' instructions look up "
-                   "their L3s (within 2 %%)" % model, acc)
+            # The core and L3 counters are read in separate round trips, whose windows differ by a
+            # scheduling delay (up to 6 % of 0.3 s seen under load). The bound still tells a CCX's
+            # whole count (0.01) from one counted per measured thread or per CCX twice (0.005, 0.02).
+            tap.ok(abs(acc - 0.01) < 1e-3, "%s L3: a hundredth of the measured CCXs' instructions look up "
+                   "their L3s (within 10 %%)" % model, acc)
             tap.eq([read_ctl(sim, 0, L3_CTL0), read_ctl(sim, 4, L3_CTL0 + 2)], [0, 0],
                    "%s L3: the CCXs' L3 control registers are restored after the measurement" % model)
         finally:
