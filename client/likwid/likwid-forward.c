@@ -11,6 +11,7 @@
 #include "likwid-map.h"
 #include "macro.h"
 #include "pmugate-limits.h"
+#include "pmugate/package.h"
 
 /* Refusals remembered per register; LIKWID asks for a few dozen distinct ones per run. */
 #define REFUSED_MAX 1024U
@@ -28,6 +29,7 @@ typedef enum LeaseState {
 
 typedef struct PendingOp {
         bool pci, write;
+        bool counter;           /* a package counter read; target is its index */
         uint32_t target;        /* CPU, or pmugate unit index */
         uint32_t reg;
         uint64_t value;
@@ -41,6 +43,17 @@ typedef struct CounterBase {
 } CounterBase;
 
 #define COUNTER_BASES_MAX 256U
+
+/* A free-running DDR counter as LIKWID sees it: the bytes the daemon's package counter counted
+ * since LIKWID first read it (or zeroed it), with the counter's own wraps and scale taken out. */
+typedef struct FreerunState {
+        uint32_t counter;
+        bool frozen;            /* LIKWID froze the package's uncore: the bytes stand still */
+        uint64_t last_raw;
+        double bytes;
+} FreerunState;
+
+#define FREERUN_MAX 64U
 #define COUNTER_MASK ((UINT64_C(1) << 48) - 1)
 
 typedef struct RefusedReg {
@@ -64,6 +77,8 @@ struct LikwidForwarder {
         size_t n_refused;
         CounterBase bases[COUNTER_BASES_MAX];
         size_t n_bases;
+        FreerunState freerun[FREERUN_MAX];
+        size_t n_freerun;
         uint64_t frozen_packages;       /* bit p: LIKWID froze package p's uncore */
         FILE *log;
         const char *prog;
@@ -150,6 +165,10 @@ bool likwid_forwarder_has_pending(const LikwidForwarder *f) {
 }
 
 static void describe(const PendingOp *op, char *buf, size_t size) {
+        if (op->counter) {
+                (void) snprintf(buf, size, "read of package counter %" PRIu32, op->target);
+                return;
+        }
         (void) snprintf(buf, size, "%s %s 0x%" PRIx32 " on %s %" PRIu32, op->write ? "write to" : "read of",
                         op->pci ? "offset" : "MSR", op->reg, op->pci ? "unit" : "CPU", op->target);
 }
@@ -198,7 +217,7 @@ static void refuse(LikwidForwarder *f, PendingOp *op, const pmugate_error *e) {
                 fprintf(f->log, "%s: pmugated refused the %s: %s\n", f->prog, what, e->reason);
         }
 
-        if (likwid_refusal_is_permanent(e->code) && f->n_refused < REFUSED_MAX &&
+        if (likwid_refusal_is_permanent(e->code) && !op->counter && f->n_refused < REFUSED_MAX &&
             !find_refused(f, op->pci, op->pci ? op->target : 0, op->reg, op->write)) {
                 f->refused[f->n_refused++] = (RefusedReg) {
                         .pci = op->pci, .write = op->write, .unit = op->pci ? op->target : 0, .reg = op->reg,
@@ -213,6 +232,8 @@ static void refuse(LikwidForwarder *f, PendingOp *op, const pmugate_error *e) {
 }
 
 static int add_op(pmugate_batch *b, const PendingOp *op) {
+        if (op->counter)
+                return pmugate_batch_read_counter(b, op->target);
         if (op->pci)
                 return op->write ? pmugate_batch_write_pci(b, op->target, op->reg, op->value) :
                                    pmugate_batch_read_pci(b, op->target, op->reg);
@@ -348,8 +369,71 @@ static PendingOp *queue_op(LikwidForwarder *f, bool pci, bool write, uint32_t ta
         return &f->ops[f->n_ops++];
 }
 
+static FreerunState *freerun_state(LikwidForwarder *f, uint32_t counter) {
+        for (size_t i = 0; i < f->n_freerun; i++)
+                if (f->freerun[i].counter == counter)
+                        return &f->freerun[i];
+        return NULL;
+}
+
+static FreerunState *freerun_state_new(LikwidForwarder *f, uint32_t counter, uint64_t raw) {
+        FreerunState *state;
+
+        if (f->n_freerun >= FREERUN_MAX)
+                return NULL;
+        state = &f->freerun[f->n_freerun++];
+        *state = (FreerunState) { .counter = counter, .last_raw = raw };
+        return state;
+}
+
+static void freerun_advance(FreerunState *state, const pmugate_counter *c, uint64_t raw) {
+        if (!state->frozen)
+                state->bytes += (double) pmugate_counter_delta(state->last_raw, raw, c->width) *
+                                pmugate_counter_bytes(c);
+        state->last_raw = raw;
+}
+
+/* LIKWID's U-box freeze bounds what every uncore counter counts to the interval it times. The
+ * free-running counters ignore it in the hardware, so LIKWID would count its own start and stop
+ * records too: the forwarder takes the package's free-running counters at the freeze and the
+ * unfreeze, and they count only in between. */
+static void freerun_gate(LikwidForwarder *f, int32_t package, bool freeze) {
+        enum { N_FREERUN = 2 * (LIKWID_DEV_MMIO_FREERUN_LAST - LIKWID_DEV_MMIO_FREERUN_FIRST + 1) };
+        LikwidRecord taken[N_FREERUN] = {};
+        uint32_t counters[N_FREERUN];
+        size_t n = 0;
+
+        for (uint32_t dev = LIKWID_DEV_MMIO_FREERUN_FIRST; dev <= LIKWID_DEV_MMIO_FREERUN_LAST; dev++)
+                for (uint32_t reg = LIKWID_FREERUN_READ; reg <= LIKWID_FREERUN_WRITE; reg += 8) {
+                        PendingOp *op;
+
+                        if (likwid_map_freerun(f->info, dev, (uint32_t) package, reg, &counters[n]) < 0)
+                                continue;
+                        op = queue_op(f, false, false, counters[n], 0, 0);
+                        op->counter = true;
+                        op->answer = &taken[n++];
+                }
+        if (n == 0)
+                return;
+        run_pending(f);
+        for (size_t i = 0; i < n; i++) {
+                const pmugate_counter *c = likwid_find_counter(f->info, counters[i]);
+                FreerunState *state = freerun_state(f, counters[i]);
+
+                if (taken[i].errorcode != LIKWID_ERR_NOERROR || !c)
+                        continue;
+                if (!state)
+                        state = freerun_state_new(f, counters[i], taken[i].data);
+                if (!state)
+                        continue;
+                freerun_advance(state, c, taken[i].data);
+                state->frozen = freeze;
+        }
+}
+
 /* The U-box's freeze-all and unfreeze-all, done on the freeze bit of each memory controller
- * box of the package; the write of 0 LIKWID ends with changes nothing. */
+ * box of the package that pmugate serves (none on Ice Lake-SP); the write of 0 LIKWID ends
+ * with changes nothing. Only for a caller who may write the whole package. */
 static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_cpu *cpu, uint64_t value) {
         PendingOp *last = NULL;
 
@@ -361,6 +445,7 @@ static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_c
         }
         if (value == 0 || cpu->package < 0 || cpu->package >= 64)
                 return;
+        freerun_gate(f, cpu->package, value == LIKWID_UBOX_FREEZE_ALL);
         for (size_t i = 0; i < f->info->n_units; i++) {
                 const pmugate_unit *u = &f->info->units[i];
                 const pmugate_register *e = likwid_find_pci(f->info, u->index, LIKWID_IMC_BOX_CTL);
@@ -416,6 +501,53 @@ static void zero_counter(LikwidForwarder *f, LikwidRecord *rec, uint32_t unit) {
         rec->data = 0;
 }
 
+/* LIKWID's Ice Lake-SP free-running DDR counters, answered from the daemon's package counters:
+ * LIKWID multiplies its counts by 64 bytes, so it gets the bytes counted since its first read
+ * (while its uncore was not frozen) in 64-byte lines, whatever the kernel's scale and width.
+ * Its zeroing write (value 0) starts that count again without touching anything; the counters
+ * cannot be written, so any other value is refused. */
+static void access_freerun(LikwidForwarder *f, LikwidRecord *rec, bool write, uint64_t value) {
+        const pmugate_counter *c;
+        FreerunState *state;
+        uint32_t counter;
+        uint64_t raw;
+        PendingOp *op;
+        int r;
+
+        rec->data = 0;
+        r = likwid_map_freerun(f->info, rec->device, rec->cpu, rec->reg, &counter);
+        if (r < 0) {
+                rec->errorcode = r == -EINVAL ? LIKWID_ERR_RWFAIL : LIKWID_ERR_NODEV;
+                return;
+        }
+        if (write && value != 0) {
+                rec->errorcode = LIKWID_ERR_RESTREG;
+                f->stats.refused++;
+                return;
+        }
+        c = likwid_find_counter(f->info, counter);
+        state = freerun_state(f, counter);
+        if (!c || (!state && f->n_freerun >= FREERUN_MAX)) {
+                rec->errorcode = LIKWID_ERR_RWFAIL;
+                return;
+        }
+        op = queue_op(f, false, false, counter, 0, 0);
+        op->counter = true;
+        op->answer = rec;
+        run_pending(f);
+        if (rec->errorcode != LIKWID_ERR_NOERROR)
+                return;
+        raw = rec->data;
+        if (!state)
+                state = freerun_state_new(f, counter, raw);
+        freerun_advance(state, c, raw);
+        if (write) {
+                state->bytes = 0;
+                f->stats.switch_offs++;
+        }
+        rec->data = write ? 0 : (uint64_t) (state->bytes / LIKWID_FREERUN_LINE + 0.5);
+}
+
 static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
         bool write = rec->type == LIKWID_WRITE, pci = rec->device != LIKWID_DEV_MSR;
         const pmugate_register *entry;
@@ -433,6 +565,10 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 f->stats.reads++;
         if (!f->conn) {
                 rec->errorcode = LIKWID_ERR_LOCKED;
+                return;
+        }
+        if (likwid_device_is_freerun(rec->device)) {
+                access_freerun(f, rec, write, value);
                 return;
         }
         if (pci) {
@@ -453,7 +589,8 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 rec->errorcode = pci ? LIKWID_ERR_NODEV : LIKWID_ERR_OPENFAIL;
                 return;
         }
-        if (write && !pci && rec->reg == LIKWID_MSR_UBOX_GLOBAL_CTL && likwid_model_has_ubox(f->info) &&
+        if (write && !pci && rec->reg == LIKWID_MSR_UBOX_GLOBAL_CTL &&
+            likwid_model_answers_ubox_freeze(f->info) &&
             (value == LIKWID_UBOX_FREEZE_ALL || value == LIKWID_UBOX_UNFREEZE_ALL || value == 0)) {
                 uncore_freeze(f, rec, cpu, value);
                 return;
@@ -518,6 +655,9 @@ static LikwidError check_device(const LikwidForwarder *f, const LikwidRecord *re
                 return LIKWID_ERR_LOCKED;
         if (rec->device == LIKWID_DEV_MSR)
                 return likwid_map_cpu(f->info, rec->cpu) ? LIKWID_ERR_NOERROR : LIKWID_ERR_NODEV;
+        if (likwid_device_is_freerun(rec->device))
+                return likwid_freerun_present(f->info, rec->device, rec->cpu) ? LIKWID_ERR_NOERROR :
+                                                                                 LIKWID_ERR_NODEV;
         return likwid_map_unit(f->info, rec->device, rec->cpu, &unit) < 0 ? LIKWID_ERR_NODEV :
                                                                                LIKWID_ERR_NOERROR;
 }

@@ -3,11 +3,13 @@
  * LIKWID devices, registers and error codes in pmugate's terms
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "error.h"
 #include "likwid-map.h"
 #include "macro.h"
+#include "pmugate/package.h"
 
 #define MSR_IA32_PEBS_ENABLE 0x3F1U
 #define MSR_UBOX_GLOBAL_STATUS 0x701U
@@ -67,6 +69,50 @@ int likwid_map_unit(const pmugate_info *info, uint32_t device, uint32_t socket, 
                 }
         }
         return -ENODEV;
+}
+
+bool likwid_device_is_freerun(uint32_t device) {
+        return device >= LIKWID_DEV_MMIO_FREERUN_FIRST && device <= LIKWID_DEV_MMIO_FREERUN_LAST;
+}
+
+const pmugate_counter *likwid_find_counter(const pmugate_info *info, uint32_t counter) {
+        for (size_t i = 0; i < info->n_counters; i++)
+                if (info->counters[i].index == counter)
+                        return &info->counters[i];
+        return NULL;
+}
+
+int likwid_map_freerun(const pmugate_info *info, uint32_t device, uint32_t socket, uint32_t reg,
+                       uint32_t *ret_counter) {
+        char name[sizeof(info->counters[0].name)];
+
+        /* The kernel's free-running counters are the very ones LIKWID maps on Ice Lake-SP
+         * (the same controller, the same 64-byte lines); on other models LIKWID's device
+         * numbers mean nothing. */
+        if (strcmp(info->model_key, "icx") != 0 || !likwid_device_is_freerun(device) || socket > INT32_MAX)
+                return -ENODEV;
+        if (reg != LIKWID_FREERUN_READ && reg != LIKWID_FREERUN_WRITE)
+                return -EINVAL;
+        (void) snprintf(name, sizeof(name), "uncore_imc_free_running_%u/%s",
+                        (unsigned) (device - LIKWID_DEV_MMIO_FREERUN_FIRST),
+                        reg == LIKWID_FREERUN_READ ? "read" : "write");
+        for (size_t i = 0; i < info->n_counters; i++) {
+                const pmugate_counter *c = &info->counters[i];
+
+                if (c->package == (int32_t) socket && strcmp(c->name, name) == 0 && c->error[0] == '\0' &&
+                    pmugate_counter_bytes(c) > 0) {
+                        *ret_counter = c->index;
+                        return 0;
+                }
+        }
+        return -ENODEV;
+}
+
+bool likwid_freerun_present(const pmugate_info *info, uint32_t device, uint32_t socket) {
+        uint32_t counter;
+
+        return likwid_map_freerun(info, device, socket, LIKWID_FREERUN_READ, &counter) >= 0 &&
+               likwid_map_freerun(info, device, socket, LIKWID_FREERUN_WRITE, &counter) >= 0;
 }
 
 const pmugate_register *likwid_find_msr(const pmugate_info *info, uint32_t reg) {
@@ -139,6 +185,10 @@ bool likwid_write_is_switch_off(uint32_t reg, uint64_t value) {
 
 bool likwid_model_has_ubox(const pmugate_info *info) {
         return strcmp(info->model_key, "skx") == 0 || strcmp(info->model_key, "clx") == 0;
+}
+
+bool likwid_model_answers_ubox_freeze(const pmugate_info *info) {
+        return likwid_model_has_ubox(info) || strcmp(info->model_key, "icx") == 0;
 }
 
 bool likwid_read_is_placeholder(const pmugate_info *info, uint32_t reg) {

@@ -21,6 +21,27 @@ const pmugate_cpu *likwid_map_cpu(const pmugate_info *info, uint32_t cpu);
  * for devices pmugate does not serve on this machine. */
 int likwid_map_unit(const pmugate_info *info, uint32_t device, uint32_t socket, uint32_t *ret_unit);
 
+/* LIKWID's Ice Lake-SP free-running DDR counters: one device per memory controller (51-54),
+ * offset 0 the bytes read and 8 the bytes written, in 64-byte lines. */
+#define LIKWID_FREERUN_READ 0x0U
+#define LIKWID_FREERUN_WRITE 0x8U
+#define LIKWID_FREERUN_LINE 64.0
+
+bool likwid_device_is_freerun(uint32_t device);
+
+/* The daemon's package counter that serves LIKWID's free-running register reg of device on
+ * socket: 0 with its index, -ENODEV when pmugate serves no such counter (not Ice Lake-SP, the
+ * kernel's uncore_imc_free_running_N missing or not opened), -EINVAL for an offset LIKWID's
+ * devices do not have. */
+int likwid_map_freerun(const pmugate_info *info, uint32_t device, uint32_t socket, uint32_t reg,
+                       uint32_t *ret_counter);
+
+/* True when both counters of LIKWID's free-running device on socket are served. */
+bool likwid_freerun_present(const pmugate_info *info, uint32_t device, uint32_t socket);
+
+/* The package counter with index counter, or NULL. */
+const pmugate_counter *likwid_find_counter(const pmugate_info *info, uint32_t counter);
+
 /* The allowlist entry of an MSR, or of a unit's config-space offset; NULL when unlisted. */
 const pmugate_register *likwid_find_msr(const pmugate_info *info, uint32_t reg);
 const pmugate_register *likwid_find_pci(const pmugate_info *info, uint32_t unit, uint32_t offset);
@@ -52,6 +73,12 @@ bool likwid_read_is_placeholder(const pmugate_info *info, uint32_t reg);
 
 /* True when LIKWID's uncore freeze on this model is the U-box's, emulated on the boxes. */
 bool likwid_model_has_ubox(const pmugate_info *info);
+
+/* True when the forwarder answers LIKWID's writes to the U-box global control: emulated on the
+ * boxes where the model has LIKWID's U-box (above), and on Ice Lake-SP answered without the
+ * hardware, because pmugate serves no box there that the U-box freezes and the free-running
+ * counters it serves count regardless of any freeze. */
+bool likwid_model_answers_ubox_freeze(const pmugate_info *info);
 
 /* True for a counter the allowlist keeps read-only (a memory controller counter): LIKWID's
  * zeroing write to it is answered by counting from the current value instead. */

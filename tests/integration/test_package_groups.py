@@ -85,8 +85,18 @@ def test_energy(tap):
             tap.ok(len(docs) >= 4, "%s: %d intervals" % (model, len(docs)))
             tap.ok(worst_unit <= 1.0, "%s: every sample's joules are its raw RAPL counts in the model's units, "
                    "within one unit (worst %.3g units)" % (model, worst_unit))
-            tap.ok(worst_power < 0.01, "%s: package, DRAM and %s power within 1 %% of the configured watts per "
-                   "interval (worst %.2e)" % (model, other, worst_power))
+            # An interval's watts divide the simulator's joules by the client's clock, and the two are
+            # read a scheduling delay apart: under load that is milliseconds of a 200 ms interval. The
+            # energy itself is checked exactly above, and over the whole run within 1 % below.
+            tap.ok(worst_power < 0.05, "%s: package, DRAM and %s power within 5 %% of the configured watts in "
+                   "every interval (worst %.2e)" % (model, other, worst_power))
+            total = {}
+            for d in docs:
+                for p in d["per_package"]:
+                    total[p["package"]] = total.get(p["package"], 0.0) + p["metrics"]["energy_package"]
+            elapsed = sum(d["elapsed"] for d in docs)
+            tap.ok(all(rel(j / elapsed, WATTS["package_watts"]) < 0.01 for j in total.values()),
+                   "%s: package power over the whole run within 1 %% of the configured watts" % model)
             r = sim.json("stat", "-g", "ENERGY", "-c", "0-3", "-S", "0.5s", "-O", "json")
             pk = per_package(r)
             tap.ok(rel(r["aggregate"]["metrics"]["power_package"],

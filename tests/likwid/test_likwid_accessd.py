@@ -3,7 +3,8 @@
 """pmugate-likwid-accessD speaking LIKWID's record protocol, driven record by record (no LIKWID
 needed), against a real pmugated on the simulated Skylake-SP: the socket, batching, leases and
 their restore (also when the forwarder is killed), refusals in LIKWID's codes and in the audit
-log, the PEBS rule, device checks, the memory controller mapping, job scope and bad input."""
+log, the PEBS rule, device checks, the memory controller mapping, job scope and bad input; on the
+simulated Ice Lake-SP, the free-running DDR devices answered from the daemon's package counters."""
 
 import os
 import signal
@@ -21,17 +22,22 @@ EVTSEL0, EVTSEL1, PMC0, FIXED_CTRL, GLOBAL_CTRL = 0x186, 0x187, 0xC1, 0x38D, 0x3
 MISC_ENABLE, PEBS_ENABLE = 0x1A0, 0x3F1
 IMC_CTL0, IMC_CTR0, IMC_BOX_CTL = 0xD8, 0xA0, 0xF4
 UNPRIVILEGED = (t.UNPRIVILEGED_UID, 4999, [t.USER_GID])
+FREERUN, MMIO_IMC = (51, 52, 53, 54), (43, 44, 45, 46, 47, 48, 49, 50)
+FREERUN_READ, FREERUN_WRITE, UBOX_CTL = 0x0, 0x8, 0x700
+READ_GBPS, WRITE_GBPS = 40, 15
+SIZES = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 
 
-def sim_daemon(mode="open"):
+def sim_daemon(mode="open", model="skx"):
     d = t.workdir()
     conf = os.path.join(d, "sim.conf")
     with open(conf, "w") as f:
         f.write("[machine]\nsockets = 1\ncores = 2\nsmt = no\n")
+        f.write("[imc]\nread_gbps = %d\nwrite_gbps = %d\n" % (READ_GBPS, WRITE_GBPS))
     cfg = os.path.join(d, "pmugate.conf")
     with open(cfg, "w") as f:
         f.write("[access]\nmode = %s\nadmin_groups = %d\nuser_groups = %d\n" % (mode, t.ADMIN_GID, t.USER_GID))
-    return t.Daemon(d, ["--backend=sim", "--sim-model=skx", "--sim-config=" + conf], config=cfg)
+    return t.Daemon(d, ["--backend=sim", "--sim-model=" + model, "--sim-config=" + conf], config=cfg)
 
 
 def connect_as(path, user=None):
@@ -140,6 +146,16 @@ def imc_units(dm):
             if bdf.endswith(devfn) and dev not in found:
                 found[dev] = index
     return found
+
+
+def package_counters(dm):
+    """{(name, package): (index, bytes per count)} of the daemon's package counters."""
+    c = t.Client(dm.socket)
+    try:
+        hello = c.call("hello")
+    finally:
+        c.close()
+    return {(x[1], x[2]): (x[0], x[4] * SIZES[x[5]]) for x in hello["counters"] if not x[7]}
 
 
 def count_audit(dm, needle):
@@ -264,6 +280,76 @@ def test_devices(tap):
         dm.stop()
 
 
+def test_freerun(tap):
+    """Ice Lake-SP: LIKWID's free-running DDR devices answered from the daemon's package counters."""
+    dm = sim_daemon(model="icx")
+    try:
+        counters = package_counters(dm)
+        read0, per_count = counters[("uncore_imc_free_running_0/read", 0)]
+        fw = Forwarder(dm.socket)
+        tap.eq([fw.check(0, d) for d in FREERUN], [NOERROR] * 4,
+               "the four free-running devices of socket 0 are present")
+        tap.eq([fw.check(0, d) for d in MMIO_IMC], [NODEV] * 8,
+               "the programmable MMIO channels are 'no such device'")
+        tap.eq([fw.check(1, d) for d in FREERUN], [NODEV] * 4, "a socket the machine lacks has none")
+        start = raw(dm, [["cr", read0]])[0]
+        err, first = fw.read(0, FREERUN_READ, device=51)
+        tap.eq((err, first), (NOERROR, 0), "LIKWID's first read of a free-running counter counts from 0")
+        before = raw(dm, [["cr", read0]])[0]
+        time.sleep(0.2)
+        after = raw(dm, [["cr", read0]])[0]
+        err, lines = fw.read(0, FREERUN_READ, device=51)
+        end = raw(dm, [["cr", read0]])[0]
+        least, most = (after - before) * per_count, (end - start) * per_count
+        tap.ok(err == NOERROR and least > 0 and least - 32 <= lines * 64 <= most + 32,
+               "it answers the bytes in between in 64-byte lines: %d lines, the daemon's counter "
+               "advanced %.0f to %.0f bytes around it" % (lines, least, most))
+        err, writes = fw.read(0, FREERUN_WRITE, device=54)
+        tap.eq(err, NOERROR, "offset 8 is the write counter of controller 3")
+        time.sleep(0.05)
+        err, writes = fw.read(0, FREERUN_WRITE, device=54)
+        tap.ok(err == NOERROR and writes > 0, "which counts (%d lines)" % writes)
+        tap.eq(fw.read(0, 0x10, device=51)[0], RWFAIL, "an offset the device lacks fails")
+        tap.eq(fw.read(0, FREERUN_READ, device=43)[0], NODEV, "a programmable channel's counter: 'no such device'")
+        tap.eq(fw.write(0, FREERUN_READ, 0, device=51), NOERROR, "LIKWID's zeroing write is answered")
+        err, again = fw.read(0, FREERUN_READ, device=51)
+        tap.ok(err == NOERROR and again < lines, "and the counter counts from 0 again (%d < %d)" % (again, lines))
+        tap.eq(fw.write(0, FREERUN_READ, 5, device=51), RESTREG, "any other value is refused")
+        tap.eq(fw.write(0, UBOX_CTL, 1 << 63), NOERROR, "the U-box freeze-all is answered")
+        frozen = fw.read(0, FREERUN_READ, device=51)
+        time.sleep(0.05)
+        tap.eq(fw.read(0, FREERUN_READ, device=51), frozen, "LIKWID's frozen uncore: the free-running count "
+               "stands still (%d lines), as LIKWID's freeze means" % frozen[1])
+        tap.ok(raw(dm, [["cr", read0]])[0] > end, "while the daemon's counter went on")
+        tap.eq(fw.write(0, UBOX_CTL, 1 << 61), NOERROR, "unfreeze-all")
+        time.sleep(0.05)
+        err, thawed = fw.read(0, FREERUN_READ, device=51)
+        tap.ok(err == NOERROR and frozen[1] < thawed < frozen[1] + (end - before) * per_count / 64,
+               "and counts on from there, without the frozen time (%d lines)" % thawed)
+        tap.eq(fw.write(0, UBOX_CTL, 0), NOERROR, "and the 0 LIKWID ends with")
+        tap.ok("event=deny" not in dm.audit(), "none of it was refused by pmugated (nothing was asked of it)")
+        tap.eq(fw.write(0, UBOX_CTL, 1), RESTREG, "any other U-box value goes to pmugated, which refuses it")
+        tap.eq(count_audit(dm, "event=deny"), 1, "and audits it")
+        fw.exit()
+        c = t.Client(dm.socket)
+        tap.eq(c.call("status")["leases"], [], "the package lease ends with LIKWID")
+        c.close()
+    finally:
+        dm.stop()
+    dm = sim_daemon(mode="job", model="icx")
+    try:
+        rc, out, err = t.run_cli([t.PMUGATECTL, "grant", "--job", "12", "--uid", str(t.UNPRIVILEGED_UID), "--cpus",
+                                  "0"], dm.socket)
+        tap.eq(rc, 0, "the job is granted CPU 0 of the two-core package")
+        fw = Forwarder(dm.socket, user=UNPRIVILEGED)
+        tap.eq(fw.read(0, FREERUN_READ, device=51)[0], RESTREG, "the package's traffic needs the package")
+        tap.eq(fw.write(0, UBOX_CTL, 1 << 63), RESTREG, "so does the U-box freeze")
+        tap.eq(fw.write(0, 0x186, 0x4300C0), NOERROR, "the job's CPU is still the user's")
+        fw.exit()
+    finally:
+        dm.stop()
+
+
 def test_killed(tap):
     dm = sim_daemon()
     try:
@@ -372,5 +458,5 @@ def test_likwid_verb(tap):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.Tap().run([test_socket_and_session, test_batching, test_refusals, test_devices, test_killed,
+    raise SystemExit(t.Tap().run([test_socket_and_session, test_batching, test_refusals, test_devices, test_freerun, test_killed,
                                   test_start_up, test_job_scope, test_likwid_verb]))

@@ -162,6 +162,68 @@ static void test_rules(void **state) {
         assert_false(likwid_read_is_placeholder(&info, 0xE02));
 }
 
+/* Ice Lake-SP's package counters as pmugated lists them: controllers 0-1 on package 0 (1 not
+ * opened), controller 0 on package 1, and a CAS counter that is not free-running. */
+static pmugate_counter counters[] = {
+        { .index = 0, .name = "uncore_imc_free_running_0/read", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc" },
+        { .index = 1, .name = "uncore_imc_free_running_0/write", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc" },
+        { .index = 2, .name = "uncore_imc_free_running_1/read", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc" },
+        { .index = 3, .name = "uncore_imc_free_running_1/write", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc", .error = "not opened" },
+        { .index = 4, .name = "uncore_imc_0/cas_count_read", .package = 0, .width = 64,
+          .scale = 6.103515625e-05, .unit = "MiB", .cls = "uncore-imc" },
+        { .index = 5, .name = "uncore_imc_free_running_0/read", .package = 1, .width = 48,
+          .scale = 64, .unit = "B", .cls = "uncore-imc" },
+        { .index = 6, .name = "uncore_imc_free_running_0/write", .package = 1, .width = 48,
+          .scale = 1, .unit = "lines", .cls = "uncore-imc" },
+};
+
+static void test_freerun(void **state) {
+        pmugate_info info = skx("icx");
+        uint32_t counter = 99;
+
+        info.counters = counters;
+        info.n_counters = ELEMENTSOF(counters);
+        for (uint32_t dev = 0; dev < 100; dev++)
+                assert_int_equal(likwid_device_is_freerun(dev), dev >= 51 && dev <= 54);
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x0, &counter), 0);
+        assert_int_equal(counter, 0);
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x8, &counter), 0);
+        assert_int_equal(counter, 1);
+        assert_int_equal(likwid_map_freerun(&info, 52, 0, 0x0, &counter), 0);
+        assert_int_equal(counter, 2);
+        assert_int_equal(likwid_map_freerun(&info, 51, 1, 0x0, &counter), 0);
+        assert_int_equal(counter, 5);
+        counter = 99;
+        /* Not opened, a unit that is not a size, a controller or socket the machine lacks, the
+         * programmable MMIO channels, an offset the devices do not have. */
+        assert_int_equal(likwid_map_freerun(&info, 52, 0, 0x8, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 51, 1, 0x8, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 53, 0, 0x0, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 51, 2, 0x0, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 51, UINT32_MAX, 0x0, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 43, 0, 0x8, &counter), -ENODEV);
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x10, &counter), -EINVAL);
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x4, &counter), -EINVAL);
+        assert_int_equal(counter, 99);
+        assert_true(likwid_freerun_present(&info, 51, 0));
+        assert_false(likwid_freerun_present(&info, 52, 0));
+        assert_false(likwid_freerun_present(&info, 51, 1));
+        assert_non_null(likwid_find_counter(&info, 6));
+        assert_null(likwid_find_counter(&info, 7));
+        assert_true(likwid_model_answers_ubox_freeze(&info));
+        /* The device numbers are Ice Lake-SP's: nothing elsewhere, even with the same names. */
+        strcpy(info.model_key, "spr");
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x0, &counter), -ENODEV);
+        assert_false(likwid_model_answers_ubox_freeze(&info));
+        strcpy(info.model_key, "skx");
+        assert_int_equal(likwid_map_freerun(&info, 51, 0, 0x0, &counter), -ENODEV);
+        assert_true(likwid_model_answers_ubox_freeze(&info));
+}
+
 static void test_errors(void **state) {
         assert_int_equal(likwid_error_from_refusal(PROTO_E_REG_NOT_ALLOWED), LIKWID_ERR_RESTREG);
         assert_int_equal(likwid_error_from_refusal(PROTO_E_REG_FORBIDDEN), LIKWID_ERR_RESTREG);
@@ -192,6 +254,7 @@ int main(void) {
                 cmocka_unit_test(test_registers),
                 cmocka_unit_test(test_leases),
                 cmocka_unit_test(test_rules),
+                cmocka_unit_test(test_freerun),
                 cmocka_unit_test(test_errors),
         };
 
