@@ -66,7 +66,8 @@ static uint64_t df_ctl_value(PackageEventKind kind, unsigned channel) {
         uint64_t event = DF_EVENT_DRAM_BEATS + DF_EVENT_CHANNEL_STRIDE * channel;
         uint64_t umask = kind == PACKAGE_EVENT_DF_READ ? DF_UMASK_READ : DF_UMASK_WRITE;
 
-        return (event & 0xFF) | (event >> 8) << 32 | (umask & 0xFF) << 8 | (umask >> 8) << 24 | AMD_UNCORE_EN;
+        return (event & 0xFF) | (event >> 8) << 32 | (umask & 0xFF) << 8 | (umask >> 8) << 24 |
+               AMD_UNCORE_EN;
 }
 
 /* The data fabric of package p: one counter per DRAM channel. Where the counters are fewer than
@@ -82,8 +83,8 @@ static int plan_df(PackageEvents *pe, const pmugate_info *info, size_t p, size_t
         if (channels == 0) {
                 char reason[200];
 
-                (void) snprintf(reason, sizeof(reason), "package %d has %u data-fabric counters, too few for "
-                                "%u events", pe->packages[p], info->df_counters, of);
+                (void) snprintf(reason, sizeof(reason), "package %d has %u data-fabric counters, too few "
+                                "for %u events", pe->packages[p], info->df_counters, of);
                 return package_events_withhold(pe, p, e, reason);
         }
         for (unsigned ch = 0; ch < channels; ch++) {
@@ -265,7 +266,8 @@ int package_amd_program(PackageEvents *pe, pmugate *c, const pmugate_info *info)
                         if (!s->is_programmed || s->package != p || s->ccx < 0)
                                 continue;
                         for (size_t k = 0; k < i; k++)
-                                first = first && !(pe->sources[k].is_programmed && pe->sources[k].ccx == s->ccx);
+                                first = first && !(pe->sources[k].is_programmed &&
+                                                   pe->sources[k].ccx == s->ccx);
                         if (!first)
                                 continue;
                         r = program_domain(pe, c, info, p, s->ccx);

@@ -118,7 +118,8 @@ static void test_l3_per_ccx_of_the_measured_cpus(void **state) {
 
                 assert_int_equal(s->ccx, (int32_t) s->target / 2);
                 assert_int_equal(s->ctl, L3_CTL0 + 2 * s->event);
-                assert_true(s->ctl_value == (0x04 | umask << 8 | EN | UINT64_C(3) << 46 | UINT64_C(3) << 56));
+                assert_true(s->ctl_value ==
+                            (0x04 | umask << 8 | EN | UINT64_C(3) << 46 | UINT64_C(3) << 56));
         }
         package_events_free(pe);
         (void) state;
