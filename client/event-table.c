@@ -10,6 +10,7 @@
  * pipeline-utilization ones are those of perf's pipeline.json metrics.
  */
 #include <string.h>
+#include <strings.h>
 
 #include "event-table.h"
 #include "events.h"
@@ -144,7 +145,7 @@ const EventTableEntry *event_table_lookup(const char *model, const char *name) {
         if (bit == 0 || !name)
                 return NULL;
         for (size_t i = 0; i < ELEMENTSOF(event_table); i++)
-                if ((event_table[i].models & bit) && strcmp(event_table[i].name, name) == 0)
+                if ((event_table[i].models & bit) && strcasecmp(event_table[i].name, name) == 0)
                         return &event_table[i];
         return NULL;
 }

@@ -31,7 +31,7 @@ typedef struct EventTableEntry {
 /* The EVENT_MODEL_* bit of a model key ("skx", "clx", "icx", "spr", "zen4", "zen5"), or 0. */
 unsigned event_table_model(const char *model);
 
-/* The entry named name (case-sensitive, Intel's spelling) for a model, or NULL. */
+/* The entry named name (case-insensitive) for a model, or NULL. */
 const EventTableEntry *event_table_lookup(const char *model, const char *name);
 
 /* Every entry, for tests that compare the table with libpfm4. */

@@ -3,14 +3,17 @@
  * Events: resolution through pmugate's table (the events its recipes use, with counter
  * restrictions) and libpfm4 (every other event of the model), plus modifiers and raw codes
  */
+#include <ctype.h>
 #include <errno.h>
 #include <perfmon/pfmlib.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "event-table.h"
+#include "event-list.h"
 #include "events.h"
 #include "macro.h"
 #include "reason.h"
@@ -29,9 +32,57 @@ static const struct {
         { "zen4", "amd64_fam19h_zen4" },
 };
 
+/* perf's generic hardware event names, for the events every supported model has: Intel's
+ * names, and perf's own on AMD (where ref-cycles has no event). */
+static const struct {
+        const char *alias;
+        const char *intel;
+        const char *amd;
+} generic_events[] = {
+        { "instructions", "INST_RETIRED.ANY", "ex_ret_instr" },
+        { "cycles", "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc" },
+        { "cpu-cycles", "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc" },
+        { "ref-cycles", "CPU_CLK_UNHALTED.REF_TSC", NULL },
+        { "branches", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn" },
+        { "branch-instructions", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn" },
+        { "branch-misses", "BR_MISP_RETIRED.ALL_BRANCHES", "ex_ret_brn_misp" },
+};
+
+static bool model_is_amd(const char *model) {
+        return (event_table_model(model) & EVENT_MODEL_AMD) != 0;
+}
+
+bool event_generic_alias(const char *model, size_t i, const char **ret_alias, const char **ret_name) {
+        if (i >= ELEMENTSOF(generic_events))
+                return false;
+        *ret_alias = generic_events[i].alias;
+        *ret_name = model_is_amd(model) ? generic_events[i].amd : generic_events[i].intel;
+        return true;
+}
+
+/* The generic alias's index, or -1 when alias is none of perf's generic names. */
+static ssize_t generic_index(const char *alias) {
+        for (size_t i = 0; i < ELEMENTSOF(generic_events); i++)
+                if (strcasecmp(generic_events[i].alias, alias) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+/* The model's event for a generic alias; NULL when alias is not generic or the model has none. */
+static const char *generic_name(const char *model, const char *alias) {
+        const char *name, *unused;
+        ssize_t i = generic_index(alias);
+
+        if (i < 0 || !event_generic_alias(model, (size_t) i, &unused, &name))
+                return NULL;
+        return name;
+}
+
+static bool libpfm_pmu_present(const char *model);
+
 /* The EVTSEL bits an event's config may hold on model. */
 static uint64_t config_mask(const char *model) {
-        return event_table_model(model) & EVENT_MODEL_AMD ? EVENT_CONFIG_MASK_AMD : EVENT_CONFIG_MASK;
+        return model_is_amd(model) ? EVENT_CONFIG_MASK_AMD : EVENT_CONFIG_MASK;
 }
 
 static pthread_once_t libpfm_once = PTHREAD_ONCE_INIT;
@@ -53,6 +104,11 @@ static void libpfm_init_once(void) {
                         if (strcmp(info.name, libpfm_pmus[i].pmu) == 0)
                                 libpfm_present[i] = true;
         }
+}
+
+bool event_libpfm_ready(const char *model) {
+        (void) pthread_once(&libpfm_once, libpfm_init_once);
+        return libpfm_status == PFM_SUCCESS && libpfm_pmu_present(model);
 }
 
 static bool libpfm_pmu_present(const char *model) {
@@ -108,8 +164,9 @@ static int libpfm_name(const char *pmu, const char *name, char *buf, size_t size
         return 0;
 }
 
-static int resolve_libpfm(const char *model, const char *name, EventDesc *d, char *reterr_reason,
-                          size_t reason_size) {
+/* name is the upper-case spelling looked up; shown is the user's, for reasons. */
+static int resolve_libpfm(const char *model, const char *name, const char *shown, EventDesc *d,
+                          char *reterr_reason, size_t reason_size) {
         const char *pmu = event_libpfm_pmu(model);
         char spec[EVENT_NAME_MAX + 16];
         uint64_t codes[LIBPFM_CODES_MAX] = {};
@@ -120,26 +177,34 @@ static int resolve_libpfm(const char *model, const char *name, EventDesc *d, cha
         };
         int r;
 
-        (void) pthread_once(&libpfm_once, libpfm_init_once);
-        if (!pmu || libpfm_status != PFM_SUCCESS || !libpfm_pmu_present(model))
+        char hint[EVENT_SUGGESTIONS_MAX];
+
+        if (!event_libpfm_ready(model)) {
+                event_suggest(model, shown, hint, sizeof(hint));
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
-                                   "unknown event '%s' for %s (pmugate's table does not list it, and libpfm4 has no "
-                                   "active %s PMU: set LIBPFM_FORCE_PMU=%s to use its event list)", name, model,
-                                   model, pmu ?: model);
+                                   "unknown event '%s' for %s%s (pmugate's table does not list it, and "
+                                   "libpfm4 has no active %s PMU: set LIBPFM_FORCE_PMU=%s to use its "
+                                   "event list)",
+                                   shown, model, hint, model, pmu ?: model);
+        }
         if (libpfm_name(pmu, name, spec, sizeof(spec)) < 0)
-                return reason_fail(reterr_reason, reason_size, -EINVAL, "event name '%s' is too long", name);
+                return reason_fail(reterr_reason, reason_size, -EINVAL, "event name '%s' is too long",
+                                   shown);
         r = pfm_get_os_event_encoding(spec, PFM_PLM0 | PFM_PLM3, PFM_OS_NONE, &arg);
-        if (r != PFM_SUCCESS)
-                return reason_fail(reterr_reason, reason_size, -ENOENT, "unknown event '%s' for %s (libpfm4: %s)", name,
-                                   model, pfm_strerror(r));
+        if (r != PFM_SUCCESS) {
+                event_suggest(model, shown, hint, sizeof(hint));
+                return reason_fail(reterr_reason, reason_size, -ENOENT,
+                                   "unknown event '%s' for %s%s; 'pmugate list events' shows them all",
+                                   shown, model, hint);
+        }
         if (arg.count != 1)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
                                    "event '%s' needs extra registers (offcore response, ...), "
-                                   "which pmugate does not program", name);
+                                   "which pmugate does not program", shown);
         if (codes[0] & EVTSEL_ANY)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
                                    "event '%s' counts for both SMT threads (AnyThread), "
-                                   "which pmugate's allowlist does not permit", name);
+                                   "which pmugate's allowlist does not permit", shown);
         d->source = EVENT_SOURCE_LIBPFM;
         d->config = codes[0] & config_mask(model);
         d->gp_ok = true;
@@ -177,26 +242,26 @@ static int apply_modifier(EventDesc *d, const char *mod, bool *ret_filtered, cha
         if (d->kind == EVENT_PERF_METRICS)
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
                                    "'%s': PERF_METRICS counts take no modifiers; they follow TOPDOWN.SLOTS", d->name);
-        if (strcmp(mod, "u") == 0) {
+        if (strcasecmp(mod, "u") == 0) {
                 d->usr = true;
                 d->os = false;
                 return 0;
         }
-        if (strcmp(mod, "k") == 0) {
+        if (strcasecmp(mod, "k") == 0) {
                 d->usr = false;
                 d->os = true;
                 return 0;
         }
         *ret_filtered = true;
-        if (strcmp(mod, "e") == 0) {
+        if (strcasecmp(mod, "e") == 0) {
                 d->config |= EVTSEL_EDGE;
                 return 0;
         }
-        if (strcmp(mod, "i") == 0) {
+        if (strcasecmp(mod, "i") == 0) {
                 d->config |= EVTSEL_INV;
                 return 0;
         }
-        if (strncmp(mod, "c=", 2) == 0) {
+        if (strncasecmp(mod, "c=", 2) == 0) {
                 errno = 0;
                 cmask = strtoull(mod + 2, &end, 0);
                 if (errno != 0 || end == mod + 2 || *end != '\0' || cmask > EVTSEL_CMASK_MAX)
@@ -211,11 +276,19 @@ static int apply_modifier(EventDesc *d, const char *mod, bool *ret_filtered, cha
                            "'%s': unknown modifier '%s' (known: c=N, e, i, u, k)", d->name, mod);
 }
 
-static int resolve_base(const char *model, const char *base, EventDesc *d, char *reterr_reason, size_t reason_size) {
+/* Resolves the event part of a name, case-insensitively and with perf's generic names, and
+ * writes its one spelling to canonical (EVENT_NAME_MAX): the table's, libpfm4's upper case, or
+ * "r" and lower-case hex. */
+static int resolve_base(const char *model, const char *base, EventDesc *d, char *canonical,
+                        char *reterr_reason, size_t reason_size) {
         const EventTableEntry *e;
         uint64_t raw;
+        int r;
 
         if (base[0] == 'r' && parse_hex(base + 1, &raw) == 0) {
+                for (size_t i = 0; base[i]; i++)
+                        canonical[i] = (char) tolower((unsigned char) base[i]);
+                canonical[strlen(base)] = '\0';
                 if (raw & ~config_mask(model))
                         return reason_fail(reterr_reason, reason_size, -EINVAL,
                                            "raw event '%s' sets bits other than event, umask, edge, inv and cmask",
@@ -226,8 +299,9 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
                 inherit_restrictions(model, d);
                 return 0;
         }
-        e = event_table_lookup(model, base);
+        e = event_table_lookup(model, generic_name(model, base) ?: base);
         if (e) {
+                (void) snprintf(canonical, EVENT_NAME_MAX, "%s", e->name);
                 d->source = EVENT_SOURCE_TABLE;
                 d->config = e->config;
                 d->fixed = e->fixed;
@@ -239,14 +313,21 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
                 }
                 return 0;
         }
-        if (strncmp(base, "topdown-", strlen("topdown-")) == 0)
+        if (strncasecmp(base, "topdown-", strlen("topdown-")) == 0)
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
                                    "%s has no PERF_METRICS count '%s'", model, base);
-        return resolve_libpfm(model, base, d, reterr_reason, reason_size);
+        if (generic_index(base) >= 0)
+                return reason_fail(reterr_reason, reason_size, -ENOENT, "%s has no %s ('%s')", model,
+                                   generic_name(model, base) ?: "event for it", base);
+        for (size_t i = 0; base[i]; i++)
+                canonical[i] = (char) toupper((unsigned char) base[i]);
+        canonical[strlen(base)] = '\0';
+        r = resolve_libpfm(model, canonical, base, d, reterr_reason, reason_size);
+        return r;
 }
 
 int event_resolve(const char *model, const char *text, EventDesc *ret, char *reterr_reason, size_t reason_size) {
-        char buf[EVENT_NAME_MAX], *saveptr = NULL, *base, *mod;
+        char buf[EVENT_NAME_MAX], canonical[EVENT_NAME_MAX], *saveptr = NULL, *base, *mod;
         bool filtered = false;
         EventDesc d = {
                 .kind = EVENT_COUNTER,
@@ -271,14 +352,25 @@ int event_resolve(const char *model, const char *text, EventDesc *ret, char *ret
         base = strtok_r(buf, ":", &saveptr);
         if (!base)
                 return reason_fail(reterr_reason, reason_size, -EINVAL, "'%s' names no event", text);
-        r = resolve_base(model, base, &d, reterr_reason, reason_size);
+        r = resolve_base(model, base, &d, canonical, reterr_reason, reason_size);
         if (r < 0)
                 return r;
         while ((mod = strtok_r(NULL, ":", &saveptr))) {
+                size_t n = strlen(canonical);
+
                 r = apply_modifier(&d, mod, &filtered, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
+                if (n + 1 + strlen(mod) >= sizeof(canonical))
+                        return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                           "event name '%s' is too long", text);
+                canonical[n++] = ':';
+                for (size_t i = 0; mod[i]; i++)
+                        canonical[n++] = (char) tolower((unsigned char) mod[i]);
+                canonical[n] = '\0';
         }
+        /* one spelling whatever the case or alias, so that an event is listed and shown once */
+        (void) snprintf(d.name, sizeof(d.name), "%s", canonical);
         if (filtered && d.fixed >= 0) {
                 /* a fixed counter has no cmask, edge or invert: use the GP encoding */
                 if (!d.gp_ok)

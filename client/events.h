@@ -65,13 +65,18 @@ typedef struct EventDesc {
         uint32_t gp_mask;               /* GP counters it may run on (bit n = PMCn) */
         bool usr, os;                   /* rings counted */
         unsigned metrics_field;         /* PERF_METRICS byte, for EVENT_PERF_METRICS */
+        bool pinned;                    /* keep on a GP counter in every event set when sets take turns */
 } EventDesc;
 
 /* Resolves text: NAME[:MOD...] where NAME is an event name the model knows (Intel's names, or
  * perf's for AMD; pmugate's table, then libpfm4 when it has the model's PMU active), a topdown-*
- * PERF_METRICS count, or rHEX (event | umask << 8 | edge << 18 | inv << 23 | cmask << 24, and on
- * AMD event[11:8] << 32); MOD is c=N (cmask), e (edge), i (invert), u (user only) or k (kernel
- * only). model is "skx", "clx", "icx", "spr", "zen4" or "zen5".
+ * PERF_METRICS count, one of perf's generic names (instructions, cycles, cpu-cycles, ref-cycles,
+ * branches, branch-instructions, branch-misses), or rHEX (event | umask << 8 | edge << 18 |
+ * inv << 23 | cmask << 24, and on AMD event[11:8] << 32); MOD is c=N (cmask), e (edge),
+ * i (invert), u (user only) or k (kernel only). Names and modifiers are case-insensitive;
+ * ret->name is the one spelling of the event (the table's, libpfm4's in upper case, perf's
+ * generic names as the model's name), modifiers in lower case. An unknown name's reason suggests
+ * the closest known ones. model is "skx", "clx", "icx", "spr", "zen4" or "zen5".
  * Returns -ENOENT for an unknown name, -EINVAL for bad modifiers, -EOPNOTSUPP for an event
  * pmugate cannot program (AnyThread, extra registers), each with a reason. */
 int event_resolve(const char *model, const char *text, EventDesc *ret, char *reterr_reason, size_t reason_size);
@@ -82,6 +87,13 @@ int event_variable_name(const char *event, char *buf, size_t size);
 
 /* Whether pmugate's table or libpfm4 can resolve names for the model. */
 bool event_model_known(const char *model);
+
+/* The i-th of perf's generic event names ("instructions", "cycles", ...) and the model's event it
+ * stands for (NULL where the model has none, as ref-cycles on AMD); false past the last. */
+bool event_generic_alias(const char *model, size_t i, const char **ret_alias, const char **ret_name);
+
+/* Whether libpfm4 is initialized with the model's PMU active (its event list can be used). */
+bool event_libpfm_ready(const char *model);
 
 /* libpfm4's PMU name for a model key, or NULL. */
 const char *event_libpfm_pmu(const char *model);

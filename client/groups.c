@@ -2,12 +2,14 @@
 /*
  * Group files, parsed with inih
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "build-config.h"
@@ -101,7 +103,7 @@ static int append_text(char **s, const char *text, size_t max) {
         return 0;
 }
 
-static int add_event(Group *g, const char *name, const char *condition) {
+static int add_event(Group *g, const char *name, const char *condition, bool included) {
         GroupEvent *events;
 
         for (size_t i = 0; i < g->n_events; i++)
@@ -117,6 +119,7 @@ static int add_event(Group *g, const char *name, const char *condition) {
         g->events[g->n_events] = (GroupEvent) {
                 .name = strdup(name),
                 .condition = condition ? strdup(condition) : NULL,
+                .included = included,
         };
         if (!g->events[g->n_events].name || (condition && !g->events[g->n_events].condition)) {
                 free(g->events[g->n_events].name);
@@ -134,7 +137,7 @@ static int add_events(GroupParser *p, const char *list, const char *condition) {
         (void) snprintf(buf, sizeof(buf), "%s", list);
         for (char *w = strtok_r(buf, WORD_SEPARATORS, &saveptr); w;
                      w = strtok_r(NULL, WORD_SEPARATORS, &saveptr)) {
-                r = add_event(p->group, w, condition);
+                r = add_event(p->group, w, condition, p->depth > 0);
                 if (r == -E2BIG)
                         return parser_fail(p, r, "more than %u events", GROUP_EVENTS_MAX);
                 if (r < 0)
@@ -377,20 +380,50 @@ int group_search_dirs(char dirs[][GROUP_PATH_MAX], size_t max) {
         return (int) n;
 }
 
+static inline void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+/* dir/name.conf, or a file in dir whose name matches it case-insensitively. */
+static bool find_in_dir(const char *dir, const char *name, char *buf, size_t size) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        char wanted[GROUP_NAME_MAX + 8];
+        struct dirent *de;
+        int k = snprintf(buf, size, "%s/%s.conf", dir, name);
+
+        if (k > 0 && (size_t) k < size && access(buf, F_OK) == 0)
+                return true;
+        (void) snprintf(wanted, sizeof(wanted), "%s.conf", name);
+        d = opendir(dir);
+        while (d && (de = readdir(d)))
+                if (strcasecmp(de->d_name, wanted) == 0) {
+                        k = snprintf(buf, size, "%s/%s", dir, de->d_name);
+                        if (k > 0 && (size_t) k < size && access(buf, F_OK) == 0)
+                                return true;
+                }
+        return false;
+}
+
+/* Group names are case-insensitive ("IPC" finds ipc.conf); an exact match comes first. */
 static int find_file(const char *name, const char *model, char *buf, size_t size) {
-        char dirs[GROUP_SEARCH_DIRS_MAX][GROUP_PATH_MAX];
+        char dirs[GROUP_SEARCH_DIRS_MAX][GROUP_PATH_MAX], model_dir[GROUP_PATH_MAX + 32];
         int n = group_search_dirs(dirs, GROUP_SEARCH_DIRS_MAX);
 
         for (int i = 0; i < n; i++) {
-                int k = snprintf(buf, size, "%s/%s/%s.conf", dirs[i], model, name);
-
-                if (k > 0 && (size_t) k < size && access(buf, F_OK) == 0)
-                        return 0;
-                k = snprintf(buf, size, "%s/%s.conf", dirs[i], name);
-                if (k > 0 && (size_t) k < size && access(buf, F_OK) == 0)
+                (void) snprintf(model_dir, sizeof(model_dir), "%.4095s/%.31s", dirs[i], model);
+                if (find_in_dir(model_dir, name, buf, size) || find_in_dir(dirs[i], name, buf, size))
                         return 0;
         }
         return -ENOENT;
+}
+
+/* The group name a found file spells: its file name without ".conf". */
+static void name_of_file(const char *path, char *buf, size_t size) {
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        size_t n = strlen(base) > strlen(".conf") ? strlen(base) - strlen(".conf") : strlen(base);
+
+        (void) snprintf(buf, size, "%.*s", (int) n, base);
 }
 
 static int load_named(const char *name, const char *model, unsigned depth, Group *into, char *reterr_reason,
@@ -455,7 +488,7 @@ int group_load_file(const char *path, const char *name, const char *model, Group
 }
 
 int group_load(const char *name, const char *model, Group **ret, char *reterr_reason, size_t reason_size) {
-        char path[GROUP_PATH_MAX + GROUP_NAME_MAX + 32];
+        char path[GROUP_PATH_MAX + GROUP_NAME_MAX + 32], spelled[GROUP_PATH_MAX];
 
         if (!name || !model || !ret)
                 return -EINVAL;
@@ -465,7 +498,8 @@ int group_load(const char *name, const char *model, Group **ret, char *reterr_re
         if (find_file(name, model, path, sizeof(path)) < 0)
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
                                    "no group '%s' for %s (looked in $PMUGATE_GROUP_PATH, ~/.config/pmugate/groups and "
-                                   "%s)",
+                                   "%s; 'pmugate list groups' shows them)",
                                    name, model, PMUGATE_GROUP_DIR);
-        return group_load_file(path, name, model, ret, reterr_reason, reason_size);
+        name_of_file(path, spelled, sizeof(spelled));
+        return group_load_file(path, spelled, model, ret, reterr_reason, reason_size);
 }

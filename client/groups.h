@@ -25,6 +25,7 @@
 typedef struct GroupEvent {
         char *name;
         char *condition;        /* muparser expression over the constants, or NULL: always counted */
+        bool included;          /* from an included group: the base the including group refines */
 } GroupEvent;
 
 typedef struct GroupMetric {

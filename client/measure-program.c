@@ -24,6 +24,13 @@ static uint64_t evtsel_value(const pmugate_measure *m, unsigned set, unsigned co
         return d->config | EVTSEL_EN | (d->usr ? EVTSEL_USR : 0) | (d->os ? EVTSEL_OS : 0);
 }
 
+static bool any_sibling_measured(const pmugate_measure *m) {
+        for (size_t i = 0; m->n_siblings && i < m->n_cpus; i++)
+                if (m->n_siblings[i] > 1)
+                        return true;
+        return false;
+}
+
 void measure_set_layout(pmugate_measure *m) {
         if (m->info && strcmp(m->info->vendor, "AuthenticAMD") == 0) {
                 m->reg_evtsel0 = MSR_AMD_PERF_CTL0;
@@ -45,6 +52,8 @@ int measure_plan_registers(pmugate_measure *m) {
         bool usr = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_USER);
         bool os = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_KERNEL);
         size_t n = 0;
+        uint32_t tsc;
+        bool pci;
 
         m->owned_global = (uint64_t) s->gp_used | (uint64_t) s->fixed_used << GLOBAL_FIXED_SHIFT;
         if (s->perf_metrics)
@@ -85,6 +94,13 @@ int measure_plan_registers(pmugate_measure *m) {
                 m->metrics_slot = (int) n;
                 m->sweep_regs[n++] = MSR_PERF_METRICS;
         }
+        /* Each CPU's wall-clock window, for aligning a sibling's counts in core sums: REF_TSC
+         * stops while the CPU is halted, so it cannot compare the windows of SMT siblings with
+         * unequal load. Read only where a formula sums a core's threads and a sibling is
+         * measured, so that other measurements keep their operations (and CPUs per batch). */
+        m->read_tsc = m->has_fixed_ctrl && m->uses_core_sums && any_sibling_measured(m) &&
+                      pmugate_info_register_by_name(m->info, "IA32_TIME_STAMP_COUNTER", &pci, &tsc) >= 0 &&
+                      !pci && tsc == MSR_TSC;
         /* Without fixed counters (AMD) the time each event set counted is the TSC's advance
          * between the batches, read in the same batch as the counters: the client's clock
          * would add the latency of every round trip. Only sets taking turns need it. */
@@ -97,11 +113,17 @@ int measure_plan_registers(pmugate_measure *m) {
         return 0;
 }
 
-static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value) {
+/* GLOBAL_CTRL of each CPU, with (tsc) its TSC read right after: the same one operation from
+ * the edge of the CPU's counting window when the counters stop and when they start, whatever
+ * the position of the CPU in the batch, so that the readings time the window itself. */
+static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value,
+                      bool tsc) {
         for (size_t i = first; i < first + n; i++) {
                 int r = pmugate_batch_write_msr_bits(b, m->cpus[i], m->reg_global_ctrl, value,
                                                      m->owned_global);
 
+                if (r >= 0 && tsc && m->read_tsc)
+                        r = pmugate_batch_read_msr(b, m->cpus[i], MSR_TSC);
                 if (r < 0)
                         return r;
         }
@@ -168,7 +190,7 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
 
         pmugate_batch_clear(b);
         *ret_sweep = -1;
-        r = add_global(b, m, first, n, 0);
+        r = add_global(b, m, first, n, 0, kind != BATCH_START);
         if (r < 0)
                 return r;
         if (kind != BATCH_START) {
@@ -199,6 +221,6 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
                 }
                 return 0;
         }
-        return add_global(b, m, first, n, m->owned_global);
+        return add_global(b, m, first, n, m->owned_global, true);
 }
 

@@ -12,6 +12,7 @@
 #include "measure.h"
 
 /* Registers (Intel SDM vol. 4, architectural MSRs) */
+#define MSR_TSC 0x010U
 #define MSR_PMC0 0x0C1U
 #define MSR_PERFEVTSEL0 0x186U
 #define MSR_FIXED_CTR0 0x309U
@@ -67,8 +68,19 @@ int measure_plan_registers(pmugate_measure *m);
  * starting them (BATCH_STOP: restoring the bits). BATCH_SAMPLE and BATCH_STOP read every
  * counter in one compact op (its first result in ret_sweep) and reset SLOTS then
  * PERF_METRICS; a sample with rotate_from >= 0 programs the event set after rotate_from.
- * BATCH_START programs set 0 and zeroes the counters (and where the TSC is the time base, reads
- * it last: its first result in ret_sweep); BATCH_STOP writes back the saved registers and zeroes
- * the counters. */
+ * BATCH_START programs set 0 and zeroes the counters (and where the TSC is AMD's time base,
+ * reads it after them: its first result in ret_sweep); BATCH_STOP writes back the saved
+ * registers and zeroes the counters. With read_tsc (Intel, SMT window alignment), each CPU's
+ * TSC is read right after its counters stop (result 2j + 1 for the j-th CPU; not in
+ * BATCH_START) and right after they start (among the last 2n results; not in BATCH_STOP):
+ * measure_tsc_results() finds them. */
 int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, BatchKind kind,
                         int rotate_from, int *ret_sweep);
+
+/* Where the j-th CPU's TSC readings of a batch built for n CPUs are, or -1 when it has none. */
+static inline void measure_tsc_results(const pmugate_measure *m, const pmugate_batch *b, BatchKind kind,
+                                       size_t n, size_t j, int *ret_before, int *ret_after) {
+        *ret_before = m->read_tsc && kind != BATCH_START ? (int) (2 * j + 1) : -1;
+        *ret_after = m->read_tsc && kind != BATCH_STOP ? (int) (pmugate_batch_size(b) - 2 * n + 2 * j + 1) :
+                                                         -1;
+}

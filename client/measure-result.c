@@ -43,6 +43,7 @@ void measure_accum_copy(const pmugate_measure *m, CpuAccum *to, const CpuAccum *
                 memcpy(to[i].raw, from[i].raw, m->n_programmed * sizeof(uint64_t));
                 memcpy(to[i].enabled, from[i].enabled, m->n_programmed * sizeof(double));
                 to[i].total = from[i].total;
+                to[i].wall = from[i].wall;
         }
 }
 
@@ -144,7 +145,7 @@ static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAc
         double total = now->total - (base ? base->total : 0.0);
 
         for (size_t p = 0; p < m->n_programmed; p++) {
-                bool multiplexed = m->schedule->placements[p].kind == PLACE_GP && m->schedule->n_sets > 1;
+                bool multiplexed = measure_multiplexed(m, p);
                 double enabled = now->enabled[p] - (base ? base->enabled[p] : 0.0);
 
                 v->raw[p] = now->raw[p] - (base ? base->raw[p] : 0);
@@ -193,6 +194,11 @@ static int evaluate(pmugate_measure *m, pmugate_values *v) {
 /* Time-base units CPU i counted in the span. */
 static double span_total(const pmugate_measure *m, const CpuAccum *base, size_t i) {
         return m->accum[i].total - (base ? base[i].total : 0.0);
+}
+
+/* Wall-clock length of CPU i's counting windows in the span. */
+static double span_wall(const pmugate_measure *m, const CpuAccum *base, size_t i) {
+        return m->accum[i].wall - (base ? base[i].wall : 0.0);
 }
 
 static int cpu_package(const pmugate_measure *m, uint32_t cpu) {
@@ -281,12 +287,14 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
         for (size_t i = 0; i < m->n_cpus; i++) {
                 /* What AnyThread counting would give: the sum over the measured threads of the core.
                  * Each CPU's counters stop a little apart from its sibling's within a batch, so a
-                 * sibling's count is brought to this CPU's window by their time bases. */
+                 * sibling's count is brought to this CPU's window by their wall-clock lengths;
+                 * not by the time base, which counts unhalted cycles only and so would scale by
+                 * the siblings' load ratio. */
                 for (size_t p = 0; p < n; p++)
                         core[p] = 0.0;
                 for (size_t k = 0; k < m->n_siblings[i]; k++) {
                         size_t s = m->siblings[i][k];
-                        double mine = span_total(m, base, i), theirs = span_total(m, base, s);
+                        double mine = span_wall(m, base, i), theirs = span_wall(m, base, s);
                         double ratio = mine > 0.0 && theirs > 0.0 ? mine / theirs : 1.0;
 
                         for (size_t p = 0; p < n; p++)
@@ -300,7 +308,7 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                         return q;
         }
         for (size_t p = 0; p < n; p++) {
-                bool multiplexed = m->schedule->placements[p].kind == PLACE_GP && m->schedule->n_sets > 1;
+                bool multiplexed = measure_multiplexed(m, p);
 
                 if (!multiplexed)
                         r->aggregate.scale[p] = 1.0;

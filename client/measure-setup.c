@@ -73,8 +73,8 @@ static int measure_add_package_event(pmugate_measure *m, const char *name, const
         return 0;
 }
 
-static int add_event(pmugate_measure *m, const char *name, const char *condition, char *reterr_reason,
-                     size_t reason_size) {
+static int add_event(pmugate_measure *m, const char *name, const char *condition, bool pinned,
+                     char *reterr_reason, size_t reason_size) {
         MeasureEvent *e;
         bool usr = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_USER);
         bool os = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_KERNEL);
@@ -82,9 +82,6 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         bool holds = true;
         int r;
 
-        for (size_t i = 0; i < m->n_events; i++)
-                if (strcmp(m->events[i].desc.name, name) == 0)
-                        return reason_fail(reterr_reason, reason_size, -EINVAL, "event %s is listed twice", name);
         if (package_event_lookup(name, NULL))
                 return measure_add_package_event(m, name, condition, reterr_reason, reason_size);
         if (m->n_events >= SCHEDULE_EVENTS_MAX)
@@ -94,6 +91,15 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         r = event_resolve(m->model, name, &e->desc, reterr_reason, reason_size);
         if (r < 0)
                 return r;
+        /* by the one spelling: "cycles" and "cpu_clk_unhalted.thread" are the same event */
+        for (size_t i = 0; i < m->n_events; i++)
+                if (strcmp(m->events[i].desc.name, e->desc.name) == 0)
+                        return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                           "event %s is listed twice%s%s%s",
+                                           e->desc.name, strcmp(name, e->desc.name) != 0 ? " (as " : "",
+                                           strcmp(name, e->desc.name) != 0 ? name : "",
+                                           strcmp(name, e->desc.name) != 0 ? ")" : "");
+        e->desc.pinned = pinned;
         e->desc.usr = e->desc.usr && usr;
         e->desc.os = e->desc.os && os;
         if (!e->desc.usr && !e->desc.os)
@@ -129,7 +135,7 @@ static int add_events_list(pmugate_measure *m, const char *list, char *reterr_re
         if (!buf)
                 return -ENOMEM;
         for (char *w = strtok_r(buf, ", \t", &saveptr); w; w = strtok_r(NULL, ", \t", &saveptr)) {
-                r = add_event(m, w, NULL, reterr_reason, reason_size);
+                r = add_event(m, w, NULL, false, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
         }
@@ -145,6 +151,8 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
                                            reason_size);
                 if (r < 0)
                         return r;
+                if (strstr(g->metrics[i].formula, CORE_SUM_PREFIX))
+                        m->uses_core_sums = true;
                 if (!g->metrics[i].helper)
                         n_reported++;
         }
@@ -249,7 +257,10 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                 for (size_t i = 0; i < g->n_events; i++) {
                         char reason[MEASURE_REASON_MAX];
 
-                        r = add_event(m, g->events[i].name, g->events[i].condition, reason, sizeof(reason));
+                        /* an included group's events (TopDown level 1 under level 2) stay counted
+                         * in every event set, so that the base is exact however the rest rotates */
+                        r = add_event(m, g->events[i].name, g->events[i].condition, g->events[i].included,
+                                      reason, sizeof(reason));
                         if (r < 0)
                                 return reason_fail(reterr_reason, reason_size, r, "%s: %s", g->path, reason);
                 }

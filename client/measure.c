@@ -42,8 +42,17 @@ uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned f
         return (uint64_t) (((unsigned __int128) slots * byte) / PERF_METRICS_FULL_SCALE);
 }
 
+/* The wall-clock length of the window CPU i's counters just closed: the TSC's advance from
+ * just after they started to just before they stopped where the TSC can be read, else the time
+ * since the last batch. */
+static double wall_window(const pmugate_measure *m, const CpuState *st, uint64_t tsc_stopped) {
+        if (!m->read_tsc || st->tsc_started == 0 || tsc_stopped <= st->tsc_started)
+                return (double) m->wall_delta_ns;
+        return (double) (tsc_stopped - st->tsc_started);
+}
+
 /* Adds one sample's readings of CPU i to its accumulators; set is the event set that counted. */
-static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, unsigned set) {
+static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uint64_t tsc, unsigned set) {
         const Schedule *s = m->schedule;
         CpuState *st = &m->state[i];
         CpuAccum *a = &m->accum[i];
@@ -59,6 +68,7 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uns
         } else
                 timebase = (double) m->wall_delta_ns;
         a->total += timebase;
+        a->wall += wall_window(m, st, tsc);
         if (s->perf_metrics) {
                 /* SLOTS was zeroed with PERF_METRICS at the last reset, so this is the window
                  * the fractions describe */
@@ -73,12 +83,14 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uns
                         a->raw[p] += counter_delta(values[m->fixed_slot[pl->counter]], st->fixed_last[pl->counter],
                                                    m->counter_mask);
                         break;
-                case PLACE_GP:
-                        if (pl->set != set)
+                case PLACE_GP: {
+                        unsigned c = pl->pinned ? (unsigned) pl->set_counter[set] : pl->counter;
+
+                        if (!pl->pinned && pl->set != set)
                                 continue;
-                        a->raw[p] += counter_delta(values[m->gp_slot[pl->counter]], st->gp_last[pl->counter],
-                                                   m->counter_mask);
+                        a->raw[p] += counter_delta(values[m->gp_slot[c]], st->gp_last[c], m->counter_mask);
                         break;
+                }
                 case PLACE_PERF_METRICS:
                         a->raw[p] += measure_metrics_slots(slots, metrics, pl->counter);
                         break;
@@ -100,7 +112,8 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uns
         }
 }
 
-static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t n, int sweep, unsigned set) {
+static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t n, BatchKind kind, int sweep,
+                     unsigned set) {
         uint64_t values[GP_COUNTERS_MAX + FIXED_COUNTERS_MAX + 2];
         int r, first_error = 0;
 
@@ -116,10 +129,21 @@ static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t 
                 if (st < 0 && first_error == 0)
                         first_error = st;
         }
-        for (size_t j = 0; sweep >= 0 && j < n; j++) {
+        for (size_t j = 0; j < n; j++) {
                 CpuState *cs = &m->state[first + j];
+                uint64_t tsc_stopped = 0, tsc_started = 0;
+                int before, after;
                 bool ok = true;
 
+                measure_tsc_results(m, b, kind, n, j, &before, &after);
+                if (before >= 0 && pmugate_batch_result(b, (size_t) before, &tsc_stopped) < 0)
+                        tsc_stopped = 0;
+                if (after >= 0 && pmugate_batch_result(b, (size_t) after, &tsc_started) < 0)
+                        tsc_started = 0;
+                if (sweep < 0) {
+                        cs->tsc_started = tsc_started;
+                        continue;
+                }
                 for (size_t k = 0; k < m->n_sweep_regs; k++) {
                         int st = pmugate_batch_result(b, (size_t) sweep + j * m->n_sweep_regs + k, &values[k]);
 
@@ -130,7 +154,8 @@ static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t 
                         }
                 }
                 if (ok && cs->error == 0)
-                        accumulate(m, first + j, values, set);
+                        accumulate(m, first + j, values, tsc_stopped, set);
+                cs->tsc_started = tsc_started;
         }
         if (first_error < 0)
                 return fail(m, first_error, "a register operation failed: %s", pmugate_strerror(first_error));
@@ -138,7 +163,7 @@ static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t 
 }
 
 static void free_batches(pmugate_measure *m) {
-        for (size_t k = 0; m->batches && k < m->n_chunks * m->variants; k++)
+        for (size_t k = 0; m->batches && k < m->n_sample_chunks * m->variants; k++)
                 pmugate_batch_free(m->batches[k]);
         free(m->batches);
         free(m->sweep_index);
@@ -149,9 +174,9 @@ static void free_batches(pmugate_measure *m) {
 /* The sample batches, encoded once: per chunk of CPUs, one that stays on the event set and
  * one per set that rotates to the next. */
 static int build_sample_batches(pmugate_measure *m) {
-        for (size_t k = 0; k < m->n_chunks * m->variants; k++) {
-                size_t chunk = k / m->variants, variant = k % m->variants;
-                size_t first = chunk * m->cpus_per_batch, n = MIN(m->cpus_per_batch, m->n_cpus - first);
+        for (size_t k = 0; k < m->n_sample_chunks * m->variants; k++) {
+                size_t chunk = k / m->variants, variant = k % m->variants, per = m->sample_cpus_per_batch;
+                size_t first = chunk * per, n = MIN(per, m->n_cpus - first);
                 int r = pmugate_batch_new(&m->batches[k]);
 
                 if (r < 0)
@@ -164,18 +189,40 @@ static int build_sample_batches(pmugate_measure *m) {
         return 0;
 }
 
-/* Ops one CPU needs in the largest batch, the stop: GLOBAL_CTRL twice, the sweep, EVTSEL and
- * PMC per GP counter, FIXED_CTR_CTRL, each fixed counter and PERF_METRICS. */
+/* Ops one CPU needs in the largest batch, the stop: GLOBAL_CTRL twice, the TSC twice, the sweep,
+ * EVTSEL and PMC per GP counter, FIXED_CTR_CTRL, each fixed counter and PERF_METRICS. */
 static size_t ops_per_cpu(const pmugate_measure *m) {
         const Schedule *s = m->schedule;
 
-        return 2 + m->n_sweep_regs + 2 * (size_t) __builtin_popcount(s->gp_used) + 1 +
-               (size_t) __builtin_popcount(s->fixed_used) + (s->perf_metrics ? 1 : 0);
+        return 2 + (m->read_tsc ? 2 : 0) + m->n_sweep_regs + 2 * (size_t) __builtin_popcount(s->gp_used) +
+               1 + (size_t) __builtin_popcount(s->fixed_used) + (s->perf_metrics ? 1 : 0);
+}
+
+/* Most bytes one CPU adds to a sample's request: its single ops (GLOBAL_CTRL twice as "wm",
+ * the TSC twice as "r", SLOTS and PERF_METRICS zeroed and the rotation's EVTSELs as "w", each
+ * at its longest msgpack encoding) and its entry in the compact read's CPU list. */
+#define SAMPLE_WM_BYTES 32U
+#define SAMPLE_W_BYTES 22U
+#define SAMPLE_R_BYTES 13U
+#define SAMPLE_CPU_ENTRY_BYTES 5U
+/* Room in a request for everything but the CPUs' own ops: header, the compact read's registers. */
+#define SAMPLE_REQUEST_HEAD_BYTES 512U
+
+static size_t sample_ops_per_cpu(const pmugate_measure *m, size_t *ret_bytes) {
+        const Schedule *s = m->schedule;
+        size_t rotate = s->n_sets > 1 ? (size_t) __builtin_popcount(s->gp_used) : 0;
+        size_t resets = s->perf_metrics ? 2 : 0;
+        size_t tsc = m->read_tsc ? 2 : 0;
+
+        *ret_bytes = 2 * SAMPLE_WM_BYTES + tsc * SAMPLE_R_BYTES + (resets + rotate) * SAMPLE_W_BYTES +
+                     SAMPLE_CPU_ENTRY_BYTES;
+        return 2 + tsc + m->n_sweep_regs + resets + rotate;
 }
 
 static int allocate_batches(pmugate_measure *m) {
         size_t max_ops = m->info->max_ops_per_batch > 0 && m->info->max_ops_per_batch < PMUGATE_OPS_PER_BATCH_MAX ?
                          m->info->max_ops_per_batch : PMUGATE_OPS_PER_BATCH_MAX;
+        size_t ops, bytes;
         int r;
 
         /* as many CPUs per round trip as the daemon's op limit allows (several hundred) */
@@ -183,9 +230,15 @@ static int allocate_batches(pmugate_measure *m) {
         if (m->cpus_per_batch == 0)
                 return -E2BIG;
         m->n_chunks = (m->n_cpus + m->cpus_per_batch - 1) / m->cpus_per_batch;
+        /* a sample does less per CPU than the stop: as many CPUs as its ops and bytes allow */
+        ops = sample_ops_per_cpu(m, &bytes);
+        m->sample_cpus_per_batch = MIN(MIN(max_ops / ops, (size_t) PMUGATE_LIST_MAX),
+                                       (PMUGATE_REQUEST_SIZE_MAX - SAMPLE_REQUEST_HEAD_BYTES) / bytes);
+        m->sample_cpus_per_batch = MAX(m->sample_cpus_per_batch, m->cpus_per_batch);
+        m->n_sample_chunks = (m->n_cpus + m->sample_cpus_per_batch - 1) / m->sample_cpus_per_batch;
         m->variants = 1 + (m->schedule->n_sets > 1 ? m->schedule->n_sets : 0);
-        m->batches = calloc(m->n_chunks * m->variants, sizeof(pmugate_batch *));
-        m->sweep_index = calloc(m->n_chunks * m->variants, sizeof(int));
+        m->batches = calloc(m->n_sample_chunks * m->variants, sizeof(pmugate_batch *));
+        m->sweep_index = calloc(m->n_sample_chunks * m->variants, sizeof(int));
         r = m->batches && m->sweep_index ? build_sample_batches(m) : -ENOMEM;
         if (r < 0)
                 free_batches(m);
@@ -207,8 +260,8 @@ static int run_once(pmugate_measure *m, BatchKind kind) {
                 r = measure_build_batch(b, m, first, n, kind, -1, &sweep);
                 if (r < 0)
                         return r;
-                r = run_batch(m, b, first, n, kind == BATCH_START ? -1 : sweep, m->current_set);
-                /* the start's TSC reading opens every CPU's first window */
+                r = run_batch(m, b, first, n, kind, kind == BATCH_START ? -1 : sweep, m->current_set);
+                /* the start's TSC reading opens every CPU's first window (AMD's time base) */
                 for (size_t j = 0; r >= 0 && kind == BATCH_START && sweep >= 0 && j < n; j++)
                         (void) pmugate_batch_result(b, (size_t) sweep + j, &m->state[first + j].tsc_last);
                 if (r < 0 && first_error == 0)
@@ -364,11 +417,12 @@ int pmugate_measure_sample(pmugate_measure *m) {
         rotate = m->schedule->n_sets > 1 && (before - m->set_started_ns) * 2 >= m->rotate_period_ns;
         if (m->sample_hook)
                 m->sample_hook(m, true, m->sample_hook_data);
-        for (size_t chunk = 0; chunk < m->n_chunks; chunk++) {
+        for (size_t chunk = 0; chunk < m->n_sample_chunks; chunk++) {
                 size_t k = chunk * m->variants + (rotate ? 1 + m->current_set : 0);
-                size_t first = chunk * m->cpus_per_batch, n = MIN(m->cpus_per_batch, m->n_cpus - first);
+                size_t first = chunk * m->sample_cpus_per_batch;
+                size_t n = MIN(m->sample_cpus_per_batch, m->n_cpus - first);
 
-                r = run_batch(m, m->batches[k], first, n, m->sweep_index[k], m->current_set);
+                r = run_batch(m, m->batches[k], first, n, BATCH_SAMPLE, m->sweep_index[k], m->current_set);
                 if (r < 0 && first_error == 0)
                         first_error = r;
         }

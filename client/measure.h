@@ -39,6 +39,8 @@ typedef struct CpuAccum {
         uint64_t *raw;          /* per event */
         double *enabled;        /* per event: time-base units the event counted for */
         double total;           /* time-base units of the whole measurement */
+        double wall;            /* wall-clock length of the CPU's counting windows (TSC ticks, or
+                                 * nanoseconds where the TSC cannot be read) */
 } CpuAccum;
 
 typedef struct CpuState {
@@ -48,6 +50,7 @@ typedef struct CpuState {
         uint64_t saved_evtsel[GP_COUNTERS_MAX];        /* register values before start */
         uint64_t saved_fixed_ctrl;
         uint64_t saved_global_ctrl;
+        uint64_t tsc_started;                           /* TSC when the counters last started */
         /* SLOTS and the slots of each PERF_METRICS field counted before the last reset, for
          * readers that see only the registers (markers) */
         uint64_t slots_base;
@@ -115,6 +118,8 @@ struct pmugate_measure {
         int gp_slot[GP_COUNTERS_MAX];   /* position of each counter in sweep_regs, or -1 */
         int fixed_slot[FIXED_COUNTERS_MAX];
         int metrics_slot;
+        bool uses_core_sums;            /* a formula names a core sum ("core." variables) */
+        bool read_tsc;                  /* every sample reads IA32_TIME_STAMP_COUNTER too */
         int tsc_slot;                   /* the TSC in sweep_regs (time base without fixed counters), or -1 */
         uint64_t counter_mask;
 
@@ -129,10 +134,12 @@ struct pmugate_measure {
         CpuState *state;
         CpuAccum *accum;
         MeasureMark mark;
-        size_t cpus_per_batch;
-        pmugate_batch **batches;        /* per chunk of CPUs: [0] stays on the set, [1 + s] rotates from s */
-        int *sweep_index;               /* first result of each batch's compact read */
+        size_t cpus_per_batch;          /* start and stop */
         size_t n_chunks;
+        size_t sample_cpus_per_batch;   /* samples: fewer operations per CPU, so more CPUs */
+        size_t n_sample_chunks;
+        pmugate_batch **batches;        /* per sample chunk: [0] stays on the set, [1 + s] rotates from s */
+        int *sweep_index;               /* first result of each batch's compact read */
         size_t variants;
         PackageEvents *package;         /* NULL without package events */
         char reason[MEASURE_REASON_MAX];
@@ -173,6 +180,13 @@ uint64_t measure_now_ns(void);
 /* Kernel-style PERF_METRICS scaling (icl_get_metrics_event_value): floor(slots * byte / 0xff)
  * with a 128-bit intermediate. */
 uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned field);
+
+/* Whether programmed event p takes turns with others (its counts are scaled). */
+static inline bool measure_multiplexed(const pmugate_measure *m, size_t p) {
+        const Placement *pl = &m->schedule->placements[p];
+
+        return pl->kind == PLACE_GP && !pl->pinned && m->schedule->n_sets > 1;
+}
 
 /* Difference of two counter readings modulo 2^width. */
 static inline uint64_t counter_delta(uint64_t now, uint64_t before, uint64_t mask) {

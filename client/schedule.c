@@ -100,8 +100,23 @@ static int place_perf_metrics(const EventDesc *d, size_t i, const ScheduleLimits
         return 0;
 }
 
-static int place_gp(const EventDesc *events, size_t i, uint32_t available, Schedule *s,
-                    uint32_t set_masks[][GP_COUNTERS_MAX], size_t *set_sizes, size_t set_members[][GP_COUNTERS_MAX],
+/* The GP event sets being filled; the pinned events seed every set. */
+typedef struct SetBuilder {
+        uint32_t masks[SCHEDULE_SETS_MAX][GP_COUNTERS_MAX];
+        size_t members[SCHEDULE_SETS_MAX][GP_COUNTERS_MAX];
+        size_t sizes[SCHEDULE_SETS_MAX];
+        size_t n_pinned;        /* the first n_pinned members of every set */
+} SetBuilder;
+
+static void seed_set(SetBuilder *b, unsigned set) {
+        if (set == 0)
+                return;
+        memcpy(b->masks[set], b->masks[0], b->n_pinned * sizeof(uint32_t));
+        memcpy(b->members[set], b->members[0], b->n_pinned * sizeof(size_t));
+        b->sizes[set] = b->n_pinned;
+}
+
+static int place_gp(const EventDesc *events, size_t i, uint32_t available, Schedule *s, SetBuilder *b,
                     char *reterr_reason, size_t reason_size) {
         uint32_t mask = events[i].gp_mask & available;
         int owner[GP_COUNTERS_MAX];
@@ -111,23 +126,52 @@ static int place_gp(const EventDesc *events, size_t i, uint32_t available, Sched
                                    "%s can only run on GP counters 0x%x, and none of them is free of other PMU users",
                                    events[i].name, events[i].gp_mask);
         for (unsigned set = 0; set <= s->n_sets && set < SCHEDULE_SETS_MAX; set++) {
-                size_t n = set_sizes[set];
+                size_t n;
 
+                if (set == s->n_sets)
+                        seed_set(b, set);
+                n = b->sizes[set];
                 if (n >= GP_COUNTERS_MAX)
                         continue;
-                set_masks[set][n] = mask;
-                if (!match_set(set_masks[set], n + 1, available, owner))
+                b->masks[set][n] = mask;
+                if (!match_set(b->masks[set], n + 1, available, owner))
                         continue;
-                set_members[set][n] = i;
-                set_sizes[set] = n + 1;
+                b->members[set][n] = i;
+                b->sizes[set] = n + 1;
                 if (set == s->n_sets)
                         s->n_sets++;
                 for (unsigned c = 0; c < GP_COUNTERS_MAX; c++)
-                        s->set_counters[set][c] = owner[c] < 0 ? -1 : (int) set_members[set][owner[c]];
+                        s->set_counters[set][c] = owner[c] < 0 ? -1 : (int) b->members[set][owner[c]];
                 return 0;
         }
         return reason_fail(reterr_reason, reason_size, -E2BIG, "more than %u event sets would be needed to count %s",
                            SCHEDULE_SETS_MAX, events[i].name);
+}
+
+/* Puts the pinned GP events in set 0, where every later set starts from, when they fit one set
+ * and leave a counter for the rest; returns whether they did. */
+static bool place_pinned(const EventDesc *events, size_t n_events, uint32_t available, Schedule *s,
+                         SetBuilder *b) {
+        int owner[GP_COUNTERS_MAX];
+        size_t n = 0;
+
+        for (size_t i = 0; i < n_events; i++) {
+                if (s->placements[i].kind != PLACE_GP || !events[i].pinned)
+                        continue;
+                if (n + 1 >= (size_t) __builtin_popcount(available) || (events[i].gp_mask & available) == 0)
+                        return false;
+                b->masks[0][n] = events[i].gp_mask & available;
+                b->members[0][n++] = i;
+        }
+        if (n == 0 || !match_set(b->masks[0], n, available, owner))
+                return false;
+        b->sizes[0] = b->n_pinned = n;
+        s->n_sets = 1;
+        for (unsigned c = 0; c < GP_COUNTERS_MAX; c++)
+                s->set_counters[0][c] = owner[c] < 0 ? -1 : (int) b->members[0][owner[c]];
+        for (size_t k = 0; k < n; k++)
+                s->placements[b->members[0][k]].pinned = true;
+        return true;
 }
 
 static void pick_timebase(const ScheduleLimits *limits, Schedule *s) {
@@ -147,9 +191,9 @@ static void pick_timebase(const ScheduleLimits *limits, Schedule *s) {
 int schedule_build(const EventDesc *events, size_t n_events, const ScheduleLimits *limits, Schedule **ret,
                    char *reterr_reason, size_t reason_size) {
         _cleanup_(schedule_freep) Schedule *s = NULL;
-        uint32_t set_masks[SCHEDULE_SETS_MAX][GP_COUNTERS_MAX];
-        size_t set_members[SCHEDULE_SETS_MAX][GP_COUNTERS_MAX], set_sizes[SCHEDULE_SETS_MAX] = {};
+        _cleanup_free_ SetBuilder *b = calloc(1, sizeof(SetBuilder));
         uint32_t available;
+        bool pinned;
         int r;
 
         if (!events || !limits || !ret)
@@ -158,7 +202,7 @@ int schedule_build(const EventDesc *events, size_t n_events, const ScheduleLimit
                 return reason_fail(reterr_reason, reason_size, -E2BIG, "a measurement holds 1 to %u events",
                                    SCHEDULE_EVENTS_MAX);
         s = calloc(1, sizeof(*s));
-        if (!s)
+        if (!s || !b)
                 return -ENOMEM;
         s->placements = calloc(n_events, sizeof(Placement));
         if (!s->placements)
@@ -186,20 +230,29 @@ int schedule_build(const EventDesc *events, size_t n_events, const ScheduleLimit
         if (s->perf_metrics)
                 s->fixed_used |= UINT32_C(1) << FIXED_SLOTS;
 
+        pinned = place_pinned(events, n_events, available, s, b);
         for (size_t i = 0; i < n_events; i++) {
-                if (s->placements[i].kind != PLACE_GP)
+                if (s->placements[i].kind != PLACE_GP || s->placements[i].pinned)
                         continue;
-                r = place_gp(events, i, available, s, set_masks, set_sizes, set_members, reterr_reason, reason_size);
+                r = place_gp(events, i, available, s, b, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
         }
+        for (size_t i = 0; i < n_events; i++)
+                memset(s->placements[i].set_counter, -1, sizeof(s->placements[i].set_counter));
         for (unsigned set = 0; set < s->n_sets; set++)
                 for (unsigned c = 0; c < GP_COUNTERS_MAX; c++) {
                         int e = s->set_counters[set][c];
 
                         if (e < 0)
                                 continue;
-                        s->placements[e] = (Placement) { .kind = PLACE_GP, .counter = c, .set = set };
+                        if (pinned && s->placements[e].pinned) {
+                                if (set == 0)
+                                        s->placements[e].counter = c;
+                                s->placements[e].set_counter[set] = (int8_t) c;
+                        } else
+                                s->placements[e] = (Placement) { .kind = PLACE_GP, .counter = c,
+                                                                .set = set };
                         s->gp_used |= UINT32_C(1) << c;
                 }
         pick_timebase(limits, s);

@@ -36,6 +36,8 @@ typedef struct Placement {
         PlacementKind kind;
         unsigned counter;       /* fixed counter, GP counter or PERF_METRICS byte */
         unsigned set;           /* GP: the event set it belongs to */
+        bool pinned;            /* GP: in every set, on set_counter[set] */
+        int8_t set_counter[SCHEDULE_SETS_MAX];
 } Placement;
 
 typedef struct Schedule {
@@ -51,7 +53,9 @@ typedef struct Schedule {
 
 /* Places events (already resolved). Events with a fixed counter take it when it exists, is
  * free and is not foreign, else their GP encoding; GP events fill sets first-fit, each set
- * checked by bipartite matching against the counters every event may use. An always-running
+ * checked by bipartite matching against the counters every event may use. Pinned GP events
+ * (EventDesc.pinned) come first and are in every set, when they fit one set with a counter to
+ * spare; otherwise they take turns like the others. An always-running
  * fixed counter (REF_TSC, else CLK_UNHALTED, else SLOTS) is added as the time base if one is
  * free: it times the sets when multiplexing, and each CPU's counting window. Returns -EBUSY or -EOPNOTSUPP with a reason when an
  * event cannot be counted at all, -E2BIG past the limits above. */

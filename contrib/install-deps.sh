@@ -7,7 +7,7 @@ packages="
         meson ninja-build pkg-config gcc clang
         libsystemd-dev libcap-dev libmsgpack-dev libinih-dev libjson-c-dev
         libpfm4-dev libmuparser-dev libcmocka-dev libhwloc-dev libmicrohttpd-dev
-        systemd python3 python3-msgpack util-linux procps
+        systemd python3 python3-msgpack python3-matplotlib util-linux procps
         prometheus curl
         libgomp1
         likwid

@@ -15,11 +15,14 @@ int cli_connect(const char *socket_path, pmugate **ret) {
         const char *path = socket_path ?: getenv("PMUGATE_SOCKET") ?: PMUGATE_DEFAULT_SOCKET;
         int r = pmugate_connect(socket_path, ret);
 
+        /* the running program's own name: one prefix per program */
         if (r == -ENOENT || r == -ECONNREFUSED)
-                fprintf(stderr, "pmugate: cannot connect to %s: %s (is pmugated running? try 'systemctl start pmugated.socket')\n",
-                        path, pmugate_strerror(r));
+                fprintf(stderr,
+                        "%s: cannot connect to %s: %s (is pmugated running? try 'systemctl start "
+                        "pmugated.socket')\n", program_invocation_short_name, path, pmugate_strerror(r));
         else if (r < 0)
-                fprintf(stderr, "pmugate: cannot connect to %s: %s\n", path, pmugate_strerror(r));
+                fprintf(stderr, "%s: cannot connect to %s: %s\n", program_invocation_short_name, path,
+                        pmugate_strerror(r));
         return r;
 }
 

@@ -189,7 +189,7 @@ static void csv_region(FILE *f, const MarkerRegionResult *g) {
                 for (size_t i = 0; i < r->n_metrics; i++) {
                         fprintf(f, "%s,%s,%s,%" PRIu64 ",%.9f,metric,%s,", g->name, thread, cpu, calls,
                                 seconds, r->metrics[i].name);
-                        csv_number(f, v->metrics[i]);
+                        csv_number(f, output_metric_value(r, v, i));
                         fputc('\n', f);
                 }
         }
@@ -206,7 +206,7 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
         for (size_t e = 0; e < r->n_events; e++)
                 json_object_object_add(counts, r->events[e], json_object_new_uint64(v->raw[e]));
         for (size_t i = 0; i < r->n_metrics; i++)
-                json_object_object_add(metrics, r->metrics[i].name, json_number(v->metrics[i]));
+                json_object_object_add(metrics, r->metrics[i].name, json_number(output_metric_value(r, v, i)));
         json_object_object_add(o, "counts", counts);
         json_object_object_add(o, "metrics", metrics);
         return o;
@@ -324,6 +324,8 @@ static void write_report(const OutputContext *ctx, const MarkerReport *rep) {
                         csv_region(ctx->file, &rep->regions[i]);
                 break;
         case OUTPUT_JSON:
+        case OUTPUT_JSONL:
+        case OUTPUT_JSON_DOCUMENT:
                 write_json(ctx, rep);
                 break;
         }

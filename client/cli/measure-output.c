@@ -15,9 +15,13 @@
 #define COLUMN_WIDTH 14
 #define LABEL_WIDTH 28
 #define NUMBER_MAX 40
+#define EVENT_COLUMN_MAX 160
 
 int output_format_from_string(const char *s, OutputFormat *ret) {
-        static const char *const names[] = { [OUTPUT_TABLE] = "table", [OUTPUT_CSV] = "csv", [OUTPUT_JSON] = "json" };
+        static const char *const names[] = {
+                [OUTPUT_TABLE] = "table", [OUTPUT_CSV] = "csv", [OUTPUT_JSON] = "json",
+                [OUTPUT_JSONL] = "jsonl", [OUTPUT_JSON_DOCUMENT] = "json-doc",
+        };
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
                 if (strcmp(s, names[i]) == 0) {
@@ -46,16 +50,34 @@ static void format_count(double v, char *buf, size_t size) {
         buf[out] = '\0';
 }
 
+static bool is_percent(const pmugate_metric_info *mi) {
+        return strcmp(mi->unit, "%") == 0;
+}
+
+double output_metric_value(const pmugate_result *r, const pmugate_values *v, size_t i) {
+        return is_percent(&r->metrics[i]) ? 100.0 * v->metrics[i] : v->metrics[i];
+}
+
+/* v is already in the unit */
 static void format_metric(double v, const char *unit, char *buf, size_t size) {
         if (!isfinite(v))
                 (void) snprintf(buf, size, "n/a");
         else if (strcmp(unit, "%") == 0)
-                (void) snprintf(buf, size, "%.1f %%", 100.0 * v);
+                (void) snprintf(buf, size, "%.1f %%", v);
         else if (unit[0])
                 (void) snprintf(buf, size, "%.3f %s", v, unit);
         else
                 (void) snprintf(buf, size, "%.3f", v);
 }
+
+/* perf stat -r's "( +- 1.23% )": the standard deviation relative to the mean. */
+static void format_spread(double mean, double stddev, char *buf, size_t size) {
+        if (!isfinite(mean) || !isfinite(stddev) || mean == 0.0)
+                (void) snprintf(buf, size, "( +- n/a )");
+        else
+                (void) snprintf(buf, size, "( +- %5.2f%% )", 100.0 * stddev / fabs(mean));
+}
+
 
 /* Columns: the aggregate (the node), then each package when the result has package events,
  * then each CPU. */
@@ -108,32 +130,112 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
                 for (size_t k = 0; k < n_columns; k++) {
                         char value[NUMBER_MAX];
 
-                        format_metric(column(r, k)->metrics[i], mi->unit, value, sizeof(value));
+                        format_metric(output_metric_value(r, column(r, k), i), mi->unit, value,
+                                      sizeof(value));
                         fprintf(ctx->file, " %*s", COLUMN_WIDTH, value);
                 }
-                fprintf(ctx->file, "  %s\n", mi->name);
+                fprintf(ctx->file, "  %s", mi->name);
+                if (ctx->stddev) {
+                        char spread[NUMBER_MAX];
+
+                        format_spread(r->aggregate.metrics[i], ctx->stddev->aggregate.metrics[i], spread,
+                                      sizeof(spread));
+                        fprintf(ctx->file, "  %s", spread);
+                }
+                fputc('\n', ctx->file);
                 table_metric_rows(ctx, r, (int) i, n_columns);
         }
 }
 
-static void write_table(OutputContext *ctx, const pmugate_result *r) {
+static void write_title(OutputContext *ctx) {
         const pmugate_info *info = ctx->info;
+
+        fprintf(ctx->file, "\n Performance counter stats for CPUs %s (%s%s)", ctx->cpu_list,
+                info->model_label[0] ? info->model_label : info->model_key,
+                info->simulated ? ", simulated PMU" : "");
+        if (ctx->level > 0)
+                fprintf(ctx->file, ": TopDown level %u", ctx->level);
+        else
+                fprintf(ctx->file, "%s%s", ctx->group[0] ? ": group " : "", ctx->group);
+        if (ctx->runs > 1)
+                fprintf(ctx->file, " (%u runs)", ctx->runs);
+        fputc('\n', ctx->file);
+        ctx->header_written = true;
+}
+
+/* A column of the one-line-per-interval table: a metric (without perf's "tma_") or, when
+ * there are no metrics, an event; at least as wide as a value. */
+static int interval_column_width(const char *name) {
+        int w = (int) strlen(name);
+
+        return w > COLUMN_WIDTH - 4 ? w : COLUMN_WIDTH - 4;
+}
+
+static const char *interval_column_name(const pmugate_result *r, size_t c) {
+        if (r->n_metrics == 0)
+                return r->events[c];
+        return strncmp(r->metrics[c].name, "tma_", 4) == 0 ? r->metrics[c].name + 4 : r->metrics[c].name;
+}
+
+/* -I in table mode: a header naming the columns (with units), then one line per interval,
+ * or per CPU and interval with -A. */
+static void write_interval_line(OutputContext *ctx, const pmugate_result *r) {
+        size_t n = r->n_metrics > 0 ? r->n_metrics : r->n_events;
         size_t n_columns = 1 + r->n_packages + (ctx->per_cpu ? r->n_cpus : 0);
 
         if (!ctx->header_written) {
-                fprintf(ctx->file, "\n Performance counter stats for CPUs %s (%s%s)", ctx->cpu_list,
-                        info->model_label[0] ? info->model_label : info->model_key,
-                        info->simulated ? ", simulated PMU" : "");
-                if (ctx->level > 0)
-                        fprintf(ctx->file, ": TopDown level %u\n", ctx->level);
-                else
-                        fprintf(ctx->file, "%s%s\n", ctx->group[0] ? ": group " : "", ctx->group);
-                ctx->header_written = true;
-        }
-        if (ctx->interval)
-                fprintf(ctx->file, "\n--- %.3f s to %.3f s ---\n", r->start, r->start + r->elapsed);
-        else
+                write_title(ctx);
+                fprintf(ctx->file, "#%10s %5s", "time", "cpu");
+                for (size_t c = 0; c < n; c++) {
+                        char name[EVENT_COLUMN_MAX];
+
+                        if (r->n_metrics > 0 && r->metrics[c].unit[0])
+                                (void) snprintf(name, sizeof(name), "%s[%s]", interval_column_name(r, c),
+                                                r->metrics[c].unit);
+                        else
+                                (void) snprintf(name, sizeof(name), "%s", interval_column_name(r, c));
+                        fprintf(ctx->file, " %*s", interval_column_width(name), name);
+                }
                 fputc('\n', ctx->file);
+        }
+        for (size_t k = 0; k < n_columns; k++) {
+                const pmugate_values *v = column(r, k);
+                char cpu[NUMBER_MAX];
+
+                column_name(r, k, cpu, sizeof(cpu));
+                fprintf(ctx->file, " %10.3f %7s", r->start + r->elapsed, cpu);
+                for (size_t c = 0; c < n; c++) {
+                        char name[EVENT_COLUMN_MAX], value[NUMBER_MAX];
+                        double x = r->n_metrics > 0 ? output_metric_value(r, v, c) : v->counts[c];
+
+                        if (r->n_metrics > 0 && r->metrics[c].unit[0])
+                                (void) snprintf(name, sizeof(name), "%s[%s]", interval_column_name(r, c),
+                                                r->metrics[c].unit);
+                        else
+                                (void) snprintf(name, sizeof(name), "%s", interval_column_name(r, c));
+                        if (!isfinite(x))
+                                (void) snprintf(value, sizeof(value), "n/a");
+                        else if (r->n_metrics > 0)
+                                (void) snprintf(value, sizeof(value), "%.*f",
+                                                is_percent(&r->metrics[c]) ? 1 : 3, x);
+                        else
+                                (void) snprintf(value, sizeof(value), "%.0f", x);
+                        fprintf(ctx->file, " %*s", interval_column_width(name), value);
+                }
+                fputc('\n', ctx->file);
+        }
+}
+
+static void write_table(OutputContext *ctx, const pmugate_result *r) {
+        size_t n_columns = 1 + r->n_packages + (ctx->per_cpu ? r->n_cpus : 0);
+
+        if (ctx->interval) {
+                write_interval_line(ctx, r);
+                return;
+        }
+        if (!ctx->header_written)
+                write_title(ctx);
+        fputc('\n', ctx->file);
         if (n_columns > 1) {
                 fprintf(ctx->file, "%*s", label_width(r), "");
                 for (size_t k = 0; k < n_columns; k++) {
@@ -154,29 +256,42 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
 
                         /* the aggregate count spans the label column, so values line up */
                         format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
-                        fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + COLUMN_WIDTH : COLUMN_WIDTH, value);
+                        fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + COLUMN_WIDTH : COLUMN_WIDTH,
+                                value);
                 }
                 fprintf(ctx->file, "  %s", r->events[e]);
                 /* as perf: the share of the time the event was on a counter */
                 if (r->aggregate.scale[e] != 1.0)
                         fprintf(ctx->file, "  (%.2f%%)",
                                 isfinite(r->aggregate.scale[e]) ? 100.0 / r->aggregate.scale[e] : 0.0);
+                if (ctx->stddev) {
+                        char spread[NUMBER_MAX];
+
+                        format_spread(r->aggregate.counts[e], ctx->stddev->aggregate.counts[e], spread,
+                                      sizeof(spread));
+                        fprintf(ctx->file, "  %s", spread);
+                }
                 fputc('\n', ctx->file);
         }
-        if (!ctx->interval) {
-                fprintf(ctx->file, "\n %14.6f seconds time elapsed (%" PRIu64 " sample%s", r->elapsed, r->samples,
-                        r->samples == 1 ? "" : "s");
-                if (r->resets > 0)
-                        fprintf(ctx->file, ", %" PRIu64 " SLOTS/PERF_METRICS resets", r->resets);
-                if (r->event_sets > 1)
-                        fprintf(ctx->file, ", %u event sets multiplexed", r->event_sets);
-                fprintf(ctx->file, ")\n");
-                if (r->withheld && r->withheld[0])
-                        fprintf(ctx->file, " not counted: %s\n", r->withheld);
-                if (ctx->command && ctx->exit_status >= 0)
-                        fprintf(ctx->file, " command '%s' exited with status %d\n", ctx->command[0], ctx->exit_status);
-                fputc('\n', ctx->file);
-        }
+        fprintf(ctx->file, "\n %14.6f seconds time elapsed (%" PRIu64 " sample%s", r->elapsed, r->samples,
+                r->samples == 1 ? "" : "s");
+        if (r->resets > 0)
+                fprintf(ctx->file, ", %" PRIu64 " SLOTS/PERF_METRICS resets", r->resets);
+        if (r->event_sets > 1)
+                fprintf(ctx->file, ", %u event sets multiplexed", r->event_sets);
+        fprintf(ctx->file, ")\n");
+        if (r->withheld && r->withheld[0])
+                fprintf(ctx->file, " not counted: %s\n", r->withheld);
+        if (ctx->runs > 1)
+                fprintf(ctx->file, " means over %u runs of the command, with the standard deviation\n",
+                        ctx->runs);
+        if (ctx->command && ctx->exit_status >= 0)
+                fprintf(ctx->file, " command '%s' exited with status %d\n", ctx->command[0],
+                        ctx->exit_status);
+        if (ctx->interrupted)
+                fprintf(ctx->file, " INTERRUPTED by %s: the counts cover %.3f s%s\n", ctx->interrupted,
+                        r->elapsed, ctx->duration > 0 ? " of the time asked for" : "");
+        fputc('\n', ctx->file);
 }
 
 static void csv_value(FILE *f, double v) {
@@ -184,11 +299,26 @@ static void csv_value(FILE *f, double v) {
                 fprintf(f, "%.17g", v);
 }
 
+/* RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. */
+static void csv_text(FILE *f, const char *text) {
+        if (!strpbrk(text, ",\"\r\n")) {
+                fputs(text, f);
+                return;
+        }
+        fputc('"', f);
+        for (const char *p = text; *p; p++) {
+                if (*p == '"')
+                        fputc('"', f);
+                fputc(*p, f);
+        }
+        fputc('"', f);
+}
+
 static void write_csv(OutputContext *ctx, const pmugate_result *r) {
         double end = r->start + r->elapsed;
 
         if (!ctx->header_written) {
-                fprintf(ctx->file, "time,elapsed,cpu,type,name,value,raw,scale\n");
+                fprintf(ctx->file, "time,elapsed,cpu,type,name,value,unit,raw,scale,stddev\n");
                 ctx->header_written = true;
         }
         for (size_t k = 0; k < 1 + r->n_packages + r->n_cpus; k++) {
@@ -197,16 +327,29 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
 
                 column_name(r, k, cpu, sizeof(cpu));
                 for (size_t e = 0; e < r->n_events; e++) {
-                        fprintf(ctx->file, "%.6f,%.6f,%s,count,%s,", end, r->elapsed, cpu, r->events[e]);
+                        fprintf(ctx->file, "%.6f,%.6f,%s,count,", end, r->elapsed, cpu);
+                        csv_text(ctx->file, r->events[e]);
+                        fputc(',', ctx->file);
                         csv_value(ctx->file, v->counts[e]);
-                        fprintf(ctx->file, ",%" PRIu64 ",", v->raw[e]);
+                        fprintf(ctx->file, ",,%" PRIu64 ",", v->raw[e]);
                         csv_value(ctx->file, v->scale[e]);
+                        fputc(',', ctx->file);
+                        if (ctx->stddev)
+                                csv_value(ctx->file, column(ctx->stddev, k)->counts[e]);
                         fputc('\n', ctx->file);
                 }
                 for (size_t i = 0; i < r->n_metrics; i++) {
-                        fprintf(ctx->file, "%.6f,%.6f,%s,metric,%s,", end, r->elapsed, cpu, r->metrics[i].name);
-                        csv_value(ctx->file, v->metrics[i]);
-                        fprintf(ctx->file, ",,\n");
+                        fprintf(ctx->file, "%.6f,%.6f,%s,metric,", end, r->elapsed, cpu);
+                        csv_text(ctx->file, r->metrics[i].name);
+                        fputc(',', ctx->file);
+                        csv_value(ctx->file, output_metric_value(r, v, i));
+                        fputc(',', ctx->file);
+                        csv_text(ctx->file, r->metrics[i].unit);
+                        fprintf(ctx->file, ",,,");
+                        if (ctx->stddev)
+                                csv_value(ctx->file, output_metric_value(ctx->stddev, column(ctx->stddev, k),
+                                                                         i));
+                        fputc('\n', ctx->file);
                 }
         }
 }
@@ -215,7 +358,7 @@ static json_object *json_number(double v) {
         return isfinite(v) ? json_object_new_double(v) : NULL;
 }
 
-static json_object *json_values(const pmugate_result *r, const pmugate_values *v) {
+static json_object *json_values(const pmugate_result *r, const pmugate_values *v, const pmugate_values *sd) {
         json_object *o = json_object_new_object(), *counts = json_object_new_object();
         json_object *metrics = json_object_new_object();
 
@@ -229,12 +372,24 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
                 json_object_object_add(c, "value", json_number(v->counts[e]));
                 json_object_object_add(c, "raw", json_object_new_uint64(v->raw[e]));
                 json_object_object_add(c, "scale", json_number(v->scale[e]));
+                if (sd)
+                        json_object_object_add(c, "stddev", json_number(sd->counts[e]));
                 json_object_object_add(counts, r->events[e], c);
         }
         for (size_t i = 0; i < r->n_metrics; i++)
-                json_object_object_add(metrics, r->metrics[i].name, json_number(v->metrics[i]));
+                json_object_object_add(metrics, r->metrics[i].name, json_number(output_metric_value(r, v,
+                                                                                                    i)));
         json_object_object_add(o, "counts", counts);
         json_object_object_add(o, "metrics", metrics);
+        if (sd) {
+                json_object *spread = json_object_new_object();
+
+                for (size_t i = 0; i < r->n_metrics; i++)
+                        json_object_object_add(spread, r->metrics[i].name,
+                                               json_number(is_percent(&r->metrics[i]) ?
+                                                           100.0 * sd->metrics[i] : sd->metrics[i]));
+                json_object_object_add(o, "metrics_stddev", spread);
+        }
         return o;
 }
 
@@ -269,15 +424,22 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
                 json_object_array_add(metrics, m);
         }
         json_object_object_add(root, "metrics", metrics);
-        json_object_object_add(root, "aggregate", json_values(r, &r->aggregate));
+        json_object_object_add(root, "aggregate", json_values(r, &r->aggregate,
+                                                              ctx->stddev ? &ctx->stddev->aggregate : NULL));
         for (size_t i = 0; i < r->n_cpus; i++)
-                json_object_array_add(per_cpu, json_values(r, &r->cpus[i]));
+                json_object_array_add(per_cpu, json_values(r, &r->cpus[i],
+                                                           ctx->stddev ? &ctx->stddev->cpus[i] : NULL));
         json_object_object_add(root, "per_cpu", per_cpu);
+        if (ctx->runs > 1)
+                json_object_object_add(root, "runs", json_object_new_int((int) ctx->runs));
+        if (!ctx->interval)
+                json_object_object_add(root, "interrupted", ctx->interrupted ?
+                                       json_object_new_string(ctx->interrupted) : NULL);
         if (r->n_packages > 0) {
                 json_object *per_package = json_object_new_array();
 
                 for (size_t i = 0; i < r->n_packages; i++)
-                        json_object_array_add(per_package, json_values(r, &r->packages[i]));
+                        json_object_array_add(per_package, json_values(r, &r->packages[i], NULL));
                 json_object_object_add(root, "per_package", per_package);
                 json_object_object_add(root, "withheld",
                                        json_object_new_string(r->withheld ? r->withheld : ""));
@@ -295,9 +457,26 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
         return root;
 }
 
-int output_result(OutputContext *ctx, const pmugate_result *r) {
-        json_object *root;
+static json_object *json_document(OutputContext *ctx) {
+        json_object *root = json_object_new_object();
 
+        json_object_object_add(root, "kind", json_object_new_string(ctx->kind));
+        json_object_object_add(root, "model", json_object_new_string(ctx->info->model_key));
+        json_object_object_add(root, "interrupted",
+                               ctx->interrupted ? json_object_new_string(ctx->interrupted) : NULL);
+        json_object_object_add(root, "intervals", ctx->intervals ? json_object_get(ctx->intervals) :
+                               json_object_new_array());
+        return root;
+}
+
+static int write_json(OutputContext *ctx, json_object *root, bool line) {
+        fprintf(ctx->file, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_NOSLASHESCAPE |
+                (line ? JSON_C_TO_STRING_PLAIN : JSON_C_TO_STRING_PRETTY)));
+        json_object_put(root);
+        return 0;
+}
+
+int output_result(OutputContext *ctx, const pmugate_result *r) {
         switch (ctx->format) {
         case OUTPUT_TABLE:
                 write_table(ctx, r);
@@ -307,11 +486,91 @@ int output_result(OutputContext *ctx, const pmugate_result *r) {
                 break;
         case OUTPUT_JSON:
                 /* intervals as JSON Lines, a whole run as one pretty document */
-                root = json_result(ctx, r);
-                fprintf(ctx->file, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_NOSLASHESCAPE |
-                        (ctx->interval ? JSON_C_TO_STRING_PLAIN : JSON_C_TO_STRING_PRETTY)));
-                json_object_put(root);
+                (void) write_json(ctx, json_result(ctx, r), ctx->interval);
                 break;
+        case OUTPUT_JSONL:
+                (void) write_json(ctx, json_result(ctx, r), true);
+                break;
+        case OUTPUT_JSON_DOCUMENT:
+                if (!ctx->interval) {
+                        (void) write_json(ctx, json_result(ctx, r), false);
+                        break;
+                }
+                if (!ctx->intervals)
+                        ctx->intervals = json_object_new_array();
+                json_object_array_add(ctx->intervals, json_result(ctx, r));
+                return 0;
         }
         return fflush(ctx->file) == 0 ? 0 : -errno;
+}
+
+int output_finish(OutputContext *ctx) {
+        if (ctx->format != OUTPUT_JSON_DOCUMENT || !ctx->interval)
+                return 0;
+        (void) write_json(ctx, json_document(ctx), false);
+        json_object_put(ctx->intervals);
+        ctx->intervals = NULL;
+        return fflush(ctx->file) == 0 ? 0 : -errno;
+}
+
+/* Mean and sample standard deviation of x[0..n) into x[0] and x[1]. */
+static void combine(double *const *x, size_t n) {
+        double mean = 0.0, sum = 0.0;
+
+        for (size_t i = 0; i < n; i++)
+                mean += *x[i] / (double) n;
+        for (size_t i = 0; i < n; i++)
+                sum += (*x[i] - mean) * (*x[i] - mean);
+        *x[0] = mean;
+        if (n > 1)
+                *x[1] = sqrt(sum / (double) (n - 1));
+}
+
+static void combine_values(pmugate_result *const *runs, size_t n, size_t column,
+                           double *(*pick)(pmugate_values *, size_t), size_t count) {
+        double *x[OUTPUT_RUNS_MAX];
+
+        for (size_t j = 0; j < count; j++) {
+                for (size_t i = 0; i < n; i++)
+                        x[i] = pick(column == 0 ? &runs[i]->aggregate : &runs[i]->cpus[column - 1], j);
+                combine(x, n);
+        }
+}
+
+static double *pick_count(pmugate_values *v, size_t j) {
+        return &v->counts[j];
+}
+
+static double *pick_metric(pmugate_values *v, size_t j) {
+        return &v->metrics[j];
+}
+
+int output_combine_runs(pmugate_result *const *runs, size_t n) {
+        double *x[OUTPUT_RUNS_MAX];
+
+        if (n == 0 || n > OUTPUT_RUNS_MAX)
+                return -EINVAL;
+        for (size_t i = 1; i < n; i++)
+                if (runs[i]->n_cpus != runs[0]->n_cpus || runs[i]->n_events != runs[0]->n_events ||
+                    runs[i]->n_metrics != runs[0]->n_metrics)
+                        return -EINVAL;
+        for (size_t k = 0; k < 1 + runs[0]->n_cpus; k++) {
+                pmugate_values *first = k == 0 ? &runs[0]->aggregate : &runs[0]->cpus[k - 1];
+
+                /* raw counts: the mean too, so that value / raw stays the mean scale */
+                for (size_t e = 0; e < runs[0]->n_events; e++) {
+                        double sum = 0.0;
+
+                        for (size_t i = 0; i < n; i++)
+                                sum += (double) (k == 0 ? runs[i]->aggregate.raw[e] :
+                                                          runs[i]->cpus[k - 1].raw[e]);
+                        first->raw[e] = (uint64_t) llround(sum / (double) n);
+                }
+                combine_values(runs, n, k, pick_count, runs[0]->n_events);
+                combine_values(runs, n, k, pick_metric, runs[0]->n_metrics);
+        }
+        for (size_t i = 0; i < n; i++)
+                x[i] = &runs[i]->elapsed;
+        combine(x, n);
+        return 0;
 }

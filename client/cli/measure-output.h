@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Measurement output of the pmugate command line: the TopDown tree as a table (as perf prints
- * it), CSV and JSON with per-CPU and aggregate raw counts, metrics and time
+ * it) or one line per interval, CSV, and JSON (a document, JSON Lines, or one document of
+ * intervals) with per-CPU and aggregate raw counts, metrics in their units and time
  */
 #pragma once
 
@@ -11,10 +12,15 @@
 #include "pmugate/measure.h"
 #include "pmugate/pmugate.h"
 
+/* Runs -r may repeat a command. */
+#define OUTPUT_RUNS_MAX 1000U
+
 typedef enum OutputFormat {
         OUTPUT_TABLE,
         OUTPUT_CSV,
-        OUTPUT_JSON,
+        OUTPUT_JSON,            /* a run as one document; intervals as JSON Lines */
+        OUTPUT_JSONL,           /* JSON Lines, one object per result, intervals or not */
+        OUTPUT_JSON_DOCUMENT,   /* one document; intervals in its "intervals" array */
 } OutputFormat;
 
 typedef struct OutputContext {
@@ -30,11 +36,29 @@ typedef struct OutputContext {
         const char *cpu_list;           /* measured CPUs as a list ("0-3") */
         char *const *command;           /* wrapped command, or NULL */
         int exit_status;                /* of the command; -1 while it runs */
+        const char *interrupted;        /* "SIGINT" when a signal ended the run early, or NULL */
+        double duration;                /* seconds asked for with -S, or 0 */
+        unsigned runs;                  /* -r: results are means over this many runs (0, 1: one run) */
+        const pmugate_result *stddev;   /* -r: sample standard deviations, shaped as the result */
+        char group_buf[64];             /* group and description, kept past the measurement (-r) */
+        char description_buf[512];
         bool header_written;            /* table title, CSV header */
+        void *intervals;                /* OUTPUT_JSON_DOCUMENT: the intervals so far */
 } OutputContext;
 
-/* Parses "table", "csv" or "json". */
+/* Parses "table", "csv", "json", "jsonl" or "json-doc". */
 int output_format_from_string(const char *s, OutputFormat *ret);
 
-/* Writes one result: the whole run, or one interval when ctx->interval. */
+/* Writes one result: the whole run, or one interval when ctx->interval. Metric values are
+ * written in their unit everywhere: a fraction whose unit is "%" as a percentage. */
 int output_result(OutputContext *ctx, const pmugate_result *r);
+
+/* Ends the output: writes what OUTPUT_JSON_DOCUMENT gathered and frees it. */
+int output_finish(OutputContext *ctx);
+
+/* The value of metric i of v in the metric's unit (a "%" fraction times 100). */
+double output_metric_value(const pmugate_result *r, const pmugate_values *v, size_t i);
+
+/* For -r: replaces the values of runs[0] by the means over the n runs and, when n > 1, those
+ * of runs[1] by their sample standard deviations. The runs must have the same shape. */
+int output_combine_runs(pmugate_result *const *runs, size_t n);

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,41 +17,12 @@
 #include "cli-util.h"
 #include "cpulist.h"
 #include "macro.h"
+#include "verb-info.h"
 #include "verb-likwid.h"
 #include "verb-list.h"
 #include "verb-measure.h"
 
-/* The package counters the daemon serves (memory traffic per socket), and those it could not
- * open, with why. */
-static json_object *json_counters(const pmugate_info *info) {
-        json_object *a = json_object_new_array();
-
-        for (size_t i = 0; i < info->n_counters; i++) {
-                const pmugate_counter *c = &info->counters[i];
-                json_object *o = json_object_new_object();
-
-                json_object_object_add(o, "counter", json_object_new_int64(c->index));
-                json_object_object_add(o, "name", json_object_new_string(c->name));
-                json_object_object_add(o, "package", json_object_new_int64(c->package));
-                json_object_object_add(o, "width", json_object_new_int(c->width));
-                json_object_object_add(o, "scale", json_object_new_double(c->scale));
-                json_object_object_add(o, "unit", json_object_new_string(c->unit));
-                json_object_object_add(o, "class", json_object_new_string(c->cls));
-                json_object_object_add(o, "error", c->error[0] ? json_object_new_string(c->error) : NULL);
-                json_object_array_add(a, o);
-        }
-        return a;
-}
-
-static void print_counters(const pmugate_info *info) {
-        printf("Package counters: %zu\n", info->n_counters);
-        for (size_t i = 0; i < info->n_counters; i++) {
-                const pmugate_counter *c = &info->counters[i];
-
-                printf("  counter %-3u %-40s package %d%s%s\n", c->index, c->name, c->package,
-                       c->error[0] ? "  not served: " : "", c->error);
-        }
-}
+#define ARGS_DONE 1     /* --help was shown */
 
 static const char *arg_socket;
 
@@ -74,12 +46,17 @@ static void help(void) {
                "                                  -I prints every interval; CMD's exit status is kept\n"
                "  stat -e EVENT,... | -g GROUP [same options]\n"
                "                                  Count events, or a group of events and formulas\n"
+               "  list [events|groups|metrics] [PATTERN]\n"
+               "                                  What this machine's CPU model can measure\n"
+               "  plot [-o PNG] [-m METRIC] FILE  TopDown over time and a per-CPU heatmap from -I output\n"
                "  topdown|stat -m ... -- CMD ARGS...\n"
                "                                  Per region CMD marks with pmugate's or LIKWID's markers\n"
                "  likwid -- LIKWID-COMMAND [ARGS...]\n"
                "                                  Run a LIKWID tool with its register accesses going\n"
                "                                  through pmugated (README: Using LIKWID's tools)\n"
-               "  list [--model=KEY] groups       The groups the daemon's CPU model (or KEY) can run\n"
+               "\n"
+               "'pmugate COMMAND --help' describes each command. CPUS may also be likwid's domain\n"
+               "expressions (S0:0-3, N:0-7, C0:, M0:). Counts are per CPU, not per process.\n"
                "\n"
                "REG is an address (0x186) or a name from 'pmugate info' (IA32_PERFEVTSEL0).\n"
                "VALUE is hex (0x...) or decimal. Bits outside a register's write mask are kept.\n"
@@ -94,216 +71,32 @@ static void help(void) {
                PMUGATE_DEFAULT_SOCKET);
 }
 
-static int print_info_json(const pmugate_info *info) {
-        json_object *root = json_object_new_object(), *cpu = json_object_new_object(), *caller = json_object_new_object();
-        json_object *cpus = json_object_new_array(), *units = json_object_new_array(), *regs = json_object_new_array();
-        char hex[32];
-
-        json_object_object_add(root, "server", json_object_new_string(info->server));
-        json_object_object_add(root, "protocol", json_object_new_int64(info->protocol));
-        json_object_object_add(root, "backend", json_object_new_string(info->backend));
-        json_object_object_add(root, "simulated", json_object_new_boolean(info->simulated));
-
-        json_object_object_add(cpu, "vendor", json_object_new_string(info->vendor));
-        json_object_object_add(cpu, "family", json_object_new_int64(info->family));
-        json_object_object_add(cpu, "model", json_object_new_int64(info->model));
-        json_object_object_add(cpu, "stepping", json_object_new_int64(info->stepping));
-        json_object_object_add(cpu, "model_name", json_object_new_string(info->model_name));
-        json_object_object_add(cpu, "key", json_object_new_string(info->model_key));
-        json_object_object_add(cpu, "name", json_object_new_string(info->model_label));
-        json_object_object_add(root, "cpu", cpu);
-
-        if (info->has_pmu) {
-                json_object *pmu = json_object_new_object();
-
-                json_object_object_add(pmu, "version", json_object_new_int64(info->pmu_version));
-                json_object_object_add(pmu, "gp_counters", json_object_new_int64(info->gp_counters));
-                json_object_object_add(pmu, "fixed_counters", json_object_new_int64(info->fixed_counters));
-                json_object_object_add(pmu, "counter_width", json_object_new_int64(info->counter_width));
-                json_object_object_add(pmu, "perf_metrics", json_object_new_int64(info->perf_metrics));
-                json_object_object_add(pmu, "slots_width", json_object_new_int64(info->slots_width));
-                if (info->has_perf_capabilities) {
-                        (void) snprintf(hex, sizeof(hex), "0x%" PRIx64, info->perf_capabilities);
-                        json_object_object_add(pmu, "perf_capabilities", json_object_new_string(hex));
-                }
-                if (strcmp(info->vendor, "AuthenticAMD") == 0) {
-                        json_object_object_add(pmu, "perfmon_v2", json_object_new_boolean(info->perfmon_v2));
-                        json_object_object_add(pmu, "l3_counters", json_object_new_int64(info->l3_counters));
-                        json_object_object_add(pmu, "df_counters", json_object_new_int64(info->df_counters));
-                        json_object_object_add(pmu, "umc_counters",
-                                               json_object_new_int64(info->umc_counters));
-                        json_object_object_add(pmu, "cpuid", json_object_new_boolean(info->cpuid_read));
-                }
-                json_object_object_add(root, "pmu", pmu);
-        }
-
-        for (size_t i = 0; i < info->n_cpus; i++) {
-                json_object *c = json_object_new_object();
-
-                json_object_object_add(c, "cpu", json_object_new_int64(info->cpus[i].cpu));
-                json_object_object_add(c, "package", json_object_new_int64(info->cpus[i].package));
-                json_object_object_add(c, "die", json_object_new_int64(info->cpus[i].die));
-                json_object_object_add(c, "core", json_object_new_int64(info->cpus[i].core));
-                json_object_object_add(c, "thread", json_object_new_int64(info->cpus[i].thread));
-                json_object_object_add(c, "online", json_object_new_boolean(info->cpus[i].online));
-                json_object_object_add(c, "ccx", json_object_new_int64(info->cpus[i].ccx));
-                json_object_array_add(cpus, c);
-        }
-        json_object_object_add(root, "cpus", cpus);
-
-        for (size_t i = 0; i < info->n_units; i++) {
-                json_object *u = json_object_new_object();
-
-                json_object_object_add(u, "unit", json_object_new_int64(info->units[i].index));
-                json_object_object_add(u, "bdf", json_object_new_string(info->units[i].bdf));
-                (void) snprintf(hex, sizeof(hex), "%04x:%04x", info->units[i].vendor, info->units[i].device);
-                json_object_object_add(u, "id", json_object_new_string(hex));
-                json_object_object_add(u, "package", json_object_new_int64(info->units[i].package));
-                json_object_array_add(units, u);
-        }
-        json_object_object_add(root, "units", units);
-        json_object_object_add(root, "counters", json_counters(info));
-
-        for (size_t i = 0; i < info->n_registers; i++) {
-                const pmugate_register *r = &info->registers[i];
-                json_object *o = json_object_new_object();
-
-                json_object_object_add(o, "kind", json_object_new_string(r->pci ? "pci" : "msr"));
-                json_object_object_add(o, "name", json_object_new_string(r->name));
-                (void) snprintf(hex, sizeof(hex), "0x%" PRIx32, r->first);
-                json_object_object_add(o, "first", json_object_new_string(hex));
-                (void) snprintf(hex, sizeof(hex), "0x%" PRIx32, r->last);
-                json_object_object_add(o, "last", json_object_new_string(hex));
-                (void) snprintf(hex, sizeof(hex), "0x%" PRIx64, r->write_mask);
-                json_object_object_add(o, "write_mask", json_object_new_string(hex));
-                json_object_object_add(o, "scope", json_object_new_string(r->scope));
-                json_object_object_add(o, "class", json_object_new_string(r->cls));
-                if (r->pci) {
-                        (void) snprintf(hex, sizeof(hex), "%04x:%04x", r->pci_vendor, r->pci_device);
-                        json_object_object_add(o, "pci_id", json_object_new_string(hex));
-                        json_object_object_add(o, "width", json_object_new_int64(r->width));
-                }
-                json_object_array_add(regs, o);
-        }
-        json_object_object_add(root, "registers", regs);
-
-        json_object_object_add(root, "nmi_watchdog", json_object_new_boolean(info->nmi_watchdog));
-        json_object_object_add(caller, "uid", json_object_new_int64(info->uid));
-        json_object_object_add(caller, "gid", json_object_new_int64(info->gid));
-        json_object_object_add(caller, "pid", json_object_new_int64(info->pid));
-        json_object_object_add(caller, "role", json_object_new_string(info->role));
-        json_object_object_add(caller, "read", json_object_new_boolean(info->may_read));
-        json_object_object_add(caller, "write", json_object_new_boolean(info->may_write));
-        json_object_object_add(caller, "admin", json_object_new_boolean(info->may_admin));
-        if (info->rights_reason[0])
-                json_object_object_add(caller, "reason", json_object_new_string(info->rights_reason));
-        if (info->scoped) {
-                json_object *scope = json_object_new_object(), *scope_cpus = json_object_new_array();
-
-                if (info->scope_job[0])
-                        json_object_object_add(scope, "job", json_object_new_string(info->scope_job));
-                for (size_t i = 0; i < info->n_scope_cpus; i++)
-                        json_object_array_add(scope_cpus, json_object_new_int64(info->scope_cpus[i]));
-                json_object_object_add(scope, "cpus", scope_cpus);
-                if (info->scope_reason[0])
-                        json_object_object_add(scope, "reason", json_object_new_string(info->scope_reason));
-                json_object_object_add(caller, "scope", scope);
-        }
-        json_object_object_add(root, "mode", json_object_new_string(info->mode[0] ? info->mode : "open"));
-        json_object_object_add(root, "caller", caller);
-
-        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(root);
-        return 0;
+static void help_access(bool write) {
+        if (write)
+                printf("Usage: pmugate write -c CPUS REG=VALUE... [-- COMMAND ARGS...]\n"
+                       "       pmugate write -u UNITS REG=VALUE... [-- COMMAND ARGS...]\n"
+                       "\n"
+                       "Write MSRs of CPUS, or PCI config registers of uncore UNITS, under each register's\n"
+                       "write mask. The daemon puts every register back when pmugate exits; with a\n"
+                       "COMMAND they stay written while it runs, and its exit status becomes pmugate's.\n");
+        else
+                printf("Usage: pmugate read -c CPUS REG...\n"
+                       "       pmugate read -u UNITS REG...\n"
+                       "\n"
+                       "Read MSRs of CPUS, or PCI config registers of uncore UNITS.\n");
+        printf("\n"
+               "REG is an address (0x186) or an allowlist name (IA32_PERFEVTSEL0, 'pmugate info\n"
+               "--json'); VALUE is hex (0x...) or decimal; CPUS and UNITS are lists such as 0-3,8.\n"
+               "\n"
+               "  -c --cpus=CPUS     CPUs whose MSRs to %s\n"
+               "  -u --units=UNITS   Uncore units whose PCI registers to %s\n"
+               "  -h --help          Show this help\n", write ? "write" : "read", write ? "write" : "read");
 }
 
-static void print_info_text(const pmugate_info *info) {
-        uint32_t online[8192];
-        size_t n_online = 0, n_packages = 0;
-        char list[1024];
-
-        for (size_t i = 0; i < info->n_cpus && n_online < ELEMENTSOF(online); i++) {
-                if (!info->cpus[i].online)
-                        continue;
-                online[n_online++] = info->cpus[i].cpu;
-                if ((size_t) info->cpus[i].package + 1 > n_packages)
-                        n_packages = (size_t) info->cpus[i].package + 1;
-        }
-        if (cpulist_format(online, n_online, list, sizeof(list)) < 0)
-                (void) snprintf(list, sizeof(list), "(%zu CPUs)", n_online);
-
-        printf("Server:        %s (protocol %u)\n", info->server, info->protocol);
-        printf("Backend:       %s%s\n", info->backend, info->simulated ? " (simulated PMU)" : "");
-        printf("CPU:           %s %s (family %u model 0x%x stepping %u)\n", info->vendor,
-               info->model_label[0] ? info->model_label : "unknown model", info->family, info->model, info->stepping);
-        printf("Model name:    %s\n", info->model_name);
-        if (info->has_pmu)
-                printf("PMU:           version %u, %u general-purpose + %u fixed counters, %u bits, PERF_METRICS %s\n",
-                       info->pmu_version, info->gp_counters, info->fixed_counters, info->counter_width,
-                       info->perf_metrics == 0 ? "no" : info->perf_metrics == 1 ? "L1" : "L1+L2");
-        if (info->has_pmu && strcmp(info->vendor, "AuthenticAMD") == 0)
-                printf("AMD PMU:       PerfMonV2 %s, %u L3 counters per CCX, %u data-fabric and %u "
-                       "memory-controller counters per package%s\n", info->perfmon_v2 ? "yes" : "no",
-                       info->l3_counters, info->df_counters, info->umc_counters,
-                       info->cpuid_read ? "" :
-                                          " (the model's defaults: CPUID leaf 0x80000022 was not read)");
-        printf("CPUs online:   %s (%zu CPUs, %zu packages)\n", list, n_online, n_packages);
-        printf("Uncore units:  %zu\n", info->n_units);
-        for (size_t i = 0; i < info->n_units; i++)
-                printf("  unit %-3u %s %04x:%04x package %d\n", info->units[i].index, info->units[i].bdf,
-                       info->units[i].vendor, info->units[i].device, info->units[i].package);
-        print_counters(info);
-        if (info->nmi_watchdog || info->foreign_fixed_mask || info->foreign_gp_mask)
-                printf("Foreign users: %s; fixed counters 0x%" PRIx64 " and general-purpose counters 0x%" PRIx64
-                       " are held by another PMU user\n",
-                       info->nmi_watchdog ? "kernel NMI watchdog" : "kernel perf", info->foreign_fixed_mask,
-                       info->foreign_gp_mask);
-        else
-                printf("Foreign users: none detected\n");
-        printf("Mode:          %s\n", info->mode[0] ? info->mode : "open");
-        printf("You:           uid %u, role %s, read %s, write %s\n", info->uid, info->role,
-               info->may_read ? "yes" : "no", info->may_write ? "yes" : "no");
-        if (info->rights_reason[0])
-                printf("               %s\n", info->rights_reason);
-        if (info->scoped) {
-                char cpus[1024];
-
-                if (info->scope_job[0] && cpulist_format(info->scope_cpus, info->n_scope_cpus, cpus, sizeof(cpus)) >= 0)
-                        printf("Job:           %s, CPUs %s\n", info->scope_job, cpus);
-                else
-                        printf("Job:           none: %s\n", info->scope_reason);
-        }
-        printf("Registers:     %zu allowlist entries ('pmugate info --json' lists them)\n", info->n_registers);
-}
-
-static int verb_info(int argc, char *argv[]) {
-        static const struct option options[] = { { "json", no_argument, NULL, 'j' }, {} };
-        _cleanup_(pmugate_disconnect_p) pmugate *c = NULL;
-        pmugate_info *info = NULL;
-        bool json = false;
-        int opt, r;
-
-        while ((opt = getopt_long(argc, argv, "j", options, NULL)) >= 0)
-                if (opt == 'j')
-                        json = true;
-                else
-                        return 2;
-        if (optind < argc) {
-                fprintf(stderr, "pmugate: info takes no arguments\n");
-                return 2;
-        }
-        r = cli_connect(arg_socket, &c);
-        if (r < 0)
-                return 1;
-        r = pmugate_hello(c, &info);
-        if (r < 0)
-                return cli_report("pmugate", c, r, "info");
-        if (json)
-                print_info_json(info);
-        else
-                print_info_text(info);
-        pmugate_info_free(info);
-        return 0;
+static int unknown_option(const char *verb, char *argv[]) {
+        fprintf(stderr, "pmugate: unknown option or missing value: %s (see 'pmugate %s --help')\n",
+                argv[optind - 1], verb);
+        return -EINVAL;
 }
 
 typedef struct Access {
@@ -327,11 +120,14 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
         static const struct option options[] = {
                 { "cpus", required_argument, NULL, 'c' },
                 { "units", required_argument, NULL, 'u' },
+                { "help", no_argument, NULL, 'h' },
                 {}
         };
         const char *cpus = NULL, *units = NULL;
         Access a = { .write = write };
         int opt, r;
+
+        opterr = 0;
 
         for (int i = 1; i < argc; i++)
                 if (strcmp(argv[i], "--") == 0) {
@@ -343,7 +139,7 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
                         argc = i;
                         break;
                 }
-        while ((opt = getopt_long(argc, argv, "+c:u:", options, NULL)) >= 0)
+        while ((opt = getopt_long(argc, argv, "+c:u:h", options, NULL)) >= 0)
                 switch (opt) {
                 case 'c':
                         cpus = optarg;
@@ -351,8 +147,11 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
                 case 'u':
                         units = optarg;
                         break;
+                case 'h':
+                        help_access(write);
+                        return ARGS_DONE;
                 default:
-                        return -EINVAL;
+                        return unknown_option(write ? "write" : "read", argv);
                 }
         if (!!cpus == !!units) {
                 fprintf(stderr, "pmugate: give either -c CPUS (MSRs) or -u UNITS (PCI registers)\n");
@@ -576,6 +375,13 @@ static int verb_access(int argc, char *argv[], bool write) {
         Access a;
         int r;
 
+        /* register names need the daemon's allowlist, help does not */
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+                        help_access(write);
+                        return 0;
+                }
+
         r = cli_connect(arg_socket, &c);
         if (r < 0)
                 return 1;
@@ -583,14 +389,36 @@ static int verb_access(int argc, char *argv[], bool write) {
         if (r < 0)
                 return cli_report("pmugate", c, r, "hello");
         r = parse_access(argc, argv, write, info, &a);
-        if (r < 0) {
+        if (r != 0) {
                 pmugate_info_free(info);
-                return 2;
+                return r == ARGS_DONE ? 0 : 2;
         }
         r = run_access(c, info, &a);
         access_done(&a);
         pmugate_info_free(info);
         return r;
+}
+
+/* pmugate plot: runs pmugate-plot from the directory this program is in, else from $PATH. */
+static int verb_plot(char *argv[]) {
+        char self[PATH_MAX], script[PATH_MAX + 16];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash;
+
+        argv[0] = (char *) "pmugate-plot";
+        if (n > 0) {
+                self[n] = '\0';
+                slash = strrchr(self, '/');
+                if (slash) {
+                        *slash = '\0';
+                        (void) snprintf(script, sizeof(script), "%s/pmugate-plot", self);
+                        if (access(script, X_OK) == 0)
+                                execv(script, argv);
+                }
+        }
+        execvp("pmugate-plot", argv);
+        fprintf(stderr, "pmugate: cannot run pmugate-plot: %s\n", strerror(errno));
+        return 1;
 }
 
 int main(int argc, char *argv[]) {
@@ -603,6 +431,7 @@ int main(int argc, char *argv[]) {
         int opt;
 
         /* Options end at the command; the command parses its own. */
+        opterr = 0;
         while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
                 switch (opt) {
                 case 'h':
@@ -615,6 +444,9 @@ int main(int argc, char *argv[]) {
                         arg_socket = optarg;
                         break;
                 default:
+                        fprintf(stderr,
+                                "pmugate: unknown option or missing value: %s (see 'pmugate --help')\n",
+                                argv[optind - 1]);
                         return 2;
                 }
         if (optind >= argc) {
@@ -626,7 +458,7 @@ int main(int argc, char *argv[]) {
         optind = 0;
 
         if (strcmp(argv[0], "info") == 0)
-                return verb_info(argc, argv);
+                return verb_info(argc, argv, arg_socket);
         if (strcmp(argv[0], "read") == 0)
                 return verb_access(argc, argv, false);
         if (strcmp(argv[0], "write") == 0)
@@ -635,10 +467,12 @@ int main(int argc, char *argv[]) {
                 return verb_topdown(argc, argv, arg_socket);
         if (strcmp(argv[0], "stat") == 0)
                 return verb_stat(argc, argv, arg_socket);
-        if (strcmp(argv[0], "likwid") == 0)
-                return verb_likwid(argc, argv, arg_socket);
         if (strcmp(argv[0], "list") == 0)
                 return verb_list(argc, argv, arg_socket);
+        if (strcmp(argv[0], "plot") == 0)
+                return verb_plot(argv);
+        if (strcmp(argv[0], "likwid") == 0)
+                return verb_likwid(argc, argv, arg_socket);
         fprintf(stderr, "pmugate: unknown command '%s' (see 'pmugate --help')\n", argv[0]);
         return 2;
 }

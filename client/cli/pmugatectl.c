@@ -35,11 +35,44 @@ static void help(void) {
                "  jobmap                              Which job holds which CPU, and who leases CPUs\n"
                "                                      (also for monitor_users)\n"
                "\n"
+               "'pmugatectl COMMAND --help' describes each command.\n"
+               "\n"
                "Options:\n"
                "  -h --help          Show this help\n"
                "     --version       Show the version\n"
                "     --socket=PATH   Daemon socket (default: $PMUGATE_SOCKET or %s)\n",
                PMUGATE_DEFAULT_SOCKET);
+}
+
+static void help_verb(const char *verb) {
+        static const struct {
+                const char *verb, *usage, *text;
+        } verbs[] = {
+                { "status", "status",
+                  "Clients, job grants, leases, counters another PMU user holds, and the audit\n"
+                  "log's recent refusals." },
+                { "grant", "grant --job ID --uid UID [--cpus LIST]",
+                  "Let UID measure on this node for job ID (a Slurm prolog does this). Without\n"
+                  "--cpus the job's cpuset cgroup decides which CPUs. A new grant for the same job\n"
+                  "replaces the old one." },
+                { "revoke", "revoke --job ID",
+                  "End job ID's grant and its leases; the daemon restores every register they\n"
+                  "changed (a Slurm epilog does this). Exits 0 also when there is nothing to revoke." },
+                { "reset", "reset [-c CPUS]",
+                  "Put the PMU of CPUS (default: all) back to a clean state: counters stopped and\n"
+                  "zeroed, except those another PMU user holds." },
+                { "reload", "reload",
+                  "Read the configuration and allowlists again; a bad file is refused and the old\n"
+                  "ones stay." },
+                { "jobmap", "jobmap",
+                  "Which job holds which CPU, and who leases CPUs (what pmugate-exporter labels its\n"
+                  "samples with)." },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (strcmp(verbs[i].verb, verb) == 0)
+                        printf("Usage: pmugatectl %s\n\n%s\n\n  -h --help    Show this help\n",
+                               verbs[i].usage, verbs[i].text);
 }
 
 static int verb_status(pmugate *c) {
@@ -122,18 +155,25 @@ typedef struct Args {
         const char *cpus;
 } Args;
 
+#define ARGS_DONE 1     /* --help was shown */
+
 static int parse_args(int argc, char *argv[], Args *ret) {
         static const struct option options[] = {
                 { "job", required_argument, NULL, 'j' },
                 { "uid", required_argument, NULL, 'u' },
                 { "cpus", required_argument, NULL, 'c' },
+                { "help", no_argument, NULL, 'h' },
                 {}
         };
         Args a = {};
         int opt;
 
-        while ((opt = getopt_long(argc, argv, "j:u:c:", options, NULL)) >= 0)
+        opterr = 0;
+        while ((opt = getopt_long(argc, argv, "j:u:c:h", options, NULL)) >= 0)
                 switch (opt) {
+                case 'h':
+                        help_verb(argv[0]);
+                        return ARGS_DONE;
                 case 'j':
                         a.job = optarg;
                         break;
@@ -144,6 +184,9 @@ static int parse_args(int argc, char *argv[], Args *ret) {
                         a.cpus = optarg;
                         break;
                 default:
+                        fprintf(stderr,
+                                "pmugatectl: unknown option or missing value: %s (see 'pmugatectl %s "
+                                "--help')\n", argv[optind - 1], argv[0]);
                         return -EINVAL;
                 }
         if (optind < argc) {
@@ -237,6 +280,7 @@ int main(int argc, char *argv[]) {
         Args a = {};
         int opt, r;
 
+        opterr = 0;
         while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
                 switch (opt) {
                 case 'h':
@@ -249,6 +293,9 @@ int main(int argc, char *argv[]) {
                         arg_socket = optarg;
                         break;
                 default:
+                        fprintf(stderr,
+                                "pmugatectl: unknown option or missing value: %s (see 'pmugatectl "
+                                "--help')\n", argv[optind - 1]);
                         return 2;
                 }
         if (optind >= argc) {
@@ -264,8 +311,9 @@ int main(int argc, char *argv[]) {
         argc -= optind;
         argv += optind;
         optind = 0;
-        if (parse_args(argc, argv, &a) < 0)
-                return 2;
+        r = parse_args(argc, argv, &a);
+        if (r != 0)
+                return r == ARGS_DONE ? 0 : 2;
         if ((strcmp(verb, "status") == 0 || strcmp(verb, "reload") == 0 || strcmp(verb, "jobmap") == 0) &&
             (a.job || a.uid || a.cpus)) {
                 fprintf(stderr, "pmugatectl: %s takes no options\n", verb);

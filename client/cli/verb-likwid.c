@@ -66,23 +66,23 @@ int verb_likwid(int argc, char *argv[], const char *socket_path) {
                         return 2;
                 }
         if (optind >= argc) {
-                fprintf(stderr, "pmugate likwid: give the LIKWID command after --\n");
+                fprintf(stderr, "pmugate: likwid: give the LIKWID command after --\n");
                 return 2;
         }
         if (!forwarder || !forwarder[0])
                 forwarder = PMUGATE_LIKWID_ACCESSD;
         if (forwarder[0] != '/' || access(forwarder, X_OK) < 0) {
-                fprintf(stderr, "pmugate likwid: the access daemon %s is not an executable absolute "
+                fprintf(stderr, "pmugate: likwid: the access daemon %s is not an executable absolute "
                         "path: %s\n", forwarder, forwarder[0] == '/' ? strerror(errno) : "relative path");
                 return 1;
         }
         if (!mkdtemp(dir)) {
-                fprintf(stderr, "pmugate likwid: cannot create a directory in /tmp: %s\n", strerror(errno));
+                fprintf(stderr, "pmugate: likwid: cannot create a directory in /tmp: %s\n", strerror(errno));
                 return 1;
         }
         (void) snprintf(link, sizeof(link), "%s/likwid-accessD", dir);
         if (symlink(forwarder, link) < 0) {
-                fprintf(stderr, "pmugate likwid: %s: %s\n", link, strerror(errno));
+                fprintf(stderr, "pmugate: likwid: %s: %s\n", link, strerror(errno));
                 link[0] = '\0';
                 remove_dir(dir, link);
                 return 1;
@@ -94,7 +94,7 @@ int verb_likwid(int argc, char *argv[], const char *socket_path) {
         }
         pid = fork();
         if (pid < 0) {
-                fprintf(stderr, "pmugate likwid: fork: %s\n", strerror(errno));
+                fprintf(stderr, "pmugate: likwid: fork: %s\n", strerror(errno));
                 remove_dir(dir, link);
                 return 1;
         }
@@ -103,7 +103,7 @@ int verb_likwid(int argc, char *argv[], const char *socket_path) {
                     (socket_path && setenv("PMUGATE_SOCKET", socket_path, 1) < 0))
                         _exit(127);
                 execvp(argv[optind], argv + optind);
-                fprintf(stderr, "pmugate likwid: %s: %s\n", argv[optind], strerror(errno));
+                fprintf(stderr, "pmugate: likwid: %s: %s\n", argv[optind], strerror(errno));
                 _exit(errno == ENOENT ? 127 : 126);
         }
         /* The terminal's signals reach LIKWID directly; wait for it and keep its status. */

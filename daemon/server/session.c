@@ -3,6 +3,7 @@
  * Sessions: reading requests, answering them, and ending what a client held when it goes
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,9 @@
 #include "error.h"
 #include "log.h"
 #include "server.h"
+
+/* A reply buffer grown past this is given back when a client leaves. */
+#define REPLY_BUFFER_KEEP (16U * 1024U)
 
 void session_lease_ended(const void *owner, uint32_t cpu, void *userdata) {
         Server *s = userdata;
@@ -39,6 +43,17 @@ void session_end_leases(Session *c, const char *why) {
                 server_audit(s, c, "lease-end", "restored", jobs[0] ? jobs : NULL, list, why, ended);
 }
 
+/* After a client leaves, what a large measurement needed (the reply buffer grown to its
+ * batches, its lease records) goes back to the system: without this, glibc keeps the freed
+ * heap and the daemon stays megabytes above its idle size. */
+static void release_memory(Server *s) {
+        if (s->reply.alloc > REPLY_BUFFER_KEEP) {
+                msgpack_sbuffer_destroy(&s->reply);
+                msgpack_sbuffer_init(&s->reply);
+        }
+        (void) malloc_trim(0);
+}
+
 Session *session_free(Session *c) {
         Server *s;
 
@@ -60,6 +75,7 @@ Session *session_free(Session *c) {
         free(c->pending);
         log_debug("Session uid=%u pid=%d disconnected", (unsigned) c->peer.uid, (int) c->peer.pid);
         free(c);
+        release_memory(s);
         return NULL;
 }
 

@@ -487,3 +487,14 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.05)
+
+
+def fractions(doc):
+    """A measurement's JSON doc with the values of metrics whose unit is "%" (written as
+    percentages) divided by 100, for checks against profiles' fractions."""
+    percent = {m["name"] for m in doc.get("metrics", []) if m["unit"] == "%"}
+    for v in [doc.get("aggregate", {})] + doc.get("per_cpu", []) + doc.get("per_package", []):
+        for name in percent & set(v.get("metrics", {})):
+            if v["metrics"][name] is not None:
+                v["metrics"][name] /= 100
+    return doc

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event-list.h"
 #include "events.h"
 
 static void test_table_events(void **state) {
@@ -115,6 +116,96 @@ static void test_libpfm_events(void **state) {
         assert_non_null(strstr(reason, "LIBPFM_FORCE_PMU"));
 }
 
+static void test_names_case_and_aliases(void **state) {
+        char reason[512];
+        EventDesc d, upper;
+
+        (void) state;
+        /* one encoding either way: the lower-case name takes fixed counter 0 like the upper */
+        assert_int_equal(event_resolve("spr", "INST_RETIRED.ANY", &upper, reason, sizeof(reason)), 0);
+        assert_int_equal(event_resolve("spr", "inst_retired.any", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.source, EVENT_SOURCE_TABLE);
+        assert_int_equal(d.fixed, upper.fixed);
+        assert_int_equal(d.fixed, 0);
+        assert_int_equal(d.config, upper.config);
+        assert_string_equal(d.name, "INST_RETIRED.ANY");
+        assert_int_equal(event_resolve("spr", "Topdown-Retiring", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.kind, EVENT_PERF_METRICS);
+        assert_string_equal(d.name, "topdown-retiring");
+        assert_int_equal(event_resolve("spr", "br_misp_retired.all_branches:U", &d, reason, sizeof(reason)),
+                         0);
+        assert_string_equal(d.name, "BR_MISP_RETIRED.ALL_BRANCHES:u");
+        assert_true(d.usr && !d.os);
+        /* libpfm4 names are spelled in upper case too */
+        assert_int_equal(event_resolve("icx", "mem_inst_retired.all_loads", &d, reason, sizeof(reason)), 0);
+        assert_string_equal(d.name, "MEM_INST_RETIRED.ALL_LOADS");
+        assert_int_equal(d.config, 0x81d0);
+
+        /* perf's generic names */
+        assert_int_equal(event_resolve("skx", "instructions", &d, reason, sizeof(reason)), 0);
+        assert_string_equal(d.name, "INST_RETIRED.ANY");
+        assert_int_equal(d.fixed, 0);
+        assert_int_equal(event_resolve("icx", "cycles", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.fixed, 1);
+        assert_int_equal(event_resolve("icx", "cpu-cycles:k", &d, reason, sizeof(reason)), 0);
+        assert_string_equal(d.name, "CPU_CLK_UNHALTED.THREAD:k");
+        assert_int_equal(event_resolve("spr", "ref-cycles", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.fixed, 2);
+        assert_int_equal(event_resolve("spr", "branches", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.config, 0xc4);
+        assert_int_equal(event_resolve("spr", "Branch-Misses", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.config, 0xc5);
+        assert_string_equal(d.name, "BR_MISP_RETIRED.ALL_BRANCHES");
+
+        /* raw codes keep one spelling as well */
+        assert_int_equal(event_resolve("spr", "r10AD", &d, reason, sizeof(reason)), 0);
+        assert_string_equal(d.name, "r10ad");
+}
+
+static void test_suggestions(void **state) {
+        char reason[512], hint[EVENT_SUGGESTIONS_MAX];
+        EventDesc d;
+
+        (void) state;
+        /* a typo gets the closest names, not libpfm4's error text */
+        assert_int_equal(event_resolve("icx", "INST_RETIRED.AN", &d, reason, sizeof(reason)), -ENOENT);
+        assert_non_null(strstr(reason, "did you mean INST_RETIRED.ANY"));
+        assert_null(strstr(reason, "libpfm4:"));
+        assert_int_equal(event_resolve("icx", "instrutions", &d, reason, sizeof(reason)), -ENOENT);
+        assert_non_null(strstr(reason, "instructions"));
+        /* without libpfm4's list the table still suggests */
+        assert_int_equal(event_resolve("spr", "UOPS_RETIRED.SLOT", &d, reason, sizeof(reason)), -ENOENT);
+        assert_non_null(strstr(reason, "UOPS_RETIRED.SLOTS"));
+        /* nothing close: no suggestion */
+        event_suggest("spr", "ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ", hint, sizeof(hint));
+        assert_string_equal(hint, "");
+        assert_int_equal(event_name_distance("abc", "ABD"), 1);
+        assert_int_equal(event_name_distance("", "abc"), 3);
+        assert_int_equal(event_name_distance("kitten", "sitting"), 3);
+}
+
+static int count_event(const char *name, const char *description, EventListSource source, void *userdata) {
+        size_t *counts = userdata;
+
+        assert_non_null(name);
+        assert_non_null(description);
+        counts[source]++;
+        if (strcmp(name, "MEM_INST_RETIRED.ALL_LOADS") == 0)
+                assert_non_null(strcasestr(description, "load"));
+        return 0;
+}
+
+static void test_list(void **state) {
+        size_t counts[3] = {};
+
+        (void) state;
+        assert_int_equal(event_list("icx", count_event, counts), 0);
+        assert_int_equal(counts[EVENT_LIST_GENERIC], 7);
+        assert_true(counts[EVENT_LIST_TABLE] > 20);
+        assert_true(counts[EVENT_LIST_LIBPFM] > 100);
+        assert_int_equal(event_list("zen9", count_event, counts), -EOPNOTSUPP);
+}
+
 static void test_bad_input(void **state) {
         char reason[256], long_name[EVENT_NAME_MAX + 8];
         EventDesc d;
@@ -161,6 +252,9 @@ int main(void) {
                 cmocka_unit_test(test_libpfm_events),
                 cmocka_unit_test(test_bad_input),
                 cmocka_unit_test(test_variable_names),
+                cmocka_unit_test(test_names_case_and_aliases),
+                cmocka_unit_test(test_suggestions),
+                cmocka_unit_test(test_list),
         };
 
         /* before libpfm4 is first used */

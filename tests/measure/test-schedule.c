@@ -225,6 +225,50 @@ static void test_limits(void **state) {
         assert_null(s);
 }
 
+/* Pinned events (an included group's, such as TopDown level 1's correction terms under level
+ * 2) are in every set and never scaled; when they cannot leave a counter free they rotate. */
+static void test_pinned(void **state) {
+        EventDesc events[12];
+        _cleanup_(schedule_freep) Schedule *s = NULL;
+        char reason[256];
+
+        (void) state;
+        events[0] = gp("INT_MISC.UOP_DROPPING", GP_MASK_ALL);
+        events[1] = gp("INT_MISC.CLEARS_COUNT", GP_MASK_ALL);
+        events[0].pinned = events[1].pinned = true;
+        for (unsigned i = 2; i < 12; i++) {
+                char name[16];
+
+                (void) snprintf(name, sizeof(name), "E%u", i);
+                events[i] = gp(name, GP_MASK_ALL);
+        }
+        /* 8 counters: 2 pinned + 6 others per set, so 10 others need two sets */
+        assert_int_equal(schedule_build(events, 12, &icx, &s, reason, sizeof(reason)), 0);
+        assert_int_equal(s->n_sets, 2);
+        for (unsigned set = 0; set < s->n_sets; set++)
+                for (size_t e = 0; e < 2; e++) {
+                        int8_t c = s->placements[e].set_counter[set];
+
+                        assert_true(s->placements[e].pinned);
+                        assert_true(c >= 0);
+                        assert_int_equal(s->set_counters[set][c], (int) e);
+                }
+        for (size_t e = 2; e < 12; e++) {
+                assert_false(s->placements[e].pinned);
+                assert_int_equal(s->set_counters[s->placements[e].set][s->placements[e].counter], (int) e);
+        }
+        s = schedule_free(s);
+
+        /* four counters and four pinned events: nothing would be left, so they rotate */
+        for (unsigned i = 0; i < 4; i++)
+                events[i].pinned = true;
+        assert_int_equal(schedule_build(events, 6, &skx_smt, &s, reason, sizeof(reason)), 0);
+        assert_int_equal(s->n_sets, 2);
+        for (size_t e = 0; e < 6; e++)
+                assert_false(s->placements[e].pinned);
+        check_consistent(s, events, 6, 0x0f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fixed_and_gp),
@@ -233,6 +277,7 @@ int main(void) {
                 cmocka_unit_test(test_multiplexing),
                 cmocka_unit_test(test_perf_metrics),
                 cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_pinned),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Runs bench-measure against a real pmugated serving a simulated machine.
+
+Usage: bench/run-bench-measure.py [BUILD_DIR] [-- BENCH-MEASURE OPTIONS]
+
+Starts BUILD_DIR/daemon/pmugated with the simulated PMU of a 1024-CPU Sapphire Rapids (4
+sockets x 128 cores, SMT on; realtime clock), runs BUILD_DIR/bench/bench-measure with the
+daemon's pid so that it can report the daemon's memory, and stops the daemon. Needs root, as
+the daemon does. Not a test: it prints numbers, it does not judge them.
+"""
+
+import os
+import sys
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIM_CONFIG = "[machine]\nmodel = spr\nsockets = 4\ncores = 128\nsmt = yes\n[clock]\nmode = realtime\n"
+
+
+def main(argv):
+    extra = []
+    if "--" in argv:
+        extra = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    if any(a in ("-h", "--help") for a in argv) or len(argv) > 1:
+        print(__doc__.strip())
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    build = os.path.abspath(argv[0] if argv else "build")
+    bench = os.path.join(build, "bench", "bench-measure")
+    if os.geteuid() != 0:
+        sys.stderr.write("run-bench-measure.py needs root, as pmugated does\n")
+        return 1
+    os.environ["PMUGATE_SOURCE_DIR"] = SOURCE
+    os.environ["PMUGATE_BUILD_DIR"] = build
+    os.environ.setdefault("PMUGATE_GROUP_PATH", os.path.join(SOURCE, "client", "groups"))
+    sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
+    import pmugatetest as pt
+    import subprocess
+
+    work = pt.workdir()
+    config = os.path.join(work, "sim.conf")
+    with open(config, "w") as f:
+        f.write(SIM_CONFIG)
+    daemon = pt.Daemon(work, ["--backend=sim", "--sim-model=spr", "--sim-config=" + config])
+    try:
+        return subprocess.run([bench, "--socket=" + daemon.socket, "--daemon-pid=%d" % daemon.proc.pid] +
+                              extra).returncode
+    finally:
+        daemon.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The arguments of pmugate topdown and pmugate stat, and their --help
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "measure-output.h"
+
+#define NSEC_PER_MSEC UINT64_C(1000000)
+#define NSEC_PER_SEC UINT64_C(1000000000)
+#define ARGS_DONE 1             /* measure_parse_args(): --help was shown */
+
+enum {
+        ARG_RESET_PERIOD = 0x100,
+        ARG_ROTATE_PERIOD,
+        ARG_USER,
+        ARG_KERNEL,
+};
+
+typedef struct MeasureArgs {
+        bool topdown;
+        const char *verb;
+        unsigned level;
+        const char *events;
+        const char *group;
+        const char *pin_cpus;           /* -C: pin the command and measure */
+        const char *measure_cpus;       /* -c: measure only */
+        uint64_t interval_ns;
+        uint64_t duration_ns;
+        uint64_t reset_period_ns;
+        uint64_t rotate_period_ns;
+        OutputFormat format;
+        bool format_given;
+        const char *output_path;
+        bool per_cpu;
+        bool marker;                    /* -m: the command's markers read the counters */
+        const char *socket_path;        /* the daemon's, for the marker runner */
+        unsigned flags;
+        unsigned repeat;
+        char **command;
+} MeasureArgs;
+
+/* Parses the arguments after the verb: 0, ARGS_DONE after --help, or -EINVAL after saying
+ * what is wrong on stderr (the caller exits with 2). */
+int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret);
