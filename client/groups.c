@@ -359,6 +359,14 @@ static int parse_into(const char *path, const char *model, unsigned depth, Group
         return parse_stream(f, path, model, depth, g, reterr_reason, reason_size);
 }
 
+/* The installed groups, or $PMUGATE_GROUP_DIR instead of them: the test suite points it at the
+ * source tree so that it never reads an installed pmugate's groups. */
+static const char *installed_group_dir(void) {
+        const char *env = secure_getenv("PMUGATE_GROUP_DIR");
+
+        return env && env[0] == '/' ? env : PMUGATE_GROUP_DIR;
+}
+
 int group_search_dirs(char dirs[][GROUP_PATH_MAX], size_t max) {
         const char *env = secure_getenv("PMUGATE_GROUP_PATH"), *xdg = secure_getenv("XDG_CONFIG_HOME");
         const char *home = secure_getenv("HOME");
@@ -376,7 +384,7 @@ int group_search_dirs(char dirs[][GROUP_PATH_MAX], size_t max) {
         else if (n < max && home && home[0] == '/')
                 (void) snprintf(dirs[n++], GROUP_PATH_MAX, "%s/.config/pmugate/groups", home);
         if (n < max)
-                (void) snprintf(dirs[n++], GROUP_PATH_MAX, "%s", PMUGATE_GROUP_DIR);
+                (void) snprintf(dirs[n++], GROUP_PATH_MAX, "%s", installed_group_dir());
         return (int) n;
 }
 
@@ -437,7 +445,7 @@ static int load_named(const char *name, const char *model, unsigned depth, Group
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
                                    "no group '%s' for %s (looked in $PMUGATE_GROUP_PATH, ~/.config/pmugate/groups and "
                                    "%s)",
-                                   name, model, PMUGATE_GROUP_DIR);
+                                   name, model, installed_group_dir());
         return parse_into(path, model, depth, into, reterr_reason, reason_size);
 }
 
@@ -499,7 +507,7 @@ int group_load(const char *name, const char *model, Group **ret, char *reterr_re
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
                                    "no group '%s' for %s (looked in $PMUGATE_GROUP_PATH, ~/.config/pmugate/groups and "
                                    "%s; 'pmugate list groups' shows them)",
-                                   name, model, PMUGATE_GROUP_DIR);
+                                   name, model, installed_group_dir());
         name_of_file(path, spelled, sizeof(spelled));
         return group_load_file(path, spelled, model, ret, reterr_reason, reason_size);
 }

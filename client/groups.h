@@ -2,7 +2,8 @@
 /*
  * Group files: the events and formulas of a measurement as data (docs/GROUPS.md). Groups are
  * looked up by name in $PMUGATE_GROUP_PATH, the user's ~/.config/pmugate/groups and the
- * installed PMUGATE_GROUP_DIR, first under <model>/ and then at the top of each directory.
+ * installed PMUGATE_GROUP_DIR (or $PMUGATE_GROUP_DIR), first under <model>/ and then at the top
+ * of each directory.
  */
 #pragma once
 

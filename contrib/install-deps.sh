@@ -8,6 +8,7 @@ packages="
         libsystemd-dev libcap-dev libmsgpack-dev libinih-dev libjson-c-dev
         libpfm4-dev libmuparser-dev libcmocka-dev libhwloc-dev libmicrohttpd-dev
         systemd python3 python3-msgpack python3-matplotlib util-linux procps
+        systemd-container debootstrap debhelper dpkg-dev fakeroot lintian strace
         prometheus curl
         libgomp1
         likwid

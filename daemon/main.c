@@ -259,7 +259,7 @@ static int run(int argc, char *argv[]) {
         r = state_boot_id_read(o.root, state.boot_id);
         if (r < 0)
                 goto finish;
-        r = privileges_prepare_state_dir(o.runtime_dir, daemon_uid, &state.fd);
+        r = privileges_prepare_state_dir(o.runtime_dir, daemon_uid, daemon_gid, &state.fd);
         if (r < 0)
                 goto finish;
 
@@ -274,7 +274,7 @@ static int run(int argc, char *argv[]) {
         allowlist = NULL;
         audit = NULL;
 
-        r = privileges_hand_over_state_dir(state.fd, daemon_uid, daemon_gid);
+        r = privileges_hand_over_state_dir();
         if (r < 0)
                 goto finish;
         r = server_listen(server);

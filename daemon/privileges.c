@@ -9,6 +9,7 @@
 #include <pwd.h>
 #include <stdbool.h>
 #include <sys/capability.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -201,7 +202,18 @@ static int chown_file(int dir_fd, const char *name, void *userdata) {
         return 0;
 }
 
-int privileges_prepare_state_dir(const char *runtime_dir, uid_t daemon_uid, int *ret_fd) {
+/* Switches the file system identity (setfsuid(2), setfsgid(2)) and checks that it took: the
+ * calls report no error, only the previous value. */
+static int set_fs_identity(uid_t uid, gid_t gid) {
+        (void) setfsgid(gid);
+        (void) setfsuid(uid);
+        if ((uid_t) setfsuid((uid_t) -1) != uid || (gid_t) setfsgid((gid_t) -1) != gid)
+                return log_error_errno(EPERM, "Cannot act on files as uid %u gid %u", (unsigned) uid,
+                                       (unsigned) gid);
+        return 0;
+}
+
+int privileges_prepare_state_dir(const char *runtime_dir, uid_t daemon_uid, gid_t daemon_gid, int *ret_fd) {
         _cleanup_close_ int runtime_fd = -EBADF, path_fd = -EBADF, fd = -EBADF;
         char state_path[4096];
         struct stat runtime_st, st, opened;
@@ -230,13 +242,38 @@ int privileges_prepare_state_dir(const char *runtime_dir, uid_t daemon_uid, int 
         if (r < 0)
                 return r;
 
-        /* Root recovers the last run's journals and grants before anything else; the daemon's
-         * user owned them, and without CAP_DAC_OVERRIDE root can neither list its 0700
-         * directory nor read its files. CAP_CHOWN takes them back, through fds of the very
-         * inodes just checked. */
-        if (geteuid() == 0 && st.st_uid != 0 && fchownat(path_fd, "", 0, 0, AT_EMPTY_PATH) < 0)
-                return log_error_errno(errno, "Cannot take state directory %s back for root", state_path);
-        fd = openat(runtime_fd, "state", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (geteuid() == 0 && st.st_uid != daemon_uid) {
+                /* state/ belongs to the daemon's user for good. Root gives it a directory it just
+                 * made (or one an older version left as root's) and root's files in it, through
+                 * fds of what was checked; this needs CAP_CHOWN, which the shipped unit does not
+                 * grant: there tmpfiles.d creates state/ for the user. */
+                Chown c = { .from = 0, .uid = daemon_uid, .gid = daemon_gid };
+
+                fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                r = fd < 0 ? -errno : state_dir_foreach(fd, chown_file, &c);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot give %s in %s to uid %u",
+                                               c.failed[0] ? c.failed : "the files", state_path,
+                                               (unsigned) daemon_uid);
+                (void) close(TAKE_FD(fd));
+                if (fchownat(path_fd, "", daemon_uid, daemon_gid, AT_EMPTY_PATH) < 0)
+                        return log_error_errno(errno, "Cannot give state directory %s to uid %u%s",
+                                               state_path, (unsigned) daemon_uid,
+                                               errno == EPERM ? ": create it for that user "
+                                               "(systemd-tmpfiles --create, pmugate.conf in tmpfiles.d)" : "");
+        }
+        if (geteuid() == 0) {
+                /* Root recovers the last run's journals and grants before anything else, as the
+                 * daemon's user on the file system: it needs no CAP_DAC_OVERRIDE to read them,
+                 * and whatever it creates there is the user's. privileges_hand_over_state_dir()
+                 * gives root its own identity back. */
+                r = set_fs_identity(daemon_uid, daemon_gid);
+                if (r < 0)
+                        return r;
+        }
+        /* Through the checked inode itself: the daemon's user may not search the runtime
+         * directory (0700 root's is allowed). */
+        fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return log_error_errno(errno, "Cannot open state directory %s", state_path);
         if (fstat(fd, &opened) < 0)
@@ -244,32 +281,12 @@ int privileges_prepare_state_dir(const char *runtime_dir, uid_t daemon_uid, int 
         if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino)
                 return log_error_errno(ESTALE, "State directory %s was replaced during start-up",
                                        state_path);
-        if (geteuid() == 0) {
-                Chown c = { .from = daemon_uid, .uid = 0, .gid = 0 };
-
-                r = state_dir_foreach(fd, chown_file, &c);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot take %s in %s back for root",
-                                               c.failed[0] ? c.failed : "the files", state_path);
-        }
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
 
-int privileges_hand_over_state_dir(int dir_fd, uid_t uid, gid_t gid) {
-        Chown c = { .from = 0, .uid = uid, .gid = gid };
-        int r;
-
+int privileges_hand_over_state_dir(void) {
         if (geteuid() != 0)
                 return 0;
-        /* The files first: once the directory is the user's, root without CAP_DAC_OVERRIDE
-         * can no longer list it. */
-        r = state_dir_foreach(dir_fd, chown_file, &c);
-        if (r < 0)
-                return log_error_errno(r, "Cannot give %s%s to uid %u",
-                                       c.failed[0] ? "state file " : "the state files", c.failed,
-                                       (unsigned) uid);
-        if (fchown(dir_fd, uid, gid) < 0)
-                return log_error_errno(errno, "Cannot give the state directory to uid %u", (unsigned) uid);
-        return 0;
+        return set_fs_identity(0, 0);
 }

@@ -20,10 +20,12 @@ int privileges_user_ids(const char *user, uid_t *ret_uid, gid_t *ret_gid);
  * returns an O_DIRECTORY fd of state in ret_fd. Refuses, saying what to fix, either when it
  * is a symlink or not a directory or belongs to someone other than root or daemon_uid, the
  * runtime directory when group or others may write it, and state unless its mode is 0700.
- * When running as root, takes state and the daemon's files in it back for root (only through
- * fds of what was checked), since root recovers the last run's state from it first. */
-int privileges_prepare_state_dir(const char *runtime_dir, uid_t daemon_uid, int *ret_fd);
+ * When running as root, gives a state directory of root's (and root's files in it) to
+ * daemon_uid:daemon_gid, through fds of what was checked, and then switches the file system
+ * identity to them, so that root recovers the last run's state as the daemon's user would. */
+int privileges_prepare_state_dir(const char *runtime_dir, uid_t daemon_uid, gid_t daemon_gid, int *ret_fd);
 
-/* Gives the state directory and the daemon's files in it to uid:gid, so the daemon can keep
- * its state there after dropping privileges. Nothing when not running as root. */
-int privileges_hand_over_state_dir(int dir_fd, uid_t uid, gid_t gid);
+/* Ends what privileges_prepare_state_dir() began: root acts on files as root again. The state
+ * directory and everything created in it belong to the daemon's user, which keeps its state
+ * there after dropping privileges. Nothing when not running as root. */
+int privileges_hand_over_state_dir(void);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +79,13 @@ _printf_(4, 5) static int refuse(char *reason, size_t size, int error, const cha
         return error;
 }
 
+/* The uid the daemon acts as on files: its file system uid, which is the daemon's user's also
+ * while root recovers the state at start-up (privileges_prepare_state_dir()). setfsuid() with
+ * an invalid uid changes nothing and returns the current one. */
+static uid_t state_file_owner(void) {
+        return (uid_t) setfsuid((uid_t) -1);
+}
+
 /* What makes a file unfit to be read; 0 when it is fit. */
 static int check_stat(const struct stat *st, size_t size_max, char *reason, size_t size) {
         if (S_ISLNK(st->st_mode))
@@ -87,12 +95,12 @@ static int check_stat(const struct stat *st, size_t size_max, char *reason, size
         if (!S_ISREG(st->st_mode))
                 return refuse(reason, size, -EINVAL, "is not a regular file (mode %06o)",
                               (unsigned) st->st_mode);
-        if (st->st_uid != geteuid())
-                return refuse(reason, size, -EPERM, "is owned by uid %u, not by the daemon (uid %u)",
-                              (unsigned) st->st_uid, (unsigned) geteuid());
         if (st->st_nlink != 1)
                 return refuse(reason, size, -EMLINK, "has %lu hard links, not 1",
                               (unsigned long) st->st_nlink);
+        if (st->st_uid != state_file_owner())
+                return refuse(reason, size, -EPERM, "is owned by uid %u, not by the daemon (uid %u)",
+                              (unsigned) st->st_uid, (unsigned) state_file_owner());
         if (st->st_size < 0 || (uint64_t) st->st_size > size_max)
                 return refuse(reason, size, -EFBIG, "is %lld bytes long, more than the %zu allowed",
                               (long long) st->st_size, size_max);

@@ -220,7 +220,8 @@ def run_epilog(node, job, **env):
     e = dict(os.environ, SLURM_JOB_ID=job, PMUGATECTL=os.path.abspath(t.PMUGATECTL),
              PMUGATE_SOCKET=node.daemon.socket, PMUGATE_SLURM_ENV="/nonexistent")
     e.update(env)
-    script = os.path.join(t.SOURCE, "contrib", "slurm", "pmugate-epilog.sh")
+    # The configured script (contrib/slurm/pmugate-epilog.sh.in with this build's paths).
+    script = os.path.join(t.BUILD, "contrib", "slurm", "pmugate-epilog.sh")
     return subprocess.run(["/bin/sh", script], capture_output=True, text=True, env=e, timeout=30)
 
 

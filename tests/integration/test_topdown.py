@@ -399,7 +399,8 @@ def test_refusals(tap):
             tap.ok(rc == 2 and err, "topdown refuses %s (usage, exit 2)" % what, err)
         rc, _, err = sim.run("topdown", "-c", "99", "-S", "0.1s")
         tap.ok(rc == 1 and "99" in err, "a CPU the machine lacks is refused by name", err)
-        rc, _, err = sim.run("topdown", "-c", "0", "-S", "0.1s", env={"PMUGATE_GROUP_PATH": sim.dir})
+        rc, _, err = sim.run("topdown", "-c", "0", "-S", "0.1s", env={"PMUGATE_GROUP_PATH": sim.dir,
+                                                                       "PMUGATE_GROUP_DIR": sim.dir})
         tap.ok(rc == 1 and "topdown-l1" in err, "without its group files topdown says which group is missing", err)
     finally:
         sim.stop()

@@ -28,7 +28,8 @@ import urllib.request
 import pmugatetest as t
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONTRIB = os.path.join(os.path.abspath(t.SOURCE), "contrib", "slurm")
+# The configured scripts (contrib/slurm/*.sh.in with this build's paths).
+CONTRIB = os.path.join(os.path.abspath(t.BUILD), "contrib", "slurm")
 PMUGATE = os.path.abspath(t.PMUGATE)
 PMUGATECTL = os.path.abspath(t.PMUGATECTL)
 
