@@ -37,6 +37,10 @@ static const struct {
 } package_event_names[] = {
         { "UNC_M_CAS_COUNT.RD", PACKAGE_EVENT_CAS_READ },
         { "UNC_M_CAS_COUNT.WR", PACKAGE_EVENT_CAS_WRITE },
+        { "local_or_remote_socket_read_data_beats_dram", PACKAGE_EVENT_DF_READ },
+        { "local_or_remote_socket_write_data_beats_dram", PACKAGE_EVENT_DF_WRITE },
+        { "l3_lookup_state.all_coherent_accesses_to_l3", PACKAGE_EVENT_L3_ACCESS },
+        { "l3_lookup_state.l3_miss", PACKAGE_EVENT_L3_MISS },
         { "PWR_PKG_ENERGY", PACKAGE_EVENT_ENERGY_PACKAGE },
         { "PWR_DRAM_ENERGY", PACKAGE_EVENT_ENERGY_DRAM },
         { "PWR_PP0_ENERGY", PACKAGE_EVENT_ENERGY_PP0 },
@@ -135,6 +139,10 @@ static int add_source(PackageEvents *pe, const PackageSource *s) {
         pe->sources = n;
         pe->sources[pe->n_sources++] = *s;
         return 0;
+}
+
+int package_events_add_source(PackageEvents *pe, const PackageSource *s) {
+        return add_source(pe, s);
 }
 
 static bool is_imc_unit(const pmugate_unit *u) {
@@ -263,8 +271,11 @@ int package_events_plan(PackageEvents *pe, const pmugate_info *info, const uint3
                 return -ENOMEM;
         for (size_t p = 0; p < pe->n_packages; p++)
                 for (size_t e = 0; e < pe->n_events; e++) {
-                        r = is_energy(pe->kinds[e]) ? plan_energy(pe, info, p, e)
-                                                    : plan_memory(pe, info, p, e);
+                        if (package_amd_kind(pe->kinds[e]))
+                                r = package_amd_plan(pe, info, cpus, n_cpus, p, e);
+                        else
+                                r = is_energy(pe->kinds[e]) ? plan_energy(pe, info, p, e)
+                                                            : plan_memory(pe, info, p, e);
                         if (r < 0)
                                 return r;
                 }
@@ -280,6 +291,10 @@ static const char *daemon_reason(pmugate *c) {
                 return "refused";
         colon = strncmp(err->reason, "op ", 3) == 0 ? strstr(err->reason, ": ") : NULL;
         return colon ? colon + 2 : err->reason;
+}
+
+const char *package_events_daemon_reason(pmugate *c) {
+        return daemon_reason(c);
 }
 
 static int add_read(pmugate_batch *b, const PackageSource *s) {
@@ -301,6 +316,10 @@ static int withhold_sources(PackageEvents *pe, size_t p, size_t e, const char *r
                 if (pe->sources[i - 1].package == p && pe->sources[i - 1].event == e)
                         drop_source(pe, i - 1);
         return withhold(pe, p, e, "%s", reason);
+}
+
+int package_events_withhold(PackageEvents *pe, size_t p, size_t e, const char *reason) {
+        return withhold_sources(pe, p, e, reason);
 }
 
 /* Builds the sample batch of the kept sources, runs it, and drops what the daemon refuses or
@@ -370,7 +389,7 @@ static int read_rapl_units(PackageEvents *pe, pmugate *c, const char *model) {
 
                 for (size_t i = 0; i < pe->n_sources; i++)
                         wanted = wanted || (pe->sources[i].package == p && !pe->sources[i].is_counter &&
-                                            !pe->sources[i].is_pci);
+                                            !pe->sources[i].is_pci && !pe->sources[i].is_programmed);
                 if (!wanted)
                         continue;
                 pmugate_batch_clear(pe->batch);
@@ -394,7 +413,7 @@ static int read_rapl_units(PackageEvents *pe, pmugate *c, const char *model) {
                 for (size_t i = 0; !reason && i < pe->n_sources; i++) {
                         PackageSource *s = &pe->sources[i];
 
-                        if (s->package == p && !s->is_counter && !s->is_pci &&
+                        if (s->package == p && !s->is_counter && !s->is_pci && !s->is_programmed &&
                             pmugate_rapl_joules_per_count(model, energy_domains[pe->kinds[s->event]], unit,
                                                           &s->factor) < 0)
                                 s->factor = NAN;
@@ -482,6 +501,21 @@ static int program_imc_units(PackageEvents *pe, pmugate *c, const pmugate_info *
         return 0;
 }
 
+int package_events_lease(PackageEvents *pe, pmugate *c, const uint32_t *cpus, size_t n) {
+        uint32_t *grown;
+        int r = pmugate_lease(c, cpus, n);
+
+        if (r < 0)
+                return r;
+        grown = reallocarray(pe->leased, pe->n_leased + n ?: 1, sizeof(uint32_t));
+        if (!grown)
+                return -ENOMEM;
+        pe->leased = grown;
+        memcpy(pe->leased + pe->n_leased, cpus, n * sizeof(uint32_t));
+        pe->n_leased += n;
+        return 0;
+}
+
 int package_events_stop(PackageEvents *pe, pmugate *c) {
         int r = 0;
 
@@ -510,6 +544,9 @@ int package_events_start(PackageEvents *pe, pmugate *c, const pmugate_info *info
         if (r < 0)
                 return r;
         r = program_imc_units(pe, c, info);
+        if (r < 0)
+                return r;
+        r = package_amd_program(pe, c, info);
         if (r < 0)
                 return r;
         r = run_dropping(pe, c, values);

@@ -14,6 +14,10 @@
 typedef enum PackageEventKind {
         PACKAGE_EVENT_CAS_READ,         /* UNC_M_CAS_COUNT.RD: 64-byte lines read from DRAM */
         PACKAGE_EVENT_CAS_WRITE,        /* UNC_M_CAS_COUNT.WR */
+        PACKAGE_EVENT_DF_READ,          /* AMD data fabric: 64-byte DRAM read beats, all channels */
+        PACKAGE_EVENT_DF_WRITE,         /* AMD data fabric: DRAM write beats */
+        PACKAGE_EVENT_L3_ACCESS,        /* AMD L3: every coherent lookup, summed over the CCXs */
+        PACKAGE_EVENT_L3_MISS,          /* AMD L3: lookups that missed */
         PACKAGE_EVENT_ENERGY_PACKAGE,   /* PWR_PKG_ENERGY: joules */
         PACKAGE_EVENT_ENERGY_DRAM,      /* PWR_DRAM_ENERGY */
         PACKAGE_EVENT_ENERGY_PP0,       /* PWR_PP0_ENERGY */
@@ -29,6 +33,10 @@ typedef struct PackageSource {
         size_t event;
         bool is_counter;
         bool is_pci;                    /* a Skylake-SP IMC channel programmed through PCI */
+        bool is_programmed;             /* an AMD L3 or data-fabric counter this client programs */
+        int32_t ccx;                    /* its L3's CCX; -1 for the package's data fabric */
+        uint32_t ctl;                   /* its control MSR */
+        uint64_t ctl_value;             /* what is written there */
         uint32_t target;                /* counter index, the CPU an MSR is read on, or a unit */
         uint32_t msr;                   /* MSR, or the unit's counter offset */
         unsigned width;
@@ -94,6 +102,20 @@ double package_events_value(const PackageEvents *pe, size_t p, size_t e, bool in
 
 /* Counts the sources of event e on package p counted (interval: since the mark). */
 uint64_t package_events_raw(const PackageEvents *pe, size_t p, size_t e, bool interval);
+
+/* Shared with package-amd.c: records why event e is not counted on package p and drops its
+ * sources; leases CPUs for programming and remembers them for package_events_stop(); the
+ * daemon's last refusal without its "op N: " prefix. */
+int package_events_withhold(PackageEvents *pe, size_t p, size_t e, const char *reason);
+int package_events_add_source(PackageEvents *pe, const PackageSource *s);
+int package_events_lease(PackageEvents *pe, pmugate *c, const uint32_t *cpus, size_t n);
+const char *package_events_daemon_reason(pmugate *c);
+
+/* AMD L3 and data-fabric events (package-amd.c). */
+bool package_amd_kind(PackageEventKind kind);
+int package_amd_plan(PackageEvents *pe, const pmugate_info *info, const uint32_t *cpus, size_t n_cpus,
+                     size_t p, size_t e);
+int package_amd_program(PackageEvents *pe, pmugate *c, const pmugate_info *info);
 
 /* Moves the interval mark to now. */
 void package_events_mark(PackageEvents *pe);
