@@ -720,6 +720,11 @@ def test_exporter_job_labels(tap, c):
         tap.ok(len(cpus) == 1 and "pmugate_job_topdown_slots_total" in series,
                "while job %s runs its CPU's series and its job series carry job=\"%s\" (from its cgroup)" % (
                    job, job), series)
+        # A job's totals start at 0 when the exporter first sees it and grow from its next sample:
+        # end the job only once it has been measured, or its summary has nothing to say.
+        wait_for("job %s's first measured instructions" % job, lambda: any(
+            k[0] == "pmugate_job_instructions_total" and dict(k[1]).get("job") == job and v > 0
+            for k, v in exporter_metrics(url).items()), timeout=30)
         rc, out = sh(["scancel", job], timeout=30, env=c.env)
         wait_for("job %s's Epilog" % job, lambda: c.job_done(job), timeout=60)
         gone = wait_for("job %s's series to stop" % job, lambda: not job_series(url, job) or None, timeout=30)
