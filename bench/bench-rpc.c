@@ -52,8 +52,6 @@ static const uint32_t bench_regs[] = {
 };
 #define N_REGS ELEMENTSOF(bench_regs)
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-
 /* DS_AREA: on the daemon's built-in never-list, so a read of it is refused before any I/O. */
 #define REFUSED_MSR 0x600U
 

@@ -166,20 +166,13 @@ static int record_error(pmugate *c, const msgpack_object *reply) {
         return -proto_error_to_errno(c->last_error.code);
 }
 
-int connection_call(pmugate *c, const msgpack_object **ret_reply) {
+/* Receives one reply message into c->reply and checks its envelope. */
+static int receive_reply(pmugate *c, uint64_t *ret_id, bool *ret_ok) {
         msgpack_object *reply = &c->reply;
-        uint64_t id = c->next_id++, v = 0, reply_id = 0;
+        uint64_t v = 0;
         size_t off = 0;
-        bool ok = false;
         ssize_t n;
 
-        if (c->request.size > PMUGATE_REQUEST_SIZE_MAX)
-                return -EMSGSIZE;
-        do
-                n = send(c->fd, c->request.data, c->request.size, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return -errno;
         do
                 n = recv(c->fd, c->reply_buffer, PMUGATE_REPLY_SIZE_MAX, MSG_TRUNC);
         while (n < 0 && errno == EINTR);
@@ -197,14 +190,56 @@ int connection_call(pmugate *c, const msgpack_object **ret_reply) {
                 return -EBADMSG;
         if (!reply_get_uint(reply, "v", &v) || v != PMUGATE_PROTOCOL_VERSION)
                 return -EPROTONOSUPPORT;
-        if (!reply_get_bool(reply, "ok", &ok))
+        if (!reply_get_bool(reply, "ok", ret_ok) || !reply_get_uint(reply, "id", ret_id))
                 return -EBADMSG;
+        return 0;
+}
+
+int connection_call(pmugate *c, const msgpack_object **ret_reply) {
+        uint64_t id = c->next_id++, reply_id = 0;
+        bool ok = false;
+        ssize_t n;
+        int r;
+
+        if (c->request.size > PMUGATE_REQUEST_SIZE_MAX)
+                return -EMSGSIZE;
+        do
+                n = send(c->fd, c->request.data, c->request.size, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        /* Parts of an earlier reply that was given up half-read carry an older id: they are
+         * passed over, at most as many as one reply can have. */
+        for (unsigned skipped = 0;; skipped++) {
+                r = receive_reply(c, &reply_id, &ok);
+                if (r < 0)
+                        return r;
+                if (reply_id == 0 || reply_id >= id || skipped >= PMUGATE_REPLY_PARTS_MAX)
+                        break;
+        }
         /* A connection refused for load answers with id 0 before reading anything. */
-        if (!reply_get_uint(reply, "id", &reply_id) || (reply_id != id && reply_id != 0))
+        if (reply_id != id && reply_id != 0)
                 return -EPROTO;
         if (!ok)
-                return record_error(c, reply);
+                return record_error(c, &c->reply);
         c->last_error = (pmugate_error) { .op_index = -1 };
-        *ret_reply = reply;
+        *ret_reply = &c->reply;
+        return 0;
+}
+
+int connection_receive_part(pmugate *c, uint64_t part, uint64_t parts, const msgpack_object **ret_reply) {
+        uint64_t reply_id = 0, reply_part = 0, reply_parts = 0;
+        bool ok = false;
+        int r;
+
+        r = receive_reply(c, &reply_id, &ok);
+        if (r < 0)
+                return r;
+        if (reply_id != c->next_id - 1 || !ok)
+                return -EPROTO;
+        if (!reply_get_uint(&c->reply, "part", &reply_part) || !reply_get_uint(&c->reply, "parts", &reply_parts) ||
+            reply_part != part || reply_parts != parts)
+                return -EBADMSG;
+        *ret_reply = &c->reply;
         return 0;
 }

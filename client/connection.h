@@ -28,6 +28,10 @@ int connection_pack_cpus(msgpack_packer *pk, const uint32_t *cpus, size_t n);
  * the matching negative errno; on success ret_reply points into c->zone until the next call. */
 int connection_call(pmugate *c, const msgpack_object **ret_reply);
 
+/* Receives part `part` (of `parts`) of the reply to the last call: a batch reply of many
+ * results comes in several messages. ret_reply is valid until the next receive. */
+int connection_receive_part(pmugate *c, uint64_t part, uint64_t parts, const msgpack_object **ret_reply);
+
 /* Typed access to reply fields; each returns false when absent or of another type. */
 bool reply_get_uint(const msgpack_object *map, const char *key, uint64_t *ret);
 bool reply_get_int(const msgpack_object *map, const char *key, int64_t *ret);

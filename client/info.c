@@ -212,6 +212,8 @@ static void decode_caller(const msgpack_object *reply, pmugate_info *info) {
                 info->max_request_size = (uint32_t) v;
         if (reply_get_uint(limits, "ops_per_batch", &v))
                 info->max_ops_per_batch = (uint32_t) v;
+        if (reply_get_uint(limits, "each_steps", &v))
+                info->max_each_steps = (uint32_t) MIN(v, (uint64_t) PMUGATE_EACH_OPS_MAX);
         (void) reply_get_bool(foreign, "nmi_watchdog", &info->nmi_watchdog);
         (void) reply_get_uint(foreign, "fixed_mask", &info->foreign_fixed_mask);
         (void) reply_get_uint(foreign, "gp_mask", &info->foreign_gp_mask);

@@ -113,75 +113,110 @@ int measure_plan_registers(pmugate_measure *m) {
         return 0;
 }
 
+bool measure_uses_each(const pmugate_measure *m) {
+        return m->info && m->info->max_each_steps >= MEASURE_CPU_STEPS_MAX;
+}
+
+/* Daemons before "each" get the same operations one by one, in the same order. */
+static bool use_each(const pmugate_measure *m, size_t n_steps) {
+        return n_steps > 0 && measure_uses_each(m);
+}
+
+/* The steps as single ops, CPU by CPU: what "each" expands to in the daemon. */
+static int add_steps(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, const pmugate_step *steps,
+                     size_t n_steps) {
+        int r = 0;
+
+        if (use_each(m, n_steps))
+                return pmugate_batch_each_cpu(b, m->cpus + first, n, steps, n_steps);
+        for (size_t i = first; i < first + n; i++)
+                for (size_t k = 0; k < n_steps && r >= 0; k++) {
+                        const pmugate_step *st = &steps[k];
+
+                        r = st->kind == PMUGATE_STEP_READ ? pmugate_batch_read_msr(b, m->cpus[i], st->reg) :
+                            st->kind == PMUGATE_STEP_WRITE ? pmugate_batch_write_msr(b, m->cpus[i], st->reg, st->value) :
+                            pmugate_batch_write_msr_bits(b, m->cpus[i], st->reg, st->value, st->mask);
+                }
+        return r;
+}
+
 /* GLOBAL_CTRL of each CPU, with (tsc) its TSC read right after: the same one operation from
  * the edge of the CPU's counting window when the counters stop and when they start, whatever
  * the position of the CPU in the batch, so that the readings time the window itself. */
 static int add_global(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, uint64_t value,
                       bool tsc) {
-        for (size_t i = first; i < first + n; i++) {
-                int r = pmugate_batch_write_msr_bits(b, m->cpus[i], m->reg_global_ctrl, value,
-                                                     m->owned_global);
+        const pmugate_step steps[] = {
+                { .kind = PMUGATE_STEP_WRITE_BITS, .reg = m->reg_global_ctrl, .value = value, .mask = m->owned_global },
+                { .kind = PMUGATE_STEP_READ, .reg = MSR_TSC },
+        };
 
-                if (r >= 0 && tsc && m->read_tsc)
-                        r = pmugate_batch_read_msr(b, m->cpus[i], MSR_TSC);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return add_steps(b, m, first, n, steps, tsc && m->read_tsc ? 2 : 1);
+}
+
+static void push_write(pmugate_step *steps, size_t *n, uint32_t reg, uint64_t value) {
+        steps[(*n)++] = (pmugate_step) { .kind = PMUGATE_STEP_WRITE, .reg = reg, .value = value };
 }
 
 /* SLOTS first, then the other fixed counters, then PERF_METRICS: "the fixed counter 3 has to
  * be written before the PERF_METRICS" (the kernel, intel_update_topdown_event()). */
-static int add_zero_fixed(pmugate_batch *b, const pmugate_measure *m, uint32_t cpu, bool all) {
-        int r;
-
+static void zero_fixed_steps(const pmugate_measure *m, bool all, pmugate_step *steps, size_t *n) {
         /* a sample resets SLOTS only together with PERF_METRICS; otherwise it counts on */
-        if (mask_bit(m->schedule->fixed_used, FIXED_SLOTS) && (all || m->schedule->perf_metrics)) {
-                r = pmugate_batch_write_msr(b, cpu, MSR_FIXED_CTR0 + FIXED_SLOTS, 0);
-                if (r < 0)
-                        return r;
-        }
+        if (mask_bit(m->schedule->fixed_used, FIXED_SLOTS) && (all || m->schedule->perf_metrics))
+                push_write(steps, n, MSR_FIXED_CTR0 + FIXED_SLOTS, 0);
         for (unsigned f = 0; all && f < FIXED_SLOTS; f++)
-                if (mask_bit(m->schedule->fixed_used, f)) {
-                        r = pmugate_batch_write_msr(b, cpu, MSR_FIXED_CTR0 + f, 0);
-                        if (r < 0)
-                                return r;
-                }
-        if (m->schedule->perf_metrics) {
-                r = pmugate_batch_write_msr(b, cpu, MSR_PERF_METRICS, 0);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+                if (mask_bit(m->schedule->fixed_used, f))
+                        push_write(steps, n, MSR_FIXED_CTR0 + f, 0);
+        if (m->schedule->perf_metrics)
+                push_write(steps, n, MSR_PERF_METRICS, 0);
 }
 
-static int add_cpu_ops(pmugate_batch *b, const pmugate_measure *m, size_t i, BatchKind kind, int rotate_from) {
-        const CpuState *st = &m->state[i];
-        uint32_t cpu = m->cpus[i];
-        int r = 0;
+/* What each CPU runs between its counters' stop and start. Start and sample: the same on
+ * every CPU. Stop: what CPU i held before, so st is that CPU's state. */
+static size_t cpu_steps(const pmugate_measure *m, const CpuState *st, BatchKind kind, int rotate_from,
+                        pmugate_step *steps) {
+        size_t n = 0;
 
-        for (unsigned c = 0; c < GP_COUNTERS_MAX && r >= 0; c++) {
+        for (unsigned c = 0; c < GP_COUNTERS_MAX; c++) {
                 if (!mask_bit(m->schedule->gp_used, c))
                         continue;
                 if (kind == BATCH_START)
-                        r = pmugate_batch_write_msr(b, cpu, measure_evtsel(m, c), evtsel_value(m, 0, c));
+                        push_write(steps, &n, measure_evtsel(m, c), evtsel_value(m, 0, c));
                 else if (kind == BATCH_STOP)
-                        r = pmugate_batch_write_msr(b, cpu, measure_evtsel(m, c), st->saved_evtsel[c]);
+                        push_write(steps, &n, measure_evtsel(m, c), st->saved_evtsel[c]);
                 else if (rotate_from >= 0) {
                         unsigned next = ((unsigned) rotate_from + 1) % m->schedule->n_sets;
 
-                        r = pmugate_batch_write_msr(b, cpu, measure_evtsel(m, c), evtsel_value(m, next, c));
+                        push_write(steps, &n, measure_evtsel(m, c), evtsel_value(m, next, c));
                 }
-                if (r >= 0 && kind != BATCH_SAMPLE)
-                        r = pmugate_batch_write_msr(b, cpu, measure_pmc(m, c), 0);
+                if (kind != BATCH_SAMPLE)
+                        push_write(steps, &n, measure_pmc(m, c), 0);
         }
-        if (r >= 0 && kind != BATCH_SAMPLE && m->fixed_ctrl_mask != 0)
-                r = pmugate_batch_write_msr_bits(b, cpu, MSR_FIXED_CTR_CTRL,
-                                                 kind == BATCH_START ? m->fixed_ctrl_fields : st->saved_fixed_ctrl,
-                                                 m->fixed_ctrl_mask);
-        if (r >= 0)
-                r = add_zero_fixed(b, m, cpu, kind != BATCH_SAMPLE);
-        return r < 0 ? r : 0;
+        if (kind != BATCH_SAMPLE && m->fixed_ctrl_mask != 0)
+                steps[n++] = (pmugate_step) {
+                        .kind = PMUGATE_STEP_WRITE_BITS,
+                        .reg = MSR_FIXED_CTR_CTRL,
+                        .value = kind == BATCH_START ? m->fixed_ctrl_fields : st->saved_fixed_ctrl,
+                        .mask = m->fixed_ctrl_mask,
+                };
+        zero_fixed_steps(m, kind != BATCH_SAMPLE, steps, &n);
+        return n;
+}
+
+static int add_cpu_ops(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, BatchKind kind,
+                       int rotate_from) {
+        pmugate_step steps[MEASURE_CPU_STEPS_MAX];
+        size_t n_steps;
+        int r = 0;
+
+        if (kind != BATCH_STOP) {
+                n_steps = cpu_steps(m, NULL, kind, rotate_from, steps);
+                return add_steps(b, m, first, n, steps, n_steps);
+        }
+        for (size_t i = first; i < first + n && r >= 0; i++) {
+                n_steps = cpu_steps(m, &m->state[i], kind, rotate_from, steps);
+                r = add_steps(b, m, i, 1, steps, n_steps);
+        }
+        return r;
 }
 
 int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first, size_t n, BatchKind kind,
@@ -199,11 +234,9 @@ int measure_build_batch(pmugate_batch *b, const pmugate_measure *m, size_t first
                         return r;
                 *ret_sweep = r;
         }
-        for (size_t i = first; i < first + n; i++) {
-                r = add_cpu_ops(b, m, i, kind, rotate_from);
-                if (r < 0)
-                        return r;
-        }
+        r = add_cpu_ops(b, m, first, n, kind, rotate_from);
+        if (r < 0)
+                return r;
         if (kind == BATCH_START && m->tsc_slot >= 0) {
                 uint32_t tsc = MSR_TSC;
 

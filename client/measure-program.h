@@ -59,6 +59,14 @@ static inline uint32_t measure_pmc(const pmugate_measure *m, unsigned counter) {
         return m->reg_pmc0 + m->reg_stride * counter;
 }
 
+/* Most operations one CPU runs between its counters' stop and start: EVTSEL and PMC per GP
+ * counter, FIXED_CTR_CTRL, each fixed counter and PERF_METRICS. */
+#define MEASURE_CPU_STEPS_MAX (2 * GP_COUNTERS_MAX + 1 + FIXED_COUNTERS_MAX + 1)
+
+/* Whether the daemon runs a per-CPU sequence sent once for many CPUs ("each"), so that the
+ * same operations on every CPU cost a CPU list entry per CPU instead of an op per CPU. */
+bool measure_uses_each(const pmugate_measure *m);
+
 /* What the measurement owns: GLOBAL_CTRL enable bits, FIXED_CTR_CTRL fields, and the
  * registers each sample reads (sweep_regs, with the position of every counter in it). */
 int measure_plan_registers(pmugate_measure *m);

@@ -16,9 +16,6 @@
 #include "measure-program.h"
 #include "pmugate-limits.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
-
 _printf_(3, 4)
 static int fail(pmugate_measure *m, int error, const char *format, ...) {
         va_list ap;
@@ -198,15 +195,22 @@ static size_t ops_per_cpu(const pmugate_measure *m) {
                1 + (size_t) __builtin_popcount(s->fixed_used) + (s->perf_metrics ? 1 : 0);
 }
 
-/* Most bytes one CPU adds to a sample's request: its single ops (GLOBAL_CTRL twice as "wm",
- * the TSC twice as "r", SLOTS and PERF_METRICS zeroed and the rotation's EVTSELs as "w", each
- * at its longest msgpack encoding) and its entry in the compact read's CPU list. */
+/* Most bytes one CPU adds to a sample's request when each of its operations is a single op:
+ * GLOBAL_CTRL twice as "wm", the TSC twice as "r", SLOTS and PERF_METRICS zeroed and the
+ * rotation's EVTSELs as "w", each at its longest msgpack encoding, and its entry in the
+ * compact read's CPU list. */
 #define SAMPLE_WM_BYTES 32U
 #define SAMPLE_W_BYTES 22U
 #define SAMPLE_R_BYTES 13U
 #define SAMPLE_CPU_ENTRY_BYTES 5U
-/* Room in a request for everything but the CPUs' own ops: header, the compact read's registers. */
-#define SAMPLE_REQUEST_HEAD_BYTES 512U
+/* Room in a request for everything but the CPUs' own ops or list entries: header, the compact
+ * read's registers, and the steps of the "each" ops. */
+#define SAMPLE_REQUEST_HEAD_BYTES 2048U
+
+/* Bytes msgpack takes for an unsigned integer in its smallest form. */
+static size_t uint_bytes(uint64_t v) {
+        return v < 128 ? 1 : v <= UINT8_MAX ? 2 : v <= UINT16_MAX ? 3 : v <= UINT32_MAX ? 5 : 9;
+}
 
 static size_t sample_ops_per_cpu(const pmugate_measure *m, size_t *ret_bytes) {
         const Schedule *s = m->schedule;
@@ -214,8 +218,16 @@ static size_t sample_ops_per_cpu(const pmugate_measure *m, size_t *ret_bytes) {
         size_t resets = s->perf_metrics ? 2 : 0;
         size_t tsc = m->read_tsc ? 2 : 0;
 
-        *ret_bytes = 2 * SAMPLE_WM_BYTES + tsc * SAMPLE_R_BYTES + (resets + rotate) * SAMPLE_W_BYTES +
-                     SAMPLE_CPU_ENTRY_BYTES;
+        if (measure_uses_each(m)) {
+                uint32_t max_cpu = 0;
+
+                /* a CPU list entry in the stop, the read, the resets and rotation, the start */
+                for (size_t i = 0; i < m->n_cpus; i++)
+                        max_cpu = MAX(max_cpu, m->cpus[i]);
+                *ret_bytes = (3 + (resets + rotate > 0 ? 1 : 0)) * uint_bytes(max_cpu);
+        } else
+                *ret_bytes = 2 * SAMPLE_WM_BYTES + tsc * SAMPLE_R_BYTES + (resets + rotate) * SAMPLE_W_BYTES +
+                             SAMPLE_CPU_ENTRY_BYTES;
         return 2 + tsc + m->n_sweep_regs + resets + rotate;
 }
 
@@ -225,12 +237,17 @@ static int allocate_batches(pmugate_measure *m) {
         size_t ops, bytes;
         int r;
 
-        /* as many CPUs per round trip as the daemon's op limit allows (several hundred) */
-        m->cpus_per_batch = MIN(max_ops / ops_per_cpu(m), (size_t) PMUGATE_LIST_MAX);
+        /* Start and stop, as many CPUs per round trip as the daemon's op limit allows and their
+         * operations fit a request at their longest encoding: they run once, so this is no
+         * more than a few round trips on the largest machines. */
+        ops = ops_per_cpu(m);
+        m->cpus_per_batch = MIN(MIN(max_ops / ops, (size_t) PMUGATE_LIST_MAX),
+                                (PMUGATE_REQUEST_SIZE_MAX - SAMPLE_REQUEST_HEAD_BYTES) / (ops * SAMPLE_WM_BYTES));
         if (m->cpus_per_batch == 0)
                 return -E2BIG;
         m->n_chunks = (m->n_cpus + m->cpus_per_batch - 1) / m->cpus_per_batch;
-        /* a sample does less per CPU than the stop: as many CPUs as its ops and bytes allow */
+        /* A sample, every sampling interval, does less per CPU and sends the same operations
+         * for every CPU once: as many CPUs as its ops and bytes allow, 4096 in one round trip. */
         ops = sample_ops_per_cpu(m, &bytes);
         m->sample_cpus_per_batch = MIN(MIN(max_ops / ops, (size_t) PMUGATE_LIST_MAX),
                                        (PMUGATE_REQUEST_SIZE_MAX - SAMPLE_REQUEST_HEAD_BYTES) / bytes);

@@ -29,7 +29,6 @@
 #define IMC_CAS_WRITE (0x04U | 0x0CU << 8 | IMC_CTL_EN)
 #define IMC_COUNTER_WIDTH 48U
 static const uint16_t imc_devices[] = { 0x2042, 0x2046, 0x204a };
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static const struct {
         const char *name;

@@ -16,6 +16,8 @@
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Hand ownership of a pointer or fd out of a _cleanup_ variable. */
 #define TAKE_PTR(p)                                     \

@@ -84,12 +84,46 @@ RequestBuffer *request_buffer_new(void) {
 
         if (!b)
                 return NULL;
-        if (!msgpack_zone_init(&b->zone, 64U * 1024U)) {
+        b->ops = calloc(PMUGATE_OPS_KEPT, sizeof(*b->ops));
+        if (!b->ops || !msgpack_zone_init(&b->zone, 64U * 1024U)) {
+                free(b->ops);
                 free(b);
                 return NULL;
         }
+        b->ops_capacity = PMUGATE_OPS_KEPT;
         b->zone_initialized = true;
         return b;
+}
+
+void request_buffer_shrink(RequestBuffer *b) {
+        RegOp *ops;
+
+        if (!b || b->ops_capacity <= PMUGATE_OPS_KEPT)
+                return;
+        ops = realloc(b->ops, PMUGATE_OPS_KEPT * sizeof(*b->ops));
+        if (!ops)
+                return;
+        b->ops = ops;
+        b->ops_capacity = PMUGATE_OPS_KEPT;
+}
+
+/* Room for n ops in all, doubling, never past the batch limit (which the callers checked). */
+static int request_buffer_reserve(RequestBuffer *b, size_t n) {
+        size_t capacity = b->ops_capacity;
+        RegOp *ops;
+
+        if (n <= capacity)
+                return 0;
+        if (n > PMUGATE_OPS_PER_BATCH_MAX)
+                return -E2BIG;
+        while (capacity < n)
+                capacity = MIN(capacity * 2, (size_t) PMUGATE_OPS_PER_BATCH_MAX);
+        ops = realloc(b->ops, capacity * sizeof(*b->ops));
+        if (!ops)
+                return -ENOMEM;
+        b->ops = ops;
+        b->ops_capacity = capacity;
+        return 0;
 }
 
 RequestBuffer *request_buffer_free(RequestBuffer *b) {
@@ -97,6 +131,7 @@ RequestBuffer *request_buffer_free(RequestBuffer *b) {
                 return NULL;
         if (b->zone_initialized)
                 msgpack_zone_destroy(&b->zone);
+        free(b->ops);
         free(b);
         return NULL;
 }
@@ -282,6 +317,8 @@ static int decode_sweep(const msgpack_object *a, bool write, size_t index, Reque
         /* The CPU list goes through the scratch CPU array; registers are read in place. */
         if (decode_u32_list(cpus, buf->cpus, PMUGATE_LIST_MAX, &n_cpus, "sweep CPUs", e) > 0)
                 return e->code;
+        if (request_buffer_reserve(buf, *n_ops + (size_t) total) < 0)
+                return -ENOMEM;
         n_regs = regs->via.array.size;
         for (size_t r = 0; r < n_regs; r++) {
                 uint32_t reg;
@@ -307,6 +344,82 @@ static int decode_sweep(const msgpack_object *a, bool write, size_t index, Reque
         return 0;
 }
 
+/* One CPU's part of ["each", [cpus], [op, ...]]: ["r", msr], ["w", msr, value] or
+ * ["wm", msr, value, mask]. */
+static int decode_each_step(const msgpack_object *a, size_t index, size_t step, RegOp *ret, DecodeError *e) {
+        const msgpack_object *k;
+        unsigned args;
+
+        if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size < 2 || a->via.array.ptr[0].type != MSGPACK_OBJECT_STR)
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu must be an array [kind, msr, ...]", index, step);
+        k = &a->via.array.ptr[0];
+        *ret = (RegOp) { .mask = UINT64_MAX };
+        if (object_equals(k, "r", 1))
+                ret->kind = REG_OP_MSR_READ, args = 1;
+        else if (object_equals(k, "w", 1))
+                ret->kind = REG_OP_MSR_WRITE, args = 2;
+        else if (object_equals(k, "wm", 2))
+                ret->kind = REG_OP_MSR_WRITE, args = 3;
+        else
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu: kind '%.*s' is not r, w or wm", index, step,
+                              (int) (k->via.str.size > 16 ? 16 : k->via.str.size), k->via.str.ptr);
+        if (a->via.array.size != args + 1)
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu: '%.*s' takes %u arguments", index, step,
+                              (int) k->via.str.size, k->via.str.ptr, args);
+        if (!get_u32(&a->via.array.ptr[1], &ret->reg))
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu: register must be an unsigned 32-bit integer",
+                              index, step);
+        if (args >= 2 && !get_u64(&a->via.array.ptr[2], &ret->value))
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu: value must be an unsigned 64-bit integer",
+                              index, step);
+        if (args >= 3 && !get_u64(&a->via.array.ptr[3], &ret->mask))
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu: mask must be an unsigned 64-bit integer",
+                              index, step);
+        return 0;
+}
+
+/* Expands ["each", [cpus], [step, ...]] cpu-major: every step on the first CPU, in order, then
+ * on the next. A sample's per-CPU sequence (stop the counters, read the clock, restart) sent
+ * once for all CPUs instead of once per CPU. */
+static int decode_each(const msgpack_object *a, size_t index, RequestBuffer *buf, size_t *n_ops, DecodeError *e) {
+        const msgpack_object *cpus = &a->via.array.ptr[1], *steps = &a->via.array.ptr[2];
+        RegOp sequence[PMUGATE_EACH_OPS_MAX];
+        size_t n_cpus, n_steps;
+        uint64_t total;
+
+        if (a->via.array.size != 3)
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: 'each' takes [cpus], [steps]", index);
+        if (cpus->type != MSGPACK_OBJECT_ARRAY || steps->type != MSGPACK_OBJECT_ARRAY)
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: CPUs and steps must be arrays", index);
+        n_steps = steps->via.array.size;
+        if (n_steps > PMUGATE_EACH_OPS_MAX)
+                return refuse(e, PROTO_E_TOO_MANY_OPS, "ops[%zu]: %zu steps per CPU, at most %u allowed", index,
+                              n_steps, PMUGATE_EACH_OPS_MAX);
+        total = (uint64_t) cpus->via.array.size * n_steps;
+        if (total > PMUGATE_OPS_PER_BATCH_MAX - *n_ops)
+                return refuse(e, PROTO_E_TOO_MANY_OPS, "batch expands to more than %u operations",
+                              PMUGATE_OPS_PER_BATCH_MAX);
+        for (size_t i = 0; i < n_steps; i++) {
+                int r = decode_each_step(&steps->via.array.ptr[i], index, i, &sequence[i], e);
+
+                if (r != 0)
+                        return r;
+        }
+        if (decode_u32_list(cpus, buf->cpus, PMUGATE_LIST_MAX, &n_cpus, "each CPUs", e) > 0)
+                return e->code;
+        if (request_buffer_reserve(buf, *n_ops + (size_t) total) < 0)
+                return -ENOMEM;
+        for (size_t c = 0; c < n_cpus; c++)
+                for (size_t i = 0; i < n_steps; i++) {
+                        RegOp *op = &buf->ops[*n_ops + c * n_steps + i];
+
+                        *op = sequence[i];
+                        op->target = buf->cpus[c];
+                }
+        *n_ops += (size_t) total;
+        return 0;
+}
+
 typedef enum OpKind {
         OP_KIND_UNKNOWN,
         OP_KIND_READ,           /* "r" */
@@ -317,6 +430,7 @@ typedef enum OpKind {
         OP_KIND_SWEEP_READ,     /* "R" */
         OP_KIND_SWEEP_WRITE,    /* "W" */
         OP_KIND_COUNTER_READ,   /* "cr" */
+        OP_KIND_EACH,           /* "each" */
 } OpKind;
 
 /* A kind is its whole string, length and every byte: folding the bytes into one number let
@@ -348,6 +462,8 @@ static OpKind op_kind(const msgpack_object *k) {
                 if (p[0] == 'c' && p[1] == 'r')
                         return OP_KIND_COUNTER_READ;
                 return OP_KIND_UNKNOWN;
+        case 4:
+                return memcmp(p, "each", 4) == 0 ? OP_KIND_EACH : OP_KIND_UNKNOWN;
         default:
                 return OP_KIND_UNKNOWN;
         }
@@ -363,6 +479,8 @@ static int decode_counter_read(const msgpack_object *a, uint32_t index, RequestB
         if (*n_ops >= PMUGATE_OPS_PER_BATCH_MAX)
                 return refuse(e, PROTO_E_TOO_MANY_OPS, "batch expands to more than %u operations",
                               PMUGATE_OPS_PER_BATCH_MAX);
+        if (request_buffer_reserve(buf, *n_ops + 1) < 0)
+                return -ENOMEM;
         op = &buf->ops[*n_ops];
         *op = (RegOp) { .kind = REG_OP_COUNTER_READ, .mask = UINT64_MAX };
         if (!get_u32(&a->via.array.ptr[1], &op->target))
@@ -407,6 +525,11 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                         if (r != 0)
                                 return r;
                         continue;
+                case OP_KIND_EACH:
+                        r = decode_each(a, i, buf, &n_ops, e);
+                        if (r != 0)
+                                return r;
+                        continue;
                 case OP_KIND_READ:
                         write = false, pci = false;
                         break;
@@ -434,6 +557,8 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                 if (n_ops >= PMUGATE_OPS_PER_BATCH_MAX)
                         return refuse(e, PROTO_E_TOO_MANY_OPS, "batch expands to more than %u operations",
                                       PMUGATE_OPS_PER_BATCH_MAX);
+                if (request_buffer_reserve(buf, n_ops + 1) < 0)
+                        return -ENOMEM;
 
                 op = &buf->ops[n_ops];
                 op->kind = pci ? (write ? REG_OP_PCI_WRITE : REG_OP_PCI_READ)

@@ -84,9 +84,12 @@ typedef struct Request {
         bool has_uid;
 } Request;
 
-/* Storage reused across requests of one connection. */
+/* Storage reused across requests. The op array grows to the largest batch decoded, up to
+ * PMUGATE_OPS_PER_BATCH_MAX, and request_buffer_shrink() gives back what exceeds
+ * PMUGATE_OPS_KEPT. */
 typedef struct RequestBuffer {
-        RegOp ops[PMUGATE_OPS_PER_BATCH_MAX];
+        RegOp *ops;
+        size_t ops_capacity;
         uint32_t cpus[PMUGATE_LIST_MAX];
         msgpack_zone zone;
         bool zone_initialized;
@@ -94,6 +97,8 @@ typedef struct RequestBuffer {
 
 RequestBuffer *request_buffer_new(void);
 RequestBuffer *request_buffer_free(RequestBuffer *b);
+/* Returns the op array to PMUGATE_OPS_KEPT entries when a large batch grew it. */
+void request_buffer_shrink(RequestBuffer *b);
 
 /* Why a request was refused at decode time. */
 typedef struct DecodeError {

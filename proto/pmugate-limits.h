@@ -9,18 +9,34 @@
 /* Wire protocol version spoken by this build. A request with another "v" is refused. */
 #define PMUGATE_PROTOCOL_VERSION 1U
 
-/* Largest request message accepted, in bytes. A 4096-op batch encodes to about 45 KiB. */
+/* Largest request message accepted, in bytes. 4096 single ops encode to about 45 KiB; a
+ * sample of 4096 CPUs in compact ops ("R", "each") to about 50 KiB. */
 #define PMUGATE_REQUEST_SIZE_MAX (64U * 1024U)
 
-/* Largest reply; the biggest is a 4096-op batch reply (about 41 KiB) or a large hello. */
+/* Largest reply message; the biggest is a part of a batch reply (PMUGATE_REPLY_PART_RESULTS
+ * results, about 41 KiB) or a large hello. */
 #define PMUGATE_REPLY_SIZE_MAX (256U * 1024U)
 
-/* Register operations per batch, counted after expanding the compact "these registers on
- * these CPUs" form. */
-#define PMUGATE_OPS_PER_BATCH_MAX 4096U
+/* Register operations per batch, counted after expanding the compact forms ("R", "W",
+ * "each"): a sample of 4096 CPUs at 32 operations each, the most a measurement's sample does
+ * per CPU. One batch holds the daemon for this many register accesses. */
+#define PMUGATE_OPS_PER_BATCH_MAX 131072U
 
-/* Entries in one CPU or register list of a compact op. */
+/* Results in one message of a batch reply. A longer reply comes in parts of this many results,
+ * each its own message: one message may not exceed the sender's socket buffer (the kernel's
+ * default net.core.wmem_default, 212992 bytes), and 131072 results encode to about 1.3 MiB. */
+#define PMUGATE_REPLY_PART_RESULTS 4096U
+#define PMUGATE_REPLY_PARTS_MAX (PMUGATE_OPS_PER_BATCH_MAX / PMUGATE_REPLY_PART_RESULTS)
+
+/* Register operations the daemon keeps room for between batches; a larger batch grows its
+ * buffers, and they shrink back to this when the client that needed them leaves. */
+#define PMUGATE_OPS_KEPT 4096U
+
+/* Entries in one CPU or register list of a compact op, and in a request's "cpus". */
 #define PMUGATE_LIST_MAX 4096U
+
+/* Operations one CPU runs in an "each" op (the per-CPU sequence repeated on every CPU). */
+#define PMUGATE_EACH_OPS_MAX 64U
 
 /* Map keys in one request; every known op needs far fewer. */
 #define PMUGATE_REQUEST_KEYS_MAX 16U

@@ -34,9 +34,6 @@
 /* With -I, each event set counts for at least this long in every interval */
 #define ROTATE_TURN_MIN_NS (10 * NSEC_PER_MSEC)
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-
-
 /* What one measurement ended with. */
 static inline void pmugate_measure_closep_cli(pmugate_measure **m) {
         *m = pmugate_measure_close(*m);

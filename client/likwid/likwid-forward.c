@@ -18,9 +18,6 @@
 /* Lines about collected writes that failed after LIKWID was told they succeeded. */
 #define FAILURE_LINES_MAX 20U
 
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-
 typedef enum LeaseState {
         LEASE_NONE = 0,
         LEASE_HELD,

@@ -228,8 +228,11 @@ int handle_hello(Server *s, Session *c, const Request *req) {
         if (r < 0)
                 return r;
         TRY(pack_string(&pk, "limits"));
-        TRY(msgpack_pack_map(&pk, 2));
+        TRY(msgpack_pack_map(&pk, 5));
         TRY(pack_key_uint(&pk, "request_size", PMUGATE_REQUEST_SIZE_MAX));
         TRY(pack_key_uint(&pk, "ops_per_batch", PMUGATE_OPS_PER_BATCH_MAX));
+        TRY(pack_key_uint(&pk, "results_per_message", PMUGATE_REPLY_PART_RESULTS));
+        TRY(pack_key_uint(&pk, "list_entries", PMUGATE_LIST_MAX));
+        TRY(pack_key_uint(&pk, "each_steps", PMUGATE_EACH_OPS_MAX));
         return 0;
 }

@@ -10,6 +10,7 @@
 #include "cpulist.h"
 #include "error.h"
 #include "handlers.h"
+#include "macro.h"
 
 
 /* Summaries for audit records: the CPUs and distinct registers of a batch, truncated. */
@@ -80,6 +81,33 @@ static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n
         audit_emit(s->audit, &rec);
 }
 
+/* The results, in one message, or for more than PMUGATE_REPLY_PART_RESULTS in parts of that
+ * many: each part a whole reply map with "part" (from 0) and "parts" beside its slice. */
+static int pack_results(Server *s, const Request *req) {
+        size_t n = req->n_ops, parts = n <= PMUGATE_REPLY_PART_RESULTS ? 1 : (n - 1) / PMUGATE_REPLY_PART_RESULTS + 1;
+
+        for (size_t p = 0; p < parts; p++) {
+                size_t first = p * PMUGATE_REPLY_PART_RESULTS, count = MIN(n - first, PMUGATE_REPLY_PART_RESULTS);
+                msgpack_packer pk;
+
+                if (p == 0)
+                        TRY(server_reply_begin(s, req, parts > 1 ? 4 : 2, &pk));
+                else
+                        TRY(server_reply_next_part(s, req, 4, &pk));
+                if (parts > 1) {
+                        TRY(pack_key_uint(&pk, "part", p));
+                        TRY(pack_key_uint(&pk, "parts", parts));
+                }
+                TRY(pack_string(&pk, "status"));
+                TRY(pack_int32_array(&s->reply, s->status + first, count));
+                TRY(pack_string(&pk, "values"));
+                TRY(pack_uint64_array(&s->reply, s->values + first, count));
+                if (parts > 1)
+                        TRY(server_reply_end_part(s));
+        }
+        return 0;
+}
+
 int handle_batch(Server *s, Session *c, const Request *req) {
         BatchContext ctx = {
                 .machine = s->machine,
@@ -91,7 +119,6 @@ int handle_batch(Server *s, Session *c, const Request *req) {
                 .owner = c,
                 .pmu = s->pmu,
         };
-        msgpack_packer pk;
         BatchRefusal refusal;
         int r;
 
@@ -102,6 +129,7 @@ int handle_batch(Server *s, Session *c, const Request *req) {
                 if (r != 0)
                         return r < 0 ? r : 0;
         }
+        TRY(server_reserve_results(s, req->n_ops));
         r = batch_check(&ctx, req->ops, req->n_ops, s->entries, &refusal);
         if (r > 0) {
                 char cpus[256] = "", regs[200] = "";
@@ -117,10 +145,5 @@ int handle_batch(Server *s, Session *c, const Request *req) {
         s->counters.ops += req->n_ops;
         audit_writes(s, c, req->ops, req->n_ops);
 
-        TRY(server_reply_begin(s, req, 2, &pk));
-        TRY(pack_string(&pk, "status"));
-        TRY(pack_int32_array(&s->reply, s->status, req->n_ops));
-        TRY(pack_string(&pk, "values"));
-        TRY(pack_uint64_array(&s->reply, s->values, req->n_ops));
-        return 0;
+        return pack_results(s, req);
 }

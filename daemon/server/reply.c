@@ -6,10 +6,24 @@
 #include <stdio.h>
 
 #include "error.h"
+#include "macro.h"
 #include "server.h"
 
 int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret) {
         msgpack_sbuffer_clear(&s->reply);
+        s->n_reply_parts = 0;
+        msgpack_packer_init(ret, &s->reply, msgpack_sbuffer_write);
+        return reply_pack_begin(ret, req->id, extra_keys);
+}
+
+int server_reply_end_part(Server *s) {
+        if (s->n_reply_parts >= ELEMENTSOF(s->reply_part_ends))
+                return -E2BIG;
+        s->reply_part_ends[s->n_reply_parts++] = s->reply.size;
+        return 0;
+}
+
+int server_reply_next_part(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret) {
         msgpack_packer_init(ret, &s->reply, msgpack_sbuffer_write);
         return reply_pack_begin(ret, req->id, extra_keys);
 }
@@ -81,6 +95,7 @@ int server_reply_error(Server *s, Session *c, const Request *req, uint64_t id, i
         msgpack_packer pk;
 
         msgpack_sbuffer_clear(&s->reply);
+        s->n_reply_parts = 0;
         msgpack_packer_init(&pk, &s->reply, msgpack_sbuffer_write);
         if (code_is_denial(code) || code_is_notice(code)) {
                 if (req && req->type == REQUEST_BATCH && !code_is_notice(code))

@@ -127,12 +127,9 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
                 (void) snprintf(s->config_path, sizeof(s->config_path), "%s", o->config_path);
         s->request_buffer = request_buffer_new();
         s->receive_buffer = malloc(PMUGATE_REQUEST_SIZE_MAX);
-        s->entries = calloc(PMUGATE_OPS_PER_BATCH_MAX, sizeof(*s->entries));
-        s->status = calloc(PMUGATE_OPS_PER_BATCH_MAX, sizeof(*s->status));
-        s->values = calloc(PMUGATE_OPS_PER_BATCH_MAX, sizeof(*s->values));
         if (o->socket_path)
                 s->socket_path = strdup(o->socket_path);
-        if (!s->request_buffer || !s->receive_buffer || !s->entries || !s->status || !s->values ||
+        if (!s->request_buffer || !s->receive_buffer || server_reserve_results(s, PMUGATE_OPS_KEPT) < 0 ||
             (o->socket_path && !s->socket_path)) {
                 server_free(s);
                 return -ENOMEM;
@@ -172,6 +169,49 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
 fail:
         server_free(s);
         return r;
+}
+
+int server_reserve_results(Server *s, size_t n) {
+        const AllowEntry **entries;
+        int32_t *status;
+        uint64_t *values;
+
+        if (n <= s->results_capacity)
+                return 0;
+        if (n > PMUGATE_OPS_PER_BATCH_MAX)
+                return -E2BIG;
+        /* Each array is replaced as soon as it grew, so a failure leaves them all usable at
+         * the old capacity. */
+        entries = realloc(s->entries, n * sizeof(*entries));
+        if (!entries)
+                return -ENOMEM;
+        s->entries = entries;
+        status = realloc(s->status, n * sizeof(*status));
+        if (!status)
+                return -ENOMEM;
+        s->status = status;
+        values = realloc(s->values, n * sizeof(*values));
+        if (!values)
+                return -ENOMEM;
+        s->values = values;
+        s->results_capacity = n;
+        return 0;
+}
+
+void server_shrink_scratch(Server *s) {
+        request_buffer_shrink(s->request_buffer);
+        if (s->results_capacity <= PMUGATE_OPS_KEPT)
+                return;
+        free(s->entries);
+        free(s->status);
+        free(s->values);
+        s->entries = NULL;
+        s->status = NULL;
+        s->values = NULL;
+        s->results_capacity = 0;
+        /* Shrinking from a larger block only fails when the allocator cannot get any memory;
+         * the next batch then asks again. */
+        (void) server_reserve_results(s, PMUGATE_OPS_KEPT);
 }
 
 Server *server_free(Server *s) {

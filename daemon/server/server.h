@@ -66,13 +66,17 @@ struct Server {
         unsigned n_sessions;
         ServerCounters counters;
 
-        /* Scratch space shared by all clients: requests are handled one at a time. */
+        /* Scratch space shared by all clients: requests are handled one at a time. The
+         * per-op arrays grow to the largest batch and shrink back when its client leaves. */
         RequestBuffer *request_buffer;
         char *receive_buffer;
         msgpack_sbuffer reply;
+        size_t reply_part_ends[PMUGATE_REPLY_PARTS_MAX];  /* a reply in parts: where each ends */
+        size_t n_reply_parts;                             /* 0: the reply is one message */
         const AllowEntry **entries;
         int32_t *status;
         uint64_t *values;
+        size_t results_capacity;
 };
 
 typedef struct ServerOptions {
@@ -96,6 +100,17 @@ int server_run(Server *s);
 
 /* Packs an empty success reply with extra_keys left to fill. */
 int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret);
+
+/* A reply in several messages: after each part is packed, server_reply_end_part() marks
+ * where its message ends; server_reply_next_part() starts the next one after it. */
+int server_reply_end_part(Server *s);
+int server_reply_next_part(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret);
+
+/* Room for n results in s->entries, s->status and s->values (n within the batch limit). */
+int server_reserve_results(Server *s, size_t n);
+
+/* Gives back what a large batch made the scratch space grow to. */
+void server_shrink_scratch(Server *s);
 
 /* Packs an error reply into s->reply and audits it when it is a denial. */
 int server_reply_error(Server *s, Session *c, const Request *req, uint64_t id, int code, const char *reason,

@@ -43,14 +43,15 @@ void session_end_leases(Session *c, const char *why) {
                 server_audit(s, c, "lease-end", "restored", jobs[0] ? jobs : NULL, list, why, ended);
 }
 
-/* After a client leaves, what a large measurement needed (the reply buffer grown to its
- * batches, its lease records) goes back to the system: without this, glibc keeps the freed
- * heap and the daemon stays megabytes above its idle size. */
+/* After a client leaves, what a large measurement needed (the reply buffer and the per-op
+ * arrays grown to its batches, its lease records) goes back to the system: without this, glibc
+ * keeps the freed heap and the daemon stays megabytes above its idle size. */
 static void release_memory(Server *s) {
         if (s->reply.alloc > REPLY_BUFFER_KEEP) {
                 msgpack_sbuffer_destroy(&s->reply);
                 msgpack_sbuffer_init(&s->reply);
         }
+        server_shrink_scratch(s);
         (void) malloc_trim(0);
 }
 
@@ -79,34 +80,60 @@ Session *session_free(Session *c) {
         return NULL;
 }
 
-/* Sends s->reply. A full socket buffer keeps the reply as pending and stops reading from
- * this client until it drains, so a client that never reads cannot make us queue without
- * bound. Returns negative errno when the client must be dropped. */
+/* Sends what is left of c's pending reply, a message at a time. Returns 1 when all of it
+ * went, 0 when the socket is full again, or negative errno when the client must be dropped. */
+static int session_send_pending(Session *c) {
+        while (c->pending_next < c->n_pending) {
+                size_t start = c->pending_next > 0 ? c->pending_ends[c->pending_next - 1] : 0;
+                ssize_t n = send(c->fd, c->pending + start, c->pending_ends[c->pending_next] - start,
+                                 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+                if (n < 0)
+                        return errno == EAGAIN ? 0 : -errno;
+                c->pending_next++;
+        }
+        free(c->pending);
+        c->pending = NULL;
+        c->n_pending = c->pending_next = 0;
+        return 1;
+}
+
+/* Sends s->reply, one message or each of its parts. What a full socket buffer does not take is
+ * kept as pending and reading from this client stops until it drains, so a client that never
+ * reads cannot make us queue without bound: at most one reply per client. Returns negative
+ * errno when the client must be dropped. */
 static int session_send_reply(Session *c) {
         Server *s = c->server;
-        ssize_t n;
+        size_t n_parts = s->n_reply_parts > 0 ? s->n_reply_parts : 1, sent = 0, start = 0;
 
-        n = send(c->fd, s->reply.data, s->reply.size, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n >= 0)
+        for (; sent < n_parts; sent++) {
+                size_t end = s->n_reply_parts > 0 ? s->reply_part_ends[sent] : s->reply.size;
+                ssize_t n = send(c->fd, s->reply.data + start, end - start, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+                if (n < 0 && errno == EAGAIN)
+                        break;
+                if (n < 0)
+                        return -errno;
+                start = end;
+        }
+        if (sent == n_parts)
                 return 0;
-        if (errno != EAGAIN)
-                return -errno;
-        c->pending = malloc(s->reply.size);
+        c->pending = malloc(s->reply.size - start);
         if (!c->pending)
                 return -ENOMEM;
-        memcpy(c->pending, s->reply.data, s->reply.size);
-        c->pending_size = s->reply.size;
+        memcpy(c->pending, s->reply.data + start, s->reply.size - start);
+        c->n_pending = n_parts - sent;
+        c->pending_next = 0;
+        for (size_t i = 0; i < c->n_pending; i++)
+                c->pending_ends[i] = (s->n_reply_parts > 0 ? s->reply_part_ends[sent + i] : s->reply.size) - start;
         return sd_event_source_set_io_events(c->io, EPOLLOUT);
 }
 
 static int session_flush_pending(Session *c) {
-        ssize_t n = send(c->fd, c->pending, c->pending_size, MSG_DONTWAIT | MSG_NOSIGNAL);
+        int r = session_send_pending(c);
 
-        if (n < 0)
-                return errno == EAGAIN ? 0 : -errno;
-        free(c->pending);
-        c->pending = NULL;
-        c->pending_size = 0;
+        if (r <= 0)
+                return r;
         return sd_event_source_set_io_events(c->io, EPOLLIN);
 }
 

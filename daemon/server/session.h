@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "cpuset.h"
+#include "pmugate-limits.h"
 #include "policy.h"
 #include "scope.h"
 
@@ -35,9 +36,11 @@ struct Session {
         bool revoked;           /* leases ended because the right that allowed them is gone */
         CpuSet revoked_cpus;
         char revoked_why[400];
-        /* A reply the socket would not take yet; reading pauses until it is sent. */
+        /* The messages of a reply the socket would not take yet, back to back; reading
+         * pauses until the last is sent. */
         char *pending;
-        size_t pending_size;
+        size_t pending_ends[PMUGATE_REPLY_PARTS_MAX];
+        size_t n_pending, pending_next;
 };
 
 /* Takes ownership of fd and peer. */

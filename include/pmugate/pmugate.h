@@ -131,6 +131,8 @@ typedef struct pmugate_info {
         char scope_reason[400];
 
         uint32_t max_request_size, max_ops_per_batch;
+        /* Steps per CPU of pmugate_batch_each_cpu(); 0: the daemon predates it. */
+        uint32_t max_each_steps;
 
         /* AMD: PerfMonV2, and the L3 (per CCX), data-fabric and memory-controller counters
          * CPUID leaf 0x80000022 reports (cpuid_read false: the model's defaults). */
@@ -159,7 +161,7 @@ pmugate_batch *pmugate_batch_free(pmugate_batch *b);
 void pmugate_batch_clear(pmugate_batch *b);
 
 /* Each add returns the index of its (first) result, or a negative errno (-E2BIG past the
- * daemon's op limit). Ops run in the order added. */
+ * daemon's op limit or request size). Ops run in the order added. */
 int pmugate_batch_read_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg);
 int pmugate_batch_write_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64_t value);
 /* Changes only the bits in mask (further limited by the register's write mask): for shared
@@ -177,12 +179,33 @@ int pmugate_batch_write_pci(pmugate_batch *b, uint32_t unit, uint32_t offset, ui
  * index(first) + cpu_index * n_regs + reg_index. */
 int pmugate_batch_read_msrs(pmugate_batch *b, const uint32_t *cpus, size_t n_cpus, const uint32_t *regs, size_t n_regs);
 
+/* One step of pmugate_batch_each_cpu(): a read, a write, or a write of the bits in mask. */
+typedef enum pmugate_step_kind {
+        PMUGATE_STEP_READ,
+        PMUGATE_STEP_WRITE,
+        PMUGATE_STEP_WRITE_BITS,
+} pmugate_step_kind;
+
+typedef struct pmugate_step {
+        pmugate_step_kind kind;
+        uint32_t reg;
+        uint64_t value;         /* writes */
+        uint64_t mask;          /* PMUGATE_STEP_WRITE_BITS */
+} pmugate_step;
+
+/* Runs the same steps on every CPU in one compact op: every step on cpus[0] in order, then on
+ * cpus[1], and so on (at most pmugate_info.max_each_steps steps; -EOPNOTSUPP callers check
+ * that field). Results are CPU-major: index(first) + cpu_index * n_steps + step_index. */
+int pmugate_batch_each_cpu(pmugate_batch *b, const uint32_t *cpus, size_t n_cpus, const pmugate_step *steps,
+                           size_t n_steps);
+
 /* Number of results the batch will produce. */
 size_t pmugate_batch_size(const pmugate_batch *b);
 
-/* Runs the batch in one round trip. Returns 0 when the daemon ran it (each op then has its
- * own status), or a negative errno when the daemon refused it as a whole (nothing ran; see
- * pmugate_last_error) or the connection failed. A batch can be run again unchanged. */
+/* Runs the batch in one round trip (a reply of many results arrives in several messages).
+ * Returns 0 when the daemon ran it (each op then has its own status), or a negative errno
+ * when the daemon refused it as a whole (nothing ran; see pmugate_last_error) or the
+ * connection failed. A batch can be run again unchanged. */
 int pmugate_batch_run(pmugate *c, pmugate_batch *b);
 
 /* Status of op i of the last run (0 or a negative errno such as -EIO), and its value: what

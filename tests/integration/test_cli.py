@@ -364,21 +364,30 @@ def daemon_requests(sim):
 
 
 def test_round_trips(tap):
-    # 512 CPUs: a TopDown level 2 sample on Sapphire Rapids is one round trip (it was two)
-    sim = Sim("spr", sockets=2, cores=128, rules=[("0-511", STENCIL)])
-    try:
-        runs = []
-        for duration in ("1s", "2s"):
-            before = daemon_requests(sim)
-            r = sim.json("topdown", "-l", "2", "-c", "N:", "-S", duration, "--reset-period=100ms", "-O", "json")
-            runs.append((daemon_requests(sim) - before - 1, r["samples"]))
-        requests = runs[1][0] - runs[0][0]
-        samples = runs[1][1] - runs[0][1]
-        tap.ok(samples > 0 and requests == samples,
-               "512 CPUs: one daemon round trip per sample (%d more requests for %d more samples)" %
-               (requests, samples), runs)
-    finally:
-        sim.stop()
+    # A TopDown level 2 sample on Sapphire Rapids is one round trip: at 512 CPUs (it was two), at
+    # 4096 (it was eight), and with multiplexing and SMT alignment, which add operations per CPU.
+    cases = [
+        (2, 128, ["topdown", "-l", "2"], "512 CPUs, TopDown level 2"),
+        (8, 256, ["topdown", "-l", "2"], "4096 CPUs, TopDown level 2"),
+        (8, 256, ["stat", "-g", "FLOPS_DP", "-e", "BR_MISP_RETIRED.ALL_BRANCHES"],
+         "4096 CPUs, FLOPS_DP with a branch event, multiplexed"),
+    ]
+    for sockets, cores, command, what in cases:
+        n_cpus = sockets * cores * 2
+        sim = Sim("spr", sockets=sockets, cores=cores, rules=[("0-%d" % (n_cpus - 1), STENCIL)])
+        try:
+            runs = []
+            for duration in ("1s", "2s"):
+                before = daemon_requests(sim)
+                r = sim.json(*command, "-c", "N:", "-S", duration, "--reset-period=100ms", "-O", "json")
+                runs.append((daemon_requests(sim) - before - 1, r["samples"]))
+            requests = runs[1][0] - runs[0][0]
+            samples = runs[1][1] - runs[0][1]
+            tap.ok(samples > 0 and requests == samples,
+                   "%s: one daemon round trip per sample (%d more requests for %d more samples)" %
+                   (what, requests, samples), runs)
+        finally:
+            sim.stop()
 
 
 if __name__ == "__main__":

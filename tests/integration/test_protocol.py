@@ -63,6 +63,22 @@ def test_malformed(tap):
             (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [[]]}), "bad-field", "an empty op"),
             (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["W", [0], [0x186], []]]}), "bad-field",
              "a sweep write with too few values"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["each", [0]]]}), "bad-field",
+             "an each op without steps"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["each", 0, [["r", 0xC1]]]]}), "bad-field",
+             "an each op whose CPUs are no list"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["each", [0], [["pr", 0, 0]]]]}), "bad-field",
+             "an each step that is a PCI read"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["each", [0], [["R", 0xC1]]]]}),
+             "bad-field", "an each step that is a sweep"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["each", [0], [["R", [0], [0xC1]]]]]}),
+             "malformed", "a sweep's lists inside an each step (nested too deep)"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["each", [0], [["w", 0x186]]]]}), "bad-field",
+             "an each write without value"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["each", [-1], [["r", 0xC1]]]]}), "bad-field",
+             "an each op on a negative CPU"),
+            (msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["Each", [0], [["r", 0xC1]]]]}), "bad-field",
+             "an each op spelled with a capital"),
             (msgpack.packb({"v": 1, "id": 1, "op": "grant", "job": "1"}), "bad-field", "a grant without uid"),
             (msgpack.packb({"v": 1, "id": 1, "op": "revoke", "job": "a b"}), "bad-field", "a job id with a space"),
             (msgpack.packb({"v": 1, "id": 1, "op": "revoke", "job": "x" * 300}), "bad-field", "a 300-byte job id"),
@@ -90,14 +106,21 @@ def test_limits(tap):
         r = c.recv()
         tap.ok(error_of(r) == "too-large" and "65536" in r["error"]["reason"], "an oversized message is refused", r)
         tap.ok(c.call("hello")["ok"], "the connection stays usable after an oversized message")
-        r = c.batch([["r", 0, 0xC1]] * 4097)
-        tap.ok(error_of(r) == "too-many-ops" and "4096" in r["error"]["reason"], "4097 ops are refused", r)
-        r = c.batch([["R", list(range(2)), [0xC1] * 2049]])
-        tap.ok(error_of(r) == "too-many-ops", "a sweep expanding past 4096 ops is refused", r)
-        r = c.batch([["R", [0, 1], [0xC1, 0xC2]]] * 1024 + [["r", 0, 0xC1]])
-        tap.ok(error_of(r) == "too-many-ops", "sweeps adding up past 4096 ops are refused", r)
+        r = c.batch([["R", [0, 1] * 2048, [0xC1] * 33]])
+        tap.ok(error_of(r) == "too-many-ops" and "131072" in r["error"]["reason"],
+               "a sweep expanding past 131072 ops is refused", r)
+        r = c.batch([["R", [0, 1] * 2048, [0xC1] * 16]] * 2 + [["r", 0, 0xC1]])
+        tap.ok(error_of(r) == "too-many-ops", "sweeps adding up past 131072 ops are refused", r)
+        r = c.batch([["each", [0, 1] * 2048, [["r", 0xC1]] * 32], ["r", 0, 0xC1]])
+        tap.ok(error_of(r) == "too-many-ops", "an each op and a single op adding up past 131072 ops are refused", r)
+        r = c.batch([["R", [0] * 4097, [0xC1]]])
+        tap.ok(error_of(r) == "too-many-ops" and "4096" in r["error"]["reason"],
+               "a CPU list of 4097 entries is refused", r)
+        r = c.batch([["each", [0], [["r", 0xC1]] * 65]])
+        tap.ok(error_of(r) == "too-many-ops" and "64" in r["error"]["reason"], "65 steps per CPU are refused", r)
         r = c.batch([["r", 0, 0xC1]] * 4096)
-        tap.ok(r["ok"] and len(r["values"]) == 4096, "exactly 4096 ops are served")
+        tap.ok(r["ok"] and len(r["values"]) == 4096 and "parts" not in r, "4096 ops are served in one message")
+        tap.ok(c.call("hello")["limits"]["ops_per_batch"] == 131072, "hello reports the batch limit")
         r = c.batch([])
         tap.ok(r["ok"] and r["values"] == [], "an empty batch is served")
     finally:
@@ -240,6 +263,108 @@ def test_vanishing_and_slow_clients(tap):
         dm.stop()
 
 
+def test_each(tap):
+    m, dm = start()
+    try:
+        c = t.Client(dm.socket)
+        for cpu in (0, 1):
+            m.set_msr(cpu, 0xC1, 1000 + cpu)
+            m.set_msr(cpu, 0x309, 2000 + cpu)
+            m.set_msr(cpu, 0x186, 0xFF00)
+        steps = [["r", 0xC1], ["r", 0x309]]
+        r = c.batch([["each", [1, 0], steps]])
+        tap.ok(r.get("values") == [1001, 2001, 1000, 2000], "an each op runs its steps CPU by CPU, in order", r)
+
+        r = c.batch([["each", [0, 1], [["w", 0x186, 0x43]]]])
+        tap.ok(error_of(r) == "no-lease" and r["error"]["op"] == 0, "each op's writes need leases like single ones", r)
+        r = c.batch([["each", [0, 1], [["r", 0xC1], ["w", 0x600, 1]]]])
+        tap.ok(error_of(r) == "reg-forbidden" and r["error"]["op"] == 1,
+               "a forbidden register in a step is refused, naming the expanded op", r)
+        tap.eq(m.msr(0, 0x186), 0xFF00, "a refused each op wrote nothing")
+        tap.eq(c.call("lease", cpus=[0])["cpus"], [0], "a lease on CPU 0 only")
+        r = c.batch([["each", [0, 1], [["wm", 0x186, 0x43, 0xFF]]]])
+        tap.ok(error_of(r) == "no-lease" and r["error"]["op"] == 1,
+               "the step on the CPU without a lease is refused, the whole op with it", r)
+        tap.eq(m.msr(0, 0x186), 0xFF00, "and nothing ran on the leased CPU either")
+        tap.eq(c.call("lease", cpus=[1])["cpus"], [1], "a lease on CPU 1 too")
+        r = c.batch([["each", [0, 1], [["wm", 0x186, 0x43, 0xFF], ["r", 0x186]]]])
+        tap.ok(r.get("values") == [0xFF43] * 4, "masked writes in steps keep the bits outside the mask", r)
+        tap.ok(m.msr(0, 0x186) == 0xFF43 and m.msr(1, 0x186) == 0xFF43, "and reached both CPUs' registers")
+        r = c.batch([["each", [0, 5], [["r", 0xC1]]]])
+        tap.ok(error_of(r) == "no-such-cpu" and r["error"]["op"] == 1, "a CPU that does not exist is refused", r)
+    finally:
+        dm.stop()
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_reply_parts(tap):
+    m, dm = start()
+    try:
+        for cpu in (0, 1):
+            for k in range(8):
+                m.set_msr(cpu, 0xC1 + k, (cpu << 4 | k) << 56)
+        c = t.Client(dm.socket)
+        c.send_raw(msgpack.packb({"v": 1, "id": 41, "op": "batch", "ops": [["r", 1, 0xC2]] * 4097}))
+        first, second = c.recv(), c.recv()
+        tap.ok(first["ok"] and first["id"] == 41 and first["part"] == 0 and first["parts"] == 2 and
+               len(first["values"]) == 4096 and len(first["status"]) == 4096,
+               "4097 results come in two messages, the first with 4096", {k: first.get(k) for k in ("id", "part", "parts")})
+        tap.ok(second["ok"] and second["id"] == 41 and second["part"] == 1 and second["parts"] == 2 and
+               second["values"] == [m.msr(1, 0xC2)] and second["status"] == [0], "and the second with the last one", second)
+        tap.ok(c.call("hello")["ok"], "the next request is answered after them")
+
+        idle = rss_kib(dm.proc.pid)
+        regs = [0xC1 + k for k in range(8)] * 4
+        r = c.batch([["R", [0, 1] * 2048, regs]])
+        # the registers overlap in the fake machine's files: what single reads give is the truth
+        single = c.batch([["r", cpu, reg] for cpu in (0, 1) for reg in regs[:8]])["values"]
+        expected = [single[8 * cpu + reg - 0xC1] for cpu in [0, 1] * 2048 for reg in regs]
+        tap.ok(r["ok"] and r["parts"] == 32 and r["values"] == expected and r["status"] == [0] * 131072,
+               "131072 results come in 32 parts, in order", {k: r.get(k) for k in ("ok", "parts")})
+        grown = rss_kib(dm.proc.pid)
+
+        # A client that asks for 32 parts and does not read them: the daemon sends what the
+        # socket takes, keeps the rest for it, and serves others meanwhile.
+        slow = t.Client(dm.socket, timeout=10)
+        slow.send_raw(msgpack.packb({"v": 1, "id": 9, "op": "batch", "ops": [["R", [0, 1] * 2048, regs]]}))
+        time.sleep(0.3)
+        other = t.Client(dm.socket, timeout=5)
+        t0 = time.time()
+        ok = all(other.call("hello")["ok"] for _ in range(20))
+        tap.ok(ok and time.time() - t0 < 5, "others are served while a client leaves 32 parts unread")
+        r = slow.recv_reply()
+        tap.ok(r["ok"] and r["values"] == expected, "the slow client then reads every part, in order")
+        tap.ok(slow.call("hello")["ok"], "and its connection goes on")
+
+        # Clients that leave after reading one part, or none.
+        for n_read in (0, 1, 5):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(dm.socket)
+            s.send(msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": [["R", [0, 1] * 2048, regs]]}))
+            for _ in range(n_read):
+                s.recv(1 << 20)
+            s.close()
+        time.sleep(0.2)
+        tap.ok(dm.alive() and other.call("hello")["ok"], "clients that leave halfway through the parts do not hurt")
+        c.close()
+        slow.close()
+        other.close()
+        time.sleep(0.3)
+        left = rss_kib(dm.proc.pid)
+        tap.ok(grown - idle > 4096 and left - idle < 2048,
+               "the daemon gives back what the large batches needed once their clients left "
+               "(RSS idle %d KiB, after 131072 ops %d KiB, after the clients left %d KiB)" % (idle, grown, left))
+    finally:
+        dm.stop()
+
+
 def test_random_garbage(tap):
     m, dm = start()
     try:
@@ -271,4 +396,4 @@ def test_random_garbage(tap):
 
 
 sys.exit(t.Tap().run([test_malformed, test_limits, test_too_many_clients, test_admin_slots_reserved,
-                      test_vanishing_and_slow_clients, test_random_garbage]))
+                      test_vanishing_and_slow_clients, test_each, test_reply_parts, test_random_garbage]))

@@ -221,7 +221,10 @@ def test_spr_two_sockets(tap):
         names = {r[7] for r in h["registers"]}
         tap.ok({"IA32_PMC", "IA32_PERFEVTSEL", "MSR_PERF_METRICS", "IA32_PERF_GLOBAL_CTRL"} <= names,
                "hello lists the allowlisted registers", names)
-        tap.eq(h["limits"]["ops_per_batch"], 4096, "hello reports the batch limit")
+        tap.eq(h["limits"]["ops_per_batch"], 131072, "hello reports the batch limit")
+        limits = h["limits"]
+        tap.eq((limits["results_per_message"], limits["list_entries"], limits["each_steps"]), (4096, 4096, 64),
+               "and the results per reply message, the entries of a list and the steps of an each op")
         tap.ok("Listening on" in dm.log() and "Serving 16 CPUs" in dm.log(), "the daemon logs what it serves",
                dm.log())
     finally:

@@ -57,7 +57,7 @@ def grants_text(boot, lines):
 
 def state_dir(d, owner=NOBODY.pw_uid, mode=0o700):
     """The state directory as a previous run of the daemon leaves it."""
-    run = os.path.join(d, "run")
+    run = os.path.join(t.runtime_parent(d), "run")
     os.makedirs(run, exist_ok=True)
     state = os.path.join(run, "state")
     os.makedirs(state, exist_ok=True)
@@ -238,7 +238,9 @@ def test_hard_links(tap):
     d = t.workdir()
     m = machine(d)
     m.set_msr(0, EVTSEL0, BEFORE)
-    journal_outside, grants_outside = os.path.join(d, "root-journal"), os.path.join(d, "root-grants")
+    # outside the state directory, on its file system (hard links do not cross one)
+    outside = t.runtime_parent(d)
+    journal_outside, grants_outside = os.path.join(outside, "root-journal"), os.path.join(outside, "root-grants")
     with open(journal_outside, "w") as f:
         f.write(journal(m.boot_id, 0, [msr(0, EVTSEL0, 0x22)]))
     with open(grants_outside, "w") as f:
@@ -260,10 +262,10 @@ def test_hard_links(tap):
 def test_state_dir_refusals(tap):
     d = t.workdir()
     m = machine(d)
-    os.makedirs(os.path.join(d, "run"))
+    os.makedirs(os.path.join(t.runtime_parent(d), "run"))
     elsewhere = os.path.join(d, "elsewhere")
     os.mkdir(elsewhere, 0o700)
-    os.symlink(elsewhere, os.path.join(d, "run", "state"))
+    os.symlink(elsewhere, os.path.join(t.runtime_parent(d), "run", "state"))
     ok, log = start_refused(d, ["--root=" + m.root], "is a symbolic link")
     tap.ok(ok, "a state directory that is a symlink is refused at start, saying so", log)
 
@@ -278,8 +280,8 @@ def test_state_dir_refusals(tap):
     tap.ok(ok, "a state directory of mode 0777 is refused at start, saying what to fix", log)
 
     d = t.workdir()
-    os.makedirs(os.path.join(d, "run"))
-    os.chmod(os.path.join(d, "run"), 0o777)
+    os.makedirs(os.path.join(t.runtime_parent(d), "run"))
+    os.chmod(os.path.join(t.runtime_parent(d), "run"), 0o777)
     ok, log = start_refused(d, ["--root=" + m.root], "chmod go-w")
     tap.ok(ok, "a runtime directory others may write is refused at start", log)
 
@@ -292,7 +294,7 @@ def test_state_dir_refusals(tap):
     d = t.workdir()
     real = os.path.join(d, "real-run")
     os.mkdir(real)
-    os.symlink(real, os.path.join(d, "run"))
+    os.symlink(real, os.path.join(t.runtime_parent(d), "run"))
     ok, log = start_refused(d, ["--root=" + m.root], "is a symbolic link")
     tap.ok(ok, "a runtime directory that is a symlink is refused at start", log)
 
@@ -447,9 +449,9 @@ def test_restart_without_dac_override(tap):
     m.set_msr(1, EVTSEL0, 0x11)
     # Without CAP_CHOWN root cannot give a state directory it made to the daemon's user: it
     # must be created for that user, as tmpfiles.d does.
-    os.makedirs(os.path.join(d, "run", "state"))
-    os.chown(os.path.join(d, "run", "state"), 0, 0)
-    os.chmod(os.path.join(d, "run", "state"), 0o700)
+    os.makedirs(os.path.join(t.runtime_parent(d), "run", "state"))
+    os.chown(os.path.join(t.runtime_parent(d), "run", "state"), 0, 0)
+    os.chmod(os.path.join(t.runtime_parent(d), "run", "state"), 0o700)
     dm = t.Daemon(d, ["--root=" + m.root], wrapper=wrapper, expect_ready=False)
     try:
         tap.ok(dm.wait_exit() != 0 and "create it for that user (systemd-tmpfiles --create" in dm.log(),

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "macro.h"
 #include "message.h"
 
 typedef struct Fixture {
@@ -215,13 +216,14 @@ static void test_sweep_limit_checked_before_expansion(void **state) {
         msgpack_pack_array(&f->pk, 1);
         msgpack_pack_array(&f->pk, 3);
         pack_string(&f->pk, "R");
-        msgpack_pack_array(&f->pk, 100);
-        for (unsigned i = 0; i < 100; i++)
+        msgpack_pack_array(&f->pk, PMUGATE_LIST_MAX);
+        for (unsigned i = 0; i < PMUGATE_LIST_MAX; i++)
                 msgpack_pack_uint32(&f->pk, i);
-        msgpack_pack_array(&f->pk, 100);
-        for (unsigned i = 0; i < 100; i++)
+        msgpack_pack_array(&f->pk, PMUGATE_OPS_PER_BATCH_MAX / PMUGATE_LIST_MAX + 1);
+        for (unsigned i = 0; i <= PMUGATE_OPS_PER_BATCH_MAX / PMUGATE_LIST_MAX; i++)
                 msgpack_pack_uint32(&f->pk, i);
         assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_int_equal(f->buf->ops_capacity, PMUGATE_OPS_KEPT);
         assert_true(e.has_id);
         assert_int_equal(e.id, 9);
 }
@@ -366,17 +368,191 @@ static void test_op_kinds_whole_strings(void **state) {
         }
 }
 
+/* One "R" of count CPUs (all CPU 0) by n_regs registers. */
+static void pack_sweep(msgpack_packer *pk, unsigned count, unsigned n_regs) {
+        msgpack_pack_array(pk, 3);
+        pack_string(pk, "R");
+        msgpack_pack_array(pk, count);
+        for (unsigned i = 0; i < count; i++)
+                msgpack_pack_uint32(pk, 0);
+        msgpack_pack_array(pk, n_regs);
+        for (unsigned i = 0; i < n_regs; i++)
+                msgpack_pack_uint32(pk, 0xC1);
+}
+
 static void test_too_many_ops(void **state) {
+        Fixture *f = *state;
+        unsigned sweeps = PMUGATE_OPS_PER_BATCH_MAX / PMUGATE_LIST_MAX;
+        DecodeError e;
+        Request req;
+
+        /* exactly the limit: served, the buffer grows to it and shrinks back */
+        request_pack_begin(&f->pk, 1, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 1);
+        pack_sweep(&f->pk, PMUGATE_LIST_MAX, sweeps);
+        assert_true(f->sb.size <= PMUGATE_REQUEST_SIZE_MAX);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.n_ops, PMUGATE_OPS_PER_BATCH_MAX);
+        assert_int_equal(req.ops[PMUGATE_OPS_PER_BATCH_MAX - 1].reg, 0xC1);
+        assert_int_equal(f->buf->ops_capacity, PMUGATE_OPS_PER_BATCH_MAX);
+        request_buffer_shrink(f->buf);
+        assert_int_equal(f->buf->ops_capacity, PMUGATE_OPS_KEPT);
+
+        /* one more op, as a single op after the sweeps */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 2, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 2);
+        pack_sweep(&f->pk, PMUGATE_LIST_MAX, sweeps);
+        pack_op(&f->pk, "r", 0, 0xC1, false, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_non_null(strstr(e.reason, "131072"));
+
+        /* more single ops in the array than a batch may hold, refused from the array header */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 3, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, PMUGATE_OPS_PER_BATCH_MAX + 1);
+        for (unsigned i = 0; i < 8000; i++)
+                pack_op(&f->pk, "r", 0, 0xC1, false, 0);
+        assert_int_not_equal(decode(f, &req, &e), 0);
+}
+
+static void pack_each_header(Fixture *f, const uint32_t *cpus, size_t n_cpus, size_t n_steps) {
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 7, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 3);
+        pack_string(&f->pk, "each");
+        msgpack_pack_array(&f->pk, n_cpus);
+        for (size_t i = 0; i < n_cpus; i++)
+                msgpack_pack_uint32(&f->pk, cpus[i]);
+        msgpack_pack_array(&f->pk, n_steps);
+}
+
+static void test_each_expands_cpu_major(void **state) {
+        static const uint32_t cpus[] = { 4, 9 };
         Fixture *f = *state;
         DecodeError e;
         Request req;
 
-        request_pack_begin(&f->pk, 1, "batch", 1);
-        pack_string(&f->pk, "ops");
-        msgpack_pack_array(&f->pk, PMUGATE_OPS_PER_BATCH_MAX + 1);
-        for (unsigned i = 0; i <= PMUGATE_OPS_PER_BATCH_MAX; i++)
-                pack_op(&f->pk, "r", 0, 0xC1, false, 0);
+        pack_each_header(f, cpus, 2, 3);
+        msgpack_pack_array(&f->pk, 4);
+        pack_string(&f->pk, "wm");
+        msgpack_pack_uint32(&f->pk, 0x38F);
+        msgpack_pack_uint64(&f->pk, 0);
+        msgpack_pack_uint64(&f->pk, 0x7);
+        msgpack_pack_array(&f->pk, 2);
+        pack_string(&f->pk, "r");
+        msgpack_pack_uint32(&f->pk, 0x10);
+        msgpack_pack_array(&f->pk, 3);
+        pack_string(&f->pk, "w");
+        msgpack_pack_uint32(&f->pk, 0x30C);
+        msgpack_pack_uint64(&f->pk, UINT64_MAX);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.n_ops, 6);
+        for (size_t c = 0; c < 2; c++) {
+                const RegOp *op = &req.ops[c * 3];
+
+                assert_int_equal(op[0].kind, REG_OP_MSR_WRITE);
+                assert_int_equal(op[0].target, cpus[c]);
+                assert_int_equal(op[0].reg, 0x38F);
+                assert_int_equal(op[0].value, 0);
+                assert_int_equal(op[0].mask, 0x7);
+                assert_int_equal(op[1].kind, REG_OP_MSR_READ);
+                assert_int_equal(op[1].target, cpus[c]);
+                assert_int_equal(op[1].reg, 0x10);
+                assert_int_equal(op[2].kind, REG_OP_MSR_WRITE);
+                assert_int_equal(op[2].reg, 0x30C);
+                assert_true(op[2].value == UINT64_MAX);
+                assert_true(op[2].mask == UINT64_MAX);
+        }
+
+        /* no CPUs or no steps: nothing to run, and that is not an error */
+        pack_each_header(f, cpus, 0, 0);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.n_ops, 0);
+}
+
+static void test_each_refusals(void **state) {
+        static const uint32_t cpus[] = { 0, 1 };
+        static uint32_t many_cpus[PMUGATE_LIST_MAX + 1];
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+        static const struct {
+                const char *kind;
+                unsigned args;
+                const char *reason;
+        } steps[] = {
+                { "pr", 2, "is not r, w or wm" },
+                { "R", 2, "is not r, w or wm" },
+                { "each", 2, "is not r, w or wm" },
+                { "cr", 1, "is not r, w or wm" },
+                { "r", 2, "takes 1 arguments" },
+                { "w", 1, "takes 2 arguments" },
+                { "wm", 2, "takes 3 arguments" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                pack_each_header(f, cpus, 2, 1);
+                msgpack_pack_array(&f->pk, 1 + steps[i].args);
+                pack_string(&f->pk, steps[i].kind);
+                for (unsigned a = 0; a < steps[i].args; a++)
+                        msgpack_pack_uint32(&f->pk, 0x10);
+                assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+                assert_non_null(strstr(e.reason, steps[i].reason));
+        }
+
+        /* a register past 32 bits, a step that is no array */
+        pack_each_header(f, cpus, 2, 1);
+        msgpack_pack_array(&f->pk, 2);
+        pack_string(&f->pk, "r");
+        msgpack_pack_uint64(&f->pk, UINT64_C(1) << 32);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "register"));
+        pack_each_header(f, cpus, 2, 1);
+        msgpack_pack_uint32(&f->pk, 5);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+
+        /* more steps than one CPU may run */
+        pack_each_header(f, cpus, 2, PMUGATE_EACH_OPS_MAX + 1);
+        for (unsigned i = 0; i <= PMUGATE_EACH_OPS_MAX; i++) {
+                msgpack_pack_array(&f->pk, 2);
+                pack_string(&f->pk, "r");
+                msgpack_pack_uint32(&f->pk, 0x10);
+        }
         assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+
+        /* a CPU list longer than a list may be */
+        pack_each_header(f, many_cpus, ELEMENTSOF(many_cpus), 1);
+        msgpack_pack_array(&f->pk, 2);
+        pack_string(&f->pk, "r");
+        msgpack_pack_uint32(&f->pk, 0x10);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+
+        /* expanding past the batch limit is refused before anything is expanded */
+        pack_each_header(f, many_cpus, PMUGATE_LIST_MAX, PMUGATE_EACH_OPS_MAX);
+        for (unsigned i = 0; i < PMUGATE_EACH_OPS_MAX; i++) {
+                msgpack_pack_array(&f->pk, 2);
+                pack_string(&f->pk, "r");
+                msgpack_pack_uint32(&f->pk, 0x10);
+        }
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_int_equal(f->buf->ops_capacity, PMUGATE_OPS_KEPT);
+
+        /* the wrong shape of the op itself */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 8, "batch", 1);
+        pack_string(&f->pk, "ops");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 2);
+        pack_string(&f->pk, "each");
+        msgpack_pack_array(&f->pk, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'each' takes"));
 }
 
 static void test_too_large(void **state) {
@@ -470,6 +646,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_op_kinds_whole_strings, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_too_many_ops, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_each_expands_cpu_major, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_each_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_too_large, setup, teardown),
                 cmocka_unit_test(test_msgpack_check),
                 cmocka_unit_test(test_error_table),
