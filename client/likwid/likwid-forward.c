@@ -13,6 +13,11 @@
 #include "pmugate-limits.h"
 #include "pmugate/package.h"
 
+/* Operations one forwarded batch holds: as many as fit a request at their longest encoding,
+ * a "pw" with a 32-bit unit and offset and a 64-bit value (23 bytes), after the request's own
+ * keys. The daemon's op limit is far higher since "R" and "each" ops expand. */
+#define FORWARD_OP_BYTES_MAX 23U
+#define FORWARD_OPS_MAX ((PMUGATE_REQUEST_SIZE_MAX - 64U) / FORWARD_OP_BYTES_MAX)
 /* Refusals remembered per register; LIKWID asks for a few dozen distinct ones per run. */
 #define REFUSED_MAX 1024U
 /* Lines about collected writes that failed after LIKWID was told they succeeded. */
@@ -122,7 +127,7 @@ int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, 
                 for (size_t i = 0; i < f->info->n_cpus; i++)
                         max_cpu = MAX(max_cpu, f->info->cpus[i].cpu);
                 f->n_lease_slots = f->info->n_cpus > 0 ? (size_t) max_cpu + 1 : 0;
-                f->max_ops = MIN(f->info->max_ops_per_batch ?: 1U, PMUGATE_OPS_PER_BATCH_MAX);
+                f->max_ops = MIN(f->info->max_ops_per_batch ?: 1U, FORWARD_OPS_MAX);
         }
         f->ops = calloc(MAX(f->max_ops, 1U), sizeof(*f->ops));
         f->lease_state = calloc(MAX(f->n_lease_slots, 1U), 1);

@@ -367,25 +367,26 @@ def test_round_trips(tap):
     # A TopDown level 2 sample on Sapphire Rapids is one round trip: at 512 CPUs (it was two), at
     # 4096 (it was eight), and with multiplexing and SMT alignment, which add operations per CPU.
     cases = [
-        (2, 128, ["topdown", "-l", "2"], "512 CPUs, TopDown level 2"),
-        (8, 256, ["topdown", "-l", "2"], "4096 CPUs, TopDown level 2"),
-        (8, 256, ["stat", "-g", "FLOPS_DP", "-e", "BR_MISP_RETIRED.ALL_BRANCHES"],
-         "4096 CPUs, FLOPS_DP with a branch event, multiplexed"),
+        ("spr", 2, 128, ["topdown", "-l", "2"], 1, "512 CPUs, Sapphire Rapids TopDown level 2"),
+        ("spr", 8, 256, ["topdown", "-l", "2"], 1, "4096 CPUs, Sapphire Rapids TopDown level 2"),
+        # the most a sample does per CPU: event sets taking turns (their EVTSELs written), SMT
+        # siblings' windows timed by the TSC before and after
+        ("skx", 8, 256, ["topdown", "-l", "2"], 2, "4096 CPUs, Skylake-SP TopDown level 2 (multiplexed, SMT)"),
     ]
-    for sockets, cores, command, what in cases:
+    for model, sockets, cores, command, sets, what in cases:
         n_cpus = sockets * cores * 2
-        sim = Sim("spr", sockets=sockets, cores=cores, rules=[("0-%d" % (n_cpus - 1), STENCIL)])
+        sim = Sim(model, sockets=sockets, cores=cores, rules=[("0-%d" % (n_cpus - 1), STENCIL)])
         try:
             runs = []
             for duration in ("1s", "2s"):
                 before = daemon_requests(sim)
                 r = sim.json(*command, "-c", "N:", "-S", duration, "--reset-period=100ms", "-O", "json")
-                runs.append((daemon_requests(sim) - before - 1, r["samples"]))
+                runs.append((daemon_requests(sim) - before - 1, r["samples"], r["event_sets"]))
             requests = runs[1][0] - runs[0][0]
             samples = runs[1][1] - runs[0][1]
-            tap.ok(samples > 0 and requests == samples,
-                   "%s: one daemon round trip per sample (%d more requests for %d more samples)" %
-                   (what, requests, samples), runs)
+            tap.ok(samples > 0 and requests == samples and runs[0][2] >= sets,
+                   "%s: one daemon round trip per sample (%d more requests for %d more samples, %d event sets)" %
+                   (what, requests, samples, runs[0][2]), runs)
         finally:
             sim.stop()
 
