@@ -28,6 +28,12 @@
 #define PMUGATE_REPLY_PART_RESULTS 4096U
 #define PMUGATE_REPLY_PARTS_MAX (PMUGATE_OPS_PER_BATCH_MAX / PMUGATE_REPLY_PART_RESULTS)
 
+/* Bytes of replies the daemon holds for clients that have not read them yet, all clients
+ * together. A client that stops reading holds at most one reply (up to 32 parts, about 1.3
+ * MiB), so the clients of one uid (PMUGATE_CLIENTS_PER_UID_MAX) stay below this; a reply that
+ * would go past it ends its client's connection instead of growing the daemon. */
+#define PMUGATE_PENDING_BYTES_MAX (64U * 1024U * 1024U)
+
 /* Register operations the daemon keeps room for between batches; a larger batch grows its
  * buffers, and they shrink back to this when the client that needed them leaves. */
 #define PMUGATE_OPS_KEPT 4096U

@@ -64,6 +64,7 @@ struct Server {
 
         Session *sessions;
         unsigned n_sessions;
+        size_t pending_bytes;   /* replies held for clients that have not read them */
         ServerCounters counters;
 
         /* Scratch space shared by all clients: requests are handled one at a time. The

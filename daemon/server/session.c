@@ -55,6 +55,14 @@ static void release_memory(Server *s) {
         (void) malloc_trim(0);
 }
 
+static void drop_pending(Session *c) {
+        c->server->pending_bytes -= c->pending_size;
+        free(c->pending);
+        c->pending = NULL;
+        c->pending_size = 0;
+        c->n_pending = c->pending_next = 0;
+}
+
 Session *session_free(Session *c) {
         Server *s;
 
@@ -73,7 +81,7 @@ Session *session_free(Session *c) {
         sd_event_source_disable_unref(c->io);
         if (c->fd >= 0)
                 (void) close(c->fd);
-        free(c->pending);
+        drop_pending(c);
         log_debug("Session uid=%u pid=%d disconnected", (unsigned) c->peer.uid, (int) c->peer.pid);
         free(c);
         release_memory(s);
@@ -92,9 +100,7 @@ static int session_send_pending(Session *c) {
                         return errno == EAGAIN ? 0 : -errno;
                 c->pending_next++;
         }
-        free(c->pending);
-        c->pending = NULL;
-        c->n_pending = c->pending_next = 0;
+        drop_pending(c);
         return 1;
 }
 
@@ -118,10 +124,18 @@ static int session_send_reply(Session *c) {
         }
         if (sent == n_parts)
                 return 0;
+        if (s->reply.size - start > PMUGATE_PENDING_BYTES_MAX - s->pending_bytes) {
+                log_warning("Dropping uid=%u pid=%d: its %zu-byte reply would take the replies held for clients "
+                            "that do not read past %u bytes", (unsigned) c->peer.uid, (int) c->peer.pid,
+                            s->reply.size - start, PMUGATE_PENDING_BYTES_MAX);
+                return -ENOBUFS;
+        }
         c->pending = malloc(s->reply.size - start);
         if (!c->pending)
                 return -ENOMEM;
         memcpy(c->pending, s->reply.data + start, s->reply.size - start);
+        c->pending_size = s->reply.size - start;
+        s->pending_bytes += c->pending_size;
         c->n_pending = n_parts - sent;
         c->pending_next = 0;
         for (size_t i = 0; i < c->n_pending; i++)

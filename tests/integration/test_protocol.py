@@ -365,6 +365,54 @@ def test_reply_parts(tap):
         dm.stop()
 
 
+def test_pending_budget(tap):
+    # Clients that ask for 32-part replies and never read them: the daemon holds what their
+    # sockets do not take up to its budget for all clients (64 MiB); past it, the client whose
+    # reply does not fit is disconnected, and everyone else is served.
+    d = t.workdir()
+    dm = t.Daemon(d, ["--backend=sim", "--sim-model=spr"])
+    held = []
+    try:
+        req = msgpack.packb({"v": 1, "id": 1, "op": "batch",
+                             "ops": [["R", [0, 1] * 2048, [0x10] * 32]]})  # TSC: 9 bytes a value
+        dropped = None
+        for i in range(80):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(dm.socket)
+            s.send(req)
+            held.append(s)
+            other = t.Client(dm.socket, timeout=5)
+            ok = other.call("hello")["ok"]   # answered after the batch above, so it ran
+            other.close()
+            if not ok:
+                break
+            if "Dropping uid=0" in dm.log():
+                dropped = i
+                break
+        tap.ok(dropped is not None and 40 <= dropped <= 75,
+               "past 64 MiB of unread replies the next such client is disconnected (client %s)" % dropped,
+               dm.log()[-600:])
+        s = held[-1]
+        s.settimeout(5)
+        parts = 0
+        while s.recv(1 << 20):
+            parts += 1
+        tap.ok(0 < parts < 32, "it read the parts its socket had taken, then the end (%d parts)" % parts)
+        rss = rss_kib(dm.proc.pid)
+        tap.ok(dm.alive() and rss < 96 * 1024, "the daemon stays up and bounded (RSS %d KiB)" % rss)
+        first = held[0]
+        first.settimeout(5)
+        got = [msgpack.unpackb(first.recv(1 << 20)) for _ in range(32)]
+        tap.ok([g["part"] for g in got] == list(range(32)) and sum(len(g["values"]) for g in got) == 131072,
+               "the first client, reading at last, gets all its 32 parts")
+        c = t.Client(dm.socket)
+        tap.ok(c.call("hello")["ok"], "others are served throughout")
+    finally:
+        for s in held:
+            s.close()
+        dm.stop()
+
+
 def test_random_garbage(tap):
     m, dm = start()
     try:
@@ -396,4 +444,5 @@ def test_random_garbage(tap):
 
 
 sys.exit(t.Tap().run([test_malformed, test_limits, test_too_many_clients, test_admin_slots_reserved,
-                      test_vanishing_and_slow_clients, test_each, test_reply_parts, test_random_garbage]))
+                      test_vanishing_and_slow_clients, test_each, test_reply_parts, test_pending_budget,
+                      test_random_garbage]))
