@@ -365,6 +365,23 @@ def test_reply_parts(tap):
         dm.stop()
 
 
+def test_library_batches(tap):
+    # libpmugate's side of the same: each ops, a reply in 32 parts, the limits it enforces
+    d = t.workdir()
+    dm = t.Daemon(d, ["--backend=sim", "--sim-model=spr"])
+    try:
+        helper = os.environ.get("PMUGATE_BATCH_CLIENT", os.path.join(t.BUILD, "tests", "batch-client"))
+        p = subprocess.run([helper, dm.socket, "0", "3"], capture_output=True, text=True, timeout=60)
+        lines = [l for l in p.stdout.splitlines() if l.startswith(("ok ", "not ok "))]
+        for line in lines:
+            tap.ok(line.startswith("ok "), "library: " + line.split(" ", 1 if line.startswith("ok ") else 2)[-1],
+                   p.stderr)
+        tap.ok(p.returncode == 0 and len(lines) == 11, "the library checks ran (exit %d, %d checks)" %
+               (p.returncode, len(lines)), p.stdout + p.stderr)
+    finally:
+        dm.stop()
+
+
 def test_pending_budget(tap):
     # Clients that ask for 32-part replies and never read them: the daemon holds what their
     # sockets do not take up to its budget for all clients (64 MiB); past it, the client whose
@@ -444,5 +461,5 @@ def test_random_garbage(tap):
 
 
 sys.exit(t.Tap().run([test_malformed, test_limits, test_too_many_clients, test_admin_slots_reserved,
-                      test_vanishing_and_slow_clients, test_each, test_reply_parts, test_pending_budget,
+                      test_vanishing_and_slow_clients, test_each, test_reply_parts, test_library_batches, test_pending_budget,
                       test_random_garbage]))
