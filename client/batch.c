@@ -200,7 +200,8 @@ static int pack_step(msgpack_packer *pk, const pmugate_step *step) {
                        msgpack_pack_uint32(pk, step->reg) < 0 ? -ENOMEM : 0;
         case PMUGATE_STEP_WRITE:
                 return msgpack_pack_array(pk, 3) < 0 || pack_string(pk, "w") < 0 ||
-                       msgpack_pack_uint32(pk, step->reg) < 0 || msgpack_pack_uint64(pk, step->value) < 0 ? -ENOMEM : 0;
+                       msgpack_pack_uint32(pk, step->reg) < 0 || msgpack_pack_uint64(pk, step->value) < 0 ?
+                               -ENOMEM : 0;
         case PMUGATE_STEP_WRITE_BITS:
                 return msgpack_pack_array(pk, 4) < 0 || pack_string(pk, "wm") < 0 ||
                        msgpack_pack_uint32(pk, step->reg) < 0 || msgpack_pack_uint64(pk, step->value) < 0 ||

@@ -133,9 +133,14 @@ static int add_steps(pmugate_batch *b, const pmugate_measure *m, size_t first, s
                 for (size_t k = 0; k < n_steps && r >= 0; k++) {
                         const pmugate_step *st = &steps[k];
 
-                        r = st->kind == PMUGATE_STEP_READ ? pmugate_batch_read_msr(b, m->cpus[i], st->reg) :
-                            st->kind == PMUGATE_STEP_WRITE ? pmugate_batch_write_msr(b, m->cpus[i], st->reg, st->value) :
-                            pmugate_batch_write_msr_bits(b, m->cpus[i], st->reg, st->value, st->mask);
+                        uint32_t cpu = m->cpus[i];
+
+                        if (st->kind == PMUGATE_STEP_READ)
+                                r = pmugate_batch_read_msr(b, cpu, st->reg);
+                        else if (st->kind == PMUGATE_STEP_WRITE)
+                                r = pmugate_batch_write_msr(b, cpu, st->reg, st->value);
+                        else
+                                r = pmugate_batch_write_msr_bits(b, cpu, st->reg, st->value, st->mask);
                 }
         return r;
 }

@@ -351,7 +351,8 @@ static int decode_each_step(const msgpack_object *a, size_t index, size_t step, 
         unsigned args;
 
         if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size < 2 || a->via.array.ptr[0].type != MSGPACK_OBJECT_STR)
-                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu must be an array [kind, msr, ...]", index, step);
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu must be an array [kind, msr, ...]", index,
+                              step);
         k = &a->via.array.ptr[0];
         *ret = (RegOp) { .mask = UINT64_MAX };
         if (object_equals(k, "r", 1))
