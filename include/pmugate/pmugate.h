@@ -194,8 +194,9 @@ typedef struct pmugate_step {
 } pmugate_step;
 
 /* Runs the same steps on every CPU in one compact op: every step on cpus[0] in order, then on
- * cpus[1], and so on (at most pmugate_info.max_each_steps steps; -EOPNOTSUPP callers check
- * that field). Results are CPU-major: index(first) + cpu_index * n_steps + step_index. */
+ * cpus[1], and so on; each checked and run exactly as the single op it stands for. Results are
+ * CPU-major: index(first) + cpu_index * n_steps + step_index. At most 64 steps (-E2BIG); a
+ * daemon whose pmugate_info.max_each_steps is 0 predates the op and refuses the batch. */
 int pmugate_batch_each_cpu(pmugate_batch *b, const uint32_t *cpus, size_t n_cpus, const pmugate_step *steps,
                            size_t n_steps);
 
