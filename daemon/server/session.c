@@ -110,17 +110,18 @@ static int session_send_pending(Session *c) {
  * errno when the client must be dropped. */
 static int session_send_reply(Session *c) {
         Server *s = c->server;
+        /* a reply in one message is one part that ends where the reply does */
+        const size_t *ends = s->n_reply_parts > 0 ? s->reply_part_ends : &s->reply.size;
         size_t n_parts = s->n_reply_parts > 0 ? s->n_reply_parts : 1, sent = 0, start = 0;
 
         for (; sent < n_parts; sent++) {
-                size_t end = s->n_reply_parts > 0 ? s->reply_part_ends[sent] : s->reply.size;
-                ssize_t n = send(c->fd, s->reply.data + start, end - start, MSG_DONTWAIT | MSG_NOSIGNAL);
+                ssize_t n = send(c->fd, s->reply.data + start, ends[sent] - start, MSG_DONTWAIT | MSG_NOSIGNAL);
 
                 if (n < 0 && errno == EAGAIN)
                         break;
                 if (n < 0)
                         return -errno;
-                start = end;
+                start = ends[sent];
         }
         if (sent == n_parts)
                 return 0;
@@ -139,7 +140,7 @@ static int session_send_reply(Session *c) {
         c->n_pending = n_parts - sent;
         c->pending_next = 0;
         for (size_t i = 0; i < c->n_pending; i++)
-                c->pending_ends[i] = (s->n_reply_parts > 0 ? s->reply_part_ends[sent + i] : s->reply.size) - start;
+                c->pending_ends[i] = ends[sent + i] - start;
         return sd_event_source_set_io_events(c->io, EPOLLOUT);
 }
 
