@@ -435,6 +435,11 @@ class Tap:
         sys.stdout.flush()
         return cond
 
+    def skip(self, desc, reason):
+        """One test point reported as skipped, with why."""
+        self.n += 1
+        print("ok %d - %s # SKIP %s" % (self.n, desc, reason))
+
     def eq(self, got, want, desc):
         return self.ok(got == want, desc, "got:  %r\nwant: %r" % (got, want))
 
@@ -475,6 +480,12 @@ def runtime_parent(workdir):
         os.chmod(d, 0o755)
         _runtime_parents.append(d)
     return d
+
+
+# A sanitizer build's allocator keeps freed memory in quarantine: the daemon's resident size says
+# nothing about what it gives back there.
+SANITIZED = "ASAN_OPTIONS" in os.environ
+SANITIZED_RSS = "AddressSanitizer keeps freed memory in quarantine, so RSS does not show what the daemon frees"
 
 
 def workdir():
