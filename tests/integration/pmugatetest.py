@@ -482,9 +482,17 @@ def runtime_parent(workdir):
     return d
 
 
+def _daemon_sanitized():
+    try:
+        out = subprocess.run(["ldd", PMUGATED], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "ASAN_OPTIONS" in os.environ
+    return "libasan" in out
+
+
 # A sanitizer build's allocator keeps freed memory in quarantine: the daemon's resident size says
 # nothing about what it gives back there.
-SANITIZED = "ASAN_OPTIONS" in os.environ
+SANITIZED = _daemon_sanitized()
 SANITIZED_RSS = "AddressSanitizer keeps freed memory in quarantine, so RSS does not show what the daemon frees"
 
 
