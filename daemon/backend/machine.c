@@ -138,7 +138,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Machine *, machine_free);
 /* The longest CPU list file read: every other CPU of PMUGATE_CPUS_MAX, as "0,2,4,...". */
 #define CPU_LIST_TEXT_MAX (64U * 1024U)
 
-static int read_text(const char *root, const char *path, char *buf, size_t size) {
+int machine_read_text(const char *root, const char *path, char *buf, size_t size) {
         _cleanup_fclose_ FILE *f = NULL;
         char full[4096];
         size_t n;
@@ -154,7 +154,10 @@ static int read_text(const char *root, const char *path, char *buf, size_t size)
         if (n == size - 1 && fgetc(f) != EOF)
                 return -EFBIG;
         buf[n] = '\0';
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+        /* nor one with a NUL inside, which would end the text early without a word */
+        if (memchr(buf, '\0', n))
+                return -EINVAL;
+        while (n > 0 && isspace((unsigned char) buf[n - 1]))
                 buf[--n] = '\0';
         return 0;
 }
@@ -164,7 +167,7 @@ static int read_int(const char *root, const char *path, int64_t *ret) {
         long long v;
         int r;
 
-        r = read_text(root, path, buf, sizeof(buf));
+        r = machine_read_text(root, path, buf, sizeof(buf));
         if (r < 0)
                 return r;
         errno = 0;
@@ -231,16 +234,16 @@ static int discover_cpus(const char *root, Machine *m) {
         char buf[65536];
         int r;
 
-        r = read_text(root, "sys/devices/system/cpu/present", buf, sizeof(buf));
+        r = machine_read_text(root, "sys/devices/system/cpu/present", buf, sizeof(buf));
         if (r < 0)
-                r = read_text(root, "sys/devices/system/cpu/possible", buf, sizeof(buf));
+                r = machine_read_text(root, "sys/devices/system/cpu/possible", buf, sizeof(buf));
         if (r < 0)
                 return log_error_errno(r, "Cannot read %s/sys/devices/system/cpu/present", root);
         r = cpulist_parse(buf, PMUGATE_CPUS_MAX, &present, &n_present);
         if (r < 0 || n_present == 0)
                 return log_error_errno(r < 0 ? r : -EINVAL, "Bad CPU list '%s' in sys/devices/system/cpu/present", buf);
 
-        r = read_text(root, "sys/devices/system/cpu/online", buf, sizeof(buf));
+        r = machine_read_text(root, "sys/devices/system/cpu/online", buf, sizeof(buf));
         if (r < 0)
                 return log_error_errno(r, "Cannot read %s/sys/devices/system/cpu/online", root);
         r = cpulist_parse(buf, PMUGATE_CPUS_MAX, &online, &n_online);
@@ -289,7 +292,7 @@ static int discover_cpus(const char *root, Machine *m) {
                 }
 
                 (void) snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%" PRIu32 "/topology/thread_siblings_list", cpu);
-                if (read_text(root, path, buf, sizeof(buf)) >= 0 &&
+                if (machine_read_text(root, path, buf, sizeof(buf)) >= 0 &&
                     cpulist_parse(buf, PMUGATE_CPUS_MAX, &siblings, &n_siblings) >= 0)
                         for (size_t i = 0; i < n_siblings; i++)
                                 if (siblings[i] == cpu)
@@ -360,7 +363,7 @@ static int32_t unit_package(const char *root, const Machine *m, const char *bdf)
         if (!list)
                 return -1;
         (void) snprintf(path, sizeof(path), "sys/devices/system/node/node%" PRId64 "/cpulist", node);
-        if (read_text(root, path, list, CPU_LIST_TEXT_MAX) < 0 ||
+        if (machine_read_text(root, path, list, CPU_LIST_TEXT_MAX) < 0 ||
             cpulist_parse(list, PMUGATE_CPUS_MAX, &cpus, &n) < 0)
                 return -1;
         for (size_t i = 0; i < n; i++) {

@@ -125,6 +125,11 @@ typedef struct Machine {
         unsigned l3_counters;
 } Machine;
 
+/* Reads root/path, a kernel text file (sysfs, procfs) or the fake machine's copy of one, as
+ * hostile input: refused when longer than size - 1 bytes (-EFBIG) or holding a NUL (-EINVAL);
+ * trailing white space removed. */
+int machine_read_text(const char *root, const char *path, char *buf, size_t size);
+
 Machine *machine_new(void);
 Machine *machine_free(Machine *m);
 

@@ -32,28 +32,6 @@
 static const char *const free_running_events[] = { "read", "write" };
 static const char *const cas_events[] = { "cas_count_read", "cas_count_write" };
 
-static int read_sysfs(const char *root, const char *path, char *buf, size_t size) {
-        _cleanup_fclose_ FILE *f = NULL;
-        char full[4096];
-        size_t n;
-
-        (void) snprintf(full, sizeof(full), "%s/%s", root, path);
-        f = fopen(full, "re");
-        if (!f)
-                return negative_errno();
-        n = fread(buf, 1, size - 1, f);
-        if (ferror(f))
-                return -EIO;
-        if (n == size - 1 && fgetc(f) != EOF)
-                return -EFBIG;
-        buf[n] = '\0';
-        if (memchr(buf, '\0', n))
-                return -EINVAL;
-        while (n > 0 && isspace((unsigned char) buf[n - 1]))
-                buf[--n] = '\0';
-        return 0;
-}
-
 static bool name_ok(const char *s, size_t max) {
         size_t n = strlen(s);
 
@@ -107,7 +85,7 @@ static int parse_event(const char *root, const char *pmu_dir, const char *text, 
                 if (errno != 0 || end == eq + 1 || *end != '\0' || eq[1] == '-')
                         return -EINVAL;
                 (void) snprintf(path, sizeof(path), "%s/format/%s", pmu_dir, term);
-                r = read_sysfs(root, path, format, sizeof(format));
+                r = machine_read_text(root, path, format, sizeof(format));
                 if (r < 0)
                         return r;
                 r = parse_format(format, &lo, &hi);
@@ -141,7 +119,7 @@ static int pmu_cpus(const char *root, const Machine *m, const char *pmu_dir, uin
         int r;
 
         (void) snprintf(path, sizeof(path), "%s/cpumask", pmu_dir);
-        r = read_sysfs(root, path, text, sizeof(text));
+        r = machine_read_text(root, path, text, sizeof(text));
         if (r < 0)
                 return r;
         return cpulist_parse(text, m->n_cpus, ret_cpus, ret_n);
@@ -154,13 +132,13 @@ static void read_event_scale(const char *root, const char *pmu_dir, const char *
         c->scale = 1.0;
         c->unit[0] = '\0';
         (void) snprintf(path, sizeof(path), "%s/events/%s.scale", pmu_dir, event);
-        if (read_sysfs(root, path, text, sizeof(text)) == 0) {
+        if (machine_read_text(root, path, text, sizeof(text)) == 0) {
                 scale = strtod(text, &end);
                 if (end != text && *end == '\0' && isfinite(scale) && scale > 0 && scale < SCALE_MAX)
                         c->scale = scale;
         }
         (void) snprintf(path, sizeof(path), "%s/events/%s.unit", pmu_dir, event);
-        if (read_sysfs(root, path, text, sizeof(text)) == 0 && strlen(text) < sizeof(c->unit)) {
+        if (machine_read_text(root, path, text, sizeof(text)) == 0 && strlen(text) < sizeof(c->unit)) {
                 bool printable = true;
 
                 for (const char *p = text; *p; p++)
@@ -239,7 +217,7 @@ static int add_pmu_event(Machine *m, const char *root, const char *dir, const ch
         int r;
 
         (void) snprintf(path, sizeof(path), "%s/events/%s", dir, event);
-        r = read_sysfs(root, path, text, sizeof(text));
+        r = machine_read_text(root, path, text, sizeof(text));
         if (r == -ENOENT)
                 return 0;
         (void) snprintf(c.name, sizeof(c.name), "%.40s/%.20s", pmu, event);
@@ -271,7 +249,7 @@ static int discover_pmu(Machine *m, const char *root, const char *pmu, size_t *a
 
         (void) snprintf(dir, sizeof(dir), EVENT_SOURCE_DIR "/%.40s", pmu);
         (void) snprintf(path, sizeof(path), "%s/type", dir);
-        r = read_sysfs(root, path, text, sizeof(text));
+        r = machine_read_text(root, path, text, sizeof(text));
         if (r >= 0)
                 r = parse_u32(text, &type);
         if (r < 0) {

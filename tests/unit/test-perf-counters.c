@@ -152,8 +152,29 @@ static void test_no_event_sources(void **state) {
         machine_free(m);
 }
 
+/* The one reader of the kernel's text files that discovery uses, for CPU lists as for PMUs. */
+static void test_read_text(void **state) {
+        static const char with_nul[] = { '0', '-', '3', '\0', '9', '\n' };
+        char buf[16], path[4096];
+        FILE *f;
+
+        write_file("a", "0-3 \t\n\n");
+        assert_int_equal(machine_read_text(tmpdir, "a", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "0-3");
+        write_file("b", "0123456789abcdef");
+        assert_int_equal(machine_read_text(tmpdir, "b", buf, sizeof(buf)), -EFBIG);
+        (void) snprintf(path, sizeof(path), "%s/c", tmpdir);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fwrite(with_nul, 1, sizeof(with_nul), f), sizeof(with_nul));
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(machine_read_text(tmpdir, "c", buf, sizeof(buf)), -EINVAL);
+        assert_int_equal(machine_read_text(tmpdir, "none", buf, sizeof(buf)), -ENOENT);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_read_text, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_discovery, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_no_event_sources, tmpdir_setup, tmpdir_teardown),
         };
