@@ -34,6 +34,38 @@ def skip(tap, desc, reason):
     tap.skip(desc, reason)
 
 
+class UserLease:
+    """A user's process holding a lease on one CPU (the job's grant made beforehand) until the
+    with block ends; .ok says whether the daemon gave it."""
+
+    def __init__(self, node, cpu, uid=None):
+        self.node, self.cpu, self.uid = node, cpu, USER if uid is None else uid
+
+    def __enter__(self):
+        r_fd, w_fd = os.pipe()
+        go_r, self.go_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(r_fd)
+            os.close(self.go_w)
+            t.as_user(self.uid, 4999, [t.USER_GID])()
+            c = t.Client(self.node.daemon.socket)
+            os.write(w_fd, b"1" if c.call("lease", cpus=[self.cpu])["ok"] else b"0")
+            os.read(go_r, 1)
+            os._exit(0)
+        os.close(w_fd)
+        os.close(go_r)
+        self.ok = os.read(r_fd, 1) == b"1"
+        os.close(r_fd)
+        return self
+
+    def __exit__(self, *exc):
+        os.write(self.go_w, b"x")
+        os.waitpid(self.pid, 0)
+        os.close(self.go_w)
+        return False
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

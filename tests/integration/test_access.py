@@ -5,7 +5,6 @@ refusals (allowlist, never-list, read-only, CPU, unit), per-op device errors, au
 
 import json
 import os
-import shutil
 import sys
 import time
 

@@ -6,7 +6,6 @@ of everything a lease wrote on release, disconnect, kill, revoke and daemon cras
 counters; reset; reload with good and bad files."""
 
 import os
-import signal
 import subprocess
 import sys
 import threading

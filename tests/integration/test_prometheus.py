@@ -169,31 +169,13 @@ def main():
         tap.ok(True, "the job's series stop when it ends (stale at the next scrape)")
 
         node.admin("grant", job="88", uid=x.USER, cpus=[3])
-        r_fd, w_fd = os.pipe()
-        go_r, go_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r_fd)
-            os.close(go_w)
-            t.as_user(x.USER, 4999, [t.USER_GID])()
-            c = t.Client(node.daemon.socket)
-            os.write(w_fd, b"1" if c.call("lease", cpus=[3])["ok"] else b"0")
-            os.read(go_r, 1)
-            os._exit(0)
-        os.close(w_fd)
-        os.close(go_r)
-        try:
-            tap.eq(os.read(r_fd, 1), b"1", "a user leases CPU 3")
+        with x.UserLease(node, 3) as lease:
+            tap.ok(lease.ok, "a user leases CPU 3")
             r = prom.wait(lambda: prom.query('pmugate_cpu_monitored{cpu="3",reason="user_lease"} == 0'),
                           "the lease shows in Prometheus")
             tap.ok(len(r) == 1, "Prometheus shows CPU 3 not monitored because of a user's lease", r)
             others = prom.query('pmugate_cpu_monitored{reason="monitored"} == 1')
             tap.eq(sorted(o["metric"]["cpu"] for o in others), ["0", "1", "2"], "the other CPUs stay monitored")
-        finally:
-            os.write(go_w, b"x")
-            os.waitpid(pid, 0)
-            os.close(r_fd)
-            os.close(go_w)
         prom.wait(lambda: prom.query('pmugate_cpu_monitored{cpu="3",reason="monitored"} == 1'),
                   "CPU 3 monitored again")
         tap.ok(True, "CPU 3 is monitored again once the user lets go")

@@ -90,7 +90,7 @@ def test_counting_gates_and_overflow(tap):
 
         values(c, [["w", 0, PMC0 + 1, 0x80000000]])
         tap.eq(values(c, [["r", 0, PMC0 + 1]])[0], 0xFFFF80000000, "a legacy PMC write sign-extends bit 31 to 48 bits")
-        r = c.batch([["w", 0, A_PMC0 + 1, 1 << 47]])
+        values(c, [["w", 0, A_PMC0 + 1, 1 << 47]])
         tap.eq(values(c, [["r", 0, PMC0 + 1]])[0], 1 << 47, "the full-width alias takes the value as it is")
 
         values(c, [["w", 0, EVTSEL0, cycles], ["w", 0, A_PMC0, WIDTH48 - 1000]])
