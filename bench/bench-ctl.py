@@ -18,13 +18,11 @@ Not a test: it prints numbers, it does not judge them. Needs root, as the daemon
 """
 
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 
-SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import benchnode
 
 
 def timed(spawn, runs, argv, env):
@@ -59,36 +57,16 @@ def main(argv):
         print(__doc__.strip())
         return 2
     build = os.path.abspath(args[0] if args else "build")
-    pmugated = os.path.join(build, "daemon", "pmugated")
     ctl = os.path.join(build, "client", "pmugatectl")
     pmugate = os.path.join(build, "client", "pmugate")
     spawn = os.path.join(build, "bench", "bench-spawn")
-    for path in (pmugated, ctl, pmugate, spawn):
-        if not os.access(path, os.X_OK):
-            sys.stderr.write("%s is missing: build first (ninja -C %s)\n" % (path, build))
-            return 1
-    if os.geteuid() != 0:
-        sys.stderr.write("bench-ctl.py needs root: pmugated opens the msr files as root\n")
-        return 1
+    rc = benchnode.check_programs(build, ["client/pmugatectl", "client/pmugate", "bench/bench-spawn"],
+                                  "bench-ctl.py")
+    if rc is not None:
+        return rc
 
-    os.environ["PMUGATED"] = pmugated
-    os.environ["PMUGATE_SOURCE_DIR"] = SOURCE
-    os.environ["PMUGATE_BUILD_DIR"] = build
-    sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
-    import pmugatetest as pt
-
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"
-    work = tempfile.mkdtemp(prefix="pmugate-bench-ctl-", dir=base)
-    daemon = None
-    try:
-        os.chmod(work, 0o755)
-        root = os.path.join(work, "root")
-        pt.FakeMachine(root, model="spr", sockets=2, cores=8, smt=True)
-        config = os.path.join(work, "pmugate.conf")
-        pt.write_config(config, admin_gids=(0,), user_gids=(os.getgid(),))
-        daemon = pt.Daemon(work, ["--root=" + root, "--runtime-dir=" + os.path.join(work, "run")],
-                           config=config, allowlist_dir=os.path.join(SOURCE, "policy", "allowlists"),
-                           user="nobody")
+    with benchnode.FakeNode(build, "pmugate-bench-ctl-", sockets=2, cores=8) as node:
+        daemon = node.daemon
         env = dict(os.environ, PMUGATE_SOCKET=daemon.socket)
         sock = "--socket=" + daemon.socket
         print("command: bench/bench-ctl.py %s --runs=%d\n" % (args[0] if args else "build", runs))
@@ -113,10 +91,6 @@ def main(argv):
             sys.stderr.write("pmugated exited during the run:\n%s" % daemon.log())
             return 1
         return 0
-    finally:
-        if daemon is not None:
-            daemon.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

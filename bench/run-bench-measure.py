@@ -12,9 +12,11 @@ it does not judge them.
 """
 
 import os
+import subprocess
 import sys
 
-SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import benchnode
+
 SIM_CONFIG = "[machine]\nmodel = spr\nsockets = %d\ncores = %d\nsmt = yes\n[clock]\nmode = realtime\n"
 
 
@@ -37,15 +39,11 @@ def main(argv):
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     build = os.path.abspath(argv[0] if argv else "build")
     bench = os.path.join(build, "bench", "bench-measure")
-    if os.geteuid() != 0:
-        sys.stderr.write("run-bench-measure.py needs root, as pmugated does\n")
-        return 1
-    os.environ["PMUGATE_SOURCE_DIR"] = SOURCE
-    os.environ["PMUGATE_BUILD_DIR"] = build
-    os.environ.setdefault("PMUGATE_GROUP_PATH", os.path.join(SOURCE, "client", "groups"))
-    sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
-    import pmugatetest as pt
-    import subprocess
+    rc = benchnode.check_programs(build, ["bench/bench-measure"], "run-bench-measure.py")
+    if rc is not None:
+        return rc
+    os.environ.setdefault("PMUGATE_GROUP_PATH", os.path.join(benchnode.SOURCE, "client", "groups"))
+    pt = benchnode.harness(build)
 
     work = pt.workdir()
     config = os.path.join(work, "sim.conf")
