@@ -68,12 +68,14 @@ static int reserve_results(pmugate_batch *b, size_t n) {
         return 0;
 }
 
-/* After an op was encoded from byte `before` on: keeps it when the request still fits the
- * daemon's size limit, else takes it back. */
-static int commit_op(pmugate_batch *b, size_t before, size_t n_results) {
-        if (b->ops.size > PMUGATE_REQUEST_SIZE_MAX - BATCH_REQUEST_HEAD_BYTES) {
+/* After an op was encoded from byte `before` on, r telling how that went: keeps it when it was
+ * encoded whole and the request still fits the daemon's size limit, else takes it back. */
+static int finish_op(pmugate_batch *b, size_t before, int r, size_t n_results) {
+        if (r >= 0 && b->ops.size > PMUGATE_REQUEST_SIZE_MAX - BATCH_REQUEST_HEAD_BYTES)
+                r = -E2BIG;
+        if (r < 0) {
                 b->ops.size = before;
-                return -E2BIG;
+                return r;
         }
         b->n_ops++;
         b->n_results += n_results;
@@ -112,14 +114,11 @@ static int add_op(pmugate_batch *b, const char *kind, uint32_t target, uint32_t 
                 return r;
         pk = &b->packer;
         before = b->ops.size;
-        if (msgpack_pack_array(pk, 3 + n_values) < 0 || pack_string(pk, kind) < 0 ||
+        r = msgpack_pack_array(pk, 3 + n_values) < 0 || pack_string(pk, kind) < 0 ||
             msgpack_pack_uint32(pk, target) < 0 || msgpack_pack_uint32(pk, reg) < 0 ||
             (n_values >= 1 && msgpack_pack_uint64(pk, value) < 0) ||
-            (n_values >= 2 && msgpack_pack_uint64(pk, mask) < 0)) {
-                b->ops.size = before;
-                return -ENOMEM;
-        }
-        return commit_op(b, before, 1);
+            (n_values >= 2 && msgpack_pack_uint64(pk, mask) < 0) ? -ENOMEM : 0;
+        return finish_op(b, before, r, 1);
 }
 
 int pmugate_batch_read_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg) {
@@ -146,12 +145,9 @@ int pmugate_batch_read_counter(pmugate_batch *b, uint32_t counter) {
                 return r;
         pk = &b->packer;
         before = b->ops.size;
-        if (msgpack_pack_array(pk, 2) < 0 || pack_string(pk, "cr") < 0 ||
-            msgpack_pack_uint32(pk, counter) < 0) {
-                b->ops.size = before;
-                return -ENOMEM;
-        }
-        return commit_op(b, before, 1);
+        r = msgpack_pack_array(pk, 2) < 0 || pack_string(pk, "cr") < 0 || msgpack_pack_uint32(pk, counter) < 0 ?
+                -ENOMEM : 0;
+        return finish_op(b, before, r, 1);
 }
 
 int pmugate_batch_write_pci(pmugate_batch *b, uint32_t unit, uint32_t offset, uint64_t value) {
@@ -171,26 +167,40 @@ static int pack_u32_list(msgpack_packer *pk, const uint32_t *v, size_t n) {
         return 0;
 }
 
+/* Begins a compact op of kind over cpus whose expansion gives n_results: its array of 3, its
+ * kind and its CPU list, after the checks every compact op shares. ret_before: where it began,
+ * for finish_op() once the rest is encoded; on failure nothing of it stays. */
+static int begin_compact(pmugate_batch *b, const char *kind, const uint32_t *cpus, size_t n_cpus, size_t n_results,
+                         size_t *ret_before) {
+        msgpack_packer *pk = &b->packer;
+        int r;
+
+        if (n_cpus > PMUGATE_LIST_MAX)
+                return -E2BIG;
+        r = reserve_results(b, n_results);
+        if (r < 0)
+                return r;
+        *ret_before = b->ops.size;
+        r = msgpack_pack_array(pk, 3) < 0 || pack_string(pk, kind) < 0 || pack_u32_list(pk, cpus, n_cpus) < 0 ?
+                -ENOMEM : 0;
+        if (r < 0)
+                b->ops.size = *ret_before;
+        return r;
+}
+
 int pmugate_batch_read_msrs(pmugate_batch *b, const uint32_t *cpus, size_t n_cpus, const uint32_t *regs, size_t n_regs) {
-        msgpack_packer *pk;
         size_t before;
         int r;
 
         if (!b || (n_cpus > 0 && !cpus) || (n_regs > 0 && !regs))
                 return -EINVAL;
-        if (n_cpus > PMUGATE_LIST_MAX || n_regs > PMUGATE_LIST_MAX)
+        if (n_regs > PMUGATE_LIST_MAX)
                 return -E2BIG;
-        r = reserve_results(b, n_cpus * n_regs);
+        r = begin_compact(b, "R", cpus, n_cpus, n_cpus * n_regs, &before);
         if (r < 0)
                 return r;
-        pk = &b->packer;
-        before = b->ops.size;
-        if (msgpack_pack_array(pk, 3) < 0 || pack_string(pk, "R") < 0 || pack_u32_list(pk, cpus, n_cpus) < 0 ||
-            pack_u32_list(pk, regs, n_regs) < 0) {
-                b->ops.size = before;
-                return -ENOMEM;
-        }
-        return commit_op(b, before, n_cpus * n_regs);
+        r = pack_u32_list(&b->packer, regs, n_regs);
+        return finish_op(b, before, r, n_cpus * n_regs);
 }
 
 static int pack_step(msgpack_packer *pk, const pmugate_step *step) {
@@ -213,28 +223,20 @@ static int pack_step(msgpack_packer *pk, const pmugate_step *step) {
 
 int pmugate_batch_each_cpu(pmugate_batch *b, const uint32_t *cpus, size_t n_cpus, const pmugate_step *steps,
                            size_t n_steps) {
-        msgpack_packer *pk;
         size_t before;
         int r;
 
         if (!b || (n_cpus > 0 && !cpus) || (n_steps > 0 && !steps))
                 return -EINVAL;
-        if (n_cpus > PMUGATE_LIST_MAX || n_steps > PMUGATE_EACH_OPS_MAX)
+        if (n_steps > PMUGATE_EACH_OPS_MAX)
                 return -E2BIG;
-        r = reserve_results(b, n_cpus * n_steps);
+        r = begin_compact(b, "each", cpus, n_cpus, n_cpus * n_steps, &before);
         if (r < 0)
                 return r;
-        pk = &b->packer;
-        before = b->ops.size;
-        r = msgpack_pack_array(pk, 3) < 0 || pack_string(pk, "each") < 0 || pack_u32_list(pk, cpus, n_cpus) < 0 ||
-            msgpack_pack_array(pk, n_steps) < 0 ? -ENOMEM : 0;
+        r = msgpack_pack_array(&b->packer, n_steps) < 0 ? -ENOMEM : 0;
         for (size_t i = 0; r >= 0 && i < n_steps; i++)
-                r = pack_step(pk, &steps[i]);
-        if (r < 0) {
-                b->ops.size = before;
-                return r;
-        }
-        return commit_op(b, before, n_cpus * n_steps);
+                r = pack_step(&b->packer, &steps[i]);
+        return finish_op(b, before, r, n_cpus * n_steps);
 }
 
 /* Takes the results of one reply message, after the n_filled already taken. */
