@@ -16,6 +16,21 @@ EVTSEL_ENABLE = 1 << 22
 FIXED_CTRL_ENABLE = 0x3333  # OS and USR of fixed counters 0-3
 
 
+def parse(argv, doc, name, program):
+    """[BUILD_DIR] [-- OPTIONS]: (exit status or None, build directory, options after --, the
+    command line to print) with build/program checked as check_programs() does."""
+    extra = []
+    if "--" in argv:
+        extra = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    if any(a in ("-h", "--help") for a in argv) or len(argv) > 1:
+        print(doc.strip())
+        return (0 if argv and argv[0] in ("-h", "--help") else 2), None, None, None
+    build = os.path.abspath(argv[0] if argv else "build")
+    command = " ".join(["bench/" + name, argv[0] if argv else "build"] + (["--"] + extra if extra else []))
+    return check_programs(build, [program], name), build, extra, command
+
+
 def check_programs(build, programs, name):
     """None when every program of build is there and we are root, else the exit status, said why."""
     for path in [os.path.join(build, "daemon", "pmugated")] + [os.path.join(build, p) for p in programs]:

@@ -16,22 +16,14 @@ import benchnode
 
 
 def main(argv):
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
-    if any(a in ("-h", "--help") for a in argv) or len(argv) > 1:
-        print(__doc__.strip())
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
-    build = os.path.abspath(argv[0] if argv else "build")
-    bench = os.path.join(build, "bench", "bench-marker")
-    rc = benchnode.check_programs(build, ["bench/bench-marker"], "run-bench-marker.py")
+    rc, build, extra, command = benchnode.parse(argv, __doc__, "run-bench-marker.py", "bench/bench-marker")
     if rc is not None:
         return rc
+    bench = os.path.join(build, "bench", "bench-marker")
     with benchnode.FakeNode(build, "pmugate-bench-marker-", sockets=1, cores=4, filled=True) as node:
-        print("command: %s\n" % " ".join(["bench/run-bench-marker.py", argv[0] if argv else "build"] +
-                                        (["--"] + extra if extra else [])))
+        print("command: %s\n" % command)
         return node.run([bench, "--socket=" + node.daemon.socket, "--cpu=0"] + extra)
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -19,28 +19,20 @@ import benchnode
 
 
 def main(argv):
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
-    if any(a in ("-h", "--help") for a in argv) or len(argv) > 1:
-        print(__doc__.strip())
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
-    build = os.path.abspath(argv[0] if argv else "build")
-    bench = os.path.join(build, "bench", "bench-rpc")
-    rc = benchnode.check_programs(build, ["bench/bench-rpc"], "run-bench.py")
+    rc, build, extra, command = benchnode.parse(argv, __doc__, "run-bench.py", "bench/bench-rpc")
     if rc is not None:
         return rc
+    bench = os.path.join(build, "bench", "bench-rpc")
     # tmpfs makes a pread a plain memory copy: the lowest floor there is, and so the hardest
     # comparison for the daemon. Real pages, so every read copies data and the benchmark can
     # check the daemon returned what the file holds; an idle PMU, or the daemon would refuse the
     # benchmark's writes to counters that look held by another PMU user.
     with benchnode.FakeNode(build, "pmugate-bench-", sockets=2, cores=8, filled=True, idle_pmu=True) as node:
-        print("command: %s\n" % " ".join(["bench/run-bench.py", argv[0] if argv else "build"] +
-                                        (["--"] + extra if extra else [])))
+        print("command: %s\n" % command)
         return node.run([bench, "--socket=" + node.daemon.socket, "--root=" + node.root,
                          "--cpus=%d" % node.machine.ncpus, "--runtime-dir=" + node.runtime,
                          "--daemon-pid=%d" % node.daemon.proc.pid] + extra)
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
