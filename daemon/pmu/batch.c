@@ -174,6 +174,47 @@ static int check_scope(const BatchContext *ctx, const RegOp *op, const AllowEntr
                       e->name, package_of(ctx, op), job);
 }
 
+/* An energy register counts the energy of every CPU of its core, package or machine, whoever
+ * runs there: a power side channel (CVE-2020-8694, CVE-2020-8695, CVE-2020-12912). Admins and
+ * monitors read it; a user only holding every one of those CPUs: in job mode the job's CPUs,
+ * otherwise its own leases. energy_read_shared gives it to every user who may read the class. */
+static int check_energy(const BatchContext *ctx, const RegOp *op, const AllowEntry *e, size_t i,
+                        BatchRefusal *ret) {
+        const EnergyRegister *er;
+        CpuSet counted, missing;
+        char list[96], what[96];
+        bool one;
+
+        if (!(e->flags & ALLOW_FLAG_ENERGY) || reg_op_is_write(op) || reg_op_is_pci(op))
+                return 0;
+        er = energy_list_lookup(op->reg);
+        if (!er || ctx->rights->role != ROLE_USER || ctx->energy_read_shared)
+                return 0;
+        if (energy_scope_cpus(ctx->machine, er, op->target, &counted) < 0)
+                return refuse(ret, PROTO_E_NO_SUCH_CPU, i, "op %zu: CPU %" PRIu32 " is offline", i, op->target);
+        cpuset_clear(&missing);
+        CPUSET_FOREACH(c, &counted)
+                if (ctx->scope ? !cpuset_has(&ctx->scope->cpus, c) : !leases_held_by(ctx->leases, c, ctx->owner))
+                        cpuset_add(&missing, c);
+        if (cpuset_is_empty(&missing))
+                return 0;
+        if (cpuset_format(&missing, list, sizeof(list)) < 0)
+                (void) snprintf(list, sizeof(list), "%u of them", cpuset_count(&missing));
+        one = cpuset_count(&missing) == 1;
+        energy_scope_describe(ctx->machine, er, op->target, what, sizeof(what));
+        if (ctx->scope)
+                return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
+                              "op %zu: %s counts the energy of %s, and job %s does not hold %s %s; energy "
+                              "is a power side channel on whoever runs there, so a job reads it only holding "
+                              "every CPU it counts (an admin may set energy_read_shared = yes)", i, er->name,
+                              what, ctx->scope->job, one ? "CPU" : "CPUs", list);
+        return refuse(ret, PROTO_E_NO_LEASE, i,
+                      "op %zu: %s counts the energy of %s; energy is a power side channel on whoever runs "
+                      "there, so a user reads it only holding leases on every CPU it counts (%s %s %s "
+                      "not leased; an admin may set energy_read_shared = yes)", i, er->name, what,
+                      one ? "CPU" : "CPUs", list, one ? "is" : "are");
+}
+
 static int check_lease(const BatchContext *ctx, const RegOp *op, const AllowEntry *e,
                        const SharedCpus *shared, size_t i, BatchRefusal *ret) {
         bool pci = reg_op_is_pci(op);
@@ -285,6 +326,8 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
                 }
                 if (r == 0)
                         r = check_class(ctx, op, e, i, ret_refusal);
+                if (r == 0 && !write)
+                        r = check_energy(ctx, op, e, i, ret_refusal);
                 if (r == 0 && op_is_shared(op, e) && (write || ctx->scope))
                         shared = shared_cpus(ctx, op, e, &shared_cache);
                 if (r == 0 && write)

@@ -24,6 +24,7 @@ typedef struct BatchContext {
         const Rights *rights;
         const Scope *scope;             /* NULL: every CPU */
         bool package_read_shared;       /* package registers readable without the whole package */
+        bool energy_read_shared;        /* energy registers readable by users without their CPUs */
         Leases *leases;
         const void *owner;              /* the client, as lease holder */
         const Pmu *pmu;

@@ -127,7 +127,9 @@ static const Row rows[] = {
         { "scope: all of a package", ROLE_USER, "0,1,6,7", false, NULL, false,
           R(0, FAKE_PKG_ENERGY), 0, NULL },
         { "scope: package_read_shared", ROLE_USER, "0", true, NULL, false,
-          R(0, FAKE_PKG_ENERGY), 0, NULL },
+          R(0, FAKE_PKG_CTL), 0, NULL },
+        { "scope: package_read_shared is not energy", ROLE_USER, "0", true, NULL, false,
+          R(0, FAKE_PKG_ENERGY), PROTO_E_OUT_OF_SCOPE, "does not hold CPUs 1,6-7" },
         { "scope: another package's unit", ROLE_USER, "0,1,6,7", false, "0,1,6,7", false,
           PW(1, FAKE_IMC_BOX_CTL), PROTO_E_OUT_OF_SCOPE, "package 1" },
         { "scope: an empty package's unit", ROLE_USER, "0-11", false, NULL, false,
@@ -259,10 +261,134 @@ static void test_scope_cpus(void **state) {
         fake_pmu_free(f);
 }
 
+/* Energy registers: who reads them, holding which CPUs. */
+typedef struct EnergyRow {
+        const char *name;
+        Role role;
+        const char *scope;      /* a job-mode user's CPUs; NULL: open mode */
+        bool energy_read_shared;
+        const char *leased;
+        RegOp op;
+        int code;
+        const char *reason;
+} EnergyRow;
+
+static const EnergyRow energy_rows[] = {
+        { "open: a user without leases", ROLE_USER, NULL, false, NULL,
+          R(0, FAKE_PKG_ENERGY), PROTO_E_NO_LEASE, "CPUs 0-1,6-7 are not leased" },
+        { "open: a user holding part of the package", ROLE_USER, NULL, false, "0,6",
+          R(0, FAKE_PKG_ENERGY), PROTO_E_NO_LEASE, "CPUs 1,7 are not leased" },
+        { "open: a user holding the package", ROLE_USER, NULL, false, "0,1,6,7",
+          R(7, FAKE_PKG_ENERGY), 0, NULL },
+        { "open: the other package's energy", ROLE_USER, NULL, false, "0,1,6,7",
+          R(2, FAKE_PKG_ENERGY), PROTO_E_NO_LEASE, "all of package 1" },
+        { "open: core energy with one thread", ROLE_USER, NULL, false, "0",
+          R(0, FAKE_CORE_ENERGY), PROTO_E_NO_LEASE, "CPU 6 is not leased" },
+        { "open: core energy with the whole core", ROLE_USER, NULL, false, "0,6",
+          R(6, FAKE_CORE_ENERGY), 0, NULL },
+        { "open: energy_read_shared", ROLE_USER, NULL, true, NULL,
+          R(0, FAKE_PKG_ENERGY), 0, NULL },
+        { "a monitor", ROLE_MONITOR, NULL, false, NULL,
+          R(0, FAKE_PKG_ENERGY), 0, NULL },
+        { "an admin", ROLE_ADMIN, NULL, false, NULL,
+          R(0, FAKE_CORE_ENERGY), 0, NULL },
+        { "job: one thread of a core", ROLE_USER, "0", false, NULL,
+          R(0, FAKE_CORE_ENERGY), PROTO_E_OUT_OF_SCOPE, "does not hold CPU 6" },
+        { "job: the whole core", ROLE_USER, "0,6", false, NULL,
+          R(0, FAKE_CORE_ENERGY), 0, NULL },
+        { "job: the whole core is not the package", ROLE_USER, "0,6", false, NULL,
+          R(0, FAKE_PKG_ENERGY), PROTO_E_OUT_OF_SCOPE, "energy_read_shared" },
+        { "job: energy_read_shared", ROLE_USER, "0", true, NULL,
+          R(0, FAKE_CORE_ENERGY), 0, NULL },
+        { "job: leases do not widen the job", ROLE_USER, "0", false, "0",
+          R(0, FAKE_CORE_ENERGY), PROTO_E_OUT_OF_SCOPE, NULL },
+        { "an offline CPU", ROLE_USER, NULL, false, NULL,
+          R(4, FAKE_PKG_ENERGY), PROTO_E_NO_SUCH_CPU, "offline" },
+};
+
+static void test_energy_table(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(energy_rows); i++) {
+                const EnergyRow *row = &energy_rows[i];
+                FakePmu *f = fake_pmu_new(3, 2, 2, offline_cpus, ELEMENTSOF(offline_cpus), unit_packages,
+                                          ELEMENTSOF(unit_packages));
+                static const char owner = 'o';
+                ClassSet classes;
+                Rights rights;
+                Scope scope = { .job = "4711", .from_cgroup = true };
+                const AllowEntry *entries[1] = {};
+                BatchRefusal refusal = {};
+                uint32_t *cpus;
+                size_t n;
+                char reason[200];
+                int r;
+
+                set_rights(row->role, &rights, &classes);
+                rights.scoped = row->scope != NULL;
+                cpus_from_list(row->scope, &cpus, &n);
+                for (size_t j = 0; j < n; j++)
+                        cpuset_add(&scope.cpus, cpus[j]);
+                free(cpus);
+                cpus_from_list(row->leased, &cpus, &n);
+                if (n > 0) {
+                        LeaseHolder holder = { .owner = &owner, .role = row->role, .uid = 1000, .pid = 1 };
+
+                        assert_int_equal(leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, reason,
+                                                        sizeof(reason)), 0);
+                }
+                free(cpus);
+
+                BatchContext ctx = {
+                        .machine = f->machine,
+                        .allowlist = f->allowlist,
+                        .rights = &rights,
+                        .scope = row->scope ? &scope : NULL,
+                        .energy_read_shared = row->energy_read_shared,
+                        .leases = f->leases,
+                        .owner = &owner,
+                        .pmu = f->pmu,
+                };
+                r = batch_check(&ctx, &row->op, 1, entries, &refusal);
+                if (r != row->code)
+                        fail_msg("%s: got code %d (%s), want %d", row->name, r, refusal.reason, row->code);
+                if (row->reason && !strstr(refusal.reason, row->reason))
+                        fail_msg("%s: reason '%s' lacks '%s'", row->name, refusal.reason, row->reason);
+                fake_pmu_free(f);
+        }
+}
+
+/* The list the energy rule is decided from, and the allowlist flag that sends reads to it. */
+static void test_energy_list(void **state) {
+        FakePmu *f = fake_pmu_new(3, 2, 2, offline_cpus, ELEMENTSOF(offline_cpus), unit_packages,
+                                  ELEMENTSOF(unit_packages));
+        char list[64];
+        CpuSet set;
+
+        assert_int_equal(energy_list_lookup(0xC001029A)->scope, ENERGY_SCOPE_CORE);
+        assert_int_equal(energy_list_lookup(0x611)->scope, ENERGY_SCOPE_PACKAGE);
+        assert_int_equal(energy_list_lookup(0x64D)->scope, ENERGY_SCOPE_MACHINE);
+        assert_null(energy_list_lookup(0x606));
+        assert_null(energy_list_lookup(0x613));
+        assert_true(energy_list_overlaps(0x600, 0x6FF));
+        assert_false(energy_list_overlaps(0x612, 0x618));
+        assert_true(allowlist_find_msr(f->allowlist, FAKE_CORE_ENERGY)->flags & ALLOW_FLAG_ENERGY);
+        assert_false(allowlist_find_msr(f->allowlist, FAKE_PKG_CTL)->flags & ALLOW_FLAG_ENERGY);
+
+        assert_int_equal(energy_scope_cpus(f->machine, energy_list_lookup(0x64D), 3, &set), 0);
+        assert_int_equal(cpuset_format(&set, list, sizeof(list)), 0);
+        assert_string_equal(list, "0-3,6-9");
+        assert_int_equal(energy_scope_cpus(f->machine, energy_list_lookup(0xC001029A), 7, &set), 0);
+        assert_int_equal(cpuset_format(&set, list, sizeof(list)), 0);
+        assert_string_equal(list, "1,7");
+        assert_int_equal(energy_scope_cpus(f->machine, energy_list_lookup(0x611), 4, &set), -ENXIO);
+        fake_pmu_free(f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_refusal_table),
                 cmocka_unit_test(test_scope_cpus),
+                cmocka_unit_test(test_energy_table),
+                cmocka_unit_test(test_energy_list),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
