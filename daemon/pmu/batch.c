@@ -499,9 +499,13 @@ void batch_execute(const BatchContext *ctx, Backend *b, const RegOp *ops, const 
 
                 if (reg_op_is_counter(op))
                         r = backend_counter_read(b, op->target, &value);
-                else if (reg_op_is_write(op))
+                else if (reg_op_is_write(op)) {
                         r = execute_write(ctx, b, op, entries[i], &value);
-                else
+                        /* The register's other bits are not the caller's to see: the kernel's
+                         * enable bits in a global control, a bit someone else set. The reply
+                         * shows only the bits it wrote. */
+                        value &= entries[i]->write_mask & op->mask;
+                } else
                         r = op_read(b, op, entries[i], &value);
                 status[i] = r;
                 values[i] = r == 0 ? value : 0;

@@ -383,12 +383,48 @@ static void test_energy_list(void **state) {
         fake_pmu_free(f);
 }
 
+/* A write's reply carries only the bits the caller wrote, never the bits the register kept
+ * (another PMU user's enable bits, an INT bit someone else set). */
+static void test_write_reply(void **state) {
+        FakePmu *f = fake_pmu_new(1, 2, 1, NULL, 0, NULL, 0);
+        static const char owner = 'o';
+        static const uint32_t cpu0[] = { 0 };
+        LeaseHolder holder = { .owner = &owner, .role = ROLE_USER, .uid = 1000, .pid = 1 };
+        Rights rights = { .role = ROLE_USER, .may_read = true, .may_write = true };
+        BatchContext ctx = { .machine = f->machine, .allowlist = f->allowlist, .rights = &rights,
+                             .leases = f->leases, .owner = &owner, .pmu = f->pmu };
+        RegOp ops[] = {
+                { .kind = REG_OP_MSR_WRITE, .target = 0, .reg = 0x38F, .value = 0x3, .mask = UINT64_MAX },
+                { .kind = REG_OP_MSR_WRITE, .target = 0, .reg = 0x186, .value = UINT64_MAX, .mask = UINT64_MAX },
+                { .kind = REG_OP_MSR_WRITE, .target = 0, .reg = 0x187, .value = 0x43003C, .mask = 0xFF },
+        };
+        const AllowEntry *entries[ELEMENTSOF(ops)];
+        BatchRefusal refusal;
+        int32_t status[ELEMENTSOF(ops)];
+        uint64_t values[ELEMENTSOF(ops)];
+        char reason[200];
+
+        assert_int_equal(leases_acquire(f->leases, &holder, cpu0, 1, NULL, NULL, reason, sizeof(reason)), 0);
+        fake_set_msr(f, 0, 0x38F, UINT64_C(1) << 40);
+        fake_set_msr(f, 0, 0x186, UINT64_C(1) << 20);
+        fake_set_msr(f, 0, 0x187, 0x4300D1);
+        assert_int_equal(batch_check(&ctx, ops, ELEMENTSOF(ops), entries, &refusal), 0);
+        batch_execute(&ctx, f->backend, ops, entries, ELEMENTSOF(ops), status, values);
+        for (size_t i = 0; i < ELEMENTSOF(ops); i++)
+                assert_int_equal(status[i], 0);
+        assert_int_equal(values[0], 0x3);
+        assert_int_equal(values[1], 0xFFC7FFFF);
+        assert_int_equal(values[2], 0x3C);
+        fake_pmu_free(f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_refusal_table),
                 cmocka_unit_test(test_scope_cpus),
                 cmocka_unit_test(test_energy_table),
                 cmocka_unit_test(test_energy_list),
+                cmocka_unit_test(test_write_reply),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
