@@ -383,6 +383,46 @@ static void test_energy_list(void **state) {
         fake_pmu_free(f);
 }
 
+/* A batch decides a core's or package's energy once; the decision never carries over to
+ * another core or package. */
+static void test_energy_batches(void **state) {
+        static const char owner = 'o';
+        static const uint32_t core0_and_package1[] = { 0, 6, 2, 3, 8, 9 };
+        static const struct {
+                RegOp ops[4];
+                size_t n;
+                int code;
+                size_t op_index;
+        } cases[] = {
+                { { R(0, FAKE_CORE_ENERGY), R(6, FAKE_CORE_ENERGY), R(0, FAKE_CORE_ENERGY) }, 3, 0, 0 },
+                { { R(0, FAKE_CORE_ENERGY), R(1, FAKE_CORE_ENERGY) }, 2, PROTO_E_NO_LEASE, 1 },
+                { { R(2, FAKE_PKG_ENERGY), R(9, FAKE_PKG_ENERGY), R(0, FAKE_PKG_ENERGY) }, 3, PROTO_E_NO_LEASE, 2 },
+                { { R(0, FAKE_CORE_ENERGY), R(0, FAKE_PKG_ENERGY) }, 2, PROTO_E_NO_LEASE, 1 },
+                { { R(3, FAKE_PKG_ENERGY), R(8, FAKE_CORE_ENERGY), R(2, FAKE_CORE_ENERGY) }, 3, 0, 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                FakePmu *f = fake_pmu_new(3, 2, 2, offline_cpus, ELEMENTSOF(offline_cpus), unit_packages,
+                                          ELEMENTSOF(unit_packages));
+                LeaseHolder holder = { .owner = &owner, .role = ROLE_USER, .uid = 1000, .pid = 1 };
+                Rights rights = { .role = ROLE_USER, .may_read = true, .may_write = true };
+                BatchContext ctx = { .machine = f->machine, .allowlist = f->allowlist, .rights = &rights,
+                                     .leases = f->leases, .owner = &owner, .pmu = f->pmu };
+                const AllowEntry *entries[4];
+                BatchRefusal refusal = {};
+                char reason[200];
+                int r;
+
+                assert_int_equal(leases_acquire(f->leases, &holder, core0_and_package1,
+                                                ELEMENTSOF(core0_and_package1), NULL, NULL, reason,
+                                                sizeof(reason)), 0);
+                r = batch_check(&ctx, cases[i].ops, cases[i].n, entries, &refusal);
+                if (r != cases[i].code || (r != 0 && refusal.op_index != cases[i].op_index))
+                        fail_msg("case %zu: got %d at op %zu (%s)", i, r, refusal.op_index, refusal.reason);
+                fake_pmu_free(f);
+        }
+}
+
 /* A write's reply carries only the bits the caller wrote, never the bits the register kept
  * (another PMU user's enable bits, an INT bit someone else set). */
 static void test_write_reply(void **state) {
@@ -424,6 +464,7 @@ int main(void) {
                 cmocka_unit_test(test_scope_cpus),
                 cmocka_unit_test(test_energy_table),
                 cmocka_unit_test(test_energy_list),
+                cmocka_unit_test(test_energy_batches),
                 cmocka_unit_test(test_write_reply),
         };
 
