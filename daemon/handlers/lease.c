@@ -56,6 +56,27 @@ static void revalidate_holders(Server *s, Session *c, const Request *req) {
         }
 }
 
+/* Who holds a CPU is the holder's business: an admin is told its uid, pid, role and job (the
+ * audit always records them), a connection of the same uid its own pid and job, and anyone
+ * else, monitors included, only that another user holds it. */
+static void busy_reason(Server *s, const Session *c, const LeaseHolder *holder, const Request *req,
+                        char *reason, size_t size) {
+        const Lease *lease;
+        uint32_t cpu;
+
+        if (c->rights.may_admin)
+                return;
+        lease = leases_blocker(s->leases, holder, req->cpus, req->n_cpus, &cpu);
+        if (!lease)
+                return;
+        if (lease->uid == c->peer.uid)
+                (void) snprintf(reason, size, "CPU %" PRIu32 " is leased by another connection of yours "
+                                "(pid %d%s%s)", cpu, (int) lease->pid, lease->job[0] ? ", job " : "", lease->job);
+        else
+                (void) snprintf(reason, size, "CPU %" PRIu32 " is leased by another user (an admin can tell "
+                                "by whom: pmugatectl status)", cpu);
+}
+
 int handle_lease(Server *s, Session *c, const Request *req) {
         LeaseHolder holder = { .owner = c, .role = c->rights.role, .uid = c->peer.uid, .pid = c->peer.pid };
         _cleanup_free_ const char **jobs = NULL;
@@ -112,6 +133,8 @@ int handle_lease(Server *s, Session *c, const Request *req) {
         handler_format_cpus(req->cpus, req->n_cpus, list, sizeof(list));
         if (r > 0) {
                 server_audit_denial(s, c, "lease", r, reason, list, NULL);
+                if (r == PROTO_E_BUSY)
+                        busy_reason(s, c, &holder, req, reason, sizeof(reason));
                 return server_reply_error(s, c, req, req->id, r, reason, -1);
         }
         cpuset_clear(&acquired);

@@ -115,6 +115,7 @@ int handle_batch(Server *s, Session *c, const Request *req) {
                 .rights = &c->rights,
                 .scope = c->rights.scoped ? &c->scope : NULL,
                 .package_read_shared = s->config.package_read_shared,
+                .energy_read_shared = s->config.energy_read_shared,
                 .leases = s->leases,
                 .owner = c,
                 .pmu = s->pmu,

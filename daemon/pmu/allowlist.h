@@ -13,6 +13,7 @@
 
 #include "machine.h"
 
+#include "energy-list.h"
 #include "never-list.h"
 
 
@@ -24,6 +25,8 @@ typedef enum AllowFlags {
         ALLOW_FLAG_NEVER = 1 << 2,   /* set by the parser: the range overlaps the never-list (or,
                                       * writable, the PCI configuration header), so requests
                                       * inside it must consult the never-list */
+        ALLOW_FLAG_ENERGY = 1 << 3,  /* set by the parser: the range holds a register of the
+                                      * built-in energy list, so reads inside it must consult it */
 } AllowFlags;
 
 #define ALLOW_CLASS_MAX 16

@@ -174,6 +174,89 @@ static int check_scope(const BatchContext *ctx, const RegOp *op, const AllowEntr
                       e->name, package_of(ctx, op), job);
 }
 
+/* An energy register counts the energy of every CPU of its core, package or machine, whoever
+ * runs there: a power side channel (CVE-2020-8694, CVE-2020-8695, CVE-2020-12912). Admins and
+ * monitors read it; a user only holding every one of those CPUs: in job mode the job's CPUs,
+ * otherwise its own leases. energy_read_shared gives it to every user who may read the class. */
+/* Cores and packages whose energy this batch was found to hold: a sweep of a package's CPUs
+ * decides it once, not once per CPU (each decision walks the package). */
+#define ENERGY_CACHE_SIZE 16U
+
+typedef struct EnergyHeld {
+        bool valid;
+        EnergyScope scope;
+        int32_t package, core;
+} EnergyHeld;
+
+static EnergyHeld energy_held_key(const Machine *m, const EnergyRegister *er, uint32_t cpu) {
+        const MachineCpu *c = &m->cpus[cpu];
+
+        return (EnergyHeld) {
+                .valid = true,
+                .scope = er->scope,
+                .package = er->scope == ENERGY_SCOPE_MACHINE ? -1 : c->package,
+                .core = er->scope == ENERGY_SCOPE_CORE ? c->core : -1,
+        };
+}
+
+static EnergyHeld *energy_held_slot(EnergyHeld *cache, const EnergyHeld *key) {
+        return &cache[((unsigned) key->package * 31U + (unsigned) key->core * 7U + key->scope) % ENERGY_CACHE_SIZE];
+}
+
+static bool energy_held_equal(const EnergyHeld *a, const EnergyHeld *b) {
+        return a->valid && b->valid && a->scope == b->scope && a->package == b->package && a->core == b->core;
+}
+
+static int check_energy(const BatchContext *ctx, const RegOp *op, const AllowEntry *e, size_t i,
+                        EnergyHeld *cache, BatchRefusal *ret) {
+        const EnergyRegister *er;
+        CpuSet counted, missing;
+        char list[96], what[96];
+        EnergyHeld key, *slot;
+        bool one;
+
+        if (!(e->flags & ALLOW_FLAG_ENERGY) || reg_op_is_write(op) || reg_op_is_pci(op))
+                return 0;
+        er = energy_list_lookup(op->reg);
+        if (!er || ctx->rights->role != ROLE_USER || ctx->energy_read_shared)
+                return 0;
+        /* check_msr() found the CPU; an offline one shares nothing, whatever the cache says */
+        if (!ctx->machine->cpus[op->target].online)
+                return refuse(ret, PROTO_E_NO_SUCH_CPU, i, "op %zu: CPU %" PRIu32 " is offline", i, op->target);
+        key = energy_held_key(ctx->machine, er, op->target);
+        slot = energy_held_slot(cache, &key);
+        if (energy_held_equal(slot, &key))
+                return 0;
+        if (energy_scope_cpus(ctx->machine, er, op->target, &counted) < 0)
+                return refuse(ret, PROTO_E_NO_SUCH_CPU, i, "op %zu: CPU %" PRIu32 " is offline", i, op->target);
+        cpuset_clear(&missing);
+        CPUSET_FOREACH(c, &counted)
+                if (ctx->scope ? !cpuset_has(&ctx->scope->cpus, c) : !leases_held_by(ctx->leases, c, ctx->owner))
+                        cpuset_add(&missing, c);
+        if (cpuset_is_empty(&missing)) {
+                /* a CPU whose package or core the kernel did not say is decided every time */
+                if (key.package >= 0 || key.scope == ENERGY_SCOPE_MACHINE)
+                        if (key.core >= 0 || key.scope != ENERGY_SCOPE_CORE)
+                                *slot = key;
+                return 0;
+        }
+        if (cpuset_format(&missing, list, sizeof(list)) < 0)
+                (void) snprintf(list, sizeof(list), "%u of them", cpuset_count(&missing));
+        one = cpuset_count(&missing) == 1;
+        energy_scope_describe(ctx->machine, er, op->target, what, sizeof(what));
+        if (ctx->scope)
+                return refuse(ret, PROTO_E_OUT_OF_SCOPE, i,
+                              "op %zu: %s counts the energy of %s, and job %s does not hold %s %s; energy "
+                              "is a power side channel on whoever runs there, so a job reads it only holding "
+                              "every CPU it counts (an admin may set energy_read_shared = yes)", i, er->name,
+                              what, ctx->scope->job, one ? "CPU" : "CPUs", list);
+        return refuse(ret, PROTO_E_NO_LEASE, i,
+                      "op %zu: %s counts the energy of %s; energy is a power side channel on whoever runs "
+                      "there, so a user reads it only holding leases on every CPU it counts (%s %s %s "
+                      "not leased; an admin may set energy_read_shared = yes)", i, er->name, what,
+                      one ? "CPU" : "CPUs", list, one ? "is" : "are");
+}
+
 static int check_lease(const BatchContext *ctx, const RegOp *op, const AllowEntry *e,
                        const SharedCpus *shared, size_t i, BatchRefusal *ret) {
         bool pci = reg_op_is_pci(op);
@@ -259,6 +342,7 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
         const Rights *rights = ctx->rights;
         const AllowEntry *cache[ENTRY_CACHE_SIZE] = {};
         SharedCpus shared_cache = {};
+        EnergyHeld energy_cache[ENERGY_CACHE_SIZE] = {};
         int r;
 
         for (size_t i = 0; i < n_ops; i++) {
@@ -285,6 +369,8 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
                 }
                 if (r == 0)
                         r = check_class(ctx, op, e, i, ret_refusal);
+                if (r == 0 && !write)
+                        r = check_energy(ctx, op, e, i, energy_cache, ret_refusal);
                 if (r == 0 && op_is_shared(op, e) && (write || ctx->scope))
                         shared = shared_cpus(ctx, op, e, &shared_cache);
                 if (r == 0 && write)
@@ -456,9 +542,13 @@ void batch_execute(const BatchContext *ctx, Backend *b, const RegOp *ops, const 
 
                 if (reg_op_is_counter(op))
                         r = backend_counter_read(b, op->target, &value);
-                else if (reg_op_is_write(op))
+                else if (reg_op_is_write(op)) {
                         r = execute_write(ctx, b, op, entries[i], &value);
-                else
+                        /* The register's other bits are not the caller's to see: the kernel's
+                         * enable bits in a global control, a bit someone else set. The reply
+                         * shows only the bits it wrote. */
+                        value &= entries[i]->write_mask & op->mask;
+                } else
                         r = op_read(b, op, entries[i], &value);
                 status[i] = r;
                 values[i] = r == 0 ? value : 0;

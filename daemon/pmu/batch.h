@@ -24,6 +24,7 @@ typedef struct BatchContext {
         const Rights *rights;
         const Scope *scope;             /* NULL: every CPU */
         bool package_read_shared;       /* package registers readable without the whole package */
+        bool energy_read_shared;        /* energy registers readable by users without their CPUs */
         Leases *leases;
         const void *owner;              /* the client, as lease holder */
         const Pmu *pmu;
@@ -43,7 +44,8 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
 /* Runs checked ops in order. Writes are read-modify-write under the entry's mask, narrowed by
  * the op's own mask for "wm" ops: new = (old & ~mask) | (value & mask); registers flagged
  * "action" are written as value & mask without a read. The first write of a register under a
- * lease journals its old value first. values[i] receives the value read, or the value
- * written. status[i] is 0 or the negative errno of that op alone. */
+ * lease journals its old value first. values[i] receives the value read, or for a write only
+ * the bits written (value & mask): the bits kept from the register are not the caller's to
+ * see. status[i] is 0 or the negative errno of that op alone. */
 void batch_execute(const BatchContext *ctx, Backend *b, const RegOp *ops, const AllowEntry *const *entries,
                    size_t n_ops, int32_t *status, uint64_t *values);

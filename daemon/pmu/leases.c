@@ -203,8 +203,8 @@ static bool lease_preemptible(const Lease *lease, const LeaseHolder *holder) {
         return lease->role == ROLE_MONITOR && holder->role > ROLE_MONITOR;
 }
 
-int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
-                   LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size) {
+const Lease *leases_blocker(const Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
+                           uint32_t *ret_cpu) {
         for (size_t i = 0; i < n_cpus; i++) {
                 const Lease *lease;
 
@@ -213,9 +213,22 @@ int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, s
                 lease = &l->cpus[cpus[i]];
                 if (!lease->owner || lease->owner == holder->owner || lease_preemptible(lease, holder))
                         continue;
-                (void) snprintf(reason, reason_size, "CPU %" PRIu32 " is leased by uid %u (pid %d, %s%s%s)", cpus[i],
-                                (unsigned) lease->uid, (int) lease->pid, role_to_string(lease->role),
-                                lease->job[0] ? ", job " : "", lease->job);
+                if (ret_cpu)
+                        *ret_cpu = cpus[i];
+                return lease;
+        }
+        return NULL;
+}
+
+int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
+                   LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size) {
+        uint32_t busy;
+        const Lease *blocker = leases_blocker(l, holder, cpus, n_cpus, &busy);
+
+        if (blocker) {
+                (void) snprintf(reason, reason_size, "CPU %" PRIu32 " is leased by uid %u (pid %d, %s%s%s)", busy,
+                                (unsigned) blocker->uid, (int) blocker->pid, role_to_string(blocker->role),
+                                blocker->job[0] ? ", job " : "", blocker->job);
                 return PROTO_E_BUSY;
         }
 

@@ -82,9 +82,16 @@ void leases_set_ended_hook(Leases *l, LeaseEndedFn ended, void *userdata);
 
 typedef void (*LeasePreemptedFn)(const void *owner, uint32_t cpu, void *userdata);
 
+/* The first lease among cpus that keeps holder from taking them (held by another client and
+ * not one holder preempts), with its CPU in ret_cpu; NULL when none does. */
+const Lease *leases_blocker(const Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
+                           uint32_t *ret_cpu);
+
 /* Takes leases on cpus for holder, all or none. A CPU a monitor holds is taken over by a user
  * or admin: the monitor's lease ends with a restore and preempted() is told.
- * Returns 0, or PROTO_E_BUSY with reason naming the holder. Re-leasing one's own CPU is fine. */
+ * Returns 0, or PROTO_E_BUSY with reason naming the holder's uid, pid, role and job: for admins
+ * and the audit only (leases_blocker() tells a caller what it may say to others).
+ * Re-leasing one's own CPU is fine. */
 int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
                    LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size);
 

@@ -240,6 +240,8 @@ static int handle_rights(ConfigParser *p, const char *name, const char *value) {
                 return parse_classes(p, value, &c->monitor_write);
         if (strcmp(name, "package_read_shared") == 0)
                 return parse_bool(p, value, &c->package_read_shared);
+        if (strcmp(name, "energy_read_shared") == 0)
+                return parse_bool(p, value, &c->energy_read_shared);
         if (strcmp(name, "jobmap_uids") == 0)
                 return parse_bool(p, value, &c->jobmap_uids);
         return fail(p, "unknown key '%.32s' in section [rights]", name);

@@ -53,6 +53,12 @@ typedef struct Config {
          * a user reads them only when holding every CPU of the package. */
         bool package_read_shared;
 
+        /* Energy registers (the built-in energy list: RAPL, AMD core energy) are a power side
+         * channel on everyone running on the CPUs they count for. Without this, a user reads
+         * one only holding every one of those CPUs (leases on them, or in job mode the job's
+         * CPUs); admins and monitors always read them. Yes gives them to every user. */
+        bool energy_read_shared;
+
         /* The job map ("jobmap") names each job's uid to monitors too, not only to admins. */
         bool jobmap_uids;
 

@@ -201,7 +201,8 @@ def test_package_only(tap):
     sim = Sim("spr", sockets=2, cores=2, smt=False, extra=IMC + RAPL)
     sim.daemon.stop()
     conf = os.path.join(sim.dir, "read-only.conf")
-    t.write_config(conf, extra="[rights]\nuser_write =\n")
+    # A read-only user cannot lease the packages whose energy it reads: the site opts in.
+    t.write_config(conf, extra="[rights]\nuser_write =\nenergy_read_shared = yes\n")
     sim.daemon = t.Daemon(sim.dir, sim.daemon.argv[-3:], config=conf)
     try:
         rc, out, err = t.run_cli([t.PMUGATE, "stat", "-e", "PWR_PKG_ENERGY,UNC_M_CAS_COUNT.RD", "-c", "0-3", "-S",

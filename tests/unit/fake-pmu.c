@@ -26,6 +26,8 @@ static const char allowlist_text[] =
         "msr 0x611          0x0                 package  rapl       MSR_PKG_ENERGY_STATUS\n"
         "msr 0x6F0          0xFF                core     core-pmu   TEST_CORE_CTL\n"
         "msr 0x6F8          0xFF                package  core-pmu   TEST_PKG_CTL\n"
+        /* deliberately thread: the built-in energy list's core scope must win */
+        "msr 0xC001029A     0x0                 thread   rapl       AMD_CORE_ENERGY_STAT\n"
         "pci 8086:2042  0x0A0-0x0B8  8  0x0                 package  uncore-imc  IMC_PMON_CTR  counter\n"
         "pci 8086:2042  0x0D8-0x0E4  4  0xFFC6FFFF          package  uncore-imc  IMC_PMON_CTL\n"
         "pci 8086:2042  0x0F4        4  0x103               package  uncore-imc  IMC_PMON_BOX_CTL\n";

@@ -20,6 +20,7 @@
 #define FAKE_CORE_CTL 0x6F0U            /* core scope, writable */
 #define FAKE_PKG_CTL 0x6F8U             /* package scope, writable */
 #define FAKE_PKG_ENERGY 0x611U          /* package scope, read-only */
+#define FAKE_CORE_ENERGY 0xC001029AU    /* listed as thread scope; the energy list says core */
 #define FAKE_IMC_DEVICE 0x2042U
 #define FAKE_IMC_BOX_CTL 0xF4U
 #define FAKE_IMC_CTL0 0xD8U

@@ -127,7 +127,9 @@ static const Row rows[] = {
         { "scope: all of a package", ROLE_USER, "0,1,6,7", false, NULL, false,
           R(0, FAKE_PKG_ENERGY), 0, NULL },
         { "scope: package_read_shared", ROLE_USER, "0", true, NULL, false,
-          R(0, FAKE_PKG_ENERGY), 0, NULL },
+          R(0, FAKE_PKG_CTL), 0, NULL },
+        { "scope: package_read_shared is not energy", ROLE_USER, "0", true, NULL, false,
+          R(0, FAKE_PKG_ENERGY), PROTO_E_OUT_OF_SCOPE, "does not hold CPUs 1,6-7" },
         { "scope: another package's unit", ROLE_USER, "0,1,6,7", false, "0,1,6,7", false,
           PW(1, FAKE_IMC_BOX_CTL), PROTO_E_OUT_OF_SCOPE, "package 1" },
         { "scope: an empty package's unit", ROLE_USER, "0-11", false, NULL, false,
@@ -259,10 +261,211 @@ static void test_scope_cpus(void **state) {
         fake_pmu_free(f);
 }
 
+/* Energy registers: who reads them, holding which CPUs. */
+typedef struct EnergyRow {
+        const char *name;
+        Role role;
+        const char *scope;      /* a job-mode user's CPUs; NULL: open mode */
+        bool energy_read_shared;
+        const char *leased;
+        RegOp op;
+        int code;
+        const char *reason;
+} EnergyRow;
+
+static const EnergyRow energy_rows[] = {
+        { "open: a user without leases", ROLE_USER, NULL, false, NULL,
+          R(0, FAKE_PKG_ENERGY), PROTO_E_NO_LEASE, "CPUs 0-1,6-7 are not leased" },
+        { "open: a user holding part of the package", ROLE_USER, NULL, false, "0,6",
+          R(0, FAKE_PKG_ENERGY), PROTO_E_NO_LEASE, "CPUs 1,7 are not leased" },
+        { "open: a user holding the package", ROLE_USER, NULL, false, "0,1,6,7",
+          R(7, FAKE_PKG_ENERGY), 0, NULL },
+        { "open: the other package's energy", ROLE_USER, NULL, false, "0,1,6,7",
+          R(2, FAKE_PKG_ENERGY), PROTO_E_NO_LEASE, "all of package 1" },
+        { "open: core energy with one thread", ROLE_USER, NULL, false, "0",
+          R(0, FAKE_CORE_ENERGY), PROTO_E_NO_LEASE, "CPU 6 is not leased" },
+        { "open: core energy with the whole core", ROLE_USER, NULL, false, "0,6",
+          R(6, FAKE_CORE_ENERGY), 0, NULL },
+        { "open: energy_read_shared", ROLE_USER, NULL, true, NULL,
+          R(0, FAKE_PKG_ENERGY), 0, NULL },
+        { "a monitor", ROLE_MONITOR, NULL, false, NULL,
+          R(0, FAKE_PKG_ENERGY), 0, NULL },
+        { "an admin", ROLE_ADMIN, NULL, false, NULL,
+          R(0, FAKE_CORE_ENERGY), 0, NULL },
+        { "job: one thread of a core", ROLE_USER, "0", false, NULL,
+          R(0, FAKE_CORE_ENERGY), PROTO_E_OUT_OF_SCOPE, "does not hold CPU 6" },
+        { "job: the whole core", ROLE_USER, "0,6", false, NULL,
+          R(0, FAKE_CORE_ENERGY), 0, NULL },
+        { "job: the whole core is not the package", ROLE_USER, "0,6", false, NULL,
+          R(0, FAKE_PKG_ENERGY), PROTO_E_OUT_OF_SCOPE, "energy_read_shared" },
+        { "job: energy_read_shared", ROLE_USER, "0", true, NULL,
+          R(0, FAKE_CORE_ENERGY), 0, NULL },
+        { "job: leases do not widen the job", ROLE_USER, "0", false, "0",
+          R(0, FAKE_CORE_ENERGY), PROTO_E_OUT_OF_SCOPE, NULL },
+        { "an offline CPU", ROLE_USER, NULL, false, NULL,
+          R(4, FAKE_PKG_ENERGY), PROTO_E_NO_SUCH_CPU, "offline" },
+};
+
+static void test_energy_table(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(energy_rows); i++) {
+                const EnergyRow *row = &energy_rows[i];
+                FakePmu *f = fake_pmu_new(3, 2, 2, offline_cpus, ELEMENTSOF(offline_cpus), unit_packages,
+                                          ELEMENTSOF(unit_packages));
+                static const char owner = 'o';
+                ClassSet classes;
+                Rights rights;
+                Scope scope = { .job = "4711", .from_cgroup = true };
+                const AllowEntry *entries[1] = {};
+                BatchRefusal refusal = {};
+                uint32_t *cpus;
+                size_t n;
+                char reason[200];
+                int r;
+
+                set_rights(row->role, &rights, &classes);
+                rights.scoped = row->scope != NULL;
+                cpus_from_list(row->scope, &cpus, &n);
+                for (size_t j = 0; j < n; j++)
+                        cpuset_add(&scope.cpus, cpus[j]);
+                free(cpus);
+                cpus_from_list(row->leased, &cpus, &n);
+                if (n > 0) {
+                        LeaseHolder holder = { .owner = &owner, .role = row->role, .uid = 1000, .pid = 1 };
+
+                        assert_int_equal(leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, reason,
+                                                        sizeof(reason)), 0);
+                }
+                free(cpus);
+
+                BatchContext ctx = {
+                        .machine = f->machine,
+                        .allowlist = f->allowlist,
+                        .rights = &rights,
+                        .scope = row->scope ? &scope : NULL,
+                        .energy_read_shared = row->energy_read_shared,
+                        .leases = f->leases,
+                        .owner = &owner,
+                        .pmu = f->pmu,
+                };
+                r = batch_check(&ctx, &row->op, 1, entries, &refusal);
+                if (r != row->code)
+                        fail_msg("%s: got code %d (%s), want %d", row->name, r, refusal.reason, row->code);
+                if (row->reason && !strstr(refusal.reason, row->reason))
+                        fail_msg("%s: reason '%s' lacks '%s'", row->name, refusal.reason, row->reason);
+                fake_pmu_free(f);
+        }
+}
+
+/* The list the energy rule is decided from, and the allowlist flag that sends reads to it. */
+static void test_energy_list(void **state) {
+        FakePmu *f = fake_pmu_new(3, 2, 2, offline_cpus, ELEMENTSOF(offline_cpus), unit_packages,
+                                  ELEMENTSOF(unit_packages));
+        char list[64];
+        CpuSet set;
+
+        assert_int_equal(energy_list_lookup(0xC001029A)->scope, ENERGY_SCOPE_CORE);
+        assert_int_equal(energy_list_lookup(0x611)->scope, ENERGY_SCOPE_PACKAGE);
+        assert_int_equal(energy_list_lookup(0x64D)->scope, ENERGY_SCOPE_MACHINE);
+        assert_null(energy_list_lookup(0x606));
+        assert_null(energy_list_lookup(0x613));
+        assert_true(energy_list_overlaps(0x600, 0x6FF));
+        assert_false(energy_list_overlaps(0x612, 0x618));
+        assert_true(allowlist_find_msr(f->allowlist, FAKE_CORE_ENERGY)->flags & ALLOW_FLAG_ENERGY);
+        assert_false(allowlist_find_msr(f->allowlist, FAKE_PKG_CTL)->flags & ALLOW_FLAG_ENERGY);
+
+        assert_int_equal(energy_scope_cpus(f->machine, energy_list_lookup(0x64D), 3, &set), 0);
+        assert_int_equal(cpuset_format(&set, list, sizeof(list)), 0);
+        assert_string_equal(list, "0-3,6-9");
+        assert_int_equal(energy_scope_cpus(f->machine, energy_list_lookup(0xC001029A), 7, &set), 0);
+        assert_int_equal(cpuset_format(&set, list, sizeof(list)), 0);
+        assert_string_equal(list, "1,7");
+        assert_int_equal(energy_scope_cpus(f->machine, energy_list_lookup(0x611), 4, &set), -ENXIO);
+        fake_pmu_free(f);
+}
+
+/* A batch decides a core's or package's energy once; the decision never carries over to
+ * another core or package. */
+static void test_energy_batches(void **state) {
+        static const char owner = 'o';
+        static const uint32_t core0_and_package1[] = { 0, 6, 2, 3, 8, 9 };
+        static const struct {
+                RegOp ops[4];
+                size_t n;
+                int code;
+                size_t op_index;
+        } cases[] = {
+                { { R(0, FAKE_CORE_ENERGY), R(6, FAKE_CORE_ENERGY), R(0, FAKE_CORE_ENERGY) }, 3, 0, 0 },
+                { { R(0, FAKE_CORE_ENERGY), R(1, FAKE_CORE_ENERGY) }, 2, PROTO_E_NO_LEASE, 1 },
+                { { R(2, FAKE_PKG_ENERGY), R(9, FAKE_PKG_ENERGY), R(0, FAKE_PKG_ENERGY) }, 3, PROTO_E_NO_LEASE, 2 },
+                { { R(0, FAKE_CORE_ENERGY), R(0, FAKE_PKG_ENERGY) }, 2, PROTO_E_NO_LEASE, 1 },
+                { { R(3, FAKE_PKG_ENERGY), R(8, FAKE_CORE_ENERGY), R(2, FAKE_CORE_ENERGY) }, 3, 0, 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                FakePmu *f = fake_pmu_new(3, 2, 2, offline_cpus, ELEMENTSOF(offline_cpus), unit_packages,
+                                          ELEMENTSOF(unit_packages));
+                LeaseHolder holder = { .owner = &owner, .role = ROLE_USER, .uid = 1000, .pid = 1 };
+                Rights rights = { .role = ROLE_USER, .may_read = true, .may_write = true };
+                BatchContext ctx = { .machine = f->machine, .allowlist = f->allowlist, .rights = &rights,
+                                     .leases = f->leases, .owner = &owner, .pmu = f->pmu };
+                const AllowEntry *entries[4];
+                BatchRefusal refusal = {};
+                char reason[200];
+                int r;
+
+                assert_int_equal(leases_acquire(f->leases, &holder, core0_and_package1,
+                                                ELEMENTSOF(core0_and_package1), NULL, NULL, reason,
+                                                sizeof(reason)), 0);
+                r = batch_check(&ctx, cases[i].ops, cases[i].n, entries, &refusal);
+                if (r != cases[i].code || (r != 0 && refusal.op_index != cases[i].op_index))
+                        fail_msg("case %zu: got %d at op %zu (%s)", i, r, refusal.op_index, refusal.reason);
+                fake_pmu_free(f);
+        }
+}
+
+/* A write's reply carries only the bits the caller wrote, never the bits the register kept
+ * (another PMU user's enable bits, an INT bit someone else set). */
+static void test_write_reply(void **state) {
+        FakePmu *f = fake_pmu_new(1, 2, 1, NULL, 0, NULL, 0);
+        static const char owner = 'o';
+        static const uint32_t cpu0[] = { 0 };
+        LeaseHolder holder = { .owner = &owner, .role = ROLE_USER, .uid = 1000, .pid = 1 };
+        Rights rights = { .role = ROLE_USER, .may_read = true, .may_write = true };
+        BatchContext ctx = { .machine = f->machine, .allowlist = f->allowlist, .rights = &rights,
+                             .leases = f->leases, .owner = &owner, .pmu = f->pmu };
+        RegOp ops[] = {
+                { .kind = REG_OP_MSR_WRITE, .target = 0, .reg = 0x38F, .value = 0x3, .mask = UINT64_MAX },
+                { .kind = REG_OP_MSR_WRITE, .target = 0, .reg = 0x186, .value = UINT64_MAX, .mask = UINT64_MAX },
+                { .kind = REG_OP_MSR_WRITE, .target = 0, .reg = 0x187, .value = 0x43003C, .mask = 0xFF },
+        };
+        const AllowEntry *entries[ELEMENTSOF(ops)];
+        BatchRefusal refusal;
+        int32_t status[ELEMENTSOF(ops)];
+        uint64_t values[ELEMENTSOF(ops)];
+        char reason[200];
+
+        assert_int_equal(leases_acquire(f->leases, &holder, cpu0, 1, NULL, NULL, reason, sizeof(reason)), 0);
+        fake_set_msr(f, 0, 0x38F, UINT64_C(1) << 40);
+        fake_set_msr(f, 0, 0x186, UINT64_C(1) << 20);
+        fake_set_msr(f, 0, 0x187, 0x4300D1);
+        assert_int_equal(batch_check(&ctx, ops, ELEMENTSOF(ops), entries, &refusal), 0);
+        batch_execute(&ctx, f->backend, ops, entries, ELEMENTSOF(ops), status, values);
+        for (size_t i = 0; i < ELEMENTSOF(ops); i++)
+                assert_int_equal(status[i], 0);
+        assert_int_equal(values[0], 0x3);
+        assert_int_equal(values[1], 0xFFC7FFFF);
+        assert_int_equal(values[2], 0x3C);
+        fake_pmu_free(f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_refusal_table),
                 cmocka_unit_test(test_scope_cpus),
+                cmocka_unit_test(test_energy_table),
+                cmocka_unit_test(test_energy_list),
+                cmocka_unit_test(test_energy_batches),
+                cmocka_unit_test(test_write_reply),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

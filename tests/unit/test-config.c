@@ -88,6 +88,8 @@ static void test_defaults_are_the_shipped_file(void **state) {
         assert_class_sets_equal(&shipped.monitor_read, &defaults.monitor_read);
         assert_class_sets_equal(&shipped.monitor_write, &defaults.monitor_write);
         assert_int_equal(shipped.package_read_shared, defaults.package_read_shared);
+        assert_int_equal(shipped.energy_read_shared, defaults.energy_read_shared);
+        assert_false(defaults.energy_read_shared);
         assert_int_equal(shipped.jobmap_uids, defaults.jobmap_uids);
         assert_int_equal(shipped.clients_max, defaults.clients_max);
         assert_int_equal(shipped.clients_per_uid_max, defaults.clients_per_uid_max);
@@ -151,6 +153,7 @@ static void test_bad_files_name_their_line(void **state) {
                 { "[rights]\nuser_write = Core\n", ":2:" },
                 { "[rights]\npackage_read_shared = maybe\n", ":2:" },
                 { "[rights]\njobmap_uids = sometimes\n", ":2:" },
+                { "[rights]\n\nenergy_read_shared = all\n", ":3:" },
         };
         (void) state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -190,7 +193,7 @@ static void test_shipped_files_load(void **state) {
 static void test_modes_and_classes(void **state) {
         char *path = write_file("[access]\nmode = job\nmonitor_users = 0 77\n[rights]\nuser_write = none\n"
                                 "monitor_read = rapl, core-pmu\npackage_read_shared = yes\n"
-                                "jobmap_uids = yes\n");
+                                "jobmap_uids = yes\nenergy_read_shared = yes\n");
         char reason[256] = "";
         Config c;
 
@@ -204,6 +207,7 @@ static void test_modes_and_classes(void **state) {
         assert_false(class_set_contains(&c.monitor_read, "uncore-imc"));
         assert_true(c.package_read_shared);
         assert_true(c.jobmap_uids);
+        assert_true(c.energy_read_shared);
         unlink(path);
         free(path);
 }

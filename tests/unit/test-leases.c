@@ -148,6 +148,34 @@ static void test_preempt(void **state) {
         fake_pmu_free(f);
 }
 
+/* The lease that keeps a holder out: another client's, never its own, never a monitor's that a
+ * user would preempt; the full reason (for admins and the audit) names it. */
+static void test_blocker(void **state) {
+        FakePmu *f = machine(NULL);
+        static const uint32_t cpus[] = { 1, 2, 3 }, cpu1[] = { 1 }, cpu3[] = { 3 };
+        LeaseHolder user = { .owner = &owner_b, .role = ROLE_USER, .uid = 1001, .pid = 7 };
+        static const char owner_c = 'c';
+        LeaseHolder monitor = { .owner = &owner_c, .role = ROLE_MONITOR, .uid = 1002, .pid = 8 };
+        const Lease *blocker;
+        uint32_t cpu = 0;
+        char reason[200];
+
+        assert_int_equal(take(f, &owner_a, ROLE_MONITOR, cpu1, 1), 0);
+        assert_int_equal(take(f, &owner_a, ROLE_USER, cpu3, 1), 0);
+        assert_int_equal(leases_acquire(f->leases, &user, cpu1, 1, NULL, NULL, reason, sizeof(reason)), 0);
+        assert_null(leases_blocker(f->leases, &user, cpu1, 1, &cpu));
+        blocker = leases_blocker(f->leases, &user, cpus, ELEMENTSOF(cpus), &cpu);
+        assert_ptr_equal(blocker, &f->leases->cpus[3]);
+        assert_int_equal(cpu, 3);
+        assert_int_equal(blocker->uid, 1000);
+        /* a monitor preempts nobody */
+        assert_ptr_equal(leases_blocker(f->leases, &monitor, cpu1, 1, &cpu), &f->leases->cpus[1]);
+        assert_int_equal(leases_acquire(f->leases, &user, cpus, ELEMENTSOF(cpus), NULL, NULL, reason,
+                                        sizeof(reason)), PROTO_E_BUSY);
+        assert_non_null(strstr(reason, "CPU 3 is leased by uid 1000"));
+        fake_pmu_free(f);
+}
+
 /* A core register is one register: journaled once, under the core's first CPU, whichever
  * thread names it, and put back as soon as its holder lets go of any thread of the core. */
 static void test_core_anchor(void **state) {
@@ -325,6 +353,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_acquire_release_restore),
                 cmocka_unit_test(test_preempt),
+                cmocka_unit_test(test_blocker),
                 cmocka_unit_test(test_core_anchor),
                 cmocka_unit_test(test_sibling_leases),
                 cmocka_unit_test(test_journal_bound),
