@@ -4,7 +4,15 @@
  * first write to a register, its old value goes into the lease's journal, on disk under the
  * runtime directory before the register changes. When the lease ends — release, disconnect,
  * revoke, preemption, or a daemon crash followed by a restart — every journaled register is
- * put back, counters are zeroed, and the journal is deleted: no counts leak to the next user.
+ * put back the one way clean.h defines (the journal's bits within the write mask, the clean
+ * state in the rest and in every enable, interrupt and freeze bit), counters are zeroed, the
+ * overflow status of the CPU's own counters (and of the boxes it wrote) is cleared, and the
+ * journal is deleted: no counts leak to the next user, and no overflow bit or interrupt enable
+ * is left for the kernel to trip over.
+ *
+ * A journal whose registers could not all be put back stays on disk, and its CPU is not leased
+ * again until a retry of that restore succeeds (tried at each lease request and by an admin's
+ * reset): a new journal never replaces it, so the original values are never lost.
  *
  * A register shared by the threads of a core or the CPUs of a package (and a PCI unit, which
  * belongs to a package) is one physical register: writing it needs leases on all of those
@@ -28,6 +36,8 @@
 #include "state-dir.h"
 
 typedef struct JournalWriter JournalWriter;
+typedef struct Pmu Pmu;
+typedef struct Audit Audit;
 
 typedef struct LeaseEntry {
         uint32_t target;        /* CPU, or PCI unit */
@@ -57,9 +67,13 @@ typedef void (*LeaseEndedFn)(const void *owner, uint32_t cpu, void *userdata);
 typedef struct Leases {
         Lease *cpus;            /* by CPU number */
         uint32_t n_cpus;
+        bool *kept;             /* by CPU number: a journal whose restore failed is on disk */
         const StateDir *state;  /* NULL: journals are kept in memory only */
         Backend *backend;
         const Machine *machine;
+        const Allowlist *allowlist;     /* the entries restores are checked and masked by */
+        const Pmu *pmu;                 /* foreign counters, and the model's clean state */
+        Audit *audit;
         LeaseEndedFn ended;
         void *ended_userdata;
 } Leases;
@@ -80,11 +94,22 @@ Leases *leases_free(Leases *l);
 
 void leases_set_ended_hook(Leases *l, LeaseEndedFn ended, void *userdata);
 
+/* What restores need beside the backend: the allowlist (write masks), the PMU (foreign bits,
+ * the clean state) and the audit log for refused journal entries (NULL: logged only). Without
+ * an allowlist a journaled register is put back whole. */
+void leases_set_restore(Leases *l, const Allowlist *a, const Pmu *p, Audit *audit);
+
+/* Tries again to restore the journal a failed restore left for cpu. Returns 0 when there is
+ * none (any more), -EBUSY when it is still there, or another negative errno. */
+int leases_retry_kept(Leases *l, uint32_t cpu);
+
 typedef void (*LeasePreemptedFn)(const void *owner, uint32_t cpu, void *userdata);
 
 /* Takes leases on cpus for holder, all or none. A CPU a monitor holds is taken over by a user
  * or admin: the monitor's lease ends with a restore and preempted() is told.
- * Returns 0, or PROTO_E_BUSY with reason naming the holder. Re-leasing one's own CPU is fine. */
+ * Returns 0, or PROTO_E_BUSY with reason naming the holder, or PROTO_E_INTERNAL with reason
+ * when a CPU's last restore failed and still fails (its journal is kept). Re-leasing one's own
+ * CPU is fine. */
 int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
                    LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size);
 

@@ -158,6 +158,11 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         if (r < 0)
                 goto fail;
         pmu_detect_all(s->pmu);
+        leases_set_restore(s->leases, allowlist, s->pmu, audit);
+        /* Nobody holds a CPU yet: overflow status a crashed run's holders left on counters that
+         * are not another PMU user's goes now, as at every lease end. */
+        for (uint32_t cpu = 0; cpu < machine->n_cpus; cpu++)
+                (void) clean_cpu_status(s->pmu, cpu);
 
         s->machine = machine;
         s->backend = backend;
