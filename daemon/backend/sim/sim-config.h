@@ -17,7 +17,7 @@
 #include "sim-uncore.h"
 
 #define SIM_SOCKETS_MAX 8U
-#define SIM_CORES_PER_SOCKET_MAX 256U
+#define SIM_CORES_PER_SOCKET_MAX 512U     /* 8 sockets x 512 cores x 2 threads: PMUGATE_CPUS_MAX */
 #define SIM_EIO_MSRS_MAX 64U
 #define SIM_CONFIG_SECTIONS_MAX 1024U
 #define SIM_MODEL_KEY_MAX 8U
