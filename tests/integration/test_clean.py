@@ -218,6 +218,8 @@ def test_kept_journal(tap):
         r = other.call("lease", cpus=[1])
         tap.ok(name(r) == "internal" and "could not be put back" in reason(r),
                "the next lease of CPU 1 is refused while the restore still fails", r)
+        r = other.batch([["w", 1, EVTSEL0 + 1, 0x33]])
+        tap.eq(name(r), "no-lease", "so nothing is written there, and nothing journaled")
         tap.ok(os.path.exists(journal) and open(journal).read() == kept, "the kept journal is untouched")
         tap.eq(name(other.call("lease", cpus=[2])), "ok", "other CPUs are leased as usual")
         tap.eq(name(other.batch([["w", 2, EVTSEL0, 0x22]])), "ok", "and journaled")
