@@ -407,6 +407,8 @@ static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, c
         bool journal;
         int r;
 
+        if (!pci)
+                leases_note_write(ctx->leases, op->target);
         if (e->flags & ALLOW_FLAG_ACTION) {
                 /* Write-1-to-clear/set: reading it back and writing the bits again would act
                  * on bits the client never named. */

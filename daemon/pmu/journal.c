@@ -367,8 +367,11 @@ void journal_restore(const JournalContext *ctx, const char *name, const Journal 
                                           line.entry.pci ? "PCI unit" : "CPU", line.entry.target, name,
                                           line.lineno);
                         o.failed++;
-                } else
+                } else {
                         o.restored++;
+                        if (ctx->restored && !line.entry.pci)
+                                cpuset_add(ctx->restored, line.entry.target);
+                }
         }
         *ret = o;
 }

@@ -91,6 +91,7 @@ typedef struct JournalContext {
         Backend *backend;
         Audit *audit;           /* NULL: refusals are only logged */
         const Pmu *pmu;         /* foreign counters' bits to keep; NULL before they are detected */
+        CpuSet *restored;       /* when not NULL: gets the CPUs whose MSRs a restore wrote */
 } JournalContext;
 
 typedef struct JournalOutcome {

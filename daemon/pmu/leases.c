@@ -193,10 +193,10 @@ static void lease_end(Leases *l, uint32_t cpu) {
         if (!owner)
                 return;
         failed = restore_entries(l, lease->journal, lease->n_journal);
-        /* Whatever the journal held, the holder may have set overflow bits (through
-         * GLOBAL_STATUS_SET, or a counter that wrapped): the kernel's PMI handler must not find
-         * them on a CPU nobody holds. */
-        if (l->pmu && clean_cpu_status(l->pmu, cpu) < 0)
+        /* Whatever the journal held, a holder that wrote anything may have set overflow bits
+         * (through GLOBAL_STATUS_SET, or a counter that wrapped): the kernel's PMI handler must
+         * not find them on a CPU nobody holds. */
+        if (l->pmu && lease->written && clean_cpu_status(l->pmu, cpu) < 0)
                 failed++;
         /* The journal goes only once everything in it is back; otherwise it stays, the CPU is
          * not leased again until a retry succeeds, and the next start tries again too. */

@@ -58,6 +58,8 @@ typedef struct Lease {
         LeaseEntry *journal;
         size_t n_journal;
         size_t journal_appends; /* entries ever journaled, those restored early included */
+        bool written;           /* a register of this CPU was written: its overflow status may
+                                 * be the holder's doing (a wrap, GLOBAL_STATUS_SET) */
         JournalWriter *state;   /* journal file (journal.h), open while the lease is held */
 } Lease;
 
@@ -144,5 +146,11 @@ bool leases_journal_needed(const Leases *l, uint32_t anchor, const RegOp *op);
 /* Journals the original value (on disk first). Returns 0 or negative errno; a write whose
  * original could not be kept must not happen. */
 int leases_journal_add(Leases *l, uint32_t anchor, const RegOp *op, const AllowEntry *e, uint64_t original);
+
+/* Notes a write on cpu under its lease, so that its end clears the overflow status. */
+static inline void leases_note_write(Leases *l, uint32_t cpu) {
+        if (cpu < l->n_cpus && l->cpus[cpu].owner)
+                l->cpus[cpu].written = true;
+}
 
 size_t leases_count(const Leases *l);
