@@ -152,14 +152,15 @@ uint64_t clean_restore_value(const AllowEntry *e, const CleanReg *c, uint64_t cu
 
 uint64_t clean_write_value(const AllowEntry *e, const CleanReg *c, uint64_t current, uint64_t value,
                            uint64_t mask, uint64_t keep) {
-        uint64_t full = width_mask(e->width), writable = e->write_mask & full, from_current;
+        uint64_t full = width_mask(e->width), writable = e->write_mask & full;
 
         mask &= writable;
+        if (!c || c->kind != CLEAN_CONTROL)
+                return ((current & ~mask) | (value & mask)) & full;
         /* The client's other writable bits and foreign bits stay; what it may not write at all
          * is the clean value, not whatever someone else left there. */
-        from_current = c && c->kind == CLEAN_CONTROL ? (writable & ~mask) | keep : full & ~mask;
-        return ((value & mask) | (current & from_current & ~mask) |
-                (c && c->kind == CLEAN_CONTROL ? c->value & ~writable & ~keep : 0)) & full;
+        keep = ((writable & ~mask) | keep) & ~mask;
+        return ((value & mask) | (current & keep) | (c->value & ~writable & ~keep)) & full;
 }
 
 bool clean_write_needs_current(const AllowEntry *e, const CleanReg *c, uint64_t mask, uint64_t keep) {

@@ -104,10 +104,9 @@ typedef struct JournalOutcome {
  * logged and audited. name says where j came from, for those records. */
 void journal_restore(const JournalContext *ctx, const char *name, const Journal *j, JournalOutcome *ret);
 
-/* Restores what a previous run left in the state directory (clean_restore_entry(), the path a
- * lease's end takes too). */
-/* Restores the journals a previous run left in the state directory. A journal whose every
- * usable entry was restored is removed; one where a restore failed stays for the next start.
+/* Restores the journals a previous run left in the state directory, through
+ * clean_restore_entry() as a lease's end does. A journal whose every usable entry was restored
+ * is removed; one where a restore failed stays (leases.h: its CPU is not leased until it is).
  * Files that are not journals the daemon could have written (a symlink, a FIFO, another
  * owner, too big) are left alone, logged and audited; journals of another boot are removed.
  * Returns how many journals were restored, or -ENOMEM. */

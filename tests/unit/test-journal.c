@@ -509,6 +509,20 @@ static void test_recover(void **state) {
         assert_int_equal(journal_recover(&ctx), 0);
         assert_true(exists("lease-cpu1"));
 
+        /* A retry (the next lease of CPU 1) reports a journal still kept, and restores and
+         * removes it once the device takes the writes. Whatever is not the daemon's stays, so
+         * its CPU stays unleased. */
+        assert_int_equal(journal_retry(&ctx, 1), -EBUSY);
+        assert_true(exists("lease-cpu1"));
+        ctx.backend = spr.backend;
+        assert_int_equal(backend_msr_write(spr.backend, 1, EVTSEL0, 0x43003C), 0);
+        assert_int_equal(journal_retry(&ctx, 1), 0);
+        assert_false(exists("lease-cpu1"));
+        assert_int_equal(backend_msr_read(spr.backend, 1, EVTSEL0, &v), 0);
+        assert_int_equal(v, 0x11);
+        assert_int_equal(journal_retry(&ctx, 3), 0);
+        assert_int_equal(journal_retry(&ctx, 7), -EBUSY);
+
         (void) unlink(audit_path);
         (void) unlink(outside);
         close(d.fd);
