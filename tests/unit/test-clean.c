@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "allowlist.h"
 #include "backend-sim.h"
@@ -235,6 +236,29 @@ static void test_status_intel(void **state) {
         sim_close(&s);
 }
 
+static void test_status_imc_box(void **state) {
+        uint64_t status = 0;
+        Sim s;
+
+        (void) state;
+        sim_open(&s, "skx");
+        assert_true(s.machine->n_units > 0);
+        /* CTR0 of the first channel counts DCLK from just below its wrap */
+        assert_int_equal(backend_pci_write(s.backend, 0, 0xA0, 8, (UINT64_C(1) << 48) - 1000), 0);
+        assert_int_equal(backend_pci_write(s.backend, 0, 0xD8, 4, EVTSEL_EN), 0);
+        for (int i = 0; i < 1000 && !(status & 1); i++) {
+                struct timespec ts = { .tv_nsec = 1000 * 1000 };
+
+                (void) nanosleep(&ts, NULL);
+                assert_int_equal(backend_pci_read(s.backend, 0, 0xF8, 4, &status), 0);
+        }
+        assert_int_equal(status & 1, 1);
+        assert_int_equal(clean_unit_status(s.pmu, 0), 0);
+        assert_int_equal(backend_pci_read(s.backend, 0, 0xF8, 4, &status), 0);
+        assert_int_equal(status & 1, 0);
+        sim_close(&s);
+}
+
 static void test_restore_entry(void **state) {
         const AllowEntry *e;
         LeaseEntry entry = { .target = 2, .reg = 0x187, .original = 0x11, .width = 8 };
@@ -263,6 +287,7 @@ int main(void) {
                 cmocka_unit_test(test_restore_value),
                 cmocka_unit_test(test_status_amd),
                 cmocka_unit_test(test_status_intel),
+                cmocka_unit_test(test_status_imc_box),
                 cmocka_unit_test(test_restore_entry),
         };
 
