@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "connection.h"
+#include "macro.h"
 #include "message.h"
 #include "pmugate-limits.h"
 
@@ -59,21 +60,36 @@ int pmugate_revoke(pmugate *c, const char *job, bool *ret_revoked) {
         return 0;
 }
 
-int pmugate_reset(pmugate *c, const uint32_t *cpus, size_t n_cpus) {
+/* One request: at most PMUGATE_LIST_MAX CPUs, or none for every CPU. */
+static int reset_some(pmugate *c, const uint32_t *cpus, size_t n_cpus) {
         const msgpack_object *reply;
         msgpack_packer pk;
         int r;
 
-        if (!c || (n_cpus > 0 && !cpus))
-                return -EINVAL;
-        if (n_cpus > PMUGATE_LIST_MAX)
-                return -E2BIG;
         r = connection_begin(c, "reset", n_cpus > 0 ? 1 : 0, &pk);
         if (r < 0)
                 return r;
         if (n_cpus > 0 && connection_pack_cpus(&pk, cpus, n_cpus) < 0)
                 return -ENOMEM;
         return connection_call(c, &reply);
+}
+
+int pmugate_reset(pmugate *c, const uint32_t *cpus, size_t n_cpus) {
+        int r;
+
+        if (!c || (n_cpus > 0 && !cpus))
+                return -EINVAL;
+        if (n_cpus > PMUGATE_CPUS_MAX)
+                return -E2BIG;
+        if (n_cpus == 0)
+                return reset_some(c, NULL, 0);
+        /* A request names at most PMUGATE_LIST_MAX CPUs; a longer list goes in turns. */
+        for (size_t i = 0; i < n_cpus; i += PMUGATE_LIST_MAX) {
+                r = reset_some(c, cpus + i, MIN(n_cpus - i, (size_t) PMUGATE_LIST_MAX));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 int pmugate_reload(pmugate *c) {

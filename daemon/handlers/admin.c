@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -12,19 +13,23 @@
 
 
 int handle_reset(Server *s, Session *c, const Request *req) {
-        uint32_t cpus[PMUGATE_LIST_MAX];
+        _cleanup_free_ uint32_t *cpus = NULL;
         size_t n = 0, failed = 0;
         char list[512];
         int r;
 
+        /* Every CPU the machine has, up to PMUGATE_CPUS_MAX, when the request names none. */
+        cpus = calloc(MAX(s->machine->n_cpus, 1U), sizeof(uint32_t));
+        if (!cpus)
+                return -ENOMEM;
         if (req->has_cpus) {
                 r = handler_check_cpus(s, c, req);
                 if (r != 0)
                         return r < 0 ? r : 0;
-                memcpy(cpus, req->cpus, req->n_cpus * sizeof(uint32_t));
-                n = req->n_cpus;
+                for (size_t i = 0; i < req->n_cpus && n < s->machine->n_cpus; i++)
+                        cpus[n++] = req->cpus[i];
         } else
-                for (uint32_t cpu = 0; cpu < s->machine->n_cpus && n < ELEMENTSOF(cpus); cpu++)
+                for (uint32_t cpu = 0; cpu < s->machine->n_cpus; cpu++)
                         if (s->machine->cpus[cpu].online)
                                 cpus[n++] = cpu;
 
@@ -37,8 +42,11 @@ int handle_reset(Server *s, Session *c, const Request *req) {
                                 cpuset_add(&o->preempted_cpus, cpus[i]);
                         }
                 leases_end_cpu(s->leases, cpus[i]);
+                /* A journal a failed restore kept is tried again first: the reset below would
+                 * otherwise leave its original values to be put back at the next start. */
+                r = leases_retry_kept(s->leases, cpus[i]);
                 pmu_detect(s->pmu, cpus[i]);
-                if (pmu_reset_cpu(s->pmu, cpus[i]) < 0)
+                if (pmu_reset_cpu(s->pmu, cpus[i]) < 0 || r < 0)
                         failed++;
         }
         handler_format_cpus(cpus, n, list, sizeof(list));

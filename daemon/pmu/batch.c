@@ -394,10 +394,6 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
         return 0;
 }
 
-static uint64_t width_mask(unsigned width) {
-        return width >= 8 ? UINT64_MAX : (UINT64_C(1) << (8 * width)) - 1;
-}
-
 static int op_read(Backend *b, const RegOp *op, const AllowEntry *e, uint64_t *ret) {
         if (reg_op_is_pci(op))
                 return backend_pci_read(b, op->target, op->reg, e->width, ret);
@@ -489,12 +485,16 @@ static int journal_unit_counters(const BatchContext *ctx, uint32_t anchor, uint3
 }
 
 static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, const AllowEntry *e, uint64_t *ret) {
-        uint64_t old = 0, mask = e->write_mask & op->mask, full = width_mask(e->width);
+        uint64_t old = 0, mask = e->write_mask & op->mask, keep = 0;
+        bool pci = reg_op_is_pci(op);
+        const CleanReg *clean = NULL;
         RegOp journaled = *op;
         uint32_t anchor;
         bool journal;
         int r;
 
+        if (!pci)
+                leases_note_write(ctx->leases, op->target);
         if (e->flags & ALLOW_FLAG_ACTION) {
                 /* Write-1-to-clear/set: reading it back and writing the bits again would act
                  * on bits the client never named. */
@@ -513,9 +513,15 @@ static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, c
                         journaled.target = anchor;
         }
         journal = leases_journal_needed(ctx->leases, anchor, &journaled);
-        /* Bits outside the mask keep their current value; a mask covering the whole register
+        if (ctx->pmu) {
+                clean = clean_find(ctx->pmu->clean, op->reg, pci);
+                if (!pci)
+                        keep = pmu_foreign_bits(ctx->pmu, op->target, op->reg);
+        }
+        /* The client's other writable bits and foreign bits keep their current value, the bits
+         * it may not write take the clean one (clean.h); a write that leaves nothing to keep
          * needs no read unless the lease must remember the old value. */
-        if (journal || (mask & full) != full) {
+        if (journal || clean_write_needs_current(e, clean, mask, keep)) {
                 r = op_read(b, op, e, &old);
                 if (r < 0)
                         return r;
@@ -529,7 +535,7 @@ static int execute_write(const BatchContext *ctx, Backend *b, const RegOp *op, c
                 if (r < 0)
                         return r;
         }
-        *ret = (old & ~mask) | (op->value & mask);
+        *ret = clean_write_value(e, clean, old, op->value, mask, keep);
         return op_write(b, op, e, *ret);
 }
 

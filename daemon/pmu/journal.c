@@ -8,8 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "clean.h"
 #include "journal.h"
 #include "log.h"
 #include "macro.h"
@@ -51,8 +54,16 @@ const char *journal_verdict_to_string(JournalVerdict v) {
         return verdict_names[v];
 }
 
+static bool journal_name_cpu(const char *name, uint32_t *ret);
+
 static void journal_name(uint32_t cpu, char buf[JOURNAL_NAME_MAX]) {
         (void) snprintf(buf, JOURNAL_NAME_MAX, STATE_JOURNAL_PREFIX "%" PRIu32, cpu);
+}
+
+bool journal_file_cpu(const char *name, uint32_t *ret) {
+        if (strncmp(name, STATE_JOURNAL_PREFIX, strlen(STATE_JOURNAL_PREFIX)) != 0)
+                return false;
+        return journal_name_cpu(name, ret);
 }
 
 /* The CPU a journal's name gives, when it is a name journal_name() makes. */
@@ -189,19 +200,6 @@ void journal_done(Journal *j) {
         *j = (Journal) {};
 }
 
-static uint64_t width_mask(unsigned width) {
-        return width >= 8 ? UINT64_MAX : (UINT64_C(1) << (8 * width)) - 1;
-}
-
-uint64_t journal_restore_value(const AllowEntry *e, uint64_t current, uint64_t original) {
-        uint64_t mask = e->write_mask & width_mask(e->width);
-
-        /* A counter's count belongs to the holder whatever the journal says: it goes to zero. */
-        if (e->flags & ALLOW_FLAG_COUNTER)
-                return 0;
-        return (current & ~mask) | (original & mask);
-}
-
 _printf_(4, 5) static JournalVerdict refuse(char *reason, size_t size, JournalVerdict v, const char *fmt,
                                             ...) {
         va_list ap;
@@ -333,22 +331,6 @@ static void refuse_line(const JournalContext *ctx, const char *name, const Journ
                       regs[0] ? regs : NULL, reason);
 }
 
-static int restore_entry(Backend *b, const LeaseEntry *e, const AllowEntry *a) {
-        uint64_t current = 0, value;
-        int r;
-
-        /* Counters need no read: their current value is not kept. */
-        if (!(a->flags & ALLOW_FLAG_COUNTER)) {
-                r = e->pci ? backend_pci_read(b, e->target, e->reg, a->width, &current)
-                           : backend_msr_read(b, e->target, e->reg, &current);
-                if (r < 0)
-                        return r;
-        }
-        value = journal_restore_value(a, current, e->original);
-        return e->pci ? backend_pci_write(b, e->target, e->reg, a->width, value)
-                      : backend_msr_write(b, e->target, e->reg, value);
-}
-
 void journal_restore(const JournalContext *ctx, const char *name, const Journal *j, JournalOutcome *ret) {
         JournalOutcome o = {};
 
@@ -377,15 +359,19 @@ void journal_restore(const JournalContext *ctx, const char *name, const Journal 
                         o.refused++;
                         continue;
                 }
-                r = restore_entry(ctx->backend, &line.entry, entry);
+                r = clean_restore_entry(ctx->backend, ctx->pmu, clean_table_for(ctx->machine->cpu_model),
+                                        &line.entry, entry);
                 if (r < 0) {
                         log_warning_errno(r, "Cannot restore %s 0x%" PRIx32 " of %s %" PRIu32 " from %s "
                                           "line %u", line.entry.pci ? "offset" : "MSR", line.entry.reg,
                                           line.entry.pci ? "PCI unit" : "CPU", line.entry.target, name,
                                           line.lineno);
                         o.failed++;
-                } else
+                } else {
                         o.restored++;
+                        if (ctx->restored && !line.entry.pci)
+                                cpuset_add(ctx->restored, line.entry.target);
+                }
         }
         *ret = o;
 }
@@ -491,6 +477,22 @@ int journal_recover(const JournalContext *ctx) {
         return c.restored;
 }
 
+int journal_retry(const JournalContext *ctx, uint32_t cpu) {
+        char name[JOURNAL_NAME_MAX];
+        struct stat st;
+        int r;
+
+        journal_name(cpu, name);
+        if (fstatat(ctx->dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        r = recover_one(ctx->dir->fd, name, (void *) ctx);
+        if (r < 0)
+                return r;
+        if (fstatat(ctx->dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return -EBUSY;
+        return errno == ENOENT ? 0 : -errno;
+}
+
 int journal_create(const StateDir *d, uint32_t cpu, const JournalHolder *h, JournalWriter **ret) {
         _cleanup_free_ JournalWriter *w = NULL;
         _cleanup_close_ int fd = -EBADF;
@@ -498,7 +500,7 @@ int journal_create(const StateDir *d, uint32_t cpu, const JournalHolder *h, Jour
         bool job_valid = h->job && state_name_valid(h->job, strlen(h->job), PMUGATE_STRING_MAX);
         const char *job = job_valid ? h->job : "-";
         const char *role = state_name_valid(h->role, strlen(h->role), JOURNAL_ROLE_MAX) ? h->role : "-";
-        bool replaced = false;
+        struct stat st;
         int k, r;
 
         w = calloc(1, sizeof(*w));
@@ -511,11 +513,15 @@ int journal_create(const StateDir *d, uint32_t cpu, const JournalHolder *h, Jour
                                 job);
         if (k < 0)
                 return k;
-        fd = state_file_create(d, w->name, &replaced);
+        /* A journal left there covers registers that could not be put back: a new one in its
+         * place would lose them (leases.c retries it before the CPU is leased again). */
+        if (fstatat(d->fd, w->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                log_warning("Not replacing lease journal %s: its registers were not all restored", w->name);
+                return -EEXIST;
+        }
+        fd = state_file_create(d, w->name, NULL);
         if (fd < 0)
                 return log_warning_errno(fd, "Cannot create lease journal %s", w->name);
-        if (replaced)
-                log_notice("Replaced an old lease journal %s", w->name);
         r = state_write_synced(fd, header, (size_t) k);
         /* The new name is on disk too, not only the file's contents. */
         if (r == 0 && fsync(d->fd) < 0)

@@ -23,6 +23,7 @@
 #include "backend.h"
 #include "leases.h"
 #include "machine.h"
+#include "pmu.h"
 #include "pmugate-limits.h"
 #include "state-dir.h"
 
@@ -83,16 +84,14 @@ void journal_done(Journal *j);
 JournalVerdict journal_check(const Machine *m, const Allowlist *a, const LeaseEntry *e,
                              const AllowEntry **ret_entry, char *ret_reason, size_t reason_size);
 
-/* What a restore writes: counters are zeroed; anything else gets the journal's value within
- * the entry's write mask and keeps its current bits outside it. */
-uint64_t journal_restore_value(const AllowEntry *e, uint64_t current, uint64_t original);
-
 typedef struct JournalContext {
         const StateDir *dir;
         const Machine *machine;
         const Allowlist *allowlist;
         Backend *backend;
         Audit *audit;           /* NULL: refusals are only logged */
+        const Pmu *pmu;         /* foreign counters' bits to keep; NULL before they are detected */
+        CpuSet *restored;       /* when not NULL: gets the CPUs whose MSRs a restore wrote */
 } JournalContext;
 
 typedef struct JournalOutcome {
@@ -105,12 +104,21 @@ typedef struct JournalOutcome {
  * logged and audited. name says where j came from, for those records. */
 void journal_restore(const JournalContext *ctx, const char *name, const Journal *j, JournalOutcome *ret);
 
-/* Restores the journals a previous run left in the state directory. A journal whose every
- * usable entry was restored is removed; one where a restore failed stays for the next start.
+/* Restores the journals a previous run left in the state directory, through
+ * clean_restore_entry() as a lease's end does. A journal whose every usable entry was restored
+ * is removed; one where a restore failed stays (leases.h: its CPU is not leased until it is).
  * Files that are not journals the daemon could have written (a symlink, a FIFO, another
  * owner, too big) are left alone, logged and audited; journals of another boot are removed.
  * Returns how many journals were restored, or -ENOMEM. */
 int journal_recover(const JournalContext *ctx);
+
+/* The CPU whose journal file name is, when it is the name of a journal. */
+bool journal_file_cpu(const char *name, uint32_t *ret);
+
+/* Tries again to restore the journal a lease of cpu left behind because a restore failed
+ * (journal_recover() for that one file). Returns 0 when there is none (any more), -EBUSY when it
+ * is still there, or another negative errno. */
+int journal_retry(const JournalContext *ctx, uint32_t cpu);
 
 /* Writing, for a held lease. */
 typedef struct JournalHolder {
@@ -120,7 +128,8 @@ typedef struct JournalHolder {
         const char *job;        /* NULL or empty: none */
 } JournalHolder;
 
-/* Creates the journal of cpu afresh with its header, synced with the directory. */
+/* Creates the journal of cpu with its header, synced with the directory. A journal already
+ * there is one whose restore failed: it is never replaced (-EEXIST). */
 int journal_create(const StateDir *d, uint32_t cpu, const JournalHolder *h, JournalWriter **ret);
 
 /* Appends e and syncs it: when this returns 0 the entry is on disk. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clean.h"
 #include "error.h"
 #include "journal.h"
 #include "leases.h"
@@ -16,56 +17,107 @@
 #include "macro.h"
 #include "pmugate-limits.h"
 
+/* Journals still in the state directory once recovery is done are ones it could not restore:
+ * their CPUs wait for a successful retry. */
+static int note_kept(int dir_fd, const char *name, void *userdata) {
+        Leases *l = userdata;
+        uint32_t cpu;
+
+        (void) dir_fd;
+        if (journal_file_cpu(name, &cpu) && cpu < l->n_cpus) {
+                l->kept[cpu] = true;
+                log_warning("Lease journal %s is kept from an earlier run: CPU %" PRIu32 " is not leased until "
+                            "its registers are restored", name, cpu);
+        }
+        return 0;
+}
+
 int leases_new(const StateDir *state, Backend *b, const Machine *m, Leases **ret) {
         Leases *l = calloc(1, sizeof(*l));
+        int r;
 
         if (!l)
                 return -ENOMEM;
         l->cpus = calloc(m->n_cpus ?: 1, sizeof(Lease));
-        if (!l->cpus) {
-                free(l);
+        l->kept = calloc(m->n_cpus ?: 1, sizeof(bool));
+        if (!l->cpus || !l->kept) {
+                leases_free(l);
                 return -ENOMEM;
         }
         l->n_cpus = m->n_cpus;
         l->backend = b;
         l->machine = m;
         l->state = state;
+        if (state) {
+                r = state_dir_foreach(state->fd, note_kept, l);
+                if (r < 0) {
+                        leases_free(l);
+                        return r;
+                }
+        }
         *ret = l;
         return 0;
+}
+
+void leases_set_restore(Leases *l, const Allowlist *a, const Pmu *p, Audit *audit) {
+        l->allowlist = a;
+        l->pmu = p;
+        l->audit = audit;
 }
 
 Leases *leases_free(Leases *l) {
         if (!l)
                 return NULL;
-        for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++) {
+        for (uint32_t cpu = 0; l->cpus && cpu < l->n_cpus; cpu++) {
                 free(l->cpus[cpu].journal);
                 (void) journal_close(l->cpus[cpu].state, /* remove= */ false);
         }
         free(l->cpus);
+        free(l->kept);
         free(l);
         return NULL;
 }
 
-static int restore_entry(Backend *b, const LeaseEntry *e) {
-        uint64_t value = (e->flags & ALLOW_FLAG_COUNTER) ? 0 : e->original;
+/* The allowlist entry a journaled register was written under. Without an allowlist (or should
+ * the entry be gone) the register is put back whole, as the journal has it. */
+static const AllowEntry *entry_allowed(const Leases *l, const LeaseEntry *e, AllowEntry *fallback) {
+        const AllowEntry *a = NULL;
+
+        if (l->allowlist && !e->pci)
+                a = allowlist_find_msr(l->allowlist, e->reg);
+        else if (l->allowlist && e->target < l->machine->n_units)
+                a = allowlist_find_pci(l->allowlist, l->machine->units[e->target].vendor,
+                                       l->machine->units[e->target].device, e->reg);
+        if (a && a->width == e->width)
+                return a;
+        *fallback = (AllowEntry) { .first = e->reg, .last = e->reg, .write_mask = UINT64_MAX, .width = e->width,
+                                   .flags = e->flags, .pci = e->pci };
+        return fallback;
+}
+
+static int restore_entry(Leases *l, const LeaseEntry *e) {
+        AllowEntry fallback;
         int r;
 
-        r = e->pci ? backend_pci_write(b, e->target, e->reg, e->width, value)
-                   : backend_msr_write(b, e->target, e->reg, value);
+        r = clean_restore_entry(l->backend, l->pmu, l->pmu ? l->pmu->clean : clean_table_for(l->machine->cpu_model),
+                                e, entry_allowed(l, e, &fallback));
         if (r < 0)
                 log_warning_errno(r, "Cannot restore %s 0x%" PRIx32 " of %s %" PRIu32,
                                   e->pci ? "offset" : "MSR", e->reg, e->pci ? "unit" : "CPU", e->target);
+        /* A box whose registers went back loses the overflow flags its holder caused. */
+        else if (e->pci && l->pmu)
+                r = clean_unit_status(l->pmu, e->target);
         return r;
 }
 
 /* Puts journaled registers back, newest first, so control registers that were changed after
  * the counters they enable are stopped before those counters are cleared. Counters are
  * zeroed rather than restored: their counts belong to the holder. */
-static unsigned restore_entries(Backend *b, const LeaseEntry *entries, size_t n) {
+static unsigned restore_entries(Leases *l, const LeaseEntry *entries, size_t n) {
         unsigned failed = 0;
 
         for (size_t i = n; i-- > 0;)
-                failed += restore_entry(b, &entries[i]) < 0;
+                failed += restore_entry(l, &entries[i]) < 0;
         return failed;
 }
 
@@ -89,7 +141,7 @@ static void restore_journal_shared(Leases *l, uint32_t anchor, uint32_t cpu, Reg
 
         for (size_t i = lease->n_journal; i-- > 0;)
                 if (entry_shared_with(l, &lease->journal[i], scope, cpu))
-                        (void) restore_entry(l->backend, &lease->journal[i]);
+                        (void) restore_entry(l, &lease->journal[i]);
         /* The journal file keeps these entries: restored again after a crash, they put back
          * the value the register already holds, since nobody can write it without the anchor. */
         for (size_t i = 0; i < lease->n_journal; i++)
@@ -140,12 +192,19 @@ static void lease_end(Leases *l, uint32_t cpu) {
 
         if (!owner)
                 return;
-        failed = restore_entries(l->backend, lease->journal, lease->n_journal);
-        /* The journal goes only once everything in it is back; otherwise the next start of
-         * the daemon tries again. */
-        if (failed > 0 && lease->state)
-                log_warning("Keeping the lease journal of CPU %" PRIu32 " for the next start: %u registers "
-                            "could not be restored", cpu, failed);
+        failed = restore_entries(l, lease->journal, lease->n_journal);
+        /* Whatever the journal held, a holder that wrote anything may have set overflow bits
+         * (through GLOBAL_STATUS_SET, or a counter that wrapped): the kernel's PMI handler must
+         * not find them on a CPU nobody holds. */
+        if (l->pmu && lease->written && clean_cpu_status(l->pmu, cpu) < 0)
+                failed++;
+        /* The journal goes only once everything in it is back; otherwise it stays, the CPU is
+         * not leased again until a retry succeeds, and the next start tries again too. */
+        if (failed > 0 && lease->state) {
+                log_warning("Keeping the lease journal of CPU %" PRIu32 ": %u registers could not be restored; "
+                            "the CPU is not leased again until they are", cpu, failed);
+                l->kept[cpu] = true;
+        }
         lease->state = journal_close(lease->state, /* remove= */ failed == 0);
         free(lease->journal);
         *lease = (Lease) {};
@@ -197,6 +256,26 @@ size_t leases_end_unless(Leases *l, const void *owner, const CpuSet *among, Leas
         return ended;
 }
 
+int leases_retry_kept(Leases *l, uint32_t cpu) {
+        JournalContext ctx = { .dir = l->state, .machine = l->machine, .allowlist = l->allowlist,
+                               .backend = l->backend, .audit = l->audit, .pmu = l->pmu };
+        int r;
+
+        if (cpu >= l->n_cpus || !l->kept[cpu])
+                return 0;
+        /* Without the allowlist nothing in the file could be checked, so nothing is written. */
+        if (!l->state || !l->allowlist)
+                return -EBUSY;
+        r = journal_retry(&ctx, cpu);
+        if (r == 0) {
+                log_notice("The kept lease journal of CPU %" PRIu32 " is restored; the CPU may be leased again", cpu);
+                l->kept[cpu] = false;
+                if (l->pmu)
+                        (void) clean_cpu_status(l->pmu, cpu);
+        }
+        return r;
+}
+
 /* Monitors yield to users and admins; anyone else keeps a lease until it ends it (admins
  * can end it with a reset). */
 static bool lease_preemptible(const Lease *lease, const LeaseHolder *holder) {
@@ -231,6 +310,14 @@ int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, s
                                 blocker->job[0] ? ", job " : "", blocker->job);
                 return PROTO_E_BUSY;
         }
+        for (size_t i = 0; i < n_cpus; i++)
+                if (cpus[i] < l->n_cpus && l->cpus[cpus[i]].owner != holder->owner &&
+                    leases_retry_kept(l, cpus[i]) < 0) {
+                        (void) snprintf(reason, reason_size, "CPU %" PRIu32 "'s PMU could not be put back after its "
+                                        "last lease (see the daemon's log); it is not leased again until it is",
+                                        cpus[i]);
+                        return PROTO_E_INTERNAL;
+                }
 
         for (size_t i = 0; i < n_cpus; i++) {
                 const char *job;

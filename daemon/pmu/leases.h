@@ -4,7 +4,15 @@
  * first write to a register, its old value goes into the lease's journal, on disk under the
  * runtime directory before the register changes. When the lease ends — release, disconnect,
  * revoke, preemption, or a daemon crash followed by a restart — every journaled register is
- * put back, counters are zeroed, and the journal is deleted: no counts leak to the next user.
+ * put back the one way clean.h defines (the journal's bits within the write mask, the clean
+ * state in the rest and in every enable, interrupt and freeze bit), counters are zeroed, the
+ * overflow status of the CPU's own counters (and of the boxes it wrote) is cleared, and the
+ * journal is deleted: no counts leak to the next user, and no overflow bit or interrupt enable
+ * is left for the kernel to trip over.
+ *
+ * A journal whose registers could not all be put back stays on disk, and its CPU is not leased
+ * again until a retry of that restore succeeds (tried at each lease request and by an admin's
+ * reset): a new journal never replaces it, so the original values are never lost.
  *
  * A register shared by the threads of a core or the CPUs of a package (and a PCI unit, which
  * belongs to a package) is one physical register: writing it needs leases on all of those
@@ -28,6 +36,8 @@
 #include "state-dir.h"
 
 typedef struct JournalWriter JournalWriter;
+typedef struct Pmu Pmu;
+typedef struct Audit Audit;
 
 typedef struct LeaseEntry {
         uint32_t target;        /* CPU, or PCI unit */
@@ -48,6 +58,8 @@ typedef struct Lease {
         LeaseEntry *journal;
         size_t n_journal;
         size_t journal_appends; /* entries ever journaled, those restored early included */
+        bool written;           /* a register of this CPU was written: its overflow status may
+                                 * be the holder's doing (a wrap, GLOBAL_STATUS_SET) */
         JournalWriter *state;   /* journal file (journal.h), open while the lease is held */
 } Lease;
 
@@ -57,9 +69,13 @@ typedef void (*LeaseEndedFn)(const void *owner, uint32_t cpu, void *userdata);
 typedef struct Leases {
         Lease *cpus;            /* by CPU number */
         uint32_t n_cpus;
+        bool *kept;             /* by CPU number: a journal whose restore failed is on disk */
         const StateDir *state;  /* NULL: journals are kept in memory only */
         Backend *backend;
         const Machine *machine;
+        const Allowlist *allowlist;     /* the entries restores are checked and masked by */
+        const Pmu *pmu;                 /* foreign counters, and the model's clean state */
+        Audit *audit;
         LeaseEndedFn ended;
         void *ended_userdata;
 } Leases;
@@ -80,6 +96,15 @@ Leases *leases_free(Leases *l);
 
 void leases_set_ended_hook(Leases *l, LeaseEndedFn ended, void *userdata);
 
+/* What restores need beside the backend: the allowlist (write masks), the PMU (foreign bits,
+ * the clean state) and the audit log for refused journal entries (NULL: logged only). Without
+ * an allowlist a journaled register is put back whole. */
+void leases_set_restore(Leases *l, const Allowlist *a, const Pmu *p, Audit *audit);
+
+/* Tries again to restore the journal a failed restore left for cpu. Returns 0 when there is
+ * none (any more), -EBUSY when it is still there, or another negative errno. */
+int leases_retry_kept(Leases *l, uint32_t cpu);
+
 typedef void (*LeasePreemptedFn)(const void *owner, uint32_t cpu, void *userdata);
 
 /* The first lease among cpus that keeps holder from taking them (held by another client and
@@ -90,8 +115,9 @@ const Lease *leases_blocker(const Leases *l, const LeaseHolder *holder, const ui
 /* Takes leases on cpus for holder, all or none. A CPU a monitor holds is taken over by a user
  * or admin: the monitor's lease ends with a restore and preempted() is told.
  * Returns 0, or PROTO_E_BUSY with reason naming the holder's uid, pid, role and job: for admins
- * and the audit only (leases_blocker() tells a caller what it may say to others).
- * Re-leasing one's own CPU is fine. */
+ * and the audit only (leases_blocker() tells a caller what it may say to others); or
+ * PROTO_E_INTERNAL with reason when a CPU's last restore failed and still fails (its journal is
+ * kept). Re-leasing one's own CPU is fine. */
 int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
                    LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size);
 
@@ -126,5 +152,11 @@ bool leases_journal_needed(const Leases *l, uint32_t anchor, const RegOp *op);
 /* Journals the original value (on disk first). Returns 0 or negative errno; a write whose
  * original could not be kept must not happen. */
 int leases_journal_add(Leases *l, uint32_t anchor, const RegOp *op, const AllowEntry *e, uint64_t original);
+
+/* Notes a write on cpu under its lease, so that its end clears the overflow status. */
+static inline void leases_note_write(Leases *l, uint32_t cpu) {
+        if (cpu < l->n_cpus && l->cpus[cpu].owner)
+                l->cpus[cpu].written = true;
+}
 
 size_t leases_count(const Leases *l);

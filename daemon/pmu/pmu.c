@@ -20,7 +20,8 @@ int pmu_new(Backend *b, const Machine *m, const Allowlist *a, Pmu **ret) {
 
         if (!p)
                 return -ENOMEM;
-        *p = (Pmu) { .backend = b, .machine = m, .allowlist = a, .amd = cpu_model_is_amd(m->cpu_model) };
+        *p = (Pmu) { .backend = b, .machine = m, .allowlist = a, .amd = cpu_model_is_amd(m->cpu_model),
+                     .clean = clean_table_for(m->cpu_model) };
         p->foreign_fixed = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_fixed));
         p->foreign_gp = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_gp));
         if (!p->foreign_fixed || !p->foreign_gp) {
@@ -145,6 +146,36 @@ static uint64_t global_bits(uint8_t fixed, uint32_t gp) {
         if ((fixed >> FIXED_SLOTS_INDEX) & 1)
                 bits |= GLOBAL_CTRL_PERF_METRICS;
         return bits;
+}
+
+uint64_t pmu_foreign_bits(const Pmu *p, uint32_t cpu, uint32_t reg) {
+        if (cpu >= p->machine->n_cpus)
+                return 0;
+        if (p->amd)
+                return reg == MSR_AMD_GLOBAL_CTL ? p->foreign_gp[cpu] : 0;
+        if (reg == MSR_IA32_FIXED_CTR_CTRL)
+                return fixed_fields(p->foreign_fixed[cpu]);
+        if (reg == MSR_IA32_PERF_GLOBAL_CTRL)
+                return global_bits(p->foreign_fixed[cpu], p->foreign_gp[cpu]);
+        return 0;
+}
+
+uint64_t pmu_own_status_bits(const Pmu *p, uint32_t cpu) {
+        uint64_t bits = (UINT64_C(1) << gp_counters(p)) - 1;
+
+        if (cpu >= p->machine->n_cpus)
+                return 0;
+        if (p->amd)
+                return bits & ~(uint64_t) p->foreign_gp[cpu];
+        bits |= ((UINT64_C(1) << fixed_counters(p)) - 1) << 32;
+        if (p->machine->cpu_model && p->machine->cpu_model->perf_metrics)
+                bits |= GLOBAL_CTRL_PERF_METRICS;
+        return bits & ~global_bits(p->foreign_fixed[cpu], p->foreign_gp[cpu]);
+}
+
+bool pmu_unit_foreign(const Pmu *p, uint32_t unit) {
+        /* Uncore boxes the kernel programs are not detected yet: every box is the daemon's. */
+        return !p || unit >= p->machine->n_units;
 }
 
 /* The index of AMD core counter pair reg belongs to (PerfEvtSel or PerfCtr), or -1. */

@@ -13,6 +13,7 @@
 
 #include "allowlist.h"
 #include "backend.h"
+#include "clean.h"
 #include "machine.h"
 
 #define MSR_IA32_PMC0 0xC1U
@@ -50,6 +51,7 @@ typedef struct Pmu {
         uint8_t *foreign_fixed;  /* per CPU: bit i = FIXED_CTRi held by another PMU user; with SLOTS (3)
                                   * goes PERF_METRICS, and bit 48 of the global registers */
         uint32_t *foreign_gp;    /* per CPU: bit i = PMCi held by another PMU user */
+        const CleanTable *clean; /* the model's clean state (clean.h); NULL: none known */
         bool amd;
 } Pmu;
 
@@ -74,5 +76,17 @@ int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, 
  * put into ret (up to n). */
 size_t pmu_counters_started_by(const Pmu *p, uint32_t cpu, uint32_t reg, uint32_t *ret, size_t n);
 
-/* Stops and zeroes every counter of cpu that is not foreign. Returns 0 or the first error. */
+/* The bits of register reg on cpu that belong to foreign counters and must keep their value
+ * whoever else writes the register: their fields of FIXED_CTR_CTRL, their global enables. */
+uint64_t pmu_foreign_bits(const Pmu *p, uint32_t cpu, uint32_t reg);
+
+/* The overflow status bits of cpu's counters that exist on the model and are not foreign. */
+uint64_t pmu_own_status_bits(const Pmu *p, uint32_t cpu);
+
+/* Whether another PMU user (the kernel's uncore driver) holds PCI unit unit. Such a box is never
+ * cleaned or restored by the daemon. */
+bool pmu_unit_foreign(const Pmu *p, uint32_t unit);
+
+/* Stops and zeroes every counter of cpu that is not foreign and clears their overflow status.
+ * Returns 0 or the first error. */
 int pmu_reset_cpu(Pmu *p, uint32_t cpu);

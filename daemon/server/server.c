@@ -112,6 +112,7 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
 
 int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allowlist *allowlist, const Config *config,
                Audit *audit, Server **ret) {
+        CpuSet recovered;
         Server *s;
         int r;
 
@@ -140,9 +141,10 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         /* Registers a crashed run left programmed go back before anything is detected or
          * served, so their enable bits are not mistaken for another PMU user's. Every entry
          * is checked like a client's write first. */
+        cpuset_clear(&recovered);
         if (o->state) {
                 JournalContext ctx = { .dir = o->state, .machine = machine, .allowlist = allowlist,
-                                       .backend = backend, .audit = audit };
+                                       .backend = backend, .audit = audit, .restored = &recovered };
 
                 r = journal_recover(&ctx);
                 if (r < 0)
@@ -158,6 +160,11 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         if (r < 0)
                 goto fail;
         pmu_detect_all(s->pmu);
+        leases_set_restore(s->leases, allowlist, s->pmu, audit);
+        /* Overflow status a crashed run's holders left on counters that are not another PMU
+         * user's goes now, as at every lease end, once the foreign ones are known. */
+        CPUSET_FOREACH(cpu, &recovered)
+                (void) clean_cpu_status(s->pmu, cpu);
 
         s->machine = machine;
         s->backend = backend;

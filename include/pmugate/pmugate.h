@@ -278,7 +278,8 @@ int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpu
 int pmugate_revoke(pmugate *c, const char *job, bool *ret_revoked);
 
 /* Ends leases and puts the PMU of cpus (every CPU when n_cpus is 0) back to a clean state:
- * counters stopped and zeroed, except those another PMU user holds. */
+ * counters stopped and zeroed, their overflow status cleared, except those another PMU user
+ * holds. More than one request's list of CPUs goes in several requests (up to 8192 CPUs). */
 int pmugate_reset(pmugate *c, const uint32_t *cpus, size_t n_cpus);
 
 /* Makes the daemon read its configuration again; a bad file is refused (see

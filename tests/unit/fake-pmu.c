@@ -179,6 +179,7 @@ FakePmu *fake_pmu_new(unsigned sockets, unsigned cores, unsigned threads, const 
 
         assert_int_equal(pmu_new(f->backend, m, f->allowlist, &f->pmu), 0);
         assert_int_equal(leases_new(NULL, f->backend, m, &f->leases), 0);
+        leases_set_restore(f->leases, f->allowlist, f->pmu, NULL);
         return f;
 }
 

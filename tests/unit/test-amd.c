@@ -296,6 +296,7 @@ static void test_ccx_restore_unknown_l3(void **state) {
         assert_non_null(e);
         assert_int_equal(e->scope, REG_SCOPE_CCX);
         assert_int_equal(leases_new(NULL, f->backend, f->machine, &l), 0);
+        leases_set_restore(l, f->allowlist, f->pmu, NULL);
         assert_int_equal(leases_acquire(l, &holder, cpus, ELEMENTSOF(cpus), NULL, NULL, reason,
                                         sizeof(reason)), 0);
         assert_int_equal(leases_anchor(l, REG_SCOPE_CCX, 3, false, &anchor), 0);

@@ -144,8 +144,8 @@ static SimBackend *sim_backend(Backend *b) {
         return (SimBackend *) b;
 }
 
-static bool msr_fault_injected(const SimBackend *s, const SimCpu *c, uint32_t reg) {
-        if (!c->eio)
+static bool msr_fault_injected(const SimBackend *s, const SimCpu *c, uint32_t reg, bool write) {
+        if (!c->eio || (s->config->eio_writes_only && !write))
                 return false;
         for (size_t i = 0; i < s->config->n_eio_msrs; i++)
                 if (s->config->eio_msrs[i] == reg)
@@ -154,14 +154,14 @@ static bool msr_fault_injected(const SimBackend *s, const SimCpu *c, uint32_t re
 }
 
 /* Charges the access, checks the CPU and brings its state up to now. */
-static int msr_prepare(SimBackend *s, uint32_t cpu, uint32_t reg, SimCpu **ret_cpu) {
+static int msr_prepare(SimBackend *s, uint32_t cpu, uint32_t reg, bool write, SimCpu **ret_cpu) {
         uint64_t now = sim_clock_access(&s->clock);
         SimCpu *c;
 
         if (cpu >= s->n_cpus || !s->cpus[cpu].online)
                 return -ENXIO;
         c = &s->cpus[cpu];
-        if (msr_fault_injected(s, c, reg))
+        if (msr_fault_injected(s, c, reg, write))
                 return -EIO;
 
         if (s->model.amd && sim_amd_l3_owns(reg)) {
@@ -192,7 +192,7 @@ static int sim_msr_read(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_va
         SimCpu *c;
         int r;
 
-        r = msr_prepare(s, cpu, reg, &c);
+        r = msr_prepare(s, cpu, reg, false, &c);
         if (r < 0)
                 return r;
         if (s->model.amd && sim_amd_l3_owns(reg))
@@ -209,7 +209,7 @@ static int sim_msr_write(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value)
         SimCpu *c;
         int r;
 
-        r = msr_prepare(s, cpu, reg, &c);
+        r = msr_prepare(s, cpu, reg, true, &c);
         if (r < 0)
                 return r;
         if (s->model.amd && sim_amd_l3_owns(reg))
@@ -432,7 +432,8 @@ static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *p
 
         boot_tsc = (BOOT_UPTIME_MIN_SECONDS + sim_clock_random(&s->clock) % BOOT_UPTIME_SPREAD_SECONDS) *
                    s->clock.mhz * HZ_PER_MHZ;
-        watchdog_period = s->clock.mhz * HZ_PER_MHZ * WATCHDOG_THRESH_SECONDS;
+        watchdog_period = s->clock.mhz * HZ_PER_MHZ *
+                          (config->watchdog_thresh > 0 ? config->watchdog_thresh : WATCHDOG_THRESH_SECONDS);
 
         s->n_cpus = machine->n_cpus;
         s->cpus = calloc(s->n_cpus, sizeof(SimCpu));
@@ -451,6 +452,7 @@ static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *p
                 sim_rates_compute(&s->model, &profiles[cpu], has_sibling ? &profiles[sibling] : NULL,
                                   &c->rates);
                 sim_pmu_init(&c->pmu, &s->model, &c->rates, boot_tsc);
+                c->pmu.cpu = cpu;
                 if (config->nmi_watchdog && c->online)
                         sim_pmu_start_watchdog(&c->pmu, watchdog_period);
         }

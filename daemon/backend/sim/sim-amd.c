@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 
 #include "sim-amd.h"
 #include "sim-regs.h"
@@ -93,10 +94,20 @@ void sim_amd_pmu_advance(SimPmu *p, uint64_t cycles) {
                         continue;
                 p->global_status |= SIM_BIT(i);
                 if (i == 0 && p->watchdog_period > 0 && p->evtsel[0] == AMD_WATCHDOG_EVTSEL) {
-                        /* the watchdog's PMI handler re-arms and acknowledges */
+                        /* the watchdog's PMI handler re-arms and acknowledges; on Zen 4 the
+                         * kernels 5.19-6.12 warn about status bits of counters not theirs */
+                        uint64_t stray = p->global_status & ~SIM_BIT(0) & counter_bits(p);
+
                         p->gp[0].value = ((AMD_COUNTER_MASK + 1 - p->watchdog_period) +
                                           p->gp[0].value % p->watchdog_period) & AMD_COUNTER_MASK;
                         p->global_status &= ~SIM_BIT(0);
+                        if (stray)
+                                sim_pmu_unhandled_pmi(p, NULL, stray);
+                } else if (p->evtsel[i] & EVTSEL_INT) {
+                        char what[24];
+
+                        (void) snprintf(what, sizeof(what), "PerfCtr%u", i);
+                        sim_pmu_unhandled_pmi(p, what, 0);
                 }
         }
 }

@@ -17,6 +17,8 @@
 #include "sim-config.h"
 #include "sim-parse.h"
 
+/* The kernel accepts watchdog_thresh up to 60 seconds. */
+#define WATCHDOG_THRESH_MAX 60U
 /* Defaults: a two-socket machine with four SMT cores per socket, and a package that draws
  * what a busy server part does. */
 #define DEFAULT_SOCKETS 2U
@@ -286,6 +288,8 @@ static int handle_inject(SimConfigParser *p, const char *key, const char *value)
 
         if (strcmp(key, "nmi_watchdog") == 0)
                 return parse_bool_key(p, key, value, &c->nmi_watchdog);
+        if (strcmp(key, "watchdog_thresh") == 0)
+                return parse_unsigned_key(p, key, value, 1, WATCHDOG_THRESH_MAX, &c->watchdog_thresh);
         if (strcmp(key, "offline_cpus") == 0) {
                 c->offline_line = p->line;
                 return parse_cpus_key(p, key, value, &c->offline_cpus, &c->n_offline_cpus);
@@ -294,8 +298,10 @@ static int handle_inject(SimConfigParser *p, const char *key, const char *value)
                 return parse_msr_list(p, key, value);
         if (strcmp(key, "eio_cpus") == 0)
                 return parse_cpus_key(p, key, value, &c->eio_cpus, &c->n_eio_cpus);
-        return parser_fail(p, "unknown key '%s' in [inject] (known: nmi_watchdog, offline_cpus, eio_msr, "
-                           "eio_cpus)", key);
+        if (strcmp(key, "eio_writes_only") == 0)
+                return parse_bool_key(p, key, value, &c->eio_writes_only);
+        return parser_fail(p, "unknown key '%s' in [inject] (known: nmi_watchdog, watchdog_thresh, offline_cpus, "
+                           "eio_msr, eio_cpus, eio_writes_only)", key);
 }
 
 static int handle_rapl(SimConfigParser *p, const char *key, const char *value) {

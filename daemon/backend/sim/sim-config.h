@@ -17,7 +17,7 @@
 #include "sim-uncore.h"
 
 #define SIM_SOCKETS_MAX 8U
-#define SIM_CORES_PER_SOCKET_MAX 256U
+#define SIM_CORES_PER_SOCKET_MAX 512U     /* 8 sockets x 512 cores x 2 threads: PMUGATE_CPUS_MAX */
 #define SIM_EIO_MSRS_MAX 64U
 #define SIM_CONFIG_SECTIONS_MAX 1024U
 #define SIM_MODEL_KEY_MAX 8U
@@ -66,11 +66,13 @@ typedef struct SimConfig {
         double jitter;                  /* each access costs cycles_per_access * (1 +- jitter) */
 
         bool nmi_watchdog;
+        unsigned watchdog_thresh;       /* seconds of unhalted cycles per watchdog period */
         uint32_t *offline_cpus;
         size_t n_offline_cpus;
         unsigned offline_line;
         uint32_t eio_msrs[SIM_EIO_MSRS_MAX];
         size_t n_eio_msrs;
+        bool eio_writes_only;           /* the faults fail writes; reads work */
         uint32_t *eio_cpus;             /* NULL: every CPU */
         size_t n_eio_cpus;
         unsigned eio_line;

@@ -3,9 +3,12 @@
  * Simulated core PMU of one logical CPU (shared/reference/pmu-registers.md §2)
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "log.h"
 #include "macro.h"
 #include "sim-amd.h"
 #include "sim-pmu.h"
@@ -37,6 +40,17 @@ static void update_fixed_rates(SimPmu *p) {
 
                 p->fixed[i].rate = sim_rates_fixed(p->rates, i, any) * ring;
         }
+}
+
+void sim_pmu_unhandled_pmi(SimPmu *p, const char *what, uint64_t stray) {
+        p->unhandled_pmis++;
+        if (stray)
+                log_warning("Simulated CPU %" PRIu32 ": the kernel's PMI handler (NMI watchdog) finds overflow status "
+                            "0x%" PRIx64 " of counters it does not own, and warns (unhandled PMI #%" PRIu64 ")",
+                            p->cpu, stray, p->unhandled_pmis);
+        else
+                log_warning("Simulated CPU %" PRIu32 ": %s overflowed with its interrupt enabled: a PMI no PMU user "
+                            "handles (unhandled PMI #%" PRIu64 ")", p->cpu, what, p->unhandled_pmis);
 }
 
 void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t tsc) {
@@ -87,8 +101,15 @@ void sim_pmu_advance(SimPmu *p, uint64_t cycles) {
 
         for (unsigned i = 0; i < p->model->gp_counters; i++)
                 if ((p->global_ctrl & SIM_BIT(i)) && p->gp[i].rate > 0.0 &&
-                    sim_counter_add(&p->gp[i], cycles, mask, NULL))
+                    sim_counter_add(&p->gp[i], cycles, mask, NULL)) {
                         p->global_status |= SIM_BIT(i);
+                        if (p->evtsel[i] & EVTSEL_INT) {
+                                char what[16];
+
+                                (void) snprintf(what, sizeof(what), "PMC%u", i);
+                                sim_pmu_unhandled_pmi(p, what, 0);
+                        }
+                }
 
         for (unsigned i = 0; i < p->model->fixed_counters; i++) {
                 unsigned bit = GLOBAL_FIXED_SHIFT + i;
@@ -102,10 +123,20 @@ void sim_pmu_advance(SimPmu *p, uint64_t cycles) {
                         if (i == FIXED_SLOTS)
                                 p->global_status |= SIM_BIT(GLOBAL_PERF_METRICS_BIT);
                         if (i == FIXED_CLK_UNHALTED && watchdog_owns_fixed1(p)) {
-                                /* the watchdog's PMI handler acks the overflow and re-arms */
+                                /* the watchdog's PMI handler acks the overflow and re-arms;
+                                 * status bits of counters it does not own make it warn */
+                                uint64_t stray = p->global_status & ~SIM_BIT(bit) & sim_model_global_ctrl_valid(p->model);
+
                                 p->fixed[i].value = ((mask + 1 - p->watchdog_period) +
                                                      p->fixed[i].value % p->watchdog_period) & mask;
                                 p->global_status &= ~SIM_BIT(bit);
+                                if (stray)
+                                        sim_pmu_unhandled_pmi(p, NULL, stray);
+                        } else if (fixed_field(p, i) & FIXED_CTRL_PMI) {
+                                char what[24];
+
+                                (void) snprintf(what, sizeof(what), "FIXED_CTR%u", i);
+                                sim_pmu_unhandled_pmi(p, what, 0);
                         }
                 }
                 if (i == FIXED_SLOTS && p->model->perf_metrics > 0 &&

@@ -32,6 +32,11 @@ typedef struct SimPmu {
         uint64_t metrics_written;
         /* Period of the emulated kernel NMI watchdog on FIXED_CTR1; 0 when there is none. */
         uint64_t watchdog_period;
+        uint32_t cpu;                   /* for messages */
+        /* PMIs no PMU user would handle: an interrupt-enabled counter that is not the
+         * watchdog's overflowed, or the watchdog's PMI found overflow status that is not its
+         * own (the kernel warns on every such NMI). Each is logged. */
+        uint64_t unhandled_pmis;
 } SimPmu;
 
 void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t tsc);
@@ -40,6 +45,10 @@ void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t 
  * every GLOBAL_CTRL enable set, the counter preloaded with -period and re-armed by the
  * "kernel" at each overflow. */
 void sim_pmu_start_watchdog(SimPmu *p, uint64_t period);
+
+/* Counts and logs a PMI nobody handles: what names the counter that raised it, or the
+ * watchdog's PMI that found status bits (stray) of counters it does not own. */
+void sim_pmu_unhandled_pmi(SimPmu *p, const char *what, uint64_t stray);
 
 /* Lets `cycles` wall-clock (TSC) cycles pass. */
 void sim_pmu_advance(SimPmu *p, uint64_t cycles);
