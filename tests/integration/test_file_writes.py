@@ -257,6 +257,30 @@ def test_stat_output(tap):
             [t.PMUGATE, "stat", "-e", "INST_RETIRED.ANY", "-c", "0", "-S", "0.1s", "-o", "/dev/null"],
             daemon.socket, uid=VICTIM, gid=VICTIM, groups=[t.USER_GID])
         tap.ok(rc == 0, "-o /dev/null still works (a character device)", err)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            tap.skip("pmugate plot -o", "needs python3-matplotlib")
+            return
+        timeline = os.path.join(shared, "timeline.csv")
+        rc, out, err = t.run_cli([t.PMUGATE, "topdown", "-l", "1", "-c", "0", "-I", "100ms", "-S", "0.35s",
+                                  "-O", "csv", "-o", timeline], daemon.socket, uid=VICTIM, gid=VICTIM,
+                                 groups=[t.USER_GID])
+        plots = []
+        for target in (link, theirs):
+            rc, out, err = t.run_cli([t.PMUGATE, "plot", "-o", target, timeline], daemon.socket, uid=VICTIM,
+                                     gid=VICTIM, groups=[t.USER_GID])
+            plots.append((rc, err))
+        with open(notes) as f, open(theirs) as g:
+            kept = f.read() == "the victim's own notes\n" and g.read() == "planted\n"
+        tap.ok(kept and plots[0][0] == 1 and "symbolic link" in plots[0][1] and plots[1][0] == 1 and
+               "belongs to uid %d" % ATTACKER in plots[1][1],
+               "pmugate plot -o refuses the same link and file, and leaves them alone", plots)
+        png = os.path.join(shared, "mine.png")
+        rc, out, err = t.run_cli([t.PMUGATE, "plot", "-o", png, timeline], daemon.socket, uid=VICTIM, gid=VICTIM,
+                                 groups=[t.USER_GID])
+        tap.ok(rc == 0 and os.stat(png).st_uid == VICTIM and open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n",
+               "and writes a new PNG", err)
     finally:
         daemon.stop()
 
