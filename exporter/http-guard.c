@@ -53,8 +53,11 @@ size_t http_guard_pick(const HttpSlot *slots, size_t n, uint64_t now, bool *ret_
                 picked += ret_close[i];
                 open += !ret_close[i];
         }
+        /* the oldest connection of the address holding the most: a local user's many slow
+         * connections go before the Epilog's one, and among addresses holding as many, the
+         * connection waiting longest goes first */
         while (open > HTTP_CONNECTIONS_MAX) {
-                size_t busiest = SIZE_MAX, most = 0, oldest = SIZE_MAX;
+                size_t victim = SIZE_MAX, victim_count = 0;
 
                 for (size_t i = 0; i < n; i++) {
                         size_t same = 0;
@@ -64,19 +67,15 @@ size_t http_guard_pick(const HttpSlot *slots, size_t n, uint64_t now, bool *ret_
                         for (size_t j = 0; j < n; j++)
                                 same += slots[j].used && !slots[j].closing && !ret_close[j] &&
                                         same_address(&slots[i].address, &slots[j].address);
-                        if (same > most) {
-                                most = same;
-                                busiest = i;
+                        if (same > victim_count ||
+                            (same == victim_count && slots[i].since_usec < slots[victim].since_usec)) {
+                                victim = i;
+                                victim_count = same;
                         }
                 }
-                for (size_t i = 0; i < n && busiest != SIZE_MAX; i++)
-                        if (slots[i].used && !slots[i].closing && !ret_close[i] &&
-                            same_address(&slots[i].address, &slots[busiest].address) &&
-                            (oldest == SIZE_MAX || slots[i].since_usec < slots[oldest].since_usec))
-                                oldest = i;
-                if (oldest == SIZE_MAX)
+                if (victim == SIZE_MAX)
                         break;
-                ret_close[oldest] = true;
+                ret_close[victim] = true;
                 picked++;
                 open--;
         }

@@ -198,6 +198,24 @@ def test_settings_file(tap):
         tap.ok(os.path.exists(marker) and "not sourcing" not in err, "%s: root's own slurm.env is sourced" % kind,
                (rc, err))
         os.unlink(marker)
+    # The Epilog still revokes the job (built-in settings) before it exits 1.
+    conf = os.path.join(d, "pmugate.conf")
+    with open(conf, "w") as f:
+        f.write("[access]\nmode = job\nadmin_groups = %d\nuser_groups = %d\n" % (t.ADMIN_GID, t.USER_GID))
+    daemon = t.Daemon(d, ["--backend=sim", "--sim-model=spr"], config=conf)
+    try:
+        ctl = [t.PMUGATECTL, "--socket=" + daemon.socket]
+        granted = subprocess.run(ctl + ["grant", "--job", "5150", "--uid", str(VICTIM), "--cpus", "1"],
+                                 capture_output=True, text=True, timeout=30)
+        os.chmod(env_file, 0o666)
+        rc, err = run_script("epilog", d, {"PMUGATE_SLURM_ENV": env_file, "PMUGATE_SOCKET": daemon.socket})
+        status = subprocess.run(ctl + ["status"], capture_output=True, text=True, timeout=30).stdout
+        tap.ok(granted.returncode == 0 and rc == 1 and "5150" not in status and not os.path.exists(marker)
+               and "revoking with the built-in settings" in err,
+               "epilog: with a refused slurm.env the job is still revoked, and the node drains", (rc, err, status))
+    finally:
+        daemon.stop()
+    os.chmod(env_file, 0o644)
     shared = os.path.join(d, "shared-etc")
     os.mkdir(shared)
     os.chmod(shared, 0o777)

@@ -347,6 +347,12 @@ static void test_http_guard(void **state) {
         slots[0].used = false;
         slots[0].closing = false;
         assert_int_equal(http_guard_pick(slots, ELEMENTSOF(slots), now, close_them), 0);
+
+        /* one connection per address, one too many: the one waiting longest goes */
+        for (n = 0; n <= HTTP_CONNECTIONS_MAX; n++)
+                slots[n] = slot_at(0x0a000000 + (uint32_t) n, now - 2 * sec + (n == 7 ? 0 : sec));
+        assert_int_equal(http_guard_pick(slots, ELEMENTSOF(slots), now, close_them), 1);
+        assert_true(close_them[7]);
 }
 
 int main(void) {
