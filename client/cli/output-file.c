@@ -144,7 +144,8 @@ static int open_existing(const char *path, int *ret_fd, char *reterr_reason, siz
                                         "-o %s: is a symbolic link; not following it (name the file itself)",
                                         path);
                 else if (r != -ENOENT)
-                        (void) snprintf(reterr_reason, reason_size, "cannot write %s: %s", path, strerror(-r));
+                        (void) snprintf(reterr_reason, reason_size, "cannot write %s: %s", path,
+                                        strerror(-r));
                 return r;
         }
         if (fstat(fd, &st) < 0)
@@ -160,12 +161,14 @@ static int open_existing(const char *path, int *ret_fd, char *reterr_reason, siz
                 if (ftruncate(fd, 0) < 0) {
                         int r = negative_errno();
 
-                        (void) snprintf(reterr_reason, reason_size, "cannot truncate %s: %s", path, strerror(-r));
+                        (void) snprintf(reterr_reason, reason_size, "cannot truncate %s: %s", path,
+                                        strerror(-r));
                         return r;
                 }
         } else if (!S_ISCHR(st.st_mode)) {
                 (void) snprintf(reterr_reason, reason_size,
-                                "-o %s: exists and is not a regular file (a directory, FIFO or socket)", path);
+                                "-o %s: exists and is not a regular file (a directory, FIFO or socket)",
+                                path);
                 return -EINVAL;
         }
         flags = fcntl(fd, F_GETFL);
@@ -188,15 +191,16 @@ int output_file_open(const char *path, FILE **ret, char *reterr_reason, size_t r
                 }
                 r = negative_errno();
                 if (r != -EEXIST) {
-                        (void) snprintf(reterr_reason, reason_size, "cannot write %s: %s", path, strerror(-r));
+                        (void) snprintf(reterr_reason, reason_size, "cannot write %s: %s", path,
+                                        strerror(-r));
                         return r;
                 }
                 /* it exists (or is a symbolic link, dangling or not): look at what it is */
                 r = open_existing(path, &fd, reterr_reason, reason_size);
         }
         if (r == -ENOENT)
-                (void) snprintf(reterr_reason, reason_size, "cannot write %s: it keeps appearing and disappearing",
-                                path);
+                (void) snprintf(reterr_reason, reason_size,
+                                "cannot write %s: it keeps appearing and disappearing", path);
         if (r < 0)
                 return r;
         f = fdopen(fd, "w");

@@ -349,7 +349,8 @@ static int verb_save_summary(const Args *a) {
         }
         r = file_replace_at(dir_fd, a->name, data, size, 0644, reason, sizeof(reason));
         if (r < 0) {
-                fprintf(stderr, "pmugatectl: save-summary: %s: %s\n", a->dir, reason[0] ? reason : strerror(-r));
+                fprintf(stderr, "pmugatectl: save-summary: %s: %s\n", a->dir,
+                        reason[0] ? reason : strerror(-r));
                 return 1;
         }
         return 0;

@@ -75,7 +75,8 @@ int trusted_dir_open(const char *path, int *ret_fd, char *reterr_reason, size_t 
                         break;
                 end = (size_t) (p - path) + n;
                 if (n > NAME_MAX) {
-                        (void) snprintf(reterr_reason, reason_size, "%.*s: a name too long", (int) end, path);
+                        (void) snprintf(reterr_reason, reason_size, "%.*s: a name too long", (int) end,
+                                        path);
                         return -ENAMETOOLONG;
                 }
                 memcpy(name, p, n);
@@ -143,8 +144,8 @@ static int create_temp(int dir_fd, const char *name, char *ret_temp, size_t temp
                         return negative_errno();
                 if ((size_t) snprintf(ret_temp, temp_size, ".%s.%016" PRIx64, name, rnd) >= temp_size)
                         return -ENAMETOOLONG;
-                fd = openat(dir_fd, ret_temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                            0600);
+                fd = openat(dir_fd, ret_temp,
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
                 if (fd >= 0) {
                         *ret_fd = fd;
                         return 0;

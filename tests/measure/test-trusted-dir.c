@@ -115,14 +115,16 @@ static void test_replace(void **state) {
         /* a directory at the name is an error, and no temporary file stays */
         assert_int_equal(mkdirat(dir_fd, "dir.json", 0755), 0);
         assert_true(file_replace_at(dir_fd, "dir.json", "{}\n", 3, 0644, reason, sizeof(reason)) < 0);
-        assert_int_equal(file_replace_at(dir_fd, "../x.json", "{}", 2, 0644, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(file_replace_at(dir_fd, "../x.json", "{}", 2, 0644, reason, sizeof(reason)),
+                         -EINVAL);
         assert_int_equal(file_replace_at(dir_fd, ".hidden", "{}", 2, 0644, reason, sizeof(reason)), -EINVAL);
         assert_int_equal(file_replace_at(dir_fd, "", "{}", 2, 0644, reason, sizeof(reason)), -EINVAL);
         (void) close(dir_fd);
         dir = opendir(path);
         assert_non_null(dir);
         while ((de = readdir(dir)))
-                assert_false(de->d_name[0] == '.' && strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0);
+                assert_false(de->d_name[0] == '.' && strcmp(de->d_name, ".") != 0 &&
+                             strcmp(de->d_name, "..") != 0);
         (void) closedir(dir);
 }
 

@@ -325,7 +325,7 @@ static void test_http_guard(void **state) {
         size_t n = 0;
 
         (void) state;
-        slots[n++] = slot_at(0x7f000001, now - HTTP_REQUEST_SECONDS * sec);             /* past its deadline */
+        slots[n++] = slot_at(0x7f000001, now - HTTP_REQUEST_SECONDS * sec);     /* past its deadline */
         slots[n++] = slot_at(0x0a000001, now - 1 * sec);                                /* a scraper */
         assert_int_equal(http_guard_pick(slots, ELEMENTSOF(slots), now, close_them), 1);
         assert_true(close_them[0]);
