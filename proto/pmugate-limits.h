@@ -101,6 +101,9 @@
  * each, their repeats counted and reported when the session ends (a sampling agent resets its
  * counters at every read); past this many, every write batch is audited. */
 #define PMUGATE_AUDIT_FOLD_PATTERNS_MAX 16U
+/* A long monitoring session reports the repeats it counted at least this often (1 h), not only
+ * when it ends. */
+#define PMUGATE_AUDIT_FOLD_REPORT_USEC (3600ULL * 1000000ULL)
 
 /* Marker API (include/pmugate/marker.h): named regions a program may register, threads that
  * may measure, regions open at once on one thread, and the length of a region's name. The

@@ -46,7 +46,7 @@ void server_audit(Server *s, const Session *c, const char *event, const char *ve
         audit_emit(s->audit, &rec);
 }
 
-void server_audit_folded_writes(Server *s, const Session *c) {
+void server_audit_folded_writes(Server *s, Session *c) {
         char reason[160];
         AuditRecord rec = {
                 .event = "write",
@@ -65,6 +65,7 @@ void server_audit_folded_writes(Server *s, const Session *c) {
                         "repeats of the monitoring session's audited write patterns: %" PRIu64 " batches",
                         c->audit_fold.folded_batches);
         audit_emit(s->audit, &rec);
+        audit_fold_reported(&c->audit_fold);
 }
 
 static bool code_is_denial(int code) {

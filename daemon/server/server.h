@@ -143,5 +143,5 @@ void server_lease_jobs(const Server *s, const CpuSet *cpus, char *buf, size_t si
 void server_audit(Server *s, const Session *c, const char *event, const char *verdict, const char *job, const char *cpus,
                   const char *reason, uint64_t count);
 /* The write batches of a monitoring session that were counted instead of audited one by one
- * (AuditFold), as one record; nothing when there were none. */
-void server_audit_folded_writes(Server *s, const Session *c);
+ * (AuditFold) since the last such record, as one record; nothing when there were none. */
+void server_audit_folded_writes(Server *s, Session *c);

@@ -292,23 +292,34 @@ static void test_fold_repeated_writes(void **state) {
         char regs[32];
 
         (void) state;
-        assert_true(audit_fold_first(&f, "0-3", "0x38f,0x186", 40));
-        assert_true(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16));
+        assert_true(audit_fold_first(&f, "0-3", "0x38f,0x186", 40, 0));
+        assert_true(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16, 0));
         for (unsigned i = 0; i < 100; i++)
-                assert_false(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16));
+                assert_false(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16, 0));
         assert_int_equal(f.folded_batches, 100);
         assert_int_equal(f.folded_writes, 1600);
         /* other CPUs, or the same text split differently, are another pattern */
-        assert_true(audit_fold_first(&f, "0-2", "0x38f,0x30c,0x329", 12));
-        assert_true(audit_fold_first(&f, "0-3,", "0x38f,0x30c,0x329", 16));
+        assert_true(audit_fold_first(&f, "0-2", "0x38f,0x30c,0x329", 12, 0));
+        assert_true(audit_fold_first(&f, "0-3,", "0x38f,0x30c,0x329", 16, 0));
         while (f.n_patterns < PMUGATE_AUDIT_FOLD_PATTERNS_MAX) {
                 (void) snprintf(regs, sizeof(regs), "0x%zx", 0x186 + f.n_patterns);
-                assert_true(audit_fold_first(&f, "0", regs, 1));
+                assert_true(audit_fold_first(&f, "0", regs, 1, 0));
         }
-        assert_true(audit_fold_first(&f, "0", "0x1000", 1));
-        assert_true(audit_fold_first(&f, "0", "0x1000", 1));    /* the table is full: audited */
-        assert_false(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16));
+        assert_true(audit_fold_first(&f, "0", "0x1000", 1, 0));
+        assert_true(audit_fold_first(&f, "0", "0x1000", 1, 0));    /* the table is full: audited */
+        assert_false(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16, 0));
         assert_int_equal(f.folded_batches, 101);
+
+        /* a long session reports its count hourly, counted from the first repeat since */
+        assert_false(audit_fold_report_due(&f, PMUGATE_AUDIT_FOLD_REPORT_USEC - 1));
+        assert_true(audit_fold_report_due(&f, PMUGATE_AUDIT_FOLD_REPORT_USEC));
+        audit_fold_reported(&f);
+        assert_int_equal(f.folded_batches, 0);
+        assert_false(audit_fold_report_due(&f, 10 * PMUGATE_AUDIT_FOLD_REPORT_USEC));
+        assert_false(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16,
+                                      20 * PMUGATE_AUDIT_FOLD_REPORT_USEC));
+        assert_false(audit_fold_report_due(&f, 21 * PMUGATE_AUDIT_FOLD_REPORT_USEC - 1));
+        assert_true(audit_fold_report_due(&f, 21 * PMUGATE_AUDIT_FOLD_REPORT_USEC));
 }
 
 int main(void) {
