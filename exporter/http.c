@@ -8,16 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http-guard.h"
 #include "http.h"
 #include "macro.h"
 
-/* A scraper, a dashboard and an Epilog at a time; nobody needs more, and a flood stays small. */
-#define HTTP_CONNECTIONS_MAX 32U
-#define HTTP_CONNECTIONS_PER_IP_MAX 8U
-#define HTTP_TIMEOUT_SECONDS 10U
-
 struct Http {
         struct MHD_Daemon *daemon;
+        HttpGuard *guard;
         HttpOptions options;
 };
 
@@ -153,6 +150,7 @@ static void log_mhd(void *cls, const char *fmt, va_list ap) {
 int http_start(const HttpOptions *o, Http **ret) {
         _cleanup_free_ Http *h = NULL;
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+        int r;
 
         if (!o || !o->address || !o->model || !o->lock || !ret)
                 return -EINVAL;
@@ -162,14 +160,23 @@ int http_start(const HttpOptions *o, Http **ret) {
         h->options = *o;
         if (o->address->sa_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
+        r = http_guard_new(&h->guard);
+        if (r < 0)
+                return r;
+        /* No per-address limit: local users share 127.0.0.1 with the Epilog and a local
+         * scraper; the guard makes room by pushing out the busiest address's oldest connection. */
         errno = 0;
         h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
                                      NULL, MHD_OPTION_SOCK_ADDR, o->address, MHD_OPTION_CONNECTION_LIMIT,
-                                     (unsigned) HTTP_CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                     (unsigned) HTTP_CONNECTIONS_PER_IP_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
-                                     (unsigned) HTTP_TIMEOUT_SECONDS, MHD_OPTION_END);
-        if (!h->daemon)
-                return errno > 0 ? -errno : -EADDRNOTAVAIL;
+                                     (unsigned) HTTP_CONNECTIONS_HARD_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+                                     (unsigned) HTTP_IDLE_SECONDS, MHD_OPTION_NOTIFY_CONNECTION,
+                                     http_guard_notify_connection, h->guard, MHD_OPTION_NOTIFY_COMPLETED,
+                                     http_guard_request_completed, h->guard, MHD_OPTION_END);
+        if (!h->daemon) {
+                r = errno > 0 ? -errno : -EADDRNOTAVAIL;
+                h->guard = http_guard_free(h->guard);
+                return r;
+        }
         *ret = TAKE_PTR(h);
         return 0;
 }
@@ -178,6 +185,7 @@ Http *http_stop(Http *h) {
         if (!h)
                 return NULL;
         MHD_stop_daemon(h->daemon);
+        h->guard = http_guard_free(h->guard);
         free(h);
         return NULL;
 }

@@ -93,6 +93,18 @@
  * top, at most one per tracked uid per interval). */
 #define PMUGATE_AUDIT_GLOBAL_BURST 500U
 
+/* A job summary the Slurm Epilog asks pmugate-exporter for and has 'pmugatectl save-summary'
+ * write: larger input is refused, not truncated (the Epilog's curl stops at the same size). */
+#define PMUGATE_JOB_SUMMARY_SIZE_MAX (1024U * 1024U)
+
+/* Distinct write patterns (CPUs and registers) of one monitoring session that are audited once
+ * each, their repeats counted and reported when the session ends (a sampling agent resets its
+ * counters at every read); past this many, every write batch is audited. */
+#define PMUGATE_AUDIT_FOLD_PATTERNS_MAX 16U
+/* A long monitoring session reports the repeats it counted at least this often (1 h), not only
+ * when it ends. */
+#define PMUGATE_AUDIT_FOLD_REPORT_USEC (3600ULL * 1000000ULL)
+
 /* Marker API (include/pmugate/marker.h): named regions a program may register, threads that
  * may measure, regions open at once on one thread, and the length of a region's name. The
  * runner reads at most PMUGATE_MARKER_FILE_SIZE_MAX bytes of the results a program wrote. */

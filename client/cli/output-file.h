@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "measure-output.h"
 
@@ -21,3 +22,13 @@ int output_path_expand(const char *pattern, char *buf, size_t size, char *reterr
 /* The format a file name's suffix names: .csv, .json (one document), .jsonl, .txt (the
  * table); false for another suffix. */
 bool output_format_from_path(const char *path, OutputFormat *ret);
+
+/* Opens path for writing the output, without writing through anything another user controls:
+ * a new file is created (O_EXCL, mode 0666 less the umask); an existing one is truncated only
+ * if it is a regular file this process's effective uid owns, or a character device (/dev/null, a
+ * terminal). A symbolic link (at the last component) is refused, as is a file another uid owns
+ * (a name such as out-%j.csv is predictable, and someone may have created it first), a FIFO, a
+ * socket or a directory. Returns 0 and the open file in *ret, or a negative errno with the reason
+ * in reterr_reason: -ELOOP (a symbolic link), -EPERM (another uid's file), -EINVAL (not a regular
+ * file), or what open(2) said. */
+int output_file_open(const char *path, FILE **ret, char *reterr_reason, size_t reason_size);

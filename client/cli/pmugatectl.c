@@ -15,6 +15,7 @@
 #include "cpulist.h"
 #include "macro.h"
 #include "pmugate-limits.h"
+#include "trusted-dir.h"
 
 static const char *arg_socket;
 
@@ -34,6 +35,8 @@ static void help(void) {
                "  reload                              Read the configuration again; a bad file is refused\n"
                "  jobmap                              Which job holds which CPU, and who leases CPUs\n"
                "                                      (also for monitor_users)\n"
+               "  save-summary --dir DIR --name NAME  Write standard input as DIR/NAME, safely as root\n"
+               "                                      (the epilog's job summary; needs no daemon)\n"
                "\n"
                "'pmugatectl COMMAND --help' describes each command.\n"
                "\n"
@@ -67,6 +70,12 @@ static void help_verb(const char *verb) {
                 { "jobmap", "jobmap",
                   "Which job holds which CPU, and who leases CPUs (what pmugate-exporter labels its\n"
                   "samples with)." },
+                { "save-summary", "save-summary --dir DIR --name NAME",
+                  "Write standard input (at most 1 MiB) as DIR/NAME, mode 0644, for the Slurm\n"
+                  "epilog's job summary. Every directory of DIR must be root's and writable by\n"
+                  "nobody else unless sticky, and no symbolic link is followed; the file is created\n"
+                  "new and renamed over NAME, so nothing another user put there is written\n"
+                  "through. Needs no daemon." },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
@@ -153,6 +162,8 @@ typedef struct Args {
         const char *job;
         const char *uid;
         const char *cpus;
+        const char *dir;
+        const char *name;
 } Args;
 
 #define ARGS_DONE 1     /* --help was shown */
@@ -162,6 +173,8 @@ static int parse_args(int argc, char *argv[], Args *ret) {
                 { "job", required_argument, NULL, 'j' },
                 { "uid", required_argument, NULL, 'u' },
                 { "cpus", required_argument, NULL, 'c' },
+                { "dir", required_argument, NULL, 'd' },
+                { "name", required_argument, NULL, 'n' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
@@ -169,7 +182,7 @@ static int parse_args(int argc, char *argv[], Args *ret) {
         int opt;
 
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, "j:u:c:h", options, NULL)) >= 0)
+        while ((opt = getopt_long(argc, argv, "j:u:c:d:n:h", options, NULL)) >= 0)
                 switch (opt) {
                 case 'h':
                         help_verb(argv[0]);
@@ -182,6 +195,12 @@ static int parse_args(int argc, char *argv[], Args *ret) {
                         break;
                 case 'c':
                         a.cpus = optarg;
+                        break;
+                case 'd':
+                        a.dir = optarg;
+                        break;
+                case 'n':
+                        a.name = optarg;
                         break;
                 default:
                         fprintf(stderr,
@@ -268,6 +287,75 @@ static int verb_reset(pmugate *c, const Args *a) {
         return 0;
 }
 
+/* Standard input, whole, up to PMUGATE_JOB_SUMMARY_SIZE_MAX bytes. */
+static int read_input(char **ret, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+
+        buf = malloc(PMUGATE_JOB_SUMMARY_SIZE_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n = read(STDIN_FILENO, buf + size, PMUGATE_JOB_SUMMARY_SIZE_MAX + 1 - size);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+                if (size > PMUGATE_JOB_SUMMARY_SIZE_MAX)
+                        return -EFBIG;
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+/* Root writes the file in a directory users may be able to write into: through the checked
+ * directory's fd, never following or reusing what another user put there. */
+static int verb_save_summary(const Args *a) {
+        _cleanup_close_ int dir_fd = -EBADF;
+        _cleanup_free_ char *data = NULL;
+        char reason[512] = "";
+        size_t size;
+        int r;
+
+        if (!a->dir || !a->name || a->job || a->uid || a->cpus) {
+                fprintf(stderr, "pmugatectl: save-summary takes --dir DIR and --name NAME\n");
+                return 2;
+        }
+        r = read_input(&data, &size);
+        if (r == -EFBIG) {
+                fprintf(stderr, "pmugatectl: save-summary: the input is larger than %u bytes; not written\n",
+                        PMUGATE_JOB_SUMMARY_SIZE_MAX);
+                return 1;
+        }
+        if (r < 0) {
+                fprintf(stderr, "pmugatectl: save-summary: reading standard input: %s\n", strerror(-r));
+                return 1;
+        }
+        if (size == 0) {
+                fprintf(stderr, "pmugatectl: save-summary: the input is empty; not written\n");
+                return 1;
+        }
+        r = trusted_dir_open(a->dir, &dir_fd, reason, sizeof(reason));
+        if (r < 0) {
+                fprintf(stderr, "pmugatectl: save-summary: refusing %s: %s\n", a->dir,
+                        reason[0] ? reason : strerror(-r));
+                return 1;
+        }
+        r = file_replace_at(dir_fd, a->name, data, size, 0644, reason, sizeof(reason));
+        if (r < 0) {
+                fprintf(stderr, "pmugatectl: save-summary: %s: %s\n", a->dir,
+                        reason[0] ? reason : strerror(-r));
+                return 1;
+        }
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -304,7 +392,8 @@ int main(int argc, char *argv[]) {
         }
         verb = argv[optind];
         if (strcmp(verb, "status") != 0 && strcmp(verb, "grant") != 0 && strcmp(verb, "revoke") != 0 &&
-            strcmp(verb, "reset") != 0 && strcmp(verb, "reload") != 0 && strcmp(verb, "jobmap") != 0) {
+            strcmp(verb, "reset") != 0 && strcmp(verb, "reload") != 0 && strcmp(verb, "jobmap") != 0 &&
+            strcmp(verb, "save-summary") != 0) {
                 fprintf(stderr, "pmugatectl: unknown command '%s' (see 'pmugatectl --help')\n", verb);
                 return 2;
         }
@@ -315,8 +404,14 @@ int main(int argc, char *argv[]) {
         if (r != 0)
                 return r == ARGS_DONE ? 0 : 2;
         if ((strcmp(verb, "status") == 0 || strcmp(verb, "reload") == 0 || strcmp(verb, "jobmap") == 0) &&
-            (a.job || a.uid || a.cpus)) {
+            (a.job || a.uid || a.cpus || a.dir || a.name)) {
                 fprintf(stderr, "pmugatectl: %s takes no options\n", verb);
+                return 2;
+        }
+        if (strcmp(verb, "save-summary") == 0)
+                return verb_save_summary(&a);
+        if (a.dir || a.name) {
+                fprintf(stderr, "pmugatectl: --dir and --name are for save-summary\n");
                 return 2;
         }
 

@@ -371,9 +371,9 @@ static int open_output(const MeasureArgs *a, OutputFormat *format, FILE **ret) {
         }
         if (!a->format_given)
                 (void) output_format_from_path(path, format);
-        *ret = fopen(path, "we");
-        if (!*ret) {
-                fprintf(stderr, "pmugate: cannot write %s: %s\n", path, strerror(errno));
+        r = output_file_open(path, ret, reason, sizeof(reason));
+        if (r < 0) {
+                fprintf(stderr, "pmugate: %s\n", reason[0] ? reason : strerror(-r));
                 return 1;
         }
         return 0;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "batch.h"
 #include "cpulist.h"
@@ -46,7 +47,7 @@ static void summarize_ops(const RegOp *ops, size_t n, bool writes_only, char *cp
         }
 }
 
-static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n) {
+static void audit_writes(Server *s, Session *c, const RegOp *ops, size_t n) {
         size_t writes = 0;
         char cpus[256], regs[200], jobs[320];
         AuditRecord rec = {
@@ -65,6 +66,21 @@ static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n
         if (writes == 0)
                 return;
         summarize_ops(ops, n, true, cpus, sizeof(cpus), regs, sizeof(regs));
+        /* A monitor resets its counters at every sample: its first batch of each pattern is
+         * audited, the repeats are counted and reported when the session ends, so that a
+         * sampling agent does not push real events behind the rate limit. */
+        if (c->rights.role == ROLE_MONITOR) {
+                struct timespec ts;
+                uint64_t now;
+
+                (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+                now = (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
+                if (!audit_fold_first(&c->audit_fold, cpus, regs, writes, now)) {
+                        if (audit_fold_report_due(&c->audit_fold, now))
+                                server_audit_folded_writes(s, c);
+                        return;
+                }
+        }
         /* The jobs of the leases the writes ran under, not whichever job the caller's scope
          * named first. */
         if (c->rights.scoped) {

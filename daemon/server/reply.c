@@ -3,6 +3,7 @@
  * Replies and the audit records that go with them
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "error.h"
@@ -43,6 +44,28 @@ void server_audit(Server *s, const Session *c, const char *event, const char *ve
         };
 
         audit_emit(s->audit, &rec);
+}
+
+void server_audit_folded_writes(Server *s, Session *c) {
+        char reason[160];
+        AuditRecord rec = {
+                .event = "write",
+                .verdict = "allowed",
+                .uid = c->peer.uid,
+                .gid = c->peer.gid,
+                .pid = c->peer.pid,
+                .op = "batch",
+                .reason = reason,
+                .count = c->audit_fold.folded_writes,
+        };
+
+        if (c->audit_fold.folded_batches == 0)
+                return;
+        (void) snprintf(reason, sizeof(reason),
+                        "repeats of the monitoring session's audited write patterns: %" PRIu64 " batches",
+                        c->audit_fold.folded_batches);
+        audit_emit(s->audit, &rec);
+        audit_fold_reported(&c->audit_fold);
 }
 
 static bool code_is_denial(int code) {

@@ -142,3 +142,6 @@ size_t session_revalidate_leases(Server *s, Session *c, const Scope *scope, cons
 void server_lease_jobs(const Server *s, const CpuSet *cpus, char *buf, size_t size);
 void server_audit(Server *s, const Session *c, const char *event, const char *verdict, const char *job, const char *cpus,
                   const char *reason, uint64_t count);
+/* The write batches of a monitoring session that were counted instead of audited one by one
+ * (AuditFold) since the last such record, as one record; nothing when there were none. */
+void server_audit_folded_writes(Server *s, Session *c);

@@ -69,6 +69,7 @@ Session *session_free(Session *c) {
         if (!c)
                 return NULL;
         s = c->server;
+        server_audit_folded_writes(s, c);
         session_end_leases(c, "client disconnected");
         peer_done(&c->peer);
         if (c->prev)

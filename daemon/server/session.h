@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "audit-fold.h"
 #include "cpuset.h"
 #include "pmugate-limits.h"
 #include "policy.h"
@@ -36,6 +37,7 @@ struct Session {
         bool revoked;           /* leases ended because the right that allowed them is gone */
         CpuSet revoked_cpus;
         char revoked_why[400];
+        AuditFold audit_fold;   /* monitors: write batches repeated at every sample */
         /* The messages of a reply the socket would not take yet, back to back; reading
          * pauses until the last is sent. */
         char *pending;

@@ -7,9 +7,11 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "output-file.h"
@@ -83,11 +85,63 @@ static void test_suffix(void **state) {
         assert_false(output_format_from_path("name", &f));
 }
 
+/* -o never writes through a link or into a file another uid owns; the caller's own file is
+ * truncated, a new one created, a character device written. */
+static void test_open(void **state) {
+        char dir[] = "/tmp/pmugate-test-output-XXXXXX", path[256], link[256], fifo[256], reason[512];
+        FILE *f = NULL;
+        struct stat st;
+
+        (void) state;
+        assert_non_null(mkdtemp(dir));
+        (void) snprintf(path, sizeof(path), "%s/out.csv", dir);
+        (void) snprintf(link, sizeof(link), "%s/link.csv", dir);
+        (void) snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+
+        assert_int_equal(output_file_open(path, &f, reason, sizeof(reason)), 0);
+        assert_true(fputs("0123456789", f) >= 0);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(output_file_open(path, &f, reason, sizeof(reason)), 0);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 0);        /* one's own file: truncated */
+
+        assert_int_equal(symlink(path, link), 0);
+        reason[0] = '\0';
+        assert_int_equal(output_file_open(link, &f, reason, sizeof(reason)), -ELOOP);
+        assert_non_null(strstr(reason, "symbolic link"));
+        assert_int_equal(unlink(link), 0);
+        assert_int_equal(symlink("/nonexistent/target", link), 0);     /* dangling: not created through */
+        assert_int_equal(output_file_open(link, &f, reason, sizeof(reason)), -ELOOP);
+        assert_int_equal(lstat("/nonexistent/target", &st), -1);
+
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        /* a FIFO: nobody reads it (ENXIO) or someone does, and it is no regular file (EINVAL) */
+        assert_true(output_file_open(fifo, &f, reason, sizeof(reason)) < 0);
+        assert_int_equal(output_file_open(dir, &f, reason, sizeof(reason)), -EISDIR);
+
+        assert_int_equal(output_file_open("/dev/null", &f, reason, sizeof(reason)), 0);
+        assert_int_equal(fclose(f), 0);
+
+        if (geteuid() == 0) {
+                assert_int_equal(chown(path, 65534, 65534), 0);
+                reason[0] = '\0';
+                assert_int_equal(output_file_open(path, &f, reason, sizeof(reason)), -EPERM);
+                assert_non_null(strstr(reason, "belongs to uid 65534"));
+        }
+
+        assert_int_equal(unlink(fifo), 0);
+        assert_int_equal(unlink(link), 0);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_expand),
                 cmocka_unit_test(test_expand_errors),
                 cmocka_unit_test(test_suffix),
+                cmocka_unit_test(test_open),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

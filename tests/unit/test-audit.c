@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit-fold.h"
 #include "audit.h"
 #include "pmugate-limits.h"
 
@@ -284,6 +285,43 @@ static void test_log_file_must_be_roots_own(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* A monitoring session: each pattern of CPUs and registers audited once, repeats counted; an
+ * agent that keeps writing new patterns is audited in full once the table is full. */
+static void test_fold_repeated_writes(void **state) {
+        AuditFold f = {};
+        char regs[32];
+
+        (void) state;
+        assert_true(audit_fold_first(&f, "0-3", "0x38f,0x186", 40, 0));
+        assert_true(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16, 0));
+        for (unsigned i = 0; i < 100; i++)
+                assert_false(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16, 0));
+        assert_int_equal(f.folded_batches, 100);
+        assert_int_equal(f.folded_writes, 1600);
+        /* other CPUs, or the same text split differently, are another pattern */
+        assert_true(audit_fold_first(&f, "0-2", "0x38f,0x30c,0x329", 12, 0));
+        assert_true(audit_fold_first(&f, "0-3,", "0x38f,0x30c,0x329", 16, 0));
+        while (f.n_patterns < PMUGATE_AUDIT_FOLD_PATTERNS_MAX) {
+                (void) snprintf(regs, sizeof(regs), "0x%zx", 0x186 + f.n_patterns);
+                assert_true(audit_fold_first(&f, "0", regs, 1, 0));
+        }
+        assert_true(audit_fold_first(&f, "0", "0x1000", 1, 0));
+        assert_true(audit_fold_first(&f, "0", "0x1000", 1, 0));    /* the table is full: audited */
+        assert_false(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16, 0));
+        assert_int_equal(f.folded_batches, 101);
+
+        /* a long session reports its count hourly, counted from the first repeat since */
+        assert_false(audit_fold_report_due(&f, PMUGATE_AUDIT_FOLD_REPORT_USEC - 1));
+        assert_true(audit_fold_report_due(&f, PMUGATE_AUDIT_FOLD_REPORT_USEC));
+        audit_fold_reported(&f);
+        assert_int_equal(f.folded_batches, 0);
+        assert_false(audit_fold_report_due(&f, 10 * PMUGATE_AUDIT_FOLD_REPORT_USEC));
+        assert_false(audit_fold_first(&f, "0-3", "0x38f,0x30c,0x329", 16,
+                                      20 * PMUGATE_AUDIT_FOLD_REPORT_USEC));
+        assert_false(audit_fold_report_due(&f, 21 * PMUGATE_AUDIT_FOLD_REPORT_USEC - 1));
+        assert_true(audit_fold_report_due(&f, 21 * PMUGATE_AUDIT_FOLD_REPORT_USEC));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_records_and_rate_limit),
@@ -291,6 +329,7 @@ int main(void) {
                 cmocka_unit_test(test_uids_never_share_a_budget),
                 cmocka_unit_test(test_global_limit),
                 cmocka_unit_test(test_untracked_uids_share_one_budget),
+                cmocka_unit_test(test_fold_repeated_writes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

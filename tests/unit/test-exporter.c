@@ -14,8 +14,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <netinet/in.h>
 #include <string.h>
 
+#include "http-guard.h"
+#include "macro.h"
 #include "model.h"
 #include "render.h"
 
@@ -304,6 +307,54 @@ static void test_package(void **state) {
         model_done(&m);
 }
 
+static HttpSlot slot_at(uint32_t ip, uint64_t since_usec) {
+        HttpSlot slot = { .used = true, .fd = 100, .since_usec = since_usec };
+        struct sockaddr_in *in = (struct sockaddr_in *) &slot.address;
+
+        in->sin_family = AF_INET;
+        in->sin_addr.s_addr = htonl(ip);
+        return slot;
+}
+
+/* Slow connections: cut at the request deadline; at the limit, the busiest address gives up
+ * its oldest connection, so that a local user's many slow ones cannot crowd out a scrape. */
+static void test_http_guard(void **state) {
+        HttpSlot slots[HTTP_CONNECTIONS_HARD_MAX] = {};
+        bool close_them[HTTP_CONNECTIONS_HARD_MAX];
+        const uint64_t sec = 1000000, now = 100 * sec;
+        size_t n = 0;
+
+        (void) state;
+        slots[n++] = slot_at(0x7f000001, now - HTTP_REQUEST_SECONDS * sec);     /* past its deadline */
+        slots[n++] = slot_at(0x0a000001, now - 1 * sec);                                /* a scraper */
+        assert_int_equal(http_guard_pick(slots, ELEMENTSOF(slots), now, close_them), 1);
+        assert_true(close_them[0]);
+        assert_false(close_them[1]);
+
+        /* 127.0.0.1 holds all but one slot; a new local connection (the Epilog) comes last */
+        slots[0] = slot_at(0x7f000001, now - 9 * sec);
+        for (; n < HTTP_CONNECTIONS_MAX; n++)
+                slots[n] = slot_at(0x7f000001, now - 5 * sec + n);
+        slots[n++] = slot_at(0x7f000001, now);
+        assert_int_equal(http_guard_pick(slots, ELEMENTSOF(slots), now, close_them), 1);
+        assert_true(close_them[0]);             /* the oldest of the busiest address */
+        assert_false(close_them[1]);            /* not the scraper of another address */
+        assert_false(close_them[n - 1]);        /* not the newcomer */
+
+        /* a slot already being closed is neither counted nor picked again */
+        slots[0].closing = true;
+        assert_int_equal(http_guard_pick(slots, ELEMENTSOF(slots), now, close_them), 0);
+        slots[0].used = false;
+        slots[0].closing = false;
+        assert_int_equal(http_guard_pick(slots, ELEMENTSOF(slots), now, close_them), 0);
+
+        /* one connection per address, one too many: the one waiting longest goes */
+        for (n = 0; n <= HTTP_CONNECTIONS_MAX; n++)
+                slots[n] = slot_at(0x0a000000 + (uint32_t) n, now - 2 * sec + (n == 7 ? 0 : sec));
+        assert_int_equal(http_guard_pick(slots, ELEMENTSOF(slots), now, close_them), 1);
+        assert_true(close_them[7]);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_accept),
@@ -313,6 +364,7 @@ int main(void) {
                 cmocka_unit_test(test_render),
                 cmocka_unit_test(test_summary),
                 cmocka_unit_test(test_package),
+                cmocka_unit_test(test_http_guard),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
