@@ -38,6 +38,7 @@ int handle_reset(Server *s, Session *c, const Request *req) {
                         }
                 leases_end_cpu(s->leases, cpus[i]);
                 pmu_detect(s->pmu, cpus[i]);
+                pmu_uncore_detect(s->pmu, cpus[i], s->leases);
                 if (pmu_reset_cpu(s->pmu, cpus[i]) < 0)
                         failed++;
         }

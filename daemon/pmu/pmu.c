@@ -23,7 +23,7 @@ int pmu_new(Backend *b, const Machine *m, const Allowlist *a, Pmu **ret) {
         *p = (Pmu) { .backend = b, .machine = m, .allowlist = a, .amd = cpu_model_is_amd(m->cpu_model) };
         p->foreign_fixed = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_fixed));
         p->foreign_gp = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_gp));
-        if (!p->foreign_fixed || !p->foreign_gp) {
+        if (!p->foreign_fixed || !p->foreign_gp || pmu_uncore_init(p) < 0) {
                 pmu_free(p);
                 return -ENOMEM;
         }
@@ -36,6 +36,7 @@ Pmu *pmu_free(Pmu *p) {
                 return NULL;
         free(p->foreign_fixed);
         free(p->foreign_gp);
+        pmu_uncore_done(p);
         free(p);
         return NULL;
 }
@@ -109,6 +110,7 @@ void pmu_detect(Pmu *p, uint32_t cpu) {
 void pmu_detect_all(Pmu *p) {
         for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
                 pmu_detect(p, cpu);
+        pmu_uncore_detect_all(p);
 }
 
 uint64_t pmu_foreign_fixed_union(const Pmu *p) {

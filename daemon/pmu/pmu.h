@@ -14,6 +14,7 @@
 #include "allowlist.h"
 #include "backend.h"
 #include "machine.h"
+#include "pmu-uncore.h"
 
 #define MSR_IA32_PMC0 0xC1U
 #define MSR_IA32_A_PMC0 0x4C1U
@@ -50,6 +51,11 @@ typedef struct Pmu {
         uint8_t *foreign_fixed;  /* per CPU: bit i = FIXED_CTRi held by another PMU user; with SLOTS (3)
                                   * goes PERF_METRICS, and bit 48 of the global registers */
         uint32_t *foreign_gp;    /* per CPU: bit i = PMCi held by another PMU user */
+        /* The kernel's uncore boxes and counters (pmu-uncore.h): per PCI unit its UncoreOwner;
+         * per CPU bit i = L3 (its CCX's) or data-fabric (its package's) counter i. */
+        uint8_t *unit_owner;
+        uint8_t *foreign_l3;
+        uint64_t *foreign_df;
         bool amd;
 } Pmu;
 

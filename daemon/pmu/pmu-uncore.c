@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Uncore boxes and counters the kernel holds
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpuset.h"
+#include "error.h"
+#include "leases.h"
+#include "log.h"
+#include "pmu-uncore.h"
+#include "pmu.h"
+
+#define IMC_DAEMON_PMU_PREFIX "uncore_imc_"
+#define IMC_CLASS "uncore-imc"
+
+#define OWNER_DAEMON_EVENTS "the kernel's uncore_imc driver, for pmugated's own memory-bandwidth counters " \
+                            "(read those: the package counters in hello)"
+#define OWNER_IMC_ENABLED "the kernel's uncore_imc driver (a perf user enabled its counters)"
+#define OWNER_AMD_UNCORE "the kernel's amd_uncore driver (a perf user enabled it)"
+
+static const char *const owner_table[_UNCORE_OWNER_MAX] = {
+        [UNCORE_OWNER_NONE] = "none",
+        [UNCORE_OWNER_DAEMON_EVENTS] = "kernel-uncore_imc-daemon-events",
+        [UNCORE_OWNER_KERNEL_ENABLED] = "kernel-uncore_imc",
+};
+
+const char *uncore_owner_to_string(UncoreOwner o) {
+        return o < _UNCORE_OWNER_MAX ? owner_table[o] : NULL;
+}
+
+/* A memory-controller channel the allowlist knows: its first counter control is listed as an
+ * uncore-imc register. */
+static bool unit_is_imc(const Pmu *p, uint32_t unit) {
+        const MachineUnit *u = &p->machine->units[unit];
+        const AllowEntry *e;
+
+        if (u->vendor != IMC_PCI_VENDOR)
+                return false;
+        e = allowlist_find_pci(p->allowlist, u->vendor, u->device, IMC_PMON_CTL0);
+        return e && strcmp(e->cls, IMC_CLASS) == 0;
+}
+
+/* The box uncore_imc_N of a package is its Nth memory-controller channel in PCI address order,
+ * the order the kernel's driver numbers them in. Returns the unit, or -ENOENT. */
+static int imc_box_unit(const Pmu *p, int32_t package, unsigned long box) {
+        unsigned long seen = 0;
+
+        for (uint32_t i = 0; i < p->machine->n_units; i++) {
+                if (p->machine->units[i].package != package || !unit_is_imc(p, i))
+                        continue;
+                if (seen++ == box)
+                        return (int) i;
+        }
+        return -ENOENT;
+}
+
+/* Every package counter pmugated opened on an uncore_imc_N PMU (not the free-running ones,
+ * which program nothing) makes box N of its package the kernel's. When the box cannot be
+ * told, every channel of the package is, rather than one the kernel programs being handed out. */
+static void mark_daemon_events(Pmu *p) {
+        const Machine *m = p->machine;
+
+        for (uint32_t i = 0; i < m->n_counters; i++) {
+                const MachineCounter *c = &m->counters[i];
+                const char *box = c->name + strlen(IMC_DAEMON_PMU_PREFIX);
+                unsigned long n;
+                char *end;
+                int unit;
+
+                if (c->error[0] || strncmp(c->name, IMC_DAEMON_PMU_PREFIX, strlen(IMC_DAEMON_PMU_PREFIX)) != 0 ||
+                    box[0] < '0' || box[0] > '9')
+                        continue;
+                errno = 0;
+                n = strtoul(box, &end, 10);
+                unit = errno == 0 && *end == '/' ? imc_box_unit(p, c->package, n) : -ENOENT;
+                if (unit >= 0) {
+                        p->unit_owner[unit] = UNCORE_OWNER_DAEMON_EVENTS;
+                        continue;
+                }
+                log_warning("Package counter %s names no memory-controller channel of package %" PRIi32
+                            "; every channel of the package is left to the kernel", c->name, c->package);
+                for (uint32_t u = 0; u < m->n_units; u++)
+                        if (m->units[u].package == c->package && unit_is_imc(p, u))
+                                p->unit_owner[u] = UNCORE_OWNER_DAEMON_EVENTS;
+        }
+}
+
+int pmu_uncore_init(Pmu *p) {
+        const Machine *m = p->machine;
+
+        p->unit_owner = calloc(m->n_units ?: 1, sizeof(*p->unit_owner));
+        p->foreign_l3 = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_l3));
+        p->foreign_df = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_df));
+        if (!p->unit_owner || !p->foreign_l3 || !p->foreign_df)
+                return -ENOMEM;
+        mark_daemon_events(p);
+        return 0;
+}
+
+void pmu_uncore_done(Pmu *p) {
+        free(p->unit_owner);
+        free(p->foreign_l3);
+        free(p->foreign_df);
+        p->unit_owner = NULL;
+        p->foreign_l3 = NULL;
+        p->foreign_df = NULL;
+}
+
+static bool set_leased(const Leases *l, const CpuSet *set) {
+        if (!l)
+                return false;
+        CPUSET_FOREACH(cpu, set)
+                if (cpu < l->n_cpus && l->cpus[cpu].owner)
+                        return true;
+        return false;
+}
+
+/* Bit i set when the control of pair i (first, first + 2, ...) reads enabled on cpu; only
+ * registers the allowlist lists are read. */
+static uint64_t enabled_pairs(const Pmu *p, uint32_t cpu, uint32_t first, unsigned n) {
+        uint64_t bits = 0, v;
+
+        for (unsigned i = 0; i < n && i < 64; i++) {
+                uint32_t ctl = first + 2 * i;
+
+                if (allowlist_find_msr(p->allowlist, ctl) && backend_msr_read(p->backend, cpu, ctl, &v) == 0 &&
+                    (v & UNCORE_CTL_ENABLE))
+                        bits |= UINT64_C(1) << i;
+        }
+        return bits;
+}
+
+static void detect_amd_scope(Pmu *p, uint32_t cpu, RegScope scope, const Leases *l) {
+        const Machine *m = p->machine;
+        bool l3 = scope == REG_SCOPE_CCX;
+        uint32_t anchor;
+        uint64_t bits;
+        CpuSet set;
+
+        if (machine_scope_cpus(m, scope, cpu, false, &set) < 0 || set_leased(l, &set) ||
+            machine_scope_anchor(m, scope, cpu, false, &anchor) < 0)
+                return;
+        bits = l3 ? enabled_pairs(p, anchor, MSR_AMD_L3_CTL0, m->l3_counters < AMD_L3_COUNTERS_MAX ?
+                                                              m->l3_counters : AMD_L3_COUNTERS_MAX) :
+                    enabled_pairs(p, anchor, MSR_AMD_DF_CTL0, m->df_counters < AMD_DF_COUNTERS_MAX ?
+                                                              m->df_counters : AMD_DF_COUNTERS_MAX);
+        if (bits != (l3 ? p->foreign_l3[anchor] : p->foreign_df[anchor]))
+                log_info("CPU %" PRIu32 ": %s counters enabled by the kernel's amd_uncore driver: 0x%" PRIx64,
+                         anchor, l3 ? "L3" : "data-fabric", bits);
+        CPUSET_FOREACH(c, &set)
+                if (c < m->n_cpus) {
+                        if (l3)
+                                p->foreign_l3[c] = (uint8_t) bits;
+                        else
+                                p->foreign_df[c] = bits;
+                }
+}
+
+static bool imc_box_enabled(const Pmu *p, uint32_t unit) {
+        uint64_t v;
+
+        for (unsigned i = 0; i < IMC_PMON_COUNTERS; i++)
+                if (backend_pci_read(p->backend, unit, IMC_PMON_CTL0 + IMC_PMON_CTL_STRIDE * i, 4, &v) == 0 &&
+                    (v & UNCORE_CTL_ENABLE))
+                        return true;
+        return backend_pci_read(p->backend, unit, IMC_PMON_FIXED_CTL, 4, &v) == 0 && (v & UNCORE_CTL_ENABLE);
+}
+
+static void detect_unit(Pmu *p, uint32_t unit) {
+        UncoreOwner o;
+
+        if (p->unit_owner[unit] == UNCORE_OWNER_DAEMON_EVENTS || !unit_is_imc(p, unit))
+                return;
+        o = imc_box_enabled(p, unit) ? UNCORE_OWNER_KERNEL_ENABLED : UNCORE_OWNER_NONE;
+        if (o != p->unit_owner[unit])
+                log_info("Unit %" PRIu32 " (%s): %s", unit, p->machine->units[unit].bdf,
+                         o == UNCORE_OWNER_NONE ? "no longer held by the kernel's uncore_imc driver" :
+                                                  "counters enabled by the kernel's uncore_imc driver");
+        p->unit_owner[unit] = o;
+}
+
+/* The units of cpu's package, when none of its CPUs is leased; a unit of no package with an
+ * online CPU (only admins write it, under the lease of the machine's first online CPU) with
+ * that CPU, when it is not leased. */
+static void detect_units(Pmu *p, uint32_t cpu, const Leases *l) {
+        const Machine *m = p->machine;
+        bool package_free, anchor_free;
+        uint32_t first;
+        CpuSet set;
+
+        package_free = machine_scope_cpus(m, REG_SCOPE_PACKAGE, cpu, false, &set) == 0 && !set_leased(l, &set);
+        anchor_free = machine_first_online_cpu(m, &first) == 0 && first == cpu &&
+                      !(l && cpu < l->n_cpus && l->cpus[cpu].owner);
+        for (uint32_t u = 0; u < m->n_units; u++) {
+                CpuSet unit_cpus;
+                bool orphan = machine_scope_cpus(m, REG_SCOPE_PACKAGE, u, true, &unit_cpus) == -ENOENT;
+
+                if (orphan ? anchor_free : package_free && m->units[u].package == m->cpus[cpu].package)
+                        detect_unit(p, u);
+        }
+}
+
+void pmu_uncore_detect(Pmu *p, uint32_t cpu, const Leases *leases) {
+        const Machine *m = p->machine;
+
+        if (cpu >= m->n_cpus || !m->cpus[cpu].online)
+                return;
+        if (p->amd) {
+                detect_amd_scope(p, cpu, REG_SCOPE_CCX, leases);
+                detect_amd_scope(p, cpu, REG_SCOPE_PACKAGE, leases);
+        }
+        if (m->n_units > 0)
+                detect_units(p, cpu, leases);
+}
+
+void pmu_uncore_detect_all(Pmu *p) {
+        for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
+                pmu_uncore_detect(p, cpu, NULL);
+}
+
+/* The index of the L3 or data-fabric pair reg belongs to (control or counter), or -1. */
+static int amd_pair(uint32_t reg, uint32_t first, unsigned n) {
+        if (reg < first || reg >= first + 2 * n)
+                return -1;
+        return (int) ((reg - first) / 2);
+}
+
+const char *pmu_uncore_owner(const Pmu *p, bool pci, uint32_t target, uint32_t reg) {
+        int i;
+
+        if (pci) {
+                if (target >= p->machine->n_units)
+                        return NULL;
+                switch (p->unit_owner[target]) {
+                case UNCORE_OWNER_DAEMON_EVENTS:
+                        return OWNER_DAEMON_EVENTS;
+                case UNCORE_OWNER_KERNEL_ENABLED:
+                        return OWNER_IMC_ENABLED;
+                default:
+                        return NULL;
+                }
+        }
+        if (!p->amd || target >= p->machine->n_cpus)
+                return NULL;
+        i = amd_pair(reg, MSR_AMD_L3_CTL0, AMD_L3_COUNTERS_MAX);
+        if (i >= 0)
+                return (p->foreign_l3[target] >> i) & 1 ? OWNER_AMD_UNCORE : NULL;
+        i = amd_pair(reg, MSR_AMD_DF_CTL0, AMD_DF_COUNTERS_MAX);
+        if (i >= 0)
+                return (p->foreign_df[target] >> i) & 1 ? OWNER_AMD_UNCORE : NULL;
+        return NULL;
+}
+
+int pmu_uncore_write_conflict(const Pmu *p, bool pci, uint32_t target, uint32_t reg, char *reason,
+                              size_t reason_size) {
+        const char *owner = pmu_uncore_owner(p, pci, target, reg);
+        int l3 = amd_pair(reg, MSR_AMD_L3_CTL0, AMD_L3_COUNTERS_MAX);
+
+        if (!owner)
+                return 0;
+        if (pci)
+                (void) snprintf(reason, reason_size,
+                                "unit %" PRIu32 " (%s), a memory-controller channel, is held by %s; no client "
+                                "may program it", target, p->machine->units[target].bdf, owner);
+        else
+                (void) snprintf(reason, reason_size,
+                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is %s counter %d, held by %s; pick another "
+                                "counter", reg, target, l3 >= 0 ? "L3" : "data-fabric",
+                                l3 >= 0 ? l3 : amd_pair(reg, MSR_AMD_DF_CTL0, AMD_DF_COUNTERS_MAX), owner);
+        return PROTO_E_BUSY;
+}
+
+UncoreOwner pmu_uncore_unit_owner(const Pmu *p, uint32_t unit) {
+        return unit < p->machine->n_units ? (UncoreOwner) p->unit_owner[unit] : UNCORE_OWNER_NONE;
+}
