@@ -23,16 +23,6 @@
 #define OWNER_IMC_ENABLED "the kernel's uncore_imc driver (a perf user enabled its counters)"
 #define OWNER_AMD_UNCORE "the kernel's amd_uncore driver (a perf user enabled it)"
 
-static const char *const owner_table[_UNCORE_OWNER_MAX] = {
-        [UNCORE_OWNER_NONE] = "none",
-        [UNCORE_OWNER_DAEMON_EVENTS] = "kernel-uncore_imc-daemon-events",
-        [UNCORE_OWNER_KERNEL_ENABLED] = "kernel-uncore_imc",
-};
-
-const char *uncore_owner_to_string(UncoreOwner o) {
-        return o < _UNCORE_OWNER_MAX ? owner_table[o] : NULL;
-}
-
 /* A memory-controller channel the allowlist knows: its first counter control is listed as an
  * uncore-imc register. */
 static bool unit_is_imc(const Pmu *p, uint32_t unit) {
@@ -273,6 +263,22 @@ int pmu_uncore_write_conflict(const Pmu *p, bool pci, uint32_t target, uint32_t 
                                 "counter", reg, target, l3 >= 0 ? "L3" : "data-fabric",
                                 l3 >= 0 ? l3 : amd_pair(reg, MSR_AMD_DF_CTL0, AMD_DF_COUNTERS_MAX), owner);
         return PROTO_E_BUSY;
+}
+
+uint64_t pmu_uncore_l3_union(const Pmu *p) {
+        uint64_t u = 0;
+
+        for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
+                u |= p->foreign_l3[cpu];
+        return u;
+}
+
+uint64_t pmu_uncore_df_union(const Pmu *p) {
+        uint64_t u = 0;
+
+        for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
+                u |= p->foreign_df[cpu];
+        return u;
 }
 
 UncoreOwner pmu_uncore_unit_owner(const Pmu *p, uint32_t unit) {

@@ -52,6 +52,9 @@ const char *pmu_uncore_owner(const Pmu *p, bool pci, uint32_t target, uint32_t r
 int pmu_uncore_write_conflict(const Pmu *p, bool pci, uint32_t target, uint32_t reg, char *reason,
                               size_t reason_size);
 
+/* Over every CPU: bit i set where the kernel holds L3 (data-fabric) counter i, for hello. */
+uint64_t pmu_uncore_l3_union(const Pmu *p);
+uint64_t pmu_uncore_df_union(const Pmu *p);
+
 /* Per-unit owner for status and hello; UNCORE_OWNER_NONE for a unit out of range. */
 UncoreOwner pmu_uncore_unit_owner(const Pmu *p, uint32_t unit);
-const char *uncore_owner_to_string(UncoreOwner o);
