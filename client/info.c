@@ -217,6 +217,8 @@ static void decode_caller(const msgpack_object *reply, pmugate_info *info) {
         (void) reply_get_bool(foreign, "nmi_watchdog", &info->nmi_watchdog);
         (void) reply_get_uint(foreign, "fixed_mask", &info->foreign_fixed_mask);
         (void) reply_get_uint(foreign, "gp_mask", &info->foreign_gp_mask);
+        (void) reply_get_uint(foreign, "l3_mask", &info->foreign_l3_mask);
+        (void) reply_get_uint(foreign, "df_mask", &info->foreign_df_mask);
 }
 
 int pmugate_hello(pmugate *c, pmugate_info **ret) {

@@ -138,6 +138,12 @@ typedef struct pmugate_info {
          * CPUID leaf 0x80000022 reports (cpuid_read false: the model's defaults). */
         bool perfmon_v2, cpuid_read;
         uint32_t l3_counters, df_counters, umc_counters;
+
+        /* Uncore counters the kernel holds (its amd_uncore driver): bit i of foreign_l3_mask is
+         * L3 counter i (of some CCX), of foreign_df_mask data-fabric counter i. Never program
+         * them; the daemon refuses with EBUSY. 0 from daemons that predate them. */
+        uint64_t foreign_l3_mask;
+        uint64_t foreign_df_mask;
 } pmugate_info;
 
 int pmugate_hello(pmugate *c, pmugate_info **ret);
