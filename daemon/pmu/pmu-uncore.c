@@ -12,6 +12,7 @@
 #include "error.h"
 #include "leases.h"
 #include "log.h"
+#include "macro.h"
 #include "pmu-uncore.h"
 #include "pmu.h"
 
@@ -125,20 +126,18 @@ static uint64_t enabled_pairs(const Pmu *p, uint32_t cpu, uint32_t first, unsign
         return bits;
 }
 
-static void detect_amd_scope(Pmu *p, uint32_t cpu, RegScope scope, const Leases *l) {
+/* Reads the L3 (scope CCX) or data-fabric (scope package) controls of the set whose first CPU
+ * is anchor, unless a CPU of it is leased, and records the result on every CPU of the set. */
+static void detect_amd_scope(Pmu *p, RegScope scope, uint32_t anchor, const Leases *l) {
         const Machine *m = p->machine;
         bool l3 = scope == REG_SCOPE_CCX;
-        uint32_t anchor;
         uint64_t bits;
         CpuSet set;
 
-        if (machine_scope_cpus(m, scope, cpu, false, &set) < 0 || set_leased(l, &set) ||
-            machine_scope_anchor(m, scope, cpu, false, &anchor) < 0)
+        if (machine_scope_cpus(m, scope, anchor, false, &set) < 0 || set_leased(l, &set))
                 return;
-        bits = l3 ? enabled_pairs(p, anchor, MSR_AMD_L3_CTL0, m->l3_counters < AMD_L3_COUNTERS_MAX ?
-                                                              m->l3_counters : AMD_L3_COUNTERS_MAX) :
-                    enabled_pairs(p, anchor, MSR_AMD_DF_CTL0, m->df_counters < AMD_DF_COUNTERS_MAX ?
-                                                              m->df_counters : AMD_DF_COUNTERS_MAX);
+        bits = l3 ? enabled_pairs(p, anchor, MSR_AMD_L3_CTL0, MIN(m->l3_counters, AMD_L3_COUNTERS_MAX)) :
+                    enabled_pairs(p, anchor, MSR_AMD_DF_CTL0, MIN(m->df_counters, AMD_DF_COUNTERS_MAX));
         if (bits != (l3 ? p->foreign_l3[anchor] : p->foreign_df[anchor]))
                 log_info("CPU %" PRIu32 ": %s counters enabled by the kernel's amd_uncore driver: 0x%" PRIx64,
                          anchor, l3 ? "L3" : "data-fabric", bits);
@@ -174,43 +173,74 @@ static void detect_unit(Pmu *p, uint32_t unit) {
         p->unit_owner[unit] = o;
 }
 
-/* The units of cpu's package, when none of its CPUs is leased; a unit of no package with an
- * online CPU (only admins write it, under the lease of the machine's first online CPU) with
- * that CPU, when it is not leased. */
-static void detect_units(Pmu *p, uint32_t cpu, const Leases *l) {
+/* The units of the package whose first CPU is anchor, unless a CPU of it is leased. */
+static void detect_package_units(Pmu *p, uint32_t anchor, const Leases *l) {
         const Machine *m = p->machine;
-        bool package_free, anchor_free;
-        uint32_t first;
         CpuSet set;
 
-        package_free = machine_scope_cpus(m, REG_SCOPE_PACKAGE, cpu, false, &set) == 0 && !set_leased(l, &set);
-        anchor_free = machine_first_online_cpu(m, &first) == 0 && first == cpu &&
-                      !(l && cpu < l->n_cpus && l->cpus[cpu].owner);
-        for (uint32_t u = 0; u < m->n_units; u++) {
-                CpuSet unit_cpus;
-                bool orphan = machine_scope_cpus(m, REG_SCOPE_PACKAGE, u, true, &unit_cpus) == -ENOENT;
-
-                if (orphan ? anchor_free : package_free && m->units[u].package == m->cpus[cpu].package)
+        if (machine_scope_cpus(m, REG_SCOPE_PACKAGE, anchor, false, &set) < 0 || set_leased(l, &set))
+                return;
+        for (uint32_t u = 0; u < m->n_units; u++)
+                if (m->units[u].package == m->cpus[anchor].package)
                         detect_unit(p, u);
-        }
 }
 
-void pmu_uncore_detect(Pmu *p, uint32_t cpu, const Leases *leases) {
+/* Units of no package with an online CPU: only admins write them, under the lease of the
+ * machine's first online CPU, so they are read while that CPU is not leased. */
+static void detect_orphan_units(Pmu *p, const Leases *l) {
         const Machine *m = p->machine;
+        uint32_t first, anchor;
 
-        if (cpu >= m->n_cpus || !m->cpus[cpu].online)
+        if (machine_first_online_cpu(m, &first) < 0 || (l && first < l->n_cpus && l->cpus[first].owner))
                 return;
-        if (p->amd) {
-                detect_amd_scope(p, cpu, REG_SCOPE_CCX, leases);
-                detect_amd_scope(p, cpu, REG_SCOPE_PACKAGE, leases);
+        for (uint32_t u = 0; u < m->n_units; u++)
+                if (machine_scope_anchor(m, REG_SCOPE_PACKAGE, u, true, &anchor) == -ENOENT)
+                        detect_unit(p, u);
+}
+
+void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const Leases *leases) {
+        const Machine *m = p->machine;
+        uint32_t first = UINT32_MAX, anchor;
+        CpuSet ccx_seen, package_seen;
+
+        if (!p->amd && m->n_units == 0)
+                return;
+        cpuset_clear(&ccx_seen);
+        cpuset_clear(&package_seen);
+        (void) machine_first_online_cpu(m, &first);
+        /* Every CCX and package once, however many of its CPUs are named. */
+        for (size_t i = 0; i < n_cpus; i++) {
+                uint32_t cpu = cpus[i];
+
+                if (cpu >= m->n_cpus || !m->cpus[cpu].online)
+                        continue;
+                if (p->amd && machine_scope_anchor(m, REG_SCOPE_CCX, cpu, false, &anchor) == 0 &&
+                    !cpuset_has(&ccx_seen, anchor)) {
+                        cpuset_add(&ccx_seen, anchor);
+                        detect_amd_scope(p, REG_SCOPE_CCX, anchor, leases);
+                }
+                if (machine_scope_anchor(m, REG_SCOPE_PACKAGE, cpu, false, &anchor) == 0 &&
+                    !cpuset_has(&package_seen, anchor)) {
+                        cpuset_add(&package_seen, anchor);
+                        if (p->amd)
+                                detect_amd_scope(p, REG_SCOPE_PACKAGE, anchor, leases);
+                        detect_package_units(p, anchor, leases);
+                }
+                if (cpu == first && m->n_units > 0)
+                        detect_orphan_units(p, leases);
         }
-        if (m->n_units > 0)
-                detect_units(p, cpu, leases);
 }
 
 void pmu_uncore_detect_all(Pmu *p) {
+        _cleanup_free_ uint32_t *cpus = calloc(p->machine->n_cpus ?: 1, sizeof(uint32_t));
+
+        if (!cpus) {
+                log_warning("Out of memory: uncore counters the kernel holds are not looked for");
+                return;
+        }
         for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
-                pmu_uncore_detect(p, cpu, NULL);
+                cpus[cpu] = cpu;
+        pmu_uncore_detect(p, cpus, p->machine->n_cpus, NULL);
 }
 
 /* The index of the L3 or data-fabric pair reg belongs to (control or counter), or -1. */

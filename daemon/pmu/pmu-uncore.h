@@ -36,10 +36,11 @@ typedef enum UncoreOwner {
 int pmu_uncore_init(Pmu *p);
 void pmu_uncore_done(Pmu *p);
 
-/* Reads the counter controls of the L3 (CCX), data fabric (package) and PCI units (package)
- * cpu belongs to, each only while no CPU sharing it is leased (leases may be NULL: none is):
- * whatever is enabled then is the kernel's. */
-void pmu_uncore_detect(Pmu *p, uint32_t cpu, const Leases *leases);
+/* Reads the counter controls of the L3s (CCX), data fabrics (package) and PCI units (package)
+ * that cpus belong to, each once and only while no CPU sharing it is leased (leases may be
+ * NULL: none is): whatever is enabled then is the kernel's. Units of no package with an online
+ * CPU go with the machine's first online CPU. */
+void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const Leases *leases);
 void pmu_uncore_detect_all(Pmu *p);
 
 /* Whether register reg of target (a PCI unit with pci, else an MSR on CPU target) belongs to a

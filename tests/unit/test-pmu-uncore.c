@@ -83,7 +83,7 @@ static void test_enabled_channel_and_leases(void **state) {
         static const int32_t packages[] = { 0, 1, -1 };
         FakePmu *f = fake_pmu_new(2, 2, 1, NULL, 0, packages, ELEMENTSOF(packages));
         LeaseHolder holder = { .owner = &holder, .role = ROLE_USER, .uid = 1000, .pid = 1 };
-        uint32_t cpu2 = fake_cpu(f, 1, 0, 0), cpu3 = fake_cpu(f, 1, 1, 0);
+        uint32_t cpu0 = fake_cpu(f, 0, 0, 0), cpu2 = fake_cpu(f, 1, 0, 0), cpu3 = fake_cpu(f, 1, 1, 0);
         char reason[256];
 
         (void) state;
@@ -102,17 +102,17 @@ static void test_enabled_channel_and_leases(void **state) {
          * the whole package may have enabled it. */
         assert_int_equal(leases_acquire(f->leases, &holder, &cpu2, 1, NULL, NULL, reason, sizeof(reason)), 0);
         fake_set_pci(f, 1, FAKE_IMC_CTL0 + 4, 0);
-        pmu_uncore_detect(f->pmu, cpu3, f->leases);
+        pmu_uncore_detect(f->pmu, &cpu3, 1, f->leases);
         assert_int_equal(pmu_uncore_unit_owner(f->pmu, 1), UNCORE_OWNER_KERNEL_ENABLED);
         (void) leases_release(f->leases, &holder, NULL, 0);
-        pmu_uncore_detect(f->pmu, cpu3, f->leases);
+        pmu_uncore_detect(f->pmu, &cpu3, 1, f->leases);
         assert_int_equal(pmu_uncore_unit_owner(f->pmu, 1), UNCORE_OWNER_NONE);
 
         /* a unit of no package goes with the machine's first online CPU */
         fake_set_pci(f, 2, FAKE_IMC_CTL0, 0);
-        pmu_uncore_detect(f->pmu, cpu3, f->leases);
+        pmu_uncore_detect(f->pmu, &cpu3, 1, f->leases);
         assert_int_equal(pmu_uncore_unit_owner(f->pmu, 2), UNCORE_OWNER_KERNEL_ENABLED);
-        pmu_uncore_detect(f->pmu, 0, f->leases);
+        pmu_uncore_detect(f->pmu, &cpu0, 1, f->leases);
         assert_int_equal(pmu_uncore_unit_owner(f->pmu, 2), UNCORE_OWNER_NONE);
         fake_pmu_free(f);
 }
@@ -160,7 +160,7 @@ static void test_amd_l3_and_data_fabric(void **state) {
 
         /* the kernel let go: seen at the next detection */
         assert_int_equal(backend_msr_write(b, 1, MSR_AMD_L3_CTL0 + 4, 0), 0);
-        pmu_uncore_detect(p, 8, NULL);
+        pmu_uncore_detect(p, (const uint32_t[]) { 8 }, 1, NULL);
         assert_null(pmu_uncore_owner(p, false, 0, MSR_AMD_L3_CTL0 + 4));
 
         pmu_free(p);
