@@ -126,22 +126,22 @@ static uint64_t enabled_pairs(const Pmu *p, uint32_t cpu, uint32_t first, unsign
         return bits;
 }
 
-/* Reads the L3 (scope CCX) or data-fabric (scope package) controls of the set whose first CPU
- * is anchor, unless a CPU of it is leased, and records the result on every CPU of the set. */
-static void detect_amd_scope(Pmu *p, RegScope scope, uint32_t anchor, const Leases *l) {
+/* Reads the L3 (scope CCX) or data-fabric (scope package) controls of set on its first CPU,
+ * unless a CPU of it is leased, and records the result on every CPU of the set. */
+static void detect_amd_scope(Pmu *p, RegScope scope, const CpuSet *set, const Leases *l) {
         const Machine *m = p->machine;
         bool l3 = scope == REG_SCOPE_CCX;
+        uint32_t anchor = cpuset_next(set, 0);
         uint64_t bits;
-        CpuSet set;
 
-        if (machine_scope_cpus(m, scope, anchor, false, &set) < 0 || set_leased(l, &set))
+        if (set_leased(l, set))
                 return;
         bits = l3 ? enabled_pairs(p, anchor, MSR_AMD_L3_CTL0, MIN(m->l3_counters, AMD_L3_COUNTERS_MAX)) :
                     enabled_pairs(p, anchor, MSR_AMD_DF_CTL0, MIN(m->df_counters, AMD_DF_COUNTERS_MAX));
         if (bits != (l3 ? p->foreign_l3[anchor] : p->foreign_df[anchor]))
                 log_info("CPU %" PRIu32 ": %s counters enabled by the kernel's amd_uncore driver: 0x%" PRIx64,
                          anchor, l3 ? "L3" : "data-fabric", bits);
-        CPUSET_FOREACH(c, &set)
+        CPUSET_FOREACH(c, set)
                 if (c < m->n_cpus) {
                         if (l3)
                                 p->foreign_l3[c] = (uint8_t) bits;
@@ -173,15 +173,15 @@ static void detect_unit(Pmu *p, uint32_t unit) {
         p->unit_owner[unit] = o;
 }
 
-/* The units of the package whose first CPU is anchor, unless a CPU of it is leased. */
-static void detect_package_units(Pmu *p, uint32_t anchor, const Leases *l) {
+/* The units of the package of CPUs set, unless a CPU of it is leased. */
+static void detect_package_units(Pmu *p, const CpuSet *set, const Leases *l) {
         const Machine *m = p->machine;
-        CpuSet set;
+        int32_t package = m->cpus[cpuset_next(set, 0)].package;
 
-        if (machine_scope_cpus(m, REG_SCOPE_PACKAGE, anchor, false, &set) < 0 || set_leased(l, &set))
+        if (set_leased(l, set))
                 return;
         for (uint32_t u = 0; u < m->n_units; u++)
-                if (m->units[u].package == m->cpus[anchor].package)
+                if (m->units[u].package == package)
                         detect_unit(p, u);
 }
 
@@ -198,33 +198,40 @@ static void detect_orphan_units(Pmu *p, const Leases *l) {
                         detect_unit(p, u);
 }
 
+/* Adds set to covered. */
+static void cover(CpuSet *covered, const CpuSet *set) {
+        CPUSET_FOREACH(c, set)
+                cpuset_add(covered, c);
+}
+
 void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const Leases *leases) {
         const Machine *m = p->machine;
-        uint32_t first = UINT32_MAX, anchor;
-        CpuSet ccx_seen, package_seen;
+        uint32_t first = UINT32_MAX;
+        CpuSet ccx_done, package_done, set;
 
         if (!p->amd && m->n_units == 0)
                 return;
-        cpuset_clear(&ccx_seen);
-        cpuset_clear(&package_seen);
+        cpuset_clear(&ccx_done);
+        cpuset_clear(&package_done);
         (void) machine_first_online_cpu(m, &first);
-        /* Every CCX and package once, however many of its CPUs are named. */
+        /* Every CCX and package once, however many of its CPUs are named: a CPU of one already
+         * read is skipped without looking its set up again. */
         for (size_t i = 0; i < n_cpus; i++) {
                 uint32_t cpu = cpus[i];
 
                 if (cpu >= m->n_cpus || !m->cpus[cpu].online)
                         continue;
-                if (p->amd && machine_scope_anchor(m, REG_SCOPE_CCX, cpu, false, &anchor) == 0 &&
-                    !cpuset_has(&ccx_seen, anchor)) {
-                        cpuset_add(&ccx_seen, anchor);
-                        detect_amd_scope(p, REG_SCOPE_CCX, anchor, leases);
+                if (p->amd && !cpuset_has(&ccx_done, cpu) &&
+                    machine_scope_cpus(m, REG_SCOPE_CCX, cpu, false, &set) == 0) {
+                        cover(&ccx_done, &set);
+                        detect_amd_scope(p, REG_SCOPE_CCX, &set, leases);
                 }
-                if (machine_scope_anchor(m, REG_SCOPE_PACKAGE, cpu, false, &anchor) == 0 &&
-                    !cpuset_has(&package_seen, anchor)) {
-                        cpuset_add(&package_seen, anchor);
+                if (!cpuset_has(&package_done, cpu) &&
+                    machine_scope_cpus(m, REG_SCOPE_PACKAGE, cpu, false, &set) == 0) {
+                        cover(&package_done, &set);
                         if (p->amd)
-                                detect_amd_scope(p, REG_SCOPE_PACKAGE, anchor, leases);
-                        detect_package_units(p, anchor, leases);
+                                detect_amd_scope(p, REG_SCOPE_PACKAGE, &set, leases);
+                        detect_package_units(p, &set, leases);
                 }
                 if (cpu == first && m->n_units > 0)
                         detect_orphan_units(p, leases);
