@@ -144,9 +144,16 @@ typedef struct pmugate_info {
          * them; the daemon refuses with EBUSY. 0 from daemons that predate them. */
         uint64_t foreign_l3_mask;
         uint64_t foreign_df_mask;
+        /* Units (pmugate_unit.index) the kernel's uncore_imc driver programs: memory-controller
+         * channels no client may program; read the package counters instead. */
+        uint32_t *foreign_units;
+        size_t n_foreign_units;
 } pmugate_info;
 
 int pmugate_hello(pmugate *c, pmugate_info **ret);
+
+/* Whether the kernel's uncore_imc driver holds unit (a pmugate_unit.index): see foreign_units. */
+bool pmugate_info_unit_is_kernels(const pmugate_info *info, uint32_t unit);
 pmugate_info *pmugate_info_free(pmugate_info *info);
 
 /* Finds a register by name ("IA32_PMC0", "IA32_PERF_GLOBAL_CTRL", "IMC_CTL1") in the

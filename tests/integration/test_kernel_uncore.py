@@ -73,6 +73,9 @@ def test_imc_box_of_daemon_counters(tap):
         tap.ok(after[:2] == [KERNEL_CAS_READ, KERNEL_CAS_WRITE] and after[2] > ctr,
                "after the lease ends the kernel's controls are as it left them and its counter was not zeroed",
                after)
+        rc, out, err = t.run_cli([t.PMUGATE, "write", "-u", "3", "IMC_PMON_BOX_CTL=0x3"], dm.socket)
+        tap.ok(rc != 0 and "held by the kernel's uncore_imc driver" in out + err,
+               "pmugate write to such a channel fails with the daemon's reason", out + err)
         st = c.call("status")
         owners = st.get("foreign", {}).get("units", [])
         tap.ok(sorted(owners) == units, "status lists the kernel's channels under foreign.units", st.get("foreign"))
@@ -159,9 +162,18 @@ def test_client_reads_kernel_counters(tap):
     try:
         rc, out, err = stat(dm, "-g", "MEM", "-c", "0-1", "-S", "0.1s", "-O", "json")
         r = json.loads(out) if rc == 0 else {"withheld": ""}
-        tap.ok(rc == 0 and "uncore_imc" in r["withheld"] and "kernel" in r["withheld"],
+        tap.ok(rc == 0 and "the kernel's uncore_imc driver programs memory-controller channel" in r["withheld"]
+               and "(unit 2)" in r["withheld"],
                "where the kernel holds a channel and serves no counter, the memory traffic is withheld with a "
-               "reason naming the kernel's driver", out + err)
+               "reason naming the kernel's driver and the channel", out + err)
+        rc, out, err = t.run_cli([t.PMUGATE, "info"], dm.socket)
+        tap.ok(rc == 0 and "unit 2   0000:3a:0b.2 8086:204a package 0 (held by the kernel's uncore_imc driver)" in out
+               and "1 memory-controller channels are held by it" in out,
+               "pmugate info marks the channel the kernel holds", out + err)
+        c = t.Client(dm.socket)
+        tap.eq(values(c, [["pr", u, IMC_CTL0] for u in range(6)]), [0, 0, KERNEL_CAS_READ, 0, 0, 0],
+               "and no channel was left programmed")
+        c.close()
     finally:
         dm.stop()
 
@@ -177,6 +189,9 @@ def test_amd_client_avoids_kernel_counters(tap):
         c = t.Client(dm.socket)
         tap.ok(values(c, [["r", 0, L3_CTL0]])[0] & EN, "and left the kernel's L3 counter 0 enabled")
         c.close()
+        rc, out, err = t.run_cli([t.PMUGATE, "info"], dm.socket)
+        tap.ok(rc == 0 and "L3 counters 0x1 and data-fabric counters 0x0 are held by it" in out,
+               "pmugate info names the L3 counter amd_uncore holds", out + err)
     finally:
         dm.stop()
 
