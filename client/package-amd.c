@@ -106,8 +106,8 @@ static int plan_df(PackageEvents *pe, const pmugate_info *info, size_t p, size_t
                                         "kernel's amd_uncore driver does not hold, too few for %u events",
                                         pe->packages[p], usable, of);
                 else
-                        (void) snprintf(reason, sizeof(reason), "package %d has %u data-fabric counters, too "
-                                        "few for %u events", pe->packages[p], info->df_counters, of);
+                        (void) snprintf(reason, sizeof(reason), "package %d has %u data-fabric counters, "
+                                        "too few for %u events", pe->packages[p], info->df_counters, of);
                 return package_events_withhold(pe, p, e, reason);
         }
         for (unsigned ch = 0; ch < channels; ch++) {

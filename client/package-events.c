@@ -161,9 +161,10 @@ static int plan_imc_units(PackageEvents *pe, const pmugate_info *info, size_t p,
         for (size_t i = 0; i < info->n_units; i++)
                 if (info->units[i].package == pe->packages[p] && is_imc_unit(&info->units[i]) &&
                     pmugate_info_unit_is_kernels(info, info->units[i].index))
-                        return withhold(pe, p, e, "the kernel's uncore_imc driver programs memory-controller "
-                                        "channel %s (unit %u) of package %d for a perf user, and the daemon "
-                                        "serves no counter of it; no client may program that channel",
+                        return withhold(pe, p, e, "the kernel's uncore_imc driver programs "
+                                        "memory-controller channel %s (unit %u) of package %d for a "
+                                        "perf user, and the daemon serves no counter of it; no client may "
+                                        "program that channel",
                                         info->units[i].bdf, info->units[i].index, pe->packages[p]);
         for (size_t i = 0; i < info->n_units; i++) {
                 if (info->units[i].package != pe->packages[p] || !is_imc_unit(&info->units[i]))

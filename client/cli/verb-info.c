@@ -230,8 +230,9 @@ static void print_info_text(const pmugate_info *info) {
         else if (!info->foreign_l3_mask && !info->foreign_df_mask && info->n_foreign_units == 0)
                 printf("Foreign users: none detected\n");
         if (info->foreign_l3_mask || info->foreign_df_mask)
-                printf("Foreign users: kernel amd_uncore; L3 counters 0x%" PRIx64 " and data-fabric counters 0x%"
-                       PRIx64 " are held by it\n", info->foreign_l3_mask, info->foreign_df_mask);
+                printf("Foreign users: kernel amd_uncore; L3 counters 0x%" PRIx64 " and data-fabric "
+                       "counters 0x%" PRIx64 " are held by it\n", info->foreign_l3_mask,
+                       info->foreign_df_mask);
         if (info->n_foreign_units > 0)
                 printf("Foreign users: kernel uncore_imc; %zu memory-controller channels are held by it "
                        "(read the package counters instead)\n", info->n_foreign_units);

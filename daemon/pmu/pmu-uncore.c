@@ -58,16 +58,17 @@ static void mark_daemon_events(Pmu *p) {
 
         for (uint32_t i = 0; i < m->n_counters; i++) {
                 const MachineCounter *c = &m->counters[i];
-                const char *box = c->name + strlen(IMC_DAEMON_PMU_PREFIX);
+                size_t prefix = strlen(IMC_DAEMON_PMU_PREFIX);
                 unsigned long n;
                 char *end;
                 int unit;
 
-                if (c->error[0] || strncmp(c->name, IMC_DAEMON_PMU_PREFIX, strlen(IMC_DAEMON_PMU_PREFIX)) != 0 ||
-                    box[0] < '0' || box[0] > '9')
+                /* served, and on uncore_imc_<digits> */
+                if (c->error[0] || strncmp(c->name, IMC_DAEMON_PMU_PREFIX, prefix) != 0 ||
+                    c->name[prefix] < '0' || c->name[prefix] > '9')
                         continue;
                 errno = 0;
-                n = strtoul(box, &end, 10);
+                n = strtoul(c->name + prefix, &end, 10);
                 unit = errno == 0 && *end == '/' ? imc_box_unit(p, c->package, n) : -ENOENT;
                 if (unit >= 0) {
                         p->unit_owner[unit] = UNCORE_OWNER_DAEMON_EVENTS;
@@ -119,8 +120,8 @@ static uint64_t enabled_pairs(const Pmu *p, uint32_t cpu, uint32_t first, unsign
         for (unsigned i = 0; i < n && i < 64; i++) {
                 uint32_t ctl = first + 2 * i;
 
-                if (allowlist_find_msr(p->allowlist, ctl) && backend_msr_read(p->backend, cpu, ctl, &v) == 0 &&
-                    (v & UNCORE_CTL_ENABLE))
+                if (allowlist_find_msr(p->allowlist, ctl) &&
+                    backend_msr_read(p->backend, cpu, ctl, &v) == 0 && (v & UNCORE_CTL_ENABLE))
                         bits |= UINT64_C(1) << i;
         }
         return bits;
@@ -139,8 +140,8 @@ static void detect_amd_scope(Pmu *p, RegScope scope, const CpuSet *set, const Le
         bits = l3 ? enabled_pairs(p, anchor, MSR_AMD_L3_CTL0, MIN(m->l3_counters, AMD_L3_COUNTERS_MAX)) :
                     enabled_pairs(p, anchor, MSR_AMD_DF_CTL0, MIN(m->df_counters, AMD_DF_COUNTERS_MAX));
         if (bits != (l3 ? p->foreign_l3[anchor] : p->foreign_df[anchor]))
-                log_info("CPU %" PRIu32 ": %s counters enabled by the kernel's amd_uncore driver: 0x%" PRIx64,
-                         anchor, l3 ? "L3" : "data-fabric", bits);
+                log_info("CPU %" PRIu32 ": %s counters enabled by the kernel's amd_uncore driver: 0x%"
+                         PRIx64, anchor, l3 ? "L3" : "data-fabric", bits);
         CPUSET_FOREACH(c, set)
                 if (c < m->n_cpus) {
                         if (l3)
@@ -154,8 +155,8 @@ static bool imc_box_enabled(const Pmu *p, uint32_t unit) {
         uint64_t v;
 
         for (unsigned i = 0; i < IMC_PMON_COUNTERS; i++)
-                if (backend_pci_read(p->backend, unit, IMC_PMON_CTL0 + IMC_PMON_CTL_STRIDE * i, 4, &v) == 0 &&
-                    (v & UNCORE_CTL_ENABLE))
+                if (backend_pci_read(p->backend, unit, IMC_PMON_CTL0 + IMC_PMON_CTL_STRIDE * i, 4, &v) == 0
+                    && (v & UNCORE_CTL_ENABLE))
                         return true;
         return backend_pci_read(p->backend, unit, IMC_PMON_FIXED_CTL, 4, &v) == 0 && (v & UNCORE_CTL_ENABLE);
 }
@@ -292,12 +293,12 @@ int pmu_uncore_write_conflict(const Pmu *p, bool pci, uint32_t target, uint32_t 
                 return 0;
         if (pci)
                 (void) snprintf(reason, reason_size,
-                                "unit %" PRIu32 " (%s), a memory-controller channel, is held by %s; no client "
-                                "may program it", target, p->machine->units[target].bdf, owner);
+                                "unit %" PRIu32 " (%s), a memory-controller channel, is held by %s; no "
+                                "client may program it", target, p->machine->units[target].bdf, owner);
         else
                 (void) snprintf(reason, reason_size,
-                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is %s counter %d, held by %s; pick another "
-                                "counter", reg, target, l3 >= 0 ? "L3" : "data-fabric",
+                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is %s counter %d, held by %s; pick "
+                                "another counter", reg, target, l3 >= 0 ? "L3" : "data-fabric",
                                 l3 >= 0 ? l3 : amd_pair(reg, MSR_AMD_DF_CTL0, AMD_DF_COUNTERS_MAX), owner);
         return PROTO_E_BUSY;
 }

@@ -309,7 +309,8 @@ static void test_profile_smt_contention(void **state) {
  * every package, counting; a configuration that names them on Intel, or a data-fabric counter
  * the model lacks, is refused. */
 static void test_kernel_enabled_counters(void **state) {
-        SimTest t = sim_test_new("zen4", DETERMINISTIC "[machine]\nsockets = 2\ncores = 4\ncores_per_ccx = 2\n"
+        SimTest t = sim_test_new("zen4", DETERMINISTIC
+                                 "[machine]\nsockets = 2\ncores = 4\ncores_per_ccx = 2\n"
                                  "[inject]\nkernel_l3_counters = 0,5\nkernel_df_counters = 15\n");
         _cleanup_free_ char *log = NULL;
 

@@ -93,14 +93,16 @@ static void test_enabled_channel_and_leases(void **state) {
         assert_int_equal(pmu_uncore_unit_owner(f->pmu, 0), UNCORE_OWNER_NONE);
         assert_int_equal(pmu_uncore_unit_owner(f->pmu, 1), UNCORE_OWNER_KERNEL_ENABLED);
         assert_int_equal(pmu_uncore_unit_owner(f->pmu, 2), UNCORE_OWNER_KERNEL_ENABLED);
-        assert_int_equal(conflict(f, true, 1, FAKE_IMC_BOX_CTL, "the kernel's uncore_imc driver"), PROTO_E_BUSY);
+        assert_int_equal(conflict(f, true, 1, FAKE_IMC_BOX_CTL, "the kernel's uncore_imc driver"),
+                         PROTO_E_BUSY);
         assert_int_equal(conflict(f, true, 0, FAKE_IMC_BOX_CTL, NULL), 0);
         /* MSRs of an Intel machine are never uncore counters of the kernel's */
         assert_int_equal(conflict(f, false, 0, 0xC0010230U, NULL), 0);
 
         /* While a CPU of package 1 is leased, what its channel holds is not re-read: a holder of
          * the whole package may have enabled it. */
-        assert_int_equal(leases_acquire(f->leases, &holder, &cpu2, 1, NULL, NULL, reason, sizeof(reason)), 0);
+        assert_int_equal(leases_acquire(f->leases, &holder, &cpu2, 1, NULL, NULL, reason, sizeof(reason)),
+                         0);
         fake_set_pci(f, 1, FAKE_IMC_CTL0 + 4, 0);
         pmu_uncore_detect(f->pmu, &cpu3, 1, f->leases);
         assert_int_equal(pmu_uncore_unit_owner(f->pmu, 1), UNCORE_OWNER_KERNEL_ENABLED);
@@ -149,8 +151,8 @@ static void test_amd_l3_and_data_fabric(void **state) {
         {
                 char reason[400] = "";
 
-                assert_int_equal(pmu_uncore_write_conflict(p, false, 9, MSR_AMD_L3_CTL0 + 4, reason, sizeof(reason)),
-                                 PROTO_E_BUSY);
+                assert_int_equal(pmu_uncore_write_conflict(p, false, 9, MSR_AMD_L3_CTL0 + 4, reason,
+                                                           sizeof(reason)), PROTO_E_BUSY);
                 assert_non_null(strstr(reason, "L3 counter 2"));
                 assert_non_null(strstr(reason, "the kernel's amd_uncore driver"));
                 assert_int_equal(pmu_uncore_write_conflict(p, false, 12, MSR_AMD_DF_CTL0 + 31, reason,

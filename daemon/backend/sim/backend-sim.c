@@ -545,7 +545,8 @@ static int build_uncore(SimBackend *s, const Machine *machine) {
  * perf user (the first free counter, CAS_COUNT.RD); kernel_l3_counters and kernel_df_counters
  * are the L3 counters of every CCX and the data-fabric counters of every package whose enable
  * bit amd_uncore set. */
-#define SIM_AMD_L3_KERNEL_EVENT (UINT64_C(1) << 22 | 0x04U | 0xFFU << 8 | UINT64_C(3) << 46 | UINT64_C(3) << 56)
+#define SIM_AMD_L3_KERNEL_EVENT \
+        (UINT64_C(1) << 22 | 0x04U | 0xFFU << 8 | UINT64_C(3) << 46 | UINT64_C(3) << 56)
 #define SIM_AMD_DF_KERNEL_EVENT (UINT64_C(1) << 22 | 0x1FU)
 
 static int imc_first_free_counter(const SimImc *imc) {
@@ -571,13 +572,14 @@ static int stage_kernel_uncore(SimBackend *s, const Machine *machine) {
                 int i;
 
                 if (unit >= s->n_units)
-                        return sim_log_invalid("%s: kernel_imc_units names unit %" PRIu32 ", but the machine has "
-                                               "%" PRIu32 " IMC units", c->path ?: "configuration", unit,
-                                               s->n_units);
+                        return sim_log_invalid("%s: kernel_imc_units names unit %" PRIu32 ", but the "
+                                               "machine has %" PRIu32 " IMC units",
+                                               c->path ?: "configuration", unit, s->n_units);
                 i = imc_first_free_counter(&s->units[unit].imc);
                 if (i >= 0)
-                        (void) sim_imc_write(&s->units[unit].imc, SIM_IMC_CTL0 + SIM_IMC_CTL_STRIDE * (unsigned) i,
-                                             4, SIM_IMC_KERNEL_CAS_READ);
+                        (void) sim_imc_write(&s->units[unit].imc,
+                                             SIM_IMC_CTL0 + SIM_IMC_CTL_STRIDE * (unsigned) i, 4,
+                                             SIM_IMC_KERNEL_CAS_READ);
         }
         if ((c->kernel_l3_counters || c->kernel_df_counters) && !s->model.amd)
                 return sim_log_invalid("%s: kernel_l3_counters and kernel_df_counters need an AMD model",
