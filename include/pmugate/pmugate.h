@@ -277,6 +277,10 @@ typedef struct pmugate_status {
         uint64_t connections, refused_connections, requests, ops, denials, protocol_errors;
         char audit_sink[16];
         uint64_t audit_emitted, audit_suppressed;
+        /* The kernel's uncore drivers: amd_uncore's L3 and data-fabric counters (as in
+         * pmugate_info), and how many memory-controller channels uncore_imc holds. */
+        uint64_t foreign_l3_mask, foreign_df_mask;
+        size_t n_foreign_units;
 } pmugate_status;
 
 int pmugate_status_get(pmugate *c, pmugate_status **ret);

@@ -79,6 +79,9 @@ def test_imc_box_of_daemon_counters(tap):
         st = c.call("status")
         owners = st.get("foreign", {}).get("units", [])
         tap.ok(sorted(owners) == units, "status lists the kernel's channels under foreign.units", st.get("foreign"))
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], dm.socket)
+        tap.ok(rc == 0 and "kernel uncore: L3 counters 0x0, data-fabric counters 0x0, 6 memory-controller channels"
+               in out, "pmugatectl status says how many channels the kernel holds", out + err)
         c.close()
     finally:
         dm.stop()
