@@ -23,6 +23,10 @@
                             "(read those: the package counters in hello)"
 #define OWNER_IMC_ENABLED "the kernel's uncore_imc driver (a perf user enabled its counters)"
 #define OWNER_AMD_UNCORE "the kernel's amd_uncore driver (a perf user enabled it)"
+#define OWNER_IMC_UNKNOWN "an unknown PMU user (its counter controls could not be read; the kernel's " \
+                          "uncore_imc driver may hold it)"
+#define OWNER_AMD_UNKNOWN "an unknown PMU user (its control could not be read; the kernel's amd_uncore " \
+                          "driver may hold it)"
 
 /* A memory-controller channel the allowlist knows: its first counter control is listed as an
  * uncore-imc register. */
@@ -87,8 +91,10 @@ int pmu_uncore_init(Pmu *p) {
 
         p->unit_owner = calloc(m->n_units ?: 1, sizeof(*p->unit_owner));
         p->foreign_l3 = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_l3));
+        p->unknown_l3 = calloc(m->n_cpus ?: 1, sizeof(*p->unknown_l3));
         p->foreign_df = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_df));
-        if (!p->unit_owner || !p->foreign_l3 || !p->foreign_df)
+        p->unknown_df = calloc(m->n_cpus ?: 1, sizeof(*p->unknown_df));
+        if (!p->unit_owner || !p->foreign_l3 || !p->unknown_l3 || !p->foreign_df || !p->unknown_df)
                 return -ENOMEM;
         mark_daemon_events(p);
         return 0;
@@ -97,10 +103,12 @@ int pmu_uncore_init(Pmu *p) {
 void pmu_uncore_done(Pmu *p) {
         free(p->unit_owner);
         free(p->foreign_l3);
+        free(p->unknown_l3);
         free(p->foreign_df);
+        free(p->unknown_df);
         p->unit_owner = NULL;
-        p->foreign_l3 = NULL;
-        p->foreign_df = NULL;
+        p->foreign_l3 = p->unknown_l3 = NULL;
+        p->foreign_df = p->unknown_df = NULL;
 }
 
 static bool set_leased(const Leases *l, const CpuSet *set) {
@@ -112,18 +120,24 @@ static bool set_leased(const Leases *l, const CpuSet *set) {
         return false;
 }
 
-/* Bit i set when the control of pair i (first, first + 2, ...) reads enabled on cpu; only
- * registers the allowlist lists are read. */
-static uint64_t enabled_pairs(const Pmu *p, uint32_t cpu, uint32_t first, unsigned n) {
-        uint64_t bits = 0, v;
+/* Bit i set when the control of pair i (first, first + 2, ...) reads enabled on cpu, and in
+ * ret_unknown when it cannot be read; only registers the allowlist lists are read (the others
+ * no client may write either). */
+static uint64_t enabled_pairs(const Pmu *p, uint32_t cpu, uint32_t first, unsigned n,
+                              uint64_t *ret_unknown) {
+        uint64_t bits = 0, unknown = 0, v;
 
         for (unsigned i = 0; i < n && i < 64; i++) {
                 uint32_t ctl = first + 2 * i;
 
-                if (allowlist_find_msr(p->allowlist, ctl) &&
-                    backend_msr_read(p->backend, cpu, ctl, &v) == 0 && (v & UNCORE_CTL_ENABLE))
+                if (!allowlist_find_msr(p->allowlist, ctl))
+                        continue;
+                if (backend_msr_read(p->backend, cpu, ctl, &v) < 0)
+                        unknown |= UINT64_C(1) << i;
+                else if (v & UNCORE_CTL_ENABLE)
                         bits |= UINT64_C(1) << i;
         }
+        *ret_unknown = unknown;
         return bits;
 }
 
@@ -133,44 +147,61 @@ static void detect_amd_scope(Pmu *p, RegScope scope, const CpuSet *set, const Le
         const Machine *m = p->machine;
         bool l3 = scope == REG_SCOPE_CCX;
         uint32_t anchor = cpuset_next(set, 0);
-        uint64_t bits;
+        unsigned n = l3 ? MIN(m->l3_counters, AMD_L3_COUNTERS_MAX) :
+                          MIN(m->df_counters, AMD_DF_COUNTERS_MAX);
+        uint64_t bits, unknown;
 
         if (set_leased(l, set))
                 return;
-        bits = l3 ? enabled_pairs(p, anchor, MSR_AMD_L3_CTL0, MIN(m->l3_counters, AMD_L3_COUNTERS_MAX)) :
-                    enabled_pairs(p, anchor, MSR_AMD_DF_CTL0, MIN(m->df_counters, AMD_DF_COUNTERS_MAX));
+        bits = enabled_pairs(p, anchor, l3 ? MSR_AMD_L3_CTL0 : MSR_AMD_DF_CTL0, n, &unknown);
         if (bits != (l3 ? p->foreign_l3[anchor] : p->foreign_df[anchor]))
                 log_info("CPU %" PRIu32 ": %s counters enabled by the kernel's amd_uncore driver: 0x%"
                          PRIx64, anchor, l3 ? "L3" : "data-fabric", bits);
+        if (unknown != (l3 ? p->unknown_l3[anchor] : p->unknown_df[anchor]))
+                log_warning("CPU %" PRIu32 ": cannot read the controls of %s counters 0x%" PRIx64 "; they "
+                            "count as held", anchor, l3 ? "L3" : "data-fabric", unknown);
         CPUSET_FOREACH(c, set)
                 if (c < m->n_cpus) {
-                        if (l3)
+                        if (l3) {
                                 p->foreign_l3[c] = (uint8_t) bits;
-                        else
+                                p->unknown_l3[c] = (uint8_t) unknown;
+                        } else {
                                 p->foreign_df[c] = bits;
+                                p->unknown_df[c] = unknown;
+                        }
                 }
 }
 
-static bool imc_box_enabled(const Pmu *p, uint32_t unit) {
+/* Enabled when a counter control (the four, the fixed counter's) has EN set; unknown when one
+ * cannot be read. */
+static UncoreOwner imc_box_owner(const Pmu *p, uint32_t unit) {
         uint64_t v;
 
-        for (unsigned i = 0; i < IMC_PMON_COUNTERS; i++)
-                if (backend_pci_read(p->backend, unit, IMC_PMON_CTL0 + IMC_PMON_CTL_STRIDE * i, 4, &v) == 0
-                    && (v & UNCORE_CTL_ENABLE))
-                        return true;
-        return backend_pci_read(p->backend, unit, IMC_PMON_FIXED_CTL, 4, &v) == 0 && (v & UNCORE_CTL_ENABLE);
+        for (unsigned i = 0; i <= IMC_PMON_COUNTERS; i++) {
+                uint32_t ctl = i < IMC_PMON_COUNTERS ? IMC_PMON_CTL0 + IMC_PMON_CTL_STRIDE * i :
+                                                       IMC_PMON_FIXED_CTL;
+
+                if (backend_pci_read(p->backend, unit, ctl, 4, &v) < 0)
+                        return UNCORE_OWNER_UNKNOWN;
+                if (v & UNCORE_CTL_ENABLE)
+                        return UNCORE_OWNER_KERNEL_ENABLED;
+        }
+        return UNCORE_OWNER_NONE;
 }
 
 static void detect_unit(Pmu *p, uint32_t unit) {
+        static const char *const changes[_UNCORE_OWNER_MAX] = {
+                [UNCORE_OWNER_NONE] = "no longer held by the kernel's uncore_imc driver",
+                [UNCORE_OWNER_KERNEL_ENABLED] = "counters enabled by the kernel's uncore_imc driver",
+                [UNCORE_OWNER_UNKNOWN] = "cannot read its counter controls; it counts as held",
+        };
         UncoreOwner o;
 
         if (p->unit_owner[unit] == UNCORE_OWNER_DAEMON_EVENTS || !unit_is_imc(p, unit))
                 return;
-        o = imc_box_enabled(p, unit) ? UNCORE_OWNER_KERNEL_ENABLED : UNCORE_OWNER_NONE;
+        o = imc_box_owner(p, unit);
         if (o != p->unit_owner[unit])
-                log_info("Unit %" PRIu32 " (%s): %s", unit, p->machine->units[unit].bdf,
-                         o == UNCORE_OWNER_NONE ? "no longer held by the kernel's uncore_imc driver" :
-                                                  "counters enabled by the kernel's uncore_imc driver");
+                log_info("Unit %" PRIu32 " (%s): %s", unit, p->machine->units[unit].bdf, changes[o]);
         p->unit_owner[unit] = o;
 }
 
@@ -269,6 +300,8 @@ const char *pmu_uncore_owner(const Pmu *p, bool pci, uint32_t target, uint32_t r
                         return OWNER_DAEMON_EVENTS;
                 case UNCORE_OWNER_KERNEL_ENABLED:
                         return OWNER_IMC_ENABLED;
+                case UNCORE_OWNER_UNKNOWN:
+                        return OWNER_IMC_UNKNOWN;
                 default:
                         return NULL;
                 }
@@ -277,10 +310,12 @@ const char *pmu_uncore_owner(const Pmu *p, bool pci, uint32_t target, uint32_t r
                 return NULL;
         i = amd_pair(reg, MSR_AMD_L3_CTL0, AMD_L3_COUNTERS_MAX);
         if (i >= 0)
-                return (p->foreign_l3[target] >> i) & 1 ? OWNER_AMD_UNCORE : NULL;
+                return (p->foreign_l3[target] >> i) & 1 ? OWNER_AMD_UNCORE :
+                       (p->unknown_l3[target] >> i) & 1 ? OWNER_AMD_UNKNOWN : NULL;
         i = amd_pair(reg, MSR_AMD_DF_CTL0, AMD_DF_COUNTERS_MAX);
         if (i >= 0)
-                return (p->foreign_df[target] >> i) & 1 ? OWNER_AMD_UNCORE : NULL;
+                return (p->foreign_df[target] >> i) & 1 ? OWNER_AMD_UNCORE :
+                       (p->unknown_df[target] >> i) & 1 ? OWNER_AMD_UNKNOWN : NULL;
         return NULL;
 }
 
@@ -307,7 +342,7 @@ uint64_t pmu_uncore_l3_union(const Pmu *p) {
         uint64_t u = 0;
 
         for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
-                u |= p->foreign_l3[cpu];
+                u |= p->foreign_l3[cpu] | p->unknown_l3[cpu];
         return u;
 }
 
@@ -315,7 +350,7 @@ uint64_t pmu_uncore_df_union(const Pmu *p) {
         uint64_t u = 0;
 
         for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
-                u |= p->foreign_df[cpu];
+                u |= p->foreign_df[cpu] | p->unknown_df[cpu];
         return u;
 }
 

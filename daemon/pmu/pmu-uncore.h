@@ -19,6 +19,7 @@ typedef enum UncoreOwner {
         UNCORE_OWNER_NONE,
         UNCORE_OWNER_DAEMON_EVENTS,     /* pmugated's own uncore_imc perf events count on it */
         UNCORE_OWNER_KERNEL_ENABLED,    /* a counter control was found enabled while no lease held it */
+        UNCORE_OWNER_UNKNOWN,           /* a counter control could not be read: counted as held */
         _UNCORE_OWNER_MAX,
 } UncoreOwner;
 
@@ -53,7 +54,8 @@ const char *pmu_uncore_owner(const Pmu *p, bool pci, uint32_t target, uint32_t r
 int pmu_uncore_write_conflict(const Pmu *p, bool pci, uint32_t target, uint32_t reg, char *reason,
                               size_t reason_size);
 
-/* Over every CPU: bit i set where the kernel holds L3 (data-fabric) counter i, for hello. */
+/* Over every CPU: bit i set where the kernel holds L3 (data-fabric) counter i, or where its
+ * control could not be read, for hello. */
 uint64_t pmu_uncore_l3_union(const Pmu *p);
 uint64_t pmu_uncore_df_union(const Pmu *p);
 

@@ -52,10 +52,11 @@ typedef struct Pmu {
                                   * goes PERF_METRICS, and bit 48 of the global registers */
         uint32_t *foreign_gp;    /* per CPU: bit i = PMCi held by another PMU user */
         /* The kernel's uncore boxes and counters (pmu-uncore.h): per PCI unit its UncoreOwner;
-         * per CPU bit i = L3 (its CCX's) or data-fabric (its package's) counter i. */
+         * per CPU bit i = L3 (its CCX's) or data-fabric (its package's) counter i, held by the
+         * kernel, or (unknown_*) whose control could not be read and so counts as held. */
         uint8_t *unit_owner;
-        uint8_t *foreign_l3;
-        uint64_t *foreign_df;
+        uint8_t *foreign_l3, *unknown_l3;
+        uint64_t *foreign_df, *unknown_df;
         bool amd;
 } Pmu;
 

@@ -2,8 +2,8 @@
 /*
  * Uncore boxes and counters the kernel holds: which memory-controller channel an uncore_imc_N
  * package counter makes the kernel's, channels found enabled (and re-read only while nobody
- * leases their package), AMD L3 counters per CCX and data-fabric counters per package, and
- * the busy refusal naming the driver
+ * leases their package), AMD L3 counters per CCX and data-fabric counters per package, a
+ * control that cannot be read counting as held, and the busy refusal naming the driver
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend-sim.h"
 #include "error.h"
@@ -171,11 +172,45 @@ static void test_amd_l3_and_data_fabric(void **state) {
         machine_free(m);
 }
 
+/* An L3 control that cannot be read counts as held, by no one the daemon can name. */
+static void test_unreadable_counts_as_held(void **state) {
+        static const char config[] = "[machine]\nsockets = 1\ncores = 2\n[inject]\neio_msr = 0xC0010232\n";
+        char path[] = "/tmp/test-pmu-uncore-XXXXXX", reason[400] = "";
+        Machine *m = NULL;
+        Backend *b = NULL;
+        Allowlist *a = NULL;
+        Pmu *p = NULL;
+        int fd = mkstemp(path);
+
+        (void) state;
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, config, sizeof(config) - 1), (ssize_t) sizeof(config) - 1);
+        assert_int_equal(close(fd), 0);
+        assert_int_equal(backend_sim_new("zen4", path, &m, &b), 0);
+        (void) unlink(path);
+        assert_int_equal(allowlist_load_for_model(getenv("PMUGATE_ALLOWLIST_DIR"), "zen4", &a), 0);
+        assert_int_equal(pmu_new(b, m, a, &p), 0);
+        pmu_detect_all(p);
+
+        assert_null(pmu_uncore_owner(p, false, 0, MSR_AMD_L3_CTL0));
+        assert_int_equal(pmu_uncore_write_conflict(p, false, 3, MSR_AMD_L3_CTL0 + 3, reason, sizeof(reason)),
+                         PROTO_E_BUSY);
+        assert_non_null(strstr(reason, "L3 counter 1, held by an unknown PMU user (its control could not "
+                                       "be read"));
+        assert_int_equal(pmu_uncore_l3_union(p), 1U << 1);
+
+        pmu_free(p);
+        allowlist_free(a);
+        backend_free(b);
+        machine_free(m);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_daemon_counters_name_their_box),
                 cmocka_unit_test(test_enabled_channel_and_leases),
                 cmocka_unit_test(test_amd_l3_and_data_fabric),
+                cmocka_unit_test(test_unreadable_counts_as_held),
         };
 
         log_set_max_level(LOG_WARNING);
