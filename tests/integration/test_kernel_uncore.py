@@ -142,6 +142,50 @@ def test_amd_l3_and_df(tap):
         dm.stop()
 
 
+def test_fake_machines(tap):
+    """The same through the dev backend on fake machines under --root: a Skylake-SP channel whose
+    config space shows a control with EN when pmugated starts, and a Genoa L3 counter enabled."""
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "skx", sockets=1, cores=2, smt=False)
+    dm = t.Daemon(d, ["--root=" + m.root])
+    try:
+        c = t.Client(dm.socket)
+        units = c.call("hello")["units"]
+        bdf0, bdf1 = units[0][1], units[1][1]
+        dm.stop()
+        m.set_pci(bdf1, IMC_CTL1, KERNEL_CAS_WRITE)
+        dm = t.Daemon(d, ["--root=" + m.root])
+        c = t.Client(dm.socket)
+        tap.eq(c.call("hello")["foreign"]["units"], [units[1][0]], "hello names the channel the kernel programs")
+        c.call("lease", cpus=[0, 1])
+        name, reason = refusal(c.batch([["pw", units[1][0], IMC_CTL0, KERNEL_CAS_READ]]))
+        tap.ok(name == "busy" and "uncore_imc" in reason and bdf1 in reason,
+               "dev backend: writing it is refused busy, naming the driver and the channel", (name, reason))
+        tap.ok(c.batch([["pw", units[0][0], IMC_CTL0, KERNEL_CAS_READ]]).get("ok"), "its neighbour is free")
+        c.call("release")
+        tap.eq((m.pci(bdf1, IMC_CTL1), m.pci(bdf1, IMC_CTL0), m.pci(bdf0, IMC_CTL0)), (KERNEL_CAS_WRITE, 0, 0),
+               "after the lease the kernel's control is as it was, the neighbour's is restored")
+        c.close()
+    finally:
+        dm.stop()
+
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "zen4", sockets=1, cores=2, smt=False, cores_per_ccx=2)
+    m.set_msr(0, L3_CTL0, EN | 0x04)
+    dm = t.Daemon(d, ["--root=" + m.root])
+    try:
+        c = t.Client(dm.socket)
+        tap.eq(c.call("hello")["foreign"]["l3_mask"], 1, "dev backend: hello names amd_uncore's L3 counter 0")
+        c.call("lease", cpus=[0, 1])
+        name, reason = refusal(c.batch([["w", 1, L3_CTL0, 0]]))
+        tap.ok(name == "busy" and "amd_uncore" in reason, "writing it is refused busy", (name, reason))
+        c.call("release")
+        tap.eq(m.msr(0, L3_CTL0), EN | 0x04, "and it is untouched after the lease")
+        c.close()
+    finally:
+        dm.stop()
+
+
 def stat(dm, *args):
     return t.run_cli([t.PMUGATE, "stat"] + list(args), dm.socket, env={"PMUGATE_GROUP_PATH": GROUPS})
 
@@ -201,4 +245,5 @@ def test_amd_client_avoids_kernel_counters(tap):
 
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_imc_box_of_daemon_counters, test_imc_box_of_another_perf_user, test_amd_l3_and_df,
-                          test_client_reads_kernel_counters, test_amd_client_avoids_kernel_counters]))
+                          test_fake_machines, test_client_reads_kernel_counters,
+                          test_amd_client_avoids_kernel_counters]))
