@@ -45,8 +45,9 @@ void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const Leases
 void pmu_uncore_detect_all(Pmu *p);
 
 /* Whether register reg of target (a PCI unit with pci, else an MSR on CPU target) belongs to a
- * box or counter the kernel holds. Returns NULL when it does not, else the holder in words
- * that name the kernel's driver. The one query the batch check and every clean-up step use. */
+ * box or counter the kernel holds (or one whose control could not be read). Returns NULL when
+ * it does not, else the holder in words that name the kernel's driver. The one query the batch
+ * check and every clean-up step use: what it names is never written, restored or zeroed. */
 const char *pmu_uncore_owner(const Pmu *p, bool pci, uint32_t target, uint32_t reg);
 
 /* Returns 0, or PROTO_E_BUSY with a reason when writing reg of target would touch a box or

@@ -66,6 +66,7 @@ Pmu *pmu_free(Pmu *p);
 /* Reads a CPU's control registers: a counter enabled by someone other than a lease holder
  * is foreign. Call only while no lease holds the CPU. */
 void pmu_detect(Pmu *p, uint32_t cpu);
+/* Every CPU, and the uncore (pmu_uncore_detect_all()): at start-up, while nobody leases anything. */
 void pmu_detect_all(Pmu *p);
 
 uint64_t pmu_foreign_fixed_union(const Pmu *p);
