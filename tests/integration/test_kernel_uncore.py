@@ -166,6 +166,23 @@ def test_fake_machines(tap):
         tap.eq((m.pci(bdf1, IMC_CTL1), m.pci(bdf1, IMC_CTL0), m.pci(bdf0, IMC_CTL0)), (KERNEL_CAS_WRITE, 0, 0),
                "after the lease the kernel's control is as it was, the neighbour's is restored")
         c.close()
+        dm.stop()
+        # the kernel's uncore_imc_2 as a PMU perf_event_open accepts (the software PMU, type 1)
+        m.add_uncore_pmu("uncore_imc_2", 1, "0", {"cas_count_read": "event=0x00"}, scale="6.103515625e-5",
+                         unit="MiB")
+        dm = t.Daemon(d, ["--root=" + m.root])
+        c = t.Client(dm.socket)
+        h = c.call("hello")
+        served = [x[1] for x in h["counters"] if not x[7]]
+        held = sorted(h["foreign"]["units"])
+        tap.ok(served == ["uncore_imc_2/cas_count_read"] and held == [units[1][0], units[2][0]],
+               "with pmugated's own uncore_imc_2 counter open, channel 2 of the package is the kernel's too",
+               h["foreign"])
+        c.call("lease", cpus=[0, 1])
+        name, reason = refusal(c.batch([["pw", units[2][0], IMC_BOX_CTL, 0x3]]))
+        tap.ok(name == "busy" and "pmugated's own memory-bandwidth counters" in reason,
+               "writing it is refused busy, naming pmugated's own counters", (name, reason))
+        c.close()
     finally:
         dm.stop()
 
