@@ -20,6 +20,7 @@ pmugate_info *pmugate_info_free(pmugate_info *info) {
         free(info->registers);
         free(info->counters);
         free(info->scope_cpus);
+        free(info->foreign_units);
         free(info);
         return NULL;
 }
@@ -92,6 +93,32 @@ static int decode_units(const msgpack_object *reply, pmugate_info *info) {
         }
         info->n_units = a->via.array.size;
         return 0;
+}
+
+/* foreign.units: indices of units the kernel holds; one that names no unit is dropped. */
+static int decode_foreign_units(const msgpack_object *reply, pmugate_info *info) {
+        const msgpack_object *foreign = msgpack_map_get(reply, "foreign");
+        const msgpack_object *a = foreign ? msgpack_map_get(foreign, "units") : NULL;
+
+        if (!a || a->type != MSGPACK_OBJECT_ARRAY)
+                return 0;
+        info->foreign_units = calloc(a->via.array.size ?: 1, sizeof(uint32_t));
+        if (!info->foreign_units)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < a->via.array.size; i++) {
+                int64_t v;
+
+                if (object_get_int(&a->via.array.ptr[i], &v) && v >= 0 && (uint64_t) v < info->n_units)
+                        info->foreign_units[info->n_foreign_units++] = (uint32_t) v;
+        }
+        return 0;
+}
+
+bool pmugate_info_unit_is_kernels(const pmugate_info *info, uint32_t unit) {
+        for (size_t i = 0; info && i < info->n_foreign_units; i++)
+                if (info->foreign_units[i] == unit)
+                        return true;
+        return false;
 }
 
 static int decode_registers(const msgpack_object *reply, pmugate_info *info) {
@@ -217,6 +244,8 @@ static void decode_caller(const msgpack_object *reply, pmugate_info *info) {
         (void) reply_get_bool(foreign, "nmi_watchdog", &info->nmi_watchdog);
         (void) reply_get_uint(foreign, "fixed_mask", &info->foreign_fixed_mask);
         (void) reply_get_uint(foreign, "gp_mask", &info->foreign_gp_mask);
+        (void) reply_get_uint(foreign, "l3_mask", &info->foreign_l3_mask);
+        (void) reply_get_uint(foreign, "df_mask", &info->foreign_df_mask);
 }
 
 int pmugate_hello(pmugate *c, pmugate_info **ret) {
@@ -249,6 +278,8 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
         r = decode_cpus(reply, info);
         if (r >= 0)
                 r = decode_units(reply, info);
+        if (r >= 0)
+                r = decode_foreign_units(reply, info);
         if (r >= 0)
                 r = decode_registers(reply, info);
         if (r >= 0)

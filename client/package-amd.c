@@ -62,6 +62,23 @@ static unsigned rank_of(const PackageEvents *pe, size_t e, unsigned *ret_of) {
         return rank;
 }
 
+/* How many of count counters the kernel leaves free (held: the ones its amd_uncore driver
+ * enabled), and the index of the nth free one (-1 when there is none). */
+static unsigned free_counters(uint64_t held, unsigned count) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < count && i < 64; i++)
+                n += !((held >> i) & 1);
+        return n;
+}
+
+static int nth_free_counter(uint64_t held, unsigned count, unsigned nth) {
+        for (unsigned i = 0; i < count && i < 64; i++)
+                if (!((held >> i) & 1) && nth-- == 0)
+                        return (int) i;
+        return -1;
+}
+
 static uint64_t df_ctl_value(PackageEventKind kind, unsigned channel) {
         uint64_t event = DF_EVENT_DRAM_BEATS + DF_EVENT_CHANNEL_STRIDE * channel;
         uint64_t umask = kind == PACKAGE_EVENT_DF_READ ? DF_UMASK_READ : DF_UMASK_WRITE;
@@ -76,19 +93,27 @@ static uint64_t df_ctl_value(PackageEventKind kind, unsigned channel) {
  * exact while the memory interleave spreads traffic evenly over the channels. */
 static int plan_df(PackageEvents *pe, const pmugate_info *info, size_t p, size_t e) {
         unsigned of, rank = rank_of(pe, e, &of);
-        unsigned channels = of ? info->df_counters / of : 0;
+        unsigned usable = free_counters(info->foreign_df_mask, info->df_counters);
+        unsigned channels = of ? usable / of : 0;
 
         if (channels > DF_DRAM_CHANNELS)
                 channels = DF_DRAM_CHANNELS;
         if (channels == 0) {
-                char reason[200];
+                char reason[300];
 
-                (void) snprintf(reason, sizeof(reason), "package %d has %u data-fabric counters, too few "
-                                "for %u events", pe->packages[p], info->df_counters, of);
+                if (usable < info->df_counters)
+                        (void) snprintf(reason, sizeof(reason), "package %d has %u data-fabric counters the "
+                                        "kernel's amd_uncore driver does not hold, too few for %u events",
+                                        pe->packages[p], usable, of);
+                else
+                        (void) snprintf(reason, sizeof(reason), "package %d has %u data-fabric counters, "
+                                        "too few for %u events", pe->packages[p], info->df_counters, of);
                 return package_events_withhold(pe, p, e, reason);
         }
         for (unsigned ch = 0; ch < channels; ch++) {
-                unsigned index = rank * channels + ch;
+                /* Counters the kernel holds are skipped: the daemon refuses them. */
+                unsigned index = (unsigned) nth_free_counter(info->foreign_df_mask, info->df_counters,
+                                                             rank * channels + ch);
                 int r = package_events_add_source(pe, &(PackageSource) {
                         .package = p,
                         .event = e,
@@ -125,9 +150,17 @@ static int package_of(const pmugate_info *info, uint32_t cpu) {
 static int plan_l3(PackageEvents *pe, const pmugate_info *info, const uint32_t *cpus, size_t n_cpus,
                    size_t p, size_t e) {
         unsigned of, rank = rank_of(pe, e, &of);
-        char reason[200];
+        int index = nth_free_counter(info->foreign_l3_mask, info->l3_counters, rank);
+        char reason[300];
 
-        if (rank >= info->l3_counters) {
+        if (index < 0 && info->foreign_l3_mask) {
+                (void) snprintf(reason, sizeof(reason), "a CCX has %u L3 counters the kernel's amd_uncore "
+                                "driver does not hold (it holds 0x%llx), too few for %u events",
+                                free_counters(info->foreign_l3_mask, info->l3_counters),
+                                (unsigned long long) info->foreign_l3_mask, of);
+                return package_events_withhold(pe, p, e, reason);
+        }
+        if (index < 0) {
                 (void) snprintf(reason, sizeof(reason), "a CCX has %u L3 counters, too few for %u events",
                                 info->l3_counters, of);
                 return package_events_withhold(pe, p, e, reason);
@@ -154,8 +187,8 @@ static int plan_l3(PackageEvents *pe, const pmugate_info *info, const uint32_t *
                         .is_programmed = true,
                         .ccx = ccx,
                         .target = cpus[i],
-                        .msr = L3_CTL0 + 2 * rank + 1,
-                        .ctl = L3_CTL0 + 2 * rank,
+                        .msr = L3_CTL0 + 2 * (unsigned) index + 1,
+                        .ctl = L3_CTL0 + 2 * (unsigned) index,
                         .ctl_value = L3_EVENT_LOOKUP | AMD_UNCORE_EN | L3_ALL_CCX |
                                      (uint64_t) (pe->kinds[e] == PACKAGE_EVENT_L3_MISS ? L3_UMASK_MISS
                                                                                        : L3_UMASK_ALL) << 8,

@@ -151,11 +151,21 @@ static bool is_imc_unit(const pmugate_unit *u) {
         return false;
 }
 
-/* Without the kernel's counters, the IMC channels of the package in PCI config space. */
+/* Without the kernel's counters, the IMC channels of the package in PCI config space. A package
+ * with a channel the kernel's uncore_imc driver programs is not counted at all: the daemon
+ * refuses to let a client program it, and the other channels alone would undercount. */
 static int plan_imc_units(PackageEvents *pe, const pmugate_info *info, size_t p, size_t e, size_t *found) {
         unsigned slot = pe->kinds[e] == PACKAGE_EVENT_CAS_READ ? 0 : 1;
         int r;
 
+        for (size_t i = 0; i < info->n_units; i++)
+                if (info->units[i].package == pe->packages[p] && is_imc_unit(&info->units[i]) &&
+                    pmugate_info_unit_is_kernels(info, info->units[i].index))
+                        return withhold(pe, p, e, "the kernel's uncore_imc driver programs "
+                                        "memory-controller channel %s (unit %u) of package %d for a "
+                                        "perf user, and the daemon serves no counter of it; no client may "
+                                        "program that channel",
+                                        info->units[i].bdf, info->units[i].index, pe->packages[p]);
         for (size_t i = 0; i < info->n_units; i++) {
                 if (info->units[i].package != pe->packages[p] || !is_imc_unit(&info->units[i]))
                         continue;

@@ -65,7 +65,7 @@ static int decode_grants_and_leases(const msgpack_object *reply, pmugate_status 
 
 int pmugate_status_get(pmugate *c, pmugate_status **ret) {
         _cleanup_(pmugate_status_freep) pmugate_status *s = NULL;
-        const msgpack_object *reply, *clients, *counters, *audit, *foreign;
+        const msgpack_object *reply, *clients, *counters, *audit, *foreign, *units;
         msgpack_packer pk;
         int r;
 
@@ -113,6 +113,11 @@ int pmugate_status_get(pmugate *c, pmugate_status **ret) {
         (void) reply_get_bool(foreign, "nmi_watchdog", &s->nmi_watchdog);
         (void) reply_get_uint(foreign, "fixed_mask", &s->foreign_fixed_mask);
         (void) reply_get_uint(foreign, "gp_mask", &s->foreign_gp_mask);
+        (void) reply_get_uint(foreign, "l3_mask", &s->foreign_l3_mask);
+        (void) reply_get_uint(foreign, "df_mask", &s->foreign_df_mask);
+        units = foreign ? msgpack_map_get(foreign, "units") : NULL;
+        if (units && units->type == MSGPACK_OBJECT_ARRAY)
+                s->n_foreign_units = units->via.array.size;
 
         counters = msgpack_map_get(reply, "counters");
         (void) reply_get_uint(counters, "connections", &s->connections);

@@ -109,6 +109,10 @@ static int verb_status(pmugate *c) {
                        s->leases[i].job[0] ? s->leases[i].job : "-", s->leases[i].registers);
         printf("Foreign:   %s; fixed counters 0x%" PRIx64 ", general-purpose counters 0x%" PRIx64 "\n",
                s->nmi_watchdog ? "NMI watchdog on" : "NMI watchdog off", s->foreign_fixed_mask, s->foreign_gp_mask);
+        if (s->foreign_l3_mask || s->foreign_df_mask || s->n_foreign_units > 0)
+                printf("           kernel uncore: L3 counters 0x%" PRIx64 ", data-fabric counters 0x%" PRIx64
+                       ", %zu memory-controller channels\n", s->foreign_l3_mask, s->foreign_df_mask,
+                       s->n_foreign_units);
         printf("Requests:  %" PRIu64 " (%" PRIu64 " register ops), %" PRIu64 " denials, %" PRIu64 " protocol errors\n",
                s->requests, s->ops, s->denials, s->protocol_errors);
         printf("Connections: %" PRIu64 " accepted, %" PRIu64 " refused\n", s->connections, s->refused_connections);

@@ -122,6 +122,8 @@ static int print_info_json(const pmugate_info *info) {
                 (void) snprintf(hex, sizeof(hex), "%04x:%04x", info->units[i].vendor, info->units[i].device);
                 json_object_object_add(u, "id", json_object_new_string(hex));
                 json_object_object_add(u, "package", json_object_new_int64(info->units[i].package));
+                json_object_object_add(u, "kernel", json_object_new_boolean(pmugate_info_unit_is_kernels(
+                                                            info, info->units[i].index)));
                 json_object_array_add(units, u);
         }
         json_object_object_add(root, "units", units);
@@ -215,16 +217,25 @@ static void print_info_text(const pmugate_info *info) {
         printf("CPUs online:   %s (%zu CPUs, %zu packages)\n", list, n_online, n_packages);
         printf("Uncore units:  %zu\n", info->n_units);
         for (size_t i = 0; i < info->n_units; i++)
-                printf("  unit %-3u %s %04x:%04x package %d\n", info->units[i].index, info->units[i].bdf,
-                       info->units[i].vendor, info->units[i].device, info->units[i].package);
+                printf("  unit %-3u %s %04x:%04x package %d%s\n", info->units[i].index, info->units[i].bdf,
+                       info->units[i].vendor, info->units[i].device, info->units[i].package,
+                       pmugate_info_unit_is_kernels(info, info->units[i].index) ?
+                       " (held by the kernel's uncore_imc driver)" : "");
         print_counters(info);
         if (info->nmi_watchdog || info->foreign_fixed_mask || info->foreign_gp_mask)
                 printf("Foreign users: %s; fixed counters 0x%" PRIx64 " and general-purpose counters 0x%"
                        PRIx64 " are held by another PMU user\n",
                        info->nmi_watchdog ? "kernel NMI watchdog" : "kernel perf", info->foreign_fixed_mask,
                        info->foreign_gp_mask);
-        else
+        else if (!info->foreign_l3_mask && !info->foreign_df_mask && info->n_foreign_units == 0)
                 printf("Foreign users: none detected\n");
+        if (info->foreign_l3_mask || info->foreign_df_mask)
+                printf("Foreign users: kernel amd_uncore; L3 counters 0x%" PRIx64 " and data-fabric "
+                       "counters 0x%" PRIx64 " are held by it\n", info->foreign_l3_mask,
+                       info->foreign_df_mask);
+        if (info->n_foreign_units > 0)
+                printf("Foreign users: kernel uncore_imc; %zu memory-controller channels are held by it "
+                       "(read the package counters instead)\n", info->n_foreign_units);
         printf("Mode:          %s\n", info->mode[0] ? info->mode : "open");
         printf("You:           uid %u, role %s, read %s, write %s\n", info->uid, info->role,
                info_may_read(info) ? "yes" : "no", info_may_write(info) ? "yes" : "no");

@@ -49,6 +49,8 @@ int handle_reset(Server *s, Session *c, const Request *req) {
                 if (pmu_reset_cpu(s->pmu, cpus[i]) < 0 || r < 0)
                         failed++;
         }
+        /* The uncore of CCXs and packages nobody leases any more, read again. */
+        pmu_uncore_detect(s->pmu, cpus, n, s->leases);
         handler_format_cpus(cpus, n, list, sizeof(list));
         server_audit(s, c, "reset", failed ? "partial" : "allowed", NULL, list, NULL, n);
         if (failed > 0) {

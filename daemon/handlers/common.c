@@ -65,3 +65,23 @@ int handler_resolve_scope(Server *s, Session *c, const Request *req) {
         }
         return r;
 }
+
+int handler_pack_foreign(msgpack_packer *pk, const Server *s) {
+        uint32_t held = 0;
+
+        for (uint32_t u = 0; u < s->machine->n_units; u++)
+                held += pmu_uncore_unit_owner(s->pmu, u) != UNCORE_OWNER_NONE;
+        TRY(pack_string(pk, "foreign"));
+        TRY(msgpack_pack_map(pk, 6));
+        TRY(pack_key_bool(pk, "nmi_watchdog", s->machine->nmi_watchdog));
+        TRY(pack_key_uint(pk, "fixed_mask", pmu_foreign_fixed_union(s->pmu)));
+        TRY(pack_key_uint(pk, "gp_mask", pmu_foreign_gp_union(s->pmu)));
+        TRY(pack_key_uint(pk, "l3_mask", pmu_uncore_l3_union(s->pmu)));
+        TRY(pack_key_uint(pk, "df_mask", pmu_uncore_df_union(s->pmu)));
+        TRY(pack_string(pk, "units"));
+        TRY(msgpack_pack_array(pk, held));
+        for (uint32_t u = 0; u < s->machine->n_units; u++)
+                if (pmu_uncore_unit_owner(s->pmu, u) != UNCORE_OWNER_NONE)
+                        TRY(msgpack_pack_uint32(pk, u));
+        return 0;
+}

@@ -42,6 +42,10 @@ int handle_reset(Server *s, Session *c, const Request *req);
 int handle_reload(Server *s, Session *c, const Request *req);
 int handle_jobmap(Server *s, Session *c, const Request *req);
 
+/* Packs "foreign": what other PMU users hold (the kernel's NMI watchdog and perf on core
+ * counters; the kernel's uncore drivers on L3, data-fabric counters and PCI units). */
+int handler_pack_foreign(msgpack_packer *pk, const Server *s);
+
 /* Packs a reply whose one key is "cpus". */
 int handler_reply_cpus(Server *s, const Request *req, const uint32_t *cpus, size_t n);
 void handler_format_cpus(const uint32_t *cpus, size_t n, char *buf, size_t size);

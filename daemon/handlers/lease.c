@@ -128,6 +128,7 @@ int handle_lease(Server *s, Session *c, const Request *req) {
         for (size_t i = 0; i < req->n_cpus; i++)
                 if (!s->leases->cpus[req->cpus[i]].owner)
                         pmu_detect(s->pmu, req->cpus[i]);
+        pmu_uncore_detect(s->pmu, req->cpus, req->n_cpus, s->leases);
 
         r = leases_acquire(s->leases, &holder, req->cpus, req->n_cpus, on_preempted, s, reason, sizeof(reason));
         handler_format_cpus(req->cpus, req->n_cpus, list, sizeof(list));

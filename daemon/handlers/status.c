@@ -63,11 +63,7 @@ int handle_status(Server *s, Session *c, const Request *req) {
         r = pack_grants_and_leases(&pk, s);
         if (r < 0)
                 return r;
-        TRY(pack_string(&pk, "foreign"));
-        TRY(msgpack_pack_map(&pk, 3));
-        TRY(pack_key_bool(&pk, "nmi_watchdog", s->machine->nmi_watchdog));
-        TRY(pack_key_uint(&pk, "fixed_mask", pmu_foreign_fixed_union(s->pmu)));
-        TRY(pack_key_uint(&pk, "gp_mask", pmu_foreign_gp_union(s->pmu)));
+        TRY(handler_pack_foreign(&pk, s));
         TRY(pack_string(&pk, "clients"));
         TRY(msgpack_pack_array(&pk, s->n_sessions));
         for (const Session *o = s->sessions; o; o = o->next) {

@@ -381,6 +381,9 @@ int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const A
                         r = pmu_write_conflict(ctx->pmu, op->target, op->reg, e->write_mask & op->mask, op->value,
                                                e->flags & ALLOW_FLAG_ACTION, ret_refusal->reason,
                                                sizeof(ret_refusal->reason));
+                if (r == 0 && write)
+                        r = pmu_uncore_write_conflict(ctx->pmu, reg_op_is_pci(op), op->target, op->reg,
+                                                      ret_refusal->reason, sizeof(ret_refusal->reason));
                 if (r == PROTO_E_BUSY) {
                         ret_refusal->code = r;
                         ret_refusal->op_index = i;

@@ -175,8 +175,15 @@ bool clean_write_needs_current(const AllowEntry *e, const CleanReg *c, uint64_t 
 int clean_restore_entry(Backend *b, const Pmu *p, const CleanTable *t, const LeaseEntry *e, const AllowEntry *a) {
         const CleanReg *c = clean_find(t, e->reg, e->pci);
         uint64_t current = 0, keep = 0, value;
+        const char *holder = p ? pmu_uncore_owner(p, e->pci, e->target, e->reg) : NULL;
         int r;
 
+        /* A box or counter the kernel holds is never a client's, whatever a journal says. */
+        if (holder) {
+                log_notice("Not restoring %s 0x%" PRIx32 " of %s %" PRIu32 ": it is held by %s",
+                           e->pci ? "offset" : "MSR", e->reg, e->pci ? "PCI unit" : "CPU", e->target, holder);
+                return 0;
+        }
         /* Counters need no read: their current value is not kept. */
         if (!(a->flags & ALLOW_FLAG_COUNTER) && !(c && c->kind == CLEAN_COUNTER)) {
                 r = e->pci ? backend_pci_read(b, e->target, e->reg, a->width, &current)

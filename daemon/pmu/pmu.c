@@ -24,7 +24,7 @@ int pmu_new(Backend *b, const Machine *m, const Allowlist *a, Pmu **ret) {
                      .clean = clean_table_for(m->cpu_model) };
         p->foreign_fixed = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_fixed));
         p->foreign_gp = calloc(m->n_cpus ?: 1, sizeof(*p->foreign_gp));
-        if (!p->foreign_fixed || !p->foreign_gp) {
+        if (!p->foreign_fixed || !p->foreign_gp || pmu_uncore_init(p) < 0) {
                 pmu_free(p);
                 return -ENOMEM;
         }
@@ -37,6 +37,7 @@ Pmu *pmu_free(Pmu *p) {
                 return NULL;
         free(p->foreign_fixed);
         free(p->foreign_gp);
+        pmu_uncore_done(p);
         free(p);
         return NULL;
 }
@@ -110,6 +111,7 @@ void pmu_detect(Pmu *p, uint32_t cpu) {
 void pmu_detect_all(Pmu *p) {
         for (uint32_t cpu = 0; cpu < p->machine->n_cpus; cpu++)
                 pmu_detect(p, cpu);
+        pmu_uncore_detect_all(p);
 }
 
 uint64_t pmu_foreign_fixed_union(const Pmu *p) {
@@ -174,8 +176,7 @@ uint64_t pmu_own_status_bits(const Pmu *p, uint32_t cpu) {
 }
 
 bool pmu_unit_foreign(const Pmu *p, uint32_t unit) {
-        /* Uncore boxes the kernel programs are not detected yet: every box is the daemon's. */
-        return !p || unit >= p->machine->n_units;
+        return !p || unit >= p->machine->n_units || pmu_uncore_unit_owner(p, unit) != UNCORE_OWNER_NONE;
 }
 
 /* The index of AMD core counter pair reg belongs to (PerfEvtSel or PerfCtr), or -1. */

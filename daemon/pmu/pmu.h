@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "clean.h"
 #include "machine.h"
+#include "pmu-uncore.h"
 
 #define MSR_IA32_PMC0 0xC1U
 #define MSR_IA32_A_PMC0 0x4C1U
@@ -52,6 +53,12 @@ typedef struct Pmu {
                                   * goes PERF_METRICS, and bit 48 of the global registers */
         uint32_t *foreign_gp;    /* per CPU: bit i = PMCi held by another PMU user */
         const CleanTable *clean; /* the model's clean state (clean.h); NULL: none known */
+        /* The kernel's uncore boxes and counters (pmu-uncore.h): per PCI unit its UncoreOwner;
+         * per CPU bit i = L3 (its CCX's) or data-fabric (its package's) counter i, held by the
+         * kernel, or (unknown_*) whose control could not be read and so counts as held. */
+        uint8_t *unit_owner;
+        uint8_t *foreign_l3, *unknown_l3;
+        uint64_t *foreign_df, *unknown_df;
         bool amd;
 } Pmu;
 
@@ -61,6 +68,7 @@ Pmu *pmu_free(Pmu *p);
 /* Reads a CPU's control registers: a counter enabled by someone other than a lease holder
  * is foreign. Call only while no lease holds the CPU. */
 void pmu_detect(Pmu *p, uint32_t cpu);
+/* Every CPU, and the uncore (pmu_uncore_detect_all()): at start-up, while nobody leases anything. */
 void pmu_detect_all(Pmu *p);
 
 uint64_t pmu_foreign_fixed_union(const Pmu *p);

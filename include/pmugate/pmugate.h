@@ -138,9 +138,22 @@ typedef struct pmugate_info {
          * CPUID leaf 0x80000022 reports (cpuid_read false: the model's defaults). */
         bool perfmon_v2, cpuid_read;
         uint32_t l3_counters, df_counters, umc_counters;
+
+        /* Uncore counters the kernel holds (its amd_uncore driver): bit i of foreign_l3_mask is
+         * L3 counter i (of some CCX), of foreign_df_mask data-fabric counter i. Never program
+         * them; the daemon refuses with EBUSY. 0 from daemons that predate them. */
+        uint64_t foreign_l3_mask;
+        uint64_t foreign_df_mask;
+        /* Units (pmugate_unit.index) the kernel's uncore_imc driver programs: memory-controller
+         * channels no client may program; read the package counters instead. */
+        uint32_t *foreign_units;
+        size_t n_foreign_units;
 } pmugate_info;
 
 int pmugate_hello(pmugate *c, pmugate_info **ret);
+
+/* Whether the kernel's uncore_imc driver holds unit (a pmugate_unit.index): see foreign_units. */
+bool pmugate_info_unit_is_kernels(const pmugate_info *info, uint32_t unit);
 pmugate_info *pmugate_info_free(pmugate_info *info);
 
 /* Finds a register by name ("IA32_PMC0", "IA32_PERF_GLOBAL_CTRL", "IMC_CTL1") in the
@@ -264,6 +277,10 @@ typedef struct pmugate_status {
         uint64_t connections, refused_connections, requests, ops, denials, protocol_errors;
         char audit_sink[16];
         uint64_t audit_emitted, audit_suppressed;
+        /* The kernel's uncore drivers: amd_uncore's L3 and data-fabric counters (as in
+         * pmugate_info), and how many memory-controller channels uncore_imc holds. */
+        uint64_t foreign_l3_mask, foreign_df_mask;
+        size_t n_foreign_units;
 } pmugate_status;
 
 int pmugate_status_get(pmugate *c, pmugate_status **ret);

@@ -231,7 +231,9 @@ def test_faults(tap):
 
 
 def test_rapl_and_imc(tap):
-    extra = "[rapl]\npackage_watts = 150\n[imc]\nread_gbps = 12\nwrite_gbps = 4\n"
+    # without the kernel's uncore PMUs: where the kernel programs the channels they are not a
+    # client's (test_kernel_uncore.py)
+    extra = "[rapl]\npackage_watts = 150\n[imc]\nread_gbps = 12\nwrite_gbps = 4\nkernel_pmu = no\n"
     dm = sim_daemon("skx", sockets=2, cores=2, smt=False, extra=extra)
     try:
         c = t.Client(dm.socket)

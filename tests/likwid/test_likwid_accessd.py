@@ -28,12 +28,17 @@ READ_GBPS, WRITE_GBPS = 40, 15
 SIZES = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 
 
-def sim_daemon(mode="open", model="skx"):
+def sim_daemon(mode="open", model="skx", kernel_pmu=None):
+    """kernel_pmu: serve the kernel's uncore PMUs; by default not on skx and clx, whose memory
+    channels LIKWID programs itself (the kernel's uncore_imc driver would hold them)."""
     d = t.workdir()
     conf = os.path.join(d, "sim.conf")
+    if kernel_pmu is None:
+        kernel_pmu = model not in ("skx", "clx")
     with open(conf, "w") as f:
         f.write("[machine]\nsockets = 1\ncores = 2\nsmt = no\n")
-        f.write("[imc]\nread_gbps = %d\nwrite_gbps = %d\n" % (READ_GBPS, WRITE_GBPS))
+        f.write("[imc]\nread_gbps = %d\nwrite_gbps = %d\nkernel_pmu = %s\n" % (READ_GBPS, WRITE_GBPS,
+                                                                              "yes" if kernel_pmu else "no"))
     cfg = os.path.join(d, "pmugate.conf")
     with open(cfg, "w") as f:
         f.write("[access]\nmode = %s\nadmin_groups = %d\nuser_groups = %d\n" % (mode, t.ADMIN_GID, t.USER_GID))
@@ -280,6 +285,25 @@ def test_devices(tap):
         dm.stop()
 
 
+def test_kernel_channels(tap):
+    """Skylake-SP whose channels the kernel's uncore_imc driver programs for pmugated's own package
+    counters: LIKWID's writes to them are refused, the forwarder says why, the channels keep the
+    kernel's programming."""
+    dm = sim_daemon(kernel_pmu=True)
+    try:
+        units = imc_units(dm)
+        fw = Forwarder(dm.socket)
+        tap.eq(fw.write(0, IMC_CTL0 + 8, 0x400304, device=6), NOERROR, "LIKWID's write is collected")
+        tap.eq(fw.read(0, IMC_CTL0 + 8, device=6), (NOERROR, 0), "the read after it finds the channel unchanged")
+        fw.exit()
+        tap.ok("held by the kernel's uncore_imc driver" in fw.stderr,
+               "the forwarder reports the daemon's refusal, naming the kernel's driver", fw.stderr)
+        tap.eq(raw(dm, [["pr", units[6], IMC_CTL0], ["pr", units[6], IMC_CTL0 + 8]]), [0x400304, 0],
+               "the kernel's programming of the channel is intact")
+    finally:
+        dm.stop()
+
+
 def test_freerun(tap):
     """Ice Lake-SP: LIKWID's free-running DDR devices answered from the daemon's package counters."""
     dm = sim_daemon(model="icx")
@@ -458,5 +482,6 @@ def test_likwid_verb(tap):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.Tap().run([test_socket_and_session, test_batching, test_refusals, test_devices, test_freerun, test_killed,
-                                  test_start_up, test_job_scope, test_likwid_verb]))
+    raise SystemExit(t.Tap().run([test_socket_and_session, test_batching, test_refusals, test_devices,
+                                  test_kernel_channels, test_freerun, test_killed, test_start_up, test_job_scope,
+                                  test_likwid_verb]))

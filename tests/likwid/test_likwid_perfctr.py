@@ -50,7 +50,10 @@ def sim_daemon(model, mode="open"):
     conf = os.path.join(d, "sim.conf")
     with open(conf, "w") as f:
         f.write("[machine]\nsockets = 1\ncores = 2\nsmt = no\n")
-        f.write("[imc]\nread_gbps = %d\nwrite_gbps = %d\n" % (READ_GBPS, WRITE_GBPS))
+        # LIKWID programs skx's and clx's memory channels itself: without the kernel's uncore PMUs,
+        # whose driver would hold them
+        f.write("[imc]\nread_gbps = %d\nwrite_gbps = %d\nkernel_pmu = %s\n" % (
+            READ_GBPS, WRITE_GBPS, "no" if model in ("skx", "clx") else "yes"))
         f.write("[cpus 0-1]\nevent.0xc4.0x00 = %s\n" % BRANCHES_PER_CYCLE)
         f.write("".join("event.0xc7.0x%02x = %s\n" % kv for kv in FP.items()))
     cfg = os.path.join(d, "pmugate.conf")

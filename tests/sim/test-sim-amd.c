@@ -305,6 +305,31 @@ static void test_profile_smt_contention(void **state) {
         free(log);
 }
 
+/* amd_uncore at work: the L3 counters listed enabled in every CCX, the data-fabric counters in
+ * every package, counting; a configuration that names them on Intel, or a data-fabric counter
+ * the model lacks, is refused. */
+static void test_kernel_enabled_counters(void **state) {
+        SimTest t = sim_test_new("zen4", DETERMINISTIC
+                                 "[machine]\nsockets = 2\ncores = 4\ncores_per_ccx = 2\n"
+                                 "[inject]\nkernel_l3_counters = 0,5\nkernel_df_counters = 15\n");
+        _cleanup_free_ char *log = NULL;
+
+        (void) state;
+        for (uint32_t cpu = 0; cpu < 16; cpu++) {
+                assert_true(sim_rd(&t, cpu, L3_CTL(0)) & EN);
+                assert_true(sim_rd(&t, cpu, L3_CTL(5)) & EN);
+                assert_int_equal(sim_rd(&t, cpu, L3_CTL(1)), 0);
+                assert_true(sim_rd(&t, cpu, DF_CTL(15)) & EN);
+                assert_int_equal(sim_rd(&t, cpu, DF_CTL(14)), 0);
+        }
+        sim_advance(&t, 10000000);
+        assert_true(sim_rd(&t, 12, L3_CTR(0)) > 0);
+        sim_test_free(&t);
+
+        assert_int_equal(sim_test_try("skx", "[inject]\nkernel_l3_counters = 0\n", &log), -EINVAL);
+        assert_non_null(strstr(log, "need an AMD model"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_models),
@@ -315,6 +340,7 @@ int main(void) {
                 cmocka_unit_test(test_l3_and_data_fabric),
                 cmocka_unit_test(test_topdown_formulas),
                 cmocka_unit_test(test_profile_smt_contention),
+                cmocka_unit_test(test_kernel_enabled_counters),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

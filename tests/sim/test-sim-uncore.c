@@ -2,7 +2,8 @@
 /*
  * Package-scope simulation: RAPL energy counters (units, rates, 32-bit wrap, package
  * sharing) and the Skylake-SP IMC PMON in PCI config space (CAS counts against the
- * configured bandwidth, box freeze and resets, access widths)
+ * configured bandwidth, box freeze and resets, access widths, the channels the kernel's
+ * uncore_imc driver programs)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -145,7 +146,8 @@ static void program_imc(SimTest *t, uint32_t unit) {
 }
 
 static void test_imc_bandwidth(void **state) {
-        SimTest t = sim_test_new("skx", IMC_CONFIG);
+        /* without the kernel's uncore PMUs, which program counters 0 and 1 of every channel */
+        SimTest t = sim_test_new("skx", IMC_CONFIG "kernel_pmu = no\n");
         uint64_t one_second = (uint64_t) sim_test_hz(&t);
         double rd = 0, wr = 0;
 
@@ -299,6 +301,32 @@ static void test_imc_access_errors(void **state) {
         sim_test_free(&t);
 }
 
+/* The kernel's uncore_imc driver at work: with its PMUs served, CAS_COUNT.RD and .WR on counters
+ * 0 and 1 of every channel (counting, like the events pmugated opens there); kernel_imc_units
+ * programs the first free counter of the units listed for another perf user. */
+static void test_kernel_programmed_channels(void **state) {
+        SimTest t = sim_test_new("skx", IMC_CONFIG);
+
+        for (uint32_t unit = 0; unit < 2 * CHANNELS; unit++) {
+                assert_int_equal(pci_rd(&t, unit, IMC_CTL(0), 4), CAS_COUNT_RD);
+                assert_int_equal(pci_rd(&t, unit, IMC_CTL(1), 4), CAS_COUNT_WR);
+                assert_int_equal(pci_rd(&t, unit, IMC_CTL(2), 4), 0);
+        }
+        sim_advance(&t, 1000000);
+        assert_true(pci_rd(&t, 7, IMC_CTR(0), 8) > 0);
+        sim_test_free(&t);
+
+        t = sim_test_new("clx", IMC_CONFIG "kernel_pmu = no\n[inject]\nkernel_imc_units = 1,7\n");
+        for (uint32_t unit = 0; unit < 2 * CHANNELS; unit++)
+                assert_int_equal(pci_rd(&t, unit, IMC_CTL(0), 4), unit == 1 || unit == 7 ? CAS_COUNT_RD : 0);
+        sim_test_free(&t);
+
+        t = sim_test_new("skx", IMC_CONFIG "[inject]\nkernel_imc_units = 2\n");
+        assert_int_equal(pci_rd(&t, 2, IMC_CTL(2), 4), CAS_COUNT_RD);
+        assert_int_equal(pci_rd(&t, 3, IMC_CTL(2), 4), 0);
+        sim_test_free(&t);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rapl_units_and_rates),
@@ -307,6 +335,7 @@ int main(void) {
                 cmocka_unit_test(test_imc_freeze_and_reset),
                 cmocka_unit_test(test_imc_access_errors),
                 cmocka_unit_test(test_package_counters),
+                cmocka_unit_test(test_kernel_programmed_channels),
         };
 
         log_set_max_level(LOG_WARNING);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "allowlist.h"
 #include "backend-sim.h"
@@ -184,10 +185,26 @@ typedef struct Sim {
         Pmu *pmu;
 } Sim;
 
-static void sim_open(Sim *s, const char *model) {
-        assert_int_equal(backend_sim_new(model, NULL, &s->machine, &s->backend), 0);
+static void sim_open_config(Sim *s, const char *model, const char *config_text) {
+        char path[] = "/tmp/test-clean-XXXXXX";
+        int fd = -1;
+
+        if (config_text) {
+                fd = mkstemp(path);
+                assert_true(fd >= 0);
+                assert_int_equal(write(fd, config_text, strlen(config_text)), (ssize_t) strlen(config_text));
+        }
+        assert_int_equal(backend_sim_new(model, config_text ? path : NULL, &s->machine, &s->backend), 0);
+        if (fd >= 0) {
+                (void) unlink(path);
+                (void) close(fd);
+        }
         s->allowlist = load(model);
         assert_int_equal(pmu_new(s->backend, s->machine, s->allowlist, &s->pmu), 0);
+}
+
+static void sim_open(Sim *s, const char *model) {
+        sim_open_config(s, model, NULL);
 }
 
 static void sim_close(Sim *s) {
@@ -236,26 +253,49 @@ static void test_status_intel(void **state) {
         sim_close(&s);
 }
 
-static void test_status_imc_box(void **state) {
+/* Lets CTR0 of the first IMC channel overflow: DCLK counted from just below its wrap. */
+static uint64_t imc_box_overflow(Sim *s) {
         uint64_t status = 0;
-        Sim s;
 
-        (void) state;
-        sim_open(&s, "skx");
-        assert_true(s.machine->n_units > 0);
-        /* CTR0 of the first channel counts DCLK from just below its wrap */
-        assert_int_equal(backend_pci_write(s.backend, 0, 0xA0, 8, (UINT64_C(1) << 48) - 1000), 0);
-        assert_int_equal(backend_pci_write(s.backend, 0, 0xD8, 4, EVTSEL_EN), 0);
+        assert_true(s->machine->n_units > 0);
+        assert_int_equal(backend_pci_write(s->backend, 0, 0xA0, 8, (UINT64_C(1) << 48) - 1000), 0);
+        assert_int_equal(backend_pci_write(s->backend, 0, 0xD8, 4, EVTSEL_EN), 0);
         for (int i = 0; i < 1000 && !(status & 1); i++) {
                 struct timespec ts = { .tv_nsec = 1000 * 1000 };
 
                 (void) nanosleep(&ts, NULL);
-                assert_int_equal(backend_pci_read(s.backend, 0, 0xF8, 4, &status), 0);
+                assert_int_equal(backend_pci_read(s->backend, 0, 0xF8, 4, &status), 0);
         }
-        assert_int_equal(status & 1, 1);
+        return status;
+}
+
+static void test_status_imc_box(void **state) {
+        uint64_t status;
+        Sim s;
+
+        (void) state;
+        /* without the kernel's uncore_imc events the box is the daemon's to clean */
+        sim_open_config(&s, "skx", "[imc]\nkernel_pmu = no\n");
+        assert_false(pmu_unit_foreign(s.pmu, 0));
+        assert_int_equal(imc_box_overflow(&s) & 1, 1);
         assert_int_equal(clean_unit_status(s.pmu, 0), 0);
         assert_int_equal(backend_pci_read(s.backend, 0, 0xF8, 4, &status), 0);
         assert_int_equal(status & 1, 0);
+        sim_close(&s);
+}
+
+static void test_status_kernel_imc_box(void **state) {
+        uint64_t status;
+        Sim s;
+
+        (void) state;
+        /* the daemon's own uncore_imc events make every channel the kernel's: never cleaned */
+        sim_open(&s, "skx");
+        assert_true(pmu_unit_foreign(s.pmu, 0));
+        assert_int_equal(imc_box_overflow(&s) & 1, 1);
+        assert_int_equal(clean_unit_status(s.pmu, 0), 0);
+        assert_int_equal(backend_pci_read(s.backend, 0, 0xF8, 4, &status), 0);
+        assert_int_equal(status & 1, 1);
         sim_close(&s);
 }
 
@@ -288,6 +328,7 @@ int main(void) {
                 cmocka_unit_test(test_status_amd),
                 cmocka_unit_test(test_status_intel),
                 cmocka_unit_test(test_status_imc_box),
+                cmocka_unit_test(test_status_kernel_imc_box),
                 cmocka_unit_test(test_restore_entry),
         };
 

@@ -145,12 +145,43 @@ static void test_withheld_with_reasons(void **state) {
         (void) state;
 }
 
+/* Counters the kernel's amd_uncore driver holds (hello's foreign l3_mask and df_mask) are
+ * skipped: L3 events take the next free counters, the data fabric counts fewer channels. */
+static void test_kernel_counters_skipped(void **state) {
+        static const char *const events[] = { L3_ALL, L3_MISS, READ_BEATS, NULL };
+        static const uint32_t measured[] = { 0 };
+        pmugate_info info = zen("zen4", 16);
+        PackageEvents *pe;
+
+        info.foreign_l3_mask = 0x5;     /* counters 0 and 2 */
+        info.foreign_df_mask = 0x1F;    /* 5 of 16 */
+        pe = plan(&info, events, measured, 1);
+        for (size_t i = 0; i < pe->n_sources; i++) {
+                const PackageSource *s = &pe->sources[i];
+
+                if (s->ccx >= 0)
+                        assert_int_equal(s->ctl, L3_CTL0 + 2 * (s->event == 0 ? 1 : 3));
+                else
+                        assert_true(s->ctl >= DF_CTL0 + 2 * 5);
+        }
+        assert_int_equal(sources_of(pe, 0, 2), 11);
+        package_events_free(pe);
+
+        info.foreign_l3_mask = 0x3E;    /* only counter 0 left for two events */
+        pe = plan(&info, events, measured, 1);
+        assert_null(pe->withheld[0]);
+        assert_non_null(strstr(pe->withheld[1], "the kernel's amd_uncore driver"));
+        package_events_free(pe);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_df_both_directions_share_the_counters),
                 cmocka_unit_test(test_df_one_direction_counts_every_channel),
                 cmocka_unit_test(test_l3_per_ccx_of_the_measured_cpus),
                 cmocka_unit_test(test_withheld_with_reasons),
+                cmocka_unit_test(test_kernel_counters_skipped),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

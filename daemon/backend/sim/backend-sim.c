@@ -3,6 +3,7 @@
  * The simulated PMU backend: machine construction and register dispatch
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -540,6 +541,67 @@ static int build_uncore(SimBackend *s, const Machine *machine) {
         return 0;
 }
 
+/* The kernel's uncore drivers at work before pmugated starts. With kernel_pmu on skx/clx the
+ * uncore_imc driver programs counters 0 and 1 of every channel of a socket with an online CPU for
+ * the CAS events pmugated opens there; kernel_imc_units are channels it programs for another
+ * perf user (the first free counter, CAS_COUNT.RD); kernel_l3_counters and kernel_df_counters
+ * are the L3 counters of every CCX and the data-fabric counters of every package whose enable
+ * bit amd_uncore set. */
+#define SIM_AMD_L3_KERNEL_EVENT \
+        (UINT64_C(1) << 22 | 0x04U | 0xFFU << 8 | UINT64_C(3) << 46 | UINT64_C(3) << 56)
+#define SIM_AMD_DF_KERNEL_EVENT (UINT64_C(1) << 22 | 0x1FU)
+
+static int imc_first_free_counter(const SimImc *imc) {
+        for (unsigned i = 0; i < SIM_IMC_COUNTERS; i++)
+                if (!(imc->ctl[i] & SIM_BIT(22)))
+                        return (int) i;
+        return -EBUSY;
+}
+
+static int stage_kernel_uncore(SimBackend *s, const Machine *machine) {
+        const SimConfig *c = s->config;
+        uint32_t cpu;
+
+        for (uint32_t i = 0; c->imc_kernel_pmu && machine->n_counters > 0 && i < s->n_units; i++) {
+                if (sim_first_online_cpu(machine, s->units[i].package, &cpu) < 0)
+                        continue;
+                (void) sim_imc_write(&s->units[i].imc, SIM_IMC_CTL0, 4, SIM_IMC_KERNEL_CAS_READ);
+                (void) sim_imc_write(&s->units[i].imc, SIM_IMC_CTL0 + SIM_IMC_CTL_STRIDE, 4,
+                                     SIM_IMC_KERNEL_CAS_WRITE);
+        }
+        for (size_t k = 0; k < c->n_kernel_imc_units; k++) {
+                uint32_t unit = c->kernel_imc_units[k];
+                int i;
+
+                if (unit >= s->n_units)
+                        return sim_log_invalid("%s: kernel_imc_units names unit %" PRIu32 ", but the "
+                                               "machine has %" PRIu32 " IMC units",
+                                               c->path ?: "configuration", unit, s->n_units);
+                i = imc_first_free_counter(&s->units[unit].imc);
+                if (i >= 0)
+                        (void) sim_imc_write(&s->units[unit].imc,
+                                             SIM_IMC_CTL0 + SIM_IMC_CTL_STRIDE * (unsigned) i, 4,
+                                             SIM_IMC_KERNEL_CAS_READ);
+        }
+        if ((c->kernel_l3_counters || c->kernel_df_counters) && !s->model.amd)
+                return sim_log_invalid("%s: kernel_l3_counters and kernel_df_counters need an AMD model",
+                                       c->path ?: "configuration");
+        if (c->kernel_df_counters >> s->model.df_counters)
+                return sim_log_invalid("%s: kernel_df_counters names a counter beyond the model's %u",
+                                       c->path ?: "configuration", s->model.df_counters);
+        for (uint32_t x = 0; x < s->n_ccxs; x++)
+                for (unsigned i = 0; i < SIM_AMD_L3_COUNTERS; i++)
+                        if ((c->kernel_l3_counters >> i) & 1)
+                                (void) sim_amd_l3_write(&s->ccxs[x].l3, MSR_AMD_L3_CTL0 + 2 * i,
+                                                        SIM_AMD_L3_KERNEL_EVENT);
+        for (uint32_t p = 0; p < s->n_packages && s->model.amd; p++)
+                for (unsigned i = 0; i < s->model.df_counters; i++)
+                        if ((c->kernel_df_counters >> i) & 1)
+                                (void) sim_amd_package_write(&s->packages[p].amd, MSR_AMD_DF_CTL0 + 2 * i,
+                                                             SIM_AMD_DF_KERNEL_EVENT);
+        return 0;
+}
+
 static const char *choose_model(const char *model_key, const SimConfig *c) {
         if (!model_key || model_key[0] == '\0')
                 return c->model[0] != '\0' ? c->model : NULL;
@@ -595,6 +657,9 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
         if (r < 0)
                 return r;
         r = build_uncore(s, machine);
+        if (r < 0)
+                return r;
+        r = stage_kernel_uncore(s, machine);
         if (r < 0)
                 return r;
 

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "macro.h"
 #include "pmugate-limits.h"
+#include "sim-amd.h"
 #include "sim-config.h"
 #include "sim-parse.h"
 
@@ -73,6 +74,7 @@ SimConfig *sim_config_free(SimConfig *c) {
         free(c->path);
         free(c->offline_cpus);
         free(c->eio_cpus);
+        free(c->kernel_imc_units);
         free(c->profiles);
         for (size_t i = 0; i < c->n_rules; i++)
                 free(c->rules[i].cpus);
@@ -215,6 +217,22 @@ static int parse_cpus_key(SimConfigParser *p, const char *key, const char *value
         return 0;
 }
 
+/* A list of counter indices ("0", "0,2", "1-3") below max, as a bit mask. */
+static int parse_counter_mask(SimConfigParser *p, const char *key, const char *value, unsigned max,
+                              uint64_t *ret) {
+        _cleanup_free_ uint32_t *list = NULL;
+        uint64_t mask = 0;
+        size_t n;
+
+        if (cpulist_parse(value, max, &list, &n) < 0)
+                return parser_fail(p, "%s = '%s': expected counter numbers below %u such as 0,2", key, value,
+                                   max);
+        for (size_t i = 0; i < n; i++)
+                mask |= UINT64_C(1) << list[i];
+        *ret = mask;
+        return 0;
+}
+
 static int parse_msr_list(SimConfigParser *p, const char *key, const char *value) {
         SimConfig *c = p->config;
         char buf[INI_MAX_LINE], *saveptr = NULL;
@@ -284,7 +302,9 @@ static int handle_clock(SimConfigParser *p, const char *key, const char *value) 
 }
 
 static int handle_inject(SimConfigParser *p, const char *key, const char *value) {
+        _cleanup_free_ uint32_t *units = NULL;
         SimConfig *c = p->config;
+        size_t n;
 
         if (strcmp(key, "nmi_watchdog") == 0)
                 return parse_bool_key(p, key, value, &c->nmi_watchdog);
@@ -300,8 +320,21 @@ static int handle_inject(SimConfigParser *p, const char *key, const char *value)
                 return parse_cpus_key(p, key, value, &c->eio_cpus, &c->n_eio_cpus);
         if (strcmp(key, "eio_writes_only") == 0)
                 return parse_bool_key(p, key, value, &c->eio_writes_only);
+        if (strcmp(key, "kernel_imc_units") == 0) {
+                if (cpulist_parse(value, PMUGATE_UNITS_MAX, &units, &n) < 0)
+                        return parser_fail(p, "%s = '%s': expected unit numbers such as 0,3", key, value);
+                free(c->kernel_imc_units);
+                c->kernel_imc_units = TAKE_PTR(units);
+                c->n_kernel_imc_units = n;
+                return 0;
+        }
+        if (strcmp(key, "kernel_l3_counters") == 0)
+                return parse_counter_mask(p, key, value, SIM_AMD_L3_COUNTERS, &c->kernel_l3_counters);
+        if (strcmp(key, "kernel_df_counters") == 0)
+                return parse_counter_mask(p, key, value, SIM_AMD_DF_COUNTERS_MAX, &c->kernel_df_counters);
         return parser_fail(p, "unknown key '%s' in [inject] (known: nmi_watchdog, watchdog_thresh, offline_cpus, "
-                           "eio_msr, eio_cpus, eio_writes_only)", key);
+                           "eio_msr, eio_cpus, eio_writes_only, kernel_imc_units, kernel_l3_counters, "
+                           "kernel_df_counters)", key);
 }
 
 static int handle_rapl(SimConfigParser *p, const char *key, const char *value) {

@@ -76,6 +76,11 @@ typedef struct SimConfig {
         uint32_t *eio_cpus;             /* NULL: every CPU */
         size_t n_eio_cpus;
         unsigned eio_line;
+        /* Uncore counters the kernel's drivers program for a perf user other than pmugated. */
+        uint32_t *kernel_imc_units;     /* skx/clx: IMC units (machine-wide index) */
+        size_t n_kernel_imc_units;
+        uint64_t kernel_l3_counters;    /* AMD: bit i = L3 counter i of every CCX */
+        uint64_t kernel_df_counters;    /* AMD: bit i = data-fabric counter i of every package */
 
         SimRaplSettings rapl;
         double imc_read_gbps;           /* per socket, 10^9 bytes per second */

@@ -17,6 +17,12 @@
 #define SIM_IMC_CONFIG_SIZE 4096U       /* extended config space through MMCONFIG */
 #define SIM_PCI_VENDOR_INTEL 0x8086U
 #define SIM_IMC_COUNTER_MASK ((UINT64_C(1) << 48) - 1)      /* 48-bit memory controller counters */
+/* What the kernel's uncore_imc driver writes to a channel's counter control i (at 0xD8 + 4i) for
+ * the events pmugated opens: EN (bit 22) with CAS_COUNT.RD (event 0x04, umask 0x03) or .WR (0x0C). */
+#define SIM_IMC_CTL0 0xD8U
+#define SIM_IMC_CTL_STRIDE 4U
+#define SIM_IMC_KERNEL_CAS_READ 0x400304U
+#define SIM_IMC_KERNEL_CAS_WRITE 0x400C04U
 
 typedef struct SimRaplSettings {
         double package_watts;
