@@ -184,6 +184,34 @@ class FakeMachine:
             if unit is not None:
                 self._write(d + "events/%s.unit" % event, unit + "\n")
 
+    def set_user(self, name, uid, gid, groups=()):
+        """The user in the machine's etc/passwd, and a member of each gid in groups in its
+        etc/group (the group database the daemon reads at a reload under --root); earlier
+        entries of the name or uid, and its memberships, are replaced."""
+        users = {}
+        members = {}
+        try:
+            with open(self.path("etc/passwd")) as f:
+                for line in f:
+                    fields = line.rstrip("\n").split(":")
+                    users[fields[0]] = fields
+        except FileNotFoundError:
+            pass
+        try:
+            with open(self.path("etc/group")) as f:
+                for line in f:
+                    g, _, gid_s, mem = line.rstrip("\n").split(":")
+                    members[int(gid_s)] = (g, [m for m in mem.split(",") if m and m != name])
+        except FileNotFoundError:
+            pass
+        users = {n: f for n, f in users.items() if n != name and int(f[2]) != uid}
+        users[name] = [name, "x", str(uid), str(gid), "", "/", "/bin/sh"]
+        for g in groups:
+            members.setdefault(g, ("g%d" % g, []))[1].append(name)
+        self._write("etc/passwd", "".join(":".join(f) + "\n" for f in users.values()))
+        self._write("etc/group", "".join("%s:x:%d:%s\n" % (g, gid_, ",".join(m))
+                                         for gid_, (g, m) in sorted(members.items())))
+
     def msr(self, cpu, reg):
         with open(self.path("dev/cpu/%d/msr" % cpu), "rb") as f:
             f.seek(reg)
