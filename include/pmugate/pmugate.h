@@ -264,6 +264,8 @@ typedef struct pmugate_status {
         uint64_t connections, refused_connections, requests, ops, denials, protocol_errors;
         char audit_sink[16];
         uint64_t audit_emitted, audit_suppressed;
+        uint64_t omitted;       /* clients, grants and leases left out of a reply too long even
+                                 * in parts (PMUGATE_STATUS_PART_BYTES each) */
 } pmugate_status;
 
 int pmugate_status_get(pmugate *c, pmugate_status **ret);

@@ -372,8 +372,11 @@ class Client:
             more = self.recv()
             if more.get("id") != reply["id"] or more.get("part") != k or more.get("parts") != reply["parts"]:
                 raise ValueError("reply part %d out of order: %r" % (k, {x: more.get(x) for x in ("id", "part", "parts")}))
-            reply["status"] += more["status"]
-            reply["values"] += more["values"]
+            # A batch's "status" and "values", a status reply's "grants", "leases" and "clients":
+            # every list continues the one before.
+            for key, value in more.items():
+                if isinstance(value, list) and isinstance(reply.get(key), list):
+                    reply[key] += value
         return reply
 
     def call(self, op, **fields):

@@ -111,5 +111,51 @@ def test_short_pci_config(tap):
         dm.stop()
 
 
+def test_status_in_parts(tap):
+    """Grants with long job names and a lease on each of 256 CPUs: more than one message holds.
+    The reply comes in parts, every entry once and in order, and pmugatectl prints them all."""
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=2, cores=64, smt=True)
+    dm = t.Daemon(d, ["--root=" + m.root])
+    try:
+        c = t.Client(dm.socket, timeout=60)
+        jobs = ["%04d-" % i + "j" * 240 for i in range(1200)]
+        for i, job in enumerate(jobs):
+            r = c.call("grant", job=job, uid=t.UNPRIVILEGED_UID, cpus=[i % m.ncpus])
+            if not r.get("ok"):
+                break
+        tap.ok(r.get("ok"), "1200 grants with 245-character job names", r)
+        tap.eq(c.call("lease", cpus=list(range(m.ncpus))).get("cpus"), list(range(m.ncpus)),
+               "a lease on each of %d CPUs" % m.ncpus)
+        c.send_raw(t.msgpack.packb({"v": 1, "id": 99, "op": "status"}))
+        first = c.recv()
+        parts = first.get("parts", 1)
+        tap.ok(first.get("ok") and 2 <= parts <= 32 and first.get("part") == 0,
+               "the status reply comes in parts (%s)" % parts, {k: v for k, v in first.items()
+                                                                if not isinstance(v, list)})
+        sizes, reply = [len(t.msgpack.packb(first))], first
+        for k in range(1, parts):
+            more = c.recv()
+            sizes.append(len(t.msgpack.packb(more)))
+            tap.ok(more.get("id") == 99 and more.get("part") == k and more.get("parts") == parts
+                   and "server" not in more, "part %d follows, with only the lists" % k,
+                   {x: more.get(x) for x in ("id", "part", "parts")})
+            for key in ("grants", "leases", "clients"):
+                reply[key] += more[key]
+        tap.ok(max(sizes) <= 128 * 1024, "no part is longer than 128 KiB", sizes)
+        tap.eq([g[0] for g in reply["grants"]], jobs, "every grant once, in order")
+        tap.eq([l[0] for l in reply["leases"]], list(range(m.ncpus)), "every lease once, in order")
+        tap.eq(len(reply["clients"]), 1, "the one client")
+        tap.ok("omitted" not in first, "nothing was left out")
+        tap.ok(c.call("hello").get("ok"), "the connection is in step afterwards")
+        rc, out, err = t.run_cli([t.PMUGATECTL, "status"], dm.socket)
+        tap.ok(rc == 0 and "Grants:    1200" in out and "Leases:    %d" % m.ncpus in out
+               and out.count(" registers to restore") == m.ncpus and jobs[-1] in out,
+               "pmugatectl status reads every part", (rc, out[-400:], err))
+    finally:
+        dm.stop()
+
+
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_never_list_gaps, test_duplicate_model_allowlists, test_short_pci_config]))
+    sys.exit(t.Tap().run([test_never_list_gaps, test_duplicate_model_allowlists, test_short_pci_config,
+                          test_status_in_parts]))
