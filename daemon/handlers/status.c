@@ -123,7 +123,8 @@ static int status_plan(Server *s, StatusEntries *e) {
                 r = pack_entry(&pk, e, i);
                 if (r < 0)
                         break;
-                if (used + scratch.size > PMUGATE_STATUS_PART_BYTES) {
+                /* A part holds at least one entry: none is near the size of a part. */
+                if (used + scratch.size > PMUGATE_STATUS_PART_BYTES && i > e->starts[e->n_parts - 1]) {
                         if (e->n_parts == PMUGATE_REPLY_PARTS_MAX)
                                 break;
                         e->starts[e->n_parts++] = i;
