@@ -364,7 +364,8 @@ class Client:
 
     def recv_reply(self):
         """One reply, its parts joined: a batch of more than results_per_message results comes
-        in messages each carrying "part" and "parts" and a slice of "status" and "values"."""
+        in messages each carrying "part" and "parts" and a slice of "status" and "values", a
+        long status reply in parts with slices of "grants", "leases" and "clients"."""
         reply = self.recv()
         if "parts" not in reply:
             return reply
