@@ -19,48 +19,41 @@
 #include "membership.h"
 #include "server.h"
 
-/* The last uid looked up, so that the connections of one user ask the database once. */
-typedef struct MembershipCache {
-        bool valid;
-        uid_t uid;
-        int r;
-        gid_t *gids;
-        size_t n;
-} MembershipCache;
-
-static void membership_cache_done(MembershipCache *m) {
-        free(m->gids);
-        *m = (MembershipCache) {};
+static bool uid_seen_before(const Server *s, const Session *c) {
+        for (const Session *o = s->sessions; o != c; o = o->next)
+                if (o->peer.uid == c->peer.uid)
+                        return true;
+        return false;
 }
 
-/* The session's groups narrowed to what the database says now. A uid the database does not
- * know is in no group; one it cannot answer for keeps no group right either (fail closed: a
- * reconnect gets the kernel's word again), with a warning naming the cause. */
-static void narrow_session_groups(Server *s, Session *c, MembershipCache *cache) {
-        size_t lost;
+/* The groups of uid's connections narrowed to what the database says now, asked once per uid.
+ * A uid the database does not know is in no group; one it cannot answer for keeps no group
+ * right either (fail closed: a reconnect gets the kernel's word again), with a warning naming
+ * the cause. */
+static void narrow_uid_groups(Server *s, uid_t uid) {
+        _cleanup_free_ gid_t *gids = NULL;
+        size_t n = 0;
+        int r;
 
-        if (c->peer.uid == 0)
-                return;
-        if (!cache->valid || cache->uid != c->peer.uid) {
-                membership_cache_done(cache);
-                cache->uid = c->peer.uid;
-                cache->r = membership_read(s->root, c->peer.uid, &cache->gids, &cache->n);
-                cache->valid = true;
-                if (cache->r < 0)
-                        log_warning_errno(cache->r, "Cannot read the group database for uid %u: its open "
-                                          "connections keep no group rights until they reconnect",
-                                          (unsigned) c->peer.uid);
+        r = membership_read(s->root, uid, &gids, &n);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the group database for uid %u: its open connections keep no "
+                                  "group rights until they reconnect", (unsigned) uid);
+        for (Session *c = s->sessions; c; c = c->next) {
+                size_t lost;
+
+                if (c->peer.uid != uid)
+                        continue;
+                lost = peer_narrow_groups(&c->peer, r < 0 ? NULL : gids, r < 0 ? 0 : n);
+                if (lost > 0)
+                        log_info("Connection of uid %u pid %d loses %zu of the groups it connected with: the "
+                                 "group database %s", (unsigned) uid, (int) c->peer.pid, lost,
+                                 r == MEMBERSHIP_E_NO_USER ? "has no such user" :
+                                 r < 0 ? "could not be read" : "no longer lists it as a member");
         }
-        lost = peer_narrow_groups(&c->peer, cache->r < 0 ? NULL : cache->gids, cache->r < 0 ? 0 : cache->n);
-        if (lost > 0)
-                log_info("Connection of uid %u pid %d loses %zu of the groups it connected with: the group "
-                         "database %s", (unsigned) c->peer.uid, (int) c->peer.pid, lost,
-                         cache->r == MEMBERSHIP_E_NO_USER ? "has no such user" :
-                         cache->r < 0 ? "could not be read" : "no longer lists it as a member");
 }
 
 int server_reload(Server *s, const ReloadCaller *caller, char *reason, size_t size) {
-        _cleanup_(membership_cache_done) MembershipCache cache = {};
         AuditRecord rec = { .event = "reload", .uid = caller->uid, .gid = caller->gid, .pid = caller->pid };
         Config config;
         int r;
@@ -76,10 +69,12 @@ int server_reload(Server *s, const ReloadCaller *caller, char *reason, size_t si
         }
         s->config = config;
         s->grants.max = config.grants_max;
-        for (Session *c = s->sessions; c; c = c->next) {
-                narrow_session_groups(s, c, &cache);
+        /* Root is admin whatever its groups. */
+        for (Session *c = s->sessions; c; c = c->next)
+                if (c->peer.uid != 0 && !uid_seen_before(s, c))
+                        narrow_uid_groups(s, c->peer.uid);
+        for (Session *c = s->sessions; c; c = c->next)
                 policy_rights(&s->config, &c->peer, &c->rights);
-        }
         rec.verdict = "allowed";
         rec.reason = s->config_path;
         audit_emit(s->audit, &rec);
