@@ -159,6 +159,7 @@ def test_group_removal(tap):
     try:
         user = ConnectedAs(dm.socket, USER, USER_PGID, [t.USER_GID])
         other = ConnectedAs(dm.socket, OTHER_USER, OTHER_PGID, [t.USER_GID])
+        second = ConnectedAs(dm.socket, USER, USER_PGID, [t.USER_GID])
         uc, oc = user.client, other.client
         uc.call("lease", cpus=[2])
         oc.call("lease", cpus=[3])
@@ -175,6 +176,8 @@ def test_group_removal(tap):
         tap.eq(err(r), "not-authorized", "and her open connection has no rights any more")
         r = uc.call("lease", cpus=[2])
         tap.eq(err(r), "not-authorized", "not even to lease again")
+        tap.eq(err(second.client.call("lease", cpus=[1])), "not-authorized", "nor has her other connection")
+        second.close()
         tap.ok(wait_log(dm, "uid %d" % USER) and "no longer lists it as a member" in dm.log(),
                "the log says why", dm.log())
         tap.eq(m.msr(3, EVTSEL0), 0x43003C, "a user still in the group keeps her lease")
