@@ -265,7 +265,7 @@ static int run(int argc, char *argv[]) {
 
         r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path,
                                           .dispatch = handlers_dispatch, .config_owner = geteuid(),
-                                          .state = &state, .cgroup_root = cgroup_root },
+                                          .state = &state, .cgroup_root = cgroup_root, .root = o.root },
                        machine, backend, allowlist, &config, audit, &server);
         if (r < 0)
                 goto finish;

@@ -28,6 +28,13 @@
 #define PMUGATE_REPLY_PART_RESULTS 4096U
 #define PMUGATE_REPLY_PARTS_MAX (PMUGATE_OPS_PER_BATCH_MAX / PMUGATE_REPLY_PART_RESULTS)
 
+/* A status reply (admins) lists every client, grant and lease, which on a large machine is
+ * more than one message may hold: it comes in parts like a batch reply, each message at most
+ * this many bytes (below the default socket buffer) and at most PMUGATE_REPLY_PARTS_MAX of
+ * them, 4 MiB in all (8192 leases with the longest job names take about 2.4 MiB). Entries past
+ * that are left out and counted ("omitted"). */
+#define PMUGATE_STATUS_PART_BYTES (128U * 1024U)
+
 /* Bytes of replies the daemon holds for clients that have not read them yet, all clients
  * together. A client that stops reading holds at most one reply (up to 32 parts, about 1.3
  * MiB), so the clients of one uid (PMUGATE_CLIENTS_PER_UID_MAX) stay below this; a reply that

@@ -107,6 +107,9 @@ static int verb_status(pmugate *c) {
                        " registers to restore\n",
                        s->leases[i].cpu, s->leases[i].uid, s->leases[i].pid, s->leases[i].role,
                        s->leases[i].job[0] ? s->leases[i].job : "-", s->leases[i].registers);
+        if (s->omitted > 0)
+                printf("Omitted:   %" PRIu64 " more clients, grants or leases than one status reply holds\n",
+                       s->omitted);
         printf("Foreign:   %s; fixed counters 0x%" PRIx64 ", general-purpose counters 0x%" PRIx64 "\n",
                s->nmi_watchdog ? "NMI watchdog on" : "NMI watchdog off", s->foreign_fixed_mask, s->foreign_gp_mask);
         if (s->foreign_l3_mask || s->foreign_df_mask || s->n_foreign_units > 0)

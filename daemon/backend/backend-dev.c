@@ -56,33 +56,54 @@ static int dev_msr_write(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value)
         return n == sizeof(value) ? 0 : -EIO;
 }
 
+/* One dword of config space. errno means something only when the call failed: a short
+ * transfer (the kernel's config file ends at the device's config size, and a read past it
+ * returns fewer bytes, or none, without an error) leaves errno at whatever an earlier call
+ * set, and is EIO of its own. */
+static int pci_dword_read(int fd, off_t offset, uint32_t *ret_value) {
+        ssize_t n = pread(fd, ret_value, sizeof(*ret_value), offset);
+
+        if (n < 0)
+                return negative_errno();
+        return n == sizeof(*ret_value) ? 0 : -EIO;
+}
+
+static int pci_dword_write(int fd, off_t offset, uint32_t value) {
+        ssize_t n = pwrite(fd, &value, sizeof(value), offset);
+
+        if (n < 0)
+                return negative_errno();
+        return n == sizeof(value) ? 0 : -EIO;
+}
+
 /* Config space has no 64-bit access: an 8-byte register is two dwords, low first, as the
  * kernel's own uncore driver reads them. */
 static int dev_pci_read(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t *ret_value) {
         DevBackend *d = dev(b);
         uint32_t lo = 0, hi = 0;
+        int r;
 
         if (unit >= d->n_pci_fds || d->pci_fds[unit] < 0)
                 return -ENXIO;
-        if (pread(d->pci_fds[unit], &lo, 4, offset) != 4)
-                return errno > 0 ? -errno : -EIO;
-        if (width == 8 && pread(d->pci_fds[unit], &hi, 4, (off_t) offset + 4) != 4)
-                return errno > 0 ? -errno : -EIO;
+        r = pci_dword_read(d->pci_fds[unit], offset, &lo);
+        if (r == 0 && width == 8)
+                r = pci_dword_read(d->pci_fds[unit], (off_t) offset + 4, &hi);
+        if (r < 0)
+                return r;
         *ret_value = (uint64_t) hi << 32 | lo;
         return 0;
 }
 
 static int dev_pci_write(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value) {
         DevBackend *d = dev(b);
-        uint32_t lo = (uint32_t) value, hi = (uint32_t) (value >> 32);
+        int r;
 
         if (unit >= d->n_pci_fds || d->pci_fds[unit] < 0)
                 return -ENXIO;
-        if (pwrite(d->pci_fds[unit], &lo, 4, offset) != 4)
-                return errno > 0 ? -errno : -EIO;
-        if (width == 8 && pwrite(d->pci_fds[unit], &hi, 4, (off_t) offset + 4) != 4)
-                return errno > 0 ? -errno : -EIO;
-        return 0;
+        r = pci_dword_write(d->pci_fds[unit], offset, (uint32_t) value);
+        if (r == 0 && width == 8)
+                r = pci_dword_write(d->pci_fds[unit], (off_t) offset + 4, (uint32_t) (value >> 32));
+        return r;
 }
 
 static void dev_free(Backend *b) {

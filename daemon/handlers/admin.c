@@ -64,29 +64,15 @@ int handle_reset(Server *s, Session *c, const Request *req) {
 }
 
 int handle_reload(Server *s, Session *c, const Request *req) {
+        ReloadCaller caller = { .uid = c->peer.uid, .gid = c->peer.gid, .pid = c->peer.pid, .via = "reload request" };
         char reason[400];
         msgpack_packer pk;
-        Config config;
         int r;
 
-        r = config_load(s->config_path, false, s->config_owner, &config, reason, sizeof(reason));
-        if (r < 0) {
-                AuditRecord rec = { .event = "reload", .verdict = "refused", .uid = c->peer.uid, .gid = c->peer.gid,
-                                    .pid = c->peer.pid, .reason = reason };
-
-                audit_emit(s->audit, &rec);
-                log_warning("Configuration reload refused, the old policy stays in force: %s", reason);
+        r = server_reload(s, &caller, reason, sizeof(reason));
+        if (r < 0)
                 return server_reply_error(s, c, req, req->id, PROTO_E_BAD_CONFIG, reason, -1);
-        }
-        s->config = config;
-        s->grants.max = config.grants_max;
-        for (Session *o = s->sessions; o; o = o->next)
-                policy_rights(&s->config, &o->peer, &o->rights);
-        server_audit(s, c, "reload", "allowed", NULL, NULL, s->config_path, 0);
-        /* A role the new policy demotes, or a switch to job mode, takes the leases with it. */
-        (void) server_revalidate_leases(s, "the configuration was reloaded");
-        log_info("Configuration reloaded from %s (mode %s)", s->config_path, access_mode_to_string(config.mode));
         TRY(server_reply_begin(s, req, 1, &pk));
-        TRY(pack_key_string(&pk, "mode", access_mode_to_string(config.mode)));
+        TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));
         return 0;
 }

@@ -534,9 +534,50 @@ static int conf_compare(const struct dirent **a, const struct dirent **b) {
         return strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/* A model key and the file (its index in the listing) whose "models" line named it. */
+typedef struct ModelClaim {
+        char model[sizeof(((Allowlist *) NULL)->models[0])];
+        int file;
+} ModelClaim;
+
+/* Two files for one model leave it to the order of names which one is trusted: a copy left
+ * beside a shipped file, or a package's file beside a site's, would silently decide what
+ * users may write. Refuses that for every model, not only this machine's. */
+static int claim_models(const DirListing *files, int file, const Allowlist *a, ModelClaim **claims,
+                        size_t *n_claims) {
+        for (unsigned m = 0; m < a->n_models; m++) {
+                ModelClaim *grown;
+
+                for (size_t i = 0; i < *n_claims; i++)
+                        if (strcmp((*claims)[i].model, a->models[m]) == 0) {
+                                if ((*claims)[i].file == file) {
+                                        log_error("Allowlist %s names CPU model '%s' twice on its 'models' line",
+                                                  files->entries[file]->d_name, a->models[m]);
+                                        return -EINVAL;
+                                }
+                                log_error("Allowlists %s and %s both name CPU model '%s' on their 'models' "
+                                          "line: pmugated will not guess which one to trust. Remove one of "
+                                          "the files, or the model from its 'models' line",
+                                          files->entries[(*claims)[i].file]->d_name, files->entries[file]->d_name,
+                                          a->models[m]);
+                                return -ENOTUNIQ;
+                        }
+                grown = reallocarray(*claims, *n_claims + 1, sizeof(**claims));
+                if (!grown)
+                        return -ENOMEM;
+                *claims = grown;
+                (*claims)[*n_claims].file = file;
+                (void) snprintf((*claims)[*n_claims].model, sizeof((*claims)[*n_claims].model), "%s", a->models[m]);
+                (*n_claims)++;
+        }
+        return 0;
+}
+
 int allowlist_load_for_model(const char *dir, const char *model_key, Allowlist **ret) {
         _cleanup_(dir_listing_done) DirListing files = {};
         _cleanup_(allowlist_freep) Allowlist *found = NULL;
+        _cleanup_free_ ModelClaim *claims = NULL;
+        size_t n_claims = 0;
         int n;
 
         assert(dir);
@@ -566,6 +607,11 @@ int allowlist_load_for_model(const char *dir, const char *model_key, Allowlist *
                 }
                 if (r < 0)
                         return log_error_errno(r, "Failed to read allowlist %s", path);
+                r = claim_models(&files, i, a, &claims, &n_claims);
+                if (r == -ENOMEM)
+                        return log_error_errno(r, "Failed to load allowlists from %s", dir);
+                if (r < 0)
+                        return r;
                 if (!found && allowlist_serves(a, model_key))
                         found = TAKE_PTR(a);
         }

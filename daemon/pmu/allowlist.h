@@ -67,7 +67,7 @@ int allowlist_parse_stream(FILE *f, const char *path, Allowlist **ret, unsigned 
                            size_t reason_size);
 
 /* Loads the file in dir that names model_key on its "models" line. Logs and returns -ENOENT
- * when no file does. */
+ * when no file does, and -ENOTUNIQ when two files name the same model (any model). */
 int allowlist_load_for_model(const char *dir, const char *model_key, Allowlist **ret);
 
 const AllowEntry *allowlist_find_msr(const Allowlist *a, uint32_t reg);

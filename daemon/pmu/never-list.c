@@ -24,8 +24,14 @@ static const NeverEntry never_list[] = {
         { 0x00000048, 0x00000048, "IA32_SPEC_CTRL" },
         { 0x00000049, 0x00000049, "IA32_PRED_CMD" },
         { 0x00000079, 0x00000079, "IA32_BIOS_UPDT_TRIG" },
+        /* The launch-enclave key hash SGX trusts. */
+        { 0x0000008C, 0x0000008F, "IA32_SGXLEPUBKEYHASH0-3" },
         { 0x0000009B, 0x0000009B, "IA32_SMM_MONITOR_CTL" },
         { 0x0000009E, 0x0000009E, "IA32_SMBASE" },
+        /* The longest wait TPAUSE and UMWAIT may take, for every process on the CPU. */
+        { 0x000000E1, 0x000000E1, "IA32_UMWAIT_CONTROL" },
+        /* Package C-state limit and its lock. */
+        { 0x000000E2, 0x000000E2, "MSR_PKG_CST_CONFIG_CONTROL" },
         { 0x0000010A, 0x0000010A, "IA32_ARCH_CAPABILITIES" },
         { 0x0000010B, 0x0000010B, "IA32_FLUSH_CMD" },
         { 0x00000122, 0x00000122, "IA32_TSX_CTRL" },
@@ -41,11 +47,16 @@ static const NeverEntry never_list[] = {
         { 0x0000019B, 0x0000019B, "IA32_THERM_INTERRUPT" },
         { 0x000001A0, 0x000001A0, "IA32_MISC_ENABLE" },
         { 0x000001A2, 0x000001A2, "MSR_TEMPERATURE_TARGET", NEVER_WRITE },
+        /* The hardware prefetchers: every user's memory performance on the core. */
+        { 0x000001A4, 0x000001A4, "MSR_MISC_FEATURE_CONTROL" },
         { 0x000001AD, 0x000001AD, "MSR_TURBO_RATIO_LIMIT" },
         { 0x000001AE, 0x000001AE, "MSR_TURBO_RATIO_LIMIT1" },
         { 0x000001AF, 0x000001AF, "MSR_TURBO_RATIO_LIMIT2" },
         { 0x000001B0, 0x000001B0, "IA32_ENERGY_PERF_BIAS" },
         { 0x000001B2, 0x000001B2, "IA32_PACKAGE_THERM_INTERRUPT" },
+        /* Extended feature disable (AMX): the kernel traps first use of a state component. */
+        { 0x000001C4, 0x000001C4, "IA32_XFD" },
+        { 0x000001C5, 0x000001C5, "IA32_XFD_ERR" },
         { 0x000001C8, 0x000001C8, "MSR_LBR_SELECT" },
         { 0x000001C9, 0x000001C9, "MSR_LASTBRANCH_TOS" },
         { 0x000001D9, 0x000001D9, "IA32_DEBUGCTL" },
@@ -99,7 +110,14 @@ static const NeverEntry never_list[] = {
         { 0x00000776, 0x00000776, "IA32_HWP_CTL" },
         { 0x00000777, 0x00000777, "IA32_HWP_STATUS" },
         { 0x00000800, 0x000008FF, "IA32_X2APIC" },
+        /* MPX bounds configuration of the kernel, and the process address space id of ENQCMD. */
+        { 0x00000D90, 0x00000D90, "IA32_BNDCFGS" },
+        { 0x00000D93, 0x00000D93, "IA32_PASID" },
         { 0x00000DA0, 0x00000DA0, "IA32_XSS" },
+        /* Hardware duty cycling: forced idle of the package and its threads. */
+        { 0x00000DB0, 0x00000DB0, "IA32_PKG_HDC_CTL" },
+        { 0x00000DB1, 0x00000DB1, "IA32_PM_CTL1" },
+        { 0x00000DB2, 0x00000DB2, "IA32_THREAD_STALL" },
         { 0x00000DC0, 0x00000DDF, "MSR_LBR_INFO" },
         { 0x00001200, 0x0000121F, "MSR_ARCH_LBR_INFO" },
         { 0x00001309, 0x0000130C, "MSR_RELOAD_FIXED_CTR" },
@@ -172,11 +190,19 @@ static const NeverEntry never_list[] = {
         { 0xC0011021, 0xC0011021, "AMD_IC_CFG" },
         { 0xC0011022, 0xC0011022, "AMD_DC_CFG" },
         { 0xC0011023, 0xC0011023, "AMD_TW_CFG" },
+        /* The rest of the core configuration block: errata and speculation chicken bits the
+         * PPRs document per model (or leave reserved), and the DR0 breakpoint address mask. */
+        { 0xC0011024, 0xC0011026, "AMD_CORE_CFG" },
+        { 0xC0011027, 0xC0011027, "AMD_DR0_ADDR_MASK" },
+        { 0xC0011028, 0xC0011028, "AMD_FP_CFG" },
         { 0xC0011029, 0xC0011029, "AMD_DE_CFG" },
         { 0xC001102A, 0xC001102A, "AMD_BU_CFG2" },
+        { 0xC001102B, 0xC001102D, "AMD_CORE_CFG" },
         { 0xC001102E, 0xC001102E, "AMD_BP_CFG" },
-        /* Instruction-based sampling: physical and linear addresses of every sampled op. */
-        { 0xC0011030, 0xC001103C, "AMD_IBS" },
+        { 0xC001102F, 0xC001102F, "AMD_CORE_CFG" },
+        /* Instruction-based sampling: physical and linear addresses of every sampled op, up
+         * to the op data and extended control registers of newer models. */
+        { 0xC0011030, 0xC001103F, "AMD_IBS" },
 };
 
 const char *never_list_lookup(uint32_t msr, bool write) {

@@ -72,7 +72,7 @@ void peer_done(Peer *p) {
 
 static bool in_gids(const Peer *p, const gid_t *gids, size_t n) {
         for (size_t i = 0; i < n; i++) {
-                if (p->gid == gids[i])
+                if (p->gid == gids[i] && !p->gid_revoked)
                         return true;
                 for (size_t j = 0; j < p->n_groups; j++)
                         if (p->groups[j] == gids[i])

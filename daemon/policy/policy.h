@@ -21,6 +21,8 @@ typedef struct Peer {
         int cgroup_fd;  /* its /proc/PID/cgroup, opened at the first job-scope look-up */
         gid_t groups[PEER_GROUPS_MAX];
         size_t n_groups;
+        bool gid_revoked;       /* the group database no longer puts uid in gid: a reload
+                                 * narrowed it away (membership.c), and it grants nothing */
 } Peer;
 
 /* Ordered by privilege; a monitor's lease yields to a user's or an admin's. */

@@ -136,6 +136,7 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
                 return -ENOMEM;
         }
         (void) snprintf(s->cgroup_root, sizeof(s->cgroup_root), "%s", o->cgroup_root ?: "/sys/fs/cgroup");
+        (void) snprintf(s->root, sizeof(s->root), "%s", o->root ?: "/");
         grants_init(&s->grants, o->state, config->grants_max);
 
         /* Registers a crashed run left programmed go back before anything is detected or
@@ -352,12 +353,15 @@ int server_run(Server *s) {
         (void) sigemptyset(&mask);
         (void) sigaddset(&mask, SIGTERM);
         (void) sigaddset(&mask, SIGINT);
+        (void) sigaddset(&mask, SIGHUP);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return log_error_errno(errno, "sigprocmask() failed");
         (void) signal(SIGPIPE, SIG_IGN);
         r = sd_event_add_signal(s->event, NULL, SIGTERM, NULL, NULL);
         if (r >= 0)
                 r = sd_event_add_signal(s->event, NULL, SIGINT, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(s->event, NULL, SIGHUP, server_on_sighup, s);
         if (r >= 0)
                 r = sd_event_add_io(s->event, &s->listen_source, s->listen_fd, EPOLLIN, server_accept, s);
         if (r >= 0)

@@ -57,6 +57,7 @@ struct Server {
         Audit *audit;
         char config_path[512];
         uid_t config_owner;     /* who besides root may own it: the uid that started the daemon */
+        char root[512];         /* where /etc (group membership at reload) is: --root */
         char cgroup_root[512];
         Grants grants;
         Leases *leases;
@@ -85,6 +86,7 @@ typedef struct ServerOptions {
         const char *config_path;
         const StateDir *state;    /* grants and lease journals; NULL: kept in memory only */
         const char *cgroup_root;  /* where cgroup file systems are mounted */
+        const char *root;         /* --root: the group database at reload ("/" or NULL: NSS) */
         RequestDispatcher dispatch;
         uid_t config_owner;       /* the uid that started the daemon */
 } ServerOptions;
@@ -98,6 +100,23 @@ Server *server_free(Server *s);
 int server_listen(Server *s);
 
 int server_run(Server *s);
+
+/* Who asked for a reload, for the audit record. */
+typedef struct ReloadCaller {
+        uid_t uid;
+        gid_t gid;              /* (gid_t) -1: not known (a signal's sender) */
+        pid_t pid;
+        const char *via;        /* "reload request", "SIGHUP" */
+} ReloadCaller;
+
+/* Reads pmugate.conf anew and applies it: every open connection's groups are narrowed to what
+ * the group database says now (never widened), its rights recomputed, and the leases they no
+ * longer allow ended with a restore (server_revalidate_leases()). Audited either way. A file
+ * that does not load changes nothing: returns its negative errno with reason filled. */
+int server_reload(Server *s, const ReloadCaller *caller, char *reason, size_t size);
+
+/* SIGHUP (systemctl reload): server_reload(), framed by RELOADING=1 and READY=1. */
+int server_on_sighup(sd_event_source *source, const struct signalfd_siginfo *si, void *userdata);
 
 /* Packs an empty success reply with extra_keys left to fill. */
 int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret);

@@ -281,6 +281,8 @@ typedef struct pmugate_status {
          * pmugate_info), and how many memory-controller channels uncore_imc holds. */
         uint64_t foreign_l3_mask, foreign_df_mask;
         size_t n_foreign_units;
+        uint64_t omitted;       /* clients, grants and leases left out of a reply too long even
+                                 * in parts (PMUGATE_STATUS_PART_BYTES each) */
 } pmugate_status;
 
 int pmugate_status_get(pmugate *c, pmugate_status **ret);

@@ -184,6 +184,34 @@ class FakeMachine:
             if unit is not None:
                 self._write(d + "events/%s.unit" % event, unit + "\n")
 
+    def set_user(self, name, uid, gid, groups=()):
+        """The user in the machine's etc/passwd, and a member of each gid in groups in its
+        etc/group (the group database the daemon reads at a reload under --root); earlier
+        entries of the name or uid, and its memberships, are replaced."""
+        users = {}
+        members = {}
+        try:
+            with open(self.path("etc/passwd")) as f:
+                for line in f:
+                    fields = line.rstrip("\n").split(":")
+                    users[fields[0]] = fields
+        except FileNotFoundError:
+            pass
+        try:
+            with open(self.path("etc/group")) as f:
+                for line in f:
+                    g, _, gid_s, mem = line.rstrip("\n").split(":")
+                    members[int(gid_s)] = (g, [m for m in mem.split(",") if m and m != name])
+        except FileNotFoundError:
+            pass
+        users = {n: f for n, f in users.items() if n != name and int(f[2]) != uid}
+        users[name] = [name, "x", str(uid), str(gid), "", "/", "/bin/sh"]
+        for g in groups:
+            members.setdefault(g, ("g%d" % g, []))[1].append(name)
+        self._write("etc/passwd", "".join(":".join(f) + "\n" for f in users.values()))
+        self._write("etc/group", "".join("%s:x:%d:%s\n" % (g, gid_, ",".join(m))
+                                         for gid_, (g, m) in sorted(members.items())))
+
     def msr(self, cpu, reg):
         with open(self.path("dev/cpu/%d/msr" % cpu), "rb") as f:
             f.seek(reg)
@@ -336,7 +364,8 @@ class Client:
 
     def recv_reply(self):
         """One reply, its parts joined: a batch of more than results_per_message results comes
-        in messages each carrying "part" and "parts" and a slice of "status" and "values"."""
+        in messages each carrying "part" and "parts" and a slice of "status" and "values", a
+        long status reply in parts with slices of "grants", "leases" and "clients"."""
         reply = self.recv()
         if "parts" not in reply:
             return reply
@@ -344,8 +373,11 @@ class Client:
             more = self.recv()
             if more.get("id") != reply["id"] or more.get("part") != k or more.get("parts") != reply["parts"]:
                 raise ValueError("reply part %d out of order: %r" % (k, {x: more.get(x) for x in ("id", "part", "parts")}))
-            reply["status"] += more["status"]
-            reply["values"] += more["values"]
+            # A batch's "status" and "values", a status reply's "grants", "leases" and "clients":
+            # every list continues the one before.
+            for key, value in more.items():
+                if isinstance(value, list) and isinstance(reply.get(key), list):
+                    reply[key] += value
         return reply
 
     def call(self, op, **fields):

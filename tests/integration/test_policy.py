@@ -551,6 +551,8 @@ def test_reset(tap):
 
 def test_reload(tap):
     d, m, conf, dm = start("open")
+    # At a reload the group database narrows open connections' groups: the user is still in hers.
+    m.set_user("user", USER, 4999, [t.USER_GID])
     share = shared(d)
     try:
         def hold():

@@ -36,6 +36,9 @@ def start(mode="open", machine=None, allowlist_dir=t.ALLOWLISTS, **kw):
                                                                        cores=2, smt=False)
     conf = os.path.join(d, "pmugate.conf")
     config(conf, mode, **kw)
+    # The group database a reload narrows open connections' groups to: both users are in theirs.
+    m.set_user("user", USER, OTHER_GID, [t.USER_GID])
+    m.set_user("other", OTHER_USER, OTHER_GID, [t.USER_GID])
     return d, m, conf, t.Daemon(d, ["--root=" + m.root], config=conf, allowlist_dir=allowlist_dir)
 
 

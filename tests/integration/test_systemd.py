@@ -172,6 +172,11 @@ def test_hardening_lines(tap):
     exec_start = setting(service, "Service", "ExecStart") or ""
     tap.ok(exec_start.startswith("/") and exec_start.endswith("/pmugated") and "@" not in exec_start,
            "ExecStart= is the configured absolute path of pmugated", exec_start)
+    # systemctl reload sends SIGHUP (the daemon reloads instead of dying with registers
+    # programmed). The kill runs with '+': the unit's bounding set leaves out CAP_KILL, which
+    # root needs to signal the daemon once it runs as its own user.
+    tap.eq(setting(service, "Service", "ExecReload"), "+kill -HUP $MAINPID",
+           "ExecReload= sends SIGHUP, outside the bounding set that has no CAP_KILL")
     tap.eq((setting(service, "Unit", "Requires"), setting(service, "Unit", "After")),
            ("pmugated.socket", "pmugated.socket"), "the service always comes with its socket")
     tap.eq(setting(service, "Install", "Also"), "pmugated.socket", "enabling the service enables the socket")

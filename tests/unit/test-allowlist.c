@@ -276,6 +276,48 @@ static void test_shipped_amd(void **state) {
         }
 }
 
+/* The gaps a review found: each address and its neighbours inside the entry are refused for
+ * reading and writing, and the registers just outside stay what they were. */
+static void test_never_list_gaps(void **state) {
+        static const struct {
+                uint32_t msr;
+                const char *name;
+        } closed[] = {
+                { 0x8C, "IA32_SGXLEPUBKEYHASH0-3" },  { 0x8F, "IA32_SGXLEPUBKEYHASH0-3" },
+                { 0xE1, "IA32_UMWAIT_CONTROL" },      { 0xE2, "MSR_PKG_CST_CONFIG_CONTROL" },
+                { 0x1A4, "MSR_MISC_FEATURE_CONTROL" }, { 0x1C4, "IA32_XFD" },
+                { 0x1C5, "IA32_XFD_ERR" },            { 0xD90, "IA32_BNDCFGS" },
+                { 0xD93, "IA32_PASID" },              { 0xDB0, "IA32_PKG_HDC_CTL" },
+                { 0xDB1, "IA32_PM_CTL1" },            { 0xDB2, "IA32_THREAD_STALL" },
+                { 0xC0011024, "AMD_CORE_CFG" },       { 0xC0011026, "AMD_CORE_CFG" },
+                { 0xC0011027, "AMD_DR0_ADDR_MASK" },  { 0xC0011028, "AMD_FP_CFG" },
+                { 0xC001102B, "AMD_CORE_CFG" },       { 0xC001102D, "AMD_CORE_CFG" },
+                { 0xC001102F, "AMD_CORE_CFG" },       { 0xC001103D, "AMD_IBS" },
+                { 0xC001103F, "AMD_IBS" },
+        };
+        static const uint32_t open[] = { 0x8B, 0x90, 0xE0, 0xE3, 0x1A3, 0x1A5, 0x1C3, 0x1C6,
+                                         0xD8F, 0xD91, 0xD92, 0xD94, 0xDAF, 0xDB3, 0xC0011040 };
+
+        for (size_t i = 0; i < ELEMENTSOF(closed); i++) {
+                assert_string_equal(never_list_lookup(closed[i].msr, false), closed[i].name);
+                assert_string_equal(never_list_lookup(closed[i].msr, true), closed[i].name);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(open); i++)
+                assert_null(never_list_lookup(open[i], true));
+        /* The whole AMD configuration and IBS blocks, without a hole. */
+        for (uint32_t msr = 0xC0011020; msr <= 0xC001103F; msr++)
+                assert_non_null(never_list_lookup(msr, false));
+        /* The binary search finds every entry only while the table stays sorted; a probe of
+         * each closed address above did that for the new ones, these for their neighbours. */
+        assert_string_equal(never_list_lookup(0x79, false), "IA32_BIOS_UPDT_TRIG");
+        assert_string_equal(never_list_lookup(0x9B, false), "IA32_SMM_MONITOR_CTL");
+        assert_string_equal(never_list_lookup(0x10A, false), "IA32_ARCH_CAPABILITIES");
+        assert_string_equal(never_list_lookup(0x1A2, true), "MSR_TEMPERATURE_TARGET");
+        assert_string_equal(never_list_lookup(0x1C8, false), "MSR_LBR_SELECT");
+        assert_string_equal(never_list_lookup(0xDA0, false), "IA32_XSS");
+        assert_string_equal(never_list_lookup(0xDC0, false), "MSR_LBR_INFO");
+}
+
 static void test_never_list_amd(void **state) {
         static const uint32_t never[] = { 0xC0010015, 0xC0010010, 0xC0000080, 0xC001011F, 0xC0011030,
                                           0xC001103C, 0xC0010300, 0xC0002000, 0xC0002FFF, 0xC00102B3,
@@ -421,7 +463,7 @@ static void test_never_list(void **state) {
                 0x606, 0x611, 0x613, 0x614, 0x619, 0x61B, 0x61C, 0x639, 0x64D,
                 0x14C0, 0x14C9, 0x1308, 0x130D, 0x1620, 0x6BF, 0x6A1, 0x6A3,
                 0x19C, 0x1B1, 0x178, 0x17C, 0x27F, 0x2A0, 0x3FF, 0x480, 0x648, 0x649, 0x64A, 0x778,
-                0xC0000085, 0xC0000105, 0xC0010000, 0xC0010200, 0xC0010201, 0xC0011028, UINT32_MAX,
+                0xC0000085, 0xC0000105, 0xC0010000, 0xC0010200, 0xC0010201, 0xC0011040, UINT32_MAX,
         };
 
         for (size_t i = 0; i < ELEMENTSOF(required); i++)
@@ -861,12 +903,12 @@ static void test_load_tmp(void **state) {
         char dir[PATH_MAX];
 
         make_subdir("load", dir, sizeof(dir));
-        /* Name order, not creation order, decides; other names are not data files. */
-        write_file("load/20-a.conf", "models foo bar\nmsr 0x20 0 thread x SECOND\n", 0);
+        /* Each model in one file; other names are not data files. */
+        write_file("load/20-a.conf", "models bar\nmsr 0x20 0 thread x SECOND\n", 0);
         write_file("load/10-b.conf", "models foo\nmsr 0x10 0 thread x FIRST\n", 0);
         write_file("load/notes.txt", "this is not an allowlist\n", 0);
-        write_file("load/.hidden.conf", "neither is this\n", 0);
-        write_file("load/old.conf~", "nor this\n", 0);
+        write_file("load/.hidden.conf", "neither is this\nmodels foo\n", 0);
+        write_file("load/old.conf~", "nor this\nmodels foo\n", 0);
 
         assert_int_equal(allowlist_load_for_model(dir, "foo", &a), 0);
         assert_non_null(allowlist_find_msr(a, 0x10));
@@ -880,6 +922,21 @@ static void test_load_tmp(void **state) {
 
         /* A broken file stops loading even when an earlier file already matched. */
         write_file("load/30-broken.conf", "models other\nmsr 0x10 0 socket x A\n", 0);
+        assert_int_equal(allowlist_load_for_model(dir, "foo", &a), -EINVAL);
+        assert_null(a);
+
+        /* Two files for one model: refused, for this machine's model and for any other. */
+        make_subdir("twice", dir, sizeof(dir));
+        write_file("twice/10-a.conf", "models foo bar\nmsr 0x10 0 thread x A\n", 0);
+        write_file("twice/20-b.conf", "models baz bar\nmsr 0x20 0 thread x B\n", 0);
+        assert_int_equal(allowlist_load_for_model(dir, "foo", &a), -ENOTUNIQ);
+        assert_null(a);
+        assert_int_equal(allowlist_load_for_model(dir, "bar", &a), -ENOTUNIQ);
+        assert_null(a);
+        write_file("twice/20-b.conf", "models baz\nmsr 0x20 0 thread x B\n", 0);
+        assert_int_equal(allowlist_load_for_model(dir, "bar", &a), 0);
+        a = allowlist_free(a);
+        write_file("twice/30-c.conf", "models qux qux\nmsr 0x20 0 thread x C\n", 0);
         assert_int_equal(allowlist_load_for_model(dir, "foo", &a), -EINVAL);
         assert_null(a);
 
@@ -898,6 +955,7 @@ int main(void) {
                 cmocka_unit_test(test_shipped_invariants),
                 cmocka_unit_test(test_shipped_amd),
                 cmocka_unit_test(test_never_list_amd),
+                cmocka_unit_test(test_never_list_gaps),
                 cmocka_unit_test(test_register_names),
                 cmocka_unit_test(test_never_list),
                 cmocka_unit_test(test_never_list_writable_file_opens_nothing),
