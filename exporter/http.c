@@ -145,7 +145,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n");
 }
 
-static void log_mhd(void *cls, const char *fmt, va_list ap) {
+/* libmicrohttpd's messages are printf formats of its own; the attribute lets the compiler
+ * check that fmt only ever reaches a va_list printer. */
+_printf_(2, 0) static void log_mhd(void *cls, const char *fmt, va_list ap) {
         fputs("pmugate-exporter: http: ", stderr);
         vfprintf(stderr, fmt, ap);
 }
