@@ -71,6 +71,21 @@ export PMUGATE_GROUP_PATH="$src/client/groups"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
+# The request decoder takes what one recv() on the socket gives, up to the request size limit
+# (64 KiB), and refuses a larger message by its size: its inputs may be that long and one byte
+# longer, where libFuzzer would stop at 4 KiB. Other targets keep libFuzzer's default.
+request_size=$(sed -n 's/^#define PMUGATE_REQUEST_SIZE_MAX (\([0-9]*\)U \* \([0-9]*\)U)$/\1 * \2/p' \
+        "$src/proto/pmugate-limits.h")
+if [[ -z $request_size ]]; then
+        echo "cannot find PMUGATE_REQUEST_SIZE_MAX in proto/pmugate-limits.h" >&2
+        exit 1
+fi
+target_options() {
+        case $1 in
+        request) echo "-max_len=$((request_size + 1))" ;;
+        esac
+}
+
 corpus_stats() {
         local dir=$1
         printf '%s files/%s bytes' "$(find "$dir" -type f | wc -l)" "$(find "$dir" -type f -printf '%s\n' | \
@@ -98,7 +113,8 @@ for n in $names; do
         set +e
         # stderr of the target (its parsers' log lines) is closed; libFuzzer and the sanitizers
         # keep their own copy of it for their reports.
-        "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 \
+        # shellcheck disable=SC2046 # the options are words
+        "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 $(target_options "$n") \
                 -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" > "$dir/fuzz.log" 2>&1
         rc=$?
         set -e
