@@ -137,7 +137,7 @@ static void check_machine(const Machine *m) {
         }
         fuzz_assert(m->cpus[m->n_cpus - 1].present);
         fuzz_assert(m->n_online == online && m->smt == smt);
-        fuzz_assert(m->n_packages == (uint32_t) (max_package + 1));
+        fuzz_assert(m->n_packages == (uint32_t) max_package + 1U);
         fuzz_assert((machine_first_online_cpu(m, &first) == 0) == (online > 0));
 }
 

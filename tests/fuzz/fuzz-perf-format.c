@@ -47,7 +47,7 @@ static int lookup(const char *term, char *buf, size_t size, void *userdata) {
         fuzz_assert(n > 0 && n < 32);
         for (const char *p = term; *p; p++)
                 fuzz_assert((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_');
-        for (char *line = f->lines; line < f->lines + f->size; line += strlen(line) + 1) {
+        for (char *line = f->lines; line && line < f->lines + f->size; line += strlen(line) + 1) {
                 unsigned lo, hi;
 
                 if (strncmp(line, term, n) != 0 || line[n] != ' ')
