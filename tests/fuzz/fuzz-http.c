@@ -39,14 +39,14 @@ static void check_route(const char *method, const char *url, size_t upload_size)
         fuzz_assert((r == HTTP_ROUTE_JOB || r == HTTP_ROUTE_BAD_JOB) == jobs);
         fuzz_assert((r == HTTP_ROUTE_JOB) == (job != NULL));
         if (r == HTTP_ROUTE_JOB) {
-                /* the ID is the rest of the URL, and nothing in it leaves the job's name */
+                /* the ID is the rest of the URL, of characters a job id has (no '/': it names
+                 * nothing else) */
                 size_t n = strlen(job);
 
                 fuzz_assert(job == url + strlen(HTTP_JOB_PREFIX));
                 fuzz_assert(n >= 1 && n <= HTTP_JOB_ID_MAX);
                 for (size_t i = 0; i < n; i++)
                         fuzz_assert(job_char(job[i]));
-                fuzz_assert(strstr(job, "..") == NULL || strchr(job, '/') == NULL);
         }
         fuzz_assert(r != HTTP_ROUTE_BAD_JOB || !http_job_id_valid(url + strlen(HTTP_JOB_PREFIX)));
 }
