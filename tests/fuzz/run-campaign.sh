@@ -49,7 +49,7 @@ if [[ $fuzz_option != True ]]; then
 fi
 
 if [[ $# -eq 0 ]]; then
-        names=$(sed -n "s/^ *\['fuzz-\([a-z0-9-]*\)',.*/\1/p" "$src/tests/meson.build")
+        names=$(sed -n "s/^.*\['fuzz-\([a-z0-9-]*\)',.*/\1/p" "$src/tests/meson.build")
 else
         names=""
         for n in "$@"; do
