@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "pmugate-limits.h"
+
 typedef enum HttpRoute {
         HTTP_ROUTE_METHOD_NOT_ALLOWED,  /* 405: only GET and HEAD */
         HTTP_ROUTE_HAS_BODY,            /* 400: a GET has no body */
@@ -20,7 +22,8 @@ typedef enum HttpRoute {
 } HttpRoute;
 
 #define HTTP_JOB_PREFIX "/jobs/"
-#define HTTP_JOB_ID_MAX 256U
+/* a job id as the daemon takes one */
+#define HTTP_JOB_ID_MAX PMUGATE_STRING_MAX
 
 /* Whether job is 1 to HTTP_JOB_ID_MAX characters of A-Z a-z 0-9 . _ - +. */
 bool http_job_id_valid(const char *job);

@@ -237,7 +237,8 @@ static int add_pmu_event(Machine *m, const char *root, const char *dir, const ch
         (void) snprintf(c.name, sizeof(c.name), "%.40s/%.20s", pmu, event);
         (void) snprintf(c.cls, sizeof(c.cls), "uncore-imc");
         if (r >= 0)
-                r = perf_event_parse(text, sysfs_format, &(SysfsPmu) { .root = root, .dir = dir }, &c.config);
+                r = perf_event_parse(text, sysfs_format, &(SysfsPmu) { .root = root, .dir = dir },
+                                     &c.config);
         if (r < 0) {
                 (void) snprintf(c.error, sizeof(c.error), "cannot read its event from sysfs: %s",
                                 strerror(-r));

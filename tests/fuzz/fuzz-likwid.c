@@ -46,11 +46,12 @@ static const pmugate_register registers[] = {
           .cls = "core-pmu", .name = "IA32_PERFEVTSEL" },
         { .first = 0x38F, .last = 0x38F, .width = 8, .write_mask = 0x70000000F, .scope = "thread",
           .cls = "core-pmu", .name = "IA32_PERF_GLOBAL_CTRL" },
-        { .first = 0x611, .last = 0x611, .width = 8, .scope = "package", .cls = "rapl", .name = "PKG_ENERGY" },
-        { .first = 0xC0010230, .last = 0xC001023B, .width = 8, .write_mask = 0xFF0F0000FFFFFF, .scope = "ccx",
-          .cls = "amd-l3", .name = "AMD_L3_PERF" },
-        { .first = 0xC0010240, .last = 0xC001025F, .width = 8, .write_mask = 0x7FFFFFFFFF, .scope = "package",
-          .cls = "amd-df", .name = "AMD_DF_PERF" },
+        { .first = 0x611, .last = 0x611, .width = 8, .scope = "package", .cls = "rapl",
+          .name = "PKG_ENERGY" },
+        { .first = 0xC0010230, .last = 0xC001023B, .width = 8, .write_mask = 0xFF0F0000FFFFFF,
+          .scope = "ccx", .cls = "amd-l3", .name = "AMD_L3_PERF" },
+        { .first = 0xC0010240, .last = 0xC001025F, .width = 8, .write_mask = 0x7FFFFFFFFF,
+          .scope = "package", .cls = "amd-df", .name = "AMD_DF_PERF" },
         { .pci = true, .first = 0xA0, .last = 0xB8, .width = 8, .scope = "package", .cls = "uncore-imc",
           .name = "IMC_PMON_CTR", .pci_vendor = 0x8086, .pci_device = 0x2046 },
         { .pci = true, .first = 0xD8, .last = 0xE4, .width = 4, .write_mask = 0xFFC6FFFF, .scope = "package",
@@ -60,12 +61,13 @@ static const pmugate_register registers[] = {
 };
 /* Ice Lake-SP's free-running DDR counters as the daemon serves them; one failed to open. */
 static const pmugate_counter counters[] = {
-        { .index = 0, .name = "uncore_imc_free_running_0/read", .package = 0, .width = 64, .scale = 6.103515625e-5,
-          .unit = "MiB", .cls = "uncore-imc" },
+        { .index = 0, .name = "uncore_imc_free_running_0/read", .package = 0, .width = 64,
+          .scale = 6.103515625e-5, .unit = "MiB", .cls = "uncore-imc" },
         { .index = 1, .name = "uncore_imc_free_running_0/write", .package = 0, .width = 64,
           .scale = 6.103515625e-5, .unit = "MiB", .cls = "uncore-imc" },
-        { .index = 2, .name = "uncore_imc_free_running_3/read", .package = 1, .width = 64, .scale = 6.103515625e-5,
-          .unit = "MiB", .cls = "uncore-imc", .error = "perf_event_open: No such device" },
+        { .index = 2, .name = "uncore_imc_free_running_3/read", .package = 1, .width = 64,
+          .scale = 6.103515625e-5, .unit = "MiB", .cls = "uncore-imc",
+          .error = "perf_event_open: No such device" },
         { .index = 7, .name = "uncore_imc_free_running_3/write", .package = 1, .width = 48, .scale = 1,
           .unit = "", .cls = "uncore-imc" },
 };
@@ -120,7 +122,8 @@ static void check_record(const pmugate_info *info, const LikwidRecord *rec) {
                                 fuzz_assert(info->units[i].package == (int32_t) rec->cpu);
                                 fuzz_assert(info->units[i].vendor == 0x8086);
                         }
-                fuzz_assert(found && !likwid_device_is_freerun(rec->device) && rec->device != LIKWID_DEV_MSR);
+                fuzz_assert(found && !likwid_device_is_freerun(rec->device) &&
+                            rec->device != LIKWID_DEV_MSR);
                 fuzz_assert(!e || (e->pci && e->first <= rec->reg && rec->reg <= e->last &&
                                    (rec->reg - e->first) % e->width == 0));
         } else
@@ -137,7 +140,8 @@ static void check_record(const pmugate_info *info, const LikwidRecord *rec) {
         } else
                 fuzz_assert(counter == UINT32_MAX);
         if (likwid_freerun_present(info, rec->device, rec->cpu))
-                fuzz_assert(likwid_map_freerun(info, rec->device, rec->cpu, LIKWID_FREERUN_READ, &counter) == 0);
+                fuzz_assert(likwid_map_freerun(info, rec->device, rec->cpu, LIKWID_FREERUN_READ,
+                                               &counter) == 0);
 
         /* the answers of a write that never reaches the hardware */
         if (likwid_write_is_switch_off(rec->reg, rec->data))
@@ -184,8 +188,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 answered = rec;
                 r = likwid_forwarder_handle(f, &answered);
                 fuzz_assert(r == (rec.type == LIKWID_EXIT ? 0 : 1));
-                fuzz_assert(answered.cpu == rec.cpu && answered.reg == rec.reg && answered.device == rec.device &&
-                            answered.type == rec.type);
+                fuzz_assert(answered.cpu == rec.cpu && answered.reg == rec.reg &&
+                            answered.device == rec.device && answered.type == rec.type);
                 if (r == 1 && rec.type != LIKWID_WRITE)
                         fuzz_assert(answered.data == 0 && answered.errorcode != LIKWID_ERR_NOERROR);
         }

@@ -34,8 +34,8 @@ static bool path_ok(const char *path, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 char c = path[i];
 
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '_' || c == '-' || c == ':' || c == '/'))
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-' || c == ':' || c == '/'))
                         return false;
                 /* no empty, "." or ".." component */
                 if ((i == 0 || path[i - 1] == '/') &&
@@ -48,7 +48,8 @@ static bool path_ok(const char *path, size_t n) {
 
 /* Creates root/path with its parent directories and the given content; a path that collides
  * with a file or directory already there is skipped. */
-static void write_file(const char *root, const char *path, size_t path_len, const char *content, size_t size) {
+static void write_file(const char *root, const char *path, size_t path_len, const char *content,
+                       size_t size) {
         char full[4096];
         size_t base = strlen(root) + 1;
         int fd;

@@ -87,7 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_format(copy);
 
         r = perf_event_parse(copy, lookup, &f, &config);
-        fuzz_assert(r == 0 || r == -EINVAL || r == -ERANGE || r == -EOPNOTSUPP || r == -ENOENT || r == -EFBIG);
+        fuzz_assert(r == 0 || r == -EINVAL || r == -ERANGE || r == -EOPNOTSUPP || r == -ENOENT ||
+                    r == -EFBIG);
         if (r < 0)
                 fuzz_assert(config == UINT64_C(0xdeadbeef));
         else

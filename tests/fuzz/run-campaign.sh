@@ -114,8 +114,8 @@ for n in $names; do
         # stderr of the target (its parsers' log lines) is closed; libFuzzer and the sanitizers
         # keep their own copy of it for their reports.
         # shellcheck disable=SC2046 # the options are words
-        "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 $(target_options "$n") \
-                -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" > "$dir/fuzz.log" 2>&1
+        "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 \
+                $(target_options "$n") -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" > "$dir/fuzz.log" 2>&1
         rc=$?
         set -e
 

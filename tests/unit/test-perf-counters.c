@@ -196,7 +196,8 @@ static void test_format_parse(void **state) {
         } rows[] = {
                 {"config:0-7", 0, 0, 7},     {"config:63", 0, 63, 63},  {"config:0-63", 0, 0, 63},
                 {"config:7-0", -EINVAL, 0, 0}, {"config:0-64", -EINVAL, 0, 0}, {"config:", -EINVAL, 0, 0},
-                {"config:1-2x", -EINVAL, 0, 0}, {"config:-1", -EINVAL, 0, 0}, {"config1:0-7", -EOPNOTSUPP, 0, 0},
+                {"config:1-2x", -EINVAL, 0, 0}, {"config:-1", -EINVAL, 0, 0},
+                {"config1:0-7", -EOPNOTSUPP, 0, 0},
         };
         uint64_t config = 42;
 
