@@ -10,6 +10,7 @@
 
 #include "http-guard.h"
 #include "http.h"
+#include "http-route.h"
 #include "macro.h"
 
 struct Http {
@@ -42,18 +43,6 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, 
         char *body = strdup(text);
 
         return body ? reply(conn, status, "text/plain; charset=utf-8", body, strlen(body)) : MHD_NO;
-}
-
-static bool job_id_valid(const char *job) {
-        size_t n = strlen(job);
-
-        if (n == 0 || n > 256)
-                return false;
-        for (const char *c = job; *c; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-                      *c == '.' || *c == '_' || *c == '-' || *c == '+'))
-                        return false;
-        return true;
 }
 
 static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
@@ -94,9 +83,6 @@ static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const cha
         FILE *f;
         int r = -ENOENT;
 
-        if (!job_id_valid(job))
-                return reply_text(conn, MHD_HTTP_BAD_REQUEST,
-                                  "a job id is 1-256 characters of A-Z a-z 0-9 . _ - +\n");
         f = open_memstream(&body, &size);
         if (!f)
                 return MHD_NO;
@@ -125,24 +111,34 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                               const char *version, const char *upload_data, size_t *upload_data_size,
                               void **con_cls) {
         Http *h = cls;
+        const char *job = NULL;
 
-        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        switch (http_route(method, url, *upload_data_size, &job)) {
+        case HTTP_ROUTE_METHOD_NOT_ALLOWED:
                 return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
-        if (*upload_data_size > 0)
+        case HTTP_ROUTE_HAS_BODY:
                 return reply_text(conn, MHD_HTTP_BAD_REQUEST, "a GET has no body\n");
-        if (strcmp(url, "/metrics") == 0)
+        case HTTP_ROUTE_METRICS:
                 return serve_metrics(h, conn);
-        if (strncmp(url, "/jobs/", 6) == 0)
-                return serve_job(h, conn, url + 6);
-        if (strcmp(url, "/") == 0)
+        case HTTP_ROUTE_JOB:
+                return serve_job(h, conn, job);
+        case HTTP_ROUTE_BAD_JOB:
+                return reply_text(conn, MHD_HTTP_BAD_REQUEST,
+                                  "a job id is 1-256 characters of A-Z a-z 0-9 . _ - +\n");
+        case HTTP_ROUTE_INDEX:
                 return reply_text(
                         conn, MHD_HTTP_OK,
                         "pmugate-exporter: /metrics (Prometheus text or OpenMetrics), /jobs/ID (a job's "
                         "summary as JSON)\n");
-        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n");
+        case HTTP_ROUTE_NOT_FOUND:
+        default:
+                return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n");
+        }
 }
 
-static void log_mhd(void *cls, const char *fmt, va_list ap) {
+/* libmicrohttpd's messages are printf formats of its own; the attribute lets the compiler
+ * check that fmt only ever reaches a va_list printer. */
+_printf_(2, 0) static void log_mhd(void *cls, const char *fmt, va_list ap) {
         fputs("pmugate-exporter: http: ", stderr);
         vfprintf(stderr, fmt, ap);
 }

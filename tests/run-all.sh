@@ -1,9 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The whole test suite: installs dependencies, builds with warnings as errors, runs every test,
-# then does the same in an AddressSanitizer + UndefinedBehaviorSanitizer build. Ends with the
-# line "N passed, N failed, N skipped" counting meson tests of both builds (a test that skipped
-# any of its checks counts as skipped; the reasons are listed above that line). The system suite
+# then does the same in an AddressSanitizer + UndefinedBehaviorSanitizer build, and builds
+# everything with clang as docs/FUZZING.md says (-Dfuzz=true: every libFuzzer target) and
+# replays the fuzz corpora there. Ends with the line "N passed, N failed, N skipped" counting
+# meson tests of all three builds (a test that skipped any of its checks counts as skipped;
+# the reasons are listed above that line). The system suite
 # (Debian packages under systemd-nspawn) runs in the plain build only. Run as root from the
 # source tree: the integration tests switch uids and start the daemon, which drops privileges.
 set -u
@@ -79,6 +81,16 @@ run_build plain
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 run_build sanitize --test --no-suite=system -Db_sanitize=address,undefined -Db_lundef=false
+# The libFuzzer build, so that it stays built with clang: all of it builds (with -Werror, as the
+# others), and the corpus replays run there, where libFuzzer's instrumentation and clang's
+# sanitizers see every input; the rest of the suite already ran twice above.
+if command -v clang >/dev/null; then
+        CC=clang run_build fuzz --test --suite=fuzz -Dfuzz=true -Db_lundef=false
+else
+        echo "==== fuzz build: clang is not installed"
+        status=1
+        failed=$((failed + 1))
+fi
 
 cat "$skip_list"
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -562,7 +562,9 @@ void machine_update_summary(Machine *m) {
                 if (c->thread > 0)
                         m->smt = true;
         }
-        m->n_packages = (uint32_t) (max_package + 1);
+        /* in unsigned arithmetic: a package id is anything up to INT32_MAX in sysfs, and one
+         * more than that does not fit an int (found by fuzz-machine) */
+        m->n_packages = (uint32_t) max_package + 1U;
 }
 
 /* CPUID leaf 0x80000022 of the first online CPU through the kernel's cpuid driver: a 16-byte

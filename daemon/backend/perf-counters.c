@@ -18,13 +18,14 @@
 #include "log.h"
 #include "machine.h"
 #include "macro.h"
+#include "perf-format.h"
 #include "pmugate-limits.h"
 
 #define EVENT_SOURCE_DIR "sys/bus/event_source/devices"
 #define IMC_PMU_PREFIX "uncore_imc_"
 #define IMC_FREE_RUNNING_PREFIX "uncore_imc_free_running_"
 #define PMU_NAME_MAX 40U
-#define SYSFS_TEXT_MAX 256U
+#define SYSFS_TEXT_MAX PERF_EVENT_TEXT_MAX
 #define SCALE_MAX 1e6
 
 /* Ice Lake-SP's free-running DDR read and write counters; Skylake-SP, Cascade Lake and Sapphire
@@ -44,7 +45,7 @@ static bool name_ok(const char *s, size_t max) {
 }
 
 /* A format file reads "config:LO-HI" or "config:BIT": where a term's value goes. */
-static int parse_format(const char *text, unsigned *ret_lo, unsigned *ret_hi) {
+int perf_format_parse(const char *text, unsigned *ret_lo, unsigned *ret_hi) {
         unsigned lo, hi;
         int n = 0;
 
@@ -64,13 +65,13 @@ static int parse_format(const char *text, unsigned *ret_lo, unsigned *ret_hi) {
 }
 
 /* An event file reads "event=0x04,umask=0x03": each term placed as its format file says. */
-static int parse_event(const char *root, const char *pmu_dir, const char *text, uint64_t *ret_config) {
+int perf_event_parse(const char *text, PerfFormatLookup lookup, void *userdata, uint64_t *ret_config) {
         char copy[SYSFS_TEXT_MAX], *save = NULL;
         uint64_t config = 0;
 
         (void) snprintf(copy, sizeof(copy), "%s", text);
         for (char *term = strtok_r(copy, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
-                char *eq = strchr(term, '='), *end, path[512], format[SYSFS_TEXT_MAX];
+                char *eq = strchr(term, '='), *end, format[SYSFS_TEXT_MAX];
                 unsigned lo, hi;
                 uint64_t v, field;
                 int r;
@@ -84,11 +85,10 @@ static int parse_event(const char *root, const char *pmu_dir, const char *text, 
                 v = strtoull(eq + 1, &end, 0);
                 if (errno != 0 || end == eq + 1 || *end != '\0' || eq[1] == '-')
                         return -EINVAL;
-                (void) snprintf(path, sizeof(path), "%s/format/%s", pmu_dir, term);
-                r = machine_read_text(root, path, format, sizeof(format));
+                r = lookup(term, format, sizeof(format), userdata);
                 if (r < 0)
                         return r;
-                r = parse_format(format, &lo, &hi);
+                r = perf_format_parse(format, &lo, &hi);
                 if (r < 0)
                         return r;
                 field = hi - lo == 63 ? UINT64_MAX : (UINT64_C(1) << (hi - lo + 1)) - 1;
@@ -98,6 +98,20 @@ static int parse_event(const char *root, const char *pmu_dir, const char *text, 
         }
         *ret_config = config;
         return 0;
+}
+
+typedef struct SysfsPmu {
+        const char *root;
+        const char *dir;
+} SysfsPmu;
+
+/* The format files of a PMU under root. */
+static int sysfs_format(const char *term, char *buf, size_t size, void *userdata) {
+        const SysfsPmu *pmu = userdata;
+        char path[512];
+
+        (void) snprintf(path, sizeof(path), "%s/format/%s", pmu->dir, term);
+        return machine_read_text(pmu->root, path, buf, size);
 }
 
 static int parse_u32(const char *text, uint32_t *ret) {
@@ -223,7 +237,8 @@ static int add_pmu_event(Machine *m, const char *root, const char *dir, const ch
         (void) snprintf(c.name, sizeof(c.name), "%.40s/%.20s", pmu, event);
         (void) snprintf(c.cls, sizeof(c.cls), "uncore-imc");
         if (r >= 0)
-                r = parse_event(root, dir, text, &c.config);
+                r = perf_event_parse(text, sysfs_format, &(SysfsPmu) { .root = root, .dir = dir },
+                                     &c.config);
         if (r < 0) {
                 (void) snprintf(c.error, sizeof(c.error), "cannot read its event from sysfs: %s",
                                 strerror(-r));

@@ -57,6 +57,26 @@ seeds = {
     # A kind byte above 0x7f; shifting it as a signed char was undefined behaviour.
     "op-kind-high-byte": req("batch", ops=[["XY", 0, 0x38F, 1, 1]]).replace(b"\xa2XY", b"\xa2\xffm"),
 }
+
+
+def batch_of_size(size):
+    """A batch of reads packed into exactly size bytes: one op's MSR number takes 2, 3 or 5
+    bytes, which evens out the rest."""
+    n = (size - 32) // 6
+    for wide in range(0, 64):
+        for mid in range(0, 64):
+            ops = [["r", 0, 0xC0010200]] * wide + [["r", 0, 0x38F]] * mid + [["r", 0, 0xC1]] * (n - wide - mid)
+            data = req("batch", ops=ops)
+            if len(data) == size:
+                return data
+    raise SystemExit("no batch of %d bytes" % size)
+
+
+# The socket takes requests up to PMUGATE_REQUEST_SIZE_MAX (64 KiB); the decoder refuses a
+# longer one by its size. The campaign runs this target with -max_len of one byte more.
+REQUEST_SIZE_MAX = 64 * 1024
+seeds["size-at-limit"] = batch_of_size(REQUEST_SIZE_MAX)
+seeds["size-over-limit"] = batch_of_size(REQUEST_SIZE_MAX + 1)
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
         f.write(data)

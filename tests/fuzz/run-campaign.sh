@@ -49,7 +49,7 @@ if [[ $fuzz_option != True ]]; then
 fi
 
 if [[ $# -eq 0 ]]; then
-        names=$(sed -n "s/^ *\['fuzz-\([a-z0-9-]*\)',.*/\1/p" "$src/tests/meson.build")
+        names=$(sed -n "s/^.*\['fuzz-\([a-z0-9-]*\)',.*/\1/p" "$src/tests/meson.build")
 else
         names=""
         for n in "$@"; do
@@ -70,6 +70,21 @@ fi
 export PMUGATE_GROUP_PATH="$src/client/groups"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+# The request decoder takes what one recv() on the socket gives, up to the request size limit
+# (64 KiB), and refuses a larger message by its size: its inputs may be that long and one byte
+# longer, where libFuzzer would stop at 4 KiB. Other targets keep libFuzzer's default.
+request_size=$(sed -n 's/^#define PMUGATE_REQUEST_SIZE_MAX (\([0-9]*\)U \* \([0-9]*\)U)$/\1 * \2/p' \
+        "$src/proto/pmugate-limits.h")
+if [[ -z $request_size ]]; then
+        echo "cannot find PMUGATE_REQUEST_SIZE_MAX in proto/pmugate-limits.h" >&2
+        exit 1
+fi
+target_options() {
+        case $1 in
+        request) echo "-max_len=$((request_size + 1))" ;;
+        esac
+}
 
 corpus_stats() {
         local dir=$1
@@ -98,8 +113,9 @@ for n in $names; do
         set +e
         # stderr of the target (its parsers' log lines) is closed; libFuzzer and the sanitizers
         # keep their own copy of it for their reports.
+        # shellcheck disable=SC2046 # the options are words
         "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 \
-                -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" > "$dir/fuzz.log" 2>&1
+                $(target_options "$n") -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" > "$dir/fuzz.log" 2>&1
         rc=$?
         set -e
 

@@ -515,11 +515,18 @@ def runtime_parent(workdir):
 
 
 def _daemon_sanitized():
+    """Whether the daemon was built with AddressSanitizer. The build says so (meson sets
+    PMUGATE_SANITIZED); run by hand, the binary does: gcc links libasan as a shared library,
+    clang links its runtime in, which then exports __asan_init."""
+    said = os.environ.get("PMUGATE_SANITIZED")
+    if said in ("0", "1"):
+        return said == "1"
     try:
         out = subprocess.run(["ldd", PMUGATED], capture_output=True, text=True, timeout=10).stdout
+        syms = subprocess.run(["nm", "-D", PMUGATED], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return "ASAN_OPTIONS" in os.environ
-    return "libasan" in out
+    return "libasan" in out or " __asan_init" in syms
 
 
 # A sanitizer build's allocator keeps freed memory in quarantine: the daemon's resident size says

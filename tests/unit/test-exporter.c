@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "http-guard.h"
+#include "http-route.h"
 #include "macro.h"
 #include "model.h"
 #include "render.h"
@@ -49,6 +50,40 @@ static void test_accept(void **state) {
                 if (accept_prefers_openmetrics(rows[i].accept) != rows[i].openmetrics)
                         fail_msg("Accept: %s", rows[i].accept ? rows[i].accept : "(none)");
         }
+}
+
+static void test_routes(void **state) {
+        static const struct {
+                const char *method, *url;
+                size_t body;
+                HttpRoute route;
+        } rows[] = {
+                {"GET", "/metrics", 0, HTTP_ROUTE_METRICS},
+                {"HEAD", "/metrics", 0, HTTP_ROUTE_METRICS},
+                {"GET", "/", 0, HTTP_ROUTE_INDEX},
+                {"GET", "/jobs/1234.batch", 0, HTTP_ROUTE_JOB},
+                {"GET", "/jobs/", 0, HTTP_ROUTE_BAD_JOB},
+                {"GET", "/jobs/../metrics", 0, HTTP_ROUTE_BAD_JOB},
+                {"GET", "/jobs/a b", 0, HTTP_ROUTE_BAD_JOB},
+                {"GET", "/metrics/", 0, HTTP_ROUTE_NOT_FOUND},
+                {"GET", "/jobs", 0, HTTP_ROUTE_NOT_FOUND},
+                {"GET", "", 0, HTTP_ROUTE_NOT_FOUND},
+                {"GET", "/metrics", 1, HTTP_ROUTE_HAS_BODY},
+                {"POST", "/metrics", 0, HTTP_ROUTE_METHOD_NOT_ALLOWED},
+                {"get", "/metrics", 0, HTTP_ROUTE_METHOD_NOT_ALLOWED},
+        };
+        char long_job[6 + HTTP_JOB_ID_MAX + 2] = "/jobs/";
+        const char *job = NULL;
+
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+                if (http_route(rows[i].method, rows[i].url, rows[i].body, &job) != rows[i].route)
+                        fail_msg("%s %s (%zu bytes of body)", rows[i].method, rows[i].url, rows[i].body);
+        assert_int_equal(http_route("GET", "/jobs/42", 0, &job), HTTP_ROUTE_JOB);
+        assert_string_equal(job, "42");
+        memset(long_job + 6, 'x', HTTP_JOB_ID_MAX);
+        assert_int_equal(http_route("GET", long_job, 0, &job), HTTP_ROUTE_JOB);
+        long_job[6 + HTTP_JOB_ID_MAX] = 'x';
+        assert_int_equal(http_route("GET", long_job, 0, &job), HTTP_ROUTE_BAD_JOB);
 }
 
 static void test_label_names(void **state) {
@@ -361,6 +396,7 @@ int main(void) {
                 cmocka_unit_test(test_label_names),
                 cmocka_unit_test(test_totals_and_jobs),
                 cmocka_unit_test(test_sparse_and_shared),
+                cmocka_unit_test(test_routes),
                 cmocka_unit_test(test_render),
                 cmocka_unit_test(test_summary),
                 cmocka_unit_test(test_package),

@@ -15,6 +15,8 @@
 
 #include "log.h"
 #include "machine.h"
+#include "macro.h"
+#include "perf-format.h"
 #include "test-tmpdir.h"
 
 /* A type no kernel PMU has: discovery is tested without opening anything. */
@@ -172,11 +174,64 @@ static void test_read_text(void **state) {
         assert_int_equal(machine_read_text(tmpdir, "none", buf, sizeof(buf)), -ENOENT);
 }
 
+/* Format files of an uncore IMC PMU, by term. */
+static int imc_format(const char *term, char *buf, size_t size, void *userdata) {
+        const char *text = strcmp(term, "event") == 0 ? "config:0-7" :
+                           strcmp(term, "umask") == 0 ? "config:8-15" :
+                           strcmp(term, "edge") == 0  ? "config:18" :
+                           strcmp(term, "wide") == 0  ? "config:0-63" :
+                           strcmp(term, "other") == 0 ? "config1:0-7" : NULL;
+
+        if (!text)
+                return -ENOENT;
+        (void) snprintf(buf, size, "%s", text);
+        return 0;
+}
+
+static void test_format_parse(void **state) {
+        static const struct {
+                const char *text;
+                int r;
+                unsigned lo, hi;
+        } rows[] = {
+                {"config:0-7", 0, 0, 7},     {"config:63", 0, 63, 63},  {"config:0-63", 0, 0, 63},
+                {"config:7-0", -EINVAL, 0, 0}, {"config:0-64", -EINVAL, 0, 0}, {"config:", -EINVAL, 0, 0},
+                {"config:1-2x", -EINVAL, 0, 0}, {"config:-1", -EINVAL, 0, 0},
+                {"config1:0-7", -EOPNOTSUPP, 0, 0},
+        };
+        uint64_t config = 42;
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                unsigned lo = 99, hi = 99;
+
+                assert_int_equal(perf_format_parse(rows[i].text, &lo, &hi), rows[i].r);
+                assert_int_equal(lo, rows[i].r == 0 ? rows[i].lo : 99);
+                assert_int_equal(hi, rows[i].r == 0 ? rows[i].hi : 99);
+        }
+
+        assert_int_equal(perf_event_parse("event=0x04,umask=0x03", imc_format, NULL, &config), 0);
+        assert_int_equal(config, 0x0304);
+        assert_int_equal(perf_event_parse("edge=1", imc_format, NULL, &config), 0);
+        assert_int_equal(config, UINT64_C(1) << 18);
+        assert_int_equal(perf_event_parse("wide=0xffffffffffffffff", imc_format, NULL, &config), 0);
+        assert_int_equal(config, UINT64_MAX);
+        config = 42;
+        assert_int_equal(perf_event_parse("event=0x100", imc_format, NULL, &config), -ERANGE);
+        assert_int_equal(perf_event_parse("edge=2", imc_format, NULL, &config), -ERANGE);
+        assert_int_equal(perf_event_parse("event=-1", imc_format, NULL, &config), -EINVAL);
+        assert_int_equal(perf_event_parse("Event=1", imc_format, NULL, &config), -EINVAL);
+        assert_int_equal(perf_event_parse("event", imc_format, NULL, &config), -EINVAL);
+        assert_int_equal(perf_event_parse("other=1", imc_format, NULL, &config), -EOPNOTSUPP);
+        assert_int_equal(perf_event_parse("nosuch=1", imc_format, NULL, &config), -ENOENT);
+        assert_int_equal(config, 42);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_read_text, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_discovery, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_no_event_sources, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test(test_format_parse),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
