@@ -107,6 +107,17 @@ void request_buffer_shrink(RequestBuffer *b) {
         b->ops_capacity = PMUGATE_OPS_KEPT;
 }
 
+RegOp *request_buffer_take_ops(RequestBuffer *b) {
+        RegOp *fresh = calloc(PMUGATE_OPS_KEPT, sizeof(*fresh)), *taken;
+
+        if (!fresh)
+                return NULL;
+        taken = b->ops;
+        b->ops = fresh;
+        b->ops_capacity = PMUGATE_OPS_KEPT;
+        return taken;
+}
+
 /* Room for n ops in all, doubling, never past the batch limit (which the callers checked). */
 static int request_buffer_reserve(RequestBuffer *b, size_t n) {
         size_t capacity = b->ops_capacity;

@@ -83,7 +83,7 @@ static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n
 
 /* The results, in one message, or for more than PMUGATE_REPLY_PART_RESULTS in parts of that
  * many: each part a whole reply map with "part" (from 0) and "parts" beside its slice. */
-static int pack_results(Server *s, const Request *req) {
+static int pack_results(Server *s, const Request *req, const int32_t *status, const uint64_t *values) {
         size_t n = req->n_ops, parts = n <= PMUGATE_REPLY_PART_RESULTS ? 1 : (n - 1) / PMUGATE_REPLY_PART_RESULTS + 1;
 
         for (size_t p = 0; p < parts; p++) {
@@ -99,17 +99,17 @@ static int pack_results(Server *s, const Request *req) {
                         TRY(pack_key_uint(&pk, "parts", parts));
                 }
                 TRY(pack_string(&pk, "status"));
-                TRY(pack_int32_array(&s->reply, s->status + first, count));
+                TRY(pack_int32_array(&s->reply, status + first, count));
                 TRY(pack_string(&pk, "values"));
-                TRY(pack_uint64_array(&s->reply, s->values + first, count));
+                TRY(pack_uint64_array(&s->reply, values + first, count));
                 if (parts > 1)
                         TRY(server_reply_end_part(s));
         }
         return 0;
 }
 
-int handle_batch(Server *s, Session *c, const Request *req) {
-        BatchContext ctx = {
+static BatchContext batch_context(Server *s, Session *c) {
+        return (BatchContext) {
                 .machine = s->machine,
                 .allowlist = s->allowlist,
                 .rights = &c->rights,
@@ -119,6 +119,81 @@ int handle_batch(Server *s, Session *c, const Request *req) {
                 .owner = c,
                 .pmu = s->pmu,
         };
+}
+
+static int refuse_batch(Server *s, Session *c, const Request *req, const BatchRefusal *refusal) {
+        char cpus[256] = "", regs[200] = "";
+
+        /* A denial storm is rate limited; do not describe records that are dropped. */
+        if (audit_would_emit(s->audit, c->peer.uid))
+                summarize_ops(&req->ops[refusal->op_index], 1, false, cpus, sizeof(cpus), regs, sizeof(regs));
+        server_audit_denial(s, c, "batch", refusal->code, refusal->reason, cpus, regs);
+        return server_reply_error(s, c, req, req->id, refusal->code, refusal->reason, (int64_t) refusal->op_index);
+}
+
+static int finish_batch(Server *s, Session *c, const Request *req, const int32_t *status, const uint64_t *values) {
+        s->counters.ops += req->n_ops;
+        audit_writes(s, c, req->ops, req->n_ops);
+        return pack_results(s, req, status, values);
+}
+
+/* Runs ops first to end - 1 of a batch whose rights may have changed since it was checked (a
+ * lease ended, a reload, a grant): each op is checked again alone and, when it may no longer
+ * run, gets -EACCES as its status and runs not. */
+static void run_checked_again(const BatchContext *ctx, Backend *b, BatchJob *job, size_t first, size_t end) {
+        const RegOp *ops = job->req.ops;
+
+        for (size_t i = first; i < end; i++) {
+                BatchRefusal refusal;
+
+                if (batch_check_range(ctx, ops, i, i + 1, job->entries, &refusal) != 0) {
+                        job->status[i] = -EACCES;
+                        job->values[i] = 0;
+                } else
+                        batch_execute(ctx, b, &ops[i], &job->entries[i], 1, &job->status[i], &job->values[i]);
+        }
+}
+
+/* One slice of a large batch: first the whole batch is checked, a slice per turn, then it
+ * runs a slice per turn. */
+static int batch_step(Server *s, Session *c, BatchJob *job, size_t *ret_ops) {
+        BatchContext ctx = batch_context(s, c);
+        const Request *req = &job->req;
+        size_t first, end;
+        int r;
+
+        if (job->checked < req->n_ops) {
+                BatchRefusal refusal;
+
+                first = job->checked;
+                end = MIN(req->n_ops, first + PMUGATE_BATCH_SLICE_OPS);
+                *ret_ops = end - first;
+                r = batch_check_range(&ctx, req->ops, first, end, job->entries, &refusal);
+                if (r > 0)
+                        return refuse_batch(s, c, req, &refusal) < 0 ? -ENOMEM : 1;
+                job->checked = end;
+                return 0;
+        }
+
+        first = job->done;
+        end = MIN(req->n_ops, first + PMUGATE_BATCH_SLICE_OPS);
+        *ret_ops = end - first;
+        if (job->generation != s->rights_generation)
+                job->stale = true;
+        if (job->stale)
+                run_checked_again(&ctx, s->backend, job, first, end);
+        else
+                batch_execute(&ctx, s->backend, req->ops + first, job->entries + first, end - first,
+                              job->status + first, job->values + first);
+        job->done = end;
+        if (end < req->n_ops)
+                return 0;
+        r = finish_batch(s, c, req, job->status, job->values);
+        return r < 0 ? r : 1;
+}
+
+int handle_batch(Server *s, Session *c, const Request *req) {
+        BatchContext ctx = batch_context(s, c);
         BatchRefusal refusal;
         int r;
 
@@ -129,21 +204,16 @@ int handle_batch(Server *s, Session *c, const Request *req) {
                 if (r != 0)
                         return r < 0 ? r : 0;
         }
+        /* Larger than a slice: checked and run a slice per turn, others served between. */
+        if (req->n_ops > PMUGATE_BATCH_SLICE_OPS) {
+                r = server_batch_job_new(s, c, req, batch_step);
+                return r < 0 ? r : 0;
+        }
         TRY(server_reserve_results(s, req->n_ops));
         r = batch_check(&ctx, req->ops, req->n_ops, s->entries, &refusal);
-        if (r > 0) {
-                char cpus[256] = "", regs[200] = "";
-
-                /* A denial storm is rate limited; do not describe records that are dropped. */
-                if (audit_would_emit(s->audit, c->peer.uid))
-                        summarize_ops(&req->ops[refusal.op_index], 1, false, cpus, sizeof(cpus), regs, sizeof(regs));
-                server_audit_denial(s, c, "batch", refusal.code, refusal.reason, cpus, regs);
-                return server_reply_error(s, c, req, req->id, refusal.code, refusal.reason, (int64_t) refusal.op_index);
-        }
+        if (r > 0)
+                return refuse_batch(s, c, req, &refusal);
 
         batch_execute(&ctx, s->backend, req->ops, s->entries, req->n_ops, s->status, s->values);
-        s->counters.ops += req->n_ops;
-        audit_writes(s, c, req->ops, req->n_ops);
-
-        return pack_results(s, req);
+        return finish_batch(s, c, req, s->status, s->values);
 }
