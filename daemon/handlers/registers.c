@@ -81,29 +81,47 @@ static void audit_writes(Server *s, const Session *c, const RegOp *ops, size_t n
         audit_emit(s->audit, &rec);
 }
 
-/* The results, in one message, or for more than PMUGATE_REPLY_PART_RESULTS in parts of that
- * many: each part a whole reply map with "part" (from 0) and "parts" beside its slice. */
+static size_t reply_parts(size_t n) {
+        return n <= PMUGATE_REPLY_PART_RESULTS ? 1 : (n - 1) / PMUGATE_REPLY_PART_RESULTS + 1;
+}
+
+/* Part p of the results into buf: with more than PMUGATE_REPLY_PART_RESULTS, each part is a
+ * whole reply map with "part" (from 0) and "parts" beside its slice of that many results. */
+static int pack_part(msgpack_sbuffer *buf, const Request *req, const int32_t *status, const uint64_t *values,
+                     size_t p) {
+        size_t n = req->n_ops, parts = reply_parts(n), first = p * PMUGATE_REPLY_PART_RESULTS,
+               count = MIN(n - first, PMUGATE_REPLY_PART_RESULTS);
+        msgpack_packer pk;
+
+        msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
+        TRY(reply_pack_begin(&pk, req->id, parts > 1 ? 4 : 2));
+        if (parts > 1) {
+                TRY(pack_key_uint(&pk, "part", p));
+                TRY(pack_key_uint(&pk, "parts", parts));
+        }
+        TRY(pack_string(&pk, "status"));
+        TRY(pack_int32_array(buf, status + first, count));
+        TRY(pack_string(&pk, "values"));
+        TRY(pack_uint64_array(buf, values + first, count));
+        return 0;
+}
+
+/* The results of a batch of at most one slice, in one message. */
 static int pack_results(Server *s, const Request *req, const int32_t *status, const uint64_t *values) {
-        size_t n = req->n_ops, parts = n <= PMUGATE_REPLY_PART_RESULTS ? 1 : (n - 1) / PMUGATE_REPLY_PART_RESULTS + 1;
+        msgpack_sbuffer_clear(&s->reply);
+        s->n_reply_parts = 0;
+        return pack_part(&s->reply, req, status, values, 0);
+}
 
-        for (size_t p = 0; p < parts; p++) {
-                size_t first = p * PMUGATE_REPLY_PART_RESULTS, count = MIN(n - first, PMUGATE_REPLY_PART_RESULTS);
-                msgpack_packer pk;
+/* Packs into the job's reply every part whose results are all there. */
+static int pack_finished_parts(BatchJob *job) {
+        const Request *req = &job->req;
+        size_t parts = reply_parts(req->n_ops);
 
-                if (p == 0)
-                        TRY(server_reply_begin(s, req, parts > 1 ? 4 : 2, &pk));
-                else
-                        TRY(server_reply_next_part(s, req, 4, &pk));
-                if (parts > 1) {
-                        TRY(pack_key_uint(&pk, "part", p));
-                        TRY(pack_key_uint(&pk, "parts", parts));
-                }
-                TRY(pack_string(&pk, "status"));
-                TRY(pack_int32_array(&s->reply, status + first, count));
-                TRY(pack_string(&pk, "values"));
-                TRY(pack_uint64_array(&s->reply, values + first, count));
-                if (parts > 1)
-                        TRY(server_reply_end_part(s));
+        while (job->n_reply_parts < parts &&
+               MIN(req->n_ops, (job->n_reply_parts + 1) * PMUGATE_REPLY_PART_RESULTS) <= job->done) {
+                TRY(pack_part(&job->reply, req, job->status, job->values, job->n_reply_parts));
+                job->reply_part_ends[job->n_reply_parts++] = job->reply.size;
         }
         return 0;
 }
@@ -131,10 +149,9 @@ static int refuse_batch(Server *s, Session *c, const Request *req, const BatchRe
         return server_reply_error(s, c, req, req->id, refusal->code, refusal->reason, (int64_t) refusal->op_index);
 }
 
-static int finish_batch(Server *s, Session *c, const Request *req, const int32_t *status, const uint64_t *values) {
+static void account_batch(Server *s, Session *c, const Request *req) {
         s->counters.ops += req->n_ops;
         audit_writes(s, c, req->ops, req->n_ops);
-        return pack_results(s, req, status, values);
 }
 
 /* Runs ops first to end - 1 of a batch whose rights may have changed since it was checked (a
@@ -186,10 +203,14 @@ static int batch_step(Server *s, Session *c, BatchJob *job, size_t *ret_ops) {
                 batch_execute(&ctx, s->backend, req->ops + first, job->entries + first, end - first,
                               job->status + first, job->values + first);
         job->done = end;
+        r = pack_finished_parts(job);
+        if (r < 0)
+                return r;
         if (end < req->n_ops)
                 return 0;
-        r = finish_batch(s, c, req, job->status, job->values);
-        return r < 0 ? r : 1;
+        account_batch(s, c, req);
+        server_reply_adopt(s, job);
+        return 1;
 }
 
 int handle_batch(Server *s, Session *c, const Request *req) {
@@ -215,5 +236,6 @@ int handle_batch(Server *s, Session *c, const Request *req) {
                 return refuse_batch(s, c, req, &refusal);
 
         batch_execute(&ctx, s->backend, req->ops, s->entries, req->n_ops, s->status, s->values);
-        return finish_batch(s, c, req, s->status, s->values);
+        account_batch(s, c, req);
+        return pack_results(s, req, s->status, s->values);
 }

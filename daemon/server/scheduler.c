@@ -110,6 +110,7 @@ void scheduler_detach(Scheduler *sch, SchedEntry *e) {
         if (!u)
                 return;
         scheduler_unqueue(sch, e);
+        scheduler_slot_unused(sch, e);
         e->owner = NULL;
         if (--u->clients > 0)
                 return;
@@ -193,35 +194,57 @@ void scheduler_charge(Scheduler *sch, SchedEntry *e, uint64_t ops) {
 }
 
 bool scheduler_slot_take(Scheduler *sch, SchedEntry *e) {
+        SchedEntry **last;
+
+        if (e->slot_granted) {
+                e->slot_granted = false;
+                return true;
+        }
         if (sch->slots_used < sch->slots_max) {
                 sch->slots_used++;
                 return true;
         }
-        if (!e->waits_for_slot) {
-                scheduler_unqueue(sch, e);
-                e->next = sch->slot_waiters;
-                sch->slot_waiters = e;
-                e->waits_for_slot = true;
-        }
+        if (e->waits_for_slot)
+                return false;
+        scheduler_unqueue(sch, e);
+        /* in the order they came, the earliest first among equals */
+        for (last = &sch->slot_waiters; *last; last = &(*last)->next)
+                ;
+        e->next = NULL;
+        *last = e;
+        e->waits_for_slot = true;
         return false;
 }
 
+static bool waiter_before(const SchedEntry *a, const SchedEntry *b) {
+        if (a->admin != b->admin)
+                return a->admin;
+        return a->owner->served < b->owner->served;
+}
+
 void scheduler_slot_give(Scheduler *sch) {
-        SchedEntry *waiters = sch->slot_waiters;
+        SchedEntry *best = NULL;
 
-        if (sch->slots_used > 0)
-                sch->slots_used--;
-        /* Every waiter is queued again; whichever the turns reach first takes the slot, and the
-         * others wait again. */
-        sch->slot_waiters = NULL;
-        while (waiters) {
-                SchedEntry *e = waiters;
-
-                waiters = e->next;
-                e->next = NULL;
-                e->waits_for_slot = false;
-                scheduler_queue(sch, e, e->admin);
+        for (SchedEntry *e = sch->slot_waiters; e; e = e->next)
+                if (!best || waiter_before(e, best))
+                        best = e;
+        if (!best) {
+                if (sch->slots_used > 0)
+                        sch->slots_used--;
+                return;
         }
+        /* The slot stays taken, kept for this waiter until its turn comes. */
+        remove_from(&sch->slot_waiters, NULL, best);
+        best->waits_for_slot = false;
+        best->slot_granted = true;
+        scheduler_queue(sch, best, best->admin);
+}
+
+void scheduler_slot_unused(Scheduler *sch, SchedEntry *e) {
+        if (!e->slot_granted)
+                return;
+        e->slot_granted = false;
+        scheduler_slot_give(sch);
 }
 
 int scheduler_pending_take(Scheduler *sch, SchedEntry *e, size_t size) {

@@ -28,6 +28,7 @@ struct SchedEntry {
         SchedUid *owner;
         bool queued;
         bool waits_for_slot;
+        bool slot_granted;      /* a slot given back was handed to this waiter */
         bool admin;             /* queued in the admin lane */
 };
 
@@ -73,10 +74,14 @@ bool scheduler_idle(const Scheduler *sch);
 /* Counts ops operations of work run for e's uid. */
 void scheduler_charge(Scheduler *sch, SchedEntry *e, uint64_t ops);
 
-/* A slot for a large batch: returns true and takes it, or false and keeps e among the waiters,
- * queued again (in uid order with everyone else) when a slot is given back. */
+/* A slot for a large batch: returns true and takes it (or the one handed to e), or false and
+ * keeps e among the waiters. A slot given back goes to one waiter, an admin's first, else the
+ * one whose uid was served least, which is queued again with the slot kept for it; with no
+ * waiter it is free. A waiter that did not use the slot handed to it gives it back (detaching
+ * does so too). */
 bool scheduler_slot_take(Scheduler *sch, SchedEntry *e);
 void scheduler_slot_give(Scheduler *sch);
+void scheduler_slot_unused(Scheduler *sch, SchedEntry *e);
 
 /* Replies held for e's uid: returns 0 and counts size, or -ENOBUFS when the uid's budget
  * would be exceeded (nothing counted). */

@@ -22,6 +22,9 @@
 
 #define AUDIT_FLUSH_USEC (10U * 1000U * 1000U)
 
+/* Messages of a refused client read and dropped before its connection is closed. */
+#define REFUSED_MESSAGES_DRAINED 4U
+
 /* Slots of clients_max that users and monitors may not take. */
 static unsigned admin_reserve(unsigned clients_max) {
         if (clients_max >= 2 * PMUGATE_CLIENTS_ADMIN_RESERVED)
@@ -39,6 +42,11 @@ static void refuse_connection(Server *s, int fd, Peer *p, int code, const char *
         msgpack_packer_init(&pk, &s->reply, msgpack_sbuffer_write);
         if (reply_pack_error(&pk, 0, code, reason, -1) == 0)
                 (void) send(fd, s->reply.data, s->reply.size, MSG_DONTWAIT | MSG_NOSIGNAL);
+        /* What the client sent already is read and dropped: closing with it unread would make
+         * the kernel report a reset to the client ahead of the reason. */
+        for (unsigned i = 0; i < REFUSED_MESSAGES_DRAINED; i++)
+                if (recv(fd, NULL, 0, MSG_DONTWAIT | MSG_TRUNC) < 0)
+                        break;
         (void) close(fd);
         peer_done(p);
 }
@@ -223,6 +231,7 @@ BatchJob *batch_job_free(BatchJob *job) {
         free(job->entries);
         free(job->status);
         free(job->values);
+        msgpack_sbuffer_destroy(&job->reply);
         free(job);
         return NULL;
 }
@@ -237,6 +246,7 @@ int server_batch_job_new(Server *s, Session *c, const Request *req, BatchStep st
                 return 1;
         job = calloc(1, sizeof(*job));
         if (job) {
+                msgpack_sbuffer_init(&job->reply);
                 job->entries = calloc(n, sizeof(*job->entries));
                 job->status = calloc(n, sizeof(*job->status));
                 job->values = calloc(n, sizeof(*job->values));

@@ -53,6 +53,11 @@ struct BatchJob {
         size_t done;                    /* ops run */
         uint64_t generation;            /* s->rights_generation when the check began */
         bool stale;                     /* rights may have changed since: check each op again */
+        /* The reply, packed a part at a time as the slices finish it; handed to s->reply by
+         * server_reply_adopt() at the end. */
+        msgpack_sbuffer reply;
+        size_t reply_part_ends[PMUGATE_REPLY_PARTS_MAX];
+        size_t n_reply_parts;
 };
 
 typedef struct ServerCounters {
@@ -136,6 +141,9 @@ int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack
  * where its message ends; server_reply_next_part() starts the next one after it. */
 int server_reply_end_part(Server *s);
 int server_reply_next_part(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret);
+
+/* Makes the reply that job packed s->reply, in its parts. */
+void server_reply_adopt(Server *s, BatchJob *job);
 
 /* Room for n results in s->entries, s->status and s->values (n within the batch limit). */
 int server_reserve_results(Server *s, size_t n);

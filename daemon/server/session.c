@@ -72,6 +72,7 @@ static void drop_pending(Session *c) {
         free(c->pending);
         c->pending = NULL;
         c->pending_size = 0;
+        c->pending_offset = 0;
         c->n_pending = c->pending_next = 0;
 }
 
@@ -111,7 +112,7 @@ Session *session_free(Session *c) {
  * went, 0 when the socket is full again, or negative errno when the client must be dropped. */
 static int session_send_pending(Session *c) {
         while (c->pending_next < c->n_pending) {
-                size_t start = c->pending_next > 0 ? c->pending_ends[c->pending_next - 1] : 0;
+                size_t start = c->pending_next > 0 ? c->pending_ends[c->pending_next - 1] : c->pending_offset;
                 ssize_t n = send(c->fd, c->pending + start, c->pending_ends[c->pending_next] - start,
                                  MSG_DONTWAIT | MSG_NOSIGNAL);
 
@@ -131,7 +132,7 @@ static int session_send_reply(Session *c) {
         Server *s = c->server;
         /* a reply in one message is one part that ends where the reply does */
         const size_t *ends = s->n_reply_parts > 0 ? s->reply_part_ends : &s->reply.size;
-        size_t n_parts = s->n_reply_parts > 0 ? s->n_reply_parts : 1, sent = 0, start = 0;
+        size_t n_parts = s->n_reply_parts > 0 ? s->n_reply_parts : 1, sent = 0, start = 0, held;
 
         for (; sent < n_parts; sent++) {
                 ssize_t n = send(c->fd, s->reply.data + start, ends[sent] - start, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -144,24 +145,33 @@ static int session_send_reply(Session *c) {
         }
         if (sent == n_parts)
                 return 0;
-        if (scheduler_pending_take(&s->scheduler, &c->sched, s->reply.size - start) < 0) {
+        /* A large reply is kept as it is, its buffer taken over, rather than copied. */
+        held = s->reply.alloc > REPLY_BUFFER_KEEP ? s->reply.alloc : s->reply.size - start;
+        if (scheduler_pending_take(&s->scheduler, &c->sched, held) < 0) {
                 log_warning("Dropping uid=%u pid=%d: its %zu-byte reply would take the replies held for the clients "
                             "of uid %u that do not read past %u bytes", (unsigned) c->peer.uid, (int) c->peer.pid,
                             s->reply.size - start, (unsigned) c->peer.uid, PMUGATE_PENDING_BYTES_PER_UID_MAX);
                 return -ENOBUFS;
         }
-        c->pending = malloc(s->reply.size - start);
-        if (!c->pending) {
-                scheduler_pending_give(&s->scheduler, &c->sched, s->reply.size - start);
-                return -ENOMEM;
-        }
-        memcpy(c->pending, s->reply.data + start, s->reply.size - start);
-        c->pending_size = s->reply.size - start;
-        s->pending_bytes += c->pending_size;
+        /* the ends first: a reply in one message ends at s->reply.size, which the release resets */
+        c->pending_offset = s->reply.alloc > REPLY_BUFFER_KEEP ? start : 0;
         c->n_pending = n_parts - sent;
         c->pending_next = 0;
         for (size_t i = 0; i < c->n_pending; i++)
-                c->pending_ends[i] = ends[sent + i] - start;
+                c->pending_ends[i] = ends[sent + i] - start + c->pending_offset;
+        if (s->reply.alloc > REPLY_BUFFER_KEEP)
+                c->pending = msgpack_sbuffer_release(&s->reply);
+        else {
+                c->pending = malloc(held);
+                if (!c->pending) {
+                        scheduler_pending_give(&s->scheduler, &c->sched, held);
+                        c->n_pending = 0;
+                        return -ENOMEM;
+                }
+                memcpy(c->pending, s->reply.data + start, held);
+        }
+        c->pending_size = held;
+        s->pending_bytes += c->pending_size;
         return 0;
 }
 
@@ -246,10 +256,13 @@ static int session_handle_message(Session *c, const char *message, size_t size, 
                          * progress relies on may have changed with it. */
                         if (req.type != REQUEST_BATCH)
                                 s->rights_generation++;
-                        else if (!c->job)
+                        else if (!c->job && !c->sched.waits_for_slot)
                                 cost = MAX(req.n_ops, (size_t) 1);
                 }
         }
+        /* a slot kept for this request that it did not need after all (refused before it
+         * became a job) goes to the next waiter */
+        scheduler_slot_unused(&s->scheduler, &c->sched);
         scheduler_charge(&s->scheduler, &c->sched, cost);
         if (r < 0) {
                 /* Out of memory while building a reply: tell the client without dropping it. */
@@ -304,6 +317,11 @@ static int session_run_job(Session *c) {
                         return r;
         }
         r = session_send_reply(c);
+        /* the reply buffer took a whole large reply: not kept for the small ones */
+        if (s->reply.alloc > REPLY_BUFFER_KEEP) {
+                msgpack_sbuffer_destroy(&s->reply);
+                msgpack_sbuffer_init(&s->reply);
+        }
         if (r < 0)
                 return r;
         return session_listen(c);

@@ -41,7 +41,8 @@ struct Session {
         /* The messages of a reply the socket would not take yet, back to back; reading
          * pauses until the last is sent. */
         char *pending;
-        size_t pending_size;
+        size_t pending_size;    /* what it holds, as counted against its uid's budget */
+        size_t pending_offset;  /* where its first message starts */
         size_t pending_ends[PMUGATE_REPLY_PARTS_MAX];
         size_t n_pending, pending_next;
         SchedEntry sched;       /* its place in the scheduler's queues */
