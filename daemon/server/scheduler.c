@@ -8,8 +8,8 @@
 
 #include "scheduler.h"
 
-void scheduler_init(Scheduler *sch, unsigned slots_max, size_t pending_per_uid_max) {
-        *sch = (Scheduler) { .slots_max = slots_max, .pending_per_uid_max = pending_per_uid_max };
+void scheduler_init(Scheduler *sch, unsigned slots_max, size_t pending_per_uid_max, uint64_t quantum) {
+        *sch = (Scheduler) { .slots_max = slots_max, .pending_per_uid_max = pending_per_uid_max, .quantum = quantum };
 }
 
 void scheduler_done(Scheduler *sch) {
@@ -125,21 +125,31 @@ unsigned scheduler_clients_of(const Scheduler *sch, uid_t uid) {
         return u ? u->clients : 0;
 }
 
-void scheduler_queue(Scheduler *sch, SchedEntry *e, bool admin) {
+void scheduler_queue(Scheduler *sch, SchedEntry *e, bool admin, bool light) {
         SchedEntry **head, **tail;
 
         if (e->queued || e->waits_for_slot || !e->owner)
                 return;
         e->admin = admin;
+        e->light = light;
         if (admin) {
                 head = &sch->admin_head;
                 tail = &sch->admin_tail;
         } else {
                 SchedUid *u = e->owner;
 
-                /* Back from idle: level with the uid served last, never ahead of it. */
-                if (!u->head && u->served < sch->clock)
+                /* Back from idle (every uid with work has been served more since): level with
+                 * the uid served last, so that idling earns no credit, and first among those
+                 * level with it, so that a small request is next after the turn in progress.
+                 * A uid requeued after its own turn was charged for it and stays behind. */
+                if (!u->head && u->served <= sch->clock) {
                         u->served = sch->clock;
+                        unlink_uid(sch, u);
+                        u->next = sch->uids;
+                        if (sch->uids)
+                                sch->uids->prev = u;
+                        sch->uids = u;
+                }
                 head = &u->head;
                 tail = &u->tail;
         }
@@ -164,19 +174,27 @@ static SchedEntry *pop(SchedEntry **head, SchedEntry **tail) {
 }
 
 SchedEntry *scheduler_next(Scheduler *sch) {
-        SchedUid *best = NULL;
+        SchedUid *least = NULL, *light = NULL, *chosen;
 
         if (sch->admin_head)
                 return pop(&sch->admin_head, &sch->admin_tail);
-        for (SchedUid *u = sch->uids; u; u = u->next)
-                if (u->head && (!best || u->served < best->served))
-                        best = u;
-        if (!best)
+        for (SchedUid *u = sch->uids; u; u = u->next) {
+                if (!u->head)
+                        continue;
+                if (!least || u->served < least->served)
+                        least = u;
+                if (u->head->light && (!light || u->served < light->served))
+                        light = u;
+        }
+        if (!least)
                 return NULL;
-        sch->clock = best->served;
-        unlink_uid(sch, best);
-        append_uid(sch, best);
-        return pop(&best->head, &best->tail);
+        /* A request does not wait for the slices of uids it is level with (within a slice):
+         * their batches go on after it. */
+        chosen = light && light->served - least->served < sch->quantum ? light : least;
+        sch->clock = least->served;
+        unlink_uid(sch, chosen);
+        append_uid(sch, chosen);
+        return pop(&chosen->head, &chosen->tail);
 }
 
 bool scheduler_idle(const Scheduler *sch) {
@@ -237,7 +255,7 @@ void scheduler_slot_give(Scheduler *sch) {
         remove_from(&sch->slot_waiters, NULL, best);
         best->waits_for_slot = false;
         best->slot_granted = true;
-        scheduler_queue(sch, best, best->admin);
+        scheduler_queue(sch, best, best->admin, false);
 }
 
 void scheduler_slot_unused(Scheduler *sch, SchedEntry *e) {

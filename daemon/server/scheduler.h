@@ -4,9 +4,10 @@
  * the next slice of a large batch) are queued by uid, and the uids take turns: the next turn
  * goes to the uid that was given the least work so far (counted in register operations), so
  * uids that send equal work alternate, and a uid that asks for little is served after at most
- * the one slice in progress, however many connections other uids keep busy. A uid that comes
- * back from idle starts level with the uid served last, so being idle earns no credit. Admins
- * have a lane of their own, served before any user. The scheduler also keeps, per uid, the
+ * the one slice in progress, however many connections other uids keep busy: a new request
+ * ("light" work, not the next slice of a batch) of a uid within one quantum (a slice) of the
+ * least served goes first. A uid that comes back from idle starts level with the uid served
+ * last, so being idle earns no credit. Admins have a lane of their own, served before any user. The scheduler also keeps, per uid, the
  * count of its connections and the bytes of replies its clients have not read, and the slots
  * for large batches in progress.
  *
@@ -30,6 +31,7 @@ struct SchedEntry {
         bool waits_for_slot;
         bool slot_granted;      /* a slot given back was handed to this waiter */
         bool admin;             /* queued in the admin lane */
+        bool light;             /* its work is a new request, not the next slice of a batch */
 };
 
 struct SchedUid {
@@ -49,10 +51,11 @@ typedef struct Scheduler {
         unsigned slots_used;
         unsigned slots_max;
         size_t pending_per_uid_max;
+        uint64_t quantum;               /* a slice: how far ahead light work may go first */
         uint64_t clock;                 /* the service of the uid whose turn came last */
 } Scheduler;
 
-void scheduler_init(Scheduler *sch, unsigned slots_max, size_t pending_per_uid_max);
+void scheduler_init(Scheduler *sch, unsigned slots_max, size_t pending_per_uid_max, uint64_t quantum);
 /* Frees what is left; every entry must be detached first. */
 void scheduler_done(Scheduler *sch);
 
@@ -63,12 +66,15 @@ void scheduler_detach(Scheduler *sch, SchedEntry *e);
 
 unsigned scheduler_clients_of(const Scheduler *sch, uid_t uid);
 
-/* e has work: queued at the end of its uid's queue, or of the admin lane. No-op when queued. */
-void scheduler_queue(Scheduler *sch, SchedEntry *e, bool admin);
+/* e has work (light: a new request): queued at the end of its uid's queue, or of the admin
+ * lane. No-op when queued. */
+void scheduler_queue(Scheduler *sch, SchedEntry *e, bool admin, bool light);
 /* Takes e out of its queue (or the slot waiters) without serving it. */
 void scheduler_unqueue(Scheduler *sch, SchedEntry *e);
-/* The entry to serve next, taken out of its queue: the admin lane first, then the first entry
- * of the uid with the least service. NULL when nothing is queued. */
+/* The entry to serve next, taken out of its queue: the admin lane first; then the first entry
+ * of the least served uid whose first entry is light and who is served less than the least
+ * served uid plus a quantum; else the first entry of the uid with the least service. NULL when
+ * nothing is queued. */
 SchedEntry *scheduler_next(Scheduler *sch);
 bool scheduler_idle(const Scheduler *sch);
 /* Counts ops operations of work run for e's uid. */

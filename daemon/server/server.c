@@ -130,7 +130,8 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         s->dispatch = o->dispatch;
         s->config_owner = o->config_owner;
         s->listen_fd = -EBADF;
-        scheduler_init(&s->scheduler, PMUGATE_BATCHES_RUNNING_MAX, PMUGATE_PENDING_BYTES_PER_UID_MAX);
+        scheduler_init(&s->scheduler, PMUGATE_BATCHES_RUNNING_MAX, PMUGATE_PENDING_BYTES_PER_UID_MAX,
+                       PMUGATE_BATCH_SLICE_OPS);
         msgpack_sbuffer_init(&s->reply);
         s->config = *config;
         if (o->config_path)

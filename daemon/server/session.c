@@ -195,7 +195,7 @@ static int session_wait_turn(Session *c) {
         if (r < 0)
                 return r;
         if (!c->sched.waits_for_slot)
-                scheduler_queue(&s->scheduler, &c->sched, c->rights.may_admin);
+                scheduler_queue(&s->scheduler, &c->sched, c->rights.may_admin, !c->job && !c->held);
         return sd_event_source_set_enabled(s->turns, SD_EVENT_ON);
 }
 
