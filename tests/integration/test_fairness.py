@@ -217,6 +217,62 @@ def test_hoarders(tap):
         dm.stop()
 
 
+def test_rights_between_slices(tap):
+    """A right is checked when used: a batch runs in slices, and a lease that ends between two
+    of them (an admin's reset) leaves the ops after it unrun, each with its own status."""
+    dm = start()
+    try:
+        writes = [["each", [3] * 4096, [["wm", 0x186, 0x43, 0xFF]] * 32]]   # 131072 writes
+        admin = t.Client(dm.socket, timeout=60)
+
+        def attempt(delay):
+            user = t.Client(dm.socket, timeout=60)
+            tap_lease = user.call("lease", cpus=[3])
+            if not tap_lease.get("ok"):
+                return {"lease": tap_lease}
+            t0 = time.perf_counter()
+            user.send_raw(msgpack.packb({"v": 1, "id": 7, "op": "batch", "ops": writes}))
+            if delay is None:
+                r = user.recv_reply()
+                user.call("release")
+                user.close()
+                return {"alone": time.perf_counter() - t0, "ok": r.get("ok")}
+            time.sleep(delay)
+            reset = admin.call("reset", cpus=[3])
+            r = user.recv_reply()
+            after = admin.batch([["r", 3, 0x186]])
+            user.close()
+            return {"reset": reset.get("ok"), "reply": r, "after": after.get("values")}
+
+        alone = t.in_child_as(t.UNPRIVILEGED_UID, t.UNPRIVILEGED_UID, [t.USER_GID], lambda: attempt(None))
+        tap.ok(alone.get("ok"), "a user's batch of 131072 writes under a lease runs (%.1f ms alone)" %
+               (alone.get("alone", 0) * 1e3), alone)
+        seen_split = False
+        for k in range(8):
+            delay = alone.get("alone", 0.02) * (0.5 + 0.1 * k)
+            got = t.in_child_as(t.UNPRIVILEGED_UID, t.UNPRIVILEGED_UID, [t.USER_GID], lambda: attempt(delay))
+            r = got.get("reply", {})
+            if not r.get("ok"):
+                # the lease ended while the batch was still being checked: refused whole
+                tap.ok(r.get("error", {}).get("name") in ("no-lease", "preempted"),
+                       "reset %d during the check: the batch is refused whole (%s)" % (k, r.get("error")), got)
+                continue
+            st = r["status"]
+            first = st.index(-13) if -13 in st else len(st)
+            tap.ok(set(st[:first]) <= {0} and set(st[first:]) <= {-13},
+                   "reset %d: the ops before the lease ended ran (%d), every op after it has status -13 (EACCES) "
+                   "and runs not (%d)" % (k, first, len(st) - first))
+            tap.eq(got.get("after"), [0], "reset %d: nothing wrote the event select after the reset zeroed it" % k)
+            if 0 < first < len(st):
+                seen_split = True
+                break
+        tap.ok(seen_split, "a reset landed between two slices of the running batch")
+        admin.close()
+        tap.ok(dm.alive(), "the daemon stays up")
+    finally:
+        dm.stop()
+
+
 HOLDER = """
 import socket, sys
 held = []
@@ -269,4 +325,4 @@ def test_outsider(tap):
 
 
 if __name__ == "__main__":
-    t.Tap().run([test_flood, test_hoarders, test_outsider])
+    t.Tap().run([test_flood, test_hoarders, test_outsider, test_rights_between_slices])
