@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,16 +299,30 @@ static int session_read(Session *c) {
         return session_handle_message(c, s->receive_buffer, (size_t) n, (size_t) n > PMUGATE_REQUEST_SIZE_MAX);
 }
 
+/* Whether a source of the loop is ready: a client that became readable, a timer, a signal. */
+static bool loop_has_events(Server *s) {
+        struct pollfd p = { .fd = sd_event_get_fd(s->event), .events = POLLIN };
+
+        return p.fd < 0 || poll(&p, 1, 0) != 0;
+}
+
 /* The next slice of c's batch in progress; when it was the last, its reply goes out. */
 static int session_run_job(Session *c) {
         Server *s = c->server;
         size_t ops = 0;
         int r;
 
-        r = c->job->step(s, c, c->job, &ops);
-        scheduler_charge(&s->scheduler, &c->sched, MAX(ops, (size_t) 1));
-        if (r == 0)
-                return session_wait_turn(c);
+        /* With nobody waiting and nothing new for the loop, the next slice runs at once: a
+         * batch alone costs no loop iterations, and whoever turns up is served after the
+         * slice in progress. */
+        for (;;) {
+                r = c->job->step(s, c, c->job, &ops);
+                scheduler_charge(&s->scheduler, &c->sched, MAX(ops, (size_t) 1));
+                if (r != 0)
+                        break;
+                if (!scheduler_idle(&s->scheduler) || loop_has_events(s))
+                        return session_wait_turn(c);
+        }
         c->job = batch_job_free(c->job);
         scheduler_slot_give(&s->scheduler);
         if (r < 0) {
