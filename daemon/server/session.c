@@ -103,6 +103,9 @@ Session *session_free(Session *c) {
         }
         free(c->held);
         scheduler_detach(&s->scheduler, &c->sched);
+        /* a slot it gave back may have woken a waiter */
+        if (s->turns && !scheduler_idle(&s->scheduler))
+                (void) sd_event_source_set_enabled(s->turns, SD_EVENT_ON);
         log_debug("Session uid=%u pid=%d disconnected", (unsigned) c->peer.uid, (int) c->peer.pid);
         free(c);
         release_memory(s);
@@ -208,11 +211,9 @@ static int session_flush_pending(Session *c) {
         return session_listen(c);
 }
 
-/* What c's turn did next: a job runs on in later turns, a request waiting for a slot keeps its
- * bytes, and anything else has its reply sent and c listens again. */
+/* What c's turn did next: a request waiting for a slot keeps its bytes, a job runs on in later
+ * turns, and anything else has its reply sent and c listens again. */
 static int session_after_turn(Session *c, const char *message, size_t size) {
-        if (c->job)
-                return session_wait_turn(c);
         if (c->sched.waits_for_slot) {
                 c->sched.admin = c->rights.may_admin;
                 if (!c->held) {
@@ -224,9 +225,12 @@ static int session_after_turn(Session *c, const char *message, size_t size) {
                 }
                 return session_wait_turn(c);
         }
+        /* answered, or become a job that owns its ops: the bytes are done with */
         free(c->held);
         c->held = NULL;
         c->held_size = 0;
+        if (c->job)
+                return session_wait_turn(c);
         return 0;
 }
 

@@ -26,14 +26,24 @@ FLOODER = """
 import os, select, socket, sys
 import msgpack
 path, n, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-req = msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": %r})
+ops = %r
+next_id = {}
+
+
+def send(s):
+    # every request its own id: a reply must answer the request sent, once
+    next_id[s] = next_id.get(s, 0) + 1
+    s.send(msgpack.packb({"v": 1, "id": next_id[s], "op": "batch", "ops": ops}))
+
+
+
 socks = []
 for _ in range(n):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(path)
     socks.append(s)
 for s in socks:
-    s.send(req)
+    send(s)
 print("flooding", flush=True)
 if mode == "hoard":
     # never reads a reply
@@ -52,15 +62,15 @@ while True:
             sys.exit(1)
         if left[s] is None:
             reply = msgpack.unpackb(data)
-            if not reply.get("ok"):
-                print("refused %%r" %% reply, flush=True)
+            if not reply.get("ok") or reply.get("id") != next_id[s]:
+                print("refused or not the reply to request %%d: %%r" %% (next_id[s], reply), flush=True)
                 sys.exit(1)
             left[s] = reply.get("parts", 1)
         left[s] -= 1
         if left[s] == 0:
             left[s] = None
             batches += 1
-            s.send(req)
+            send(s)
 print(batches, flush=True)
 """ % (MAXIMAL,)
 
