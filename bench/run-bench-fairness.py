@@ -51,7 +51,8 @@ FIRST_UID = 61000
 FLOODER = r"""
 import select, socket, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
-req = bytes.fromhex(sys.argv[3])
+with open(sys.argv[3], "rb") as f:
+    req = f.read()
 socks = []
 for _ in range(n):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -194,7 +195,10 @@ def measure(build, label, o, gid):
     try:
         idle = honest_reads(pt, dm.socket, o["reads"], 0.0, gid)
         out["idle"] = idle
-        req = msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": MAXIMAL_OPS}).hex()
+        req = os.path.join(work, "maximal.msgpack")
+        with open(req, "wb") as f:
+            f.write(msgpack.packb({"v": 1, "id": 1, "op": "batch", "ops": MAXIMAL_OPS}))
+        os.chmod(req, 0o644)
         for k in range(o["uids"]):
             p = subprocess.Popen([sys.executable, "-c", FLOODER, dm.socket, str(o["connections"]), req],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -216,7 +220,10 @@ def measure(build, label, o, gid):
             p.stdin.write("stop\n")
             p.stdin.flush()
         for p in flooders:
-            line, _ = p.communicate(timeout=120)
+            try:
+                line, _ = p.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                raise RuntimeError("a flooder did not stop within 120 s: the daemon stopped answering it")
             fields = line.strip().split()
             if p.returncode != 0 or len(fields) != 2:
                 raise RuntimeError("a flooder failed: %s" % line)

@@ -107,15 +107,21 @@ void request_buffer_shrink(RequestBuffer *b) {
         b->ops_capacity = PMUGATE_OPS_KEPT;
 }
 
-RegOp *request_buffer_take_ops(RequestBuffer *b) {
-        RegOp *fresh = calloc(PMUGATE_OPS_KEPT, sizeof(*fresh)), *taken;
+int request_buffer_swap_ops(RequestBuffer *b, RegOp **ops, size_t *capacity) {
+        RegOp *mine = b->ops;
+        size_t mine_capacity = b->ops_capacity;
 
-        if (!fresh)
-                return NULL;
-        taken = b->ops;
-        b->ops = fresh;
-        b->ops_capacity = PMUGATE_OPS_KEPT;
-        return taken;
+        if (!*ops) {
+                *ops = calloc(PMUGATE_OPS_KEPT, sizeof(**ops));
+                if (!*ops)
+                        return -ENOMEM;
+                *capacity = PMUGATE_OPS_KEPT;
+        }
+        b->ops = *ops;
+        b->ops_capacity = *capacity;
+        *ops = mine;
+        *capacity = mine_capacity;
+        return 0;
 }
 
 /* Room for n ops in all, doubling, never past the batch limit (which the callers checked). */

@@ -237,40 +237,90 @@ BatchJob *batch_job_free(BatchJob *job) {
         return NULL;
 }
 
+/* Room for n ops in job's arrays; a failure leaves them usable at the old size. */
+static int job_reserve(BatchJob *job, size_t n) {
+        const AllowEntry **entries;
+        int32_t *status;
+        uint64_t *values;
+
+        if (n <= job->capacity)
+                return 0;
+        entries = realloc(job->entries, n * sizeof(*entries));
+        if (!entries)
+                return -ENOMEM;
+        job->entries = entries;
+        status = realloc(job->status, n * sizeof(*status));
+        if (!status)
+                return -ENOMEM;
+        job->status = status;
+        values = realloc(job->values, n * sizeof(*values));
+        if (!values)
+                return -ENOMEM;
+        job->values = values;
+        job->capacity = n;
+        return 0;
+}
+
 int server_batch_job_new(Server *s, Session *c, const Request *req, BatchStep step) {
         BatchJob *job;
         size_t n = req->n_ops;
+        int r;
 
         if (n > PMUGATE_OPS_PER_BATCH_MAX || req->ops != s->request_buffer->ops)
                 return -EINVAL;
         if (!scheduler_slot_take(&s->scheduler, &c->sched))
                 return 1;
-        job = calloc(1, sizeof(*job));
-        if (job) {
+        job = s->idle_jobs;
+        if (job)
+                s->idle_jobs = job->next_idle;
+        else {
+                job = calloc(1, sizeof(*job));
+                if (!job) {
+                        scheduler_slot_give(&s->scheduler);
+                        return -ENOMEM;
+                }
                 msgpack_sbuffer_init(&job->reply);
-                job->entries = calloc(n, sizeof(*job->entries));
-                job->status = calloc(n, sizeof(*job->status));
-                job->values = calloc(n, sizeof(*job->values));
         }
-        if (!job || !job->entries || !job->status || !job->values) {
-                batch_job_free(job);
+        r = job_reserve(job, n);
+        /* The decoded ops go to the job, the op array the job had to the request buffer. */
+        if (r >= 0)
+                r = request_buffer_swap_ops(s->request_buffer, &job->req.ops, &job->ops_capacity);
+        if (r < 0) {
+                job->next_idle = s->idle_jobs;
+                s->idle_jobs = job;
                 scheduler_slot_give(&s->scheduler);
-                return -ENOMEM;
+                return r;
         }
+        job->next_idle = NULL;
         job->req = *req;
-        /* The decoded ops move to the job; the request buffer starts again at its kept size. */
-        job->req.ops = request_buffer_take_ops(s->request_buffer);
-        if (!job->req.ops) {
-                batch_job_free(job);
-                scheduler_slot_give(&s->scheduler);
-                return -ENOMEM;
-        }
         job->req.cpus = NULL;
         job->req.n_cpus = 0;
         job->step = step;
+        job->checked = job->done = 0;
         job->generation = s->rights_generation;
+        job->stale = false;
+        job->n_reply_parts = 0;
+        msgpack_sbuffer_clear(&job->reply);
         c->job = job;
         return 0;
+}
+
+BatchJob *server_batch_job_done(Server *s, BatchJob *job) {
+        if (!job)
+                return NULL;
+        job->next_idle = s->idle_jobs;
+        s->idle_jobs = job;
+        scheduler_slot_give(&s->scheduler);
+        return NULL;
+}
+
+void server_free_idle_jobs(Server *s) {
+        while (s->idle_jobs) {
+                BatchJob *job = s->idle_jobs;
+
+                s->idle_jobs = job->next_idle;
+                batch_job_free(job);
+        }
 }
 
 Server *server_free(Server *s) {
@@ -279,6 +329,7 @@ Server *server_free(Server *s) {
         while (s->sessions)
                 session_free(s->sessions);
         scheduler_done(&s->scheduler);
+        server_free_idle_jobs(s);
         sd_event_source_disable_unref(s->turns);
         leases_free(s->leases);
         pmu_free(s->pmu);

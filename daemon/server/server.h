@@ -44,6 +44,9 @@ typedef struct BatchJob BatchJob;
 typedef int (*BatchStep)(Server *s, Session *c, BatchJob *job, size_t *ret_ops);
 
 struct BatchJob {
+        BatchJob *next_idle;            /* kept for the next large batch: the server's idle jobs */
+        size_t capacity;                /* ops its arrays have room for */
+        size_t ops_capacity;
         Request req;                    /* its ops are the job's own */
         BatchStep step;
         const AllowEntry **entries;
@@ -101,6 +104,7 @@ struct Server {
          * ended, a request other than a batch ran, leases were revalidated): the batch checks
          * its next slices again. */
         uint64_t rights_generation;
+        BatchJob *idle_jobs;            /* buffers of ended batches, freed when a client leaves */
 
         /* Scratch space shared by all clients: requests are handled one at a time. The
          * per-op arrays grow to a slice and shrink back when a client leaves. */
@@ -155,6 +159,11 @@ void server_shrink_scratch(Server *s);
  * turn by step. Returns 0 with c->job set, 1 when every slot for large batches is taken (c
  * waits for one and its request is handled again then), or negative errno. */
 int server_batch_job_new(Server *s, Session *c, const Request *req, BatchStep step);
+/* The batch ended (or its client left): its buffers are kept for the next one, and its slot
+ * goes to a waiter. Returns NULL. */
+BatchJob *server_batch_job_done(Server *s, BatchJob *job);
+/* Frees the buffers kept from ended batches. */
+void server_free_idle_jobs(Server *s);
 BatchJob *batch_job_free(BatchJob *job);
 
 /* Packs an error reply into s->reply and audits it when it is a denial. */

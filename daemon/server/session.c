@@ -64,6 +64,7 @@ static void release_memory(Server *s) {
                 msgpack_sbuffer_init(&s->reply);
         }
         server_shrink_scratch(s);
+        server_free_idle_jobs(s);
         (void) malloc_trim(0);
 }
 
@@ -97,10 +98,7 @@ Session *session_free(Session *c) {
         if (c->fd >= 0)
                 (void) close(c->fd);
         drop_pending(c);
-        if (c->job) {
-                c->job = batch_job_free(c->job);
-                scheduler_slot_give(&s->scheduler);
-        }
+        c->job = server_batch_job_done(s, c->job);
         free(c->held);
         scheduler_detach(&s->scheduler, &c->sched);
         /* a slot it gave back may have woken a waiter */
@@ -327,8 +325,7 @@ static int session_run_job(Session *c) {
                 if (!scheduler_idle(&s->scheduler) || loop_has_events(s))
                         return session_wait_turn(c);
         }
-        c->job = batch_job_free(c->job);
-        scheduler_slot_give(&s->scheduler);
+        c->job = server_batch_job_done(s, c->job);
         if (r < 0) {
                 log_warning_errno(r, "Failed to run a batch of uid %u", (unsigned) c->peer.uid);
                 r = server_reply_error(s, c, NULL, 0, PROTO_E_INTERNAL, NULL, -1);
