@@ -183,7 +183,7 @@ static int batch_step(Server *s, Session *c, BatchJob *job, size_t *ret_ops) {
                 BatchRefusal refusal;
 
                 first = job->checked;
-                end = MIN(req->n_ops, first + PMUGATE_BATCH_SLICE_OPS);
+                end = MIN(req->n_ops, first + PMUGATE_BATCH_CHECK_SLICE_OPS);
                 *ret_ops = end - first;
                 r = batch_check_range(&ctx, req->ops, first, end, job->entries, &refusal);
                 if (r > 0)
