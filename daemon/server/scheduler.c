@@ -234,6 +234,10 @@ bool scheduler_slot_take(Scheduler *sch, SchedEntry *e) {
         return false;
 }
 
+bool scheduler_slot_free(const Scheduler *sch) {
+        return sch->slots_used < sch->slots_max;
+}
+
 static bool waiter_before(const SchedEntry *a, const SchedEntry *b) {
         if (a->admin != b->admin)
                 return a->admin;

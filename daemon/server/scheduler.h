@@ -87,6 +87,8 @@ void scheduler_charge(Scheduler *sch, SchedEntry *e, uint64_t ops);
  * does so too). */
 bool scheduler_slot_take(Scheduler *sch, SchedEntry *e);
 void scheduler_slot_give(Scheduler *sch);
+/* Whether a slot is free now (scheduler_slot_take() would not make a waiter). */
+bool scheduler_slot_free(const Scheduler *sch);
 void scheduler_slot_unused(Scheduler *sch, SchedEntry *e);
 
 /* Replies held for e's uid: returns 0 and counts size, or -ENOBUFS when the uid's budget

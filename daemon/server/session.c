@@ -267,6 +267,7 @@ static int session_handle_message(Session *c, const char *message, size_t size, 
          * became a job) goes to the next waiter */
         scheduler_slot_unused(&s->scheduler, &c->sched);
         scheduler_charge(&s->scheduler, &c->sched, cost);
+        c->last_large = c->job || c->sched.waits_for_slot;
         if (r < 0) {
                 /* Out of memory while building a reply: tell the client without dropping it. */
                 log_warning_errno(r, "Failed to handle a request from uid %u", (unsigned) c->peer.uid);
@@ -298,6 +299,21 @@ static int session_read(Session *c) {
         }
         if (n == 0)
                 return -ECONNRESET;     /* orderly shutdown (or an empty message, which is not a request) */
+        /* A client whose last request was a large batch most likely sent another: while the
+         * slot is taken, its request waits for it as it came, decoded once, when its turn
+         * for the slot comes, and not also now. */
+        if (c->last_large && (size_t) n <= PMUGATE_REQUEST_SIZE_MAX && !scheduler_slot_free(&s->scheduler)) {
+                c->held = malloc((size_t) n);
+                if (!c->held)
+                        return -ENOMEM;
+                memcpy(c->held, s->receive_buffer, (size_t) n);
+                c->held_size = (size_t) n;
+                s->counters.requests++;
+                c->requests++;
+                c->sched.admin = c->rights.may_admin;
+                (void) scheduler_slot_take(&s->scheduler, &c->sched);
+                return session_wait_turn(c);
+        }
         return session_handle_message(c, s->receive_buffer, (size_t) n, (size_t) n > PMUGATE_REQUEST_SIZE_MAX);
 }
 

@@ -51,6 +51,7 @@ struct Session {
          * PMUGATE_REQUEST_SIZE_MAX bytes): decoded again when the slot is there. */
         char *held;
         size_t held_size;
+        bool last_large;        /* its last request was a batch larger than a slice */
 };
 
 /* Takes ownership of fd and peer. */
