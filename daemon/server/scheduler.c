@@ -9,7 +9,11 @@
 #include "scheduler.h"
 
 void scheduler_init(Scheduler *sch, unsigned slots_max, size_t pending_per_uid_max, uint64_t quantum) {
-        *sch = (Scheduler) { .slots_max = slots_max, .pending_per_uid_max = pending_per_uid_max, .quantum = quantum };
+        *sch = (Scheduler) {
+                .slots_max = slots_max,
+                .pending_per_uid_max = pending_per_uid_max,
+                .quantum = quantum,
+        };
 }
 
 void scheduler_done(Scheduler *sch) {

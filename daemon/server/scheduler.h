@@ -7,9 +7,9 @@
  * the one slice in progress, however many connections other uids keep busy: a new request
  * ("light" work, not the next slice of a batch) of a uid within one quantum (a slice) of the
  * least served goes first. A uid that comes back from idle starts level with the uid served
- * last, so being idle earns no credit. Admins have a lane of their own, served before any user. The scheduler also keeps, per uid, the
- * count of its connections and the bytes of replies its clients have not read, and the slots
- * for large batches in progress.
+ * last, so being idle earns no credit. Admins have a lane of their own, served before any
+ * user. The scheduler also keeps, per uid, the count of its connections and the bytes of
+ * replies its clients have not read, and the slots for large batches in progress.
  *
  * It knows nothing of sockets or requests: the server embeds a SchedEntry in every session
  * and runs whatever scheduler_next() returns.
