@@ -133,8 +133,10 @@ def test_flood(tap):
         loaded = t.in_child_as(t.UNPRIVILEGED_UID, t.UNPRIVILEGED_UID, [t.USER_GID],
                                lambda: timed_reads(dm.socket, 40, 0.01))
         med, worst = statistics.median(loaded), max(loaded)
-        tap.ok(med < 0.05 and worst < 0.5,
-               "an honest user's read is answered within 50 ms (median) and 500 ms (worst) while 4 uids "
+        # main answered it after every batch queued before it: 40 to 180 ms median here; with
+        # the scheduler it waits for one turn, well under a millisecond (bounds for CI and ASan)
+        tap.ok(med < 0.01 and worst < 0.1,
+               "an honest user's read is answered within 10 ms (median) and 100 ms (worst) while 4 uids "
                "flood (median %.2f ms, worst %.2f ms; idle %.3f ms)" % (med * 1e3, worst * 1e3, idle_median * 1e3))
 
         admin = t.Client(dm.socket, timeout=60)
@@ -152,9 +154,11 @@ def test_flood(tap):
             tap.ok(ok and r.get("ok") and r.get("revoked"), "admin round %d: status, grant and revoke answered" % i, r)
             time.sleep(0.02)
         admin.close()
-        tap.ok(max(status_times) < 0.25 and max(revoke_times) < 0.25,
-               "an admin's status and revoke are answered within 250 ms during the flood (worst %.2f ms and "
-               "%.2f ms)" % (max(status_times) * 1e3, max(revoke_times) * 1e3))
+        both = status_times + revoke_times
+        tap.ok(statistics.median(both) < 0.01 and max(both) < 0.1,
+               "an admin's status and revoke are answered within 10 ms (median) and 100 ms (worst) during the "
+               "flood (median %.2f ms, worst status %.2f ms, worst revoke %.2f ms)" %
+               (statistics.median(both) * 1e3, max(status_times) * 1e3, max(revoke_times) * 1e3))
 
         counts = []
         for p in flooders:
