@@ -47,7 +47,9 @@
 /* Batches larger than one slice that are in progress at once, each with its own buffers (about
  * 52 bytes per operation, 6.5 MiB at the batch limit). A client whose large batch finds none
  * free waits, its request (at most PMUGATE_REQUEST_SIZE_MAX bytes) kept as it came, until one
- * is; small requests never wait for one. */
+ * is handed to it; small requests never wait for one. One: four batches in progress together
+ * thrashed the caches (each slice touching another batch's buffers) and cost the flooders of
+ * bench/run-bench-fairness.py a fifth of their throughput. */
 #define PMUGATE_BATCHES_RUNNING_MAX 1U
 
 /* Register operations the daemon keeps room for between batches; a larger batch grows its
