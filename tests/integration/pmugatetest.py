@@ -22,7 +22,8 @@ BUILD = os.environ.get("PMUGATE_BUILD_DIR", "build")
 SOURCE = os.environ.get("PMUGATE_SOURCE_DIR", ".")
 PMUGATED = os.environ.get("PMUGATED", os.path.join(BUILD, "daemon", "pmugated"))
 # The daemon as a -Dsimulator=false build (the distribution packages) links it.
-PMUGATED_WITHOUT_SIM = os.environ.get("PMUGATED_WITHOUT_SIM", os.path.join(BUILD, "daemon", "pmugated-without-sim"))
+PMUGATED_WITHOUT_SIM = os.environ.get("PMUGATED_WITHOUT_SIM",
+                                      os.path.join(BUILD, "daemon", "pmugated-without-sim"))
 PMUGATE = os.environ.get("PMUGATE", os.path.join(BUILD, "client", "pmugate"))
 PMUGATECTL = os.environ.get("PMUGATECTL", os.path.join(BUILD, "client", "pmugatectl"))
 ALLOWLISTS = os.environ.get("PMUGATE_ALLOWLIST_DIR", os.path.join(SOURCE, "policy", "allowlists"))
