@@ -664,3 +664,61 @@ def fractions(doc):
             if v["metrics"][name] is not None:
                 v["metrics"][name] /= 100
     return doc
+
+
+# ---------------------------------------------------------------- the simulated PMU
+
+GROUPS = os.path.join(SOURCE, "client", "groups")
+
+# Two workloads for the simulator; the keys are its profile keys (docs/SIMULATOR.md).
+STENCIL = dict(retiring=0.40, bad_speculation=0.10, frontend_bound=0.20, backend_bound=0.30,
+               heavy_operations=0.06, branch_mispredicts=0.07, fetch_latency=0.12, memory_bound=0.18,
+               ipc=1.6, utilization=0.9, user_fraction=0.9)
+SOLVER = dict(retiring=0.20, bad_speculation=0.04, frontend_bound=0.10, backend_bound=0.66,
+              heavy_operations=0.03, branch_mispredicts=0.02, fetch_latency=0.06, memory_bound=0.50,
+              ipc=0.8, utilization=0.4, user_fraction=0.8)
+
+
+def sim_config(workdir, model, sockets=1, cores=4, smt=True, rules=(), extra="", cores_per_ccx=None):
+    """A simulator configuration file in workdir, in real time: rules are (CPU list, profile
+    dict) pairs, written as profile sections and the CPUs that run them; cores_per_ccx for the
+    AMD models; extra is appended to the [clock] section's end (further sections)."""
+    path = os.path.join(workdir, "sim.conf")
+    text = "[machine]\nmodel = %s\nsockets = %d\ncores = %d\n" % (model, sockets, cores)
+    if cores_per_ccx is not None:
+        text += "cores_per_ccx = %d\n" % cores_per_ccx
+    text += "smt = %s\n[clock]\nmode = realtime\n%s" % ("yes" if smt else "no", extra)
+    for i, (_, profile) in enumerate(rules):
+        text += "[profile p%d]\n" % i + "".join("%s = %r\n" % kv for kv in profile.items())
+    for i, (cpus, _) in enumerate(rules):
+        text += "[cpus %s]\nprofile = p%d\n" % (cpus, i)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+class Sim:
+    """A pmugated on the simulated PMU of model (sim_config's keywords), in a workdir of its
+    own, and the CLI against it with the source tree's groups."""
+
+    def __init__(self, model, config=None, **kw):
+        self.dir = workdir()
+        self.model = model
+        self.daemon = Daemon(self.dir, ["--backend=sim", "--sim-model=" + model,
+                                        "--sim-config=" + sim_config(self.dir, model, **kw)], config=config)
+
+    def run(self, *args, env=None, timeout=180, **kw):
+        e = {"PMUGATE_GROUP_PATH": GROUPS}
+        e.update(env or {})
+        return run_cli([PMUGATE] + list(args), self.daemon.socket, env=e, timeout=timeout, **kw)
+
+    def json(self, *args):
+        """The JSON result, with "%" metrics (written as percentages) as fractions, so that
+        checks compare them with the profiles' fractions."""
+        rc, out, err = self.run(*args)
+        if rc != 0:
+            raise AssertionError("pmugate %s: exit %d: %s" % (" ".join(args), rc, err))
+        return fractions(json.loads(out))
+
+    def stop(self):
+        self.daemon.stop()

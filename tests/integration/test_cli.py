@@ -14,7 +14,8 @@ import sys
 import time
 
 import pmugatetest as t
-from test_topdown import GROUPS, SOLVER, STENCIL, Q, Sim
+from pmugatetest import GROUPS, SOLVER, STENCIL, Sim
+from test_topdown import Q
 
 USER = t.UNPRIVILEGED_UID
 

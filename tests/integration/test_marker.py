@@ -13,7 +13,8 @@ import sys
 import time
 
 import pmugatetest as t
-from test_topdown import Sim, STENCIL, SOLVER, L1, L2, bound, expected
+from pmugatetest import Sim, STENCIL, SOLVER
+from test_topdown import L1, L2, bound, expected
 
 MARKER_OMP = os.environ.get("MARKER_OMP", "")
 LIKWID_STYLE = os.environ.get("LIKWID_STYLE", "")
