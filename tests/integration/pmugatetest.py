@@ -265,7 +265,8 @@ _started = []
 def spawn(argv, **kw):
     """subprocess.Popen in a process group of its own, ended at exit if the test did not: the
     group also holds what the process starts (a wrapper's tracee, a CLI's children)."""
-    proc = subprocess.Popen(argv, start_new_session=True, **kw)
+    kw.setdefault("start_new_session", True)
+    proc = subprocess.Popen(argv, **kw)
     _started.append(proc)
     return proc
 
@@ -300,8 +301,14 @@ def end(proc, timeout=10):
 
 
 def _end_started():
+    # A forked child that exits through here (not os._exit) leaves its parent's processes be.
+    if os.getpid() != _harness_pid:
+        return
     for proc in list(_started):
         end(proc)
+
+
+_harness_pid = os.getpid()
 
 
 atexit.register(_end_started)
