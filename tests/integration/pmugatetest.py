@@ -476,9 +476,15 @@ def run_cli(argv, socket_path, uid=None, gid=None, groups=(), timeout=30, env=No
     if env:
         e.update(env)
     pre = as_user(uid, gid if gid is not None else uid, groups, join) if uid is not None else None
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e, preexec_fn=pre,
-                       input=input)
-    return p.returncode, p.stdout, p.stderr
+    # In a process group of its own, ended with what it started (a workload it runs) when it
+    # returns or times out.
+    p = spawn(argv, stdin=subprocess.PIPE if input is not None else None, stdout=subprocess.PIPE,
+              stderr=subprocess.PIPE, text=True, env=e, preexec_fn=pre)
+    try:
+        out, err = p.communicate(input, timeout=timeout)
+    finally:
+        end(p)
+    return p.returncode, out, err
 
 
 def in_child_as(uid, gid, groups, fn, join=None):
