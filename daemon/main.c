@@ -57,6 +57,9 @@ static void help(void) {
                "     --runtime-dir=DIR      Keep job grants and lease journals in DIR/state (default: %s)\n"
                "  -v --verbose              Log debug messages\n",
                PMUGATE_SOCKET_PATH, PMUGATE_CONFIG_FILE, PMUGATE_ALLOWLIST_DIR, PMUGATE_USER, PMUGATE_RUNTIME_DIR);
+        if (!backend_sim_built())
+                printf("\nThis pmugated is built without the simulator (-Dsimulator=false): "
+                       "--backend=sim is not available.\n");
 }
 
 static int parse_argv(int argc, char *argv[], Options *o) {
@@ -118,6 +121,12 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 case ARG_BACKEND:
                         if (strcmp(optarg, "dev") != 0 && strcmp(optarg, "sim") != 0)
                                 return log_error_errno(EINVAL, "Unknown backend '%s': use dev or sim", optarg);
+                        if (strcmp(optarg, "sim") == 0 && !backend_sim_built())
+                                return log_error_errno(EOPNOTSUPP,
+                                                       "--backend=sim is not in this build: pmugated was "
+                                                       "built with -Dsimulator=false (as distribution "
+                                                       "packages are); use --backend=dev, or a source "
+                                                       "build for the simulator");
                         o->backend = optarg;
                         break;
                 case ARG_SIM_MODEL:

@@ -5,7 +5,8 @@
 # everything with clang as docs/FUZZING.md says (-Dfuzz=true: every libFuzzer target) and
 # replays the fuzz corpora there. Ends with the line "N passed, N failed, N skipped" counting
 # meson tests of all three builds (a test that skipped any of its checks counts as skipped;
-# the reasons are listed above that line). The system suite
+# the reasons are listed above that line). A build's suite ends with test_leftovers.py, which
+# fails naming any process of that build a test left running. The system suite
 # (Debian packages under systemd-nspawn) runs in the plain build only. Run as root from the
 # source tree: the integration tests switch uids and start the daemon, which drops privileges.
 set -u

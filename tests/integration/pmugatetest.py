@@ -2,6 +2,8 @@
 """Integration test harness: fake machines under --root, a real pmugated, raw protocol access,
 CLI runs as other uids, and TAP output."""
 
+import atexit
+import fnmatch
 import json
 import os
 import signal
@@ -19,6 +21,9 @@ import msgpack
 BUILD = os.environ.get("PMUGATE_BUILD_DIR", "build")
 SOURCE = os.environ.get("PMUGATE_SOURCE_DIR", ".")
 PMUGATED = os.environ.get("PMUGATED", os.path.join(BUILD, "daemon", "pmugated"))
+# The daemon as a -Dsimulator=false build (the distribution packages) links it.
+PMUGATED_WITHOUT_SIM = os.environ.get("PMUGATED_WITHOUT_SIM",
+                                      os.path.join(BUILD, "daemon", "pmugated-without-sim"))
 PMUGATE = os.environ.get("PMUGATE", os.path.join(BUILD, "client", "pmugate"))
 PMUGATECTL = os.environ.get("PMUGATECTL", os.path.join(BUILD, "client", "pmugatectl"))
 ALLOWLISTS = os.environ.get("PMUGATE_ALLOWLIST_DIR", os.path.join(SOURCE, "policy", "allowlists"))
@@ -251,11 +256,71 @@ def write_config(path, admin_gids=(ADMIN_GID,), user_gids=(USER_GID,), extra="")
             " ".join(str(g) for g in admin_gids), " ".join(str(g) for g in user_gids), extra))
 
 
+# Every process the harness starts, so that none outlives the test: a test that fails, raises
+# or is killed by meson's timeout (SIGTERM, turned into SystemExit below) still ends them at
+# exit. tests/integration/test_leftovers.py checks after the suite that none is left.
+_started = []
+
+
+def spawn(argv, **kw):
+    """subprocess.Popen in a process group of its own, ended at exit if the test did not: the
+    group also holds what the process starts (a wrapper's tracee, a CLI's children)."""
+    kw.setdefault("start_new_session", True)
+    proc = subprocess.Popen(argv, **kw)
+    _started.append(proc)
+    return proc
+
+
+def _group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def end(proc, timeout=10):
+    """Ends a process from spawn() and its process group: SIGTERM, SIGKILL after timeout
+    seconds; reaps the process itself (the group's others are reaped by their parents)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.time() + timeout
+        while (proc.poll() is None or _group_alive(proc.pid)) and time.time() < deadline:
+            time.sleep(0.02)
+        if proc.poll() is not None and not _group_alive(proc.pid):
+            break
+    proc.poll()
+    if proc in _started:
+        _started.remove(proc)
+    return proc.returncode
+
+
+def _end_started():
+    # A forked child that exits through here (not os._exit) leaves its parent's processes be.
+    if os.getpid() != _harness_pid:
+        return
+    for proc in list(_started):
+        end(proc)
+
+
+_harness_pid = os.getpid()
+
+
+atexit.register(_end_started)
+# meson ends a test that runs over its timeout with SIGTERM: exit through atexit then.
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 class Daemon:
     """A real pmugated on a temporary socket. Start-up waits for READY=1 over NOTIFY_SOCKET."""
 
     def __init__(self, workdir, args, config=None, allowlist_dir=ALLOWLISTS, user="nobody",
-                 expect_ready=True, env=None, wrapper=()):
+                 expect_ready=True, env=None, wrapper=(), binary=None):
         self.workdir = workdir
         self.socket = os.path.join(workdir, "pmugate.sock")
         self.audit_log = os.path.join(workdir, "audit.log")
@@ -266,7 +331,8 @@ class Daemon:
         self.runtime_dir = os.path.join(runtime_parent(workdir), "run")
         # config=False: no --config, the daemon reads its built-in default path.
         # wrapper: a command prefix, e.g. setpriv to start with fewer capabilities.
-        self.argv = list(wrapper) + [PMUGATED, "--socket=" + self.socket] + (
+        # binary: another build of the daemon, e.g. PMUGATED_WITHOUT_SIM.
+        self.argv = list(wrapper) + [binary or PMUGATED, "--socket=" + self.socket] + (
             ["--config=" + config] if config else []) + [
                      "--allowlist-dir=" + allowlist_dir, "--user=" + user,
                      "--audit-log=" + self.audit_log, "--runtime-dir=" + self.runtime_dir] + list(args)
@@ -288,7 +354,7 @@ class Daemon:
         if env:
             e.update(env)
         self.stderr = open(self.stderr_path, "a")
-        self.proc = subprocess.Popen(self.argv, stdout=self.stderr, stderr=self.stderr, env=e)
+        self.proc = spawn(self.argv, stdout=self.stderr, stderr=self.stderr, env=e)
         self.ready = False
         if expect_ready:
             self.wait_ready()
@@ -332,13 +398,10 @@ class Daemon:
         return self.proc.poll() is None
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """SIGTERM to the daemon and whatever its wrapper started (strace detaches from the
+        daemon when it is signalled, and the daemon would live on), SIGKILL after 10 s; returns
+        the exit status of the process the harness started."""
+        end(self.proc)
         self.notify.close()
         self.stderr.close()
         return self.proc.returncode
@@ -413,9 +476,15 @@ def run_cli(argv, socket_path, uid=None, gid=None, groups=(), timeout=30, env=No
     if env:
         e.update(env)
     pre = as_user(uid, gid if gid is not None else uid, groups, join) if uid is not None else None
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e, preexec_fn=pre,
-                       input=input)
-    return p.returncode, p.stdout, p.stderr
+    # In a process group of its own, ended with what it started (a workload it runs) when it
+    # returns or times out.
+    p = spawn(argv, stdin=subprocess.PIPE if input is not None else None, stdout=subprocess.PIPE,
+              stderr=subprocess.PIPE, text=True, env=e, preexec_fn=pre)
+    try:
+        out, err = p.communicate(input, timeout=timeout)
+    finally:
+        end(p)
+    return p.returncode, out, err
 
 
 def in_child_as(uid, gid, groups, fn, join=None):
@@ -476,7 +545,18 @@ class Tap:
         return self.ok(got == want, desc, "got:  %r\nwant: %r" % (got, want))
 
     def run(self, tests):
-        """tests: list of callables taking this Tap; an exception fails that test."""
+        """tests: list of callables taking this Tap; an exception fails that test. Runs only
+        the cases named on the command line or in $PMUGATE_TEST_CASE (comma-separated function
+        names, shell patterns allowed), e.g. meson test -C build test_sim.py
+        --test-args=test_rapl, or PMUGATE_TEST_CASE=test_rapl meson test ...; a name that
+        matches no case fails, so a typo does not pass as an empty run."""
+        wanted = [w for w in sys.argv[1:] + os.environ.get("PMUGATE_TEST_CASE", "").split(",") if w]
+        if wanted:
+            names = [t.__name__ for t in tests]
+            for w in wanted:
+                self.ok(any(fnmatch.fnmatchcase(n, w) for n in names),
+                        "case %s is in this file" % w, "its cases: " + " ".join(names))
+            tests = [t for t in tests if any(fnmatch.fnmatchcase(t.__name__, w) for w in wanted)]
         for t in tests:
             try:
                 t(self)
@@ -597,3 +677,61 @@ def fractions(doc):
             if v["metrics"][name] is not None:
                 v["metrics"][name] /= 100
     return doc
+
+
+# ---------------------------------------------------------------- the simulated PMU
+
+GROUPS = os.path.join(SOURCE, "client", "groups")
+
+# Two workloads for the simulator; the keys are its profile keys (docs/SIMULATOR.md).
+STENCIL = dict(retiring=0.40, bad_speculation=0.10, frontend_bound=0.20, backend_bound=0.30,
+               heavy_operations=0.06, branch_mispredicts=0.07, fetch_latency=0.12, memory_bound=0.18,
+               ipc=1.6, utilization=0.9, user_fraction=0.9)
+SOLVER = dict(retiring=0.20, bad_speculation=0.04, frontend_bound=0.10, backend_bound=0.66,
+              heavy_operations=0.03, branch_mispredicts=0.02, fetch_latency=0.06, memory_bound=0.50,
+              ipc=0.8, utilization=0.4, user_fraction=0.8)
+
+
+def sim_config(workdir, model, sockets=1, cores=4, smt=True, rules=(), extra="", cores_per_ccx=None):
+    """A simulator configuration file in workdir, in real time: rules are (CPU list, profile
+    dict) pairs, written as profile sections and the CPUs that run them; cores_per_ccx for the
+    AMD models; extra is appended to the [clock] section's end (further sections)."""
+    path = os.path.join(workdir, "sim.conf")
+    text = "[machine]\nmodel = %s\nsockets = %d\ncores = %d\n" % (model, sockets, cores)
+    if cores_per_ccx is not None:
+        text += "cores_per_ccx = %d\n" % cores_per_ccx
+    text += "smt = %s\n[clock]\nmode = realtime\n%s" % ("yes" if smt else "no", extra)
+    for i, (_, profile) in enumerate(rules):
+        text += "[profile p%d]\n" % i + "".join("%s = %r\n" % kv for kv in profile.items())
+    for i, (cpus, _) in enumerate(rules):
+        text += "[cpus %s]\nprofile = p%d\n" % (cpus, i)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+class Sim:
+    """A pmugated on the simulated PMU of model (sim_config's keywords), in a workdir of its
+    own, and the CLI against it with the source tree's groups."""
+
+    def __init__(self, model, config=None, **kw):
+        self.dir = workdir()
+        self.model = model
+        self.daemon = Daemon(self.dir, ["--backend=sim", "--sim-model=" + model,
+                                        "--sim-config=" + sim_config(self.dir, model, **kw)], config=config)
+
+    def run(self, *args, env=None, timeout=180, **kw):
+        e = {"PMUGATE_GROUP_PATH": GROUPS}
+        e.update(env or {})
+        return run_cli([PMUGATE] + list(args), self.daemon.socket, env=e, timeout=timeout, **kw)
+
+    def json(self, *args):
+        """The JSON result, with "%" metrics (written as percentages) as fractions, so that
+        checks compare them with the profiles' fractions."""
+        rc, out, err = self.run(*args)
+        if rc != 0:
+            raise AssertionError("pmugate %s: exit %d: %s" % (" ".join(args), rc, err))
+        return fractions(json.loads(out))
+
+    def stop(self):
+        self.daemon.stop()

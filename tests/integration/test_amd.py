@@ -20,7 +20,7 @@ import pmugatetest as t
 
 EXACT = 1e-6
 MUX_BOUND = 1e-4
-GROUPS = os.path.join(t.SOURCE, "client", "groups")
+GROUPS = t.GROUPS
 
 PERF_CTL0, PERF_CTR0 = 0xC0010200, 0xC0010201
 GLOBAL_STATUS, GLOBAL_CTL, GLOBAL_STATUS_CLR, GLOBAL_STATUS_SET = 0xC0000300, 0xC0000301, 0xC0000302, 0xC0000303
@@ -74,39 +74,9 @@ def expected(model, p):
     }
 
 
-def sim_config(d, model, sockets=1, cores=4, cores_per_ccx=2, smt=True, rules=(), extra=""):
-    path = os.path.join(d, "sim.conf")
-    text = "[machine]\nmodel = %s\nsockets = %d\ncores = %d\ncores_per_ccx = %d\nsmt = %s\n" \
-           "[clock]\nmode = realtime\n%s" % (model, sockets, cores, cores_per_ccx, "yes" if smt else "no", extra)
-    for i, (_, profile) in enumerate(rules):
-        text += "[profile p%d]\n" % i + "".join("%s = %r\n" % kv for kv in profile.items())
-    for i, (cpus, _) in enumerate(rules):
-        text += "[cpus %s]\nprofile = p%d\n" % (cpus, i)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-class Sim:
-    def __init__(self, model, config=None, **kw):
-        self.dir = t.workdir()
-        self.model = model
-        self.daemon = t.Daemon(self.dir, ["--backend=sim", "--sim-model=" + model,
-                                          "--sim-config=" + sim_config(self.dir, model, **kw)], config=config)
-
-    def run(self, *args, env=None, **kw):
-        e = {"PMUGATE_GROUP_PATH": GROUPS}
-        e.update(env or {})
-        return t.run_cli([t.PMUGATE] + list(args), self.daemon.socket, env=e, **kw)
-
-    def json(self, *args):
-        rc, out, err = self.run(*args)
-        if rc != 0:
-            raise AssertionError("pmugate %s: exit %d: %s" % (" ".join(args), rc, err))
-        return t.fractions(json.loads(out))
-
-    def stop(self):
-        self.daemon.stop()
+def Sim(model, config=None, cores_per_ccx=2, **kw):
+    """The harness's simulated machine with AMD's core complexes (two cores each by default)."""
+    return t.Sim(model, config=config, cores_per_ccx=cores_per_ccx, **kw)
 
 
 def fake(model, **kw):

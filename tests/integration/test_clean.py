@@ -72,8 +72,8 @@ class Agent:
 
     def __init__(self, dm, uid=USER, gid=OTHER_GID, groups=(t.USER_GID,)):
         env = dict(os.environ, PYTHONPATH=os.path.dirname(t.__file__))
-        self.p = subprocess.Popen([sys.executable, "-c", AGENT, dm.socket], env=env, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True, preexec_fn=t.as_user(uid, gid, list(groups)))
+        self.p = t.spawn([sys.executable, "-c", AGENT, dm.socket], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, preexec_fn=t.as_user(uid, gid, list(groups)))
 
     def call(self, op, **fields):
         self.p.stdin.write(json.dumps(dict(op=op, **fields)) + "\n")

@@ -14,7 +14,8 @@ import sys
 import time
 
 import pmugatetest as t
-from test_topdown import GROUPS, SOLVER, STENCIL, Q, Sim
+from pmugatetest import GROUPS, SOLVER, STENCIL, Sim
+from test_topdown import Q
 
 USER = t.UNPRIVILEGED_UID
 
@@ -220,8 +221,8 @@ def test_interrupt_and_repeat(tap):
     try:
         for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
             env = dict(os.environ, PMUGATE_SOCKET=sim.daemon.socket, PMUGATE_GROUP_PATH=GROUPS)
-            p = subprocess.Popen([t.PMUGATE, "topdown", "-c", "0", "-S", "30s", "-O", "json"], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            p = t.spawn([t.PMUGATE, "topdown", "-c", "0", "-S", "30s", "-O", "json"], env=env,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(1.0)
             p.send_signal(sig)
             out, err = p.communicate(timeout=20)

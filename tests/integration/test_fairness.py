@@ -77,9 +77,9 @@ print(batches, flush=True)
 
 def flood(sock, uid, n, mode="read"):
     env = dict(os.environ)
-    p = subprocess.Popen([sys.executable, "-c", FLOODER, sock, str(n), mode], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True, env=env,
-                         preexec_fn=t.as_user(uid, t.USER_GID, [t.USER_GID]))
+    p = t.spawn([sys.executable, "-c", FLOODER, sock, str(n), mode], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, text=True, env=env,
+                preexec_fn=t.as_user(uid, t.USER_GID, [t.USER_GID]))
     return p, p.stdout.readline().strip()
 
 
@@ -319,9 +319,9 @@ def test_outsider(tap):
         tap.ok("not-authorized" in dm.audit(), "and the refusal is audited")
         # outsiders of 8 uids connect 4 times each and keep their ends open
         for k in range(8):
-            p = subprocess.Popen([sys.executable, "-c", HOLDER, dm.socket, "4"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True,
-                                 preexec_fn=t.as_user(t.UNPRIVILEGED_UID + 30 + k, t.UNPRIVILEGED_UID + 30 + k, []))
+            p = t.spawn([sys.executable, "-c", HOLDER, dm.socket, "4"], stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, text=True,
+                        preexec_fn=t.as_user(t.UNPRIVILEGED_UID + 30 + k, t.UNPRIVILEGED_UID + 30 + k, []))
             holders.append(p)
             p.stdout.readline()
         time.sleep(0.3)

@@ -16,7 +16,7 @@ IMC_CTR0, IMC_CTL0, IMC_CTL1, IMC_FIXED_CTL, IMC_BOX_CTL = 0xA0, 0xD8, 0xDC, 0xF
 KERNEL_CAS_READ, KERNEL_CAS_WRITE = 0x400304, 0x400C04
 L3_CTL0, DF_CTL0 = 0xC0010230, 0xC0010240
 EN = 1 << 22
-GROUPS = os.path.join(t.SOURCE, "client", "groups")
+GROUPS = t.GROUPS
 
 
 def sim(model, sockets=1, cores=2, smt=False, extra=""):

@@ -13,7 +13,8 @@ import sys
 import time
 
 import pmugatetest as t
-from test_topdown import Sim, STENCIL, SOLVER, L1, L2, bound, expected
+from pmugatetest import Sim, STENCIL, SOLVER
+from test_topdown import L1, L2, bound, expected
 
 MARKER_OMP = os.environ.get("MARKER_OMP", "")
 LIKWID_STYLE = os.environ.get("LIKWID_STYLE", "")
@@ -284,9 +285,9 @@ def test_killed(tap):
         # the runner itself killed while the program is inside a region: the lease ends with
         # its connection and the daemon restores the registers
         e = dict(os.environ, PMUGATE_SOCKET=sim.daemon.socket, PMUGATE_GROUP_PATH=os.environ.get("PMUGATE_GROUP_PATH", ""))
-        p = subprocess.Popen([t.PMUGATE, "stat", "-m", "-e", "INST_RETIRED.ANY,UOPS_ISSUED.ANY", "-C", "0", "--",
-                              MISUSE, "hang"], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+        p = t.spawn([t.PMUGATE, "stat", "-m", "-e", "INST_RETIRED.ANY,UOPS_ISSUED.ANY", "-C", "0", "--",
+                     MISUSE, "hang"], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    start_new_session=True)
         line = p.stdout.readline()
         running = programmed(sim, 0)
         os.killpg(p.pid, signal.SIGKILL)

@@ -10,7 +10,7 @@ import os
 import sys
 
 import pmugatetest as t
-from test_topdown import Sim, STENCIL
+from pmugatetest import Sim, STENCIL
 
 MODELS = ("skx", "clx", "icx", "spr")
 READ_GBPS, WRITE_GBPS = 40.0, 15.0

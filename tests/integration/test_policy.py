@@ -278,7 +278,7 @@ def test_leases_and_restore(tap):
 
         ready = os.path.join(shared(d), "ready")
         env = dict(os.environ, PYTHONPATH=os.path.dirname(t.__file__))
-        p = subprocess.Popen(["/usr/bin/python3", "-c", hold_lease_and_write(
+        p = t.spawn(["/usr/bin/python3", "-c", hold_lease_and_write(
             dm.socket, [2], [["w", 2, EVTSEL0, 0x43003C], ["w", 2, PMC0, 9]], ready)], env=env,
             preexec_fn=t.as_user(USER, 4999, [t.USER_GID]))
         tap.ok(wait_for(ready), "a user's client holds a lease and wrote")
@@ -376,8 +376,8 @@ def test_revoke_restores(tap):
                 "for _ in range(2):\n"
                 "    r = c.batch([['r', 0, %d]])\n"
                 "    print(r.get('error', {}).get('name', 'ok'))\n") % (dm.socket, EVTSEL0, ready, PMC0)
-        p = subprocess.Popen(["/usr/bin/python3", "-c", code], env=env, stdout=subprocess.PIPE, text=True,
-                             preexec_fn=t.as_user(USER, 4999, [t.USER_GID]))
+        p = t.spawn(["/usr/bin/python3", "-c", code], env=env, stdout=subprocess.PIPE, text=True,
+                    preexec_fn=t.as_user(USER, 4999, [t.USER_GID]))
         tap.ok(wait_for(ready), "the job's client holds a lease and wrote")
         rc, out, err = ctl(dm, "revoke", "--job", "55")
         tap.ok(rc == 0 and m.msr(0, EVTSEL0) == 0x11, "revoke ends the job's lease and restores at once", out + err)

@@ -11,7 +11,7 @@ import os
 import sys
 
 import pmugatetest as t
-from test_topdown import Sim
+from pmugatetest import Sim
 
 USER = t.UNPRIVILEGED_UID
 OTHER_USER = USER + 1

@@ -32,11 +32,11 @@ class Prometheus:
                     "scrape_configs:\n  - job_name: pmugate\n    honor_labels: true\n"
                     "    static_configs:\n      - targets: ['%s']\n" % target)
         self.log_path = os.path.join(workdir, "prometheus.log")
-        self.proc = subprocess.Popen([PROMETHEUS, "--config.file=" + config,
-                                      "--storage.tsdb.path=" + os.path.join(workdir, "tsdb"),
-                                      "--web.listen-address=127.0.0.1:%d" % self.port,
-                                      "--web.enable-lifecycle"],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
+        self.proc = t.spawn([PROMETHEUS, "--config.file=" + config,
+                             "--storage.tsdb.path=" + os.path.join(workdir, "tsdb"),
+                             "--web.listen-address=127.0.0.1:%d" % self.port,
+                             "--web.enable-lifecycle"],
+                            stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
 
     def log(self):
         with open(self.log_path) as f:

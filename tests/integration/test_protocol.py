@@ -182,8 +182,8 @@ sys.stdin.read()
 
 def hold_connections(sock, uid, n, groups=()):
     """A process of uid holding n connections until its stdin closes."""
-    p = subprocess.Popen([sys.executable, "-c", HOLDER, sock, str(n)], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True, preexec_fn=t.as_user(uid, uid, groups))
+    p = t.spawn([sys.executable, "-c", HOLDER, sock, str(n)], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, text=True, preexec_fn=t.as_user(uid, uid, groups))
     return p, p.stdout.readline().strip()
 
 

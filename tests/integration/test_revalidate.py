@@ -69,9 +69,9 @@ class Agent:
 
     def __init__(self, dm, uid=USER, gid=OTHER_GID, groups=(t.USER_GID,), join=None):
         env = dict(os.environ, PYTHONPATH=os.path.dirname(t.__file__))
-        self.p = subprocess.Popen(["/usr/bin/python3", "-c", AGENT, dm.socket], env=env, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True,
-                                  preexec_fn=t.as_user(uid, gid, list(groups), join))
+        self.p = t.spawn(["/usr/bin/python3", "-c", AGENT, dm.socket], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True,
+                         preexec_fn=t.as_user(uid, gid, list(groups), join))
 
     def call(self, op, **fields):
         self.p.stdin.write(json.dumps(dict(op=op, **fields)) + "\n")
@@ -474,9 +474,9 @@ def test_cli_says_revoked(tap):
         ctl(dm, "grant", "--job", "A", "--uid", str(USER), "--cpus", "0-1")
         ctl(dm, "grant", "--job", "B", "--uid", str(USER), "--cpus", "2-3")
         env = dict(os.environ, PMUGATE_SOCKET=dm.socket)
-        p = subprocess.Popen([t.PMUGATE, "stat", "-e", "INST_RETIRED.ANY", "-c", "2", "-I", "100ms", "-S", "20s"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=t.as_user(USER, OTHER_GID, [t.USER_GID]))
+        p = t.spawn([t.PMUGATE, "stat", "-e", "INST_RETIRED.ANY", "-c", "2", "-I", "100ms", "-S", "20s"], env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    preexec_fn=t.as_user(USER, OTHER_GID, [t.USER_GID]))
         deadline = time.time() + 10
         while time.time() < deadline and 2 not in leases(dm):
             time.sleep(0.05)

@@ -32,6 +32,41 @@ def test_help_and_version(tap):
     tap.ok(rc != 0, "a stray argument is refused", out)
 
 
+def test_without_simulator(tap):
+    """The daemon as distribution packages build it (-Dsimulator=false): --backend=sim is
+    refused with the reason, --help says so, no simulator code is linked in, and it serves a
+    machine through the kernel's devices as the full build does."""
+    p = subprocess.run([t.PMUGATED_WITHOUT_SIM, "--backend=sim", "--sim-model=spr"],
+                       capture_output=True, text=True, timeout=10)
+    tap.ok(p.returncode != 0 and "--backend=sim is not in this build" in p.stderr
+           and "-Dsimulator=false" in p.stderr and "--backend=dev" in p.stderr,
+           "without the simulator --backend=sim is refused, naming the build option", p.stderr)
+    p = subprocess.run([t.PMUGATED_WITHOUT_SIM, "--help"], capture_output=True, text=True, timeout=10)
+    tap.ok(p.returncode == 0 and "built without the simulator" in p.stdout,
+           "--help says the simulator is not built in", p.stdout)
+    p = subprocess.run([t.PMUGATED, "--help"], capture_output=True, text=True, timeout=10)
+    tap.ok("built without the simulator" not in p.stdout, "the full build's --help does not", p.stdout)
+    nm = shutil.which("nm")
+    if nm:
+        symbols = subprocess.run([nm, t.PMUGATED_WITHOUT_SIM], capture_output=True, text=True, timeout=30).stdout
+        full = subprocess.run([nm, t.PMUGATED], capture_output=True, text=True, timeout=30).stdout
+        linked = sorted({line.split()[-1] for line in symbols.splitlines()
+                         if line.split()[-1].startswith("sim_")})
+        tap.ok(linked == [] and " sim_config_load" in full,
+               "no simulator function is linked into it (the full build has sim_config_load)", linked)
+    else:
+        tap.skip("no simulator function is linked into it", "nm is not installed")
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
+    dm = t.Daemon(d, ["--root=" + m.root], binary=t.PMUGATED_WITHOUT_SIM)
+    try:
+        h = t.Client(dm.socket).call("hello")
+        tap.eq(h.get("cpu", {}).get("key"), "spr",
+               "without the simulator it serves a machine through --backend=dev")
+    finally:
+        dm.stop()
+
+
 def refused(tap, d, args, expect, desc, **kw):
     dm = t.Daemon(d, args, expect_ready=False, **kw)
     rc = dm.wait_exit()
@@ -276,4 +311,4 @@ def test_offline_cpu(tap):
 
 sys.exit(t.Tap().run([test_help_and_version, test_refusals, test_files_root_opens,
                       test_no_config_file_is_the_shipped_policy, test_spr_two_sockets, test_skx_imc_units,
-                      test_offline_cpu]))
+                      test_offline_cpu, test_without_simulator]))

@@ -9,7 +9,7 @@ import os
 import sys
 
 import pmugatetest as t
-from test_topdown import Sim, STENCIL, SOLVER
+from pmugatetest import Sim, STENCIL, SOLVER
 
 EXACT = 1e-6
 MUX_BOUND = 1e-4

@@ -348,7 +348,7 @@ class Activated:
             "--user=nobody", "--config=" + config, "--audit-log=" + os.path.join(d, "audit.log"),
             "--runtime-dir=" + os.path.join(d, "run"), "--socket=" + self.fallback]
         self.log_file = open(self.log_path, "w")
-        self.proc = subprocess.Popen(argv, stdout=self.log_file, stderr=self.log_file)
+        self.proc = t.spawn(argv, stdout=self.log_file, stderr=self.log_file)
         self._wait_for_socket()
 
     def _listening(self):
@@ -459,7 +459,7 @@ def start_fails_without(d, machine, caps):
         "--runtime-dir=" + tempfile.mkdtemp(dir=d), "--socket=" + os.path.join(d, "without.sock")]
     env = {k: v for k, v in os.environ.items() if k not in ("LISTEN_FDS", "LISTEN_PID", "NOTIFY_SOCKET")}
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=log, env=env)
+        proc = t.spawn(argv, stdout=log, stderr=log, env=env)
     try:
         failed = proc.wait(timeout=10) != 0
     except subprocess.TimeoutExpired:   # it started and serves: the capability was not needed

@@ -23,15 +23,8 @@ Q = 1.0 / 255
 EXACT = 1e-6
 CORE_WIDE = 1e-4
 MUX_BOUND = 1e-4
-GROUPS = os.path.join(t.SOURCE, "client", "groups")
-
-# Two workloads the tests give the simulator; the keys are the simulator's profile keys.
-STENCIL = dict(retiring=0.40, bad_speculation=0.10, frontend_bound=0.20, backend_bound=0.30,
-               heavy_operations=0.06, branch_mispredicts=0.07, fetch_latency=0.12, memory_bound=0.18,
-               ipc=1.6, utilization=0.9, user_fraction=0.9)
-SOLVER = dict(retiring=0.20, bad_speculation=0.04, frontend_bound=0.10, backend_bound=0.66,
-              heavy_operations=0.03, branch_mispredicts=0.02, fetch_latency=0.06, memory_bound=0.50,
-              ipc=0.8, utilization=0.4, user_fraction=0.8)
+# The simulator's driver and the two workloads are the harness's (tests/integration/pmugatetest.py).
+GROUPS, STENCIL, SOLVER, Sim = t.GROUPS, t.STENCIL, t.SOLVER, t.Sim
 
 L1 = ["tma_frontend_bound", "tma_bad_speculation", "tma_backend_bound", "tma_retiring"]
 L2 = ["tma_fetch_latency", "tma_fetch_bandwidth", "tma_branch_mispredicts", "tma_machine_clears",
@@ -64,44 +57,6 @@ def bound(model, metric, core_wide=False):
         # level 2 multiplies generic-counter ratios with level-1 nodes (or subtracts them)
         return (2 * Q if metric in DIFFERENCES else Q) + MUX_BOUND
     return (2 * Q if metric in DIFFERENCES else Q) + EXACT
-
-
-def sim_config(workdir, model, sockets=1, cores=4, smt=True, rules=(), extra=""):
-    """rules: (cpu list, profile dict) pairs; profiles are written as sections."""
-    path = os.path.join(workdir, "sim.conf")
-    text = "[machine]\nmodel = %s\nsockets = %d\ncores = %d\nsmt = %s\n[clock]\nmode = realtime\n%s" % (
-        model, sockets, cores, "yes" if smt else "no", extra)
-    for i, (_, profile) in enumerate(rules):
-        text += "[profile p%d]\n" % i + "".join("%s = %r\n" % kv for kv in profile.items())
-    for i, (cpus, _) in enumerate(rules):
-        text += "[cpus %s]\nprofile = p%d\n" % (cpus, i)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-class Sim:
-    def __init__(self, model, **kw):
-        self.dir = t.workdir()
-        self.model = model
-        self.daemon = t.Daemon(self.dir, ["--backend=sim", "--sim-model=" + model,
-                                          "--sim-config=" + sim_config(self.dir, model, **kw)])
-
-    def run(self, *args, env=None, timeout=180):
-        e = {"PMUGATE_GROUP_PATH": GROUPS}
-        e.update(env or {})
-        return t.run_cli([t.PMUGATE] + list(args), self.daemon.socket, env=e, timeout=timeout)
-
-    def json(self, *args):
-        """The JSON result, with "%" metrics (written as percentages) as fractions, so that
-        checks compare them with the profiles' fractions."""
-        rc, out, err = self.run(*args)
-        if rc != 0:
-            raise AssertionError("pmugate %s: exit %d: %s" % (" ".join(args), rc, err))
-        return t.fractions(json.loads(out))
-
-    def stop(self):
-        self.daemon.stop()
 
 
 def check_metrics(tap, model, values, profile, metrics, what, core_wide=False):

@@ -6,10 +6,15 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
 #include "machine.h"
+
+/* Whether this daemon has the simulator: false in a build with -Dsimulator=false, whose
+ * backend_sim_new() returns -EOPNOTSUPP (backend-sim-absent.c). */
+bool backend_sim_built(void);
 
 /* Builds the simulated machine and its backend. model_key is "skx", "clx", "icx" or "spr"; it
  * may be NULL when the configuration file names the model, and it wins over the file when
