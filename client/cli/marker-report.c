@@ -14,8 +14,8 @@
 
 #include "cpulist.h"
 #include "macro.h"
-#include "marker-report.h"
-#include "marker-runner.h"
+#include "cli/marker-report.h"
+#include "marker/marker-runner.h"
 #include "pmugate-limits.h"
 
 #define RESULTS_NAME "results"

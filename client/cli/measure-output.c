@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "measure-output.h"
+#include "cli/measure-output.h"
 
 #define COLUMN_WIDTH 14
 #define LABEL_WIDTH 28

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "macro.h"
-#include "output-file.h"
+#include "cli/output-file.h"
 
 #define HOST_MAX 256U
 /* An existing file that disappears between the two opens is looked at again this often: a

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "macro.h"
-#include "trusted-dir.h"
+#include "cli/trusted-dir.h"
 
 /* A random temporary name that exists already is tried again this often before giving up. */
 #define TEMP_NAME_TRIES 16U

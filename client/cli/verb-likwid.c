@@ -18,7 +18,7 @@
 
 #include "build-config.h"
 #include "macro.h"
-#include "verb-likwid.h"
+#include "cli/verb-likwid.h"
 
 #define FORWARDER_NAME "pmugate-likwid-accessD"
 

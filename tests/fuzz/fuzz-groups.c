@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "fuzz-util.h"
-#include "groups.h"
+#include "events/groups.h"
 #include "macro.h"
-#include "metrics.h"
+#include "events/metrics.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
