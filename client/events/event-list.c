@@ -11,7 +11,7 @@
 
 #include "events/event-list.h"
 #include "events/event-table.h"
-#include "events/events.h"
+#include "events/event-models.h"
 #include "macro.h"
 
 #define DESCRIPTION_MAX 512U

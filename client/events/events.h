@@ -9,8 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Longest event text accepted, modifiers included. */
-#define EVENT_NAME_MAX 128U
+#include "events/event-models.h"
 
 /* EVTSEL fields (Intel SDM vol. 3B, IA32_PERFEVTSELx). An event's config holds only the
  * fields that select what is counted; the measurement adds USR, OS and EN, and never INT, PC
@@ -88,12 +87,3 @@ int event_variable_name(const char *event, char *buf, size_t size);
 /* Whether pmugate's table or libpfm4 can resolve names for the model. */
 bool event_model_known(const char *model);
 
-/* The i-th of perf's generic event names ("instructions", "cycles", ...) and the model's event it
- * stands for (NULL where the model has none, as ref-cycles on AMD); false past the last. */
-bool event_generic_alias(const char *model, size_t i, const char **ret_alias, const char **ret_name);
-
-/* Whether libpfm4 is initialized with the model's PMU active (its event list can be used). */
-bool event_libpfm_ready(const char *model);
-
-/* libpfm4's PMU name for a model key, or NULL. */
-const char *event_libpfm_pmu(const char *model);

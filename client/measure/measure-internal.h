@@ -165,6 +165,7 @@ static inline void pmugate_measure_closep(pmugate_measure **m) {
 }
 
 /* measure-result.c */
+/* Accumulators (accumulate.c) */
 int measure_accum_new(const pmugate_measure *m, CpuAccum **ret);
 void measure_accum_free(CpuAccum *a, size_t n_cpus);
 void measure_accum_copy(const pmugate_measure *m, CpuAccum *to, const CpuAccum *from);

@@ -13,40 +13,6 @@
 
 #define NSEC_PER_SEC 1e9
 
-int measure_accum_new(const pmugate_measure *m, CpuAccum **ret) {
-        CpuAccum *a = calloc(m->n_cpus, sizeof(CpuAccum));
-
-        if (!a)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->n_cpus; i++) {
-                a[i].raw = calloc(m->n_programmed ?: 1, sizeof(uint64_t));
-                a[i].enabled = calloc(m->n_programmed ?: 1, sizeof(double));
-                if (!a[i].raw || !a[i].enabled) {
-                        measure_accum_free(a, m->n_cpus);
-                        return -ENOMEM;
-                }
-        }
-        *ret = a;
-        return 0;
-}
-
-void measure_accum_free(CpuAccum *a, size_t n_cpus) {
-        for (size_t i = 0; a && i < n_cpus; i++) {
-                free(a[i].raw);
-                free(a[i].enabled);
-        }
-        free(a);
-}
-
-void measure_accum_copy(const pmugate_measure *m, CpuAccum *to, const CpuAccum *from) {
-        for (size_t i = 0; i < m->n_cpus; i++) {
-                memcpy(to[i].raw, from[i].raw, m->n_programmed * sizeof(uint64_t));
-                memcpy(to[i].enabled, from[i].enabled, m->n_programmed * sizeof(double));
-                to[i].total = from[i].total;
-                to[i].wall = from[i].wall;
-        }
-}
-
 static void values_free(pmugate_values *v) {
         free(v->counts);
         free(v->raw);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "events/event-models.h"
 #include "events/event-table.h"
 #include "events/events.h"
 
