@@ -18,17 +18,6 @@
 #include "macro.h"
 #include "marker/marker-state.h"
 
-bool marker_name_valid(const char *name) {
-        size_t n = 0;
-
-        if (!name)
-                return false;
-        for (; name[n]; n++)
-                if (n >= PMUGATE_MARKER_NAME_MAX || !isgraph((unsigned char) name[n]))
-                        return false;
-        return n > 0;
-}
-
 /* "0xc1,0x309,..." into g->regs, each a register RDPMC could read too. */
 static int parse_regs(MarkerGlobal *g, const char *text) {
         const char *p = text;
@@ -209,21 +198,6 @@ int pmugate_marker_init(unsigned flags) {
         }
         (void) pthread_mutex_unlock(&g->lock);
         return r < 0 ? r : 0;
-}
-
-int marker_connection_get(MarkerThread *t, MarkerConnection **ret) {
-        MarkerGlobal *g = &marker_global;
-        MarkerConnection *mc = &g->connections[t->index % MARKER_CONNECTIONS_MAX];
-        int r = 0;
-
-        (void) pthread_mutex_lock(&mc->lock);
-        if (!mc->connection)
-                r = pmugate_connect(g->socket_path, &mc->connection);
-        (void) pthread_mutex_unlock(&mc->lock);
-        if (r < 0)
-                return r;
-        *ret = mc;
-        return 0;
 }
 
 static void write_row(FILE *f, const MarkerGlobal *g, const MarkerThread *t, size_t region) {

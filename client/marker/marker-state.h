@@ -105,7 +105,7 @@ typedef struct MarkerGlobal {
 
 extern MarkerGlobal marker_global;
 
-/* The connection thread t shares, connected on first use. */
+/* The connection thread t shares, connected on first use (marker-base.c). */
 int marker_connection_get(MarkerThread *t, MarkerConnection **ret);
 
 /* Sets the calling thread's last reason; returns error. */

@@ -18,7 +18,6 @@
 #include "marker/marker-state.h"
 #include "pmugate-limits.h"
 
-MarkerGlobal marker_global = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static _Thread_local MarkerThread *self;
 static _Thread_local char last_reason[MARKER_ERROR_TEXT_MAX];
 

@@ -112,38 +112,6 @@ int package_events_add(PackageEvents **pe, const char *name) {
         return (int) (*pe)->n_events++;
 }
 
-_printf_(4, 5)
-static int withhold(PackageEvents *pe, size_t p, size_t e, const char *format, ...) {
-        char **slot = &pe->withheld[p * pe->n_events + e];
-        va_list ap;
-        int r;
-
-        if (*slot)
-                return 0;
-        va_start(ap, format);
-        r = vasprintf(slot, format, ap);
-        va_end(ap);
-        if (r < 0) {
-                *slot = NULL;
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int add_source(PackageEvents *pe, const PackageSource *s) {
-        PackageSource *n = reallocarray(pe->sources, pe->n_sources + 1, sizeof(PackageSource));
-
-        if (!n)
-                return -ENOMEM;
-        pe->sources = n;
-        pe->sources[pe->n_sources++] = *s;
-        return 0;
-}
-
-int package_events_add_source(PackageEvents *pe, const PackageSource *s) {
-        return add_source(pe, s);
-}
-
 static bool is_imc_unit(const pmugate_unit *u) {
         for (size_t i = 0; i < ELEMENTSOF(imc_devices); i++)
                 if (u->vendor == IMC_VENDOR && u->device == imc_devices[i])
@@ -161,7 +129,7 @@ static int plan_imc_units(PackageEvents *pe, const pmugate_info *info, size_t p,
         for (size_t i = 0; i < info->n_units; i++)
                 if (info->units[i].package == pe->packages[p] && is_imc_unit(&info->units[i]) &&
                     pmugate_info_unit_is_kernels(info, info->units[i].index))
-                        return withhold(pe, p, e, "the kernel's uncore_imc driver programs "
+                        return package_events_withholdf(pe, p, e, "the kernel's uncore_imc driver programs "
                                         "memory-controller channel %s (unit %u) of package %d for a "
                                         "perf user, and the daemon serves no counter of it; no client may "
                                         "program that channel",
@@ -169,7 +137,7 @@ static int plan_imc_units(PackageEvents *pe, const pmugate_info *info, size_t p,
         for (size_t i = 0; i < info->n_units; i++) {
                 if (info->units[i].package != pe->packages[p] || !is_imc_unit(&info->units[i]))
                         continue;
-                r = add_source(pe, &(PackageSource) {
+                r = package_events_add_source(pe, &(PackageSource) {
                         .package = p,
                         .event = e,
                         .is_pci = true,
@@ -202,7 +170,7 @@ static int plan_memory(PackageEvents *pe, const pmugate_info *info, size_t p, si
                         error = c->error[0] ? c->error : "its unit is not a size";
                         continue;
                 }
-                r = add_source(pe, &(PackageSource) {
+                r = package_events_add_source(pe, &(PackageSource) {
                         .package = p,
                         .event = e,
                         .is_counter = true,
@@ -220,9 +188,9 @@ static int plan_memory(PackageEvents *pe, const pmugate_info *info, size_t p, si
         if (r < 0 || found > 0)
                 return r;
         if (error)
-                return withhold(pe, p, e, "the daemon could not open the memory-controller counters of "
+                return package_events_withholdf(pe, p, e, "the daemon could not open the memory-controller counters of "
                                 "package %d (%s)", pe->packages[p], error);
-        return withhold(pe, p, e, "the daemon serves no memory-controller counter of package %d (a "
+        return package_events_withholdf(pe, p, e, "the daemon serves no memory-controller counter of package %d (a "
                         "daemon without package counters, or the kernel's uncore driver is not loaded)",
                         pe->packages[p]);
 }
@@ -232,10 +200,10 @@ static int plan_energy(PackageEvents *pe, const pmugate_info *info, size_t p, si
         double joules;
 
         if (pmugate_rapl_joules_per_count(info->model_key, d, 0, &joules) < 0)
-                return withhold(pe, p, e, "%s has no %s energy domain",
+                return package_events_withholdf(pe, p, e, "%s has no %s energy domain",
                                 info->model_label[0] ? info->model_label : info->model_key,
                                 pmugate_rapl_domain_name(d));
-        return add_source(pe, &(PackageSource) {
+        return package_events_add_source(pe, &(PackageSource) {
                 .package = p,
                 .event = e,
                 .target = pe->package_cpu[p],
@@ -291,44 +259,12 @@ int package_events_plan(PackageEvents *pe, const pmugate_info *info, const uint3
         return 0;
 }
 
-/* The daemon's reason without its "op N: " prefix, which means nothing to the user. */
-static const char *daemon_reason(pmugate *c) {
-        const pmugate_error *err = pmugate_last_error(c);
-        const char *colon;
-
-        if (!err || !err->reason[0])
-                return "refused";
-        colon = strncmp(err->reason, "op ", 3) == 0 ? strstr(err->reason, ": ") : NULL;
-        return colon ? colon + 2 : err->reason;
-}
-
-const char *package_events_daemon_reason(pmugate *c) {
-        return daemon_reason(c);
-}
-
 static int add_read(pmugate_batch *b, const PackageSource *s) {
         if (s->is_pci)
                 return pmugate_batch_read_pci(b, s->target, s->msr);
         if (s->is_counter)
                 return pmugate_batch_read_counter(b, s->target);
         return pmugate_batch_read_msr(b, s->target, s->msr);
-}
-
-static void drop_source(PackageEvents *pe, size_t i) {
-        memmove(pe->sources + i, pe->sources + i + 1, (pe->n_sources - i - 1) * sizeof(PackageSource));
-        pe->n_sources--;
-}
-
-/* Drops every source of event e on package p (one of them was refused: the event is not whole). */
-static int withhold_sources(PackageEvents *pe, size_t p, size_t e, const char *reason) {
-        for (size_t i = pe->n_sources; i > 0; i--)
-                if (pe->sources[i - 1].package == p && pe->sources[i - 1].event == e)
-                        drop_source(pe, i - 1);
-        return withhold(pe, p, e, "%s", reason);
-}
-
-int package_events_withhold(PackageEvents *pe, size_t p, size_t e, const char *reason) {
-        return withhold_sources(pe, p, e, reason);
 }
 
 /* Builds the sample batch of the kept sources, runs it, and drops what the daemon refuses or
@@ -357,8 +293,8 @@ static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
                                         refused = i;
                         if (refused == SIZE_MAX)
                                 return r;
-                        r = withhold_sources(pe, pe->sources[refused].package, pe->sources[refused].event,
-                                             daemon_reason(c));
+                        r = package_events_withhold(pe, pe->sources[refused].package, pe->sources[refused].event,
+                                             package_events_daemon_reason(c));
                         if (r < 0)
                                 return r;
                         continue;
@@ -370,7 +306,7 @@ static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
                                                  &values[i - 1]);
                         if (r >= 0)
                                 continue;
-                        r = withhold(pe, s->package, s->event, "reading it failed: %s", pmugate_strerror(r));
+                        r = package_events_withholdf(pe, s->package, s->event, "reading it failed: %s", pmugate_strerror(r));
                         if (r < 0)
                                 return r;
                         refused = 0;
@@ -382,7 +318,7 @@ static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
                         const PackageSource *s = &pe->sources[i - 1];
 
                         if (pe->withheld[s->package * pe->n_events + s->event])
-                                drop_source(pe, i - 1);
+                                package_events_drop_source(pe, i - 1);
                 }
         }
 }
@@ -410,12 +346,12 @@ static int read_rapl_units(PackageEvents *pe, pmugate *c, const char *model) {
                 if (r < 0 && pmugate_last_error(c)->code <= 0)
                         return r;
                 if (r < 0)
-                        reason = daemon_reason(c);
+                        reason = package_events_daemon_reason(c);
                 else if (pmugate_batch_result(pe->batch, (size_t) index, &unit) < 0)
                         reason = "reading MSR_RAPL_POWER_UNIT failed";
                 for (size_t e = 0; reason && e < pe->n_events; e++)
                         if (is_energy(pe->kinds[e])) {
-                                r = withhold_sources(pe, p, e, reason);
+                                r = package_events_withhold(pe, p, e, reason);
                                 if (r < 0)
                                         return r;
                         }
@@ -436,7 +372,7 @@ static void withhold_pci(PackageEvents *pe, size_t p, const char *reason) {
                 for (size_t i = 0; i < pe->n_sources; i++)
                         if (pe->sources[i].package == p && pe->sources[i].event == e &&
                             pe->sources[i].is_pci) {
-                                (void) withhold_sources(pe, p, e, reason);
+                                (void) package_events_withhold(pe, p, e, reason);
                                 break;
                         }
 }
@@ -469,7 +405,7 @@ static int program_imc_units(PackageEvents *pe, pmugate *c, const pmugate_info *
                 if (r < 0) {
                         (void) snprintf(reason, sizeof(reason), "programming the memory controller of "
                                         "package %d needs leases on all of its CPUs: %s", pe->packages[p],
-                                        daemon_reason(c));
+                                        package_events_daemon_reason(c));
                         withhold_pci(pe, p, reason);
                         continue;
                 }
@@ -502,26 +438,11 @@ static int program_imc_units(PackageEvents *pe, pmugate *c, const pmugate_info *
                 if (r < 0) {
                         (void) snprintf(reason, sizeof(reason), "programming the memory controller of "
                                         "package %d failed: %s", pe->packages[p],
-                                        pmugate_last_error(c)->code > 0 ? daemon_reason(c)
+                                        pmugate_last_error(c)->code > 0 ? package_events_daemon_reason(c)
                                                                         : pmugate_strerror(r));
                         withhold_pci(pe, p, reason);
                 }
         }
-        return 0;
-}
-
-int package_events_lease(PackageEvents *pe, pmugate *c, const uint32_t *cpus, size_t n) {
-        uint32_t *grown;
-        int r = pmugate_lease(c, cpus, n);
-
-        if (r < 0)
-                return r;
-        grown = reallocarray(pe->leased, pe->n_leased + n ?: 1, sizeof(uint32_t));
-        if (!grown)
-                return -ENOMEM;
-        pe->leased = grown;
-        memcpy(pe->leased + pe->n_leased, cpus, n * sizeof(uint32_t));
-        pe->n_leased += n;
         return 0;
 }
 

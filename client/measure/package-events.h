@@ -103,10 +103,14 @@ double package_events_value(const PackageEvents *pe, size_t p, size_t e, bool in
 /* Counts the sources of event e on package p counted (interval: since the mark). */
 uint64_t package_events_raw(const PackageEvents *pe, size_t p, size_t e, bool interval);
 
-/* Shared with package-amd.c: records why event e is not counted on package p and drops its
- * sources; leases CPUs for programming and remembers them for package_events_stop(); the
- * daemon's last refusal without its "op N: " prefix. */
+/* Shared by package-events.c and package-amd.c (package-sources.c): records why event e is not
+ * counted on package p (the f form formats it, keeping the sources; the other drops event e's
+ * sources on p first); adds or drops a source; leases CPUs for programming and remembers them
+ * for package_events_stop(); the daemon's last refusal without its "op N: " prefix. */
+int package_events_withholdf(PackageEvents *pe, size_t p, size_t e, const char *format, ...)
+        __attribute__((format(printf, 4, 5)));
 int package_events_withhold(PackageEvents *pe, size_t p, size_t e, const char *reason);
+void package_events_drop_source(PackageEvents *pe, size_t i);
 int package_events_add_source(PackageEvents *pe, const PackageSource *s);
 int package_events_lease(PackageEvents *pe, pmugate *c, const uint32_t *cpus, size_t n);
 const char *package_events_daemon_reason(pmugate *c);
