@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/marker-report.h"
 #include "cpulist.h"
 #include "macro.h"
-#include "cli/marker-report.h"
 #include "marker/marker-runner.h"
 #include "pmugate-limits.h"
 

@@ -15,12 +15,12 @@
 
 #include "build-config.h"
 #include "cli/cli-util.h"
-#include "cpulist.h"
-#include "macro.h"
 #include "cli/verb-info.h"
 #include "cli/verb-likwid.h"
 #include "cli/verb-list.h"
 #include "cli/verb-measure.h"
+#include "cpulist.h"
+#include "macro.h"
 
 #define ARGS_DONE 1     /* --help was shown */
 

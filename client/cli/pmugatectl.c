@@ -12,10 +12,10 @@
 
 #include "build-config.h"
 #include "cli/cli-util.h"
+#include "cli/trusted-dir.h"
 #include "cpulist.h"
 #include "macro.h"
 #include "pmugate-limits.h"
-#include "cli/trusted-dir.h"
 
 static const char *arg_socket;
 

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "cli/cli-util.h"
+#include "cli/verb-info.h"
 #include "cpulist.h"
 #include "macro.h"
-#include "cli/verb-info.h"
 
 /* The package counters the daemon serves (memory traffic per socket), and those it could not
  * open, with why. */

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "build-config.h"
-#include "macro.h"
 #include "cli/verb-likwid.h"
+#include "macro.h"
 
 #define FORWARDER_NAME "pmugate-likwid-accessD"
 

@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "cli/cli-util.h"
+#include "cli/verb-list.h"
 #include "events/event-list.h"
 #include "events/group-list.h"
 #include "macro.h"
-#include "cli/verb-list.h"
 
 #define NAME_COLUMN 40
 

@@ -16,15 +16,15 @@
 
 #include "cli/cli-util.h"
 #include "cli/cpu-expr.h"
-#include "cpulist.h"
-#include "macro.h"
 #include "cli/marker-report.h"
 #include "cli/measure-output.h"
 #include "cli/output-file.h"
-#include "pmugate-limits.h"
 #include "cli/verb-measure-args.h"
 #include "cli/verb-measure.h"
 #include "cli/workload.h"
+#include "cpulist.h"
+#include "macro.h"
+#include "pmugate-limits.h"
 
 #define REASON_MAX 512U
 #define CPU_LIST_TEXT_MAX 1024U

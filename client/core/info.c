@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "core/connection.h"
+#include "core/package-counters.h"
 #include "macro.h"
 #include "message.h"
-#include "core/package-counters.h"
 
 pmugate_info *pmugate_info_free(pmugate_info *info) {
         if (!info)

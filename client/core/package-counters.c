@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "core/connection.h"
+#include "core/package-counters.h"
 #include "macro.h"
 #include "message.h"
-#include "core/package-counters.h"
 #include "pmugate/package.h"
 
 #define COUNTER_FIELDS 8U

@@ -10,8 +10,8 @@
 #include <strings.h>
 
 #include "events/event-list.h"
-#include "events/event-table.h"
 #include "events/event-models.h"
+#include "events/event-table.h"
 #include "macro.h"
 
 #define DESCRIPTION_MAX 512U

@@ -13,7 +13,7 @@
 #include <strings.h>
 
 #include "events/event-table.h"
-#include "events/events.h"
+#include "events/evtsel.h"
 #include "macro.h"
 
 #define SKL EVENT_MODEL_SKL

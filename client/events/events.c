@@ -12,12 +12,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "events/event-table.h"
+#include "core/reason.h"
 #include "events/event-list.h"
 #include "events/event-models.h"
+#include "events/event-table.h"
 #include "events/events.h"
 #include "macro.h"
-#include "core/reason.h"
 
 #define RAW_HEX_DIGITS_MAX 16U
 #define LIBPFM_CODES_MAX 4U

@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 
 #include "build-config.h"
-#include "events/groups.h"
-#include "macro.h"
 #include "core/reason.h"
+#include "events/groups.h"
 #include "events/metrics.h"
+#include "macro.h"
 
 /* A group file is small data; anything larger is a mistake. */
 #define GROUP_FILE_SIZE_MAX (256U * 1024U)

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "macro.h"
 #include "core/reason.h"
 #include "events/metrics.h"
+#include "macro.h"
 
 /* muparser's own identifier characters plus '.', which Intel's event names use. */
 #define NAME_CHARS "0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ."

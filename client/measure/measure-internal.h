@@ -12,9 +12,9 @@
 #include "events/events.h"
 #include "events/metrics.h"
 #include "measure/package-events.h"
+#include "measure/schedule.h"
 #include "pmugate/measure.h"
 #include "pmugate/pmugate.h"
-#include "measure/schedule.h"
 
 #define MEASURE_RESET_PERIOD_DEFAULT_NS UINT64_C(1000000000)
 #define MEASURE_ROTATE_PERIOD_DEFAULT_NS UINT64_C(100000000)

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/reason.h"
 #include "events/groups.h"
 #include "macro.h"
-#include "core/reason.h"
 #include "measure/measure-internal.h"
 #include "measure/measure-program.h"
 #include "pmugate-limits.h"

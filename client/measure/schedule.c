@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "macro.h"
 #include "core/reason.h"
+#include "macro.h"
 #include "measure/schedule.h"
 
 /* Always-running fixed counters that can time the sets, best first: REF_TSC ticks at a

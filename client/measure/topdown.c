@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "macro.h"
 #include "core/reason.h"
+#include "macro.h"
 #include "measure/measure-internal.h"
 #include "measure/topdown.h"
 

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz-util.h"
 #include "events/groups.h"
-#include "macro.h"
 #include "events/metrics.h"
+#include "fuzz-util.h"
+#include "macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
