@@ -106,19 +106,22 @@ def component_files(source, component):
 
 
 def resolve(source, component, rel, name):
-    """Where "name" included from rel resolves, as (kind, path): kind is the component's own
-    name, 'shared', 'public', 'generated', the other component, or None when not found."""
+    """Where "name" included from rel resolves, as (kind, path): kind is a component's name,
+    'shared', 'public', 'generated', 'outside' (a file of the project under none of these) or
+    None when not found. Classified by where the file is, not by how it was reached."""
     root = os.path.join(source, LAYERS[component]['root'])
-    here = os.path.join(root, os.path.dirname(rel), name)
-    candidates = [(component, here), (component, os.path.join(root, name))]
-    candidates.append(('shared', os.path.join(source, SHARED_ROOT, name)))
-    candidates.append(('public', os.path.join(source, PUBLIC_ROOT, name)))
-    for other in LAYERS:
-        if other != component:
-            candidates.append((other, os.path.join(source, LAYERS[other]['root'], name)))
-    for kind, path in candidates:
-        if os.path.isfile(path):
-            return kind, os.path.normpath(path)
+    candidates = [os.path.join(root, os.path.dirname(rel), name), os.path.join(root, name),
+                  os.path.join(source, SHARED_ROOT, name), os.path.join(source, PUBLIC_ROOT, name)]
+    candidates += [os.path.join(source, LAYERS[c]['root'], name) for c in LAYERS if c != component]
+    for path in candidates:
+        if not os.path.isfile(path):
+            continue
+        path = os.path.normpath(path)
+        areas = [(c, LAYERS[c]['root']) for c in LAYERS] + [('shared', SHARED_ROOT), ('public', PUBLIC_ROOT)]
+        for kind, top in areas:
+            if path.startswith(os.path.join(os.path.normpath(source), top) + os.sep):
+                return kind, path
+        return 'outside', path
     if name in GENERATED:
         return 'generated', name
     return None, None
@@ -145,6 +148,9 @@ def check_component(source, component, verbose):
             where = f'{component}/{rel}: #include "{name}"'
             if kind is None:
                 problems['resolved'].append(f'{where} names no file of the project')
+                continue
+            if kind == 'outside':
+                problems['up'].append(f'{where} is a file outside the include roots')
                 continue
             if kind == 'public' and component != 'client':
                 problems['up'].append(f'{where} is a public header of the client')
