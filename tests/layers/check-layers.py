@@ -5,7 +5,8 @@
 Each component is a stack of layers (LAYERS below, the one place the order is written). A file
 may include headers of its own layer and of the layers beneath it, never of a layer above, and
 names a header of its component by its path from the component's one include root
-("pmu/batch.h", "measure/schedule.h"), so that a reader and a grep see the layer. proto/ (the
+("pmu/batch.h", "measure/schedule.h"), so that a reader and a grep see the layer; no private
+header of the client shares a public header's name. proto/ (the
 wire format, shared by both sides) sits beneath every layer of both; the public headers
 (include/pmugate/) beneath every layer of the client. Neither component includes the other.
 
@@ -134,7 +135,12 @@ def check_component(source, component, verbose):
     problems = collections.defaultdict(list)
     graph = collections.defaultdict(set)
     edges = collections.Counter()
+    public = set()
+    for dirpath, _, files in os.walk(os.path.join(source, PUBLIC_ROOT)):
+        public.update(f for f in files if f.endswith('.h'))
     for rel in component_files(source, component):
+        if component == 'client' and os.path.basename(rel) in public:
+            problems['named'].append(f'{component}/{rel}: shares its name with a public header')
         mine = layer_of(component, rel)
         if mine is None:
             problems['layered'].append(f'{component}/{rel}: in no layer of {component}')
@@ -264,7 +270,7 @@ def main():
         found = circles(graph)
         for rule, what in [('layered', 'every file is in a layer'),
                            ('resolved', 'every include names a file of the project'),
-                           ('named', 'includes name their layer'),
+                           ('named', 'includes name their layer, private headers not a public one'),
                            ('up', 'no include runs up a layer or across components')]:
             results.append((f'{component}: {what}', problems.get(rule, [])))
         results.append((f'{component}: no import circles through includes', found))
