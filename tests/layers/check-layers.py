@@ -6,9 +6,9 @@ Each component is a stack of layers (LAYERS below, the one place the order is wr
 may include headers of its own layer and of the layers beneath it, never of a layer above, and
 names a header of its component by its path from the component's one include root
 ("pmu/batch.h", "measure/schedule.h"), so that a reader and a grep see the layer; no private
-header of the client shares a public header's name. proto/ (the
-wire format, shared by both sides) sits beneath every layer of both; the public headers
-(include/pmugate/) beneath every layer of the client. Neither component includes the other.
+header of the client shares a public header's name. proto/ (the wire format, shared by both
+sides) sits beneath every layer of both; the public headers (include/pmugate/) beneath every
+layer of the client. Neither component includes the other.
 
 It also reports import circles: files (a .c and its .h counted as one) that reach each other
 through their includes, and, given built object files (--objects), through the functions and
