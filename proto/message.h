@@ -99,6 +99,10 @@ RequestBuffer *request_buffer_new(void);
 RequestBuffer *request_buffer_free(RequestBuffer *b);
 /* Returns the op array to PMUGATE_OPS_KEPT entries when a large batch grew it. */
 void request_buffer_shrink(RequestBuffer *b);
+/* Exchanges the op array (which a request decoded into it points to) with *ops of *capacity
+ * entries, which the caller owns: a NULL *ops makes a new one of PMUGATE_OPS_KEPT entries.
+ * Returns 0, or -ENOMEM with nothing exchanged. */
+int request_buffer_swap_ops(RequestBuffer *b, RegOp **ops, size_t *capacity);
 
 /* Why a request was refused at decode time. */
 typedef struct DecodeError {

@@ -35,11 +35,29 @@
  * that are left out and counted ("omitted"). */
 #define PMUGATE_STATUS_PART_BYTES (128U * 1024U)
 
-/* Bytes of replies the daemon holds for clients that have not read them yet, all clients
- * together. A client that stops reading holds at most one reply (up to 32 parts, about 1.3
- * MiB), so the clients of one uid (PMUGATE_CLIENTS_PER_UID_MAX) stay below this; a reply that
- * would go past it ends its client's connection instead of growing the daemon. */
-#define PMUGATE_PENDING_BYTES_MAX (64U * 1024U * 1024U)
+/* Bytes of replies the daemon holds for the clients of one uid that have not read them yet. A
+ * client that stops reading holds at most one reply (up to 32 parts, about 1.3 MiB); a reply
+ * that would take its uid past this ends that client's connection instead of growing the
+ * daemon. The budget is the uid's own: clients of other uids that do not read never cost a
+ * reader its connection. All uids together hold at most one reply per connection. */
+#define PMUGATE_PENDING_BYTES_PER_UID_MAX (16U * 1024U * 1024U)
+
+/* Register operations one turn of the scheduler runs of a batch: a larger batch is checked,
+ * then run, this many operations at a time, and every other client waiting for the daemon is
+ * served between two slices (daemon/server/scheduler.c). About 0.1 ms on the simulated PMU. */
+#define PMUGATE_BATCH_SLICE_OPS 1024U
+
+/* Checking an op costs about a fifth of running it on the simulated PMU (less than that of a
+ * read of /dev/cpu/N/msr): a slice of the check takes this many ops, about as long. */
+#define PMUGATE_BATCH_CHECK_SLICE_OPS (4U * PMUGATE_BATCH_SLICE_OPS)
+
+/* Batches larger than one slice that are in progress at once, each with its own buffers (about
+ * 52 bytes per operation, 6.5 MiB at the batch limit). A client whose large batch finds none
+ * free waits, its request (at most PMUGATE_REQUEST_SIZE_MAX bytes) kept as it came, until one
+ * is handed to it; small requests never wait for one. One: four batches in progress together
+ * thrashed the caches (each slice touching another batch's buffers) and cost the flooders of
+ * bench/run-bench-fairness.py a fifth of their throughput. */
+#define PMUGATE_BATCHES_RUNNING_MAX 1U
 
 /* Register operations the daemon keeps room for between batches; a larger batch grows its
  * buffers, and they shrink back to this when the client that needed them leaves. */

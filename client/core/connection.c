@@ -176,6 +176,13 @@ static int receive_reply(pmugate *c, uint64_t *ret_id, bool *ret_ok) {
         do
                 n = recv(c->fd, c->reply_buffer, PMUGATE_REPLY_SIZE_MAX, MSG_TRUNC);
         while (n < 0 && errno == EINTR);
+        /* The kernel reports a reset (the daemon closed with our request unread, as when it
+         * refuses a connection) before the messages still queued: the refusal may follow. */
+        if (n < 0 && errno == ECONNRESET) {
+                n = recv(c->fd, c->reply_buffer, PMUGATE_REPLY_SIZE_MAX, MSG_TRUNC | MSG_DONTWAIT);
+                if (n <= 0)
+                        return -ECONNRESET;
+        }
         if (n < 0)
                 return -errno;
         if (n == 0)
@@ -206,8 +213,17 @@ int connection_call(pmugate *c, const msgpack_object **ret_reply) {
         do
                 n = send(c->fd, c->request.data, c->request.size, MSG_NOSIGNAL);
         while (n < 0 && errno == EINTR);
-        if (n < 0)
+        if (n < 0 && errno != EPIPE && errno != ECONNRESET)
                 return -errno;
+        /* A daemon that refused the connection (a caller without a role, or too many clients)
+         * sent why and closed it, maybe before this request went out: the reason is still
+         * there to read. */
+        if (n < 0) {
+                r = -errno;
+                if (receive_reply(c, &reply_id, &ok) < 0 || reply_id != 0 || ok)
+                        return r;
+                return record_error(c, &c->reply);
+        }
         /* Parts of an earlier reply that was given up half-read carry an older id: they are
          * passed over, at most as many as one reply can have. */
         for (unsigned skipped = 0;; skipped++) {

@@ -97,35 +97,53 @@ static void audit_writes(Server *s, Session *c, const RegOp *ops, size_t n) {
         audit_emit(s->audit, &rec);
 }
 
-/* The results, in one message, or for more than PMUGATE_REPLY_PART_RESULTS in parts of that
- * many: each part a whole reply map with "part" (from 0) and "parts" beside its slice. */
-static int pack_results(Server *s, const Request *req) {
-        size_t n = req->n_ops, parts = n <= PMUGATE_REPLY_PART_RESULTS ? 1 : (n - 1) / PMUGATE_REPLY_PART_RESULTS + 1;
+static size_t reply_parts(size_t n) {
+        return n <= PMUGATE_REPLY_PART_RESULTS ? 1 : (n - 1) / PMUGATE_REPLY_PART_RESULTS + 1;
+}
 
-        for (size_t p = 0; p < parts; p++) {
-                size_t first = p * PMUGATE_REPLY_PART_RESULTS, count = MIN(n - first, PMUGATE_REPLY_PART_RESULTS);
-                msgpack_packer pk;
+/* Part p of the results into buf: with more than PMUGATE_REPLY_PART_RESULTS, each part is a
+ * whole reply map with "part" (from 0) and "parts" beside its slice of that many results. */
+static int pack_part(msgpack_sbuffer *buf, const Request *req, const int32_t *status, const uint64_t *values,
+                     size_t p) {
+        size_t n = req->n_ops, parts = reply_parts(n), first = p * PMUGATE_REPLY_PART_RESULTS,
+               count = MIN(n - first, PMUGATE_REPLY_PART_RESULTS);
+        msgpack_packer pk;
 
-                if (p == 0)
-                        TRY(server_reply_begin(s, req, parts > 1 ? 4 : 2, &pk));
-                else
-                        TRY(server_reply_next_part(s, req, 4, &pk));
-                if (parts > 1) {
-                        TRY(pack_key_uint(&pk, "part", p));
-                        TRY(pack_key_uint(&pk, "parts", parts));
-                }
-                TRY(pack_string(&pk, "status"));
-                TRY(pack_int32_array(&s->reply, s->status + first, count));
-                TRY(pack_string(&pk, "values"));
-                TRY(pack_uint64_array(&s->reply, s->values + first, count));
-                if (parts > 1)
-                        TRY(server_reply_end_part(s));
+        msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
+        TRY(reply_pack_begin(&pk, req->id, parts > 1 ? 4 : 2));
+        if (parts > 1) {
+                TRY(pack_key_uint(&pk, "part", p));
+                TRY(pack_key_uint(&pk, "parts", parts));
+        }
+        TRY(pack_string(&pk, "status"));
+        TRY(pack_int32_array(buf, status + first, count));
+        TRY(pack_string(&pk, "values"));
+        TRY(pack_uint64_array(buf, values + first, count));
+        return 0;
+}
+
+/* The results of a batch of at most one slice, in one message. */
+static int pack_results(Server *s, const Request *req, const int32_t *status, const uint64_t *values) {
+        msgpack_sbuffer_clear(&s->reply);
+        s->n_reply_parts = 0;
+        return pack_part(&s->reply, req, status, values, 0);
+}
+
+/* Packs into the job's reply every part whose results are all there. */
+static int pack_finished_parts(BatchJob *job) {
+        const Request *req = &job->req;
+        size_t parts = reply_parts(req->n_ops);
+
+        while (job->n_reply_parts < parts &&
+               MIN(req->n_ops, (job->n_reply_parts + 1) * PMUGATE_REPLY_PART_RESULTS) <= job->done) {
+                TRY(pack_part(&job->reply, req, job->status, job->values, job->n_reply_parts));
+                job->reply_part_ends[job->n_reply_parts++] = job->reply.size;
         }
         return 0;
 }
 
-int handle_batch(Server *s, Session *c, const Request *req) {
-        BatchContext ctx = {
+static BatchContext batch_context(Server *s, Session *c) {
+        return (BatchContext) {
                 .machine = s->machine,
                 .allowlist = s->allowlist,
                 .rights = &c->rights,
@@ -136,6 +154,84 @@ int handle_batch(Server *s, Session *c, const Request *req) {
                 .owner = c,
                 .pmu = s->pmu,
         };
+}
+
+static int refuse_batch(Server *s, Session *c, const Request *req, const BatchRefusal *refusal) {
+        char cpus[256] = "", regs[200] = "";
+
+        /* A denial storm is rate limited; do not describe records that are dropped. */
+        if (audit_would_emit(s->audit, c->peer.uid))
+                summarize_ops(&req->ops[refusal->op_index], 1, false, cpus, sizeof(cpus), regs, sizeof(regs));
+        server_audit_denial(s, c, "batch", refusal->code, refusal->reason, cpus, regs);
+        return server_reply_error(s, c, req, req->id, refusal->code, refusal->reason, (int64_t) refusal->op_index);
+}
+
+static void account_batch(Server *s, Session *c, const Request *req) {
+        s->counters.ops += req->n_ops;
+        audit_writes(s, c, req->ops, req->n_ops);
+}
+
+/* Runs ops first to end - 1 of a batch whose rights may have changed since it was checked (a
+ * lease ended, a reload, a grant): each op is checked again alone and, when it may no longer
+ * run, gets -EACCES as its status and runs not. */
+static void run_checked_again(const BatchContext *ctx, Backend *b, BatchJob *job, size_t first, size_t end) {
+        const RegOp *ops = job->req.ops;
+
+        for (size_t i = first; i < end; i++) {
+                BatchRefusal refusal;
+
+                if (batch_check_range(ctx, ops, i, i + 1, job->entries, &refusal) != 0) {
+                        job->status[i] = -EACCES;
+                        job->values[i] = 0;
+                } else
+                        batch_execute(ctx, b, &ops[i], &job->entries[i], 1, &job->status[i], &job->values[i]);
+        }
+}
+
+/* One slice of a large batch: first the whole batch is checked, a slice per turn, then it
+ * runs a slice per turn. */
+static int batch_step(Server *s, Session *c, BatchJob *job, size_t *ret_ops) {
+        BatchContext ctx = batch_context(s, c);
+        const Request *req = &job->req;
+        size_t first, end;
+        int r;
+
+        if (job->checked < req->n_ops) {
+                BatchRefusal refusal;
+
+                first = job->checked;
+                end = MIN(req->n_ops, first + PMUGATE_BATCH_CHECK_SLICE_OPS);
+                *ret_ops = end - first;
+                r = batch_check_range(&ctx, req->ops, first, end, job->entries, &refusal);
+                if (r > 0)
+                        return refuse_batch(s, c, req, &refusal) < 0 ? -ENOMEM : 1;
+                job->checked = end;
+                return 0;
+        }
+
+        first = job->done;
+        end = MIN(req->n_ops, first + PMUGATE_BATCH_SLICE_OPS);
+        *ret_ops = end - first;
+        if (job->generation != s->rights_generation)
+                job->stale = true;
+        if (job->stale)
+                run_checked_again(&ctx, s->backend, job, first, end);
+        else
+                batch_execute(&ctx, s->backend, req->ops + first, job->entries + first, end - first,
+                              job->status + first, job->values + first);
+        job->done = end;
+        r = pack_finished_parts(job);
+        if (r < 0)
+                return r;
+        if (end < req->n_ops)
+                return 0;
+        account_batch(s, c, req);
+        server_reply_adopt(s, job);
+        return 1;
+}
+
+int handle_batch(Server *s, Session *c, const Request *req) {
+        BatchContext ctx = batch_context(s, c);
         BatchRefusal refusal;
         int r;
 
@@ -146,21 +242,17 @@ int handle_batch(Server *s, Session *c, const Request *req) {
                 if (r != 0)
                         return r < 0 ? r : 0;
         }
+        /* Larger than a slice: checked and run a slice per turn, others served between. */
+        if (req->n_ops > PMUGATE_BATCH_SLICE_OPS) {
+                r = server_batch_job_new(s, c, req, batch_step);
+                return r < 0 ? r : 0;
+        }
         TRY(server_reserve_results(s, req->n_ops));
         r = batch_check(&ctx, req->ops, req->n_ops, s->entries, &refusal);
-        if (r > 0) {
-                char cpus[256] = "", regs[200] = "";
-
-                /* A denial storm is rate limited; do not describe records that are dropped. */
-                if (audit_would_emit(s->audit, c->peer.uid))
-                        summarize_ops(&req->ops[refusal.op_index], 1, false, cpus, sizeof(cpus), regs, sizeof(regs));
-                server_audit_denial(s, c, "batch", refusal.code, refusal.reason, cpus, regs);
-                return server_reply_error(s, c, req, req->id, refusal.code, refusal.reason, (int64_t) refusal.op_index);
-        }
+        if (r > 0)
+                return refuse_batch(s, c, req, &refusal);
 
         batch_execute(&ctx, s->backend, req->ops, s->entries, req->n_ops, s->status, s->values);
-        s->counters.ops += req->n_ops;
-        audit_writes(s, c, req->ops, req->n_ops);
-
-        return pack_results(s, req);
+        account_batch(s, c, req);
+        return pack_results(s, req, s->status, s->values);
 }

@@ -339,13 +339,18 @@ static int check_counter(const BatchContext *ctx, const RegOp *op, size_t i, Bat
 
 int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const AllowEntry **entries,
                 BatchRefusal *ret_refusal) {
+        return batch_check_range(ctx, ops, 0, n_ops, entries, ret_refusal);
+}
+
+int batch_check_range(const BatchContext *ctx, const RegOp *ops, size_t first, size_t end, const AllowEntry **entries,
+                      BatchRefusal *ret_refusal) {
         const Rights *rights = ctx->rights;
         const AllowEntry *cache[ENTRY_CACHE_SIZE] = {};
         SharedCpus shared_cache = {};
         EnergyHeld energy_cache[ENERGY_CACHE_SIZE] = {};
         int r;
 
-        for (size_t i = 0; i < n_ops; i++) {
+        for (size_t i = first; i < end; i++) {
                 const RegOp *op = &ops[i];
                 bool write = reg_op_is_write(op);
                 const SharedCpus *shared = NULL;

@@ -41,6 +41,11 @@ typedef struct BatchRefusal {
 int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const AllowEntry **entries,
                 BatchRefusal *ret_refusal);
 
+/* The same for ops first to end - 1 of a batch checked in slices: indexes (in entries, in the
+ * refusal and its reason) are those of the whole batch. */
+int batch_check_range(const BatchContext *ctx, const RegOp *ops, size_t first, size_t end, const AllowEntry **entries,
+                      BatchRefusal *ret_refusal);
+
 /* Runs checked ops in order. Writes are read-modify-write under the entry's mask, narrowed by
  * the op's own mask for "wm" ops: new = (old & ~mask) | (value & mask); registers flagged
  * "action" are written as value & mask without a read. The first write of a register under a

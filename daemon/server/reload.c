@@ -75,6 +75,8 @@ int server_reload(Server *s, const ReloadCaller *caller, char *reason, size_t si
                         narrow_uid_groups(s, c->peer.uid);
         for (Session *c = s->sessions; c; c = c->next)
                 policy_rights(&s->config, &c->peer, &c->rights);
+        /* Rights changed: a batch in progress checks its remaining slices again. */
+        s->rights_generation++;
         rec.verdict = "allowed";
         rec.reason = s->config_path;
         audit_emit(s->audit, &rec);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "error.h"
 #include "macro.h"
@@ -27,6 +28,17 @@ int server_reply_end_part(Server *s) {
 int server_reply_next_part(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret) {
         msgpack_packer_init(ret, &s->reply, msgpack_sbuffer_write);
         return reply_pack_begin(ret, req->id, extra_keys);
+}
+
+void server_reply_adopt(Server *s, BatchJob *job) {
+        msgpack_sbuffer mine = s->reply;
+
+        /* a swap: the job frees the old reply buffer with itself */
+        s->reply = job->reply;
+        job->reply = mine;
+        memcpy(s->reply_part_ends, job->reply_part_ends, job->n_reply_parts * sizeof(job->reply_part_ends[0]));
+        s->n_reply_parts = job->n_reply_parts;
+        job->n_reply_parts = 0;
 }
 
 void server_audit(Server *s, const Session *c, const char *event, const char *verdict, const char *job, const char *cpus,

@@ -155,6 +155,8 @@ size_t server_revalidate_session(Server *s, Session *c, const char *why) {
         char reason[320];
         int r = 0;
 
+        /* Rights are recomputed: a batch in progress checks its next slices again. */
+        s->rights_generation++;
         if (cpuset_is_empty(&c->leased))
                 return 0;
         policy_rights(&s->config, &c->peer, &c->rights);

@@ -22,13 +22,8 @@
 
 #define AUDIT_FLUSH_USEC (10U * 1000U * 1000U)
 
-static unsigned clients_of_uid(const Server *s, uid_t uid) {
-        unsigned n = 0;
-
-        for (const Session *c = s->sessions; c; c = c->next)
-                n += c->peer.uid == uid;
-        return n;
-}
+/* Messages of a refused client read and dropped before its connection is closed. */
+#define REFUSED_MESSAGES_DRAINED 4U
 
 /* Slots of clients_max that users and monitors may not take. */
 static unsigned admin_reserve(unsigned clients_max) {
@@ -37,16 +32,21 @@ static unsigned admin_reserve(unsigned clients_max) {
         return clients_max / 2;
 }
 
-static void refuse_connection(Server *s, int fd, Peer *p, const char *reason) {
+static void refuse_connection(Server *s, int fd, Peer *p, int code, const char *reason) {
         msgpack_packer pk;
         Session tmp = { .peer = *p };
 
         s->counters.refused_connections++;
-        server_audit_denial(s, &tmp, "connect", PROTO_E_TOO_MANY_CLIENTS, reason, NULL, NULL);
+        server_audit_denial(s, &tmp, "connect", code, reason, NULL, NULL);
         msgpack_sbuffer_clear(&s->reply);
         msgpack_packer_init(&pk, &s->reply, msgpack_sbuffer_write);
-        if (reply_pack_error(&pk, 0, PROTO_E_TOO_MANY_CLIENTS, reason, -1) == 0)
+        if (reply_pack_error(&pk, 0, code, reason, -1) == 0)
                 (void) send(fd, s->reply.data, s->reply.size, MSG_DONTWAIT | MSG_NOSIGNAL);
+        /* What the client sent already is read and dropped: closing with it unread would make
+         * the kernel report a reset to the client ahead of the reason. */
+        for (unsigned i = 0; i < REFUSED_MESSAGES_DRAINED; i++)
+                if (recv(fd, NULL, 0, MSG_DONTWAIT | MSG_TRUNC) < 0)
+                        break;
         (void) close(fd);
         peer_done(p);
 }
@@ -55,8 +55,8 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
         Server *s = userdata;
         Session *c;
         Peer peer;
-        Rights rights;
-        char reason[160];
+        Rights rights = {};
+        char reason[sizeof(rights.reason)];
         unsigned reserve;
         int cfd, r;
 
@@ -72,28 +72,37 @@ static int server_accept(sd_event_source *source, int fd, uint32_t revents, void
                 (void) close(cfd);
                 return 0;
         }
+        /* Whoever the policy gives no role could do nothing with a connection but hold a slot
+         * that a user or an admin needs: refused before a session is made, with the reason
+         * the policy gives. */
+        policy_rights(&s->config, &peer, &rights);
+        if (rights.role == ROLE_NONE) {
+                (void) snprintf(reason, sizeof(reason), "%s",
+                                rights.reason[0] ? rights.reason : "this uid has no role in pmugate");
+                refuse_connection(s, cfd, &peer, PROTO_E_NOT_AUTHORIZED, reason);
+                return 0;
+        }
         if (s->n_sessions >= s->config.clients_max) {
                 (void) snprintf(reason, sizeof(reason), "the daemon serves at most %u clients; try again later",
                                 s->config.clients_max);
-                refuse_connection(s, cfd, &peer, reason);
+                refuse_connection(s, cfd, &peer, PROTO_E_TOO_MANY_CLIENTS, reason);
                 return 0;
         }
-        if (peer.uid != 0 && clients_of_uid(s, peer.uid) >= s->config.clients_per_uid_max) {
+        if (peer.uid != 0 && scheduler_clients_of(&s->scheduler, peer.uid) >= s->config.clients_per_uid_max) {
                 (void) snprintf(reason, sizeof(reason), "uid %u already has %u connections, the most allowed per user",
                                 (unsigned) peer.uid, s->config.clients_per_uid_max);
-                refuse_connection(s, cfd, &peer, reason);
+                refuse_connection(s, cfd, &peer, PROTO_E_TOO_MANY_CLIENTS, reason);
                 return 0;
         }
         /* The last slots are kept for admins: whoever else connects, and however many uids
          * they use, an admin can still connect to see and end it. */
-        policy_rights(&s->config, &peer, &rights);
         reserve = admin_reserve(s->config.clients_max);
         if (rights.role != ROLE_ADMIN && s->n_sessions >= s->config.clients_max - reserve) {
                 (void) snprintf(reason, sizeof(reason),
                                 "the daemon serves at most %u clients other than admins (%u more are "
                                 "kept for admins); try again later", s->config.clients_max - reserve,
                                 reserve);
-                refuse_connection(s, cfd, &peer, reason);
+                refuse_connection(s, cfd, &peer, PROTO_E_TOO_MANY_CLIENTS, reason);
                 return 0;
         }
 
@@ -122,6 +131,8 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         s->dispatch = o->dispatch;
         s->config_owner = o->config_owner;
         s->listen_fd = -EBADF;
+        scheduler_init(&s->scheduler, PMUGATE_BATCHES_RUNNING_MAX, PMUGATE_PENDING_BYTES_PER_UID_MAX,
+                       PMUGATE_BATCH_SLICE_OPS);
         msgpack_sbuffer_init(&s->reply);
         s->config = *config;
         if (o->config_path)
@@ -222,11 +233,112 @@ void server_shrink_scratch(Server *s) {
         (void) server_reserve_results(s, PMUGATE_OPS_KEPT);
 }
 
+BatchJob *batch_job_free(BatchJob *job) {
+        if (!job)
+                return NULL;
+        free(job->req.ops);
+        free(job->entries);
+        free(job->status);
+        free(job->values);
+        msgpack_sbuffer_destroy(&job->reply);
+        free(job);
+        return NULL;
+}
+
+/* Room for n ops in job's arrays; a failure leaves them usable at the old size. */
+static int job_reserve(BatchJob *job, size_t n) {
+        const AllowEntry **entries;
+        int32_t *status;
+        uint64_t *values;
+
+        if (n <= job->capacity)
+                return 0;
+        entries = realloc(job->entries, n * sizeof(*entries));
+        if (!entries)
+                return -ENOMEM;
+        job->entries = entries;
+        status = realloc(job->status, n * sizeof(*status));
+        if (!status)
+                return -ENOMEM;
+        job->status = status;
+        values = realloc(job->values, n * sizeof(*values));
+        if (!values)
+                return -ENOMEM;
+        job->values = values;
+        job->capacity = n;
+        return 0;
+}
+
+int server_batch_job_new(Server *s, Session *c, const Request *req, BatchStep step) {
+        BatchJob *job;
+        size_t n = req->n_ops;
+        int r;
+
+        if (n > PMUGATE_OPS_PER_BATCH_MAX || req->ops != s->request_buffer->ops)
+                return -EINVAL;
+        if (!scheduler_slot_take(&s->scheduler, &c->sched))
+                return 1;
+        job = s->idle_jobs;
+        if (job)
+                s->idle_jobs = job->next_idle;
+        else {
+                job = calloc(1, sizeof(*job));
+                if (!job) {
+                        scheduler_slot_give(&s->scheduler);
+                        return -ENOMEM;
+                }
+                msgpack_sbuffer_init(&job->reply);
+        }
+        r = job_reserve(job, n);
+        /* The decoded ops go to the job, the op array the job had to the request buffer. */
+        if (r >= 0)
+                r = request_buffer_swap_ops(s->request_buffer, &job->req.ops, &job->ops_capacity);
+        if (r < 0) {
+                job->next_idle = s->idle_jobs;
+                s->idle_jobs = job;
+                scheduler_slot_give(&s->scheduler);
+                return r;
+        }
+        job->next_idle = NULL;
+        job->req = *req;
+        job->req.cpus = NULL;
+        job->req.n_cpus = 0;
+        job->step = step;
+        job->checked = job->done = 0;
+        job->generation = s->rights_generation;
+        job->stale = false;
+        job->n_reply_parts = 0;
+        msgpack_sbuffer_clear(&job->reply);
+        c->job = job;
+        return 0;
+}
+
+BatchJob *server_batch_job_done(Server *s, BatchJob *job) {
+        if (!job)
+                return NULL;
+        job->next_idle = s->idle_jobs;
+        s->idle_jobs = job;
+        scheduler_slot_give(&s->scheduler);
+        return NULL;
+}
+
+void server_free_idle_jobs(Server *s) {
+        while (s->idle_jobs) {
+                BatchJob *job = s->idle_jobs;
+
+                s->idle_jobs = job->next_idle;
+                batch_job_free(job);
+        }
+}
+
 Server *server_free(Server *s) {
         if (!s)
                 return NULL;
         while (s->sessions)
                 session_free(s->sessions);
+        scheduler_done(&s->scheduler);
+        server_free_idle_jobs(s);
+        sd_event_source_disable_unref(s->turns);
         leases_free(s->leases);
         pmu_free(s->pmu);
         grants_done(&s->grants);
@@ -364,6 +476,8 @@ int server_run(Server *s) {
                 r = sd_event_add_signal(s->event, NULL, SIGHUP, server_on_sighup, s);
         if (r >= 0)
                 r = sd_event_add_io(s->event, &s->listen_source, s->listen_fd, EPOLLIN, server_accept, s);
+        if (r >= 0)
+                r = server_turns_setup(s);
         if (r >= 0)
                 r = sd_event_now(s->event, CLOCK_MONOTONIC, &now);
         if (r >= 0)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The server: one sd-event loop, one listening SOCK_SEQPACKET socket (socket-activated or
- * bound by us), one Session per connection, one request per message, handled to completion
- * before the next (handlers/ answers it).
+ * bound by us), one Session per connection, one request per message (handlers/ answers it).
+ * Who is served next is the scheduler's choice (scheduler.h): uids in turn, admins first, and
+ * a batch larger than PMUGATE_BATCH_SLICE_OPS operations runs a slice per turn.
  */
 #pragma once
 
@@ -22,6 +23,7 @@
 #include "message.h"
 #include "pmu.h"
 #include "policy.h"
+#include "scheduler.h"
 #include "scope.h"
 #include "session.h"
 #include "state-dir.h"
@@ -32,6 +34,34 @@ typedef struct Server Server;
  * negative errno when even that failed. The server layer knows no request semantics: main()
  * hands it the dispatcher of the handler layer. */
 typedef int (*RequestDispatcher)(Server *s, Session *c, const Request *req);
+
+/* A batch larger than one slice, in progress: checked whole a slice at a time, then run a
+ * slice at a time, with buffers of its own so that other clients are served in between. */
+typedef struct BatchJob BatchJob;
+
+/* Runs the next slice of job: returns 0 when more remains, 1 when its reply (results or
+ * refusal) is packed into s->reply, or negative errno. *ret_ops is the operations it handled. */
+typedef int (*BatchStep)(Server *s, Session *c, BatchJob *job, size_t *ret_ops);
+
+struct BatchJob {
+        BatchJob *next_idle;            /* kept for the next large batch: the server's idle jobs */
+        size_t capacity;                /* ops its arrays have room for */
+        size_t ops_capacity;
+        Request req;                    /* its ops are the job's own */
+        BatchStep step;
+        const AllowEntry **entries;
+        int32_t *status;
+        uint64_t *values;
+        size_t checked;                 /* ops checked: all of them before the first runs */
+        size_t done;                    /* ops run */
+        uint64_t generation;            /* s->rights_generation when the check began */
+        bool stale;                     /* rights may have changed since: check each op again */
+        /* The reply, packed a part at a time as the slices finish it; handed to s->reply by
+         * server_reply_adopt() at the end. */
+        msgpack_sbuffer reply;
+        size_t reply_part_ends[PMUGATE_REPLY_PARTS_MAX];
+        size_t n_reply_parts;
+};
 
 typedef struct ServerCounters {
         uint64_t connections;
@@ -68,8 +98,17 @@ struct Server {
         size_t pending_bytes;   /* replies held for clients that have not read them */
         ServerCounters counters;
 
+        Scheduler scheduler;
+        sd_event_source *turns;         /* serves the scheduler's next entry, one per iteration */
+        uint64_t direct_iteration;      /* the loop iteration that last served a request at once */
+        /* Bumped whenever a right a batch in progress relies on may have changed (a lease
+         * ended, a request other than a batch ran, leases were revalidated): the batch checks
+         * its next slices again. */
+        uint64_t rights_generation;
+        BatchJob *idle_jobs;            /* buffers of ended batches, freed when a client leaves */
+
         /* Scratch space shared by all clients: requests are handled one at a time. The
-         * per-op arrays grow to the largest batch and shrink back when its client leaves. */
+         * per-op arrays grow to a slice and shrink back when a client leaves. */
         RequestBuffer *request_buffer;
         char *receive_buffer;
         msgpack_sbuffer reply;
@@ -126,11 +165,25 @@ int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack
 int server_reply_end_part(Server *s);
 int server_reply_next_part(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret);
 
+/* Makes the reply that job packed s->reply, in its parts. */
+void server_reply_adopt(Server *s, BatchJob *job);
+
 /* Room for n results in s->entries, s->status and s->values (n within the batch limit). */
 int server_reserve_results(Server *s, size_t n);
 
 /* Gives back what a large batch made the scratch space grow to. */
 void server_shrink_scratch(Server *s);
+
+/* Makes req (a batch whose ops are in s->request_buffer) c's batch in progress, run a slice per
+ * turn by step. Returns 0 with c->job set, 1 when every slot for large batches is taken (c
+ * waits for one and its request is handled again then), or negative errno. */
+int server_batch_job_new(Server *s, Session *c, const Request *req, BatchStep step);
+/* The batch ended (or its client left): its buffers are kept for the next one, and its slot
+ * goes to a waiter. Returns NULL. */
+BatchJob *server_batch_job_done(Server *s, BatchJob *job);
+/* Frees the buffers kept from ended batches. */
+void server_free_idle_jobs(Server *s);
+BatchJob *batch_job_free(BatchJob *job);
 
 /* Packs an error reply into s->reply and audits it when it is a denial. */
 int server_reply_error(Server *s, Session *c, const Request *req, uint64_t id, int code, const char *reason,

@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Sessions: reading requests, answering them, and ending what a client held when it goes
+ * Sessions: reading requests, answering them, and ending what a client held when it goes.
+ *
+ * A readable session does not read in its IO callback: it stops listening and queues itself
+ * in the scheduler, and the "turns" source serves one queued session per loop iteration, at a
+ * lower priority than the IO sources, so everyone who became readable meanwhile is queued
+ * before the next turn is chosen. One turn reads and answers one request, or runs one slice of
+ * a large batch. Only when nothing is queued and no turn ran in this iteration is a request
+ * answered in its IO callback at once: the same order, without a loop iteration more.
  */
 #include <errno.h>
 #include <malloc.h>
+#include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +21,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "macro.h"
 #include "server.h"
 
 /* A reply buffer grown past this is given back when a client leaves. */
@@ -20,6 +30,8 @@
 void session_lease_ended(const void *owner, uint32_t cpu, void *userdata) {
         Server *s = userdata;
 
+        /* a batch in progress may have relied on this lease */
+        s->rights_generation++;
         for (Session *c = s->sessions; c; c = c->next)
                 if (c == owner) {
                         cpuset_remove(&c->leased, cpu);
@@ -52,14 +64,17 @@ static void release_memory(Server *s) {
                 msgpack_sbuffer_init(&s->reply);
         }
         server_shrink_scratch(s);
+        server_free_idle_jobs(s);
         (void) malloc_trim(0);
 }
 
 static void drop_pending(Session *c) {
         c->server->pending_bytes -= c->pending_size;
+        scheduler_pending_give(&c->server->scheduler, &c->sched, c->pending_size);
         free(c->pending);
         c->pending = NULL;
         c->pending_size = 0;
+        c->pending_offset = 0;
         c->n_pending = c->pending_next = 0;
 }
 
@@ -79,10 +94,17 @@ Session *session_free(Session *c) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_sessions--;
+        s->rights_generation++;
         sd_event_source_disable_unref(c->io);
         if (c->fd >= 0)
                 (void) close(c->fd);
         drop_pending(c);
+        c->job = server_batch_job_done(s, c->job);
+        free(c->held);
+        scheduler_detach(&s->scheduler, &c->sched);
+        /* a slot it gave back may have woken a waiter */
+        if (s->turns && !scheduler_idle(&s->scheduler))
+                (void) sd_event_source_set_enabled(s->turns, SD_EVENT_ON);
         log_debug("Session uid=%u pid=%d disconnected", (unsigned) c->peer.uid, (int) c->peer.pid);
         free(c);
         release_memory(s);
@@ -93,7 +115,7 @@ Session *session_free(Session *c) {
  * went, 0 when the socket is full again, or negative errno when the client must be dropped. */
 static int session_send_pending(Session *c) {
         while (c->pending_next < c->n_pending) {
-                size_t start = c->pending_next > 0 ? c->pending_ends[c->pending_next - 1] : 0;
+                size_t start = c->pending_next > 0 ? c->pending_ends[c->pending_next - 1] : c->pending_offset;
                 ssize_t n = send(c->fd, c->pending + start, c->pending_ends[c->pending_next] - start,
                                  MSG_DONTWAIT | MSG_NOSIGNAL);
 
@@ -113,7 +135,7 @@ static int session_send_reply(Session *c) {
         Server *s = c->server;
         /* a reply in one message is one part that ends where the reply does */
         const size_t *ends = s->n_reply_parts > 0 ? s->reply_part_ends : &s->reply.size;
-        size_t n_parts = s->n_reply_parts > 0 ? s->n_reply_parts : 1, sent = 0, start = 0;
+        size_t n_parts = s->n_reply_parts > 0 ? s->n_reply_parts : 1, sent = 0, start = 0, held;
 
         for (; sent < n_parts; sent++) {
                 ssize_t n = send(c->fd, s->reply.data + start, ends[sent] - start, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -126,23 +148,58 @@ static int session_send_reply(Session *c) {
         }
         if (sent == n_parts)
                 return 0;
-        if (s->reply.size - start > PMUGATE_PENDING_BYTES_MAX - s->pending_bytes) {
-                log_warning("Dropping uid=%u pid=%d: its %zu-byte reply would take the replies held for clients "
-                            "that do not read past %u bytes", (unsigned) c->peer.uid, (int) c->peer.pid,
-                            s->reply.size - start, PMUGATE_PENDING_BYTES_MAX);
+        /* A large reply is kept as it is, its buffer taken over, rather than copied. */
+        held = s->reply.alloc > REPLY_BUFFER_KEEP ? s->reply.alloc : s->reply.size - start;
+        if (scheduler_pending_take(&s->scheduler, &c->sched, held) < 0) {
+                log_warning("Dropping uid=%u pid=%d: its %zu-byte reply would take the replies held for the clients "
+                            "of uid %u that do not read past %u bytes", (unsigned) c->peer.uid, (int) c->peer.pid,
+                            s->reply.size - start, (unsigned) c->peer.uid, PMUGATE_PENDING_BYTES_PER_UID_MAX);
                 return -ENOBUFS;
         }
-        c->pending = malloc(s->reply.size - start);
-        if (!c->pending)
-                return -ENOMEM;
-        memcpy(c->pending, s->reply.data + start, s->reply.size - start);
-        c->pending_size = s->reply.size - start;
-        s->pending_bytes += c->pending_size;
+        /* the ends first: a reply in one message ends at s->reply.size, which the release resets */
+        c->pending_offset = s->reply.alloc > REPLY_BUFFER_KEEP ? start : 0;
         c->n_pending = n_parts - sent;
         c->pending_next = 0;
         for (size_t i = 0; i < c->n_pending; i++)
-                c->pending_ends[i] = ends[sent + i] - start;
-        return sd_event_source_set_io_events(c->io, EPOLLOUT);
+                c->pending_ends[i] = ends[sent + i] - start + c->pending_offset;
+        if (s->reply.alloc > REPLY_BUFFER_KEEP)
+                c->pending = msgpack_sbuffer_release(&s->reply);
+        else {
+                c->pending = malloc(held);
+                if (!c->pending) {
+                        scheduler_pending_give(&s->scheduler, &c->sched, held);
+                        c->n_pending = 0;
+                        return -ENOMEM;
+                }
+                memcpy(c->pending, s->reply.data + start, held);
+        }
+        c->pending_size = held;
+        s->pending_bytes += c->pending_size;
+        return 0;
+}
+
+/* Listens for what c needs next: the rest of its reply to go out, or its next request. */
+static int session_listen(Session *c) {
+        int r;
+
+        r = sd_event_source_set_io_events(c->io, c->pending ? EPOLLOUT : EPOLLIN);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(c->io, SD_EVENT_ON);
+        return r;
+}
+
+/* c has work for the daemon: it waits for its turn, not listening meanwhile (a socket that
+ * stays readable, or a peer that hung up, would otherwise wake the loop at every iteration). */
+static int session_wait_turn(Session *c) {
+        Server *s = c->server;
+        int r;
+
+        r = sd_event_source_set_enabled(c->io, SD_EVENT_OFF);
+        if (r < 0)
+                return r;
+        if (!c->sched.waits_for_slot)
+                scheduler_queue(&s->scheduler, &c->sched, c->rights.may_admin, !c->job && !c->held);
+        return sd_event_source_set_enabled(s->turns, SD_EVENT_ON);
 }
 
 static int session_flush_pending(Session *c) {
@@ -150,17 +207,43 @@ static int session_flush_pending(Session *c) {
 
         if (r <= 0)
                 return r;
-        return sd_event_source_set_io_events(c->io, EPOLLIN);
+        return session_listen(c);
 }
 
-static int session_handle_message(Session *c, size_t size, bool truncated) {
+/* What c's turn did next: a request waiting for a slot keeps its bytes, a job runs on in later
+ * turns, and anything else has its reply sent and c listens again. */
+static int session_after_turn(Session *c, const char *message, size_t size) {
+        if (c->sched.waits_for_slot) {
+                c->sched.admin = c->rights.may_admin;
+                if (!c->held) {
+                        c->held = malloc(size);
+                        if (!c->held)
+                                return -ENOMEM;
+                        memcpy(c->held, message, size);
+                        c->held_size = size;
+                }
+                return session_wait_turn(c);
+        }
+        /* answered, or become a job that owns its ops: the bytes are done with */
+        free(c->held);
+        c->held = NULL;
+        c->held_size = 0;
+        if (c->job)
+                return session_wait_turn(c);
+        return 0;
+}
+
+static int session_handle_message(Session *c, const char *message, size_t size, bool truncated) {
         Server *s = c->server;
         DecodeError error;
         Request req;
+        uint64_t cost = 1;
         int r;
 
-        s->counters.requests++;
-        c->requests++;
+        if (!c->held) {
+                s->counters.requests++;
+                c->requests++;
+        }
         if (truncated) {
                 char reason[96];
 
@@ -168,25 +251,167 @@ static int session_handle_message(Session *c, size_t size, bool truncated) {
                                 PMUGATE_REQUEST_SIZE_MAX);
                 r = server_reply_error(s, c, NULL, 0, PROTO_E_TOO_LARGE, reason, -1);
         } else {
-                r = request_decode(s->receive_buffer, size, s->request_buffer, &req, &error);
+                r = request_decode(message, size, s->request_buffer, &req, &error);
                 if (r > 0)
                         r = server_reply_error(s, c, NULL, error.has_id ? error.id : 0, error.code, error.reason, -1);
-                else if (r == 0)
+                else if (r == 0) {
                         r = s->dispatch(s, c, &req);
+                        /* A lease, a release, a grant, a reset, a reload: whatever a batch in
+                         * progress relies on may have changed with it. */
+                        if (req.type != REQUEST_BATCH)
+                                s->rights_generation++;
+                        else if (!c->job && !c->sched.waits_for_slot)
+                                cost = MAX(req.n_ops, (size_t) 1);
+                }
         }
+        /* a slot kept for this request that it did not need after all (refused before it
+         * became a job) goes to the next waiter */
+        scheduler_slot_unused(&s->scheduler, &c->sched);
+        scheduler_charge(&s->scheduler, &c->sched, cost);
+        c->last_large = c->job || c->sched.waits_for_slot;
         if (r < 0) {
                 /* Out of memory while building a reply: tell the client without dropping it. */
                 log_warning_errno(r, "Failed to handle a request from uid %u", (unsigned) c->peer.uid);
                 if (server_reply_error(s, c, NULL, 0, PROTO_E_INTERNAL, NULL, -1) < 0)
                         return r;
+        } else if (c->job || c->sched.waits_for_slot)
+                return session_after_turn(c, message, size);
+        r = session_after_turn(c, message, size);
+        if (r < 0)
+                return r;
+        r = session_send_reply(c);
+        if (r < 0)
+                return r;
+        return session_listen(c);
+}
+
+/* Reads one request of c and answers it. */
+static int session_read(Session *c) {
+        Server *s = c->server;
+        ssize_t n;
+
+        /* MSG_TRUNC returns the real length, so an oversized message is recognised, discarded
+         * whole by the kernel, and answered, while the connection stays usable. */
+        n = recv(c->fd, s->receive_buffer, PMUGATE_REQUEST_SIZE_MAX, MSG_DONTWAIT | MSG_TRUNC);
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                        return session_listen(c);
+                return -errno;
         }
-        return session_send_reply(c);
+        if (n == 0)
+                return -ECONNRESET;     /* orderly shutdown (or an empty message, which is not a request) */
+        /* A client whose last request was a large batch most likely sent another: while the
+         * slot is taken, its request waits for it as it came, decoded once, when its turn
+         * for the slot comes, and not also now. */
+        if (c->last_large && (size_t) n <= PMUGATE_REQUEST_SIZE_MAX && !scheduler_slot_free(&s->scheduler)) {
+                c->held = malloc((size_t) n);
+                if (!c->held)
+                        return -ENOMEM;
+                memcpy(c->held, s->receive_buffer, (size_t) n);
+                c->held_size = (size_t) n;
+                s->counters.requests++;
+                c->requests++;
+                c->sched.admin = c->rights.may_admin;
+                (void) scheduler_slot_take(&s->scheduler, &c->sched);
+                return session_wait_turn(c);
+        }
+        return session_handle_message(c, s->receive_buffer, (size_t) n, (size_t) n > PMUGATE_REQUEST_SIZE_MAX);
+}
+
+/* Whether a source of the loop is ready: a client that became readable, a timer, a signal. */
+static bool loop_has_events(Server *s) {
+        struct pollfd p = { .fd = sd_event_get_fd(s->event), .events = POLLIN };
+
+        return p.fd < 0 || poll(&p, 1, 0) != 0;
+}
+
+/* The next slice of c's batch in progress; when it was the last, its reply goes out. */
+static int session_run_job(Session *c) {
+        Server *s = c->server;
+        size_t ops = 0;
+        int r;
+
+        /* With nobody waiting and nothing new for the loop, the next slice runs at once: a
+         * batch alone costs no loop iterations, and whoever turns up is served after the
+         * slice in progress. */
+        for (;;) {
+                r = c->job->step(s, c, c->job, &ops);
+                scheduler_charge(&s->scheduler, &c->sched, MAX(ops, (size_t) 1));
+                if (r != 0)
+                        break;
+                if (!scheduler_idle(&s->scheduler) || loop_has_events(s))
+                        return session_wait_turn(c);
+        }
+        c->job = server_batch_job_done(s, c->job);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to run a batch of uid %u", (unsigned) c->peer.uid);
+                r = server_reply_error(s, c, NULL, 0, PROTO_E_INTERNAL, NULL, -1);
+                if (r < 0)
+                        return r;
+        }
+        r = session_send_reply(c);
+        /* the reply buffer took a whole large reply: not kept for the small ones */
+        if (s->reply.alloc > REPLY_BUFFER_KEEP) {
+                msgpack_sbuffer_destroy(&s->reply);
+                msgpack_sbuffer_init(&s->reply);
+        }
+        if (r < 0)
+                return r;
+        return session_listen(c);
+}
+
+/* One turn of c: a slice of its batch, its request that waited for a slot, or its next one. */
+static int session_turn(Session *c) {
+        if (c->job)
+                return session_run_job(c);
+        if (c->held)
+                return session_handle_message(c, c->held, c->held_size, false);
+        return session_read(c);
+}
+
+/* Turns served in one dispatch of the turns source at most; it returns to the loop sooner as
+ * soon as any of the loop's sources has something. */
+#define TURNS_PER_DISPATCH 64U
+
+static int on_turn(sd_event_source *source, void *userdata) {
+        Server *s = userdata;
+
+        /* Going back to the loop between turns only to find nothing new costs more than a
+         * turn's own bookkeeping: a poll() of the loop's fd says whether anything came. */
+        for (unsigned n = 0; n < TURNS_PER_DISPATCH; n++) {
+                SchedEntry *e = scheduler_next(&s->scheduler);
+                Session *c;
+
+                if (!e)
+                        break;
+                c = (Session *) ((char *) e - offsetof(Session, sched));
+                if (session_turn(c) < 0)
+                        session_free(c);
+                if (scheduler_idle(&s->scheduler) || loop_has_events(s))
+                        break;
+        }
+        if (scheduler_idle(&s->scheduler))
+                return sd_event_source_set_enabled(source, SD_EVENT_OFF);
+        return 0;
+}
+
+int server_turns_setup(Server *s) {
+        int r;
+
+        r = sd_event_add_defer(s->event, &s->turns, on_turn, s);
+        if (r < 0)
+                return r;
+        /* Below the sessions' IO: whoever became readable is queued before a turn is chosen. */
+        r = sd_event_source_set_priority(s->turns, SD_EVENT_PRIORITY_NORMAL + 10);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->turns, SD_EVENT_OFF);
+        return r;
 }
 
 static int session_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         Session *c = userdata;
         Server *s = c->server;
-        ssize_t n;
+        uint64_t iteration = 0;
         int r;
 
         if (c->pending) {
@@ -200,18 +425,14 @@ static int session_io(sd_event_source *source, int fd, uint32_t revents, void *u
                         goto drop;
                 return 0;
         }
-
-        /* MSG_TRUNC returns the real length, so an oversized message is recognised, discarded
-         * whole by the kernel, and answered, while the connection stays usable. */
-        n = recv(fd, s->receive_buffer, PMUGATE_REQUEST_SIZE_MAX, MSG_DONTWAIT | MSG_TRUNC);
-        if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR)
-                        return 0;
-                goto drop;
-        }
-        if (n == 0)
-                goto drop;      /* orderly shutdown (or an empty message, which is not a request) */
-        r = session_handle_message(c, (size_t) n, (size_t) n > PMUGATE_REQUEST_SIZE_MAX);
+        /* Nobody waits and nobody was served in this iteration: serving c now is what its turn
+         * would do, one loop iteration sooner. */
+        (void) sd_event_get_iteration(s->event, &iteration);
+        if (scheduler_idle(&s->scheduler) && iteration != s->direct_iteration) {
+                s->direct_iteration = iteration;
+                r = session_read(c);
+        } else
+                r = session_wait_turn(c);
         if (r < 0)
                 goto drop;
         return 0;
@@ -230,8 +451,14 @@ int session_new(Server *s, int fd, Peer *peer, Session **ret) {
                 return -ENOMEM;
         *c = (Session) { .server = s, .fd = fd, .peer = *peer };
         policy_rights(&s->config, &c->peer, &c->rights);
+        r = scheduler_attach(&s->scheduler, &c->sched, c->peer.uid);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
         r = sd_event_add_io(s->event, &c->io, fd, EPOLLIN, session_io, c);
         if (r < 0) {
+                scheduler_detach(&s->scheduler, &c->sched);
                 free(c);
                 return r;
         }

@@ -16,10 +16,12 @@
 #include "cpuset.h"
 #include "pmugate-limits.h"
 #include "policy.h"
+#include "scheduler.h"
 #include "scope.h"
 
 typedef struct Server Server;
 typedef struct Session Session;
+typedef struct BatchJob BatchJob;
 
 struct Session {
         Server *server;
@@ -41,9 +43,17 @@ struct Session {
         /* The messages of a reply the socket would not take yet, back to back; reading
          * pauses until the last is sent. */
         char *pending;
-        size_t pending_size;
+        size_t pending_size;    /* what it holds, as counted against its uid's budget */
+        size_t pending_offset;  /* where its first message starts */
         size_t pending_ends[PMUGATE_REPLY_PARTS_MAX];
         size_t n_pending, pending_next;
+        SchedEntry sched;       /* its place in the scheduler's queues */
+        BatchJob *job;          /* a large batch in progress */
+        /* A request waiting for a slot for large batches, as it came (at most
+         * PMUGATE_REQUEST_SIZE_MAX bytes): decoded again when the slot is there. */
+        char *held;
+        size_t held_size;
+        bool last_large;        /* its last request was a batch larger than a slice */
 };
 
 /* Takes ownership of fd and peer. */
@@ -52,6 +62,9 @@ int session_new(Server *s, int fd, Peer *peer, Session **ret);
 void session_end_leases(Session *c, const char *why);
 /* Ends the session's leases with a restore, closes it and unlinks it from the server. */
 Session *session_free(Session *c);
+
+/* Adds the source that serves the scheduler's turns to s->event. */
+int server_turns_setup(Server *s);
 
 /* The lease table's hook (LeaseEndedFn, userdata the Server): the session that held cpu no
  * longer does. */

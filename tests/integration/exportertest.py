@@ -107,14 +107,14 @@ class Node:
 
 
 class Exporter:
-    def __init__(self, node, args=(), uid=MONITOR, port=None):
+    def __init__(self, node, args=(), uid=MONITOR, port=None, groups=()):
         self.port = port or free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.stderr_path = os.path.join(node.dir, "exporter-%d.stderr" % self.port)
         env = dict(os.environ, PMUGATE_SOCKET=node.daemon.socket, PMUGATE_GROUP_PATH=GROUPS)
         self.proc = subprocess.Popen([EXPORTER, "--listen=127.0.0.1:%d" % self.port] + list(args),
                                      stdout=subprocess.DEVNULL, stderr=open(self.stderr_path, "w"), env=env,
-                                     preexec_fn=t.as_user(uid, uid, []))
+                                     preexec_fn=t.as_user(uid, uid, list(groups)))
         self.wait(lambda: self.get("/")[0] == 200, "the exporter serves")
 
     def log(self):

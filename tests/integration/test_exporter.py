@@ -243,8 +243,9 @@ def test_epilog_summary(tap, node, ex):
 
 
 def test_not_a_monitor(tap, node):
-    """A uid that is no monitor says so and marks its CPUs refused instead of pretending."""
-    ex = x.Exporter(node, ["--interval=200ms"], uid=x.USER + 7)
+    """A uid that is no monitor says so and marks its CPUs refused instead of pretending. (A uid
+    without any role is refused by the daemon as it connects: the exporter cannot reach it.)"""
+    ex = x.Exporter(node, ["--interval=200ms"], uid=x.USER + 7, groups=[t.USER_GID])
     try:
         ex.wait(lambda: one(ex.metrics(), "pmugate_cpu_monitored", cpu="0", socket="0", reason="refused") == 0,
                 "the CPUs are marked refused")

@@ -38,12 +38,11 @@ def test_roles(tap):
                     "write_error": wr.get("error", {}), "read_error": rd.get("error", {}),
                     "status": st.get("ok"), "status_error": st.get("error", {})}
 
-        r = as_child(4999, [], probe)
-        tap.eq((r["caller"]["uid"], r["caller"]["role"]), (UID, "none"), "an unknown uid is seen as itself with no role")
-        tap.ok(not r["read"] and r["read_error"]["name"] == "not-authorized" and "ask your admin" in
-               r["read_error"]["reason"], "an unprivileged uid is refused reads with a reason", r)
-        tap.ok(not r["write"], "... and writes", r)
-        tap.ok(not r["status"] and r["status_error"]["name"] == "not-authorized", "... and status", r)
+        # a uid without a role takes no connection slot: refused at connect, with the reason
+        r = as_child(4999, [], lambda: t.Client(s).recv())
+        tap.ok(not r["ok"] and r["error"]["name"] == "not-authorized" and "uid %d is not in a group" % UID in
+               r["error"]["reason"] and "ask your admin" in r["error"]["reason"],
+               "an unknown uid is seen as itself, with no role, and refused at connect with a reason", r)
 
         r = as_child(4999, [t.USER_GID], probe)
         tap.eq(r["caller"]["role"], "user", "a member of user_groups (supplementary) is a user")
@@ -69,8 +68,8 @@ def test_cli_as_users(tap):
         tap.ok(rc == 1 and "not in a group allowed" in err and err.count("\n") == 1,
                "the CLI refuses an unprivileged uid in one line", err)
         rc, out, err = t.run_cli([t.PMUGATE, "info"], s, uid=UID, gid=4999)
-        tap.ok(rc == 0 and "role none" in out and "read no" in out, "info still tells an unprivileged uid its rights",
-               out + err)
+        tap.ok(rc != 0 and "not in a group allowed" in err and "ask your admin" in err and err.count("\n") == 1,
+               "info tells an unprivileged uid, refused at connect, why in one line", out + err)
         rc, out, err = t.run_cli([t.PMUGATE, "read", "-c", "0-1", "IA32_PMC0"], s, uid=UID, gid=t.USER_GID)
         tap.ok(rc == 0 and out.count("IA32_PMC0") == 2, "a user reads through the CLI", out + err)
         rc, out, err = t.run_cli([t.PMUGATE, "write", "-c", "0", "IA32_PMC0=5"], s, uid=UID, gid=t.USER_GID)
@@ -94,8 +93,9 @@ def test_missing_group_opens_nothing(tap):
         f.write("[access]\nuser_groups = no-such-group-pmugate-test\n")
     dm = t.Daemon(d, ["--root=" + m.root], config=conf)
     try:
-        role = t.in_child_as(UID, 4999, [], lambda: t.Client(dm.socket).call("hello")["caller"]["role"])
-        tap.eq(role, "none", "user_groups naming a group that does not exist admits nobody, not everybody")
+        r = t.in_child_as(UID, 4999, [], lambda: t.Client(dm.socket).recv())
+        tap.eq(r.get("error", {}).get("name"), "not-authorized",
+               "user_groups naming a group that does not exist admits nobody, not everybody")
         tap.ok("no-such-group-pmugate-test' does not exist" in dm.log(), "and the daemon warns about it", dm.log())
     finally:
         dm.stop()

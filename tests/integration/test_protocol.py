@@ -5,6 +5,7 @@ answers with a code and a reason while it keeps serving everyone else."""
 
 import os
 import random
+import select
 import socket
 import subprocess
 import sys
@@ -202,7 +203,8 @@ def test_admin_slots_reserved(tap):
         tap.ok(error_of(r) == "too-many-clients" and "at most 12 clients other than admins" in r["error"]["reason"],
                "a fourth uid finds the 12 user slots of 20 taken", r)
         r = t.in_child_as(t.UNPRIVILEGED_UID + 4, t.UNPRIVILEGED_UID + 4, [], one_more)
-        tap.eq(error_of(r), "too-many-clients", "so does a uid of no role")
+        tap.ok(error_of(r) == "not-authorized" and "pmugate" in r["error"]["reason"],
+               "a uid of no role is refused as not authorized, with the policy's reason", r)
 
         rc, out, err = t.run_cli([t.PMUGATECTL, "status"], dm.socket)
         tap.ok(rc == 0 and "uid 4242" in out, "root still connects and runs pmugatectl status", out + err)
@@ -387,9 +389,9 @@ def test_library_batches(tap):
 
 
 def test_pending_budget(tap):
-    # Clients that ask for 32-part replies and never read them: the daemon holds what their
-    # sockets do not take up to its budget for all clients (64 MiB); past it, the client whose
-    # reply does not fit is disconnected, and everyone else is served.
+    # Clients of one uid that ask for 32-part replies and never read them: the daemon holds what
+    # their sockets do not take up to the uid's budget (16 MiB); past it, the client whose reply
+    # does not fit is disconnected, and everyone else is served.
     d = t.workdir()
     dm = t.Daemon(d, ["--backend=sim", "--sim-model=spr"])
     held = []
@@ -397,34 +399,39 @@ def test_pending_budget(tap):
         req = msgpack.packb({"v": 1, "id": 1, "op": "batch",
                              "ops": [["R", [0, 1] * 2048, [0x10] * 32]]})  # TSC: 9 bytes a value
         dropped = None
-        for i in range(80):
+        for i in range(40):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             s.connect(dm.socket)
             s.send(req)
             held.append(s)
-            other = t.Client(dm.socket, timeout=5)
-            ok = other.call("hello")["ok"]   # answered after the batch above, so it ran
-            other.close()
-            if not ok:
+            # the first part arrives, or the connection ends: the batch ran
+            ready, _, _ = select.select([s], [], [], 10)
+            if not ready:
                 break
+            # the first parts go out before the rest is found not to fit: give the log a moment
+            time.sleep(0.1)
             if "Dropping uid=0" in dm.log():
                 dropped = i
                 break
-        tap.ok(dropped is not None and 40 <= dropped <= 75,
-               "past 64 MiB of unread replies the next such client is disconnected (client %s)" % dropped,
+        # each holds its reply's buffer (1.1 MB of results in a buffer of up to twice that)
+        tap.ok(dropped is not None and 6 <= dropped <= 24,
+               "past 16 MiB of unread replies of one uid its next such client is disconnected (client %s)" % dropped,
                dm.log()[-600:])
         s = held[-1]
         s.settimeout(5)
         parts = 0
-        while s.recv(1 << 20):
-            parts += 1
+        try:
+            while s.recv(1 << 20):
+                parts += 1
+        except socket.timeout:
+            parts = -parts
         tap.ok(0 < parts < 32, "it read the parts its socket had taken, then the end (%d parts)" % parts)
         rss = rss_kib(dm.proc.pid)
         tap.ok(dm.alive(), "the daemon stays up")
         if t.SANITIZED:
-            tap.skip("its RSS stays below 96 MiB (%d KiB)" % rss, t.SANITIZED_RSS)
+            tap.skip("its RSS stays below 64 MiB (%d KiB)" % rss, t.SANITIZED_RSS)
         else:
-            tap.ok(rss < 96 * 1024, "its RSS stays below 96 MiB (%d KiB)" % rss)
+            tap.ok(rss < 64 * 1024, "its RSS stays below 64 MiB (%d KiB)" % rss)
         first = held[0]
         first.settimeout(5)
         got = [msgpack.unpackb(first.recv(1 << 20)) for _ in range(32)]

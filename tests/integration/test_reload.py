@@ -201,13 +201,19 @@ def test_group_removal(tap):
                    "a primary gid the database no longer gives counts no more after a reload")
         finally:
             third.close()
-        # Never widened: the database naming a group the connection did not have gives nothing.
-        fourth = ConnectedAs(dm.socket, USER, USER_PGID, [])
+        # Never widened: once a reload narrowed a group away, the database naming it again gives
+        # nothing back to the open connection. (A connection with no role at all is refused as it
+        # connects, so the narrowing is what can leave one without a group.)
+        fourth = ConnectedAs(dm.socket, USER, USER_PGID, [t.USER_GID])
         try:
+            m.set_user("user", USER, USER_PGID, [])
+            rc, _, _ = t.run_cli([t.PMUGATECTL, "reload"], dm.socket)
+            tap.eq(err(fourth.client.call("lease", cpus=[1])), "not-authorized",
+                   "the group taken away at a reload counts no more")
             m.set_user("user", USER, USER_PGID, [t.USER_GID])
             rc, _, _ = t.run_cli([t.PMUGATECTL, "reload"], dm.socket)
             tap.eq(err(fourth.client.call("lease", cpus=[1])), "not-authorized",
-                   "a reload never adds a group the connection did not have")
+                   "a reload never adds a group to an open connection, not even one it had")
         finally:
             fourth.close()
         tap.ok(dm.alive(), "the daemon serves on")

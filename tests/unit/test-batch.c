@@ -223,6 +223,47 @@ static void test_refusal_table(void **state) {
         }
 }
 
+/* A batch checked in slices: a slice's refusal names the op by its index in the whole batch,
+ * and entries are filled at the batch's own indexes. */
+static void test_check_range(void **state) {
+        FakePmu *f = fake_pmu_new(3, 2, 2, offline_cpus, ELEMENTSOF(offline_cpus), unit_packages,
+                                  ELEMENTSOF(unit_packages));
+        static const char owner = 'o';
+        ClassSet classes;
+        Rights rights;
+        RegOp ops[12];
+        const AllowEntry *entries[12] = {};
+        BatchRefusal refusal = {};
+        char index[16];
+
+        (void) state;
+        set_rights(ROLE_USER, &rights, &classes);
+        for (size_t i = 0; i < ELEMENTSOF(ops); i++)
+                ops[i] = (RegOp) R(0, 0xC1);
+        ops[9] = (RegOp) R(0, 0x1D9);
+        BatchContext ctx = {
+                .machine = f->machine,
+                .allowlist = f->allowlist,
+                .rights = &rights,
+                .leases = f->leases,
+                .owner = &owner,
+                .pmu = f->pmu,
+        };
+        assert_int_equal(batch_check_range(&ctx, ops, 0, 8, entries, &refusal), 0);
+        for (size_t i = 0; i < 8; i++)
+                assert_non_null(entries[i]);
+        assert_null(entries[8]);
+        assert_int_equal(batch_check_range(&ctx, ops, 8, 12, entries, &refusal), PROTO_E_REG_FORBIDDEN);
+        assert_int_equal(refusal.op_index, 9);
+        (void) snprintf(index, sizeof(index), "op 9");
+        assert_non_null(strstr(refusal.reason, index));
+        assert_non_null(entries[8]);
+        /* the whole batch at once says the same */
+        assert_int_equal(batch_check(&ctx, ops, 12, entries, &refusal), PROTO_E_REG_FORBIDDEN);
+        assert_int_equal(refusal.op_index, 9);
+        fake_pmu_free(f);
+}
+
 /* The sets every "all CPUs of" check is decided from; never empty on success. */
 static void test_scope_cpus(void **state) {
         FakePmu *f = fake_pmu_new(3, 2, 2, offline_cpus, ELEMENTSOF(offline_cpus), unit_packages,
@@ -466,6 +507,7 @@ int main(void) {
                 cmocka_unit_test(test_energy_list),
                 cmocka_unit_test(test_energy_batches),
                 cmocka_unit_test(test_write_reply),
+                cmocka_unit_test(test_check_range),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
