@@ -45,8 +45,9 @@ LAYERS = {
         'root': 'daemon',
         'layers': [
             ('util', {'stems': ['audit', 'audit-fold', 'cpuset', 'log', 'state-dir']}),
-            ('backend/sim', {'dirs': ['backend/sim']}),
             ('backend', {'dirs': ['backend']}),
+            # the simulator implements the backend interface; only main() chooses it
+            ('backend/sim', {'dirs': ['backend/sim']}),
             ('policy', {'dirs': ['policy']}),
             ('pmu', {'dirs': ['pmu']}),
             ('server', {'dirs': ['server']}),

@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#include "backend.h"
-#include "machine.h"
+#include "backend/backend.h"
+#include "backend/machine.h"
 
 /* Builds the simulated machine and its backend. model_key is "skx", "clx", "icx" or "spr"; it
  * may be NULL when the configuration file names the model, and it wins over the file when

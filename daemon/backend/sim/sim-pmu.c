@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/sim/sim-amd.h"
+#include "backend/sim/sim-pmu.h"
+#include "backend/sim/sim-regs.h"
 #include "log.h"
 #include "macro.h"
-#include "sim-amd.h"
-#include "sim-pmu.h"
-#include "sim-regs.h"
 
 /* The kernel's NMI watchdog field in FIXED_CTR_CTRL: OS | USR | PMI (§7.1). */
 #define WATCHDOG_FIXED_FIELD (FIXED_CTRL_OS | FIXED_CTRL_USR | FIXED_CTRL_PMI)

@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sim-counter.h"
-#include "sim-events.h"
-#include "sim-model.h"
+#include "backend/sim/sim-counter.h"
+#include "backend/sim/sim-events.h"
+#include "backend/sim/sim-model.h"
 
 typedef struct SimPmu {
         const SimModel *model;
