@@ -14,7 +14,10 @@ It also reports import circles: files (a .c and its .h counted as one) that reac
 through their includes, and, given built object files (--objects), through the functions and
 data they use. A circle is a failure too.
 
-  check-layers.py [--source DIR] [--objects DIR ...] [--verbose]
+  check-layers.py [--source DIR] [--objects DIR ...] [--component NAME] [--verbose] [--stats]
+
+--verbose counts the include lines from layer to layer; --stats prints files per folder and
+the longest file and function of each component (as TAP comments).
 
 Output is TAP, one test per rule and component.
 """
@@ -254,6 +257,37 @@ def symbol_graph(objects):
     return graph
 
 
+FUNCTION_START = re.compile(r'^[A-Za-z_][^=;]*\b(\w+)\s*\([^;]*\)\s*\{$')
+
+
+def stats(source, component):
+    """Files per folder, and the longest file and function (a top-level definition from its
+    first line to the closing brace in column 0), as comment lines."""
+    root = os.path.join(source, LAYERS[component]['root'])
+    per_folder = collections.Counter()
+    longest_file = (0, '')
+    longest_function = (0, '', '')
+    for rel in component_files(source, component):
+        per_folder[os.path.dirname(rel) or '.'] += 1
+        with open(os.path.join(root, rel), encoding='utf-8', errors='replace') as f:
+            lines = f.read().splitlines()
+        longest_file = max(longest_file, (len(lines), rel))
+        start = None
+        for i, line in enumerate(lines):
+            m = FUNCTION_START.match(line)
+            if m and not line.startswith(('struct', 'typedef', 'enum', 'union')):
+                start = (i, m.group(1))
+            elif line == '}' and start:
+                longest_function = max(longest_function, (i - start[0] + 1, rel, start[1]))
+                start = None
+    out = [f'{component}: {sum(per_folder.values())} files']
+    out += [f'{component}/{folder}: {n} files' for folder, n in sorted(per_folder.items())]
+    out.append(f'{component}: longest file {longest_file[1]}, {longest_file[0]} lines')
+    out.append(f'{component}: longest function {longest_function[2]}() in {longest_function[1]}, '
+               f'{longest_function[0]} lines')
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--source', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
@@ -262,11 +296,15 @@ def main():
     parser.add_argument('--component', action='append', choices=sorted(LAYERS),
                         help='check only this component (repeatable; default all)')
     parser.add_argument('--verbose', action='store_true')
+    parser.add_argument('--stats', action='store_true')
     args = parser.parse_args()
     source = os.path.normpath(args.source)
 
     results = []
     for component in args.component or LAYERS:
+        if args.stats:
+            for line in stats(source, component):
+                print(f'# {line}')
         problems, graph = check_component(source, component, args.verbose)
         found = circles(graph)
         for rule, what in [('layered', 'every file is in a layer'),
