@@ -30,7 +30,8 @@ import subprocess
 import sys
 
 # Bottom to top. A layer is a folder under the component's root, or (for files at the root
-# itself) a list of file stems. A file belongs to the first layer whose folder holds it.
+# itself) a list of file stems; a file belongs to the deepest folder listed that holds it. A
+# layer marked 'beside' another sits on the same floor: neither may include the other.
 LAYERS = {
     'client': {
         'root': 'client',
@@ -39,7 +40,7 @@ LAYERS = {
             ('events', {'dirs': ['events']}),
             ('measure', {'dirs': ['measure']}),
             ('marker', {'dirs': ['marker']}),
-            ('likwid', {'dirs': ['likwid']}),
+            ('likwid', {'dirs': ['likwid'], 'beside': 'marker'}),
             ('cli', {'dirs': ['cli']}),
             ('examples', {'dirs': ['examples']}),
         ],
@@ -101,6 +102,17 @@ def layer_of(component, rel):
     return None
 
 
+def floors_of(component):
+    """Each layer's floor: one above the floor below, or its neighbour's ('beside')."""
+    floors, by_name = [], {}
+    for name, where in LAYERS[component]['layers']:
+        beside = where.get('beside')
+        floor = by_name[beside] if beside else (max(floors) + 1 if floors else 0)
+        floors.append(floor)
+        by_name[name] = floor
+    return floors
+
+
 def component_files(source, component):
     root = os.path.join(source, LAYERS[component]['root'])
     for dirpath, _, names in os.walk(root):
@@ -136,6 +148,7 @@ def check_component(source, component, verbose):
     """Returns (problems, graph, stats) for one component."""
     root = os.path.join(source, LAYERS[component]['root'])
     names = [n for n, _ in LAYERS[component]['layers']]
+    floors = floors_of(component)
     problems = collections.defaultdict(list)
     graph = collections.defaultdict(set)
     edges = collections.Counter()
@@ -177,8 +190,11 @@ def check_component(source, component, verbose):
                     problems['layered'].append(f'{where}: {target} is in no layer')
                     continue
                 edges[(names[mine], names[theirs])] += 1
-                if theirs > mine:
+                if floors[theirs] > floors[mine]:
                     problems['up'].append(f'{where} runs up from {names[mine]} to {names[theirs]}')
+                elif floors[theirs] == floors[mine] and theirs != mine:
+                    problems['up'].append(f'{where} runs across from {names[mine]} to {names[theirs]}, '
+                                          'beside it')
                 tnode = os.path.splitext(target)[0]
                 if tnode != node:
                     graph[node].add(tnode)
