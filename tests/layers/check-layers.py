@@ -65,10 +65,8 @@ LAYERS = {
 # circle not listed here fails. Each is the sorted list of its files (through includes: paths
 # under the component's root without suffix; through functions: the object files' names).
 KNOWN_CIRCLES = [
-    ['backend/sim/sim-amd', 'backend/sim/sim-pmu'],
     ['pmu/clean', 'pmu/journal', 'pmu/leases', 'pmu/pmu', 'pmu/pmu-uncore'],
     ['server/server', 'server/session'],
-    ['backend_sim_sim-amd', 'backend_sim_sim-pmu'],
     ['handlers_admin', 'handlers_common', 'handlers_dispatch', 'handlers_hello', 'handlers_jobs',
      'handlers_lease', 'handlers_registers', 'handlers_status'],
     ['pmu_clean', 'pmu_pmu'],

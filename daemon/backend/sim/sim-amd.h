@@ -10,7 +10,7 @@
 
 #include "backend/sim/sim-counter.h"
 #include "backend/sim/sim-model.h"
-#include "backend/sim/sim-pmu.h"
+#include "backend/sim/sim-pmu-state.h"
 
 #define SIM_AMD_L3_COUNTERS 6U
 #define SIM_AMD_DF_COUNTERS_MAX 16U

@@ -42,17 +42,6 @@ static void update_fixed_rates(SimPmu *p) {
         }
 }
 
-void sim_pmu_unhandled_pmi(SimPmu *p, const char *what, uint64_t stray) {
-        p->unhandled_pmis++;
-        if (stray)
-                log_warning("Simulated CPU %" PRIu32 ": the kernel's PMI handler (NMI watchdog) finds overflow status "
-                            "0x%" PRIx64 " of counters it does not own, and warns (unhandled PMI #%" PRIu64 ")",
-                            p->cpu, stray, p->unhandled_pmis);
-        else
-                log_warning("Simulated CPU %" PRIu32 ": %s overflowed with its interrupt enabled: a PMI no PMU user "
-                            "handles (unhandled PMI #%" PRIu64 ")", p->cpu, what, p->unhandled_pmis);
-}
-
 void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t tsc) {
         *p = (SimPmu) {
                 .model = m,
