@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "macro.h"
-#include "marker-internal.h"
+#include "marker/marker-internal.h"
 #include "message.h"
 #include "pmugate-limits.h"
 #include "pmugate/marker.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "measure.h"
+#include "measure/measure-internal.h"
 #include "pmugate/measure.h"
 #include "pmugate/pmugate.h"
 

@@ -11,16 +11,16 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "allowlist.h"
 #include "audit.h"
-#include "backend-sim.h"
+#include "backend/machine.h"
+#include "backend/sim/backend-sim.h"
 #include "build-config.h"
-#include "config.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 #include "log.h"
-#include "machine.h"
+#include "pmu/allowlist.h"
+#include "policy/config.h"
 #include "privileges.h"
-#include "server.h"
+#include "server/server.h"
 #include "state-dir.h"
 
 typedef struct Options {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli-util.h"
+#include "cli/cli-util.h"
 #include "cpulist.h"
 #include "pmugate-limits.h"
 

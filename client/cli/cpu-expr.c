@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu-expr.h"
+#include "cli/cpu-expr.h"
 #include "cpulist.h"
 #include "macro.h"
 #include "pmugate-limits.h"

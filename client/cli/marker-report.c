@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/marker-report.h"
 #include "cpulist.h"
 #include "macro.h"
-#include "marker-report.h"
-#include "marker-runner.h"
+#include "marker/marker-runner.h"
 #include "pmugate-limits.h"
 
 #define RESULTS_NAME "results"

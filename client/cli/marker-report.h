@@ -4,7 +4,7 @@
  */
 #pragma once
 
-#include "measure-output.h"
+#include "cli/measure-output.h"
 #include "pmugate/measure.h"
 
 typedef struct MarkerRun {

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cli/measure-output.h"
 #include "macro.h"
-#include "measure-output.h"
 
 #define COLUMN_WIDTH 14
 #define LABEL_WIDTH 28

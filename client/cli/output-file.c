@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/output-file.h"
 #include "macro.h"
-#include "output-file.h"
 
 #define HOST_MAX 256U
 /* An existing file that disappears between the two opens is looked at again this often: a

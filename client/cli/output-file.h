@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "measure-output.h"
+#include "cli/measure-output.h"
 
 #define OUTPUT_PATH_MAX 4096U
 

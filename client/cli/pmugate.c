@@ -14,13 +14,13 @@
 #include <unistd.h>
 
 #include "build-config.h"
-#include "cli-util.h"
+#include "cli/cli-util.h"
+#include "cli/verb-info.h"
+#include "cli/verb-likwid.h"
+#include "cli/verb-list.h"
+#include "cli/verb-measure.h"
 #include "cpulist.h"
 #include "macro.h"
-#include "verb-info.h"
-#include "verb-likwid.h"
-#include "verb-list.h"
-#include "verb-measure.h"
 
 #define ARGS_DONE 1     /* --help was shown */
 

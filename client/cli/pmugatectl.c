@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "build-config.h"
-#include "cli-util.h"
+#include "cli/cli-util.h"
+#include "cli/trusted-dir.h"
 #include "cpulist.h"
 #include "macro.h"
 #include "pmugate-limits.h"
-#include "trusted-dir.h"
 
 static const char *arg_socket;
 

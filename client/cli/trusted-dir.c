@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/trusted-dir.h"
 #include "macro.h"
-#include "trusted-dir.h"
 
 /* A random temporary name that exists already is tried again this often before giving up. */
 #define TEMP_NAME_TRIES 16U

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli-util.h"
+#include "cli/cli-util.h"
+#include "cli/verb-info.h"
 #include "cpulist.h"
 #include "macro.h"
-#include "verb-info.h"
 
 /* The package counters the daemon serves (memory traffic per socket), and those it could not
  * open, with why. */

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "build-config.h"
+#include "cli/verb-likwid.h"
 #include "macro.h"
-#include "verb-likwid.h"
 
 #define FORWARDER_NAME "pmugate-likwid-accessD"
 

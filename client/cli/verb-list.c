@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli-util.h"
-#include "event-list.h"
-#include "group-list.h"
+#include "cli/cli-util.h"
+#include "cli/verb-list.h"
+#include "events/event-list.h"
+#include "events/group-list.h"
 #include "macro.h"
-#include "verb-list.h"
 
 #define NAME_COLUMN 40
 

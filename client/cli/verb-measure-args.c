@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli-util.h"
+#include "cli/cli-util.h"
+#include "cli/verb-measure-args.h"
 #include "macro.h"
 #include "pmugate/measure.h"
-#include "verb-measure-args.h"
 
 #define NSEC_PER_USEC UINT64_C(1000)
 #define TIME_MAX_NS (UINT64_C(366) * 24 * 3600 * NSEC_PER_SEC)

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "measure-output.h"
+#include "cli/measure-output.h"
 
 #define NSEC_PER_MSEC UINT64_C(1000000)
 #define NSEC_PER_SEC UINT64_C(1000000000)

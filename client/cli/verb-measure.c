@@ -14,17 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli-util.h"
-#include "cpu-expr.h"
+#include "cli/cli-util.h"
+#include "cli/cpu-expr.h"
+#include "cli/marker-report.h"
+#include "cli/measure-output.h"
+#include "cli/output-file.h"
+#include "cli/verb-measure-args.h"
+#include "cli/verb-measure.h"
+#include "cli/workload.h"
 #include "cpulist.h"
 #include "macro.h"
-#include "marker-report.h"
-#include "measure-output.h"
-#include "output-file.h"
 #include "pmugate-limits.h"
-#include "verb-measure-args.h"
-#include "verb-measure.h"
-#include "workload.h"
 
 #define REASON_MAX 512U
 #define CPU_LIST_TEXT_MAX 1024U

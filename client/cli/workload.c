@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "workload.h"
+#include "cli/workload.h"
 
 /* Why the child could not run the command, sent through a close-on-exec pipe. */
 typedef struct ExecFailure {

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "build-config.h"
-#include "likwid-forward.h"
+#include "likwid/likwid-forward.h"
 #include "macro.h"
 
 #define PROG "pmugate-likwid-accessD"

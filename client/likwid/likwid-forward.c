@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "likwid-forward.h"
-#include "likwid-map.h"
+#include "likwid/likwid-forward.h"
+#include "likwid/likwid-map.h"
 #include "macro.h"
 #include "pmugate-limits.h"
 #include "pmugate/package.h"

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "likwid-record.h"
+#include "likwid/likwid-record.h"
 #include "pmugate/pmugate.h"
 
 typedef struct LikwidForwarder LikwidForwarder;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "likwid-map.h"
+#include "likwid/likwid-map.h"
 #include "macro.h"
 #include "pmugate/package.h"
 

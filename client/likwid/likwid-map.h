@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "likwid-record.h"
+#include "likwid/likwid-record.h"
 #include "pmugate/pmugate.h"
 
 /* The CPU entry of cpu, or NULL when the machine has none (or it is offline). */

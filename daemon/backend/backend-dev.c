@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "log.h"
 
 typedef struct DevBackend {

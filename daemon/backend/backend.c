@@ -4,7 +4,7 @@
  */
 #include <stddef.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 Backend *backend_free(Backend *b) {
         if (b)

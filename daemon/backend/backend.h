@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "machine.h"
+#include "backend/machine.h"
 
 typedef struct Backend Backend;
 

@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/machine.h"
 #include "cpulist.h"
-#include "pmugate-limits.h"
 #include "log.h"
-#include "machine.h"
+#include "pmugate-limits.h"
 
 /* Counter counts from Intel's counter.json; versions from CPUID leaf 0xA as the kernel reads
  * it. Skylake-SP and Cascade Lake give a thread 4 general-purpose counters with SMT on and all 8

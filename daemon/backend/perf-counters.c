@@ -14,11 +14,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backend/machine.h"
+#include "backend/perf-format.h"
 #include "cpulist.h"
 #include "log.h"
-#include "machine.h"
 #include "macro.h"
-#include "perf-format.h"
 #include "pmugate-limits.h"
 
 #define EVENT_SOURCE_DIR "sys/bus/event_source/devices"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 #include "log.h"
 
 

@@ -8,7 +8,7 @@
 
 #include "cpulist.h"
 #include "error.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 
 
 int handler_reply_cpus(Server *s, const Request *req, const uint32_t *cpus, size_t n) {

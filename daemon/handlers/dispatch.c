@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "error.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 
 typedef struct HandlerRow {
         int (*handle)(Server *s, Session *c, const Request *req);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "macro.h"
-#include "server.h"
+#include "server/server.h"
 
 #define TRY(expr)                               \
         do {                                    \

@@ -7,7 +7,7 @@
 
 #include "build-config.h"
 #include "error.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 
 #define PERF_CAPABILITIES_MSR 0x345U
 

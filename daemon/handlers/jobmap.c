@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "error.h"
-#include "handlers.h"
-#include "jobmap.h"
+#include "handlers/handlers.h"
+#include "policy/jobmap.h"
 
 typedef struct JobCpus {
         const char *job;

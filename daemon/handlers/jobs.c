@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "error.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 
 
 int handle_grant(Server *s, Session *c, const Request *req) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "error.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 
 
 static void on_preempted(const void *owner, uint32_t cpu, void *userdata) {

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "batch.h"
 #include "cpulist.h"
 #include "error.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 #include "macro.h"
+#include "pmu/batch.h"
 
 
 /* Summaries for audit records: the CPUs and distinct registers of a batch, truncated. */

@@ -8,7 +8,7 @@
 
 #include "build-config.h"
 #include "error.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 
 /* The lists of a status reply, in the order their entries are cut into parts. */
 typedef enum StatusList {

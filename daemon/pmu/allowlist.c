@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allowlist.h"
 #include "log.h"
 #include "macro.h"
+#include "pmu/allowlist.h"
 
 #define LINE_CHARS_MAX 1023
 #define ENTRIES_MAX 4096

@@ -11,10 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "machine.h"
+#include "backend/machine.h"
 
-#include "energy-list.h"
-#include "never-list.h"
+#include "pmu/energy-list.h"
+#include "pmu/never-list.h"
 
 
 /* Optional trailing tokens of an entry. */

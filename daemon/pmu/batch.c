@@ -7,10 +7,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "batch.h"
 #include "error.h"
-#include "pmu.h"
 #include "macro.h"
+#include "pmu/batch.h"
+#include "pmu/pmu.h"
 
 _printf_(4, 5) static int refuse(BatchRefusal *ret, int code, size_t index, const char *fmt, ...) {
         va_list ap;

@@ -9,14 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allowlist.h"
-#include "backend.h"
-#include "leases.h"
-#include "machine.h"
+#include "backend/backend.h"
+#include "backend/machine.h"
 #include "message.h"
-#include "pmu.h"
-#include "policy.h"
-#include "scope.h"
+#include "pmu/allowlist.h"
+#include "pmu/leases.h"
+#include "pmu/pmu.h"
+#include "policy/policy.h"
+#include "policy/scope.h"
 
 typedef struct BatchContext {
         const Machine *machine;

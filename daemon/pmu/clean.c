@@ -6,11 +6,11 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "clean.h"
-#include "leases.h"
 #include "log.h"
 #include "macro.h"
-#include "pmu.h"
+#include "pmu/clean.h"
+#include "pmu/leases.h"
+#include "pmu/pmu.h"
 
 #define BIT(n) (UINT64_C(1) << (n))
 

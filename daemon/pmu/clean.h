@@ -24,9 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allowlist.h"
-#include "backend.h"
-#include "machine.h"
+#include "backend/backend.h"
+#include "backend/machine.h"
+#include "pmu/allowlist.h"
 
 typedef struct Pmu Pmu;
 typedef struct LeaseEntry LeaseEntry;

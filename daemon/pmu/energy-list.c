@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "energy-list.h"
 #include "macro.h"
+#include "pmu/energy-list.h"
 
 /* Sorted by address. The scopes are the hardware's, whatever an allowlist says: PP0 counts
  * every core of the package, PSYS the platform around the packages. */

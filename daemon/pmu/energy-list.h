@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/machine.h"
 #include "cpuset.h"
-#include "machine.h"
 
 typedef enum EnergyScope {
         ENERGY_SCOPE_CORE,      /* every thread of the core (AMD_CORE_ENERGY_STAT counts both) */

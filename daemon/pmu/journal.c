@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "clean.h"
-#include "journal.h"
 #include "log.h"
 #include "macro.h"
+#include "pmu/clean.h"
+#include "pmu/journal.h"
 
 #define JOURNAL_MAGIC "pmugate-journal"
 #define JOURNAL_NAME_MAX (sizeof(STATE_JOURNAL_PREFIX) + 10)

@@ -18,12 +18,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "allowlist.h"
 #include "audit.h"
-#include "backend.h"
-#include "leases.h"
-#include "machine.h"
-#include "pmu.h"
+#include "backend/backend.h"
+#include "backend/machine.h"
+#include "pmu/allowlist.h"
+#include "pmu/leases.h"
+#include "pmu/pmu.h"
 #include "pmugate-limits.h"
 #include "state-dir.h"
 

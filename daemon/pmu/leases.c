@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clean.h"
 #include "error.h"
-#include "journal.h"
-#include "leases.h"
 #include "log.h"
 #include "macro.h"
+#include "pmu/clean.h"
+#include "pmu/journal.h"
+#include "pmu/leases.h"
 #include "pmugate-limits.h"
 
 /* Journals still in the state directory once recovery is done are ones it could not restore:

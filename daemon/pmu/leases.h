@@ -27,12 +27,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "allowlist.h"
-#include "backend.h"
+#include "backend/backend.h"
+#include "backend/machine.h"
 #include "cpuset.h"
-#include "machine.h"
 #include "message.h"
-#include "policy.h"
+#include "pmu/allowlist.h"
+#include "policy/policy.h"
 #include "state-dir.h"
 
 typedef struct JournalWriter JournalWriter;

@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 #include "macro.h"
-#include "never-list.h"
+#include "pmu/never-list.h"
 
 /*
  * Sorted, non-overlapping: never_list_lookup() binary-searches it. Each entry is here because a

@@ -10,11 +10,11 @@
 
 #include "cpuset.h"
 #include "error.h"
-#include "leases.h"
 #include "log.h"
 #include "macro.h"
-#include "pmu-uncore.h"
-#include "pmu.h"
+#include "pmu/leases.h"
+#include "pmu/pmu-uncore.h"
+#include "pmu/pmu.h"
 
 #define IMC_DAEMON_PMU_PREFIX "uncore_imc_"
 #define IMC_CLASS "uncore-imc"

@@ -9,7 +9,7 @@
 
 #include "error.h"
 #include "log.h"
-#include "pmu.h"
+#include "pmu/pmu.h"
 
 #define FIXED_FIELD_BITS 4U
 #define FIXED_FIELD_ENABLE 0x3U   /* OS | USR: a fixed counter counts when either is set */

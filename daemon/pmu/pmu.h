@@ -11,11 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allowlist.h"
-#include "backend.h"
-#include "clean.h"
-#include "machine.h"
-#include "pmu-uncore.h"
+#include "backend/backend.h"
+#include "backend/machine.h"
+#include "pmu/allowlist.h"
+#include "pmu/clean.h"
+#include "pmu/pmu-uncore.h"
 
 #define MSR_IA32_PMC0 0xC1U
 #define MSR_IA32_A_PMC0 0x4C1U

@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "log.h"
 #include "macro.h"
 #include "pmugate-limits.h"
+#include "policy/config.h"
 
 typedef struct ConfigParser {
         Config config;

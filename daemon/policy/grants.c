@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "cpulist.h"
-#include "grants.h"
 #include "log.h"
 #include "macro.h"
+#include "policy/grants.h"
 
 #define GRANTS_MAGIC "pmugate-grants"
 

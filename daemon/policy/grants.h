@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "backend/machine.h"
 #include "cpuset.h"
-#include "machine.h"
 #include "pmugate-limits.h"
 #include "state-dir.h"
 

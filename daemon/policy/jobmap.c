@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "jobmap.h"
 #include "macro.h"
-#include "scope.h"
+#include "policy/jobmap.h"
+#include "policy/scope.h"
 
 /* A cgroup top directory holds few entries; a hostile or odd tree must not make a monitor's
  * request walk without end. */

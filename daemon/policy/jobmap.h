@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "cpuset.h"
-#include "grants.h"
+#include "policy/grants.h"
 
 /* The CPUs of the job granted by g on this node. Returns 0 with ret filled, -ENOENT when the
  * grant names no CPUs and no trusted cgroup of the job exists (yet: Slurm creates it after the

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "macro.h"
-#include "membership.h"
+#include "policy/membership.h"
 
 static bool gid_in(gid_t gid, const gid_t *gids, size_t n) {
         for (size_t i = 0; i < n; i++)

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 
 enum {
         _MEMBERSHIP_E_SUCCESS,

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77

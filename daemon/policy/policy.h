@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "config.h"
+#include "policy/config.h"
 
 #define PEER_GROUPS_MAX 256
 

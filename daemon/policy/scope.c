@@ -17,7 +17,7 @@
 #include "cpulist.h"
 #include "error.h"
 #include "macro.h"
-#include "scope.h"
+#include "policy/scope.h"
 
 #define CGROUP_PATH_MAX 2048
 #define CGROUP_FILE_MAX (16U * 1024U)   /* /proc/PID/cgroup: one line per hierarchy */

@@ -14,8 +14,8 @@
 #include <sys/types.h>
 
 #include "cpuset.h"
-#include "grants.h"
-#include "policy.h"
+#include "policy/grants.h"
+#include "policy/policy.h"
 
 typedef struct Scope {
         CpuSet cpus;                    /* every CPU the caller may use */

@@ -16,8 +16,8 @@
 
 #include "log.h"
 #include "macro.h"
-#include "membership.h"
-#include "server.h"
+#include "policy/membership.h"
+#include "server/server.h"
 
 static bool uid_seen_before(const Server *s, const Session *c) {
         for (const Session *o = s->sessions; o != c; o = o->next)

@@ -9,7 +9,7 @@
 
 #include "error.h"
 #include "macro.h"
-#include "server.h"
+#include "server/server.h"
 
 int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret) {
         msgpack_sbuffer_clear(&s->reply);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "server.h"
+#include "server/server.h"
 
 typedef struct Revalidation {
         const Server *server;

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "scheduler.h"
+#include "server/scheduler.h"
 
 void scheduler_init(Scheduler *sch, unsigned slots_max, size_t pending_per_uid_max, uint64_t quantum) {
         *sch = (Scheduler) {

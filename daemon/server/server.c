@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "journal.h"
 #include "log.h"
 #include "macro.h"
-#include "server.h"
+#include "pmu/journal.h"
+#include "server/server.h"
 
 #define AUDIT_FLUSH_USEC (10U * 1000U * 1000U)
 

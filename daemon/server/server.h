@@ -12,20 +12,20 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "allowlist.h"
 #include "audit.h"
-#include "backend.h"
-#include "config.h"
+#include "backend/backend.h"
+#include "backend/machine.h"
 #include "cpuset.h"
-#include "grants.h"
-#include "leases.h"
-#include "machine.h"
 #include "message.h"
-#include "pmu.h"
-#include "policy.h"
-#include "scheduler.h"
-#include "scope.h"
-#include "session.h"
+#include "pmu/allowlist.h"
+#include "pmu/leases.h"
+#include "pmu/pmu.h"
+#include "policy/config.h"
+#include "policy/grants.h"
+#include "policy/policy.h"
+#include "policy/scope.h"
+#include "server/scheduler.h"
+#include "server/session.h"
 #include "state-dir.h"
 
 typedef struct Server Server;

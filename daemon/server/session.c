@@ -22,7 +22,7 @@
 #include "error.h"
 #include "log.h"
 #include "macro.h"
-#include "server.h"
+#include "server/server.h"
 
 /* A reply buffer grown past this is given back when a client leaves. */
 #define REPLY_BUFFER_KEEP (16U * 1024U)

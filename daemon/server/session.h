@@ -15,9 +15,9 @@
 #include "audit-fold.h"
 #include "cpuset.h"
 #include "pmugate-limits.h"
-#include "policy.h"
-#include "scheduler.h"
-#include "scope.h"
+#include "policy/policy.h"
+#include "policy/scope.h"
+#include "server/scheduler.h"
 
 typedef struct Server Server;
 typedef struct Session Session;

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "allowlist.h"
 #include "fuzz-util.h"
 #include "macro.h"
+#include "pmu/allowlist.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,10 +8,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "config.h"
 #include "fuzz-util.h"
 #include "macro.h"
 #include "pmugate-limits.h"
+#include "policy/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

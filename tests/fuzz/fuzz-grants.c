@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grants.h"
-#include "log.h"
 #include "fuzz-seal.h"
+#include "log.h"
 #include "macro.h"
+#include "policy/grants.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

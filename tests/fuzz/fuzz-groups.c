@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "events/groups.h"
+#include "events/metrics.h"
 #include "fuzz-util.h"
-#include "groups.h"
 #include "macro.h"
-#include "metrics.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

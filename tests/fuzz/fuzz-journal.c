@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "journal.h"
-#include "log.h"
 #include "fuzz-seal.h"
+#include "log.h"
 #include "macro.h"
+#include "pmu/journal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

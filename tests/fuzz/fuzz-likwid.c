@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "fuzz-util.h"
-#include "likwid-forward.h"
-#include "likwid-map.h"
+#include "likwid/likwid-forward.h"
+#include "likwid/likwid-map.h"
 #include "macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/machine.h"
 #include "cpuset.h"
 #include "fuzz-util.h"
-#include "machine.h"
 #include "pmugate-limits.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz-util.h"
-#include "marker-internal.h"
+#include "marker/marker-internal.h"
 #include "pmugate-limits.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/perf-format.h"
 #include "fuzz-util.h"
-#include "perf-format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

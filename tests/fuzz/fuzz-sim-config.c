@@ -8,13 +8,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backend/sim/sim-config.h"
+#include "backend/sim/sim-model.h"
+#include "backend/sim/sim-profile.h"
 #include "fuzz-util.h"
 #include "log.h"
 #include "macro.h"
 #include "pmugate-limits.h"
-#include "sim-config.h"
-#include "sim-model.h"
-#include "sim-profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

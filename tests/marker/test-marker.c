@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "marker-internal.h"
+#include "marker/marker-internal.h"
 #include "pmugate-limits.h"
 #include "pmugate/marker.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu-expr.h"
+#include "cli/cpu-expr.h"
 
 /* Two sockets of four cores with SMT: CPUs 0-3 and 8-11 on socket 0 (threads 0 and 1 of its
  * cores), 4-7 and 12-15 on socket 1; CPU 15 offline. */

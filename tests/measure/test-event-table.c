@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "event-table.h"
-#include "events.h"
+#include "events/event-models.h"
+#include "events/event-table.h"
+#include "events/events.h"
 
 /* libpfm4 4.13 files SPR's TOPDOWN.*_SLOTS umasks under TOPDOWN's fixed-counter pseudo code 0x00,
  * while Intel's list has them on event 0xa4 (and 0x0400 is TOPDOWN.SLOTS itself): pmugate's

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "event-list.h"
-#include "events.h"
+#include "events/event-list.h"
+#include "events/events.h"
 
 static void test_table_events(void **state) {
         char reason[256];

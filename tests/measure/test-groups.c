@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "events.h"
-#include "groups.h"
-#include "metrics.h"
+#include "events/events.h"
+#include "events/groups.h"
+#include "events/metrics.h"
 
 static char dir[64];
 static char shipped[4096];

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "measure.h"
+#include "measure/measure-internal.h"
 
 #define FULL_SCALE 255.0
 

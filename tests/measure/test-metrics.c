@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "events/metrics.h"
 
 /* cmocka 1.1.5 has no double comparison */
 static void assert_near(double got, double want, double tolerance) {

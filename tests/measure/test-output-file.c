@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "output-file.h"
+#include "cli/output-file.h"
 
 static void clear_env(void) {
         static const char *const names[] = {

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "package-events.h"
+#include "measure/package-events.h"
 #include "pmugate/package.h"
 
 #define SKX_POWER_UNIT 0x000A0E03U      /* ESU 14 */

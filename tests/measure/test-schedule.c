@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "schedule.h"
+#include "measure/schedule.h"
 
 static EventDesc gp(const char *name, uint32_t mask) {
         EventDesc d = { .kind = EVENT_COUNTER, .fixed = -1, .gp_ok = true, .gp_mask = mask, .usr = true, .os = true };

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "topdown.h"
+#include "measure/topdown.h"
 
 static pmugate_info machine(const char *key, const char *label, unsigned perf_metrics, unsigned fixed) {
         pmugate_info info = { .has_pmu = true, .family = 6, .gp_counters = 8, .fixed_counters = fixed,

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "trusted-dir.h"
+#include "cli/trusted-dir.h"
 
 static char base[] = "/tmp/pmugate-test-trusted-XXXXXX";
 

@@ -13,8 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backend/sim/sim-regs.h"
 #include "macro.h"
-#include "sim-regs.h"
 #include "sim-test-util.h"
 
 /* Writes text to an anonymous memory file and returns a path that opens it. */

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend-sim.h"
-#include "machine.h"
+#include "backend/machine.h"
+#include "backend/sim/backend-sim.h"
 
 #define SIM_TEST_EVENTS_MAX 32U
 

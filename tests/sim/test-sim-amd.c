@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sim/sim-model.h"
+#include "backend/sim/sim-profile.h"
 #include "macro.h"
-#include "sim-model.h"
-#include "sim-profile.h"
 #include "sim-test-util.h"
 
 #define PERF_CTL(i) (0xC0010200U + 2U * (i))

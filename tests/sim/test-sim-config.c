@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sim/sim-regs.h"
 #include "log.h"
-#include "sim-regs.h"
 #include "sim-test-util.h"
 
 typedef struct BadConfig {

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/sim/sim-regs.h"
 #include "log.h"
-#include "sim-regs.h"
 #include "sim-test-util.h"
 
 #define COUNTER_MASK ((UINT64_C(1) << 48) - 1)

@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/sim/sim-profile.h"
+#include "backend/sim/sim-regs.h"
 #include "log.h"
-#include "sim-profile.h"
-#include "sim-regs.h"
 #include "sim-test-util.h"
 
 /* Every measurement round lasts this many wall-clock cycles (~5 s at 2 GHz): counts of 1e9

@@ -14,8 +14,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "backend/sim/sim-regs.h"
 #include "log.h"
-#include "sim-regs.h"
 #include "sim-test-util.h"
 
 #define RAPL_CONFIG \

@@ -10,11 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allowlist.h"
-#include "backend.h"
-#include "leases.h"
-#include "machine.h"
-#include "pmu.h"
+#include "backend/backend.h"
+#include "backend/machine.h"
+#include "pmu/allowlist.h"
+#include "pmu/leases.h"
+#include "pmu/pmu.h"
 
 /* Registers of the test allowlist beyond the core PMU (addresses the never-list leaves free). */
 #define FAKE_CORE_CTL 0x6F0U            /* core scope, writable */

@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "allowlist.h"
 #include "log.h"
 #include "macro.h"
+#include "pmu/allowlist.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Allowlist *, allowlist_free);
 

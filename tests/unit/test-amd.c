@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allowlist.h"
-#include "backend-sim.h"
+#include "backend/machine.h"
+#include "backend/sim/backend-sim.h"
 #include "error.h"
-#include "leases.h"
 #include "macro.h"
-#include "machine.h"
-#include "pmu.h"
+#include "pmu/allowlist.h"
+#include "pmu/leases.h"
+#include "pmu/pmu.h"
 
 #define EN (UINT64_C(1) << 22)
 #define CYCLES (UINT64_C(0x76) | UINT64_C(3) << 16 | EN)

@@ -11,11 +11,11 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "batch.h"
 #include "cpulist.h"
 #include "error.h"
 #include "fake-pmu.h"
 #include "macro.h"
+#include "pmu/batch.h"
 
 /* Three sockets of two cores of two threads, Linux numbering (cpu = thread * 6 + socket * 2 +
  * core): package 0 is CPUs 0,1,6,7 (core 0: 0 and 6), package 1 is 2,3,8,9, and package 2

@@ -16,12 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allowlist.h"
-#include "backend-sim.h"
-#include "clean.h"
-#include "leases.h"
+#include "backend/sim/backend-sim.h"
 #include "macro.h"
-#include "pmu.h"
+#include "pmu/allowlist.h"
+#include "pmu/clean.h"
+#include "pmu/leases.h"
+#include "pmu/pmu.h"
 
 #define BIT(n) (UINT64_C(1) << (n))
 #define EVTSEL_INT BIT(20)

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "macro.h"
-#include "policy.h"
+#include "policy/config.h"
+#include "policy/policy.h"
 
 static char *write_file(const char *text) {
         char *path = strdup("/tmp/pmugate-test-config-XXXXXX");

@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "grants.h"
-#include "machine.h"
+#include "backend/machine.h"
 #include "macro.h"
+#include "policy/grants.h"
 #include "state-dir.h"
 #include "test-tmpdir.h"
 

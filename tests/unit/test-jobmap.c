@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "jobmap.h"
+#include "policy/jobmap.h"
 #include "test-tmpdir.h"
 
 static void make_dirs(const char *rel) {

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "backend-sim.h"
-#include "clean.h"
-#include "journal.h"
+#include "backend/sim/backend-sim.h"
 #include "macro.h"
+#include "pmu/clean.h"
+#include "pmu/journal.h"
 #include "state-dir.h"
 #include "test-tmpdir.h"
 

@@ -12,10 +12,10 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "batch.h"
 #include "error.h"
 #include "fake-pmu.h"
 #include "macro.h"
+#include "pmu/batch.h"
 
 /* Two sockets of two cores of two threads: package 0 is CPUs 0,1,4,5 (core 0: 0 and 4, core
  * 1: 1 and 5), package 1 is 2,3,6,7. Unit 0 is package 0's, unit 1 package 1's, the package

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "error.h"
-#include "likwid-map.h"
+#include "likwid/likwid-map.h"
 #include "macro.h"
 
 /* A one-socket Skylake-SP with two cores, SMT on (CPUs 0-3, CPU 3 offline), the six memory

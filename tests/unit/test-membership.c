@@ -13,8 +13,8 @@
 #include <cmocka.h>
 
 #include "macro.h"
-#include "membership.h"
-#include "policy.h"
+#include "policy/membership.h"
+#include "policy/policy.h"
 #include "test-tmpdir.h"
 
 static void write_etc(const char *name, const char *text) {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "package-events.h"
+#include "measure/package-events.h"
 
 #define EN (UINT64_C(1) << 22)
 #define DF_CTL0 0xC0010240U

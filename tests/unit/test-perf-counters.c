@@ -13,10 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend/machine.h"
+#include "backend/perf-format.h"
 #include "log.h"
-#include "machine.h"
 #include "macro.h"
-#include "perf-format.h"
 #include "test-tmpdir.h"
 
 /* A type no kernel PMU has: discovery is tested without opening anything. */

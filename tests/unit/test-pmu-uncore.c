@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend-sim.h"
+#include "backend/sim/backend-sim.h"
 #include "error.h"
 #include "fake-pmu.h"
 #include "log.h"
-#include "pmu-uncore.h"
-#include "pmu.h"
+#include "pmu/pmu-uncore.h"
+#include "pmu/pmu.h"
 
 #define EN (UINT64_C(1) << 22)
 #define CAS_READ 0x400304U

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allowlist.h"
-#include "backend-sim.h"
+#include "backend/sim/backend-sim.h"
 #include "error.h"
 #include "macro.h"
-#include "pmu.h"
+#include "pmu/allowlist.h"
+#include "pmu/pmu.h"
 
 #define FIXED_CTRL_FC3_ENABLE 0x3000U   /* OS | USR of fixed counter 3 (SLOTS) */
 #define GLOBAL_SLOTS (UINT64_C(1) << 35)

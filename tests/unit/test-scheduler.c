@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "pmugate-limits.h"
-#include "scheduler.h"
+#include "server/scheduler.h"
 
 /* Serves the next entry as a slice of ops operations that leaves it with more work. */
 static SchedEntry *serve(Scheduler *sch, uint64_t ops, bool more) {

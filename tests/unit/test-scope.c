@@ -21,10 +21,10 @@
 
 #include "cpulist.h"
 #include "error.h"
-#include "grants.h"
 #include "macro.h"
-#include "policy.h"
-#include "scope.h"
+#include "policy/grants.h"
+#include "policy/policy.h"
+#include "policy/scope.h"
 
 #define PATH_SIZE 256
 #define TEST_UID 4242

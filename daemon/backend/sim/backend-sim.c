@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend-sim.h"
+#include "backend/sim/backend-sim.h"
+#include "backend/sim/sim-amd.h"
+#include "backend/sim/sim-clock.h"
+#include "backend/sim/sim-config.h"
+#include "backend/sim/sim-pmu.h"
+#include "backend/sim/sim-regs.h"
+#include "backend/sim/sim-uncore.h"
 #include "log.h"
 #include "macro.h"
 #include "pmugate-limits.h"
-#include "sim-amd.h"
-#include "sim-clock.h"
-#include "sim-config.h"
-#include "sim-pmu.h"
-#include "sim-regs.h"
-#include "sim-uncore.h"
 
 /* The simulated Intel parts are family 6 cores; the AMD ones Genoa (family 0x19 model 0x11) and
  * Turin (family 0x1A model 0x02). */

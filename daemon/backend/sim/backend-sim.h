@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend.h"
-#include "machine.h"
+#include "backend/backend.h"
+#include "backend/machine.h"
 
 /* Whether this daemon has the simulator: false in a build with -Dsimulator=false, whose
  * backend_sim_new() returns -EOPNOTSUPP (backend-sim-absent.c). */

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "sim-amd.h"
-#include "sim-regs.h"
+#include "backend/sim/sim-amd.h"
+#include "backend/sim/sim-regs.h"
 
 #define AMD_COUNTER_MASK ((UINT64_C(1) << 48) - 1)
 #define AMD_LEGACY_COUNTERS 4U

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sim-counter.h"
-#include "sim-model.h"
-#include "sim-pmu.h"
+#include "backend/sim/sim-counter.h"
+#include "backend/sim/sim-model.h"
+#include "backend/sim/sim-pmu-state.h"
 
 #define SIM_AMD_L3_COUNTERS 6U
 #define SIM_AMD_DF_COUNTERS_MAX 16U

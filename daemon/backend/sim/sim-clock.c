@@ -5,7 +5,7 @@
 #include <math.h>
 #include <time.h>
 
-#include "sim-clock.h"
+#include "backend/sim/sim-clock.h"
 
 #define NSEC_PER_SEC UINT64_C(1000000000)
 #define NSEC_PER_USEC UINT64_C(1000)

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "sim-config.h"
+#include "backend/sim/sim-config.h"
 
 typedef struct SimClock {
         SimClockMode mode;

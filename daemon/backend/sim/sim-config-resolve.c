@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sim/sim-config.h"
 #include "log.h"
 #include "macro.h"
-#include "sim-config.h"
 
 /* "base =" chains longer than this are loops in practice. */
 #define PROFILE_BASE_DEPTH_MAX 16U

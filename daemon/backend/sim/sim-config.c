@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sim/sim-amd.h"
+#include "backend/sim/sim-config.h"
+#include "backend/sim/sim-parse.h"
 #include "cpulist.h"
 #include "log.h"
 #include "macro.h"
 #include "pmugate-limits.h"
-#include "sim-amd.h"
-#include "sim-config.h"
-#include "sim-parse.h"
 
 /* The kernel accepts watchdog_thresh up to 60 seconds. */
 #define WATCHDOG_THRESH_MAX 60U

@@ -10,11 +10,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backend/sim/sim-model.h"
+#include "backend/sim/sim-profile.h"
+#include "backend/sim/sim-uncore.h"
 #include "log.h"
 #include "macro.h"
-#include "sim-model.h"
-#include "sim-profile.h"
-#include "sim-uncore.h"
 
 #define SIM_SOCKETS_MAX 8U
 #define SIM_CORES_PER_SOCKET_MAX 512U     /* 8 sockets x 512 cores x 2 threads: PMUGATE_CPUS_MAX */

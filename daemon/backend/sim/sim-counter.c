@@ -4,7 +4,7 @@
  */
 #include <math.h>
 
-#include "sim-counter.h"
+#include "backend/sim/sim-counter.h"
 
 /* Increments below 2^62 convert to an integer exactly enough; beyond that only the value
  * modulo the counter width matters, and no simulated counter narrower than 64 bits is wider

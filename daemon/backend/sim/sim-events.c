@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/sim/sim-events.h"
 #include "macro.h"
-#include "sim-events.h"
 
 /* Server parts of all three generations run their core crystal clock at 25 MHz (CPUID leaf
  * 0x15); REF_XCLK and ONE_THREAD_ACTIVE count it. */

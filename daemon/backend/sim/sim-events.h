@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sim-model.h"
-#include "sim-profile.h"
-#include "sim-regs.h"
+#include "backend/sim/sim-model.h"
+#include "backend/sim/sim-profile.h"
+#include "backend/sim/sim-regs.h"
 
 /* Quantities the event tables map onto. All are rates per wall-clock (TSC) cycle. */
 typedef enum SimQuantity {

@@ -5,9 +5,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backend/sim/sim-model.h"
+#include "backend/sim/sim-regs.h"
 #include "macro.h"
-#include "sim-model.h"
-#include "sim-regs.h"
 
 /* IA32_PERF_CAPABILITIES fields (pmu-registers.md §2.3). The LBR and PEBS format numbers are
  * plausible values for these parts, not read from hardware; pmugate only looks at bits 13

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "machine.h"
+#include "backend/machine.h"
 
 /* Largest counter set of any simulated model (ICX/SPR: 8 GP + 4 fixed). */
 #define SIM_GP_COUNTERS_MAX 8U

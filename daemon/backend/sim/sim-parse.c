@@ -8,8 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backend/sim/sim-parse.h"
 #include "macro.h"
-#include "sim-parse.h"
 
 int sim_parse_double(const char *text, double min, double max, double *ret) {
         char *end;

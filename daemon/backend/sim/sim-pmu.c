@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/sim/sim-amd.h"
+#include "backend/sim/sim-pmu.h"
+#include "backend/sim/sim-regs.h"
 #include "log.h"
 #include "macro.h"
-#include "sim-amd.h"
-#include "sim-pmu.h"
-#include "sim-regs.h"
 
 /* The kernel's NMI watchdog field in FIXED_CTR_CTRL: OS | USR | PMI (§7.1). */
 #define WATCHDOG_FIXED_FIELD (FIXED_CTRL_OS | FIXED_CTRL_USR | FIXED_CTRL_PMI)
@@ -40,17 +40,6 @@ static void update_fixed_rates(SimPmu *p) {
 
                 p->fixed[i].rate = sim_rates_fixed(p->rates, i, any) * ring;
         }
-}
-
-void sim_pmu_unhandled_pmi(SimPmu *p, const char *what, uint64_t stray) {
-        p->unhandled_pmis++;
-        if (stray)
-                log_warning("Simulated CPU %" PRIu32 ": the kernel's PMI handler (NMI watchdog) finds overflow status "
-                            "0x%" PRIx64 " of counters it does not own, and warns (unhandled PMI #%" PRIu64 ")",
-                            p->cpu, stray, p->unhandled_pmis);
-        else
-                log_warning("Simulated CPU %" PRIu32 ": %s overflowed with its interrupt enabled: a PMI no PMU user "
-                            "handles (unhandled PMI #%" PRIu64 ")", p->cpu, what, p->unhandled_pmis);
 }
 
 void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t tsc) {

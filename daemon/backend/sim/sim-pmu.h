@@ -7,37 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sim-counter.h"
-#include "sim-events.h"
-#include "sim-model.h"
-
-typedef struct SimPmu {
-        const SimModel *model;
-        const SimRates *rates;
-        uint64_t tsc;
-        SimCounter mperf, aperf;
-        SimCounter irperf;              /* AMD: instructions retired, free-running */
-        uint64_t evtsel[SIM_GP_COUNTERS_MAX];
-        SimCounter gp[SIM_GP_COUNTERS_MAX];
-        SimCounter fixed[SIM_FIXED_COUNTERS_MAX];
-        uint64_t fixed_ctrl;
-        uint64_t global_ctrl;
-        uint64_t global_status;
-        uint64_t offcore_rsp[2];
-        /* Slots per PERF_METRICS field accumulated since SLOTS or PERF_METRICS was zeroed. */
-        double metrics_slots[PERF_METRICS_FIELDS];
-        /* A non-zero value written to PERF_METRICS reads back as written until more slots
-         * are counted (the kernel restores saved values this way). */
-        bool metrics_held;
-        uint64_t metrics_written;
-        /* Period of the emulated kernel NMI watchdog on FIXED_CTR1; 0 when there is none. */
-        uint64_t watchdog_period;
-        uint32_t cpu;                   /* for messages */
-        /* PMIs no PMU user would handle: an interrupt-enabled counter that is not the
-         * watchdog's overflowed, or the watchdog's PMI found overflow status that is not its
-         * own (the kernel warns on every such NMI). Each is logged. */
-        uint64_t unhandled_pmis;
-} SimPmu;
+#include "backend/sim/sim-model.h"
+#include "backend/sim/sim-pmu-state.h"
 
 void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t tsc);
 
@@ -45,10 +16,6 @@ void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t 
  * every GLOBAL_CTRL enable set, the counter preloaded with -period and re-armed by the
  * "kernel" at each overflow. */
 void sim_pmu_start_watchdog(SimPmu *p, uint64_t period);
-
-/* Counts and logs a PMI nobody handles: what names the counter that raised it, or the
- * watchdog's PMI that found status bits (stray) of counters it does not own. */
-void sim_pmu_unhandled_pmi(SimPmu *p, const char *what, uint64_t stray);
 
 /* Lets `cycles` wall-clock (TSC) cycles pass. */
 void sim_pmu_advance(SimPmu *p, uint64_t cycles);

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/sim/sim-parse.h"
+#include "backend/sim/sim-profile.h"
 #include "macro.h"
-#include "sim-parse.h"
-#include "sim-profile.h"
 
 /* Fractions written with a few decimals must still be accepted as summing to 1. */
 #define SIM_FRACTION_TOLERANCE 1e-6

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim-model.h"
+#include "backend/sim/sim-model.h"
 
 #define SIM_PROFILE_NAME_MAX 32U
 #define SIM_EXTRA_EVENTS_MAX 32U

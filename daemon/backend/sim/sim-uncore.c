@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <math.h>
 
-#include "sim-regs.h"
-#include "sim-uncore.h"
+#include "backend/sim/sim-regs.h"
+#include "backend/sim/sim-uncore.h"
 
 /* RAPL_POWER_UNIT: power in 1/8 W (bits 3:0 = 3), time in 2^-10 s (bits 19:16 = 0xA), the
  * layout behind the typical SKX value 0x000A0E03. */

@@ -7,8 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sim-counter.h"
-#include "sim-model.h"
+#include "backend/sim/sim-counter.h"
+#include "backend/sim/sim-model.h"
 
 /* Skylake-SP IMC PMON (pmu-registers.md §6.1): two controllers of three channels per socket,
  * each channel its own PCI function with 4 GP counters and a DCLK fixed counter. */

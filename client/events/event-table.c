@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate's event table. The encodings are those of Intel's event lists (intel/perfmon SKL
+ * V59, CLX V1.25, ICX V1.30, SPR V1.39) as perf's tools/perf/pmu-events use them; the unit test
+ * test-events compares every entry with libpfm4's list for the same model. Counter
+ * restrictions are those of the event lists ("Counter": "0"), which libpfm4 does not export.
+ *
+ * AMD Zen 4 and Zen 5 events carry the names perf gives them (tools/perf/pmu-events/arch/x86/
+ * amdzen4, amdzen5) and perf's raw encodings, event[11:8] in bits 32-35 of the config; the
+ * pipeline-utilization ones are those of perf's pipeline.json metrics.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "events/event-table.h"
+#include "events/evtsel.h"
+#include "macro.h"
+
+#define SKL EVENT_MODEL_SKL
+#define ICX EVENT_MODEL_ICX
+#define SPR EVENT_MODEL_SPR
+#define ALL EVENT_MODEL_ALL
+#define ZEN4 EVENT_MODEL_ZEN4
+#define ZEN5 EVENT_MODEL_ZEN5
+#define AMD EVENT_MODEL_AMD
+/* AMD: event[11:8] goes to PerfEvtSel bits 35:32 */
+#define AMD_CODE(event, umask) (((uint64_t) (event) & 0xFF) | ((uint64_t) (event) >> 8) << 32 | \
+                                (uint64_t) (umask) << EVTSEL_UMASK_SHIFT)
+
+#define CODE(event, umask) ((uint64_t) (event) | (uint64_t) (umask) << EVTSEL_UMASK_SHIFT)
+#define CMASK(n) ((uint64_t) (n) << EVTSEL_CMASK_SHIFT)
+#define EDGE EVTSEL_EDGE
+
+/* A GP event, one with a fixed counter and a GP equivalent, one only a fixed counter counts,
+ * and a PERF_METRICS byte. */
+#define GP(n, m, c) { .name = (n), .models = (m), .config = (c), .fixed = -1, .gp_ok = true, \
+                      .gp_mask = GP_MASK_ALL, .metrics_field = -1 }
+#define GP_ONLY_ON(n, m, c, mask) { .name = (n), .models = (m), .config = (c), .fixed = -1, .gp_ok = true, \
+                                    .gp_mask = (mask), .metrics_field = -1 }
+#define FIXED_OR_GP(n, m, f, c) { .name = (n), .models = (m), .config = (c), .fixed = (f), .gp_ok = true, \
+                                  .gp_mask = GP_MASK_ALL, .metrics_field = -1 }
+#define FIXED_ONLY(n, m, f) { .name = (n), .models = (m), .fixed = (f), .metrics_field = -1 }
+#define METRIC(n, m, field) { .name = (n), .models = (m), .fixed = FIXED_SLOTS, .metrics_field = (field) }
+
+static const EventTableEntry event_table[] = {
+        /* Architectural events and the fixed counters */
+        FIXED_OR_GP("INST_RETIRED.ANY", ALL, FIXED_INST_RETIRED, CODE(0xc0, 0x00)),
+        GP("INST_RETIRED.ANY_P", ALL, CODE(0xc0, 0x00)),
+        FIXED_OR_GP("CPU_CLK_UNHALTED.THREAD", ALL, FIXED_CLK_UNHALTED, CODE(0x3c, 0x00)),
+        GP("CPU_CLK_UNHALTED.THREAD_P", ALL, CODE(0x3c, 0x00)),
+        FIXED_ONLY("CPU_CLK_UNHALTED.REF_TSC", ALL, FIXED_REF_TSC),
+        GP("CPU_CLK_UNHALTED.REF_XCLK", SKL | ICX, CODE(0x3c, 0x01)),
+        GP("CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE", ALL, CODE(0x3c, 0x02)),
+        GP("BR_INST_RETIRED.ALL_BRANCHES", ALL, CODE(0xc4, 0x00)),
+        GP("BR_MISP_RETIRED.ALL_BRANCHES", ALL, CODE(0xc5, 0x00)),
+        GP("MACHINE_CLEARS.COUNT", ALL, CODE(0xc3, 0x01) | CMASK(1) | EDGE),
+
+        /* Skylake-SP and Cascade Lake TopDown (perf's skx-metrics.json) */
+        GP("UOPS_ISSUED.ANY", SKL | ICX, CODE(0x0e, 0x01)),
+        GP("UOPS_RETIRED.RETIRE_SLOTS", SKL, CODE(0xc2, 0x02)),
+        GP("UOPS_RETIRED.MACRO_FUSED", SKL, CODE(0xc2, 0x04)),
+        GP("IDQ_UOPS_NOT_DELIVERED.CORE", ALL, CODE(0x9c, 0x01)),
+        GP("IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE", SKL, CODE(0x9c, 0x01) | CMASK(4)),
+        GP("INT_MISC.RECOVERY_CYCLES", SKL | ICX, CODE(0x0d, 0x01)),
+        GP("CYCLE_ACTIVITY.STALLS_MEM_ANY", SKL | ICX, CODE(0xa3, 0x14) | CMASK(20)),
+        GP("CYCLE_ACTIVITY.STALLS_TOTAL", SKL | ICX, CODE(0xa3, 0x04) | CMASK(4)),
+        GP("EXE_ACTIVITY.BOUND_ON_STORES", SKL, CODE(0xa6, 0x40)),
+        GP("EXE_ACTIVITY.1_PORTS_UTIL", SKL | ICX, CODE(0xa6, 0x02)),
+        GP("EXE_ACTIVITY.2_PORTS_UTIL", SKL | ICX, CODE(0xa6, 0x04)),
+
+        /* Ice Lake-SP and Sapphire Rapids: SLOTS, PERF_METRICS and the L1 correction terms */
+        FIXED_OR_GP("TOPDOWN.SLOTS", ICX | SPR, FIXED_SLOTS, CODE(0xa4, 0x01)),
+        GP("TOPDOWN.SLOTS_P", ICX | SPR, CODE(0xa4, 0x01)),
+        GP("CPU_CLK_UNHALTED.DISTRIBUTED", ICX | SPR, CODE(0xec, 0x02)),
+        GP("INT_MISC.UOP_DROPPING", ICX, CODE(0x0d, 0x10)),
+        GP("INT_MISC.CLEARS_COUNT", ICX, CODE(0x0d, 0x01) | CMASK(1) | EDGE),
+        METRIC("topdown-retiring", ICX | SPR, 0),
+        METRIC("topdown-bad-spec", ICX | SPR, 1),
+        METRIC("topdown-fe-bound", ICX | SPR, 2),
+        METRIC("topdown-be-bound", ICX | SPR, 3),
+
+        /* Ice Lake-SP level 2 (perf's icx-metrics.json) */
+        GP("UOPS_RETIRED.SLOTS", ICX | SPR, CODE(0xc2, 0x02)),
+        GP("IDQ.MS_UOPS", ICX, CODE(0x79, 0x30)),
+        GP("IDQ.MITE_UOPS", ICX, CODE(0x79, 0x04)),
+        GP("UOPS_DECODED.DEC0", ICX, CODE(0x56, 0x01)),
+        GP("IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE", ICX, CODE(0x9c, 0x01) | CMASK(5)),
+        GP("EXE_ACTIVITY.BOUND_ON_STORES", ICX, CODE(0xa6, 0x40) | CMASK(2)),
+
+        /* Sapphire Rapids (perf's spr-metrics.json): level 2 in PERF_METRICS, the TOPDOWN.*_SLOTS
+         * cross-checks, two of them only on PMC0 */
+        METRIC("topdown-heavy-ops", SPR, 4),
+        METRIC("topdown-br-mispredict", SPR, 5),
+        METRIC("topdown-fetch-lat", SPR, 6),
+        METRIC("topdown-mem-bound", SPR, 7),
+        GP("INT_MISC.UOP_DROPPING", SPR, CODE(0xad, 0x10)),
+        GP("INT_MISC.CLEARS_COUNT", SPR, CODE(0xad, 0x01) | CMASK(1) | EDGE),
+        GP("TOPDOWN.BACKEND_BOUND_SLOTS", SPR, CODE(0xa4, 0x02)),
+        GP_ONLY_ON("TOPDOWN.BAD_SPEC_SLOTS", SPR, CODE(0xa4, 0x04), 0x01),
+        GP_ONLY_ON("TOPDOWN.BR_MISPREDICT_SLOTS", SPR, CODE(0xa4, 0x08), 0x01),
+        GP("TOPDOWN.MEMORY_BOUND_SLOTS", SPR, CODE(0xa4, 0x10)),
+        GP("UOPS_RETIRED.HEAVY", SPR, CODE(0xc2, 0x01)),
+        GP("IDQ_BUBBLES.CORE", SPR, CODE(0x9c, 0x01)),
+        GP("IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE", SPR, CODE(0x9c, 0x01) | CMASK(6)),
+
+        /* AMD Zen 4 and Zen 5: cycles, instructions, branches, FLOPs */
+        GP("ls_not_halted_cyc", AMD, AMD_CODE(0x076, 0x00)),
+        GP("ex_ret_instr", AMD, AMD_CODE(0x0c0, 0x00)),
+        GP("ex_ret_ops", AMD, AMD_CODE(0x0c1, 0x00)),
+        GP("ex_ret_brn", AMD, AMD_CODE(0x0c2, 0x00)),
+        GP("ex_ret_brn_misp", AMD, AMD_CODE(0x0c3, 0x00)),
+        GP("ex_ret_brn_tkn", AMD, AMD_CODE(0x0c4, 0x00)),
+        GP("fp_ret_sse_avx_ops.all", AMD, AMD_CODE(0x003, 0x1f)),
+        /* pipeline utilization (perf's amdzen4/amdzen5 pipeline.json) */
+        GP("de_src_op_disp.all", AMD, AMD_CODE(0x0aa, 0x07)),
+        GP("de_no_dispatch_per_slot.no_ops_from_frontend", AMD, AMD_CODE(0x1a0, 0x01)),
+        GP("de_no_dispatch_per_slot.backend_stalls", AMD, AMD_CODE(0x1a0, 0x1e)),
+        GP("de_no_dispatch_per_slot.smt_contention", AMD, AMD_CODE(0x1a0, 0x60)),
+        GP("ex_no_retire.not_complete", AMD, AMD_CODE(0x0d6, 0x02)),
+        GP("ex_no_retire.load_not_complete", AMD, AMD_CODE(0x0d6, 0xa2)),
+        GP("ex_ret_ucode_ops", AMD, AMD_CODE(0x1c2, 0x00)),
+        GP("resyncs_or_nc_redirects", ZEN4, AMD_CODE(0x096, 0x00)),
+        GP("bp_redirects.resync", ZEN5, AMD_CODE(0x09f, 0x01)),
+};
+
+unsigned event_table_model(const char *model) {
+        if (!model)
+                return 0;
+        if (strcmp(model, "skx") == 0 || strcmp(model, "clx") == 0)
+                return EVENT_MODEL_SKL;
+        if (strcmp(model, "icx") == 0)
+                return EVENT_MODEL_ICX;
+        if (strcmp(model, "spr") == 0)
+                return EVENT_MODEL_SPR;
+        if (strcmp(model, "zen4") == 0)
+                return EVENT_MODEL_ZEN4;
+        if (strcmp(model, "zen5") == 0)
+                return EVENT_MODEL_ZEN5;
+        return 0;
+}
+
+const EventTableEntry *event_table_lookup(const char *model, const char *name) {
+        unsigned bit = event_table_model(model);
+
+        if (bit == 0 || !name)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(event_table); i++)
+                if ((event_table[i].models & bit) && strcasecmp(event_table[i].name, name) == 0)
+                        return &event_table[i];
+        return NULL;
+}
+
+const EventTableEntry *event_table_entries(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(event_table);
+        return event_table;
+}

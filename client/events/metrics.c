@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Metrics: formula text compiled and evaluated by muparser's C API
+ */
+#include <errno.h>
+#include <math.h>
+#include <muParserDLL.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/reason.h"
+#include "events/metrics.h"
+#include "macro.h"
+
+/* muparser's own identifier characters plus '.', which Intel's event names use. */
+#define NAME_CHARS "0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ."
+
+typedef struct Formula {
+        char *name;
+        char *text;
+        muParserHandle_t parser;
+        size_t *uses;           /* formulas it uses */
+        size_t n_uses;
+} Formula;
+
+struct MetricSet {
+        char **variable_names;
+        double *variables;
+        size_t n_variables;
+        Formula *formulas;
+        size_t n_formulas;
+        double *formula_values;         /* muparser reads formulas used by others from here */
+        size_t *order;                  /* evaluation order */
+        bool compiled;
+};
+
+static bool name_valid(const char *name) {
+        size_t n = strlen(name);
+
+        if (n == 0 || n >= METRIC_NAME_MAX || (name[0] >= '0' && name[0] <= '9') || name[0] == '.')
+                return false;
+        return strspn(name, NAME_CHARS) == n;
+}
+
+int metric_set_new(MetricSet **ret) {
+        MetricSet *s;
+
+        if (!ret)
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->variable_names = calloc(METRIC_VARIABLES_MAX, sizeof(char *));
+        s->variables = calloc(METRIC_VARIABLES_MAX, sizeof(double));
+        s->formulas = calloc(METRIC_FORMULAS_MAX, sizeof(Formula));
+        s->formula_values = calloc(METRIC_FORMULAS_MAX, sizeof(double));
+        s->order = calloc(METRIC_FORMULAS_MAX, sizeof(size_t));
+        if (!s->variable_names || !s->variables || !s->formulas || !s->formula_values || !s->order) {
+                metric_set_free(s);
+                return -ENOMEM;
+        }
+        *ret = s;
+        return 0;
+}
+
+MetricSet *metric_set_free(MetricSet *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; s->variable_names && i < s->n_variables; i++)
+                free(s->variable_names[i]);
+        for (size_t i = 0; s->formulas && i < s->n_formulas; i++) {
+                if (s->formulas[i].parser)
+                        mupRelease(s->formulas[i].parser);
+                free(s->formulas[i].name);
+                free(s->formulas[i].text);
+                free(s->formulas[i].uses);
+        }
+        free(s->variable_names);
+        free(s->variables);
+        free(s->formulas);
+        free(s->formula_values);
+        free(s->order);
+        free(s);
+        return NULL;
+}
+
+int metric_set_variable_index(const MetricSet *s, const char *name) {
+        for (size_t i = 0; i < s->n_variables; i++)
+                if (strcmp(s->variable_names[i], name) == 0)
+                        return (int) i;
+        return -ENOENT;
+}
+
+int metric_set_formula_index(const MetricSet *s, const char *name) {
+        for (size_t i = 0; i < s->n_formulas; i++)
+                if (strcmp(s->formulas[i].name, name) == 0)
+                        return (int) i;
+        return -ENOENT;
+}
+
+int metric_set_add_variable(MetricSet *s, const char *name) {
+        if (!s || !name || s->compiled || !name_valid(name))
+                return -EINVAL;
+        if (metric_set_variable_index(s, name) >= 0 || metric_set_formula_index(s, name) >= 0)
+                return -EEXIST;
+        if (s->n_variables >= METRIC_VARIABLES_MAX)
+                return -E2BIG;
+        s->variable_names[s->n_variables] = strdup(name);
+        if (!s->variable_names[s->n_variables])
+                return -ENOMEM;
+        s->variables[s->n_variables] = NAN;
+        return (int) s->n_variables++;
+}
+
+int metric_set_add_formula(MetricSet *s, const char *name, const char *formula, char *reterr_reason,
+                           size_t reason_size) {
+        Formula *f;
+
+        if (!s || !name || !formula || s->compiled)
+                return -EINVAL;
+        if (!name_valid(name))
+                return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                   "'%s' is not a metric name (letters, digits, '_' and '.', up to %u characters)",
+                                   name,
+                                   METRIC_NAME_MAX - 1);
+        if (metric_set_variable_index(s, name) >= 0 || metric_set_formula_index(s, name) >= 0)
+                return reason_fail(reterr_reason, reason_size, -EEXIST, "'%s' is defined twice", name);
+        if (strlen(formula) >= METRIC_FORMULA_MAX)
+                return reason_fail(reterr_reason, reason_size, -E2BIG,
+                                   "formula of '%s' is longer than %u characters", name,
+                                   METRIC_FORMULA_MAX - 1);
+        if (s->n_formulas >= METRIC_FORMULAS_MAX)
+                return reason_fail(reterr_reason, reason_size, -E2BIG, "more than %u formulas", METRIC_FORMULAS_MAX);
+        f = &s->formulas[s->n_formulas];
+        *f = (Formula) { .name = strdup(name), .text = strdup(formula) };
+        if (!f->name || !f->text) {
+                free(f->name);
+                free(f->text);
+                *f = (Formula) {};
+                return -ENOMEM;
+        }
+        return (int) s->n_formulas++;
+}
+
+static int parser_error(Formula *f, char *reterr_reason, size_t reason_size) {
+        int r = reason_fail(reterr_reason, reason_size, -EINVAL,
+                            "formula of '%s': %s", f->name, mupGetErrorMsg(f->parser));
+
+        mupErrorReset(f->parser);
+        return r;
+}
+
+/* Defines for f's parser exactly the names its text uses, and records the formulas among them. */
+static int bind_names(MetricSet *s, Formula *f, char *reterr_reason, size_t reason_size) {
+        _cleanup_free_ char **names = NULL;
+        int n;
+
+        mupSetExpr(f->parser, f->text);
+        n = mupGetExprVarNum(f->parser);
+        if (mupError(f->parser))
+                return parser_error(f, reterr_reason, reason_size);
+        if (n <= 0)
+                return 0;
+        names = calloc((size_t) n, sizeof(char *));
+        f->uses = calloc((size_t) n, sizeof(size_t));
+        if (!names || !f->uses)
+                return -ENOMEM;
+        for (int k = 0; k < n; k++) {
+                const muChar_t *name = NULL;
+                muFloat_t *ignored = NULL;
+
+                mupGetExprVar(f->parser, (unsigned) k, &name, &ignored);
+                names[k] = strdup(name ?: "");
+                if (!names[k]) {
+                        for (int j = 0; j < k; j++)
+                                free(names[j]);
+                        return -ENOMEM;
+                }
+        }
+        /* muparser may move its list of used names when variables are defined, so the names
+         * are copied first. */
+        for (int k = 0; k < n; k++) {
+                int v = metric_set_variable_index(s, names[k]), g = metric_set_formula_index(s, names[k]);
+                int r = 0;
+
+                if (v >= 0)
+                        mupDefineVar(f->parser, names[k], &s->variables[v]);
+                else if (g >= 0) {
+                        mupDefineVar(f->parser, names[k], &s->formula_values[g]);
+                        f->uses[f->n_uses++] = (size_t) g;
+                } else
+                        r = reason_fail(reterr_reason, reason_size, -EINVAL,
+                                        "formula of '%s' uses '%s', "
+                                        "which is no event, constant or metric of this group",
+                                        f->name, names[k]);
+                if (r == 0 && mupError(f->parser))
+                        r = parser_error(f, reterr_reason, reason_size);
+                if (r < 0) {
+                        for (int j = 0; j < n; j++)
+                                free(names[j]);
+                        return r;
+                }
+        }
+        for (int j = 0; j < n; j++)
+                free(names[j]);
+        return 0;
+}
+
+/* Depth-first: a formula goes into the order after everything it uses. */
+static int order_visit(MetricSet *s, size_t i, unsigned char *state, size_t *n_ordered, char *reterr_reason,
+                       size_t reason_size) {
+        enum { UNSEEN, VISITING, DONE };
+        Formula *f = &s->formulas[i];
+
+        if (state[i] == DONE)
+                return 0;
+        if (state[i] == VISITING)
+                return reason_fail(reterr_reason, reason_size, -EINVAL, "metric '%s' depends on itself", f->name);
+        state[i] = VISITING;
+        for (size_t k = 0; k < f->n_uses; k++) {
+                int r = order_visit(s, f->uses[k], state, n_ordered, reterr_reason, reason_size);
+
+                if (r < 0)
+                        return r;
+        }
+        state[i] = DONE;
+        s->order[(*n_ordered)++] = i;
+        return 0;
+}
+
+int metric_set_compile(MetricSet *s, char *reterr_reason, size_t reason_size) {
+        _cleanup_free_ unsigned char *state = NULL;
+        size_t n_ordered = 0;
+        int r;
+
+        if (!s || s->compiled)
+                return -EINVAL;
+        for (size_t i = 0; i < s->n_formulas; i++) {
+                Formula *f = &s->formulas[i];
+
+                f->parser = mupCreate(muBASETYPE_FLOAT);
+                if (!f->parser)
+                        return -ENOMEM;
+                mupDefineNameChars(f->parser, NAME_CHARS);
+                r = bind_names(s, f, reterr_reason, reason_size);
+                if (r < 0)
+                        return r;
+                (void) mupEval(f->parser);
+                if (mupError(f->parser))
+                        return parser_error(f, reterr_reason, reason_size);
+        }
+        state = calloc(s->n_formulas ?: 1, 1);
+        if (!state)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_formulas; i++) {
+                r = order_visit(s, i, state, &n_ordered, reterr_reason, reason_size);
+                if (r < 0)
+                        return r;
+        }
+        s->compiled = true;
+        return 0;
+}
+
+void metric_set_set(MetricSet *s, size_t variable, double value) {
+        if (s && variable < s->n_variables)
+                s->variables[variable] = value;
+}
+
+int metric_set_evaluate(MetricSet *s, double *values, size_t n_values) {
+        if (!s || !s->compiled || (n_values > 0 && !values))
+                return -EINVAL;
+        for (size_t k = 0; k < s->n_formulas; k++) {
+                size_t i = s->order[k];
+                Formula *f = &s->formulas[i];
+                double v = mupEval(f->parser);
+
+                if (mupError(f->parser)) {
+                        mupErrorReset(f->parser);
+                        v = NAN;
+                }
+                s->formula_values[i] = v;
+        }
+        for (size_t i = 0; i < n_values && i < s->n_formulas; i++)
+                values[i] = s->formula_values[i];
+        return 0;
+}
+
+size_t metric_set_n_formulas(const MetricSet *s) {
+        return s ? s->n_formulas : 0;
+}
+
+size_t metric_set_n_variables(const MetricSet *s) {
+        return s ? s->n_variables : 0;
+}

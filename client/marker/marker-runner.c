@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Marker runner: the environment of a program measured by regions, and its results read back
+ * and evaluated with the measurement's formulas
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cpulist.h"
+#include "macro.h"
+#include "marker/marker-runner.h"
+#include "measure/measure-internal.h"
+#include "measure/measure-program.h"
+#include "pmugate-limits.h"
+
+#define REGS_TEXT_MAX (MARKER_REGS_MAX * 12U)
+#define CPUS_TEXT_MAX (64U * 1024U)
+
+typedef struct MarkerPublisher {
+        MarkerShared *map;
+        size_t size;
+} MarkerPublisher;
+
+static void publisher_free(void *userdata) {
+        MarkerPublisher *p = userdata;
+
+        if (p && p->map)
+                (void) munmap(p->map, p->size);
+        free(p);
+}
+
+/* Around every sample, which resets SLOTS and PERF_METRICS: readers wait while it is under
+ * way, and then add what the counters had counted before. */
+static void publish(pmugate_measure *m, bool before, void *userdata) {
+        MarkerPublisher *p = userdata;
+
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                MarkerSharedCpu *c;
+
+                if (m->cpus[i] >= p->map->n_cpus)
+                        continue;
+                c = &p->map->cpus[m->cpus[i]];
+                if (!before) {
+                        __atomic_store_n(&c->slots, m->state[i].slots_base, __ATOMIC_RELAXED);
+                        for (unsigned f = 0; f < MARKER_METRICS_FIELDS; f++)
+                                __atomic_store_n(&c->fields[f], m->state[i].fields_base[f],
+                                                 __ATOMIC_RELAXED);
+                }
+                /* odd before the reset batch goes out, even once the bases are in place */
+                (void) __atomic_fetch_add(&c->sequence, 1, __ATOMIC_SEQ_CST);
+        }
+}
+
+static int make_publisher(pmugate_measure *m, const char *shared_path) {
+        _cleanup_close_ int fd = -1;
+        MarkerPublisher *p;
+        uint32_t highest = 0;
+        size_t size;
+
+        for (size_t i = 0; i < m->n_cpus; i++)
+                if (m->cpus[i] > highest)
+                        highest = m->cpus[i];
+        size = sizeof(MarkerShared) + ((size_t) highest + 1) * sizeof(MarkerSharedCpu);
+        fd = open(shared_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (ftruncate(fd, (off_t) size) < 0)
+                return -errno;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p->map == MAP_FAILED) {
+                free(p);
+                return -errno;
+        }
+        p->size = size;
+        p->map->magic = MARKER_SHARED_MAGIC;
+        p->map->n_cpus = (uint64_t) highest + 1;
+        m->sample_hook = publish;
+        m->sample_hook_free = publisher_free;
+        m->sample_hook_data = p;
+        return 0;
+}
+
+int marker_runner_environment(pmugate_measure *m, const char *results_path, const char *shared_path,
+                              char *reterr_reason, size_t reason_size) {
+        _cleanup_free_ char *cpus = malloc(CPUS_TEXT_MAX);
+        char regs[REGS_TEXT_MAX] = "", width[16];
+        size_t at = 0;
+        int r;
+
+        if (!cpus)
+                return -ENOMEM;
+        if (pmugate_measure_event_sets(m) > 1) {
+                (void) snprintf(reterr_reason, reason_size, "the events take %u turns on the counters; "
+                                "markers read one set of counters, so give fewer events",
+                                pmugate_measure_event_sets(m));
+                return -E2BIG;
+        }
+        if (!m->sweep_regs && (r = measure_plan_registers(m)) < 0)
+                return r;
+        if (m->n_sweep_regs == 0 || m->n_sweep_regs > MARKER_REGS_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < m->n_sweep_regs; i++)
+                at += (size_t) snprintf(regs + at, sizeof(regs) - at, "%s%" PRIx32, i ? "," : "",
+                                        m->sweep_regs[i]);
+        r = cpulist_format(m->cpus, m->n_cpus, cpus, CPUS_TEXT_MAX);
+        if (r < 0)
+                return r;
+        (void) snprintf(width, sizeof(width), "%u", m->info->counter_width ?: COUNTER_WIDTH_DEFAULT);
+        if (m->schedule->perf_metrics && !m->sample_hook) {
+                r = make_publisher(m, shared_path);
+                if (r < 0)
+                        return r;
+                if (setenv(MARKER_ENV_SHARED, shared_path, 1) < 0)
+                        return -errno;
+        }
+        if (setenv(MARKER_ENV_FILE, results_path, 1) < 0 || setenv(MARKER_ENV_REGS, regs, 1) < 0 ||
+            setenv(MARKER_ENV_CPUS, cpus, 1) < 0 || setenv(MARKER_ENV_WIDTH, width, 1) < 0)
+                return -errno;
+        return 0;
+}
+
+static void region_free(MarkerRegionResult *g) {
+        free(g->name);
+        free(g->threads);
+        free(g->cpus);
+        free(g->calls);
+        free(g->seconds);
+        free(g->migrated);
+        pmugate_result_free(g->result);
+}
+
+MarkerReport *marker_report_free(MarkerReport *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; r->regions && i < r->n_regions; i++)
+                region_free(&r->regions[i]);
+        free(r->regions);
+        free(r->errors);
+        free(r);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(MarkerReport *, marker_report_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(MarkerFile *, marker_file_free);
+
+/* The column of the results that holds what programmed event p counted. */
+static size_t column_of(const pmugate_measure *m, size_t p) {
+        const Placement *pl = &m->schedule->placements[p];
+
+        switch (pl->kind) {
+        case PLACE_FIXED:
+                return (size_t) m->fixed_slot[pl->counter];
+        case PLACE_GP:
+                return (size_t) m->gp_slot[pl->counter];
+        default:
+                return m->n_sweep_regs + pl->counter;
+        }
+}
+
+static int region_result(pmugate_measure *m, const MarkerFile *f, size_t region, MarkerRegionResult *g) {
+        size_t n = 0, k = 0;
+        uint64_t **raw;
+        uint32_t *row_cpus;
+        int r = -ENOMEM;
+
+        for (size_t i = 0; i < f->n_rows; i++)
+                if (f->rows[i].region == region)
+                        n++;
+        g->name = strdup(f->regions[region]);
+        g->threads = calloc(n ?: 1, sizeof(uint32_t));
+        g->cpus = calloc(n ?: 1, sizeof(int64_t));
+        g->calls = calloc(n ?: 1, sizeof(uint64_t));
+        g->seconds = calloc(n ?: 1, sizeof(double));
+        g->migrated = calloc(n ?: 1, sizeof(uint64_t));
+        raw = calloc(n ?: 1, sizeof(uint64_t *));
+        row_cpus = calloc(n ?: 1, sizeof(uint32_t));
+        if (!g->name || !g->threads || !g->cpus || !g->calls || !g->seconds || !g->migrated || !raw ||
+            !row_cpus)
+                goto finish;
+        g->n_threads = n;
+        for (size_t i = 0; i < f->n_rows; i++) {
+                const MarkerRow *row = &f->rows[i];
+
+                if (row->region != region)
+                        continue;
+                g->threads[k] = row->thread;
+                g->cpus[k] = row->cpu;
+                g->calls[k] = row->calls;
+                g->total_calls += row->calls;
+                g->seconds[k] = (double) row->time_ns / 1e9;
+                g->migrated[k] = row->migrated;
+                row_cpus[k] = row->cpu < 0 ? UINT32_MAX : (uint32_t) row->cpu;
+                raw[k] = calloc(m->n_programmed ?: 1, sizeof(uint64_t));
+                if (!raw[k])
+                        goto finish;
+                /* PERF_METRICS fields are differences of rounded products and may come out
+                 * just below zero */
+                for (size_t p = 0; p < m->n_programmed; p++) {
+                        int64_t v = row->values[column_of(m, p)];
+
+                        raw[k][p] = v > 0 ? (uint64_t) v : 0;
+                }
+                k++;
+        }
+        r = measure_result_from_counts(m, row_cpus, raw, g->seconds, n, &g->result);
+finish:
+        for (size_t i = 0; raw && i < n; i++)
+                free(raw[i]);
+        free(raw);
+        free(row_cpus);
+        return r;
+}
+
+static int read_results(const char *path, char **ret_text, size_t *ret_size) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t got = 0;
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADMSG;
+        if ((uint64_t) st.st_size > PMUGATE_MARKER_FILE_SIZE_MAX)
+                return -EFBIG;
+        text = malloc((size_t) st.st_size + 1);
+        if (!text)
+                return -ENOMEM;
+        while (got < (size_t) st.st_size) {
+                ssize_t n = read(fd, text + got, (size_t) st.st_size - got);
+
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                got += (size_t) n;
+        }
+        *ret_text = TAKE_PTR(text);
+        *ret_size = got;
+        return 0;
+}
+
+int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret,
+                         char *reterr_reason, size_t reason_size) {
+        _cleanup_(marker_report_freep) MarkerReport *report = NULL;
+        _cleanup_(marker_file_freep) MarkerFile *f = NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0, columns;
+        int r;
+
+        r = read_results(results_path, &text, &size);
+        if (r == -EFBIG)
+                (void) snprintf(reterr_reason, reason_size, "the marker results are larger than %u bytes",
+                                PMUGATE_MARKER_FILE_SIZE_MAX);
+        else if (r < 0 && r != -ENOENT)
+                (void) snprintf(reterr_reason, reason_size, "cannot read the marker results: %s",
+                                strerror(-r));
+        if (r < 0)
+                return r;
+        columns = m->n_sweep_regs + (m->metrics_slot >= 0 ? MARKER_METRICS_FIELDS : 0);
+        r = marker_file_parse(text, size, columns, &f, reterr_reason, reason_size);
+        if (r < 0)
+                return r;
+        report = calloc(1, sizeof(*report));
+        if (!report)
+                return -ENOMEM;
+        (void) snprintf(report->mode, sizeof(report->mode), "%s", f->mode);
+        report->regions = calloc(f->n_regions ?: 1, sizeof(MarkerRegionResult));
+        if (!report->regions)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_regions; i++) {
+                report->n_regions++;
+                r = region_result(m, f, i, &report->regions[i]);
+                if (r < 0)
+                        return r;
+        }
+        report->errors = TAKE_PTR(f->errors);
+        report->n_errors = f->n_errors;
+        report->errors_dropped = f->errors_dropped;
+        *ret = TAKE_PTR(report);
+        return 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Marker runner: what `pmugate stat -m` tells the program it starts, and the per-region
+ * results it makes of the file the program writes
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "marker/marker-internal.h"
+#include "pmugate/measure.h"
+
+typedef struct MarkerRegionResult {
+        char *name;
+        size_t n_threads;
+        uint32_t *threads;              /* per row: the thread's number (order of first marker use) */
+        int64_t *cpus;                  /* per row: its CPU, -1 when its calls ran on several */
+        uint64_t *calls;
+        double *seconds;                /* inclusive time */
+        uint64_t *migrated;             /* calls whose counts were dropped: the thread moved */
+        uint64_t total_calls;
+        pmugate_result *result;         /* a pmugate_values per row (cpu: UINT32_MAX when several) */
+} MarkerRegionResult;
+
+typedef struct MarkerReport {
+        char mode[16];                  /* how the program read the counters */
+        MarkerRegionResult *regions;
+        size_t n_regions;
+        MarkerError *errors;            /* misuse the program's markers met */
+        size_t n_errors;
+        uint64_t errors_dropped;
+} MarkerReport;
+
+/* Sets the environment for the program (before it is forked): the registers each start and
+ * stop reads, the CPUs, the counter width and where to write the results. With PERF_METRICS,
+ * makes shared_path, where every sample publishes what SLOTS and PERF_METRICS counted before
+ * it reset them. A measurement whose events take turns on the counters cannot be read by
+ * markers: -E2BIG, with a reason. */
+int marker_runner_environment(pmugate_measure *m, const char *results_path, const char *shared_path,
+                              char *reterr_reason, size_t reason_size);
+
+/* Reads what the program wrote at results_path (-ENOENT when it wrote nothing: it did not
+ * call the markers' close and did not exit normally) and computes every region's counts and
+ * metrics. */
+int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret,
+                         char *reterr_reason, size_t reason_size);
+MarkerReport *marker_report_free(MarkerReport *r);

@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Measurement results: multiplex scaling, per-CPU and aggregate counts, and the formulas
+ * evaluated on them (the aggregate on summed counts, as perf does)
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "measure/measure-internal.h"
+
+#define NSEC_PER_SEC 1e9
+
+static void values_free(pmugate_values *v) {
+        free(v->counts);
+        free(v->raw);
+        free(v->scale);
+        free(v->metrics);
+}
+
+static int values_alloc(pmugate_values *v, uint32_t cpu, size_t n_events, size_t n_metrics) {
+        *v = (pmugate_values) {
+                .cpu = cpu,
+                .package = -1,
+                .counts = calloc(n_events ?: 1, sizeof(double)),
+                .raw = calloc(n_events ?: 1, sizeof(uint64_t)),
+                .scale = calloc(n_events ?: 1, sizeof(double)),
+                .metrics = calloc(n_metrics ?: 1, sizeof(double)),
+        };
+        return v->counts && v->raw && v->scale && v->metrics ? 0 : -ENOMEM;
+}
+
+pmugate_result *pmugate_result_free(pmugate_result *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; r->events && i < r->n_events; i++)
+                free((char *) r->events[i]);
+        free((char **) r->events);
+        for (size_t i = 0; r->metrics && i < r->n_metrics; i++) {
+                free((char *) r->metrics[i].name);
+                free((char *) r->metrics[i].label);
+                free((char *) r->metrics[i].unit);
+        }
+        free((pmugate_metric_info *) r->metrics);
+        for (size_t i = 0; r->cpus && i < r->n_cpus; i++)
+                values_free(&r->cpus[i]);
+        free(r->cpus);
+        for (size_t i = 0; r->packages && i < r->n_packages; i++)
+                values_free(&r->packages[i]);
+        free(r->packages);
+        free((char **) r->event_units);
+        values_free(&r->aggregate);
+        free(r);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(pmugate_result *, pmugate_result_free);
+
+static size_t n_package_events(const pmugate_measure *m) {
+        return m->package ? m->package->n_events : 0;
+}
+
+static int copy_names(const pmugate_measure *m, pmugate_result *r) {
+        size_t n = m->n_programmed + n_package_events(m);
+        const char **events = calloc(n ?: 1, sizeof(char *));
+        const char **units = calloc(n ?: 1, sizeof(char *));
+        pmugate_metric_info *metrics = calloc(m->n_metrics ?: 1, sizeof(pmugate_metric_info));
+
+        r->events = events;
+        r->event_units = units;
+        r->metrics = metrics;
+        if (!events || !units || !metrics)
+                return -ENOMEM;
+        r->n_events = n;
+        r->n_metrics = m->n_metrics;
+        for (size_t p = 0; p < n; p++) {
+                bool pkg = p >= m->n_programmed;
+
+                events[p] = strdup(pkg ? m->package->names[p - m->n_programmed]
+                                       : m->programmed_descs[p].name);
+                units[p] = pkg ? package_event_unit(m->package->kinds[p - m->n_programmed]) : "";
+                if (!events[p])
+                        return -ENOMEM;
+        }
+        for (size_t k = 0; k < m->n_metrics; k++) {
+                metrics[k] = m->metrics[k].info;
+                metrics[k].name = strdup(m->metrics[k].info.name);
+                metrics[k].label = strdup(m->metrics[k].info.label);
+                metrics[k].unit = strdup(m->metrics[k].info.unit);
+                if (!metrics[k].name || !metrics[k].label || !metrics[k].unit)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+double measure_scaled_count(uint64_t raw, double enabled, double total, bool multiplexed, double *ret_scale) {
+        if (!multiplexed) {
+                *ret_scale = 1.0;
+                return (double) raw;
+        }
+        if (enabled <= 0.0) {
+                *ret_scale = INFINITY;
+                return NAN;
+        }
+        *ret_scale = total / enabled;
+        return (double) raw * *ret_scale;
+}
+
+static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAccum *base, pmugate_values *v) {
+        double total = now->total - (base ? base->total : 0.0);
+
+        for (size_t p = 0; p < m->n_programmed; p++) {
+                bool multiplexed = measure_multiplexed(m, p);
+                double enabled = now->enabled[p] - (base ? base->enabled[p] : 0.0);
+
+                v->raw[p] = now->raw[p] - (base ? base->raw[p] : 0);
+                v->counts[p] = measure_scaled_count(v->raw[p], enabled, total, multiplexed, &v->scale[p]);
+        }
+}
+
+static void set_constants(pmugate_measure *m, double seconds) {
+        metric_set_set(m->metric_set, (size_t) m->smt_on_variable, m->smt_on);
+        metric_set_set(m->metric_set, (size_t) m->core_wide_variable, m->core_wide);
+        metric_set_set(m->metric_set, (size_t) m->slots_width_variable, m->info->slots_width);
+        metric_set_set(m->metric_set, (size_t) m->duration_variable, seconds);
+}
+
+/* Sets every event variable from counts (per programmed event, then per package event) and
+ * the core sums from core_counts; events whose condition did not hold are NaN. */
+static void set_events(pmugate_measure *m, const double *counts, const double *core_counts) {
+        for (size_t e = 0; e < n_package_events(m); e++)
+                metric_set_set(m->metric_set, (size_t) m->package->variables[e],
+                               counts[m->n_programmed + e]);
+        for (size_t i = 0, p = 0; i < m->n_events; i++) {
+                const MeasureEvent *e = &m->events[i];
+                bool programmed = p < m->n_programmed && m->programmed[p] == i;
+
+                metric_set_set(m->metric_set, (size_t) e->variable, programmed ? counts[p] : NAN);
+                metric_set_set(m->metric_set, (size_t) e->core_variable, programmed ? core_counts[p] : NAN);
+                if (programmed)
+                        p++;
+        }
+}
+
+static int evaluate(pmugate_measure *m, pmugate_values *v) {
+        _cleanup_free_ double *values = calloc(metric_set_n_formulas(m->metric_set) ?: 1, sizeof(double));
+        int r;
+
+        if (!values)
+                return -ENOMEM;
+        r = metric_set_evaluate(m->metric_set, values, metric_set_n_formulas(m->metric_set));
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < m->n_metrics; k++)
+                v->metrics[k] = values[m->metrics[k].formula];
+        return 0;
+}
+
+/* Time-base units CPU i counted in the span. */
+static double span_total(const pmugate_measure *m, const CpuAccum *base, size_t i) {
+        return m->accum[i].total - (base ? base[i].total : 0.0);
+}
+
+/* Wall-clock length of CPU i's counting windows in the span. */
+static double span_wall(const pmugate_measure *m, const CpuAccum *base, size_t i) {
+        return m->accum[i].wall - (base ? base[i].wall : 0.0);
+}
+
+static int cpu_package(const pmugate_measure *m, uint32_t cpu) {
+        for (size_t i = 0; i < m->info->n_cpus; i++)
+                if (m->info->cpus[i].cpu == cpu)
+                        return m->info->cpus[i].package;
+        return -1;
+}
+
+/* Rows per package: its measured CPUs' counts summed (core sums likewise), its package events;
+ * and the package events of the node in the aggregate (NaN when a package withholds one). */
+static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval) {
+        const PackageEvents *pe = m->package;
+        size_t n = m->n_programmed;
+        int q;
+
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                r->cpus[i].package = cpu_package(m, m->cpus[i]);
+                for (size_t e = 0; pe && e < pe->n_events; e++) {
+                        r->cpus[i].counts[n + e] = NAN;
+                        r->cpus[i].scale[n + e] = 1.0;
+                }
+        }
+        if (!pe)
+                return 0;
+        for (size_t e = 0; e < pe->n_events; e++) {
+                r->aggregate.counts[n + e] = 0.0;
+                r->aggregate.scale[n + e] = 1.0;
+        }
+        for (size_t p = 0; p < pe->n_packages; p++) {
+                pmugate_values *v = &r->packages[p];
+                _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
+
+                if (!core)
+                        return -ENOMEM;
+                v->package = pe->packages[p];
+                for (size_t i = 0; i < m->n_cpus; i++) {
+                        if (r->cpus[i].package != v->package)
+                                continue;
+                        for (size_t k = 0; k < n; k++) {
+                                v->counts[k] += r->cpus[i].counts[k];
+                                v->raw[k] += r->cpus[i].raw[k];
+                                core[k] += r->cpus[i].counts[k];
+                        }
+                }
+                for (size_t k = 0; k < n; k++)
+                        v->scale[k] = r->aggregate.scale[k];
+                for (size_t e = 0; e < pe->n_events; e++) {
+                        v->counts[n + e] = package_events_value(pe, p, e, interval);
+                        v->raw[n + e] = package_events_raw(pe, p, e, interval);
+                        v->scale[n + e] = 1.0;
+                        r->aggregate.counts[n + e] += v->counts[n + e];
+                        r->aggregate.raw[n + e] += v->raw[n + e];
+                }
+                set_events(m, v->counts, core);
+                q = evaluate(m, v);
+                if (q < 0)
+                        return q;
+        }
+        return 0;
+}
+
+static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) {
+        size_t n = m->n_programmed;
+        _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
+        _cleanup_free_ double *core_total = calloc(n ?: 1, sizeof(double));
+        _cleanup_free_ double *enabled_total = calloc(n ?: 1, sizeof(double));
+        double total = 0.0;
+        int q;
+
+        if (!core || !core_total || !enabled_total)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                scale_cpu(m, &m->accum[i], base ? &base[i] : NULL, &r->cpus[i]);
+                total += span_total(m, base, i);
+                for (size_t p = 0; p < n; p++) {
+                        r->aggregate.counts[p] += r->cpus[i].counts[p];
+                        r->aggregate.raw[p] += r->cpus[i].raw[p];
+                        enabled_total[p] += m->accum[i].enabled[p] - (base ? base[i].enabled[p] : 0.0);
+                }
+        }
+        set_constants(m, r->elapsed);
+        for (size_t i = 0; i < m->n_cpus; i++)
+                for (size_t e = 0; e < n_package_events(m); e++)
+                        r->cpus[i].counts[n + e] = NAN;
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                /* What AnyThread counting would give: the sum over the measured threads of the core.
+                 * Each CPU's counters stop a little apart from its sibling's within a batch, so a
+                 * sibling's count is brought to this CPU's window by their wall-clock lengths;
+                 * not by the time base, which counts unhalted cycles only and so would scale by
+                 * the siblings' load ratio. */
+                for (size_t p = 0; p < n; p++)
+                        core[p] = 0.0;
+                for (size_t k = 0; k < m->n_siblings[i]; k++) {
+                        size_t s = m->siblings[i][k];
+                        double mine = span_wall(m, base, i), theirs = span_wall(m, base, s);
+                        double ratio = mine > 0.0 && theirs > 0.0 ? mine / theirs : 1.0;
+
+                        for (size_t p = 0; p < n; p++)
+                                core[p] += r->cpus[s].counts[p] * ratio;
+                }
+                for (size_t p = 0; p < n; p++)
+                        core_total[p] += core[p];
+                set_events(m, r->cpus[i].counts, core);
+                q = evaluate(m, &r->cpus[i]);
+                if (q < 0)
+                        return q;
+        }
+        for (size_t p = 0; p < n; p++) {
+                bool multiplexed = measure_multiplexed(m, p);
+
+                if (!multiplexed)
+                        r->aggregate.scale[p] = 1.0;
+                else
+                        r->aggregate.scale[p] = enabled_total[p] > 0.0 ? total / enabled_total[p] : INFINITY;
+        }
+        q = compute_packages(m, r, base != NULL);
+        if (q < 0)
+                return q;
+        set_events(m, r->aggregate.counts, core_total);
+        return evaluate(m, &r->aggregate);
+}
+
+int pmugate_measure_read(pmugate_measure *m, pmugate_span span, pmugate_result **ret) {
+        _cleanup_(pmugate_result_freep) pmugate_result *r = NULL;
+        bool interval = span == PMUGATE_SPAN_INTERVAL;
+        int q;
+
+        if (!m || !ret || !m->started || (span != PMUGATE_SPAN_TOTAL && !interval))
+                return -EINVAL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        q = copy_names(m, r);
+        if (q < 0)
+                return q;
+        r->cpus = calloc(m->n_cpus, sizeof(pmugate_values));
+        if (!r->cpus)
+                return -ENOMEM;
+        r->n_cpus = m->n_cpus;
+        for (size_t i = 0; i < m->n_cpus; i++)
+                if (values_alloc(&r->cpus[i], m->cpus[i], r->n_events, m->n_metrics) < 0)
+                        return -ENOMEM;
+        if (values_alloc(&r->aggregate, UINT32_MAX, r->n_events, m->n_metrics) < 0)
+                return -ENOMEM;
+        if (m->package) {
+                r->packages = calloc(m->package->n_packages ?: 1, sizeof(pmugate_values));
+                if (!r->packages)
+                        return -ENOMEM;
+                r->n_packages = m->package->n_packages;
+                for (size_t p = 0; p < r->n_packages; p++)
+                        if (values_alloc(&r->packages[p], UINT32_MAX, r->n_events, m->n_metrics) < 0)
+                                return -ENOMEM;
+        }
+        r->withheld = m->package ? m->package->note : "";
+        r->event_sets = pmugate_measure_event_sets(m);
+        r->start = interval ? (double) (m->mark.ns - m->start_ns) / NSEC_PER_SEC : 0.0;
+        r->elapsed = (double) (m->last_sample_ns - (interval ? m->mark.ns : m->start_ns)) / NSEC_PER_SEC;
+        r->samples = m->samples - (interval ? m->mark.samples : 0);
+        r->resets = m->resets - (interval ? m->mark.resets : 0);
+        q = compute(m, interval ? m->mark.cpus : NULL, r);
+        if (q < 0)
+                return q;
+        if (interval) {
+                if (m->package)
+                        package_events_mark(m->package);
+                measure_accum_copy(m, m->mark.cpus, m->accum);
+                m->mark.ns = m->last_sample_ns;
+                m->mark.samples = m->samples;
+                m->mark.resets = m->resets;
+        }
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int pmugate_result_metric_index(const pmugate_result *r, const char *name) {
+        for (size_t i = 0; r && name && i < r->n_metrics; i++)
+                if (strcmp(r->metrics[i].name, name) == 0)
+                        return (int) i;
+        return -ENOENT;
+}
+
+int pmugate_result_event_index(const pmugate_result *r, const char *name) {
+        for (size_t i = 0; r && name && i < r->n_events; i++)
+                if (strcmp(r->events[i], name) == 0)
+                        return (int) i;
+        return -ENOENT;
+}
+
+int measure_result_from_counts(pmugate_measure *m, const uint32_t *row_cpus, uint64_t *const *raw,
+                               const double *seconds, size_t n_rows, pmugate_result **ret) {
+        _cleanup_(pmugate_result_freep) pmugate_result *r = NULL;
+        size_t n = m->n_programmed;
+        double longest = 0.0;
+        int q;
+
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        q = copy_names(m, r);
+        if (q < 0)
+                return q;
+        r->cpus = calloc(n_rows ?: 1, sizeof(pmugate_values));
+        if (!r->cpus)
+                return -ENOMEM;
+        r->n_cpus = n_rows;
+        r->event_sets = 1;
+        for (size_t i = 0; i < n_rows; i++)
+                if (values_alloc(&r->cpus[i], row_cpus[i], n, m->n_metrics) < 0)
+                        return -ENOMEM;
+        if (values_alloc(&r->aggregate, UINT32_MAX, n, m->n_metrics) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_rows; i++) {
+                pmugate_values *v = &r->cpus[i];
+
+                for (size_t p = 0; p < n; p++) {
+                        v->raw[p] = raw[i][p];
+                        v->counts[p] = (double) raw[i][p];
+                        v->scale[p] = 1.0;
+                        r->aggregate.raw[p] += raw[i][p];
+                        r->aggregate.counts[p] += (double) raw[i][p];
+                }
+                /* a thread alone: the sum over its core is what it counted itself */
+                set_constants(m, seconds[i]);
+                set_events(m, v->counts, v->counts);
+                q = evaluate(m, v);
+                if (q < 0)
+                        return q;
+                if (seconds[i] > longest)
+                        longest = seconds[i];
+        }
+        for (size_t p = 0; p < n; p++)
+                r->aggregate.scale[p] = 1.0;
+        r->elapsed = longest;
+        set_constants(m, longest);
+        set_events(m, r->aggregate.counts, r->aggregate.counts);
+        q = evaluate(m, &r->aggregate);
+        if (q < 0)
+                return q;
+        *ret = TAKE_PTR(r);
+        return 0;
+}
