@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "backend-sim.h"
+#include "backend/sim/backend-sim.h"
 
 static void test_absent(void **state) {
         Machine *machine = (Machine *) 0x1;

@@ -7,7 +7,7 @@
  */
 #include <errno.h>
 
-#include "backend-sim.h"
+#include "backend/sim/backend-sim.h"
 
 bool backend_sim_built(void) {
         return false;
