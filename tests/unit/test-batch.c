@@ -3,6 +3,7 @@
  * Unit tests: the whole-batch check, one row per refusal, on an in-memory machine
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,7 +180,7 @@ static void test_refusal_table(void **state) {
                 Rights rights;
                 Scope scope = { .job = "4711", .from_cgroup = true };
                 const AllowEntry *entries[1] = {};
-                BatchRefusal refusal = {};
+                Refusal refusal = {};
                 uint32_t *cpus;
                 size_t n;
                 char reason[200];
@@ -233,7 +234,7 @@ static void test_check_range(void **state) {
         Rights rights;
         RegOp ops[12];
         const AllowEntry *entries[12] = {};
-        BatchRefusal refusal = {};
+        Refusal refusal = {};
         char index[16];
 
         (void) state;
@@ -357,7 +358,7 @@ static void test_energy_table(void **state) {
                 Rights rights;
                 Scope scope = { .job = "4711", .from_cgroup = true };
                 const AllowEntry *entries[1] = {};
-                BatchRefusal refusal = {};
+                Refusal refusal = {};
                 uint32_t *cpus;
                 size_t n;
                 char reason[200];
@@ -433,7 +434,7 @@ static void test_energy_batches(void **state) {
                 RegOp ops[4];
                 size_t n;
                 int code;
-                size_t op_index;
+                int64_t op_index;
         } cases[] = {
                 { { R(0, FAKE_CORE_ENERGY), R(6, FAKE_CORE_ENERGY), R(0, FAKE_CORE_ENERGY) }, 3, 0, 0 },
                 { { R(0, FAKE_CORE_ENERGY), R(1, FAKE_CORE_ENERGY) }, 2, PROTO_E_NO_LEASE, 1 },
@@ -450,7 +451,7 @@ static void test_energy_batches(void **state) {
                 BatchContext ctx = { .machine = f->machine, .allowlist = f->allowlist, .rights = &rights,
                                      .leases = f->leases, .owner = &owner, .pmu = f->pmu };
                 const AllowEntry *entries[4];
-                BatchRefusal refusal = {};
+                Refusal refusal = {};
                 char reason[200];
                 int r;
 
@@ -459,7 +460,7 @@ static void test_energy_batches(void **state) {
                                                 sizeof(reason)), 0);
                 r = batch_check(&ctx, cases[i].ops, cases[i].n, entries, &refusal);
                 if (r != cases[i].code || (r != 0 && refusal.op_index != cases[i].op_index))
-                        fail_msg("case %zu: got %d at op %zu (%s)", i, r, refusal.op_index, refusal.reason);
+                        fail_msg("case %zu: got %d at op %" PRIi64 " (%s)", i, r, refusal.op_index, refusal.reason);
                 fake_pmu_free(f);
         }
 }
@@ -480,7 +481,7 @@ static void test_write_reply(void **state) {
                 { .kind = REG_OP_MSR_WRITE, .target = 0, .reg = 0x187, .value = 0x43003C, .mask = 0xFF },
         };
         const AllowEntry *entries[ELEMENTSOF(ops)];
-        BatchRefusal refusal;
+        Refusal refusal;
         int32_t status[ELEMENTSOF(ops)];
         uint64_t values[ELEMENTSOF(ops)];
         char reason[200];

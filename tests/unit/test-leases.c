@@ -62,7 +62,7 @@ static int run(FakePmu *f, const void *owner, RegOp op) {
         BatchContext ctx = { .machine = f->machine, .allowlist = f->allowlist, .rights = &rights,
                              .leases = f->leases, .owner = owner, .pmu = f->pmu };
         const AllowEntry *entries[1];
-        BatchRefusal refusal;
+        Refusal refusal;
         int32_t status;
         uint64_t value;
         int r;
