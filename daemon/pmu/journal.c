@@ -16,12 +16,14 @@
 #include "macro.h"
 #include "pmu/clean.h"
 #include "pmu/journal.h"
+#include "pmugate-limits.h"
 
 #define JOURNAL_MAGIC "pmugate-journal"
 #define JOURNAL_NAME_MAX (sizeof(STATE_JOURNAL_PREFIX) + 10)
 /* The longest record: "pci 4294967295 0xffffffff 8 255 0xffffffffffffffff" and its seal */
 #define JOURNAL_RECORD_MAX 80U
-#define REASON_MAX 256U
+/* What the journal's own words and a file name wrap into a reason of PMUGATE_REASON_MAX. */
+#define JOURNAL_WHY_MAX (PMUGATE_REASON_MAX - 128U)
 
 _Static_assert(PMUGATE_LEASE_JOURNAL_MAX * JOURNAL_RECORD_MAX + 512U <= PMUGATE_JOURNAL_FILE_SIZE_MAX,
                "a full journal must fit the file size limit");
@@ -316,7 +318,7 @@ static void audit_refusal(const JournalContext *ctx, const char *code, const cha
 /* Refuses one line: logged and audited, with the register when the line parsed. */
 static void refuse_line(const JournalContext *ctx, const char *name, const JournalLine *line,
                         const char *why) {
-        char reason[REASON_MAX + 64], cpus[16] = "", regs[16] = "";
+        char reason[PMUGATE_REASON_MAX], cpus[16] = "", regs[16] = "";
         bool parsed = line->verdict > JOURNAL_TOO_MANY;
 
         if (parsed) {
@@ -348,7 +350,7 @@ void journal_restore(const JournalContext *ctx, const char *name, const Journal 
         for (size_t i = j->n_lines; i-- > 0;) {
                 JournalLine line = j->lines[i];
                 const AllowEntry *entry = NULL;
-                char why[REASON_MAX];
+                char why[JOURNAL_WHY_MAX];
                 int r;
 
                 if (line.verdict == JOURNAL_RESTORE)
@@ -378,7 +380,7 @@ void journal_restore(const JournalContext *ctx, const char *name, const Journal 
 
 /* A file that is not used at all: logged and audited, and removed only when remove says so. */
 static void refuse_file(const JournalContext *ctx, const char *name, const char *problem, bool remove) {
-        char reason[REASON_MAX + 64];
+        char reason[PMUGATE_REASON_MAX];
 
         (void) snprintf(reason, sizeof(reason), "%s %s; %s, nothing in it restored", name, problem,
                         remove ? "removed" : "left in place");
@@ -392,7 +394,7 @@ static int recover_one(int dir_fd, const char *name, void *userdata) {
         const JournalContext *ctx = userdata;
         _cleanup_free_ char *data = NULL;
         _cleanup_(journal_done) Journal j = {};
-        char reason[REASON_MAX], problem[REASON_MAX + 32];
+        char reason[JOURNAL_WHY_MAX - 32], problem[JOURNAL_WHY_MAX];
         JournalOutcome o;
         uint32_t cpu;
         size_t size;
