@@ -31,26 +31,24 @@ void handler_format_cpus(const uint32_t *cpus, size_t n, char *buf, size_t size)
 int handler_check_cpus(Server *s, const Request *req, Refusal *ret_refusal) {
         for (size_t i = 0; i < req->n_cpus; i++)
                 if (!machine_cpu(s->machine, req->cpus[i]) || !s->machine->cpus[req->cpus[i]].online)
-                        return refuse(ret_refusal, PROTO_E_NO_SUCH_CPU, -1, "CPU %" PRIu32 " does not exist or is offline",
-                                      req->cpus[i]);
+                        return refuse(ret_refusal, PROTO_E_NO_SUCH_CPU, -1,
+                                      "CPU %" PRIu32 " does not exist or is offline", req->cpus[i]);
         return 0;
 }
 
 int handler_resolve_scope(Server *s, Session *c, Refusal *ret_refusal) {
-        char reason[PMUGATE_REASON_MAX];
         int r;
 
         if (!c->rights.scoped)
                 return 0;
-        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason));
+        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, ret_refusal);
         /* Whatever the scope is now, the session's leases must fit it: a job's cgroup that lost
          * CPUs takes their leases with it, before this request may use them. */
         (void) session_revalidate_leases(s, c, r == 0 ? &c->scope : NULL,
-                                         r == 0 ? "the job's CPUs changed" : reason);
+                                         r == 0 ? "the job's CPUs changed" : ret_refusal->reason);
+        /* the notice of leases that just ended comes first; the refusal is told next time */
         if (c->revoked)
                 return handler_report_revocation(c, ret_refusal);
-        if (r > 0)
-                return refuse(ret_refusal, r, -1, "%s", reason);
         return r;
 }
 

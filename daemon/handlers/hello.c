@@ -153,7 +153,7 @@ static int pack_registers(msgpack_packer *pk, const Allowlist *a) {
 }
 
 static int pack_scope(msgpack_packer *pk, Server *s, Session *c) {
-        char reason[PMUGATE_REASON_MAX] = "";
+        Refusal no_scope;
         uint32_t n = 0;
         int r;
 
@@ -163,12 +163,13 @@ static int pack_scope(msgpack_packer *pk, Server *s, Session *c) {
         /* hello must answer even without a grant, so the refusal becomes part of the reply.
          * The leases must fit the scope it found; a revocation is told at the next request
          * that acts on the PMU. */
-        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason));
+        refusal_clear(&no_scope);
+        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, &no_scope);
         (void) session_revalidate_leases(s, c, r == 0 ? &c->scope : NULL,
-                                         r == 0 ? "the job's CPUs changed" : reason);
+                                         r == 0 ? "the job's CPUs changed" : no_scope.reason);
         if (r != 0) {
                 TRY_PACK(msgpack_pack_map(pk, 1));
-                return pack_key_string(pk, "reason", reason);
+                return pack_key_string(pk, "reason", no_scope.reason);
         }
         CPUSET_FOREACH(cpu, &c->scope.cpus)
                 n += cpu < s->machine->n_cpus;

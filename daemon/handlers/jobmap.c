@@ -114,7 +114,8 @@ int handle_jobmap(Server *s, Session *c, const Request *req, Refusal *ret_refusa
         } else
                 TRY_PACK(msgpack_pack_nil(&pk));
         if (s->reply.size > PMUGATE_REPLY_SIZE_MAX)
-                return refuse(ret_refusal, PROTO_E_LIMIT, -1, "the job map (%zu bytes) is larger than a reply may be (%u)",
-                              s->reply.size, PMUGATE_REPLY_SIZE_MAX);
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                              "the job map (%zu bytes) is larger than a reply may be (%u)", s->reply.size,
+                              PMUGATE_REPLY_SIZE_MAX);
         return 0;
 }

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "handlers/handlers.h"
@@ -101,8 +102,9 @@ int handle_lease(Server *s, Session *c, const Request *req, Refusal *ret_refusal
                 for (size_t i = 0; i < req->n_cpus; i++) {
                         jobs[i] = scope_job_of_cpu(&c->scope, &s->grants, c->peer.uid, req->cpus[i]);
                         if (!jobs[i])
-                                return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1, "CPU %" PRIu32 " is not one of job %s's CPUs",
-                                              req->cpus[i], c->scope.job);
+                                return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1,
+                                              "CPU %" PRIu32 " is not one of job %s's CPUs", req->cpus[i],
+                                              c->scope.job);
                 }
                 holder.jobs = jobs;
         }
@@ -125,12 +127,11 @@ int handle_lease(Server *s, Session *c, const Request *req, Refusal *ret_refusal
                         pmu_detect(s->pmu, req->cpus[i]);
         pmu_uncore_detect(s->pmu, req->cpus, req->n_cpus, s->leases);
 
-        r = leases_acquire(s->leases, &holder, req->cpus, req->n_cpus, on_preempted, s, ret_refusal->audit_reason,
-                           sizeof(ret_refusal->audit_reason));
+        r = leases_acquire(s->leases, &holder, req->cpus, req->n_cpus, on_preempted, s, ret_refusal);
         handler_format_cpus(req->cpus, req->n_cpus, list, sizeof(list));
         if (r > 0) {
                 /* The audit records the holder the reply may not name. */
-                (void) refuse(ret_refusal, r, -1, "%s", ret_refusal->audit_reason);
+                memcpy(ret_refusal->audit_reason, ret_refusal->reason, sizeof(ret_refusal->audit_reason));
                 (void) snprintf(ret_refusal->cpus, sizeof(ret_refusal->cpus), "%s", list);
                 if (r == PROTO_E_BUSY)
                         busy_reason(s, c, &holder, req, ret_refusal->reason, sizeof(ret_refusal->reason));

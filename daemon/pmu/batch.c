@@ -374,15 +374,11 @@ int batch_check_range(const BatchContext *ctx, const RegOp *ops, size_t first, s
                         r = check_scope(ctx, op, e, shared, i, ret_refusal);
                 if (r == 0 && write && !reg_op_is_pci(op))
                         r = pmu_write_conflict(ctx->pmu, op->target, op->reg, e->write_mask & op->mask, op->value,
-                                               e->flags & ALLOW_FLAG_ACTION, ret_refusal->reason,
-                                               sizeof(ret_refusal->reason));
+                                               e->flags & ALLOW_FLAG_ACTION, ret_refusal);
                 if (r == 0 && write)
-                        r = pmu_uncore_write_conflict(ctx->pmu, reg_op_is_pci(op), op->target, op->reg,
-                                                      ret_refusal->reason, sizeof(ret_refusal->reason));
-                if (r == PROTO_E_BUSY) {
-                        ret_refusal->code = r;
+                        r = pmu_uncore_write_conflict(ctx->pmu, reg_op_is_pci(op), op->target, op->reg, ret_refusal);
+                if (r == PROTO_E_BUSY)
                         ret_refusal->op_index = i;
-                }
                 if (r == 0 && write)
                         r = check_lease(ctx, op, e, shared, i, ret_refusal);
                 if (r != 0)

@@ -202,7 +202,7 @@ void journal_done(Journal *j) {
         *j = (Journal) {};
 }
 
-_printf_(4, 5) static JournalVerdict refuse(char *reason, size_t size, JournalVerdict v, const char *fmt,
+_printf_(4, 5) static JournalVerdict verdict_refused(char *reason, size_t size, JournalVerdict v, const char *fmt,
                                             ...) {
         va_list ap;
 
@@ -219,20 +219,20 @@ static JournalVerdict check_msr(const Machine *m, const Allowlist *a, const Leas
 
         /* The never-list first: whatever else is wrong, that is the reason that matters. */
         if (never)
-                return refuse(reason, size, JOURNAL_NEVER_LIST,
+                return verdict_refused(reason, size, JOURNAL_NEVER_LIST,
                               "MSR 0x%" PRIx32 " (%s) is on the built-in never-list", e->reg, never);
         cpu = machine_cpu(m, e->target);
         if (!cpu)
-                return refuse(reason, size, JOURNAL_NO_SUCH_CPU, "CPU %" PRIu32 " does not exist",
+                return verdict_refused(reason, size, JOURNAL_NO_SUCH_CPU, "CPU %" PRIu32 " does not exist",
                               e->target);
         if (!cpu->online)
-                return refuse(reason, size, JOURNAL_CPU_OFFLINE, "CPU %" PRIu32 " is offline", e->target);
+                return verdict_refused(reason, size, JOURNAL_CPU_OFFLINE, "CPU %" PRIu32 " is offline", e->target);
         *ret = allowlist_find_msr(a, e->reg);
         if (!*ret)
-                return refuse(reason, size, JOURNAL_NOT_ALLOWED,
+                return verdict_refused(reason, size, JOURNAL_NOT_ALLOWED,
                               "MSR 0x%" PRIx32 " is not on the allowlist for this CPU model", e->reg);
         if (e->width != (*ret)->width)
-                return refuse(reason, size, JOURNAL_BAD_WIDTH,
+                return verdict_refused(reason, size, JOURNAL_BAD_WIDTH,
                               "MSR 0x%" PRIx32 " is accessed %u bytes wide, not %u", e->reg, (*ret)->width,
                               e->width);
         return JOURNAL_RESTORE;
@@ -243,22 +243,22 @@ static JournalVerdict check_pci(const Machine *m, const Allowlist *a, const Leas
         const MachineUnit *u;
 
         if (e->target >= m->n_units)
-                return refuse(reason, size, JOURNAL_NO_SUCH_UNIT,
+                return verdict_refused(reason, size, JOURNAL_NO_SUCH_UNIT,
                               "PCI unit %" PRIu32 " does not exist (%" PRIu32 " units)", e->target,
                               m->n_units);
         /* A restore is a write, and no write reaches a PCI configuration header. */
         if (e->reg < PCI_CONFIG_HEADER_END)
-                return refuse(reason, size, JOURNAL_NEVER_LIST,
+                return verdict_refused(reason, size, JOURNAL_NEVER_LIST,
                               "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " is in its configuration header",
                               e->reg, e->target);
         u = &m->units[e->target];
         *ret = allowlist_find_pci(a, u->vendor, u->device, e->reg);
         if (!*ret)
-                return refuse(reason, size, JOURNAL_NOT_ALLOWED,
+                return verdict_refused(reason, size, JOURNAL_NOT_ALLOWED,
                               "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " (%04x:%04x) is not on the "
                               "allowlist", e->reg, e->target, u->vendor, u->device);
         if (e->width != (*ret)->width || (e->reg - (*ret)->first) % (*ret)->width != 0)
-                return refuse(reason, size, JOURNAL_BAD_WIDTH,
+                return verdict_refused(reason, size, JOURNAL_BAD_WIDTH,
                               "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " is accessed %u bytes wide and "
                               "aligned, not %u", e->reg, e->target, (*ret)->width, e->width);
         return JOURNAL_RESTORE;
@@ -276,10 +276,10 @@ JournalVerdict journal_check(const Machine *m, const Allowlist *a, const LeaseEn
         /* Write-1 registers (status reset and set) act when written; putting a value back
          * would act again. A client's lease never journals them. */
         if (entry->flags & ALLOW_FLAG_ACTION)
-                return refuse(ret_reason, reason_size, JOURNAL_ACTION,
+                return verdict_refused(ret_reason, reason_size, JOURNAL_ACTION,
                               "%s is an action register, which is never restored", entry->name);
         if (entry->write_mask == 0 && !(entry->flags & ALLOW_FLAG_COUNTER))
-                return refuse(ret_reason, reason_size, JOURNAL_READ_ONLY, "%s is read-only", entry->name);
+                return verdict_refused(ret_reason, reason_size, JOURNAL_READ_ONLY, "%s is read-only", entry->name);
         *ret_entry = entry;
         return JOURNAL_RESTORE;
 }

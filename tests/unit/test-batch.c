@@ -183,7 +183,7 @@ static void test_refusal_table(void **state) {
                 Refusal refusal = {};
                 uint32_t *cpus;
                 size_t n;
-                char reason[200];
+                Refusal why = {};
                 int r;
 
                 set_rights(row->role, &rights, &classes);
@@ -196,7 +196,7 @@ static void test_refusal_table(void **state) {
                 if (n > 0) {
                         LeaseHolder holder = { .owner = &owner, .role = row->role, .uid = 1000, .pid = 1 };
 
-                        r = leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, reason, sizeof(reason));
+                        r = leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, &why);
                         assert_int_equal(r, 0);
                 }
                 free(cpus);
@@ -361,7 +361,7 @@ static void test_energy_table(void **state) {
                 Refusal refusal = {};
                 uint32_t *cpus;
                 size_t n;
-                char reason[200];
+                Refusal why = {};
                 int r;
 
                 set_rights(row->role, &rights, &classes);
@@ -374,8 +374,7 @@ static void test_energy_table(void **state) {
                 if (n > 0) {
                         LeaseHolder holder = { .owner = &owner, .role = row->role, .uid = 1000, .pid = 1 };
 
-                        assert_int_equal(leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, reason,
-                                                        sizeof(reason)), 0);
+                        assert_int_equal(leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, &why), 0);
                 }
                 free(cpus);
 
@@ -452,12 +451,11 @@ static void test_energy_batches(void **state) {
                                      .leases = f->leases, .owner = &owner, .pmu = f->pmu };
                 const AllowEntry *entries[4];
                 Refusal refusal = {};
-                char reason[200];
+                Refusal why = {};
                 int r;
 
                 assert_int_equal(leases_acquire(f->leases, &holder, core0_and_package1,
-                                                ELEMENTSOF(core0_and_package1), NULL, NULL, reason,
-                                                sizeof(reason)), 0);
+                                                ELEMENTSOF(core0_and_package1), NULL, NULL, &why), 0);
                 r = batch_check(&ctx, cases[i].ops, cases[i].n, entries, &refusal);
                 if (r != cases[i].code || (r != 0 && refusal.op_index != cases[i].op_index))
                         fail_msg("case %zu: got %d at op %" PRIi64 " (%s)", i, r, refusal.op_index, refusal.reason);
@@ -484,9 +482,9 @@ static void test_write_reply(void **state) {
         Refusal refusal;
         int32_t status[ELEMENTSOF(ops)];
         uint64_t values[ELEMENTSOF(ops)];
-        char reason[200];
+        Refusal why = {};
 
-        assert_int_equal(leases_acquire(f->leases, &holder, cpu0, 1, NULL, NULL, reason, sizeof(reason)), 0);
+        assert_int_equal(leases_acquire(f->leases, &holder, cpu0, 1, NULL, NULL, &why), 0);
         fake_set_msr(f, 0, 0x38F, UINT64_C(1) << 40);
         fake_set_msr(f, 0, 0x186, UINT64_C(1) << 20);
         fake_set_msr(f, 0, 0x187, 0x4300D1);
