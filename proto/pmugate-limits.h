@@ -106,6 +106,16 @@
 /* Longest string field (job ids, names) accepted from a client. */
 #define PMUGATE_STRING_MAX 256U
 
+/* A refusal's reason text with its NUL: what the daemon sends and the size of the public
+ * PmugateError.reason (and PmugateHello's rights_reason, scope_reason) the library copies it
+ * into. The daemon builds every reason in a buffer of this size, so a reason never arrives cut
+ * by the client. */
+#define PMUGATE_REASON_MAX 400U
+
+/* What an audit record of a refusal names besides its reason: the CPUs and the registers. */
+#define PMUGATE_AUDIT_CPUS_TEXT_MAX 512U
+#define PMUGATE_AUDIT_REGS_TEXT_MAX 200U
+
 /* Audit rate limit: records per uid per interval, then suppressed and counted. */
 #define PMUGATE_AUDIT_BURST 20U
 #define PMUGATE_AUDIT_INTERVAL_USEC (10U * 1000U * 1000U)

@@ -23,11 +23,10 @@
 #define COLUMN_WIDTH 14
 #define LABEL_WIDTH 32
 #define NUMBER_MAX 48
-#define REASON_MAX 512U
 
 int marker_run_prepare(MarkerRun *run, pmugate_measure *m, const char *socket_path, const char *verb) {
         const char *tmp = getenv("TMPDIR");
-        char reason[REASON_MAX] = "";
+        char reason[PMUGATE_REASON_MAX] = "";
         int r;
 
         *run = (MarkerRun) {};
@@ -333,7 +332,7 @@ static void write_report(const OutputContext *ctx, const MarkerReport *rep) {
 
 int marker_run_report(MarkerRun *run, const OutputContext *ctx, pmugate_measure *m, const char *verb) {
         MarkerReport *rep = NULL;
-        char reason[REASON_MAX] = "";
+        char reason[PMUGATE_REASON_MAX] = "";
         int r;
 
         r = marker_runner_report(m, run->path, &rep, reason, sizeof(reason));

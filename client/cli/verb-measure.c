@@ -26,7 +26,6 @@
 #include "macro.h"
 #include "pmugate-limits.h"
 
-#define REASON_MAX 512U
 #define CPU_LIST_TEXT_MAX 1024U
 /* -S runs at least this long show a progress line on a terminal, refreshed this often */
 #define PROGRESS_MIN_NS (2 * NSEC_PER_SEC)
@@ -210,7 +209,7 @@ static int rotate_within_intervals(const MeasureArgs *a, pmugate_measure *m) {
 
 static int open_measurement(const MeasureArgs *a, pmugate *c, const pmugate_info *info, const uint32_t *cpus,
                             size_t n_cpus, pmugate_measure **ret) {
-        char reason[REASON_MAX] = "";
+        char reason[PMUGATE_REASON_MAX] = "";
         int r;
 
         /* libpfm4 activates the host's PMU; resolve names for the daemon's model instead */
@@ -358,7 +357,7 @@ static int measure_repeated(const MeasureArgs *a, OutputContext *out, pmugate *c
 }
 
 static int open_output(const MeasureArgs *a, OutputFormat *format, FILE **ret) {
-        char path[OUTPUT_PATH_MAX], reason[REASON_MAX] = "";
+        char path[OUTPUT_PATH_MAX], reason[PMUGATE_REASON_MAX] = "";
         int r;
 
         *ret = NULL;
@@ -385,7 +384,7 @@ static int run(const MeasureArgs *a, const char *socket_path) {
         _cleanup_free_ uint32_t *cpus = NULL;
         _cleanup_fclose_ FILE *file = NULL;
         _cleanup_close_ int signal_fd = -1;
-        char cpu_list[CPU_LIST_TEXT_MAX], reason[REASON_MAX] = "";
+        char cpu_list[CPU_LIST_TEXT_MAX], reason[PMUGATE_REASON_MAX] = "";
         OutputFormat format = a->format;
         OutputContext out;
         sigset_t mask, old_mask;

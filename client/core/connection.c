@@ -15,6 +15,11 @@
 #include "message.h"
 #include "pmugate-limits.h"
 
+/* The public reason fields keep a reason whole: the daemon builds none longer. */
+_Static_assert(sizeof(((pmugate_error *) NULL)->reason) == PMUGATE_REASON_MAX, "pmugate_error.reason");
+_Static_assert(sizeof(((pmugate_info *) NULL)->rights_reason) == PMUGATE_REASON_MAX, "pmugate_info.rights_reason");
+_Static_assert(sizeof(((pmugate_info *) NULL)->scope_reason) == PMUGATE_REASON_MAX, "pmugate_info.scope_reason");
+
 int pmugate_connect(const char *socket_path, pmugate **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         pmugate *c;

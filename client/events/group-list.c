@@ -12,8 +12,8 @@
 
 #include "events/group-list.h"
 #include "macro.h"
+#include "pmugate-limits.h"
 
-#define REASON_MAX 512U
 #define LISTED_MAX 1024U
 
 typedef struct Listed {
@@ -86,7 +86,7 @@ static int list_dir(const char *dir, const char *model, Listed *l, GroupListFunc
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n && r >= 0; i++) {
-                char path[GROUP_PATH_MAX + GROUP_NAME_MAX + 64], reason[REASON_MAX] = "";
+                char path[GROUP_PATH_MAX + GROUP_NAME_MAX + 64], reason[PMUGATE_REASON_MAX] = "";
                 Group *g = NULL;
                 int q;
 

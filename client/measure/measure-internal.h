@@ -13,6 +13,7 @@
 #include "events/metrics.h"
 #include "measure/package-events.h"
 #include "measure/schedule.h"
+#include "pmugate-limits.h"
 #include "pmugate/measure.h"
 #include "pmugate/pmugate.h"
 
@@ -20,7 +21,6 @@
 #define MEASURE_ROTATE_PERIOD_DEFAULT_NS UINT64_C(100000000)
 #define MEASURE_PERIOD_MIN_NS UINT64_C(1000000)
 #define MEASURE_PERIOD_MAX_NS UINT64_C(60000000000)
-#define MEASURE_REASON_MAX 512U
 
 /* Counters are 48 bits wide on every supported model (CPUID leaf 0xA). */
 #define COUNTER_WIDTH_DEFAULT 48U
@@ -142,7 +142,7 @@ struct pmugate_measure {
         int *sweep_index;               /* first result of each batch's compact read */
         size_t variants;
         PackageEvents *package;         /* NULL without package events */
-        char reason[MEASURE_REASON_MAX];
+        char reason[PMUGATE_REASON_MAX];
 
         /* Called around each sample (before: true, then false) and freed at close: the marker
          * runner tells the program when SLOTS and PERF_METRICS are reset. */

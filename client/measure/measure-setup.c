@@ -255,7 +255,7 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                 if (!m->group_name || !m->description)
                         return -ENOMEM;
                 for (size_t i = 0; i < g->n_events; i++) {
-                        char reason[MEASURE_REASON_MAX];
+                        char reason[PMUGATE_REASON_MAX];
 
                         /* an included group's events (TopDown level 1 under level 2) stay counted
                          * in every event set, so that the base is exact however the rest rotates */
@@ -273,7 +273,7 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
         if (m->n_events == 0 && !m->package)
                 return reason_fail(reterr_reason, reason_size, -EINVAL, "no events to count");
         if (g) {
-                char reason[MEASURE_REASON_MAX];
+                char reason[PMUGATE_REASON_MAX];
 
                 r = add_metrics(m, g, reason, sizeof(reason));
                 if (r == 0)

@@ -12,7 +12,7 @@
 #include "log.h"
 
 
-int handle_reset(Server *s, Session *c, const Request *req) {
+int handle_reset(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         _cleanup_free_ uint32_t *cpus = NULL;
         size_t n = 0, failed = 0;
         char list[512];
@@ -23,9 +23,9 @@ int handle_reset(Server *s, Session *c, const Request *req) {
         if (!cpus)
                 return -ENOMEM;
         if (req->has_cpus) {
-                r = handler_check_cpus(s, c, req);
+                r = handler_check_cpus(s, req, ret_refusal);
                 if (r != 0)
-                        return r < 0 ? r : 0;
+                        return r;
                 for (size_t i = 0; i < req->n_cpus && n < s->machine->n_cpus; i++)
                         cpus[n++] = req->cpus[i];
         } else
@@ -53,25 +53,23 @@ int handle_reset(Server *s, Session *c, const Request *req) {
         pmu_uncore_detect(s->pmu, cpus, n, s->leases);
         handler_format_cpus(cpus, n, list, sizeof(list));
         server_audit(s, c, "reset", failed ? "partial" : "allowed", NULL, list, NULL, n);
-        if (failed > 0) {
-                char reason[160];
-
-                (void) snprintf(reason, sizeof(reason), "%zu of %zu CPUs could not be reset completely; see the daemon's log",
-                                failed, n);
-                return server_reply_error(s, c, req, req->id, PROTO_E_INTERNAL, reason, -1);
-        }
+        if (failed > 0)
+                return refuse(ret_refusal, PROTO_E_INTERNAL, -1,
+                              "%zu of %zu CPUs could not be reset completely; see the daemon's log", failed, n);
         return handler_reply_cpus(s, req, cpus, n);
 }
 
-int handle_reload(Server *s, Session *c, const Request *req) {
+int handle_reload(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         ReloadCaller caller = { .uid = c->peer.uid, .gid = c->peer.gid, .pid = c->peer.pid, .via = "reload request" };
-        char reason[400];
+        char reason[PMUGATE_REASON_MAX];
         msgpack_packer pk;
         int r;
 
+        /* A configuration refused is the caller's error, whatever errno it failed with; the
+         * reason says what and where. */
         r = server_reload(s, &caller, reason, sizeof(reason));
         if (r < 0)
-                return server_reply_error(s, c, req, req->id, PROTO_E_BAD_CONFIG, reason, -1);
+                return refuse(ret_refusal, PROTO_E_BAD_CONFIG, -1, "%s", reason);
         TRY(server_reply_begin(s, req, 1, &pk));
         TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));
         return 0;

@@ -16,9 +16,9 @@ int handler_reply_cpus(Server *s, const Request *req, const uint32_t *cpus, size
 
         TRY(server_reply_begin(s, req, 1, &pk));
         TRY(pack_string(&pk, "cpus"));
-        TRY(msgpack_pack_array(&pk, n));
+        TRY_PACK(msgpack_pack_array(&pk, n));
         for (size_t i = 0; i < n; i++)
-                TRY(msgpack_pack_uint32(&pk, cpus[i]));
+                TRY_PACK(msgpack_pack_uint32(&pk, cpus[i]));
         return 0;
 }
 
@@ -28,41 +28,27 @@ void handler_format_cpus(const uint32_t *cpus, size_t n, char *buf, size_t size)
 }
 
 
-/* Returns 0 when every CPU of the request exists and is online; otherwise packs the refusal
- * and returns 1 (or a negative errno when even that failed). */
-int handler_check_cpus(Server *s, Session *c, const Request *req) {
+int handler_check_cpus(Server *s, const Request *req, Refusal *ret_refusal) {
         for (size_t i = 0; i < req->n_cpus; i++)
-                if (!machine_cpu(s->machine, req->cpus[i]) || !s->machine->cpus[req->cpus[i]].online) {
-                        char reason[128];
-                        int r;
-
-                        (void) snprintf(reason, sizeof(reason), "CPU %" PRIu32 " does not exist or is offline",
-                                        req->cpus[i]);
-                        r = server_reply_error(s, c, req, req->id, PROTO_E_NO_SUCH_CPU, reason, -1);
-                        return r < 0 ? r : 1;
-                }
+                if (!machine_cpu(s->machine, req->cpus[i]) || !s->machine->cpus[req->cpus[i]].online)
+                        return refuse(ret_refusal, PROTO_E_NO_SUCH_CPU, -1,
+                                      "CPU %" PRIu32 " does not exist or is offline", req->cpus[i]);
         return 0;
 }
 
-int handler_resolve_scope(Server *s, Session *c, const Request *req) {
-        char reason[320];
-        int r, q;
+int handler_resolve_scope(Server *s, Session *c, Refusal *ret_refusal) {
+        int r;
 
         if (!c->rights.scoped)
                 return 0;
-        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason));
+        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, ret_refusal);
         /* Whatever the scope is now, the session's leases must fit it: a job's cgroup that lost
          * CPUs takes their leases with it, before this request may use them. */
         (void) session_revalidate_leases(s, c, r == 0 ? &c->scope : NULL,
-                                         r == 0 ? "the job's CPUs changed" : reason);
-        if (c->revoked) {
-                q = handler_report_revocation(s, c, req);
-                return q < 0 ? q : PROTO_E_REVOKED;
-        }
-        if (r > 0) {
-                q = server_reply_error(s, c, req, req->id, r, reason, -1);
-                return q < 0 ? q : r;
-        }
+                                         r == 0 ? "the job's CPUs changed" : ret_refusal->reason);
+        /* the notice of leases that just ended comes first; the refusal is told next time */
+        if (c->revoked)
+                return handler_report_revocation(c, ret_refusal);
         return r;
 }
 
@@ -72,16 +58,16 @@ int handler_pack_foreign(msgpack_packer *pk, const Server *s) {
         for (uint32_t u = 0; u < s->machine->n_units; u++)
                 held += pmu_uncore_unit_owner(s->pmu, u) != UNCORE_OWNER_NONE;
         TRY(pack_string(pk, "foreign"));
-        TRY(msgpack_pack_map(pk, 6));
+        TRY_PACK(msgpack_pack_map(pk, 6));
         TRY(pack_key_bool(pk, "nmi_watchdog", s->machine->nmi_watchdog));
         TRY(pack_key_uint(pk, "fixed_mask", pmu_foreign_fixed_union(s->pmu)));
         TRY(pack_key_uint(pk, "gp_mask", pmu_foreign_gp_union(s->pmu)));
         TRY(pack_key_uint(pk, "l3_mask", pmu_uncore_l3_union(s->pmu)));
         TRY(pack_key_uint(pk, "df_mask", pmu_uncore_df_union(s->pmu)));
         TRY(pack_string(pk, "units"));
-        TRY(msgpack_pack_array(pk, held));
+        TRY_PACK(msgpack_pack_array(pk, held));
         for (uint32_t u = 0; u < s->machine->n_units; u++)
                 if (pmu_uncore_unit_owner(s->pmu, u) != UNCORE_OWNER_NONE)
-                        TRY(msgpack_pack_uint32(pk, u));
+                        TRY_PACK(msgpack_pack_uint32(pk, u));
         return 0;
 }

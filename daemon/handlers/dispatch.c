@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The dispatch table: every request type, its handler, and the right it needs
+ *
+ * The refusal rule (docs/HACKING.md, "Refusals"): a check or handler that refuses a request
+ * fills a Refusal (code, op index, reason, and what its audit record names) and returns the
+ * positive ProtoError; a negative return is an internal failure with the errno it failed
+ * with. Nothing below this file packs an error reply or audits a denial: handlers_dispatch()
+ * hands every refusal to server_reply_refusal(), which does both, once. A negative errno
+ * becomes PROTO_E_INTERNAL in the session, which logs it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +16,7 @@
 #include "handlers/handlers.h"
 
 typedef struct HandlerRow {
-        int (*handle)(Server *s, Session *c, const Request *req);
+        int (*handle)(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
         HandlerRight needs;
         /* Answered even while a preemption or revocation is still to be reported: these
          * change nothing the client programmed, so the news can wait for a request that does. */
@@ -45,67 +52,70 @@ static bool has_right(const Rights *r, HandlerRight needs) {
         return false;
 }
 
-static int refuse_right(Server *s, Session *c, const Request *req, HandlerRight needs) {
-        char reason[400];
-
+static int refuse_right(const Session *c, const Request *req, HandlerRight needs, Refusal *ret_refusal) {
         if (needs == HANDLER_RIGHT_ADMIN)
-                (void) snprintf(reason, sizeof(reason), "'%s' needs root or a group in admin_groups; uid %u is neither",
-                                request_type_to_string(req->type), (unsigned) c->peer.uid);
-        else if (needs == HANDLER_RIGHT_MONITOR)
-                (void) snprintf(reason, sizeof(reason),
-                                "'%s' needs the monitor role (monitor_users, monitor_groups) or an admin; uid %u is "
-                                "%s", request_type_to_string(req->type), (unsigned) c->peer.uid,
-                                role_to_string(c->rights.role));
-        else
-                (void) snprintf(reason, sizeof(reason), "%s",
-                                c->rights.reason[0] ? c->rights.reason : "this role may not program counters");
-        /* server_reply_error() leaves batch denials to the batch handler, which has not run. */
-        if (req->type == REQUEST_BATCH)
-                server_audit_denial(s, c, "batch", PROTO_E_NOT_AUTHORIZED, reason, NULL, NULL);
-        return server_reply_error(s, c, req, req->id, PROTO_E_NOT_AUTHORIZED, reason, -1);
+                return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                              "'%s' needs root or a group in admin_groups; uid %u is neither",
+                              request_type_to_string(req->type), (unsigned) c->peer.uid);
+        if (needs == HANDLER_RIGHT_MONITOR)
+                return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                              "'%s' needs the monitor role (monitor_users, monitor_groups) or an admin; uid %u is %s",
+                              request_type_to_string(req->type), (unsigned) c->peer.uid,
+                              role_to_string(c->rights.role));
+        return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1, "%s",
+                      c->rights.reason[0] ? c->rights.reason : "this role may not program counters");
 }
 
 /* Said once, on the next request that acts on the PMU: the client's registers were restored
  * and whatever it measures now is not what it programmed. */
-static int report_preemption(Server *s, Session *c, const Request *req) {
-        char reason[300], cpus[128];
+static int report_preemption(Session *c, Refusal *ret_refusal) {
+        char cpus[128];
 
         if (cpuset_format(&c->preempted_cpus, cpus, sizeof(cpus)) < 0)
                 (void) snprintf(cpus, sizeof(cpus), "several");
-        (void) snprintf(reason, sizeof(reason),
-                        "preempted: a user's lease took CPUs %s from this monitor; its registers were restored", cpus);
         c->preempted = false;
         cpuset_clear(&c->preempted_cpus);
-        return server_reply_error(s, c, req, req->id, PROTO_E_PREEMPTED, reason, -1);
+        return refuse(ret_refusal, PROTO_E_PREEMPTED, -1,
+                      "preempted: a user's lease took CPUs %s from this monitor; its registers were restored", cpus);
 }
 
 /* Said once, like a preemption: the right that allowed these leases is gone (a revoked or
  * replaced grant, a job that lost CPUs, a reload that changed the role), so they ended and
  * their registers were restored. */
-int handler_report_revocation(Server *s, Session *c, const Request *req) {
-        char reason[600], cpus[128];
+int handler_report_revocation(Session *c, Refusal *ret_refusal) {
+        char cpus[128];
 
         if (cpuset_format(&c->revoked_cpus, cpus, sizeof(cpus)) < 0)
                 (void) snprintf(cpus, sizeof(cpus), "several");
-        (void) snprintf(reason, sizeof(reason),
-                        "revoked: the leases on CPUs %s ended (%s); their registers were restored", cpus,
-                        c->revoked_why);
+        (void) refuse(ret_refusal, PROTO_E_REVOKED, -1,
+                      "revoked: the leases on CPUs %s ended (%s); their registers were restored", cpus, c->revoked_why);
         c->revoked = false;
         cpuset_clear(&c->revoked_cpus);
         c->revoked_why[0] = '\0';
-        return server_reply_error(s, c, req, req->id, PROTO_E_REVOKED, reason, -1);
+        return PROTO_E_REVOKED;
 }
 
-int handlers_dispatch(Server *s, Session *c, const Request *req) {
+static int handle(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         const HandlerRow *row = (unsigned) req->type < _REQUEST_TYPE_MAX ? &handler_table[req->type] : NULL;
 
         if (!row || !row->handle)
-                return server_reply_error(s, c, req, req->id, PROTO_E_UNKNOWN_OP, NULL, -1);
+                return refuse(ret_refusal, PROTO_E_UNKNOWN_OP, -1, "%s", proto_error_reason(PROTO_E_UNKNOWN_OP));
         if (c->preempted && !row->ignores_notices)
-                return report_preemption(s, c, req);
+                return report_preemption(c, ret_refusal);
         if (c->revoked && !row->ignores_notices)
-                return handler_report_revocation(s, c, req);
+                return handler_report_revocation(c, ret_refusal);
         if (!has_right(&c->rights, row->needs))
-                return refuse_right(s, c, req, row->needs);
-        return row->handle(s, c, req);
+                return refuse_right(c, req, row->needs, ret_refusal);
+        return row->handle(s, c, req, ret_refusal);
+}
+
+int handlers_dispatch(Server *s, Session *c, const Request *req) {
+        Refusal refusal;
+        int r;
+
+        refusal_clear(&refusal);
+        r = handle(s, c, req, &refusal);
+        if (r > 0)
+                return server_reply_refusal(s, c, req, &refusal);
+        return r;
 }

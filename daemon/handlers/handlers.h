@@ -2,8 +2,9 @@
 /*
  * Request handlers. Each request type has one handler and one row in the dispatch table that
  * names the right it needs; the table is checked before the handler runs, so a handler never
- * sees a caller without that right. Each handler packs a complete reply into s->reply and
- * returns 0, or a negative errno when even that failed.
+ * sees a caller without that right. A handler follows the refusal rule (refusal.h): it packs
+ * its reply into s->reply and returns 0, or fills *ret_refusal and returns its positive
+ * ProtoError (the dispatcher packs and audits it), or returns a negative errno.
  */
 #pragma once
 
@@ -11,9 +12,20 @@
 #include <stdint.h>
 
 #include "macro.h"
+#include "refusal.h"
 #include "server/server.h"
 
+/* For calls that return a negative errno: passes it up unchanged. */
 #define TRY(expr)                               \
+        do {                                    \
+                int _try_r = (expr);            \
+                if (_try_r < 0)                 \
+                        return _try_r;          \
+        } while (0)
+
+/* For msgpack-c's own msgpack_pack_*(), which return -1 on failure: into s->reply, a
+ * msgpack_sbuffer, the only way to fail is its allocation. */
+#define TRY_PACK(expr)                          \
         do {                                    \
                 if ((expr) < 0)                 \
                         return -ENOMEM;         \
@@ -31,16 +43,16 @@ typedef enum HandlerRight {
 /* Runs the handler of req after checking the right its table row names. */
 int handlers_dispatch(Server *s, Session *c, const Request *req);
 
-int handle_hello(Server *s, Session *c, const Request *req);
-int handle_batch(Server *s, Session *c, const Request *req);
-int handle_status(Server *s, Session *c, const Request *req);
-int handle_lease(Server *s, Session *c, const Request *req);
-int handle_release(Server *s, Session *c, const Request *req);
-int handle_grant(Server *s, Session *c, const Request *req);
-int handle_revoke(Server *s, Session *c, const Request *req);
-int handle_reset(Server *s, Session *c, const Request *req);
-int handle_reload(Server *s, Session *c, const Request *req);
-int handle_jobmap(Server *s, Session *c, const Request *req);
+int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_batch(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_status(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_lease(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_release(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_grant(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_revoke(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_reset(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_reload(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_jobmap(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
 
 /* Packs "foreign": what other PMU users hold (the kernel's NMI watchdog and perf on core
  * counters; the kernel's uncore drivers on L3, data-fabric counters and PCI units). */
@@ -49,12 +61,10 @@ int handler_pack_foreign(msgpack_packer *pk, const Server *s);
 /* Packs a reply whose one key is "cpus". */
 int handler_reply_cpus(Server *s, const Request *req, const uint32_t *cpus, size_t n);
 void handler_format_cpus(const uint32_t *cpus, size_t n, char *buf, size_t size);
-/* Returns 0 when every CPU of the request exists and is online; otherwise packs the refusal
- * and returns 1 (or a negative errno when even that failed). */
-int handler_check_cpus(Server *s, Session *c, const Request *req);
+/* Returns 0 when every CPU of the request exists and is online, or refuses it. */
+int handler_check_cpus(Server *s, const Request *req, Refusal *ret_refusal);
 /* Resolves c's scope for this request when its role is scoped, and ends the leases it no
- * longer covers. Returns 0, or packs a refusal (`revoked` when leases just ended) and returns
- * the positive ProtoError (negative errno when even that failed). */
-int handler_resolve_scope(Server *s, Session *c, const Request *req);
-/* Packs the `revoked` notice of c's ended leases, once, and clears it. */
-int handler_report_revocation(Server *s, Session *c, const Request *req);
+ * longer covers. Returns 0, or refuses it (`revoked` when leases just ended). */
+int handler_resolve_scope(Server *s, Session *c, Refusal *ret_refusal);
+/* The `revoked` notice of c's ended leases, once: clears it and returns PROTO_E_REVOKED. */
+int handler_report_revocation(Session *c, Refusal *ret_refusal);

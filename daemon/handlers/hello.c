@@ -23,7 +23,7 @@ static int pack_cpu_model(msgpack_packer *pk, const Machine *m) {
         const CpuModel *model = m->cpu_model;
 
         TRY(pack_string(pk, "cpu"));
-        TRY(msgpack_pack_map(pk, 7));
+        TRY_PACK(msgpack_pack_map(pk, 7));
         TRY(pack_key_string(pk, "vendor", m->vendor));
         TRY(pack_key_uint(pk, "family", m->family));
         TRY(pack_key_uint(pk, "model", m->model));
@@ -45,7 +45,7 @@ static int pack_pmu(msgpack_packer *pk, Server *s) {
         have_caps = !cpu_model_is_amd(model) &&
                     backend_msr_read(s->backend, first_online_cpu(s->machine), PERF_CAPABILITIES_MSR,
                                      &caps) == 0;
-        TRY(msgpack_pack_map(pk, cpu_model_is_amd(model) ? 12 : 7));
+        TRY_PACK(msgpack_pack_map(pk, cpu_model_is_amd(model) ? 12 : 7));
         TRY(pack_key_uint(pk, "version", model->pmu_version));
         TRY(pack_key_uint(pk, "gp_counters", machine_gp_counters(s->machine)));
         TRY(pack_key_uint(pk, "fixed_counters", model->fixed_counters));
@@ -53,16 +53,16 @@ static int pack_pmu(msgpack_packer *pk, Server *s) {
         TRY(pack_key_uint(pk, "perf_metrics", model->perf_metrics));
         TRY(pack_key_uint(pk, "slots_width", model->slots_width));
         TRY(pack_string(pk, "perf_capabilities"));
-        TRY(have_caps ? msgpack_pack_uint64(pk, caps) : msgpack_pack_nil(pk));
+        TRY_PACK(have_caps ? msgpack_pack_uint64(pk, caps) : msgpack_pack_nil(pk));
         if (cpu_model_is_amd(model)) {
                 /* CPUID leaf 0x80000022 as discovery read it (or the model's defaults) */
                 TRY(pack_string(pk, "perfmon_v2"));
-                TRY(s->machine->perfmon_v2 ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
+                TRY_PACK(s->machine->perfmon_v2 ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
                 TRY(pack_key_uint(pk, "l3_counters", s->machine->l3_counters));
                 TRY(pack_key_uint(pk, "df_counters", s->machine->df_counters));
                 TRY(pack_key_uint(pk, "umc_counters", s->machine->umc_counters));
                 TRY(pack_string(pk, "cpuid"));
-                TRY(s->machine->cpuid_read ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
+                TRY_PACK(s->machine->cpuid_read ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
         }
         return 0;
 }
@@ -73,7 +73,7 @@ static int pack_cpus(msgpack_packer *pk, const Machine *m) {
         for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
                 n += m->cpus[cpu].present;
         TRY(pack_string(pk, "cpus"));
-        TRY(msgpack_pack_array(pk, n));
+        TRY_PACK(msgpack_pack_array(pk, n));
         for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
                 const MachineCpu *c = &m->cpus[cpu];
 
@@ -81,48 +81,48 @@ static int pack_cpus(msgpack_packer *pk, const Machine *m) {
                         continue;
                 /* [cpu, package, die, core, thread, online, ccx]; topology is -1 for offline
                  * CPUs, ccx (the L3 the CPU uses) -1 when unknown */
-                TRY(msgpack_pack_array(pk, 7));
-                TRY(msgpack_pack_uint32(pk, cpu));
-                TRY(msgpack_pack_int32(pk, c->package));
-                TRY(msgpack_pack_int32(pk, c->die));
-                TRY(msgpack_pack_int32(pk, c->core));
-                TRY(msgpack_pack_uint32(pk, c->thread));
-                TRY(c->online ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
-                TRY(msgpack_pack_int32(pk, c->ccx));
+                TRY_PACK(msgpack_pack_array(pk, 7));
+                TRY_PACK(msgpack_pack_uint32(pk, cpu));
+                TRY_PACK(msgpack_pack_int32(pk, c->package));
+                TRY_PACK(msgpack_pack_int32(pk, c->die));
+                TRY_PACK(msgpack_pack_int32(pk, c->core));
+                TRY_PACK(msgpack_pack_uint32(pk, c->thread));
+                TRY_PACK(c->online ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
+                TRY_PACK(msgpack_pack_int32(pk, c->ccx));
         }
         return 0;
 }
 
 static int pack_units(msgpack_packer *pk, const Machine *m) {
         TRY(pack_string(pk, "units"));
-        TRY(msgpack_pack_array(pk, m->n_units));
+        TRY_PACK(msgpack_pack_array(pk, m->n_units));
         for (uint32_t i = 0; i < m->n_units; i++) {
                 const MachineUnit *u = &m->units[i];
 
                 /* [index, bdf, vendor, device, package] */
-                TRY(msgpack_pack_array(pk, 5));
-                TRY(msgpack_pack_uint32(pk, i));
+                TRY_PACK(msgpack_pack_array(pk, 5));
+                TRY_PACK(msgpack_pack_uint32(pk, i));
                 TRY(pack_string(pk, u->bdf));
-                TRY(msgpack_pack_uint16(pk, u->vendor));
-                TRY(msgpack_pack_uint16(pk, u->device));
-                TRY(msgpack_pack_int32(pk, u->package));
+                TRY_PACK(msgpack_pack_uint16(pk, u->vendor));
+                TRY_PACK(msgpack_pack_uint16(pk, u->device));
+                TRY_PACK(msgpack_pack_int32(pk, u->package));
         }
         return 0;
 }
 
 static int pack_counters(msgpack_packer *pk, const Machine *m) {
         TRY(pack_string(pk, "counters"));
-        TRY(msgpack_pack_array(pk, m->n_counters));
+        TRY_PACK(msgpack_pack_array(pk, m->n_counters));
         for (uint32_t i = 0; i < m->n_counters; i++) {
                 const MachineCounter *c = &m->counters[i];
 
                 /* [index, name, package, width, scale, unit, class, error] */
-                TRY(msgpack_pack_array(pk, 8));
-                TRY(msgpack_pack_uint32(pk, i));
+                TRY_PACK(msgpack_pack_array(pk, 8));
+                TRY_PACK(msgpack_pack_uint32(pk, i));
                 TRY(pack_string(pk, c->name));
-                TRY(msgpack_pack_int32(pk, c->package));
-                TRY(msgpack_pack_uint8(pk, c->width));
-                TRY(msgpack_pack_double(pk, c->scale));
+                TRY_PACK(msgpack_pack_int32(pk, c->package));
+                TRY_PACK(msgpack_pack_uint8(pk, c->width));
+                TRY_PACK(msgpack_pack_double(pk, c->scale));
                 TRY(pack_string(pk, c->unit));
                 TRY(pack_string(pk, c->cls));
                 TRY(pack_string(pk, c->error));
@@ -132,28 +132,28 @@ static int pack_counters(msgpack_packer *pk, const Machine *m) {
 
 static int pack_registers(msgpack_packer *pk, const Allowlist *a) {
         TRY(pack_string(pk, "registers"));
-        TRY(msgpack_pack_array(pk, a->n_msr + a->n_pci));
+        TRY_PACK(msgpack_pack_array(pk, a->n_msr + a->n_pci));
         for (size_t i = 0; i < a->n_msr + a->n_pci; i++) {
                 const AllowEntry *e = i < a->n_msr ? &a->msr[i] : &a->pci[i - a->n_msr];
 
                 /* [kind, first, last, width, write_mask, scope, class, name, pci_vendor, pci_device] */
-                TRY(msgpack_pack_array(pk, 10));
+                TRY_PACK(msgpack_pack_array(pk, 10));
                 TRY(pack_string(pk, e->pci ? "pci" : "msr"));
-                TRY(msgpack_pack_uint32(pk, e->first));
-                TRY(msgpack_pack_uint32(pk, e->last));
-                TRY(msgpack_pack_uint8(pk, e->width));
-                TRY(msgpack_pack_uint64(pk, e->write_mask));
+                TRY_PACK(msgpack_pack_uint32(pk, e->first));
+                TRY_PACK(msgpack_pack_uint32(pk, e->last));
+                TRY_PACK(msgpack_pack_uint8(pk, e->width));
+                TRY_PACK(msgpack_pack_uint64(pk, e->write_mask));
                 TRY(pack_string(pk, reg_scope_to_string(e->scope)));
                 TRY(pack_string(pk, e->cls));
                 TRY(pack_string(pk, e->name));
-                TRY(msgpack_pack_uint16(pk, e->pci_vendor));
-                TRY(msgpack_pack_uint16(pk, e->pci_device));
+                TRY_PACK(msgpack_pack_uint16(pk, e->pci_vendor));
+                TRY_PACK(msgpack_pack_uint16(pk, e->pci_device));
         }
         return 0;
 }
 
 static int pack_scope(msgpack_packer *pk, Server *s, Session *c) {
-        char reason[320] = "";
+        Refusal no_scope;
         uint32_t n = 0;
         int r;
 
@@ -163,28 +163,29 @@ static int pack_scope(msgpack_packer *pk, Server *s, Session *c) {
         /* hello must answer even without a grant, so the refusal becomes part of the reply.
          * The leases must fit the scope it found; a revocation is told at the next request
          * that acts on the PMU. */
-        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason));
+        refusal_clear(&no_scope);
+        r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, &no_scope);
         (void) session_revalidate_leases(s, c, r == 0 ? &c->scope : NULL,
-                                         r == 0 ? "the job's CPUs changed" : reason);
+                                         r == 0 ? "the job's CPUs changed" : no_scope.reason);
         if (r != 0) {
-                TRY(msgpack_pack_map(pk, 1));
-                return pack_key_string(pk, "reason", reason);
+                TRY_PACK(msgpack_pack_map(pk, 1));
+                return pack_key_string(pk, "reason", no_scope.reason);
         }
         CPUSET_FOREACH(cpu, &c->scope.cpus)
                 n += cpu < s->machine->n_cpus;
-        TRY(msgpack_pack_map(pk, 2));
+        TRY_PACK(msgpack_pack_map(pk, 2));
         TRY(pack_key_string(pk, "job", c->scope.job));
         TRY(pack_string(pk, "cpus"));
-        TRY(msgpack_pack_array(pk, n));
+        TRY_PACK(msgpack_pack_array(pk, n));
         CPUSET_FOREACH(cpu, &c->scope.cpus)
                 if (cpu < s->machine->n_cpus)
-                        TRY(msgpack_pack_uint32(pk, cpu));
+                        TRY_PACK(msgpack_pack_uint32(pk, cpu));
         return 0;
 }
 
 static int pack_caller(msgpack_packer *pk, Server *s, Session *c) {
         TRY(pack_string(pk, "caller"));
-        TRY(msgpack_pack_map(pk, 9));
+        TRY_PACK(msgpack_pack_map(pk, 9));
         TRY(pack_key_uint(pk, "uid", c->peer.uid));
         TRY(pack_key_uint(pk, "gid", c->peer.gid));
         TRY(pack_key_uint(pk, "pid", (uint64_t) c->peer.pid));
@@ -196,7 +197,7 @@ static int pack_caller(msgpack_packer *pk, Server *s, Session *c) {
         return pack_scope(pk, s, c);
 }
 
-int handle_hello(Server *s, Session *c, const Request *req) {
+int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         msgpack_packer pk;
         int r;
 
@@ -224,7 +225,7 @@ int handle_hello(Server *s, Session *c, const Request *req) {
         if (r < 0)
                 return r;
         TRY(pack_string(&pk, "limits"));
-        TRY(msgpack_pack_map(&pk, 5));
+        TRY_PACK(msgpack_pack_map(&pk, 5));
         TRY(pack_key_uint(&pk, "request_size", PMUGATE_REQUEST_SIZE_MAX));
         TRY(pack_key_uint(&pk, "ops_per_batch", PMUGATE_OPS_PER_BATCH_MAX));
         TRY(pack_key_uint(&pk, "results_per_message", PMUGATE_REPLY_PART_RESULTS));

@@ -57,7 +57,7 @@ static int collect(Server *s, JobCpus **ret, size_t *ret_n) {
         return 0;
 }
 
-int handle_jobmap(Server *s, Session *c, const Request *req) {
+int handle_jobmap(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         const Machine *m = s->machine;
         const Leases *l = s->leases;
         _cleanup_free_ JobCpus *jobs = NULL;
@@ -81,45 +81,41 @@ int handle_jobmap(Server *s, Session *c, const Request *req) {
         TRY(server_reply_begin(s, req, 5, &pk));
         TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));
         TRY(pack_string(&pk, "jobs"));
-        TRY(msgpack_pack_array(&pk, n_listed));
+        TRY_PACK(msgpack_pack_array(&pk, n_listed));
         for (size_t k = 0; k < n_jobs; k++)
                 if (jobs[k].listed)
                         TRY(pack_string(&pk, jobs[k].job));
         /* [cpu, index into jobs], by CPU: a CPU two jobs share (oversubscription) has two rows */
         TRY(pack_string(&pk, "cpus"));
-        TRY(msgpack_pack_array(&pk, n_rows));
+        TRY_PACK(msgpack_pack_array(&pk, n_rows));
         for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
                 for (size_t k = 0; k < n_jobs; k++)
                         if (jobs[k].listed && cpuset_has(&jobs[k].cpus, cpu) && m->cpus[cpu].present) {
-                                TRY(msgpack_pack_array(&pk, 2));
-                                TRY(msgpack_pack_uint32(&pk, cpu));
-                                TRY(msgpack_pack_uint32(&pk, jobs[k].index));
+                                TRY_PACK(msgpack_pack_array(&pk, 2));
+                                TRY_PACK(msgpack_pack_uint32(&pk, cpu));
+                                TRY_PACK(msgpack_pack_uint32(&pk, jobs[k].index));
                         }
         /* [cpu, role]: who programs the CPU's counters now, without saying which uid */
         TRY(pack_string(&pk, "leases"));
-        TRY(msgpack_pack_array(&pk, leases_count(l)));
+        TRY_PACK(msgpack_pack_array(&pk, leases_count(l)));
         for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++)
                 if (l->cpus[cpu].owner) {
-                        TRY(msgpack_pack_array(&pk, 2));
-                        TRY(msgpack_pack_uint32(&pk, cpu));
+                        TRY_PACK(msgpack_pack_array(&pk, 2));
+                        TRY_PACK(msgpack_pack_uint32(&pk, cpu));
                         TRY(pack_string(&pk, role_to_string(l->cpus[cpu].role)));
                 }
         /* A uid says who ran what; only admins, or monitors where the policy allows it, see it. */
         TRY(pack_string(&pk, "uids"));
         if (c->rights.may_admin || s->config.jobmap_uids) {
-                TRY(msgpack_pack_array(&pk, n_listed));
+                TRY_PACK(msgpack_pack_array(&pk, n_listed));
                 for (size_t k = 0; k < n_jobs; k++)
                         if (jobs[k].listed)
-                                TRY(msgpack_pack_uint32(&pk, jobs[k].uid));
+                                TRY_PACK(msgpack_pack_uint32(&pk, jobs[k].uid));
         } else
-                TRY(msgpack_pack_nil(&pk));
-        if (s->reply.size > PMUGATE_REPLY_SIZE_MAX) {
-                char reason[160];
-
-                (void) snprintf(reason, sizeof(reason),
-                                "the job map (%zu bytes) is larger than a reply may be (%u)", s->reply.size,
-                                PMUGATE_REPLY_SIZE_MAX);
-                return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
-        }
+                TRY_PACK(msgpack_pack_nil(&pk));
+        if (s->reply.size > PMUGATE_REPLY_SIZE_MAX)
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                              "the job map (%zu bytes) is larger than a reply may be (%u)", s->reply.size,
+                              PMUGATE_REPLY_SIZE_MAX);
         return 0;
 }

@@ -9,36 +9,31 @@
 #include "handlers/handlers.h"
 
 
-int handle_grant(Server *s, Session *c, const Request *req) {
-        char list[512] = "", reason[512];
+int handle_grant(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
+        char list[512] = "", reason[PMUGATE_REASON_MAX];
         const Grant *old;
         uid_t old_uid;
         msgpack_packer pk;
         int r;
 
         if (req->has_cpus) {
-                r = handler_check_cpus(s, c, req);
+                r = handler_check_cpus(s, req, ret_refusal);
                 if (r != 0)
-                        return r < 0 ? r : 0;
+                        return r;
                 handler_format_cpus(req->cpus, req->n_cpus, list, sizeof(list));
         }
         old = grants_find(&s->grants, req->job);
         old_uid = old ? old->uid : req->uid;
         r = grants_put(&s->grants, req->job, req->uid, req->has_cpus ? req->cpus : NULL, req->has_cpus ? req->n_cpus : 0);
         if (r == -ENOSPC) {
-                (void) snprintf(reason, sizeof(reason), "already %zu grants, the most allowed", s->grants.n);
-                return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1, "already %zu grants, the most allowed", s->grants.n);
         }
-        if (r == -EINVAL) {
-                (void) snprintf(reason, sizeof(reason), "uid %u cannot be granted", (unsigned) req->uid);
-                return server_reply_error(s, c, req, req->id, PROTO_E_BAD_FIELD, reason, -1);
-        }
-        if (r == -EFBIG) {
-                (void) snprintf(reason, sizeof(reason),
-                                "job %s was not granted: the grants file would pass its %u bytes", req->job,
-                                PMUGATE_GRANTS_FILE_SIZE_MAX);
-                return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
-        }
+        if (r == -EINVAL)
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "uid %u cannot be granted", (unsigned) req->uid);
+        if (r == -EFBIG)
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                              "job %s was not granted: the grants file would pass its %u bytes", req->job,
+                              PMUGATE_GRANTS_FILE_SIZE_MAX);
         if (r < 0) {
                 /* A grant the state file does not hold would vanish at a restart while the
                  * batch system believes it made: it is not made at all. */
@@ -46,7 +41,7 @@ int handle_grant(Server *s, Session *c, const Request *req) {
                                 "job %s was not granted: the state file could not be saved (%s); see the "
                                 "daemon's log", req->job, strerror(-r));
                 server_audit(s, c, "grant", "failed", req->job, list[0] ? list : "cgroup", reason, 0);
-                return server_reply_error(s, c, req, req->id, PROTO_E_INTERNAL, reason, -1);
+                return refuse(ret_refusal, PROTO_E_INTERNAL, -1, "%s", reason);
         }
         {
                 char why[PMUGATE_STRING_MAX + 64];
@@ -74,7 +69,7 @@ int handle_grant(Server *s, Session *c, const Request *req) {
         return 0;
 }
 
-int handle_revoke(Server *s, Session *c, const Request *req) {
+int handle_revoke(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         msgpack_packer pk;
         Grant removed = {};
         size_t ended = 0;
@@ -94,17 +89,16 @@ int handle_revoke(Server *s, Session *c, const Request *req) {
                         server_audit(s, c, "revoke", "allowed", req->job, NULL, NULL, ended);
         }
         if (r < 0 && r != -ENOENT) {
-                char reason[640];
-
-                (void) snprintf(reason, sizeof(reason),
-                                "%s the state file could not be updated (%s), so the grant would come back "
-                                "when the daemon restarts; revoke job %s again once the state directory is "
-                                "writable",
-                                removed.job[0] ? "the grant is revoked and its leases ended, but"
-                                               : "an earlier revoke is not saved:",
-                                strerror(-r), req->job);
-                server_audit(s, c, "revoke", "unsaved", req->job, NULL, reason, ended);
-                return server_reply_error(s, c, req, req->id, PROTO_E_INTERNAL, reason, -1);
+                /* A job id of PMUGATE_STRING_MAX bytes may cut this reason at PMUGATE_REASON_MAX. */
+                (void) refuse(ret_refusal, PROTO_E_INTERNAL, -1,
+                              "%s the state file could not be updated (%s), so the grant would come back "
+                              "when the daemon restarts; revoke job %s again once the state directory is "
+                              "writable",
+                              removed.job[0] ? "the grant is revoked and its leases ended, but"
+                                             : "an earlier revoke is not saved:",
+                              strerror(-r), req->job);
+                server_audit(s, c, "revoke", "unsaved", req->job, NULL, ret_refusal->reason, ended);
+                return PROTO_E_INTERNAL;
         }
         TRY(server_reply_begin(s, req, 3, &pk));
         TRY(pack_key_string(&pk, "job", req->job));

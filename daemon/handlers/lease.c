@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "handlers/handlers.h"
@@ -77,21 +78,21 @@ static void busy_reason(Server *s, const Session *c, const LeaseHolder *holder, 
                                 "by whom: pmugatectl status)", cpu);
 }
 
-int handle_lease(Server *s, Session *c, const Request *req) {
+int handle_lease(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         LeaseHolder holder = { .owner = c, .role = c->rights.role, .uid = c->peer.uid, .pid = c->peer.pid };
         _cleanup_free_ const char **jobs = NULL;
-        char reason[320], list[512], job_list[320];
+        char list[512], job_list[320];
         CpuSet acquired;
         int r;
 
         if (!req->has_cpus || req->n_cpus == 0)
-                return server_reply_error(s, c, req, req->id, PROTO_E_BAD_FIELD, "'lease' needs a non-empty 'cpus'", -1);
-        r = handler_check_cpus(s, c, req);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "'lease' needs a non-empty 'cpus'");
+        r = handler_check_cpus(s, req, ret_refusal);
         if (r != 0)
-                return r < 0 ? r : 0;
-        r = handler_resolve_scope(s, c, req);
+                return r;
+        r = handler_resolve_scope(s, c, ret_refusal);
         if (r != 0)
-                return r < 0 ? r : 0;
+                return r;
         if (c->rights.scoped) {
                 /* Each CPU's lease records the job whose grant gives it, so that a revoke of
                  * that job ends exactly these leases. */
@@ -100,11 +101,10 @@ int handle_lease(Server *s, Session *c, const Request *req) {
                         return -ENOMEM;
                 for (size_t i = 0; i < req->n_cpus; i++) {
                         jobs[i] = scope_job_of_cpu(&c->scope, &s->grants, c->peer.uid, req->cpus[i]);
-                        if (!jobs[i]) {
-                                (void) snprintf(reason, sizeof(reason), "CPU %" PRIu32 " is not one of job %s's CPUs",
-                                                req->cpus[i], c->scope.job);
-                                return server_reply_error(s, c, req, req->id, PROTO_E_OUT_OF_SCOPE, reason, -1);
-                        }
+                        if (!jobs[i])
+                                return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1,
+                                              "CPU %" PRIu32 " is not one of job %s's CPUs", req->cpus[i],
+                                              c->scope.job);
                 }
                 holder.jobs = jobs;
         }
@@ -114,13 +114,10 @@ int handle_lease(Server *s, Session *c, const Request *req) {
 
                 for (size_t i = 0; i < req->n_cpus; i++)
                         more += !leases_held_by(s->leases, req->cpus[i], c);
-                if (held + more > s->config.leases_per_uid_max) {
-                        (void) snprintf(reason, sizeof(reason),
-                                        "uid %u would hold leases on %zu CPUs; at most %u are allowed per user",
-                                        (unsigned) c->peer.uid, held + more, s->config.leases_per_uid_max);
-                        server_audit_denial(s, c, "lease", PROTO_E_LIMIT, reason, NULL, NULL);
-                        return server_reply_error(s, c, req, req->id, PROTO_E_LIMIT, reason, -1);
-                }
+                if (held + more > s->config.leases_per_uid_max)
+                        return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                                      "uid %u would hold leases on %zu CPUs; at most %u are allowed per user",
+                                      (unsigned) c->peer.uid, held + more, s->config.leases_per_uid_max);
         }
 
         revalidate_holders(s, c, req);
@@ -130,13 +127,15 @@ int handle_lease(Server *s, Session *c, const Request *req) {
                         pmu_detect(s->pmu, req->cpus[i]);
         pmu_uncore_detect(s->pmu, req->cpus, req->n_cpus, s->leases);
 
-        r = leases_acquire(s->leases, &holder, req->cpus, req->n_cpus, on_preempted, s, reason, sizeof(reason));
+        r = leases_acquire(s->leases, &holder, req->cpus, req->n_cpus, on_preempted, s, ret_refusal);
         handler_format_cpus(req->cpus, req->n_cpus, list, sizeof(list));
         if (r > 0) {
-                server_audit_denial(s, c, "lease", r, reason, list, NULL);
+                /* The audit records the holder the reply may not name. */
+                memcpy(ret_refusal->audit_reason, ret_refusal->reason, sizeof(ret_refusal->audit_reason));
+                (void) snprintf(ret_refusal->cpus, sizeof(ret_refusal->cpus), "%s", list);
                 if (r == PROTO_E_BUSY)
-                        busy_reason(s, c, &holder, req, reason, sizeof(reason));
-                return server_reply_error(s, c, req, req->id, r, reason, -1);
+                        busy_reason(s, c, &holder, req, ret_refusal->reason, sizeof(ret_refusal->reason));
+                return r;
         }
         cpuset_clear(&acquired);
         for (size_t i = 0; i < req->n_cpus; i++) {
@@ -148,7 +147,7 @@ int handle_lease(Server *s, Session *c, const Request *req) {
         return handler_reply_cpus(s, req, req->cpus, req->n_cpus);
 }
 
-int handle_release(Server *s, Session *c, const Request *req) {
+int handle_release(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         uint32_t held[256];
         size_t n = 0, ended;
         char list[512], jobs[320];

@@ -156,14 +156,14 @@ static BatchContext batch_context(Server *s, Session *c) {
         };
 }
 
-static int refuse_batch(Server *s, Session *c, const Request *req, const BatchRefusal *refusal) {
-        char cpus[256] = "", regs[200] = "";
-
+/* Adds what the denial's audit record names, the refused op's CPU and register, to a refusal
+ * of batch_check() and returns its code. */
+static int refuse_batch(Server *s, const Session *c, const Request *req, Refusal *refusal) {
         /* A denial storm is rate limited; do not describe records that are dropped. */
         if (audit_would_emit(s->audit, c->peer.uid))
-                summarize_ops(&req->ops[refusal->op_index], 1, false, cpus, sizeof(cpus), regs, sizeof(regs));
-        server_audit_denial(s, c, "batch", refusal->code, refusal->reason, cpus, regs);
-        return server_reply_error(s, c, req, req->id, refusal->code, refusal->reason, (int64_t) refusal->op_index);
+                summarize_ops(&req->ops[refusal->op_index], 1, false, refusal->cpus, sizeof(refusal->cpus),
+                              refusal->regs, sizeof(refusal->regs));
+        return refusal->code;
 }
 
 static void account_batch(Server *s, Session *c, const Request *req) {
@@ -178,7 +178,7 @@ static void run_checked_again(const BatchContext *ctx, Backend *b, BatchJob *job
         const RegOp *ops = job->req.ops;
 
         for (size_t i = first; i < end; i++) {
-                BatchRefusal refusal;
+                Refusal refusal;
 
                 if (batch_check_range(ctx, ops, i, i + 1, job->entries, &refusal) != 0) {
                         job->status[i] = -EACCES;
@@ -190,21 +190,20 @@ static void run_checked_again(const BatchContext *ctx, Backend *b, BatchJob *job
 
 /* One slice of a large batch: first the whole batch is checked, a slice per turn, then it
  * runs a slice per turn. */
-static int batch_step(Server *s, Session *c, BatchJob *job, size_t *ret_ops) {
+static int batch_step(Server *s, Session *c, BatchJob *job, size_t *ret_ops, Refusal *ret_refusal) {
         BatchContext ctx = batch_context(s, c);
         const Request *req = &job->req;
         size_t first, end;
         int r;
 
         if (job->checked < req->n_ops) {
-                BatchRefusal refusal;
-
                 first = job->checked;
                 end = MIN(req->n_ops, first + PMUGATE_BATCH_CHECK_SLICE_OPS);
                 *ret_ops = end - first;
-                r = batch_check_range(&ctx, req->ops, first, end, job->entries, &refusal);
+                refusal_clear(ret_refusal);
+                r = batch_check_range(&ctx, req->ops, first, end, job->entries, ret_refusal);
                 if (r > 0)
-                        return refuse_batch(s, c, req, &refusal) < 0 ? -ENOMEM : 1;
+                        return refuse_batch(s, c, req, ret_refusal);
                 job->checked = end;
                 return 0;
         }
@@ -227,30 +226,31 @@ static int batch_step(Server *s, Session *c, BatchJob *job, size_t *ret_ops) {
                 return 0;
         account_batch(s, c, req);
         server_reply_adopt(s, job);
-        return 1;
+        job->finished = true;
+        return 0;
 }
 
-int handle_batch(Server *s, Session *c, const Request *req) {
+int handle_batch(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         BatchContext ctx = batch_context(s, c);
-        BatchRefusal refusal;
         int r;
 
         /* A user without any right learns that first; the job's scope is only looked up
          * for callers it applies to. */
         if (c->rights.may_read) {
-                r = handler_resolve_scope(s, c, req);
+                r = handler_resolve_scope(s, c, ret_refusal);
                 if (r != 0)
-                        return r < 0 ? r : 0;
+                        return r;
         }
         /* Larger than a slice: checked and run a slice per turn, others served between. */
         if (req->n_ops > PMUGATE_BATCH_SLICE_OPS) {
+                /* 1: every slot is taken, and the request waits for one, unanswered */
                 r = server_batch_job_new(s, c, req, batch_step);
-                return r < 0 ? r : 0;
+                return MIN(r, 0);
         }
         TRY(server_reserve_results(s, req->n_ops));
-        r = batch_check(&ctx, req->ops, req->n_ops, s->entries, &refusal);
+        r = batch_check(&ctx, req->ops, req->n_ops, s->entries, ret_refusal);
         if (r > 0)
-                return refuse_batch(s, c, req, &refusal);
+                return refuse_batch(s, c, req, ret_refusal);
 
         batch_execute(&ctx, s->backend, req->ops, s->entries, req->n_ops, s->status, s->values);
         account_batch(s, c, req);

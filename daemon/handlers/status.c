@@ -60,9 +60,9 @@ static int pack_entry(msgpack_packer *pk, StatusEntries *e, size_t i) {
                 if (!g->has_cpus || cpuset_format(&g->cpus, e->cpus, CPUSET_FORMAT_MAX) < 0)
                         e->cpus[0] = '\0';
                 /* [job, uid, cpus ("" when the job's cgroup decides)] */
-                TRY(msgpack_pack_array(pk, 3));
+                TRY_PACK(msgpack_pack_array(pk, 3));
                 TRY(pack_string(pk, g->job));
-                TRY(msgpack_pack_uint32(pk, g->uid));
+                TRY_PACK(msgpack_pack_uint32(pk, g->uid));
                 return pack_string(pk, e->cpus);
         }
         i -= e->n[STATUS_GRANTS];
@@ -71,19 +71,19 @@ static int pack_entry(msgpack_packer *pk, StatusEntries *e, size_t i) {
                 const Lease *lease = &s->leases->cpus[cpu];
 
                 /* [cpu, uid, pid, role, job, registers journaled] */
-                TRY(msgpack_pack_array(pk, 6));
-                TRY(msgpack_pack_uint32(pk, cpu));
-                TRY(msgpack_pack_uint32(pk, lease->uid));
-                TRY(msgpack_pack_int32(pk, lease->pid));
+                TRY_PACK(msgpack_pack_array(pk, 6));
+                TRY_PACK(msgpack_pack_uint32(pk, cpu));
+                TRY_PACK(msgpack_pack_uint32(pk, lease->uid));
+                TRY_PACK(msgpack_pack_int32(pk, lease->pid));
                 TRY(pack_string(pk, role_to_string(lease->role)));
                 TRY(pack_string(pk, lease->job));
                 return msgpack_pack_uint64(pk, lease->n_journal) < 0 ? -ENOMEM : 0;
         }
         i -= e->n[STATUS_LEASES];
         /* [uid, pid, role, requests] */
-        TRY(msgpack_pack_array(pk, 4));
-        TRY(msgpack_pack_uint32(pk, e->clients[i]->peer.uid));
-        TRY(msgpack_pack_int32(pk, e->clients[i]->peer.pid));
+        TRY_PACK(msgpack_pack_array(pk, 4));
+        TRY_PACK(msgpack_pack_uint32(pk, e->clients[i]->peer.uid));
+        TRY_PACK(msgpack_pack_int32(pk, e->clients[i]->peer.pid));
         TRY(pack_string(pk, role_to_string(e->clients[i]->rights.role)));
         return msgpack_pack_uint64(pk, e->clients[i]->requests) < 0 ? -ENOMEM : 0;
 }
@@ -150,7 +150,7 @@ static int pack_slices(msgpack_packer *pk, StatusEntries *e, size_t first, size_
                 size_t from = MAX(first, list_start), to = MIN(end, list_end);
 
                 TRY(pack_string(pk, status_list_keys[l]));
-                TRY(msgpack_pack_array(pk, to > from ? to - from : 0));
+                TRY_PACK(msgpack_pack_array(pk, to > from ? to - from : 0));
                 for (size_t i = from; i < to; i++)
                         TRY(pack_entry(pk, e, i));
                 list_start = list_end;
@@ -168,7 +168,7 @@ static int pack_server_fields(msgpack_packer *pk, Server *s) {
         TRY(pack_key_string(pk, "mode", access_mode_to_string(s->config.mode)));
         TRY(handler_pack_foreign(pk, s));
         TRY(pack_string(pk, "counters"));
-        TRY(msgpack_pack_map(pk, 6));
+        TRY_PACK(msgpack_pack_map(pk, 6));
         TRY(pack_key_uint(pk, "connections", s->counters.connections));
         TRY(pack_key_uint(pk, "refused_connections", s->counters.refused_connections));
         TRY(pack_key_uint(pk, "requests", s->counters.requests));
@@ -176,7 +176,7 @@ static int pack_server_fields(msgpack_packer *pk, Server *s) {
         TRY(pack_key_uint(pk, "denials", s->counters.denials));
         TRY(pack_key_uint(pk, "protocol_errors", s->counters.protocol_errors));
         TRY(pack_string(pk, "audit"));
-        TRY(msgpack_pack_map(pk, 3));
+        TRY_PACK(msgpack_pack_map(pk, 3));
         TRY(pack_key_string(pk, "sink", sinks[as.sink]));
         TRY(pack_key_uint(pk, "emitted", as.emitted));
         TRY(pack_key_uint(pk, "suppressed", as.suppressed));
@@ -187,7 +187,7 @@ static int pack_server_fields(msgpack_packer *pk, Server *s) {
  * each a whole reply map with "part" and "parts" and the next slices of "grants", "leases"
  * and "clients"; the server's own fields (and "omitted", when entries were left out) only in
  * the first. */
-int handle_status(Server *s, Session *c, const Request *req) {
+int handle_status(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         _cleanup_(status_entries_done) StatusEntries e = {};
         int r;
 

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "pmu/allowlist.h"
+#include "pmugate-limits.h"
 
 #define LINE_CHARS_MAX 1023
 #define ENTRIES_MAX 4096
@@ -22,7 +23,6 @@
 #define PCI_CONFIG_SIZE 4096
 #define MODELS_MAX ELEMENTSOF(((Allowlist *) NULL)->models)
 #define MODEL_KEY_MAX (sizeof(((Allowlist *) NULL)->models[0]) - 1)
-#define REASON_MAX 512
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Allowlist *, allowlist_free);
 
@@ -51,7 +51,7 @@ typedef struct Parser {
         ParsedEntry *msr, *pci;
         size_t n_msr, n_pci, allocated_msr, allocated_pci;
         unsigned error_line;
-        char reason[REASON_MAX];
+        char reason[PMUGATE_REASON_MAX];
 } Parser;
 
 static void parser_done(Parser *p) {
@@ -60,7 +60,7 @@ static void parser_done(Parser *p) {
 }
 
 _printf_(3, 4) static int parser_error(Parser *p, unsigned line, const char *fmt, ...) {
-        char msg[REASON_MAX - 32];
+        char msg[PMUGATE_REASON_MAX - 32];
         va_list ap;
 
         va_start(ap, fmt);
@@ -594,7 +594,7 @@ int allowlist_load_for_model(const char *dir, const char *model_key, Allowlist *
         for (int i = 0; i < files.n; i++) {
                 _cleanup_(allowlist_freep) Allowlist *a = NULL;
                 _cleanup_free_ char *path = NULL;
-                char reason[REASON_MAX];
+                char reason[PMUGATE_REASON_MAX];
                 unsigned line = 0;
                 int r;
 

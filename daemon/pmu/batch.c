@@ -11,23 +11,13 @@
 #include "macro.h"
 #include "pmu/batch.h"
 #include "pmu/pmu.h"
-
-_printf_(4, 5) static int refuse(BatchRefusal *ret, int code, size_t index, const char *fmt, ...) {
-        va_list ap;
-
-        ret->code = code;
-        ret->op_index = index;
-        va_start(ap, fmt);
-        (void) vsnprintf(ret->reason, sizeof(ret->reason), fmt, ap);
-        va_end(ap);
-        return code;
-}
+#include "refusal.h"
 
 /* Recently used entries by register: consecutive ops, and the CPU-major expansion of a sweep
  * that cycles through a few registers, find their entry without a search. */
 #define ENTRY_CACHE_SIZE 16U
 
-static int check_msr(const BatchContext *ctx, const RegOp *op, size_t i, const AllowEntry **cache, BatchRefusal *ret) {
+static int check_msr(const BatchContext *ctx, const RegOp *op, size_t i, const AllowEntry **cache, Refusal *ret) {
         const Machine *m = ctx->machine;
         const AllowEntry *e = cache[op->reg % ENTRY_CACHE_SIZE];
         const char *never = NULL;
@@ -56,7 +46,7 @@ static int check_msr(const BatchContext *ctx, const RegOp *op, size_t i, const A
 }
 
 static int check_pci(const BatchContext *ctx, const RegOp *op, size_t i, const AllowEntry **ret_entry,
-                     BatchRefusal *ret) {
+                     Refusal *ret) {
         const Machine *m = ctx->machine;
         const MachineUnit *u;
         const AllowEntry *e;
@@ -82,7 +72,7 @@ static int check_pci(const BatchContext *ctx, const RegOp *op, size_t i, const A
         return 0;
 }
 
-static int check_class(const BatchContext *ctx, const RegOp *op, const AllowEntry *e, size_t i, BatchRefusal *ret) {
+static int check_class(const BatchContext *ctx, const RegOp *op, const AllowEntry *e, size_t i, Refusal *ret) {
         const Rights *r = ctx->rights;
         bool write = reg_op_is_write(op);
         const ClassSet *classes = write ? r->write_classes : r->read_classes;
@@ -129,7 +119,7 @@ static int package_of(const BatchContext *ctx, const RegOp *op) {
 /* A unit whose package is unknown or has no online CPU: no lease can stand for all of its
  * package, so nobody but an admin writes it. */
 static int check_orphan_unit(const BatchContext *ctx, const RegOp *op, const SharedCpus *shared, size_t i,
-                             BatchRefusal *ret) {
+                             Refusal *ret) {
         if (!shared || shared->r != -ENOENT || ctx->rights->role == ROLE_ADMIN)
                 return 0;
         return refuse(ret, PROTO_E_NOT_AUTHORIZED, i,
@@ -138,7 +128,7 @@ static int check_orphan_unit(const BatchContext *ctx, const RegOp *op, const Sha
 }
 
 static int check_scope(const BatchContext *ctx, const RegOp *op, const AllowEntry *e,
-                       const SharedCpus *shared, size_t i, BatchRefusal *ret) {
+                       const SharedCpus *shared, size_t i, Refusal *ret) {
         bool write = reg_op_is_write(op), pci = reg_op_is_pci(op);
         const char *job = ctx->scope->job;
 
@@ -208,7 +198,7 @@ static bool energy_held_equal(const EnergyHeld *a, const EnergyHeld *b) {
 }
 
 static int check_energy(const BatchContext *ctx, const RegOp *op, const AllowEntry *e, size_t i,
-                        EnergyHeld *cache, BatchRefusal *ret) {
+                        EnergyHeld *cache, Refusal *ret) {
         const EnergyRegister *er;
         CpuSet counted, missing;
         char list[96], what[96];
@@ -258,7 +248,7 @@ static int check_energy(const BatchContext *ctx, const RegOp *op, const AllowEnt
 }
 
 static int check_lease(const BatchContext *ctx, const RegOp *op, const AllowEntry *e,
-                       const SharedCpus *shared, size_t i, BatchRefusal *ret) {
+                       const SharedCpus *shared, size_t i, Refusal *ret) {
         bool pci = reg_op_is_pci(op);
         uint32_t anchor;
 
@@ -312,7 +302,7 @@ static int check_lease(const BatchContext *ctx, const RegOp *op, const AllowEntr
 /* A package counter is read-only and counts for its whole package, like an uncore register:
  * the role must read its class, and in job mode the job must hold every online CPU of the
  * package unless package_read_shared says package registers may be read anyway. */
-static int check_counter(const BatchContext *ctx, const RegOp *op, size_t i, BatchRefusal *ret) {
+static int check_counter(const BatchContext *ctx, const RegOp *op, size_t i, Refusal *ret) {
         const Machine *m = ctx->machine;
         const ClassSet *classes = ctx->rights->read_classes;
         const MachineCounter *c;
@@ -338,12 +328,12 @@ static int check_counter(const BatchContext *ctx, const RegOp *op, size_t i, Bat
 }
 
 int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const AllowEntry **entries,
-                BatchRefusal *ret_refusal) {
+                Refusal *ret_refusal) {
         return batch_check_range(ctx, ops, 0, n_ops, entries, ret_refusal);
 }
 
 int batch_check_range(const BatchContext *ctx, const RegOp *ops, size_t first, size_t end, const AllowEntry **entries,
-                      BatchRefusal *ret_refusal) {
+                      Refusal *ret_refusal) {
         const Rights *rights = ctx->rights;
         const AllowEntry *cache[ENTRY_CACHE_SIZE] = {};
         SharedCpus shared_cache = {};
@@ -384,15 +374,11 @@ int batch_check_range(const BatchContext *ctx, const RegOp *ops, size_t first, s
                         r = check_scope(ctx, op, e, shared, i, ret_refusal);
                 if (r == 0 && write && !reg_op_is_pci(op))
                         r = pmu_write_conflict(ctx->pmu, op->target, op->reg, e->write_mask & op->mask, op->value,
-                                               e->flags & ALLOW_FLAG_ACTION, ret_refusal->reason,
-                                               sizeof(ret_refusal->reason));
+                                               e->flags & ALLOW_FLAG_ACTION, ret_refusal);
                 if (r == 0 && write)
-                        r = pmu_uncore_write_conflict(ctx->pmu, reg_op_is_pci(op), op->target, op->reg,
-                                                      ret_refusal->reason, sizeof(ret_refusal->reason));
-                if (r == PROTO_E_BUSY) {
-                        ret_refusal->code = r;
+                        r = pmu_uncore_write_conflict(ctx->pmu, reg_op_is_pci(op), op->target, op->reg, ret_refusal);
+                if (r == PROTO_E_BUSY)
                         ret_refusal->op_index = i;
-                }
                 if (r == 0 && write)
                         r = check_lease(ctx, op, e, shared, i, ret_refusal);
                 if (r != 0)

@@ -17,6 +17,7 @@
 #include "pmu/pmu.h"
 #include "policy/policy.h"
 #include "policy/scope.h"
+#include "refusal.h"
 
 typedef struct BatchContext {
         const Machine *machine;
@@ -30,21 +31,15 @@ typedef struct BatchContext {
         const Pmu *pmu;
 } BatchContext;
 
-typedef struct BatchRefusal {
-        int code;         /* ProtoError */
-        size_t op_index;  /* index of the first refused op (after expansion) */
-        char reason[400];
-} BatchRefusal;
-
 /* Returns 0 when every op may run, filling entries[i] with the allowlist entry of op i, or a
  * positive ProtoError with ret_refusal describing the first refused op. */
 int batch_check(const BatchContext *ctx, const RegOp *ops, size_t n_ops, const AllowEntry **entries,
-                BatchRefusal *ret_refusal);
+                Refusal *ret_refusal);
 
 /* The same for ops first to end - 1 of a batch checked in slices: indexes (in entries, in the
  * refusal and its reason) are those of the whole batch. */
 int batch_check_range(const BatchContext *ctx, const RegOp *ops, size_t first, size_t end, const AllowEntry **entries,
-                      BatchRefusal *ret_refusal);
+                      Refusal *ret_refusal);
 
 /* Runs checked ops in order. Writes are read-modify-write under the entry's mask, narrowed by
  * the op's own mask for "wm" ops: new = (old & ~mask) | (value & mask); registers flagged

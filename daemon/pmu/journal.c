@@ -16,12 +16,14 @@
 #include "macro.h"
 #include "pmu/clean.h"
 #include "pmu/journal.h"
+#include "pmugate-limits.h"
 
 #define JOURNAL_MAGIC "pmugate-journal"
 #define JOURNAL_NAME_MAX (sizeof(STATE_JOURNAL_PREFIX) + 10)
 /* The longest record: "pci 4294967295 0xffffffff 8 255 0xffffffffffffffff" and its seal */
 #define JOURNAL_RECORD_MAX 80U
-#define REASON_MAX 256U
+/* What the journal's own words and a file name wrap into a reason of PMUGATE_REASON_MAX. */
+#define JOURNAL_WHY_MAX (PMUGATE_REASON_MAX - 128U)
 
 _Static_assert(PMUGATE_LEASE_JOURNAL_MAX * JOURNAL_RECORD_MAX + 512U <= PMUGATE_JOURNAL_FILE_SIZE_MAX,
                "a full journal must fit the file size limit");
@@ -200,7 +202,7 @@ void journal_done(Journal *j) {
         *j = (Journal) {};
 }
 
-_printf_(4, 5) static JournalVerdict refuse(char *reason, size_t size, JournalVerdict v, const char *fmt,
+_printf_(4, 5) static JournalVerdict verdict_refused(char *reason, size_t size, JournalVerdict v, const char *fmt,
                                             ...) {
         va_list ap;
 
@@ -217,20 +219,20 @@ static JournalVerdict check_msr(const Machine *m, const Allowlist *a, const Leas
 
         /* The never-list first: whatever else is wrong, that is the reason that matters. */
         if (never)
-                return refuse(reason, size, JOURNAL_NEVER_LIST,
+                return verdict_refused(reason, size, JOURNAL_NEVER_LIST,
                               "MSR 0x%" PRIx32 " (%s) is on the built-in never-list", e->reg, never);
         cpu = machine_cpu(m, e->target);
         if (!cpu)
-                return refuse(reason, size, JOURNAL_NO_SUCH_CPU, "CPU %" PRIu32 " does not exist",
+                return verdict_refused(reason, size, JOURNAL_NO_SUCH_CPU, "CPU %" PRIu32 " does not exist",
                               e->target);
         if (!cpu->online)
-                return refuse(reason, size, JOURNAL_CPU_OFFLINE, "CPU %" PRIu32 " is offline", e->target);
+                return verdict_refused(reason, size, JOURNAL_CPU_OFFLINE, "CPU %" PRIu32 " is offline", e->target);
         *ret = allowlist_find_msr(a, e->reg);
         if (!*ret)
-                return refuse(reason, size, JOURNAL_NOT_ALLOWED,
+                return verdict_refused(reason, size, JOURNAL_NOT_ALLOWED,
                               "MSR 0x%" PRIx32 " is not on the allowlist for this CPU model", e->reg);
         if (e->width != (*ret)->width)
-                return refuse(reason, size, JOURNAL_BAD_WIDTH,
+                return verdict_refused(reason, size, JOURNAL_BAD_WIDTH,
                               "MSR 0x%" PRIx32 " is accessed %u bytes wide, not %u", e->reg, (*ret)->width,
                               e->width);
         return JOURNAL_RESTORE;
@@ -241,22 +243,22 @@ static JournalVerdict check_pci(const Machine *m, const Allowlist *a, const Leas
         const MachineUnit *u;
 
         if (e->target >= m->n_units)
-                return refuse(reason, size, JOURNAL_NO_SUCH_UNIT,
+                return verdict_refused(reason, size, JOURNAL_NO_SUCH_UNIT,
                               "PCI unit %" PRIu32 " does not exist (%" PRIu32 " units)", e->target,
                               m->n_units);
         /* A restore is a write, and no write reaches a PCI configuration header. */
         if (e->reg < PCI_CONFIG_HEADER_END)
-                return refuse(reason, size, JOURNAL_NEVER_LIST,
+                return verdict_refused(reason, size, JOURNAL_NEVER_LIST,
                               "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " is in its configuration header",
                               e->reg, e->target);
         u = &m->units[e->target];
         *ret = allowlist_find_pci(a, u->vendor, u->device, e->reg);
         if (!*ret)
-                return refuse(reason, size, JOURNAL_NOT_ALLOWED,
+                return verdict_refused(reason, size, JOURNAL_NOT_ALLOWED,
                               "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " (%04x:%04x) is not on the "
                               "allowlist", e->reg, e->target, u->vendor, u->device);
         if (e->width != (*ret)->width || (e->reg - (*ret)->first) % (*ret)->width != 0)
-                return refuse(reason, size, JOURNAL_BAD_WIDTH,
+                return verdict_refused(reason, size, JOURNAL_BAD_WIDTH,
                               "offset 0x%" PRIx32 " of PCI unit %" PRIu32 " is accessed %u bytes wide and "
                               "aligned, not %u", e->reg, e->target, (*ret)->width, e->width);
         return JOURNAL_RESTORE;
@@ -274,10 +276,10 @@ JournalVerdict journal_check(const Machine *m, const Allowlist *a, const LeaseEn
         /* Write-1 registers (status reset and set) act when written; putting a value back
          * would act again. A client's lease never journals them. */
         if (entry->flags & ALLOW_FLAG_ACTION)
-                return refuse(ret_reason, reason_size, JOURNAL_ACTION,
+                return verdict_refused(ret_reason, reason_size, JOURNAL_ACTION,
                               "%s is an action register, which is never restored", entry->name);
         if (entry->write_mask == 0 && !(entry->flags & ALLOW_FLAG_COUNTER))
-                return refuse(ret_reason, reason_size, JOURNAL_READ_ONLY, "%s is read-only", entry->name);
+                return verdict_refused(ret_reason, reason_size, JOURNAL_READ_ONLY, "%s is read-only", entry->name);
         *ret_entry = entry;
         return JOURNAL_RESTORE;
 }
@@ -316,7 +318,7 @@ static void audit_refusal(const JournalContext *ctx, const char *code, const cha
 /* Refuses one line: logged and audited, with the register when the line parsed. */
 static void refuse_line(const JournalContext *ctx, const char *name, const JournalLine *line,
                         const char *why) {
-        char reason[REASON_MAX + 64], cpus[16] = "", regs[16] = "";
+        char reason[PMUGATE_REASON_MAX], cpus[16] = "", regs[16] = "";
         bool parsed = line->verdict > JOURNAL_TOO_MANY;
 
         if (parsed) {
@@ -348,7 +350,7 @@ void journal_restore(const JournalContext *ctx, const char *name, const Journal 
         for (size_t i = j->n_lines; i-- > 0;) {
                 JournalLine line = j->lines[i];
                 const AllowEntry *entry = NULL;
-                char why[REASON_MAX];
+                char why[JOURNAL_WHY_MAX];
                 int r;
 
                 if (line.verdict == JOURNAL_RESTORE)
@@ -378,7 +380,7 @@ void journal_restore(const JournalContext *ctx, const char *name, const Journal 
 
 /* A file that is not used at all: logged and audited, and removed only when remove says so. */
 static void refuse_file(const JournalContext *ctx, const char *name, const char *problem, bool remove) {
-        char reason[REASON_MAX + 64];
+        char reason[PMUGATE_REASON_MAX];
 
         (void) snprintf(reason, sizeof(reason), "%s %s; %s, nothing in it restored", name, problem,
                         remove ? "removed" : "left in place");
@@ -392,7 +394,7 @@ static int recover_one(int dir_fd, const char *name, void *userdata) {
         const JournalContext *ctx = userdata;
         _cleanup_free_ char *data = NULL;
         _cleanup_(journal_done) Journal j = {};
-        char reason[REASON_MAX], problem[REASON_MAX + 32];
+        char reason[JOURNAL_WHY_MAX - 32], problem[JOURNAL_WHY_MAX];
         JournalOutcome o;
         uint32_t cpu;
         size_t size;

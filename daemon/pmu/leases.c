@@ -300,24 +300,20 @@ const Lease *leases_blocker(const Leases *l, const LeaseHolder *holder, const ui
 }
 
 int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
-                   LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size) {
+                   LeasePreemptedFn preempted, void *userdata, Refusal *ret_refusal) {
         uint32_t busy;
         const Lease *blocker = leases_blocker(l, holder, cpus, n_cpus, &busy);
 
-        if (blocker) {
-                (void) snprintf(reason, reason_size, "CPU %" PRIu32 " is leased by uid %u (pid %d, %s%s%s)", busy,
-                                (unsigned) blocker->uid, (int) blocker->pid, role_to_string(blocker->role),
-                                blocker->job[0] ? ", job " : "", blocker->job);
-                return PROTO_E_BUSY;
-        }
+        if (blocker)
+                return refuse(ret_refusal, PROTO_E_BUSY, -1, "CPU %" PRIu32 " is leased by uid %u (pid %d, %s%s%s)",
+                              busy, (unsigned) blocker->uid, (int) blocker->pid, role_to_string(blocker->role),
+                              blocker->job[0] ? ", job " : "", blocker->job);
         for (size_t i = 0; i < n_cpus; i++)
                 if (cpus[i] < l->n_cpus && l->cpus[cpus[i]].owner != holder->owner &&
-                    leases_retry_kept(l, cpus[i]) < 0) {
-                        (void) snprintf(reason, reason_size, "CPU %" PRIu32 "'s PMU could not be put back after its "
-                                        "last lease (see the daemon's log); it is not leased again until it is",
-                                        cpus[i]);
-                        return PROTO_E_INTERNAL;
-                }
+                    leases_retry_kept(l, cpus[i]) < 0)
+                        return refuse(ret_refusal, PROTO_E_INTERNAL, -1, "CPU %" PRIu32 "'s PMU could not be put back "
+                                      "after its last lease (see the daemon's log); it is not leased again until it is",
+                                      cpus[i]);
 
         for (size_t i = 0; i < n_cpus; i++) {
                 const char *job;

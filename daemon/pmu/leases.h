@@ -33,6 +33,7 @@
 #include "message.h"
 #include "pmu/allowlist.h"
 #include "policy/policy.h"
+#include "refusal.h"
 #include "state-dir.h"
 
 typedef struct JournalWriter JournalWriter;
@@ -114,12 +115,12 @@ const Lease *leases_blocker(const Leases *l, const LeaseHolder *holder, const ui
 
 /* Takes leases on cpus for holder, all or none. A CPU a monitor holds is taken over by a user
  * or admin: the monitor's lease ends with a restore and preempted() is told.
- * Returns 0, or PROTO_E_BUSY with reason naming the holder's uid, pid, role and job: for admins
- * and the audit only (leases_blocker() tells a caller what it may say to others); or
- * PROTO_E_INTERNAL with reason when a CPU's last restore failed and still fails (its journal is
- * kept). Re-leasing one's own CPU is fine. */
+ * Returns 0, or refuses with PROTO_E_BUSY, the reason naming the holder's uid, pid, role and
+ * job: for admins and the audit only (leases_blocker() tells a caller what it may say to
+ * others); or with PROTO_E_INTERNAL when a CPU's last restore failed and still fails (its
+ * journal is kept). Re-leasing one's own CPU is fine. */
 int leases_acquire(Leases *l, const LeaseHolder *holder, const uint32_t *cpus, size_t n_cpus,
-                   LeasePreemptedFn preempted, void *userdata, char *reason, size_t reason_size);
+                   LeasePreemptedFn preempted, void *userdata, Refusal *ret_refusal);
 
 /* Ends owner's leases on cpus (all of them when n_cpus is 0), restoring what it wrote.
  * Returns how many leases ended. */

@@ -319,23 +319,20 @@ const char *pmu_uncore_owner(const Pmu *p, bool pci, uint32_t target, uint32_t r
         return NULL;
 }
 
-int pmu_uncore_write_conflict(const Pmu *p, bool pci, uint32_t target, uint32_t reg, char *reason,
-                              size_t reason_size) {
+int pmu_uncore_write_conflict(const Pmu *p, bool pci, uint32_t target, uint32_t reg, Refusal *ret_refusal) {
         const char *owner = pmu_uncore_owner(p, pci, target, reg);
         int l3 = amd_pair(reg, MSR_AMD_L3_CTL0, AMD_L3_COUNTERS_MAX);
 
         if (!owner)
                 return 0;
         if (pci)
-                (void) snprintf(reason, reason_size,
-                                "unit %" PRIu32 " (%s), a memory-controller channel, is held by %s; no "
-                                "client may program it", target, p->machine->units[target].bdf, owner);
-        else
-                (void) snprintf(reason, reason_size,
-                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is %s counter %d, held by %s; pick "
-                                "another counter", reg, target, l3 >= 0 ? "L3" : "data-fabric",
-                                l3 >= 0 ? l3 : amd_pair(reg, MSR_AMD_DF_CTL0, AMD_DF_COUNTERS_MAX), owner);
-        return PROTO_E_BUSY;
+                return refuse(ret_refusal, PROTO_E_BUSY, -1,
+                              "unit %" PRIu32 " (%s), a memory-controller channel, is held by %s; no "
+                              "client may program it", target, p->machine->units[target].bdf, owner);
+        return refuse(ret_refusal, PROTO_E_BUSY, -1,
+                      "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is %s counter %d, held by %s; pick "
+                      "another counter", reg, target, l3 >= 0 ? "L3" : "data-fabric",
+                      l3 >= 0 ? l3 : amd_pair(reg, MSR_AMD_DF_CTL0, AMD_DF_COUNTERS_MAX), owner);
 }
 
 uint64_t pmu_uncore_l3_union(const Pmu *p) {

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "refusal.h"
+
 typedef struct Pmu Pmu;
 typedef struct Leases Leases;
 
@@ -50,10 +52,9 @@ void pmu_uncore_detect_all(Pmu *p);
  * check and every clean-up step use: what it names is never written, restored or zeroed. */
 const char *pmu_uncore_owner(const Pmu *p, bool pci, uint32_t target, uint32_t reg);
 
-/* Returns 0, or PROTO_E_BUSY with a reason when writing reg of target would touch a box or
- * counter the kernel holds. */
-int pmu_uncore_write_conflict(const Pmu *p, bool pci, uint32_t target, uint32_t reg, char *reason,
-                              size_t reason_size);
+/* Returns 0, or refuses with PROTO_E_BUSY when writing reg of target would touch a box or
+ * counter the kernel holds (op index -1: the caller knows the op). */
+int pmu_uncore_write_conflict(const Pmu *p, bool pci, uint32_t target, uint32_t reg, Refusal *ret_refusal);
 
 /* Over every CPU: bit i set where the kernel holds L3 (data-fabric) counter i, or where its
  * control could not be read, for hello. */

@@ -189,29 +189,26 @@ static int amd_core_index(const Pmu *p, uint32_t reg) {
 }
 
 static int amd_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value,
-                              bool action, char *reason, size_t reason_size) {
+                              bool action, Refusal *ret_refusal) {
         uint32_t gp = p->foreign_gp[cpu];
         uint64_t touched = 0;
         int i = amd_core_index(p, reg);
 
-        if (i >= 0 && (gp >> i) & 1) {
-                (void) snprintf(reason, reason_size,
-                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is core counter %d, held by another "
-                                "PMU user (%s); pick another counter", reg, cpu, i,
-                                p->machine->nmi_watchdog ? "the kernel's NMI watchdog or perf" :
-                                                           "the kernel's perf");
-                return PROTO_E_BUSY;
-        }
+        if (i >= 0 && (gp >> i) & 1)
+                return refuse(ret_refusal, PROTO_E_BUSY, -1,
+                              "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is core counter %d, held by another "
+                              "PMU user (%s); pick another counter", reg, cpu, i,
+                              p->machine->nmi_watchdog ? "the kernel's NMI watchdog or perf" :
+                                                         "the kernel's perf");
         if (reg == MSR_AMD_GLOBAL_CTL)
                 touched = mask & gp;
         else if (reg == MSR_AMD_GLOBAL_STATUS_CLR)
                 touched = (action ? value & mask : mask) & gp;
         if (touched == 0)
                 return 0;
-        (void) snprintf(reason, reason_size,
-                        "bits 0x%" PRIx64 " of MSR 0x%" PRIx32 " on CPU %" PRIu32 " belong to counters held "
-                        "by another PMU user; write only your own bits (masked write)", touched, reg, cpu);
-        return PROTO_E_BUSY;
+        return refuse(ret_refusal, PROTO_E_BUSY, -1,
+                      "bits 0x%" PRIx64 " of MSR 0x%" PRIx32 " on CPU %" PRIu32 " belong to counters held "
+                      "by another PMU user; write only your own bits (masked write)", touched, reg, cpu);
 }
 
 size_t pmu_counters_started_by(const Pmu *p, uint32_t cpu, uint32_t reg, uint32_t *ret, size_t n) {
@@ -240,7 +237,7 @@ size_t pmu_counters_started_by(const Pmu *p, uint32_t cpu, uint32_t reg, uint32_
 }
 
 int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value, bool action,
-                       char *reason, size_t reason_size) {
+                       Refusal *ret_refusal) {
         uint8_t fixed;
         uint32_t gp;
         uint64_t touched = 0;
@@ -250,7 +247,7 @@ int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, 
                 return 0;
         if (p->amd)
                 return p->foreign_gp[cpu] == 0 ? 0 :
-                       amd_write_conflict(p, cpu, reg, mask, value, action, reason, reason_size);
+                       amd_write_conflict(p, cpu, reg, mask, value, action, ret_refusal);
         fixed = p->foreign_fixed[cpu];
         gp = p->foreign_gp[cpu];
         if (fixed == 0 && gp == 0)
@@ -274,15 +271,14 @@ int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, 
         if (!what && touched == 0)
                 return 0;
         if (what)
-                (void) snprintf(reason, reason_size,
-                                "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is %s held by another PMU user (%s); pick another counter",
-                                reg, cpu, what, p->machine->nmi_watchdog ? "the kernel's NMI watchdog or perf" : "the kernel's perf");
-        else
-                (void) snprintf(reason, reason_size,
-                                "bits 0x%" PRIx64 " of MSR 0x%" PRIx32 " on CPU %" PRIu32 " belong to counters held by "
-                                "another PMU user; write only your own bits (masked write)",
-                                touched, reg, cpu);
-        return PROTO_E_BUSY;
+                return refuse(ret_refusal, PROTO_E_BUSY, -1,
+                              "MSR 0x%" PRIx32 " on CPU %" PRIu32 " is %s held by another PMU user (%s); pick "
+                              "another counter", reg, cpu, what,
+                              p->machine->nmi_watchdog ? "the kernel's NMI watchdog or perf" : "the kernel's perf");
+        return refuse(ret_refusal, PROTO_E_BUSY, -1,
+                      "bits 0x%" PRIx64 " of MSR 0x%" PRIx32 " on CPU %" PRIu32 " belong to counters held by "
+                      "another PMU user; write only your own bits (masked write)",
+                      touched, reg, cpu);
 }
 
 /* Writes value to reg when the model has the register; the daemon's own writes bypass the

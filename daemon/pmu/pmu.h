@@ -16,6 +16,7 @@
 #include "pmu/allowlist.h"
 #include "pmu/clean.h"
 #include "pmu/pmu-uncore.h"
+#include "refusal.h"
 
 #define MSR_IA32_PMC0 0xC1U
 #define MSR_IA32_A_PMC0 0x4C1U
@@ -74,10 +75,10 @@ void pmu_detect_all(Pmu *p);
 uint64_t pmu_foreign_fixed_union(const Pmu *p);
 uint64_t pmu_foreign_gp_union(const Pmu *p);
 
-/* Returns 0, or PROTO_E_BUSY with reason when writing mask (value, for write-1 registers)
- * of reg on cpu would touch a foreign counter. */
+/* Returns 0, or refuses with PROTO_E_BUSY when writing mask (value, for write-1 registers)
+ * of reg on cpu would touch a foreign counter (op index -1: the caller knows the op). */
 int pmu_write_conflict(const Pmu *p, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value, bool action,
-                       char *reason, size_t reason_size);
+                       Refusal *ret_refusal);
 
 /* The counter MSRs a write of control register reg can start: an event select's counter, or
  * for a global control register every counter (foreign ones left out). Returns how many were

@@ -279,17 +279,7 @@ static int cgroup_cpus(const char *cgroup_root, const char *v2, const char *v1_c
         return r;
 }
 
-_printf_(4, 5) static int no_grant(char *reason, size_t size, int code, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        (void) vsnprintf(reason, size, fmt, ap);
-        va_end(ap);
-        return code;
-}
-
-int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Scope *ret, char *reason,
-                  size_t reason_size) {
+int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Scope *ret, Refusal *ret_refusal) {
         char v2[CGROUP_PATH_MAX], v1[CGROUP_PATH_MAX], job[PMUGATE_STRING_MAX + 1];
         const Grant *grant;
         size_t job_end;
@@ -297,18 +287,18 @@ int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Sco
         Scope s = {};
 
         if (!grants_has_uid(grants, peer->uid))
-                return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
-                                "no job grant for uid %u on this node: run inside your job, or ask your admin",
-                                (unsigned) peer->uid);
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                              "no job grant for uid %u on this node: run inside your job, or ask your admin",
+                              (unsigned) peer->uid);
         /* /proc/PID/cgroup is only the peer's while its pidfd shows the process still lives. */
         if (peer->pidfd < 0)
-                return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
-                                "the kernel gave no pidfd for this connection (SO_PEERPIDFD needs "
-                                "Linux 6.5 or later), so which job pid %d belongs to cannot be verified",
-                                (int) peer->pid);
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                              "the kernel gave no pidfd for this connection (SO_PEERPIDFD needs "
+                              "Linux 6.5 or later), so which job pid %d belongs to cannot be verified",
+                              (int) peer->pid);
         if (open_proc_cgroup(peer) < 0 || read_proc_cgroup(peer->cgroup_fd, v2, v1, sizeof(v2)) < 0)
-                return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
-                                "cannot tell which job pid %d belongs to (has it exited?)", (int) peer->pid);
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                              "cannot tell which job pid %d belongs to (has it exited?)", (int) peer->pid);
 
         job_end = scope_find_job(v2, job, sizeof(job));
         job_v2 = job_end > 0;
@@ -317,21 +307,21 @@ int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Sco
 
         if (job[0]) {
                 if (!job_cgroup_trusted(cgroup_root, job_v2 ? v2 : v1, job_end, job_v2))
-                        return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
-                                        "the cgroup of job %s is not the batch system's (not owned by root); "
-                                        "run inside your job", job);
+                        return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                                      "the cgroup of job %s is not the batch system's (not owned by root); "
+                                      "run inside your job", job);
                 grant = grants_find(grants, job);
                 if (!grant || grant->uid != peer->uid)
-                        return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
-                                        "no grant for job %s of uid %u on this node: ask your admin", job,
-                                        (unsigned) peer->uid);
+                        return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                                      "no grant for job %s of uid %u on this node: ask your admin", job,
+                                      (unsigned) peer->uid);
                 (void) snprintf(s.job, sizeof(s.job), "%s", job);
                 s.from_cgroup = true;
                 if (grant->has_cpus)
                         s.cpus = grant->cpus;
                 else if (cgroup_cpus(cgroup_root, v2, v1, job, &s.cpus) < 0)
-                        return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
-                                        "cannot read the CPUs of job %s from its cgroup", job);
+                        return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                                      "cannot read the CPUs of job %s from its cgroup", job);
                 *ret = s;
                 return 0;
         }
@@ -348,9 +338,9 @@ int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Sco
                         (void) snprintf(s.job, sizeof(s.job), "%s", grant->job);
         }
         if (cpuset_is_empty(&s.cpus))
-                return no_grant(reason, reason_size, PROTO_E_NO_GRANT,
-                                "pid %d is not inside a job's cgroup: run the command inside your job (srun), "
-                                "or ask your admin for a grant with --cpus", (int) peer->pid);
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                              "pid %d is not inside a job's cgroup: run the command inside your job (srun), "
+                              "or ask your admin for a grant with --cpus", (int) peer->pid);
         *ret = s;
         return 0;
 }

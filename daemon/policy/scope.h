@@ -16,6 +16,7 @@
 #include "cpuset.h"
 #include "policy/grants.h"
 #include "policy/policy.h"
+#include "refusal.h"
 
 typedef struct Scope {
         CpuSet cpus;                    /* every CPU the caller may use */
@@ -24,11 +25,10 @@ typedef struct Scope {
         bool from_cgroup;               /* the caller runs in job's cgroup: every CPU is job's */
 } Scope;
 
-/* Returns 0 with ret filled, or a positive ProtoError (PROTO_E_NO_GRANT) with reason saying
- * what to do. cgroup_root is where the cgroup file systems are mounted ("/sys/fs/cgroup",
- * under --root for tests). */
-int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Scope *ret, char *reason,
-                  size_t reason_size);
+/* Returns 0 with ret filled, or refuses with PROTO_E_NO_GRANT, the reason saying what to do.
+ * cgroup_root is where the cgroup file systems are mounted ("/sys/fs/cgroup", under --root for
+ * tests). */
+int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Scope *ret, Refusal *ret_refusal);
 
 /* The job whose grant gives uid the CPU: the job of the caller's cgroup, or outside one the
  * first of uid's grants, in grant table order, that names the CPU. NULL when none does. A

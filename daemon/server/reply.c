@@ -2,6 +2,7 @@
 /*
  * Replies and the audit records that go with them
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -125,20 +126,31 @@ void server_audit_denial(Server *s, const Session *c, const char *op, int code, 
         audit_emit(s->audit, &rec);
 }
 
-int server_reply_error(Server *s, Session *c, const Request *req, uint64_t id, int code, const char *reason,
-                       int64_t op_index) {
+static int pack_error(Server *s, uint64_t id, int code, const char *reason, int64_t op_index) {
         msgpack_packer pk;
 
         msgpack_sbuffer_clear(&s->reply);
         s->n_reply_parts = 0;
         msgpack_packer_init(&pk, &s->reply, msgpack_sbuffer_write);
-        if (code_is_denial(code) || code_is_notice(code)) {
-                if (req && req->type == REQUEST_BATCH && !code_is_notice(code))
-                        ;       /* batch denials are audited with their CPUs and registers */
-                else
-                        server_audit_denial(s, c, req ? request_type_to_string(req->type) : NULL, code, reason,
-                                            NULL, NULL);
-        } else
-                s->counters.protocol_errors++;
         return reply_pack_error(&pk, id, code, reason, op_index);
+}
+
+int server_reply_refusal(Server *s, Session *c, const Request *req, const Refusal *refusal) {
+        const char *audited = refusal->audit_reason[0] ? refusal->audit_reason : refusal->reason;
+
+        assert(refusal->code > 0);
+        if (code_is_denial(refusal->code) || code_is_notice(refusal->code))
+                server_audit_denial(s, c, request_type_to_string(req->type), refusal->code, audited,
+                                    refusal->cpus[0] ? refusal->cpus : NULL, refusal->regs[0] ? refusal->regs : NULL);
+        else
+                s->counters.protocol_errors++;
+        return pack_error(s, req->id, refusal->code, refusal->reason, refusal->op_index);
+}
+
+int server_reply_unhandled(Server *s, Session *c, uint64_t id, int code, const char *reason) {
+        if (code_is_denial(code))
+                server_audit_denial(s, c, NULL, code, reason, NULL, NULL);
+        else
+                s->counters.protocol_errors++;
+        return pack_error(s, id, code, reason, -1);
 }

@@ -152,7 +152,7 @@ size_t session_revalidate_leases(Server *s, Session *c, const Scope *scope, cons
 }
 
 size_t server_revalidate_session(Server *s, Session *c, const char *why) {
-        char reason[320];
+        Refusal no_scope;
         int r = 0;
 
         /* Rights are recomputed: a batch in progress checks its next slices again. */
@@ -161,8 +161,8 @@ size_t server_revalidate_session(Server *s, Session *c, const char *why) {
                 return 0;
         policy_rights(&s->config, &c->peer, &c->rights);
         if (c->rights.may_write && c->rights.scoped)
-                r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, reason, sizeof(reason));
-        return revalidate(s, c, r == 0 ? &c->scope : NULL, r == 0 ? why : reason, true);
+                r = scope_resolve(s->cgroup_root, &c->peer, &s->grants, &c->scope, &no_scope);
+        return revalidate(s, c, r == 0 ? &c->scope : NULL, r == 0 ? why : no_scope.reason, true);
 }
 
 size_t server_revalidate_leases(Server *s, const char *why) {

@@ -305,6 +305,7 @@ int server_batch_job_new(Server *s, Session *c, const Request *req, BatchStep st
         job->req.n_cpus = 0;
         job->step = step;
         job->checked = job->done = 0;
+        job->finished = false;
         job->generation = s->rights_generation;
         job->stale = false;
         job->n_reply_parts = 0;

@@ -26,6 +26,7 @@
 #include "policy/scope.h"
 #include "server/scheduler.h"
 #include "server/session.h"
+#include "refusal.h"
 #include "state-dir.h"
 
 typedef struct Server Server;
@@ -39,9 +40,10 @@ typedef int (*RequestDispatcher)(Server *s, Session *c, const Request *req);
  * slice at a time, with buffers of its own so that other clients are served in between. */
 typedef struct BatchJob BatchJob;
 
-/* Runs the next slice of job: returns 0 when more remains, 1 when its reply (results or
- * refusal) is packed into s->reply, or negative errno. *ret_ops is the operations it handled. */
-typedef int (*BatchStep)(Server *s, Session *c, BatchJob *job, size_t *ret_ops);
+/* Runs the next slice of job, under the refusal rule (refusal.h): returns 0 (with job->finished
+ * set when its results are packed into s->reply), a positive ProtoError with ret_refusal filled
+ * when the batch is refused, or negative errno. *ret_ops is the operations it handled. */
+typedef int (*BatchStep)(Server *s, Session *c, BatchJob *job, size_t *ret_ops, Refusal *ret_refusal);
 
 struct BatchJob {
         BatchJob *next_idle;            /* kept for the next large batch: the server's idle jobs */
@@ -56,6 +58,7 @@ struct BatchJob {
         size_t done;                    /* ops run */
         uint64_t generation;            /* s->rights_generation when the check began */
         bool stale;                     /* rights may have changed since: check each op again */
+        bool finished;                  /* its results are packed into s->reply */
         /* The reply, packed a part at a time as the slices finish it; handed to s->reply by
          * server_reply_adopt() at the end. */
         msgpack_sbuffer reply;
@@ -185,9 +188,14 @@ BatchJob *server_batch_job_done(Server *s, BatchJob *job);
 void server_free_idle_jobs(Server *s);
 BatchJob *batch_job_free(BatchJob *job);
 
-/* Packs an error reply into s->reply and audits it when it is a denial. */
-int server_reply_error(Server *s, Session *c, const Request *req, uint64_t id, int code, const char *reason,
-                       int64_t op_index);
+/* Packs the error reply of a refused request into s->reply and audits it when it is a denial
+ * or a notice (preempted, revoked). The one way a refusal becomes a reply: called by the
+ * dispatcher, and by the session for a batch refused in a later slice. */
+int server_reply_refusal(Server *s, Session *c, const Request *req, const Refusal *refusal);
+
+/* Packs the error reply to a message that never became a request (too large, not decodable),
+ * or PROTO_E_INTERNAL when answering one failed; id is the request's when it could be read. */
+int server_reply_unhandled(Server *s, Session *c, uint64_t id, int code, const char *reason);
 
 void server_audit_denial(Server *s, const Session *c, const char *op, int code, const char *reason, const char *cpus,
                          const char *regs);

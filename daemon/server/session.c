@@ -249,11 +249,11 @@ static int session_handle_message(Session *c, const char *message, size_t size, 
 
                 (void) snprintf(reason, sizeof(reason), "request of %zu bytes exceeds the limit of %u bytes", size,
                                 PMUGATE_REQUEST_SIZE_MAX);
-                r = server_reply_error(s, c, NULL, 0, PROTO_E_TOO_LARGE, reason, -1);
+                r = server_reply_unhandled(s, c, 0, PROTO_E_TOO_LARGE, reason);
         } else {
                 r = request_decode(message, size, s->request_buffer, &req, &error);
                 if (r > 0)
-                        r = server_reply_error(s, c, NULL, error.has_id ? error.id : 0, error.code, error.reason, -1);
+                        r = server_reply_unhandled(s, c, error.has_id ? error.id : 0, error.code, error.reason);
                 else if (r == 0) {
                         r = s->dispatch(s, c, &req);
                         /* A lease, a release, a grant, a reset, a reload: whatever a batch in
@@ -272,7 +272,7 @@ static int session_handle_message(Session *c, const char *message, size_t size, 
         if (r < 0) {
                 /* Out of memory while building a reply: tell the client without dropping it. */
                 log_warning_errno(r, "Failed to handle a request from uid %u", (unsigned) c->peer.uid);
-                if (server_reply_error(s, c, NULL, 0, PROTO_E_INTERNAL, NULL, -1) < 0)
+                if (server_reply_unhandled(s, c, 0, PROTO_E_INTERNAL, NULL) < 0)
                         return r;
         } else if (c->job || c->sched.waits_for_slot)
                 return session_after_turn(c, message, size);
@@ -328,24 +328,30 @@ static bool loop_has_events(Server *s) {
 /* The next slice of c's batch in progress; when it was the last, its reply goes out. */
 static int session_run_job(Session *c) {
         Server *s = c->server;
+        Refusal refusal;
         size_t ops = 0;
         int r;
 
+        refusal_clear(&refusal);
         /* With nobody waiting and nothing new for the loop, the next slice runs at once: a
          * batch alone costs no loop iterations, and whoever turns up is served after the
          * slice in progress. */
         for (;;) {
-                r = c->job->step(s, c, c->job, &ops);
+                r = c->job->step(s, c, c->job, &ops, &refusal);
                 scheduler_charge(&s->scheduler, &c->sched, MAX(ops, (size_t) 1));
-                if (r != 0)
+                if (r != 0 || c->job->finished)
                         break;
                 if (!scheduler_idle(&s->scheduler) || loop_has_events(s))
                         return session_wait_turn(c);
         }
+        /* The dispatcher has long returned: a refusal found in a later slice is packed here,
+         * the same way it would have (server_reply_refusal()). */
+        if (r > 0)
+                r = server_reply_refusal(s, c, &c->job->req, &refusal);
         c->job = server_batch_job_done(s, c->job);
         if (r < 0) {
                 log_warning_errno(r, "Failed to run a batch of uid %u", (unsigned) c->peer.uid);
-                r = server_reply_error(s, c, NULL, 0, PROTO_E_INTERNAL, NULL, -1);
+                r = server_reply_unhandled(s, c, 0, PROTO_E_INTERNAL, NULL);
                 if (r < 0)
                         return r;
         }

@@ -38,7 +38,7 @@ struct Session {
         CpuSet preempted_cpus;
         bool revoked;           /* leases ended because the right that allowed them is gone */
         CpuSet revoked_cpus;
-        char revoked_why[400];
+        char revoked_why[PMUGATE_REASON_MAX];
         AuditFold audit_fold;   /* monitors: write batches repeated at every sample */
         /* The messages of a reply the socket would not take yet, back to back; reading
          * pauses until the last is sent. */

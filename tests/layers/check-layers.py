@@ -48,7 +48,7 @@ LAYERS = {
     'daemon': {
         'root': 'daemon',
         'layers': [
-            ('util', {'stems': ['audit', 'audit-fold', 'cpuset', 'log', 'state-dir']}),
+            ('util', {'stems': ['audit', 'audit-fold', 'cpuset', 'log', 'refusal', 'state-dir']}),
             ('backend', {'dirs': ['backend']}),
             # the simulator implements the backend interface; only main() chooses it
             ('backend/sim', {'dirs': ['backend/sim']}),

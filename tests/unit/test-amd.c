@@ -201,7 +201,7 @@ static void wr(AmdFixture *f, uint32_t cpu, uint32_t reg, uint64_t v) {
 
 static void test_pmu_foreign(void **state) {
         AmdFixture *f = *state;
-        char reason[256];
+        Refusal why = {};
 
         assert_true(f->pmu->amd);
         wr(f, 1, MSR_AMD_PERF_CTL0 + 4, CYCLES);
@@ -212,27 +212,20 @@ static void test_pmu_foreign(void **state) {
         assert_int_equal(pmu_foreign_gp_union(f->pmu), 0x4);
         assert_int_equal(pmu_foreign_fixed_union(f->pmu), 0);
 
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_PERF_CTL0 + 4, UINT64_MAX, 0, false, reason,
-                                            sizeof(reason)), PROTO_E_BUSY);
-        assert_non_null(strstr(reason, "core counter 2"));
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_PERF_CTL0 + 5, UINT64_MAX, 0, false, reason,
-                                            sizeof(reason)), PROTO_E_BUSY);
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_PERF_CTL0 + 2, UINT64_MAX, 0, false, reason,
-                                            sizeof(reason)), 0);
-        assert_int_equal(pmu_write_conflict(f->pmu, 0, MSR_AMD_PERF_CTL0 + 4, UINT64_MAX, 0, false, reason,
-                                            sizeof(reason)), 0);
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_CTL, 0x3F, 0, false, reason,
-                                            sizeof(reason)), PROTO_E_BUSY);
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_CTL, 0x3B, 0, false, reason,
-                                            sizeof(reason)), 0);
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_PERF_CTL0 + 4, UINT64_MAX, 0, false, &why),
+                         PROTO_E_BUSY);
+        assert_non_null(strstr(why.reason, "core counter 2"));
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_PERF_CTL0 + 5, UINT64_MAX, 0, false, &why),
+                         PROTO_E_BUSY);
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_PERF_CTL0 + 2, UINT64_MAX, 0, false, &why), 0);
+        assert_int_equal(pmu_write_conflict(f->pmu, 0, MSR_AMD_PERF_CTL0 + 4, UINT64_MAX, 0, false, &why), 0);
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_CTL, 0x3F, 0, false, &why), PROTO_E_BUSY);
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_CTL, 0x3B, 0, false, &why), 0);
         /* status-clear is write-1: only the bits written count */
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_STATUS_CLR, 0x3F, 0x3, true, reason,
-                                            sizeof(reason)), 0);
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_STATUS_CLR, 0x3F, 0x4, true, reason,
-                                            sizeof(reason)), PROTO_E_BUSY);
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_STATUS_CLR, 0x3F, 0x3, true, &why), 0);
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_GLOBAL_STATUS_CLR, 0x3F, 0x4, true, &why), PROTO_E_BUSY);
         /* L3 and DF are not core counters */
-        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_L3_CTL0 + 4, UINT64_MAX, 0, false, reason,
-                                            sizeof(reason)), 0);
+        assert_int_equal(pmu_write_conflict(f->pmu, 1, MSR_AMD_L3_CTL0 + 4, UINT64_MAX, 0, false, &why), 0);
 
         /* a reset keeps the foreign counter and its global enable */
         wr(f, 1, MSR_AMD_GLOBAL_CTL, 0x3F);
@@ -287,7 +280,7 @@ static void test_ccx_restore_unknown_l3(void **state) {
         const AllowEntry *e = allowlist_find_msr(f->allowlist, MSR_AMD_L3_CTL0);
         RegOp op = { .kind = REG_OP_MSR_WRITE, .target = 3, .reg = MSR_AMD_L3_CTL0, .mask = UINT64_MAX };
         Leases *l = NULL;
-        char reason[256];
+        Refusal why = {};
 
         /* package 0: CCX 0 = CPUs 0, 1, 8, 9; CCX 1 = 2, 3, 10; CPU 11's L3 unknown */
         for (uint32_t i = 0; i < ELEMENTSOF(cpus); i++)
@@ -297,8 +290,7 @@ static void test_ccx_restore_unknown_l3(void **state) {
         assert_int_equal(e->scope, REG_SCOPE_CCX);
         assert_int_equal(leases_new(NULL, f->backend, f->machine, &l), 0);
         leases_set_restore(l, f->allowlist, f->pmu, NULL);
-        assert_int_equal(leases_acquire(l, &holder, cpus, ELEMENTSOF(cpus), NULL, NULL, reason,
-                                        sizeof(reason)), 0);
+        assert_int_equal(leases_acquire(l, &holder, cpus, ELEMENTSOF(cpus), NULL, NULL, &why), 0);
         assert_int_equal(leases_anchor(l, REG_SCOPE_CCX, 3, false, &anchor), 0);
         assert_int_equal(anchor, 2);
         op.target = anchor;

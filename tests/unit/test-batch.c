@@ -3,6 +3,7 @@
  * Unit tests: the whole-batch check, one row per refusal, on an in-memory machine
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,10 +180,10 @@ static void test_refusal_table(void **state) {
                 Rights rights;
                 Scope scope = { .job = "4711", .from_cgroup = true };
                 const AllowEntry *entries[1] = {};
-                BatchRefusal refusal = {};
+                Refusal refusal = {};
                 uint32_t *cpus;
                 size_t n;
-                char reason[200];
+                Refusal why = {};
                 int r;
 
                 set_rights(row->role, &rights, &classes);
@@ -195,7 +196,7 @@ static void test_refusal_table(void **state) {
                 if (n > 0) {
                         LeaseHolder holder = { .owner = &owner, .role = row->role, .uid = 1000, .pid = 1 };
 
-                        r = leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, reason, sizeof(reason));
+                        r = leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, &why);
                         assert_int_equal(r, 0);
                 }
                 free(cpus);
@@ -233,7 +234,7 @@ static void test_check_range(void **state) {
         Rights rights;
         RegOp ops[12];
         const AllowEntry *entries[12] = {};
-        BatchRefusal refusal = {};
+        Refusal refusal = {};
         char index[16];
 
         (void) state;
@@ -357,10 +358,10 @@ static void test_energy_table(void **state) {
                 Rights rights;
                 Scope scope = { .job = "4711", .from_cgroup = true };
                 const AllowEntry *entries[1] = {};
-                BatchRefusal refusal = {};
+                Refusal refusal = {};
                 uint32_t *cpus;
                 size_t n;
-                char reason[200];
+                Refusal why = {};
                 int r;
 
                 set_rights(row->role, &rights, &classes);
@@ -373,8 +374,7 @@ static void test_energy_table(void **state) {
                 if (n > 0) {
                         LeaseHolder holder = { .owner = &owner, .role = row->role, .uid = 1000, .pid = 1 };
 
-                        assert_int_equal(leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, reason,
-                                                        sizeof(reason)), 0);
+                        assert_int_equal(leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, &why), 0);
                 }
                 free(cpus);
 
@@ -433,7 +433,7 @@ static void test_energy_batches(void **state) {
                 RegOp ops[4];
                 size_t n;
                 int code;
-                size_t op_index;
+                int64_t op_index;
         } cases[] = {
                 { { R(0, FAKE_CORE_ENERGY), R(6, FAKE_CORE_ENERGY), R(0, FAKE_CORE_ENERGY) }, 3, 0, 0 },
                 { { R(0, FAKE_CORE_ENERGY), R(1, FAKE_CORE_ENERGY) }, 2, PROTO_E_NO_LEASE, 1 },
@@ -450,16 +450,15 @@ static void test_energy_batches(void **state) {
                 BatchContext ctx = { .machine = f->machine, .allowlist = f->allowlist, .rights = &rights,
                                      .leases = f->leases, .owner = &owner, .pmu = f->pmu };
                 const AllowEntry *entries[4];
-                BatchRefusal refusal = {};
-                char reason[200];
+                Refusal refusal = {};
+                Refusal why = {};
                 int r;
 
                 assert_int_equal(leases_acquire(f->leases, &holder, core0_and_package1,
-                                                ELEMENTSOF(core0_and_package1), NULL, NULL, reason,
-                                                sizeof(reason)), 0);
+                                                ELEMENTSOF(core0_and_package1), NULL, NULL, &why), 0);
                 r = batch_check(&ctx, cases[i].ops, cases[i].n, entries, &refusal);
                 if (r != cases[i].code || (r != 0 && refusal.op_index != cases[i].op_index))
-                        fail_msg("case %zu: got %d at op %zu (%s)", i, r, refusal.op_index, refusal.reason);
+                        fail_msg("case %zu: got %d at op %" PRIi64 " (%s)", i, r, refusal.op_index, refusal.reason);
                 fake_pmu_free(f);
         }
 }
@@ -480,12 +479,12 @@ static void test_write_reply(void **state) {
                 { .kind = REG_OP_MSR_WRITE, .target = 0, .reg = 0x187, .value = 0x43003C, .mask = 0xFF },
         };
         const AllowEntry *entries[ELEMENTSOF(ops)];
-        BatchRefusal refusal;
+        Refusal refusal;
         int32_t status[ELEMENTSOF(ops)];
         uint64_t values[ELEMENTSOF(ops)];
-        char reason[200];
+        Refusal why = {};
 
-        assert_int_equal(leases_acquire(f->leases, &holder, cpu0, 1, NULL, NULL, reason, sizeof(reason)), 0);
+        assert_int_equal(leases_acquire(f->leases, &holder, cpu0, 1, NULL, NULL, &why), 0);
         fake_set_msr(f, 0, 0x38F, UINT64_C(1) << 40);
         fake_set_msr(f, 0, 0x186, UINT64_C(1) << 20);
         fake_set_msr(f, 0, 0x187, 0x4300D1);

@@ -50,9 +50,9 @@ static FakePmu *machine(Ended *ended) {
 
 static int take(FakePmu *f, const void *owner, Role role, const uint32_t *cpus, size_t n) {
         LeaseHolder holder = { .owner = owner, .role = role, .uid = owner == &owner_a ? 1000 : 1001 };
-        char reason[200];
+        Refusal why = {};
 
-        return leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, reason, sizeof(reason));
+        return leases_acquire(f->leases, &holder, cpus, n, NULL, NULL, &why);
 }
 
 /* Checks and runs one op as owner (an admin, so only leases decide); returns the check's code
@@ -62,7 +62,7 @@ static int run(FakePmu *f, const void *owner, RegOp op) {
         BatchContext ctx = { .machine = f->machine, .allowlist = f->allowlist, .rights = &rights,
                              .leases = f->leases, .owner = owner, .pmu = f->pmu };
         const AllowEntry *entries[1];
-        BatchRefusal refusal;
+        Refusal refusal;
         int32_t status;
         uint64_t value;
         int r;
@@ -131,12 +131,12 @@ static void test_preempt(void **state) {
         static const uint32_t cpu2[] = { 2 };
         LeaseHolder user = { .owner = &owner_b, .role = ROLE_USER, .uid = 1001 };
         Preempted p = {};
-        char reason[200];
+        Refusal why = {};
 
         fake_set_msr(f, 2, 0x186, 0x11);
         assert_int_equal(take(f, &owner_a, ROLE_MONITOR, cpu2, 1), 0);
         assert_int_equal(run(f, &owner_a, msr_write(2, 0x186, 0x4300C0)), 0);
-        assert_int_equal(leases_acquire(f->leases, &user, cpu2, 1, on_preempted, &p, reason, sizeof(reason)),
+        assert_int_equal(leases_acquire(f->leases, &user, cpu2, 1, on_preempted, &p, &why),
                          0);
         assert_int_equal(p.n, 1);
         assert_ptr_equal(p.owner, &owner_a);
@@ -158,11 +158,11 @@ static void test_blocker(void **state) {
         LeaseHolder monitor = { .owner = &owner_c, .role = ROLE_MONITOR, .uid = 1002, .pid = 8 };
         const Lease *blocker;
         uint32_t cpu = 0;
-        char reason[200];
+        Refusal why = {};
 
         assert_int_equal(take(f, &owner_a, ROLE_MONITOR, cpu1, 1), 0);
         assert_int_equal(take(f, &owner_a, ROLE_USER, cpu3, 1), 0);
-        assert_int_equal(leases_acquire(f->leases, &user, cpu1, 1, NULL, NULL, reason, sizeof(reason)), 0);
+        assert_int_equal(leases_acquire(f->leases, &user, cpu1, 1, NULL, NULL, &why), 0);
         assert_null(leases_blocker(f->leases, &user, cpu1, 1, &cpu));
         blocker = leases_blocker(f->leases, &user, cpus, ELEMENTSOF(cpus), &cpu);
         assert_ptr_equal(blocker, &f->leases->cpus[3]);
@@ -170,9 +170,8 @@ static void test_blocker(void **state) {
         assert_int_equal(blocker->uid, 1000);
         /* a monitor preempts nobody */
         assert_ptr_equal(leases_blocker(f->leases, &monitor, cpu1, 1, &cpu), &f->leases->cpus[1]);
-        assert_int_equal(leases_acquire(f->leases, &user, cpus, ELEMENTSOF(cpus), NULL, NULL, reason,
-                                        sizeof(reason)), PROTO_E_BUSY);
-        assert_non_null(strstr(reason, "CPU 3 is leased by uid 1000"));
+        assert_int_equal(leases_acquire(f->leases, &user, cpus, ELEMENTSOF(cpus), NULL, NULL, &why), PROTO_E_BUSY);
+        assert_non_null(strstr(why.reason, "CPU 3 is leased by uid 1000"));
         fake_pmu_free(f);
 }
 
@@ -338,13 +337,13 @@ static void test_jobs_per_cpu(void **state) {
         static const uint32_t cpus[] = { 0, 2 };
         const char *jobs[] = { "A", "B" }, *other[] = { "C", "C" };
         LeaseHolder holder = { .owner = &owner_a, .role = ROLE_USER, .uid = 1000, .jobs = jobs };
-        char reason[200];
+        Refusal why = {};
 
-        assert_int_equal(leases_acquire(f->leases, &holder, cpus, 2, NULL, NULL, reason, sizeof(reason)), 0);
+        assert_int_equal(leases_acquire(f->leases, &holder, cpus, 2, NULL, NULL, &why), 0);
         assert_string_equal(f->leases->cpus[0].job, "A");
         assert_string_equal(f->leases->cpus[2].job, "B");
         holder.jobs = other;
-        assert_int_equal(leases_acquire(f->leases, &holder, cpus, 2, NULL, NULL, reason, sizeof(reason)), 0);
+        assert_int_equal(leases_acquire(f->leases, &holder, cpus, 2, NULL, NULL, &why), 0);
         assert_string_equal(f->leases->cpus[2].job, "B");
         fake_pmu_free(f);
 }

@@ -72,11 +72,11 @@ static void test_daemon_counters_name_their_box(void **state) {
 }
 
 static int conflict(const FakePmu *f, bool pci, uint32_t target, uint32_t reg, const char *want) {
-        char reason[400] = "";
-        int r = pmu_uncore_write_conflict(f->pmu, pci, target, reg, reason, sizeof(reason));
+        Refusal why = {};
+        int r = pmu_uncore_write_conflict(f->pmu, pci, target, reg, &why);
 
         if (want)
-                assert_non_null(strstr(reason, want));
+                assert_non_null(strstr(why.reason, want));
         return r;
 }
 
@@ -85,7 +85,7 @@ static void test_enabled_channel_and_leases(void **state) {
         FakePmu *f = fake_pmu_new(2, 2, 1, NULL, 0, packages, ELEMENTSOF(packages));
         LeaseHolder holder = { .owner = &holder, .role = ROLE_USER, .uid = 1000, .pid = 1 };
         uint32_t cpu0 = fake_cpu(f, 0, 0, 0), cpu2 = fake_cpu(f, 1, 0, 0), cpu3 = fake_cpu(f, 1, 1, 0);
-        char reason[256];
+        Refusal why = {};
 
         (void) state;
         fake_set_pci(f, 1, FAKE_IMC_CTL0 + 4, CAS_READ);
@@ -102,7 +102,7 @@ static void test_enabled_channel_and_leases(void **state) {
 
         /* While a CPU of package 1 is leased, what its channel holds is not re-read: a holder of
          * the whole package may have enabled it. */
-        assert_int_equal(leases_acquire(f->leases, &holder, &cpu2, 1, NULL, NULL, reason, sizeof(reason)),
+        assert_int_equal(leases_acquire(f->leases, &holder, &cpu2, 1, NULL, NULL, &why),
                          0);
         fake_set_pci(f, 1, FAKE_IMC_CTL0 + 4, 0);
         pmu_uncore_detect(f->pmu, &cpu3, 1, f->leases);
@@ -150,15 +150,13 @@ static void test_amd_l3_and_data_fabric(void **state) {
         assert_int_equal(pmu_uncore_l3_union(p), 1U << 2);
         assert_int_equal(pmu_uncore_df_union(p), 1U << 15);
         {
-                char reason[400] = "";
+                Refusal why = {};
 
-                assert_int_equal(pmu_uncore_write_conflict(p, false, 9, MSR_AMD_L3_CTL0 + 4, reason,
-                                                           sizeof(reason)), PROTO_E_BUSY);
-                assert_non_null(strstr(reason, "L3 counter 2"));
-                assert_non_null(strstr(reason, "the kernel's amd_uncore driver"));
-                assert_int_equal(pmu_uncore_write_conflict(p, false, 12, MSR_AMD_DF_CTL0 + 31, reason,
-                                                           sizeof(reason)), PROTO_E_BUSY);
-                assert_non_null(strstr(reason, "data-fabric counter 15"));
+                assert_int_equal(pmu_uncore_write_conflict(p, false, 9, MSR_AMD_L3_CTL0 + 4, &why), PROTO_E_BUSY);
+                assert_non_null(strstr(why.reason, "L3 counter 2"));
+                assert_non_null(strstr(why.reason, "the kernel's amd_uncore driver"));
+                assert_int_equal(pmu_uncore_write_conflict(p, false, 12, MSR_AMD_DF_CTL0 + 31, &why), PROTO_E_BUSY);
+                assert_non_null(strstr(why.reason, "data-fabric counter 15"));
         }
 
         /* the kernel let go: seen at the next detection */
@@ -175,7 +173,8 @@ static void test_amd_l3_and_data_fabric(void **state) {
 /* An L3 control that cannot be read counts as held, by no one the daemon can name. */
 static void test_unreadable_counts_as_held(void **state) {
         static const char config[] = "[machine]\nsockets = 1\ncores = 2\n[inject]\neio_msr = 0xC0010232\n";
-        char path[] = "/tmp/test-pmu-uncore-XXXXXX", reason[400] = "";
+        char path[] = "/tmp/test-pmu-uncore-XXXXXX";
+        Refusal why = {};
         Machine *m = NULL;
         Backend *b = NULL;
         Allowlist *a = NULL;
@@ -193,9 +192,9 @@ static void test_unreadable_counts_as_held(void **state) {
         pmu_detect_all(p);
 
         assert_null(pmu_uncore_owner(p, false, 0, MSR_AMD_L3_CTL0));
-        assert_int_equal(pmu_uncore_write_conflict(p, false, 3, MSR_AMD_L3_CTL0 + 3, reason, sizeof(reason)),
+        assert_int_equal(pmu_uncore_write_conflict(p, false, 3, MSR_AMD_L3_CTL0 + 3, &why),
                          PROTO_E_BUSY);
-        assert_non_null(strstr(reason, "L3 counter 1, held by an unknown PMU user (its control could not "
+        assert_non_null(strstr(why.reason, "L3 counter 1, held by an unknown PMU user (its control could not "
                                        "be read"));
         assert_int_equal(pmu_uncore_l3_union(p), 1U << 1);
 

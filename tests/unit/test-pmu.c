@@ -59,11 +59,11 @@ static int teardown(void **state) {
 
 static int conflict(const Fixture *f, uint32_t cpu, uint32_t reg, uint64_t mask, uint64_t value,
                     bool action) {
-        char reason[256] = "";
-        int r = pmu_write_conflict(f->pmu, cpu, reg, mask, value, action, reason, sizeof(reason));
+        Refusal why = {};
+        int r = pmu_write_conflict(f->pmu, cpu, reg, mask, value, action, &why);
 
         if (r != 0)
-                assert_non_null(strstr(reason, "another PMU user"));
+                assert_non_null(strstr(why.reason, "another PMU user"));
         return r;
 }
 
@@ -200,19 +200,16 @@ static void test_conflicts(void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(conflict_rows); i++) {
                 const ConflictRow *row = &conflict_rows[i];
-                char reason[400] = "";
+                Refusal why = {};
                 int r;
 
-                r = pmu_write_conflict(f->pmu, row->cpu, row->reg, row->mask, row->value, row->action,
-                        reason,
-                                       sizeof(reason));
+                r = pmu_write_conflict(f->pmu, row->cpu, row->reg, row->mask, row->value, row->action, &why);
                 if (r != row->expected)
                         fail_msg("row %zu (%s): got %d, expected %d (%s)", i, row->what, r, row->expected,
-                                reason);
-                if (r != 0 && strstr(reason, "another PMU user") == NULL)
+                                 why.reason);
+                if (r != 0 && strstr(why.reason, "another PMU user") == NULL)
                         fail_msg("row %zu (%s): the refusal does not say who holds the counter: %s", i,
-                                row->what,
-                                 reason);
+                                 row->what, why.reason);
         }
 }
 

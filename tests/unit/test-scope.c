@@ -232,15 +232,15 @@ static void test_no_pidfd_no_scope(void **state) {
         };
         Grants grants;
         Scope scope = {};
-        char reason[320] = "";
+        Refusal why = {};
 
         (void) state;
         grants_init(&grants, NULL, 16);
         assert_int_equal(grants_put(&grants, "77", TEST_UID, cpus, 2), 0);
 
-        assert_int_equal(scope_resolve("/sys/fs/cgroup", &peer, &grants, &scope, reason, sizeof(reason)),
+        assert_int_equal(scope_resolve("/sys/fs/cgroup", &peer, &grants, &scope, &why),
                          PROTO_E_NO_GRANT);
-        assert_non_null(strstr(reason, "no pidfd"));
+        assert_non_null(strstr(why.reason, "no pidfd"));
         assert_true(cpuset_is_empty(&scope.cpus));
         /* Nothing was opened on the strength of the pid alone. */
         assert_int_equal(peer.cgroup_fd, -EBADF);
@@ -254,7 +254,8 @@ static void test_pidfd_from_the_socket(void **state) {
         Peer peer;
         Grants grants;
         Scope scope = {};
-        char reason[320] = "", cgroup[4096] = "", fdinfo[64], line[256];
+        char cgroup[4096] = "", fdinfo[64], line[256];
+        Refusal why = {};
         FILE *f;
         pid_t pinned = 0;
         size_t n;
@@ -284,7 +285,7 @@ static void test_pidfd_from_the_socket(void **state) {
 
         grants_init(&grants, NULL, 16);
         assert_int_equal(grants_put(&grants, "77", peer.uid, cpus, 2), 0);
-        assert_int_equal(scope_resolve("/sys/fs/cgroup", &peer, &grants, &scope, reason, sizeof(reason)), 0);
+        assert_int_equal(scope_resolve("/sys/fs/cgroup", &peer, &grants, &scope, &why), 0);
         assert_true(cpuset_has(&scope.cpus, 0) && cpuset_has(&scope.cpus, 1) && !cpuset_has(&scope.cpus, 2));
         assert_string_equal(scope.job, "77");
         grants_done(&grants);
