@@ -257,7 +257,7 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
 
         if (!c || !ret)
                 return -EINVAL;
-        r = connection_begin(c, "hello", 0, &pk);
+        r = connection_begin(c, REQUEST_HELLO, 0, &pk);
         if (r < 0)
                 return r;
         r = connection_call(c, &reply);

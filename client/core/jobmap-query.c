@@ -108,7 +108,7 @@ int pmugate_jobmap_get(pmugate *c, pmugate_jobmap **ret) {
 
         if (!c || !ret)
                 return -EINVAL;
-        r = connection_begin(c, "jobmap", 0, &pk);
+        r = connection_begin(c, REQUEST_JOBMAP, 0, &pk);
         if (r < 0)
                 return r;
         r = connection_call(c, &reply);

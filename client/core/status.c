@@ -150,7 +150,7 @@ int pmugate_status_get(pmugate *c, pmugate_status **ret) {
 
         if (!c || !ret)
                 return -EINVAL;
-        r = connection_begin(c, "status", 0, &pk);
+        r = connection_begin(c, REQUEST_STATUS, 0, &pk);
         if (r < 0)
                 return r;
         r = connection_call(c, &reply);
