@@ -204,3 +204,12 @@ int reply_pack_error(msgpack_packer *pk, uint64_t id, int code, const char *reas
                 return -ENOMEM;
         return 0;
 }
+
+int pack_tuple(msgpack_packer *pk, const msgpack_object *fields, size_t n) {
+        if (n > UINT32_MAX || msgpack_pack_array(pk, n) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (msgpack_pack_object(pk, fields[i]) < 0)
+                        return -ENOMEM;
+        return 0;
+}

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pmugate-limits.h"
 #include "wire.h"
@@ -27,3 +28,34 @@ int pack_string(msgpack_packer *pk, const char *s);
 int pack_key_string(msgpack_packer *pk, const char *key, const char *value);
 int pack_key_uint(msgpack_packer *pk, const char *key, uint64_t value);
 int pack_key_bool(msgpack_packer *pk, const char *key, bool value);
+
+/* A reply tuple: fields[i] is the field at position i (the enums of wire.h), packed as an
+ * array of n, each in its smallest form as the packer's typed functions would write it. A
+ * position no initializer names is a zero msgpack_object, which packs as nil. */
+int pack_tuple(msgpack_packer *pk, const msgpack_object *fields, size_t n);
+
+static inline msgpack_object tuple_uint(uint64_t v) {
+        return (msgpack_object) { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = v };
+}
+
+static inline msgpack_object tuple_int(int64_t v) {
+        if (v >= 0)
+                return tuple_uint((uint64_t) v);
+        return (msgpack_object) { .type = MSGPACK_OBJECT_NEGATIVE_INTEGER, .via.i64 = v };
+}
+
+static inline msgpack_object tuple_bool(bool v) {
+        return (msgpack_object) { .type = MSGPACK_OBJECT_BOOLEAN, .via.boolean = v };
+}
+
+static inline msgpack_object tuple_double(double v) {
+        return (msgpack_object) { .type = MSGPACK_OBJECT_FLOAT64, .via.f64 = v };
+}
+
+/* The string is referenced, not copied: it must outlive the pack_tuple() call. */
+static inline msgpack_object tuple_string(const char *s) {
+        return (msgpack_object) {
+                .type = MSGPACK_OBJECT_STR,
+                .via.str = { .size = (uint32_t) strlen(s ?: ""), .ptr = s ?: "" },
+        };
+}

@@ -60,3 +60,107 @@ extern const WireOpInfo wire_ops[_WIRE_OP_MAX];
 WireOp wire_op_from_string(const char *s, size_t n);
 /* The kind's wire name; NULL for a value outside the enum. */
 const char *wire_op_to_string(WireOp op);
+
+/*
+ * Reply tuples: the positions of the fields of each array a reply lists, written by the
+ * daemon's packers (pack_tuple() places each field at its position) and read by the client
+ * by the same names. _X_FIELDS is a tuple's length as this daemon packs it; the hello and
+ * status readers accept longer tuples, whose extra fields a later daemon may add at the end.
+ */
+
+/* hello "cpus", one per present CPU. Topology is -1 for an offline CPU; the CCX (the L3 the
+ * CPU uses) -1 when unknown. Daemons before the CCX was known sent the fields before it. */
+typedef enum HelloCpuField {
+        HELLO_CPU_CPU,
+        HELLO_CPU_PACKAGE,
+        HELLO_CPU_DIE,
+        HELLO_CPU_CORE,
+        HELLO_CPU_THREAD,
+        HELLO_CPU_ONLINE,
+        HELLO_CPU_CCX,
+        _HELLO_CPU_FIELDS,
+} HelloCpuField;
+
+/* hello "units": the PCI uncore units, by index (the target of "pr" and "pw"). */
+typedef enum HelloUnitField {
+        HELLO_UNIT_INDEX,
+        HELLO_UNIT_BDF,
+        HELLO_UNIT_VENDOR,
+        HELLO_UNIT_DEVICE,
+        HELLO_UNIT_PACKAGE,
+        _HELLO_UNIT_FIELDS,
+} HelloUnitField;
+
+/* hello "counters": the package counters, by index (the target of "cr"). */
+typedef enum HelloCounterField {
+        HELLO_COUNTER_INDEX,
+        HELLO_COUNTER_NAME,
+        HELLO_COUNTER_PACKAGE,
+        HELLO_COUNTER_WIDTH,
+        HELLO_COUNTER_SCALE,
+        HELLO_COUNTER_UNIT,
+        HELLO_COUNTER_CLASS,
+        HELLO_COUNTER_ERROR,
+        _HELLO_COUNTER_FIELDS,
+} HelloCounterField;
+
+/* hello "registers": the allowlist, one range per entry; HELLO_REGISTER_KIND is one of the
+ * two names below. */
+typedef enum HelloRegisterField {
+        HELLO_REGISTER_KIND,
+        HELLO_REGISTER_FIRST,
+        HELLO_REGISTER_LAST,
+        HELLO_REGISTER_WIDTH,
+        HELLO_REGISTER_WRITE_MASK,
+        HELLO_REGISTER_SCOPE,
+        HELLO_REGISTER_CLASS,
+        HELLO_REGISTER_NAME,
+        HELLO_REGISTER_PCI_VENDOR,
+        HELLO_REGISTER_PCI_DEVICE,
+        _HELLO_REGISTER_FIELDS,
+} HelloRegisterField;
+
+#define WIRE_REGISTER_KIND_MSR "msr"
+#define WIRE_REGISTER_KIND_PCI "pci"
+
+/* status "grants": the cpus field is "" when the job's cgroup decides. */
+typedef enum StatusGrantField {
+        STATUS_GRANT_JOB,
+        STATUS_GRANT_UID,
+        STATUS_GRANT_CPUS,
+        _STATUS_GRANT_FIELDS,
+} StatusGrantField;
+
+/* status "leases": STATUS_LEASE_REGISTERS counts the registers journaled for the lease. */
+typedef enum StatusLeaseField {
+        STATUS_LEASE_CPU,
+        STATUS_LEASE_UID,
+        STATUS_LEASE_PID,
+        STATUS_LEASE_ROLE,
+        STATUS_LEASE_JOB,
+        STATUS_LEASE_REGISTERS,
+        _STATUS_LEASE_FIELDS,
+} StatusLeaseField;
+
+/* status "clients": the connected sessions. */
+typedef enum StatusClientField {
+        STATUS_CLIENT_UID,
+        STATUS_CLIENT_PID,
+        STATUS_CLIENT_ROLE,
+        STATUS_CLIENT_REQUESTS,
+        _STATUS_CLIENT_FIELDS,
+} StatusClientField;
+
+/* jobmap "cpus": a CPU and an index into the reply's "jobs"; a CPU two jobs share has two. */
+typedef enum JobmapCpuField {
+        JOBMAP_CPU_CPU,
+        JOBMAP_CPU_JOB,
+        _JOBMAP_CPU_FIELDS,
+} JobmapCpuField;
+
+/* jobmap "leases": who programs a CPU's counters now, by role, without the uid. */
+typedef enum JobmapLeaseField {
+        JOBMAP_LEASE_CPU,
+        JOBMAP_LEASE_ROLE,
+        _JOBMAP_LEASE_FIELDS,
+} JobmapLeaseField;

@@ -81,20 +81,22 @@ static int decode_cpus(const msgpack_object *reply, pmugate_jobmap *m) {
         for (uint32_t i = 0; i < cpus->via.array.size; i++) {
                 const msgpack_object *t = &cpus->via.array.ptr[i];
 
-                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size != 2 ||
-                    !object_uint32(&t->via.array.ptr[0], &m->cpus[i].cpu) ||
-                    !object_uint32(&t->via.array.ptr[1], &m->cpus[i].job) || m->cpus[i].job >= m->n_jobs)
+                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size != _JOBMAP_CPU_FIELDS ||
+                    !object_uint32(&t->via.array.ptr[JOBMAP_CPU_CPU], &m->cpus[i].cpu) ||
+                    !object_uint32(&t->via.array.ptr[JOBMAP_CPU_JOB], &m->cpus[i].job) ||
+                    m->cpus[i].job >= m->n_jobs)
                         return -EBADMSG;
         }
         m->n_cpus = cpus->via.array.size;
         for (uint32_t i = 0; i < leases->via.array.size; i++) {
                 const msgpack_object *t = &leases->via.array.ptr[i];
 
-                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size != 2 ||
-                    !object_uint32(&t->via.array.ptr[0], &m->leases[i].cpu) ||
-                    t->via.array.ptr[1].type != MSGPACK_OBJECT_STR)
+                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size != _JOBMAP_LEASE_FIELDS ||
+                    !object_uint32(&t->via.array.ptr[JOBMAP_LEASE_CPU], &m->leases[i].cpu) ||
+                    t->via.array.ptr[JOBMAP_LEASE_ROLE].type != MSGPACK_OBJECT_STR)
                         return -EBADMSG;
-                object_copy_string(&t->via.array.ptr[1], m->leases[i].role, sizeof(m->leases[i].role));
+                object_copy_string(&t->via.array.ptr[JOBMAP_LEASE_ROLE], m->leases[i].role,
+                                   sizeof(m->leases[i].role));
         }
         m->n_leases = leases->via.array.size;
         return 0;
