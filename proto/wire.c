@@ -43,10 +43,12 @@ RequestType request_type_from_string(const char *s, size_t n) {
 
 /* A kind is its whole string, length and every byte: folding the bytes into one number once
  * let "\0W" pass for "W". This runs once per element of a batch, hence the length and first
- * byte compared before the rest. */
+ * byte compared before the rest, and no call for the one-byte kinds ("r" first, the commonest
+ * single op). */
 WireOp wire_op_from_string(const char *s, size_t n) {
         for (unsigned k = 0; k < _WIRE_OP_MAX; k++)
-                if (n == wire_ops[k].name_len && s[0] == wire_ops[k].name[0] && memcmp(s, wire_ops[k].name, n) == 0)
+                if (n == wire_ops[k].name_len && s[0] == wire_ops[k].name[0] &&
+                    (n == 1 || memcmp(s + 1, wire_ops[k].name + 1, n - 1) == 0))
                         return (WireOp) k;
         return _WIRE_OP_INVALID;
 }
