@@ -9,6 +9,7 @@
 #include "macro.h"
 #include "message.h"
 #include "pmugate-limits.h"
+#include "wire.h"
 
 int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpus, size_t n_cpus, bool *ret_replaced) {
         const msgpack_object *reply;

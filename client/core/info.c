@@ -11,6 +11,7 @@
 #include "core/package-counters.h"
 #include "macro.h"
 #include "message.h"
+#include "wire.h"
 
 pmugate_info *pmugate_info_free(pmugate_info *info) {
         if (!info)

@@ -7,6 +7,7 @@
 #include "core/connection.h"
 #include "message.h"
 #include "pmugate-limits.h"
+#include "wire.h"
 
 static int lease_call(pmugate *c, RequestType type, const uint32_t *cpus, size_t n_cpus) {
         const msgpack_object *reply;

@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "message.h"
 #include "pmugate/package.h"
+#include "wire.h"
 
 
 static bool get_double(const msgpack_object *o, double *ret) {

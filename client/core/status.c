@@ -10,6 +10,7 @@
 #include "core/connection.h"
 #include "macro.h"
 #include "message.h"
+#include "wire.h"
 
 pmugate_status *pmugate_status_free(pmugate_status *s) {
         if (!s)

@@ -8,6 +8,8 @@
 #include "build-config.h"
 #include "error.h"
 #include "handlers/handlers.h"
+#include "message-pack.h"
+#include "wire.h"
 
 #define PERF_CAPABILITIES_MSR 0x345U
 

@@ -9,6 +9,8 @@
 #include "build-config.h"
 #include "error.h"
 #include "handlers/handlers.h"
+#include "message-pack.h"
+#include "wire.h"
 
 /* The lists of a status reply, in the order their entries are cut into parts. */
 typedef enum StatusList {
