@@ -68,7 +68,8 @@ static int decode_cpus(const msgpack_object *reply, pmugate_info *info) {
                         .core = (int32_t) field_int(t, HELLO_CPU_CORE),
                         .thread = (uint32_t) field_int(t, HELLO_CPU_THREAD),
                         .online = online->type == MSGPACK_OBJECT_BOOLEAN && online->via.boolean,
-                        .ccx = t->via.array.size > HELLO_CPU_CCX ? (int32_t) field_int(t, HELLO_CPU_CCX) : -1,
+                        .ccx = t->via.array.size > HELLO_CPU_CCX ?
+                                (int32_t) field_int(t, HELLO_CPU_CCX) : -1,
                 };
         }
         info->n_cpus = a->via.array.size;

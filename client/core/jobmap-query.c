@@ -46,7 +46,8 @@ static int decode_jobs(const msgpack_object *reply, pmugate_jobmap *m) {
         for (uint32_t i = 0; i < n; i++) {
                 const msgpack_object *o = &jobs->via.array.ptr[i];
 
-                if (o->type != MSGPACK_OBJECT_STR || o->via.str.size == 0 || o->via.str.size > PMUGATE_STRING_MAX)
+                if (o->type != MSGPACK_OBJECT_STR || o->via.str.size == 0 ||
+                    o->via.str.size > PMUGATE_STRING_MAX)
                         return -EBADMSG;
                 m->jobs[i] = strndup(o->via.str.ptr, o->via.str.size);
                 if (!m->jobs[i])

@@ -50,10 +50,12 @@ int package_counters_decode(const msgpack_object *reply, pmugate_counter **ret_c
 
                 if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < _HELLO_COUNTER_FIELDS)
                         return -EBADMSG;
-                if (!object_get_int(&t->via.array.ptr[HELLO_COUNTER_INDEX], &index) || index < 0 || index > UINT32_MAX ||
-                    !object_get_int(&t->via.array.ptr[HELLO_COUNTER_PACKAGE], &package) || package < INT32_MIN ||
-                    package > INT32_MAX ||
-                    !object_get_int(&t->via.array.ptr[HELLO_COUNTER_WIDTH], &width) || width < 1 || width > 64 ||
+                if (!object_get_int(&t->via.array.ptr[HELLO_COUNTER_INDEX], &index) || index < 0 ||
+                    index > UINT32_MAX ||
+                    !object_get_int(&t->via.array.ptr[HELLO_COUNTER_PACKAGE], &package) ||
+                    package < INT32_MIN || package > INT32_MAX ||
+                    !object_get_int(&t->via.array.ptr[HELLO_COUNTER_WIDTH], &width) || width < 1 ||
+                    width > 64 ||
                     !get_double(&t->via.array.ptr[HELLO_COUNTER_SCALE], &c->scale))
                         return -EBADMSG;
                 c->index = (uint32_t) index;

@@ -103,7 +103,8 @@ size_t pmugate_batch_size(const pmugate_batch *b) {
 }
 
 /* An op of kind on one target and register; its arity says which of value and mask it carries. */
-static int add_op(pmugate_batch *b, WireOp kind, uint32_t target, uint32_t reg, uint64_t value, uint64_t mask) {
+static int add_op(pmugate_batch *b, WireOp kind, uint32_t target, uint32_t reg, uint64_t value,
+                  uint64_t mask) {
         unsigned args = wire_ops[kind].args;
         msgpack_packer *pk;
         size_t before;
@@ -148,7 +149,8 @@ int pmugate_batch_read_counter(pmugate_batch *b, uint32_t counter) {
         pk = &b->packer;
         before = b->ops.size;
         r = msgpack_pack_array(pk, 1 + wire_ops[WIRE_OP_COUNTER_READ].args) < 0 ||
-            pack_string(pk, wire_ops[WIRE_OP_COUNTER_READ].name) < 0 || msgpack_pack_uint32(pk, counter) < 0 ?
+            pack_string(pk, wire_ops[WIRE_OP_COUNTER_READ].name) < 0 ||
+            msgpack_pack_uint32(pk, counter) < 0 ?
                 -ENOMEM : 0;
         return finish_op(b, before, r, 1);
 }
@@ -170,11 +172,11 @@ static int pack_u32_list(msgpack_packer *pk, const uint32_t *v, size_t n) {
         return 0;
 }
 
-/* Begins a compact op of kind over cpus whose expansion gives n_results: its array of 3, its
+/* Begins a compact op of kind over cpus whose expansion gives n_results: its array header, its
  * kind and its CPU list, after the checks every compact op shares. ret_before: where it began,
  * for finish_op() once the rest is encoded; on failure nothing of it stays. */
-static int begin_compact(pmugate_batch *b, WireOp kind, const uint32_t *cpus, size_t n_cpus, size_t n_results,
-                         size_t *ret_before) {
+static int begin_compact(pmugate_batch *b, WireOp kind, const uint32_t *cpus, size_t n_cpus,
+                         size_t n_results, size_t *ret_before) {
         msgpack_packer *pk = &b->packer;
         int r;
 
@@ -184,8 +186,8 @@ static int begin_compact(pmugate_batch *b, WireOp kind, const uint32_t *cpus, si
         if (r < 0)
                 return r;
         *ret_before = b->ops.size;
-        r = msgpack_pack_array(pk, 1 + wire_ops[kind].args) < 0 || pack_string(pk, wire_ops[kind].name) < 0 ||
-            pack_u32_list(pk, cpus, n_cpus) < 0 ?
+        r = msgpack_pack_array(pk, 1 + wire_ops[kind].args) < 0 ||
+            pack_string(pk, wire_ops[kind].name) < 0 || pack_u32_list(pk, cpus, n_cpus) < 0 ?
                 -ENOMEM : 0;
         if (r < 0)
                 b->ops.size = *ret_before;
@@ -227,7 +229,8 @@ static int pack_step(msgpack_packer *pk, const pmugate_step *step) {
         }
         args = wire_ops[kind].step_args;
         return msgpack_pack_array(pk, 1 + args) < 0 || pack_string(pk, wire_ops[kind].name) < 0 ||
-               msgpack_pack_uint32(pk, step->reg) < 0 || (args >= 2 && msgpack_pack_uint64(pk, step->value) < 0) ||
+               msgpack_pack_uint32(pk, step->reg) < 0 ||
+               (args >= 2 && msgpack_pack_uint64(pk, step->value) < 0) ||
                (args >= 3 && msgpack_pack_uint64(pk, step->mask) < 0) ? -ENOMEM : 0;
 }
 

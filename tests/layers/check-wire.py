@@ -59,7 +59,8 @@ def sources(source):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--source', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser.add_argument('--source', default=os.path.join(here, '..', '..'))
     args = parser.parse_args()
 
     checks = rules(*vocabulary(args.source))
