@@ -28,6 +28,7 @@
 #include "pmugate-limits.h"
 #include "pmugate/marker.h"
 #include "pmugate/pmugate.h"
+#include "wire.h"
 
 /* What LIKWID's Skylake-SP TMA group reads: 3 fixed counters and 4 PMCs. */
 #define DEFAULT_REGS "c1,c2,c3,c4,309,30a,30b"
@@ -102,8 +103,10 @@ static int read_request(msgpack_sbuffer *sb, uint32_t cpu, const uint32_t *regs,
         msgpack_packer pk;
 
         msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-        if (request_pack_begin(&pk, 1000, "batch", 1) < 0 || pack_string(&pk, "ops") < 0 ||
-            msgpack_pack_array(&pk, 1) < 0 || msgpack_pack_array(&pk, 3) < 0 || pack_string(&pk, "R") < 0 ||
+        if (request_pack_begin(&pk, 1000, request_type_to_string(REQUEST_BATCH), 1) < 0 ||
+            pack_string(&pk, "ops") < 0 || msgpack_pack_array(&pk, 1) < 0 ||
+            msgpack_pack_array(&pk, 1 + wire_ops[WIRE_OP_SWEEP_READ].args) < 0 ||
+            pack_string(&pk, wire_ops[WIRE_OP_SWEEP_READ].name) < 0 ||
             msgpack_pack_array(&pk, 1) < 0 || msgpack_pack_uint32(&pk, cpu) < 0 ||
             msgpack_pack_array(&pk, n) < 0)
                 return -ENOMEM;

@@ -36,6 +36,7 @@
 #include "message.h"
 #include "pmugate-limits.h"
 #include "pmugate/pmugate.h"
+#include "wire.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(pmugate_info *, pmugate_info_free);
 
@@ -533,8 +534,10 @@ static int single_request(msgpack_sbuffer *sb) {
         msgpack_packer pk;
 
         msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-        if (request_pack_begin(&pk, 1000, "batch", 1) < 0 || pack_string(&pk, "ops") < 0 ||
-            msgpack_pack_array(&pk, 1) < 0 || msgpack_pack_array(&pk, 3) < 0 || pack_string(&pk, "r") < 0 ||
+        if (request_pack_begin(&pk, 1000, request_type_to_string(REQUEST_BATCH), 1) < 0 ||
+            pack_string(&pk, "ops") < 0 || msgpack_pack_array(&pk, 1) < 0 ||
+            msgpack_pack_array(&pk, 1 + wire_ops[WIRE_OP_READ].args) < 0 ||
+            pack_string(&pk, wire_ops[WIRE_OP_READ].name) < 0 ||
             msgpack_pack_uint32(&pk, 0) < 0 || msgpack_pack_uint32(&pk, bench_regs[0]) < 0)
                 return -ENOMEM;
         return 0;

@@ -9,6 +9,7 @@
 #include "macro.h"
 #include "message.h"
 #include "pmugate-limits.h"
+#include "wire.h"
 
 int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpus, size_t n_cpus, bool *ret_replaced) {
         const msgpack_object *reply;
@@ -22,7 +23,7 @@ int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpu
                 return -EINVAL;
         if (n_cpus > PMUGATE_LIST_MAX)
                 return -E2BIG;
-        r = connection_begin(c, "grant", n_cpus > 0 ? 3 : 2, &pk);
+        r = connection_begin(c, REQUEST_GRANT, n_cpus > 0 ? 3 : 2, &pk);
         if (r < 0)
                 return r;
         if (pack_key_string(&pk, "job", job) < 0 || pack_key_uint(&pk, "uid", uid) < 0)
@@ -46,7 +47,7 @@ int pmugate_revoke(pmugate *c, const char *job, bool *ret_revoked) {
 
         if (!c || !job || strlen(job) == 0 || strlen(job) > PMUGATE_STRING_MAX)
                 return -EINVAL;
-        r = connection_begin(c, "revoke", 1, &pk);
+        r = connection_begin(c, REQUEST_REVOKE, 1, &pk);
         if (r < 0)
                 return r;
         if (pack_key_string(&pk, "job", job) < 0)
@@ -66,7 +67,7 @@ static int reset_some(pmugate *c, const uint32_t *cpus, size_t n_cpus) {
         msgpack_packer pk;
         int r;
 
-        r = connection_begin(c, "reset", n_cpus > 0 ? 1 : 0, &pk);
+        r = connection_begin(c, REQUEST_RESET, n_cpus > 0 ? 1 : 0, &pk);
         if (r < 0)
                 return r;
         if (n_cpus > 0 && connection_pack_cpus(&pk, cpus, n_cpus) < 0)
@@ -99,7 +100,7 @@ int pmugate_reload(pmugate *c) {
 
         if (!c)
                 return -EINVAL;
-        r = connection_begin(c, "reload", 0, &pk);
+        r = connection_begin(c, REQUEST_RELOAD, 0, &pk);
         if (r < 0)
                 return r;
         return connection_call(c, &reply);

@@ -92,10 +92,10 @@ int connection_pack_cpus(msgpack_packer *pk, const uint32_t *cpus, size_t n) {
         return 0;
 }
 
-int connection_begin(pmugate *c, const char *op, size_t extra_keys, msgpack_packer *ret_packer) {
+int connection_begin(pmugate *c, RequestType type, size_t extra_keys, msgpack_packer *ret_packer) {
         msgpack_sbuffer_clear(&c->request);
         msgpack_packer_init(ret_packer, &c->request, msgpack_sbuffer_write);
-        return request_pack_begin(ret_packer, c->next_id, op, extra_keys);
+        return request_pack_begin(ret_packer, c->next_id, request_type_to_string(type), extra_keys);
 }
 
 bool object_get_int(const msgpack_object *o, int64_t *ret) {

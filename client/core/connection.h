@@ -7,6 +7,7 @@
 #include <msgpack.h>
 
 #include "pmugate/pmugate.h"
+#include "wire.h"
 
 struct pmugate {
         int fd;
@@ -18,8 +19,8 @@ struct pmugate {
         msgpack_object reply;   /* the last reply, valid until the next call */
 };
 
-/* Starts a request in c->request with extra_keys keys left for the caller to pack. */
-int connection_begin(pmugate *c, const char *op, size_t extra_keys, msgpack_packer *ret_packer);
+/* Starts a request of type in c->request with extra_keys keys left for the caller to pack. */
+int connection_begin(pmugate *c, RequestType type, size_t extra_keys, msgpack_packer *ret_packer);
 
 /* Packs the key "cpus" and an array of CPU numbers. */
 int connection_pack_cpus(msgpack_packer *pk, const uint32_t *cpus, size_t n);

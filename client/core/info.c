@@ -11,6 +11,7 @@
 #include "core/package-counters.h"
 #include "macro.h"
 #include "message.h"
+#include "wire.h"
 
 pmugate_info *pmugate_info_free(pmugate_info *info) {
         if (!info)
@@ -53,19 +54,22 @@ static int decode_cpus(const msgpack_object *reply, pmugate_info *info) {
         if (!info->cpus)
                 return -ENOMEM;
         for (uint32_t i = 0; i < a->via.array.size; i++) {
-                const msgpack_object *t = array_at(a, i, 6);
+                /* daemons before the CCX was known send the fields before it */
+                const msgpack_object *t = array_at(a, i, HELLO_CPU_CCX);
+                const msgpack_object *online;
 
                 if (!t)
                         return -EBADMSG;
+                online = &t->via.array.ptr[HELLO_CPU_ONLINE];
                 info->cpus[i] = (pmugate_cpu) {
-                        .cpu = (uint32_t) field_int(t, 0),
-                        .package = (int32_t) field_int(t, 1),
-                        .die = (int32_t) field_int(t, 2),
-                        .core = (int32_t) field_int(t, 3),
-                        .thread = (uint32_t) field_int(t, 4),
-                        .online = t->via.array.ptr[5].type == MSGPACK_OBJECT_BOOLEAN && t->via.array.ptr[5].via.boolean,
-                        /* daemons before the CCX was known send six fields */
-                        .ccx = t->via.array.size > 6 ? (int32_t) field_int(t, 6) : -1,
+                        .cpu = (uint32_t) field_int(t, HELLO_CPU_CPU),
+                        .package = (int32_t) field_int(t, HELLO_CPU_PACKAGE),
+                        .die = (int32_t) field_int(t, HELLO_CPU_DIE),
+                        .core = (int32_t) field_int(t, HELLO_CPU_CORE),
+                        .thread = (uint32_t) field_int(t, HELLO_CPU_THREAD),
+                        .online = online->type == MSGPACK_OBJECT_BOOLEAN && online->via.boolean,
+                        .ccx = t->via.array.size > HELLO_CPU_CCX ?
+                                (int32_t) field_int(t, HELLO_CPU_CCX) : -1,
                 };
         }
         info->n_cpus = a->via.array.size;
@@ -81,15 +85,16 @@ static int decode_units(const msgpack_object *reply, pmugate_info *info) {
         if (!info->units)
                 return -ENOMEM;
         for (uint32_t i = 0; i < a->via.array.size; i++) {
-                const msgpack_object *t = array_at(a, i, 5);
+                const msgpack_object *t = array_at(a, i, _HELLO_UNIT_FIELDS);
+                pmugate_unit *u = &info->units[i];
 
                 if (!t)
                         return -EBADMSG;
-                info->units[i].index = (uint32_t) field_int(t, 0);
-                object_copy_string(&t->via.array.ptr[1], info->units[i].bdf, sizeof(info->units[i].bdf));
-                info->units[i].vendor = (uint16_t) field_int(t, 2);
-                info->units[i].device = (uint16_t) field_int(t, 3);
-                info->units[i].package = (int32_t) field_int(t, 4);
+                u->index = (uint32_t) field_int(t, HELLO_UNIT_INDEX);
+                object_copy_string(&t->via.array.ptr[HELLO_UNIT_BDF], u->bdf, sizeof(u->bdf));
+                u->vendor = (uint16_t) field_int(t, HELLO_UNIT_VENDOR);
+                u->device = (uint16_t) field_int(t, HELLO_UNIT_DEVICE);
+                u->package = (int32_t) field_int(t, HELLO_UNIT_PACKAGE);
         }
         info->n_units = a->via.array.size;
         return 0;
@@ -130,24 +135,24 @@ static int decode_registers(const msgpack_object *reply, pmugate_info *info) {
         if (!info->registers)
                 return -ENOMEM;
         for (uint32_t i = 0; i < a->via.array.size; i++) {
-                const msgpack_object *t = array_at(a, i, 10);
+                const msgpack_object *t = array_at(a, i, _HELLO_REGISTER_FIELDS);
                 pmugate_register *r = &info->registers[i];
                 char kind[8];
 
                 if (!t)
                         return -EBADMSG;
-                object_copy_string(&t->via.array.ptr[0], kind, sizeof(kind));
-                r->pci = strcmp(kind, "pci") == 0;
-                r->first = (uint32_t) field_int(t, 1);
-                r->last = (uint32_t) field_int(t, 2);
-                r->width = (uint8_t) field_int(t, 3);
-                if (t->via.array.ptr[4].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-                        r->write_mask = t->via.array.ptr[4].via.u64;
-                object_copy_string(&t->via.array.ptr[5], r->scope, sizeof(r->scope));
-                object_copy_string(&t->via.array.ptr[6], r->cls, sizeof(r->cls));
-                object_copy_string(&t->via.array.ptr[7], r->name, sizeof(r->name));
-                r->pci_vendor = (uint16_t) field_int(t, 8);
-                r->pci_device = (uint16_t) field_int(t, 9);
+                object_copy_string(&t->via.array.ptr[HELLO_REGISTER_KIND], kind, sizeof(kind));
+                r->pci = strcmp(kind, WIRE_REGISTER_KIND_PCI) == 0;
+                r->first = (uint32_t) field_int(t, HELLO_REGISTER_FIRST);
+                r->last = (uint32_t) field_int(t, HELLO_REGISTER_LAST);
+                r->width = (uint8_t) field_int(t, HELLO_REGISTER_WIDTH);
+                if (t->via.array.ptr[HELLO_REGISTER_WRITE_MASK].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+                        r->write_mask = t->via.array.ptr[HELLO_REGISTER_WRITE_MASK].via.u64;
+                object_copy_string(&t->via.array.ptr[HELLO_REGISTER_SCOPE], r->scope, sizeof(r->scope));
+                object_copy_string(&t->via.array.ptr[HELLO_REGISTER_CLASS], r->cls, sizeof(r->cls));
+                object_copy_string(&t->via.array.ptr[HELLO_REGISTER_NAME], r->name, sizeof(r->name));
+                r->pci_vendor = (uint16_t) field_int(t, HELLO_REGISTER_PCI_VENDOR);
+                r->pci_device = (uint16_t) field_int(t, HELLO_REGISTER_PCI_DEVICE);
         }
         info->n_registers = a->via.array.size;
         return 0;
@@ -257,7 +262,7 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
 
         if (!c || !ret)
                 return -EINVAL;
-        r = connection_begin(c, "hello", 0, &pk);
+        r = connection_begin(c, REQUEST_HELLO, 0, &pk);
         if (r < 0)
                 return r;
         r = connection_call(c, &reply);

@@ -9,6 +9,8 @@
 #include "core/connection.h"
 #include "macro.h"
 #include "message.h"
+#include "pmugate-limits.h"
+#include "wire.h"
 
 pmugate_jobmap *pmugate_jobmap_free(pmugate_jobmap *m) {
         if (!m)
@@ -44,7 +46,8 @@ static int decode_jobs(const msgpack_object *reply, pmugate_jobmap *m) {
         for (uint32_t i = 0; i < n; i++) {
                 const msgpack_object *o = &jobs->via.array.ptr[i];
 
-                if (o->type != MSGPACK_OBJECT_STR || o->via.str.size == 0 || o->via.str.size > 256)
+                if (o->type != MSGPACK_OBJECT_STR || o->via.str.size == 0 ||
+                    o->via.str.size > PMUGATE_STRING_MAX)
                         return -EBADMSG;
                 m->jobs[i] = strndup(o->via.str.ptr, o->via.str.size);
                 if (!m->jobs[i])
@@ -81,20 +84,22 @@ static int decode_cpus(const msgpack_object *reply, pmugate_jobmap *m) {
         for (uint32_t i = 0; i < cpus->via.array.size; i++) {
                 const msgpack_object *t = &cpus->via.array.ptr[i];
 
-                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size != 2 ||
-                    !object_uint32(&t->via.array.ptr[0], &m->cpus[i].cpu) ||
-                    !object_uint32(&t->via.array.ptr[1], &m->cpus[i].job) || m->cpus[i].job >= m->n_jobs)
+                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size != _JOBMAP_CPU_FIELDS ||
+                    !object_uint32(&t->via.array.ptr[JOBMAP_CPU_CPU], &m->cpus[i].cpu) ||
+                    !object_uint32(&t->via.array.ptr[JOBMAP_CPU_JOB], &m->cpus[i].job) ||
+                    m->cpus[i].job >= m->n_jobs)
                         return -EBADMSG;
         }
         m->n_cpus = cpus->via.array.size;
         for (uint32_t i = 0; i < leases->via.array.size; i++) {
                 const msgpack_object *t = &leases->via.array.ptr[i];
 
-                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size != 2 ||
-                    !object_uint32(&t->via.array.ptr[0], &m->leases[i].cpu) ||
-                    t->via.array.ptr[1].type != MSGPACK_OBJECT_STR)
+                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size != _JOBMAP_LEASE_FIELDS ||
+                    !object_uint32(&t->via.array.ptr[JOBMAP_LEASE_CPU], &m->leases[i].cpu) ||
+                    t->via.array.ptr[JOBMAP_LEASE_ROLE].type != MSGPACK_OBJECT_STR)
                         return -EBADMSG;
-                object_copy_string(&t->via.array.ptr[1], m->leases[i].role, sizeof(m->leases[i].role));
+                object_copy_string(&t->via.array.ptr[JOBMAP_LEASE_ROLE], m->leases[i].role,
+                                   sizeof(m->leases[i].role));
         }
         m->n_leases = leases->via.array.size;
         return 0;
@@ -108,7 +113,7 @@ int pmugate_jobmap_get(pmugate *c, pmugate_jobmap **ret) {
 
         if (!c || !ret)
                 return -EINVAL;
-        r = connection_begin(c, "jobmap", 0, &pk);
+        r = connection_begin(c, REQUEST_JOBMAP, 0, &pk);
         if (r < 0)
                 return r;
         r = connection_call(c, &reply);

@@ -12,8 +12,8 @@
 #include "macro.h"
 #include "message.h"
 #include "pmugate/package.h"
+#include "wire.h"
 
-#define COUNTER_FIELDS 8U
 
 static bool get_double(const msgpack_object *o, double *ret) {
         int64_t i;
@@ -48,21 +48,23 @@ int package_counters_decode(const msgpack_object *reply, pmugate_counter **ret_c
                 pmugate_counter *c = &counters[i];
                 int64_t index, package, width;
 
-                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < COUNTER_FIELDS)
+                if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < _HELLO_COUNTER_FIELDS)
                         return -EBADMSG;
-                if (!object_get_int(&t->via.array.ptr[0], &index) || index < 0 || index > UINT32_MAX ||
-                    !object_get_int(&t->via.array.ptr[2], &package) || package < INT32_MIN ||
-                    package > INT32_MAX ||
-                    !object_get_int(&t->via.array.ptr[3], &width) || width < 1 || width > 64 ||
-                    !get_double(&t->via.array.ptr[4], &c->scale))
+                if (!object_get_int(&t->via.array.ptr[HELLO_COUNTER_INDEX], &index) || index < 0 ||
+                    index > UINT32_MAX ||
+                    !object_get_int(&t->via.array.ptr[HELLO_COUNTER_PACKAGE], &package) ||
+                    package < INT32_MIN || package > INT32_MAX ||
+                    !object_get_int(&t->via.array.ptr[HELLO_COUNTER_WIDTH], &width) || width < 1 ||
+                    width > 64 ||
+                    !get_double(&t->via.array.ptr[HELLO_COUNTER_SCALE], &c->scale))
                         return -EBADMSG;
                 c->index = (uint32_t) index;
                 c->package = (int32_t) package;
                 c->width = (uint8_t) width;
-                object_copy_string(&t->via.array.ptr[1], c->name, sizeof(c->name));
-                object_copy_string(&t->via.array.ptr[5], c->unit, sizeof(c->unit));
-                object_copy_string(&t->via.array.ptr[6], c->cls, sizeof(c->cls));
-                object_copy_string(&t->via.array.ptr[7], c->error, sizeof(c->error));
+                object_copy_string(&t->via.array.ptr[HELLO_COUNTER_NAME], c->name, sizeof(c->name));
+                object_copy_string(&t->via.array.ptr[HELLO_COUNTER_UNIT], c->unit, sizeof(c->unit));
+                object_copy_string(&t->via.array.ptr[HELLO_COUNTER_CLASS], c->cls, sizeof(c->cls));
+                object_copy_string(&t->via.array.ptr[HELLO_COUNTER_ERROR], c->error, sizeof(c->error));
         }
         *ret_n = a->via.array.size;
         *ret_counters = TAKE_PTR(counters);

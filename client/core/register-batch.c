@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "message.h"
 #include "pmugate-limits.h"
+#include "wire.h"
 
 /* What a batch request holds besides its ops: the map with "v", "id", "op": "batch" and the
  * ops array's header, each at its longest encoding. */
@@ -101,8 +102,10 @@ size_t pmugate_batch_size(const pmugate_batch *b) {
         return b->n_results;
 }
 
-static int add_op(pmugate_batch *b, const char *kind, uint32_t target, uint32_t reg, unsigned n_values,
-                  uint64_t value, uint64_t mask) {
+/* An op of kind on one target and register; its arity says which of value and mask it carries. */
+static int add_op(pmugate_batch *b, WireOp kind, uint32_t target, uint32_t reg, uint64_t value,
+                  uint64_t mask) {
+        unsigned args = wire_ops[kind].args;
         msgpack_packer *pk;
         size_t before;
         int r;
@@ -114,23 +117,23 @@ static int add_op(pmugate_batch *b, const char *kind, uint32_t target, uint32_t 
                 return r;
         pk = &b->packer;
         before = b->ops.size;
-        r = msgpack_pack_array(pk, 3 + n_values) < 0 || pack_string(pk, kind) < 0 ||
+        r = msgpack_pack_array(pk, 1 + args) < 0 || pack_string(pk, wire_ops[kind].name) < 0 ||
             msgpack_pack_uint32(pk, target) < 0 || msgpack_pack_uint32(pk, reg) < 0 ||
-            (n_values >= 1 && msgpack_pack_uint64(pk, value) < 0) ||
-            (n_values >= 2 && msgpack_pack_uint64(pk, mask) < 0) ? -ENOMEM : 0;
+            (args >= 3 && msgpack_pack_uint64(pk, value) < 0) ||
+            (args >= 4 && msgpack_pack_uint64(pk, mask) < 0) ? -ENOMEM : 0;
         return finish_op(b, before, r, 1);
 }
 
 int pmugate_batch_read_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg) {
-        return add_op(b, "r", cpu, reg, 0, 0, 0);
+        return add_op(b, WIRE_OP_READ, cpu, reg, 0, 0);
 }
 
 int pmugate_batch_write_msr(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64_t value) {
-        return add_op(b, "w", cpu, reg, 1, value, 0);
+        return add_op(b, WIRE_OP_WRITE, cpu, reg, value, 0);
 }
 
 int pmugate_batch_read_pci(pmugate_batch *b, uint32_t unit, uint32_t offset) {
-        return add_op(b, "pr", unit, offset, 0, 0, 0);
+        return add_op(b, WIRE_OP_PCI_READ, unit, offset, 0, 0);
 }
 
 int pmugate_batch_read_counter(pmugate_batch *b, uint32_t counter) {
@@ -145,17 +148,19 @@ int pmugate_batch_read_counter(pmugate_batch *b, uint32_t counter) {
                 return r;
         pk = &b->packer;
         before = b->ops.size;
-        r = msgpack_pack_array(pk, 2) < 0 || pack_string(pk, "cr") < 0 || msgpack_pack_uint32(pk, counter) < 0 ?
+        r = msgpack_pack_array(pk, 1 + wire_ops[WIRE_OP_COUNTER_READ].args) < 0 ||
+            pack_string(pk, wire_ops[WIRE_OP_COUNTER_READ].name) < 0 ||
+            msgpack_pack_uint32(pk, counter) < 0 ?
                 -ENOMEM : 0;
         return finish_op(b, before, r, 1);
 }
 
 int pmugate_batch_write_pci(pmugate_batch *b, uint32_t unit, uint32_t offset, uint64_t value) {
-        return add_op(b, "pw", unit, offset, 1, value, 0);
+        return add_op(b, WIRE_OP_PCI_WRITE, unit, offset, value, 0);
 }
 
 int pmugate_batch_write_msr_bits(pmugate_batch *b, uint32_t cpu, uint32_t reg, uint64_t value, uint64_t mask) {
-        return add_op(b, "wm", cpu, reg, 2, value, mask);
+        return add_op(b, WIRE_OP_WRITE_MASKED, cpu, reg, value, mask);
 }
 
 static int pack_u32_list(msgpack_packer *pk, const uint32_t *v, size_t n) {
@@ -167,11 +172,11 @@ static int pack_u32_list(msgpack_packer *pk, const uint32_t *v, size_t n) {
         return 0;
 }
 
-/* Begins a compact op of kind over cpus whose expansion gives n_results: its array of 3, its
+/* Begins a compact op of kind over cpus whose expansion gives n_results: its array header, its
  * kind and its CPU list, after the checks every compact op shares. ret_before: where it began,
  * for finish_op() once the rest is encoded; on failure nothing of it stays. */
-static int begin_compact(pmugate_batch *b, const char *kind, const uint32_t *cpus, size_t n_cpus, size_t n_results,
-                         size_t *ret_before) {
+static int begin_compact(pmugate_batch *b, WireOp kind, const uint32_t *cpus, size_t n_cpus,
+                         size_t n_results, size_t *ret_before) {
         msgpack_packer *pk = &b->packer;
         int r;
 
@@ -181,7 +186,8 @@ static int begin_compact(pmugate_batch *b, const char *kind, const uint32_t *cpu
         if (r < 0)
                 return r;
         *ret_before = b->ops.size;
-        r = msgpack_pack_array(pk, 3) < 0 || pack_string(pk, kind) < 0 || pack_u32_list(pk, cpus, n_cpus) < 0 ?
+        r = msgpack_pack_array(pk, 1 + wire_ops[kind].args) < 0 ||
+            pack_string(pk, wire_ops[kind].name) < 0 || pack_u32_list(pk, cpus, n_cpus) < 0 ?
                 -ENOMEM : 0;
         if (r < 0)
                 b->ops.size = *ret_before;
@@ -196,29 +202,36 @@ int pmugate_batch_read_msrs(pmugate_batch *b, const uint32_t *cpus, size_t n_cpu
                 return -EINVAL;
         if (n_regs > PMUGATE_LIST_MAX)
                 return -E2BIG;
-        r = begin_compact(b, "R", cpus, n_cpus, n_cpus * n_regs, &before);
+        r = begin_compact(b, WIRE_OP_SWEEP_READ, cpus, n_cpus, n_cpus * n_regs, &before);
         if (r < 0)
                 return r;
         r = pack_u32_list(&b->packer, regs, n_regs);
         return finish_op(b, before, r, n_cpus * n_regs);
 }
 
+/* A step of "each": its kind and register, then the value and mask its arity carries. */
 static int pack_step(msgpack_packer *pk, const pmugate_step *step) {
+        WireOp kind;
+        unsigned args;
+
         switch (step->kind) {
         case PMUGATE_STEP_READ:
-                return msgpack_pack_array(pk, 2) < 0 || pack_string(pk, "r") < 0 ||
-                       msgpack_pack_uint32(pk, step->reg) < 0 ? -ENOMEM : 0;
+                kind = WIRE_OP_READ;
+                break;
         case PMUGATE_STEP_WRITE:
-                return msgpack_pack_array(pk, 3) < 0 || pack_string(pk, "w") < 0 ||
-                       msgpack_pack_uint32(pk, step->reg) < 0 || msgpack_pack_uint64(pk, step->value) < 0 ?
-                               -ENOMEM : 0;
+                kind = WIRE_OP_WRITE;
+                break;
         case PMUGATE_STEP_WRITE_BITS:
-                return msgpack_pack_array(pk, 4) < 0 || pack_string(pk, "wm") < 0 ||
-                       msgpack_pack_uint32(pk, step->reg) < 0 || msgpack_pack_uint64(pk, step->value) < 0 ||
-                       msgpack_pack_uint64(pk, step->mask) < 0 ? -ENOMEM : 0;
+                kind = WIRE_OP_WRITE_MASKED;
+                break;
         default:
                 return -EINVAL;
         }
+        args = wire_ops[kind].step_args;
+        return msgpack_pack_array(pk, 1 + args) < 0 || pack_string(pk, wire_ops[kind].name) < 0 ||
+               msgpack_pack_uint32(pk, step->reg) < 0 ||
+               (args >= 2 && msgpack_pack_uint64(pk, step->value) < 0) ||
+               (args >= 3 && msgpack_pack_uint64(pk, step->mask) < 0) ? -ENOMEM : 0;
 }
 
 int pmugate_batch_each_cpu(pmugate_batch *b, const uint32_t *cpus, size_t n_cpus, const pmugate_step *steps,
@@ -230,7 +243,7 @@ int pmugate_batch_each_cpu(pmugate_batch *b, const uint32_t *cpus, size_t n_cpus
                 return -EINVAL;
         if (n_steps > PMUGATE_EACH_OPS_MAX)
                 return -E2BIG;
-        r = begin_compact(b, "each", cpus, n_cpus, n_cpus * n_steps, &before);
+        r = begin_compact(b, WIRE_OP_EACH, cpus, n_cpus, n_cpus * n_steps, &before);
         if (r < 0)
                 return r;
         r = msgpack_pack_array(&b->packer, n_steps) < 0 ? -ENOMEM : 0;
@@ -270,7 +283,7 @@ int pmugate_batch_run(pmugate *c, pmugate_batch *b) {
         if (!c || !b)
                 return -EINVAL;
         b->n_filled = 0;
-        r = connection_begin(c, "batch", 1, &pk);
+        r = connection_begin(c, REQUEST_BATCH, 1, &pk);
         if (r < 0)
                 return r;
         if (pack_string(&pk, "ops") < 0 || msgpack_pack_array(&pk, b->n_ops) < 0 ||

@@ -10,6 +10,7 @@
 #include "core/connection.h"
 #include "macro.h"
 #include "message.h"
+#include "wire.h"
 
 pmugate_status *pmugate_status_free(pmugate_status *s) {
         if (!s)
@@ -53,12 +54,12 @@ static int decode_grant(const msgpack_object *t, void *item) {
         pmugate_grant_info *g = item;
         int64_t v = 0;
 
-        if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < 3)
+        if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < _STATUS_GRANT_FIELDS)
                 return -EBADMSG;
-        object_copy_string(&t->via.array.ptr[0], g->job, sizeof(g->job));
-        (void) object_get_int(&t->via.array.ptr[1], &v);
+        object_copy_string(&t->via.array.ptr[STATUS_GRANT_JOB], g->job, sizeof(g->job));
+        (void) object_get_int(&t->via.array.ptr[STATUS_GRANT_UID], &v);
         g->uid = (uint32_t) v;
-        object_copy_string(&t->via.array.ptr[2], g->cpus, sizeof(g->cpus));
+        object_copy_string(&t->via.array.ptr[STATUS_GRANT_CPUS], g->cpus, sizeof(g->cpus));
         return 0;
 }
 
@@ -66,17 +67,17 @@ static int decode_lease(const msgpack_object *t, void *item) {
         pmugate_lease_info *l = item;
         int64_t v = 0;
 
-        if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < 6)
+        if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < _STATUS_LEASE_FIELDS)
                 return -EBADMSG;
-        (void) object_get_int(&t->via.array.ptr[0], &v);
+        (void) object_get_int(&t->via.array.ptr[STATUS_LEASE_CPU], &v);
         l->cpu = (uint32_t) v;
-        (void) object_get_int(&t->via.array.ptr[1], &v);
+        (void) object_get_int(&t->via.array.ptr[STATUS_LEASE_UID], &v);
         l->uid = (uint32_t) v;
-        (void) object_get_int(&t->via.array.ptr[2], &v);
+        (void) object_get_int(&t->via.array.ptr[STATUS_LEASE_PID], &v);
         l->pid = (int32_t) v;
-        object_copy_string(&t->via.array.ptr[3], l->role, sizeof(l->role));
-        object_copy_string(&t->via.array.ptr[4], l->job, sizeof(l->job));
-        (void) object_get_int(&t->via.array.ptr[5], &v);
+        object_copy_string(&t->via.array.ptr[STATUS_LEASE_ROLE], l->role, sizeof(l->role));
+        object_copy_string(&t->via.array.ptr[STATUS_LEASE_JOB], l->job, sizeof(l->job));
+        (void) object_get_int(&t->via.array.ptr[STATUS_LEASE_REGISTERS], &v);
         l->registers = (uint64_t) v;
         return 0;
 }
@@ -85,14 +86,14 @@ static int decode_client(const msgpack_object *t, void *item) {
         pmugate_client_info *ci = item;
         int64_t v = 0;
 
-        if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < 4)
+        if (t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size < _STATUS_CLIENT_FIELDS)
                 return -EBADMSG;
-        (void) object_get_int(&t->via.array.ptr[0], &v);
+        (void) object_get_int(&t->via.array.ptr[STATUS_CLIENT_UID], &v);
         ci->uid = (uint32_t) v;
-        (void) object_get_int(&t->via.array.ptr[1], &v);
+        (void) object_get_int(&t->via.array.ptr[STATUS_CLIENT_PID], &v);
         ci->pid = (int32_t) v;
-        object_copy_string(&t->via.array.ptr[2], ci->role, sizeof(ci->role));
-        (void) object_get_int(&t->via.array.ptr[3], &v);
+        object_copy_string(&t->via.array.ptr[STATUS_CLIENT_ROLE], ci->role, sizeof(ci->role));
+        (void) object_get_int(&t->via.array.ptr[STATUS_CLIENT_REQUESTS], &v);
         ci->requests = (uint64_t) v;
         return 0;
 }
@@ -150,7 +151,7 @@ int pmugate_status_get(pmugate *c, pmugate_status **ret) {
 
         if (!c || !ret)
                 return -EINVAL;
-        r = connection_begin(c, "status", 0, &pk);
+        r = connection_begin(c, REQUEST_STATUS, 0, &pk);
         if (r < 0)
                 return r;
         r = connection_call(c, &reply);

@@ -8,6 +8,8 @@
 #include "build-config.h"
 #include "error.h"
 #include "handlers/handlers.h"
+#include "message-pack.h"
+#include "wire.h"
 
 #define PERF_CAPABILITIES_MSR 0x345U
 
@@ -79,16 +81,15 @@ static int pack_cpus(msgpack_packer *pk, const Machine *m) {
 
                 if (!c->present)
                         continue;
-                /* [cpu, package, die, core, thread, online, ccx]; topology is -1 for offline
-                 * CPUs, ccx (the L3 the CPU uses) -1 when unknown */
-                TRY_PACK(msgpack_pack_array(pk, 7));
-                TRY_PACK(msgpack_pack_uint32(pk, cpu));
-                TRY_PACK(msgpack_pack_int32(pk, c->package));
-                TRY_PACK(msgpack_pack_int32(pk, c->die));
-                TRY_PACK(msgpack_pack_int32(pk, c->core));
-                TRY_PACK(msgpack_pack_uint32(pk, c->thread));
-                TRY_PACK(c->online ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
-                TRY_PACK(msgpack_pack_int32(pk, c->ccx));
+                TRY(pack_tuple(pk, (const msgpack_object[_HELLO_CPU_FIELDS]) {
+                        [HELLO_CPU_CPU] = tuple_uint(cpu),
+                        [HELLO_CPU_PACKAGE] = tuple_int(c->package),
+                        [HELLO_CPU_DIE] = tuple_int(c->die),
+                        [HELLO_CPU_CORE] = tuple_int(c->core),
+                        [HELLO_CPU_THREAD] = tuple_uint(c->thread),
+                        [HELLO_CPU_ONLINE] = tuple_bool(c->online),
+                        [HELLO_CPU_CCX] = tuple_int(c->ccx),
+                }, _HELLO_CPU_FIELDS));
         }
         return 0;
 }
@@ -99,13 +100,13 @@ static int pack_units(msgpack_packer *pk, const Machine *m) {
         for (uint32_t i = 0; i < m->n_units; i++) {
                 const MachineUnit *u = &m->units[i];
 
-                /* [index, bdf, vendor, device, package] */
-                TRY_PACK(msgpack_pack_array(pk, 5));
-                TRY_PACK(msgpack_pack_uint32(pk, i));
-                TRY(pack_string(pk, u->bdf));
-                TRY_PACK(msgpack_pack_uint16(pk, u->vendor));
-                TRY_PACK(msgpack_pack_uint16(pk, u->device));
-                TRY_PACK(msgpack_pack_int32(pk, u->package));
+                TRY(pack_tuple(pk, (const msgpack_object[_HELLO_UNIT_FIELDS]) {
+                        [HELLO_UNIT_INDEX] = tuple_uint(i),
+                        [HELLO_UNIT_BDF] = tuple_string(u->bdf),
+                        [HELLO_UNIT_VENDOR] = tuple_uint(u->vendor),
+                        [HELLO_UNIT_DEVICE] = tuple_uint(u->device),
+                        [HELLO_UNIT_PACKAGE] = tuple_int(u->package),
+                }, _HELLO_UNIT_FIELDS));
         }
         return 0;
 }
@@ -116,16 +117,16 @@ static int pack_counters(msgpack_packer *pk, const Machine *m) {
         for (uint32_t i = 0; i < m->n_counters; i++) {
                 const MachineCounter *c = &m->counters[i];
 
-                /* [index, name, package, width, scale, unit, class, error] */
-                TRY_PACK(msgpack_pack_array(pk, 8));
-                TRY_PACK(msgpack_pack_uint32(pk, i));
-                TRY(pack_string(pk, c->name));
-                TRY_PACK(msgpack_pack_int32(pk, c->package));
-                TRY_PACK(msgpack_pack_uint8(pk, c->width));
-                TRY_PACK(msgpack_pack_double(pk, c->scale));
-                TRY(pack_string(pk, c->unit));
-                TRY(pack_string(pk, c->cls));
-                TRY(pack_string(pk, c->error));
+                TRY(pack_tuple(pk, (const msgpack_object[_HELLO_COUNTER_FIELDS]) {
+                        [HELLO_COUNTER_INDEX] = tuple_uint(i),
+                        [HELLO_COUNTER_NAME] = tuple_string(c->name),
+                        [HELLO_COUNTER_PACKAGE] = tuple_int(c->package),
+                        [HELLO_COUNTER_WIDTH] = tuple_uint(c->width),
+                        [HELLO_COUNTER_SCALE] = tuple_double(c->scale),
+                        [HELLO_COUNTER_UNIT] = tuple_string(c->unit),
+                        [HELLO_COUNTER_CLASS] = tuple_string(c->cls),
+                        [HELLO_COUNTER_ERROR] = tuple_string(c->error),
+                }, _HELLO_COUNTER_FIELDS));
         }
         return 0;
 }
@@ -136,18 +137,19 @@ static int pack_registers(msgpack_packer *pk, const Allowlist *a) {
         for (size_t i = 0; i < a->n_msr + a->n_pci; i++) {
                 const AllowEntry *e = i < a->n_msr ? &a->msr[i] : &a->pci[i - a->n_msr];
 
-                /* [kind, first, last, width, write_mask, scope, class, name, pci_vendor, pci_device] */
-                TRY_PACK(msgpack_pack_array(pk, 10));
-                TRY(pack_string(pk, e->pci ? "pci" : "msr"));
-                TRY_PACK(msgpack_pack_uint32(pk, e->first));
-                TRY_PACK(msgpack_pack_uint32(pk, e->last));
-                TRY_PACK(msgpack_pack_uint8(pk, e->width));
-                TRY_PACK(msgpack_pack_uint64(pk, e->write_mask));
-                TRY(pack_string(pk, reg_scope_to_string(e->scope)));
-                TRY(pack_string(pk, e->cls));
-                TRY(pack_string(pk, e->name));
-                TRY_PACK(msgpack_pack_uint16(pk, e->pci_vendor));
-                TRY_PACK(msgpack_pack_uint16(pk, e->pci_device));
+                TRY(pack_tuple(pk, (const msgpack_object[_HELLO_REGISTER_FIELDS]) {
+                        [HELLO_REGISTER_KIND] =
+                                tuple_string(e->pci ? WIRE_REGISTER_KIND_PCI : WIRE_REGISTER_KIND_MSR),
+                        [HELLO_REGISTER_FIRST] = tuple_uint(e->first),
+                        [HELLO_REGISTER_LAST] = tuple_uint(e->last),
+                        [HELLO_REGISTER_WIDTH] = tuple_uint(e->width),
+                        [HELLO_REGISTER_WRITE_MASK] = tuple_uint(e->write_mask),
+                        [HELLO_REGISTER_SCOPE] = tuple_string(reg_scope_to_string(e->scope)),
+                        [HELLO_REGISTER_CLASS] = tuple_string(e->cls),
+                        [HELLO_REGISTER_NAME] = tuple_string(e->name),
+                        [HELLO_REGISTER_PCI_VENDOR] = tuple_uint(e->pci_vendor),
+                        [HELLO_REGISTER_PCI_DEVICE] = tuple_uint(e->pci_device),
+                }, _HELLO_REGISTER_FIELDS));
         }
         return 0;
 }

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "error.h"
+#include "message-pack.h"
+#include "wire.h"
 #include "handlers/handlers.h"
 #include "policy/jobmap.h"
 
@@ -90,20 +92,20 @@ int handle_jobmap(Server *s, Session *c, const Request *req, Refusal *ret_refusa
         TRY_PACK(msgpack_pack_array(&pk, n_rows));
         for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
                 for (size_t k = 0; k < n_jobs; k++)
-                        if (jobs[k].listed && cpuset_has(&jobs[k].cpus, cpu) && m->cpus[cpu].present) {
-                                TRY_PACK(msgpack_pack_array(&pk, 2));
-                                TRY_PACK(msgpack_pack_uint32(&pk, cpu));
-                                TRY_PACK(msgpack_pack_uint32(&pk, jobs[k].index));
-                        }
+                        if (jobs[k].listed && cpuset_has(&jobs[k].cpus, cpu) && m->cpus[cpu].present)
+                                TRY(pack_tuple(&pk, (const msgpack_object[_JOBMAP_CPU_FIELDS]) {
+                                        [JOBMAP_CPU_CPU] = tuple_uint(cpu),
+                                        [JOBMAP_CPU_JOB] = tuple_uint(jobs[k].index),
+                                }, _JOBMAP_CPU_FIELDS));
         /* [cpu, role]: who programs the CPU's counters now, without saying which uid */
         TRY(pack_string(&pk, "leases"));
         TRY_PACK(msgpack_pack_array(&pk, leases_count(l)));
         for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++)
-                if (l->cpus[cpu].owner) {
-                        TRY_PACK(msgpack_pack_array(&pk, 2));
-                        TRY_PACK(msgpack_pack_uint32(&pk, cpu));
-                        TRY(pack_string(&pk, role_to_string(l->cpus[cpu].role)));
-                }
+                if (l->cpus[cpu].owner)
+                        TRY(pack_tuple(&pk, (const msgpack_object[_JOBMAP_LEASE_FIELDS]) {
+                                [JOBMAP_LEASE_CPU] = tuple_uint(cpu),
+                                [JOBMAP_LEASE_ROLE] = tuple_string(role_to_string(l->cpus[cpu].role)),
+                        }, _JOBMAP_LEASE_FIELDS));
         /* A uid says who ran what; only admins, or monitors where the policy allows it, see it. */
         TRY(pack_string(&pk, "uids"));
         if (c->rights.may_admin || s->config.jobmap_uids) {

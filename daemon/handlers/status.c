@@ -9,6 +9,8 @@
 #include "build-config.h"
 #include "error.h"
 #include "handlers/handlers.h"
+#include "message-pack.h"
+#include "wire.h"
 
 /* The lists of a status reply, in the order their entries are cut into parts. */
 typedef enum StatusList {
@@ -59,33 +61,33 @@ static int pack_entry(msgpack_packer *pk, StatusEntries *e, size_t i) {
 
                 if (!g->has_cpus || cpuset_format(&g->cpus, e->cpus, CPUSET_FORMAT_MAX) < 0)
                         e->cpus[0] = '\0';
-                /* [job, uid, cpus ("" when the job's cgroup decides)] */
-                TRY_PACK(msgpack_pack_array(pk, 3));
-                TRY(pack_string(pk, g->job));
-                TRY_PACK(msgpack_pack_uint32(pk, g->uid));
-                return pack_string(pk, e->cpus);
+                return pack_tuple(pk, (const msgpack_object[_STATUS_GRANT_FIELDS]) {
+                        [STATUS_GRANT_JOB] = tuple_string(g->job),
+                        [STATUS_GRANT_UID] = tuple_uint(g->uid),
+                        [STATUS_GRANT_CPUS] = tuple_string(e->cpus),
+                }, _STATUS_GRANT_FIELDS);
         }
         i -= e->n[STATUS_GRANTS];
         if (i < e->n[STATUS_LEASES]) {
                 uint32_t cpu = e->lease_cpus[i];
                 const Lease *lease = &s->leases->cpus[cpu];
 
-                /* [cpu, uid, pid, role, job, registers journaled] */
-                TRY_PACK(msgpack_pack_array(pk, 6));
-                TRY_PACK(msgpack_pack_uint32(pk, cpu));
-                TRY_PACK(msgpack_pack_uint32(pk, lease->uid));
-                TRY_PACK(msgpack_pack_int32(pk, lease->pid));
-                TRY(pack_string(pk, role_to_string(lease->role)));
-                TRY(pack_string(pk, lease->job));
-                return msgpack_pack_uint64(pk, lease->n_journal) < 0 ? -ENOMEM : 0;
+                return pack_tuple(pk, (const msgpack_object[_STATUS_LEASE_FIELDS]) {
+                        [STATUS_LEASE_CPU] = tuple_uint(cpu),
+                        [STATUS_LEASE_UID] = tuple_uint(lease->uid),
+                        [STATUS_LEASE_PID] = tuple_int(lease->pid),
+                        [STATUS_LEASE_ROLE] = tuple_string(role_to_string(lease->role)),
+                        [STATUS_LEASE_JOB] = tuple_string(lease->job),
+                        [STATUS_LEASE_REGISTERS] = tuple_uint(lease->n_journal),
+                }, _STATUS_LEASE_FIELDS);
         }
         i -= e->n[STATUS_LEASES];
-        /* [uid, pid, role, requests] */
-        TRY_PACK(msgpack_pack_array(pk, 4));
-        TRY_PACK(msgpack_pack_uint32(pk, e->clients[i]->peer.uid));
-        TRY_PACK(msgpack_pack_int32(pk, e->clients[i]->peer.pid));
-        TRY(pack_string(pk, role_to_string(e->clients[i]->rights.role)));
-        return msgpack_pack_uint64(pk, e->clients[i]->requests) < 0 ? -ENOMEM : 0;
+        return pack_tuple(pk, (const msgpack_object[_STATUS_CLIENT_FIELDS]) {
+                [STATUS_CLIENT_UID] = tuple_uint(e->clients[i]->peer.uid),
+                [STATUS_CLIENT_PID] = tuple_int(e->clients[i]->peer.pid),
+                [STATUS_CLIENT_ROLE] = tuple_string(role_to_string(e->clients[i]->rights.role)),
+                [STATUS_CLIENT_REQUESTS] = tuple_uint(e->clients[i]->requests),
+        }, _STATUS_CLIENT_FIELDS);
 }
 
 /* Collects the entries and cuts them into parts of at most PMUGATE_STATUS_PART_BYTES, each

@@ -634,6 +634,107 @@ static void test_int_arrays_match_msgpack_c(void **state) {
         }
 }
 
+/* Every op kind and request type is found by its own name and by nothing shorter or longer,
+ * and only r, w and wm are steps of "each". */
+static void test_wire_names_round_trip(void **state) {
+        (void) state;
+
+        for (int k = 0; k < _WIRE_OP_MAX; k++) {
+                const char *name = wire_op_to_string(k);
+
+                assert_non_null(name);
+                assert_int_equal(strlen(name), wire_ops[k].name_len);
+                assert_int_equal(wire_op_from_string(name, strlen(name)), k);
+                /* a prefix is another kind ("w" of "wm") or none */
+                assert_int_not_equal(wire_op_from_string(name, strlen(name) - 1), k);
+                assert_int_equal(wire_ops[k].step_args > 0,
+                                 k == WIRE_OP_READ || k == WIRE_OP_WRITE || k == WIRE_OP_WRITE_MASKED);
+                for (int other = 0; other < k; other++)
+                        assert_string_not_equal(name, wire_op_to_string(other));
+        }
+        assert_null(wire_op_to_string(_WIRE_OP_MAX));
+        assert_int_equal(wire_op_from_string("eac", 3), -EINVAL);
+        assert_int_equal(wire_op_from_string("eachx", 5), -EINVAL);
+        assert_int_equal(wire_op_from_string("each", 4), WIRE_OP_EACH);
+
+        for (int t = 0; t < _REQUEST_TYPE_MAX; t++) {
+                const char *name = request_type_to_string(t);
+
+                assert_non_null(name);
+                assert_int_equal(request_type_from_string(name, strlen(name)), t);
+                assert_int_equal(request_type_from_string(name, strlen(name) - 1), -EINVAL);
+        }
+        assert_null(request_type_to_string(_REQUEST_TYPE_MAX));
+        assert_int_equal(request_type_from_string("hellox", 6), -EINVAL);
+}
+
+/* A reply tuple packed by position is byte for byte what the typed packers wrote before:
+ * the daemon's hello and status replies did not change on the wire. */
+static void test_tuple_matches_typed_packers(void **state) {
+        static const int64_t ints[] = { 0, 1, 127, 128, 255, 256, 65535, 65536, -1, -32, -33, -128, -129,
+                                        -32768, -32769, INT32_MIN, INT32_MAX };
+        msgpack_sbuffer a, b;
+        msgpack_packer pa, pb;
+
+        (void) state;
+        msgpack_sbuffer_init(&a);
+        msgpack_sbuffer_init(&b);
+        msgpack_packer_init(&pa, &a, msgpack_sbuffer_write);
+        msgpack_packer_init(&pb, &b, msgpack_sbuffer_write);
+
+        for (size_t i = 0; i < ELEMENTSOF(ints); i++) {
+                msgpack_sbuffer_clear(&a);
+                msgpack_sbuffer_clear(&b);
+                assert_int_equal(pack_tuple(&pa, (const msgpack_object[3]) {
+                        tuple_int(ints[i]), tuple_uint((uint64_t) ints[i] & UINT32_MAX),
+                        tuple_uint((uint16_t) ints[i]) }, 3), 0);
+                msgpack_pack_array(&pb, 3);
+                msgpack_pack_int32(&pb, (int32_t) ints[i]);
+                msgpack_pack_uint32(&pb, (uint32_t) ints[i]);
+                msgpack_pack_uint16(&pb, (uint16_t) ints[i]);
+                assert_int_equal(a.size, b.size);
+                assert_memory_equal(a.data, b.data, a.size);
+        }
+
+        msgpack_sbuffer_clear(&a);
+        msgpack_sbuffer_clear(&b);
+        assert_int_equal(pack_tuple(&pa, (const msgpack_object[_HELLO_COUNTER_FIELDS]) {
+                [HELLO_COUNTER_INDEX] = tuple_uint(3),
+                [HELLO_COUNTER_NAME] = tuple_string("energy-pkg"),
+                [HELLO_COUNTER_PACKAGE] = tuple_int(-1),
+                [HELLO_COUNTER_WIDTH] = tuple_uint(32),
+                [HELLO_COUNTER_SCALE] = tuple_double(6.103515625e-05),
+                [HELLO_COUNTER_UNIT] = tuple_string("J"),
+                [HELLO_COUNTER_CLASS] = tuple_string(""),
+                [HELLO_COUNTER_ERROR] = tuple_string(NULL),
+        }, _HELLO_COUNTER_FIELDS), 0);
+        msgpack_pack_array(&pb, 8);
+        msgpack_pack_uint32(&pb, 3);
+        pack_string(&pb, "energy-pkg");
+        msgpack_pack_int32(&pb, -1);
+        msgpack_pack_uint8(&pb, 32);
+        msgpack_pack_double(&pb, 6.103515625e-05);
+        pack_string(&pb, "J");
+        pack_string(&pb, "");
+        pack_string(&pb, "");
+        assert_int_equal(a.size, b.size);
+        assert_memory_equal(a.data, b.data, a.size);
+
+        msgpack_sbuffer_clear(&a);
+        msgpack_sbuffer_clear(&b);
+        assert_int_equal(pack_tuple(&pa, (const msgpack_object[3]) {
+                [0] = tuple_bool(true), [2] = tuple_bool(false) }, 3), 0);
+        msgpack_pack_array(&pb, 3);
+        msgpack_pack_true(&pb);
+        msgpack_pack_nil(&pb);
+        msgpack_pack_false(&pb);
+        assert_int_equal(a.size, b.size);
+        assert_memory_equal(a.data, b.data, a.size);
+
+        msgpack_sbuffer_destroy(&a);
+        msgpack_sbuffer_destroy(&b);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_hello, setup, teardown),
@@ -652,6 +753,8 @@ int main(void) {
                 cmocka_unit_test(test_msgpack_check),
                 cmocka_unit_test(test_error_table),
                 cmocka_unit_test(test_int_arrays_match_msgpack_c),
+                cmocka_unit_test(test_wire_names_round_trip),
+                cmocka_unit_test(test_tuple_matches_typed_packers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

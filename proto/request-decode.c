@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Wire format: request decoding and encoding helpers
+ * Wire format: the request decoder, the first code that sees a client's bytes. Everything
+ * here reads untrusted input; the fuzz target links this half of proto/ alone.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,27 +11,16 @@
 
 #include "error.h"
 #include "macro.h"
-#include "message.h"
+#include "request-decode.h"
+#include "wire.h"
 
 #define MSGPACK_CHECK_DEPTH_MAX 32U
 #define REQUEST_DEPTH_MAX 5U
-
-static const char *const request_type_names[_REQUEST_TYPE_MAX] = {
-        [REQUEST_HELLO] = "hello",     [REQUEST_BATCH] = "batch",   [REQUEST_STATUS] = "status",
-        [REQUEST_LEASE] = "lease",     [REQUEST_RELEASE] = "release", [REQUEST_GRANT] = "grant",
-        [REQUEST_REVOKE] = "revoke",   [REQUEST_RESET] = "reset",   [REQUEST_RELOAD] = "reload",
-        [REQUEST_JOBMAP] = "jobmap",
-};
 
 static bool object_equals(const msgpack_object *o, const char *s, size_t n) {
         return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && memcmp(o->via.str.ptr, s, n) == 0;
 }
 
-const char *request_type_to_string(RequestType t) {
-        if ((unsigned) t >= _REQUEST_TYPE_MAX)
-                return NULL;
-        return request_type_names[t];
-}
 
 /* Which optional keys each request type accepts, beyond "v", "id" and "op". */
 enum {
@@ -316,8 +306,10 @@ static int decode_sweep(const msgpack_object *a, bool write, size_t index, Reque
         size_t n_cpus, n_regs;
         uint64_t total;
 
-        if (a->via.array.size != (write ? 4U : 3U))
-                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: '%s' takes %s", index, write ? "W" : "R",
+        WireOp kind = write ? WIRE_OP_SWEEP_WRITE : WIRE_OP_SWEEP_READ;
+
+        if (a->via.array.size != wire_ops[kind].args + 1U)
+                return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: '%s' takes %s", index, wire_ops[kind].name,
                               write ? "[cpus], [regs], [values]" : "[cpus], [regs]");
         if (cpus->type != MSGPACK_OBJECT_ARRAY || regs->type != MSGPACK_OBJECT_ARRAY)
                 return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: CPUs and registers must be arrays", index);
@@ -374,6 +366,7 @@ static int decode_sweep(const msgpack_object *a, bool write, size_t index, Reque
  * ["wm", msr, value, mask]. */
 static int decode_each_step(const msgpack_object *a, size_t index, size_t step, RegOp *ret, DecodeError *e) {
         const msgpack_object *k;
+        WireOp kind;
         unsigned args;
 
         if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size < 2 || a->via.array.ptr[0].type != MSGPACK_OBJECT_STR)
@@ -381,15 +374,12 @@ static int decode_each_step(const msgpack_object *a, size_t index, size_t step, 
                               step);
         k = &a->via.array.ptr[0];
         *ret = (RegOp) { .mask = UINT64_MAX };
-        if (object_equals(k, "r", 1))
-                ret->kind = REG_OP_MSR_READ, args = 1;
-        else if (object_equals(k, "w", 1))
-                ret->kind = REG_OP_MSR_WRITE, args = 2;
-        else if (object_equals(k, "wm", 2))
-                ret->kind = REG_OP_MSR_WRITE, args = 3;
-        else
+        kind = wire_op_from_string(k->via.str.ptr, k->via.str.size);
+        if (kind < 0 || wire_ops[kind].step_args == 0)
                 return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu: kind '%.*s' is not r, w or wm", index, step,
                               (int) (k->via.str.size > 16 ? 16 : k->via.str.size), k->via.str.ptr);
+        ret->kind = kind == WIRE_OP_READ ? REG_OP_MSR_READ : REG_OP_MSR_WRITE;
+        args = wire_ops[kind].step_args;
         if (a->via.array.size != args + 1)
                 return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: step %zu: '%.*s' takes %u arguments", index, step,
                               (int) k->via.str.size, k->via.str.ptr, args);
@@ -414,7 +404,7 @@ static int decode_each(const msgpack_object *a, size_t index, RequestBuffer *buf
         size_t n_cpus, n_steps;
         uint64_t total;
 
-        if (a->via.array.size != 3)
+        if (a->via.array.size != wire_ops[WIRE_OP_EACH].args + 1U)
                 return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: 'each' takes [cpus], [steps]", index);
         if (cpus->type != MSGPACK_OBJECT_ARRAY || steps->type != MSGPACK_OBJECT_ARRAY)
                 return refuse(e, PROTO_E_BAD_FIELD, "ops[%zu]: CPUs and steps must be arrays", index);
@@ -447,61 +437,12 @@ static int decode_each(const msgpack_object *a, size_t index, RequestBuffer *buf
         return 0;
 }
 
-typedef enum OpKind {
-        OP_KIND_UNKNOWN,
-        OP_KIND_READ,           /* "r" */
-        OP_KIND_WRITE,          /* "w" */
-        OP_KIND_WRITE_MASKED,   /* "wm" */
-        OP_KIND_PCI_READ,       /* "pr" */
-        OP_KIND_PCI_WRITE,      /* "pw" */
-        OP_KIND_SWEEP_READ,     /* "R" */
-        OP_KIND_SWEEP_WRITE,    /* "W" */
-        OP_KIND_COUNTER_READ,   /* "cr" */
-        OP_KIND_EACH,           /* "each" */
-} OpKind;
-
-/* A kind is its whole string, length and every byte: folding the bytes into one number let
- * "\0W" pass for "W", and shifting a signed char was undefined for bytes above 0x7f. This is
- * the hot path of a batch, hence a switch on the length and then on unsigned bytes. */
-static OpKind op_kind(const msgpack_object *k) {
-        const unsigned char *p = (const unsigned char *) k->via.str.ptr;
-
-        switch (k->via.str.size) {
-        case 1:
-                switch (p[0]) {
-                case 'r':
-                        return OP_KIND_READ;
-                case 'w':
-                        return OP_KIND_WRITE;
-                case 'R':
-                        return OP_KIND_SWEEP_READ;
-                case 'W':
-                        return OP_KIND_SWEEP_WRITE;
-                }
-                return OP_KIND_UNKNOWN;
-        case 2:
-                if (p[0] == 'w' && p[1] == 'm')
-                        return OP_KIND_WRITE_MASKED;
-                if (p[0] == 'p' && p[1] == 'r')
-                        return OP_KIND_PCI_READ;
-                if (p[0] == 'p' && p[1] == 'w')
-                        return OP_KIND_PCI_WRITE;
-                if (p[0] == 'c' && p[1] == 'r')
-                        return OP_KIND_COUNTER_READ;
-                return OP_KIND_UNKNOWN;
-        case 4:
-                return memcmp(p, "each", 4) == 0 ? OP_KIND_EACH : OP_KIND_UNKNOWN;
-        default:
-                return OP_KIND_UNKNOWN;
-        }
-}
-
 /* ["cr", counter]: one package counter by its index in hello's "counters". */
 static int decode_counter_read(const msgpack_object *a, uint32_t index, RequestBuffer *buf, size_t *n_ops,
                                DecodeError *e) {
         RegOp *op;
 
-        if (a->via.array.size != 2)
+        if (a->via.array.size != wire_ops[WIRE_OP_COUNTER_READ].args + 1U)
                 return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: 'cr' takes 1 argument", index);
         if (*n_ops >= PMUGATE_OPS_PER_BATCH_MAX)
                 return refuse(e, PROTO_E_TOO_MANY_OPS, "batch expands to more than %u operations",
@@ -529,7 +470,7 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
         for (uint32_t i = 0; i < o->via.array.size; i++) {
                 const msgpack_object *a = &o->via.array.ptr[i], *k;
                 RegOp *op;
-                OpKind kind;
+                WireOp kind;
                 bool write, pci, masked = false;
                 unsigned args;
                 int r;
@@ -538,38 +479,38 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                     a->via.array.ptr[0].type != MSGPACK_OBJECT_STR)
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "] must be an array [kind, ...]", i);
                 k = &a->via.array.ptr[0];
-                kind = op_kind(k);
+                kind = wire_op_from_string(k->via.str.ptr, k->via.str.size);
 
                 switch (kind) {
-                case OP_KIND_SWEEP_READ:
-                case OP_KIND_SWEEP_WRITE:
-                        r = decode_sweep(a, kind == OP_KIND_SWEEP_WRITE, i, buf, &n_ops, e);
+                case WIRE_OP_SWEEP_READ:
+                case WIRE_OP_SWEEP_WRITE:
+                        r = decode_sweep(a, kind == WIRE_OP_SWEEP_WRITE, i, buf, &n_ops, e);
                         if (r != 0)
                                 return r;
                         continue;
-                case OP_KIND_COUNTER_READ:
+                case WIRE_OP_COUNTER_READ:
                         r = decode_counter_read(a, i, buf, &n_ops, e);
                         if (r != 0)
                                 return r;
                         continue;
-                case OP_KIND_EACH:
+                case WIRE_OP_EACH:
                         r = decode_each(a, i, buf, &n_ops, e);
                         if (r != 0)
                                 return r;
                         continue;
-                case OP_KIND_READ:
+                case WIRE_OP_READ:
                         write = false, pci = false;
                         break;
-                case OP_KIND_WRITE:
+                case WIRE_OP_WRITE:
                         write = true, pci = false;
                         break;
-                case OP_KIND_WRITE_MASKED:
+                case WIRE_OP_WRITE_MASKED:
                         write = true, pci = false, masked = true;
                         break;
-                case OP_KIND_PCI_READ:
+                case WIRE_OP_PCI_READ:
                         write = false, pci = true;
                         break;
-                case OP_KIND_PCI_WRITE:
+                case WIRE_OP_PCI_WRITE:
                         write = true, pci = true;
                         break;
                 default:
@@ -577,7 +518,7 @@ static int decode_ops(const msgpack_object *o, RequestBuffer *buf, Request *req,
                                       (int) (k->via.str.size > 16 ? 16 : k->via.str.size), k->via.str.ptr);
                 }
 
-                args = masked ? 4U : write ? 3U : 2U;
+                args = wire_ops[kind].args;
                 if (a->via.array.size != args + 1)
                         return refuse(e, PROTO_E_BAD_FIELD, "ops[%" PRIu32 "]: '%.*s' takes %u arguments", i,
                                       (int) k->via.str.size, k->via.str.ptr, args);
@@ -660,13 +601,8 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
 
         if (!op || op->type != MSGPACK_OBJECT_STR)
                 return refuse(e, PROTO_E_BAD_FIELD, "'op' must be present and a string");
-        req->type = _REQUEST_TYPE_MAX;
-        for (unsigned t = 0; t < _REQUEST_TYPE_MAX && req->type == _REQUEST_TYPE_MAX; t++)
-                if (op->via.str.size > 0 && op->via.str.ptr[0] == request_type_names[t][0] &&
-                    op->via.str.size == strlen(request_type_names[t]) &&
-                    memcmp(op->via.str.ptr, request_type_names[t], op->via.str.size) == 0)
-                        req->type = t;
-        if (req->type == _REQUEST_TYPE_MAX)
+        req->type = request_type_from_string(op->via.str.ptr, op->via.str.size);
+        if (req->type < 0)
                 return refuse(e, PROTO_E_UNKNOWN_OP, "unknown operation '%.*s'",
                               (int) (op->via.str.size > 32 ? 32 : op->via.str.size), op->via.str.ptr);
 
@@ -687,7 +623,7 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                 if (!(request_keys[req->type].allowed & bit))
                         return refuse(e, PROTO_E_BAD_FIELD, "unknown key '%.*s' for operation '%s'",
                                       (int) (key->via.str.size > 32 ? 32 : key->via.str.size), key->via.str.ptr,
-                                      request_type_names[req->type]);
+                                      request_type_to_string(req->type));
                 if (seen & bit)
                         return refuse(e, PROTO_E_BAD_FIELD, "duplicate key '%.*s'", (int) key->via.str.size,
                                       key->via.str.ptr);
@@ -719,7 +655,7 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
         seen &= ~(unsigned) (KEY_V | KEY_ID | KEY_OP);
         if ((seen & request_keys[req->type].required) != request_keys[req->type].required)
                 return refuse(e, PROTO_E_BAD_FIELD, "operation '%s' is missing a required key",
-                              request_type_names[req->type]);
+                              request_type_to_string(req->type));
         return 0;
 }
 
@@ -752,201 +688,5 @@ int request_decode(const void *data, size_t size, RequestBuffer *buf, Request *r
         if (r != 0)
                 return r;
         *ret = req;
-        return 0;
-}
-
-static int sbuffer_reserve(msgpack_sbuffer *sb, size_t extra) {
-        size_t need = sb->size + extra, alloc = sb->alloc ?: 1024;
-        char *data;
-
-        if (need <= sb->alloc)
-                return 0;
-        while (alloc < need)
-                alloc *= 2;
-        data = realloc(sb->data, alloc);
-        if (!data)
-                return -ENOMEM;
-        sb->data = data;
-        sb->alloc = alloc;
-        return 0;
-}
-
-static uint8_t *put_be(uint8_t *p, uint64_t v, unsigned bytes) {
-        for (unsigned i = bytes; i-- > 0; v >>= 8)
-                p[i] = (uint8_t) v;
-        return p + bytes;
-}
-
-static uint8_t *put_array_header(uint8_t *p, size_t n) {
-        if (n < 16) {
-                *p++ = (uint8_t) (0x90 | n);
-                return p;
-        }
-        if (n <= UINT16_MAX) {
-                *p++ = 0xdc;
-                return put_be(p, n, 2);
-        }
-        *p++ = 0xdd;
-        return put_be(p, n, 4);
-}
-
-static uint8_t *put_uint(uint8_t *p, uint64_t v) {
-        if (v < 0x80) {
-                *p++ = (uint8_t) v;
-                return p;
-        }
-        if (v <= UINT8_MAX) {
-                *p++ = 0xcc;
-                return put_be(p, v, 1);
-        }
-        if (v <= UINT16_MAX) {
-                *p++ = 0xcd;
-                return put_be(p, v, 2);
-        }
-        if (v <= UINT32_MAX) {
-                *p++ = 0xce;
-                return put_be(p, v, 4);
-        }
-        *p++ = 0xcf;
-        return put_be(p, v, 8);
-}
-
-/* msgpack-c packs non-negative signed values as unsigned, negatives in the smallest signed
- * form: negative fixint down to -32, then int8, int16, int32. */
-static uint8_t *put_int(uint8_t *p, int32_t v) {
-        if (v >= 0)
-                return put_uint(p, (uint64_t) v);
-        if (v >= -32) {
-                *p++ = (uint8_t) v;
-                return p;
-        }
-        if (v >= INT8_MIN) {
-                *p++ = 0xd0;
-                return put_be(p, (uint8_t) v, 1);
-        }
-        if (v >= INT16_MIN) {
-                *p++ = 0xd1;
-                return put_be(p, (uint16_t) v, 2);
-        }
-        *p++ = 0xd2;
-        return put_be(p, (uint32_t) v, 4);
-}
-
-int pack_int32_array(msgpack_sbuffer *sb, const int32_t *v, size_t n) {
-        uint8_t *p;
-
-        if (n > UINT32_MAX || sbuffer_reserve(sb, 5 + 5 * n) < 0)
-                return -ENOMEM;
-        p = put_array_header((uint8_t *) sb->data + sb->size, n);
-        for (size_t i = 0; i < n; i++)
-                p = put_int(p, v[i]);
-        sb->size = (size_t) (p - (uint8_t *) sb->data);
-        return 0;
-}
-
-int pack_uint64_array(msgpack_sbuffer *sb, const uint64_t *v, size_t n) {
-        uint8_t *p;
-
-        if (n > UINT32_MAX || sbuffer_reserve(sb, 5 + 9 * n) < 0)
-                return -ENOMEM;
-        p = put_array_header((uint8_t *) sb->data + sb->size, n);
-        for (size_t i = 0; i < n; i++)
-                p = put_uint(p, v[i]);
-        sb->size = (size_t) (p - (uint8_t *) sb->data);
-        return 0;
-}
-
-int pack_string(msgpack_packer *pk, const char *s) {
-        size_t n = strlen(s);
-        int r;
-
-        r = msgpack_pack_str(pk, n);
-        if (r < 0)
-                return -ENOMEM;
-        return msgpack_pack_str_body(pk, s, n) < 0 ? -ENOMEM : 0;
-}
-
-int pack_key_string(msgpack_packer *pk, const char *key, const char *value) {
-        if (pack_string(pk, key) < 0)
-                return -ENOMEM;
-        return pack_string(pk, value ?: "");
-}
-
-int pack_key_uint(msgpack_packer *pk, const char *key, uint64_t value) {
-        if (pack_string(pk, key) < 0)
-                return -ENOMEM;
-        return msgpack_pack_uint64(pk, value) < 0 ? -ENOMEM : 0;
-}
-
-int pack_key_bool(msgpack_packer *pk, const char *key, bool value) {
-        if (pack_string(pk, key) < 0)
-                return -ENOMEM;
-        return (value ? msgpack_pack_true(pk) : msgpack_pack_false(pk)) < 0 ? -ENOMEM : 0;
-}
-
-/* Every message starts {"v": 1, "id": ID, ...}. With fewer than 16 keys these bytes are a
- * fixmap header, fixstr keys and a fixint version: written at once rather than value by value
- * through the packer, as every request and reply needs them. */
-#define MSGPACK_FIXMAP 0x80
-#define MSGPACK_FIXMAP_MAX 15U
-#define MSGPACK_FIXSTR 0xa0
-#define MSGPACK_TRUE 0xc3
-
-_Static_assert(PMUGATE_PROTOCOL_VERSION <= 0x7f, "the version must be a positive fixint");
-
-static int pack_head(msgpack_packer *pk, uint64_t id, size_t keys) {
-        const char head[] = {
-                (char) (MSGPACK_FIXMAP | keys), (char) (MSGPACK_FIXSTR | 1), 'v', (char) PMUGATE_PROTOCOL_VERSION,
-                (char) (MSGPACK_FIXSTR | 2), 'i', 'd',
-        };
-
-        if (keys > MSGPACK_FIXMAP_MAX) {
-                /* Large maps (hello) are rare: the packer writes their header. */
-                if (msgpack_pack_map(pk, keys) < 0 || pack_key_uint(pk, "v", PMUGATE_PROTOCOL_VERSION) < 0 ||
-                    pack_key_uint(pk, "id", id) < 0)
-                        return -ENOMEM;
-                return 0;
-        }
-        if (pk->callback(pk->data, head, sizeof(head)) < 0 || msgpack_pack_uint64(pk, id) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-int request_pack_begin(msgpack_packer *pk, uint64_t id, const char *op, size_t extra_keys) {
-        static const char op_key[] = { (char) (MSGPACK_FIXSTR | 2), 'o', 'p' };
-        int r;
-
-        r = pack_head(pk, id, 3 + extra_keys);
-        if (r < 0)
-                return r;
-        if (pk->callback(pk->data, op_key, sizeof(op_key)) < 0)
-                return -ENOMEM;
-        return pack_string(pk, op);
-}
-
-int reply_pack_begin(msgpack_packer *pk, uint64_t id, size_t extra_keys) {
-        static const char ok_true[] = { (char) (MSGPACK_FIXSTR | 2), 'o', 'k', (char) MSGPACK_TRUE };
-        int r;
-
-        r = pack_head(pk, id, 3 + extra_keys);
-        if (r < 0)
-                return r;
-        return pk->callback(pk->data, ok_true, sizeof(ok_true)) < 0 ? -ENOMEM : 0;
-}
-
-int reply_pack_error(msgpack_packer *pk, uint64_t id, int code, const char *reason, int64_t op_index) {
-        if (msgpack_pack_map(pk, 4) < 0)
-                return -ENOMEM;
-        if (pack_key_uint(pk, "v", PMUGATE_PROTOCOL_VERSION) < 0 || pack_key_uint(pk, "id", id) < 0 ||
-            pack_key_bool(pk, "ok", false) < 0 || pack_string(pk, "error") < 0)
-                return -ENOMEM;
-        if (msgpack_pack_map(pk, op_index >= 0 ? 4 : 3) < 0)
-                return -ENOMEM;
-        if (pack_key_uint(pk, "code", (uint64_t) code) < 0 ||
-            pack_key_string(pk, "name", proto_error_name(code) ?: "unknown") < 0 ||
-            pack_key_string(pk, "reason", reason ?: proto_error_reason(code)) < 0)
-                return -ENOMEM;
-        if (op_index >= 0 && pack_key_uint(pk, "op", (uint64_t) op_index) < 0)
-                return -ENOMEM;
         return 0;
 }
