@@ -144,8 +144,15 @@ def test_groups(tap):
         d, dm = sim_daemon(model)
         try:
             for group in ("BRANCH", "FLOPS_DP", "TMA", "MEM") + (("MEM_FREERUN",) if model == "icx" else ()):
-                rc, out, err = lt.perfctr(d, dm.socket, model, ["-C", "0-1", "-g", group] +
-                                          (TIMED_MEM if group.startswith("MEM") else TIMED))
+                args = ["-C", "0-1", "-g", group] + (TIMED_MEM if group.startswith("MEM") else TIMED)
+                rc, out, err = lt.perfctr(d, dm.socket, model, args)
+                # Once in several runs (seen once in eight full suites, on skx) the TMA table
+                # came without a value for its last row, Back End. Until that is explained,
+                # such a run is shown in full and repeated once; the repeat is checked.
+                if group == "TMA" and any(lt.metric(out, name) is None for name in TOPDOWN):
+                    print("# likwid-perfctr's TMA table lacks a value; repeated once. Its output "
+                          "(rc %d):\n# " % rc + "\n# ".join((out + err).splitlines()), flush=True)
+                    rc, out, err = lt.perfctr(d, dm.socket, model, args)
                 tap.ok(rc == 0 and "Group 1: " + group in out and lt.metric(out, "CPI") is not None,
                        "%s %s: likwid-perfctr runs to its results table and exits 0" % (model, group),
                        "rc %d\n%s\n%s" % (rc, out[-1500:], err[-1500:]))
