@@ -9,6 +9,7 @@
 #include "cpulist.h"
 #include "error.h"
 #include "handlers/handlers.h"
+#include "pmu/pmu-uncore.h"
 
 
 int handler_reply_cpus(Server *s, const Request *req, const uint32_t *cpus, size_t n) {

@@ -17,6 +17,7 @@
 #include "error.h"
 #include "log.h"
 #include "macro.h"
+#include "pmu/clean.h"
 #include "pmu/journal.h"
 #include "server/server.h"
 

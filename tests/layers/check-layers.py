@@ -65,11 +65,9 @@ LAYERS = {
 # circle not listed here fails. Each is the sorted list of its files (through includes: paths
 # under the component's root without suffix; through functions: the object files' names).
 KNOWN_CIRCLES = [
-    ['pmu/clean', 'pmu/journal', 'pmu/leases', 'pmu/pmu', 'pmu/pmu-uncore'],
     ['server/server', 'server/session'],
     ['handlers_admin', 'handlers_common', 'handlers_dispatch', 'handlers_hello', 'handlers_jobs',
      'handlers_lease', 'handlers_registers', 'handlers_status'],
-    ['pmu_clean', 'pmu_pmu'],
     ['server_server', 'server_session'],
 ]
 
