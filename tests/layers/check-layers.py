@@ -65,10 +65,8 @@ LAYERS = {
 # circle not listed here fails. Each is the sorted list of its files (through includes: paths
 # under the component's root without suffix; through functions: the object files' names).
 KNOWN_CIRCLES = [
-    ['server/server', 'server/session'],
     ['handlers_admin', 'handlers_common', 'handlers_dispatch', 'handlers_hello', 'handlers_jobs',
      'handlers_lease', 'handlers_registers', 'handlers_status'],
-    ['server_server', 'server_session'],
 ]
 
 # Beneath every layer: the wire format, and the header meson generates into the build root.
