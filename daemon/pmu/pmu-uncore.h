@@ -41,8 +41,8 @@ void pmu_uncore_done(Pmu *p);
 
 /* Reads the counter controls of the L3s (CCX), data fabrics (package) and PCI units (package)
  * that cpus belong to, each once and only while no CPU sharing it is leased (leased, the CPUs
- * a lease holds, leases_held_cpus(); NULL: none is): whatever is enabled then is the kernel's. Units of no package with an online
- * CPU go with the machine's first online CPU. */
+ * a lease holds, leases_held_cpus(); NULL: none is): whatever is enabled then is the
+ * kernel's. Units of no package with an online CPU go with the machine's first online CPU. */
 void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const CpuSet *leased);
 void pmu_uncore_detect_all(Pmu *p);
 

@@ -62,8 +62,9 @@ LAYERS = {
 }
 
 # Circles known and not yet broken, reported as TODO (TAP): a circle not listed here fails. None
-# is left; the list stays for the rare move that must land in two steps. Each is the sorted list of its files (through includes: paths
-# under the component's root without suffix; through functions: the object files' names).
+# is left; the list stays for the rare move that must land in two steps. Each is the sorted
+# list of its files (through includes: paths under the component's root without suffix; through
+# functions: the object files' names).
 KNOWN_CIRCLES = []
 
 # Beneath every layer: the wire format, and the header meson generates into the build root.
