@@ -10,9 +10,11 @@
 #include "error.h"
 #include "handlers/handlers.h"
 #include "log.h"
+#include "pmu/pmu-uncore.h"
 
 
 int handle_reset(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
+        CpuSet leased;
         _cleanup_free_ uint32_t *cpus = NULL;
         size_t n = 0, failed = 0;
         char list[512];
@@ -50,7 +52,8 @@ int handle_reset(Server *s, Session *c, const Request *req, Refusal *ret_refusal
                         failed++;
         }
         /* The uncore of CCXs and packages nobody leases any more, read again. */
-        pmu_uncore_detect(s->pmu, cpus, n, s->leases);
+        leases_held_cpus(s->leases, &leased);
+        pmu_uncore_detect(s->pmu, cpus, n, &leased);
         handler_format_cpus(cpus, n, list, sizeof(list));
         server_audit(s, c, "reset", failed ? "partial" : "allowed", NULL, list, NULL, n);
         if (failed > 0)

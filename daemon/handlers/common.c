@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Helpers every handler uses: replies that list CPUs, CPU checks, the caller's job scope
+ * Helpers every handler uses: replies that list CPUs, CPU checks, the caller's job scope, the
+ * `revoked` notice. Beneath the handlers and the dispatch table: nothing here calls back up.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,6 +10,7 @@
 #include "cpulist.h"
 #include "error.h"
 #include "handlers/handlers.h"
+#include "pmu/pmu-uncore.h"
 
 
 int handler_reply_cpus(Server *s, const Request *req, const uint32_t *cpus, size_t n) {
@@ -34,6 +36,22 @@ int handler_check_cpus(Server *s, const Request *req, Refusal *ret_refusal) {
                         return refuse(ret_refusal, PROTO_E_NO_SUCH_CPU, -1,
                                       "CPU %" PRIu32 " does not exist or is offline", req->cpus[i]);
         return 0;
+}
+
+/* Said once, like a preemption: the right that allowed these leases is gone (a revoked or
+ * replaced grant, a job that lost CPUs, a reload that changed the role), so they ended and
+ * their registers were restored. */
+int handler_report_revocation(Session *c, Refusal *ret_refusal) {
+        char cpus[128];
+
+        if (cpuset_format(&c->revoked_cpus, cpus, sizeof(cpus)) < 0)
+                (void) snprintf(cpus, sizeof(cpus), "several");
+        (void) refuse(ret_refusal, PROTO_E_REVOKED, -1,
+                      "revoked: the leases on CPUs %s ended (%s); their registers were restored", cpus, c->revoked_why);
+        c->revoked = false;
+        cpuset_clear(&c->revoked_cpus);
+        c->revoked_why[0] = '\0';
+        return PROTO_E_REVOKED;
 }
 
 int handler_resolve_scope(Server *s, Session *c, Refusal *ret_refusal) {

@@ -79,22 +79,6 @@ static int report_preemption(Session *c, Refusal *ret_refusal) {
                       "preempted: a user's lease took CPUs %s from this monitor; its registers were restored", cpus);
 }
 
-/* Said once, like a preemption: the right that allowed these leases is gone (a revoked or
- * replaced grant, a job that lost CPUs, a reload that changed the role), so they ended and
- * their registers were restored. */
-int handler_report_revocation(Session *c, Refusal *ret_refusal) {
-        char cpus[128];
-
-        if (cpuset_format(&c->revoked_cpus, cpus, sizeof(cpus)) < 0)
-                (void) snprintf(cpus, sizeof(cpus), "several");
-        (void) refuse(ret_refusal, PROTO_E_REVOKED, -1,
-                      "revoked: the leases on CPUs %s ended (%s); their registers were restored", cpus, c->revoked_why);
-        c->revoked = false;
-        cpuset_clear(&c->revoked_cpus);
-        c->revoked_why[0] = '\0';
-        return PROTO_E_REVOKED;
-}
-
 static int handle(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         const HandlerRow *row = (unsigned) req->type < _REQUEST_TYPE_MAX ? &handler_table[req->type] : NULL;
 

@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "handlers/handlers.h"
+#include "pmu/pmu-uncore.h"
 
 
 static void on_preempted(const void *owner, uint32_t cpu, void *userdata) {
@@ -79,6 +80,7 @@ static void busy_reason(Server *s, const Session *c, const LeaseHolder *holder, 
 }
 
 int handle_lease(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
+        CpuSet leased;
         LeaseHolder holder = { .owner = c, .role = c->rights.role, .uid = c->peer.uid, .pid = c->peer.pid };
         _cleanup_free_ const char **jobs = NULL;
         char list[512], job_list[320];
@@ -125,7 +127,8 @@ int handle_lease(Server *s, Session *c, const Request *req, Refusal *ret_refusal
         for (size_t i = 0; i < req->n_cpus; i++)
                 if (!s->leases->cpus[req->cpus[i]].owner)
                         pmu_detect(s->pmu, req->cpus[i]);
-        pmu_uncore_detect(s->pmu, req->cpus, req->n_cpus, s->leases);
+        leases_held_cpus(s->leases, &leased);
+        pmu_uncore_detect(s->pmu, req->cpus, req->n_cpus, &leased);
 
         r = leases_acquire(s->leases, &holder, req->cpus, req->n_cpus, on_preempted, s, ret_refusal);
         handler_format_cpus(req->cpus, req->n_cpus, list, sizeof(list));

@@ -10,6 +10,8 @@
 #include "error.h"
 #include "macro.h"
 #include "pmu/batch.h"
+#include "pmu/clean-table.h"
+#include "pmu/pmu-uncore.h"
 #include "pmu/pmu.h"
 #include "refusal.h"
 

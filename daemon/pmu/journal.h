@@ -22,10 +22,12 @@
 #include "backend/backend.h"
 #include "backend/machine.h"
 #include "pmu/allowlist.h"
-#include "pmu/leases.h"
-#include "pmu/pmu.h"
+#include "pmu/lease-entry.h"
 #include "pmugate-limits.h"
 #include "state-dir.h"
+
+typedef struct Pmu Pmu;
+typedef struct JournalWriter JournalWriter;
 
 #define JOURNAL_VERSION 1U
 #define JOURNAL_ROLE_MAX 16U

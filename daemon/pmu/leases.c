@@ -15,6 +15,7 @@
 #include "pmu/clean.h"
 #include "pmu/journal.h"
 #include "pmu/leases.h"
+#include "pmu/pmu.h"
 #include "pmugate-limits.h"
 
 /* Journals still in the state directory once recovery is done are ones it could not restore:

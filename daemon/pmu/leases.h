@@ -32,6 +32,7 @@
 #include "cpuset.h"
 #include "message.h"
 #include "pmu/allowlist.h"
+#include "pmu/lease-entry.h"
 #include "policy/policy.h"
 #include "refusal.h"
 #include "state-dir.h"
@@ -39,16 +40,6 @@
 typedef struct JournalWriter JournalWriter;
 typedef struct Pmu Pmu;
 typedef struct Audit Audit;
-
-typedef struct LeaseEntry {
-        uint32_t target;        /* CPU, or PCI unit */
-        uint32_t reg;
-        uint64_t original;
-        uint8_t width;
-        uint8_t flags;          /* AllowFlags of the register */
-        uint8_t scope;          /* RegScope: who shares the register (PCI units: their package) */
-        bool pci;
-} LeaseEntry;
 
 typedef struct Lease {
         const void *owner;      /* the client holding it; NULL when free */
@@ -158,6 +149,14 @@ int leases_journal_add(Leases *l, uint32_t anchor, const RegOp *op, const AllowE
 static inline void leases_note_write(Leases *l, uint32_t cpu) {
         if (cpu < l->n_cpus && l->cpus[cpu].owner)
                 l->cpus[cpu].written = true;
+}
+
+/* The CPUs a lease holds, for pmu_uncore_detect(). */
+static inline void leases_held_cpus(const Leases *l, CpuSet *ret) {
+        cpuset_clear(ret);
+        for (uint32_t cpu = 0; cpu < l->n_cpus; cpu++)
+                if (l->cpus[cpu].owner)
+                        cpuset_add(ret, cpu);
 }
 
 size_t leases_count(const Leases *l);

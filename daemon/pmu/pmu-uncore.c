@@ -12,9 +12,8 @@
 #include "error.h"
 #include "log.h"
 #include "macro.h"
-#include "pmu/leases.h"
+#include "pmu/pmu-state.h"
 #include "pmu/pmu-uncore.h"
-#include "pmu/pmu.h"
 
 #define IMC_DAEMON_PMU_PREFIX "uncore_imc_"
 #define IMC_CLASS "uncore-imc"
@@ -111,11 +110,11 @@ void pmu_uncore_done(Pmu *p) {
         p->foreign_df = p->unknown_df = NULL;
 }
 
-static bool set_leased(const Leases *l, const CpuSet *set) {
-        if (!l)
+static bool set_leased(const CpuSet *leased, const CpuSet *set) {
+        if (!leased)
                 return false;
         CPUSET_FOREACH(cpu, set)
-                if (cpu < l->n_cpus && l->cpus[cpu].owner)
+                if (cpuset_has(leased, cpu))
                         return true;
         return false;
 }
@@ -143,7 +142,7 @@ static uint64_t enabled_pairs(const Pmu *p, uint32_t cpu, uint32_t first, unsign
 
 /* Reads the L3 (scope CCX) or data-fabric (scope package) controls of set on its first CPU,
  * unless a CPU of it is leased, and records the result on every CPU of the set. */
-static void detect_amd_scope(Pmu *p, RegScope scope, const CpuSet *set, const Leases *l) {
+static void detect_amd_scope(Pmu *p, RegScope scope, const CpuSet *set, const CpuSet *leased) {
         const Machine *m = p->machine;
         bool l3 = scope == REG_SCOPE_CCX;
         uint32_t anchor = cpuset_next(set, 0);
@@ -151,7 +150,7 @@ static void detect_amd_scope(Pmu *p, RegScope scope, const CpuSet *set, const Le
                           MIN(m->df_counters, AMD_DF_COUNTERS_MAX);
         uint64_t bits, unknown;
 
-        if (set_leased(l, set))
+        if (set_leased(leased, set))
                 return;
         bits = enabled_pairs(p, anchor, l3 ? MSR_AMD_L3_CTL0 : MSR_AMD_DF_CTL0, n, &unknown);
         if (bits != (l3 ? p->foreign_l3[anchor] : p->foreign_df[anchor]))
@@ -206,11 +205,11 @@ static void detect_unit(Pmu *p, uint32_t unit) {
 }
 
 /* The units of the package of CPUs set, unless a CPU of it is leased. */
-static void detect_package_units(Pmu *p, const CpuSet *set, const Leases *l) {
+static void detect_package_units(Pmu *p, const CpuSet *set, const CpuSet *leased) {
         const Machine *m = p->machine;
         int32_t package = m->cpus[cpuset_next(set, 0)].package;
 
-        if (set_leased(l, set))
+        if (set_leased(leased, set))
                 return;
         for (uint32_t u = 0; u < m->n_units; u++)
                 if (m->units[u].package == package)
@@ -219,11 +218,11 @@ static void detect_package_units(Pmu *p, const CpuSet *set, const Leases *l) {
 
 /* Units of no package with an online CPU: only admins write them, under the lease of the
  * machine's first online CPU, so they are read while that CPU is not leased. */
-static void detect_orphan_units(Pmu *p, const Leases *l) {
+static void detect_orphan_units(Pmu *p, const CpuSet *leased) {
         const Machine *m = p->machine;
         uint32_t first, anchor;
 
-        if (machine_first_online_cpu(m, &first) < 0 || (l && first < l->n_cpus && l->cpus[first].owner))
+        if (machine_first_online_cpu(m, &first) < 0 || (leased && cpuset_has(leased, first)))
                 return;
         for (uint32_t u = 0; u < m->n_units; u++)
                 if (machine_scope_anchor(m, REG_SCOPE_PACKAGE, u, true, &anchor) == -ENOENT)
@@ -236,7 +235,7 @@ static void cover(CpuSet *covered, const CpuSet *set) {
                 cpuset_add(covered, c);
 }
 
-void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const Leases *leases) {
+void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const CpuSet *leased) {
         const Machine *m = p->machine;
         uint32_t first = UINT32_MAX;
         CpuSet ccx_done, package_done, set;
@@ -256,17 +255,17 @@ void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const Leases
                 if (p->amd && !cpuset_has(&ccx_done, cpu) &&
                     machine_scope_cpus(m, REG_SCOPE_CCX, cpu, false, &set) == 0) {
                         cover(&ccx_done, &set);
-                        detect_amd_scope(p, REG_SCOPE_CCX, &set, leases);
+                        detect_amd_scope(p, REG_SCOPE_CCX, &set, leased);
                 }
                 if (!cpuset_has(&package_done, cpu) &&
                     machine_scope_cpus(m, REG_SCOPE_PACKAGE, cpu, false, &set) == 0) {
                         cover(&package_done, &set);
                         if (p->amd)
-                                detect_amd_scope(p, REG_SCOPE_PACKAGE, &set, leases);
-                        detect_package_units(p, &set, leases);
+                                detect_amd_scope(p, REG_SCOPE_PACKAGE, &set, leased);
+                        detect_package_units(p, &set, leased);
                 }
                 if (cpu == first && m->n_units > 0)
-                        detect_orphan_units(p, leases);
+                        detect_orphan_units(p, leased);
         }
 }
 

@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cpuset.h"
 #include "refusal.h"
 
 typedef struct Pmu Pmu;
-typedef struct Leases Leases;
 
 /* Who holds a PCI unit, per unit in Pmu.unit_owner. */
 typedef enum UncoreOwner {
@@ -40,10 +40,10 @@ int pmu_uncore_init(Pmu *p);
 void pmu_uncore_done(Pmu *p);
 
 /* Reads the counter controls of the L3s (CCX), data fabrics (package) and PCI units (package)
- * that cpus belong to, each once and only while no CPU sharing it is leased (leases may be
- * NULL: none is): whatever is enabled then is the kernel's. Units of no package with an online
- * CPU go with the machine's first online CPU. */
-void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const Leases *leases);
+ * that cpus belong to, each once and only while no CPU sharing it is leased (leased, the CPUs
+ * a lease holds, leases_held_cpus(); NULL: none is): whatever is enabled then is the
+ * kernel's. Units of no package with an online CPU go with the machine's first online CPU. */
+void pmu_uncore_detect(Pmu *p, const uint32_t *cpus, size_t n_cpus, const CpuSet *leased);
 void pmu_uncore_detect_all(Pmu *p);
 
 /* Whether register reg of target (a PCI unit with pci, else an MSR on CPU target) belongs to a

@@ -9,6 +9,8 @@
 
 #include "error.h"
 #include "log.h"
+#include "pmu/clean-table.h"
+#include "pmu/pmu-uncore.h"
 #include "pmu/pmu.h"
 
 #define FIXED_FIELD_BITS 4U

@@ -17,7 +17,9 @@
 #include "log.h"
 #include "macro.h"
 #include "policy/membership.h"
-#include "server/server.h"
+#include "server/reload.h"
+#include "server/revalidate.h"
+#include "server/server-state.h"
 
 static bool uid_seen_before(const Server *s, const Session *c) {
         for (const Session *o = s->sessions; o != c; o = o->next)

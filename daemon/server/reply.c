@@ -10,7 +10,8 @@
 
 #include "error.h"
 #include "macro.h"
-#include "server/server.h"
+#include "server/reply.h"
+#include "server/server-state.h"
 
 int server_reply_begin(Server *s, const Request *req, size_t extra_keys, msgpack_packer *ret) {
         msgpack_sbuffer_clear(&s->reply);

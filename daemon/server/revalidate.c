@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "macro.h"
-#include "server/server.h"
+#include "server/reply.h"
+#include "server/revalidate.h"
+#include "server/server-state.h"
 
 typedef struct Revalidation {
         const Server *server;

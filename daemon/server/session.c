@@ -22,7 +22,11 @@
 #include "error.h"
 #include "log.h"
 #include "macro.h"
-#include "server/server.h"
+#include "server/batch-job.h"
+#include "server/reply.h"
+#include "server/revalidate.h"
+#include "server/server-state.h"
+#include "server/session.h"
 
 /* A reply buffer grown past this is given back when a client leaves. */
 #define REPLY_BUFFER_KEEP (16U * 1024U)

@@ -8,53 +8,9 @@
  */
 #pragma once
 
-#include <stdbool.h>
 #include <stdint.h>
-#include <systemd/sd-event.h>
 
-#include "audit-fold.h"
-#include "cpuset.h"
-#include "pmugate-limits.h"
-#include "policy/policy.h"
-#include "policy/scope.h"
-#include "server/scheduler.h"
-
-typedef struct Server Server;
-typedef struct Session Session;
-typedef struct BatchJob BatchJob;
-
-struct Session {
-        Server *server;
-        Session *prev, *next;
-        int fd;
-        sd_event_source *io;
-        Peer peer;
-        Rights rights;
-        uint64_t requests;
-        Scope scope;            /* job-mode users: resolved again at every request, never kept
-                                 * as the job of a lease (each lease records its own) */
-        CpuSet leased;          /* the CPUs this session holds leases on */
-        bool preempted;         /* a user took over one of this client's leases */
-        CpuSet preempted_cpus;
-        bool revoked;           /* leases ended because the right that allowed them is gone */
-        CpuSet revoked_cpus;
-        char revoked_why[PMUGATE_REASON_MAX];
-        AuditFold audit_fold;   /* monitors: write batches repeated at every sample */
-        /* The messages of a reply the socket would not take yet, back to back; reading
-         * pauses until the last is sent. */
-        char *pending;
-        size_t pending_size;    /* what it holds, as counted against its uid's budget */
-        size_t pending_offset;  /* where its first message starts */
-        size_t pending_ends[PMUGATE_REPLY_PARTS_MAX];
-        size_t n_pending, pending_next;
-        SchedEntry sched;       /* its place in the scheduler's queues */
-        BatchJob *job;          /* a large batch in progress */
-        /* A request waiting for a slot for large batches, as it came (at most
-         * PMUGATE_REQUEST_SIZE_MAX bytes): decoded again when the slot is there. */
-        char *held;
-        size_t held_size;
-        bool last_large;        /* its last request was a batch larger than a slice */
-};
+#include "server/server-state.h"
 
 /* Takes ownership of fd and peer. */
 int session_new(Server *s, int fd, Peer *peer, Session **ret);

@@ -61,17 +61,11 @@ LAYERS = {
     },
 }
 
-# Circles known when this check was written, reported as TODO (TAP) until they are broken: a
-# circle not listed here fails. Each is the sorted list of its files (through includes: paths
-# under the component's root without suffix; through functions: the object files' names).
-KNOWN_CIRCLES = [
-    ['pmu/clean', 'pmu/journal', 'pmu/leases', 'pmu/pmu', 'pmu/pmu-uncore'],
-    ['server/server', 'server/session'],
-    ['handlers_admin', 'handlers_common', 'handlers_dispatch', 'handlers_hello', 'handlers_jobs',
-     'handlers_lease', 'handlers_registers', 'handlers_status'],
-    ['pmu_clean', 'pmu_pmu'],
-    ['server_server', 'server_session'],
-]
+# Circles known and not yet broken, reported as TODO (TAP): a circle not listed here fails. None
+# is left; the list stays for the rare move that must land in two steps. Each is the sorted
+# list of its files (through includes: paths under the component's root without suffix; through
+# functions: the object files' names).
+KNOWN_CIRCLES = []
 
 # Beneath every layer: the wire format, and the header meson generates into the build root.
 SHARED_ROOT = 'proto'
