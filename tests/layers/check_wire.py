@@ -8,7 +8,7 @@ outside proto/ (and the tests, which speak the wire literally on purpose) writes
 a string into a message, starts a request with a type's name written by hand, or reads a
 reply tuple's field by a number instead of its name.
 
-  check-wire.py [--source DIR]
+  check_wire.py [--source DIR]
 
 Output is TAP: one check per rule, the offending lines as comments. Before the tree, each
 rule is run on a line it must catch and one it must let pass, so a broken pattern fails too.
@@ -27,7 +27,7 @@ def vocabulary(source):
                                                    encoding='utf-8').read() + text)
     types = re.findall(r'\[REQUEST_[A-Z]+\] = "([a-z]+)"', text)
     if not ops or not types:
-        sys.exit('check-wire: no op kinds or request types found in proto/wire.[ch]')
+        sys.exit('check_wire.py: no op kinds or request types found in proto/wire.[ch]')
     return sorted(set(ops)), sorted(set(types))
 
 

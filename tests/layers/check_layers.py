@@ -14,7 +14,7 @@ It also reports import circles: files (a .c and its .h counted as one) that reac
 through their includes, and, given built object files (--objects), through the functions and
 data they use. A circle is a failure too.
 
-  check-layers.py [--source DIR] [--objects DIR ...] [--component NAME] [--verbose] [--stats]
+  check_layers.py [--source DIR] [--objects DIR ...] [--component NAME] [--verbose] [--stats]
 
 --verbose counts the include lines from layer to layer; --stats prints files per folder and
 the longest file and function of each component (as TAP comments).
