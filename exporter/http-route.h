@@ -2,7 +2,7 @@
 /*
  * What pmugate-exporter answers to a request line: the routing of exporter/http.c as a pure
  * function of the method, the URL and whether the request has a body, so it can be fuzzed
- * without libmicrohttpd (tests/fuzz/fuzz-http.c).
+ * without libmicrohttpd (tests/fuzz/fuzz_http.c).
  */
 #pragma once
 

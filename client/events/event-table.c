@@ -2,7 +2,7 @@
 /*
  * pmugate's event table. The encodings are those of Intel's event lists (intel/perfmon SKL
  * V59, CLX V1.25, ICX V1.30, SPR V1.39) as perf's tools/perf/pmu-events use them; the unit test
- * test-events compares every entry with libpfm4's list for the same model. Counter
+ * test_events.c compares every entry with libpfm4's list for the same model. Counter
  * restrictions are those of the event lists ("Counter": "0"), which libpfm4 does not export.
  *
  * AMD Zen 4 and Zen 5 events carry the names perf gives them (tools/perf/pmu-events/arch/x86/

@@ -563,7 +563,7 @@ void machine_update_summary(Machine *m) {
                         m->smt = true;
         }
         /* in unsigned arithmetic: a package id is anything up to INT32_MAX in sysfs, and one
-         * more than that does not fit an int (found by fuzz-machine) */
+         * more than that does not fit an int (found by fuzz_machine) */
         m->n_packages = (uint32_t) max_package + 1U;
 }
 

@@ -2,7 +2,7 @@
 /*
  * The kernel's perf event descriptions in sysfs (perf-counters.c): a PMU's format files
  * ("config:LO-HI") and its event files ("event=0x04,umask=0x03"), read from --root as hostile
- * input. Exposed for tests/fuzz/fuzz-perf-format.c.
+ * input. Exposed for tests/fuzz/fuzz_perf_format.c.
  */
 #pragma once
 

@@ -117,7 +117,7 @@ static int parse_ids(ConfigParser *p, const char *value, bool users, unsigned *i
 }
 
 /* The defaults are those of the shipped policy/pmugate.conf, groups included: without a file
- * only members of pmugate-users are users, never everybody (tests/unit/test-config.c compares
+ * only members of pmugate-users are users, never everybody (tests/daemon/test_config.c compares
  * the two). A group that does not exist (yet) admits nobody. */
 static void set_default_groups(ConfigParser *p, bool admin, bool user) {
         Config *c = &p->config;

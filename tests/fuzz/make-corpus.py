@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Writes the seed corpus for fuzz-request: valid requests of every kind and the malformed
+"""Writes the seed corpus for fuzz_request: valid requests of every kind and the malformed
 shapes the decoder must refuse. Run it to regenerate tests/fuzz/corpus/request/."""
 
 import os

@@ -7,7 +7,7 @@
 #
 #   tests/fuzz/run-campaign.sh [-t SECONDS] [-b BUILD_DIR] [-w WORK_DIR] [-j JOBS] [NAME...]
 #
-# NAME is a target without its "fuzz-" prefix or with it (request, fuzz-config, ...); the
+# NAME is a target without its "fuzz_" prefix or with it (request, fuzz_config, ...); the
 # default is every target the build has. Crashes are kept as WORK_DIR/NAME/crash-* files.
 # Run it niced on a shared machine: nice -n 19 tests/fuzz/run-campaign.sh
 set -euo pipefail
@@ -49,16 +49,16 @@ if [[ $fuzz_option != True ]]; then
 fi
 
 if [[ $# -eq 0 ]]; then
-        names=$(sed -n "s/^.*\['fuzz-\([a-z0-9-]*\)',.*/\1/p" "$src/tests/meson.build")
+        names=$(sed -n "s/^.*\['fuzz_\([a-z0-9_]*\)',.*/\1/p" "$src/tests/meson.build")
 else
         names=""
         for n in "$@"; do
-                names+="${n#fuzz-} "
+                names+="${n#fuzz_} "
         done
 fi
 targets=()
 for n in $names; do
-        targets+=("tests/fuzz-$n-libfuzzer")
+        targets+=("tests/fuzz_${n}_libfuzzer")
 done
 mkdir -p "$work"
 if ! ninja -C "$build" -j "$jobs" "${targets[@]}" > "$work/build.log" 2>&1; then
@@ -101,7 +101,7 @@ summary="$work/summary.txt"
 
 status=0
 for n in $names; do
-        bin="$build/tests/fuzz-$n-libfuzzer"
+        bin="$build/tests/fuzz_${n}_libfuzzer"
         corpus="$src/tests/fuzz/corpus/$n"
         dir="$work/$n"
         rm -rf "$dir"
@@ -109,7 +109,7 @@ for n in $names; do
         cp "$corpus"/* "$dir/corpus/"
         before=$(corpus_stats "$corpus")
 
-        echo "== fuzz-$n: ${seconds}s on a copy of tests/fuzz/corpus/$n"
+        echo "== fuzz_$n: ${seconds}s on a copy of tests/fuzz/corpus/$n"
         set +e
         # stderr of the target (its parsers' log lines) is closed; libFuzzer and the sanitizers
         # keep their own copy of it for their reports.

@@ -524,7 +524,7 @@ def test_foreign_slots_holds_perf_metrics(tap):
         tap.ok(rc == 0, "pmugatectl reset -c 0", out + err)
         # A fake machine's MSRs are bytes of one file, so the STATUS_RESET write (0x390) lands
         # on bytes 1-7 of GLOBAL_CTRL (0x38F): what reset kept in GLOBAL_CTRL is checked on the
-        # simulator by tests/unit/test-pmu.c; here, what it acknowledged.
+        # simulator by tests/daemon/test_pmu.c; here, what it acknowledged.
         tap.eq(m.msr(0, 0x390) & (slots | metrics), 0,
                "reset does not acknowledge perf's SLOTS or PERF_METRICS overflow")
     finally:

@@ -376,7 +376,7 @@ def test_library_batches(tap):
     d = t.workdir()
     dm = t.Daemon(d, ["--backend=sim", "--sim-model=spr"])
     try:
-        helper = os.environ.get("PMUGATE_BATCH_CLIENT", os.path.join(t.BUILD, "tests", "batch-client"))
+        helper = os.environ.get("PMUGATE_BATCH_CLIENT", os.path.join(t.BUILD, "tests", "batch_client"))
         p = subprocess.run([helper, dm.socket, "0", "3"], capture_output=True, text=True, timeout=60)
         lines = [l for l in p.stdout.splitlines() if l.startswith(("ok ", "not ok "))]
         for line in lines:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""check-layers.py on small made-up trees: it passes a tree that keeps the rule and fails each
+"""check_layers.py on small made-up trees: it passes a tree that keeps the rule and fails each
 way of breaking it (an include running up, one into the other component, one not naming its
 layer, an import circle), so that the check on the real tree cannot pass by checking nothing."""
 
@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHECK = os.path.join(HERE, 'check-layers.py')
+CHECK = os.path.join(HERE, 'check_layers.py')
 
 GOOD = {
     'proto/macro.h': '#pragma once\n',

@@ -16,7 +16,6 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -232,9 +231,11 @@ class Cluster:
         return p
 
     def spawn(self, name, argv, preexec_fn=None):
+        """Through the harness's spawn(): its own process group, ended and reaped at exit if
+        stop() did not get to it."""
         log = open(self.path("log", name + ".out"), "w")
-        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                            env=self.env, preexec_fn=preexec_fn)
+        self.procs[name] = t.spawn(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                   env=self.env, preexec_fn=preexec_fn)
         log.close()
 
     # -- start-up
@@ -446,20 +447,16 @@ class Cluster:
                     ["squeue", "-h", "-u", USER], timeout=15, env=self.env)[1].strip() == "", timeout=30)
             except Exception as e:
                 comment(str(e))
-        for name in ("slurmd", "slurmctld", "munged"):
-            p = self.procs.get(name)
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(timeout=10)
-        # slurmstepd processes of our jobs end on their own once the jobs are gone.
+        # slurmstepd processes of our jobs end on their own once the jobs are gone; wait for them
+        # before slurmd, whose process group end() empties, SIGKILL after its timeout.
         try:
             wait_for("slurmstepd to exit", lambda: not self.own_stepds(), timeout=30)
         except Exception as e:
             comment("%s: %s" % (e, self.own_stepds()))
+        for name in ("slurmd", "slurmctld", "munged"):
+            p = self.procs.get(name)
+            if p:
+                t.end(p, timeout=15)
         self.remove_cgroups()
         if self.daemon:
             self.daemon.stop()
@@ -702,8 +699,8 @@ def test_exporter_job_labels(tap, c):
         f.write("PMUGATE_JOB_SUMMARY_DIR=%s\nPMUGATE_EXPORTER_URL=%s\n" % (summaries, url))
     env = dict(c.env, PMUGATE_GROUP_PATH=os.path.join(os.path.abspath(t.SOURCE), "client", "groups"))
     log = open(c.path("log", "exporter.out"), "w")
-    ex = subprocess.Popen([EXPORTER, "--listen=127.0.0.1:%d" % port, "--interval=200ms"], stdout=log, stderr=log,
-                          env=env, preexec_fn=t.as_user(EXPORTER_UID, EXPORTER_UID, []))
+    ex = t.spawn([EXPORTER, "--listen=127.0.0.1:%d" % port, "--interval=200ms"], stdout=log, stderr=log,
+                 env=env, preexec_fn=t.as_user(EXPORTER_UID, EXPORTER_UID, []))
     log.close()
     try:
         wait_for("the exporter to measure", lambda: any(
@@ -740,13 +737,7 @@ def test_exporter_job_labels(tap, c):
                summary or os.listdir(summaries))
         tap.eq(c.script_status("epilog").get(job), [0], "and exited 0")
     finally:
-        ex.terminate()
-        try:
-            ex.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            ex.kill()
-            ex.wait()
-        tap.eq(ex.returncode, 0, "the exporter stops cleanly")
+        tap.eq(t.end(ex, timeout=20), 0, "the exporter stops cleanly")
 
 
 def test_node_healthy(tap, c):
