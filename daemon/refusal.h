@@ -32,7 +32,7 @@ typedef struct Refusal {
 /* Fills ret with code, op_index and the formatted reason (cut to PMUGATE_REASON_MAX) and
  * returns code, so that a check can `return refuse(...)`. */
 _printf_(4, 5) int refuse(Refusal *ret, int code, int64_t op_index, const char *fmt, ...);
-int refuse_v(Refusal *ret, int code, int64_t op_index, const char *fmt, va_list ap);
+_printf_(4, 0) int refuse_v(Refusal *ret, int code, int64_t op_index, const char *fmt, va_list ap);
 
 /* Leaves ret refusing nothing. */
 void refusal_clear(Refusal *ret);
