@@ -102,7 +102,8 @@ size_t pmugate_batch_size(const pmugate_batch *b) {
         return b->n_results;
 }
 
-/* An op of kind on one target and register; its arity says which of value and mask it carries. */
+/* An op of kind on one target; its arity says which of register, value and mask it carries
+ * (a package counter read names its counter alone). */
 static int add_op(pmugate_batch *b, WireOp kind, uint32_t target, uint32_t reg, uint64_t value,
                   uint64_t mask) {
         unsigned args = wire_ops[kind].args;
@@ -118,7 +119,7 @@ static int add_op(pmugate_batch *b, WireOp kind, uint32_t target, uint32_t reg, 
         pk = &b->packer;
         before = b->ops.size;
         r = msgpack_pack_array(pk, 1 + args) < 0 || pack_string(pk, wire_ops[kind].name) < 0 ||
-            msgpack_pack_uint32(pk, target) < 0 || msgpack_pack_uint32(pk, reg) < 0 ||
+            msgpack_pack_uint32(pk, target) < 0 || (args >= 2 && msgpack_pack_uint32(pk, reg) < 0) ||
             (args >= 3 && msgpack_pack_uint64(pk, value) < 0) ||
             (args >= 4 && msgpack_pack_uint64(pk, mask) < 0) ? -ENOMEM : 0;
         return finish_op(b, before, r, 1);
@@ -137,22 +138,7 @@ int pmugate_batch_read_pci(pmugate_batch *b, uint32_t unit, uint32_t offset) {
 }
 
 int pmugate_batch_read_counter(pmugate_batch *b, uint32_t counter) {
-        msgpack_packer *pk;
-        size_t before;
-        int r;
-
-        if (!b)
-                return -EINVAL;
-        r = reserve_results(b, 1);
-        if (r < 0)
-                return r;
-        pk = &b->packer;
-        before = b->ops.size;
-        r = msgpack_pack_array(pk, 1 + wire_ops[WIRE_OP_COUNTER_READ].args) < 0 ||
-            pack_string(pk, wire_ops[WIRE_OP_COUNTER_READ].name) < 0 ||
-            msgpack_pack_uint32(pk, counter) < 0 ?
-                -ENOMEM : 0;
-        return finish_op(b, before, r, 1);
+        return add_op(b, WIRE_OP_COUNTER_READ, counter, 0, 0, 0);
 }
 
 int pmugate_batch_write_pci(pmugate_batch *b, uint32_t unit, uint32_t offset, uint64_t value) {
