@@ -148,3 +148,10 @@
 #define PMUGATE_MARKER_DEPTH_MAX 32U
 #define PMUGATE_MARKER_NAME_MAX 100U
 #define PMUGATE_MARKER_FILE_SIZE_MAX (256U * 1024U * 1024U)
+
+/* The perf_event path (docs/PERF.md). A PMU's name as sysfs spells it, the format fields one PMU
+ * may have, the PMUs one machine shows, and the length of an event's name a client gives. */
+#define PERF_PMU_NAME_MAX 40U
+#define PERF_PMU_FORMATS_MAX 24U
+#define PERF_PMUS_MAX 256U
+#define PERF_EVENT_NAME_MAX 63U
