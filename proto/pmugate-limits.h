@@ -155,3 +155,10 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
+
+/* A cgroup's path as /proc/PID/cgroup gives it; a longer one is refused, not cut. */
+#define PMUGATE_CGROUP_PATH_MAX 2048U
+
+/* Threads of one process that a process-scope perf_open opens events on (one fd per thread and
+ * event); a process with more is refused with the reason. */
+#define PERF_PROCESS_THREADS_MAX 4096U
