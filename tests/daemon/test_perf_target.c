@@ -255,6 +255,16 @@ static int teardown(void **state) {
         if (listener >= 0)
                 (void) close(listener);
         if (test_dir[0]) {
+                char kill_file[700];
+                int fd;
+
+                /* Callers a failed test left behind end with their cgroups (Linux 5.14 and later). */
+                (void) snprintf(kill_file, sizeof(kill_file), "%s/cgroup.kill", test_dir);
+                fd = open(kill_file, O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        (void) !write(fd, "1", 1);
+                        (void) close(fd);
+                }
                 remove_cgroup(job_dir);
                 remove_cgroup(other_job_dir);
                 remove_cgroup(outside_dir);
