@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -70,6 +71,8 @@ typedef struct CallerSpec {
         int threads;            /* more threads besides the main one */
         bool connect;
         long busy_msec;         /* > 0: spin this much CPU time on CPU 0, then exit */
+        bool undumpable;        /* PR_SET_DUMPABLE 0, as a setuid program is */
+        uid_t saved_uid;        /* > 0: the saved uid instead of uid */
 } CallerSpec;
 
 static void write_file(const char *path, const char *text) {
@@ -106,8 +109,11 @@ static _Noreturn void caller_main(const CallerSpec *spec, int ready, int release
         }
         if (spec->uid != 0 &&
             (setgroups(0, NULL) < 0 || setresgid(spec->uid, spec->uid, spec->uid) < 0 ||
-             setresuid(spec->uid, spec->uid, spec->uid) < 0))
+             setresuid(spec->uid, spec->uid, spec->saved_uid ?: spec->uid) < 0))
                 _exit(98);
+        /* Changing uids left the child undumpable; a program exec'd as the user is dumpable. */
+        if (prctl(PR_SET_DUMPABLE, spec->undumpable ? 0 : 1, 0, 0, 0) < 0)
+                _exit(93);
         for (int i = 0; i < spec->threads; i++) {
                 pthread_t t;
 
@@ -460,7 +466,7 @@ static void test_process_own(void **state) {
 }
 
 static void test_process_other_uid(void **state) {
-        Caller c, root_caller, other;
+        Caller c, root_caller, other, saved;
         PerfProcess p;
         Refusal r = {};
         char expected[PMUGATE_REASON_MAX];
@@ -473,12 +479,23 @@ static void test_process_other_uid(void **state) {
                         (int) other.pid, (int) other.pid, OTHER_UID);
         assert_non_null(strstr(r.reason, expected));
         assert_non_null(strstr(r.reason, "only when asked as root"));
-        assert_int_equal(p.pidfd, p.pidfd);     /* untouched on refusal: nothing to release */
+
+        /* the caller's uid, but a saved uid of another's: it may become that uid again */
+        spawn(&(CallerSpec) { .uid = NOBODY, .saved_uid = OTHER_UID }, &saved);
+        assert_int_equal(perf_target_process("/proc", &c.peer, saved.pid, NULL, &p, &r), PROTO_E_NOT_AUTHORIZED);
+        assert_non_null(strstr(r.reason, "saved 65533"));
+        assert_int_equal(finish(&saved), 0);
+
+        /* the caller's uid, not dumpable (as a setuid program): ptrace's rule */
+        spawn(&(CallerSpec) { .uid = NOBODY, .undumpable = true }, &saved);
+        assert_int_equal(perf_target_process("/proc", &c.peer, saved.pid, NULL, &p, &r), PROTO_E_NOT_AUTHORIZED);
+        (void) snprintf(expected, sizeof(expected), "process %d is not dumpable", (int) saved.pid);
+        assert_non_null(strstr(r.reason, expected));
+        assert_int_equal(finish(&saved), 0);
 
         /* root's own process (this test) is no more the caller's */
         assert_int_equal(perf_target_process("/proc", &c.peer, getpid(), NULL, &p, &r), PROTO_E_NOT_AUTHORIZED);
 
-        /* a thread id is not a process */
         /* root may count anyone's process */
         spawn(&(CallerSpec) { .connect = true }, &root_caller);
         assert_int_equal(perf_target_process("/proc", &root_caller.peer, other.pid, NULL, &p, &r), 0);
