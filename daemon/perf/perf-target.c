@@ -176,6 +176,9 @@ typedef struct ThreadStatus {
         uid_t owner;
 } ThreadStatus;
 
+/* text begins with a newline, so every field starts one. The only field the process chooses,
+ * its name (the first line), comes escaped by the kernel (a newline as a backslash and "n"), so it
+ * cannot forge a State or Uid line. */
 static int parse_status(const char *text, ThreadStatus *ret) {
         const char *state = strstr(text, "\nState:"), *uids = strstr(text, "\nUid:");
         unsigned long u[4];
