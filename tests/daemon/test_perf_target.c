@@ -41,6 +41,7 @@
 #include "error.h"
 #include "macro.h"
 #include "perf/perf-target.h"
+#include "pmugate-limits.h"
 #include "policy/policy.h"
 #include "refusal.h"
 
@@ -68,7 +69,7 @@ typedef struct Caller {
 typedef struct CallerSpec {
         const char *cgroup;     /* the directory to run in; NULL: stay */
         uid_t uid;              /* 0: stay root */
-        int threads;            /* more threads besides the main one */
+        int threads;            /* more threads besides the main one (small stacks) */
         bool connect;
         long busy_msec;         /* > 0: spin this much CPU time on CPU 0, then exit */
         bool undumpable;        /* PR_SET_DUMPABLE 0, as a setuid program is */
@@ -115,9 +116,11 @@ static _Noreturn void caller_main(const CallerSpec *spec, int ready, int release
         if (prctl(PR_SET_DUMPABLE, spec->undumpable ? 0 : 1, 0, 0, 0) < 0)
                 _exit(93);
         for (int i = 0; i < spec->threads; i++) {
+                pthread_attr_t small;
                 pthread_t t;
 
-                if (pthread_create(&t, NULL, idle_thread, NULL) != 0)
+                if (pthread_attr_init(&small) != 0 || pthread_attr_setstacksize(&small, 64 * 1024) != 0 ||
+                    pthread_create(&t, &small, idle_thread, NULL) != 0)
                         _exit(97);
         }
         if (spec->connect) {
@@ -600,6 +603,56 @@ static void test_cgroup_counting(void **state) {
                 assert_int_equal(finish(&callers[i]), 0);
 }
 
+/* A process with more threads than PERF_PROCESS_THREADS_MAX is refused, not counted in part. */
+static void test_process_too_many_threads(void **state) {
+        Caller c;
+        PerfProcess p;
+        Refusal r = {};
+        char expected[128];
+
+        need_cgroups();
+        spawn(&(CallerSpec) { .uid = NOBODY, .threads = PERF_PROCESS_THREADS_MAX, .connect = true }, &c);
+        assert_int_equal(perf_target_process("/proc", &c.peer, 0, NULL, &p, &r), PROTO_E_LIMIT);
+        (void) snprintf(expected, sizeof(expected), "process %d has more than %u threads", (int) c.pid,
+                        PERF_PROCESS_THREADS_MAX);
+        assert_non_null(strstr(r.reason, expected));
+        assert_int_equal(finish(&c), 0);
+}
+
+/* The daemon serves as its own user, not root, after start-up: both scopes work from there. */
+static void test_as_daemon_user(void **state) {
+        Caller c;
+        pid_t pid;
+        int status;
+
+        need_cgroups();
+        spawn(&(CallerSpec) { .cgroup = job_dir, .uid = NOBODY, .threads = 1, .connect = true }, &c);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char job_path[256];
+                PerfProcess p;
+                Refusal r = {};
+                int fd = -EBADF;
+
+                if (setgroups(0, NULL) < 0 || setresgid(OTHER_UID, OTHER_UID, OTHER_UID) < 0 ||
+                    setresuid(OTHER_UID, OTHER_UID, OTHER_UID) < 0)
+                        _exit(90);
+                if (perf_target_job_cgroup(cgroup_root, &c.peer, JOB, &fd, &r) != 0 || !same_dir(fd, job_dir))
+                        _exit(91);
+                if (perf_target_job_path(&c.peer, JOB, job_path, sizeof(job_path), &r) != 0)
+                        _exit(92);
+                if (perf_target_process("/proc", &c.peer, 0, job_path, &p, &r) != 0 || p.n_tids != 2 ||
+                    !perf_target_process_alive(&p))
+                        _exit(93);
+                _exit(0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(finish(&c), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_job_cgroup_found),
@@ -608,6 +661,8 @@ int main(void) {
                 cmocka_unit_test(test_process_own),
                 cmocka_unit_test(test_process_other_uid),
                 cmocka_unit_test(test_process_exited),
+                cmocka_unit_test(test_process_too_many_threads),
+                cmocka_unit_test(test_as_daemon_user),
                 cmocka_unit_test(test_cgroup_counting),
         };
 
