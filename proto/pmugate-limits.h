@@ -155,3 +155,9 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
+
+/* The kernel's lockdown file (/sys/kernel/security/lockdown) is one line of three short words,
+ * one in brackets: the daemon reads at most this many bytes of it, and a longer file, or a
+ * bracketed word longer than the second limit, is not the kernel's. */
+#define PMUGATE_LOCKDOWN_FILE_MAX 256U
+#define PMUGATE_LOCKDOWN_WORD_MAX 32U
