@@ -91,7 +91,7 @@ static void write_lockdown(const char *text) {
         write_file(path, text, strlen(text));
 }
 
-static void test_auto_msr_when_writes_work(void **state) {
+static void test_auto_msr_writes_work(void **state) {
         FakeBackend f = fake();
         BackendChoice c;
 
@@ -333,7 +333,7 @@ static void test_names(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_auto_msr_when_writes_work, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test_setup_teardown(test_auto_msr_writes_work, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_auto_no_lockdown_file, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_auto_lockdown_file, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_auto_simulated_lockdown, tmpdir_setup, tmpdir_teardown),
