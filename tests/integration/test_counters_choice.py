@@ -151,6 +151,9 @@ def test_fake_lockdown_file(tap):
         r = c.batch([["w", 0, EVTSEL0, 0x43003C]])
         tap.eq(r.get("error", {}).get("name"), "read-only", "a batch write is refused")
         tap.eq(m.msr(0, EVTSEL0), 0x1234, "and nothing reached the device")
+        r = c.call("reset", cpus=[0])
+        tap.eq((r.get("ok"), r.get("cpus")), (True, [0]), "an admin reset ends the leases")
+        tap.eq(m.msr(0, EVTSEL0), 0x1234, "but writes no register the kernel's perf programs")
     finally:
         dm.stop()
 
