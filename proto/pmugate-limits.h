@@ -155,3 +155,8 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
+
+/* The perf opener (daemon/backend/perf-opener.c) answers one open at a time; a reply that takes
+ * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
+ * rather than wait with every client. */
+#define PERF_OPENER_TIMEOUT_MSEC 5000U
