@@ -330,6 +330,15 @@ static int opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, 
         }
 }
 
+/* perf_event_open() without an attr: the kernel answers EFAULT and opens nothing; a seccomp
+ * filter that does not allow the call (the shipped unit's SystemCallFilter=, which answers
+ * EPERM) answers first. 0 when the call is allowed, else the negative errno. */
+static int probe_perf_event_open(void) {
+        if (syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0UL) >= 0)
+                return -EBADMSG;
+        return errno == EFAULT ? 0 : -errno;
+}
+
 __attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAttrVerify verify, const uint32_t *types, size_t n_types,
                                    uid_t uid, gid_t gid) {
         sigset_t all;
@@ -363,8 +372,10 @@ __attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAt
         else
                 log_debug("Perf opener runs as uid %u with CAP_PERFMON alone", (unsigned) geteuid());
 
-        /* Ready: start-up waits for this, so that a failed drop stops it, not the first open. */
-        r = send_with_fds(sock, &(OpenerReply) {}, sizeof(OpenerReply), NULL, 0);
+        /* Ready, with whether the call is allowed at all: start-up waits for this, so that a
+         * failed drop or a system-call filter without perf_event_open shows then, not at the
+         * first open. */
+        r = send_with_fds(sock, &(OpenerReply) { .error = probe_perf_event_open() }, sizeof(OpenerReply), NULL, 0);
         if (r < 0)
                 _exit(EXIT_FAILURE);
         r = opener_serve(sock, verify, types, n_types);
@@ -415,10 +426,14 @@ static int wait_ready(PerfOpener *o) {
         r = receive_exact(o->fd, &reply, sizeof(reply), &fd, 1, &n_fds);
         if (r <= 0)
                 return r < 0 ? r : -EPIPE;
-        if (n_fds > 0 || reply.error != 0) {
+        if (n_fds > 0 || reply.error > 0 || reply.error < -4095) {
                 close_fds(&fd, n_fds);
                 return -EBADMSG;
         }
+        if (reply.error < 0)
+                (void) log_warning_errno(reply.error, "perf_event_open() is refused in the perf opener, most likely by a "
+                                  "system-call filter (the service's SystemCallFilter= admits it only with the "
+                                  "drop-in SECURITY.md gives): pmugated opens no perf event");
         return 0;
 }
 

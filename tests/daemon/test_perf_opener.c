@@ -125,9 +125,14 @@ static void test_privileges_of_the_opener(void **state) {
         {
                 struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
 
+                struct perf_event_attr hw = { .type = PERF_TYPE_HARDWARE, .size = sizeof(hw) };
+
                 fd = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
-                if (fd >= 0)
-                        (void) close(fd);
+                assert_true(fd >= 0);
+                (void) close(fd);
+                /* A refused request after it: once it is answered, the opener has closed its
+                 * copy of the first fd. */
+                assert_int_equal(perf_opener_open(o, &hw, getpid(), -1, -1, -1, 0), -EPERM);
         }
         assert_int_equal(status_field(pid, "CapEff"), PERFMON_MASK);
         assert_int_equal(status_field(pid, "CapPrm"), PERFMON_MASK);
