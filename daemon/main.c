@@ -194,8 +194,8 @@ static void raise_fd_limit(void) {
 
 /* The opener's check of every attr until the perf path's own (perf_attr_verify() of
  * perf/perf-attr.c) is wired in here with the catalogue's types: nothing is opened unchecked. */
-static int perf_attr_refuse_all(const struct perf_event_attr *attr, const uint32_t *types, size_t n, char *reason,
-                                size_t size) {
+static int perf_attr_refuse_all(const struct perf_event_attr *attr, const uint32_t *types, size_t n,
+                                char *reason, size_t size) {
         (void) attr;
         (void) types;
         (void) n;
