@@ -212,13 +212,18 @@ static int start_perf(uid_t uid, gid_t gid, PerfOpener **ret_opener, PerfDriver 
 
         r = perf_opener_start(perf_attr_refuse_all, NULL, 0, uid, gid, &opener);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Cannot start the perf opener");
         r = perf_driver_kernel_new(opener, ret_driver);
         if (r < 0) {
                 perf_opener_stop(opener);
                 return log_error_errno(r, "Cannot set up the kernel's perf driver");
         }
         log_info("Perf opener started (process %d)", (int) perf_opener_pid(opener));
+        if (perf_opener_probe_error(opener) < 0)
+                (void) log_warning_errno(perf_opener_probe_error(opener),
+                                         "perf_event_open() is refused in the perf opener, most likely by a "
+                                         "system-call filter (the service's SystemCallFilter= admits it only "
+                                         "with the drop-in SECURITY.md gives): pmugated opens no perf event");
         *ret_opener = opener;
         return 0;
 }

@@ -35,6 +35,7 @@ struct PerfOpener {
         pid_t pid;
         int fd;
         bool dead;      /* stopped answering: every open fails with -EPIPE, logged once */
+        int probe_error; /* what perf_event_open() answered the opener when it was ready */
 };
 
 static void close_fds(int *fds, size_t n) {
@@ -412,11 +413,7 @@ static int wait_ready(PerfOpener *o) {
                 close_fds(&fd, n_fds);
                 return -EBADMSG;
         }
-        if (reply.error < 0)
-                (void) log_warning_errno(reply.error, "perf_event_open() is refused in the perf opener, most "
-                                         "likely by a system-call filter (the service's SystemCallFilter= "
-                                         "admits it only with the drop-in SECURITY.md gives): pmugated opens "
-                                         "no perf event");
+        o->probe_error = reply.error;
         return 0;
 }
 
@@ -433,14 +430,14 @@ int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size
         if (!o)
                 return -ENOMEM;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-                return log_error_errno(errno, "Cannot create the perf opener's socket pair");
+                return -errno;
         (void) fflush(stderr);
         pid = fork();
         if (pid < 0) {
                 r = -errno;
                 (void) close(pair[0]);
                 (void) close(pair[1]);
-                return log_error_errno(r, "Cannot start the perf opener");
+                return r;
         }
         if (pid == 0) {
                 (void) close(pair[0]);
@@ -452,9 +449,8 @@ int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size
         r = wait_ready(o);
         if (r < 0) {
                 perf_opener_stop(TAKE_PTR(o));
-                return log_error_errno(r, "The perf opener did not start (it logs why)");
+                return r;
         }
-        log_debug("Perf opener started as process %d", (int) pid);
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -502,6 +498,10 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
                  * this opener again. */
                 return opener_gone(o, -r);
         return reply.error < 0 ? reply.error : fd;
+}
+
+int perf_opener_probe_error(const PerfOpener *o) {
+        return o->probe_error;
 }
 
 pid_t perf_opener_pid(const PerfOpener *o) {

@@ -40,7 +40,8 @@ typedef struct PerfOpenerReply {
 typedef int (*PerfAttrVerify)(const struct perf_event_attr *attr, const uint32_t *types, size_t n,
                               char *reason, size_t size);
 
-/* Forks the opener; call it before privileges are dropped. The child closes every fd but its
+/* Forks the opener and waits until it is ready; call it before privileges are dropped. Returns
+ * 0, or a negative errno when it could not start (the opener logs why it stopped). The child closes every fd but its
  * end of a SOCK_SEQPACKET socketpair, becomes uid:gid (when started as root; else it stays who
  * it is) keeping CAP_PERFMON alone (permitted, effective and bounding set; nothing inheritable
  * or ambient; no_new_privs; not dumpable), checks that this took, and then answers one request
@@ -58,6 +59,10 @@ int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size
  * is gone (killed, or it did not answer in PERF_OPENER_TIMEOUT_MSEC). */
 int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
                      int group_fd, unsigned long flags);
+
+/* 0 when perf_event_open() was allowed in the opener when it started, else the negative errno
+ * it got (-EPERM: a system-call filter, such as the shipped unit's, leaves the call out). */
+int perf_opener_probe_error(const PerfOpener *o);
 
 pid_t perf_opener_pid(const PerfOpener *o);
 

@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -418,6 +421,52 @@ static void test_hostile_messages(void **state) {
         perf_opener_stop(o);
 }
 
+/* As the shipped unit's SystemCallFilter= without perf_event_open does: EPERM for that call. */
+static int deny_perf_event_open(void) {
+        struct sock_filter filter[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_perf_event_open, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = ELEMENTSOF(filter), .filter = filter };
+
+        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+static void test_probe(void **state) {
+        PerfOpener *o = start();
+        int status = -1;
+        pid_t pid;
+
+        (void) state;
+        assert_int_equal(perf_opener_probe_error(o), 0);
+        perf_opener_stop(o);
+
+        /* Under a filter that leaves the call out, start-up learns it from the probe. */
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+                gid_t gid;
+                uid_t uid = nobody_uid(&gid);
+                int r;
+
+                if (deny_perf_event_open() < 0)
+                        _exit(10);
+                if (perf_opener_start(verify_software, software_only, 1, uid, gid, &o) < 0)
+                        _exit(11);
+                if (perf_opener_probe_error(o) != -EPERM)
+                        _exit(12);
+                r = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+                perf_opener_stop(o);
+                _exit(r == -EPERM ? 0 : 13);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_killed_opener(void **state) {
         PerfOpener *o = start();
         struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
@@ -500,6 +549,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_hostile_messages),
+                cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_killed_opener),
                 cmocka_unit_test(test_opener_ends_with_its_socket),
                 cmocka_unit_test(test_kernel_driver_through_the_opener),
