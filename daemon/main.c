@@ -14,6 +14,8 @@
 #include "audit.h"
 #include "backend/backend-choice.h"
 #include "backend/machine.h"
+#include "backend/perf-driver.h"
+#include "backend/perf-opener.h"
 #include "backend/sim/backend-sim.h"
 #include "build-config.h"
 #include "handlers/handlers.h"
@@ -242,6 +244,42 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
         return 0;
 }
 
+/* The opener's check of every attr until the perf path's own (perf_attr_verify() of
+ * perf/perf-attr.c) is wired in here with the catalogue's types: nothing is opened unchecked. */
+static int perf_attr_refuse_all(const struct perf_event_attr *attr, const uint32_t *types, size_t n,
+                                char *reason, size_t size) {
+        (void) attr;
+        (void) types;
+        (void) n;
+        (void) snprintf(reason, size, "this pmugated checks no perf event yet, so it opens none");
+        return -EPERM;
+}
+
+/* Forks the perf opener while the daemon still has its start-up privileges: it keeps
+ * CAP_PERFMON alone as the daemon's user (privileges.c leaves the serving process none), and
+ * the kernel's perf driver opens every event through it. */
+static int start_perf(uid_t uid, gid_t gid, PerfOpener **ret_opener, PerfDriver **ret_driver) {
+        PerfOpener *opener = NULL;
+        int r;
+
+        r = perf_opener_start(perf_attr_refuse_all, NULL, 0, uid, gid, &opener);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start the perf opener");
+        r = perf_driver_kernel_new(opener, ret_driver);
+        if (r < 0) {
+                perf_opener_stop(opener);
+                return log_error_errno(r, "Cannot set up the kernel's perf driver");
+        }
+        log_info("Perf opener started (process %d)", (int) perf_opener_pid(opener));
+        if (perf_opener_probe_error(opener) < 0)
+                (void) log_warning_errno(perf_opener_probe_error(opener),
+                                         "perf_event_open() is refused in the perf opener, most likely by a "
+                                         "system-call filter (the service's SystemCallFilter= admits it only "
+                                         "with the drop-in SECURITY.md gives): pmugated opens no perf event");
+        *ret_opener = opener;
+        return 0;
+}
+
 static int run(int argc, char *argv[]) {
         Options o;
         Config config;
@@ -250,6 +288,8 @@ static int run(int argc, char *argv[]) {
         Allowlist *allowlist = NULL;
         Audit *audit = NULL;
         Server *server = NULL;
+        PerfOpener *perf_opener = NULL;
+        PerfDriver *perf_driver = NULL;
         StateDir state = { .fd = -EBADF };
         BackendChoice choice;
         char reason[512], cgroup_root[4096];
@@ -315,14 +355,20 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 goto finish;
 
+        r = privileges_user_ids(o.user, &daemon_uid, &daemon_gid);
+        if (r < 0)
+                goto finish;
+        /* Before the audit log, the state directory and the socket are open: the opener closes
+         * every fd it inherits, and has the fewer to close. */
+        r = start_perf(daemon_uid, daemon_gid, &perf_opener, &perf_driver);
+        if (r < 0)
+                goto finish;
+
         r = audit_new(o.audit_log, &audit);
         if (r < 0)
                 goto finish;
 
         (void) snprintf(cgroup_root, sizeof(cgroup_root), "%s/sys/fs/cgroup", strcmp(o.root, "/") == 0 ? "" : o.root);
-        r = privileges_user_ids(o.user, &daemon_uid, &daemon_gid);
-        if (r < 0)
-                goto finish;
         /* Journals and grants of an earlier boot describe registers and jobs a reboot ended. */
         r = state_boot_id_read(o.root, state.boot_id);
         if (r < 0)
@@ -333,12 +379,15 @@ static int run(int argc, char *argv[]) {
 
         r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path,
                                           .dispatch = handlers_dispatch, .config_owner = geteuid(),
-                                          .state = &state, .cgroup_root = cgroup_root, .root = o.root },
+                                          .state = &state, .cgroup_root = cgroup_root, .root = o.root,
+                                          .perf_opener = perf_opener, .perf_driver = perf_driver },
                        machine, backend, allowlist, &config, audit, &server);
         if (r < 0)
                 goto finish;
         server->choice = choice;
         server->counters_from_option = o.counters >= 0;
+        perf_opener = NULL;
+        perf_driver = NULL;
         machine = NULL;
         backend = NULL;
         allowlist = NULL;
@@ -357,6 +406,8 @@ static int run(int argc, char *argv[]) {
 
 finish:
         server_free(server);
+        perf_driver_free(perf_driver);
+        perf_opener_stop(perf_opener);
         audit_free(audit);
         backend_free(backend);
         allowlist_free(allowlist);

@@ -168,3 +168,8 @@
  * bracketed word longer than the second limit, is not the kernel's. */
 #define PMUGATE_LOCKDOWN_FILE_MAX 256U
 #define PMUGATE_LOCKDOWN_WORD_MAX 32U
+
+/* The perf opener (daemon/backend/perf-opener.c) answers one open at a time; a reply that takes
+ * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
+ * rather than wait with every client. */
+#define PERF_OPENER_TIMEOUT_MSEC 5000U

@@ -17,6 +17,8 @@
 #include "backend/backend-choice.h"
 #include "backend/backend.h"
 #include "backend/machine.h"
+#include "backend/perf-driver.h"
+#include "backend/perf-opener.h"
 #include "cpuset.h"
 #include "message.h"
 #include "pmu/allowlist.h"
@@ -102,6 +104,10 @@ struct Server {
         Grants grants;
         Leases *leases;
         Pmu *pmu;
+        /* The perf_event path: the process that opens events with CAP_PERFMON, and the kernel's
+         * driver that opens through it (NULL when the daemon does not serve perf events). */
+        PerfOpener *perf_opener;
+        PerfDriver *perf_driver;
 
         Session *sessions;
         unsigned n_sessions;

@@ -183,6 +183,8 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         s->backend = backend;
         s->allowlist = allowlist;
         s->audit = audit;
+        s->perf_opener = o->perf_opener;
+        s->perf_driver = o->perf_driver;
         *ret = s;
         return 0;
 
@@ -214,6 +216,9 @@ Server *server_free(Server *s) {
         free(s->entries);
         free(s->status);
         free(s->values);
+        /* The driver's open events are the sessions' and closed with them; the opener last. */
+        perf_driver_free(s->perf_driver);
+        perf_opener_stop(s->perf_opener);
         backend_free(s->backend);
         allowlist_free(s->allowlist);
         machine_free(s->machine);

@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests: the perf opener on this machine's kernel (software events, a real cgroup, real fd
+ * passing) and the kernel's perf driver over it. Run as root, as the opener is started by root.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/perf-driver.h"
+#include "backend/perf-opener.h"
+#include "macro.h"
+
+#define READ_FORMAT (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING)
+/* The bit of CAP_PERFMON in /proc/PID/status masks. */
+#define PERFMON_MASK (UINT64_C(1) << 38)
+
+static const uint32_t software_only[] = { PERF_TYPE_SOFTWARE };
+static unsigned verify_calls;
+
+/* The opener's check as the tests give it: software counting events only. */
+static int verify_software(const struct perf_event_attr *attr, const uint32_t *types, size_t n, char *reason,
+                           size_t size) {
+        verify_calls++;
+        for (size_t i = 0; i < n; i++)
+                if (attr->type == types[i] && attr->size == sizeof(*attr) && attr->sample_period == 0)
+                        return 0;
+        (void) snprintf(reason, size, "type %u is not allowed", attr->type);
+        return -EPERM;
+}
+
+static uid_t nobody_uid(gid_t *ret_gid) {
+        struct passwd *pw = getpwnam("nobody");
+
+        *ret_gid = pw ? pw->pw_gid : 65534;
+        return pw ? pw->pw_uid : 65534;
+}
+
+static PerfOpener *start(void) {
+        PerfOpener *o = NULL;
+        gid_t gid;
+        uid_t uid = nobody_uid(&gid);
+
+        assert_int_equal(perf_opener_start(verify_software, software_only, ELEMENTSOF(software_only), uid, gid,
+                                           &o), 0);
+        assert_non_null(o);
+        assert_true(perf_opener_pid(o) > 0);
+        return o;
+}
+
+static struct perf_event_attr software(uint64_t config, uint64_t read_format) {
+        return (struct perf_event_attr) { .type = PERF_TYPE_SOFTWARE, .size = sizeof(struct perf_event_attr),
+                                          .config = config, .read_format = read_format, .exclude_kernel = 1,
+                                          .exclude_hv = 1 };
+}
+
+static void spin_ms(unsigned ms) {
+        struct timespec start, now;
+
+        assert_int_equal(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start), 0);
+        do
+                assert_int_equal(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now), 0);
+        while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+}
+
+/* value, time_enabled, time_running of a single event */
+static void read3(int fd, uint64_t v[3]) {
+        assert_int_equal(read(fd, v, 3 * sizeof(uint64_t)), 3 * sizeof(uint64_t));
+}
+
+static void assert_advances(int fd) {
+        uint64_t a[3], b[3];
+
+        read3(fd, a);
+        spin_ms(30);
+        read3(fd, b);
+        assert_true(b[0] > a[0]);
+        assert_true(b[1] > a[1]);
+        assert_true(b[2] > 0);
+}
+
+static uint64_t status_field(pid_t pid, const char *field) {
+        char path[64], line[256];
+        FILE *f;
+        uint64_t v = UINT64_MAX;
+
+        (void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, field, strlen(field)) == 0 && line[strlen(field)] == ':')
+                        v = strtoull(line + strlen(field) + 1, NULL,
+                                     strcmp(field, "NoNewPrivs") == 0 ? 10 : 16);
+        (void) fclose(f);
+        return v;
+}
+
+static void test_privileges_of_the_opener(void **state) {
+        PerfOpener *o = start();
+        pid_t pid = perf_opener_pid(o);
+        char path[64], line[256], uid_line[256] = "";
+        struct stat st;
+        gid_t gid;
+        uid_t uid = nobody_uid(&gid);
+        FILE *f;
+        int fd;
+
+        (void) state;
+        /* One round trip: the opener has dropped its privileges before it answers. */
+        {
+                struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+
+                struct perf_event_attr hw = { .type = PERF_TYPE_HARDWARE, .size = sizeof(hw) };
+
+                fd = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+                assert_true(fd >= 0);
+                (void) close(fd);
+                /* A refused request after it: once it is answered, the opener has closed its
+                 * copy of the first fd. */
+                assert_int_equal(perf_opener_open(o, &hw, getpid(), -1, -1, -1, 0), -EPERM);
+        }
+        assert_int_equal(status_field(pid, "CapEff"), PERFMON_MASK);
+        assert_int_equal(status_field(pid, "CapPrm"), PERFMON_MASK);
+        assert_int_equal(status_field(pid, "CapBnd"), PERFMON_MASK);
+        assert_int_equal(status_field(pid, "CapInh"), 0);
+        assert_int_equal(status_field(pid, "CapAmb"), 0);
+        assert_int_equal(status_field(pid, "NoNewPrivs"), 1);
+        (void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "Uid:", 4) == 0)
+                        (void) snprintf(uid_line, sizeof(uid_line), "%s", line);
+        (void) fclose(f);
+        (void) snprintf(line, sizeof(line), "Uid:\t%u\t%u\t%u\t%u\n", uid, uid, uid, uid);
+        assert_string_equal(uid_line, line);
+        /* Not dumpable: the kernel gives the files of its /proc directory to root, not to its
+         * uid (the directory itself keeps the uid). */
+        (void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_uid, 0);
+        /* It kept no fd of ours: its socket and stdin, stdout, stderr. */
+        (void) snprintf(path, sizeof(path), "/proc/%d/fd/4", (int) pid);
+        assert_int_equal(access(path, F_OK), -1);
+        perf_opener_stop(o);
+}
+
+static void test_task_clock_of_a_process(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT);
+        int fd;
+
+        (void) state;
+        fd = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(fcntl(fd, F_GETFD), FD_CLOEXEC);
+        assert_advances(fd);
+        (void) close(fd);
+        perf_opener_stop(o);
+}
+
+static void test_cpu_clock_on_a_cpu(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr attr = software(PERF_COUNT_SW_CPU_CLOCK, READ_FORMAT);
+        int fd;
+
+        (void) state;
+        /* A CPU-wide event: perf_event_paranoid > 0 refuses it without CAP_PERFMON. */
+        fd = perf_opener_open(o, &attr, -1, -1, 0, -1, 0);
+        assert_true(fd >= 0);
+        assert_advances(fd);
+        (void) close(fd);
+        perf_opener_stop(o);
+}
+
+static void test_group(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr leader = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT | PERF_FORMAT_GROUP);
+        struct perf_event_attr member = software(PERF_COUNT_SW_CONTEXT_SWITCHES,
+                                                 READ_FORMAT | PERF_FORMAT_GROUP);
+        uint64_t v[5];
+        int lfd, mfd;
+
+        (void) state;
+        leader.disabled = 1;
+        lfd = perf_opener_open(o, &leader, getpid(), -1, -1, -1, 0);
+        assert_true(lfd >= 0);
+        mfd = perf_opener_open(o, &member, getpid(), -1, -1, lfd, 0);
+        assert_true(mfd >= 0);
+        assert_int_equal(ioctl(lfd, PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP), 0);
+        spin_ms(20);
+        (void) usleep(1000);
+        assert_int_equal(read(lfd, v, sizeof(v)), sizeof(v));
+        assert_int_equal(v[0], 2);      /* nr: the member joined the leader's group */
+        assert_true(v[1] > 0 && v[2] > 0);
+        assert_true(v[3] > 0);          /* task-clock */
+        (void) close(mfd);
+        (void) close(lfd);
+        perf_opener_stop(o);
+}
+
+/* The cgroup v2 directory of this process, opened from the v2 mount that mountinfo names. */
+static int own_cgroup_dir(void) {
+        char line[4096], mount[4096] = "", cg[4096] = "", path[8192];
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                char *sep = strstr(line, " - cgroup2 "), *fields[5], *save = NULL, *p = line;
+
+                if (!sep || mount[0])
+                        continue;
+                for (size_t i = 0; i < ELEMENTSOF(fields); i++, p = NULL)
+                        fields[i] = strtok_r(p, " ", &save);
+                (void) snprintf(mount, sizeof(mount), "%s", fields[4]);
+        }
+        (void) fclose(f);
+        f = fopen("/proc/self/cgroup", "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "0::", 3) == 0) {
+                        line[strcspn(line, "\n")] = '\0';
+                        (void) snprintf(cg, sizeof(cg), "%s", line + 3);
+                }
+        (void) fclose(f);
+        if (!mount[0] || !cg[0])
+                return -ENOENT;
+        (void) snprintf(path, sizeof(path), "%s%s", mount, cg);
+        return open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+}
+
+static void test_cgroup(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr attr = software(PERF_COUNT_SW_CPU_CLOCK, READ_FORMAT);
+        cpu_set_t was, cpu0;
+        int dir, fd;
+
+        (void) state;
+        dir = own_cgroup_dir();
+        if (dir < 0) {
+                perf_opener_stop(o);
+                skip();
+        }
+        fd = perf_opener_open(o, &attr, 0, dir, 0, -1, PERF_FLAG_PID_CGROUP);
+        assert_true(fd >= 0);
+        /* The cgroup's tasks on CPU 0: this one, pinned there. */
+        assert_int_equal(sched_getaffinity(0, sizeof(was), &was), 0);
+        CPU_ZERO(&cpu0);
+        CPU_SET(0, &cpu0);
+        assert_int_equal(sched_setaffinity(0, sizeof(cpu0), &cpu0), 0);
+        assert_advances(fd);
+        assert_int_equal(sched_setaffinity(0, sizeof(was), &was), 0);
+        /* A cgroup needs its directory fd and the flag together. */
+        assert_int_equal(perf_opener_open(o, &attr, 0, dir, 0, -1, 0), -EINVAL);
+        assert_int_equal(perf_opener_open(o, &attr, 0, -1, 0, -1, PERF_FLAG_PID_CGROUP), -EINVAL);
+        (void) close(fd);
+        (void) close(dir);
+        perf_opener_stop(o);
+}
+
+static void test_refusals(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr hw = { .type = PERF_TYPE_HARDWARE, .size = sizeof(hw),
+                                      .config = PERF_COUNT_HW_CPU_CYCLES };
+        struct perf_event_attr sampling = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        struct perf_event_attr ok = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        unsigned before;
+
+        (void) state;
+        sampling.sample_period = 1000;
+        assert_int_equal(perf_opener_open(o, &hw, getpid(), -1, -1, -1, 0), -EPERM);
+        assert_int_equal(perf_opener_open(o, &sampling, getpid(), -1, -1, -1, 0), -EPERM);
+        /* Flags it does not pass are refused before anything is sent. */
+        before = verify_calls;
+        assert_int_equal(perf_opener_open(o, &ok, getpid(), -1, -1, -1, PERF_FLAG_FD_OUTPUT), -EINVAL);
+        assert_int_equal(perf_opener_open(o, &ok, getpid(), -1, -1, -1, PERF_FLAG_FD_NO_GROUP), -EINVAL);
+        assert_int_equal(verify_calls, before);
+        /* The kernel's own errors come back as they are. */
+        assert_int_equal(perf_opener_open(o, &ok, -1, -1, -1, -1, 0), -EINVAL);
+        perf_opener_stop(o);
+}
+
+/* The daemon's end of the opener's socket: the one fd perf_opener_start() added. */
+static int started_socket(PerfOpener **ret) {
+        bool before[256] = {};
+        int found = -1;
+
+        for (int fd = 0; fd < 256; fd++)
+                before[fd] = fcntl(fd, F_GETFD) >= 0;
+        *ret = start();
+        for (int fd = 0; fd < 256; fd++)
+                if (!before[fd] && fcntl(fd, F_GETFD) >= 0) {
+                        assert_int_equal(found, -1);
+                        found = fd;
+                }
+        assert_true(found >= 0);
+        return found;
+}
+
+/* Sends size bytes of msg with n_fds fds (each a copy of fd) as one message and returns the
+ * opener's error; an fd it sends back is closed. */
+static int raw_request(int sock, const void *msg, size_t size, int fd, size_t n_fds) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * 4)];
+        } control = {};
+        int fds[4] = { fd, fd, fd, fd };
+        struct iovec iov = { .iov_base = (void *) msg, .iov_len = size };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        PerfOpenerReply reply = { .error = 1 };
+        struct iovec riov = { .iov_base = &reply, .iov_len = sizeof(reply) };
+        struct msghdr rh = { .msg_iov = &riov, .msg_iovlen = 1, .msg_control = &control,
+                             .msg_controllen = sizeof(control) };
+        struct cmsghdr *c;
+
+        if (n_fds > 0) {
+                mh.msg_control = &control;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+                c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+        }
+        assert_int_equal(sendmsg(sock, &mh, MSG_NOSIGNAL), (ssize_t) size);
+        memset(&control, 0, sizeof(control));
+        assert_int_equal(recvmsg(sock, &rh, MSG_CMSG_CLOEXEC), sizeof(reply));
+        for (c = CMSG_FIRSTHDR(&rh); c; c = CMSG_NXTHDR(&rh, c)) {
+                int got;
+
+                assert_int_equal(c->cmsg_type, SCM_RIGHTS);
+                assert_int_equal(c->cmsg_len, CMSG_LEN(sizeof(int)));
+                memcpy(&got, CMSG_DATA(c), sizeof(int));
+                assert_int_equal(reply.error, 0);
+                (void) close(got);
+        }
+        return reply.error;
+}
+
+static void test_hostile_messages(void **state) {
+        PerfOpener *o = NULL;
+        int sock = started_socket(&o), dir = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC), fd;
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        PerfOpenerRequest req = { .pid = getpid(), .cpu = -1 }, bad;
+        char big[sizeof(req) + 8] = {};
+
+        (void) state;
+        assert_true(dir >= 0);
+        memcpy(req.attr, &attr, sizeof(attr));
+        assert_int_equal(raw_request(sock, &req, sizeof(req), -1, 0), 0);
+        /* Shorter or longer than a request. */
+        assert_int_equal(raw_request(sock, &req, sizeof(req) - 1, -1, 0), -EINVAL);
+        memcpy(big, &req, sizeof(req));
+        assert_int_equal(raw_request(sock, big, sizeof(big), -1, 0), -EINVAL);
+        /* More fds than it takes, or other fds than the request names. */
+        bad = req;
+        bad.fds = PERF_OPENER_FD_GROUP | PERF_OPENER_FD_CGROUP;
+        bad.flags = PERF_FLAG_PID_CGROUP;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), dir, 3), -EINVAL);
+        assert_int_equal(raw_request(sock, &req, sizeof(req), dir, 1), -EINVAL);
+        bad = req;
+        bad.fds = PERF_OPENER_FD_GROUP;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EINVAL);
+        bad.fds = 1U << 7;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), dir, 1), -EINVAL);
+        /* Flags it does not pass, a cgroup without its fd or its fd without the flag, a
+         * cgroup fd that is no directory, a reserved field set. */
+        bad = req;
+        bad.flags = PERF_FLAG_FD_OUTPUT;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EINVAL);
+        bad.flags = PERF_FLAG_PID_CGROUP;
+        bad.cpu = 0;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EINVAL);
+        bad.flags = 0;
+        bad.fds = PERF_OPENER_FD_CGROUP;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), dir, 1), -EINVAL);
+        bad.flags = PERF_FLAG_PID_CGROUP;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), sock, 1), -EINVAL);
+        bad = req;
+        bad.reserved = 1;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EINVAL);
+        /* The attr is its own to check: a size other than the daemon's is refused. */
+        bad = req;
+        attr.size = sizeof(attr) - 8;
+        memcpy(bad.attr, &attr, sizeof(attr));
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EPERM);
+
+        /* It still serves, and kept none of the fds it was sent. */
+        assert_int_equal(raw_request(sock, &req, sizeof(req), -1, 0), 0);
+        fd = perf_opener_open(o, &(struct perf_event_attr) { .type = PERF_TYPE_HARDWARE, .size = sizeof(attr) },
+                              getpid(), -1, -1, -1, 0);
+        assert_int_equal(fd, -EPERM);
+        {
+                char path[64];
+
+                (void) snprintf(path, sizeof(path), "/proc/%d/fd/4", (int) perf_opener_pid(o));
+                assert_int_equal(access(path, F_OK), -1);
+        }
+        (void) close(dir);
+        perf_opener_stop(o);
+}
+
+/* As the shipped unit's SystemCallFilter= without perf_event_open does: EPERM for that call. */
+static int deny_perf_event_open(void) {
+        struct sock_filter filter[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_perf_event_open, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = ELEMENTSOF(filter), .filter = filter };
+
+        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+static void test_probe(void **state) {
+        PerfOpener *o = start();
+        int status = -1;
+        pid_t pid;
+
+        (void) state;
+        assert_int_equal(perf_opener_probe_error(o), 0);
+        perf_opener_stop(o);
+
+        /* Under a filter that leaves the call out, start-up learns it from the probe. */
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+                gid_t gid;
+                uid_t uid = nobody_uid(&gid);
+                int r;
+
+                if (deny_perf_event_open() < 0)
+                        _exit(10);
+                if (perf_opener_start(verify_software, software_only, 1, uid, gid, &o) < 0)
+                        _exit(11);
+                if (perf_opener_probe_error(o) != -EPERM)
+                        _exit(12);
+                r = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+                perf_opener_stop(o);
+                _exit(r == -EPERM ? 0 : 13);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_killed_opener(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        siginfo_t si = {};
+        int fd;
+
+        (void) state;
+        fd = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+        assert_true(fd >= 0);
+        (void) close(fd);
+        assert_int_equal(kill(perf_opener_pid(o), SIGKILL), 0);
+        assert_int_equal(waitid(P_PID, (id_t) perf_opener_pid(o), &si, WEXITED | WNOWAIT), 0);
+        assert_int_equal(perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0), -EPIPE);
+        assert_int_equal(perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0), -EPIPE);
+        assert_null(perf_opener_stop(o));
+}
+
+static void test_opener_ends_with_its_socket(void **state) {
+        PerfOpener *o = start();
+        pid_t pid = perf_opener_pid(o);
+
+        (void) state;
+        assert_null(perf_opener_stop(o));
+        assert_int_equal(kill(pid, 0), -1);
+        assert_int_equal(errno, ESRCH);
+}
+
+static void driver_round(PerfDriver *d) {
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT);
+        uint64_t a[3], b[3], c[3];
+        int h, exported;
+
+        attr.disabled = 1;
+        h = perf_driver_open(d, &attr, getpid(), -1, -1, -1, 0);
+        assert_true(h >= 0);
+        assert_int_equal(perf_driver_enable(d, h, true), 0);
+        spin_ms(20);
+        assert_int_equal(perf_driver_read(d, h, a, sizeof(a)), sizeof(a));
+        assert_true(a[0] > 0);
+        assert_int_equal(perf_driver_disable(d, h, false), 0);
+        assert_int_equal(perf_driver_read(d, h, b, sizeof(b)), sizeof(b));
+        spin_ms(20);
+        assert_int_equal(perf_driver_read(d, h, c, sizeof(c)), sizeof(c));
+        assert_int_equal(b[0], c[0]);   /* disabled: it stopped counting */
+        exported = perf_driver_export_fd(d, h);
+        assert_true(exported > 2 && exported != h);
+        assert_int_equal(fcntl(exported, F_GETFD), FD_CLOEXEC);
+        (void) close(exported);
+        perf_driver_close(d, h);
+        assert_int_equal(fcntl(h, F_GETFD), -1);
+}
+
+static void test_kernel_driver_through_the_opener(void **state) {
+        PerfOpener *o = start();
+        PerfDriver *d = NULL;
+
+        (void) state;
+        assert_int_equal(perf_driver_kernel_new(o, &d), 0);
+        driver_round(d);
+        assert_null(perf_driver_free(d));
+        perf_opener_stop(o);
+}
+
+static void test_kernel_driver_in_process(void **state) {
+        PerfDriver *d = NULL;
+
+        (void) state;
+        assert_int_equal(perf_driver_kernel_new(NULL, &d), 0);
+        driver_round(d);
+        assert_null(perf_driver_free(d));
+        assert_null(perf_driver_free(NULL));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_privileges_of_the_opener),
+                cmocka_unit_test(test_task_clock_of_a_process),
+                cmocka_unit_test(test_cpu_clock_on_a_cpu),
+                cmocka_unit_test(test_group),
+                cmocka_unit_test(test_cgroup),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_hostile_messages),
+                cmocka_unit_test(test_probe),
+                cmocka_unit_test(test_killed_opener),
+                cmocka_unit_test(test_opener_ends_with_its_socket),
+                cmocka_unit_test(test_kernel_driver_through_the_opener),
+                cmocka_unit_test(test_kernel_driver_in_process),
+        };
+
+        if (geteuid() != 0) {
+                (void) fprintf(stderr, "test_perf_opener needs root: the opener is started by root\n");
+                return 77;
+        }
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
