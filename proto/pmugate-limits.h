@@ -155,3 +155,5 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
+/* Events the simulator's perf driver keeps open at once (its handle table). */
+#define PERF_SIM_EVENTS_MAX 65536U
