@@ -408,11 +408,9 @@ static bool group_enabled(const SimPerfDriver *s, size_t leader) {
 static bool group_fit(SimPerfDriver *s, size_t leader, uint32_t *gp_free, uint32_t *fixed_free) {
         uint32_t gp = *gp_free, fixed = *fixed_free;
 
-        for (size_t i = 0; i < s->n_events; i++) {
-                SimPerfEvent *e = &s->events[i];
-
-                e->counter = -1;
-        }
+        for (size_t i = 0; i < s->n_events; i++)
+                if (s->events[i].used && (size_t) s->events[i].leader == leader)
+                        s->events[i].counter = -1;
         for (size_t i = 0; i < s->n_events; i++) {
                 SimPerfEvent *e = &s->events[i];
 
@@ -440,7 +438,7 @@ static void sched_out_cpu(SimPerfDriver *s, int cpu) {
         for (size_t i = 0; i < s->n_events; i++) {
                 SimPerfEvent *e = &s->events[i];
 
-                if (!e->used || e->cpu != cpu || e->task || !e->running)
+                if (!e->used || e->cpu != cpu || e->task || !e->running || e->kind == SIM_PERF_UNCORE)
                         continue;
                 unprogram(s, e);
                 e->running = false;
@@ -481,7 +479,7 @@ static void sched_in_cpu(SimPerfDriver *s, int cpu) {
                 }
         }
         for (size_t i = 0; i < s->n_events; i++)
-                if (s->events[i].used && s->events[i].cpu == cpu && !s->events[i].running)
+                if (s->events[i].used && s->events[i].cpu == cpu && !s->events[i].task && !s->events[i].running)
                         s->events[i].counter = -1;
 }
 
@@ -506,8 +504,11 @@ static void sync_cpu(SimPerfDriver *s, int cpu) {
                                 waiting = true;
                 }
                 e->last_ns = now;
-                if (e->kind == SIM_PERF_UNCORE)
+                if (e->kind == SIM_PERF_UNCORE && e->enabled != e->running) {
                         e->running = e->enabled;
+                        if (e->running)
+                                program(s, e);
+                }
         }
         if (waiting && now - c->last_rotate_ns >= SIM_PERF_MUX_INTERVAL_NS) {
                 size_t first = SIZE_MAX;
