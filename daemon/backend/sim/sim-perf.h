@@ -14,6 +14,8 @@
  * (PERF_TYPE_SOFTWARE) go to software (the kernel's driver: real task-clock etc.), which the
  * simulator's driver owns. Handles of simulated events are SIM_PERF_HANDLE_BASE + i. */
 #define SIM_PERF_HANDLE_BASE (1 << 24)
+/* The driver owns software from the call on, also when it fails. Free the driver (its
+ * vtable's free) before the backend: closing its events touches the simulated registers. */
 int sim_perf_driver_new(Backend *b, PerfDriver *software /* owned */, PerfDriver **ret);
 
 /* Lets the driver rotate multiplexed groups and bring every count up to now, as the kernel's
