@@ -87,7 +87,9 @@ typedef struct SimPerfEvent {
 } SimPerfEvent;
 
 typedef struct SimPerfCpu {
-        unsigned n_events;
+        size_t *list;                   /* its events and the task events that use its rates */
+        size_t n_list, list_size;
+        unsigned n_counting;            /* its own events, which tick must bring up to now */
         bool dirty;                     /* the set of enabled groups changed: schedule again */
         uint64_t last_rotate_ns;
 } SimPerfCpu;
@@ -106,6 +108,8 @@ typedef struct SimPerfDriver {
         PerfDriver *software;
         SimPerfEvent *events;
         size_t n_events;                /* slots in use or freed */
+        size_t *free_slots;
+        size_t n_free_slots;
         uint64_t next_seq;
         SimPerfCpu *cpus;
         uint32_t n_cpus;
@@ -115,6 +119,33 @@ typedef struct SimPerfDriver {
         size_t n_boxes;
         long real_cpus;
 } SimPerfDriver;
+
+/* Every event of a group is on its leader's CPU's list, so group walks go through it. */
+#define FOREACH_CPU_EVENT(s, cpu, i)                                                            \
+        for (size_t i##_k = 0, i = 0;                                                           \
+             i##_k < (s)->cpus[cpu].n_list && ((i) = (s)->cpus[cpu].list[i##_k], true); i##_k++)
+
+static int cpu_list_add(SimPerfCpu *c, size_t idx) {
+        if (c->n_list == c->list_size) {
+                size_t n = c->list_size ? 2 * c->list_size : 8;
+                size_t *l = reallocarray(c->list, n, sizeof(size_t));
+
+                if (!l)
+                        return -ENOMEM;
+                c->list = l;
+                c->list_size = n;
+        }
+        c->list[c->n_list++] = idx;
+        return 0;
+}
+
+static void cpu_list_remove(SimPerfCpu *c, size_t idx) {
+        for (size_t k = 0; k < c->n_list; k++)
+                if (c->list[k] == idx) {
+                        c->list[k] = c->list[--c->n_list];
+                        return;
+                }
+}
 
 static SimPerfDriver *sim_perf(PerfDriver *d) {
         return (SimPerfDriver *) d;
@@ -242,7 +273,7 @@ static uint64_t raw_read(SimPerfDriver *s, const SimPerfEvent *e) {
 }
 
 static bool has_metrics(const SimPerfDriver *s, int leader) {
-        for (size_t i = 0; i < s->n_events; i++)
+        FOREACH_CPU_EVENT(s, s->events[leader].cpu, i)
                 if (s->events[i].used && s->events[i].leader == leader && s->events[i].kind == SIM_PERF_METRIC)
                         return true;
         return false;
@@ -260,7 +291,7 @@ static void update_topdown(SimPerfDriver *s, int leader) {
 
         (void) backend_msr_read(s->sim, (uint32_t) l->cpu, MSR_PERF_METRICS, &metrics);
         l->count += slots;
-        for (size_t i = 0; i < s->n_events; i++) {
+        FOREACH_CPU_EVENT(s, l->cpu, i) {
                 SimPerfEvent *e = &s->events[i];
                 uint64_t byte;
 
@@ -408,10 +439,10 @@ static bool group_enabled(const SimPerfDriver *s, size_t leader) {
 static bool group_fit(SimPerfDriver *s, size_t leader, uint32_t *gp_free, uint32_t *fixed_free) {
         uint32_t gp = *gp_free, fixed = *fixed_free;
 
-        for (size_t i = 0; i < s->n_events; i++)
+        FOREACH_CPU_EVENT(s, s->events[leader].cpu, i)
                 if (s->events[i].used && (size_t) s->events[i].leader == leader)
                         s->events[i].counter = -1;
-        for (size_t i = 0; i < s->n_events; i++) {
+        FOREACH_CPU_EVENT(s, s->events[leader].cpu, i) {
                 SimPerfEvent *e = &s->events[i];
 
                 if (!e->used || (size_t) e->leader != leader || !e->enabled)
@@ -435,7 +466,7 @@ static bool group_fit(SimPerfDriver *s, size_t leader, uint32_t *gp_free, uint32
 }
 
 static void sched_out_cpu(SimPerfDriver *s, int cpu) {
-        for (size_t i = 0; i < s->n_events; i++) {
+        FOREACH_CPU_EVENT(s, cpu, i) {
                 SimPerfEvent *e = &s->events[i];
 
                 if (!e->used || e->cpu != cpu || e->task || !e->running || e->kind == SIM_PERF_UNCORE)
@@ -455,7 +486,7 @@ static void sched_in_cpu(SimPerfDriver *s, int cpu) {
         for (;;) {
                 size_t best = SIZE_MAX;
 
-                for (size_t i = 0; i < s->n_events; i++) {
+                FOREACH_CPU_EVENT(s, cpu, i) {
                         const SimPerfEvent *e = &s->events[i];
 
                         if (e->used && e->cpu == cpu && !e->task && e->kind != SIM_PERF_UNCORE &&
@@ -468,7 +499,7 @@ static void sched_in_cpu(SimPerfDriver *s, int cpu) {
                 after = s->events[best].sched_seq + 1;
                 if (!group_fit(s, best, &gp_free, &fixed_free))
                         break;
-                for (size_t i = 0; i < s->n_events; i++) {
+                FOREACH_CPU_EVENT(s, cpu, i) {
                         SimPerfEvent *e = &s->events[i];
 
                         if (e->used && (size_t) e->leader == best && e->enabled && e->counter >= 0) {
@@ -478,7 +509,7 @@ static void sched_in_cpu(SimPerfDriver *s, int cpu) {
                                 e->running = true;
                 }
         }
-        for (size_t i = 0; i < s->n_events; i++)
+        FOREACH_CPU_EVENT(s, cpu, i)
                 if (s->events[i].used && s->events[i].cpu == cpu && !s->events[i].task && !s->events[i].running)
                         s->events[i].counter = -1;
 }
@@ -490,7 +521,7 @@ static void sync_cpu(SimPerfDriver *s, int cpu) {
         bool waiting = false;
         SimPerfCpu *c = &s->cpus[cpu];
 
-        for (size_t i = 0; i < s->n_events; i++) {
+        FOREACH_CPU_EVENT(s, cpu, i) {
                 SimPerfEvent *e = &s->events[i];
 
                 if (!e->used || e->cpu != cpu || e->task)
@@ -513,7 +544,7 @@ static void sync_cpu(SimPerfDriver *s, int cpu) {
         if (waiting && now - c->last_rotate_ns >= SIM_PERF_MUX_INTERVAL_NS) {
                 size_t first = SIZE_MAX;
 
-                for (size_t i = 0; i < s->n_events; i++) {
+                FOREACH_CPU_EVENT(s, cpu, i) {
                         const SimPerfEvent *e = &s->events[i];
 
                         if (e->used && e->cpu == cpu && !e->task && (size_t) e->leader == i && e->enabled &&
@@ -537,7 +568,7 @@ void sim_perf_driver_tick(PerfDriver *d) {
         SimPerfDriver *s = sim_perf(d);
 
         for (uint32_t cpu = 0; cpu < s->n_cpus; cpu++)
-                if (s->cpus[cpu].n_events > 0)
+                if (s->cpus[cpu].n_counting > 0)
                         sync_cpu(s, (int) cpu);
         for (size_t i = 0; i < s->n_events; i++)
                 if (s->events[i].used && s->events[i].task)
@@ -583,16 +614,25 @@ static void software_forget(SimPerfDriver *s, int handle) {
                 s->software_handles[i] = s->software_handles[--s->n_software_handles];
 }
 
+static void release_slot(SimPerfDriver *s, size_t idx) {
+        s->free_slots[s->n_free_slots++] = idx;
+}
+
 static int new_slot(SimPerfDriver *s, size_t *ret) {
         SimPerfEvent *n;
+        size_t *f;
 
-        for (size_t i = 0; i < s->n_events; i++)
-                if (!s->events[i].used) {
-                        *ret = i;
-                        return 0;
-                }
+        if (s->n_free_slots > 0) {
+                *ret = s->free_slots[--s->n_free_slots];
+                return 0;
+        }
         if (s->n_events >= PERF_SIM_EVENTS_MAX)
                 return -EMFILE;
+        /* room in the free list for every slot, so that closing never fails */
+        f = reallocarray(s->free_slots, s->n_events + 1, sizeof(size_t));
+        if (!f)
+                return -ENOMEM;
+        s->free_slots = f;
         n = reallocarray(s->events, s->n_events + 1, sizeof(SimPerfEvent));
         if (!n)
                 return -ENOMEM;
@@ -766,10 +806,18 @@ static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_
         r = new_slot(s, &idx);
         if (r < 0)
                 return r;
+        r = cpu_list_add(&s->cpus[e.cpu], idx);
+        if (r < 0) {
+                release_slot(s, idx);
+                return r;
+        }
         if (task) {
                 e.task_clock = open_task_clock(s, attr, pid, cgroup_fd, cpu, flags);
-                if (e.task_clock < 0)
+                if (e.task_clock < 0) {
+                        cpu_list_remove(&s->cpus[e.cpu], idx);
+                        release_slot(s, idx);
                         return e.task_clock;
+                }
                 e.rate_per_ns = task_rate_per_ns(s, &e);
         }
         e.used = true;
@@ -784,7 +832,7 @@ static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_
         if (task)
                 update_task(s, &s->events[idx]);
         else {
-                s->cpus[e.cpu].n_events++;
+                s->cpus[e.cpu].n_counting++;
                 s->cpus[e.cpu].dirty = true;
                 sync_cpu(s, e.cpu);
         }
@@ -792,7 +840,7 @@ static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_
 }
 
 static void sync_event(SimPerfDriver *s, size_t idx) {
-        for (size_t i = 0; i < s->n_events; i++)
+        FOREACH_CPU_EVENT(s, s->events[idx].cpu, i)
                 if (s->events[i].used && s->events[i].leader == s->events[idx].leader && s->events[i].task)
                         update_task(s, &s->events[i]);
         if (!s->events[idx].task)
@@ -838,7 +886,7 @@ static ssize_t sim_perf_read(PerfDriver *d, int handle, void *buf, size_t size) 
 
         /* the whole group, through its leader, members in the order they were opened */
         const SimPerfEvent *l = &s->events[e->leader];
-        for (size_t i = 0; i < s->n_events; i++)
+        FOREACH_CPU_EVENT(s, e->cpu, i)
                 n += s->events[i].used && s->events[i].leader == e->leader;
         need = sizeof(uint64_t) * (1 + !!(f & PERF_FORMAT_TOTAL_TIME_ENABLED) + !!(f & PERF_FORMAT_TOTAL_TIME_RUNNING) +
                                    n * (1 + !!(f & PERF_FORMAT_ID)));
@@ -852,7 +900,7 @@ static ssize_t sim_perf_read(PerfDriver *d, int handle, void *buf, size_t size) 
         for (uint64_t after = 0, k = 0; k < n; k++) {
                 size_t next = SIZE_MAX;
 
-                for (size_t i = 0; i < s->n_events; i++)
+                FOREACH_CPU_EVENT(s, e->cpu, i)
                         if (s->events[i].used && s->events[i].leader == e->leader && s->events[i].open_seq >= after &&
                             (next == SIZE_MAX || s->events[i].open_seq < s->events[next].open_seq))
                                 next = i;
@@ -881,7 +929,7 @@ static int set_enabled(PerfDriver *d, int handle, bool group, bool enabled) {
         if (!e)
                 return -EBADF;
         sync_event(s, idx);
-        for (size_t i = 0; i < s->n_events; i++) {
+        FOREACH_CPU_EVENT(s, e->cpu, i) {
                 SimPerfEvent *m = &s->events[i];
 
                 if (!m->used || (group ? m->leader != e->leader : i != idx) || m->enabled == enabled)
@@ -921,17 +969,19 @@ static void close_event(SimPerfDriver *s, size_t idx) {
                 sync_cpu(s, e->cpu);
                 if (e->running)
                         unprogram(s, e);
-                s->cpus[e->cpu].n_events--;
+                s->cpus[e->cpu].n_counting--;
                 s->cpus[e->cpu].dirty = true;
         } else
                 perf_driver_close(s->software, e->task_clock);
         /* a closed leader's members go on as groups of their own, as perf_group_detach() does */
-        for (size_t i = 0; i < s->n_events; i++)
+        FOREACH_CPU_EVENT(s, e->cpu, i)
                 if (i != idx && s->events[i].used && (size_t) s->events[i].leader == idx) {
                         s->events[i].leader = (int) i;
                         s->events[i].sched_seq = s->next_seq++;
                 }
+        cpu_list_remove(&s->cpus[e->cpu], idx);
         *e = (SimPerfEvent) {};
+        release_slot(s, idx);
 }
 
 static void sim_perf_close(PerfDriver *d, int handle) {
@@ -967,6 +1017,9 @@ static void sim_perf_free(PerfDriver *d) {
         if (s->software)
                 s->software->vtable->free(s->software);
         free(s->software_handles);
+        for (uint32_t cpu = 0; s->cpus && cpu < s->n_cpus; cpu++)
+                free(s->cpus[cpu].list);
+        free(s->free_slots);
         free(s->events);
         free(s->cpus);
         free(s);
