@@ -3,7 +3,8 @@
  * The simulator's perf driver (backend/sim/sim-perf.c) against the simulator's own MSR path:
  * the same counts for the same profile and simulated time, TopDown metric events from
  * PERF_METRICS, the kernel's multiplexing and its time_enabled/time_running, groups that never
- * fit, software events through the real kernel, hostile handles, and the IMC uncore PMU
+ * fit, software events through the real kernel, task and real-cgroup events (two cgroups
+ * sharing a CPU each see their own run time), hostile handles, and the IMC uncore PMU
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/perf_event.h>
@@ -19,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -469,6 +474,104 @@ static void test_task_scope(void **state) {
         fixture_free(&f);
 }
 
+/* A child pinned to real CPU 0 in a new cgroup of its own, waiting on its pipe to burn
+ * `seconds` of CPU time. */
+typedef struct Job {
+        char dir[256];
+        int dir_fd, go;
+        pid_t pid;
+} Job;
+
+static bool job_start(Job *j, const char *top, const char *name, double seconds) {
+        char procs[300], text[32];
+        int pipefd[2], fd;
+        cpu_set_t set;
+
+        (void) snprintf(j->dir, sizeof(j->dir), "%s/pmugate-test-simperf-%d-%s", top, (int) getpid(), name);
+        if (mkdir(j->dir, 0755) < 0)
+                return false;
+        j->dir_fd = open(j->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(j->dir_fd >= 0);
+        assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+        j->pid = fork();
+        assert_true(j->pid >= 0);
+        if (j->pid == 0) {
+                char c;
+
+                CPU_ZERO(&set);
+                CPU_SET(0, &set);
+                if (sched_setaffinity(0, sizeof(set), &set) < 0 || read(pipefd[0], &c, 1) != 1)
+                        _exit(1);
+                burn_cpu(seconds);
+                _exit(0);
+        }
+        close(pipefd[0]);
+        j->go = pipefd[1];
+        (void) snprintf(procs, sizeof(procs), "%s/cgroup.procs", j->dir);
+        (void) snprintf(text, sizeof(text), "%d\n", (int) j->pid);
+        fd = open(procs, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t) strlen(text));
+        close(fd);
+        return true;
+}
+
+static void job_finish(Job *j) {
+        int status;
+
+        assert_int_equal(waitpid(j->pid, &status, 0), j->pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(j->dir_fd);
+        for (int i = 0; i < 50 && rmdir(j->dir) < 0; i++)
+                usleep(20000);
+}
+
+/* Two real cgroups sharing one CPU: each job's cycles are its own run time at the simulated
+ * CPU's rate, not the CPU's. */
+static void test_cgroups_sharing_a_cpu(void **state) {
+        const char *top = access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0 ? "/sys/fs/cgroup/unified"
+                                                                                    : "/sys/fs/cgroup";
+        struct perf_event_attr a = {
+                .type = PERF_TYPE_HARDWARE,
+                .size = sizeof(a),
+                .config = PERF_COUNT_HW_CPU_CYCLES,
+                .read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+        };
+        double seconds[2] = { 0.05, 0.15 }, per_ns[2];
+        const char *names[2] = { "a", "b" };
+        Fixture f;
+        Job jobs[2];
+        int h[2];
+
+        (void) state;
+        if (access(top, W_OK) < 0 || !job_start(&jobs[0], top, names[0], seconds[0])) {
+                print_message("no writable cgroup v2 hierarchy: skipped\n");
+                skip();
+        }
+        assert_true(job_start(&jobs[1], top, names[1], seconds[1]));
+        f = fixture_new("icx", mux_config);
+        for (int k = 0; k < 2; k++) {
+                h[k] = perf_driver_open(f.d, &a, -1, jobs[k].dir_fd, 0, -1, PERF_FLAG_PID_CGROUP);
+                assert_true(h[k] >= SIM_PERF_HANDLE_BASE);
+        }
+        for (int k = 0; k < 2; k++)
+                assert_int_equal(write(jobs[k].go, "g", 1), 1);
+        for (int k = 0; k < 2; k++) {
+                uint64_t v[3];
+
+                job_finish(&jobs[k]);
+                assert_int_equal(perf_driver_read(f.d, h[k], v, sizeof(v)), sizeof(v));
+                print_message("cgroup %s: %" PRIu64 " cycles, ran %" PRIu64 " ns (burned %.0f ms)\n", names[k], v[0],
+                              v[2], seconds[k] * 1e3);
+                assert_close((double) v[2], seconds[k] * 1e9, 0.3, 0, "the job's run time");
+                per_ns[k] = (double) v[0] / (double) v[2];
+                perf_driver_close(f.d, h[k]);
+                close(jobs[k].go);
+        }
+        assert_close(per_ns[1], per_ns[0], 0.01, 0, "cycles per ns of each job");
+        fixture_free(&f);
+}
+
 static void test_hostile_handles(void **state) {
         Fixture f = fixture_new("clx", NULL);
         int handles[] = { -1, INT_MIN, INT_MAX, SIM_PERF_HANDLE_BASE, SIM_PERF_HANDLE_BASE + 1000, 0, 2, 0 };
@@ -583,6 +686,7 @@ int main(void) {
                 cmocka_unit_test(test_disable_enable),
                 cmocka_unit_test(test_software_passes_through),
                 cmocka_unit_test(test_task_scope),
+                cmocka_unit_test(test_cgroups_sharing_a_cpu),
                 cmocka_unit_test(test_hostile_handles),
                 cmocka_unit_test(test_uncore_imc),
         };
