@@ -438,6 +438,7 @@ static bool group_enabled(const SimPerfDriver *s, size_t leader) {
  * each enabled member its counter. */
 static bool group_fit(SimPerfDriver *s, size_t leader, uint32_t *gp_free, uint32_t *fixed_free) {
         uint32_t gp = *gp_free, fixed = *fixed_free;
+        bool metrics = false;
 
         FOREACH_CPU_EVENT(s, s->events[leader].cpu, i)
                 if (s->events[i].used && (size_t) s->events[i].leader == leader)
@@ -457,9 +458,12 @@ static bool group_fit(SimPerfDriver *s, size_t leader, uint32_t *gp_free, uint32
                         gp &= gp - 1;
                 } else if (e->kind == SIM_PERF_FIXED)
                         return false;
-                else if (e->kind == SIM_PERF_METRIC && !(s->events[leader].counter == ON_FIXED + FIXED_SLOTS))
-                        return false;
+                else if (e->kind == SIM_PERF_METRIC)
+                        metrics = true;
         }
+        /* PERF_METRICS reports the slots of fixed counter 3, which the leader must hold */
+        if (metrics && s->events[leader].counter != ON_FIXED + (int) FIXED_SLOTS)
+                return false;
         *gp_free = gp;
         *fixed_free = fixed;
         return true;
