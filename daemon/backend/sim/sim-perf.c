@@ -50,6 +50,10 @@
 #define IMC_UMASK_READ 0x03U
 #define IMC_UMASK_WRITE 0x0cU
 
+/* The bits that hold a generic hardware event's id (PERF_COUNT_HW_*). */
+#define HARDWARE_CONFIG_MASK UINT64_C(0xF)
+_Static_assert(PERF_COUNT_HW_MAX - 1 <= HARDWARE_CONFIG_MASK, "generic hardware ids outgrew their mask");
+
 #define READ_FORMAT_KNOWN (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID | \
                            PERF_FORMAT_GROUP)
 #define OPEN_FLAGS_KNOWN (PERF_FLAG_FD_CLOEXEC | PERF_FLAG_PID_CGROUP | PERF_FLAG_FD_NO_GROUP | PERF_FLAG_FD_OUTPUT)
@@ -1098,7 +1102,8 @@ int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
                 .kind = PERF_PMU_CORE,
                 .package = -1,
                 .cpu = -1,
-                .config_mask = { PERF_COUNT_HW_MAX - 1 },
+                /* the generic ids below PERF_COUNT_HW_MAX; the driver refuses the rest */
+                .config_mask = { HARDWARE_CONFIG_MASK },
                 .write_class = "core-pmu",
         };
         int r;

@@ -624,6 +624,11 @@ static void test_uncore_imc(void **state) {
                 assert_int_equal(sim_perf_catalog(f.t.backend, &c), 0);
                 assert_non_null(perf_catalog_find(c, "cpu"));
                 assert_non_null(perf_catalog_find(c, "hardware"));
+                assert_int_equal(perf_catalog_find(c, "hardware")->type, PERF_TYPE_HARDWARE);
+                assert_int_equal(perf_catalog_find(c, "hardware")->config_mask[0] & PERF_COUNT_HW_BRANCH_MISSES,
+                                 PERF_COUNT_HW_BRANCH_MISSES);
+                assert_int_equal(perf_catalog_find(c, "cpu")->type, PERF_TYPE_RAW);
+                assert_string_equal(perf_catalog_find(c, "cpu")->write_class, "core-pmu");
                 assert_non_null(perf_catalog_find(c, "software"));
                 assert_int_equal(perf_catalog_core(c)->topdown,
                                  strcmp(all_models[k], "icx") == 0 ? 1 : strcmp(all_models[k], "spr") == 0 ? 2 : 0);
