@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/sim/backend-sim.h"
@@ -74,6 +75,9 @@ typedef struct SimPerfEvent {
         int leader;
         int cpu;                        /* the CPU it counts on, or whose rates a task event uses */
         bool task;                      /* counts a task's or cgroup's real run time */
+        pid_t pid;                      /* the task, or -1 */
+        dev_t cgroup_dev;               /* the cgroup's directory, or 0 */
+        ino_t cgroup_ino;
         SimPerfKind kind;
         uint64_t evtsel;                /* GP: EVTSEL without EN */
         unsigned index;                 /* fixed counter, metric byte, or machine counter */
@@ -784,6 +788,22 @@ static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_
                 if (!l)
                         return software_index(s, group) >= 0 ? -EINVAL : -EBADF;
                 if ((size_t) l->leader != lidx || l->cpu != (cpu >= 0 ? cpu : 0) || l->task != task)
+                        return -EINVAL;
+        }
+        e.pid = cgroup ? -1 : pid;
+        if (cgroup) {
+                struct stat st;
+
+                if (fstat(cgroup_fd, &st) < 0)
+                        return -EBADF;
+                if (!S_ISDIR(st.st_mode))
+                        return -EINVAL;
+                e.cgroup_dev = st.st_dev;
+                e.cgroup_ino = st.st_ino;
+        }
+        if (l) {
+                /* a group counts one context: the same task or cgroup as its leader */
+                if (l->pid != e.pid || l->cgroup_dev != e.cgroup_dev || l->cgroup_ino != e.cgroup_ino)
                         return -EINVAL;
         }
 

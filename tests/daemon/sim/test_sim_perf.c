@@ -554,6 +554,9 @@ static void test_cgroups_sharing_a_cpu(void **state) {
                 h[k] = perf_driver_open(f.d, &a, -1, jobs[k].dir_fd, 0, -1, PERF_FLAG_PID_CGROUP);
                 assert_true(h[k] >= SIM_PERF_HANDLE_BASE);
         }
+        /* a group counts one cgroup */
+        assert_int_equal(perf_driver_open(f.d, &a, -1, jobs[1].dir_fd, 0, h[0], PERF_FLAG_PID_CGROUP), -EINVAL);
+        assert_int_equal(perf_driver_open(f.d, &a, 0, -1, -1, h[0], 0), -EINVAL);
         for (int k = 0; k < 2; k++)
                 assert_int_equal(write(jobs[k].go, "g", 1), 1);
         for (int k = 0; k < 2; k++) {
