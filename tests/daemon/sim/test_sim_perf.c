@@ -424,6 +424,16 @@ static void burn_cpu(double seconds) {
         } while ((double) (now.tv_sec - start.tv_sec) + (double) (now.tv_nsec - start.tv_nsec) * 1e-9 < seconds);
 }
 
+/* The kernel's software events are what these tests count with; a kernel or container that
+ * refuses perf_event_open skips them instead of failing. */
+static void skip_without_perf(Fixture *f, int r) {
+        if (r == -EACCES || r == -EPERM || r == -ENOSYS || r == -ENOENT || r == -ENODEV) {
+                print_message("perf_event_open refused software events (%s): skipped\n", strerror(-r));
+                fixture_free(f);
+                skip();
+        }
+}
+
 static void test_software_passes_through(void **state) {
         Fixture f = fixture_new("zen4", NULL);
         struct perf_event_attr a = {
@@ -437,6 +447,7 @@ static void test_software_passes_through(void **state) {
 
         (void) state;
         h = perf_driver_open(f.d, &a, 0, -1, -1, -1, 0);
+        skip_without_perf(&f, h);
         assert_true(h >= 0 && h < SIM_PERF_HANDLE_BASE);
         assert_int_equal(perf_driver_read(f.d, h, &v0, sizeof(v0)), sizeof(v0));
         burn_cpu(0.05);
@@ -464,6 +475,7 @@ static void test_task_scope(void **state) {
 
         (void) state;
         h = perf_driver_open(f.d, &a, 0, -1, -1, -1, 0);
+        skip_without_perf(&f, h);
         assert_true(h >= SIM_PERF_HANDLE_BASE);
         burn_cpu(0.05);
         assert_int_equal(perf_driver_read(f.d, h, v, sizeof(v)), sizeof(v));
@@ -526,6 +538,15 @@ static void job_finish(Job *j) {
                 usleep(20000);
 }
 
+static void job_finish_failed(Job *j) {
+        int status;
+
+        (void) waitpid(j->pid, &status, 0);
+        close(j->dir_fd);
+        for (int i = 0; i < 50 && rmdir(j->dir) < 0; i++)
+                usleep(20000);
+}
+
 /* Two real cgroups sharing one CPU: each job's cycles are its own run time at the simulated
  * CPU's rate, not the CPU's. */
 static void test_cgroups_sharing_a_cpu(void **state) {
@@ -552,6 +573,12 @@ static void test_cgroups_sharing_a_cpu(void **state) {
         f = fixture_new("icx", mux_config);
         for (int k = 0; k < 2; k++) {
                 h[k] = perf_driver_open(f.d, &a, -1, jobs[k].dir_fd, 0, -1, PERF_FLAG_PID_CGROUP);
+                if (h[k] < 0)
+                        for (int j = 0; j < 2; j++) {
+                                close(jobs[j].go);      /* the child reads end-of-file and exits */
+                                job_finish_failed(&jobs[j]);
+                        }
+                skip_without_perf(&f, h[k]);
                 assert_true(h[k] >= SIM_PERF_HANDLE_BASE);
         }
         /* a group counts one cgroup */
