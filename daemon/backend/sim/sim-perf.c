@@ -55,9 +55,11 @@
 #define HARDWARE_CONFIG_MASK UINT64_C(0xF)
 _Static_assert(PERF_COUNT_HW_MAX - 1 <= HARDWARE_CONFIG_MASK, "generic hardware ids outgrew their mask");
 
-#define READ_FORMAT_KNOWN (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID | \
-                           PERF_FORMAT_GROUP)
-#define OPEN_FLAGS_KNOWN (PERF_FLAG_FD_CLOEXEC | PERF_FLAG_PID_CGROUP | PERF_FLAG_FD_NO_GROUP | PERF_FLAG_FD_OUTPUT)
+#define READ_FORMAT_KNOWN                                                                       \
+        (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID |              \
+         PERF_FORMAT_GROUP)
+#define OPEN_FLAGS_KNOWN                                                                        \
+        (PERF_FLAG_FD_CLOEXEC | PERF_FLAG_PID_CGROUP | PERF_FLAG_FD_NO_GROUP | PERF_FLAG_FD_OUTPUT)
 #define ON_FIXED 100            /* SimPerfEvent.counter of fixed counter i: ON_FIXED + i */
 
 typedef enum SimPerfKind {
@@ -214,7 +216,8 @@ static size_t find_boxes(const Machine *m, SimPerfBox *boxes) {
 }
 
 /* The machine counter of box's read or write CAS count on the package of cpu. */
-static int uncore_counter(const SimPerfDriver *s, const SimPerfBox *box, bool write, int cpu, uint32_t *ret) {
+static int uncore_counter(const SimPerfDriver *s, const SimPerfBox *box, bool write, int cpu,
+                          uint32_t *ret) {
         const Machine *m = s->sim->machine;
 
         for (uint32_t i = 0; i < m->n_counters; i++) {
@@ -282,7 +285,8 @@ static uint64_t raw_read(SimPerfDriver *s, const SimPerfEvent *e) {
 
 static bool has_metrics(const SimPerfDriver *s, int leader) {
         FOREACH_CPU_EVENT(s, s->events[leader].cpu, i)
-                if (s->events[i].used && s->events[i].leader == leader && s->events[i].kind == SIM_PERF_METRIC)
+                if (s->events[i].used && s->events[i].leader == leader &&
+                    s->events[i].kind == SIM_PERF_METRIC)
                         return true;
         return false;
 }
@@ -313,6 +317,10 @@ static void update_topdown(SimPerfDriver *s, int leader) {
         l->last_raw = 0;
 }
 
+static uint64_t uncore_mask(const SimPerfDriver *s, const SimPerfEvent *e) {
+        return (UINT64_C(1) << s->sim->machine->counters[e->index].width) - 1;
+}
+
 static void update_counts(SimPerfDriver *s, SimPerfEvent *e, size_t idx) {
         uint64_t raw;
 
@@ -321,8 +329,8 @@ static void update_counts(SimPerfDriver *s, SimPerfEvent *e, size_t idx) {
         if (e->kind == SIM_PERF_UNCORE) {
                 if (backend_counter_read(s->sim, e->index, &raw) < 0)
                         return;
-                raw &= (UINT64_C(1) << s->sim->machine->counters[e->index].width) - 1;
-                e->count += (raw - e->last_raw) & ((UINT64_C(1) << s->sim->machine->counters[e->index].width) - 1);
+                raw &= uncore_mask(s, e);
+                e->count += (raw - e->last_raw) & uncore_mask(s, e);
                 e->last_raw = raw;
                 return;
         }
@@ -343,7 +351,7 @@ static void program(SimPerfDriver *s, SimPerfEvent *e) {
 
         if (e->kind == SIM_PERF_UNCORE) {
                 (void) backend_counter_read(s->sim, e->index, &e->last_raw);
-                e->last_raw &= (UINT64_C(1) << s->sim->machine->counters[e->index].width) - 1;
+                e->last_raw &= uncore_mask(s, e);
                 return;
         }
         if (e->kind == SIM_PERF_METRIC)
@@ -425,7 +433,8 @@ static double task_rate_per_ns(SimPerfDriver *s, const SimPerfEvent *e) {
         case SIM_PERF_FIXED:
         case SIM_PERF_FIXED_OR_GP:
                 per_cycle = sim_rates_fixed(r, e->index, false) *
-                            sim_rates_ring_factor(r, e->fixed_field & FIXED_CTRL_USR, e->fixed_field & FIXED_CTRL_OS);
+                            sim_rates_ring_factor(r, e->fixed_field & FIXED_CTRL_USR,
+                                                  e->fixed_field & FIXED_CTRL_OS);
                 break;
         case SIM_PERF_METRIC:
                 per_cycle = sim_rates_fixed(r, FIXED_SLOTS, false) * r->metrics[e->index];
@@ -456,7 +465,9 @@ static bool group_fit(SimPerfDriver *s, size_t leader, uint32_t *gp_free, uint32
 
                 if (!e->used || (size_t) e->leader != leader || !e->enabled)
                         continue;
-                if ((e->kind == SIM_PERF_FIXED || e->kind == SIM_PERF_FIXED_OR_GP) && (fixed >> e->index & 1)) {
+                bool fixed_kind = e->kind == SIM_PERF_FIXED || e->kind == SIM_PERF_FIXED_OR_GP;
+
+                if (fixed_kind && (fixed >> e->index & 1)) {
                         fixed &= ~(UINT32_C(1) << e->index);
                         e->counter = ON_FIXED + (int) e->index;
                 } else if (e->kind == SIM_PERF_GP || e->kind == SIM_PERF_FIXED_OR_GP) {
@@ -514,16 +525,21 @@ static void sched_in_cpu(SimPerfDriver *s, int cpu) {
                 FOREACH_CPU_EVENT(s, cpu, i) {
                         SimPerfEvent *e = &s->events[i];
 
-                        if (e->used && (size_t) e->leader == best && e->enabled && e->counter >= 0) {
+                        if (!e->used || (size_t) e->leader != best || !e->enabled)
+                                continue;
+                        if (e->counter >= 0) {
                                 e->running = true;
                                 program(s, e);
-                        } else if (e->used && (size_t) e->leader == best && e->enabled && e->kind == SIM_PERF_METRIC)
+                        } else if (e->kind == SIM_PERF_METRIC)
                                 e->running = true;
                 }
         }
-        FOREACH_CPU_EVENT(s, cpu, i)
-                if (s->events[i].used && s->events[i].cpu == cpu && !s->events[i].task && !s->events[i].running)
-                        s->events[i].counter = -1;
+        FOREACH_CPU_EVENT(s, cpu, i) {
+                SimPerfEvent *e = &s->events[i];
+
+                if (e->used && e->cpu == cpu && !e->task && !e->running)
+                        e->counter = -1;
+        }
 }
 
 /* Brings cpu's events up to now, rotates when a group waits and the interval has passed, and
@@ -560,7 +576,8 @@ static void sync_cpu(SimPerfDriver *s, int cpu) {
                         const SimPerfEvent *e = &s->events[i];
 
                         if (e->used && e->cpu == cpu && !e->task && (size_t) e->leader == i && e->enabled &&
-                            e->kind != SIM_PERF_UNCORE && (first == SIZE_MAX || e->sched_seq < s->events[first].sched_seq))
+                            e->kind != SIM_PERF_UNCORE &&
+                            (first == SIZE_MAX || e->sched_seq < s->events[first].sched_seq))
                                 first = i;
                 }
                 if (first != SIZE_MAX)
@@ -676,13 +693,15 @@ static int decode_hardware(const SimPerfDriver *s, uint64_t config, uint64_t *re
         return *ret_raw != 0 ? 0 : -ENOENT;
 }
 
-static int decode_core(const SimPerfDriver *s, const struct perf_event_attr *attr, uint64_t raw, SimPerfEvent *e) {
+static int decode_core(const SimPerfDriver *s, const struct perf_event_attr *attr, uint64_t raw,
+                       SimPerfEvent *e) {
         uint64_t mask = s->model->amd ? AMD_RAW_CONFIG_MASK : INTEL_RAW_CONFIG_MASK;
         uint64_t rings = (attr->exclude_user ? 0 : EVTSEL_USR) | (attr->exclude_kernel ? 0 : EVTSEL_OS);
 
         if (raw & ~mask)
                 return -EINVAL;
-        e->fixed_field = (attr->exclude_user ? 0 : FIXED_CTRL_USR) | (attr->exclude_kernel ? 0 : FIXED_CTRL_OS);
+        e->fixed_field = (attr->exclude_user ? 0 : FIXED_CTRL_USR) |
+                         (attr->exclude_kernel ? 0 : FIXED_CTRL_OS);
         e->evtsel = raw | rings;
         e->kind = SIM_PERF_GP;
         if (s->model->amd)
@@ -732,8 +751,8 @@ static int decode_uncore(SimPerfDriver *s, const struct perf_event_attr *attr, i
         return uncore_counter(s, box, umask == IMC_UMASK_WRITE, cpu, &e->index);
 }
 
-static int open_task_clock(SimPerfDriver *s, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
-                           unsigned long flags) {
+static int open_task_clock(SimPerfDriver *s, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd,
+                           int cpu, unsigned long flags) {
         struct perf_event_attr a = {
                 .type = PERF_TYPE_SOFTWARE,
                 .size = sizeof(a),
@@ -750,8 +769,8 @@ static int open_task_clock(SimPerfDriver *s, const struct perf_event_attr *attr,
         return perf_driver_open(s->software, &a, pid, -1, real_cpu, -1, 0);
 }
 
-static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
-                         int group, unsigned long flags) {
+static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd,
+                         int cpu, int group, unsigned long flags) {
         SimPerfDriver *s = sim_perf(d);
         bool cgroup = flags & PERF_FLAG_PID_CGROUP, task = cgroup || pid >= 0;
         SimPerfEvent e = { .leader = -1, .counter = -1, .task_clock = -1 };
@@ -880,64 +899,78 @@ static size_t put_u64(void *buf, size_t off, uint64_t v) {
         return off + sizeof(v);
 }
 
+static size_t read_size(uint64_t f, size_t n_values) {
+        size_t words = !!(f & PERF_FORMAT_TOTAL_TIME_ENABLED) + !!(f & PERF_FORMAT_TOTAL_TIME_RUNNING);
+
+        if (!(f & PERF_FORMAT_GROUP))
+                return sizeof(uint64_t) * (1 + words + !!(f & PERF_FORMAT_ID));
+        return sizeof(uint64_t) * (1 + words + n_values * (1 + !!(f & PERF_FORMAT_ID)));
+}
+
+static size_t read_one(const SimPerfEvent *e, int handle, void *buf) {
+        size_t off = put_u64(buf, 0, e->count);
+
+        if (e->read_format & PERF_FORMAT_TOTAL_TIME_ENABLED)
+                off = put_u64(buf, off, e->time_enabled);
+        if (e->read_format & PERF_FORMAT_TOTAL_TIME_RUNNING)
+                off = put_u64(buf, off, e->time_running);
+        if (e->read_format & PERF_FORMAT_ID)
+                off = put_u64(buf, off, (uint64_t) handle);
+        return off;
+}
+
+/* The whole group, through its leader: nr, the leader's times, then each event's value and id
+ * in the order they were opened (perf_read_group()). */
+static size_t read_group(const SimPerfDriver *s, const SimPerfEvent *e, size_t n, void *buf) {
+        const SimPerfEvent *l = &s->events[e->leader];
+        uint64_t f = e->read_format, after = 0;
+        size_t off = put_u64(buf, 0, n);
+
+        if (f & PERF_FORMAT_TOTAL_TIME_ENABLED)
+                off = put_u64(buf, off, l->time_enabled);
+        if (f & PERF_FORMAT_TOTAL_TIME_RUNNING)
+                off = put_u64(buf, off, l->time_running);
+        for (size_t k = 0; k < n; k++) {
+                size_t next = SIZE_MAX;
+
+                FOREACH_CPU_EVENT(s, e->cpu, i) {
+                        const SimPerfEvent *m = &s->events[i];
+
+                        if (m->used && m->leader == e->leader && m->open_seq >= after &&
+                            (next == SIZE_MAX || m->open_seq < s->events[next].open_seq))
+                                next = i;
+                }
+                after = s->events[next].open_seq + 1;
+                off = put_u64(buf, off, s->events[next].count);
+                if (f & PERF_FORMAT_ID)
+                        off = put_u64(buf, off, (uint64_t) (SIM_PERF_HANDLE_BASE + (int) next));
+        }
+        return off;
+}
+
 static ssize_t sim_perf_read(PerfDriver *d, int handle, void *buf, size_t size) {
         SimPerfDriver *s = sim_perf(d);
         SimPerfEvent *e;
-        size_t idx, off = 0, n = 0, need;
-        uint64_t f;
+        size_t idx, n = 0;
 
         if (handle < 0)
                 return -EBADF;
         if (handle < SIM_PERF_HANDLE_BASE)
-                return software_index(s, handle) >= 0 ? perf_driver_read(s->software, handle, buf, size) : -EBADF;
+                return software_index(s, handle) >= 0 ? perf_driver_read(s->software, handle, buf, size)
+                                                      : -EBADF;
         e = event_of(s, handle, &idx);
         if (!e)
                 return -EBADF;
         if (!buf)
                 return -EFAULT;
         sync_event(s, idx);
-        f = e->read_format;
-        if (!(f & PERF_FORMAT_GROUP)) {
-                need = sizeof(uint64_t) * (1 + !!(f & PERF_FORMAT_TOTAL_TIME_ENABLED) +
-                                           !!(f & PERF_FORMAT_TOTAL_TIME_RUNNING) + !!(f & PERF_FORMAT_ID));
-                if (size < need)
-                        return -ENOSPC;
-                off = put_u64(buf, off, e->count);
-                if (f & PERF_FORMAT_TOTAL_TIME_ENABLED)
-                        off = put_u64(buf, off, e->time_enabled);
-                if (f & PERF_FORMAT_TOTAL_TIME_RUNNING)
-                        off = put_u64(buf, off, e->time_running);
-                if (f & PERF_FORMAT_ID)
-                        off = put_u64(buf, off, (uint64_t) handle);
-                return (ssize_t) off;
-        }
-
-        /* the whole group, through its leader, members in the order they were opened */
-        const SimPerfEvent *l = &s->events[e->leader];
+        if (!(e->read_format & PERF_FORMAT_GROUP))
+                return size < read_size(e->read_format, 1) ? -ENOSPC : (ssize_t) read_one(e, handle, buf);
         FOREACH_CPU_EVENT(s, e->cpu, i)
                 n += s->events[i].used && s->events[i].leader == e->leader;
-        need = sizeof(uint64_t) * (1 + !!(f & PERF_FORMAT_TOTAL_TIME_ENABLED) + !!(f & PERF_FORMAT_TOTAL_TIME_RUNNING) +
-                                   n * (1 + !!(f & PERF_FORMAT_ID)));
-        if (size < need)
+        if (size < read_size(e->read_format, n))
                 return -ENOSPC;
-        off = put_u64(buf, off, n);
-        if (f & PERF_FORMAT_TOTAL_TIME_ENABLED)
-                off = put_u64(buf, off, l->time_enabled);
-        if (f & PERF_FORMAT_TOTAL_TIME_RUNNING)
-                off = put_u64(buf, off, l->time_running);
-        for (uint64_t after = 0, k = 0; k < n; k++) {
-                size_t next = SIZE_MAX;
-
-                FOREACH_CPU_EVENT(s, e->cpu, i)
-                        if (s->events[i].used && s->events[i].leader == e->leader && s->events[i].open_seq >= after &&
-                            (next == SIZE_MAX || s->events[i].open_seq < s->events[next].open_seq))
-                                next = i;
-                after = s->events[next].open_seq + 1;
-                off = put_u64(buf, off, s->events[next].count);
-                if (f & PERF_FORMAT_ID)
-                        off = put_u64(buf, off, (uint64_t) (SIM_PERF_HANDLE_BASE + (int) next));
-        }
-        return (ssize_t) off;
+        return (ssize_t) read_group(s, e, n, buf);
 }
 
 static int set_enabled(PerfDriver *d, int handle, bool group, bool enabled) {
@@ -1132,7 +1165,8 @@ int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
                 return -EINVAL;
         cpu.config_mask[0] = m->amd ? AMD_RAW_CONFIG_MASK : INTEL_RAW_CONFIG_MASK;
         cpu.topdown = (uint8_t) m->perf_metrics;
-        add_format(&cpu, "event", m->amd ? EVTSEL_EVENT_MASK | AMD_EVTSEL_EVENT_HI_MASK << AMD_EVTSEL_EVENT_HI_SHIFT
+        add_format(&cpu, "event", m->amd ? EVTSEL_EVENT_MASK |
+                                                   AMD_EVTSEL_EVENT_HI_MASK << AMD_EVTSEL_EVENT_HI_SHIFT
                                          : EVTSEL_EVENT_MASK);
         add_format(&cpu, "umask", EVTSEL_UMASK_MASK << EVTSEL_UMASK_SHIFT);
         add_format(&cpu, "edge", EVTSEL_EDGE);

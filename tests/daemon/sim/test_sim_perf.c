@@ -37,8 +37,8 @@
 
 #define WINDOW_CYCLES UINT64_C(4000000000)
 #define MUX_SLICES 300U
-#define READ_GROUP_FORMAT (PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | \
-                           PERF_FORMAT_ID)
+#define READ_GROUP_FORMAT                                                                       \
+        (PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID)
 
 /* ---- The kernel's software events, opened in this process (the test's `software` driver) */
 
@@ -220,7 +220,8 @@ static void test_group_like_msr_path(void **state) {
                 g = read_group(&f, leader);
 
                 msr_path_counts(all_models[k], config, 2, WINDOW_CYCLES, &inst, &clk);
-                print_message("%s: perf inst %" PRIu64 " cycles %" PRIu64 ", msr inst %" PRIu64 " cycles %" PRIu64 "\n",
+                print_message("%s: perf inst %" PRIu64 " cycles %" PRIu64 ", msr inst %" PRIu64
+                              " cycles %" PRIu64 "\n",
                               all_models[k], g.v[0].value, g.v[1].value, inst, clk);
                 assert_int_equal(g.nr, 2);
                 assert_int_equal(g.v[0].id, (uint64_t) leader);
@@ -329,8 +330,8 @@ static void test_multiplexing(void **state) {
                 leaders[g] = open_event(&f, PERF_TYPE_RAW, mux_events[4 * g], (int) cpu, -1);
                 assert_true(leaders[g] >= SIM_PERF_HANDLE_BASE);
                 for (unsigned i = 1; i < 4; i++)
-                        assert_true(open_event(&f, PERF_TYPE_RAW, mux_events[4 * g + i], (int) cpu, leaders[g]) >=
-                                    SIM_PERF_HANDLE_BASE);
+                        assert_true(open_event(&f, PERF_TYPE_RAW, mux_events[4 * g + i], (int) cpu,
+                                               leaders[g]) >= SIM_PERF_HANDLE_BASE);
         }
         for (unsigned i = 0; i < MUX_SLICES; i++) {
                 sim_advance(&f.t, slice);
@@ -407,7 +408,8 @@ static void test_disable_enable(void **state) {
         assert_int_equal(perf_driver_read(f.d, h, v, sizeof(v)), sizeof(v));
         assert_true(v[0] > 0);
         assert_int_equal(v[1], v[2]);
-        assert_close((double) v[1], WINDOW_CYCLES * 1e3 / f.t.machine->cpu_model->nominal_mhz, 0, 1, "enabled");
+        assert_close((double) v[1], WINDOW_CYCLES * 1e3 / f.t.machine->cpu_model->nominal_mhz, 0, 1,
+                     "enabled");
         assert_int_equal(perf_driver_read(f.d, h, v, 2 * sizeof(uint64_t)), -ENOSPC);
         fixture_free(&f);
 }
@@ -421,7 +423,8 @@ static void burn_cpu(double seconds) {
                 for (int i = 0; i < 100000; i++)
                         x += (uint64_t) i;
                 clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-        } while ((double) (now.tv_sec - start.tv_sec) + (double) (now.tv_nsec - start.tv_nsec) * 1e-9 < seconds);
+        } while ((double) (now.tv_sec - start.tv_sec) + (double) (now.tv_nsec - start.tv_nsec) * 1e-9 <
+                 seconds);
 }
 
 /* The kernel's software events are what these tests count with; a kernel or container that
@@ -582,7 +585,8 @@ static void test_cgroups_sharing_a_cpu(void **state) {
                 assert_true(h[k] >= SIM_PERF_HANDLE_BASE);
         }
         /* a group counts one cgroup */
-        assert_int_equal(perf_driver_open(f.d, &a, -1, jobs[1].dir_fd, 0, h[0], PERF_FLAG_PID_CGROUP), -EINVAL);
+        assert_int_equal(perf_driver_open(f.d, &a, -1, jobs[1].dir_fd, 0, h[0], PERF_FLAG_PID_CGROUP),
+                         -EINVAL);
         assert_int_equal(perf_driver_open(f.d, &a, 0, -1, -1, h[0], 0), -EINVAL);
         for (int k = 0; k < 2; k++)
                 assert_int_equal(write(jobs[k].go, "g", 1), 1);
@@ -591,8 +595,8 @@ static void test_cgroups_sharing_a_cpu(void **state) {
 
                 job_finish(&jobs[k]);
                 assert_int_equal(perf_driver_read(f.d, h[k], v, sizeof(v)), sizeof(v));
-                print_message("cgroup %s: %" PRIu64 " cycles, ran %" PRIu64 " ns (burned %.0f ms)\n", names[k], v[0],
-                              v[2], seconds[k] * 1e3);
+                print_message("cgroup %s: %" PRIu64 " cycles, ran %" PRIu64 " ns (burned %.0f ms)\n", names[k],
+                              v[0], v[2], seconds[k] * 1e3);
                 assert_close((double) v[2], seconds[k] * 1e9, 0.3, 0, "the job's run time");
                 per_ns[k] = (double) v[0] / (double) v[2];
                 perf_driver_close(f.d, h[k]);
@@ -623,7 +627,8 @@ static void test_hostile_handles(void **state) {
                 perf_driver_close(f.d, handles[i]);
         }
         /* CPUs that do not exist, sampling, unknown read_format bits */
-        assert_int_equal(open_event(&f, PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 100000, -1), -EINVAL);
+        assert_int_equal(open_event(&f, PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 100000, -1),
+                         -EINVAL);
         assert_int_equal(open_event(&f, PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, -1, -1), -EINVAL);
         {
                 struct perf_event_attr a = { .type = PERF_TYPE_RAW, .size = sizeof(a), .config = 0xc0,
@@ -655,13 +660,13 @@ static void test_uncore_imc(void **state) {
                 assert_non_null(perf_catalog_find(c, "cpu"));
                 assert_non_null(perf_catalog_find(c, "hardware"));
                 assert_int_equal(perf_catalog_find(c, "hardware")->type, PERF_TYPE_HARDWARE);
-                assert_int_equal(perf_catalog_find(c, "hardware")->config_mask[0] & PERF_COUNT_HW_BRANCH_MISSES,
-                                 PERF_COUNT_HW_BRANCH_MISSES);
+                assert_int_equal(perf_catalog_find(c, "hardware")->config_mask[0] &
+                                 PERF_COUNT_HW_BRANCH_MISSES, PERF_COUNT_HW_BRANCH_MISSES);
                 assert_int_equal(perf_catalog_find(c, "cpu")->type, PERF_TYPE_RAW);
                 assert_string_equal(perf_catalog_find(c, "cpu")->write_class, "core-pmu");
                 assert_non_null(perf_catalog_find(c, "software"));
-                assert_int_equal(perf_catalog_core(c)->topdown,
-                                 strcmp(all_models[k], "icx") == 0 ? 1 : strcmp(all_models[k], "spr") == 0 ? 2 : 0);
+                assert_int_equal(perf_catalog_core(c)->topdown, strcmp(all_models[k], "icx") == 0 ? 1 :
+                                                                strcmp(all_models[k], "spr") == 0 ? 2 : 0);
                 assert_int_equal(perf_catalog_find(c, "cpu")->config_mask[0],
                                  is_amd(all_models[k]) ? UINT64_C(0xFFF84FFFF) : UINT64_C(0xFF84FFFF));
                 imc = perf_catalog_find(c, "uncore_imc_1");
@@ -691,8 +696,8 @@ static void test_uncore_imc(void **state) {
                 sim_advance(&f.t, WINDOW_CYCLES);
                 g = read_group(&f, rd);
                 assert_int_equal(backend_counter_read(f.t.backend, counter, &after), 0);
-                print_message("%s imc read %" PRIu64 " (counter %" PRIu64 ") write %" PRIu64 "\n", all_models[k],
-                              g.v[0].value, after - before, g.v[1].value);
+                print_message("%s imc read %" PRIu64 " (counter %" PRIu64 ") write %" PRIu64 "\n",
+                              all_models[k], g.v[0].value, after - before, g.v[1].value);
                 assert_true(g.v[0].value > 0 && g.v[1].value > 0);
                 assert_int_equal(g.v[0].value, after - before);
                 assert_int_equal(g.enabled, g.running);
