@@ -38,7 +38,8 @@
 #define WINDOW_CYCLES UINT64_C(4000000000)
 #define MUX_SLICES 300U
 #define READ_GROUP_FORMAT                                                                       \
-        (PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID)
+        (PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |         \
+         PERF_FORMAT_ID)
 
 /* ---- The kernel's software events, opened in this process (the test's `software` driver) */
 
@@ -595,8 +596,8 @@ static void test_cgroups_sharing_a_cpu(void **state) {
 
                 job_finish(&jobs[k]);
                 assert_int_equal(perf_driver_read(f.d, h[k], v, sizeof(v)), sizeof(v));
-                print_message("cgroup %s: %" PRIu64 " cycles, ran %" PRIu64 " ns (burned %.0f ms)\n", names[k],
-                              v[0], v[2], seconds[k] * 1e3);
+                print_message("cgroup %s: %" PRIu64 " cycles, ran %" PRIu64 " ns (burned %.0f ms)\n",
+                              names[k], v[0], v[2], seconds[k] * 1e3);
                 assert_close((double) v[2], seconds[k] * 1e9, 0.3, 0, "the job's run time");
                 per_ns[k] = (double) v[0] / (double) v[2];
                 perf_driver_close(f.d, h[k]);
