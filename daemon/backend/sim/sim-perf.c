@@ -1097,33 +1097,36 @@ static const PerfDriverVTable sim_perf_vtable = {
         .free = sim_perf_free,
 };
 
-int sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
-        SimPerfDriver *s;
-        const SimModel *m = backend_sim_model(b);
+static PerfDriver *perf_driver_release(PerfDriver *d) {
+        if (d)
+                d->vtable->free(d);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(PerfDriver *, perf_driver_release);
 
-        if (!m || !software) {
-                if (software)
-                        software->vtable->free(software);
+int sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
+        _cleanup_(perf_driver_releasep) PerfDriver *owned = software;
+        _cleanup_(perf_driver_releasep) PerfDriver *d = NULL;
+        const SimModel *m = backend_sim_model(b);
+        SimPerfDriver *s;
+
+        if (!m || !software)
                 return -EINVAL;
-        }
         s = calloc(1, sizeof(*s));
-        if (!s) {
-                software->vtable->free(software);
+        if (!s)
                 return -ENOMEM;
-        }
         s->driver.vtable = &sim_perf_vtable;
+        d = &s->driver;
         s->sim = b;
         s->model = m;
-        s->software = software;
+        s->software = TAKE_PTR(owned);
         s->n_cpus = b->machine->n_cpus;
         s->cpus = calloc(s->n_cpus ?: 1, sizeof(SimPerfCpu));
-        if (!s->cpus) {
-                sim_perf_free(&s->driver);
+        if (!s->cpus)
                 return -ENOMEM;
-        }
         s->n_boxes = m->amd ? 0 : find_boxes(b->machine, s->boxes);
         s->real_cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        *ret = &s->driver;
+        *ret = TAKE_PTR(d);
         return 0;
 }
 
@@ -1137,9 +1140,11 @@ static void add_format(PerfPmu *p, const char *name, uint64_t mask) {
         f->mask = mask;
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(PerfCatalog *, perf_catalog_free);
+
 int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
+        _cleanup_(perf_catalog_freep) PerfCatalog *c = NULL;
         const SimModel *m = backend_sim_model(b);
-        PerfCatalog *c = NULL;
         SimPerfBox boxes[SIM_PERF_UNCORE_BOXES_MAX];
         size_t n_boxes;
         PerfPmu cpu = {
@@ -1195,10 +1200,8 @@ int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
                 add_format(&u, "umask", EVTSEL_UMASK_MASK << EVTSEL_UMASK_SHIFT);
                 r = perf_catalog_add(c, &u);
         }
-        if (r < 0) {
-                perf_catalog_free(c);
+        if (r < 0)
                 return r;
-        }
-        *ret = c;
+        *ret = TAKE_PTR(c);
         return 0;
 }
