@@ -20,6 +20,7 @@
 #include "backend/sim/backend-sim.h"
 #include "backend/sim/sim-events.h"
 #include "backend/sim/sim-model.h"
+#include "backend/sim/sim-perf-pmus.h"
 #include "backend/sim/sim-perf.h"
 #include "backend/sim/sim-regs.h"
 #include "macro.h"
@@ -27,9 +28,6 @@
 
 /* The kernel's perf_event_mux_interval_ms default. */
 #define SIM_PERF_MUX_INTERVAL_NS UINT64_C(4000000)
-/* Uncore PMU types start here, as dynamic PMU types do in the kernel. */
-#define SIM_PERF_UNCORE_TYPE_FIRST 32U
-#define SIM_PERF_UNCORE_BOXES_MAX 16U
 #define NS_PER_US 1000.0
 
 /* Fixed-counter pseudo encodings and metric events of arch/x86/events/intel/core.c. */
@@ -41,19 +39,8 @@
 #define X86_CONFIG_METRIC_STEP 0x100U
 #define X86_METRIC_L1_EVENTS 4U
 
-/* The EVTSEL bits a raw config may carry: event, umask, edge, inv, cmask; AMD adds the
- * event's high nibble at 35:32. */
-#define INTEL_RAW_CONFIG_MASK UINT64_C(0xFF84FFFF)
-#define AMD_RAW_CONFIG_MASK (INTEL_RAW_CONFIG_MASK | UINT64_C(0xF) << 32)
 
-/* The kernel's uncore_imc CAS events on the Intel models. */
-#define IMC_EVENT_CAS 0x04U
-#define IMC_UMASK_READ 0x03U
-#define IMC_UMASK_WRITE 0x0cU
 
-/* The bits that hold a generic hardware event's id (PERF_COUNT_HW_*). */
-#define HARDWARE_CONFIG_MASK UINT64_C(0xF)
-_Static_assert(PERF_COUNT_HW_MAX - 1 <= HARDWARE_CONFIG_MASK, "generic hardware ids outgrew their mask");
 
 #define READ_FORMAT_KNOWN                                                                       \
         (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID |              \
@@ -103,13 +90,6 @@ typedef struct SimPerfCpu {
         bool dirty;                     /* the set of enabled groups changed: schedule again */
         uint64_t last_rotate_ns;
 } SimPerfCpu;
-
-typedef struct SimPerfBox {
-        char name[PERF_PMU_NAME_MAX];
-        uint32_t type;
-        int32_t package;
-        uint32_t cpu;
-} SimPerfBox;
 
 typedef struct SimPerfDriver {
         PerfDriver driver;              /* first */
@@ -166,80 +146,6 @@ static uint64_t now_ns(SimPerfDriver *s) {
 
         (void) backend_sim_now_ns(s->sim, &ns);
         return ns;
-}
-
-/* ---- Uncore PMUs: one per IMC box name of the machine's kernel-uncore package counters */
-
-static int box_of_counter(const MachineCounter *mc, char *ret_box, size_t size, bool *ret_write) {
-        const char *slash = strchr(mc->name, '/');
-        size_t len;
-
-        if (!slash || strncmp(mc->name, "uncore_imc_", strlen("uncore_imc_")) != 0 ||
-            strncmp(mc->name, "uncore_imc_free_running_", strlen("uncore_imc_free_running_")) == 0)
-                return -ENOENT;
-        len = (size_t) (slash - mc->name);
-        if (len >= size)
-                return -ENAMETOOLONG;
-        memcpy(ret_box, mc->name, len);
-        ret_box[len] = '\0';
-        if (strcmp(slash + 1, "cas_count_read") == 0)
-                *ret_write = false;
-        else if (strcmp(slash + 1, "cas_count_write") == 0)
-                *ret_write = true;
-        else
-                return -ENOENT;
-        return 0;
-}
-
-static size_t find_boxes(const Machine *m, SimPerfBox *boxes) {
-        size_t n = 0;
-
-        for (uint32_t i = 0; i < m->n_counters; i++) {
-                char name[PERF_PMU_NAME_MAX];
-                bool write, seen = false;
-
-                if (box_of_counter(&m->counters[i], name, sizeof(name), &write) < 0)
-                        continue;
-                for (size_t k = 0; k < n; k++)
-                        seen = seen || strcmp(boxes[k].name, name) == 0;
-                if (seen || n >= SIM_PERF_UNCORE_BOXES_MAX)
-                        continue;
-                boxes[n] = (SimPerfBox) {
-                        .type = SIM_PERF_UNCORE_TYPE_FIRST + (uint32_t) n,
-                        .package = m->counters[i].package,
-                        .cpu = m->counters[i].cpu,
-                };
-                memcpy(boxes[n].name, name, sizeof(name));
-                n++;
-        }
-        return n;
-}
-
-/* The machine counter of box's read or write CAS count on the package of cpu. */
-static int uncore_counter(const SimPerfDriver *s, const SimPerfBox *box, bool write, int cpu,
-                          uint32_t *ret) {
-        const Machine *m = s->sim->machine;
-
-        for (uint32_t i = 0; i < m->n_counters; i++) {
-                char name[PERF_PMU_NAME_MAX];
-                bool w;
-
-                if (box_of_counter(&m->counters[i], name, sizeof(name), &w) < 0 || w != write ||
-                    strcmp(name, box->name) != 0 || m->counters[i].package != m->cpus[cpu].package)
-                        continue;
-                *ret = i;
-                return 0;
-        }
-        return -ENODEV;
-}
-
-static bool same_box(const SimPerfDriver *s, uint32_t a, uint32_t b) {
-        char name_a[PERF_PMU_NAME_MAX], name_b[PERF_PMU_NAME_MAX];
-        bool write;
-
-        return box_of_counter(&s->sim->machine->counters[a], name_a, sizeof(name_a), &write) >= 0 &&
-               box_of_counter(&s->sim->machine->counters[b], name_b, sizeof(name_b), &write) >= 0 &&
-               strcmp(name_a, name_b) == 0;
 }
 
 /* ---- Registers */
@@ -748,7 +654,8 @@ static int decode_uncore(SimPerfDriver *s, const struct perf_event_attr *attr, i
             (umask != IMC_UMASK_READ && umask != IMC_UMASK_WRITE))
                 return -EINVAL;
         e->kind = SIM_PERF_UNCORE;
-        return uncore_counter(s, box, umask == IMC_UMASK_WRITE, cpu, &e->index);
+        return sim_perf_box_counter(s->sim->machine, box->name, umask == IMC_UMASK_WRITE,
+                                    s->sim->machine->cpus[cpu].package, &e->index);
 }
 
 static int open_task_clock(SimPerfDriver *s, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd,
@@ -845,7 +752,7 @@ static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_
         /* one PMU per group; metric events only under their SLOTS leader */
         if (l && (l->kind == SIM_PERF_UNCORE) != (e.kind == SIM_PERF_UNCORE))
                 return -EINVAL;
-        if (l && e.kind == SIM_PERF_UNCORE && !same_box(s, l->index, e.index))
+        if (l && e.kind == SIM_PERF_UNCORE && !sim_perf_same_box(s->sim->machine, l->index, e.index))
                 return -EINVAL;
         if (e.kind == SIM_PERF_METRIC && (!l || !is_slots(l)))
                 return -EINVAL;
@@ -1124,84 +1031,8 @@ int sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
         s->cpus = calloc(s->n_cpus ?: 1, sizeof(SimPerfCpu));
         if (!s->cpus)
                 return -ENOMEM;
-        s->n_boxes = m->amd ? 0 : find_boxes(b->machine, s->boxes);
+        s->n_boxes = m->amd ? 0 : sim_perf_find_boxes(b->machine, s->boxes);
         s->real_cpus = sysconf(_SC_NPROCESSORS_ONLN);
         *ret = TAKE_PTR(d);
-        return 0;
-}
-
-/* ---- The catalogue */
-
-static void add_format(PerfPmu *p, const char *name, uint64_t mask) {
-        PerfFormatField *f = &p->formats[p->n_formats++];
-
-        (void) snprintf(f->name, sizeof(f->name), "%s", name);
-        f->config_word = 0;
-        f->mask = mask;
-}
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(PerfCatalog *, perf_catalog_free);
-
-int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
-        _cleanup_(perf_catalog_freep) PerfCatalog *c = NULL;
-        const SimModel *m = backend_sim_model(b);
-        SimPerfBox boxes[SIM_PERF_UNCORE_BOXES_MAX];
-        size_t n_boxes;
-        PerfPmu cpu = {
-                .name = "cpu",
-                .type = PERF_TYPE_RAW,
-                .kind = PERF_PMU_CORE,
-                .package = -1,
-                .cpu = -1,
-                .write_class = "core-pmu",
-        }, hardware = {
-                .name = "hardware",
-                .type = PERF_TYPE_HARDWARE,
-                .kind = PERF_PMU_CORE,
-                .package = -1,
-                .cpu = -1,
-                /* the generic ids below PERF_COUNT_HW_MAX; the driver refuses the rest */
-                .config_mask = { HARDWARE_CONFIG_MASK },
-                .write_class = "core-pmu",
-        };
-        int r;
-
-        if (!m)
-                return -EINVAL;
-        cpu.config_mask[0] = m->amd ? AMD_RAW_CONFIG_MASK : INTEL_RAW_CONFIG_MASK;
-        cpu.topdown = (uint8_t) m->perf_metrics;
-        add_format(&cpu, "event", m->amd ? EVTSEL_EVENT_MASK |
-                                                   AMD_EVTSEL_EVENT_HI_MASK << AMD_EVTSEL_EVENT_HI_SHIFT
-                                         : EVTSEL_EVENT_MASK);
-        add_format(&cpu, "umask", EVTSEL_UMASK_MASK << EVTSEL_UMASK_SHIFT);
-        add_format(&cpu, "edge", EVTSEL_EDGE);
-        add_format(&cpu, "inv", EVTSEL_INV);
-        add_format(&cpu, "cmask", EVTSEL_CMASK_MASK << EVTSEL_CMASK_SHIFT);
-
-        r = perf_catalog_new(&c);
-        if (r < 0)
-                return r;
-        r = perf_catalog_add(c, &cpu);
-        if (r >= 0)
-                r = perf_catalog_add(c, &hardware);
-        n_boxes = m->amd ? 0 : find_boxes(b->machine, boxes);
-        for (size_t i = 0; r >= 0 && i < n_boxes; i++) {
-                PerfPmu u = {
-                        .type = boxes[i].type,
-                        .kind = PERF_PMU_UNCORE,
-                        .package = boxes[i].package,
-                        .cpu = (int) boxes[i].cpu,
-                        .config_mask = { 0xFFFF },
-                        .write_class = "uncore-imc",
-                };
-
-                memcpy(u.name, boxes[i].name, sizeof(u.name));
-                add_format(&u, "event", EVTSEL_EVENT_MASK);
-                add_format(&u, "umask", EVTSEL_UMASK_MASK << EVTSEL_UMASK_SHIFT);
-                r = perf_catalog_add(c, &u);
-        }
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(c);
         return 0;
 }
