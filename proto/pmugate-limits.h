@@ -173,3 +173,6 @@
  * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
  * rather than wait with every client. */
 #define PERF_OPENER_TIMEOUT_MSEC 5000U
+
+/* Events the simulator's perf driver keeps open at once (its handle table). */
+#define PERF_SIM_EVENTS_MAX 65536U
