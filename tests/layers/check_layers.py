@@ -54,6 +54,7 @@ LAYERS = {
             ('backend/sim', {'dirs': ['backend/sim']}),
             ('policy', {'dirs': ['policy']}),
             ('pmu', {'dirs': ['pmu']}),
+            ('perf', {'dirs': ['perf']}),
             ('server', {'dirs': ['server']}),
             ('handlers', {'dirs': ['handlers']}),
             ('main', {'stems': ['main', 'privileges']}),
