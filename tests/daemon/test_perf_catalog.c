@@ -205,7 +205,8 @@ static void test_icelake_sp(void **state) {
 
 /* As the kernel shows it: every entry of the bus a link into sys/devices. */
 static void test_sapphire_rapids_links(void **state) {
-        static const char *const names[] = { "software", "cpu", "hardware", "uncore_imc_free_running_0" };
+        static const char *const names[] = { "software", "cpu", "hardware", "uncore_imc_1",
+                                             "uncore_imc_free_running_0" };
         PerfCatalog *c;
 
         write_file("sys/devices/cpu/type", "4\n");
@@ -220,6 +221,11 @@ static void test_sapphire_rapids_links(void **state) {
         make_link("../../../devices/cpu", DEVICES "/cpu");
         make_link("../../../devices/uncore_imc_free_running_0", DEVICES "/uncore_imc_free_running_0");
         make_link("../../../devices/tracepoint", DEVICES "/tracepoint");
+        /* deeper, as a PMU with a parent device is linked */
+        write_file("sys/devices/pci0000:00/0000:00:05.0/uncore_imc_1/type", "21\n");
+        write_file("sys/devices/pci0000:00/0000:00:05.0/uncore_imc_1/cpumask", "2\n");
+        write_file("sys/devices/pci0000:00/0000:00:05.0/uncore_imc_1/format/event", "config:0-7\n");
+        make_link("../../../devices/pci0000:00/0000:00:05.0/uncore_imc_1", DEVICES "/uncore_imc_1");
         c = read_catalog();
         assert_names(c, names, ELEMENTSOF(names));
         assert_int_equal(perf_catalog_core(c)->topdown, 2);
@@ -316,6 +322,17 @@ static void test_hostile(void **state) {
         write_file("elsewhere/cpumask", "0\n");
         make_link("../../../../elsewhere", DEVICES "/uncore_imc_1");
         make_link(outside, DEVICES "/uncore_imc_2");
+        /* of the kernel's shape, but climbing out again, or through a link inside sys/devices */
+        make_link("../../../devices/../../elsewhere", DEVICES "/uncore_imc_20");
+        make_link("../../../devices/./x/../../../elsewhere", DEVICES "/uncore_imc_21");
+        make_link("../../../../elsewhere", "sys/devices/hop");
+        make_link("../../../devices/hop", DEVICES "/uncore_imc_22");
+        write_file("sys/devices/real/uncore_imc_23/type", "31\n");
+        write_file("sys/devices/real/uncore_imc_23/cpumask", "0\n");
+        make_link("real", "sys/devices/alias");
+        make_link("../../../devices/alias/uncore_imc_23", DEVICES "/uncore_imc_23");
+        make_link("../../../devices/", DEVICES "/uncore_imc_24");
+        make_link("../../../devices//elsewhere", DEVICES "/uncore_imc_25");
         /* a format file, a type and a cpumask that are links */
         uncore("uncore_imc_3", "18\n", "0\n");
         make_link("../../../../../../elsewhere/type", DEVICES "/uncore_imc_3/format/edge");
