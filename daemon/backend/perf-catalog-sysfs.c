@@ -187,9 +187,15 @@ static int read_formats(int pmu_fd, PerfPmu *p) {
 
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                if (!pmu_name_ok(de->d_name, sizeof(f->name))) {
+                if (!pmu_name_ok(de->d_name, PERF_PMU_NAME_MAX)) {
                         r = -EINVAL;
                         break;
+                }
+                /* a field of a name longer than the catalogue keeps: its bits stay refused */
+                if (strlen(de->d_name) >= sizeof(f->name)) {
+                        log_info("Perf event source %s: format field %s is longer than %zu characters; its bits are not allowed",
+                                 p->name, de->d_name, sizeof(f->name) - 1);
+                        continue;
                 }
                 if (p->n_formats >= PERF_PMU_FORMATS_MAX) {
                         r = -E2BIG;
