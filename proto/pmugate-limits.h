@@ -155,7 +155,9 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
-/* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, and
- * the size of a PMU's largest file (its cpumask on a machine of thousands of CPUs). */
+/* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, the
+ * size of a PMU's cpumask (a list on a machine of thousands of CPUs) and of its other files
+ * (type, format files). */
 #define PERF_SYSFS_ENTRIES_MAX 1024U
 #define PERF_SYSFS_FILE_MAX 4096U
+#define PERF_SYSFS_SMALL_FILE_MAX 64U

@@ -25,8 +25,6 @@
 #include "log.h"
 #include "macro.h"
 
-#define SMALL_FILE_MAX 64U
-
 static bool pmu_name_ok(const char *s, size_t max) {
         size_t n = strnlen(s, max);
 
@@ -182,7 +180,7 @@ static int read_formats(int pmu_fd, PerfPmu *p) {
                 return negative_errno();
         fd = -EBADF; /* the DIR owns it now */
         while (r >= 0 && (errno = 0, de = readdir(d))) {
-                char text[SMALL_FILE_MAX];
+                char text[PERF_SYSFS_SMALL_FILE_MAX];
                 PerfFormatField *f;
 
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -282,7 +280,7 @@ static Candidate classify(const char *name, char *ret_class, size_t class_size) 
 /* Reads one PMU's directory; a refusal is the reason it is left out. */
 static int read_pmu(int sys_fd, int devices_fd, const Machine *m, const char *name, Candidate kind, PerfPmu *p) {
         _cleanup_close_ int fd = -EBADF;
-        char text[SMALL_FILE_MAX];
+        char text[PERF_SYSFS_SMALL_FILE_MAX];
         int r;
 
         fd = open_pmu_dir(sys_fd, devices_fd, name);
