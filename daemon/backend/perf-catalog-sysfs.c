@@ -428,6 +428,7 @@ int perf_catalog_read_sysfs(const char *root, const Machine *m, PerfCatalog **re
         char **names = NULL;
         size_t n = 0;
         ssize_t core;
+        bool core_added = false;
         int r;
 
         r = perf_catalog_new(&c);
@@ -449,7 +450,8 @@ int perf_catalog_read_sysfs(const char *root, const Machine *m, PerfCatalog **re
                 size_t before = c->n_pmus;
 
                 r = try_pmu(c, sys_fd, devices_fd, m, names[core], CANDIDATE_CORE, "core-pmu");
-                if (r >= 0 && c->n_pmus > before)
+                core_added = c->n_pmus > before;
+                if (r >= 0 && core_added)
                         r = add_hardware(c);
                 if (r < 0)
                         goto fail;
@@ -464,7 +466,8 @@ int perf_catalog_read_sysfs(const char *root, const Machine *m, PerfCatalog **re
                 if (kind == CANDIDATE_NONE)
                         continue;
                 if (kind == CANDIDATE_CORE) {
-                        log_info("Perf event source %s is left out: %s is the core PMU", names[i], names[core]);
+                        log_info("Perf event source %s is left out: one core PMU is served, %s%s", names[i],
+                                 names[core], core_added ? "" : " (itself left out)");
                         continue;
                 }
                 r = try_pmu(c, sys_fd, devices_fd, m, names[i], kind, cls);
