@@ -176,3 +176,8 @@
 
 /* Events the simulator's perf driver keeps open at once (its handle table). */
 #define PERF_SIM_EVENTS_MAX 65536U
+
+/* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, and
+ * the size of a PMU's largest file (its cpumask on a machine of thousands of CPUs). */
+#define PERF_SYSFS_ENTRIES_MAX 1024U
+#define PERF_SYSFS_FILE_MAX 4096U
