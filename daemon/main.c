@@ -342,7 +342,7 @@ static void connect_perf_opener(const Options *o, PerfOpener *opener) {
                                          o->perf_opener);
                 return;
         }
-        log_info("Perf opener service connected at %s (process %d)", o->perf_opener, (int) perf_opener_pid(opener));
+        log_info("Perf opener service connected at %s", o->perf_opener);
         if (perf_opener_probe_error(opener) < 0)
                 (void) log_warning_errno(perf_opener_probe_error(opener),
                                          "perf_event_open() is refused in the perf opener service "

@@ -33,7 +33,8 @@
 #define OPENER_CHILD_FD 3
 
 struct PerfOpener {
-        pid_t pid;      /* forked: our child; connected: the service's process (SO_PEERCRED) */
+        pid_t pid;      /* forked: our child; 0 for the service, whose socket's peer credentials
+                         * are those of whoever listens on it (systemd), not the opener's */
         int fd;         /* -1 while a connected opener is not connected */
         char *path;     /* the opener service's socket; NULL for a forked opener */
         bool dead;      /* stopped answering: every open fails with -EPIPE, logged once */
@@ -462,8 +463,6 @@ int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size
  * that we are its own user, so this runs after the daemon has become that user. */
 static int opener_connect(PerfOpener *o) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
         int r;
 
         if (strlen(o->path) >= sizeof(sa.sun_path))
@@ -474,15 +473,7 @@ static int opener_connect(PerfOpener *o) {
                 o->fd = -1;
                 return -errno;
         }
-        r = 0;
-        if (connect(o->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                r = -errno;
-        else if (getsockopt(o->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-                r = -errno;
-        else {
-                o->pid = cred.pid;
-                r = wait_ready(o);
-        }
+        r = connect(o->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ? -errno : wait_ready(o);
         if (r < 0) {
                 (void) close(o->fd);
                 o->fd = -1;
@@ -525,9 +516,8 @@ int perf_opener_connect(PerfOpener *o) {
 static int opener_gone(PerfOpener *o, int error) {
         if (!o->dead) {
                 if (o->path)
-                        log_error_errno(error, "Perf opener service at %s (process %d) is gone and could not "
-                                        "be reached again: no perf event can be opened until pmugated restarts",
-                                        o->path, (int) o->pid);
+                        log_error_errno(error, "Perf opener service at %s is gone and could not be reached "
+                                        "again: no perf event can be opened until pmugated restarts", o->path);
                 else
                         log_error_errno(error, "Perf opener (process %d) is gone: no perf event can be opened "
                                         "until pmugated restarts", (int) o->pid);
@@ -587,8 +577,7 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
         if (r == -EAGAIN && o->path) {
                 /* The service ended (a crash, a restart): its socket starts it again. Once; a
                  * second loss in a row is reported. */
-                log_warning("Perf opener service (process %d) went away; connecting to %s again",
-                            (int) o->pid, o->path);
+                log_warning("Perf opener service went away; connecting to %s again", o->path);
                 (void) close(o->fd);
                 o->fd = -1;
                 r = opener_connect(o);

@@ -80,6 +80,8 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
  * could not be connected. */
 int perf_opener_probe_error(const PerfOpener *o);
 
+/* The forked opener's pid; 0 for a remote one (the peer credentials of a socket-activated
+ * socket are whoever listens on it, systemd, not the service). */
 pid_t perf_opener_pid(const PerfOpener *o);
 
 /* The opener's side, for the forked opener and the pmugate-perf-opener program. */

@@ -674,7 +674,7 @@ def test_opener_service(tap):
         tap.ok(act.wait_ready(), "the daemon reports READY=1", act.log())
         tap.ok(opener.wait_log("Serving pmugated (process %d)" % act.proc.pid),
                "the daemon's connection activated the opener, which serves it", opener.log())
-        tap.ok("Perf opener service connected at %s (process %d)" % (opener.socket, opener.proc.pid) in act.log(),
+        tap.ok("Perf opener service connected at %s" % opener.socket in act.log(),
                "the daemon says it connected to the opener service", act.log())
         tap.ok("Perf opener started" not in act.log(), "the daemon forked no opener of its own", act.log())
 
