@@ -14,12 +14,14 @@
 #include "audit.h"
 #include "backend/backend-choice.h"
 #include "backend/machine.h"
+#include "backend/perf-catalog.h"
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "backend/sim/backend-sim.h"
 #include "build-config.h"
 #include "handlers/handlers.h"
 #include "log.h"
+#include "perf/perf-attr.h"
 #include "pmu/allowlist.h"
 #include "policy/config.h"
 #include "privileges.h"
@@ -39,6 +41,7 @@ typedef struct Options {
         const char *user;
         const char *audit_log;
         const char *runtime_dir;
+        const char *perf_opener;        /* the opener service's socket; NULL: fork the opener */
 } Options;
 
 static void help(void) {
@@ -62,6 +65,8 @@ static void help(void) {
                "     --user=NAME            User to run as after start-up (default: %s)\n"
                "     --audit-log=FILE       Write audit records to FILE instead of the journal\n"
                "     --runtime-dir=DIR      Keep job grants and lease journals in DIR/state (default: %s)\n"
+               "     --perf-opener=SOCKET   Open perf events through the opener service at SOCKET\n"
+               "                            (pmugate-perf-opener.socket) instead of a forked opener\n"
                "  -v --verbose              Log debug messages\n",
                PMUGATE_SOCKET_PATH, PMUGATE_CONFIG_FILE, PMUGATE_ALLOWLIST_DIR, PMUGATE_USER, PMUGATE_RUNTIME_DIR);
         if (!backend_sim_built())
@@ -83,6 +88,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 ARG_USER,
                 ARG_AUDIT_LOG,
                 ARG_RUNTIME_DIR,
+                ARG_PERF_OPENER,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -98,6 +104,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "user", required_argument, NULL, ARG_USER },
                 { "audit-log", required_argument, NULL, ARG_AUDIT_LOG },
                 { "runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR },
+                { "perf-opener", required_argument, NULL, ARG_PERF_OPENER },
                 { "verbose", no_argument, NULL, 'v' },
                 {}
         };
@@ -166,6 +173,11 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_RUNTIME_DIR:
                         o->runtime_dir = optarg;
+                        break;
+                case ARG_PERF_OPENER:
+                        if (optarg[0] != '/')
+                                return log_error_errno(EINVAL, "--perf-opener='%s' is not an absolute path", optarg);
+                        o->perf_opener = optarg;
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
@@ -244,40 +256,98 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
         return 0;
 }
 
-/* The opener's check of every attr until the perf path's own (perf_attr_verify() of
- * perf/perf-attr.c) is wired in here with the catalogue's types: nothing is opened unchecked. */
-static int perf_attr_refuse_all(const struct perf_event_attr *attr, const uint32_t *types, size_t n,
-                                char *reason, size_t size) {
-        (void) attr;
-        (void) types;
-        (void) n;
-        (void) snprintf(reason, size, "this pmugated checks no perf event yet, so it opens none");
-        return -EPERM;
+/* The types of the kernel's PMUs, for the forked opener's own check (perf_attr_verify()): the
+ * opener opens events in the kernel only, whichever device backend serves registers. Without
+ * a readable sysfs only software events are admitted. */
+static int kernel_perf_types(const char *root, const Machine *m, uint32_t **ret, size_t *ret_n) {
+        PerfCatalog *c = NULL;
+        uint32_t *types;
+        int r;
+
+        r = perf_catalog_read_sysfs(root, m, &c);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read the kernel's PMUs under %s: only software perf events can be opened",
+                                  root);
+                r = perf_catalog_new(&c);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot allocate the perf catalogue");
+        }
+        types = calloc(c->n_pmus ? c->n_pmus : 1, sizeof(*types));
+        if (!types) {
+                perf_catalog_free(c);
+                return log_error_errno(ENOMEM, "Cannot allocate the PMU types");
+        }
+        for (size_t i = 0; i < c->n_pmus; i++)
+                types[i] = c->pmus[i].type;
+        *ret_n = c->n_pmus;
+        *ret = types;
+        perf_catalog_free(c);
+        return 0;
 }
 
 /* Forks the perf opener while the daemon still has its start-up privileges: it keeps
  * CAP_PERFMON alone as the daemon's user (privileges.c leaves the serving process none), and
- * the kernel's perf driver opens every event through it. */
-static int start_perf(uid_t uid, gid_t gid, PerfOpener **ret_opener, PerfDriver **ret_driver) {
+ * the kernel's perf driver opens every event through it. With --perf-opener the opener is the
+ * service pmugate-perf-opener instead, connected to once the daemon is its user
+ * (connect_perf_opener()). */
+static int start_perf(const Options *o, const Machine *m, uid_t uid, gid_t gid, PerfOpener **ret_opener,
+                      PerfDriver **ret_driver) {
+        _cleanup_free_ uint32_t *types = NULL;
         PerfOpener *opener = NULL;
+        size_t n_types = 0;
         int r;
 
-        r = perf_opener_start(perf_attr_refuse_all, NULL, 0, uid, gid, &opener);
-        if (r < 0)
-                return log_error_errno(r, "Cannot start the perf opener");
+        if (o->perf_opener) {
+                r = perf_opener_new_remote(o->perf_opener, &opener);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot set up the perf opener at %s", o->perf_opener);
+        } else {
+                r = kernel_perf_types(o->root, m, &types, &n_types);
+                if (r < 0)
+                        return r;
+                r = perf_opener_start(perf_attr_verify, types, n_types, uid, gid, &opener);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot start the perf opener");
+        }
         r = perf_driver_kernel_new(opener, ret_driver);
         if (r < 0) {
                 perf_opener_stop(opener);
                 return log_error_errno(r, "Cannot set up the kernel's perf driver");
         }
-        log_info("Perf opener started (process %d)", (int) perf_opener_pid(opener));
-        if (perf_opener_probe_error(opener) < 0)
-                (void) log_warning_errno(perf_opener_probe_error(opener),
-                                         "perf_event_open() is refused in the perf opener, most likely by a "
-                                         "system-call filter (the service's SystemCallFilter= admits it only "
-                                         "with the drop-in SECURITY.md gives): pmugated opens no perf event");
+        if (!o->perf_opener) {
+                log_info("Perf opener started (process %d)", (int) perf_opener_pid(opener));
+                if (perf_opener_probe_error(opener) < 0)
+                        (void) log_warning_errno(perf_opener_probe_error(opener),
+                                                 "perf_event_open() is refused in the perf opener, most likely by "
+                                                 "a system-call filter (pmugated.service's leaves it out: the "
+                                                 "shipped units run pmugated with --perf-opener): pmugated opens "
+                                                 "no perf event");
+        }
         *ret_opener = opener;
         return 0;
+}
+
+/* The opener service serves only its own user, the daemon's, so this comes after the drop. A
+ * missing or broken service is no reason to stop serving registers: the perf path is off, and
+ * each open says the opener is gone. */
+static void connect_perf_opener(const Options *o, PerfOpener *opener) {
+        int r;
+
+        if (!o->perf_opener)
+                return;
+        r = perf_opener_connect(opener);
+        if (r < 0) {
+                (void) log_warning_errno(r, "Cannot reach the perf opener at %s (pmugate-perf-opener.socket, "
+                                         "pmugate-perf-opener.service): serving without perf events",
+                                         o->perf_opener);
+                return;
+        }
+        log_info("Perf opener service connected at %s", o->perf_opener);
+        if (perf_opener_probe_error(opener) < 0)
+                (void) log_warning_errno(perf_opener_probe_error(opener),
+                                         "perf_event_open() is refused in the perf opener service "
+                                         "(pmugate-perf-opener.service's SystemCallFilter=): pmugated opens no "
+                                         "perf event");
 }
 
 static int run(int argc, char *argv[]) {
@@ -288,7 +358,7 @@ static int run(int argc, char *argv[]) {
         Allowlist *allowlist = NULL;
         Audit *audit = NULL;
         Server *server = NULL;
-        PerfOpener *perf_opener = NULL;
+        PerfOpener *perf_opener = NULL, *remote_opener;
         PerfDriver *perf_driver = NULL;
         StateDir state = { .fd = -EBADF };
         BackendChoice choice;
@@ -360,7 +430,7 @@ static int run(int argc, char *argv[]) {
                 goto finish;
         /* Before the audit log, the state directory and the socket are open: the opener closes
          * every fd it inherits, and has the fewer to close. */
-        r = start_perf(daemon_uid, daemon_gid, &perf_opener, &perf_driver);
+        r = start_perf(&o, machine, daemon_uid, daemon_gid, &perf_opener, &perf_driver);
         if (r < 0)
                 goto finish;
 
@@ -386,6 +456,7 @@ static int run(int argc, char *argv[]) {
                 goto finish;
         server->choice = choice;
         server->counters_from_option = o.counters >= 0;
+        remote_opener = perf_opener;    /* the server's now */
         perf_opener = NULL;
         perf_driver = NULL;
         machine = NULL;
@@ -402,6 +473,7 @@ static int run(int argc, char *argv[]) {
         r = privileges_drop(o.user);
         if (r < 0)
                 goto finish;
+        connect_perf_opener(&o, remote_opener);
         r = server_run(server);
 
 finish:

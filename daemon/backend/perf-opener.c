@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,10 +33,13 @@
 #define OPENER_CHILD_FD 3
 
 struct PerfOpener {
-        pid_t pid;
-        int fd;
+        pid_t pid;      /* forked: our child; 0 for the service, whose socket's peer credentials
+                         * are those of whoever listens on it (systemd), not the opener's */
+        int fd;         /* -1 while a connected opener is not connected */
+        char *path;     /* the opener service's socket; NULL for a forked opener */
         bool dead;      /* stopped answering: every open fails with -EPIPE, logged once */
-        int probe_error; /* what perf_event_open() answered the opener when it was ready */
+        int probe_error; /* what perf_event_open() answered the opener when it was ready, or why
+                          * the service's socket could not be reached */
 };
 
 static void close_fds(int *fds, size_t n) {
@@ -188,9 +192,7 @@ static bool have_capability(cap_value_t cap, cap_flag_t flag) {
         return now && cap_get_flag(now, cap, flag, &v) == 0 && v == CAP_SET;
 }
 
-/* Becomes uid:gid (as root) with CAP_PERFMON alone, or keeps the identity it was started with
- * and at most CAP_PERFMON. */
-static int opener_drop_privileges(uid_t uid, gid_t gid, uint64_t *ret_keep) {
+int perf_opener_drop_privileges(uid_t uid, gid_t gid, uint64_t *ret_keep) {
         _cleanup_(cap_freep) cap_t caps = NULL;
         cap_value_t perfmon = CAP_PERFMON;
         bool root = geteuid() == 0, keep = have_capability(CAP_PERFMON, CAP_PERMITTED);
@@ -282,13 +284,32 @@ static int opener_handle(const PerfOpenerRequest *req, const int *fds, size_t n_
         return fd < 0 ? -errno : fd;
 }
 
-static int opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, size_t n_types) {
+/* perf_event_open() without an attr: the kernel answers EFAULT and opens nothing; a seccomp
+ * filter that does not allow the call (the shipped unit's SystemCallFilter=, which answers
+ * EPERM) answers first. 0 when the call is allowed, else the negative errno. */
+static int probe_perf_event_open(void) {
+        if (syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0UL) >= 0)
+                return -EBADMSG;
+        return errno == EFAULT ? 0 : -errno;
+}
+
+int perf_opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, size_t n_types) {
+        /* Ready, with whether the call is allowed at all: the server waits for this, so that a
+         * failed drop or a system-call filter without perf_event_open shows at its start, not
+         * at the first open. */
+        PerfOpenerReply ready = { .error = probe_perf_event_open() };
+        int r;
+
+        if (!verify || n_types > PERF_PMUS_MAX || (n_types > 0 && !types))
+                return -EINVAL;
+        r = send_with_fds(sock, &ready, sizeof(ready), NULL, 0);
+        if (r < 0)
+                return r == -EPIPE ? 0 : log_error_errno(r, "Perf opener: cannot say it is ready");
         for (;;) {
                 PerfOpenerRequest req;
                 PerfOpenerReply reply = {};
                 int fds[OPENER_FDS_MAX] = { -1, -1 }, fd = -1;
                 size_t n_fds = 0;
-                int r;
 
                 r = receive_exact(sock, &req, sizeof(req), fds, OPENER_FDS_MAX, &n_fds);
                 if (r == 0)
@@ -311,18 +332,8 @@ static int opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, 
         }
 }
 
-/* perf_event_open() without an attr: the kernel answers EFAULT and opens nothing; a seccomp
- * filter that does not allow the call (the shipped unit's SystemCallFilter=, which answers
- * EPERM) answers first. 0 when the call is allowed, else the negative errno. */
-static int probe_perf_event_open(void) {
-        if (syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0UL) >= 0)
-                return -EBADMSG;
-        return errno == EFAULT ? 0 : -errno;
-}
-
 __attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAttrVerify verify,
                                                   const uint32_t *types, size_t n_types, uid_t uid, gid_t gid) {
-        PerfOpenerReply ready;
         sigset_t all;
         uint64_t keep = 0;
         int r;
@@ -342,7 +353,7 @@ __attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAt
         if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0)
                 _exit(EXIT_FAILURE);
 
-        r = opener_drop_privileges(uid, gid, &keep);
+        r = perf_opener_drop_privileges(uid, gid, &keep);
         if (r < 0)
                 _exit(EXIT_FAILURE);
         /* Set after the uid change, which clears it; then the parent may already be gone. */
@@ -354,14 +365,7 @@ __attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAt
         else
                 log_debug("Perf opener runs as uid %u with CAP_PERFMON alone", (unsigned) geteuid());
 
-        /* Ready, with whether the call is allowed at all: start-up waits for this, so that a
-         * failed drop or a system-call filter without perf_event_open shows then, not at the
-         * first open. */
-        ready.error = probe_perf_event_open();
-        r = send_with_fds(sock, &ready, sizeof(ready), NULL, 0);
-        if (r < 0)
-                _exit(EXIT_FAILURE);
-        r = opener_serve(sock, verify, types, n_types);
+        r = perf_opener_serve(sock, verify, types, n_types);
         _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 
@@ -455,12 +459,93 @@ int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size
         return 0;
 }
 
+/* The opener service's socket: connects and waits for its ready message. The service checks
+ * that we are its own user, so this runs after the daemon has become that user. */
+static int opener_connect(PerfOpener *o) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int r;
+
+        if (strlen(o->path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, o->path, strlen(o->path) + 1);
+        o->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (o->fd < 0) {
+                o->fd = -1;
+                return -errno;
+        }
+        r = connect(o->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ? -errno : wait_ready(o);
+        if (r < 0) {
+                (void) close(o->fd);
+                o->fd = -1;
+        }
+        return r;
+}
+
+int perf_opener_new_remote(const char *path, PerfOpener **ret) {
+        _cleanup_free_ PerfOpener *o = NULL;
+
+        if (!path || path[0] != '/')
+                return -EINVAL;
+        o = calloc(1, sizeof(*o));
+        if (!o)
+                return -ENOMEM;
+        o->fd = -1;
+        o->path = strdup(path);
+        if (!o->path)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int perf_opener_connect(PerfOpener *o) {
+        int r;
+
+        if (!o->path)
+                return -EINVAL;
+        if (o->fd >= 0)
+                return 0;
+        r = opener_connect(o);
+        if (r < 0) {
+                /* Serve without the perf path, saying why at each open. */
+                o->dead = true;
+                o->probe_error = r;
+        }
+        return r;
+}
+
 static int opener_gone(PerfOpener *o, int error) {
-        if (!o->dead)
-                log_error_errno(error, "Perf opener (process %d) is gone: no perf event can be opened until "
-                                "pmugated restarts", (int) o->pid);
+        if (!o->dead) {
+                if (o->path)
+                        log_error_errno(error, "Perf opener service at %s is gone and could not be reached "
+                                        "again: no perf event can be opened until pmugated restarts", o->path);
+                else
+                        log_error_errno(error, "Perf opener (process %d) is gone: no perf event can be opened "
+                                        "until pmugated restarts", (int) o->pid);
+        }
         o->dead = true;
         return -EPIPE;
+}
+
+/* One request and its answer: 0 with the reply and fd, -EAGAIN when the opener was gone before
+ * it answered (the request may be sent again to a new one), -EPIPE when it broke the protocol
+ * or hung (it is not asked again), or the errno of sending the request. */
+static int opener_ask(PerfOpener *o, const PerfOpenerRequest *req, const int *fds, size_t n_fds,
+                      PerfOpenerReply *reply, int *ret_fd) {
+        int r;
+
+        r = send_with_fds(o->fd, req, sizeof(*req), fds, n_fds);
+        if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN)
+                return -EAGAIN;
+        if (r < 0)
+                return r;
+        r = receive_reply(o, reply, ret_fd);
+        if (r == -EPIPE || r == -ECONNRESET)
+                return -EAGAIN;
+        if (r < 0)
+                /* After a timeout a late answer would be taken for the next request's: never ask
+                 * this opener again. */
+                return opener_gone(o, -r);
+        return 0;
 }
 
 int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
@@ -476,6 +561,8 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
                 return -EINVAL;
         if (o->dead)
                 return -EPIPE;
+        if (o->fd < 0)
+                return -ENOTCONN;
         memcpy(req.attr, attr, sizeof(req.attr));
         if (group_fd >= 0) {
                 req.fds |= PERF_OPENER_FD_GROUP;
@@ -486,17 +573,22 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
                 fds[n_fds++] = cgroup_fd;
                 req.pid = -1;
         }
-        r = send_with_fds(o->fd, &req, sizeof(req), fds, n_fds);
-        if (r == -EPIPE || r == -ECONNRESET)
-                return opener_gone(o, r);
+        r = opener_ask(o, &req, fds, n_fds, &reply, &fd);
+        if (r == -EAGAIN && o->path) {
+                /* The service ended (a crash, a restart): its socket starts it again. Once; a
+                 * second loss in a row is reported. */
+                log_warning("Perf opener service went away; connecting to %s again", o->path);
+                (void) close(o->fd);
+                o->fd = -1;
+                r = opener_connect(o);
+                if (r < 0)
+                        return opener_gone(o, -r);
+                r = opener_ask(o, &req, fds, n_fds, &reply, &fd);
+        }
+        if (r == -EAGAIN)
+                return opener_gone(o, EPIPE);
         if (r < 0)
                 return r;
-
-        r = receive_reply(o, &reply, &fd);
-        if (r < 0)
-                /* After a timeout a late answer would be taken for the next request's: never ask
-                 * this opener again. */
-                return opener_gone(o, -r);
         return reply.error < 0 ? reply.error : fd;
 }
 
@@ -511,6 +603,14 @@ pid_t perf_opener_pid(const PerfOpener *o) {
 PerfOpener *perf_opener_stop(PerfOpener *o) {
         if (!o)
                 return NULL;
+        if (o->path) {
+                /* Not our child: the service goes on serving the next connection. */
+                if (o->fd >= 0)
+                        (void) close(o->fd);
+                free(o->path);
+                free(o);
+                return NULL;
+        }
         /* The opener holds nothing to save, and one that hangs would never see the end of file. */
         (void) close(o->fd);
         (void) kill(o->pid, SIGKILL);

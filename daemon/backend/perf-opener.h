@@ -12,11 +12,12 @@
 
 typedef struct PerfOpener PerfOpener;
 
-/* The messages between the daemon and its opener, over a socketpair of one binary (here for
- * the tests that send them raw). A request is exactly one PerfOpenerRequest with the fds its
+/* The messages between the daemon and its opener, over a socketpair of one binary or the
+ * opener service's socket (here for the tests that send them raw). A request is exactly one PerfOpenerRequest with the fds its
  * fds field names in one SCM_RIGHTS, in this order; the answer one PerfOpenerReply, with the
- * new fd in SCM_RIGHTS when error is 0. The opener's first message, when it is ready, is a
- * reply without fd: 0, or the errno of perf_event_open() in it (a system-call filter). */
+ * new fd in SCM_RIGHTS when error is 0. The opener's first message on a connection, when it is
+ * ready, is a reply without fd: 0, or the errno of perf_event_open() in it (a system-call
+ * filter). */
 enum {
         PERF_OPENER_FD_GROUP = 1U << 0,
         PERF_OPENER_FD_CGROUP = 1U << 1,
@@ -52,6 +53,20 @@ typedef int (*PerfAttrVerify)(const struct perf_event_attr *attr, const uint32_t
 int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size_t n_types, uid_t uid,
                       gid_t gid, PerfOpener **ret);
 
+/* The opener as a service of its own (pmugate-perf-opener, with its own system-call filter):
+ * an opener that connects to the service's socket at path. Nothing is connected yet; returns 0
+ * or -EINVAL (a relative path), -ENOMEM. perf_opener_stop() closes the connection only. */
+int perf_opener_new_remote(const char *path, PerfOpener **ret);
+
+/* Connects a remote opener and waits for the service's ready message; the service serves only
+ * its own user, so call it once the daemon is that user. On failure (the socket is missing,
+ * refused, the service did not answer in PERF_OPENER_TIMEOUT_MSEC) the negative errno is
+ * returned and kept as perf_opener_probe_error(), and every open fails with -EPIPE: the daemon
+ * serves without the perf path. A service that goes away later is connected to again at the
+ * next open, once, and that open is asked again; when that fails too, the opener is reported
+ * gone as a forked one is. */
+int perf_opener_connect(PerfOpener *o);
+
 /* Opens one event as perf_event_open(attr, pid, cpu, group_fd, flags) would; cgroup_fd >= 0
  * with PERF_FLAG_PID_CGROUP in flags counts that cgroup directory (pid is then ignored). The
  * fd is close-on-exec. Returns the fd or a negative errno: the kernel's, -EPERM when the
@@ -61,10 +76,27 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
                      int group_fd, unsigned long flags);
 
 /* 0 when perf_event_open() was allowed in the opener when it started, else the negative errno
- * it got (-EPERM: a system-call filter, such as the shipped unit's, leaves the call out). */
+ * it got (-EPERM: a system-call filter leaves the call out), or, for a remote opener, why it
+ * could not be connected. */
 int perf_opener_probe_error(const PerfOpener *o);
 
+/* The forked opener's pid; 0 for a remote one (the peer credentials of a socket-activated
+ * socket are whoever listens on it, systemd, not the service). */
 pid_t perf_opener_pid(const PerfOpener *o);
+
+/* The opener's side, for the forked opener and the pmugate-perf-opener program. */
+
+/* Becomes uid:gid when root (root itself is refused), or keeps the identity it was started
+ * with; keeps CAP_PERFMON alone in the permitted and effective sets when it had it, nothing
+ * inheritable or ambient, the bounding set emptied but CAP_PERFMON when it may (root or
+ * CAP_SETPCAP), no_new_privs, not dumpable; then checks /proc/self/status that all this took.
+ * *ret_keep is the capability mask kept (0 or 1 << CAP_PERFMON). 0 or a negative errno,
+ * logged. */
+int perf_opener_drop_privileges(uid_t uid, gid_t gid, uint64_t *ret_keep);
+
+/* Serves one connection sock until its peer closes it: the ready message, then one request at
+ * a time, each attr checked with verify against types. 0 at end of file, or a negative errno. */
+int perf_opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, size_t n_types);
 
 /* Closes the server's end, which ends the opener, and reaps it. NULL-safe; returns NULL. */
 PerfOpener *perf_opener_stop(PerfOpener *o);

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -540,6 +541,98 @@ static void test_kernel_driver_in_process(void **state) {
         assert_null(perf_driver_free(NULL));
 }
 
+/* ---- the opener as a service: pmugated's side of its socket ---- */
+
+/* A listening SOCK_SEQPACKET socket at a fresh path under /tmp, as the opener's socket unit has. */
+static int listen_at(char *path, size_t size) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        (void) snprintf(path, size, "/tmp/test-perf-opener-%d.socket", (int) getpid());
+        (void) unlink(path);
+        (void) snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        assert_int_equal(listen(fd, 4), 0);
+        return fd;
+}
+
+/* One run of the opener service: accepts one connection and serves it until it closes. */
+static pid_t serve_one(int listen_fd) {
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+                _exit(fd >= 0 && perf_opener_serve(fd, verify_software, software_only, ELEMENTSOF(software_only)) == 0
+                      ? EXIT_SUCCESS : EXIT_FAILURE);
+        }
+        return pid;
+}
+
+static void kill_and_reap(pid_t pid) {
+        (void) kill(pid, SIGKILL);
+        assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
+static void test_remote_opener(void **state) {
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT);
+        char path[108];
+        int listen_fd = listen_at(path, sizeof(path));
+        PerfOpener *o = NULL;
+        pid_t first = serve_one(listen_fd), second;
+        int fd;
+
+        (void) state;
+        assert_int_equal(perf_opener_new_remote(path, &o), 0);
+        /* Not connected yet: nothing is opened before the daemon is the service's user. */
+        assert_int_equal(perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0), -ENOTCONN);
+        assert_int_equal(perf_opener_connect(o), 0);
+        assert_int_equal(perf_opener_connect(o), 0);
+        assert_int_equal(perf_opener_probe_error(o), 0);
+        assert_int_equal(perf_opener_pid(o), 0);
+        fd = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+        assert_true(fd >= 0);
+        assert_advances(fd);
+        (void) close(fd);
+        attr.type = PERF_TYPE_TRACEPOINT;
+        assert_int_equal(perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0), -EPERM);
+        attr.type = PERF_TYPE_SOFTWARE;
+
+        /* The service dies and its socket starts it again: the next open connects again. */
+        kill_and_reap(first);
+        second = serve_one(listen_fd);
+        fd = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+        assert_true(fd >= 0);
+        assert_advances(fd);
+        (void) close(fd);
+
+        /* It dies again and nothing listens any more: reported gone, and it stays gone. */
+        kill_and_reap(second);
+        (void) close(listen_fd);
+        (void) unlink(path);
+        assert_int_equal(perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0), -EPIPE);
+        assert_int_equal(perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0), -EPIPE);
+        /* Stopping a remote opener closes the connection only: it is not our child. */
+        assert_null(perf_opener_stop(o));
+}
+
+static void test_remote_opener_missing(void **state) {
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        PerfOpener *o = NULL;
+
+        (void) state;
+        assert_int_equal(perf_opener_new_remote("perf-opener.socket", &o), -EINVAL);
+        assert_null(o);
+        assert_int_equal(perf_opener_new_remote("/nonexistent/perf-opener.socket", &o), 0);
+        assert_int_equal(perf_opener_connect(o), -ENOENT);
+        assert_int_equal(perf_opener_probe_error(o), -ENOENT);
+        assert_int_equal(perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0), -EPIPE);
+        assert_null(perf_opener_stop(o));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_privileges_of_the_opener),
@@ -554,6 +647,8 @@ int main(void) {
                 cmocka_unit_test(test_opener_ends_with_its_socket),
                 cmocka_unit_test(test_kernel_driver_through_the_opener),
                 cmocka_unit_test(test_kernel_driver_in_process),
+                cmocka_unit_test(test_remote_opener),
+                cmocka_unit_test(test_remote_opener_missing),
         };
 
         if (geteuid() != 0) {

@@ -8,7 +8,9 @@ import os
 import pwd
 import re
 import shutil
+import json
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -18,20 +20,24 @@ import pmugatetest as t
 SERVICE = os.path.join(t.BUILD, "systemd", "pmugated.service")
 SOURCE_UNITS = os.path.abspath(os.path.join(t.SOURCE, "systemd"))
 SOCKET_UNIT = os.path.join(SOURCE_UNITS, "pmugated.socket")
+OPENER_SERVICE = os.path.join(t.BUILD, "systemd", "pmugate-perf-opener.service")
+OPENER_SOCKET_UNIT = os.path.join(SOURCE_UNITS, "pmugate-perf-opener.socket")
+OPENER = os.path.join(t.BUILD, "daemon", "pmugate-perf-opener")
+OPENER_SOCKET = "/run/pmugate/perf-opener.socket"
 
 # Exactly what start-up needs (daemon/backend/backend-dev.c, daemon/privileges.c, the state directory
 # in daemon/main.c and daemon/server/server.c); one more is a hole, one fewer and the daemon cannot start.
 START_UP_CAPS = {"CAP_SYS_RAWIO", "CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
 # A fake machine is plain files, so these two cannot be shown to be needed here.
 DEVICE_CAPS = {"CAP_SYS_RAWIO", "CAP_SYS_ADMIN"}
-# Kept by the perf opener alone after start-up (daemon/backend/perf-opener.c); without it the
-# daemon starts and the opener says it opens only what perf_event_paranoid allows.
+# The perf opener's, in a unit of its own (pmugate-perf-opener.service); never pmugated's.
 OPENER_CAPS = {"CAP_PERFMON"}
+CAP_PERFMON = 38
 # System calls of the privilege drop; SystemCallFilter= must allow them or start-up fails.
 START_UP_SYSCALLS = {"capget", "capset", "prctl", "setgroups", "setresgid", "setresuid"}
 # systemd-analyze security: exposure 0.0 (locked down) to 10.0, scaled by 10 for --threshold.
-# The service scores 1.9 on systemd 252 (SECURITY.md explains each remaining item); anything
-# above 2.0 means hardening was lost.
+# pmugated.service scores 1.9 on systemd 252 and pmugate-perf-opener.service 0.6 (SECURITY.md
+# explains each remaining item); anything above 2.0 means hardening was lost.
 EXPOSURE_THRESHOLD = 20
 PMC0 = 0xC1
 
@@ -92,7 +98,23 @@ def units_for_verify(d):
         f.write(text)
     sock = os.path.join(d, "pmugated.socket")
     shutil.copy(SOCKET_UNIT, sock)
-    return service, sock
+    opener = os.path.join(d, "pmugate-perf-opener.service")
+    with open(OPENER_SERVICE) as f:
+        text = f.read()
+    text = re.sub(r"(?m)^ExecStart=\S+", "ExecStart=" + os.path.abspath(OPENER), text)
+    with open(opener, "w") as f:
+        f.write(text)
+    opener_sock = os.path.join(d, "pmugate-perf-opener.socket")
+    shutil.copy(OPENER_SOCKET_UNIT, opener_sock)
+    return service, sock, opener, opener_sock
+
+
+def exposure(d, unit):
+    """systemd-analyze security's rating of unit: (at most the threshold, the level, output)."""
+    p = subprocess.run([SYSTEMD_ANALYZE, "security", "--offline=true", "--threshold=%d" % EXPOSURE_THRESHOLD, unit],
+                       capture_output=True, text=True, cwd=d, timeout=120)
+    level = re.search(r"Overall exposure level for \S+: (\S+ \S+)", p.stdout)
+    return p.returncode == 0, level.group(1) if level else "?", p.stdout + p.stderr
 
 
 def test_units_verify(tap):
@@ -101,21 +123,20 @@ def test_units_verify(tap):
         return
     d = tempfile.mkdtemp(prefix="pmugate-units-")
     try:
-        service, sock = units_for_verify(d)
+        units = units_for_verify(d)
         # --man=no: the man pages are not installed yet. --recursive-errors=no: problems of
         # other units on this system (sockets.target, ...) are not ours to judge.
-        p = subprocess.run([SYSTEMD_ANALYZE, "verify", "--man=no", "--recursive-errors=no", sock, service],
+        p = subprocess.run([SYSTEMD_ANALYZE, "verify", "--man=no", "--recursive-errors=no"] + list(units),
                            capture_output=True, text=True, cwd=d, timeout=120)
         output = p.stdout + p.stderr
-        ours = [line for line in output.splitlines() if "pmugated." in line or d in line]
-        tap.eq(p.returncode, 0, "systemd-analyze verify finds no error in the units")
+        ours = [line for line in output.splitlines() if "pmugate" in line or d in line]
+        tap.ok(p.returncode == 0, "systemd-analyze verify finds no error in the units", output)
         tap.eq(ours, [], "systemd-analyze verify has nothing to say about our units (not even a warning)")
 
-        p = subprocess.run([SYSTEMD_ANALYZE, "security", "--offline=true", "--threshold=%d" % EXPOSURE_THRESHOLD,
-                            service], capture_output=True, text=True, cwd=d, timeout=120)
-        level = re.search(r"Overall exposure level for \S+: (\S+ \S+)", p.stdout)
-        tap.ok(p.returncode == 0, "systemd-analyze security rates the service at most %.1f (is %s)" % (
-            EXPOSURE_THRESHOLD / 10, level.group(1) if level else "?"), p.stdout + p.stderr)
+        for unit in (units[0], units[2]):
+            ok, level, output = exposure(d, unit)
+            tap.ok(ok, "systemd-analyze security rates %s at most %.1f (is %s)" % (
+                os.path.basename(unit), EXPOSURE_THRESHOLD / 10, level), output)
     finally:
         shutil.rmtree(d)
 
@@ -173,20 +194,25 @@ def test_hardening_lines(tap):
 
     tap.eq(setting(service, "Service", "Type"), "notify", "Type=notify: the daemon reports READY=1")
     exec_start = setting(service, "Service", "ExecStart") or ""
-    tap.ok(exec_start.startswith("/") and exec_start.endswith("/pmugated") and "@" not in exec_start,
-           "ExecStart= is the configured absolute path of pmugated", exec_start)
+    tap.ok(exec_start.startswith("/") and "@" not in exec_start and
+           exec_start.split() == [exec_start.split()[0], "--perf-opener=" + OPENER_SOCKET] and
+           exec_start.split()[0].endswith("/pmugated"),
+           "ExecStart= is the configured absolute path of pmugated, with the opener service's socket", exec_start)
     # systemctl reload sends SIGHUP (the daemon reloads instead of dying with registers
     # programmed). The kill runs with '+': the unit's bounding set leaves out CAP_KILL, which
     # root needs to signal the daemon once it runs as its own user.
     tap.eq(setting(service, "Service", "ExecReload"), "+kill -HUP $MAINPID",
            "ExecReload= sends SIGHUP, outside the bounding set that has no CAP_KILL")
-    tap.eq((setting(service, "Unit", "Requires"), setting(service, "Unit", "After")),
-           ("pmugated.socket", "pmugated.socket"), "the service always comes with its socket")
+    tap.eq((service["Unit"].get("Requires"), "pmugated.socket" in service["Unit"].get("After", [])),
+           (["pmugated.socket"], True), "the service always comes with its socket")
     tap.eq(setting(service, "Install", "Also"), "pmugated.socket", "enabling the service enables the socket")
+    tap.eq((s.get("Wants"), service["Unit"].get("Wants"), service["Unit"].get("After")),
+           (None, ["pmugate-perf-opener.socket"], ["pmugated.socket", "pmugate-perf-opener.socket"]),
+           "the service wants the perf opener's socket, and starts after it")
 
     caps = set(" ".join(s.get("CapabilityBoundingSet", [])).split())
-    tap.eq(caps, START_UP_CAPS | OPENER_CAPS,
-           "CapabilityBoundingSet= is exactly what start-up and the perf opener need")
+    tap.eq(caps, START_UP_CAPS, "CapabilityBoundingSet= is exactly what start-up needs (no CAP_PERFMON: the "
+           "opener service has it)")
     tap.eq(s.get("AmbientCapabilities"), None, "no ambient capabilities")
     tap.eq(setting(service, "Service", "NoNewPrivileges"), "yes", "NoNewPrivileges=yes")
     tap.eq(setting(service, "Service", "User"), None, "no User=: the daemon must start as root to open its devices")
@@ -242,6 +268,60 @@ def test_hardening_lines(tap):
     tap.eq(sysusers, {("u", "pmugate"), ("g", "pmugate-users"), ("g", "pmugate-admin"), ("u", "pmugate-exporter")},
            "sysusers.d creates the users pmugate and pmugate-exporter and the groups pmugate-users and "
            "pmugate-admin")
+
+
+def test_opener_unit_lines(tap):
+    """The opener's own unit: the daemon's user, CAP_PERFMON alone, and the one filter that admits
+    perf_event_open; pmugated's filter leaves it out."""
+    unit = parse_unit(OPENER_SERVICE)
+    sock = parse_unit(OPENER_SOCKET_UNIT)
+    s = unit.get("Service", {})
+    sysusers = {f[1] for f in data_lines(os.path.join(SOURCE_UNITS, "pmugate.sysusers")) if f[0] == "u"}
+
+    exec_start = setting(unit, "Service", "ExecStart") or ""
+    tap.ok(exec_start.startswith("/") and exec_start.endswith("/pmugate/pmugate-perf-opener") and "@" not in exec_start,
+           "ExecStart= is the configured libexecdir/pmugate/pmugate-perf-opener", exec_start)
+    tap.eq((setting(unit, "Unit", "Requires"), setting(unit, "Unit", "After"), setting(unit, "Install", "Also")),
+           ("pmugate-perf-opener.socket",) * 3, "the opener service always comes with its socket")
+    tap.eq((setting(unit, "Service", "User"), setting(unit, "Service", "Group")), ("pmugate", "pmugate"),
+           "it runs as the daemon's user (pmugate, as sysusers.d creates it)")
+    tap.ok("pmugate" in sysusers, "sysusers.d creates that user", sysusers)
+    tap.eq((s.get("AmbientCapabilities"), s.get("CapabilityBoundingSet")), (["CAP_PERFMON"], ["CAP_PERFMON"]),
+           "AmbientCapabilities= and CapabilityBoundingSet= are CAP_PERFMON alone")
+    required = {
+        "NoNewPrivileges": "yes", "PrivateDevices": "yes", "PrivateNetwork": "yes", "PrivateTmp": "yes",
+        "PrivateMounts": "yes", "IPAddressDeny": "any", "ProtectProc": "invisible", "RestrictAddressFamilies": "AF_UNIX",
+        "ProtectSystem": "strict", "ProtectHome": "yes", "ProtectKernelTunables": "yes",
+        "ProtectKernelModules": "yes", "ProtectKernelLogs": "yes", "ProtectControlGroups": "yes",
+        "ProtectClock": "yes", "ProtectHostname": "yes", "RestrictNamespaces": "yes", "RestrictRealtime": "yes",
+        "RestrictSUIDSGID": "yes", "LockPersonality": "yes", "MemoryDenyWriteExecute": "yes",
+        "SystemCallArchitectures": "native", "SystemCallErrorNumber": "EPERM", "UMask": "0077",
+    }
+    wrong = {key: setting(unit, "Service", key) for key in required if setting(unit, "Service", key) != required[key]}
+    tap.ok(not wrong, "the opener service's hardening settings are as required",
+           "\n".join("%s=%s, want %s" % (k, v, required[k]) for k, v in sorted(wrong.items(), key=str)))
+    tap.eq(s.get("SystemCallFilter"), ["@system-service perf_event_open", "~@privileged @resources"],
+           "its SystemCallFilter= is @system-service and perf_event_open, without @privileged and @resources")
+
+    tap.eq(setting(sock, "Socket", "ListenSequentialPacket"), OPENER_SOCKET,
+           "the opener's socket unit listens where pmugated.service's --perf-opener= points, SOCK_SEQPACKET")
+    tap.eq((setting(sock, "Socket", "SocketUser"), setting(sock, "Socket", "SocketGroup"),
+            setting(sock, "Socket", "SocketMode")), ("pmugate", "pmugate", "0600"),
+           "only the daemon's user may connect to it (0600, pmugate's)")
+    tap.eq((setting(sock, "Socket", "Accept"), setting(sock, "Socket", "DirectoryMode"),
+            setting(sock, "Socket", "RemoveOnStop"), setting(sock, "Install", "WantedBy")),
+           (None, "0755", "yes", "sockets.target"),
+           "one listening socket passed to one service, in /run/pmugate as the other units make it")
+
+    if not SYSTEMD_ANALYZE:
+        skip(tap, "only the opener's filter admits perf_event_open", "systemd-analyze not installed")
+        return
+    groups = syscall_groups()
+    opener_allowed, daemon_allowed = allowed_syscalls(unit), allowed_syscalls(parse_unit(SERVICE))
+    tap.eq(("perf_event_open" in opener_allowed, "perf_event_open" in daemon_allowed), (True, False),
+           "only the opener's filter admits perf_event_open")
+    tap.eq(sorted(opener_allowed & expand_syscalls(groups, ["@privileged"])), [],
+           "the opener's filter admits nothing of @privileged")
 
 
 def read_db(path):
@@ -334,7 +414,7 @@ class Activated:
     """pmugated behind systemd-socket-activate: the socket exists before the daemon, and the
     first connection execs the daemon in place with LISTEN_FDS=1, as systemd does."""
 
-    def __init__(self, d, machine, wrapper=()):
+    def __init__(self, d, machine, wrapper=(), extra=()):
         self.socket = os.path.join(d, "activate.sock")
         # Bound by the daemon only if it ignored the socket it was given.
         self.fallback = os.path.join(d, "fallback.sock")
@@ -350,7 +430,7 @@ class Activated:
         argv += list(wrapper) + [
             os.path.abspath(t.PMUGATED), "--root=" + machine.root, "--allowlist-dir=" + t.ALLOWLISTS,
             "--user=nobody", "--config=" + config, "--audit-log=" + os.path.join(d, "audit.log"),
-            "--runtime-dir=" + os.path.join(d, "run"), "--socket=" + self.fallback]
+            "--runtime-dir=" + os.path.join(d, "run"), "--socket=" + self.fallback] + list(extra)
         self.log_file = open(self.log_path, "w")
         self.proc = t.spawn(argv, stdout=self.log_file, stderr=self.log_file)
         self._wait_for_socket()
@@ -445,6 +525,223 @@ def test_socket_activation(tap):
         act.stop()
         shutil.rmtree(d)
 
+def as_opener_unit_would(user):
+    """A command prefix that runs the rest as the opener unit runs its program: User=, Group=,
+    AmbientCapabilities= and CapabilityBoundingSet= CAP_PERFMON, NoNewPrivileges=."""
+    return [SETPRIV, "--reuid=%d" % user.pw_uid, "--regid=%d" % user.pw_gid, "--clear-groups",
+            "--inh-caps=-all,+perfmon", "--ambient-caps=-all,+perfmon", "--bounding-set=-all,+perfmon",
+            "--no-new-privs", "--"]
+
+
+class OpenerActivated:
+    """pmugate-perf-opener behind systemd-socket-activate as pmugate-perf-opener.socket and
+    .service would run it: root binds the socket and gives it to the user with mode 0600
+    (SocketUser=, SocketMode=), the first connection execs the program as that user."""
+
+    def __init__(self, d, user):
+        self.socket = os.path.join(d, "perf-opener.socket")
+        self.log_path = os.path.join(d, "perf-opener.log")
+        argv = [SOCKET_ACTIVATE, "--seqpacket", "-l", self.socket] + as_opener_unit_would(user) + [
+            os.path.abspath(OPENER), "-v"]
+        self.log_file = open(self.log_path, "w")
+        self.proc = t.spawn(argv, stdout=self.log_file, stderr=self.log_file)
+        deadline = time.time() + 10
+        while not os.path.exists(self.socket):
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("systemd-socket-activate did not listen: " + self.log())
+            time.sleep(0.02)
+        os.chown(self.socket, user.pw_uid, user.pw_gid)
+        os.chmod(self.socket, 0o600)
+
+    def log(self):
+        if not self.log_file.closed:
+            self.log_file.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def wait_log(self, text, timeout=10):
+        deadline = time.time() + timeout
+        while text not in self.log() and time.time() < deadline:
+            time.sleep(0.02)
+        return text in self.log()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log_file.close()
+
+
+def perf_attr_size():
+    """sizeof(struct perf_event_attr) as the opener was built: the newest PERF_ATTR_SIZE_VER of
+    the kernel header, which is what the opener's check demands of attr.size."""
+    try:
+        with open("/usr/include/linux/perf_event.h") as f:
+            sizes = [int(n) for n in re.findall(r"(?m)^#define\s+PERF_ATTR_SIZE_VER\d+\s+(\d+)", f.read())]
+    except OSError:
+        return None
+    return max(sizes) if sizes else None
+
+
+def opener_request(size, type_, config, flags, pid, cpu, sample_period=0):
+    """A PerfOpenerRequest (daemon/backend/perf-opener.h) without fds: the attr's type, size,
+    config, sample_period and its flag bits (disabled 0, exclude_kernel 5, exclude_hv 6 ...),
+    then pid, cpu, the open flags, which fds follow (none) and the reserved word."""
+    attr = bytearray(size)
+    struct.pack_into("=IIQQ", attr, 0, type_, size, config, sample_period)
+    struct.pack_into("=Q", attr, 40, flags)
+    return bytes(attr) + struct.pack("=iiQII", pid, cpu, 0, 0, 0)
+
+
+def opener_exchange(path, user, requests):
+    """Speaks the opener's messages on path as user, in a child that became that user: the
+    ready message's error, then per request the reply's error and, with an fd, the count read
+    from it after a moment. Returns {"ready": E, "replies": [[error, count], ...]}, or
+    {"closed": true} when the opener closed the connection without a word."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        result = {}
+        try:
+            os.close(rfd)
+            if user:
+                os.setgroups([])
+                os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
+                os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.settimeout(10)
+            s.connect(path)
+            msg = s.recv(64)
+            if not msg:
+                result["closed"] = True
+            else:
+                result["ready"] = struct.unpack("=i", msg)[0]
+                result["replies"] = []
+                for req in requests:
+                    s.sendall(req)
+                    msg, fds, _, _ = socket.recv_fds(s, 64, 4)
+                    count = None
+                    if fds:
+                        time.sleep(0.05)
+                        count = struct.unpack("=Q", os.read(fds[0], 8))[0]
+                        for fd in fds:
+                            os.close(fd)
+                    result["replies"].append([struct.unpack("=i", msg)[0], count])
+            s.close()
+        except Exception as e:
+            result["exception"] = repr(e)
+        os.write(wfd, json.dumps(result).encode())
+        os._exit(0)
+    os.close(wfd)
+    with os.fdopen(rfd) as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(out)
+
+
+def test_opener_service(tap):
+    """The opener as its units run it: activated by pmugated's first connection (pmugated as
+    pmugated.service runs it, with --perf-opener), uid pmugate's (here nobody's, as the daemon's
+    --user) with CAP_PERFMON alone, pmugated with nothing; a cpu-clock of a whole CPU, which
+    needs CAP_PERFMON at perf_event_paranoid > 0, opened through the socket by the daemon's uid;
+    a connection of another uid refused."""
+    desc = "the perf opener service"
+    if not (SOCKET_ACTIVATE and SETPRIV and os.geteuid() == 0):
+        skip(tap, desc, "needs root, setpriv and systemd-socket-activate")
+        return
+    size = perf_attr_size()
+    if not size:
+        skip(tap, desc, "no linux/perf_event.h to size the attr by")
+        return
+    nobody = pwd.getpwnam("nobody")
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
+    state = os.path.join(d, "run", "state")
+    os.makedirs(state, mode=0o700)
+    os.chown(state, nobody.pw_uid, nobody.pw_gid)
+    opener = OpenerActivated(d, nobody)
+    act = None
+    try:
+        tap.ok(opener.proc.poll() is None and "Perf opener ready" not in opener.log(),
+               "the opener's socket listens before the opener runs", opener.log())
+        act = Activated(d, m, wrapper=as_unit_would(unit_caps()), extra=["--perf-opener=" + opener.socket])
+        c = t.Client(act.socket)   # starts the daemon, which connects to the opener
+        tap.eq(c.call("hello").get("cpu", {}).get("key"), "spr", "the daemon serves")
+        tap.ok(act.wait_ready(), "the daemon reports READY=1", act.log())
+        tap.ok(opener.wait_log("Serving pmugated (process %d)" % act.proc.pid),
+               "the daemon's connection activated the opener, which serves it", opener.log())
+        tap.ok("Perf opener service connected at %s" % opener.socket in act.log(),
+               "the daemon says it connected to the opener service", act.log())
+        tap.ok("Perf opener started" not in act.log(), "the daemon forked no opener of its own", act.log())
+
+        st = proc_status(opener.proc.pid)
+        tap.eq((st["Uid"].split(), st["Gid"].split(), st.get("Groups", "").split()),
+               ([str(nobody.pw_uid)] * 4, [str(nobody.pw_gid)] * 4, []),
+               "the opener runs as the daemon's user, with no supplementary group")
+        perfmon = "%016x" % (1 << CAP_PERFMON)
+        tap.eq({k: st[k] for k in ("CapPrm", "CapEff", "CapBnd", "CapInh", "CapAmb")},
+               {"CapPrm": perfmon, "CapEff": perfmon, "CapBnd": perfmon, "CapInh": "0" * 16, "CapAmb": "0" * 16},
+               "the opener: CapEff = CapPrm = CapBnd = CAP_PERFMON, nothing inheritable or ambient")
+        tap.eq(st["NoNewPrivs"], "1", "the opener has no_new_privs")
+        check_no_privileges(tap, act.proc.pid, "pmugated with the opener service")
+        c.close()
+        tap.eq(act.stop(), 0, "the daemon stops cleanly")
+        tap.ok(opener.wait_log("pmugated (process %d) closed its connection" % act.proc.pid) and
+               opener.proc.poll() is None, "the opener sees the daemon go and keeps listening", opener.log())
+
+        cpu_clock = opener_request(size, 1, 0, (1 << 5) | (1 << 6), -1, 0)
+        sampling = opener_request(size, 1, 0, (1 << 5) | (1 << 6), -1, 0, sample_period=1000)
+        r = opener_exchange(opener.socket, nobody, [cpu_clock, sampling])
+        tap.ok(r.get("ready") == 0, "the opener says it is ready, perf_event_open admitted", r)
+        replies = r.get("replies") or [[None, None]] * 2
+        tap.ok(replies[0][0] == 0 and replies[0][1] is not None and replies[0][1] > 0,
+               "a cpu-clock of CPU 0 (CAP_PERFMON at perf_event_paranoid > 0) opens and counts", r)
+        tap.eq(replies[1][0], -1, "a sampling event is refused with -EPERM by the opener's own check")
+        tap.ok("attr field 'sample_period' is set" in opener.log(), "and the opener logs why", opener.log())
+
+        r = opener_exchange(opener.socket, None, [cpu_clock])
+        tap.eq(r, {"closed": True}, "a connection of another uid (root) is closed without a word")
+        tap.ok(opener.wait_log("Refusing a connection from uid 0"), "and the opener logs the refusal", opener.log())
+    except Exception:
+        if act:
+            print_log(act)
+        for line in opener.log().splitlines()[-20:]:
+            print("# opener: " + line)
+        raise
+    finally:
+        if act:
+            act.stop()
+        opener.stop()
+        shutil.rmtree(d)
+
+
+def test_opener_missing(tap):
+    """pmugated.service's daemon whose opener socket is not there: a warning naming the unit,
+    and registers are served all the same."""
+    desc = "a missing opener service does not stop the daemon"
+    if not SOCKET_ACTIVATE:
+        skip(tap, desc, "systemd-socket-activate not installed")
+        return
+    d = t.workdir()
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
+    m.set_msr(3, PMC0, 0xC0FFEE)
+    missing = os.path.join(d, "no-perf-opener.socket")
+    act = Activated(d, m, extra=["--perf-opener=" + missing])
+    try:
+        c = t.Client(act.socket)
+        r = c.batch([["r", 3, PMC0]])
+        tap.eq((r.get("status"), r.get("values")), ([0], [0xC0FFEE]), "%s: registers are served" % desc)
+        c.close()
+        tap.ok("Cannot reach the perf opener at %s (pmugate-perf-opener.socket" % missing in act.log(),
+               "the daemon warns that the opener cannot be reached, naming its unit", act.log())
+    finally:
+        act.stop()
+        shutil.rmtree(d)
+
 
 def print_log(act):
     """What the daemon said, as TAP comments, for a test that failed halfway."""
@@ -489,11 +786,13 @@ def test_each_capability_needed(tap):
             failed, log = start_fails_without(d, m, caps - {cap})
             tap.ok(failed and log.strip(), "without %s the daemon refuses to start" % cap, log)
         for cap in sorted(OPENER_CAPS):
+            # The unit's bounding set has no CAP_PERFMON (the opener service has it): a daemon
+            # started without --perf-opener forks its opener, which says it runs without it.
             # Start-up may still stop later for its own reasons (here: a state directory of
             # root's, which needs CAP_CHOWN); the opener has started by then.
             _, log = start_fails_without(d, m, caps - {cap})
-            tap.ok("Perf opener runs without CAP_PERFMON" in log and "Perf opener started" in log,
-                   "without %s the perf opener starts and says it runs without it" % cap, log)
+            tap.ok(cap not in caps and "Perf opener runs without CAP_PERFMON" in log and "Perf opener started" in log,
+                   "without %s a forked perf opener starts and says it runs without it" % cap, log)
     finally:
         shutil.rmtree(d)
 
@@ -529,8 +828,11 @@ def test_syscalls_within_filter(tap):
     d = t.workdir()
     m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
     trace = os.path.join(d, "strace.out")
-    # -D: strace runs as a grandchild, so the daemon keeps the pid LISTEN_PID names.
-    act = Activated(d, m, wrapper=[STRACE, "-D", "-f", "-q", "-o", trace])
+    # -D: strace runs as a grandchild, so the daemon keeps the pid LISTEN_PID names. As
+    # pmugated.service starts it, with --perf-opener (here a socket nobody listens on): the
+    # daemon forks no opener, so perf_event_open, which its filter leaves out, is never called.
+    act = Activated(d, m, wrapper=[STRACE, "-D", "-f", "-q", "-o", trace],
+                    extra=["--perf-opener=" + os.path.join(d, "no-perf-opener.socket")])
     try:
         c = t.Client(act.socket)
         tap.ok(act.wait_ready(), "the traced daemon started", act.log())
@@ -543,9 +845,7 @@ def test_syscalls_within_filter(tap):
         used = traced_syscalls(trace)
         allowed = allowed_syscalls(parse_unit(SERVICE))
         tap.ok(START_UP_SYSCALLS - {"capget"} <= used, "the trace saw the privilege drop", sorted(used))
-        # perf_event_open: the perf opener's probe at start-up, which the shipped filter answers
-        # with EPERM and the opener reports (SECURITY.md, "The systemd unit", has the drop-in).
-        tap.eq(sorted(used - allowed - {"perf_event_open"}), [], desc)
+        tap.eq(sorted(used - allowed), [], desc)
     except Exception:
         print_log(act)
         raise
@@ -556,5 +856,6 @@ def test_syscalls_within_filter(tap):
 
 if __name__ == "__main__":
     raise SystemExit(t.Tap().run([test_units_verify, test_hardening_lines, test_sysusers_and_tmpfiles_apply,
-                                  test_privileges_dropped, test_socket_activation, test_each_capability_needed,
+                                  test_opener_unit_lines, test_privileges_dropped, test_socket_activation,
+                                  test_opener_service, test_opener_missing, test_each_capability_needed,
                                   test_syscalls_within_filter]))

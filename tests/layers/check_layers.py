@@ -58,7 +58,7 @@ LAYERS = {
             ('perf', {'dirs': ['perf']}),
             ('server', {'dirs': ['server']}),
             ('handlers', {'dirs': ['handlers']}),
-            ('main', {'stems': ['main', 'privileges']}),
+            ('main', {'stems': ['main', 'privileges', 'perf-opener-main']}),
         ],
     },
 }

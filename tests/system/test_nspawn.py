@@ -256,6 +256,12 @@ def check_install(tap, c):
     tap.eq(c.run(["systemctl", "is-active", "pmugated.socket"])[1].strip(), "active", "the socket listens")
     tap.eq(c.run(["systemctl", "is-active", "pmugated.service"])[1].strip(), "inactive",
            "the service waits for its first client")
+    tap.eq([c.run(["systemctl", "is-enabled", "pmugate-perf-opener.socket"])[1].strip(),
+            c.run(["systemctl", "is-active", "pmugate-perf-opener.socket"])[1].strip(),
+            c.run(["systemctl", "is-active", "pmugate-perf-opener.service"])[1].strip()],
+           ["enabled", "active", "inactive"], "the perf opener's socket listens; its service waits for pmugated")
+    tap.eq(c.run(["stat", "-c", "%U:%G %a", "/run/pmugate/perf-opener.socket"])[1].strip(), "pmugate:pmugate 600",
+           "only the daemon's user may connect to the opener's socket")
     rc, out = c.run(["getent", "passwd", "pmugate"])
     tap.ok(rc == 0 and out.split(":")[6].strip() in ("/usr/sbin/nologin", "/sbin/nologin", "/bin/false"),
            "sysusers.d made the system user pmugate, without a login shell", out)
@@ -298,6 +304,10 @@ def check_activation(tap, c):
            "the first connection activated the service")
     rc, out = c.run(["journalctl", "-b", "-u", "pmugated.service", "-o", "cat"])
     tap.ok("Using the socket passed by systemd" in out, "the daemon serves the socket systemd passed it", out)
+    tap.ok("Perf opener service connected at /run/pmugate/perf-opener.socket" in out,
+           "the daemon connected to the perf opener service", out)
+    tap.eq(c.run(["systemctl", "is-active", "pmugate-perf-opener.service"])[1].strip(), "active",
+           "the daemon's connection activated the perf opener service")
 
 
 def check_privileges(tap, c):
@@ -315,6 +325,18 @@ def check_privileges(tap, c):
     tap.eq(fields.get("Seccomp"), "2", "a seccomp filter is in force")
     rc, out = c.run(["stat", "-c", "%U:%G %a", "/run/pmugate/state"])
     tap.eq(out.strip(), "pmugate:pmugate 700", "state/ belongs to the daemon's user, 0700")
+
+    pid = c.value("pmugate-perf-opener.service", "MainPID")
+    rc, status = c.run(["cat", "/proc/%s/status" % pid])
+    fields = {k: v.strip() for k, v in (line.split(":", 1) for line in status.splitlines() if ":" in line)}
+    tap.eq((fields.get("Uid", "").split(), fields.get("Gid", "").split(), fields.get("Groups")),
+           ([uid] * 4, [gid] * 4, ""), "the perf opener is user pmugate on every uid and gid, no groups")
+    perfmon = "%016x" % (1 << 38)
+    tap.eq({k: fields.get(k) for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")},
+           {"CapInh": "0" * 16, "CapPrm": perfmon, "CapEff": perfmon, "CapBnd": perfmon, "CapAmb": "0" * 16},
+           "the perf opener holds CAP_PERFMON alone (permitted, effective, bounding)")
+    tap.eq((fields.get("NoNewPrivs"), fields.get("Seccomp")), ("1", "2"),
+           "the perf opener has NoNewPrivs and its own seccomp filter")
 
 
 def check_devices(tap, c):
