@@ -36,15 +36,15 @@ const SimRates *backend_sim_cpu_rates(Backend *b, uint32_t cpu) {
 }
 
 /* The driver owns software from the call on, whatever it returns. */
-int sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
+int backend_sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
         if (software)
                 software->vtable->free(software);
         return -EOPNOTSUPP;
 }
 
-void sim_perf_driver_tick(PerfDriver *d) {
+void backend_sim_perf_driver_tick(PerfDriver *d) {
 }
 
-int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
+int backend_sim_perf_catalog(Backend *b, PerfCatalog **ret) {
         return -EOPNOTSUPP;
 }

@@ -499,7 +499,7 @@ static void sync_cpu(SimPerfDriver *s, int cpu) {
         }
 }
 
-void sim_perf_driver_tick(PerfDriver *d) {
+void backend_sim_perf_driver_tick(PerfDriver *d) {
         SimPerfDriver *s = sim_perf(d);
 
         for (uint32_t cpu = 0; cpu < s->n_cpus; cpu++)
@@ -1011,7 +1011,7 @@ static PerfDriver *perf_driver_release(PerfDriver *d) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(PerfDriver *, perf_driver_release);
 
-int sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
+int backend_sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
         _cleanup_(perf_driver_releasep) PerfDriver *owned = software;
         _cleanup_(perf_driver_releasep) PerfDriver *d = NULL;
         const SimModel *m = backend_sim_model(b);

@@ -16,12 +16,12 @@
 #define SIM_PERF_HANDLE_BASE (1 << 24)
 /* The driver owns software from the call on, also when it fails. Free the driver (its
  * vtable's free) before the backend: closing its events touches the simulated registers. */
-int sim_perf_driver_new(Backend *b, PerfDriver *software /* owned */, PerfDriver **ret);
+int backend_sim_perf_driver_new(Backend *b, PerfDriver *software /* owned */, PerfDriver **ret);
 
 /* Lets the driver rotate multiplexed groups and bring every count up to now, as the kernel's
  * hrtimer does every perf_event_mux_interval_ms; the server may call it from a timer. Reads,
  * opens, enables and closes do the same lazily. */
-void sim_perf_driver_tick(PerfDriver *d);
+void backend_sim_perf_driver_tick(PerfDriver *d);
 
 /* The PMUs the simulated machine shows, as a kernel's sysfs would (for perf/perf-catalog.c). */
-int sim_perf_catalog(Backend *b, PerfCatalog **ret);
+int backend_sim_perf_catalog(Backend *b, PerfCatalog **ret);
