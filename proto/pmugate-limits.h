@@ -168,3 +168,9 @@
  * bracketed word longer than the second limit, is not the kernel's. */
 #define PMUGATE_LOCKDOWN_FILE_MAX 256U
 #define PMUGATE_LOCKDOWN_WORD_MAX 32U
+
+/* pmugate-exporter's log (docs/EXPORTER.md): distinct reasons it keeps counts for at once (one
+ * more evicts the one quiet longest, reporting its count), and the default interval within
+ * which each reason is logged once, the repeats counted. */
+#define PMUGATE_EXPORTER_LOG_REASONS_MAX 16U
+#define PMUGATE_EXPORTER_LOG_INTERVAL_USEC (60ULL * 1000000ULL)
