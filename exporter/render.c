@@ -508,8 +508,9 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
         json_object_object_add(root, "topdown_level2_percent", td2);
         /* Package quantities are the job's estimated share of its sockets'; null when the CPU
          * model or the daemon gives none, rather than a made-up 0. Bandwidth in MBytes/s (10^6)
-         * and power in watts, as the MEM and ENERGY groups give them. */
-        seconds = (double) (end - j->first_seen);
+         * and power in watts, as the MEM and ENERGY groups give them, over the time the exporter
+         * counted the job's CPUs (not whole seconds of its start and end). */
+        seconds = j->max_cpus > 0 ? v[QTY_MONITORED_SECONDS] / j->max_cpus : NAN;
         json_object_object_add(root, "memory_read_bytes",
                                m->has_memory ? number(v[QTY_READ_BYTES]) : NULL);
         json_object_object_add(root, "memory_written_bytes",
