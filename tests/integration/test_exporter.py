@@ -294,6 +294,40 @@ def test_not_a_monitor(tap, node):
         ex.stop()
 
 
+def test_shipped_policy(tap):
+    """The shipped pmugate.conf names the shipped exporter's user in monitor_users. Where that
+    user does not exist (here, unless pmugate's package is installed) the daemon starts all the
+    same, says so, and nobody is a monitor by it; where it exists, its exporter is a monitor."""
+    import pwd
+    d = t.workdir()
+    conf = os.path.join(d, "pmugate.conf")
+    shutil.copyfile(os.path.join(t.SOURCE, "policy", "pmugate.conf"), conf)
+    os.chmod(conf, 0o644)
+    sim = os.path.join(d, "sim.conf")
+    with open(sim, "w") as f:
+        f.write("[machine]\nmodel = spr\nsockets = 1\ncores = 2\nsmt = no\n")
+    daemon = t.Daemon(d, ["--backend=sim", "--sim-model=spr", "--sim-config=" + sim], config=conf)
+    try:
+        r = t.Client(daemon.socket).call("hello")
+        tap.ok(r["ok"], "the daemon starts on the shipped pmugate.conf", r)
+        try:
+            uid = pwd.getpwnam("pmugate-exporter").pw_uid
+        except KeyError:
+            uid = None
+        if uid is None:
+            tap.ok("user 'pmugate-exporter' does not exist" in daemon.log(),
+                   "without the user pmugate-exporter it warns and admits no monitor by it", daemon.log()[-1500:])
+        else:
+            ex = x.Exporter(type("N", (), {"daemon": daemon, "dir": d})(), ["--interval=200ms"], uid=uid)
+            try:
+                ex.wait(lambda: monitored(ex.metrics(), "0") == "monitored", "the exporter measures")
+                tap.ok(True, "the package's pmugate-exporter user is a monitor by the shipped policy")
+            finally:
+                ex.stop()
+    finally:
+        daemon.stop()
+
+
 def test_job_label(tap, node):
     """--job-label=NAME for sites that want another name than jobid."""
     ex = x.Exporter(node, ["--interval=200ms", "--job-label=slurm_job"])
@@ -345,6 +379,7 @@ def main():
                                              test_restart_and_reload, test_bad_requests, test_epilog_summary)]
         tests.append(bind(test_not_a_monitor, node))
         tests.append(bind(test_job_label, node))
+        tests.append(test_shipped_policy)
         tests.append(test_job_uids)
 
         def clean_exit(tp):
