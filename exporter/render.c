@@ -152,15 +152,21 @@ typedef struct Sample {
         const JobTotals *job;   /* SCOPE_JOB */
 } Sample;
 
+static void cpu_labels(FILE *f, bool *first, const CpuTotals *c) {
+        char num[16];
+
+        (void) snprintf(num, sizeof(num), "%u", c->cpu);
+        put_label(f, first, "cpu", num);
+        (void) snprintf(num, sizeof(num), "%d", c->socket);
+        put_label(f, first, "socket", num);
+}
+
 static void scope_labels(FILE *f, bool *first, const RenderOptions *o, Scope scope, const Sample *s) {
         char num[16];
 
         switch (scope) {
         case SCOPE_CPU:
-                (void) snprintf(num, sizeof(num), "%u", s->cpu->cpu);
-                put_label(f, first, "cpu", num);
-                (void) snprintf(num, sizeof(num), "%d", s->cpu->socket);
-                put_label(f, first, "socket", num);
+                cpu_labels(f, first, s->cpu);
                 if (s->held)
                         put_label(f, first, o->job_label, s->cpu->job);
                 break;
@@ -355,15 +361,6 @@ static void render_package(const Model *m, const RenderOptions *o, FILE *f) {
                         e = (Emit) { .sample_name = sample, .quantity = families[i].quantity };
                         each_sample(m, scopes[k], emit_package, f, o, &e);
                 }
-}
-
-static void cpu_labels(FILE *f, bool *first, const CpuTotals *c) {
-        char num[16];
-
-        (void) snprintf(num, sizeof(num), "%u", c->cpu);
-        put_label(f, first, "cpu", num);
-        (void) snprintf(num, sizeof(num), "%d", c->socket);
-        put_label(f, first, "socket", num);
 }
 
 static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {

@@ -5,7 +5,7 @@ of this test's own (its port, socket, namespace and state in a work directory; t
 is left alone) runs pmdaopenmetrics with the shipped contrib/pcp/pmugate.url pointed at a real
 exporter on the simulated PMU. pminfo shows the counters with their HELP, PCP units and
 semantics and per-CPU and per-job instances; pmval's rates of the job's counters equal what the
-exporter's own job summary says, within 5 %. Skips, saying why, where pcp is not installed
+exporter's own job summary says, within 5 %; pmlogger archives them. Skips, saying why, where pcp is not installed
 (contrib/install-deps.sh installs it) or pmcd cannot run here."""
 
 import json
@@ -200,6 +200,21 @@ def main():
         ipc = rates["pmugate_job_instructions_total"] / rates["pmugate_job_cycles_total"] \
             if rates.get("pmugate_job_cycles_total") else None
         tap.ok(ipc and abs(ipc - s.get("ipc", 0)) < 0.05, "and their ratio is the summary's IPC", (ipc, s.get("ipc")))
+
+        # pmlogger archives them like any other metric, and pmval reads the rate back from the archive.
+        config = os.path.join(pmcd.dir, "pmlogger.config")
+        with open(config, "w") as f:
+            f.write("log mandatory on 1 sec {\n\t%spmugate_job_instructions_total\n}\n" % PREFIX)
+        archive = os.path.join(pmcd.dir, "archive")
+        rc, out = pmcd.run("pmlogger", "-c", config, "-T", "5sec", "-l", os.path.join(pmcd.log_dir, "pmlogger.log"),
+                           archive)
+        p = subprocess.run(["pmval", "-a", archive, "-t", "1", "-f", "3", PREFIX + "pmugate_job_instructions_total"],
+                           capture_output=True, text=True, timeout=30)
+        archived = [float(v) for v in re.findall(r"^\d\d:\d\d:\d\d\.\d+\s+([0-9][0-9.eE+-]*)\s*$", p.stdout, re.M)]
+        tap.ok(rc == 0 and p.returncode == 0 and archived and
+               all(abs(v / want["pmugate_job_instructions_total"] - 1) < 0.2 for v in archived),
+               "pmlogger archives the job's counter and pmval reads its rate back from the archive",
+               out + p.stdout + p.stderr)
         node.admin("revoke", job=JOB)
         return tap.run([])
     except Exception as e:
