@@ -129,6 +129,28 @@ def dashboard_variables(prom, dash):
     return variables
 
 
+def provisioning_ok():
+    """The dashboard provider (as configured by meson) and the data source parse as Grafana's
+    provisioning YAML and the provider reads the directory the dashboard is installed in."""
+    try:
+        import yaml
+    except ImportError:
+        provisioning_ok.why = "python3-yaml missing: not checked"
+        return True
+    built = os.path.join(t.BUILD, "contrib", "grafana", "pmugate-dashboards.yaml")
+    providers = yaml.safe_load(open(built))
+    sources = yaml.safe_load(open(os.path.join(t.SOURCE, "contrib", "grafana", "provisioning",
+                                               "pmugate-datasource.yaml")))
+    intro = subprocess.run(["meson", "introspect", "--installed", t.BUILD], capture_output=True, text=True)
+    installed = json.loads(intro.stdout or "{}")
+    want = [dst for src, dst in installed.items() if src.endswith("/contrib/grafana/pmugate-topdown.json")]
+    p = providers["providers"][0]
+    provisioning_ok.why = (providers, sources, want)
+    return (providers.get("apiVersion") == 1 and p["type"] == "file" and want and
+            os.path.dirname(want[0]) == p["options"]["path"] and sources.get("apiVersion") == 1 and
+            sources["datasources"][0]["type"] == "prometheus")
+
+
 def main():
     tap = t.Tap()
     if not os.path.exists(x.EXPORTER):
@@ -222,6 +244,8 @@ def main():
         tap.ok(results and all(isinstance(n, int) and n > 0 for n in results.values()),
                "every query of the Grafana dashboard runs and returns data (%d panels)" % len(results), results)
         tap.eq(dashboard_variables(prom, dash).get("jobid"), "4711", "its jobid variable lists the job")
+        tap.ok(provisioning_ok(), "the provisioning files are Grafana's format and load the dashboard from "
+               "where meson installs it", provisioning_ok.why)
 
         node.admin("revoke", job="4711")
         prom.wait(lambda: prom.query('pmugate_job_cpus{jobid="4711"}') == [] and
