@@ -158,6 +158,10 @@ def main():
         tap.ok("cpu:0 socket:0" in names and "cpu:1 jobid:%s socket:0" % JOB in names and
                "cpu:2 jobid:%s socket:0" % JOB in names and all(v > 0 for v in cpu.values()),
                "per-CPU instances, the job's CPUs also by jobid, counting", names)
+        st = {re.sub(r"^\d+ ", "", n): v for n, v in fetched("pmugate_cpu_state").items()}
+        tap.ok(st.get("cpu:0 pmugate_cpu_state:monitored socket:0") == 1 and
+               st.get("cpu:0 pmugate_cpu_state:user_lease socket:0") == 0 and len(st) == 4 * 7,
+               "the CPU state set, one instance per CPU and state", st)
         job = fetched("pmugate_job_instructions_total")
         job_inst = [n for n in job if n.endswith("jobid:" + JOB)]
         tap.ok(len(job_inst) == 1 and job[job_inst[0]] > 0, "a per-job instance", job)
