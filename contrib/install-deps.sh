@@ -34,8 +34,11 @@ if [ -n "$missing" ]; then
                 apt-get install -y -qq --no-install-recommends $missing
         else
                 # shellcheck disable=SC2086
-                apt-get install -y -qq --no-install-recommends $missing || no_systemd_configure
+                if ! apt-get install -y -qq --no-install-recommends $missing; then
+                        # what failed for another reason than a service start fails again here
+                        no_systemd_configure
+                        # shellcheck disable=SC2086
+                        apt-get install -y -qq --no-install-recommends $missing
+                fi
         fi
-elif [ ! -d /run/systemd/system ] && dpkg-query -W -f='${Status}' pcp | grep -q half-configured; then
-        no_systemd_configure
 fi
