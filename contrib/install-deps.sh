@@ -9,7 +9,7 @@ packages="
         libpfm4-dev libmuparser-dev libcmocka-dev libhwloc-dev libmicrohttpd-dev
         systemd python3 python3-msgpack python3-matplotlib util-linux procps
         systemd-container debootstrap debhelper dpkg-dev fakeroot lintian strace
-        prometheus curl
+        prometheus curl pcp python3-requests
         libgomp1
         likwid
 "
@@ -17,8 +17,28 @@ missing=""
 for p in $packages; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
+# pcp's postinst starts pmcd with systemctl whether or not systemd runs: in a container
+# (PID 1 not systemd) that fails and leaves the package unconfigured. There, it is configured
+# with a systemctl that does nothing; the tests start pmcd themselves.
+no_systemd_configure() {
+        shim=$(mktemp -d)
+        printf '#!/bin/sh\nexit 0\n' >"$shim/systemctl"
+        chmod 0755 "$shim/systemctl"
+        PATH="$shim:$PATH" dpkg --configure -a
+        rm -r "$shim"
+}
 if [ -n "$missing" ]; then
         apt-get update -qq
-        # shellcheck disable=SC2086
-        apt-get install -y -qq --no-install-recommends $missing
+        if [ -d /run/systemd/system ]; then
+                # shellcheck disable=SC2086
+                apt-get install -y -qq --no-install-recommends $missing
+        else
+                # shellcheck disable=SC2086
+                if ! apt-get install -y -qq --no-install-recommends $missing; then
+                        # what failed for another reason than a service start fails again here
+                        no_systemd_configure
+                        # shellcheck disable=SC2086
+                        apt-get install -y -qq --no-install-recommends $missing
+                fi
+        fi
 fi

@@ -25,6 +25,8 @@
 #define INTERVAL_MIN_NS (100ULL * 1000ULL * 1000ULL)
 #define INTERVAL_MAX_NS (60ULL * 1000ULL * 1000ULL * 1000ULL)
 #define DEFAULT_RETENTION_S (15 * 60)
+#define LOG_INTERVAL_MIN_NS (1000ULL * 1000ULL * 1000ULL)
+#define LOG_INTERVAL_MAX_NS (3600ULL * 1000ULL * 1000ULL * 1000ULL)
 
 typedef struct Options {
         const char *socket_path;
@@ -34,6 +36,7 @@ typedef struct Options {
         const char *job_label;
         bool job_uids;
         uint64_t retention_s;
+        uint64_t log_interval_ns;
 } Options;
 
 static void usage(FILE *f) {
@@ -43,10 +46,12 @@ static void usage(FILE *f) {
               "  --listen=[ADDR]:PORT     address to serve on (default " DEFAULT_LISTEN ": every address)\n"
               "  --interval=DURATION      sampling period, apart from scrapes (default 1s; 100ms-60s)\n"
               "  --level=1|2              TopDown level (default 2; 1 where the CPU has no level 2)\n"
-              "  --job-label=NAME         label naming the job (default job)\n"
+              "  --job-label=NAME         label naming the batch job (default jobid)\n"
               "  --job-uids               export each job's uid as the gauge pmugate_job_uid (when the\n"
               "                           daemon's policy tells monitors uids: jobmap_uids = yes)\n"
               "  --summary-retention=DURATION  how long an ended job's summary stays (default 15min)\n"
+              "  --log-interval=DURATION  log each kind of problem once per DURATION, with a count of\n"
+              "                           its repeats (default 1min; 1s-1h)\n"
               "  --socket=PATH            pmugated's socket (default $PMUGATE_SOCKET or " PMUGATE_SOCKET_PATH
               ")\n"
               "  --version, --help\n",
@@ -134,6 +139,7 @@ static int parse_options(int argc, char **argv, Options *o) {
                 OPT_JOB_LABEL,
                 OPT_JOB_UIDS,
                 OPT_RETENTION,
+                OPT_LOG_INTERVAL,
                 OPT_SOCKET,
                 OPT_VERSION,
                 OPT_HELP
@@ -145,6 +151,7 @@ static int parse_options(int argc, char **argv, Options *o) {
                 { "job-label", required_argument, NULL, OPT_JOB_LABEL },
                 { "job-uids", no_argument, NULL, OPT_JOB_UIDS },
                 { "summary-retention", required_argument, NULL, OPT_RETENTION },
+                { "log-interval", required_argument, NULL, OPT_LOG_INTERVAL },
                 { "socket", required_argument, NULL, OPT_SOCKET },
                 { "version", no_argument, NULL, OPT_VERSION },
                 { "help", no_argument, NULL, OPT_HELP },
@@ -200,6 +207,16 @@ static int parse_options(int argc, char **argv, Options *o) {
                                 return -EINVAL;
                         }
                         o->retention_s = ns / 1000000000ULL;
+                        break;
+                case OPT_LOG_INTERVAL:
+                        if (parse_duration(optarg, &ns) < 0 || ns < LOG_INTERVAL_MIN_NS ||
+                            ns > LOG_INTERVAL_MAX_NS) {
+                                fprintf(stderr,
+                                        "pmugate-exporter: --log-interval=%s: give 1s to 1h, e.g. 1min\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        o->log_interval_ns = ns;
                         break;
                 case OPT_SOCKET:
                         o->socket_path = optarg;
@@ -258,8 +275,9 @@ int main(int argc, char **argv) {
         Options o = { .listen = DEFAULT_LISTEN,
                      .interval_ns = DEFAULT_INTERVAL_NS,
                      .level = 2,
-                     .job_label = "job",
-                     .retention_s = DEFAULT_RETENTION_S};
+                     .job_label = "jobid",
+                     .retention_s = DEFAULT_RETENTION_S,
+                     .log_interval_ns = PMUGATE_EXPORTER_LOG_INTERVAL_USEC * 1000ULL};
         pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
         struct sockaddr_storage address;
         socklen_t address_len = 0;
@@ -284,6 +302,7 @@ int main(int argc, char **argv) {
         model.export_uids = o.job_uids;
         sampler.socket_path = o.socket_path;
         sampler.level = o.level;
+        sampler.log.interval_usec = o.log_interval_ns / 1000ULL;
 
         /* Signals are taken by sigtimedwait in this thread only; the HTTP thread inherits the mask. */
         sigemptyset(&set);

@@ -202,6 +202,8 @@ int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, cons
                         if (!j)
                                 return -ENOMEM;
                         j->n_cpus++;
+                        if (j->n_cpus > j->max_cpus)
+                                j->max_cpus = j->n_cpus;
                         j->last_seen = now;
                         if (has_uid && uids && has_uid[k]) {
                                 j->has_uid = true;

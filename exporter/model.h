@@ -77,6 +77,7 @@ typedef struct JobTotals {
         uint32_t uid;
         double v[QTY_MAX];
         uint32_t n_cpus;        /* CPUs it holds now (0 once ended) */
+        uint32_t max_cpus;      /* the most it held at once */
         char cpus[256];         /* the CPUs it held, as a CPU list (truncated with "...") */
         time_t first_seen, last_seen;
         bool running;

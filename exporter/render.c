@@ -86,8 +86,8 @@ bool accept_prefers_openmetrics(const char *accept) {
 
 bool label_name_valid(const char *name) {
         static const char *const taken[] = {"cpu",     "socket", "category", "level",
-                                            "reason",  "model",  "backend",  "topdown_level",
-                                            "version", "node",   "format"};
+                                            "pmugate_cpu_state", "model", "backend",
+                                            "topdown_level", "version", "node", "format", "domain"};
 
         if (!name || !name[0] || strlen(name) > 64 || (name[0] >= '0' && name[0] <= '9') ||
             strncmp(name, "__", 2) == 0)
@@ -126,20 +126,22 @@ static void put_value(FILE *f, bool first, double v) {
                 fprintf(f, " %.17g\n", v);
 }
 
+/* HELP and TYPE of a family of any type (the text format names the sample, OpenMetrics the
+ * family). */
+static void family_typed(FILE *f, const RenderOptions *o, const char *name, const char *suffix,
+                         const char *type, const char *help) {
+        fprintf(f, "# HELP %s%s %s.\n", name, o->openmetrics ? "" : suffix, help);
+        fprintf(f, "# TYPE %s%s %s\n", name, o->openmetrics ? "" : suffix, type);
+}
+
 /* HELP, TYPE and (OpenMetrics) UNIT of a family; returns the sample name's suffix. */
 static const char *family(FILE *f, const RenderOptions *o, const char *name, bool counter, const char *unit,
                           const char *help) {
         const char *suffix = counter ? "_total" : "";
 
-        if (o->openmetrics) {
-                fprintf(f, "# TYPE %s %s\n", name, counter ? "counter" : "gauge");
-                if (unit && unit[0])
-                        fprintf(f, "# UNIT %s %s\n", name, unit);
-                fprintf(f, "# HELP %s %s.\n", name, help);
-        } else {
-                fprintf(f, "# HELP %s%s %s.\n", name, suffix, help);
-                fprintf(f, "# TYPE %s%s %s\n", name, suffix, counter ? "counter" : "gauge");
-        }
+        family_typed(f, o, name, suffix, counter ? "counter" : "gauge", help);
+        if (o->openmetrics && unit && unit[0])
+                fprintf(f, "# UNIT %s %s\n", name, unit);
         return suffix;
 }
 
@@ -150,15 +152,21 @@ typedef struct Sample {
         const JobTotals *job;   /* SCOPE_JOB */
 } Sample;
 
+static void cpu_labels(FILE *f, bool *first, const CpuTotals *c) {
+        char num[16];
+
+        (void) snprintf(num, sizeof(num), "%u", c->cpu);
+        put_label(f, first, "cpu", num);
+        (void) snprintf(num, sizeof(num), "%d", c->socket);
+        put_label(f, first, "socket", num);
+}
+
 static void scope_labels(FILE *f, bool *first, const RenderOptions *o, Scope scope, const Sample *s) {
         char num[16];
 
         switch (scope) {
         case SCOPE_CPU:
-                (void) snprintf(num, sizeof(num), "%u", s->cpu->cpu);
-                put_label(f, first, "cpu", num);
-                (void) snprintf(num, sizeof(num), "%d", s->cpu->socket);
-                put_label(f, first, "socket", num);
+                cpu_labels(f, first, s->cpu);
                 if (s->held)
                         put_label(f, first, o->job_label, s->cpu->job);
                 break;
@@ -227,6 +235,7 @@ static void each_sample(const Model *m, Scope scope,
 typedef struct Emit {
         const char *sample_name;
         unsigned quantity;
+        unsigned level;         /* emit_topdown: the TopDown level of the family */
 } Emit;
 
 static void emit_base(FILE *f, const Model *m, const RenderOptions *o, Scope scope, const Sample *s,
@@ -244,19 +253,15 @@ static void emit_topdown(FILE *f, const Model *m, const RenderOptions *o, Scope 
         const Emit *e = userdata;
         const double *v = sample_values(m, scope, s);
 
+        /* One family per level: a sum over a family adds up to the slots, never twice. */
         for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
                 bool first = true;
-                char level[4];
 
-                /* Per CPU, level 1 only: level 2 per CPU would multiply the series for little. */
-                if (topdown_nodes[k].level > m->topdown_level ||
-                    (scope == SCOPE_CPU && topdown_nodes[k].level > 1))
+                if (topdown_nodes[k].level != e->level)
                         continue;
-                (void) snprintf(level, sizeof(level), "%u", topdown_nodes[k].level);
                 fputs(e->sample_name, f);
                 scope_labels(f, &first, o, scope, s);
                 put_label(f, &first, "category", topdown_nodes[k].name);
-                put_label(f, &first, "level", level);
                 put_value(f, first, v[QTY_TOPDOWN_FIRST + k]);
         }
 }
@@ -277,15 +282,24 @@ static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
                         e = (Emit) { .sample_name = sample, .quantity = q };
                         each_sample(m, sc, emit_base, f, o, &e);
                 }
-                (void) snprintf(name, sizeof(name), "pmugate_%s_topdown_slots", scope_names[sc]);
-                (void) snprintf(
-                        help, sizeof(help),
-                        "TopDown issue slots attributed to each category (level 1 sums to the slots), %s",
-                        scope_help[sc]);
-                suffix = family(f, o, name, true, "", help);
-                (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
-                e = (Emit) { .sample_name = sample };
-                each_sample(m, sc, emit_topdown, f, o, &e);
+                for (unsigned level = 1; level <= 2; level++) {
+                        /* Per CPU, level 1 only: level 2 per CPU would multiply the series for
+                         * little. */
+                        if (level > 1 && (sc == SCOPE_CPU || m->topdown_level < level))
+                                continue;
+                        (void) snprintf(name, sizeof(name), "pmugate_%s_topdown_level%u_slots",
+                                        scope_names[sc], level);
+                        (void) snprintf(help, sizeof(help),
+                                        "TopDown issue slots attributed to each level-%u category (%s), %s",
+                                        level,
+                                        level == 1 ? "they add up to the slots"
+                                                   : "each a part of its level-1 parent's",
+                                        scope_help[sc]);
+                        suffix = family(f, o, name, true, "", help);
+                        (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
+                        e = (Emit) { .sample_name = sample, .level = level };
+                        each_sample(m, sc, emit_topdown, f, o, &e);
+                }
         }
 }
 
@@ -353,20 +367,30 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
         const char *suffix;
 
         family(f, o, "pmugate_cpu_monitored", false, "",
-               "1 while the exporter counts the CPU; 0 and the reason while it does not (a user's lease, "
-               "the daemon unavailable, offline)");
+               "1 while the exporter counts the CPU, 0 while it does not (pmugate_cpu_state says why)");
         for (size_t i = 0; i < m->n_cpus; i++) {
                 const CpuTotals *c = &m->cpus[i];
                 bool first = true;
-                char num[16];
 
                 fputs("pmugate_cpu_monitored", f);
-                (void) snprintf(num, sizeof(num), "%u", c->cpu);
-                put_label(f, &first, "cpu", num);
-                (void) snprintf(num, sizeof(num), "%d", c->socket);
-                put_label(f, &first, "socket", num);
-                put_label(f, &first, "reason", cpu_reason_to_string(c->reason));
+                cpu_labels(f, &first, c);
                 put_value(f, first, c->reason == CPU_MONITORED ? 1 : 0);
+        }
+        /* Every state of every CPU is a series of its own that is always there, so a state
+         * changing changes values, never label sets (no series churn). */
+        family_typed(f, o, "pmugate_cpu_state", "", o->openmetrics ? "stateset" : "gauge",
+                     "Why the exporter counts the CPU or not: 1 for the state it is in, 0 for the others");
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                const CpuTotals *c = &m->cpus[i];
+
+                for (unsigned r = 0; r < _CPU_REASON_MAX; r++) {
+                        bool first = true;
+
+                        fputs("pmugate_cpu_state", f);
+                        cpu_labels(f, &first, c);
+                        put_label(f, &first, "pmugate_cpu_state", cpu_reason_to_string(r));
+                        put_value(f, first, c->reason == r ? 1 : 0);
+                }
         }
         family(f, o, "pmugate_job_cpus", false, "", "CPUs of this node the job holds");
         for (size_t i = 0; i < m->n_jobs; i++)
@@ -448,7 +472,7 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
                     *td2 = json_object_new_object();
         const double *v = j->v;
         time_t end = j->running ? now : j->ended;
-        double seconds, traffic;
+        double seconds, traffic, energy;
         const char *text;
         int r = 0;
 
@@ -470,26 +494,30 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
         json_object_object_add(root, "cycles", number(v[QTY_CYCLES]));
         json_object_object_add(root, "slots", number(v[QTY_SLOTS]));
         json_object_object_add(root, "ipc", number(ratio(v[QTY_INSTRUCTIONS], v[QTY_CYCLES])));
+        /* Percent, as pmugate's own output gives TopDown (client/cli/measure-output.c). */
         for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
                 if (topdown_nodes[k].level > m->topdown_level)
                         continue;
                 json_object_object_add(topdown_nodes[k].level == 1 ? td : td2, topdown_nodes[k].name,
-                                       number(ratio(v[QTY_TOPDOWN_FIRST + k], v[QTY_SLOTS])));
+                                       number(100.0 * ratio(v[QTY_TOPDOWN_FIRST + k], v[QTY_SLOTS])));
         }
-        json_object_object_add(root, "topdown", td);
-        json_object_object_add(root, "topdown_level2", td2);
+        json_object_object_add(root, "topdown_percent", td);
+        json_object_object_add(root, "topdown_level2_percent", td2);
         /* Package quantities are the job's estimated share of its sockets'; null when the CPU
-         * model or the daemon gives none, rather than a made-up 0. */
-        seconds = (double) (end - j->first_seen);
+         * model or the daemon gives none, rather than a made-up 0. Bandwidth in MBytes/s (10^6)
+         * and power in watts, as the MEM and ENERGY groups give them, over the time the exporter
+         * counted the job's CPUs (not whole seconds of its start and end). */
+        seconds = j->max_cpus > 0 ? v[QTY_MONITORED_SECONDS] / j->max_cpus : NAN;
         json_object_object_add(root, "memory_read_bytes",
                                m->has_memory ? number(v[QTY_READ_BYTES]) : NULL);
         json_object_object_add(root, "memory_written_bytes",
                                m->has_memory ? number(v[QTY_WRITTEN_BYTES]) : NULL);
         traffic = v[QTY_READ_BYTES] + v[QTY_WRITTEN_BYTES];
-        json_object_object_add(root, "memory_bandwidth_bytes_per_second",
-                               m->has_memory ? number(ratio(traffic, seconds)) : NULL);
-        json_object_object_add(root, "energy_joules",
-                               m->has_energy ? number(v[QTY_PACKAGE_JOULES] + v[QTY_DRAM_JOULES]) : NULL);
+        json_object_object_add(root, "memory_bandwidth_mbytes_per_second",
+                               m->has_memory ? number(1e-6 * ratio(traffic, seconds)) : NULL);
+        energy = v[QTY_PACKAGE_JOULES] + v[QTY_DRAM_JOULES];
+        json_object_object_add(root, "energy_joules", m->has_energy ? number(energy) : NULL);
+        json_object_object_add(root, "power_watts", m->has_energy ? number(ratio(energy, seconds)) : NULL);
         json_object_object_add(root, "package_share_estimated", json_object_new_boolean(m->has_memory ||
                                                                                         m->has_energy));
         text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);

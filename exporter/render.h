@@ -16,7 +16,7 @@
 
 typedef struct RenderOptions {
         bool openmetrics;
-        const char *job_label;  /* label naming the job ("job" unless configured) */
+        const char *job_label;  /* label naming the batch job ("jobid" unless configured) */
         const char *version;
 } RenderOptions;
 
@@ -31,6 +31,6 @@ bool label_name_valid(const char *name);
 
 int render_metrics(const Model *m, const RenderOptions *o, FILE *out);
 
-/* The job's TopDown fractions, IPC, and what it counted over its run on this node, as one JSON
+/* The job's TopDown in percent, IPC, and what it counted over its run on this node, as one JSON
  * object (docs/EXPORTER.md). */
 int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out);

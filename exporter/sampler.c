@@ -13,6 +13,15 @@
 #include "macro.h"
 #include "sampler.h"
 
+static uint64_t now_monotonic_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+/* Logged once per interval for each format, however often it happens (log-limit.h): a daemon
+ * refusing the exporter every sample costs the journal one line a minute, with a count. */
 _printf_(2, 3) static void problem(Sampler *s, const char *fmt, ...) {
         char text[sizeof(s->problem)];
         va_list ap;
@@ -20,15 +29,13 @@ _printf_(2, 3) static void problem(Sampler *s, const char *fmt, ...) {
         va_start(ap, fmt);
         (void) vsnprintf(text, sizeof(text), fmt, ap);
         va_end(ap);
-        if (strcmp(text, s->problem) != 0) {
-                fprintf(stderr, "pmugate-exporter: %s\n", text);
-                memcpy(s->problem, text, sizeof(text));
-        }
+        (void) log_limit(&s->log, fmt, text, now_monotonic_usec());
+        memcpy(s->problem, text, sizeof(text));
 }
 
 static void solved(Sampler *s, const char *what) {
         if (s->problem[0]) {
-                fprintf(stderr, "pmugate-exporter: %s\n", what);
+                (void) log_limit(&s->log, what, what, now_monotonic_usec());
                 s->problem[0] = '\0';
         }
 }
@@ -358,6 +365,7 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
         time_t now = time(NULL);
         int r;
 
+        log_limit_flush(&s->log, now_monotonic_usec());
         if (!s->connection) {
                 r = connect_daemon(s, m, lock);
                 if (r < 0) {

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "log-limit.h"
 #include "model.h"
 #include "pmugate/pmugate.h"
 
@@ -23,7 +24,8 @@ typedef struct Sampler {
         unsigned measured_level;
         uint64_t poll_interval_ns;
 
-        char problem[512];              /* the last problem logged, so each is logged once */
+        LogLimit log;                   /* its interval set by the caller; 0 for the default */
+        char problem[512];              /* the last problem, until solved ("" for none) */
 } Sampler;
 
 /* One period: samples the measurement, learns the job map, yields CPUs users took and resumes

@@ -183,3 +183,9 @@
 #define PERF_SYSFS_ENTRIES_MAX 1024U
 #define PERF_SYSFS_FILE_MAX 4096U
 #define PERF_SYSFS_SMALL_FILE_MAX 64U
+
+/* pmugate-exporter's log (docs/EXPORTER.md): distinct reasons it keeps counts for at once (one
+ * more evicts the one quiet longest, reporting its count), and the default interval within
+ * which each reason is logged once, the repeats counted. */
+#define PMUGATE_EXPORTER_LOG_REASONS_MAX 16U
+#define PMUGATE_EXPORTER_LOG_INTERVAL_USEC (60ULL * 1000000ULL)

@@ -148,6 +148,10 @@ void config_init_defaults(Config *c) {
         class_set_parse_static(&p.config.monitor_read, CONFIG_DEFAULT_READ_CLASSES);
         class_set_parse_static(&p.config.monitor_write, CONFIG_DEFAULT_WRITE_CLASSES);
         set_default_groups(&p, true, true);
+        /* Quietly: a node without the exporter's user (built from source, the exporter not
+         * installed) has no monitor by default, and no warning about one it never asked for. */
+        (void) parse_ids(&p, CONFIG_DEFAULT_MONITOR_USERS, true, p.config.monitor_uids,
+                         &p.config.n_monitor_uids, NULL, 0);
         *c = p.config;
 }
 
@@ -221,8 +225,11 @@ static int handle_access(ConfigParser *p, const char *name, const char *value) {
                 return parse_ids(p, value, false, c->user_gids, &c->n_user_gids, c->user_groups,
                                  sizeof(c->user_groups));
         }
-        if (strcmp(name, "monitor_users") == 0)
+        if (strcmp(name, "monitor_users") == 0) {
+                /* A user that does not exist is ignored with a warning: it admits nobody, and the
+                 * daemon starts. */
                 return parse_ids(p, value, true, c->monitor_uids, &c->n_monitor_uids, NULL, 0);
+        }
         if (strcmp(name, "monitor_groups") == 0)
                 return parse_ids(p, value, false, c->monitor_gids, &c->n_monitor_gids, NULL, 0);
         return fail(p, "unknown key '%.32s' in section [access]", name);

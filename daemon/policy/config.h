@@ -78,9 +78,11 @@ typedef struct Config {
 
 /* The defaults: those of the shipped policy/pmugate.conf, for a missing file and for every
  * key a file leaves out. Users are members of pmugate-users, admins of pmugate-admin (and
- * root); a group that does not exist admits nobody. */
+ * root), the monitor is the user pmugate-exporter.service runs as; a group or user that does
+ * not exist admits nobody. */
 #define CONFIG_DEFAULT_ADMIN_GROUPS "pmugate-admin"
 #define CONFIG_DEFAULT_USER_GROUPS "pmugate-users"
+#define CONFIG_DEFAULT_MONITOR_USERS "pmugate-exporter"
 #define CONFIG_DEFAULT_READ_CLASSES "all"
 #define CONFIG_DEFAULT_WRITE_CLASSES "core-pmu offcore uncore-imc uncore-l3 uncore-df"
 

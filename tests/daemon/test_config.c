@@ -82,6 +82,8 @@ static void test_defaults_are_the_shipped_file(void **state) {
         assert_int_equal(shipped.n_user_gids, defaults.n_user_gids);
         assert_memory_equal(shipped.user_gids, defaults.user_gids, sizeof(gid_t) * shipped.n_user_gids);
         assert_int_equal(shipped.n_monitor_uids, defaults.n_monitor_uids);
+        assert_memory_equal(shipped.monitor_uids, defaults.monitor_uids,
+                            sizeof(shipped.monitor_uids[0]) * shipped.n_monitor_uids);
         assert_int_equal(shipped.n_monitor_gids, defaults.n_monitor_gids);
         assert_class_sets_equal(&shipped.user_read, &defaults.user_read);
         assert_class_sets_equal(&shipped.user_write, &defaults.user_write);
@@ -250,6 +252,43 @@ static void test_unknown_user_group_means_nobody(void **state) {
         free(empty);
 }
 
+/* The shipped policy authorizes the shipped exporter by its user's name; where that user does
+ * not exist (the exporter not installed) it admits nobody and the file still loads. root
+ * stands in for a user that exists: its name resolves to its uid. */
+static void test_shipped_monitor_user(void **state) {
+        const char *dir = getenv("PMUGATE_POLICY_DIR");
+        char shipped_path[1024], line[256], reason[256] = "";
+        _cleanup_fclose_ FILE *shipped = NULL;
+        char *missing = write_file("[access]\nmonitor_users = no-such-user-pmugate-test\n");
+        char *existing = write_file("[access]\nmonitor_users = root\n");
+        char *none = write_file("[access]\nmonitor_users =\n");
+        bool named = false;
+        Config c;
+
+        (void) state;
+        assert_non_null(dir);
+        (void) snprintf(shipped_path, sizeof(shipped_path), "%s/pmugate.conf", dir);
+        shipped = fopen(shipped_path, "re");
+        assert_non_null(shipped);
+        while (fgets(line, sizeof(line), shipped))
+                named = named || strcmp(line, "monitor_users = " CONFIG_DEFAULT_MONITOR_USERS "\n") == 0;
+        assert_true(named);
+
+        assert_int_equal(config_load(missing, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(c.n_monitor_uids, 0);
+        assert_int_equal(config_load(existing, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(c.n_monitor_uids, 1);
+        assert_int_equal(c.monitor_uids[0], 0);
+        assert_int_equal(config_load(none, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(c.n_monitor_uids, 0);
+        unlink(missing);
+        unlink(existing);
+        unlink(none);
+        free(missing);
+        free(existing);
+        free(none);
+}
+
 /* The file decides who may do what: one anyone else may change is refused, whatever it says,
  * at start-up and at reload alike. */
 static void test_file_must_be_roots(void **state) {
@@ -319,6 +358,7 @@ int main(void) {
                 cmocka_unit_test(test_shipped_files_load),
                 cmocka_unit_test(test_modes_and_classes),
                 cmocka_unit_test(test_unknown_user_group_means_nobody),
+                cmocka_unit_test(test_shipped_monitor_user),
                 cmocka_unit_test(test_file_must_be_roots),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 
 #include "http-guard.h"
 #include "http-route.h"
+#include "log-limit.h"
 #include "macro.h"
 #include "model.h"
 #include "render.h"
@@ -87,6 +88,7 @@ static void test_routes(void **state) {
 }
 
 static void test_label_names(void **state) {
+        assert_true(label_name_valid("jobid"));
         assert_true(label_name_valid("job"));
         assert_true(label_name_valid("slurm_job"));
         assert_false(label_name_valid(""));
@@ -95,6 +97,8 @@ static void test_label_names(void **state) {
         assert_false(label_name_valid("job-id"));
         assert_false(label_name_valid("cpu"));
         assert_false(label_name_valid("category"));
+        assert_false(label_name_valid("domain"));
+        assert_false(label_name_valid("pmugate_cpu_state"));
         assert_false(label_name_valid(NULL));
 }
 
@@ -197,7 +201,7 @@ static void test_sparse_and_shared(void **state) {
 }
 
 static char *render(const Model *m, bool openmetrics) {
-        RenderOptions o = { .openmetrics = openmetrics, .job_label = "job", .version = "0.1.0" };
+        RenderOptions o = { .openmetrics = openmetrics, .job_label = "jobid", .version = "0.1.0" };
         char *text = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&text, &size);
@@ -225,11 +229,27 @@ static void test_render(void **state) {
         assert_non_null(strstr(text, "# TYPE pmugate_cpu_instructions_total counter\n"));
         assert_non_null(strstr(
                 text,
-                "pmugate_cpu_instructions_total{cpu=\"3\",socket=\"1\",job=\"a\\\"b\\\\c\"} 1000000\n"));
+                "pmugate_cpu_instructions_total{cpu=\"3\",socket=\"1\",jobid=\"a\\\"b\\\\c\"} 1000000\n"));
         assert_non_null(strstr(text, "pmugate_cpu_instructions_total{cpu=\"3\",socket=\"1\"} 0\n"));
-        assert_non_null(
-                strstr(text, "pmugate_cpu_monitored{cpu=\"0\",socket=\"0\",reason=\"user_lease\"} 0\n"));
-        assert_non_null(strstr(text, "pmugate_job_instructions_total{job=\"a\\\"b\\\\c\"} 1000000\n"));
+        /* the monitored gauge has no reason label; the state set has every state, always */
+        assert_non_null(strstr(text, "pmugate_cpu_monitored{cpu=\"0\",socket=\"0\"} 0\n"));
+        assert_non_null(strstr(text, "pmugate_cpu_monitored{cpu=\"1\",socket=\"0\"} 0\n"));
+        assert_null(strstr(text, "reason="));
+        assert_non_null(strstr(text, "# TYPE pmugate_cpu_state gauge\n"));
+        assert_non_null(strstr(
+                text, "pmugate_cpu_state{cpu=\"0\",socket=\"0\",pmugate_cpu_state=\"user_lease\"} 1\n"));
+        assert_non_null(strstr(
+                text, "pmugate_cpu_state{cpu=\"0\",socket=\"0\",pmugate_cpu_state=\"monitored\"} 0\n"));
+        assert_non_null(strstr(
+                text, "pmugate_cpu_state{cpu=\"1\",socket=\"0\",pmugate_cpu_state=\"user_lease\"} 0\n"));
+        assert_non_null(strstr(
+                text, "pmugate_cpu_state{cpu=\"1\",socket=\"0\",pmugate_cpu_state=\"starting\"} 1\n"));
+        assert_non_null(strstr(text, "pmugate_job_instructions_total{jobid=\"a\\\"b\\\\c\"} 1000000\n"));
+        /* level 1 in a family of its own, without a level label */
+        assert_non_null(strstr(text, "# TYPE pmugate_node_topdown_level1_slots_total counter\n"));
+        assert_non_null(strstr(text, "pmugate_node_topdown_level1_slots_total{category=\"retiring\"} "));
+        assert_null(strstr(text, ",level=\""));
+        assert_null(strstr(text, "topdown_slots"));
         assert_null(strstr(text, "# UNIT"));
         assert_null(strstr(text, "# EOF"));
         assert_null(strstr(text, "pmugate_job_uid"));
@@ -240,6 +260,8 @@ static void test_render(void **state) {
         assert_non_null(strstr(om, "# TYPE pmugate_node_monitored_seconds counter\n# UNIT "
                                    "pmugate_node_monitored_seconds seconds\n"));
         assert_non_null(strstr(om, "\npmugate_node_instructions_total 1000000\n"));
+        assert_non_null(strstr(om, "# TYPE pmugate_cpu_state stateset\n"));
+        assert_non_null(strstr(om, "# TYPE pmugate_node_topdown_level1_slots counter\n"));
         assert_true(strlen(om) > 6 && strcmp(om + strlen(om) - 6, "# EOF\n") == 0);
 
         free(text);
@@ -249,12 +271,13 @@ static void test_render(void **state) {
         m.jobs[0].uid = 1234;
         m.topdown_level = 2;
         text = render(&m, false);
-        assert_non_null(strstr(text, "pmugate_job_uid{job=\"a\\\"b\\\\c\"} 1234\n"));
-        assert_non_null(
-                strstr(text, "pmugate_node_topdown_slots_total{category=\"memory_bound\",level=\"2\"} 0\n"));
+        assert_non_null(strstr(text, "pmugate_job_uid{jobid=\"a\\\"b\\\\c\"} 1234\n"));
+        /* level 2 in its own family: a sum over either family never counts a slot twice */
+        assert_non_null(strstr(text, "pmugate_node_topdown_level2_slots_total{category=\"memory_bound\"} 0\n"));
+        assert_null(strstr(text, "pmugate_node_topdown_level1_slots_total{category=\"memory_bound\"}"));
+        assert_null(strstr(text, "pmugate_node_topdown_level2_slots_total{category=\"backend_bound\"}"));
         /* per CPU level 1 only */
-        assert_null(strstr(
-                text, "pmugate_cpu_topdown_slots_total{cpu=\"0\",socket=\"0\",category=\"memory_bound\""));
+        assert_null(strstr(text, "pmugate_cpu_topdown_level2_slots"));
         free(text);
 
         {
@@ -291,11 +314,16 @@ static void test_summary(void **state) {
         assert_non_null(strstr(text, "\"running\":true"));
         assert_non_null(strstr(text, "\"start\":50,\"end\":80"));
         assert_non_null(strstr(text, "\"ipc\":1.5"));
-        assert_non_null(strstr(text, "\"backend_bound\":0.5"));
+        /* percent, as the CLI gives TopDown */
+        assert_non_null(strstr(text, "\"topdown_percent\":{"));
+        assert_non_null(strstr(text, "\"backend_bound\":50"));
+        assert_null(strstr(text, "\"backend_bound\":0.5"));
+        assert_non_null(strstr(text, "\"power_watts\":null"));
         assert_non_null(strstr(text, "\"energy_joules\":null"));
         assert_non_null(strstr(text, "\"memory_read_bytes\":null"));
         /* level 1 measured only: an empty level-2 object */
-        assert_non_null(strstr(text, "\"topdown_level2\":{ }") ?: strstr(text, "\"topdown_level2\":{}"));
+        assert_non_null(strstr(text, "\"topdown_level2_percent\":{ }") ?:
+                        strstr(text, "\"topdown_level2_percent\":{}"));
         free(text);
         model_done(&m);
 }
@@ -336,10 +364,79 @@ static void test_package(void **state) {
         assert_non_null(strstr(text, "pmugate_socket_memory_read_bytes_total{socket=\"0\"} 6400\n"));
         assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"package\"} 10\n"));
         assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"dram\"} 0\n"));
-        assert_non_null(strstr(text, "pmugate_job_memory_read_bytes_total{job=\"7\"} 4800\n"));
+        assert_non_null(strstr(text, "pmugate_job_memory_read_bytes_total{jobid=\"7\"} 4800\n"));
         assert_null(strstr(text, "pmugate_cpu_memory"));
         free(text);
         model_done(&m);
+}
+
+static char *logged(FILE *f, char **buf) {
+        assert_int_equal(fflush(f), 0);
+        return *buf;
+}
+
+static size_t count_lines(const char *text) {
+        size_t n = 0;
+
+        for (const char *c = text; *c; c++)
+                n += *c == '\n';
+        return n;
+}
+
+/* A refusal every sample costs one line per interval and reason, then one with the count. */
+static void test_log_limit(void **state) {
+        const uint64_t sec = 1000000;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        LogLimit l = { .out = f, .interval_usec = 10 * sec };
+        static const char refused[] = "cannot start measuring CPUs: %s", nomap[] = "no job map (%s)";
+
+        (void) state;
+        assert_non_null(f);
+        assert_true(log_limit(&l, refused, "cannot start measuring CPUs: refused", 1 * sec));
+        assert_true(log_limit(&l, nomap, "no job map (not a monitor)", 1 * sec));
+        /* the two alternate every sample for 9 s: nothing more */
+        for (uint64_t t = 2; t < 11; t++) {
+                assert_false(log_limit(&l, refused, "cannot start measuring CPUs: refused again", t * sec));
+                assert_false(log_limit(&l, nomap, "no job map (not a monitor)", t * sec));
+        }
+        assert_int_equal(count_lines(logged(f, &buf)), 2);
+        /* the interval over: one line each with the count and the last text */
+        log_limit_flush(&l, 11 * sec);
+        assert_int_equal(count_lines(logged(f, &buf)), 4);
+        assert_non_null(strstr(buf, "pmugate-exporter: cannot start measuring CPUs: refused again (9 more "
+                                    "times in the last 10 s)\n"));
+        assert_non_null(strstr(buf, "pmugate-exporter: no job map (not a monitor) (9 more times in the last "
+                                    "10 s)\n"));
+        /* counted in the next interval; a quiet interval forgets the reason */
+        assert_false(log_limit(&l, refused, "cannot start measuring CPUs: refused", 12 * sec));
+        log_limit_flush(&l, 21 * sec);
+        assert_int_equal(count_lines(logged(f, &buf)), 5);
+        assert_non_null(strstr(buf, "(1 more time in the last 10 s)\n"));
+        log_limit_flush(&l, 40 * sec);
+        assert_int_equal(count_lines(logged(f, &buf)), 5);
+        assert_true(log_limit(&l, refused, "cannot start measuring CPUs: refused", 41 * sec));
+        assert_int_equal(count_lines(logged(f, &buf)), 6);
+
+        /* more reasons than slots: the oldest is evicted with its count, nothing is lost */
+        {
+                static const char keys[PMUGATE_EXPORTER_LOG_REASONS_MAX + 1][8] = {
+                        "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8",
+                        "k9", "k10", "k11", "k12", "k13", "k14", "k15", "k16" };
+                LogLimit full = { .out = f, .interval_usec = 100 * sec };
+                size_t before = count_lines(logged(f, &buf));
+
+                for (size_t i = 0; i < PMUGATE_EXPORTER_LOG_REASONS_MAX; i++) {
+                        assert_true(log_limit(&full, keys[i], keys[i], (50 + i) * sec));
+                        assert_false(log_limit(&full, keys[i], keys[i], (50 + i) * sec));
+                }
+                assert_true(log_limit(&full, keys[PMUGATE_EXPORTER_LOG_REASONS_MAX], "new", 70 * sec));
+                assert_int_equal(count_lines(logged(f, &buf)), before + PMUGATE_EXPORTER_LOG_REASONS_MAX + 2);
+                assert_non_null(strstr(buf, "pmugate-exporter: k0 (1 more time in the last 20 s)\n"));
+        }
+        assert_int_equal(fclose(f), 0);
+        free(buf);
 }
 
 static HttpSlot slot_at(uint32_t ip, uint64_t since_usec) {
@@ -401,6 +498,7 @@ int main(void) {
                 cmocka_unit_test(test_summary),
                 cmocka_unit_test(test_package),
                 cmocka_unit_test(test_http_guard),
+                cmocka_unit_test(test_log_limit),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -192,6 +192,14 @@ def series(metrics, name, **labels):
     return {k[1]: v for k, v in metrics.items() if k[0] == name and want <= set(k[1])}
 
 
+def state(metrics, cpu, socket="0"):
+    """The state pmugate_cpu_state gives the CPU (the one of value 1), or None when not exactly
+    one is set."""
+    on = [dict(k)["pmugate_cpu_state"] for k, v in series(metrics, "pmugate_cpu_state", cpu=cpu,
+                                                            socket=socket).items() if v == 1]
+    return on[0] if len(on) == 1 else None
+
+
 def one(metrics, name, **labels):
     """The value of the one series of name with exactly these labels."""
     return metrics[(name, tuple(sorted(labels.items())))]

@@ -8,9 +8,11 @@ summaries, and refusals of bad requests and options."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pmugatetest as t
 import exportertest as x
@@ -20,8 +22,15 @@ L1 = ("frontend_bound", "bad_speculation", "backend_bound", "retiring")
 
 
 def fraction(m, prefix, category, **labels):
-    return one(m, prefix + "_topdown_slots_total", category=category,
-               level="1" if category in L1 else "2", **labels) / one(m, prefix + "_slots_total", **labels)
+    family = "_topdown_level1_slots_total" if category in L1 else "_topdown_level2_slots_total"
+    return one(m, prefix + family, category=category, **labels) / one(m, prefix + "_slots_total", **labels)
+
+
+def monitored(m, cpu):
+    """The CPU's 0/1 gauge and its state, which must agree."""
+    v = one(m, "pmugate_cpu_monitored", cpu=cpu, socket="0")
+    st = x.state(m, cpu)
+    return st if (v == 1) == (st == "monitored") else "disagree: %s %s" % (v, st)
 
 
 def test_formats(tap, node, ex):
@@ -29,7 +38,8 @@ def test_formats(tap, node, ex):
     tap.ok(status == 200 and ctype.startswith("text/plain; version=0.0.4"), "no Accept: the Prometheus text format",
            ctype)
     tap.ok("# HELP pmugate_node_slots_total " in text and "# TYPE pmugate_node_slots_total counter" in text and
-           "# TYPE pmugate_cpu_monitored gauge" in text, "text format: HELP and TYPE for counters and gauges")
+           "# TYPE pmugate_cpu_monitored gauge" in text and "# TYPE pmugate_cpu_state gauge" in text,
+           "text format: HELP and TYPE for counters and gauges, the state set as a gauge")
     if shutil.which("promtool"):
         p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
         tap.ok(p.returncode == 0 and not p.stdout.strip(), "promtool check metrics accepts it, with no lint "
@@ -44,6 +54,9 @@ def test_formats(tap, node, ex):
            "# UNIT pmugate_exporter_last_sample_timestamp_seconds seconds\n" in om and
            "\npmugate_node_monitored_seconds_total " in om,
            "OpenMetrics: family names without _total, UNIT lines, _total samples, # EOF")
+    tap.ok("# TYPE pmugate_cpu_state stateset\n" in om and
+           'pmugate_cpu_state{cpu="0",socket="0",pmugate_cpu_state="monitored"} ' in om,
+           "OpenMetrics: the CPU states as a state set labelled with its own name")
     status, ctype, _ = ex.get("/metrics", accept="application/openmetrics-text;q=0.2,text/plain;q=0.9")
     tap.ok(ctype.startswith("text/plain"), "a higher q for text/plain wins", ctype)
 
@@ -56,11 +69,18 @@ def test_topdown(tap, node, ex):
     tap.ok(not bad, "node TopDown from rate ratios matches the simulator's profile within 2/255", bad or got)
     ipc = one(m, "pmugate_node_instructions_total") / one(m, "pmugate_node_cycles_total")
     tap.ok(abs(ipc - x.PROFILE["ipc"]) < 1e-3, "IPC from instructions / cycles is the profile's", ipc)
-    total = sum(one(m, "pmugate_node_topdown_slots_total", category=c, level="1") for c in L1)
-    tap.ok(abs(total / one(m, "pmugate_node_slots_total") - 1) < 1e-9, "level 1 slot counts add up to the slots")
-    cpus = series(m, "pmugate_cpu_monitored", reason="monitored")
-    tap.eq(sorted(dict(k)["cpu"] for k, v in cpus.items() if v == 1), ["0", "1", "2", "3"],
-           "every CPU is monitored")
+    total = sum(series(m, "pmugate_node_topdown_level1_slots_total").values())
+    tap.ok(abs(total / one(m, "pmugate_node_slots_total") - 1) < 1e-9,
+           "the sum over the level-1 family is the slots, nothing counted twice")
+    l2 = series(m, "pmugate_node_topdown_level2_slots_total")
+    tap.ok(len(l2) == 8 and abs(sum(l2.values()) / one(m, "pmugate_node_slots_total") - 1) < 0.02,
+           "and the 8 level-2 categories in their own family add up to about the slots", l2)
+    tap.ok(not [k for k in m if "level" in dict(k[1])], "no series has a level label")
+    tap.eq([c for c in "0123" if monitored(m, c) != "monitored"], [], "every CPU is monitored")
+    states = series(m, "pmugate_cpu_state", cpu="0")
+    tap.eq(sorted(dict(k)["pmugate_cpu_state"] for k in states),
+           sorted(["monitored", "user_lease", "other_monitor", "offline", "daemon_unavailable", "refused",
+                   "starting"]), "every state of a CPU is a series, whichever it is in")
 
 
 def test_package(tap, node, ex):
@@ -92,21 +112,22 @@ def test_package(tap, node, ex):
 
 def test_jobs(tap, node, ex):
     node.admin("grant", job="4711", uid=x.USER, cpus=[1, 2])
-    ex.wait(lambda: series(ex.metrics(), "pmugate_job_cpus", job="4711"), "the job shows")
+    ex.wait(lambda: series(ex.metrics(), "pmugate_job_cpus", jobid="4711"), "the job shows")
     ex.wait_samples(2)
     m = ex.metrics()
-    tap.eq(one(m, "pmugate_job_cpus", job="4711"), 2, "the job holds 2 CPUs")
-    held = series(m, "pmugate_cpu_instructions_total", job="4711")
-    tap.eq(sorted(dict(k)["cpu"] for k in held), ["1", "2"], "the CPUs' series carry the job label")
+    tap.eq(one(m, "pmugate_job_cpus", jobid="4711"), 2, "the job holds 2 CPUs")
+    held = series(m, "pmugate_cpu_instructions_total", jobid="4711")
+    tap.eq(sorted(dict(k)["cpu"] for k in held), ["1", "2"], "the CPUs' series carry the job label jobid")
+    tap.ok(not [k for k in m if "job" in dict(k[1])], "and no series has Prometheus' reserved label job")
     tap.ok(all(v > 0 for v in held.values()), "and count", held)
     tap.ok(not series(m, "pmugate_job_uid"), "no uid without --job-uids and the policy's jobmap_uids")
-    tap.ok(abs(fraction(m, "pmugate_job", "backend_bound", job="4711") - x.PROFILE["backend_bound"])
+    tap.ok(abs(fraction(m, "pmugate_job", "backend_bound", jobid="4711") - x.PROFILE["backend_bound"])
            <= x.FRACTION_BOUND, "the job's TopDown is the profile's")
     # The job holds 2 of the socket's 4 equally busy CPUs: half its traffic and energy, by cycles.
     a = ex.metrics()
     ex.wait_samples(3)
     b = ex.metrics()
-    share = {n: (one(b, n, job="4711", **lab) - one(a, n, job="4711", **lab)) /
+    share = {n: (one(b, n, jobid="4711", **lab) - one(a, n, jobid="4711", **lab)) /
              (one(b, n.replace("_job_", "_socket_"), socket="0", **lab) -
               one(a, n.replace("_job_", "_socket_"), socket="0", **lab))
              for n, lab in (("pmugate_job_memory_read_bytes_total", {}),
@@ -115,18 +136,26 @@ def test_jobs(tap, node, ex):
            "a job's memory traffic and energy are its cycle share of its socket's", share)
     running = ex.get("/jobs/4711")
     node.admin("revoke", job="4711")
-    ex.wait(lambda: not series(ex.metrics(), "pmugate_job_cpus", job="4711"), "the job's series stop")
+    ex.wait(lambda: not series(ex.metrics(), "pmugate_job_cpus", jobid="4711"), "the job's series stop")
     m = ex.metrics()
-    tap.ok(not series(m, "pmugate_cpu_instructions_total", job="4711"), "no CPU series carries the ended job")
+    tap.ok(not series(m, "pmugate_cpu_instructions_total", jobid="4711"), "no CPU series carries the ended job")
     status, ctype, body = ex.get("/jobs/4711")
     s = json.loads(body) if status == 200 else {}
     tap.ok(json.loads(running[2])["running"] and status == 200 and ctype == "application/json" and
            s["running"] is False and s["cpus"] == "1-2", "the summary outlives the job", body)
-    tap.ok(abs(s["topdown_level2"]["memory_bound"] - x.PROFILE["memory_bound"]) <= x.FRACTION_BOUND and
+    tap.ok(abs(s["topdown_level2_percent"]["memory_bound"] - 100 * x.PROFILE["memory_bound"])
+           <= 100 * x.FRACTION_BOUND and
+           abs(s["topdown_percent"]["backend_bound"] - 100 * x.PROFILE["backend_bound"]) <= 100 * x.FRACTION_BOUND and
            abs(s["ipc"] - x.PROFILE["ipc"]) < 1e-3 and s["instructions"] > 0,
-           "the summary has TopDown, IPC and counts", s)
+           "the summary has TopDown in percent (as the CLI gives it), IPC and counts", s)
     tap.ok(s["package_share_estimated"] and s["memory_read_bytes"] > 0 and s["energy_joules"] > 0,
            "and its estimated share of memory traffic and energy", s)
+    # half the socket's 55 GB/s and 230 W (2 of 4 busy CPUs), in MBytes/s and W as the MEM and ENERGY
+    # groups give them
+    half_mbs = (x.READ_GBPS + x.WRITE_GBPS) * 1e3 / 2
+    tap.ok(abs(s["memory_bandwidth_mbytes_per_second"] / half_mbs - 1) < 0.1 and
+           abs(s["power_watts"] / ((x.PACKAGE_WATTS + x.DRAM_WATTS) / 2) - 1) < 0.1,
+           "bandwidth in MBytes/s and power in W", s)
 
 
 def test_yield(tap, node, ex):
@@ -134,24 +163,24 @@ def test_yield(tap, node, ex):
     before = ex.metrics()
     with x.UserLease(node, 3) as lease:
         tap.ok(lease.ok, "a user leases CPU 3")
-        ex.wait(lambda: one(ex.metrics(), "pmugate_cpu_monitored", cpu="3", socket="0", reason="user_lease") == 0,
+        ex.wait(lambda: monitored(ex.metrics(), "3") == "user_lease",
                 "CPU 3 shows the user's lease")
         ex.wait_samples(3)
         m = ex.metrics()
-        tap.ok(all(one(m, "pmugate_cpu_monitored", cpu=c, socket="0", reason="monitored") == 1 for c in "012"),
+        tap.ok(all(monitored(m, c) == "monitored" for c in "012"),
                "the other CPUs stay monitored")
-        c3 = series(m, "pmugate_cpu_instructions_total", cpu="3", job="77")
+        c3 = series(m, "pmugate_cpu_instructions_total", cpu="3", jobid="77")
         ex.wait_samples(2)
-        tap.eq(series(ex.metrics(), "pmugate_cpu_instructions_total", cpu="3", job="77"), c3,
+        tap.eq(series(ex.metrics(), "pmugate_cpu_instructions_total", cpu="3", jobid="77"), c3,
                "CPU 3's totals stand still while the user holds it")
         tap.ok(one(m, "pmugate_node_instructions_total") >= one(before, "pmugate_node_instructions_total"),
                "node totals never went down")
         tap.ok("yielding" in ex.log(), "the exporter logs that it yields", ex.log())
-    ex.wait(lambda: one(ex.metrics(), "pmugate_cpu_monitored", cpu="3", socket="0", reason="monitored") == 1,
+    ex.wait(lambda: monitored(ex.metrics(), "3") == "monitored",
             "CPU 3 is monitored again")
-    c3 = one(ex.metrics(), "pmugate_cpu_instructions_total", cpu="3", socket="0", job="77")
+    c3 = one(ex.metrics(), "pmugate_cpu_instructions_total", cpu="3", socket="0", jobid="77")
     ex.wait_samples(2)
-    tap.ok(one(ex.metrics(), "pmugate_cpu_instructions_total", cpu="3", socket="0", job="77") > c3,
+    tap.ok(one(ex.metrics(), "pmugate_cpu_instructions_total", cpu="3", socket="0", jobid="77") > c3,
            "and counts again after the user let go")
     node.admin("revoke", job="77")
 
@@ -161,10 +190,10 @@ def test_restart_and_reload(tap, node, ex):
     node.daemon.stop()
     ex.wait(lambda: one(ex.metrics(), "pmugate_exporter_daemon_up") == 0, "the exporter sees the daemon gone")
     m = ex.metrics()
-    tap.ok(all(one(m, "pmugate_cpu_monitored", cpu=c, socket="0", reason="daemon_unavailable") == 0
+    tap.ok(all(monitored(m, c) == "daemon_unavailable"
                for c in "0123"), "every CPU says the daemon is unavailable")
     node.start_daemon()
-    ex.wait(lambda: one(ex.metrics(), "pmugate_cpu_monitored", cpu="0", socket="0", reason="monitored") == 1,
+    ex.wait(lambda: monitored(ex.metrics(), "0") == "monitored",
             "the exporter measures again after the restart")
     ex.wait_samples(2)
     after = ex.metrics()
@@ -175,7 +204,7 @@ def test_restart_and_reload(tap, node, ex):
     r = node.admin("reload")
     tap.ok(r["ok"], "a reload", r)
     ex.wait_samples(3)
-    tap.eq(one(ex.metrics(), "pmugate_cpu_monitored", cpu="2", socket="0", reason="monitored"), 1,
+    tap.eq(monitored(ex.metrics(), "2"), "monitored",
            "the exporter keeps measuring over a reload")
 
 
@@ -210,13 +239,13 @@ def test_epilog_summary(tap, node, ex):
     os.makedirs(out)
     host = subprocess.run(["/bin/hostname", "-s"], capture_output=True, text=True).stdout.strip()
     node.admin("grant", job="5150", uid=x.USER, cpus=[0, 1])
-    ex.wait(lambda: series(ex.metrics(), "pmugate_job_cpus", job="5150"), "the job shows")
+    ex.wait(lambda: series(ex.metrics(), "pmugate_job_cpus", jobid="5150"), "the job shows")
     ex.wait_samples(2)
     p = run_epilog(node, "5150", PMUGATE_JOB_SUMMARY_DIR=out, PMUGATE_EXPORTER_URL=ex.url)
     path = os.path.join(out, "5150.%s.json" % host)
     s = json.load(open(path)) if os.path.exists(path) else {}
     tap.ok(p.returncode == 0 and s.get("job") == "5150" and s.get("cpus") == "0-1" and
-           abs(s["topdown"]["retiring"] - x.PROFILE["retiring"]) <= x.FRACTION_BOUND,
+           abs(s["topdown_percent"]["retiring"] - 100 * x.PROFILE["retiring"]) <= 100 * x.FRACTION_BOUND,
            "the Epilog writes the job's summary where the admin said", p.stderr + str(s))
     tap.eq(oct(os.stat(path).st_mode & 0o777) if s else None, "0o644", "readable by the site's tools")
     tap.eq(node.admin("status")["grants"], [], "and still revokes the job")
@@ -244,13 +273,71 @@ def test_epilog_summary(tap, node, ex):
 
 def test_not_a_monitor(tap, node):
     """A uid that is no monitor says so and marks its CPUs refused instead of pretending. (A uid
-    without any role is refused by the daemon as it connects: the exporter cannot reach it.)"""
-    ex = x.Exporter(node, ["--interval=200ms"], uid=x.USER + 7, groups=[t.USER_GID])
+    without any role is refused by the daemon as it connects: the exporter cannot reach it.) The
+    daemon refuses it every sample: the log says each reason once per --log-interval, with a
+    count, rather than a line per sample."""
+    ex = x.Exporter(node, ["--interval=100ms", "--log-interval=2s"], uid=x.USER + 7, groups=[t.USER_GID])
     try:
-        ex.wait(lambda: one(ex.metrics(), "pmugate_cpu_monitored", cpu="0", socket="0", reason="refused") == 0,
-                "the CPUs are marked refused")
+        ex.wait(lambda: monitored(ex.metrics(), "0") == "refused", "the CPUs are marked refused")
         tap.ok(True, "an exporter that is not a monitor marks its CPUs refused")
         tap.ok("not 'monitor'" in ex.log() and "monitor_users" in ex.log(), "and logs what to do", ex.log())
+        first = ex.samples() + one(ex.metrics(), "pmugate_exporter_sample_errors_total")
+        time.sleep(5)
+        log = ex.log().splitlines()
+        periods = ex.samples() + one(ex.metrics(), "pmugate_exporter_sample_errors_total") - first
+        counted = [line for line in log if re.search(r"\(\d+ more times? in the last \d+ s\)$", line)]
+        repeats = sum(int(re.search(r"\((\d+) more", line).group(1)) for line in counted)
+        tap.ok(len(log) <= 12 and counted and repeats >= 20,
+               "refused every sample for 5 s: %d log lines, %d of them counting %d repeats" % (
+                   len(log), len(counted), repeats), "\n".join(log) + "\nperiods: %d" % periods)
+    finally:
+        ex.stop()
+
+
+def test_shipped_policy(tap):
+    """The shipped pmugate.conf names the shipped exporter's user in monitor_users. Where that
+    user does not exist (here, unless pmugate's package is installed) the daemon starts all the
+    same, says so, and nobody is a monitor by it; where it exists, its exporter is a monitor."""
+    import pwd
+    d = t.workdir()
+    conf = os.path.join(d, "pmugate.conf")
+    shutil.copyfile(os.path.join(t.SOURCE, "policy", "pmugate.conf"), conf)
+    os.chmod(conf, 0o644)
+    sim = os.path.join(d, "sim.conf")
+    with open(sim, "w") as f:
+        f.write("[machine]\nmodel = spr\nsockets = 1\ncores = 2\nsmt = no\n")
+    daemon = t.Daemon(d, ["--backend=sim", "--sim-model=spr", "--sim-config=" + sim], config=conf)
+    try:
+        r = t.Client(daemon.socket).call("hello")
+        tap.ok(r["ok"], "the daemon starts on the shipped pmugate.conf", r)
+        try:
+            uid = pwd.getpwnam("pmugate-exporter").pw_uid
+        except KeyError:
+            uid = None
+        if uid is None:
+            tap.ok("user 'pmugate-exporter' does not exist" in daemon.log(),
+                   "without the user pmugate-exporter it warns and admits no monitor by it", daemon.log()[-1500:])
+        else:
+            ex = x.Exporter(type("N", (), {"daemon": daemon, "dir": d})(), ["--interval=200ms"], uid=uid)
+            try:
+                ex.wait(lambda: monitored(ex.metrics(), "0") == "monitored", "the exporter measures")
+                tap.ok(True, "the package's pmugate-exporter user is a monitor by the shipped policy")
+            finally:
+                ex.stop()
+    finally:
+        daemon.stop()
+
+
+def test_job_label(tap, node):
+    """--job-label=NAME for sites that want another name than jobid."""
+    ex = x.Exporter(node, ["--interval=200ms", "--job-label=slurm_job"])
+    try:
+        node.admin("grant", job="6001", uid=x.USER, cpus=[1])
+        ex.wait(lambda: series(ex.metrics(), "pmugate_job_cpus", slurm_job="6001"), "the job shows")
+        m = ex.metrics()
+        tap.ok(series(m, "pmugate_cpu_instructions_total", cpu="1", slurm_job="6001") and
+               not [k for k in m if "jobid" in dict(k[1])], "--job-label=slurm_job names the label")
+        node.admin("revoke", job="6001")
     finally:
         ex.stop()
 
@@ -263,11 +350,11 @@ def test_job_uids(tap):
     without = x.Exporter(node, ["--interval=200ms"])
     try:
         node.admin("grant", job="31", uid=x.USER, cpus=[1])
-        with_uids.wait(lambda: series(with_uids.metrics(), "pmugate_job_uid", job="31"), "the uid gauge")
+        with_uids.wait(lambda: series(with_uids.metrics(), "pmugate_job_uid", jobid="31"), "the uid gauge")
         m = with_uids.metrics()
-        tap.eq(one(m, "pmugate_job_uid", job="31"), x.USER, "--job-uids with jobmap_uids = yes: the uid as a value")
+        tap.eq(one(m, "pmugate_job_uid", jobid="31"), x.USER, "--job-uids with jobmap_uids = yes: the uid as a value")
         tap.ok(not [k for k in m if "uid" in dict(k[1])], "and never as a label")
-        without.wait(lambda: series(without.metrics(), "pmugate_job_cpus", job="31"), "the job")
+        without.wait(lambda: series(without.metrics(), "pmugate_job_cpus", jobid="31"), "the job")
         tap.ok(not series(without.metrics(), "pmugate_job_uid"), "without --job-uids no uid")
     finally:
         with_uids.stop()
@@ -291,6 +378,8 @@ def main():
         tests = [bind(f, node, ex) for f in (test_formats, test_topdown, test_package, test_jobs, test_yield,
                                              test_restart_and_reload, test_bad_requests, test_epilog_summary)]
         tests.append(bind(test_not_a_monitor, node))
+        tests.append(bind(test_job_label, node))
+        tests.append(test_shipped_policy)
         tests.append(test_job_uids)
 
         def clean_exit(tp):

@@ -677,11 +677,11 @@ def exporter_metrics(url):
 
 
 def job_series(url, job):
-    """Names of the exporter's series labelled with job, and the CPUs they name."""
+    """Names of the exporter's series labelled with job (label jobid), and the CPUs they name."""
     got = {}
     for (name, labels), v in exporter_metrics(url).items():
         d = dict(labels)
-        if d.get("job") == job:
+        if d.get("jobid") == job:
             got.setdefault(name, set()).add(d.get("cpu"))
     return got
 
@@ -704,7 +704,7 @@ def test_exporter_job_labels(tap, c):
     log.close()
     try:
         wait_for("the exporter to measure", lambda: any(
-            k[0] == "pmugate_cpu_monitored" and dict(k[1]).get("reason") == "monitored" and v == 1
+            k[0] == "pmugate_cpu_monitored" and v == 1
             for k, v in exporter_metrics(url).items()) if ex.poll() is None else True, timeout=30)
         rc, out, err = c.as_user(["sbatch", "--parsable", "-n1", "-c1", "-J", "pmugate-exported",
                                   "-o", c.path("jobs", "exported-%j.out"), "--wrap", "exec srun -n1 -c1 sleep 60"])
@@ -714,13 +714,13 @@ def test_exporter_job_labels(tap, c):
         series = wait_for("job %s's series" % job, lambda: job_series(url, job).get("pmugate_job_cpus") and
                           job_series(url, job), timeout=60)
         cpus = series.get("pmugate_cpu_instructions_total", set())
-        tap.ok(len(cpus) == 1 and "pmugate_job_topdown_slots_total" in series,
-               "while job %s runs its CPU's series and its job series carry job=\"%s\" (from its cgroup)" % (
+        tap.ok(len(cpus) == 1 and "pmugate_job_topdown_level1_slots_total" in series,
+               "while job %s runs its CPU's series and its job series carry jobid=\"%s\" (from its cgroup)" % (
                    job, job), series)
         # A job's totals start at 0 when the exporter first sees it and grow from its next sample:
         # end the job only once it has been measured, or its summary has nothing to say.
         wait_for("job %s's first measured instructions" % job, lambda: any(
-            k[0] == "pmugate_job_instructions_total" and dict(k[1]).get("job") == job and v > 0
+            k[0] == "pmugate_job_instructions_total" and dict(k[1]).get("jobid") == job and v > 0
             for k, v in exporter_metrics(url).items()), timeout=30)
         rc, out = sh(["scancel", job], timeout=30, env=c.env)
         wait_for("job %s's Epilog" % job, lambda: c.job_done(job), timeout=60)
@@ -732,7 +732,7 @@ def test_exporter_job_labels(tap, c):
         if os.path.exists(path):
             with open(path) as f:
                 summary = json.load(f)
-        tap.ok(summary.get("job") == job and summary.get("instructions", 0) > 0 and summary.get("topdown"),
+        tap.ok(summary.get("job") == job and summary.get("instructions", 0) > 0 and summary.get("topdown_percent"),
                "job %s's Epilog wrote its summary (TopDown, IPC, counts) to the configured directory" % job,
                summary or os.listdir(summaries))
         tap.eq(c.script_status("epilog").get(job), [0], "and exited 0")
