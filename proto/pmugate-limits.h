@@ -155,3 +155,12 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
+
+/* One perf_open: its groups, the events of one group (SLOTS with the eight level-2 TopDown
+ * metric events is nine), and its events in all; the handles one session holds at once; and
+ * the open events (kernel fds, one per event and target) of one uid across its sessions. */
+#define PERF_GROUPS_PER_OPEN_MAX 16U
+#define PERF_GROUP_EVENTS_MAX 10U
+#define PERF_EVENTS_PER_OPEN_MAX 32U
+#define PERF_HANDLES_PER_SESSION_MAX 16U
+#define PERF_FDS_PER_UID_MAX 1024U
