@@ -155,6 +155,10 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
+/* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, and
+ * the size of a PMU's largest file (its cpumask on a machine of thousands of CPUs). */
+#define PERF_SYSFS_ENTRIES_MAX 1024U
+#define PERF_SYSFS_FILE_MAX 4096U
 
 /* One perf_open: its groups, the events of one group (SLOTS with the eight level-2 TopDown
  * metric events is nine), and its events in all; the handles one session holds at once; and
