@@ -168,3 +168,8 @@
 #define PERF_EVENTS_PER_OPEN_MAX 32U
 #define PERF_HANDLES_PER_SESSION_MAX 16U
 #define PERF_FDS_PER_UID_MAX 1024U
+
+/* The perf opener (daemon/backend/perf-opener.c) answers one open at a time; a reply that takes
+ * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
+ * rather than wait with every client. */
+#define PERF_OPENER_TIMEOUT_MSEC 5000U
