@@ -173,3 +173,10 @@
  * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
  * rather than wait with every client. */
 #define PERF_OPENER_TIMEOUT_MSEC 5000U
+
+/* A cgroup's path as /proc/PID/cgroup gives it; a longer one is refused, not cut. */
+#define PMUGATE_CGROUP_PATH_MAX 2048U
+
+/* Threads of one process that a process-scope perf_open opens events on (one fd per thread and
+ * event); a process with more is refused with the reason. */
+#define PERF_PROCESS_THREADS_MAX 4096U
