@@ -180,3 +180,9 @@
 /* Threads of one process that a process-scope perf_open opens events on (one fd per thread and
  * event); a process with more is refused with the reason. */
 #define PERF_PROCESS_THREADS_MAX 4096U
+
+/* The kernel's lockdown file (/sys/kernel/security/lockdown) is one line of three short words,
+ * one in brackets: the daemon reads at most this many bytes of it, and a longer file, or a
+ * bracketed word longer than the second limit, is not the kernel's. */
+#define PMUGATE_LOCKDOWN_FILE_MAX 256U
+#define PMUGATE_LOCKDOWN_WORD_MAX 32U
