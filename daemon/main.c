@@ -144,7 +144,8 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 case ARG_COUNTERS:
                         o->counters = backend_wanted_from_string(optarg);
                         if (o->counters < 0)
-                                return log_error_errno(EINVAL, "Unknown --counters='%s': use auto, msr or perf", optarg);
+                                return log_error_errno(EINVAL, "Unknown --counters='%s': use auto, msr or perf",
+                                                       optarg);
                         break;
                 case ARG_SIM_MODEL:
                         o->sim_model = optarg;
@@ -207,6 +208,11 @@ static void raise_fd_limit(void) {
         }
 }
 
+/* --counters wins over the file. */
+static BackendWanted counters_wanted(const Options *o, const Config *config) {
+        return o->counters >= 0 ? (BackendWanted) o->counters : config->counters_backend;
+}
+
 static uint32_t first_online_cpu(const Machine *m) {
         for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
                 if (m->cpus[cpu].online)
@@ -226,11 +232,10 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
         };
         int r;
 
-        r = backend_choose(o->root, backend, &probe,
-                           o->counters >= 0 ? (BackendWanted) o->counters : config->counters_backend, ret);
+        r = backend_choose(o->root, backend, &probe, counters_wanted(o, config), ret);
         if (r < 0)
-                return log_error_errno(r, "Refusing to start: MSRs were asked for (%s) but there is %s; load it "
-                                       "with 'modprobe msr', or choose backend = auto or perf",
+                return log_error_errno(r, "Refusing to start: MSRs were asked for (%s) but there is %s; "
+                                       "load it with 'modprobe msr', or choose backend = auto or perf",
                                        probe.wanted_by, ret->reason);
         if (r > 0)
                 log_warning("Counters via msr as asked (%s): writes will fail one by one", ret->reason);
@@ -344,8 +349,8 @@ static int run(int argc, char *argv[]) {
                 r = machine_discover_counters(machine, o.root);
                 if (r < 0)
                         goto finish;
-                r = backend_dev_new(o.root, machine,
-                                    (o.counters >= 0 ? o.counters : (int) config.counters_backend) != BACKEND_WANTED_MSR,
+                /* Without MSRs the perf path can still serve, unless MSRs were asked for. */
+                r = backend_dev_new(o.root, machine, counters_wanted(&o, &config) != BACKEND_WANTED_MSR,
                                     &backend);
                 if (r < 0)
                         goto finish;

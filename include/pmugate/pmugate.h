@@ -148,6 +148,16 @@ typedef struct pmugate_info {
          * channels no client may program; read the package counters instead. */
         uint32_t *foreign_units;
         size_t n_foreign_units;
+
+        /* How the node programs counters (hello "counting"): counters_via is "msr" (register
+         * writes), "perf" (perf_event_open: register writes are refused, reads stay) or "none";
+         * counters_wanted what the administrator asked ("auto", "msr", "perf"); counters_reason
+         * why; msr_reads whether MSRs (RAPL energy) can be read. A daemon that predates the key
+         * programs through MSRs: "msr", "", "", msr_reads true. */
+        char counters_via[8];
+        char counters_wanted[8];
+        char counters_reason[400];
+        bool msr_reads;
 } pmugate_info;
 
 int pmugate_hello(pmugate *c, pmugate_info **ret);
