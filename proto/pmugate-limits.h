@@ -186,3 +186,5 @@
  * bracketed word longer than the second limit, is not the kernel's. */
 #define PMUGATE_LOCKDOWN_FILE_MAX 256U
 #define PMUGATE_LOCKDOWN_WORD_MAX 32U
+/* Events the simulator's perf driver keeps open at once (its handle table). */
+#define PERF_SIM_EVENTS_MAX 65536U
