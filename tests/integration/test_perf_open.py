@@ -471,6 +471,11 @@ def test_sim_policy(tap):
         dm.stop()
     dm = sim_daemon("icx")
     try:
+        user = Agent(dm)
+        for config, what in ((0x200c0, "the OS bit"), (0x4000c0, "the enable bit"), (0x1000c0, "the interrupt bit")):
+            name, why = err(user.call("perf_open", scope="cpu", cpus=[0], groups=[[dict(pmu="cpu", config=config)]]))
+            tap.ok(name != "ok" and "config" in why, "a core event's config with %s is refused" % what, why)
+        user.close()
         monitor = Agent(dm, uid=OTHER_USER)
         r = monitor.call("perf_open", scope="cpu", cpus=[0, 1], groups=[TOPDOWN])
         tap.ok(r.get("ok"), "a monitor opens a topdown group on CPUs 0 and 1", r)
