@@ -18,6 +18,7 @@
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "backend/sim/backend-sim.h"
+#include "backend/sim/sim-perf.h"
 #include "build-config.h"
 #include "handlers/handlers.h"
 #include "log.h"

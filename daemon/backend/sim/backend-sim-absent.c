@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "backend/sim/backend-sim.h"
+#include "backend/sim/sim-perf.h"
 
 bool backend_sim_built(void) {
         return false;

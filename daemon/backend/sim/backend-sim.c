@@ -12,7 +12,6 @@
 #include "backend/sim/sim-amd.h"
 #include "backend/sim/sim-clock.h"
 #include "backend/sim/sim-config.h"
-#include "backend/sim/sim-perf.h"
 #include "backend/sim/sim-pmu.h"
 #include "backend/sim/sim-regs.h"
 #include "backend/sim/sim-uncore.h"
@@ -713,17 +712,4 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
         *ret_machine = TAKE_PTR(machine);
         *ret_backend = &TAKE_PTR(s)->backend;
         return 0;
-}
-
-int backend_sim_perf_catalog(Backend *b, PerfCatalog **ret) {
-        return sim_perf_catalog(b, ret);
-}
-
-int backend_sim_perf_driver(Backend *b, PerfDriver *software, PerfDriver **ret_driver,
-                            void (**ret_tick)(PerfDriver *d)) {
-        int r = sim_perf_driver_new(b, software, ret_driver);
-
-        if (r >= 0)
-                *ret_tick = sim_perf_driver_tick;
-        return r;
 }

@@ -11,8 +11,6 @@
 
 #include "backend/backend.h"
 #include "backend/machine.h"
-#include "backend/perf-catalog.h"
-#include "backend/perf-driver.h"
 
 typedef struct SimModel SimModel;
 typedef struct SimRates SimRates;
@@ -43,11 +41,3 @@ const SimModel *backend_sim_model(Backend *b);
 /* What an online CPU's events count per wall-clock cycle; NULL for an offline or absent CPU. */
 const SimRates *backend_sim_cpu_rates(Backend *b, uint32_t cpu);
 
-/* The simulator's perf layer (sim-perf.h) as main() sets it up, under names a build without
- * the simulator also has (backend-sim-absent.c: -EOPNOTSUPP), so that no simulator function is
- * linked into that build: the PMUs the simulated machine shows, and its perf driver over the
- * kernel's (software, owned from the call on whatever it returns) with the tick the server runs
- * while events are open. */
-int backend_sim_perf_catalog(Backend *b, PerfCatalog **ret);
-int backend_sim_perf_driver(Backend *b, PerfDriver *software, PerfDriver **ret_driver,
-                            void (**ret_tick)(PerfDriver *d));
