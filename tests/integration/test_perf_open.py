@@ -514,6 +514,26 @@ def test_sim_policy(tap):
         dm.stop()
 
 
+def test_reload_narrows(tap):
+    d, m, dm = start()
+    conf = os.path.join(d, "pmugate.conf")
+    try:
+        a = Agent(dm)
+        r = a.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]])
+        tap.ok(r.get("ok"), "a user opens task-clock of its own process", r)
+        before = dm.audit()
+        with open(conf, "w") as f:
+            f.write("[access]\nmode = open\nadmin_groups = %d\nuser_groups = %d\n" % (t.ADMIN_GID, t.OTHER_GID))
+        rc, out, e = ctl(dm, "reload")
+        tap.eq(rc, 0, "a reload takes the user's group out of user_groups")
+        name, why = err(a.call("perf_read", handle=r["handle"]))
+        tap.ok(name == "revoked" and "perf handle" in why, "the user's handle is closed and it is told 'revoked'", why)
+        tap.ok("event=perf-close verdict=revoked" in dm.audit()[len(before):], "the close is audited")
+        a.close()
+    finally:
+        dm.stop()
+
+
 sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
                       test_revoked_in_job_mode, test_jobs_share_a_cpu, test_users_at_once, test_hostile,
-                      test_sim_topdown, test_sim_policy]))
+                      test_sim_topdown, test_sim_policy, test_reload_narrows]))
