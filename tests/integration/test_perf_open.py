@@ -424,6 +424,20 @@ def test_hostile(tap):
         tap.ok(got == "bad-field" and "no perf handle" in why, "perf_read of a closed handle is refused", why)
         tap.ok(a.call("perf_read", handle=opened[0]["handle"]).get("ok"), "the others still read")
         tap.ok("event=denied" in dm.audit() or "verdict=denied" in dm.audit(), "refusals are audited")
+        # 1024 open events per uid over all its connections: 16 handles of 32 events on 2 CPUs
+        # here, then one more event on another connection of the same uid.
+        for r in opened:
+            a.call("perf_close", handle=r["handle"])
+        big = [[sw(CPU_CLOCK)] * 8] * 4
+        full = [a.call("perf_open", scope="cpu", cpus=[0, 1], groups=big) for _ in range(16)]
+        tap.ok(all(r.get("ok") for r in full), "one connection holds 16 x 32 events on 2 CPUs: 1024",
+               [err(r) for r in full if not r.get("ok")][:1])
+        second = Agent(dm)
+        got, why = err(second.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]]))
+        tap.ok(got == "limit" and "1024" in why, "the uid's next event, on another connection, is refused: limit", why)
+        tap.ok(other.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]]).get("ok"),
+               "another uid is not held to this one's count")
+        second.close()
         a.close()
         other.close()
         tap.ok(dm.alive() and t.Client(dm.socket).call("hello")["ok"], "the daemon keeps serving")
