@@ -48,11 +48,8 @@ static bool needed_by_other_handle(const Session *c, uint32_t cpu) {
         for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++) {
                 const PerfHandle *h = c->perf[i];
 
-                if (!h || !h->leased)
-                        continue;
-                for (size_t t = 0; t < h->n_targets; t++)
-                        if (h->targets[t] == (int64_t) cpu)
-                                return true;
+                if (h && h->leased && cpuset_has(&h->needs_leases, cpu))
+                        return true;
         }
         return false;
 }
@@ -111,13 +108,8 @@ size_t session_perf_close_cpu(Session *c, uint32_t cpu, const char *verdict, con
 
         for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++) {
                 PerfHandle *h = c->perf[i];
-                bool on_cpu = false;
 
-                if (!h || !h->leased)
-                        continue;
-                for (size_t t = 0; t < h->n_targets; t++)
-                        on_cpu |= h->targets[t] == (int64_t) cpu;
-                if (!on_cpu)
+                if (!h || !h->leased || !cpuset_has(&h->needs_leases, cpu))
                         continue;
                 session_perf_close(c, i, verdict, why);
                 n++;
