@@ -410,6 +410,18 @@ def test_hostile(tap):
         for what, fields, name, words in cases:
             got, why = err(a.call("perf_open", **fields))
             tap.ok(got == name and words in why, "refused: %s (%s)" % (what, name), "%s: %s" % (got, why))
+        # Every field of the kernel's perf_event_attr, as the decoder lists them, each refused by
+        # name through the real socket.
+        import re
+        with open(os.path.join(t.SOURCE, "proto", "perf-spec.c")) as f:
+            fields = [x for x in re.findall(r'^        \{ "([a-z0-9_]+)", ', f.read(), re.M)
+                      if x not in ("pmu", "config", "config1", "config2", "kernel", "name")]
+        wrong = []
+        for field in fields:
+            got, why = err(a.call("perf_open", scope="process", groups=[[dict(sw(TASK_CLOCK), **{field: 1})]]))
+            if got != "bad-field" or ("'%s' is not accepted" % field) not in why:
+                wrong.append((field, got, why))
+        tap.ok(len(fields) > 60 and not wrong, "each of the %d attr fields is refused by name" % len(fields), wrong[:5])
 
         opened = [a.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]]) for _ in range(16)]
         tap.ok(all(r.get("ok") for r in opened), "16 handles open on one connection")
