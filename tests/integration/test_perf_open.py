@@ -256,10 +256,17 @@ def daemon_fds(dm):
     return len(os.listdir("/proc/%d/fd" % dm.proc.pid))
 
 
+def opener_fds(dm):
+    """The perf opener's open fds (it keeps none of the events it opened)."""
+    import re
+    pid = int(re.search(r"Perf opener started \(process (\d+)\)", dm.log()).group(1))
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
 def test_closed_at_disconnect(tap):
     d, m, dm = start()
     try:
-        before = daemon_fds(dm)
+        before, opener_before = daemon_fds(dm), opener_fds(dm)
         a = Agent(dm)
         a.call("hello")
         connected = daemon_fds(dm)
@@ -267,6 +274,7 @@ def test_closed_at_disconnect(tap):
         tap.ok(r.get("ok"), "a user opens 12 events", r)
         during = daemon_fds(dm)
         tap.ok(during - connected >= 12, "the daemon holds their fds", (connected, during))
+        tap.eq(opener_fds(dm), opener_before, "the opener keeps none of them")
         a.close()
         deadline = time.time() + 5
         while time.time() < deadline and daemon_fds(dm) > before:
