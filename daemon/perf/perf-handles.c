@@ -157,12 +157,7 @@ static bool target_has_group(const PerfHandle *h, size_t t, size_t g) {
 int perf_handle_pack_rows(PerfHandle *h, void *packer) {
         msgpack_packer *pk = packer;
 
-        size_t n_rows = 0;
-
-        for (size_t t = 0; t < h->n_targets; t++)
-                for (size_t g = 0; g < h->n_groups; g++)
-                        n_rows += target_has_group(h, t, g);
-        if (msgpack_pack_array(pk, n_rows) < 0)
+        if (msgpack_pack_array(pk, h->n_targets * h->n_groups) < 0)
                 return -ENOMEM;
         for (size_t t = 0; t < h->n_targets; t++) {
                 size_t e = 0;
@@ -171,9 +166,14 @@ int perf_handle_pack_rows(PerfHandle *h, void *packer) {
                         uint64_t enabled = 0, running = 0, values[PERF_GROUP_EVENTS_MAX] = {};
                         int status = 0;
 
-                        if (!target_has_group(h, t, g))
-                                continue;
-                        for (size_t u = 0; u < h->n_units; u++) {
+                        /* Every target has a row for every group, so that a reader finds each
+                         * at its place: a group that counts elsewhere (an uncore PMU's, on its
+                         * CPU) reads -ENODEV here, with no value. */
+                        bool here = target_has_group(h, t, g);
+
+                        if (!here)
+                                status = -ENODEV;
+                        for (size_t u = 0; u < h->n_units && here; u++) {
                                 int r;
 
                                 if (h->units[u].target != h->targets[t] || !group_on_unit(h, g, &h->units[u]))
@@ -188,9 +188,9 @@ int perf_handle_pack_rows(PerfHandle *h, void *packer) {
                         if (msgpack_pack_array(pk, _PERF_ROW_FIELDS) < 0 ||
                             msgpack_pack_int64(pk, h->targets[t]) < 0 || msgpack_pack_uint64(pk, g) < 0 ||
                             msgpack_pack_int32(pk, status) < 0 || msgpack_pack_uint64(pk, enabled) < 0 ||
-                            msgpack_pack_uint64(pk, running) < 0 || msgpack_pack_array(pk, h->group_sizes[g]) < 0)
+                            msgpack_pack_uint64(pk, running) < 0 || msgpack_pack_array(pk, here ? h->group_sizes[g] : 0) < 0)
                                 return -ENOMEM;
-                        for (size_t i = 0; i < h->group_sizes[g]; i++)
+                        for (size_t i = 0; here && i < h->group_sizes[g]; i++)
                                 if (msgpack_pack_uint64(pk, values[i]) < 0)
                                         return -ENOMEM;
                 }

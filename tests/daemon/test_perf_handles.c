@@ -292,12 +292,18 @@ static void test_group_on_one_cpu(void **state) {
         assert_int_equal(perf_handle_pack_rows(h, &pk), 0);
         msgpack_unpacked_init(&u);
         assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
-        assert_int_equal(u.data.via.array.size, 3);
+        /* every target has every group's row: group 0 is not on CPU 0 */
+        assert_int_equal(u.data.via.array.size, 4);
         assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_TARGET].via.u64, 0);
-        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
-        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_TARGET].via.u64, 1);
-        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
-        assert_int_equal(u.data.via.array.ptr[2].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_STATUS].via.i64, -ENODEV);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_VALUES].via.array.size, 0);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_STATUS].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[2].via.array.ptr[PERF_ROW_TARGET].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[2].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[2].via.array.ptr[PERF_ROW_VALUES].via.array.size, 2);
+        assert_int_equal(u.data.via.array.ptr[3].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
         msgpack_unpacked_destroy(&u);
         msgpack_sbuffer_destroy(&sb);
         perf_handle_free(h);
