@@ -18,6 +18,7 @@
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "backend/sim/backend-sim.h"
+#include "backend/sim/sim-perf.h"
 #include "build-config.h"
 #include "handlers/handlers.h"
 #include "log.h"
@@ -285,37 +286,66 @@ static int kernel_perf_types(const char *root, const Machine *m, uint32_t **ret,
         return 0;
 }
 
-/* Forks the perf opener while the daemon still has its start-up privileges: it keeps
- * CAP_PERFMON alone as the daemon's user (privileges.c leaves the serving process none), and
- * the kernel's perf driver opens every event through it. With --perf-opener the opener is the
- * service pmugate-perf-opener instead, connected to once the daemon is its user
- * (connect_perf_opener()). */
-static int start_perf(const Options *o, const Machine *m, uid_t uid, gid_t gid, PerfOpener **ret_opener,
-                      PerfDriver **ret_driver) {
+/* The perf_event path, set up while the daemon still has its start-up privileges: the PMUs
+ * the kernel shows (or the simulated machine's), and the perf opener: forked now, keeping
+ * CAP_PERFMON alone as the daemon's user (privileges.c leaves the serving process none), or with
+ * --perf-opener the service pmugate-perf-opener, connected to once the daemon is its user
+ * (connect_perf_opener()). Either checks every attr with perf_attr_verify() against the kernel's
+ * PMU types. The kernel's perf driver opens every event through it; under the simulator, its
+ * driver counts hardware events on the simulated PMU and hands software events to the kernel's. */
+static int start_perf(const Options *o, const Machine *m, Backend *backend, uid_t uid, gid_t gid,
+                      PerfCatalog **ret_catalog, PerfOpener **ret_opener, PerfDriver **ret_driver,
+                      void (**ret_tick)(PerfDriver *d)) {
         _cleanup_free_ uint32_t *types = NULL;
+        PerfCatalog *catalog = NULL;
         PerfOpener *opener = NULL;
+        PerfDriver *kernel = NULL, *driver = NULL;
         size_t n_types = 0;
+        bool sim = strcmp(o->backend, "sim") == 0;
         int r;
 
+        r = sim ? backend_sim_perf_catalog(backend, &catalog) : perf_catalog_read_sysfs(o->root, m, &catalog);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read the %s PMUs: only software perf events are served",
+                                  sim ? "simulated machine's" : "kernel's");
+                r = perf_catalog_new(&catalog);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot allocate the perf catalogue");
+        }
         if (o->perf_opener) {
                 r = perf_opener_new_remote(o->perf_opener, &opener);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot set up the perf opener at %s", o->perf_opener);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot set up the perf opener at %s", o->perf_opener);
+                        goto fail;
+                }
         } else {
+                /* the opener opens events in the kernel only: its types are the kernel's */
                 r = kernel_perf_types(o->root, m, &types, &n_types);
                 if (r < 0)
-                        return r;
+                        goto fail;
                 r = perf_opener_start(perf_attr_verify, types, n_types, uid, gid, &opener);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot start the perf opener");
+                if (r < 0) {
+                        log_error_errno(r, "Cannot start the perf opener");
+                        goto fail;
+                }
         }
-        r = perf_driver_kernel_new(opener, ret_driver);
+        r = perf_driver_kernel_new(opener, &kernel);
         if (r < 0) {
-                perf_opener_stop(opener);
-                return log_error_errno(r, "Cannot set up the kernel's perf driver");
+                log_error_errno(r, "Cannot set up the kernel's perf driver");
+                goto fail;
         }
+        if (sim) {
+                /* it owns the kernel's driver from here on, also when it fails */
+                r = backend_sim_perf_driver(backend, TAKE_PTR(kernel), &driver, ret_tick);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot set up the simulator's perf driver");
+                        goto fail;
+                }
+        } else
+                driver = TAKE_PTR(kernel);
         if (!o->perf_opener) {
-                log_info("Perf opener started (process %d)", (int) perf_opener_pid(opener));
+                log_info("Perf opener started (process %d); %zu PMUs", (int) perf_opener_pid(opener),
+                         catalog->n_pmus);
                 if (perf_opener_probe_error(opener) < 0)
                         (void) log_warning_errno(perf_opener_probe_error(opener),
                                                  "perf_event_open() is refused in the perf opener, most likely by "
@@ -324,7 +354,14 @@ static int start_perf(const Options *o, const Machine *m, uid_t uid, gid_t gid, 
                                                  "no perf event");
         }
         *ret_opener = opener;
+        *ret_catalog = catalog;
+        *ret_driver = driver;
         return 0;
+fail:
+        perf_driver_free(kernel);
+        perf_opener_stop(opener);
+        perf_catalog_free(catalog);
+        return r;
 }
 
 /* The opener service serves only its own user, the daemon's, so this comes after the drop. A
@@ -360,6 +397,8 @@ static int run(int argc, char *argv[]) {
         Server *server = NULL;
         PerfOpener *perf_opener = NULL, *remote_opener;
         PerfDriver *perf_driver = NULL;
+        PerfCatalog *perf_catalog = NULL;
+        void (*perf_tick)(PerfDriver *d) = NULL;
         StateDir state = { .fd = -EBADF };
         BackendChoice choice;
         char reason[512], cgroup_root[4096];
@@ -430,7 +469,8 @@ static int run(int argc, char *argv[]) {
                 goto finish;
         /* Before the audit log, the state directory and the socket are open: the opener closes
          * every fd it inherits, and has the fewer to close. */
-        r = start_perf(&o, machine, daemon_uid, daemon_gid, &perf_opener, &perf_driver);
+        r = start_perf(&o, machine, backend, daemon_uid, daemon_gid, &perf_catalog, &perf_opener, &perf_driver,
+                       &perf_tick);
         if (r < 0)
                 goto finish;
 
@@ -450,7 +490,8 @@ static int run(int argc, char *argv[]) {
         r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path,
                                           .dispatch = handlers_dispatch, .config_owner = geteuid(),
                                           .state = &state, .cgroup_root = cgroup_root, .root = o.root,
-                                          .perf_opener = perf_opener, .perf_driver = perf_driver },
+                                          .perf_opener = perf_opener, .perf_driver = perf_driver,
+                                          .perf_catalog = perf_catalog },
                        machine, backend, allowlist, &config, audit, &server);
         if (r < 0)
                 goto finish;
@@ -459,6 +500,8 @@ static int run(int argc, char *argv[]) {
         remote_opener = perf_opener;    /* the server's now */
         perf_opener = NULL;
         perf_driver = NULL;
+        perf_catalog = NULL;
+        server->perf_tick_fn = perf_tick;
         machine = NULL;
         backend = NULL;
         allowlist = NULL;
@@ -480,6 +523,7 @@ finish:
         server_free(server);
         perf_driver_free(perf_driver);
         perf_opener_stop(perf_opener);
+        perf_catalog_free(perf_catalog);
         audit_free(audit);
         backend_free(backend);
         allowlist_free(allowlist);

@@ -26,7 +26,7 @@ static void add_format(PerfPmu *p, const char *name, uint64_t mask) {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(PerfCatalog *, perf_catalog_free);
 
-int backend_sim_perf_catalog(Backend *b, PerfCatalog **ret) {
+int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
         _cleanup_(perf_catalog_freep) PerfCatalog *c = NULL;
         const SimModel *m = backend_sim_model(b);
         SimPerfBox boxes[SIM_PERF_UNCORE_BOXES_MAX];

@@ -499,7 +499,7 @@ static void sync_cpu(SimPerfDriver *s, int cpu) {
         }
 }
 
-void backend_sim_perf_driver_tick(PerfDriver *d) {
+void sim_perf_driver_tick(PerfDriver *d) {
         SimPerfDriver *s = sim_perf(d);
 
         for (uint32_t cpu = 0; cpu < s->n_cpus; cpu++)
@@ -1011,7 +1011,7 @@ static PerfDriver *perf_driver_release(PerfDriver *d) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(PerfDriver *, perf_driver_release);
 
-int backend_sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
+int sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
         _cleanup_(perf_driver_releasep) PerfDriver *owned = software;
         _cleanup_(perf_driver_releasep) PerfDriver *d = NULL;
         const SimModel *m = backend_sim_model(b);
@@ -1035,4 +1035,17 @@ int backend_sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **r
         s->real_cpus = sysconf(_SC_NPROCESSORS_ONLN);
         *ret = TAKE_PTR(d);
         return 0;
+}
+
+int backend_sim_perf_catalog(Backend *b, PerfCatalog **ret) {
+        return sim_perf_catalog(b, ret);
+}
+
+int backend_sim_perf_driver(Backend *b, PerfDriver *software, PerfDriver **ret_driver,
+                            void (**ret_tick)(PerfDriver *d)) {
+        int r = sim_perf_driver_new(b, software, ret_driver);
+
+        if (r >= 0)
+                *ret_tick = sim_perf_driver_tick;
+        return r;
 }

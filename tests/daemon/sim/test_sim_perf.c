@@ -124,7 +124,7 @@ typedef struct Fixture {
 static Fixture fixture_new(const char *model, const char *config) {
         Fixture f = { .t = sim_test_new(model, config) };
 
-        assert_int_equal(backend_sim_perf_driver_new(f.t.backend, kernel_driver(), &f.d), 0);
+        assert_int_equal(sim_perf_driver_new(f.t.backend, kernel_driver(), &f.d), 0);
         return f;
 }
 
@@ -336,7 +336,7 @@ static void test_multiplexing(void **state) {
         }
         for (unsigned i = 0; i < MUX_SLICES; i++) {
                 sim_advance(&f.t, slice);
-                backend_sim_perf_driver_tick(f.d);
+                sim_perf_driver_tick(f.d);
         }
 
         t = sim_test_new("skx", mux_config);
@@ -374,7 +374,7 @@ static void test_group_too_large_never_runs(void **state) {
                 assert_true(open_event(&f, PERF_TYPE_RAW, mux_events[i], 1, leader) >= SIM_PERF_HANDLE_BASE);
         for (unsigned i = 0; i < 10; i++) {
                 sim_advance(&f.t, (uint64_t) (sim_test_hz(&f.t) * 5e-3));
-                backend_sim_perf_driver_tick(f.d);
+                sim_perf_driver_tick(f.d);
         }
         r = read_group(&f, leader);
         assert_int_equal(r.nr, 5);
@@ -657,7 +657,7 @@ static void test_uncore_imc(void **state) {
                 GroupRead g;
                 int rd, wr;
 
-                assert_int_equal(backend_sim_perf_catalog(f.t.backend, &c), 0);
+                assert_int_equal(sim_perf_catalog(f.t.backend, &c), 0);
                 assert_non_null(perf_catalog_find(c, "cpu"));
                 assert_non_null(perf_catalog_find(c, "hardware"));
                 assert_int_equal(perf_catalog_find(c, "hardware")->type, PERF_TYPE_HARDWARE);
