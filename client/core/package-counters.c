@@ -33,7 +33,8 @@ int package_counters_decode(const msgpack_object *reply, pmugate_counter **ret_c
         const msgpack_object *a = msgpack_map_get(reply, "counters");
         _cleanup_free_ pmugate_counter *counters = NULL;
 
-        if (!a) {
+        /* a map under the same key is the daemon's counter path (pmugate_info.counters_via) */
+        if (!a || a->type == MSGPACK_OBJECT_MAP) {
                 *ret_counters = NULL;
                 *ret_n = 0;
                 return 0;
