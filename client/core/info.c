@@ -255,7 +255,7 @@ static void decode_caller(const msgpack_object *reply, pmugate_info *info) {
 }
 
 static void decode_counter_path(const msgpack_object *reply, pmugate_info *info) {
-        const msgpack_object *choice = msgpack_map_get(reply, "counters");
+        const msgpack_object *choice = msgpack_map_get(reply, "counting");
 
         if (!choice || choice->type != MSGPACK_OBJECT_MAP)
                 return;

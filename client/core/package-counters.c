@@ -33,8 +33,7 @@ int package_counters_decode(const msgpack_object *reply, pmugate_counter **ret_c
         const msgpack_object *a = msgpack_map_get(reply, "counters");
         _cleanup_free_ pmugate_counter *counters = NULL;
 
-        /* a map under the same key is the daemon's counter path (pmugate_info.counters_via) */
-        if (!a || a->type == MSGPACK_OBJECT_MAP) {
+        if (!a) {
                 *ret_counters = NULL;
                 *ret_n = 0;
                 return 0;

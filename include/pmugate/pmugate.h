@@ -159,7 +159,7 @@ typedef struct pmugate_info {
         uint32_t *foreign_units;
         size_t n_foreign_units;
 
-        /* How the daemon programs the counters (hello "counters"): counters_via "msr" (register
+        /* How the daemon programs the counters (hello "counting"): counters_via "msr" (register
          * writes), "perf" (the kernel's perf events: measurements go through perf.h), "none";
          * "" from a daemon that predates the choice (register writes). wanted is what the
          * configuration asked ("auto", "msr", "perf"), reason why via is what it is;
