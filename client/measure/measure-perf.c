@@ -267,12 +267,28 @@ static int map_targets(pmugate_measure *m) {
         return 0;
 }
 
-/* One perf_read, its deltas added to the accumulators; the first is the baseline only. */
+/* The span of target t in this read: the longest time_enabled advance of its groups. */
+static void read_spans(const pmugate_measure *m, const pmugate_perf_row *rows, size_t n_rows, double *span) {
+        const PerfPlan *plan = m->perf_plan;
+
+        for (size_t k = 0; k < n_rows; k++) {
+                size_t t = k / plan->n_groups, g = k % plan->n_groups;
+                uint64_t last = m->perf_last_enabled[t * plan->n_groups + g];
+
+                if (rows[k].status == 0 && rows[k].time_enabled >= last)
+                        span[t] = MAX(span[t], (double) (rows[k].time_enabled - last));
+        }
+}
+
+/* One perf_read, its deltas added to the accumulators; the first is the baseline only. Each
+ * event's enabled time is its group's time_running brought to the target's span, so that
+ * total / enabled is exactly the group's time_enabled / time_running: 1 for a group that was
+ * on the PMU all the time, however much later than another group it was opened. */
 static int perf_read_accumulate(pmugate_measure *m) {
         const PerfPlan *plan = m->perf_plan;
         const pmugate_perf_row *rows;
+        _cleanup_free_ double *span = NULL;
         size_t n_rows, n_targets;
-        double *span;
         int r, first_error = 0;
 
         r = pmugate_perf_read(m->connection, m->perf_handle, &rows, &n_rows);
@@ -282,6 +298,7 @@ static int perf_read_accumulate(pmugate_measure *m) {
         span = calloc(n_targets ?: 1, sizeof(double));
         if (!span)
                 return -ENOMEM;
+        read_spans(m, rows, n_rows, span);
         for (size_t k = 0; k < n_rows; k++) {
                 const pmugate_perf_row *row = &rows[k];
                 size_t t = k / plan->n_groups, g = k % plan->n_groups;
@@ -305,9 +322,10 @@ static int perf_read_accumulate(pmugate_measure *m) {
                 }
                 enabled = (double) (row->time_enabled - *last_enabled);
                 running = (double) (row->time_running - *last_running);
+                if (enabled > 0.0)
+                        running *= span[t] / enabled;
                 *last_enabled = row->time_enabled;
                 *last_running = row->time_running;
-                span[t] = MAX(span[t], enabled);
                 for (size_t j = 0; j < row->n_values; j++) {
                         size_t e = plan->group_first[g] + j;
                         uint64_t *last = &m->perf_last[t * plan->n_events + e];
@@ -325,7 +343,6 @@ static int perf_read_accumulate(pmugate_measure *m) {
                 m->accum[m->perf_row_cpu[t]].total += span[t];
                 m->accum[m->perf_row_cpu[t]].wall += span[t];
         }
-        free(span);
         m->perf_read_once = true;
         return first_error;
 }
