@@ -457,7 +457,9 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
                 json_object_object_add(root, "per_package", per_package);
                 json_object_object_add(root, "withheld",
                                        json_object_new_string(r->withheld ? r->withheld : ""));
-        }
+        } else if (r->withheld && r->withheld[0])
+                /* events the perf path could not count, and why */
+                json_object_object_add(root, "withheld", json_object_new_string(r->withheld));
         if (ctx->command) {
                 json_object *cmd = json_object_new_object(), *argv = json_object_new_array();
 
