@@ -131,6 +131,45 @@ def test_software_events_on_any_node(tap):
         dm.stop()
 
 
+def test_job_scope(tap):
+    """Job mode: two jobs share CPU 0; pmugate stat --scope job counts its own job's tasks."""
+    d, out, dm = node("job")
+    groups = []
+    burns = []
+    try:
+        for job, uid in (("21", USER), ("22", OTHER_USER)):
+            rc, _, err = t.run_cli([t.PMUGATECTL, "grant", "--job", job, "--uid", str(uid), "--cpus", "0"], dm.socket)
+            tap.eq(rc, 0, "job %s granted CPU 0" % job)
+        groups = [t.Cgroup(os.path.join(d, "root"), "21", "0", version=2),
+                  t.Cgroup(os.path.join(d, "root"), "22", "0", version=2)]
+        # after a pause in which the measurement starts: 0.4 s of CPU in job 21, 0.4 s in job 22,
+        # both on CPU 0
+        script = "import time\ntime.sleep(0.7)\n" + BUSY
+        for g, uid in ((groups[0], USER), (groups[1], OTHER_USER)):
+            burns.append(t.spawn(["taskset", "-c", "0", "/usr/bin/python3", "-c", script, "0.4"],
+                                 preexec_fn=t.as_user(uid, t.USER_GID, [t.USER_GID], g.procs)))
+        rc, stdout, err = t.run_cli([t.PMUGATE, "stat", "-e", "task-clock", "--scope", "job", "-c", "0", "-S", "3",
+                                     "-O", "json"], dm.socket, uid=USER, gid=t.USER_GID, groups=[t.USER_GID],
+                                    join=groups[0].procs)
+        tap.eq(rc, 0, "pmugate stat --scope job in job mode")
+        doc = json.loads(stdout) if rc == 0 else {}
+        sec = count(doc, "task-clock") / 1e9 if doc else 0
+        tap.ok(0.35 <= sec < 0.7, "the job's task-clock is its own 0.4 s, not the other job's on the same CPU: %.3f s"
+               % sec, err)
+        rc, _, err = t.run_cli([t.PMUGATE, "stat", "-e", "task-clock", "--scope", "job", "-c", "0", "-S", "0.1"],
+                               dm.socket, uid=USER, gid=t.USER_GID, groups=[t.USER_GID])
+        tap.ok(rc != 0 and "failed" in err, "outside the job's cgroup scope job is refused with the daemon's reason",
+               err)
+    finally:
+        for b in burns:
+            if b.poll() is None:
+                b.kill()
+            b.wait()
+        dm.stop()
+        for g in groups:
+            g.remove()
+
+
 # ------------------------------------------------------------------ the simulated PMU through perf
 
 
@@ -206,5 +245,5 @@ def test_group_equals_msr_path_and_not_scheduled(tap):
 
 
 sys.exit(t.Tap().run([test_task_clock_of_a_command_and_its_children, test_attach_to_a_process,
-                      test_software_events_on_any_node, test_topdown_equals_msr_path,
+                      test_software_events_on_any_node, test_job_scope, test_topdown_equals_msr_path,
                       test_group_equals_msr_path_and_not_scheduled]))
