@@ -305,6 +305,13 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
         end->signal = 0;
         if (open_measurement(a, c, info, cpus, n_cpus, &m) < 0)
                 return 1;
+        if (a->marker && pmugate_measure_via_perf(m)) {
+                /* the marker runner reads the counters the register path programmed */
+                fprintf(stderr, "pmugate: -m needs the register path; this measurement counts through the daemon's "
+                                "perf events (%s)\n",
+                        pmugate_info_counts_via_perf(info) ? "the node's counters go via perf" : "software events");
+                return 1;
+        }
         scope = choose_scope(a, info, m);
         describe_target(out, scope, a, info);
         if (scope == PMUGATE_PERF_SCOPE_JOB && set_scope(m, scope, 0, false) < 0)
