@@ -40,6 +40,27 @@ static void hello_body(msgpack_packer *pk) {
         pack_key_string(pk, "via", "perf");
 }
 
+/* A node without a PMU the daemon knows (hello without "pmu"), counting through perf. */
+static void hello_no_pmu_body(msgpack_packer *pk) {
+        pack_string(pk, "cpu");
+        msgpack_pack_map(pk, 1);
+        pack_key_string(pk, "vendor", "ARM");
+        pack_string(pk, "cpus");
+        msgpack_pack_array(pk, 1);
+        msgpack_pack_array(pk, 7);
+        for (int i = 0; i < 5; i++)
+                msgpack_pack_int(pk, 0);
+        msgpack_pack_true(pk);
+        msgpack_pack_int(pk, -1);
+        pack_string(pk, "units");
+        msgpack_pack_array(pk, 0);
+        pack_string(pk, "registers");
+        msgpack_pack_array(pk, 0);
+        pack_string(pk, "counting");
+        msgpack_pack_map(pk, 1);
+        pack_key_string(pk, "via", "perf");
+}
+
 static void cpus_body(msgpack_packer *pk) {
         pack_string(pk, "cpus");
         msgpack_pack_array(pk, 1);
@@ -127,9 +148,33 @@ static void test_accumulate(void **state) {
         fake_done(&f);
 }
 
+static void test_software_without_pmu(void **state) {
+        uint32_t cpu = 0;
+        pmugate_measure *m = NULL;
+        char reason[400] = "";
+        FakeDaemon f;
+        pmugate *c = fake_connect(&f);
+
+        /* the kernel's software events need no PMU */
+        fake_reply(&f, 1, 5, hello_no_pmu_body, 0);
+        assert_int_equal(pmugate_measure_open_group(c, NULL, "task-clock,cs", &cpu, 1, 0, &m, reason, sizeof(reason)),
+                         0);
+        assert_true(pmugate_measure_via_perf(m));
+        m = pmugate_measure_close(m);
+        /* a hardware event there is refused, saying why */
+        fake_reply(&f, 2, 5, hello_no_pmu_body, 0);
+        assert_int_equal(pmugate_measure_open_group(c, NULL, "task-clock,cycles", &cpu, 1, 0, &m, reason,
+                                                    sizeof(reason)), -EOPNOTSUPP);
+        assert_null(m);
+        assert_non_null(strstr(reason, "cycles: the daemon reports no PMU on this machine"));
+        pmugate_disconnect(c);
+        fake_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_accumulate),
+                cmocka_unit_test(test_software_without_pmu),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
