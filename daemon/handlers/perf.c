@@ -391,9 +391,11 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
         }
         /* The pid named at the check is the process the events count only if it still lives. */
         if (req->perf_scope == PERF_SCOPE_PROCESS && !perf_target_process_alive(&(PerfProcess) { .pidfd = h->pidfd })) {
+                pid_t pid = (pid_t) h->targets[0];
+
                 perf_handle_free(h);
-                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %" PRIu32 " exited while its events opened",
-                              req->pid);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %d exited while its events opened",
+                              (int) pid);
         }
         if (req->handoff) {
                 r = export_fds(s, h, ret_refusal);

@@ -341,6 +341,10 @@ def test_jobs_share_a_cpu(tap):
                "each job's task-clock is its own loop's CPU time on the one shared CPU",
                "counted %r, loops used %r" % (counts, used))
         tap.ok(all(row[ROW_ENABLED] >= row[ROW_RUNNING] > 0 for row in rows), "with the multiplexing times", rows)
+        ctl(dm, "revoke", "--job", "11")
+        name, why = err(agents[0].call("perf_read", handle=opened[0]["handle"]))
+        tap.ok(name == "revoked", "job 11's grant revoked: its job-scope handle ends, told 'revoked'", why)
+        tap.ok(agents[1].call("perf_read", handle=opened[1]["handle"]).get("ok"), "job 12's counts on")
         for a in agents:
             a.close()
     finally:
