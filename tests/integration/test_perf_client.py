@@ -78,6 +78,17 @@ def test_task_clock_of_a_command_and_its_children(tap):
         tap.ok(doc and count(doc, "task-clock") / 1e6 < 100, "a command that does nothing counts almost nothing",
                doc or err)
 
+        # intervals (-I) through the same accumulators: each interval's task-clock is its own
+        rc, _, err = cli(dm, "stat", "-e", "task-clock", "-I", "100ms", "-O", "csv", "--", "python3", "-c", BUSY,
+                         "0.5")
+        rows = [line.split(",") for line in err.splitlines() if ",all,count,task-clock," in line]
+        # (interval length, task-clock) in ms: one thread counts at most its interval
+        per = [(float(r[1]) * 1e3, float(r[5]) / 1e6) for r in rows if r[5]]
+        tap.ok(rc == 0 and len(per) >= 3 and all(0 <= ms <= 1.1 * span + 1 for span, ms in per) and
+               sum(ms for _, ms in per) >= 450,
+               "-I 100ms: %d intervals of task-clock, each within its interval, %.0f ms in all"
+               % (len(per), sum(ms for _, ms in per)), err)
+
         rc, _, err = cli(dm, "stat", "-e", "task-clock", "--", "sh", "-c", "exit 3")
         tap.eq(rc, 3, "the command's exit status is passed on")
         tap.ok(dm.alive(), "the daemon serves on")
