@@ -201,3 +201,7 @@
  * which each reason is logged once, the repeats counted. */
 #define PMUGATE_EXPORTER_LOG_REASONS_MAX 16U
 #define PMUGATE_EXPORTER_LOG_INTERVAL_USEC (60ULL * 1000000ULL)
+
+/* The fds one message of a perf_open handoff can carry (the kernel's SCM_MAX_FD); the
+ * client's receive buffer holds that many. */
+#define PERF_HANDOFF_FDS_PER_MESSAGE 253U
