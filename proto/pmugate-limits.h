@@ -155,3 +155,8 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
+/* One perf_open: groups, events in a group (the core PMU's counters and SLOTS with its eight
+ * metric events fit), and the fds a handoff passes in one message (the kernel's SCM_MAX_FD). */
+#define PERF_GROUPS_MAX 64U
+#define PERF_GROUP_EVENTS_MAX 16U
+#define PERF_HANDOFF_FDS_PER_MESSAGE 253U

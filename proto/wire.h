@@ -23,6 +23,9 @@ typedef enum RequestType {
         REQUEST_RESET,
         REQUEST_RELOAD,
         REQUEST_JOBMAP,
+        REQUEST_PERF_OPEN,
+        REQUEST_PERF_READ,
+        REQUEST_PERF_CLOSE,
         _REQUEST_TYPE_MAX,
         _REQUEST_TYPE_INVALID = -EINVAL,
 } RequestType;
@@ -164,3 +167,27 @@ typedef enum JobmapLeaseField {
         JOBMAP_LEASE_ROLE,
         _JOBMAP_LEASE_FIELDS,
 } JobmapLeaseField;
+
+/* perf_read "rows": one per target and group, target-major. status is 0 or -errno (the group
+ * could not be read); values one per event of the group, in the order perf_open listed them. */
+typedef enum PerfRowField {
+        PERF_ROW_TARGET,
+        PERF_ROW_GROUP,
+        PERF_ROW_STATUS,
+        PERF_ROW_ENABLED,
+        PERF_ROW_RUNNING,
+        PERF_ROW_VALUES,
+        _PERF_ROW_FIELDS,
+} PerfRowField;
+
+/* hello "pmus": the perf PMUs the daemon serves. kind "core", "uncore" or "software"; topdown
+ * 0 none, 1 the level-1 metric events, 2 the level-2 ones too. */
+typedef enum HelloPmuField {
+        HELLO_PMU_NAME,
+        HELLO_PMU_KIND,
+        HELLO_PMU_TYPE,
+        HELLO_PMU_PACKAGE,
+        HELLO_PMU_CPU,
+        HELLO_PMU_TOPDOWN,
+        _HELLO_PMU_FIELDS,
+} HelloPmuField;

@@ -339,3 +339,4 @@ pmugate_jobmap *pmugate_jobmap_free(pmugate_jobmap *m);
 
 #include "measure.h"
 #include "package.h"
+#include "perf.h"
