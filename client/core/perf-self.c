@@ -22,7 +22,7 @@
 #define PERF_SELF_GROUP_EVENTS_MAX 1024U
 
 struct PerfSelf {
-        int fd;
+        int fd;                         /* borrowed */
         uint64_t read_format;
         uint64_t id;                    /* the kernel's id of the event: its row in a group read */
         const volatile struct perf_event_mmap_page *page;
@@ -202,8 +202,6 @@ PerfSelf *perf_self_free(PerfSelf *s) {
                 return NULL;
         if (s->page)
                 (void) munmap((void *) s->page, s->page_size);
-        if (s->fd >= 0)
-                (void) close(s->fd);
         free(s->buffer);
         free(s);
         return NULL;

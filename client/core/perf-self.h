@@ -50,10 +50,10 @@ int perf_self_decode(const void *buffer, size_t size, uint64_t read_format, uint
 typedef struct PerfSelf PerfSelf;
 
 /* Maps the control page (one page, read only, no data pages) of fd, a counting event that
- * counts the calling thread (pid 0 or its tid, cpu -1) opened with read_format. Takes fd on
- * success (closed by perf_self_free()); on failure the caller keeps it: -EBADF for a closed
- * fd, -EINVAL for a read_format without the times, the mmap(2) error for a fd that is not a
- * perf event. */
+ * counts the calling thread (pid 0 or its tid, cpu -1) opened with read_format. Borrows fd:
+ * its owner (a pmugate_perf_handle of a handoff) keeps it open until perf_self_free(), since
+ * read(2) needs it; the page stays valid without it. -EBADF for a closed fd, -EINVAL for a
+ * read_format without the times, the mmap(2) error (-ENODEV) for a fd that is no perf event. */
 int perf_self_new(int fd, uint64_t read_format, PerfSelf **ret);
 PerfSelf *perf_self_free(PerfSelf *s);
 
