@@ -16,6 +16,7 @@
 
 #include "cli/cli-util.h"
 #include "cli/cpu-expr.h"
+#include "cli/marker-perf-run.h"
 #include "cli/marker-report.h"
 #include "cli/measure-output.h"
 #include "cli/output-file.h"
@@ -249,6 +250,19 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
 
         end->status = 1;
         end->signal = 0;
+        if (a->marker && !a->topdown && !a->group) {
+                /* perf's software events: the command's threads open their own, nothing to program */
+                MarkerPerfPlan plan;
+                char reason[PMUGATE_REASON_MAX] = "";
+
+                r = marker_runner_perf_plan(a->events, &plan, reason, sizeof(reason));
+                if (r >= 0)
+                        return end->status = marker_perf_run(a, out, &plan, cpus, n_cpus, signal_fd);
+                if (r != -ENOENT) {
+                        fprintf(stderr, "pmugate %s -m: %s\n", a->verb, reason[0] ? reason : strerror(-r));
+                        return 1;
+                }
+        }
         if (open_measurement(a, c, info, cpus, n_cpus, &m) < 0)
                 return 1;
         /* copies: with -r the result is written after the measurement is closed */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "marker/marker-internal.h"
+#include "marker/marker-perf.h"
 #include "pmugate/measure.h"
 
 typedef struct MarkerRegionResult {
@@ -46,3 +47,24 @@ int marker_runner_environment(pmugate_measure *m, const char *results_path, cons
 int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret,
                          char *reterr_reason, size_t reason_size);
 MarkerReport *marker_report_free(MarkerReport *r);
+
+/* The perf read mode's events, as -e names them: perf's software events (task-clock,
+ * page-faults, ...), one group. */
+typedef struct MarkerPerfPlan {
+        MarkerPerfEvents events;
+        char names[MARKER_REGS_MAX][PMUGATE_PERF_EVENT_NAME_MAX];
+} MarkerPerfPlan;
+
+/* Whether the -e list names perf's software events alone: 0 and the plan, -ENOENT when it
+ * names none of them (the registers' path then), -EINVAL or -E2BIG with a reason when it
+ * mixes them with other events or names too many. */
+int marker_runner_perf_plan(const char *list, MarkerPerfPlan *ret, char *reterr_reason, size_t reason_size);
+
+/* The perf read mode's environment for the program: its events and the results file. */
+int marker_runner_perf_environment(const MarkerPerfPlan *plan, const char *results_path, char *reterr_reason,
+                                   size_t reason_size);
+
+/* Reads what the program wrote in the perf read mode: a column per event, counts without
+ * formulas. Errors as marker_runner_report(). */
+int marker_runner_perf_report(const MarkerPerfPlan *plan, const char *results_path, MarkerReport **ret,
+                              char *reterr_reason, size_t reason_size);
