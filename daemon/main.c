@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "backend/backend-choice.h"
 #include "backend/machine.h"
 #include "backend/sim/backend-sim.h"
 #include "build-config.h"
@@ -27,6 +28,7 @@ typedef struct Options {
         const char *socket_path;
         const char *root;
         const char *backend;
+        int counters;           /* --counters: a BackendWanted, or -1 for the configuration's */
         const char *sim_model;
         const char *sim_config;
         const char *config_path;
@@ -48,6 +50,9 @@ static void help(void) {
                "                            (default: $PMUGATE_SOCKET or %s)\n"
                "     --root=DIR             Find /proc, /sys and /dev under DIR (default: /)\n"
                "     --backend=dev|sim      Register backend: the kernel's devices, or a simulated PMU\n"
+               "     --counters=auto|msr|perf\n"
+               "                            Program counters with MSR writes or through perf_event_open\n"
+               "                            (default: backend= in [counters] of the configuration, auto)\n"
                "     --sim-model=MODEL      Simulated CPU model: skx, clx, icx or spr (with --backend=sim)\n"
                "     --sim-config=FILE      Simulator topology, profiles and injection (with --backend=sim)\n"
                "     --config=FILE          Configuration file (default: %s)\n"
@@ -68,6 +73,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 ARG_SOCKET,
                 ARG_ROOT,
                 ARG_BACKEND,
+                ARG_COUNTERS,
                 ARG_SIM_MODEL,
                 ARG_SIM_CONFIG,
                 ARG_CONFIG,
@@ -82,6 +88,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "socket", required_argument, NULL, ARG_SOCKET },
                 { "root", required_argument, NULL, ARG_ROOT },
                 { "backend", required_argument, NULL, ARG_BACKEND },
+                { "counters", required_argument, NULL, ARG_COUNTERS },
                 { "sim-model", required_argument, NULL, ARG_SIM_MODEL },
                 { "sim-config", required_argument, NULL, ARG_SIM_CONFIG },
                 { "config", required_argument, NULL, ARG_CONFIG },
@@ -99,6 +106,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 .socket_path = env && *env ? env : PMUGATE_SOCKET_PATH,
                 .root = "/",
                 .backend = "dev",
+                .counters = -1,
                 .config_path = PMUGATE_CONFIG_FILE,
                 .allowlist_dir = PMUGATE_ALLOWLIST_DIR,
                 .user = PMUGATE_USER,
@@ -128,6 +136,11 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                                                        "packages are); use --backend=dev, or a source "
                                                        "build for the simulator");
                         o->backend = optarg;
+                        break;
+                case ARG_COUNTERS:
+                        o->counters = backend_wanted_from_string(optarg);
+                        if (o->counters < 0)
+                                return log_error_errno(EINVAL, "Unknown --counters='%s': use auto, msr or perf", optarg);
                         break;
                 case ARG_SIM_MODEL:
                         o->sim_model = optarg;
@@ -190,6 +203,40 @@ static void raise_fd_limit(void) {
         }
 }
 
+static uint32_t first_online_cpu(const Machine *m) {
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
+                if (m->cpus[cpu].online)
+                        return cpu;
+        return 0;
+}
+
+/* msr or perf, decided once: logged with its reason, warned about when the administrator asked
+ * for MSRs that the kernel does not let us write. */
+static int choose_counters(const Options *o, const Config *config, Backend *backend, BackendChoice *ret) {
+        bool amd = cpu_model_is_amd(backend->machine->cpu_model);
+        BackendProbe probe = {
+                .cpu = first_online_cpu(backend->machine),
+                .reg = amd ? BACKEND_PROBE_MSR_AMD : BACKEND_PROBE_MSR_INTEL,
+                .reg_name = amd ? "PerfEvtSel0" : "PERFEVTSEL0",
+                .wanted_by = o->counters >= 0 ? "--counters" : "pmugate.conf",
+        };
+        int r;
+
+        r = backend_choose(o->root, backend, &probe,
+                           o->counters >= 0 ? (BackendWanted) o->counters : config->counters_backend, ret);
+        if (r < 0)
+                return log_error_errno(r, "Refusing to start: MSRs were asked for (%s) but there is %s; load it "
+                                       "with 'modprobe msr', or choose backend = auto or perf",
+                                       probe.wanted_by, ret->reason);
+        if (r > 0)
+                log_warning("Counters via msr as asked (%s): writes will fail one by one", ret->reason);
+        else
+                log_info("Counters via %s: %s%s", backend_counters_to_string(ret->counters), ret->reason,
+                         ret->counters == BACKEND_COUNTERS_MSR ? "" :
+                         ret->msr_reads ? "; MSR reads of RAPL stay" : "; no MSR reads either");
+        return 0;
+}
+
 static int run(int argc, char *argv[]) {
         Options o;
         Config config;
@@ -199,6 +246,7 @@ static int run(int argc, char *argv[]) {
         Audit *audit = NULL;
         Server *server = NULL;
         StateDir state = { .fd = -EBADF };
+        BackendChoice choice;
         char reason[512], cgroup_root[4096];
         uid_t daemon_uid;
         gid_t daemon_gid;
@@ -251,10 +299,16 @@ static int run(int argc, char *argv[]) {
                 r = machine_discover_counters(machine, o.root);
                 if (r < 0)
                         goto finish;
-                r = backend_dev_new(o.root, machine, &backend);
+                r = backend_dev_new(o.root, machine,
+                                    (o.counters >= 0 ? o.counters : (int) config.counters_backend) != BACKEND_WANTED_MSR,
+                                    &backend);
                 if (r < 0)
                         goto finish;
         }
+
+        r = choose_counters(&o, &config, backend, &choice);
+        if (r < 0)
+                goto finish;
 
         r = audit_new(o.audit_log, &audit);
         if (r < 0)
@@ -278,6 +332,8 @@ static int run(int argc, char *argv[]) {
                        machine, backend, allowlist, &config, audit, &server);
         if (r < 0)
                 goto finish;
+        server->choice = choice;
+        server->counters_from_option = o.counters >= 0;
         machine = NULL;
         backend = NULL;
         allowlist = NULL;

@@ -155,8 +155,38 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
-/* One perf_open: groups, events in a group (the core PMU's counters and SLOTS with its eight
- * metric events fit), and the fds a handoff passes in one message (the kernel's SCM_MAX_FD). */
-#define PERF_GROUPS_MAX 64U
-#define PERF_GROUP_EVENTS_MAX 16U
+/* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, and
+ * the size of a PMU's largest file (its cpumask on a machine of thousands of CPUs). */
+#define PERF_SYSFS_ENTRIES_MAX 1024U
+#define PERF_SYSFS_FILE_MAX 4096U
+
+/* One perf_open: its groups, the events of one group (SLOTS with the eight level-2 TopDown
+ * metric events is nine), and its events in all; the handles one session holds at once; and
+ * the open events (kernel fds, one per event and target) of one uid across its sessions. */
+#define PERF_GROUPS_PER_OPEN_MAX 16U
+#define PERF_GROUP_EVENTS_MAX 10U
+#define PERF_EVENTS_PER_OPEN_MAX 32U
+#define PERF_HANDLES_PER_SESSION_MAX 16U
+#define PERF_FDS_PER_UID_MAX 1024U
+
+/* The perf opener (daemon/backend/perf-opener.c) answers one open at a time; a reply that takes
+ * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
+ * rather than wait with every client. */
+#define PERF_OPENER_TIMEOUT_MSEC 5000U
+
+/* A cgroup's path as /proc/PID/cgroup gives it; a longer one is refused, not cut. */
+#define PMUGATE_CGROUP_PATH_MAX 2048U
+
+/* Threads of one process that a process-scope perf_open opens events on (one fd per thread and
+ * event); a process with more is refused with the reason. */
+#define PERF_PROCESS_THREADS_MAX 4096U
+
+/* The kernel's lockdown file (/sys/kernel/security/lockdown) is one line of three short words,
+ * one in brackets: the daemon reads at most this many bytes of it, and a longer file, or a
+ * bracketed word longer than the second limit, is not the kernel's. */
+#define PMUGATE_LOCKDOWN_FILE_MAX 256U
+#define PMUGATE_LOCKDOWN_WORD_MAX 32U
+
+/* The fds one message of a perf_open handoff can carry (the kernel's SCM_MAX_FD); the
+ * client's receive buffer holds that many. */
 #define PERF_HANDOFF_FDS_PER_MESSAGE 253U

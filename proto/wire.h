@@ -168,8 +168,9 @@ typedef enum JobmapLeaseField {
         _JOBMAP_LEASE_FIELDS,
 } JobmapLeaseField;
 
-/* perf_read "rows": one per target and group, target-major. status is 0 or -errno (the group
- * could not be read); values one per event of the group, in the order perf_open listed them. */
+/* perf_read "rows": one per target and group, target-major. PERF_ROW_STATUS is 0 or the
+ * negative errno of the read; the times are the kernel's time_enabled and time_running (ns),
+ * PERF_ROW_VALUES the group's counts in the order its events were given. */
 typedef enum PerfRowField {
         PERF_ROW_TARGET,
         PERF_ROW_GROUP,
@@ -180,8 +181,9 @@ typedef enum PerfRowField {
         _PERF_ROW_FIELDS,
 } PerfRowField;
 
-/* hello "pmus": the perf PMUs the daemon serves. kind "core", "uncore" or "software"; topdown
- * 0 none, 1 the level-1 metric events, 2 the level-2 ones too. */
+/* hello "pmus": the PMUs perf_open may name. HELLO_PMU_KIND is "core", "uncore" or
+ * "software"; package and CPU are -1 but for uncore PMUs; HELLO_PMU_TOPDOWN 0 none, 1 level
+ * 1, 2 level 2 metric events. */
 typedef enum HelloPmuField {
         HELLO_PMU_NAME,
         HELLO_PMU_KIND,
@@ -191,3 +193,8 @@ typedef enum HelloPmuField {
         HELLO_PMU_TOPDOWN,
         _HELLO_PMU_FIELDS,
 } HelloPmuField;
+
+/* perf_open "scope". */
+#define WIRE_PERF_SCOPE_CPU "cpu"
+#define WIRE_PERF_SCOPE_JOB "job"
+#define WIRE_PERF_SCOPE_PROCESS "process"

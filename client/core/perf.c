@@ -35,9 +35,9 @@ struct pmugate_perf_handle {
 };
 
 static const char *const scope_names[_PMUGATE_PERF_SCOPE_MAX] = {
-        [PMUGATE_PERF_SCOPE_CPU] = "cpu",
-        [PMUGATE_PERF_SCOPE_JOB] = "job",
-        [PMUGATE_PERF_SCOPE_PROCESS] = "process",
+        [PMUGATE_PERF_SCOPE_CPU] = WIRE_PERF_SCOPE_CPU,
+        [PMUGATE_PERF_SCOPE_JOB] = WIRE_PERF_SCOPE_JOB,
+        [PMUGATE_PERF_SCOPE_PROCESS] = WIRE_PERF_SCOPE_PROCESS,
 };
 
 const char *pmugate_perf_scope_to_string(pmugate_perf_scope s) {
@@ -68,9 +68,9 @@ int perf_request_check(const pmugate_perf_request *req, char *reason, size_t siz
                 return reason_fail(reason, size, -E2BIG, "more than %u CPUs in one request", PMUGATE_LIST_MAX);
         if (req->n_groups == 0 || !req->groups)
                 return reason_fail(reason, size, -EINVAL, "no events to open");
-        if (req->n_groups > PERF_GROUPS_MAX)
-                return reason_fail(reason, size, -E2BIG, "more than %u groups in one perf_open", PERF_GROUPS_MAX);
-        for (size_t g = 0; g < req->n_groups; g++) {
+        if (req->n_groups > PERF_GROUPS_PER_OPEN_MAX)
+                return reason_fail(reason, size, -E2BIG, "more than %u groups in one perf_open", PERF_GROUPS_PER_OPEN_MAX);
+        for (size_t g = 0, total = 0; g < req->n_groups; g++) {
                 const pmugate_perf_group *grp = &req->groups[g];
 
                 if (grp->n_events == 0 || !grp->events)
@@ -78,6 +78,10 @@ int perf_request_check(const pmugate_perf_request *req, char *reason, size_t siz
                 if (grp->n_events > PERF_GROUP_EVENTS_MAX)
                         return reason_fail(reason, size, -E2BIG, "group %zu has more than %u events", g,
                                            PERF_GROUP_EVENTS_MAX);
+                total += grp->n_events;
+                if (total > PERF_EVENTS_PER_OPEN_MAX)
+                        return reason_fail(reason, size, -E2BIG, "more than %u events in one perf_open",
+                                           PERF_EVENTS_PER_OPEN_MAX);
                 for (size_t e = 0; e < grp->n_events; e++) {
                         const pmugate_perf_event *ev = &grp->events[e];
 
@@ -113,7 +117,7 @@ static int pack_event(msgpack_packer *pk, const pmugate_perf_event *ev) {
 }
 
 int perf_request_pack(msgpack_packer *pk, const pmugate_perf_request *req) {
-        if (pack_key_string(pk, "scope", pmugate_perf_scope_to_string(req->scope)) < 0)
+        if (pack_key_string(pk, "scope", scope_names[req->scope]) < 0)
                 return -ENOMEM;
         if (req->n_cpus > 0 && connection_pack_cpus(pk, req->cpus, req->n_cpus) < 0)
                 return -ENOMEM;

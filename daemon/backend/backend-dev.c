@@ -18,9 +18,9 @@
 
 typedef struct DevBackend {
         Backend base;
-        int *msr_fds;   /* by CPU number; -EBADF for CPUs not online */
+        int *msr_fds;   /* by CPU number; -EBADF for CPUs not online, -ENODEV without the driver */
         uint32_t n_msr_fds;
-        int *pci_fds;   /* by unit index */
+        int *pci_fds;   /* by unit index; -ENODEV when its file could not be opened */
         uint32_t n_pci_fds;
 } DevBackend;
 
@@ -34,7 +34,7 @@ static int dev_msr_read(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_va
         ssize_t n;
 
         if (cpu >= d->n_msr_fds || d->msr_fds[cpu] < 0)
-                return -ENXIO;
+                return cpu < d->n_msr_fds && d->msr_fds[cpu] == -ENODEV ? -ENODEV : -ENXIO;
         n = pread(d->msr_fds[cpu], &v, sizeof(v), (off_t) reg);
         if (n < 0)
                 return negative_errno();
@@ -49,7 +49,7 @@ static int dev_msr_write(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value)
         ssize_t n;
 
         if (cpu >= d->n_msr_fds || d->msr_fds[cpu] < 0)
-                return -ENXIO;
+                return cpu < d->n_msr_fds && d->msr_fds[cpu] == -ENODEV ? -ENODEV : -ENXIO;
         n = pwrite(d->msr_fds[cpu], &value, sizeof(value), (off_t) reg);
         if (n < 0)
                 return negative_errno();
@@ -84,7 +84,7 @@ static int dev_pci_read(Backend *b, uint32_t unit, uint32_t offset, unsigned wid
         int r;
 
         if (unit >= d->n_pci_fds || d->pci_fds[unit] < 0)
-                return -ENXIO;
+                return unit < d->n_pci_fds && d->pci_fds[unit] == -ENODEV ? -ENODEV : -ENXIO;
         r = pci_dword_read(d->pci_fds[unit], offset, &lo);
         if (r == 0 && width == 8)
                 r = pci_dword_read(d->pci_fds[unit], (off_t) offset + 4, &hi);
@@ -99,7 +99,7 @@ static int dev_pci_write(Backend *b, uint32_t unit, uint32_t offset, unsigned wi
         int r;
 
         if (unit >= d->n_pci_fds || d->pci_fds[unit] < 0)
-                return -ENXIO;
+                return unit < d->n_pci_fds && d->pci_fds[unit] == -ENODEV ? -ENODEV : -ENXIO;
         r = pci_dword_write(d->pci_fds[unit], offset, (uint32_t) value);
         if (r == 0 && width == 8)
                 r = pci_dword_write(d->pci_fds[unit], (off_t) offset + 4, (uint32_t) (value >> 32));
@@ -165,10 +165,16 @@ static const char *msr_open_hint(int error) {
         }
 }
 
-int backend_dev_new(const char *root, const Machine *m, Backend **ret) {
+/* The msr driver is absent, not refused: the perf path can serve without it. */
+static bool msr_driver_absent(int error) {
+        return error == ENOENT || error == ENODEV || error == ENXIO;
+}
+
+int backend_dev_new(const char *root, const Machine *m, bool msr_optional, Backend **ret) {
         _cleanup_(backend_freep) Backend *b = NULL;
         DevBackend *d;
         char path[4096];
+        int e;
 
         d = calloc(1, sizeof(*d));
         if (!d)
@@ -192,16 +198,31 @@ int backend_dev_new(const char *root, const Machine *m, Backend **ret) {
                         continue;
                 (void) snprintf(path, sizeof(path), "%s/dev/cpu/%" PRIu32 "/msr", root, cpu);
                 d->msr_fds[cpu] = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
-                if (d->msr_fds[cpu] < 0) {
-                        int e = errno;
-                        return log_error_errno(e, "Cannot open %s (%s)", path, msr_open_hint(e));
+                if (d->msr_fds[cpu] >= 0)
+                        continue;
+                e = errno;
+                if (msr_optional && msr_driver_absent(e)) {
+                        if (!b->msr_absent)
+                                log_info("Cannot open %s (%s): no msr driver, MSR reads and writes are off",
+                                         path, strerror(e));
+                        b->msr_absent = true;
+                        d->msr_fds[cpu] = -ENODEV;
+                        continue;
                 }
+                return log_error_errno(e, "Cannot open %s (%s)", path, msr_open_hint(e));
         }
         for (uint32_t u = 0; u < m->n_units; u++) {
                 (void) snprintf(path, sizeof(path), "%s/sys/bus/pci/devices/%s/config", root, m->units[u].bdf);
                 d->pci_fds[u] = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
-                if (d->pci_fds[u] < 0)
-                        return log_error_errno(errno, "Cannot open %s (pmugated must start as root)", path);
+                if (d->pci_fds[u] >= 0)
+                        continue;
+                e = errno;
+                if (msr_optional && msr_driver_absent(e)) {
+                        log_info("Cannot open %s (%s): its uncore registers are off", path, strerror(e));
+                        d->pci_fds[u] = -ENODEV;
+                        continue;
+                }
+                return log_error_errno(e, "Cannot open %s (pmugated must start as root)", path);
         }
 
         *ret = TAKE_PTR(b);

@@ -31,6 +31,12 @@ struct Backend {
         const BackendVTable *vtable;
         const Machine *machine;
         bool simulated;
+        /* The msr driver is not there (no /dev/cpu/N/msr): MSR ops fail with -ENODEV. Only a
+         * backend opened for the perf path may be so (backend_dev_new(), msr_optional). */
+        bool msr_absent;
+        /* A simulator's kernel lockdown ("integrity", "confidentiality"); NULL: none, or for the
+         * dev backend the kernel's, read from its lockdown file. */
+        const char *lockdown;
 };
 
 static inline int backend_msr_read(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_value) {
@@ -53,5 +59,7 @@ static inline int backend_counter_read(Backend *b, uint32_t counter, uint64_t *r
 Backend *backend_free(Backend *b);
 
 /* Opens /dev/cpu/N/msr for every online CPU and the config file of every unit under root.
- * Logs what could not be opened, with what to do about it, and fails. */
-int backend_dev_new(const char *root, const Machine *m, Backend **ret);
+ * Logs what could not be opened, with what to do about it, and fails; with msr_optional (the
+ * counters may go through perf) a missing msr driver or PCI file is logged and its ops fail
+ * with -ENODEV instead, and msr_absent tells that the msr driver is missing. */
+int backend_dev_new(const char *root, const Machine *m, bool msr_optional, Backend **ret);

@@ -64,6 +64,69 @@ int perf_format_parse(const char *text, unsigned *ret_lo, unsigned *ret_hi) {
         return 0;
 }
 
+static uint64_t range_mask(unsigned lo, unsigned hi) {
+        return (hi - lo == 63 ? UINT64_MAX : (UINT64_C(1) << (hi - lo + 1)) - 1) << lo;
+}
+
+/* Decimal bit numbers only, as the kernel prints them: no sign, no base prefix, no spaces. */
+static int parse_bit(const char **p, unsigned *ret) {
+        unsigned v = 0;
+        size_t n = 0;
+
+        while (isdigit((unsigned char) (*p)[n])) {
+                v = v * 10 + (unsigned) ((*p)[n] - '0');
+                if (++n > 2 || v > 63)
+                        return -EINVAL;
+        }
+        if (n == 0)
+                return -EINVAL;
+        *p += n;
+        *ret = v;
+        return 0;
+}
+
+int perf_format_parse_mask(const char *text, unsigned *ret_word, uint64_t *ret_mask) {
+        static const char *const words[] = { "config:", "config1:", "config2:" };
+        const char *p = NULL;
+        uint64_t mask = 0;
+        unsigned word, previous_hi = 0;
+        bool first = true;
+
+        for (word = 0; word < ELEMENTSOF(words); word++)
+                if (strncmp(text, words[word], strlen(words[word])) == 0) {
+                        p = text + strlen(words[word]);
+                        break;
+                }
+        if (!p)
+                return -EINVAL;
+        for (;;) {
+                unsigned lo, hi;
+
+                if (parse_bit(&p, &lo) < 0)
+                        return -EINVAL;
+                hi = lo;
+                if (*p == '-') {
+                        p++;
+                        if (parse_bit(&p, &hi) < 0 || hi < lo)
+                                return -EINVAL;
+                }
+                /* ranges in ascending order and apart, as the kernel writes them */
+                if (!first && lo <= previous_hi)
+                        return -EINVAL;
+                mask |= range_mask(lo, hi);
+                previous_hi = hi;
+                first = false;
+                if (*p == '\0')
+                        break;
+                if (*p != ',')
+                        return -EINVAL;
+                p++;
+        }
+        *ret_word = word;
+        *ret_mask = mask;
+        return 0;
+}
+
 /* An event file reads "event=0x04,umask=0x03": each term placed as its format file says. */
 int perf_event_parse(const char *text, PerfFormatLookup lookup, void *userdata, uint64_t *ret_config) {
         char copy[SYSFS_TEXT_MAX], *save = NULL;

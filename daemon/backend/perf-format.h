@@ -14,6 +14,13 @@
  * the outputs are set only on success. */
 int perf_format_parse(const char *text, unsigned *ret_lo, unsigned *ret_hi);
 
+/* Parses a format file of any config word, as the perf_event path's catalogue reads them:
+ * "config:LO-HI", "config1:BIT", and the kernel's comma-joined ranges ("config:0-7,32-35"),
+ * into the word (0 config, 1 config1, 2 config2) and the bits the term's value takes. Returns 0,
+ * or -EINVAL for anything else (ranges out of order or overlapping, a bit above 63, a word
+ * other than these three); the outputs are set only on success. */
+int perf_format_parse_mask(const char *text, unsigned *ret_word, uint64_t *ret_mask);
+
 /* Gives the text of the PMU's format file for term (a name of a-z 0-9 _, under 32 characters)
  * in buf, or a negative errno. */
 typedef int (*PerfFormatLookup)(const char *term, char *buf, size_t size, void *userdata);

@@ -185,6 +185,17 @@ static int pack_scope(msgpack_packer *pk, Server *s, Session *c) {
         return 0;
 }
 
+/* How counters are programmed (backend/backend-choice.h). Not "counters": that key has been
+ * the package counters since protocol 1. */
+static int pack_counting(msgpack_packer *pk, const Server *s) {
+        TRY(pack_string(pk, "counting"));
+        TRY_PACK(msgpack_pack_map(pk, 4));
+        TRY(pack_key_string(pk, "via", backend_counters_to_string(s->choice.counters)));
+        TRY(pack_key_string(pk, "wanted", backend_wanted_to_string(s->choice.wanted)));
+        TRY(pack_key_string(pk, "reason", s->choice.reason));
+        return pack_key_bool(pk, "msr_reads", s->choice.msr_reads);
+}
+
 static int pack_caller(msgpack_packer *pk, Server *s, Session *c) {
         TRY(pack_string(pk, "caller"));
         TRY_PACK(msgpack_pack_map(pk, 9));
@@ -203,11 +214,12 @@ int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal
         msgpack_packer pk;
         int r;
 
-        TRY(server_reply_begin(s, req, 14, &pk));
+        TRY(server_reply_begin(s, req, 15, &pk));
         TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_uint(&pk, "protocol", PMUGATE_PROTOCOL_VERSION));
         TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));
         TRY(pack_key_bool(&pk, "simulated", s->backend->simulated));
+        TRY(pack_counting(&pk, s));
         TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));
         r = pack_cpu_model(&pk, s->machine);
         if (r >= 0)

@@ -153,6 +153,7 @@ static BatchContext batch_context(Server *s, Session *c) {
                 .leases = s->leases,
                 .owner = c,
                 .pmu = s->pmu,
+                .choice = &s->choice,
         };
 }
 

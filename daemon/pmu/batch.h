@@ -29,6 +29,9 @@ typedef struct BatchContext {
         Leases *leases;
         const void *owner;              /* the client, as lease holder */
         const Pmu *pmu;
+        /* How this node programs counters: under perf (or none) no register is written, and a
+         * batch with a write is refused before anything runs. NULL: by MSR. */
+        const BackendChoice *choice;
 } BatchContext;
 
 /* Returns 0 when every op may run, filling entries[i] with the allowlist entry of op i, or a

@@ -137,6 +137,7 @@ void config_init_defaults(Config *c) {
 
         p.config = (Config) {
                 .mode = ACCESS_MODE_OPEN,
+                .counters_backend = BACKEND_WANTED_AUTO,
                 .clients_max = PMUGATE_CLIENTS_MAX,
                 .clients_per_uid_max = PMUGATE_CLIENTS_PER_UID_MAX,
                 .grants_max = PMUGATE_GRANTS_MAX,
@@ -261,6 +262,22 @@ static int handle_limits(ConfigParser *p, const char *name, const char *value) {
         return fail(p, "unknown key '%.32s' in section [limits]", name);
 }
 
+static int handle_counters(ConfigParser *p, const char *name, const char *value) {
+        Config *c = &p->config;
+        int w;
+
+        if (strcmp(name, "backend") == 0) {
+                w = backend_wanted_from_string(value);
+                if (w < 0)
+                        return fail(p, "unknown backend '%.32s' (expected auto, msr or perf)", value);
+                c->counters_backend = (BackendWanted) w;
+                return 0;
+        }
+        if (strcmp(name, "user_count_kernel") == 0)
+                return parse_bool(p, value, &c->user_count_kernel);
+        return fail(p, "unknown key '%.32s' in section [counters]", name);
+}
+
 /* Returning 0 makes ini_parse_file() report this line as the first error. */
 static int config_handler(void *userdata, const char *section, const char *name, const char *value) {
         ConfigParser *p = userdata;
@@ -274,6 +291,8 @@ static int config_handler(void *userdata, const char *section, const char *name,
                 r = handle_rights(p, name, value);
         else if (strcmp(section, "limits") == 0)
                 r = handle_limits(p, name, value);
+        else if (strcmp(section, "counters") == 0)
+                r = handle_counters(p, name, value);
         else
                 r = fail(p, "unknown section [%.32s]", section);
         return r < 0 ? 0 : 1;

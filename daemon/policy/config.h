@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "backend/backend-choice.h"
+
 #define CONFIG_IDS_MAX 32
 #define CONFIG_CLASSES_MAX 16
 #define CONFIG_CLASS_LEN 16
@@ -61,6 +63,12 @@ typedef struct Config {
 
         /* The job map ("jobmap") names each job's uid to monitors too, not only to admins. */
         bool jobmap_uids;
+
+        /* [counters]: how the PMU is programmed (decided once, at start-up: a reload keeps the
+         * start-up choice), and whether users may count kernel mode on the perf path (admins
+         * always may). */
+        BackendWanted counters_backend;
+        bool user_count_kernel;
 
         unsigned clients_max;
         unsigned clients_per_uid_max;

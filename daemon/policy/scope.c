@@ -19,7 +19,6 @@
 #include "macro.h"
 #include "policy/scope.h"
 
-#define CGROUP_PATH_MAX 2048
 #define CGROUP_FILE_MAX (16U * 1024U)   /* /proc/PID/cgroup: one line per hierarchy */
 #define CPUSET_TEXT_MAX (64U * 1024U)    /* a cpuset file: every other CPU of PMUGATE_CPUS_MAX fits */
 
@@ -55,7 +54,7 @@ static bool job_cgroup_trusted(const char *cgroup_root, const char *path, size_t
         size_t n_bases = v2 ? ELEMENTSOF(v2_bases) : ELEMENTSOF(v1_bases);
 
         for (size_t i = 0; i < n_bases; i++) {
-                char dir[CGROUP_PATH_MAX + 600];
+                char dir[PMUGATE_CGROUP_PATH_MAX + 600];
                 struct stat st;
                 int n;
 
@@ -68,10 +67,10 @@ static bool job_cgroup_trusted(const char *cgroup_root, const char *path, size_t
         return false;
 }
 
-/* Whether the process behind pidfd still exists. Checked after reading /proc/PID: a pid is
- * not reused while its process (or zombie) exists, so what was read belonged to the peer.
- * The daemon may lack the right to signal the caller (EPERM): that process is alive too. */
-static bool pidfd_alive(int pidfd) {
+/* Checked after opening or reading /proc/PID: a pid is not reused while its process (or zombie)
+ * exists, so what was read belonged to the process of the pidfd. The daemon may lack the right
+ * to signal the process (EPERM): that process is alive too. */
+bool scope_pidfd_alive(int pidfd) {
         return pidfd_send_signal(pidfd, 0, NULL, 0) == 0 || errno == EPERM;
 }
 
@@ -90,7 +89,7 @@ static int open_proc_cgroup(Peer *peer) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        if (!pidfd_alive(peer->pidfd)) {
+        if (!scope_pidfd_alive(peer->pidfd)) {
                 (void) close(fd);
                 return -ESRCH;
         }
@@ -177,7 +176,7 @@ int scope_parse_proc_cgroup(const char *text, size_t size, char *ret_v2, char *r
         return 0;
 }
 
-static int read_proc_cgroup(int fd, char *v2, char *v1_cpuset, size_t size) {
+int scope_read_proc_cgroup(int fd, char *v2, char *v1_cpuset, size_t size) {
         _cleanup_free_ char *text = malloc(CGROUP_FILE_MAX + 1);
         ssize_t length;
 
@@ -189,6 +188,15 @@ static int read_proc_cgroup(int fd, char *v2, char *v1_cpuset, size_t size) {
         if ((size_t) length > CGROUP_FILE_MAX)
                 return -EFBIG;
         return scope_parse_proc_cgroup(text, (size_t) length, v2, v1_cpuset, size);
+}
+
+int scope_peer_cgroup(Peer *peer, char *ret_v2, char *ret_v1_cpuset, size_t path_size) {
+        int r;
+
+        r = open_proc_cgroup(peer);
+        if (r < 0)
+                return r;
+        return scope_read_proc_cgroup(peer->cgroup_fd, ret_v2, ret_v1_cpuset, path_size);
 }
 
 /* The first line of a cpuset file as CPUs; a file too long to read whole is refused. */
@@ -229,7 +237,7 @@ int scope_read_cpuset(const char *dir_root, const char *path, size_t stop, const
                 return -EINVAL;
         for (;;) {
                 for (const char *const *file = files; *file; file++) {
-                        char full[CGROUP_PATH_MAX + 1024];
+                        char full[PMUGATE_CGROUP_PATH_MAX + 1024];
                         int n, r;
 
                         n = snprintf(full, sizeof(full), "%s%.*s/%s", dir_root, (int) length, path, *file);
@@ -280,7 +288,7 @@ static int cgroup_cpus(const char *cgroup_root, const char *v2, const char *v1_c
 }
 
 int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Scope *ret, Refusal *ret_refusal) {
-        char v2[CGROUP_PATH_MAX], v1[CGROUP_PATH_MAX], job[PMUGATE_STRING_MAX + 1];
+        char v2[PMUGATE_CGROUP_PATH_MAX], v1[PMUGATE_CGROUP_PATH_MAX], job[PMUGATE_STRING_MAX + 1];
         const Grant *grant;
         size_t job_end;
         bool job_v2;
@@ -296,7 +304,7 @@ int scope_resolve(const char *cgroup_root, Peer *peer, const Grants *grants, Sco
                               "the kernel gave no pidfd for this connection (SO_PEERPIDFD needs "
                               "Linux 6.5 or later), so which job pid %d belongs to cannot be verified",
                               (int) peer->pid);
-        if (open_proc_cgroup(peer) < 0 || read_proc_cgroup(peer->cgroup_fd, v2, v1, sizeof(v2)) < 0)
+        if (scope_peer_cgroup(peer, v2, v1, sizeof(v2)) < 0)
                 return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
                               "cannot tell which job pid %d belongs to (has it exited?)", (int) peer->pid);
 

@@ -46,6 +46,19 @@ bool scope_job_covers(const Scope *s, const Grants *grants, uid_t uid, const cha
 int scope_parse_proc_cgroup(const char *text, size_t size, char *ret_v2, char *ret_v1_cpuset,
                             size_t path_size);
 
+/* Reads a /proc/PID/cgroup open at fd (from its start) as scope_parse_proc_cgroup() parses it.
+ * Returns 0, -EFBIG when the file exceeds what any real one holds, or another negative errno. */
+int scope_read_proc_cgroup(int fd, char *ret_v2, char *ret_v1_cpuset, size_t path_size);
+
+/* The peer's cgroup paths as scope_read_proc_cgroup() gives them, from its /proc/PID/cgroup,
+ * which is opened once per connection and believed only while the peer's pidfd shows the
+ * process still exists (the kept file then stays the peer's even if the pid is reused). Returns
+ * 0, -ESRCH when the peer has no pidfd or had exited, or another negative errno. */
+int scope_peer_cgroup(Peer *peer, char *ret_v2, char *ret_v1_cpuset, size_t path_size);
+
+/* Whether the process behind pidfd still exists (a zombie counts: its pid is not free yet). */
+bool scope_pidfd_alive(int pidfd);
+
 /* The length of path up to the end of its "job_<ID>" component (0 when it has none), with the
  * ID in ret_job. The cpuset walk stops there: a job's CPUs are never an ancestor's. */
 size_t scope_find_job(const char *path, char *ret_job, size_t job_size);

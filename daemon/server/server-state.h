@@ -14,6 +14,7 @@
 
 #include "audit-fold.h"
 #include "audit.h"
+#include "backend/backend-choice.h"
 #include "backend/backend.h"
 #include "backend/machine.h"
 #include "cpuset.h"
@@ -87,6 +88,10 @@ struct Server {
 
         Machine *machine;
         Backend *backend;
+        /* How counters are programmed, decided at start-up (main.c) and kept across reloads.
+         * Under perf or none, batch writes of registers are refused; reads stay. */
+        BackendChoice choice;
+        bool counters_from_option;      /* --counters decided it, not pmugate.conf */
         Allowlist *allowlist;
         Config config;
         Audit *audit;

@@ -3,6 +3,9 @@
  * Fuzz target: the kernel's perf event descriptions the daemon reads from sysfs under --root
  * (daemon/backend/perf-counters.c), the event file and the format files it names
  *
+ * and perf_format_parse_mask() on every format line (the perf_event path's catalogue,
+ * perf-catalog-sysfs.c)
+ *
  * Input: the event file's text on the first line, then one format file per line as "TERM TEXT"
  * ("umask config:8-15"). A term without a line has no format file (-ENOENT).
  */
@@ -24,9 +27,21 @@ typedef struct Formats {
 } Formats;
 
 static void check_format(const char *text) {
-        unsigned lo = 1000, hi = 1000, lo2, hi2;
+        unsigned lo = 1000, hi = 1000, lo2, hi2, word = 1000;
+        uint64_t mask = 42;
         char again[32];
-        int r = perf_format_parse(text, &lo, &hi);
+        int r = perf_format_parse(text, &lo, &hi), r_mask = perf_format_parse_mask(text, &word, &mask);
+
+        /* the catalogue's parser: any config word, comma-joined ranges; untouched on refusal */
+        fuzz_assert(r_mask == 0 || r_mask == -EINVAL);
+        if (r_mask < 0)
+                fuzz_assert(word == 1000 && mask == 42);
+        else
+                fuzz_assert(word <= 2 && mask != 0 && strncmp(text, "config", 6) == 0);
+        /* where both accept (the older one also takes "+7" and " 7"), they read the same bits */
+        if (r == 0 && r_mask == 0)
+                fuzz_assert(word == 0 &&
+                            mask == (hi - lo == 63 ? UINT64_MAX : ((UINT64_C(1) << (hi - lo + 1)) - 1) << lo));
 
         fuzz_assert(r == 0 || r == -EINVAL || r == -EOPNOTSUPP);
         if (r < 0) {

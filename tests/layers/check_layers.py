@@ -54,6 +54,8 @@ LAYERS = {
             ('backend/sim', {'dirs': ['backend/sim']}),
             ('policy', {'dirs': ['policy']}),
             ('pmu', {'dirs': ['pmu']}),
+            # the perf_event path's scopes and attr checks, above the backend and the policy
+            ('perf', {'dirs': ['perf']}),
             ('server', {'dirs': ['server']}),
             ('handlers', {'dirs': ['handlers']}),
             ('main', {'stems': ['main', 'privileges']}),

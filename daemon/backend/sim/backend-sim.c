@@ -213,6 +213,9 @@ static int sim_msr_write(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value)
         r = msr_prepare(s, cpu, reg, true, &c);
         if (r < 0)
                 return r;
+        /* The msr driver refuses every write under lockdown (LOCKDOWN_MSR). */
+        if (s->config->lockdown)
+                return -EPERM;
         if (s->model.amd && sim_amd_l3_owns(reg))
                 return sim_amd_l3_write(&s->ccxs[c->ccx].l3, reg, value);
         if (s->model.amd && sim_amd_package_owns(reg))
@@ -252,6 +255,9 @@ static int sim_pci_write(Backend *b, uint32_t unit, uint32_t offset, unsigned wi
         r = pci_prepare(sim_backend(b), unit, &u);
         if (r < 0)
                 return r;
+        /* Config space beyond the header is LOCKDOWN_PCI_ACCESS's: writes fail, reads work. */
+        if (sim_backend(b)->config->lockdown)
+                return -EPERM;
         return sim_imc_write(&u->imc, offset, width, value);
 }
 
@@ -671,12 +677,14 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
                 .vtable = &sim_vtable,
                 .machine = machine,
                 .simulated = true,
+                .lockdown = s->config->lockdown,
         };
-        log_info("Simulated PMU: %s, %u socket(s) x %u cores%s, %s clock%s", machine->model_name,
+        log_info("Simulated PMU: %s, %u socket(s) x %u cores%s, %s clock%s%s%s", machine->model_name,
                  s->config->sockets, s->config->cores_per_socket, s->config->smt ? " x 2 threads" : "",
                  s->config->clock_mode == SIM_CLOCK_DETERMINISTIC ? "deterministic" : "realtime",
                  !s->config->nmi_watchdog ? "" :
-                 s->model.amd ? ", NMI watchdog on core counter 0" : ", NMI watchdog on fixed counter 1");
+                 s->model.amd ? ", NMI watchdog on core counter 0" : ", NMI watchdog on fixed counter 1",
+                 s->config->lockdown ? ", kernel lockdown: " : "", s->config->lockdown ?: "");
 
         *ret_machine = TAKE_PTR(machine);
         *ret_backend = &TAKE_PTR(s)->backend;

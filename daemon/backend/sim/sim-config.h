@@ -66,6 +66,9 @@ typedef struct SimConfig {
         double jitter;                  /* each access costs cycles_per_access * (1 +- jitter) */
 
         bool nmi_watchdog;
+        /* Kernel lockdown the simulated kernel is in: NULL (none), "integrity" or
+         * "confidentiality". MSR and PCI config writes then fail with -EPERM; reads work. */
+        const char *lockdown;
         unsigned watchdog_thresh;       /* seconds of unhalted cycles per watchdog period */
         uint32_t *offline_cpus;
         size_t n_offline_cpus;

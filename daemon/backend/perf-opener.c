@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The perf opener: a forked process with CAP_PERFMON alone that opens perf events for the server
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/perf-opener.h"
+#include "log.h"
+#include "macro.h"
+#include "pmugate-limits.h"
+
+/* Which fds follow a request in SCM_RIGHTS, in this order. */
+enum {
+        OPENER_FD_GROUP = 1U << 0,
+        OPENER_FD_CGROUP = 1U << 1,
+};
+
+/* One request, the same struct on both ends of a socketpair of one binary. */
+typedef struct OpenerRequest {
+        uint8_t attr[sizeof(struct perf_event_attr)];
+        int32_t pid;
+        int32_t cpu;
+        uint64_t flags;
+        uint32_t fds;           /* OPENER_FD_* */
+        uint32_t reserved;      /* 0 */
+} OpenerRequest;
+
+/* 0 with the fd in SCM_RIGHTS, or a negative errno and no fd. */
+typedef struct OpenerReply {
+        int32_t error;
+} OpenerReply;
+
+#define OPENER_FDS_MAX 2U
+/* The flags the opener passes on; PERF_FLAG_FD_CLOEXEC is always added. */
+#define OPENER_FLAGS (PERF_FLAG_FD_CLOEXEC | PERF_FLAG_PID_CGROUP)
+/* The opener's end of the socketpair in the child: every fd above it is closed. */
+#define OPENER_CHILD_FD 3
+
+struct PerfOpener {
+        pid_t pid;
+        int fd;
+        bool dead;      /* stopped answering: every open fails with -EPIPE, logged once */
+};
+
+static void close_fds(int *fds, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (fds[i] >= 0)
+                        (void) close(fds[i]);
+}
+
+/* Reads one message of exactly size bytes and at most max_fds fds in SCM_RIGHTS. Anything else
+ * (a longer or shorter message, other control data, more fds, truncated control data) is
+ * refused with -EBADMSG, closing whatever fds came. Returns 1, 0 at end of file, or -errno. */
+static int receive_exact(int fd, void *buf, size_t size, int *fds, size_t max_fds, size_t *ret_n_fds) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * OPENER_FDS_MAX)];
+        } control;
+        struct iovec iov = { .iov_base = buf, .iov_len = size };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+                             .msg_controllen = CMSG_SPACE(sizeof(int) * max_fds) };
+        size_t n_fds = 0;
+        bool bad = false;
+        ssize_t n;
+
+        memset(&control, 0, sizeof(control));
+        do
+                n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if (n == 0 && mh.msg_controllen == 0)
+                return 0;
+        for (struct cmsghdr *c = mh.msg_controllen ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+                        bad = true;
+                        continue;
+                }
+                for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                        int got;
+
+                        memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        if (n_fds < max_fds)
+                                fds[n_fds++] = got;
+                        else {
+                                (void) close(got);
+                                bad = true;
+                        }
+                }
+        }
+        if (bad || (size_t) n != size || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+                close_fds(fds, n_fds);
+                return -EBADMSG;
+        }
+        *ret_n_fds = n_fds;
+        return 1;
+}
+
+static int send_with_fds(int fd, const void *buf, size_t size, const int *fds, size_t n_fds) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * OPENER_FDS_MAX)];
+        } control;
+        struct iovec iov = { .iov_base = (void *) buf, .iov_len = size };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t n;
+
+        if (n_fds > OPENER_FDS_MAX)
+                return -EINVAL;
+        if (n_fds > 0) {
+                struct cmsghdr *c;
+
+                memset(&control, 0, sizeof(control));
+                mh.msg_control = &control;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+                c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+        }
+        do
+                n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        return (size_t) n == size ? 0 : -EIO;
+}
+
+/* ---- the opener's side ---- */
+
+static void cap_freep(cap_t *c) {
+        if (*c)
+                (void) cap_free(*c);
+}
+
+/* A capability mask line of /proc/self/status ("CapEff:\t0000004000000000"). */
+static int status_mask(const char *field, uint64_t *ret) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[256];
+        size_t len = strlen(field);
+
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, field, len) == 0 && line[len] == ':') {
+                        char *end;
+
+                        errno = 0;
+                        *ret = strtoull(line + len + 1, &end, 16);
+                        if (errno != 0 || end == line + len + 1 || (*end != '\n' && *end != '\0'))
+                                return -EBADMSG;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+/* What the opener may keep: CAP_PERFMON, when it had it; nothing else anywhere. The bounding
+ * set only when the opener could empty it (root, or CAP_SETPCAP): a daemon started without
+ * either keeps the bounding set it was given, and no_new_privs keeps it from gaining any. */
+static int verify_capabilities(uint64_t keep, bool bounded) {
+        static const char *const empty[] = { "CapInh", "CapAmb" };
+        static const char *const kept[] = { "CapPrm", "CapEff", "CapBnd" };
+        uint64_t v;
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(empty); i++) {
+                r = status_mask(empty[i], &v);
+                if (r < 0)
+                        return log_error_errno(r, "Perf opener: cannot read %s of /proc/self/status", empty[i]);
+                if (v != 0)
+                        return log_error_errno(EPERM, "Perf opener: %s is %016" PRIx64 ", not empty", empty[i], v);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++) {
+                r = status_mask(kept[i], &v);
+                if (r < 0)
+                        return log_error_errno(r, "Perf opener: cannot read %s of /proc/self/status", kept[i]);
+                if (strcmp(kept[i], "CapBnd") == 0 && !bounded)
+                        continue;
+                if (v & ~keep)
+                        return log_error_errno(EPERM, "Perf opener: %s is %016" PRIx64 ", more than CAP_PERFMON",
+                                               kept[i], v);
+        }
+        return 0;
+}
+
+static bool have_capability(cap_value_t cap, cap_flag_t flag) {
+        _cleanup_(cap_freep) cap_t now = cap_get_proc();
+        cap_flag_value_t v = CAP_CLEAR;
+
+        return now && cap_get_flag(now, cap, flag, &v) == 0 && v == CAP_SET;
+}
+
+/* Becomes uid:gid (as root) with CAP_PERFMON alone, or keeps the identity it was started with
+ * and at most CAP_PERFMON. */
+static int opener_drop_privileges(uid_t uid, gid_t gid, uint64_t *ret_keep) {
+        _cleanup_(cap_freep) cap_t caps = NULL;
+        cap_value_t perfmon = CAP_PERFMON;
+        bool root = geteuid() == 0, keep = have_capability(CAP_PERFMON, CAP_PERMITTED);
+        bool bounded = root || have_capability(CAP_SETPCAP, CAP_EFFECTIVE);
+        int r;
+
+        if (root && uid == 0)
+                return log_error_errno(EINVAL, "Perf opener: refusing to run as root");
+        if (cap_reset_ambient() < 0 && errno != EINVAL)
+                return log_error_errno(errno, "Perf opener: cannot clear the ambient capability set");
+        if (bounded)
+                for (cap_value_t cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+                        if (cap != CAP_PERFMON && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) > 0 &&
+                            prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+                                return log_error_errno(errno, "Perf opener: cannot drop capability %d from the "
+                                                       "bounding set", (int) cap);
+        if (root) {
+                /* Without KEEPCAPS the switch away from uid 0 empties the permitted set. */
+                if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+                        return log_error_errno(errno, "Perf opener: PR_SET_KEEPCAPS failed");
+                if (setgroups(0, NULL) < 0)
+                        return log_error_errno(errno, "Perf opener: setgroups() failed");
+                if (setresgid(gid, gid, gid) < 0)
+                        return log_error_errno(errno, "Perf opener: setresgid(%u) failed", (unsigned) gid);
+                if (setresuid(uid, uid, uid) < 0)
+                        return log_error_errno(errno, "Perf opener: setresuid(%u) failed", (unsigned) uid);
+                if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+                        return log_error_errno(errno, "Perf opener: clearing PR_SET_KEEPCAPS failed");
+        }
+
+        caps = cap_init();
+        if (!caps)
+                return log_error_errno(ENOMEM, "Perf opener: cannot allocate capability sets");
+        if (keep && (cap_set_flag(caps, CAP_PERMITTED, 1, &perfmon, CAP_SET) < 0 ||
+                     cap_set_flag(caps, CAP_EFFECTIVE, 1, &perfmon, CAP_SET) < 0))
+                return log_error_errno(errno, "Perf opener: cannot build its capability sets");
+        if (cap_set_proc(caps) < 0)
+                return log_error_errno(errno, "Perf opener: cannot set its capabilities");
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return log_error_errno(errno, "Perf opener: cannot set no_new_privs");
+        /* Nobody of its uid may ptrace it or read its memory; changing uid may have reset this. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return log_error_errno(errno, "Perf opener: PR_SET_DUMPABLE failed");
+
+        *ret_keep = keep ? UINT64_C(1) << CAP_PERFMON : 0;
+        r = verify_capabilities(*ret_keep, bounded);
+        if (r < 0)
+                return r;
+        if (root && (setuid(0) == 0 || geteuid() == 0))
+                return log_error_errno(EPERM, "Perf opener: could regain root");
+        return 0;
+}
+
+static int opener_handle(const OpenerRequest *req, const int *fds, size_t n_fds, PerfAttrVerify verify,
+                         const uint32_t *types, size_t n_types) {
+        struct perf_event_attr attr;
+        size_t want = !!(req->fds & OPENER_FD_GROUP) + !!(req->fds & OPENER_FD_CGROUP);
+        int group_fd = -1, cgroup_fd = -1, pid = req->pid, fd;
+        char reason[256] = "";
+        struct stat st;
+        int r;
+
+        if (req->reserved != 0 || (req->fds & ~(uint32_t) (OPENER_FD_GROUP | OPENER_FD_CGROUP)) || n_fds != want ||
+            (req->flags & ~(uint64_t) OPENER_FLAGS))
+                return -EINVAL;
+        if (req->fds & OPENER_FD_GROUP)
+                group_fd = fds[0];
+        if (req->fds & OPENER_FD_CGROUP)
+                cgroup_fd = fds[n_fds - 1];
+        /* PERF_FLAG_PID_CGROUP with a directory fd that came along, and only then. */
+        if (!!(req->flags & PERF_FLAG_PID_CGROUP) != (cgroup_fd >= 0))
+                return -EINVAL;
+        if (cgroup_fd >= 0) {
+                if (fstat(cgroup_fd, &st) < 0 || !S_ISDIR(st.st_mode) || req->cpu < 0)
+                        return -EINVAL;
+                pid = cgroup_fd;
+        } else if (req->pid < -1)
+                return -EINVAL;
+
+        memcpy(&attr, req->attr, sizeof(attr));
+        r = verify(&attr, types, n_types, reason, sizeof(reason));
+        if (r < 0) {
+                log_warning("Perf opener refused an event the server asked for: %s",
+                            reason[0] ? reason : "no reason given");
+                return r == -EPERM ? r : -EPERM;
+        }
+        fd = (int) syscall(SYS_perf_event_open, &attr, pid, (int) req->cpu, group_fd,
+                           (unsigned long) (req->flags | PERF_FLAG_FD_CLOEXEC));
+        return fd < 0 ? -errno : fd;
+}
+
+static int opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, size_t n_types) {
+        for (;;) {
+                OpenerRequest req;
+                OpenerReply reply = {};
+                int fds[OPENER_FDS_MAX] = { -1, -1 }, fd = -1;
+                size_t n_fds = 0;
+                int r;
+
+                r = receive_exact(sock, &req, sizeof(req), fds, OPENER_FDS_MAX, &n_fds);
+                if (r == 0)
+                        return 0;
+                if (r == -EBADMSG)
+                        reply.error = -EINVAL;
+                else if (r < 0)
+                        return log_error_errno(r, "Perf opener: cannot receive a request");
+                else {
+                        fd = opener_handle(&req, fds, n_fds, verify, types, n_types);
+                        if (fd < 0)
+                                reply.error = fd;
+                        close_fds(fds, n_fds);
+                }
+                r = send_with_fds(sock, &reply, sizeof(reply), &fd, fd >= 0 ? 1 : 0);
+                if (fd >= 0)
+                        (void) close(fd);
+                if (r < 0)
+                        return r == -EPIPE ? 0 : log_error_errno(r, "Perf opener: cannot send its answer");
+        }
+}
+
+__attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAttrVerify verify, const uint32_t *types, size_t n_types,
+                                   uid_t uid, gid_t gid) {
+        sigset_t all;
+        uint64_t keep = 0;
+        int r;
+
+        /* The server may have blocked signals for sd-event; the opener must die of SIGTERM. */
+        (void) sigemptyset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, NULL);
+        if (sock != OPENER_CHILD_FD) {
+                if (dup2(sock, OPENER_CHILD_FD) < 0)
+                        _exit(EXIT_FAILURE);
+                sock = OPENER_CHILD_FD;
+        }
+        /* stdin, stdout and stderr (the log) stay; the server's devices, sockets and state
+         * directory go. */
+        if (syscall(SYS_close_range, OPENER_CHILD_FD + 1, ~0U, 0) < 0)
+                _exit(EXIT_FAILURE);
+        if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0)
+                _exit(EXIT_FAILURE);
+
+        r = opener_drop_privileges(uid, gid, &keep);
+        if (r < 0)
+                _exit(EXIT_FAILURE);
+        /* Set after the uid change, which clears it; then the parent may already be gone. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+                _exit(EXIT_FAILURE);
+        if (keep == 0)
+                log_notice("Perf opener runs without CAP_PERFMON (pmugated was not started with it): it opens "
+                           "only what /proc/sys/kernel/perf_event_paranoid allows its user");
+        else
+                log_debug("Perf opener runs as uid %u with CAP_PERFMON alone", (unsigned) geteuid());
+
+        r = opener_serve(sock, verify, types, n_types);
+        _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+}
+
+/* ---- the server's side ---- */
+
+int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size_t n_types, uid_t uid, gid_t gid,
+                      PerfOpener **ret) {
+        _cleanup_free_ PerfOpener *o = NULL;
+        int pair[2];
+        pid_t parent = getpid(), pid;
+
+        if (!verify || n_types > PERF_PMUS_MAX || (n_types > 0 && !allowed_types))
+                return -EINVAL;
+        o = calloc(1, sizeof(*o));
+        if (!o)
+                return -ENOMEM;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+                return log_error_errno(errno, "Cannot create the perf opener's socket pair");
+        (void) fflush(stderr);
+        pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+
+                (void) close(pair[0]);
+                (void) close(pair[1]);
+                return log_error_errno(r, "Cannot start the perf opener");
+        }
+        if (pid == 0) {
+                (void) close(pair[0]);
+                opener_main(pair[1], parent, verify, allowed_types, n_types, uid, gid);
+        }
+        (void) close(pair[1]);
+        o->pid = pid;
+        o->fd = pair[0];
+        log_debug("Perf opener started as process %d", (int) pid);
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int opener_gone(PerfOpener *o, int error) {
+        if (!o->dead)
+                log_error_errno(error, "Perf opener (process %d) is gone: no perf event can be opened until "
+                                "pmugated restarts", (int) o->pid);
+        o->dead = true;
+        return -EPIPE;
+}
+
+int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
+                     int group_fd, unsigned long flags) {
+        OpenerRequest req = { .pid = pid, .cpu = cpu, .flags = flags };
+        OpenerReply reply;
+        struct pollfd p = { .fd = o->fd, .events = POLLIN };
+        int fds[OPENER_FDS_MAX], fd = -1;
+        size_t n_fds = 0;
+        int r;
+
+        if (!attr || (flags & ~(unsigned long) OPENER_FLAGS) ||
+            !!(flags & PERF_FLAG_PID_CGROUP) != (cgroup_fd >= 0))
+                return -EINVAL;
+        if (o->dead)
+                return -EPIPE;
+        memcpy(req.attr, attr, sizeof(req.attr));
+        if (group_fd >= 0) {
+                req.fds |= OPENER_FD_GROUP;
+                fds[n_fds++] = group_fd;
+        }
+        if (cgroup_fd >= 0) {
+                req.fds |= OPENER_FD_CGROUP;
+                fds[n_fds++] = cgroup_fd;
+                req.pid = -1;
+        }
+        r = send_with_fds(o->fd, &req, sizeof(req), fds, n_fds);
+        if (r == -EPIPE || r == -ECONNRESET)
+                return opener_gone(o, r);
+        if (r < 0)
+                return r;
+
+        do
+                r = poll(&p, 1, PERF_OPENER_TIMEOUT_MSEC);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+                return opener_gone(o, errno);
+        if (r == 0)
+                /* A late answer would be taken for the next request's: never ask it again. */
+                return opener_gone(o, ETIMEDOUT);
+        r = receive_exact(o->fd, &reply, sizeof(reply), &fd, 1, &n_fds);
+        if (r == 0)
+                return opener_gone(o, EPIPE);
+        if (r < 0)
+                return opener_gone(o, -r);
+        if ((reply.error == 0) != (n_fds == 1) || reply.error > 0 || reply.error < -4095) {
+                if (n_fds == 1)
+                        (void) close(fd);
+                return opener_gone(o, EBADMSG);
+        }
+        return reply.error < 0 ? reply.error : fd;
+}
+
+pid_t perf_opener_pid(const PerfOpener *o) {
+        return o ? o->pid : 0;
+}
+
+PerfOpener *perf_opener_stop(PerfOpener *o) {
+        if (!o)
+                return NULL;
+        /* The opener holds nothing to save, and one that hangs would never see the end of file. */
+        (void) close(o->fd);
+        (void) kill(o->pid, SIGKILL);
+        while (waitpid(o->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        free(o);
+        return NULL;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What a perf_open of scope job or process counts, and whether the caller may count it.
+ *
+ * Job scope counts the tasks of the caller's job through the job's cgroup in the v2 hierarchy
+ * (the kernel's perf_event cgroup events: PERF_FLAG_PID_CGROUP with a directory fd). The
+ * directory is the one the caller's own /proc/PID/cgroup names, believed only while the
+ * caller's pidfd shows it is the same process, cut at its job_<ID> component; it is opened
+ * component by component without following symlinks, and must belong to root, so that a cgroup
+ * a user made (v2 delegation) cannot stand for a job.
+ *
+ * Process scope counts one process of the caller's: every thread's real and effective uid is
+ * the caller's, it is alive, and in job mode it runs inside the job's cgroup. The process is
+ * pinned by a pidfd; its /proc entry is opened once and believed only while that pidfd lives.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "policy/policy.h"
+#include "refusal.h"
+
+/* Job scope: the cgroup v2 directory of the caller's job (the caller's own v2 cgroup from
+ * /proc/PID/cgroup, checked against its pidfd, cut at its job_<ID> component, which must name
+ * job; the directory must belong to root), opened O_DIRECTORY|O_RDONLY|O_CLOEXEC component by
+ * component with O_NOFOLLOW from the v2 mount under cgroup_root ("<cgroup_root>" when it is
+ * cgroup2 itself, else "<cgroup_root>/unified"). Returns 0 with the fd in ret_fd, or refuses
+ * (PROTO_E_NO_GRANT) with the reason saying what to do. */
+int perf_target_job_cgroup(const char *cgroup_root, Peer *peer, const char *job, int *ret_fd, Refusal *ret_refusal);
+
+/* The v2 path of the caller's job (relative to the v2 mount, e.g.
+ * "/system.slice/slurmstepd.scope/job_42"), as perf_target_job_cgroup() finds it, for the
+ * job_cgroup argument of perf_target_process(). Returns 0 or refuses (PROTO_E_NO_GRANT). */
+int perf_target_job_path(Peer *peer, const char *job, char *ret_path, size_t path_size, Refusal *ret_refusal);
+
+/* Process scope: target pid (0: the caller) must be the caller's uid's process (real and
+ * effective uid of every thread; root may name any), alive, and in job mode (job_cgroup, a v2
+ * path as perf_target_job_path() gives it) inside the job's cgroup. Fills the pidfd and the
+ * thread ids to open events on (every thread now; children and new threads follow through
+ * attr.inherit). After the events are open, perf_target_process_alive() with the pidfd
+ * confirms the pid was not recycled in between. proc_root is where procfs is mounted ("/proc").
+ * Returns 0 with ret filled (release it with perf_process_done()), or refuses
+ * (PROTO_E_BAD_FIELD: no such process or exited; PROTO_E_NOT_AUTHORIZED: another uid's;
+ * PROTO_E_OUT_OF_SCOPE: outside the job; PROTO_E_LIMIT: too many threads), or a negative
+ * errno. */
+typedef struct PerfProcess { int pidfd; pid_t pid; pid_t *tids; size_t n_tids; } PerfProcess;
+int perf_target_process(const char *proc_root, Peer *peer, pid_t pid, const char *job_cgroup /* NULL outside job mode */,
+                        PerfProcess *ret, Refusal *ret_refusal);
+bool perf_target_process_alive(const PerfProcess *p);
+void perf_process_done(PerfProcess *p);
