@@ -14,10 +14,14 @@
 #include "audit.h"
 #include "backend/backend-choice.h"
 #include "backend/machine.h"
+#include "backend/perf-catalog.h"
+#include "backend/perf-driver.h"
+#include "backend/perf-opener.h"
 #include "backend/sim/backend-sim.h"
 #include "build-config.h"
 #include "handlers/handlers.h"
 #include "log.h"
+#include "perf/perf-attr.h"
 #include "pmu/allowlist.h"
 #include "policy/config.h"
 #include "privileges.h"
@@ -237,6 +241,38 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
         return 0;
 }
 
+/* The perf_event path: the PMUs the kernel shows (the simulator: software alone until it has
+ * its own perf layer), and the kernel's driver over the opener, forked now, while root, to
+ * keep CAP_PERFMON alone. Without it the daemon still serves everything else, and perf_open
+ * is refused with the reason. */
+static void setup_perf(Server *s, const Options *o, uid_t uid, gid_t gid) {
+        uint32_t types[PERF_PMUS_MAX];
+        size_t n = 0;
+        int r;
+
+        if (strcmp(o->backend, "sim") == 0)
+                r = perf_catalog_new(&s->perf_catalog);
+        else
+                r = perf_catalog_read_sysfs(o->root, s->machine, &s->perf_catalog);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read the kernel's PMUs under %s: perf_open is not served", o->root);
+                return;
+        }
+        for (size_t i = 0; i < s->perf_catalog->n_pmus && n < ELEMENTSOF(types); i++)
+                types[n++] = s->perf_catalog->pmus[i].type;
+        r = perf_opener_start(perf_attr_verify, types, n, uid, gid, &s->perf_opener);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot start the perf opener: perf_open is not served");
+                return;
+        }
+        r = perf_driver_kernel_new(s->perf_opener, &s->perf);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot set up the kernel's perf driver: perf_open is not served");
+                return;
+        }
+        log_info("perf_event path: %zu PMUs, opener pid %d", s->perf_catalog->n_pmus, (int) perf_opener_pid(s->perf_opener));
+}
+
 static int run(int argc, char *argv[]) {
         Options o;
         Config config;
@@ -345,6 +381,7 @@ static int run(int argc, char *argv[]) {
         r = server_listen(server);
         if (r < 0)
                 goto finish;
+        setup_perf(server, &o, daemon_uid, daemon_gid);
         r = privileges_drop(o.user);
         if (r < 0)
                 goto finish;

@@ -17,7 +17,11 @@
 #include "backend/backend-choice.h"
 #include "backend/backend.h"
 #include "backend/machine.h"
+#include "backend/perf-catalog.h"
+#include "backend/perf-driver.h"
+#include "backend/perf-opener.h"
 #include "cpuset.h"
+#include "perf/perf-handles.h"
 #include "message.h"
 #include "pmu/allowlist.h"
 #include "pmu/leases.h"
@@ -92,6 +96,13 @@ struct Server {
          * Under perf or none, batch writes of registers are refused; reads stay. */
         BackendChoice choice;
         bool counters_from_option;      /* --counters decided it, not pmugate.conf */
+        /* The perf_event path (docs/PERF.md): the PMUs perf_open may name, the driver that opens
+         * them (the kernel's through the opener, or the simulator's) and the opener itself.
+         * perf NULL: perf_open is refused with the reason. All owned. */
+        PerfCatalog *perf_catalog;
+        PerfDriver *perf;
+        PerfOpener *perf_opener;
+        sd_event_source *perf_tick;     /* the simulator's counting, while simulated events are open */
         Allowlist *allowlist;
         Config config;
         Audit *audit;
@@ -123,6 +134,9 @@ struct Server {
         char *receive_buffer;
         msgpack_sbuffer reply;
         size_t reply_part_ends[PMUGATE_REPLY_PARTS_MAX];  /* a reply in parts: where each ends */
+        /* fds that go with the reply (a perf_open's handoff) in SCM_RIGHTS, owned until sent */
+        int reply_fds[PERF_EVENTS_PER_OPEN_MAX];
+        size_t n_reply_fds;
         size_t n_reply_parts;                             /* 0: the reply is one message */
         const AllowEntry **entries;
         int32_t *status;
@@ -147,6 +161,11 @@ struct Session {
         CpuSet revoked_cpus;
         char revoked_why[PMUGATE_REASON_MAX];
         AuditFold audit_fold;   /* monitors: write batches repeated at every sample */
+        /* perf_open's handles, by slot; a handle's id is what the client names (never reused
+         * in a session, so a stale id never reaches a newer handle) */
+        PerfHandle *perf[PERF_HANDLES_PER_SESSION_MAX];
+        uint32_t perf_next_id;
+        size_t perf_revoked;    /* handles closed because a right ended, told with `revoked` */
         /* The messages of a reply the socket would not take yet, back to back; reading
          * pauses until the last is sent. */
         char *pending;

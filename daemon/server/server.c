@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "pmu/clean.h"
 #include "pmu/journal.h"
+#include "server/perf-sessions.h"
 #include "server/server.h"
 
 #define AUDIT_FLUSH_USEC (10U * 1000U * 1000U)
@@ -199,6 +200,11 @@ Server *server_free(Server *s) {
         scheduler_done(&s->scheduler);
         server_free_idle_jobs(s);
         sd_event_source_disable_unref(s->turns);
+        s->perf_tick = sd_event_source_disable_unref(s->perf_tick);
+        server_reply_fds_drop(s);
+        s->perf = perf_driver_free(s->perf);
+        s->perf_opener = perf_opener_stop(s->perf_opener);
+        s->perf_catalog = perf_catalog_free(s->perf_catalog);
         leases_free(s->leases);
         pmu_free(s->pmu);
         grants_done(&s->grants);

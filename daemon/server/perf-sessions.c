@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A session's perf handles: lookup, per-uid accounting, and every way a handle ends.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "perf-spec.h"
+#include "server/perf-sessions.h"
+#include "server/reply.h"
+
+PerfHandle *session_perf_find(Session *c, uint32_t id, size_t *ret_slot) {
+        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
+                if (c->perf[i] && c->perf[i]->id == id) {
+                        if (ret_slot)
+                                *ret_slot = i;
+                        return c->perf[i];
+                }
+        return NULL;
+}
+
+bool session_perf_any(const Session *c) {
+        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
+                if (c->perf[i])
+                        return true;
+        return false;
+}
+
+static void format_targets(const PerfHandle *h, char *buf, size_t size) {
+        size_t off = 0;
+
+        buf[0] = '\0';
+        for (size_t t = 0; t < h->n_targets && off < size; t++) {
+                int n = snprintf(buf + off, size - off, "%s%" PRId64, t > 0 ? "," : "", h->targets[t]);
+
+                if (n < 0)
+                        break;
+                off += (size_t) n;
+        }
+}
+
+void session_perf_close(Session *c, size_t slot, const char *verdict, const char *why) {
+        PerfHandle *h = c->perf[slot];
+        char targets[256], reason[PMUGATE_REASON_MAX];
+        size_t n;
+
+        if (!h)
+                return;
+        n = perf_handle_n_open(h);
+        format_targets(h, targets, sizeof(targets));
+        (void) snprintf(reason, sizeof(reason), "handle %" PRIu32 " scope %s%s: %s", h->id,
+                        perf_scope_to_string(h->scope), h->handed_off ? " (handed off: disabled)" : "", why);
+        c->perf[slot] = perf_handle_free(h);
+        server_audit(c->server, c, "perf-close", verdict, NULL, targets, reason, n);
+}
+
+void session_perf_close_all(Session *c, const char *why) {
+        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
+                session_perf_close(c, i, "closed", why);
+}
+
+size_t session_perf_close_cpu(Session *c, uint32_t cpu, const char *verdict, const char *why) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++) {
+                PerfHandle *h = c->perf[i];
+                bool on_cpu = false;
+
+                if (!h || !h->leased)
+                        continue;
+                for (size_t t = 0; t < h->n_targets; t++)
+                        on_cpu |= h->targets[t] == (int64_t) cpu;
+                if (!on_cpu)
+                        continue;
+                session_perf_close(c, i, verdict, why);
+                n++;
+        }
+        return n;
+}
+
+static bool handle_still_allowed(Server *s, Session *c, const Scope *scope, const PerfHandle *h) {
+        if (!c->rights.may_read || (h->needs_write && !c->rights.may_write))
+                return false;
+        if (!h->job[0])
+                return !c->rights.scoped;
+        if (!scope || strcmp(scope->job, h->job) != 0)
+                return false;
+        if (h->scope == PERF_SCOPE_PROCESS)
+                return true;
+        for (size_t t = 0; t < h->n_targets; t++)
+                if (!scope_job_covers(scope, &s->grants, c->peer.uid, h->job, (uint32_t) h->targets[t]))
+                        return false;
+        return true;
+}
+
+size_t session_perf_revalidate(Server *s, Session *c, const Scope *scope, const char *why) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++) {
+                if (!c->perf[i] || handle_still_allowed(s, c, scope, c->perf[i]))
+                        continue;
+                session_perf_close(c, i, "revoked", why);
+                n++;
+        }
+        if (n > 0) {
+                c->revoked = true;
+                c->perf_revoked += n;
+                if (!c->revoked_why[0])
+                        (void) snprintf(c->revoked_why, sizeof(c->revoked_why), "%.390s", why);
+        }
+        return n;
+}
+
+size_t server_perf_events_of_uid(const Server *s, uid_t uid) {
+        size_t n = 0;
+
+        for (const Session *c = s->sessions; c; c = c->next)
+                if (c->peer.uid == uid)
+                        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
+                                if (c->perf[i])
+                                        n += perf_handle_n_open(c->perf[i]);
+        return n;
+}
+
+void server_reply_fds_drop(Server *s) {
+        for (size_t i = 0; i < s->n_reply_fds; i++)
+                (void) close(s->reply_fds[i]);
+        s->n_reply_fds = 0;
+}
