@@ -170,8 +170,10 @@ int marker_perf_thread_open(pmugate *c, const MarkerPerfEvents *e, MarkerPerfThr
         pmugate_perf_group groups[MARKER_REGS_MAX];
         pmugate_perf_request req = {
                 .scope = PMUGATE_PERF_SCOPE_PROCESS,
-                /* this thread only: a tid of the caller's process, no children, no new threads */
+                /* this thread alone (its tid; the main thread's is the pid), no children, no
+                 * new threads */
                 .pid = gettid(),
+                .thread = true,
                 .follow = false,
                 .handoff = true,
                 .groups = groups,
