@@ -91,6 +91,9 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uin
                 case PLACE_PERF_METRICS:
                         a->raw[p] += measure_metrics_slots(slots, metrics, pl->counter);
                         break;
+                case PLACE_SOFTWARE:
+                        /* counted only through perf (measure-perf.c) */
+                        continue;
                 }
                 a->enabled[p] += timebase;
         }
@@ -392,6 +395,8 @@ int pmugate_measure_start(pmugate_measure *m) {
         if (!m || m->started)
                 return -EINVAL;
         m->reason[0] = '\0';
+        if (m->via_perf)
+                return measure_perf_start(m);
         r = prepare(m);
         if (r < 0)
                 return r;
@@ -428,6 +433,8 @@ int pmugate_measure_sample(pmugate_measure *m) {
 
         if (!m || !m->started || m->stopped)
                 return -EINVAL;
+        if (m->via_perf)
+                return measure_perf_sample(m);
         before = measure_now_ns();
         m->wall_delta_ns = before - m->last_batch_ns;
         m->last_batch_ns = before;
@@ -467,6 +474,8 @@ int pmugate_measure_stop(pmugate_measure *m) {
                 return -EINVAL;
         if (m->stopped)
                 return 0;
+        if (m->via_perf)
+                return measure_perf_stop(m);
         if (m->lease_lost) {
                 /* Writing the registers back would only be refused: the daemon did it. */
                 m->stopped = true;
@@ -506,6 +515,7 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
                 (void) pmugate_measure_stop(m);
         if (m->sample_hook_free)
                 m->sample_hook_free(m->sample_hook_data);
+        measure_perf_free(m);
         free_batches(m);
         measure_accum_free(m->accum, m->n_cpus);
         measure_accum_free(m->mark.cpus, m->n_cpus);
@@ -574,7 +584,7 @@ const char *pmugate_measure_description(const pmugate_measure *m) {
 }
 
 const char *pmugate_measure_withheld(const pmugate_measure *m) {
-        return m && m->package ? m->package->note : "";
+        return measure_withheld_note(m);
 }
 
 const char *pmugate_measure_last_reason(const pmugate_measure *m) {

@@ -20,11 +20,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pmugate.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The connection (pmugate.h, which includes this header). */
+typedef struct pmugate pmugate;
 
 typedef enum pmugate_perf_scope {
         PMUGATE_PERF_SCOPE_CPU,         /* every task on the CPUs (job mode: the job's CPUs) */

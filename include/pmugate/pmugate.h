@@ -365,6 +365,6 @@ pmugate_jobmap *pmugate_jobmap_free(pmugate_jobmap *m);
 }
 #endif
 
+#include "perf.h"
 #include "measure.h"
 #include "package.h"
-#include "perf.h"

@@ -1,0 +1,409 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The perf_event path through the real daemon, its opener and this machine's real kernel, with
+the kernel's software events (docs/PERF.md): per-CPU cpu-clock, a process's task-clock with and
+without its children, counting from exec, group reads and the multiplexing times, fds handed to
+the caller, events closed when their client goes or its grant is revoked, a job's cgroup counted
+alone on a CPU another job shares, several users at once, and every hostile request refused with
+its reason while the daemon keeps serving."""
+
+import array
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import msgpack
+
+import pmugatetest as t
+
+USER = t.UNPRIVILEGED_UID
+OTHER_USER = USER + 1
+OTHER_GID = 4999
+CPU_CLOCK, TASK_CLOCK, PAGE_FAULTS, CONTEXT_SWITCHES = 0, 1, 2, 3
+ROW_TARGET, ROW_GROUP, ROW_STATUS, ROW_ENABLED, ROW_RUNNING, ROW_VALUES = range(6)
+
+
+def sw(config, **kw):
+    return dict(pmu="software", config=config, **kw)
+
+
+def start(mode="open", extra=""):
+    d = t.workdir()
+    # CPUs 0 and 1, as this machine has: the events open on the real kernel's CPUs.
+    m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2, smt=False)
+    conf = os.path.join(d, "pmugate.conf")
+    with open(conf, "w") as f:
+        f.write("[access]\nmode = %s\nadmin_groups = %d\nuser_groups = %d\n%s" % (
+            mode, t.ADMIN_GID, t.USER_GID, extra))
+    m.set_user("user", USER, OTHER_GID, [t.USER_GID])
+    m.set_user("other", OTHER_USER, OTHER_GID, [t.USER_GID])
+    return d, m, t.Daemon(d, ["--root=" + m.root], config=conf)
+
+
+def ctl(dm, *args):
+    return t.run_cli([t.PMUGATECTL] + list(args), dm.socket)
+
+
+def err(r):
+    return r.get("error", {}).get("name", "ok"), r.get("error", {}).get("reason", "")
+
+
+AGENT = """
+import json, socket, sys, pmugatetest as t
+c = t.Client(sys.argv[1])
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req.pop("op")
+    if op == "pid":
+        import os
+        print(json.dumps(os.getpid()), flush=True)
+        continue
+    print(json.dumps(c.call(op, **req)), flush=True)
+"""
+
+
+class Agent:
+    """A client with a connection of its own, as another identity (and in a cgroup)."""
+
+    def __init__(self, dm, uid=USER, gid=OTHER_GID, groups=(t.USER_GID,), join=None):
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(t.__file__))
+        self.p = t.spawn(["/usr/bin/python3", "-c", AGENT, dm.socket], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, preexec_fn=t.as_user(uid, gid, list(groups), join))
+
+    def call(self, op, **fields):
+        self.p.stdin.write(json.dumps(dict(op=op, **fields)) + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise ConnectionError("the agent's connection ended")
+        return json.loads(line)
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=10)
+
+
+# A workload that waits for a line on stdin, then burns `own` s of CPU and, by mode, forks a
+# child that burns `child` s and waits for it, or execs itself to burn `child` s.
+BURN = """
+import os, sys, time
+def burn(s):
+    end = time.thread_time() + s
+    while time.thread_time() < end:
+        pass
+own, child, mode = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+if mode != "after-exec":
+    sys.stdin.readline()
+burn(own)
+if mode == "exec":
+    os.execv(sys.executable, [sys.executable, __file__, str(child), "0", "after-exec"])
+elif mode == "fork" and child > 0:
+    pid = os.fork()
+    if pid == 0:
+        burn(child)
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+BURN_FILE = os.path.join(t.workdir(), "burn.py")
+with open(BURN_FILE, "w") as f:
+    f.write(BURN)
+
+
+def workload(own, child, mode, uid=USER, join=None, prefix=()):
+    return t.spawn(list(prefix) + ["/usr/bin/python3", BURN_FILE, str(own), str(child), mode],
+                   stdin=subprocess.PIPE, text=True, preexec_fn=t.as_user(uid, OTHER_GID, [t.USER_GID], join))
+
+
+def seconds(row, i=0):
+    return row[ROW_VALUES][i] / 1e9
+
+
+def test_cpu_clock_per_cpu(tap):
+    d, m, dm = start()
+    try:
+        c = t.Client(dm.socket)
+        hello = c.call("hello")
+        tap.ok(["software", "software", 1, -1, -1, 0] in hello.get("pmus", []), "hello lists the software PMU",
+               hello.get("pmus"))
+        r = c.call("perf_open", scope="cpu", cpus=[0, 1], groups=[[sw(CPU_CLOCK)]])
+        tap.ok(r.get("ok") and r["targets"] == [0, 1] and r["fds"] == 0, "cpu-clock opens on CPUs 0 and 1", r)
+        first = c.call("perf_read", handle=r["handle"])["rows"]
+        t0 = time.monotonic()
+        time.sleep(0.5)
+        rows = c.call("perf_read", handle=r["handle"])["rows"]
+        wall = time.monotonic() - t0
+        tap.eq([(row[ROW_TARGET], row[ROW_GROUP], row[ROW_STATUS]) for row in rows], [(0, 0, 0), (1, 0, 0)],
+               "one row per CPU, target-major, status 0")
+        deltas = [(b[ROW_VALUES][0] - a[ROW_VALUES][0]) / 1e9 for a, b in zip(first, rows)]
+        tap.ok(all(abs(x - wall) < 0.1 for x in deltas), "each CPU's cpu-clock advances with wall time",
+               "%r vs %.3f s" % (deltas, wall))
+        tap.ok(all(row[ROW_ENABLED] >= row[ROW_RUNNING] > 0 for row in rows),
+               "time_enabled >= time_running > 0 in every row", rows)
+        audit = dm.audit()
+        tap.ok("event=perf-open verdict=allowed" in audit and "software/0x0" in audit, "the open is audited", audit)
+        tap.ok(c.call("perf_close", handle=r["handle"]).get("ok"), "perf_close")
+        tap.ok("event=perf-close verdict=closed" in dm.audit(), "the close is audited")
+    finally:
+        dm.stop()
+
+
+def process_count(dm, own, child, mode, follow=True, on_exec=False, groups=None):
+    a = Agent(dm)
+    w = workload(own, child, mode)
+    try:
+        fields = dict(scope="process", pid=w.pid, groups=groups or [[sw(TASK_CLOCK)]])
+        if not follow:
+            fields["follow"] = False
+        if on_exec:
+            fields["on_exec"] = True
+        r = a.call("perf_open", **fields)
+        if not r.get("ok"):
+            return r, None
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        w.wait(timeout=30)
+        return r, a.call("perf_read", handle=r["handle"])
+    finally:
+        a.close()
+        t.end(w)
+
+
+def test_process_children(tap):
+    d, m, dm = start()
+    try:
+        r, rows = process_count(dm, 0.3, 0.2, "fork", groups=[[sw(TASK_CLOCK), sw(PAGE_FAULTS)]])
+        tap.ok(r.get("ok"), "a user opens task-clock on its own process", r)
+        row = rows["rows"][0]
+        tap.eq(len(rows["rows"]), 1, "one group, one row")
+        tap.eq(len(row[ROW_VALUES]), 2, "two events in one group: one row, two values")
+        tap.ok(seconds(row) >= 0.48, "follow: the count holds the child's 0.2 s too (>= 0.5 s)", row)
+        tap.ok(row[ROW_VALUES][1] > 0, "page-faults counted in the same group", row)
+        tap.ok(row[ROW_ENABLED] >= row[ROW_RUNNING] > 0, "the multiplexing times are there", row)
+
+        r, rows = process_count(dm, 0.3, 0.2, "fork", follow=False)
+        row = rows["rows"][0]
+        tap.ok(0.28 <= seconds(row) < 0.45, "follow false: the process's own 0.3 s alone", row)
+
+        r, rows = process_count(dm, 0.3, 0.2, "exec", on_exec=True)
+        row = rows["rows"][0]
+        tap.ok(0.18 <= seconds(row) < 0.4, "on_exec: counting starts at its execve (the 0.2 s after it)", row)
+    finally:
+        dm.stop()
+
+
+def recv_with_fds(sock):
+    fds = array.array("i")
+    msg, anc, _, _ = sock.recvmsg(1 << 20, socket.CMSG_SPACE(64 * fds.itemsize))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    return msgpack.unpackb(msg, raw=False), list(fds)
+
+
+def test_handoff(tap):
+    d, m, dm = start()
+    try:
+        def child():
+            c = t.Client(dm.socket)
+            req = {"v": 1, "id": 1, "op": "perf_open", "scope": "process", "handoff": True,
+                   "groups": [[sw(TASK_CLOCK), sw(CONTEXT_SWITCHES)]]}
+            c.sock.send(msgpack.packb(req))
+            reply, fds = recv_with_fds(c.sock)
+            end = time.thread_time() + 0.2
+            while time.thread_time() < end:
+                pass
+            # The leader's fd reads the group: nr, time_enabled, time_running, then value and id.
+            data = os.read(fds[0], 8 * (3 + 2 * 2)) if fds else b""
+            values = struct.unpack("<7Q", data) if len(data) == 56 else None
+            again = c.call("perf_read", handle=reply.get("handle", 0))
+            return dict(reply=reply, n_fds=len(fds), values=values, again=again)
+
+        out = t.in_child_as(USER, OTHER_GID, [t.USER_GID], child)
+        tap.ok(out["reply"].get("ok") and out["reply"]["fds"] == 2 == out["n_fds"],
+               "handoff: two fds arrive with the reply, as it says", out)
+        v = out["values"]
+        tap.ok(v is not None and v[0] == 2 and v[3] / 1e9 >= 0.19, "read(2) on the handed fd gives its own count", v)
+        tap.ok(out["again"].get("ok"), "and perf_read still works on the handle", out["again"])
+        a = Agent(dm)
+        r = a.call("perf_open", scope="process", pid=1, handoff=True, groups=[[sw(TASK_CLOCK)]])
+        tap.ok(err(r)[0] != "ok", "handoff of another process's events is refused", r)
+        a.close()
+    finally:
+        dm.stop()
+
+
+def daemon_fds(dm):
+    return len(os.listdir("/proc/%d/fd" % dm.proc.pid))
+
+
+def test_closed_at_disconnect(tap):
+    d, m, dm = start()
+    try:
+        before = daemon_fds(dm)
+        a = Agent(dm)
+        r = a.call("perf_open", scope="cpu", cpus=[0, 1], groups=[[sw(CPU_CLOCK), sw(CONTEXT_SWITCHES)]] * 3)
+        tap.ok(r.get("ok"), "a user opens 12 events", r)
+        during = daemon_fds(dm)
+        tap.ok(during - before >= 12, "the daemon holds their fds", (before, during))
+        a.close()
+        deadline = time.time() + 5
+        while time.time() < deadline and daemon_fds(dm) > before:
+            time.sleep(0.05)
+        tap.eq(daemon_fds(dm), before, "they are closed when the client disconnects")
+        tap.ok("reason=\"handle 1 scope cpu: client disconnected\"" in dm.audit(), "and the close is audited")
+    finally:
+        dm.stop()
+
+
+def test_revoked_in_job_mode(tap):
+    d, m, dm = start("job")
+    try:
+        ctl(dm, "grant", "--job", "A", "--uid", str(USER), "--cpus", "0-1")
+        a = Agent(dm)
+        before = daemon_fds(dm)
+        r = a.call("perf_open", scope="cpu", cpus=[0, 1], groups=[[sw(CPU_CLOCK)]])
+        tap.ok(r.get("ok"), "under job A's grant a user opens cpu-clock on the job's CPUs", r)
+        tap.ok(err(a.call("perf_open", scope="cpu", cpus=[0, 5], groups=[[sw(CPU_CLOCK)]]))[0] != "ok",
+               "a CPU outside the job is refused")
+        rc, out, e = ctl(dm, "revoke", "--job", "A")
+        tap.eq(rc, 0, "the admin revokes job A")
+        deadline = time.time() + 5
+        while time.time() < deadline and daemon_fds(dm) > before:
+            time.sleep(0.05)
+        tap.eq(daemon_fds(dm), before, "the handle's events are closed at once")
+        name, why = err(a.call("perf_read", handle=r["handle"]))
+        tap.ok(name == "revoked" and "perf handle" in why, "the client is told 'revoked'", why)
+        name, why = err(a.call("perf_read", handle=r["handle"]))
+        tap.ok(name == "bad-field" and "no perf handle" in why, "and the handle is gone", why)
+        tap.ok("event=perf-close verdict=revoked" in dm.audit(), "the close is audited as revoked")
+        a.close()
+    finally:
+        dm.stop()
+
+
+def test_jobs_share_a_cpu(tap):
+    d, m, dm = start("job")
+    groups = []
+    try:
+        ctl(dm, "grant", "--job", "11", "--uid", str(USER), "--cpus", "0")
+        ctl(dm, "grant", "--job", "12", "--uid", str(OTHER_USER), "--cpus", "0")
+        groups = [t.Cgroup(m.root, "11", "0", version=2), t.Cgroup(m.root, "12", "0", version=2)]
+        agents = [Agent(dm, uid=USER, join=groups[0].procs), Agent(dm, uid=OTHER_USER, join=groups[1].procs)]
+        opened = [a.call("perf_open", scope="job", groups=[[sw(TASK_CLOCK)]]) for a in agents]
+        tap.ok(all(r.get("ok") and r["targets"] == [0] for r in opened), "each job opens task-clock of its cgroup on CPU 0",
+               opened)
+        burns = []
+        for g, own, uid in ((groups[0], 0.4, USER), (groups[1], 0.15, OTHER_USER)):
+            burns.append(workload(own, 0, "fork", uid=uid, join=g.procs, prefix=("taskset", "-c", "0")))
+        for b in burns:
+            b.stdin.write("go\n")
+            b.stdin.flush()
+        for b in burns:
+            b.wait(timeout=30)
+        counts = [seconds(a.call("perf_read", handle=r["handle"])["rows"][0]) for a, r in zip(agents, opened)]
+        tap.ok(0.38 <= counts[0] < 0.7 and 0.13 <= counts[1] < 0.4 and counts[0] > counts[1] + 0.15,
+               "each job's task-clock is its own (0.4 s and 0.15 s of work on the one CPU)", counts)
+        for a in agents:
+            a.close()
+    finally:
+        dm.stop()
+        for g in groups:
+            g.remove()
+
+
+def test_users_at_once(tap):
+    d, m, dm = start()
+    try:
+        flood = t.spawn(["/usr/bin/python3", "-c", """
+import sys, pmugatetest as t
+c = t.Client(sys.argv[1])
+while True:
+    r = c.call("perf_open", scope="cpu", cpus=[0, 1], groups=[[{"pmu": "software", "config": 0}]] * 8)
+    if r.get("ok"):
+        c.call("perf_close", handle=r["handle"])
+""", dm.socket], env=dict(os.environ, PYTHONPATH=os.path.dirname(t.__file__)),
+                        preexec_fn=t.as_user(USER, OTHER_GID, [t.USER_GID]))
+        time.sleep(0.3)
+        worst = 0
+        for _ in range(20):
+            t0 = time.monotonic()
+            h = t.in_child_as(OTHER_USER, OTHER_GID, [t.USER_GID], lambda: t.Client(dm.socket).call("hello")["ok"])
+            worst = max(worst, time.monotonic() - t0)
+            tap.ok(h, "another user's hello is answered while one floods perf_open") if _ == 0 else None
+        tap.ok(worst < 1.0, "no hello waits long behind the flood (worst %.3f s)" % worst)
+        rc, out, e = ctl(dm, "status")
+        tap.eq(rc, 0, "an admin's status is answered too")
+        t.end(flood)
+        tap.ok(dm.alive(), "the daemon keeps serving")
+    finally:
+        dm.stop()
+
+
+def test_hostile(tap):
+    d, m, dm = start()
+    try:
+        a = Agent(dm)
+        other = Agent(dm, uid=OTHER_USER)
+        exited = subprocess.Popen(["true"], preexec_fn=t.as_user(USER, OTHER_GID, [t.USER_GID]))
+        exited.wait()
+        cases = [
+            ("sample_period", dict(scope="process", groups=[[sw(TASK_CLOCK, sample_period=1000)]]),
+             "bad-field", "does not sample"),
+            ("breakpoint", dict(scope="process", groups=[[dict(pmu="breakpoint", config=0, bp_addr=4096)]]),
+             "bad-field", "breakpoints are not served"),
+            ("regs", dict(scope="process", groups=[[sw(TASK_CLOCK, sample_regs_user=7)]]), "bad-field",
+             "registers are never sampled"),
+            ("exclude_kernel", dict(scope="process", groups=[[sw(TASK_CLOCK, exclude_kernel=0)]]), "bad-field",
+             "exclude"),
+            ("an unknown field", dict(scope="process", groups=[[sw(TASK_CLOCK, frob=1)]]), "bad-field",
+             "unknown event field 'frob'"),
+            ("an unknown PMU", dict(scope="process", groups=[[dict(pmu="tracepoint", config=1)]]), "bad-field",
+             "no PMU 'tracepoint'"),
+            ("config outside the mask", dict(scope="process", groups=[[sw(99)]]), "bad-field",
+             "software event 99 is not served"),
+            ("kernel counting without the right", dict(scope="process", groups=[[sw(TASK_CLOCK, kernel=True)]]),
+             "not-authorized", "user_count_kernel"),
+            ("another uid's pid", dict(scope="process", pid=other.call("pid"), groups=[[sw(TASK_CLOCK)]]),
+             "not-authorized", ""),
+            ("pid 1", dict(scope="process", pid=1, groups=[[sw(TASK_CLOCK)]]), "not-authorized", ""),
+            ("a pid that exited", dict(scope="process", pid=exited.pid, groups=[[sw(TASK_CLOCK)]]), "bad-field", ""),
+            ("too many groups", dict(scope="process", groups=[[sw(TASK_CLOCK)]] * 17), "too-many-ops", "groups"),
+            ("too many events in a group", dict(scope="process", groups=[[sw(TASK_CLOCK)] * 11]), "too-many-ops",
+             "per group"),
+            ("too many events", dict(scope="process", groups=[[sw(TASK_CLOCK)] * 3] * 11), "too-many-ops",
+             "events in one perf_open"),
+            ("scope job outside job mode", dict(scope="job", groups=[[sw(TASK_CLOCK)]]), "no-grant", "job mode"),
+            ("a CPU that does not exist", dict(scope="cpu", cpus=[64], groups=[[sw(CPU_CLOCK)]]), "no-such-cpu", ""),
+            ("pid with scope cpu", dict(scope="cpu", cpus=[0], pid=1, groups=[[sw(CPU_CLOCK)]]), "bad-field",
+             "belong to scope 'process'"),
+        ]
+        for what, fields, name, words in cases:
+            got, why = err(a.call("perf_open", **fields))
+            tap.ok(got == name and words in why, "refused: %s (%s)" % (what, name), "%s: %s" % (got, why))
+
+        opened = [a.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]]) for _ in range(16)]
+        tap.ok(all(r.get("ok") for r in opened), "16 handles open on one connection")
+        got, why = err(a.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]]))
+        tap.ok(got == "limit" and "perf handles" in why, "a 17th is refused: limit", why)
+        got, why = err(other.call("perf_read", handle=opened[0]["handle"]))
+        tap.ok(got == "bad-field" and "no perf handle" in why, "another session's handle is not found", why)
+        got, why = err(other.call("perf_close", handle=opened[0]["handle"]))
+        tap.ok(got == "bad-field", "nor closed by it", why)
+        a.call("perf_close", handle=opened[1]["handle"])
+        got, why = err(a.call("perf_read", handle=opened[1]["handle"]))
+        tap.ok(got == "bad-field" and "no perf handle" in why, "perf_read of a closed handle is refused", why)
+        tap.ok(a.call("perf_read", handle=opened[0]["handle"]).get("ok"), "the others still read")
+        tap.ok("event=denied" in dm.audit() or "verdict=denied" in dm.audit(), "refusals are audited")
+        a.close()
+        other.close()
+        tap.ok(dm.alive() and t.Client(dm.socket).call("hello")["ok"], "the daemon keeps serving")
+    finally:
+        dm.stop()
+
+
+sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
+                      test_revoked_in_job_mode, test_jobs_share_a_cpu, test_users_at_once, test_hostile]))
