@@ -144,7 +144,8 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 case ARG_COUNTERS:
                         o->counters = backend_wanted_from_string(optarg);
                         if (o->counters < 0)
-                                return log_error_errno(EINVAL, "Unknown --counters='%s': use auto, msr or perf", optarg);
+                                return log_error_errno(EINVAL, "Unknown --counters='%s': use auto, msr or perf",
+                                                       optarg);
                         break;
                 case ARG_SIM_MODEL:
                         o->sim_model = optarg;
@@ -207,6 +208,11 @@ static void raise_fd_limit(void) {
         }
 }
 
+/* --counters wins over the file. */
+static BackendWanted counters_wanted(const Options *o, const Config *config) {
+        return o->counters >= 0 ? (BackendWanted) o->counters : config->counters_backend;
+}
+
 static uint32_t first_online_cpu(const Machine *m) {
         for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
                 if (m->cpus[cpu].online)
@@ -226,11 +232,10 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
         };
         int r;
 
-        r = backend_choose(o->root, backend, &probe,
-                           o->counters >= 0 ? (BackendWanted) o->counters : config->counters_backend, ret);
+        r = backend_choose(o->root, backend, &probe, counters_wanted(o, config), ret);
         if (r < 0)
-                return log_error_errno(r, "Refusing to start: MSRs were asked for (%s) but there is %s; load it "
-                                       "with 'modprobe msr', or choose backend = auto or perf",
+                return log_error_errno(r, "Refusing to start: MSRs were asked for (%s) but there is %s; "
+                                       "load it with 'modprobe msr', or choose backend = auto or perf",
                                        probe.wanted_by, ret->reason);
         if (r > 0)
                 log_warning("Counters via msr as asked (%s): writes will fail one by one", ret->reason);
@@ -241,36 +246,42 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
         return 0;
 }
 
-/* The perf_event path: the PMUs the kernel shows (the simulator: software alone until it has
- * its own perf layer), and the kernel's driver over the opener, forked now, while root, to
- * keep CAP_PERFMON alone. Without it the daemon still serves everything else, and perf_open
- * is refused with the reason. */
-static void setup_perf(Server *s, const Options *o, uid_t uid, gid_t gid) {
+/* The perf_event path, set up while the daemon still has its start-up privileges: the PMUs
+ * the kernel shows (the simulator: software alone until it has its own perf layer), and the
+ * perf opener, forked now, which keeps CAP_PERFMON alone as the daemon's user (privileges.c
+ * leaves the serving process none) and checks every attr with perf_attr_verify() against the
+ * catalogue's types; the kernel's perf driver opens every event through it. */
+static int start_perf(const Options *o, const Machine *m, uid_t uid, gid_t gid, PerfCatalog **ret_catalog,
+                      PerfOpener **ret_opener, PerfDriver **ret_driver) {
+        PerfCatalog *catalog = NULL;
+        PerfOpener *opener = NULL;
         uint32_t types[PERF_PMUS_MAX];
         size_t n = 0;
         int r;
 
         if (strcmp(o->backend, "sim") == 0)
-                r = perf_catalog_new(&s->perf_catalog);
+                r = perf_catalog_new(&catalog);
         else
-                r = perf_catalog_read_sysfs(o->root, s->machine, &s->perf_catalog);
+                r = perf_catalog_read_sysfs(o->root, m, &catalog);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the kernel's PMUs under %s", o->root);
+        for (size_t i = 0; i < catalog->n_pmus && n < ELEMENTSOF(types); i++)
+                types[n++] = catalog->pmus[i].type;
+        r = perf_opener_start(perf_attr_verify, types, n, uid, gid, &opener);
         if (r < 0) {
-                log_warning_errno(r, "Cannot read the kernel's PMUs under %s: perf_open is not served", o->root);
-                return;
+                perf_catalog_free(catalog);
+                return r;
         }
-        for (size_t i = 0; i < s->perf_catalog->n_pmus && n < ELEMENTSOF(types); i++)
-                types[n++] = s->perf_catalog->pmus[i].type;
-        r = perf_opener_start(perf_attr_verify, types, n, uid, gid, &s->perf_opener);
+        r = perf_driver_kernel_new(opener, ret_driver);
         if (r < 0) {
-                log_warning_errno(r, "Cannot start the perf opener: perf_open is not served");
-                return;
+                perf_opener_stop(opener);
+                perf_catalog_free(catalog);
+                return log_error_errno(r, "Cannot set up the kernel's perf driver");
         }
-        r = perf_driver_kernel_new(s->perf_opener, &s->perf);
-        if (r < 0) {
-                log_warning_errno(r, "Cannot set up the kernel's perf driver: perf_open is not served");
-                return;
-        }
-        log_info("perf_event path: %zu PMUs, opener pid %d", s->perf_catalog->n_pmus, (int) perf_opener_pid(s->perf_opener));
+        log_info("Perf opener started (process %d), %zu PMUs", (int) perf_opener_pid(opener), catalog->n_pmus);
+        *ret_opener = opener;
+        *ret_catalog = catalog;
+        return 0;
 }
 
 static int run(int argc, char *argv[]) {
@@ -281,6 +292,9 @@ static int run(int argc, char *argv[]) {
         Allowlist *allowlist = NULL;
         Audit *audit = NULL;
         Server *server = NULL;
+        PerfOpener *perf_opener = NULL;
+        PerfDriver *perf_driver = NULL;
+        PerfCatalog *perf_catalog = NULL;
         StateDir state = { .fd = -EBADF };
         BackendChoice choice;
         char reason[512], cgroup_root[4096];
@@ -335,8 +349,8 @@ static int run(int argc, char *argv[]) {
                 r = machine_discover_counters(machine, o.root);
                 if (r < 0)
                         goto finish;
-                r = backend_dev_new(o.root, machine,
-                                    (o.counters >= 0 ? o.counters : (int) config.counters_backend) != BACKEND_WANTED_MSR,
+                /* Without MSRs the perf path can still serve, unless MSRs were asked for. */
+                r = backend_dev_new(o.root, machine, counters_wanted(&o, &config) != BACKEND_WANTED_MSR,
                                     &backend);
                 if (r < 0)
                         goto finish;
@@ -346,14 +360,20 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 goto finish;
 
+        r = privileges_user_ids(o.user, &daemon_uid, &daemon_gid);
+        if (r < 0)
+                goto finish;
+        /* Before the audit log, the state directory and the socket are open: the opener closes
+         * every fd it inherits, and has the fewer to close. */
+        r = start_perf(&o, machine, daemon_uid, daemon_gid, &perf_catalog, &perf_opener, &perf_driver);
+        if (r < 0)
+                goto finish;
+
         r = audit_new(o.audit_log, &audit);
         if (r < 0)
                 goto finish;
 
         (void) snprintf(cgroup_root, sizeof(cgroup_root), "%s/sys/fs/cgroup", strcmp(o.root, "/") == 0 ? "" : o.root);
-        r = privileges_user_ids(o.user, &daemon_uid, &daemon_gid);
-        if (r < 0)
-                goto finish;
         /* Journals and grants of an earlier boot describe registers and jobs a reboot ended. */
         r = state_boot_id_read(o.root, state.boot_id);
         if (r < 0)
@@ -364,12 +384,17 @@ static int run(int argc, char *argv[]) {
 
         r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path,
                                           .dispatch = handlers_dispatch, .config_owner = geteuid(),
-                                          .state = &state, .cgroup_root = cgroup_root, .root = o.root },
+                                          .state = &state, .cgroup_root = cgroup_root, .root = o.root,
+                                          .perf_opener = perf_opener, .perf_driver = perf_driver,
+                                          .perf_catalog = perf_catalog },
                        machine, backend, allowlist, &config, audit, &server);
         if (r < 0)
                 goto finish;
         server->choice = choice;
         server->counters_from_option = o.counters >= 0;
+        perf_opener = NULL;
+        perf_driver = NULL;
+        perf_catalog = NULL;
         machine = NULL;
         backend = NULL;
         allowlist = NULL;
@@ -381,7 +406,6 @@ static int run(int argc, char *argv[]) {
         r = server_listen(server);
         if (r < 0)
                 goto finish;
-        setup_perf(server, &o, daemon_uid, daemon_gid);
         r = privileges_drop(o.user);
         if (r < 0)
                 goto finish;
@@ -389,6 +413,9 @@ static int run(int argc, char *argv[]) {
 
 finish:
         server_free(server);
+        perf_driver_free(perf_driver);
+        perf_opener_stop(perf_opener);
+        perf_catalog_free(perf_catalog);
         audit_free(audit);
         backend_free(backend);
         allowlist_free(allowlist);

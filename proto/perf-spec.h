@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * One event of a perf_open request as the client asked for it, and its decoder: proto's
- * request decoder calls it for every EVENT of "groups", and perf/perf-attr.c turns the result
- * into a validated struct perf_event_attr. Here, not in perf/, because proto includes no
- * daemon header and the request fuzz target reaches it this way. docs/PROTOCOL.md, "perf_open".
+ * Wire format of the perf_event path: one EVENT of a perf_open request as a client asked for it
+ * (docs/PROTOCOL.md), decoded from a peer's bytes. daemon/perf/perf-attr.c turns it into a
+ * validated struct perf_event_attr; nothing here knows the machine or the policy.
  */
 #pragma once
 
@@ -15,13 +14,14 @@
 #include "pmugate-limits.h"
 
 typedef struct PerfEventSpec {
-        char pmu[PERF_PMU_NAME_MAX];
+        char pmu[PERF_PMU_NAME_MAX];    /* "cpu", "hardware", "software", an uncore PMU: [a-z0-9_] */
         uint64_t config, config1, config2;
         bool has_config1, has_config2;
         bool count_kernel;              /* "kernel": true */
-        char name[PERF_EVENT_NAME_MAX + 1];
+        char name[PERF_EVENT_NAME_MAX + 1]; /* "" when the client gave none */
 } PerfEventSpec;
 
+/* perf_open's "scope": what its events count (docs/PERF.md). */
 typedef enum PerfScope {
         PERF_SCOPE_CPU,
         PERF_SCOPE_JOB,
@@ -35,7 +35,13 @@ const char *perf_scope_to_string(PerfScope s);
 /* The scope whose name is exactly the n bytes at s, or _PERF_SCOPE_INVALID. */
 PerfScope perf_scope_from_string(const char *s, size_t n);
 
-/* Decodes one EVENT map into ret. Returns 0, or a positive ProtoError with reason filled
- * ("field 'sample_period' is not accepted: pmugate counts, it does not sample"); ret is then
- * unspecified. */
+/* Decodes one EVENT map: "pmu" and "config" required, "config1", "config2", "kernel" and "name"
+ * optional, each at most once. Any other key is refused naming it; a key that is a field of
+ * the kernel's struct perf_event_attr gets the reason pmugate never sets it from a client's word
+ * ("field 'sample_period' is not accepted: pmugate counts, it does not sample"). Returns 0, or
+ * PROTO_E_BAD_FIELD with a printable reason; ret is written only on success. */
 int perf_event_spec_decode(const msgpack_object *map, PerfEventSpec *ret, char *reason, size_t reason_size);
+
+/* Why the kernel's attr field name is not accepted in an EVENT, or NULL for a name that is no
+ * such field (or one EVENT carries under its own key: config, config1, config2). */
+const char *perf_attr_field_refusal(const char *name);

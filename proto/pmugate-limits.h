@@ -190,3 +190,5 @@
 /* The fds one message of a perf_open handoff can carry (the kernel's SCM_MAX_FD); the
  * client's receive buffer holds that many. */
 #define PERF_HANDOFF_FDS_PER_MESSAGE 253U
+/* Events the simulator's perf driver keeps open at once (its handle table). */
+#define PERF_SIM_EVENTS_MAX 65536U

@@ -56,6 +56,16 @@ static bool info_may_write(const pmugate_info *info) {
         return info->may_write && (!info->scoped || info->n_scope_cpus > 0);
 }
 
+static json_object *json_counting(const pmugate_info *info) {
+        json_object *counting = json_object_new_object();
+
+        json_object_object_add(counting, "via", json_object_new_string(info->counters_via));
+        json_object_object_add(counting, "wanted", json_object_new_string(info->counters_wanted));
+        json_object_object_add(counting, "reason", json_object_new_string(info->counters_reason));
+        json_object_object_add(counting, "msr_reads", json_object_new_boolean(info->msr_reads));
+        return counting;
+}
+
 static int print_info_json(const pmugate_info *info) {
         json_object *root = json_object_new_object(), *cpu = json_object_new_object();
         json_object *caller = json_object_new_object(), *cpus = json_object_new_array();
@@ -66,6 +76,7 @@ static int print_info_json(const pmugate_info *info) {
         json_object_object_add(root, "protocol", json_object_new_int64(info->protocol));
         json_object_object_add(root, "backend", json_object_new_string(info->backend));
         json_object_object_add(root, "simulated", json_object_new_boolean(info->simulated));
+        json_object_object_add(root, "counting", json_counting(info));
 
         json_object_object_add(cpu, "vendor", json_object_new_string(info->vendor));
         json_object_object_add(cpu, "family", json_object_new_int64(info->family));
@@ -199,6 +210,10 @@ static void print_info_text(const pmugate_info *info) {
 
         printf("Server:        %s (protocol %u)\n", info->server, info->protocol);
         printf("Backend:       %s%s\n", info->backend, info->simulated ? " (simulated PMU)" : "");
+        if (info->counters_reason[0])
+                printf("Counters:      %s (%s)\n", info->counters_via, info->counters_reason);
+        else
+                printf("Counters:      %s\n", info->counters_via);
         printf("CPU:           %s %s (family %u model 0x%x stepping %u)\n", info->vendor,
                info->model_label[0] ? info->model_label : "unknown model", info->family, info->model,
                info->stepping);

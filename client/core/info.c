@@ -254,15 +254,18 @@ static void decode_caller(const msgpack_object *reply, pmugate_info *info) {
         (void) reply_get_uint(foreign, "df_mask", &info->foreign_df_mask);
 }
 
-static void decode_counter_path(const msgpack_object *reply, pmugate_info *info) {
-        const msgpack_object *choice = msgpack_map_get(reply, "counting");
+/* hello "counting"; a daemon without it programs through MSRs. */
+static void decode_counting(const msgpack_object *reply, pmugate_info *info) {
+        const msgpack_object *counting = msgpack_map_get(reply, "counting");
 
-        if (!choice || choice->type != MSGPACK_OBJECT_MAP)
+        (void) snprintf(info->counters_via, sizeof(info->counters_via), "msr");
+        info->msr_reads = true;
+        if (!counting || counting->type != MSGPACK_OBJECT_MAP)
                 return;
-        (void) reply_get_string(choice, "via", info->counters_via, sizeof(info->counters_via));
-        (void) reply_get_string(choice, "wanted", info->counters_wanted, sizeof(info->counters_wanted));
-        (void) reply_get_string(choice, "reason", info->counters_reason, sizeof(info->counters_reason));
-        (void) reply_get_bool(choice, "msr_reads", &info->msr_reads);
+        (void) reply_get_string(counting, "via", info->counters_via, sizeof(info->counters_via));
+        (void) reply_get_string(counting, "wanted", info->counters_wanted, sizeof(info->counters_wanted));
+        (void) reply_get_string(counting, "reason", info->counters_reason, sizeof(info->counters_reason));
+        (void) reply_get_bool(counting, "msr_reads", &info->msr_reads);
 }
 
 static int decode_pmus(const msgpack_object *reply, pmugate_info *info) {
@@ -338,9 +341,9 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
         (void) reply_get_string(reply, "backend", info->backend, sizeof(info->backend));
         (void) reply_get_bool(reply, "simulated", &info->simulated);
         (void) reply_get_string(reply, "mode", info->mode, sizeof(info->mode));
+        decode_counting(reply, info);
         decode_model(reply, info);
         decode_caller(reply, info);
-        decode_counter_path(reply, info);
         r = decode_cpus(reply, info);
         if (r >= 0)
                 r = decode_units(reply, info);

@@ -53,7 +53,8 @@ static int lockdown_parse(const char *text, char ret[static PMUGATE_LOCKDOWN_WOR
         len = strcspn(word, "[]");
         if (word[len] != ']' || strpbrk(word + len + 1, "[]"))
                 return -EBADMSG;
-        if (len == 0 || len >= PMUGATE_LOCKDOWN_WORD_MAX || strspn(word, "abcdefghijklmnopqrstuvwxyz") != len)
+        if (len == 0 || len >= PMUGATE_LOCKDOWN_WORD_MAX ||
+            strspn(word, "abcdefghijklmnopqrstuvwxyz") != len)
                 return -EBADMSG;
         memcpy(ret, word, len);
         ret[len] = '\0';
@@ -122,7 +123,8 @@ static int lockdown_check(const char *root, const Backend *b, char *ret_reason, 
                 (void) snprintf(ret_reason, size, "kernel lockdown: %s", b->lockdown);
                 return 1;
         }
-        (void) snprintf(path, sizeof(path), "%s/sys/kernel/security/lockdown", strcmp(root, "/") == 0 ? "" : root);
+        (void) snprintf(path, sizeof(path), "%s/sys/kernel/security/lockdown",
+                        strcmp(root, "/") == 0 ? "" : root);
         r = backend_lockdown_read(path, word);
         if (r == -ENOENT)
                 return 0;
@@ -141,7 +143,8 @@ static int lockdown_check(const char *root, const Backend *b, char *ret_reason, 
 /* Writes the probe register with the value it holds, as PCM does: the counter is not running
  * yet at start-up, and writing its own value changes nothing where the write is allowed.
  * Returns 0 when MSR writes work, 1 with ret_reason when they do not. */
-static int write_probe(Backend *b, const BackendProbe *probe, bool *ret_reads, char *ret_reason, size_t size) {
+static int write_probe(Backend *b, const BackendProbe *probe, bool *ret_reads, char *ret_reason,
+                       size_t size) {
         uint64_t value;
         int r;
 
@@ -158,8 +161,8 @@ static int write_probe(Backend *b, const BackendProbe *probe, bool *ret_reads, c
         r = backend_msr_read(b, probe->cpu, probe->reg, &value);
         if (r < 0) {
                 *ret_reads = false;
-                (void) snprintf(ret_reason, size, "a read of %s on CPU %u failed (%s)", probe->reg_name, probe->cpu,
-                                errno_name(-r));
+                (void) snprintf(ret_reason, size, "a read of %s on CPU %u failed (%s)", probe->reg_name,
+                                probe->cpu, errno_name(-r));
                 return 1;
         }
         *ret_reads = true;
@@ -168,11 +171,11 @@ static int write_probe(Backend *b, const BackendProbe *probe, bool *ret_reads, c
                 return 0;
         if (r == -EPERM || r == -EIO)
                 (void) snprintf(ret_reason, size,
-                                "a write of %s with its own value was refused (%s): msr.allow_writes=off or lockdown",
-                                probe->reg_name, errno_name(-r));
+                                "a write of %s with its own value was refused (%s): "
+                                "msr.allow_writes=off or lockdown", probe->reg_name, errno_name(-r));
         else
-                (void) snprintf(ret_reason, size, "a write of %s with its own value failed (%s)", probe->reg_name,
-                                errno_name(-r));
+                (void) snprintf(ret_reason, size, "a write of %s with its own value failed (%s)",
+                                probe->reg_name, errno_name(-r));
         return 1;
 }
 
@@ -194,13 +197,14 @@ int backend_choose(const char *root, Backend *msr_backend, const BackendProbe *p
         switch (wanted) {
         case BACKEND_WANTED_PERF:
                 ret->counters = BACKEND_COUNTERS_PERF;
-                (void) snprintf(ret->reason, sizeof(ret->reason), "%s", wanted_by_text(probe, by, sizeof(by), "perf"));
+                (void) snprintf(ret->reason, sizeof(ret->reason), "%s",
+                                wanted_by_text(probe, by, sizeof(by), "perf"));
                 return 0;
 
         case BACKEND_WANTED_MSR:
                 if (!msr_backend || msr_backend->msr_absent) {
-                        (void) snprintf(ret->reason, sizeof(ret->reason), "no msr driver (/dev/cpu/%u/msr missing)",
-                                        probe->cpu);
+                        (void) snprintf(ret->reason, sizeof(ret->reason),
+                                        "no msr driver (/dev/cpu/%u/msr missing)", probe->cpu);
                         return -ENODEV;
                 }
                 ret->counters = BACKEND_COUNTERS_MSR;
@@ -221,8 +225,8 @@ int backend_choose(const char *root, Backend *msr_backend, const BackendProbe *p
                         refused = write_probe(msr_backend, probe, &ret->msr_reads, why, sizeof(why));
                 if (!refused) {
                         ret->counters = BACKEND_COUNTERS_MSR;
-                        (void) snprintf(ret->reason, sizeof(ret->reason), "a write of %s with its own value works",
-                                        probe->reg_name);
+                        (void) snprintf(ret->reason, sizeof(ret->reason),
+                                        "a write of %s with its own value works", probe->reg_name);
                         return 0;
                 }
                 if (probe->perf_unusable) {

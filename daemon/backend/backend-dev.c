@@ -174,6 +174,7 @@ int backend_dev_new(const char *root, const Machine *m, bool msr_optional, Backe
         _cleanup_(backend_freep) Backend *b = NULL;
         DevBackend *d;
         char path[4096];
+        bool opened = false;
         int e;
 
         d = calloc(1, sizeof(*d));
@@ -198,10 +199,16 @@ int backend_dev_new(const char *root, const Machine *m, bool msr_optional, Backe
                         continue;
                 (void) snprintf(path, sizeof(path), "%s/dev/cpu/%" PRIu32 "/msr", root, cpu);
                 d->msr_fds[cpu] = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
-                if (d->msr_fds[cpu] >= 0)
+                if (d->msr_fds[cpu] >= 0) {
+                        /* Some CPUs with an msr node and some without is no missing driver. */
+                        if (b->msr_absent)
+                                return log_error_errno(ENODEV, "%s opens but the msr nodes of lower CPUs are "
+                                                       "missing (check the msr driver)", path);
+                        opened = true;
                         continue;
+                }
                 e = errno;
-                if (msr_optional && msr_driver_absent(e)) {
+                if (msr_optional && !opened && msr_driver_absent(e)) {
                         if (!b->msr_absent)
                                 log_info("Cannot open %s (%s): no msr driver, MSR reads and writes are off",
                                          path, strerror(e));

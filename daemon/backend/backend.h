@@ -60,6 +60,7 @@ Backend *backend_free(Backend *b);
 
 /* Opens /dev/cpu/N/msr for every online CPU and the config file of every unit under root.
  * Logs what could not be opened, with what to do about it, and fails; with msr_optional (the
- * counters may go through perf) a missing msr driver or PCI file is logged and its ops fail
- * with -ENODEV instead, and msr_absent tells that the msr driver is missing. */
+ * counters may go through perf) a missing msr driver (no CPU has its msr node) or a missing PCI
+ * file is logged and its ops fail with -ENODEV instead, and msr_absent says the driver is
+ * missing. Some CPUs with an msr node and some without still fail. */
 int backend_dev_new(const char *root, const Machine *m, bool msr_optional, Backend **ret);

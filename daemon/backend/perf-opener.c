@@ -330,6 +330,15 @@ static int opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, 
         }
 }
 
+/* perf_event_open() without an attr: the kernel answers EFAULT and opens nothing; a seccomp
+ * filter that does not allow the call (the shipped unit's SystemCallFilter=, which answers
+ * EPERM) answers first. 0 when the call is allowed, else the negative errno. */
+static int probe_perf_event_open(void) {
+        if (syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0UL) >= 0)
+                return -EBADMSG;
+        return errno == EFAULT ? 0 : -errno;
+}
+
 __attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAttrVerify verify, const uint32_t *types, size_t n_types,
                                    uid_t uid, gid_t gid) {
         sigset_t all;
@@ -363,17 +372,77 @@ __attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAt
         else
                 log_debug("Perf opener runs as uid %u with CAP_PERFMON alone", (unsigned) geteuid());
 
+        /* Ready, with whether the call is allowed at all: start-up waits for this, so that a
+         * failed drop or a system-call filter without perf_event_open shows then, not at the
+         * first open. */
+        r = send_with_fds(sock, &(OpenerReply) { .error = probe_perf_event_open() }, sizeof(OpenerReply), NULL, 0);
+        if (r < 0)
+                _exit(EXIT_FAILURE);
         r = opener_serve(sock, verify, types, n_types);
         _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 
 /* ---- the server's side ---- */
 
+/* The answer to a request, or the opener's first message (ready, no fd): 1 with the reply, or
+ * a negative errno when the opener is gone or broke the protocol. */
+static int receive_reply(PerfOpener *o, OpenerReply *ret, int *ret_fd) {
+        struct pollfd p = { .fd = o->fd, .events = POLLIN };
+        size_t n_fds = 0;
+        int fd = -1, r;
+
+        do
+                r = poll(&p, 1, PERF_OPENER_TIMEOUT_MSEC);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+                return -errno;
+        if (r == 0)
+                return -ETIMEDOUT;
+        r = receive_exact(o->fd, ret, sizeof(*ret), &fd, 1, &n_fds);
+        if (r == 0)
+                return -EPIPE;
+        if (r < 0)
+                return r;
+        if ((ret->error == 0) != (n_fds == 1) || ret->error > 0 || ret->error < -4095) {
+                if (n_fds == 1)
+                        (void) close(fd);
+                return -EBADMSG;
+        }
+        *ret_fd = fd;
+        return 1;
+}
+
+static int wait_ready(PerfOpener *o) {
+        OpenerReply reply;
+        struct pollfd p = { .fd = o->fd, .events = POLLIN };
+        size_t n_fds = 0;
+        int fd = -1, r;
+
+        do
+                r = poll(&p, 1, PERF_OPENER_TIMEOUT_MSEC);
+        while (r < 0 && errno == EINTR);
+        if (r <= 0)
+                return r < 0 ? -errno : -ETIMEDOUT;
+        r = receive_exact(o->fd, &reply, sizeof(reply), &fd, 1, &n_fds);
+        if (r <= 0)
+                return r < 0 ? r : -EPIPE;
+        if (n_fds > 0 || reply.error > 0 || reply.error < -4095) {
+                close_fds(&fd, n_fds);
+                return -EBADMSG;
+        }
+        if (reply.error < 0)
+                (void) log_warning_errno(reply.error, "perf_event_open() is refused in the perf opener, most likely by a "
+                                  "system-call filter (the service's SystemCallFilter= admits it only with the "
+                                  "drop-in SECURITY.md gives): pmugated opens no perf event");
+        return 0;
+}
+
 int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size_t n_types, uid_t uid, gid_t gid,
                       PerfOpener **ret) {
         _cleanup_free_ PerfOpener *o = NULL;
         int pair[2];
         pid_t parent = getpid(), pid;
+        int r;
 
         if (!verify || n_types > PERF_PMUS_MAX || (n_types > 0 && !allowed_types))
                 return -EINVAL;
@@ -385,8 +454,7 @@ int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size
         (void) fflush(stderr);
         pid = fork();
         if (pid < 0) {
-                int r = -errno;
-
+                r = -errno;
                 (void) close(pair[0]);
                 (void) close(pair[1]);
                 return log_error_errno(r, "Cannot start the perf opener");
@@ -398,6 +466,11 @@ int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size
         (void) close(pair[1]);
         o->pid = pid;
         o->fd = pair[0];
+        r = wait_ready(o);
+        if (r < 0) {
+                perf_opener_stop(TAKE_PTR(o));
+                return log_error_errno(r, "The perf opener did not start (it logs why)");
+        }
         log_debug("Perf opener started as process %d", (int) pid);
         *ret = TAKE_PTR(o);
         return 0;
@@ -415,7 +488,6 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
                      int group_fd, unsigned long flags) {
         OpenerRequest req = { .pid = pid, .cpu = cpu, .flags = flags };
         OpenerReply reply;
-        struct pollfd p = { .fd = o->fd, .events = POLLIN };
         int fds[OPENER_FDS_MAX], fd = -1;
         size_t n_fds = 0;
         int r;
@@ -441,24 +513,11 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
         if (r < 0)
                 return r;
 
-        do
-                r = poll(&p, 1, PERF_OPENER_TIMEOUT_MSEC);
-        while (r < 0 && errno == EINTR);
+        r = receive_reply(o, &reply, &fd);
         if (r < 0)
-                return opener_gone(o, errno);
-        if (r == 0)
-                /* A late answer would be taken for the next request's: never ask it again. */
-                return opener_gone(o, ETIMEDOUT);
-        r = receive_exact(o->fd, &reply, sizeof(reply), &fd, 1, &n_fds);
-        if (r == 0)
-                return opener_gone(o, EPIPE);
-        if (r < 0)
+                /* After a timeout a late answer would be taken for the next request's: never ask
+                 * this opener again. */
                 return opener_gone(o, -r);
-        if ((reply.error == 0) != (n_fds == 1) || reply.error > 0 || reply.error < -4095) {
-                if (n_fds == 1)
-                        (void) close(fd);
-                return opener_gone(o, EBADMSG);
-        }
         return reply.error < 0 ? reply.error : fd;
 }
 

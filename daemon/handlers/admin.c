@@ -48,6 +48,12 @@ int handle_reset(Server *s, Session *c, const Request *req, Refusal *ret_refusal
                  * otherwise leave its original values to be put back at the next start. */
                 r = leases_retry_kept(s->leases, cpus[i]);
                 pmu_detect(s->pmu, cpus[i]);
+                /* Through perf the kernel programs the counters: writing them would take them
+                 * from under its events (or fail, under lockdown). The leases end all the same. */
+                if (s->choice.counters != BACKEND_COUNTERS_MSR) {
+                        failed += r < 0;
+                        continue;
+                }
                 if (pmu_reset_cpu(s->pmu, cpus[i]) < 0 || r < 0)
                         failed++;
         }

@@ -198,7 +198,7 @@ static int pack_counting(msgpack_packer *pk, const Server *s) {
 
 /* The PMUs perf_open may name, as this machine's kernel (or the simulator) shows them. */
 static int pack_perf_pmus(msgpack_packer *pk, const Server *s) {
-        const PerfCatalog *cat = s->perf ? s->perf_catalog : NULL;
+        const PerfCatalog *cat = s->perf_driver ? s->perf_catalog : NULL;
         size_t n = cat ? cat->n_pmus : 0;
 
         TRY(pack_string(pk, "pmus"));

@@ -268,7 +268,7 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
         size_t held;
         int slot, r;
 
-        if (!s->perf)
+        if (!s->perf_driver)
                 return refuse(ret_refusal, PROTO_E_UNKNOWN_OP, -1, "this daemon serves no perf events: %s",
                               s->choice.reason[0] ? s->choice.reason : "its perf_event path is not set up");
         slot = find_free_slot(c);
@@ -304,7 +304,7 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
                               "uid %u holds %zu open perf events; %zu more would pass the limit of %u per user",
                               (unsigned) c->peer.uid, held, plan.n_units * req->n_perf_events, PERF_FDS_PER_UID_MAX);
 
-        r = perf_handle_new(s->perf, req->perf_scope, c->peer.uid, plan.attrs, req->perf_group_sizes,
+        r = perf_handle_new(s->perf_driver, req->perf_scope, c->peer.uid, plan.attrs, req->perf_group_sizes,
                             req->n_perf_groups, plan.units, plan.n_units, &h);
         if (r < 0)
                 return r;

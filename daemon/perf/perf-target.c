@@ -165,27 +165,37 @@ int perf_target_job_cgroup(const char *cgroup_root, Peer *peer, const char *job,
         return 0;
 }
 
-/* What one thread's status says: whether it still runs (not a zombie or dead), and its real
- * and effective uid. */
+/* What one thread's status says: whether it still runs (not a zombie or dead), its uids, and
+ * who owns its /proc entry: root, not the process's uid, when the process is not dumpable (a
+ * setuid program, or one that asked the kernel to keep others out), which ptrace and perf
+ * refuse to an unprivileged user, as pmugate must: its opener's CAP_PERFMON skips the kernel's
+ * own ptrace check. */
 typedef struct ThreadStatus {
         bool live;
-        uid_t real_uid, effective_uid;
+        uid_t real_uid, effective_uid, saved_uid, fs_uid;
+        uid_t owner;
 } ThreadStatus;
 
+/* text begins with a newline, so every field starts one. The only field the process chooses,
+ * its name (the first line), comes escaped by the kernel (a newline as a backslash and "n"), so it
+ * cannot forge a State or Uid line. */
 static int parse_status(const char *text, ThreadStatus *ret) {
         const char *state = strstr(text, "\nState:"), *uids = strstr(text, "\nUid:");
-        unsigned long real, effective;
+        unsigned long u[4];
         char c;
 
         if (!state || !uids)
                 return -EBADMSG;
         if (sscanf(state, "\nState: %c", &c) != 1)
                 return -EBADMSG;
-        if (sscanf(uids, "\nUid: %lu %lu", &real, &effective) != 2 ||
-            real > (uid_t) -2 || effective > (uid_t) -2)
+        if (sscanf(uids, "\nUid: %lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) != 4)
                 return -EBADMSG;
+        for (size_t i = 0; i < ELEMENTSOF(u); i++)
+                if (u[i] > (uid_t) -2)
+                        return -EBADMSG;
         *ret = (ThreadStatus) { .live = c != 'Z' && c != 'X' && c != 'x',
-                                .real_uid = (uid_t) real, .effective_uid = (uid_t) effective };
+                                .real_uid = (uid_t) u[0], .effective_uid = (uid_t) u[1],
+                                .saved_uid = (uid_t) u[2], .fs_uid = (uid_t) u[3] };
         return 0;
 }
 
@@ -193,13 +203,17 @@ static int parse_status(const char *text, ThreadStatus *ret) {
 static int read_thread_status(int task_dir, const char *tid, ThreadStatus *ret) {
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int fd = -EBADF;
+        struct stat st;
         char path[64];
         ssize_t n;
+        int r;
 
         if ((size_t) snprintf(path, sizeof(path), "%s/status", tid) >= sizeof(path))
                 return -ENAMETOOLONG;
         fd = openat(task_dir, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
                 return -errno;
         text = malloc(PROC_STATUS_SIZE_MAX + 2);
         if (!text)
@@ -211,7 +225,11 @@ static int read_thread_status(int task_dir, const char *tid, ThreadStatus *ret) 
         if ((size_t) n > PROC_STATUS_SIZE_MAX)
                 return -EFBIG;
         text[n + 1] = '\0';
-        return parse_status(text, ret);
+        r = parse_status(text, ret);
+        if (r < 0)
+                return r;
+        ret->owner = st.st_uid;
+        return 0;
 }
 
 static bool parse_tid(const char *name, pid_t *ret) {
@@ -258,13 +276,22 @@ static int collect_threads(int proc_dir, const Peer *peer, PerfProcess *ret, Ref
                         break;
                 if (!ts.live)
                         continue;
-                if (peer->uid != 0 && (ts.real_uid != peer->uid || ts.effective_uid != peer->uid)) {
+                if (peer->uid != 0 && (ts.real_uid != peer->uid || ts.effective_uid != peer->uid ||
+                                       ts.saved_uid != peer->uid || ts.fs_uid != peer->uid)) {
                         r = refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
-                                   "process %d is not yours: its thread %d runs as uid %u (effective %u), "
-                                   "you are uid %u; pmugate counts your own processes only (another "
-                                   "user's, also for admins, only when asked as root)",
+                                   "process %d is not yours: its thread %d runs as uid %u (effective %u, "
+                                   "saved %u, filesystem %u), you are uid %u; pmugate counts your own "
+                                   "processes only (another user's, also for admins, only when asked as root)",
                                    (int) ret->pid, (int) tid, (unsigned) ts.real_uid,
-                                   (unsigned) ts.effective_uid, (unsigned) peer->uid);
+                                   (unsigned) ts.effective_uid, (unsigned) ts.saved_uid,
+                                   (unsigned) ts.fs_uid, (unsigned) peer->uid);
+                        break;
+                }
+                if (peer->uid != 0 && ts.owner != peer->uid) {
+                        r = refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                                   "process %d is not dumpable (a setuid program, or one that keeps "
+                                   "others out): as with perf and ptrace, only root may count it",
+                                   (int) ret->pid);
                         break;
                 }
                 if (ret->n_tids >= PERF_PROCESS_THREADS_MAX) {

@@ -9,8 +9,8 @@
  * component by component without following symlinks, and must belong to root, so that a cgroup
  * a user made (v2 delegation) cannot stand for a job.
  *
- * Process scope counts one process of the caller's: every thread's real and effective uid is
- * the caller's, it is alive, and in job mode it runs inside the job's cgroup. The process is
+ * Process scope counts one process of the caller's: every thread's uids are the caller's, it
+ * is dumpable (the kernel's ptrace rule, which the opener's CAP_PERFMON would skip), it is alive, and in job mode it runs inside the job's cgroup. The process is
  * pinned by a pidfd; its /proc entry is opened once and believed only while that pidfd lives.
  */
 #pragma once
@@ -35,8 +35,9 @@ int perf_target_job_cgroup(const char *cgroup_root, Peer *peer, const char *job,
  * job_cgroup argument of perf_target_process(). Returns 0 or refuses (PROTO_E_NO_GRANT). */
 int perf_target_job_path(Peer *peer, const char *job, char *ret_path, size_t path_size, Refusal *ret_refusal);
 
-/* Process scope: target pid (0: the caller) must be the caller's uid's process (real and
- * effective uid of every thread; root may name any), alive, and in job mode (job_cgroup, a v2
+/* Process scope: target pid (0: the caller) must be the caller's uid's process (real,
+ * effective, saved and filesystem uid of every thread, and dumpable: its /proc entries the
+ * caller's; root may name any), alive, and in job mode (job_cgroup, a v2
  * path as perf_target_job_path() gives it) inside the job's cgroup. Fills the pidfd and the
  * thread ids to open events on (every thread now; children and new threads follow through
  * attr.inherit). After the events are open, perf_target_process_alive() with the pidfd

@@ -352,12 +352,12 @@ int batch_check_range(const BatchContext *ctx, const RegOp *ops, size_t first, s
                         return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, i, "op %zu: %s", i, rights->reason);
                 if (write && ctx->choice && ctx->choice->counters == BACKEND_COUNTERS_PERF)
                         return refuse(ret_refusal, PROTO_E_READ_ONLY, i,
-                                      "op %zu: this node programs counters through perf (%s); MSR writes are off: "
-                                      "use the perf path", i, ctx->choice->reason);
+                                      "op %zu: this node programs counters through perf (%s); "
+                                      "MSR writes are off: use the perf path", i, ctx->choice->reason);
                 if (write && ctx->choice && ctx->choice->counters == BACKEND_COUNTERS_NONE)
                         return refuse(ret_refusal, PROTO_E_READ_ONLY, i,
-                                      "op %zu: this node cannot program counters (%s); MSR writes are off", i,
-                                      ctx->choice->reason);
+                                      "op %zu: this node cannot program counters (%s); MSR writes are off",
+                                      i, ctx->choice->reason);
                 if (reg_op_is_counter(op)) {
                         r = check_counter(ctx, op, i, ret_refusal);
                         if (r != 0)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend-choice.h"
 #include "backend/backend.h"
 #include "backend/machine.h"
 #include "message.h"

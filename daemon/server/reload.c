@@ -71,8 +71,8 @@ int server_reload(Server *s, const ReloadCaller *caller, char *reason, size_t si
         }
         /* The backend was chosen at start-up, with devices opened as root: it stays. */
         if (config.counters_backend != s->config.counters_backend)
-                log_notice("Configuration reload: backend = %s in [counters] takes effect at the next start; "
-                           "counters stay via %s%s", backend_wanted_to_string(config.counters_backend),
+                log_notice("Configuration reload: backend = %s in [counters] takes effect at the next "
+                           "start; counters stay via %s%s", backend_wanted_to_string(config.counters_backend),
                            backend_counters_to_string(s->choice.counters),
                            s->counters_from_option ? " (and --counters wins over the file)" : "");
         s->config = config;

@@ -21,8 +21,8 @@
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "cpuset.h"
-#include "perf/perf-handles.h"
 #include "message.h"
+#include "perf/perf-handles.h"
 #include "pmu/allowlist.h"
 #include "pmu/leases.h"
 #include "pmu/pmu.h"
@@ -97,11 +97,8 @@ struct Server {
         BackendChoice choice;
         bool counters_from_option;      /* --counters decided it, not pmugate.conf */
         /* The perf_event path (docs/PERF.md): the PMUs perf_open may name, the driver that opens
-         * them (the kernel's through the opener, or the simulator's) and the opener itself.
-         * perf NULL: perf_open is refused with the reason. All owned. */
+         * them is perf_driver below. Owned. */
         PerfCatalog *perf_catalog;
-        PerfDriver *perf;
-        PerfOpener *perf_opener;
         sd_event_source *perf_tick;     /* the simulator's counting, while simulated events are open */
         Allowlist *allowlist;
         Config config;
@@ -113,6 +110,10 @@ struct Server {
         Grants grants;
         Leases *leases;
         Pmu *pmu;
+        /* The perf_event path: the process that opens events with CAP_PERFMON, and the kernel's
+         * driver that opens through it (NULL when the daemon does not serve perf events). */
+        PerfOpener *perf_opener;
+        PerfDriver *perf_driver;
 
         Session *sessions;
         unsigned n_sessions;

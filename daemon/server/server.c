@@ -184,6 +184,9 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         s->backend = backend;
         s->allowlist = allowlist;
         s->audit = audit;
+        s->perf_opener = o->perf_opener;
+        s->perf_driver = o->perf_driver;
+        s->perf_catalog = o->perf_catalog;
         *ret = s;
         return 0;
 
@@ -202,9 +205,6 @@ Server *server_free(Server *s) {
         sd_event_source_disable_unref(s->turns);
         s->perf_tick = sd_event_source_disable_unref(s->perf_tick);
         server_reply_fds_drop(s);
-        s->perf = perf_driver_free(s->perf);
-        s->perf_opener = perf_opener_stop(s->perf_opener);
-        s->perf_catalog = perf_catalog_free(s->perf_catalog);
         leases_free(s->leases);
         pmu_free(s->pmu);
         grants_done(&s->grants);
@@ -220,6 +220,10 @@ Server *server_free(Server *s) {
         free(s->entries);
         free(s->status);
         free(s->values);
+        /* The driver's open events are the sessions' and closed with them; the opener last. */
+        perf_driver_free(s->perf_driver);
+        perf_opener_stop(s->perf_opener);
+        perf_catalog_free(s->perf_catalog);
         backend_free(s->backend);
         allowlist_free(s->allowlist);
         machine_free(s->machine);

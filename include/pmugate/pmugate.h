@@ -159,11 +159,11 @@ typedef struct pmugate_info {
         uint32_t *foreign_units;
         size_t n_foreign_units;
 
-        /* How the daemon programs the counters (hello "counting"): counters_via "msr" (register
-         * writes), "perf" (the kernel's perf events: measurements go through perf.h), "none";
-         * "" from a daemon that predates the choice (register writes). wanted is what the
-         * configuration asked ("auto", "msr", "perf"), reason why via is what it is;
-         * msr_reads whether register reads (RAPL) still work. */
+        /* How the node programs counters (hello "counting"): counters_via is "msr" (register
+         * writes), "perf" (perf_event_open: register writes are refused, reads stay) or "none";
+         * counters_wanted what the administrator asked ("auto", "msr", "perf"); counters_reason
+         * why; msr_reads whether MSRs (RAPL energy) can be read. A daemon that predates the key
+         * programs through MSRs: "msr", "", "", msr_reads true. */
         char counters_via[8];
         char counters_wanted[8];
         char counters_reason[400];

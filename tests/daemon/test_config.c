@@ -138,6 +138,22 @@ static void test_groups_and_limits(void **state) {
         free(path);
 }
 
+static void test_counters(void **state) {
+        char *path = write_file("[counters]\nbackend = perf\nuser_count_kernel = yes\n");
+        char reason[256] = "";
+        Config c;
+
+        (void) state;
+        config_init_defaults(&c);
+        assert_int_equal(c.counters_backend, BACKEND_WANTED_AUTO);
+        assert_false(c.user_count_kernel);
+        assert_int_equal(config_load(path, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(c.counters_backend, BACKEND_WANTED_PERF);
+        assert_true(c.user_count_kernel);
+        unlink(path);
+        free(path);
+}
+
 static void test_bad_files_name_their_line(void **state) {
         static const struct {
                 const char *text;
@@ -154,6 +170,10 @@ static void test_bad_files_name_their_line(void **state) {
                 { "[rights]\npackage_read_shared = maybe\n", ":2:" },
                 { "[rights]\njobmap_uids = sometimes\n", ":2:" },
                 { "[rights]\n\nenergy_read_shared = all\n", ":3:" },
+                { "[counters]\nbackend = dev\n", ":2:" },
+                { "[counters]\nbackend = auto\n\nbackend = MSR\n", ":4:" },
+                { "[counters]\nuser_count_kernel = sometimes\n", ":2:" },
+                { "[counters]\nlockdown = none\n", ":2:" },
         };
         (void) state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -294,6 +314,7 @@ int main(void) {
                 cmocka_unit_test(test_defaults_are_the_shipped_file),
                 cmocka_unit_test(test_left_out_groups_are_the_defaults),
                 cmocka_unit_test(test_groups_and_limits),
+                cmocka_unit_test(test_counters),
                 cmocka_unit_test(test_bad_files_name_their_line),
                 cmocka_unit_test(test_shipped_files_load),
                 cmocka_unit_test(test_modes_and_classes),

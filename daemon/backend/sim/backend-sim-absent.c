@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "backend/sim/backend-sim.h"
+#include "backend/sim/sim-perf.h"
 
 bool backend_sim_built(void) {
         return false;
@@ -20,4 +21,30 @@ int backend_sim_new(const char *model_key, const char *config_path,
 
 int backend_sim_advance(Backend *b, uint64_t cycles) {
         return -EINVAL;
+}
+
+int backend_sim_now_ns(Backend *b, uint64_t *ret) {
+        return -EINVAL;
+}
+
+const SimModel *backend_sim_model(Backend *b) {
+        return NULL;
+}
+
+const SimRates *backend_sim_cpu_rates(Backend *b, uint32_t cpu) {
+        return NULL;
+}
+
+/* The driver owns software from the call on, whatever it returns. */
+int sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
+        if (software)
+                software->vtable->free(software);
+        return -EOPNOTSUPP;
+}
+
+void sim_perf_driver_tick(PerfDriver *d) {
+}
+
+int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
+        return -EOPNOTSUPP;
 }

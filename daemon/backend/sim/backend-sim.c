@@ -296,6 +296,29 @@ int backend_sim_advance(Backend *b, uint64_t cycles) {
         return 0;
 }
 
+int backend_sim_now_ns(Backend *b, uint64_t *ret) {
+        const SimClock *c;
+
+        if (!b || b->vtable != &sim_vtable)
+                return -EINVAL;
+        c = &sim_backend(b)->clock;
+        *ret = sim_clock_now(c) / c->mhz * 1000U + sim_clock_now(c) % c->mhz * 1000U / c->mhz;
+        return 0;
+}
+
+const SimModel *backend_sim_model(Backend *b) {
+        return b && b->vtable == &sim_vtable ? &sim_backend(b)->model : NULL;
+}
+
+const SimRates *backend_sim_cpu_rates(Backend *b, uint32_t cpu) {
+        SimBackend *s;
+
+        if (!b || b->vtable != &sim_vtable)
+                return NULL;
+        s = sim_backend(b);
+        return cpu < s->n_cpus && s->cpus[cpu].online ? &s->cpus[cpu].rates : NULL;
+}
+
 static uint32_t ccxs_per_socket(const SimConfig *c) {
         return (c->cores_per_socket + c->cores_per_ccx - 1) / c->cores_per_ccx;
 }

@@ -12,6 +12,9 @@
 #include "backend/backend.h"
 #include "backend/machine.h"
 
+typedef struct SimModel SimModel;
+typedef struct SimRates SimRates;
+
 /* Whether this daemon has the simulator: false in a build with -Dsimulator=false, whose
  * backend_sim_new() returns -EOPNOTSUPP (backend-sim-absent.c). */
 bool backend_sim_built(void);
@@ -28,3 +31,12 @@ int backend_sim_new(const char *model_key, const char *config_path /* may be NUL
  * deterministic mode this and register accesses are the only way time moves. Returns -EINVAL
  * when b is not a simulated backend. */
 int backend_sim_advance(Backend *b, uint64_t cycles);
+
+/* For the simulator's perf driver (sim-perf.c), which imitates the kernel on top of this
+ * backend's registers. Each returns NULL or -EINVAL when b is not a simulated backend. */
+/* Simulated time since the simulator started, in ns of the TSC at the nominal frequency;
+ * reading it charges no access. */
+int backend_sim_now_ns(Backend *b, uint64_t *ret);
+const SimModel *backend_sim_model(Backend *b);
+/* What an online CPU's events count per wall-clock cycle; NULL for an offline or absent CPU. */
+const SimRates *backend_sim_cpu_rates(Backend *b, uint32_t cpu);

@@ -322,7 +322,8 @@ static int handle_inject(SimConfigParser *p, const char *key, const char *value)
                 else if (strcmp(value, "confidentiality") == 0)
                         c->lockdown = "confidentiality";
                 else
-                        return parser_fail(p, "lockdown = '%s': expected none, integrity or confidentiality", value);
+                        return parser_fail(p, "lockdown = '%s': expected none, integrity or confidentiality",
+                                           value);
                 return 0;
         }
         if (strcmp(key, "eio_msr") == 0)
@@ -343,8 +344,9 @@ static int handle_inject(SimConfigParser *p, const char *key, const char *value)
                 return parse_counter_mask(p, key, value, SIM_AMD_L3_COUNTERS, &c->kernel_l3_counters);
         if (strcmp(key, "kernel_df_counters") == 0)
                 return parse_counter_mask(p, key, value, SIM_AMD_DF_COUNTERS_MAX, &c->kernel_df_counters);
-        return parser_fail(p, "unknown key '%s' in [inject] (known: nmi_watchdog, watchdog_thresh, lockdown, "
-                           "offline_cpus, eio_msr, eio_cpus, eio_writes_only, kernel_imc_units, kernel_l3_counters, "
+        return parser_fail(p, "unknown key '%s' in [inject] (known: nmi_watchdog, watchdog_thresh, "
+                           "lockdown, offline_cpus, eio_msr, eio_cpus, eio_writes_only, kernel_imc_units, "
+                           "kernel_l3_counters, "
                            "kernel_df_counters)", key);
 }
 

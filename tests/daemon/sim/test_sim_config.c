@@ -39,6 +39,7 @@ static const BadConfig bad_configs[] = {
         { "spr", "[clock]\njitter = 2\n", ":2:", "jitter" },
         { "spr", "[inject]\neio_msr = 0x38f, zzz\n", ":2:", "'zzz' is not an MSR address" },
         { "spr", "[inject]\noffline_cpus = 3-1\n", ":2:", "expected a CPU list" },
+        { "spr", "[inject]\nlockdown = full\n", ":2:", "expected none, integrity or confidentiality" },
         { "spr", "[inject]\noffline_cpus = 0-15\n", ":2:", "takes every CPU offline" },
         { "spr", "[inject]\noffline_cpus = 40\n", ":2:", "CPU 40 does not exist" },
         { "spr", "[rapl]\npackage_watts = -5\n", ":2:", "package_watts" },
@@ -188,6 +189,28 @@ static void test_deterministic_defaults(void **state) {
         sim_test_free(&t);
 }
 
+/* Lockdown: the msr driver and PCI config space refuse writes with EPERM, reads work, and the
+ * backend says its lockdown for the backend choice. */
+static void test_lockdown(void **state) {
+        SimTest t = sim_test_new("skx", "[inject]\nlockdown = integrity\n");
+        SimTest open_node = sim_test_new("skx", "[inject]\nlockdown = none\n");
+        uint64_t v;
+
+        (void) state;
+        assert_string_equal(t.backend->lockdown, "integrity");
+        assert_int_equal(sim_wr_err(&t, 0, MSR_IA32_PERFEVTSEL0, 0x43003c), -EPERM);
+        assert_int_equal(sim_rd_err(&t, 0, MSR_IA32_PERFEVTSEL0), 0);
+        assert_int_equal(sim_rd_err(&t, 0, 0x611), 0);
+        assert_true(t.machine->n_units > 0);
+        assert_int_equal(backend_pci_write(t.backend, 0, 0xD8, 4, 0), -EPERM);
+        assert_int_equal(backend_pci_read(t.backend, 0, 0xD8, 4, &v), 0);
+
+        assert_null(open_node.backend->lockdown);
+        assert_int_equal(sim_wr_err(&open_node, 0, MSR_IA32_PERFEVTSEL0, 0x43003c), 0);
+        sim_test_free(&t);
+        sim_test_free(&open_node);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_bad_configs),
@@ -197,6 +220,7 @@ int main(void) {
                 cmocka_unit_test(test_comments_and_overrides),
                 cmocka_unit_test(test_profile_inheritance),
                 cmocka_unit_test(test_deterministic_defaults),
+                cmocka_unit_test(test_lockdown),
         };
 
         log_set_max_level(LOG_WARNING);

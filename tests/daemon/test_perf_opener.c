@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests: the perf opener on this machine's kernel (software events, a real cgroup, real fd
+ * passing) and the kernel's perf driver over it. Run as root, as the opener is started by root.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/perf-driver.h"
+#include "backend/perf-opener.h"
+#include "macro.h"
+
+#define READ_FORMAT (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING)
+/* The bit of CAP_PERFMON in /proc/PID/status masks. */
+#define PERFMON_MASK (UINT64_C(1) << 38)
+
+static const uint32_t software_only[] = { PERF_TYPE_SOFTWARE };
+static unsigned verify_calls;
+
+/* The opener's check as the tests give it: software counting events only. */
+static int verify_software(const struct perf_event_attr *attr, const uint32_t *types, size_t n, char *reason,
+                           size_t size) {
+        verify_calls++;
+        for (size_t i = 0; i < n; i++)
+                if (attr->type == types[i] && attr->size == sizeof(*attr) && attr->sample_period == 0)
+                        return 0;
+        (void) snprintf(reason, size, "type %u is not allowed", attr->type);
+        return -EPERM;
+}
+
+static uid_t nobody_uid(gid_t *ret_gid) {
+        struct passwd *pw = getpwnam("nobody");
+
+        *ret_gid = pw ? pw->pw_gid : 65534;
+        return pw ? pw->pw_uid : 65534;
+}
+
+static PerfOpener *start(void) {
+        PerfOpener *o = NULL;
+        gid_t gid;
+        uid_t uid = nobody_uid(&gid);
+
+        assert_int_equal(perf_opener_start(verify_software, software_only, ELEMENTSOF(software_only), uid, gid, &o),
+                         0);
+        assert_non_null(o);
+        assert_true(perf_opener_pid(o) > 0);
+        return o;
+}
+
+static struct perf_event_attr software(uint64_t config, uint64_t read_format) {
+        return (struct perf_event_attr) { .type = PERF_TYPE_SOFTWARE, .size = sizeof(struct perf_event_attr),
+                                          .config = config, .read_format = read_format, .exclude_kernel = 1,
+                                          .exclude_hv = 1 };
+}
+
+static void spin_ms(unsigned ms) {
+        struct timespec start, now;
+
+        assert_int_equal(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start), 0);
+        do
+                assert_int_equal(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now), 0);
+        while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+}
+
+/* value, time_enabled, time_running of a single event */
+static void read3(int fd, uint64_t v[3]) {
+        assert_int_equal(read(fd, v, 3 * sizeof(uint64_t)), 3 * sizeof(uint64_t));
+}
+
+static void assert_advances(int fd) {
+        uint64_t a[3], b[3];
+
+        read3(fd, a);
+        spin_ms(30);
+        read3(fd, b);
+        assert_true(b[0] > a[0]);
+        assert_true(b[1] > a[1]);
+        assert_true(b[2] > 0);
+}
+
+static uint64_t status_field(pid_t pid, const char *field) {
+        char path[64], line[256];
+        FILE *f;
+        uint64_t v = UINT64_MAX;
+
+        (void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, field, strlen(field)) == 0 && line[strlen(field)] == ':')
+                        v = strtoull(line + strlen(field) + 1, NULL, strcmp(field, "NoNewPrivs") == 0 ? 10 : 16);
+        (void) fclose(f);
+        return v;
+}
+
+static void test_privileges_of_the_opener(void **state) {
+        PerfOpener *o = start();
+        pid_t pid = perf_opener_pid(o);
+        char path[64], line[256], uid_line[256] = "";
+        struct stat st;
+        gid_t gid;
+        uid_t uid = nobody_uid(&gid);
+        FILE *f;
+        int fd;
+
+        (void) state;
+        /* One round trip: the opener has dropped its privileges before it answers. */
+        {
+                struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+
+                struct perf_event_attr hw = { .type = PERF_TYPE_HARDWARE, .size = sizeof(hw) };
+
+                fd = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+                assert_true(fd >= 0);
+                (void) close(fd);
+                /* A refused request after it: once it is answered, the opener has closed its
+                 * copy of the first fd. */
+                assert_int_equal(perf_opener_open(o, &hw, getpid(), -1, -1, -1, 0), -EPERM);
+        }
+        assert_int_equal(status_field(pid, "CapEff"), PERFMON_MASK);
+        assert_int_equal(status_field(pid, "CapPrm"), PERFMON_MASK);
+        assert_int_equal(status_field(pid, "CapBnd"), PERFMON_MASK);
+        assert_int_equal(status_field(pid, "CapInh"), 0);
+        assert_int_equal(status_field(pid, "CapAmb"), 0);
+        assert_int_equal(status_field(pid, "NoNewPrivs"), 1);
+        (void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "Uid:", 4) == 0)
+                        (void) snprintf(uid_line, sizeof(uid_line), "%s", line);
+        (void) fclose(f);
+        (void) snprintf(line, sizeof(line), "Uid:\t%u\t%u\t%u\t%u\n", uid, uid, uid, uid);
+        assert_string_equal(uid_line, line);
+        /* Not dumpable: the kernel gives the files of its /proc directory to root, not to its
+         * uid (the directory itself keeps the uid). */
+        (void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_uid, 0);
+        /* It kept no fd of ours: its socket and stdin, stdout, stderr. */
+        (void) snprintf(path, sizeof(path), "/proc/%d/fd/4", (int) pid);
+        assert_int_equal(access(path, F_OK), -1);
+        perf_opener_stop(o);
+}
+
+static void test_task_clock_of_a_process(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT);
+        int fd;
+
+        (void) state;
+        fd = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(fcntl(fd, F_GETFD), FD_CLOEXEC);
+        assert_advances(fd);
+        (void) close(fd);
+        perf_opener_stop(o);
+}
+
+static void test_cpu_clock_on_a_cpu(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr attr = software(PERF_COUNT_SW_CPU_CLOCK, READ_FORMAT);
+        int fd;
+
+        (void) state;
+        /* A CPU-wide event: perf_event_paranoid > 0 refuses it without CAP_PERFMON. */
+        fd = perf_opener_open(o, &attr, -1, -1, 0, -1, 0);
+        assert_true(fd >= 0);
+        assert_advances(fd);
+        (void) close(fd);
+        perf_opener_stop(o);
+}
+
+static void test_group(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr leader = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT | PERF_FORMAT_GROUP);
+        struct perf_event_attr member = software(PERF_COUNT_SW_CONTEXT_SWITCHES, READ_FORMAT | PERF_FORMAT_GROUP);
+        uint64_t v[5];
+        int lfd, mfd;
+
+        (void) state;
+        leader.disabled = 1;
+        lfd = perf_opener_open(o, &leader, getpid(), -1, -1, -1, 0);
+        assert_true(lfd >= 0);
+        mfd = perf_opener_open(o, &member, getpid(), -1, -1, lfd, 0);
+        assert_true(mfd >= 0);
+        assert_int_equal(ioctl(lfd, PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP), 0);
+        spin_ms(20);
+        (void) usleep(1000);
+        assert_int_equal(read(lfd, v, sizeof(v)), sizeof(v));
+        assert_int_equal(v[0], 2);      /* nr: the member joined the leader's group */
+        assert_true(v[1] > 0 && v[2] > 0);
+        assert_true(v[3] > 0);          /* task-clock */
+        (void) close(mfd);
+        (void) close(lfd);
+        perf_opener_stop(o);
+}
+
+/* The cgroup v2 directory of this process, opened from the v2 mount that mountinfo names. */
+static int own_cgroup_dir(void) {
+        char line[4096], mount[4096] = "", cg[4096] = "", path[8192];
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                char *sep = strstr(line, " - cgroup2 "), *fields[5], *save = NULL, *p = line;
+
+                if (!sep || mount[0])
+                        continue;
+                for (size_t i = 0; i < ELEMENTSOF(fields); i++, p = NULL)
+                        fields[i] = strtok_r(p, " ", &save);
+                (void) snprintf(mount, sizeof(mount), "%s", fields[4]);
+        }
+        (void) fclose(f);
+        f = fopen("/proc/self/cgroup", "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "0::", 3) == 0) {
+                        line[strcspn(line, "\n")] = '\0';
+                        (void) snprintf(cg, sizeof(cg), "%s", line + 3);
+                }
+        (void) fclose(f);
+        if (!mount[0] || !cg[0])
+                return -ENOENT;
+        (void) snprintf(path, sizeof(path), "%s%s", mount, cg);
+        return open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+}
+
+static void test_cgroup(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr attr = software(PERF_COUNT_SW_CPU_CLOCK, READ_FORMAT);
+        cpu_set_t was, cpu0;
+        int dir, fd;
+
+        (void) state;
+        dir = own_cgroup_dir();
+        if (dir < 0) {
+                perf_opener_stop(o);
+                skip();
+        }
+        fd = perf_opener_open(o, &attr, 0, dir, 0, -1, PERF_FLAG_PID_CGROUP);
+        assert_true(fd >= 0);
+        /* The cgroup's tasks on CPU 0: this one, pinned there. */
+        assert_int_equal(sched_getaffinity(0, sizeof(was), &was), 0);
+        CPU_ZERO(&cpu0);
+        CPU_SET(0, &cpu0);
+        assert_int_equal(sched_setaffinity(0, sizeof(cpu0), &cpu0), 0);
+        assert_advances(fd);
+        assert_int_equal(sched_setaffinity(0, sizeof(was), &was), 0);
+        /* A cgroup needs its directory fd and the flag together. */
+        assert_int_equal(perf_opener_open(o, &attr, 0, dir, 0, -1, 0), -EINVAL);
+        assert_int_equal(perf_opener_open(o, &attr, 0, -1, 0, -1, PERF_FLAG_PID_CGROUP), -EINVAL);
+        (void) close(fd);
+        (void) close(dir);
+        perf_opener_stop(o);
+}
+
+static void test_refusals(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr hw = { .type = PERF_TYPE_HARDWARE, .size = sizeof(hw),
+                                      .config = PERF_COUNT_HW_CPU_CYCLES };
+        struct perf_event_attr sampling = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        struct perf_event_attr ok = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        unsigned before;
+
+        (void) state;
+        sampling.sample_period = 1000;
+        assert_int_equal(perf_opener_open(o, &hw, getpid(), -1, -1, -1, 0), -EPERM);
+        assert_int_equal(perf_opener_open(o, &sampling, getpid(), -1, -1, -1, 0), -EPERM);
+        /* Flags it does not pass are refused before anything is sent. */
+        before = verify_calls;
+        assert_int_equal(perf_opener_open(o, &ok, getpid(), -1, -1, -1, PERF_FLAG_FD_OUTPUT), -EINVAL);
+        assert_int_equal(perf_opener_open(o, &ok, getpid(), -1, -1, -1, PERF_FLAG_FD_NO_GROUP), -EINVAL);
+        assert_int_equal(verify_calls, before);
+        /* The kernel's own errors come back as they are. */
+        assert_int_equal(perf_opener_open(o, &ok, -1, -1, -1, -1, 0), -EINVAL);
+        perf_opener_stop(o);
+}
+
+static void test_killed_opener(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        siginfo_t si = {};
+        int fd;
+
+        (void) state;
+        fd = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+        assert_true(fd >= 0);
+        (void) close(fd);
+        assert_int_equal(kill(perf_opener_pid(o), SIGKILL), 0);
+        assert_int_equal(waitid(P_PID, (id_t) perf_opener_pid(o), &si, WEXITED | WNOWAIT), 0);
+        assert_int_equal(perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0), -EPIPE);
+        assert_int_equal(perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0), -EPIPE);
+        assert_null(perf_opener_stop(o));
+}
+
+static void test_opener_ends_with_its_socket(void **state) {
+        PerfOpener *o = start();
+        pid_t pid = perf_opener_pid(o);
+
+        (void) state;
+        assert_null(perf_opener_stop(o));
+        assert_int_equal(kill(pid, 0), -1);
+        assert_int_equal(errno, ESRCH);
+}
+
+static void driver_round(PerfDriver *d) {
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT);
+        uint64_t a[3], b[3], c[3];
+        int h, exported;
+
+        attr.disabled = 1;
+        h = perf_driver_open(d, &attr, getpid(), -1, -1, -1, 0);
+        assert_true(h >= 0);
+        assert_int_equal(perf_driver_enable(d, h, true), 0);
+        spin_ms(20);
+        assert_int_equal(perf_driver_read(d, h, a, sizeof(a)), sizeof(a));
+        assert_true(a[0] > 0);
+        assert_int_equal(perf_driver_disable(d, h, false), 0);
+        assert_int_equal(perf_driver_read(d, h, b, sizeof(b)), sizeof(b));
+        spin_ms(20);
+        assert_int_equal(perf_driver_read(d, h, c, sizeof(c)), sizeof(c));
+        assert_int_equal(b[0], c[0]);   /* disabled: it stopped counting */
+        exported = perf_driver_export_fd(d, h);
+        assert_true(exported > 2 && exported != h);
+        assert_int_equal(fcntl(exported, F_GETFD), FD_CLOEXEC);
+        (void) close(exported);
+        perf_driver_close(d, h);
+        assert_int_equal(fcntl(h, F_GETFD), -1);
+}
+
+static void test_kernel_driver_through_the_opener(void **state) {
+        PerfOpener *o = start();
+        PerfDriver *d = NULL;
+
+        (void) state;
+        assert_int_equal(perf_driver_kernel_new(o, &d), 0);
+        driver_round(d);
+        assert_null(perf_driver_free(d));
+        perf_opener_stop(o);
+}
+
+static void test_kernel_driver_in_process(void **state) {
+        PerfDriver *d = NULL;
+
+        (void) state;
+        assert_int_equal(perf_driver_kernel_new(NULL, &d), 0);
+        driver_round(d);
+        assert_null(perf_driver_free(d));
+        assert_null(perf_driver_free(NULL));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_privileges_of_the_opener),
+                cmocka_unit_test(test_task_clock_of_a_process),
+                cmocka_unit_test(test_cpu_clock_on_a_cpu),
+                cmocka_unit_test(test_group),
+                cmocka_unit_test(test_cgroup),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_killed_opener),
+                cmocka_unit_test(test_opener_ends_with_its_socket),
+                cmocka_unit_test(test_kernel_driver_through_the_opener),
+                cmocka_unit_test(test_kernel_driver_in_process),
+        };
+
+        if (geteuid() != 0) {
+                (void) fprintf(stderr, "test_perf_opener needs root: the opener is started by root\n");
+                return 77;
+        }
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
