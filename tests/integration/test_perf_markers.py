@@ -7,6 +7,7 @@ thread opens its own events through the daemon (scope process, "thread", handoff
 them without a round trip per region. Also the daemon's "thread" checks, and a -e list that
 mixes software and counter events."""
 
+import ctypes
 import json
 import os
 import re
@@ -159,6 +160,8 @@ def open_thread(client, pid, **extra):
 
 def thread_checks():
     """In a child as the unprivileged user: the daemon's "thread" key on a Python thread."""
+    # the uid change left the child undumpable, which the daemon (as perf and ptrace) refuses
+    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
     out = {}
     stop = threading.Event()
     started = threading.Event()
