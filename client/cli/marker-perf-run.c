@@ -38,14 +38,16 @@ static void wait_for(Workload *w, int signal_fd) {
         workload_reap(w);
 }
 
-int marker_perf_run(const MeasureArgs *a, OutputContext *out, const MarkerPerfPlan *plan, const uint32_t *cpus,
-                    size_t n_cpus, int signal_fd) {
+int marker_perf_run(const MeasureArgs *a, OutputContext *out, const MarkerPerfPlan *plan, pmugate_measure *m,
+                    const uint32_t *cpus, size_t n_cpus, int signal_fd) {
         Workload w = WORKLOAD_NULL;
         MarkerRun run = {};
         int r, status;
 
-        out->group = "";
-        out->description = "";
+        if (!m) {
+                out->group = "";
+                out->description = "";
+        }
         if (marker_run_prepare_perf(&run, plan, a->socket_path, a->verb) < 0) {
                 marker_run_cleanup(&run);
                 return 1;
@@ -66,7 +68,7 @@ int marker_perf_run(const MeasureArgs *a, OutputContext *out, const MarkerPerfPl
         }
         wait_for(&w, signal_fd);
         out->exit_status = w.status;
-        status = marker_run_report_perf(&run, out, plan, a->verb);
+        status = marker_run_report_perf(&run, out, plan, m, a->verb);
         /* a marker report that failed is not hidden by the command's success */
         if (w.status >= 0 && !(status != 0 && w.status == 0))
                 status = w.status;

@@ -13,7 +13,8 @@
 #include "marker/marker-runner.h"
 
 /* Runs a->command with plan's events named in its environment (pinned to cpus with -C),
- * waits for it (SIGTERM passed on to it), and writes its regions to out. Returns the exit
- * status pmugate ends with: the command's, or 1 when the report failed. */
-int marker_perf_run(const MeasureArgs *a, OutputContext *out, const MarkerPerfPlan *plan, const uint32_t *cpus,
-                    size_t n_cpus, int signal_fd);
+ * waits for it (SIGTERM passed on to it), and writes its regions to out, with the formulas of
+ * m (opened, never started: the command's threads count themselves) when not NULL. Returns
+ * the exit status pmugate ends with: the command's, or 1 when the report failed. */
+int marker_perf_run(const MeasureArgs *a, OutputContext *out, const MarkerPerfPlan *plan, pmugate_measure *m,
+                    const uint32_t *cpus, size_t n_cpus, int signal_fd);

@@ -393,11 +393,11 @@ int marker_run_report(MarkerRun *run, const OutputContext *ctx, pmugate_measure 
 }
 
 int marker_run_report_perf(MarkerRun *run, const OutputContext *ctx, const MarkerPerfPlan *plan,
-                           const char *verb) {
+                           pmugate_measure *m, const char *verb) {
         MarkerReport *rep = NULL;
         char reason[PMUGATE_REASON_MAX] = "";
         int r;
 
-        r = marker_runner_perf_report(plan, run->path, &rep, reason, sizeof(reason));
+        r = marker_runner_perf_report(plan, m, run->path, &rep, reason, sizeof(reason));
         return report_out(ctx, rep, r, reason, verb);
 }

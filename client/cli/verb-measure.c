@@ -311,7 +311,8 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
 
                 r = marker_runner_perf_plan(a->events, &plan, reason, sizeof(reason));
                 if (r >= 0)
-                        return end->status = marker_perf_run(a, out, &plan, cpus, n_cpus, signal_fd);
+                        return end->status = marker_perf_run(a, out, &plan, /* m= */ NULL, cpus, n_cpus,
+                                                             signal_fd);
                 if (r != -ENOENT) {
                         fprintf(stderr, "pmugate %s -m: %s\n", a->verb, reason[0] ? reason : strerror(-r));
                         return 1;
@@ -338,6 +339,19 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
         (void) snprintf(out->description_buf, sizeof(out->description_buf), "%s", pmugate_measure_description(m));
         out->group = out->group_buf;
         out->description = out->description_buf;
+        if (a->marker && pmugate_measure_via_perf(m)) {
+                /* counters through perf: the command's threads open the measurement's perf
+                 * groups for themselves; the runner starts nothing and keeps the formulas */
+                MarkerPerfPlan plan;
+                char reason[PMUGATE_REASON_MAX] = "";
+
+                r = marker_runner_perf_plan_measure(m, &plan, reason, sizeof(reason));
+                if (r < 0) {
+                        fprintf(stderr, "pmugate %s -m: %s\n", a->verb, reason[0] ? reason : strerror(-r));
+                        return 1;
+                }
+                return end->status = marker_perf_run(a, out, &plan, m, cpus, n_cpus, signal_fd);
+        }
         if (a->marker && marker_run_prepare(&marker, m, a->socket_path, a->verb) < 0) {
                 marker_run_cleanup(&marker);
                 return 1;

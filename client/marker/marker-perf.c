@@ -101,6 +101,11 @@ int marker_perf_events_format(const MarkerPerfEvents *e, char *text, size_t size
                                         return -ENOBUFS;
                                 at += (size_t) n;
                         }
+                        if (ev->kernel) {
+                                if (size - at < 3)
+                                        return -ENOBUFS;
+                                at += (size_t) snprintf(text + at, size - at, "/k");
+                        }
                 }
         return 0;
 }
@@ -133,6 +138,7 @@ int marker_perf_events_parse(const char *text, MarkerPerfEvents *ret) {
                 uint64_t config[3] = {};
                 size_t n = strcspn(p, ":");
                 unsigned n_config = 0;
+                bool kernel;
                 int r;
 
                 if (n == 0 || n >= sizeof(pmu))
@@ -145,11 +151,17 @@ int marker_perf_events_parse(const char *text, MarkerPerfEvents *ret) {
                         if (r < 0)
                                 return r;
                 }
-                if (n_config == 0 || (*p != '\0' && *p != ',' && *p != ';'))
+                if (n_config == 0)
+                        return -EINVAL;
+                kernel = p[0] == '/' && p[1] == 'k';
+                if (kernel)
+                        p += 2;
+                if (*p != '\0' && *p != ',' && *p != ';')
                         return -EINVAL;
                 r = marker_perf_events_add(&e, pmu, config[0], new_group);
                 if (r < 0)
                         return r;
+                e.events[e.n_events - 1].kernel = kernel;
                 e.events[e.n_events - 1].config1 = config[1];
                 e.events[e.n_events - 1].has_config1 = n_config > 1;
                 e.events[e.n_events - 1].config2 = config[2];

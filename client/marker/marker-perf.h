@@ -15,9 +15,9 @@
 #include "pmugate/perf.h"
 
 /* The events the runner passes the program (MARKER_ENV_PERF): groups separated by ';',
- * events by ',', each PMU:CONFIG[:CONFIG1[:CONFIG2]] with the numbers in hex; the first event
- * of a group leads it. "software:0x1,software:0x2" is task-clock and page-faults in one
- * group. */
+ * events by ',', each PMU:CONFIG[:CONFIG1[:CONFIG2]][/k] with the numbers in hex, /k for an
+ * event that counts the kernel too; the first event of a group leads it.
+ * "software:0x1,software:0x2" is task-clock and page-faults in one group. */
 typedef struct MarkerPerfEvents {
         pmugate_perf_event events[MARKER_REGS_MAX];
         size_t n_events;

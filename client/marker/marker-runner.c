@@ -179,6 +179,17 @@ static size_t columns_events(const MarkerColumns *cols) {
         return cols->m ? cols->m->n_programmed : cols->plan->events.n_events;
 }
 
+/* The results' column holding programmed event p: a register's (m alone), or the perf event
+ * that counts it. */
+static size_t column_of_event(const MarkerColumns *cols, size_t p) {
+        if (!cols->plan)
+                return column_of(cols->m, p);
+        for (size_t c = 0; c < cols->plan->events.n_events; c++)
+                if (cols->plan->programmed[c] == (int) p)
+                        return c;
+        return 0;       /* never: marker_runner_perf_plan_measure() refuses a plan that leaves one out */
+}
+
 static void result_values_free(pmugate_values *v) {
         free(v->counts);
         free(v->raw);
@@ -292,7 +303,7 @@ static int region_result(const MarkerColumns *cols, const MarkerFile *f, size_t 
                 /* PERF_METRICS fields are differences of rounded products and may come out
                  * just below zero */
                 for (size_t p = 0; p < n_events; p++) {
-                        int64_t v = row->values[m ? column_of(m, p) : p];
+                        int64_t v = row->values[column_of_event(cols, p)];
 
                         raw[k][p] = v > 0 ? (uint64_t) v : 0;
                 }
@@ -359,8 +370,8 @@ static int report_read(const MarkerColumns *cols, const char *results_path, Mark
                                 strerror(-r));
         if (r < 0)
                 return r;
-        columns = m ? m->n_sweep_regs + (m->metrics_slot >= 0 ? MARKER_METRICS_FIELDS : 0) :
-                      cols->plan->events.n_events;
+        columns = cols->plan ? cols->plan->events.n_events :
+                               m->n_sweep_regs + (m->metrics_slot >= 0 ? MARKER_METRICS_FIELDS : 0);
         r = marker_file_parse(text, size, columns, &f, reterr_reason, reason_size);
         if (r < 0)
                 return r;
@@ -391,9 +402,9 @@ int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerRep
         return report_read(&cols, results_path, ret, reterr_reason, reason_size);
 }
 
-int marker_runner_perf_report(const MarkerPerfPlan *plan, const char *results_path, MarkerReport **ret,
-                              char *reterr_reason, size_t reason_size) {
-        const MarkerColumns cols = { .plan = plan };
+int marker_runner_perf_report(const MarkerPerfPlan *plan, pmugate_measure *m, const char *results_path,
+                              MarkerReport **ret, char *reterr_reason, size_t reason_size) {
+        const MarkerColumns cols = { .m = m, .plan = plan };
 
         return report_read(&cols, results_path, ret, reterr_reason, reason_size);
 }
@@ -425,6 +436,7 @@ int marker_runner_perf_plan(const char *list, MarkerPerfPlan *ret, char *reterr_
                                         "in one group", MIN(MARKER_REGS_MAX, PERF_GROUP_EVENTS_MAX));
                         return r;
                 }
+                plan.programmed[plan.events.n_events - 1] = (int) plan.events.n_events - 1;
                 (void) snprintf(plan.names[plan.events.n_events - 1], sizeof(plan.names[0]), "%s", name);
                 (void) snprintf(plan.events.events[plan.events.n_events - 1].name,
                                 sizeof(plan.events.events[0].name), "%s", name);
@@ -437,6 +449,51 @@ int marker_runner_perf_plan(const char *list, MarkerPerfPlan *ret, char *reterr_
                                 "thread's own perf events and others through the counters, not both at once",
                                 (int) strcspn(first_other, ","), first_other);
                 return -EINVAL;
+        }
+        *ret = plan;
+        return 0;
+}
+
+int marker_runner_perf_plan_measure(pmugate_measure *m, MarkerPerfPlan *ret, char *reterr_reason, size_t reason_size) {
+        _cleanup_(measure_perf_plan_freep) PerfPlan *pp = NULL;
+        MarkerPerfPlan plan = {};
+        int r;
+
+        r = measure_perf_plan(m->model, m->programmed_descs, m->schedule, pmugate_info_perf_topdown(m->info), &pp,
+                              reterr_reason, reason_size);
+        if (r < 0)
+                return r;
+        if (pp->n_events > MARKER_REGS_MAX) {
+                (void) snprintf(reterr_reason, reason_size, "%zu perf events: markers read at most %u per thread",
+                                pp->n_events, MARKER_REGS_MAX);
+                return -E2BIG;
+        }
+        for (size_t g = 0; g < pp->n_groups; g++)
+                for (size_t i = 0; i < pp->groups[g].n_events; i++) {
+                        const pmugate_perf_event *ev = &pp->groups[g].events[i];
+                        size_t k = plan.events.n_events;
+
+                        r = marker_perf_events_add(&plan.events, ev->pmu, ev->config, /* new_group= */ i == 0);
+                        if (r < 0) {
+                                (void) snprintf(reterr_reason, reason_size, "the perf event %s of PMU '%s' cannot "
+                                                "be passed to the program", ev->name, ev->pmu);
+                                return r;
+                        }
+                        plan.events.events[k] = *ev;
+                        plan.programmed[k] = pp->programmed[pp->group_first[g] + i];
+                        (void) snprintf(plan.names[k], sizeof(plan.names[k]), "%s", ev->name);
+                }
+        /* every event of the measurement counted, or its formulas would see a zero */
+        for (size_t p = 0; p < m->n_programmed; p++) {
+                bool counted = false;
+
+                for (size_t c = 0; c < plan.events.n_events; c++)
+                        counted = counted || plan.programmed[c] == (int) p;
+                if (!counted) {
+                        (void) snprintf(reterr_reason, reason_size, "markers cannot count %s through perf%s%s",
+                                        m->programmed_descs[p].name, pp->note[0] ? ": " : "", pp->note);
+                        return -EOPNOTSUPP;
+                }
         }
         *ret = plan;
         return 0;

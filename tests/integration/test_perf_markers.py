@@ -137,6 +137,37 @@ def test_any_counting_path(tap):
         daemon.stop()
 
 
+def test_hardware_groups(tap):
+    """Where counters go via perf, -g takes the perf read mode too: the runner names the
+    group's perf events (fixed events by their pseudo-encodings) to the program and keeps the
+    formulas. The simulator's hardware events live in the daemon and have no fd to hand off,
+    so here each thread's perf_open is refused: that the refusal reaches the report, once per
+    thread and not per region, is what can be checked without a PMU."""
+    daemon = start_daemon()
+    try:
+        before = requests(daemon)
+        report = os.path.join(daemon.workdir, "hw.json")
+        os.chmod(daemon.workdir, 0o777)
+        rc, out, err = t.run_cli([t.PMUGATE, "stat", "-m", "-g", "ipc", "-C", "0", "-O", "json", "-o", report, "--",
+                                  BURN, "1", "5", "1", "1"], daemon.socket,
+                                 env={"PMUGATE_GROUP_PATH": os.path.join(t.SOURCE, "client", "groups")}, **USER)
+        served = requests(daemon) - before
+        doc = json.load(open(report)) if os.path.exists(report) and os.path.getsize(report) else {}
+        tap.ok(rc == 1 and doc.get("read_mode") == "perf" and doc.get("group") == "ipc",
+               "-g ipc with counters via perf: the perf read mode, the group named", out + err)
+        counts = doc["regions"][0]["aggregate"]["counts"] if doc.get("regions") else {}
+        tap.eq(sorted(counts), ["CPU_CLK_UNHALTED.REF_TSC", "CPU_CLK_UNHALTED.THREAD", "INST_RETIRED.ANY"],
+               "the group's events are the report's columns")
+        texts = [e["text"] for e in doc.get("errors", [])]
+        tap.ok(len(texts) == 2 and all("could not open its perf events" in x for x in texts),
+               "each thread's refused perf_open is reported", texts)
+        leases = [l for l in daemon.audit().splitlines() if "event=lease" in l]
+        tap.eq(leases, [], "the runner took no lease: the program's threads count themselves")
+        tap.ok(served < 12, "a refusal is not asked again at every region (%d requests)" % served)
+    finally:
+        daemon.stop()
+
+
 def test_mixed_events(tap):
     daemon = start_daemon()
     try:
@@ -218,5 +249,5 @@ def test_thread_key(tap):
 
 
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_regions, test_no_round_trip_per_region, test_any_counting_path, test_mixed_events,
-                          test_thread_key]))
+    sys.exit(t.Tap().run([test_regions, test_no_round_trip_per_region, test_any_counting_path, test_hardware_groups,
+                          test_mixed_events, test_thread_key]))

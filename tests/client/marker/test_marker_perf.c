@@ -38,6 +38,15 @@ static void test_events_text(void **state) {
         assert_false(back.events[2].has_config2);
         assert_int_equal(back.events[2].config1, 7);
         assert_false(back.events[0].has_config1);
+        /* an event that counts the kernel too */
+        e.events[0].kernel = true;
+        assert_int_equal(marker_perf_events_format(&e, text, sizeof(text)), 0);
+        assert_string_equal(text, "software:0x1/k,software:0x2;cpu:0x1d3:0x7");
+        assert_int_equal(marker_perf_events_parse(text, &back), 0);
+        assert_true(back.events[0].kernel);
+        assert_false(back.events[1].kernel);
+        assert_int_equal(marker_perf_events_parse("cpu:0xc0/k:0x1", &back), -EINVAL);
+        assert_int_equal(marker_perf_events_parse("cpu:0xc0/x", &back), -EINVAL);
         assert_int_equal(marker_perf_events_parse("uncore_imc_0:0x4:0x0:0x1", &back), 0);
         assert_true(back.events[0].has_config2);
         assert_int_equal(back.events[0].config2, 1);
@@ -123,6 +132,7 @@ static void test_plan(void **state) {
         assert_string_equal(plan.events.events[0].pmu, "software");
         assert_int_equal(plan.events.events[0].config, PERF_COUNT_SW_TASK_CLOCK);
         assert_string_equal(plan.events.events[1].name, "page-faults");
+        assert_int_equal(plan.programmed[1], 1);
         /* counter events alone: the registers' path */
         assert_int_equal(marker_runner_perf_plan("INST_RETIRED.ANY,cycles", &plan, reason, sizeof(reason)), -ENOENT);
         assert_int_equal(marker_runner_perf_plan(NULL, &plan, reason, sizeof(reason)), -ENOENT);
