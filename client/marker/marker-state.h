@@ -53,8 +53,10 @@ typedef struct MarkerOpen {
         uint32_t region;
         uint32_t cpu;
         uint64_t start_ns;
-        int64_t values[MARKER_COLUMNS_MAX];
-        PerfSelfCount perf[MARKER_REGS_MAX];    /* perf read mode: counts and times at the start */
+        union {
+                int64_t values[MARKER_COLUMNS_MAX];
+                PerfSelfCount perf[MARKER_REGS_MAX];    /* perf read mode: counts and times */
+        };
 } MarkerOpen;
 
 typedef struct MarkerConnection {
