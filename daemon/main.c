@@ -18,6 +18,7 @@
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "backend/sim/backend-sim.h"
+#include "backend/sim/sim-perf.h"
 #include "build-config.h"
 #include "handlers/handlers.h"
 #include "log.h"
@@ -247,41 +248,53 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
 }
 
 /* The perf_event path, set up while the daemon still has its start-up privileges: the PMUs
- * the kernel shows (the simulator: software alone until it has its own perf layer), and the
- * perf opener, forked now, which keeps CAP_PERFMON alone as the daemon's user (privileges.c
- * leaves the serving process none) and checks every attr with perf_attr_verify() against the
- * catalogue's types; the kernel's perf driver opens every event through it. */
-static int start_perf(const Options *o, const Machine *m, uid_t uid, gid_t gid, PerfCatalog **ret_catalog,
-                      PerfOpener **ret_opener, PerfDriver **ret_driver) {
+ * the kernel shows (or the simulated machine's), and the perf opener, forked now, which keeps
+ * CAP_PERFMON alone as the daemon's user (privileges.c leaves the serving process none) and
+ * checks every attr with perf_attr_verify() against the catalogue's types. The kernel's perf
+ * driver opens every event through it; under the simulator, its driver counts hardware events
+ * on the simulated PMU and hands software events to the kernel's. */
+static int start_perf(const Options *o, const Machine *m, Backend *backend, uid_t uid, gid_t gid,
+                      PerfCatalog **ret_catalog, PerfOpener **ret_opener, PerfDriver **ret_driver) {
         PerfCatalog *catalog = NULL;
         PerfOpener *opener = NULL;
+        PerfDriver *kernel = NULL, *driver = NULL;
         uint32_t types[PERF_PMUS_MAX];
         size_t n = 0;
+        bool sim = strcmp(o->backend, "sim") == 0;
         int r;
 
-        if (strcmp(o->backend, "sim") == 0)
-                r = perf_catalog_new(&catalog);
-        else
-                r = perf_catalog_read_sysfs(o->root, m, &catalog);
+        r = sim ? sim_perf_catalog(backend, &catalog) : perf_catalog_read_sysfs(o->root, m, &catalog);
         if (r < 0)
-                return log_error_errno(r, "Cannot read the kernel's PMUs under %s", o->root);
+                return log_error_errno(r, "Cannot read the %s PMUs", sim ? "simulated machine's" : "kernel's");
         for (size_t i = 0; i < catalog->n_pmus && n < ELEMENTSOF(types); i++)
                 types[n++] = catalog->pmus[i].type;
         r = perf_opener_start(perf_attr_verify, types, n, uid, gid, &opener);
+        if (r < 0)
+                goto fail;
+        r = perf_driver_kernel_new(opener, &kernel);
         if (r < 0) {
-                perf_catalog_free(catalog);
-                return r;
+                log_error_errno(r, "Cannot set up the kernel's perf driver");
+                goto fail;
         }
-        r = perf_driver_kernel_new(opener, ret_driver);
-        if (r < 0) {
-                perf_opener_stop(opener);
-                perf_catalog_free(catalog);
-                return log_error_errno(r, "Cannot set up the kernel's perf driver");
-        }
-        log_info("Perf opener started (process %d), %zu PMUs", (int) perf_opener_pid(opener), catalog->n_pmus);
+        if (sim) {
+                /* it owns the kernel's driver from here on, also when it fails */
+                r = sim_perf_driver_new(backend, TAKE_PTR(kernel), &driver);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot set up the simulator's perf driver");
+                        goto fail;
+                }
+        } else
+                driver = TAKE_PTR(kernel);
+        log_info("Perf opener started (process %d); %zu PMUs", (int) perf_opener_pid(opener), catalog->n_pmus);
         *ret_opener = opener;
         *ret_catalog = catalog;
+        *ret_driver = driver;
         return 0;
+fail:
+        perf_driver_free(kernel);
+        perf_opener_stop(opener);
+        perf_catalog_free(catalog);
+        return r;
 }
 
 static int run(int argc, char *argv[]) {
@@ -365,7 +378,7 @@ static int run(int argc, char *argv[]) {
                 goto finish;
         /* Before the audit log, the state directory and the socket are open: the opener closes
          * every fd it inherits, and has the fewer to close. */
-        r = start_perf(&o, machine, daemon_uid, daemon_gid, &perf_catalog, &perf_opener, &perf_driver);
+        r = start_perf(&o, machine, backend, daemon_uid, daemon_gid, &perf_catalog, &perf_opener, &perf_driver);
         if (r < 0)
                 goto finish;
 
@@ -395,6 +408,8 @@ static int run(int argc, char *argv[]) {
         perf_opener = NULL;
         perf_driver = NULL;
         perf_catalog = NULL;
+        if (strcmp(o.backend, "sim") == 0)
+                server->perf_tick_fn = sim_perf_driver_tick;
         machine = NULL;
         backend = NULL;
         allowlist = NULL;

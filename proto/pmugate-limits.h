@@ -186,9 +186,13 @@
  * bracketed word longer than the second limit, is not the kernel's. */
 #define PMUGATE_LOCKDOWN_FILE_MAX 256U
 #define PMUGATE_LOCKDOWN_WORD_MAX 32U
+/* How often the simulator's perf driver is ticked while events are open (the kernel rotates
+ * multiplexed groups every perf_event_mux_interval_ms, 4 ms by default). */
+#define PERF_SIM_TICK_USEC 4000U
+
+/* Events the simulator's perf driver keeps open at once (its handle table). */
+#define PERF_SIM_EVENTS_MAX 65536U
 
 /* The fds one message of a perf_open handoff can carry (the kernel's SCM_MAX_FD); the
  * client's receive buffer holds that many. */
 #define PERF_HANDOFF_FDS_PER_MESSAGE 253U
-/* Events the simulator's perf driver keeps open at once (its handle table). */
-#define PERF_SIM_EVENTS_MAX 65536U

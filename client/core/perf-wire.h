@@ -31,7 +31,7 @@ typedef struct PerfRowLayout {
 /* Decodes the rows of one reply part (the array under "rows") into rows[*at...], values into
  * the row's own slots (values + the row's offset, zero-filled), advancing *at. A row out of
  * order, of a foreign target or group, with more values than its group, or past the layout
- * is -EBADMSG. */
+ * is -EBADMSG; a time_running above time_enabled is taken as time_enabled. */
 int perf_rows_decode(const msgpack_object *reply, const PerfRowLayout *layout, pmugate_perf_row *rows,
                      uint64_t *values, size_t *at);
 

@@ -195,9 +195,10 @@ int perf_rows_decode(const msgpack_object *reply, const PerfRowLayout *layout, p
                         .values = slots,
                         .n_values = layout->group_sizes[g],
                 };
-                /* the kernel never runs an event longer than it is enabled */
+                /* the kernel never runs an event longer than it is enabled; a driver that reads
+                 * the two times at different instants can: the event ran all the time */
                 if (row->time_running > row->time_enabled)
-                        return -EBADMSG;
+                        row->time_running = row->time_enabled;
                 memset(slots, 0, layout->group_sizes[g] * sizeof(uint64_t));
                 for (uint32_t j = 0; j < v->via.array.size; j++) {
                         if (v->via.array.ptr[j].type != MSGPACK_OBJECT_POSITIVE_INTEGER)

@@ -96,10 +96,11 @@ typedef struct PerfPlan {
  * note) as perf opens them; the fixed events by their pseudo-encodings (0x00c0, 0x003c,
  * 0x0300), the pinned GP events and the first GP set in the first group; every further GP set
  * a group, so that what a formula combines counts together; software events a group of their
- * own. GP events by their raw EVTSEL fields (AMD's with event[11:8]); kernel counting where
- * the event counts ring 0. An event counting ring 0 alone cannot be asked for (-EOPNOTSUPP). */
+ * own. GP events by their raw EVTSEL fields (AMD's with event[11:8]); ring 0 counted where
+ * kernel (the caller asked for it) and the event counts ring 0. An event counting ring 0
+ * alone cannot be asked for (-EOPNOTSUPP). */
 int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule *s, unsigned topdown_level,
-                      PerfPlan **ret, char *reterr_reason, size_t reason_size);
+                      bool kernel, PerfPlan **ret, char *reterr_reason, size_t reason_size);
 PerfPlan *measure_perf_plan_free(PerfPlan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PerfPlan *, measure_perf_plan_free);
 

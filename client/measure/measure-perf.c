@@ -47,7 +47,7 @@ PerfPlan *measure_perf_plan_free(PerfPlan *p) {
 typedef struct PlanBuilder {
         PerfPlan *plan;
         size_t open_group;      /* first event of the group being filled */
-        bool kernel_ok;
+        bool kernel;            /* the caller asked for ring 0 */
 } PlanBuilder;
 
 static void plan_add(PlanBuilder *b, const char *pmu, uint64_t config, bool kernel, const char *name,
@@ -78,11 +78,11 @@ static void plan_note(PerfPlan *p, const char *name, const char *why) {
 }
 
 static void add_gp(PlanBuilder *b, const EventDesc *d, size_t p, uint64_t mask) {
-        plan_add(b, PERF_PMU_CORE, d->config & mask, d->os, d->name, (int) p);
+        plan_add(b, PERF_PMU_CORE, d->config & mask, b->kernel && d->os, d->name, (int) p);
 }
 
 int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule *s, unsigned topdown_level,
-                      PerfPlan **ret, char *reterr_reason, size_t reason_size) {
+                      bool kernel, PerfPlan **ret, char *reterr_reason, size_t reason_size) {
         static const uint64_t fixed_pseudo[] = {
                 [FIXED_INST_RETIRED] = PERF_FIXED_INST_RETIRED,
                 [FIXED_CLK_UNHALTED] = PERF_FIXED_CLK_UNHALTED,
@@ -93,7 +93,7 @@ int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule 
         size_t n = s->n_events, n_first = 0, n_fixed = 0;
         int slots_event = -1;
         bool metrics = false;
-        PlanBuilder b = {};
+        PlanBuilder b = { .kernel = kernel };
 
         for (size_t i = 0; i < n; i++) {
                 const Placement *pl = &s->placements[i];
@@ -126,7 +126,7 @@ int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule 
         b.plan = p;
 
         if (slots_event >= 0 || metrics) {
-                plan_add(&b, PERF_PMU_CORE, PERF_SLOTS, slots_event >= 0 && descs[slots_event].os,
+                plan_add(&b, PERF_PMU_CORE, PERF_SLOTS, kernel && slots_event >= 0 && descs[slots_event].os,
                          slots_event >= 0 ? descs[slots_event].name : "TOPDOWN.SLOTS", slots_event);
                 for (size_t i = 0; i < n; i++) {
                         const Placement *pl = &s->placements[i];
@@ -137,8 +137,8 @@ int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule 
                                 plan_note(p, descs[i].name, "the kernel has no such topdown metric event here");
                                 continue;
                         }
-                        plan_add(&b, PERF_PMU_CORE, PERF_TOPDOWN_METRIC(pl->counter), descs[i].os, descs[i].name,
-                                 (int) i);
+                        plan_add(&b, PERF_PMU_CORE, PERF_TOPDOWN_METRIC(pl->counter), kernel && descs[i].os,
+                                 descs[i].name, (int) i);
                 }
                 plan_close_group(&b);
         }
@@ -147,7 +147,8 @@ int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule 
                 const Placement *pl = &s->placements[i];
 
                 if (pl->kind == PLACE_FIXED && pl->counter < ELEMENTSOF(fixed_pseudo))
-                        plan_add(&b, PERF_PMU_CORE, fixed_pseudo[pl->counter], descs[i].os, descs[i].name, (int) i);
+                        plan_add(&b, PERF_PMU_CORE, fixed_pseudo[pl->counter], kernel && descs[i].os, descs[i].name,
+                                 (int) i);
         }
         if (n_first > PERF_GROUP_EVENTS_MAX && n_fixed > 0)
                 plan_close_group(&b);
@@ -382,8 +383,11 @@ int measure_perf_start(pmugate_measure *m) {
         int r;
 
         if (!m->perf_plan) {
+                /* as perf for an unprivileged user: ring 0 only when asked for (--kernel), and
+                 * then where the daemon's policy allows it */
                 r = measure_perf_plan(m->model, m->programmed_descs, m->schedule, topdown_level(m->info),
-                                      &m->perf_plan, m->reason, sizeof(m->reason));
+                                      m->flags & PMUGATE_MEASURE_KERNEL, &m->perf_plan, m->reason,
+                                      sizeof(m->reason));
                 if (r < 0)
                         return r;
         }

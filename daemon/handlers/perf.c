@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "handlers/handlers.h"
+#include "log.h"
 #include "perf/perf-attr.h"
 #include "perf/perf-handles.h"
 #include "perf/perf-target.h"
@@ -349,6 +350,9 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
         }
         h->id = ++c->perf_next_id;
         c->perf[slot] = h;
+        r = server_perf_tick_update(s);
+        if (r < 0)
+                log_warning_errno(r, "Cannot tick the simulator's perf driver: its counts advance at reads only");
 
         (void) snprintf(targets, sizeof(targets), "%s:", perf_scope_to_string(h->scope));
         for (size_t t = 0; t < h->n_targets; t++) {

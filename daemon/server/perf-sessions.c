@@ -54,6 +54,7 @@ void session_perf_close(Session *c, size_t slot, const char *verdict, const char
                         perf_scope_to_string(h->scope), h->handed_off ? " (handed off: disabled)" : "", why);
         c->perf[slot] = perf_handle_free(h);
         server_audit(c->server, c, "perf-close", verdict, NULL, targets, reason, n);
+        (void) server_perf_tick_update(c->server);
 }
 
 void session_perf_close_all(Session *c, const char *why) {
@@ -122,6 +123,41 @@ size_t server_perf_events_of_uid(const Server *s, uid_t uid) {
                                 if (c->perf[i])
                                         n += perf_handle_n_open(c->perf[i]);
         return n;
+}
+
+static int on_perf_tick(sd_event_source *source, uint64_t usec, void *userdata) {
+        Server *s = userdata;
+
+        s->perf_tick_fn(s->perf_driver);
+        return sd_event_source_set_time(source, usec + PERF_SIM_TICK_USEC);
+}
+
+int server_perf_tick_update(Server *s) {
+        bool open = false;
+        uint64_t now;
+        int r;
+
+        if (!s->perf_tick_fn || !s->event)
+                return 0;
+        for (const Session *c = s->sessions; c && !open; c = c->next)
+                open = session_perf_any(c);
+        if (!open)
+                return s->perf_tick ? sd_event_source_set_enabled(s->perf_tick, SD_EVENT_OFF) : 0;
+        r = sd_event_now(s->event, CLOCK_MONOTONIC, &now);
+        if (r < 0)
+                return r;
+        if (!s->perf_tick) {
+                r = sd_event_add_time(s->event, &s->perf_tick, CLOCK_MONOTONIC, now + PERF_SIM_TICK_USEC, 0,
+                                      on_perf_tick, s);
+                if (r < 0)
+                        return r;
+        } else if (sd_event_source_get_enabled(s->perf_tick, NULL) > 0)
+                return 0;
+        else
+                r = sd_event_source_set_time(s->perf_tick, now + PERF_SIM_TICK_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->perf_tick, SD_EVENT_ON);
+        return r;
 }
 
 void server_reply_fds_drop(Server *s) {

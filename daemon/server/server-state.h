@@ -99,7 +99,11 @@ struct Server {
         /* The perf_event path (docs/PERF.md): the PMUs perf_open may name, the driver that opens
          * them is perf_driver below. Owned. */
         PerfCatalog *perf_catalog;
-        sd_event_source *perf_tick;     /* the simulator's counting, while simulated events are open */
+        /* The simulator's driver counts and rotates multiplexed groups when ticked, as the kernel
+         * does from its hrtimer: main() sets the tick for it, and perf_tick runs it every
+         * PERF_SIM_TICK_USEC while a perf handle is open. NULL: the kernel's driver. */
+        void (*perf_tick_fn)(PerfDriver *d);
+        sd_event_source *perf_tick;
         Allowlist *allowlist;
         Config config;
         Audit *audit;

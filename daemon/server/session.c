@@ -40,9 +40,9 @@ void session_lease_ended(const void *owner, uint32_t cpu, void *userdata) {
         for (Session *c = s->sessions; c; c = c->next)
                 if (c == owner) {
                         cpuset_remove(&c->leased, cpu);
-                        /* perf events of hardware counters on a CPU live with its lease */
-                        (void) session_perf_close_cpu(c, cpu, c->preempted ? "preempted" : "ended",
-                                                      "the lease on the CPU ended");
+                        /* perf events of hardware counters on a CPU live with its lease; why it
+                         * ended (released, preempted, revoked) has its own audit record */
+                        (void) session_perf_close_cpu(c, cpu, "ended", "the lease on the CPU ended");
                         return;
                 }
 }

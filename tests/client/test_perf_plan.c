@@ -50,7 +50,7 @@ static int plan_group(const char *model, const char *group, const char *extra, u
         }
         r = schedule_build(ret->descs, ret->n, &limits, &ret->schedule, reason, size);
         assert_int_equal(r, 0);
-        return measure_perf_plan(model, ret->descs, ret->schedule, topdown, &ret->plan, reason, size);
+        return measure_perf_plan(model, ret->descs, ret->schedule, topdown, true, &ret->plan, reason, size);
 }
 
 static void planned_done(Planned *p) {
@@ -126,7 +126,7 @@ static void test_skx_l1(void **state) {
 
                         assert_string_equal(ev->pmu, "cpu");
                         assert_true((ev->config & ~EVENT_CONFIG_MASK) == 0);
-                        assert_true(ev->kernel);        /* both rings, as the register path counts */
+                        assert_true(ev->kernel);        /* both rings, asked for */
                         counted++;
                 }
         /* the events of one set count together */

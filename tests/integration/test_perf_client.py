@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import perf_cgroup_fixture as fixture
 import pmugatetest as t
 
 USER = t.UNPRIVILEGED_UID
@@ -131,6 +132,49 @@ def test_software_events_on_any_node(tap):
         dm.stop()
 
 
+def test_job_scope(tap):
+    """Job mode: two jobs share CPU 0; pmugate stat --scope job counts its own job's tasks."""
+    why = fixture.usable()
+    if why:
+        tap.skip("pmugate stat --scope job", why)
+        return
+    d, out, dm = node("job")
+    jobs = None
+    try:
+        jobs = fixture.JobCgroups(("21", "22"), machine_root=os.path.join(d, "root"))
+        for job, uid in (("21", USER), ("22", OTHER_USER)):
+            rc, _, err = t.run_cli([t.PMUGATECTL, "grant", "--job", job, "--uid", str(uid), "--cpus", "0"], dm.socket)
+            tap.eq(rc, 0, "job %s granted CPU 0" % job)
+        loops = {"21": fixture.BusyLoop(jobs.dir("21"), 0.4, 0, USER),
+                 "22": fixture.BusyLoop(jobs.dir("22"), 0.4, 0, OTHER_USER)}
+        jobs.loops.extend(loops.values())
+        stat = t.spawn([t.PMUGATE, "stat", "-e", "task-clock", "--scope", "job", "-c", "0", "-S", "3", "-O", "json"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, PMUGATE_SOCKET=dm.socket),
+                       preexec_fn=lambda: (jobs.preexec("21")(), t.as_user(USER, t.USER_GID, [t.USER_GID])()))
+        time.sleep(0.5)
+        for loop in loops.values():
+            loop.go()
+        used = {job: loop.wait() for job, loop in loops.items()}
+        stdout, err = stat.communicate(timeout=30)
+        tap.eq(stat.returncode, 0, "pmugate stat --scope job in job mode")
+        doc = json.loads(stdout) if stat.returncode == 0 else {}
+        sec = count(doc, "task-clock") / 1e9 if doc else 0
+        # at least the 0.4 s its loop spun after go, at most what its tasks used in all (the
+        # loop's start-up, pmugate's own): the other job's 0.4 s on the same CPU is not in it
+        tap.ok(0.38 <= sec < used["21"] + 0.15,
+               "the job's task-clock is its own (%.3f s used), not the other job's on the same CPU: %.3f s"
+               % (used["21"], sec), err)
+        rc, _, err = t.run_cli([t.PMUGATE, "stat", "-e", "task-clock", "--scope", "job", "-c", "0", "-S", "0.1"],
+                               dm.socket, uid=USER, gid=t.USER_GID, groups=[t.USER_GID])
+        tap.ok(rc != 0 and "failed" in err, "outside the job's cgroup scope job is refused with the daemon's reason",
+               err)
+    finally:
+        dm.stop()
+        if jobs:
+            jobs.remove()
+
+
 # ------------------------------------------------------------------ the simulated PMU through perf
 
 
@@ -206,5 +250,5 @@ def test_group_equals_msr_path_and_not_scheduled(tap):
 
 
 sys.exit(t.Tap().run([test_task_clock_of_a_command_and_its_children, test_attach_to_a_process,
-                      test_software_events_on_any_node, test_topdown_equals_msr_path,
+                      test_software_events_on_any_node, test_job_scope, test_topdown_equals_msr_path,
                       test_group_equals_msr_path_and_not_scheduled]))

@@ -420,5 +420,75 @@ def test_hostile(tap):
         dm.stop()
 
 
+def sim_daemon(model, counters="perf", mode="open"):
+    d = t.workdir()
+    conf = os.path.join(d, "pmugate.conf")
+    with open(conf, "w") as f:
+        f.write("[access]\nmode = %s\nadmin_groups = %d\nuser_groups = %d\nmonitor_users = %d\n" % (
+            mode, t.ADMIN_GID, t.USER_GID, OTHER_USER))
+    return t.Daemon(d, ["--backend=sim", "--sim-model=" + model, "--counters=" + counters,
+                        "--sim-config=" + t.sim_config(d, model, rules=[("0-7", t.STENCIL)])], config=conf)
+
+
+TOPDOWN = [dict(pmu="cpu", config=0x0400, name="slots")] + [
+    dict(pmu="cpu", config=0x8000 + 0x100 * i) for i in range(4)]
+
+
+def test_sim_topdown(tap):
+    for model in ("icx", "spr"):
+        dm = sim_daemon(model)
+        try:
+            a = Agent(dm)
+            r = a.call("perf_open", scope="cpu", cpus=[0, 1], groups=[TOPDOWN])
+            tap.ok(r.get("ok"), "%s: a user opens SLOTS and the four topdown metric events as one group" % model, r)
+            first = a.call("perf_read", handle=r["handle"])["rows"]
+            time.sleep(0.3)
+            rows = a.call("perf_read", handle=r["handle"])["rows"]
+            want = [t.STENCIL[k] for k in ("retiring", "bad_speculation", "frontend_bound", "backend_bound")]
+            for row, before in zip(rows, first):
+                d = [x - y for x, y in zip(row[ROW_VALUES], before[ROW_VALUES])]
+                got = [v / d[0] for v in d[1:]]
+                tap.ok(d[0] > 0 and all(abs(g - w) < 0.02 for g, w in zip(got, want)),
+                       "%s CPU %d: the metric events give the profile's fractions" % (model, row[ROW_TARGET]),
+                       "got %r want %r" % (got, want))
+            tap.ok("event=lease-begin" in dm.audit(), "%s: hardware events on scope cpu took the CPUs' leases" % model)
+            a.close()
+        finally:
+            dm.stop()
+
+
+def test_sim_policy(tap):
+    dm = sim_daemon("icx", counters="msr")
+    try:
+        a = Agent(dm)
+        name, why = err(a.call("perf_open", scope="cpu", cpus=[0], groups=[TOPDOWN]))
+        tap.ok(name == "not-authorized" and "backend" in why and "pmugate.conf" in why,
+               "counting through MSRs, hardware perf events are refused naming 'backend' in pmugate.conf", why)
+        tap.ok(a.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]]).get("ok"),
+               "software events are served whatever the backend")
+        a.close()
+    finally:
+        dm.stop()
+    dm = sim_daemon("icx")
+    try:
+        monitor = Agent(dm, uid=OTHER_USER)
+        r = monitor.call("perf_open", scope="cpu", cpus=[0, 1], groups=[TOPDOWN])
+        tap.ok(r.get("ok"), "a monitor opens a topdown group on CPUs 0 and 1", r)
+        user = Agent(dm)
+        tap.ok(user.call("perf_open", scope="cpu", cpus=[1], groups=[[dict(pmu="cpu", config=0x00c0)]]).get("ok"),
+               "a user's perf_open on CPU 1 takes its lease from the monitor")
+        name, why = err(monitor.call("perf_read", handle=r["handle"]))
+        tap.ok(name == "preempted", "the monitor is told 'preempted'", why)
+        name, why = err(monitor.call("perf_read", handle=r["handle"]))
+        tap.ok(name == "bad-field" and "no perf handle" in why, "and its handle on that CPU is closed", why)
+        tap.ok("event=perf-close verdict=ended" in dm.audit() and "the lease on the CPU ended" in dm.audit() and
+               "event=lease-preempted" in dm.audit(), "the close is audited with the preemption", dm.audit())
+        monitor.close()
+        user.close()
+    finally:
+        dm.stop()
+
+
 sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
-                      test_revoked_in_job_mode, test_jobs_share_a_cpu, test_users_at_once, test_hostile]))
+                      test_revoked_in_job_mode, test_jobs_share_a_cpu, test_users_at_once, test_hostile,
+                      test_sim_topdown, test_sim_policy]))
