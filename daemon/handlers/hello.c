@@ -262,11 +262,16 @@ int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal
         if (r < 0)
                 return r;
         TRY(pack_string(&pk, "limits"));
-        TRY_PACK(msgpack_pack_map(&pk, 5));
+        TRY_PACK(msgpack_pack_map(&pk, 10));
         TRY(pack_key_uint(&pk, "request_size", PMUGATE_REQUEST_SIZE_MAX));
         TRY(pack_key_uint(&pk, "ops_per_batch", PMUGATE_OPS_PER_BATCH_MAX));
         TRY(pack_key_uint(&pk, "results_per_message", PMUGATE_REPLY_PART_RESULTS));
         TRY(pack_key_uint(&pk, "list_entries", PMUGATE_LIST_MAX));
         TRY(pack_key_uint(&pk, "each_steps", PMUGATE_EACH_OPS_MAX));
+        TRY(pack_key_uint(&pk, "perf_groups", PERF_GROUPS_PER_OPEN_MAX));
+        TRY(pack_key_uint(&pk, "perf_group_events", PERF_GROUP_EVENTS_MAX));
+        TRY(pack_key_uint(&pk, "perf_events", PERF_EVENTS_PER_OPEN_MAX));
+        TRY(pack_key_uint(&pk, "perf_handles", PERF_HANDLES_PER_SESSION_MAX));
+        TRY(pack_key_uint(&pk, "perf_events_per_uid", PERF_FDS_PER_UID_MAX));
         return 0;
 }

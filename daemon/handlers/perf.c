@@ -50,6 +50,21 @@ static int find_free_slot(const Session *c) {
         return -1;
 }
 
+/* PERFEVTSEL bits the kernel sets from the attr, not from config: USR, OS, PC, INT, ANY, EN;
+ * and AMD's Host/Guest-only bits. */
+#define EVTSEL_KERNEL_BITS ((1ULL << 16) | (1ULL << 17) | (1ULL << 19) | (1ULL << 20) | (1ULL << 21) | \
+                            (1ULL << 22) | (3ULL << 40))
+
+/* The config bits of a core event a client may set: the model's PERFEVTSEL0 write mask in the
+ * allowlist, the same mask a register write of it is held to, without the bits the kernel
+ * sets itself; 0 (the PMU's own format fields) when the allowlist has no such register. */
+static uint64_t core_config_mask(const Server *s) {
+        const AllowEntry *e = allowlist_find_msr(s->allowlist, cpu_model_is_amd(s->machine->cpu_model) ?
+                                                                       BACKEND_PROBE_MSR_AMD : BACKEND_PROBE_MSR_INTEL);
+
+        return e ? e->write_mask & ~EVTSEL_KERNEL_BITS : 0;
+}
+
 /* Every event into an attr: the PMU must be the catalogue's, its config within what the
  * caller's role may program, and hardware counters served only when the daemon counts
  * through perf. */
@@ -59,6 +74,7 @@ static int build_attrs(Server *s, Session *c, const Request *req, PerfOpenPlan *
                 .may_count_kernel = c->rights.may_admin || s->config.user_count_kernel,
                 .write_classes = !c->rights.may_write ? &no_classes :
                                  c->rights.write_classes ? c->rights.write_classes : &every_class,
+                .core_config_mask = core_config_mask(s),
         };
         size_t e = 0;
 

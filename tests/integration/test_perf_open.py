@@ -225,7 +225,15 @@ def test_handoff(tap):
             data = os.read(fds[0], 8 * (3 + 2 * 2)) if fds else b""
             values = struct.unpack("<7Q", data) if len(data) == 56 else None
             again = c.call("perf_read", handle=reply.get("handle", 0))
-            return dict(reply=reply, n_fds=len(fds), values=values, again=again)
+            # Closed by the daemon, the events stop for this copy too: it disabled them.
+            closed = c.call("perf_close", handle=reply.get("handle", 0))
+            after_close = struct.unpack("<7Q", os.read(fds[0], 56))[3] if fds else None
+            end = time.thread_time() + 0.1
+            while time.thread_time() < end:
+                pass
+            later = struct.unpack("<7Q", os.read(fds[0], 56))[3] if fds else None
+            return dict(reply=reply, n_fds=len(fds), values=values, again=again, closed=closed,
+                        stopped=(after_close, later))
 
         out = t.in_child_as(USER, OTHER_GID, [t.USER_GID], child)
         tap.ok(out["reply"].get("ok") and out["reply"]["fds"] == 2 == out["n_fds"],
@@ -233,6 +241,9 @@ def test_handoff(tap):
         v = out["values"]
         tap.ok(v is not None and v[0] == 2 and v[3] / 1e9 >= 0.19, "read(2) on the handed fd gives its own count", v)
         tap.ok(out["again"].get("ok"), "and perf_read still works on the handle", out["again"])
+        a, b = out["stopped"]
+        tap.ok(out["closed"].get("ok") and a is not None and a == b,
+               "perf_close disables the handed-off events: the client's copy stops counting", out["stopped"])
         a = Agent(dm)
         r = a.call("perf_open", scope="process", pid=1, handoff=True, groups=[[sw(TASK_CLOCK)]])
         tap.ok(err(r)[0] != "ok", "handoff of another process's events is refused", r)
@@ -471,6 +482,11 @@ def test_sim_policy(tap):
         dm.stop()
     dm = sim_daemon("icx")
     try:
+        user = Agent(dm)
+        for config, what in ((0x200c0, "the OS bit"), (0x4000c0, "the enable bit"), (0x1000c0, "the interrupt bit")):
+            name, why = err(user.call("perf_open", scope="cpu", cpus=[0], groups=[[dict(pmu="cpu", config=config)]]))
+            tap.ok(name != "ok" and "config" in why, "a core event's config with %s is refused" % what, why)
+        user.close()
         monitor = Agent(dm, uid=OTHER_USER)
         r = monitor.call("perf_open", scope="cpu", cpus=[0, 1], groups=[TOPDOWN])
         tap.ok(r.get("ok"), "a monitor opens a topdown group on CPUs 0 and 1", r)
