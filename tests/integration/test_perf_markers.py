@@ -224,6 +224,10 @@ def thread_checks():
     finally:
         stop.set()
         th.join()
+    # join() returns before the kernel has taken the thread out of /proc/PID/task
+    deadline = time.monotonic() + 5
+    while os.path.exists("/proc/self/task/%d" % tid[0]) and time.monotonic() < deadline:
+        time.sleep(0.01)
     out["ended"] = reason(open_thread(c, tid[0]))
     out["pid"] = os.getpid()
     c.close()
