@@ -207,7 +207,8 @@ PerfSelf *perf_self_free(PerfSelf *s) {
         return NULL;
 }
 
-static int read_syscall(PerfSelf *s, PerfSelfCount *ret) {
+/* read(2) of the event into s->buffer; returns the bytes read or a negative errno. */
+static ssize_t read_buffer(PerfSelf *s) {
         size_t first = (s->read_format & PERF_FORMAT_GROUP) ? 3 + PERF_SELF_GROUP_EVENTS_FIRST * 3 : 5;
         ssize_t n;
 
@@ -234,6 +235,14 @@ static int read_syscall(PerfSelf *s, PerfSelfCount *ret) {
                 s->buffer = bigger;
                 s->buffer_words *= 2;
         }
+        return n;
+}
+
+static int read_syscall(PerfSelf *s, PerfSelfCount *ret) {
+        ssize_t n = read_buffer(s);
+
+        if (n < 0)
+                return (int) n;
         return perf_self_decode(s->buffer, (size_t) n, s->read_format, s->id, ret);
 }
 
@@ -249,6 +258,42 @@ int perf_self_read(PerfSelf *s, PerfSelfCount *ret) {
         if (r == 0)
                 return 0;
         return read_syscall(s, ret);
+}
+
+int perf_self_read_group(PerfSelf *const *events, size_t n, PerfSelfCount *ret) {
+        const PerfSelfHardware *hw = perf_self_hardware();
+        bool syscall_needed = false;
+        ssize_t size;
+        int r;
+
+        if (n == 0 || !events[0])
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (!events[i] || events[i]->read_format != events[0]->read_format)
+                        return -EINVAL;
+                r = perf_self_read_page(events[i]->page, hw, &ret[i]);
+                if (r < 0 && r != -EAGAIN)
+                        return r;
+                events[i]->last_in_user_space = r == 0;
+                syscall_needed = syscall_needed || r != 0;
+        }
+        if (!syscall_needed)
+                return 0;
+        if (!(events[0]->read_format & PERF_FORMAT_GROUP)) {
+                for (size_t i = 0; i < n; i++)
+                        if (!events[i]->last_in_user_space && (r = read_syscall(events[i], &ret[i])) < 0)
+                                return r;
+                return 0;
+        }
+        size = read_buffer(events[0]);
+        if (size < 0)
+                return (int) size;
+        for (size_t i = 0; i < n; i++)
+                if (!events[i]->last_in_user_space &&
+                    (r = perf_self_decode(events[0]->buffer, (size_t) size, events[0]->read_format, events[i]->id,
+                                          &ret[i])) < 0)
+                        return r;
+        return 0;
 }
 
 bool perf_self_last_in_user_space(const PerfSelf *s) {

@@ -61,6 +61,12 @@ PerfSelf *perf_self_free(PerfSelf *s);
  * read(2). Returns 0 or a negative errno (the read(2) error). */
 int perf_self_read(PerfSelf *s, PerfSelfCount *ret);
 
+/* Reads n events of one group (opened with PERF_FORMAT_GROUP) into ret[n]: each through its
+ * control page where the kernel allows, the others from a single read(2) of the group (any
+ * member's read gives every member's count), so that a group of software events costs one
+ * system call, not one per event. Returns 0 or a negative errno. */
+int perf_self_read_group(PerfSelf *const *events, size_t n, PerfSelfCount *ret);
+
 /* How the last perf_self_read() of s went: true through the control page alone. */
 bool perf_self_last_in_user_space(const PerfSelf *s);
 

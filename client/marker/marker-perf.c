@@ -19,6 +19,8 @@ struct MarkerPerfThread {
         pmugate_perf_handle *handle;    /* owns the handed-off fds */
         PerfSelf *events[MARKER_REGS_MAX];
         size_t n_events;
+        size_t group_sizes[MARKER_REGS_MAX];
+        size_t n_groups;
 };
 
 static const struct {
@@ -225,16 +227,22 @@ int marker_perf_thread_open(pmugate *c, const MarkerPerfEvents *e, MarkerPerfThr
                 }
                 t->n_events++;
         }
+        memcpy(t->group_sizes, e->group_sizes, sizeof(t->group_sizes));
+        t->n_groups = e->n_groups;
         *ret = t;
         return 0;
 }
 
+/* A group at a time: what the control pages cannot give comes from one read(2) per group. */
 int marker_perf_thread_read(MarkerPerfThread *t, PerfSelfCount *counts) {
-        for (size_t i = 0; i < t->n_events; i++) {
-                int r = perf_self_read(t->events[i], &counts[i]);
+        size_t first = 0;
+
+        for (size_t g = 0; g < t->n_groups; g++) {
+                int r = perf_self_read_group(&t->events[first], t->group_sizes[g], &counts[first]);
 
                 if (r < 0)
                         return r;
+                first += t->group_sizes[g];
         }
         return 0;
 }

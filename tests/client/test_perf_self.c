@@ -120,6 +120,20 @@ static void test_software_events(void **state) {
         assert_true(direct - c1.value < UINT64_C(5000000));
         assert_true(read_direct(faults_fd, faults_id) >= f1.value);
 
+        /* the group in one read(2): each event's own row, found by its id, in either order */
+        {
+                PerfSelf *group[] = { faults, clock };
+                PerfSelfCount g[2];
+
+                burn(BURN_NS / 3);
+                assert_int_equal(perf_self_read_group(group, 2, g), 0);
+                assert_true(g[1].value >= c1.value + BURN_NS / 3 * 9 / 10);
+                assert_true(g[0].value >= f1.value && g[0].value < f1.value + 1000);
+                assert_int_equal(g[0].time_enabled, g[1].time_enabled);
+                assert_false(perf_self_last_in_user_space(clock));
+                assert_int_equal(perf_self_read_group(group, 0, g), -EINVAL);
+        }
+
         perf_self_free(clock);
         perf_self_free(faults);
         /* borrowed, not closed */
