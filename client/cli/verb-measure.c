@@ -313,7 +313,9 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
                 if (r >= 0)
                         return end->status = marker_perf_run(a, out, &plan, /* m= */ NULL, cpus, n_cpus,
                                                              signal_fd);
-                if (r != -ENOENT) {
+                /* with counter events too: where counters go through perf, the measurement's perf
+                 * groups hold both (below); through MSRs they cannot be read together */
+                if (r != -ENOENT && !(r == -EINVAL && pmugate_info_counts_via_perf(info))) {
                         fprintf(stderr, "pmugate %s -m: %s\n", a->verb, reason[0] ? reason : strerror(-r));
                         return 1;
                 }

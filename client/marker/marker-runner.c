@@ -445,9 +445,9 @@ int marker_runner_perf_plan(const char *list, MarkerPerfPlan *ret, char *reterr_
                 return -ENOENT;
         if (other > 0) {
                 (void) snprintf(reterr_reason, reason_size, "'%.*s' is not one of perf's software events: "
-                                "markers read software events (task-clock, page-faults, ...) through the "
-                                "thread's own perf events and others through the counters, not both at once",
-                                (int) strcspn(first_other, ","), first_other);
+                                "where counters go through MSRs, markers read software events (task-clock, "
+                                "page-faults, ...) through the thread's own perf events and others through the "
+                                "registers, not both at once", (int) strcspn(first_other, ","), first_other);
                 return -EINVAL;
         }
         *ret = plan;

@@ -58,8 +58,9 @@ typedef struct MarkerPerfPlan {
 } MarkerPerfPlan;
 
 /* Whether the -e list names perf's software events alone: 0 and the plan, -ENOENT when it
- * names none of them (the registers' path then), -EINVAL or -E2BIG with a reason when it
- * mixes them with other events or names too many. */
+ * names none of them (the measurement's path then), -EINVAL with a reason when it mixes them
+ * with other events (which only a measurement through perf holds together), -E2BIG with a
+ * reason when it names too many. */
 int marker_runner_perf_plan(const char *list, MarkerPerfPlan *ret, char *reterr_reason, size_t reason_size);
 
 /* The perf read mode for m, a measurement whose counters go through perf (hello

@@ -169,11 +169,21 @@ def test_hardware_groups(tap):
 
 
 def test_mixed_events(tap):
-    daemon = start_daemon()
+    """Software and counter events together: through MSRs the markers cannot read both; through
+    perf they are the measurement's perf groups."""
+    daemon = start_daemon(counters="msr")
     try:
         rc, doc, out, err = run_markers(daemon, BURN, "1", "1", "1", "1", events="task-clock,INST_RETIRED.ANY")
         tap.ok(rc != 0 and "'INST_RETIRED.ANY' is not one of perf's software events" in err,
-               "-e mixing software and counter events is refused, naming the event", err)
+               "counters via msr: -e mixing software and counter events is refused, naming the event", err)
+    finally:
+        daemon.stop()
+    daemon = start_daemon()
+    try:
+        rc, doc, out, err = run_markers(daemon, BURN, "1", "1", "1", "1", events="task-clock,INST_RETIRED.ANY")
+        counts = doc["regions"][0]["aggregate"]["counts"] if doc and doc.get("regions") else {}
+        tap.ok(doc is not None and doc["read_mode"] == "perf" and sorted(counts) == ["INST_RETIRED.ANY", "task-clock"],
+               "counters via perf: both are the measurement's perf groups, read in the perf read mode", out + err)
     finally:
         daemon.stop()
 
