@@ -254,7 +254,8 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
  * driver opens every event through it; under the simulator, its driver counts hardware events
  * on the simulated PMU and hands software events to the kernel's. */
 static int start_perf(const Options *o, const Machine *m, Backend *backend, uid_t uid, gid_t gid,
-                      PerfCatalog **ret_catalog, PerfOpener **ret_opener, PerfDriver **ret_driver) {
+                      PerfCatalog **ret_catalog, PerfOpener **ret_opener, PerfDriver **ret_driver,
+                      void (**ret_tick)(PerfDriver *d)) {
         PerfCatalog *catalog = NULL;
         PerfOpener *opener = NULL;
         PerfDriver *kernel = NULL, *driver = NULL;
@@ -263,7 +264,7 @@ static int start_perf(const Options *o, const Machine *m, Backend *backend, uid_
         bool sim = strcmp(o->backend, "sim") == 0;
         int r;
 
-        r = sim ? sim_perf_catalog(backend, &catalog) : perf_catalog_read_sysfs(o->root, m, &catalog);
+        r = sim ? backend_sim_perf_catalog(backend, &catalog) : perf_catalog_read_sysfs(o->root, m, &catalog);
         if (r < 0)
                 return log_error_errno(r, "Cannot read the %s PMUs", sim ? "simulated machine's" : "kernel's");
         for (size_t i = 0; i < catalog->n_pmus && n < ELEMENTSOF(types); i++)
@@ -278,7 +279,7 @@ static int start_perf(const Options *o, const Machine *m, Backend *backend, uid_
         }
         if (sim) {
                 /* it owns the kernel's driver from here on, also when it fails */
-                r = sim_perf_driver_new(backend, TAKE_PTR(kernel), &driver);
+                r = backend_sim_perf_driver(backend, TAKE_PTR(kernel), &driver, ret_tick);
                 if (r < 0) {
                         log_error_errno(r, "Cannot set up the simulator's perf driver");
                         goto fail;
@@ -308,6 +309,7 @@ static int run(int argc, char *argv[]) {
         PerfOpener *perf_opener = NULL;
         PerfDriver *perf_driver = NULL;
         PerfCatalog *perf_catalog = NULL;
+        void (*perf_tick)(PerfDriver *d) = NULL;
         StateDir state = { .fd = -EBADF };
         BackendChoice choice;
         char reason[512], cgroup_root[4096];
@@ -378,7 +380,8 @@ static int run(int argc, char *argv[]) {
                 goto finish;
         /* Before the audit log, the state directory and the socket are open: the opener closes
          * every fd it inherits, and has the fewer to close. */
-        r = start_perf(&o, machine, backend, daemon_uid, daemon_gid, &perf_catalog, &perf_opener, &perf_driver);
+        r = start_perf(&o, machine, backend, daemon_uid, daemon_gid, &perf_catalog, &perf_opener, &perf_driver,
+                       &perf_tick);
         if (r < 0)
                 goto finish;
 
@@ -408,8 +411,7 @@ static int run(int argc, char *argv[]) {
         perf_opener = NULL;
         perf_driver = NULL;
         perf_catalog = NULL;
-        if (strcmp(o.backend, "sim") == 0)
-                server->perf_tick_fn = sim_perf_driver_tick;
+        server->perf_tick_fn = perf_tick;
         machine = NULL;
         backend = NULL;
         allowlist = NULL;

@@ -274,10 +274,10 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
                 /* as perf: how many CPUs the task's time kept busy over the elapsed time */
                 if (strcmp(r->events[e], "task-clock") == 0 && isfinite(r->aggregate.counts[e]) && r->elapsed > 0)
                         fprintf(ctx->file, "  # %.3f CPUs utilized", r->aggregate.counts[e] / 1e9 / r->elapsed);
-                /* as perf: the share of the time the event was on a counter */
-                if (r->aggregate.scale[e] != 1.0)
-                        fprintf(ctx->file, "  (%.2f%%)",
-                                isfinite(r->aggregate.scale[e]) ? 100.0 / r->aggregate.scale[e] : 0.0);
+                /* as perf: the share of the time the event was on a counter; none for one that
+                 * never was (<not counted>) */
+                if (r->aggregate.scale[e] != 1.0 && isfinite(r->aggregate.scale[e]))
+                        fprintf(ctx->file, "  (%.2f%%)", 100.0 / r->aggregate.scale[e]);
                 if (ctx->stddev) {
                         char spread[NUMBER_MAX];
 

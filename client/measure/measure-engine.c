@@ -26,13 +26,6 @@ static int fail(pmugate_measure *m, int error, const char *format, ...) {
         return error;
 }
 
-uint64_t measure_now_ns(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
-}
-
 uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned field) {
         uint64_t byte = (perf_metrics >> (PERF_METRICS_FIELD_BITS * field)) & PERF_METRICS_FULL_SCALE;
 

@@ -29,7 +29,7 @@
 #define PERF_PMU_CORE "cpu"
 #define PERF_PMU_SOFTWARE "software"
 
-#define NOT_SCHEDULED_REASON "not counted: the kernel never scheduled it"
+#define NOT_SCHEDULED_REASON "the kernel never scheduled it"
 #define PACKAGE_SCOPE_REASON \
         "a cgroup or a process cannot split package counters; count them with scope cpu holding the package"
 
@@ -186,15 +186,14 @@ static void update_note(pmugate_measure *m) {
         char not_scheduled[PMUGATE_REASON_MAX] = "";
         size_t n = 0;
 
-        /* an event that never ran on any target, after a read that counted time */
+        /* an event that never ran on any target since the start (also when the kernel never
+         * even enabled it: a process that never ran while the events were open) */
         for (size_t p = 0; m->accum && m->samples > 0 && p < m->n_programmed; p++) {
-                bool ran = false, timed = false;
+                bool ran = false;
 
-                for (size_t i = 0; i < m->n_cpus; i++) {
+                for (size_t i = 0; i < m->n_cpus; i++)
                         ran = ran || m->accum[i].enabled[p] > 0.0;
-                        timed = timed || m->accum[i].total > 0.0;
-                }
-                if (ran || !timed)
+                if (ran)
                         continue;
                 (void) snprintf(not_scheduled + n, sizeof(not_scheduled) - n, "%s%s", n ? ", " : "",
                                 m->programmed_descs[p].name);

@@ -29,11 +29,15 @@ typedef struct PerfOpenPlan {
         PerfUnit *units;
         size_t n_units;
         PerfProcess process;
+        CpuSet acquired;                /* leases this perf_open took: given back if it fails */
+        Session *session;
         int cgroup_fd;
         char job[PMUGATE_STRING_MAX + 1];
 } PerfOpenPlan;
 
 static void plan_done(PerfOpenPlan *p) {
+        if (p->session && !cpuset_is_empty(&p->acquired))
+                session_perf_release_leases(p->session, &p->acquired, "its perf_open was refused");
         free(p->units);
         p->units = NULL;
         perf_process_done(&p->process);
@@ -134,10 +138,16 @@ static int plan_cpu(Server *s, Session *c, const Request *req, PerfOpenPlan *pla
                 (void) snprintf(plan->job, sizeof(plan->job), "%s", c->scope.job);
         }
         if (plan->needs_write) {
-                /* The same leases as the MSR path: one holder per CPU, a monitor yields. */
+                /* The same leases as the MSR path: one holder per CPU, a monitor yields. Those
+                 * the session did not hold yet are the handle's, given back when it closes. */
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        if (!leases_held_by(s->leases, req->cpus[i], c))
+                                cpuset_add(&plan->acquired, req->cpus[i]);
                 r = handler_lease_cpus(s, c, req, ret_refusal);
-                if (r != 0)
+                if (r != 0) {
+                        cpuset_clear(&plan->acquired);
                         return r;
+                }
         }
         return plan_units_of_cpus(plan, req->cpus, req->n_cpus, -1);
 }
@@ -278,7 +288,7 @@ static int export_fds(Server *s, PerfHandle *h, Refusal *ret_refusal) {
 }
 
 int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
-        _cleanup_(plan_done) PerfOpenPlan plan = { .cgroup_fd = -1, .process = { .pidfd = -1 } };
+        _cleanup_(plan_done) PerfOpenPlan plan = { .cgroup_fd = -1, .process = { .pidfd = -1 }, .session = c };
         PerfHandle *h = NULL;
         PerfOpenFailure failure;
         char targets[256], events[PMUGATE_REASON_MAX];
@@ -366,6 +376,8 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
         }
         h->id = ++c->perf_next_id;
         c->perf[slot] = h;
+        h->acquired = plan.acquired;
+        cpuset_clear(&plan.acquired);
         r = server_perf_tick_update(s);
         if (r < 0)
                 log_warning_errno(r, "Cannot tick the simulator's perf driver: its counts advance at reads only");

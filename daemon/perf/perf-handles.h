@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "backend/perf-driver.h"
+#include "cpuset.h"
 #include "perf-spec.h"
 #include "pmugate-limits.h"
 
@@ -41,6 +42,8 @@ typedef struct PerfHandle {
         size_t n_targets;
         bool handed_off;        /* fds went to the client: at close they are disabled first */
         bool leased;            /* cpu scope with hardware events: lives only with its leases */
+        CpuSet acquired;        /* the leases its perf_open took (not those the session held):
+                                 * given back when it closes, unless another handle needs them */
         bool needs_write;       /* hardware or uncore events: the role must still may_write */
         char job[PMUGATE_STRING_MAX + 1];       /* job mode: the job whose grant allowed it */
 } PerfHandle;

@@ -7,9 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "macro.h"
+
 #include "perf-spec.h"
 #include "server/perf-sessions.h"
 #include "server/reply.h"
+#include "server/revalidate.h"
 
 PerfHandle *session_perf_find(Session *c, uint32_t id, size_t *ret_slot) {
         for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
@@ -41,19 +44,60 @@ static void format_targets(const PerfHandle *h, char *buf, size_t size) {
         }
 }
 
+static bool needed_by_other_handle(const Session *c, uint32_t cpu) {
+        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++) {
+                const PerfHandle *h = c->perf[i];
+
+                if (!h || !h->leased)
+                        continue;
+                for (size_t t = 0; t < h->n_targets; t++)
+                        if (h->targets[t] == (int64_t) cpu)
+                                return true;
+        }
+        return false;
+}
+
+void session_perf_release_leases(Session *c, const CpuSet *cpus, const char *why) {
+        Server *s = c->server;
+        uint32_t list[256];
+        CpuSet releasing;
+        char text[512], jobs[320];
+        size_t n = 0, ended;
+
+        if (!s->leases)
+                return;
+        cpuset_clear(&releasing);
+        CPUSET_FOREACH(cpu, cpus)
+                if (leases_held_by(s->leases, cpu, c) && !needed_by_other_handle(c, cpu) && n < ELEMENTSOF(list)) {
+                        cpuset_add(&releasing, cpu);
+                        list[n++] = cpu;
+                }
+        if (n == 0)
+                return;
+        if (cpuset_format(&releasing, text, sizeof(text)) < 0)
+                (void) snprintf(text, sizeof(text), "%zu CPUs", n);
+        server_lease_jobs(s, &releasing, jobs, sizeof(jobs));
+        ended = leases_release(s->leases, c, list, n);
+        if (ended > 0)
+                server_audit(s, c, "lease-end", "restored", jobs[0] ? jobs : NULL, text, why, ended);
+}
+
 void session_perf_close(Session *c, size_t slot, const char *verdict, const char *why) {
         PerfHandle *h = c->perf[slot];
         char targets[256], reason[PMUGATE_REASON_MAX];
+        CpuSet acquired;
         size_t n;
 
         if (!h)
                 return;
         n = perf_handle_n_open(h);
+        acquired = h->acquired;
         format_targets(h, targets, sizeof(targets));
         (void) snprintf(reason, sizeof(reason), "handle %" PRIu32 " scope %s%s: %s", h->id,
                         perf_scope_to_string(h->scope), h->handed_off ? " (handed off: disabled)" : "", why);
         c->perf[slot] = perf_handle_free(h);
         server_audit(c->server, c, "perf-close", verdict, NULL, targets, reason, n);
+        session_perf_release_leases(c, &acquired, "its perf handle closed");
         (void) server_perf_tick_update(c->server);
 }
 

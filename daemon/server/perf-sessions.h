@@ -14,6 +14,9 @@
 PerfHandle *session_perf_find(Session *c, uint32_t id, size_t *ret_slot);
 /* Closes the handle in slot, auditing why ("closed", "disconnected", "preempted", "revoked"). */
 void session_perf_close(Session *c, size_t slot, const char *verdict, const char *why);
+/* Gives back the leases on cpus that a perf_open took, except those another of c's handles
+ * still counts on, restoring and auditing them as 'release' does. */
+void session_perf_release_leases(Session *c, const CpuSet *cpus, const char *why);
 /* Whether c holds a perf handle. */
 bool session_perf_any(const Session *c);
 /* At disconnect. */

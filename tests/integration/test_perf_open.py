@@ -463,6 +463,15 @@ def test_sim_topdown(tap):
                        "%s CPU %d: the metric events give the profile's fractions" % (model, row[ROW_TARGET]),
                        "got %r want %r" % (got, want))
             tap.ok("event=lease-begin" in dm.audit(), "%s: hardware events on scope cpu took the CPUs' leases" % model)
+            other = Agent(dm, uid=OTHER_USER)
+            name, why = err(other.call("perf_open", scope="cpu", cpus=[1], groups=[TOPDOWN]))
+            tap.ok(name == "busy", "%s: a monitor's hardware events on those CPUs are refused: busy" % model, why)
+            tap.ok(a.call("perf_close", handle=r["handle"]).get("ok"), "%s: perf_close" % model)
+            tap.ok("its perf handle closed" in dm.audit(), "%s: the leases it took end with the handle" % model,
+                   dm.audit()[-600:])
+            tap.ok(other.call("perf_open", scope="cpu", cpus=[1], groups=[TOPDOWN]).get("ok"),
+                   "%s: and the monitor may count there now" % model)
+            other.close()
             a.close()
         finally:
             dm.stop()

@@ -35,16 +35,13 @@ const SimRates *backend_sim_cpu_rates(Backend *b, uint32_t cpu) {
         return NULL;
 }
 
-/* The driver owns software from the call on, whatever it returns. */
-int sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
-        if (software)
-                software->vtable->free(software);
+/* The driver would own software from the call on, whatever it returns. */
+int backend_sim_perf_driver(Backend *b, PerfDriver *software, PerfDriver **ret_driver,
+                            void (**ret_tick)(PerfDriver *d)) {
+        perf_driver_free(software);
         return -EOPNOTSUPP;
 }
 
-void sim_perf_driver_tick(PerfDriver *d) {
-}
-
-int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
+int backend_sim_perf_catalog(Backend *b, PerfCatalog **ret) {
         return -EOPNOTSUPP;
 }
