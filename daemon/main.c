@@ -270,8 +270,10 @@ static int start_perf(const Options *o, const Machine *m, Backend *backend, uid_
         for (size_t i = 0; i < catalog->n_pmus && n < ELEMENTSOF(types); i++)
                 types[n++] = catalog->pmus[i].type;
         r = perf_opener_start(perf_attr_verify, types, n, uid, gid, &opener);
-        if (r < 0)
+        if (r < 0) {
+                log_error_errno(r, "Cannot start the perf opener");
                 goto fail;
+        }
         r = perf_driver_kernel_new(opener, &kernel);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the kernel's perf driver");
@@ -287,6 +289,11 @@ static int start_perf(const Options *o, const Machine *m, Backend *backend, uid_
         } else
                 driver = TAKE_PTR(kernel);
         log_info("Perf opener started (process %d); %zu PMUs", (int) perf_opener_pid(opener), catalog->n_pmus);
+        if (perf_opener_probe_error(opener) < 0)
+                (void) log_warning_errno(perf_opener_probe_error(opener),
+                                         "perf_event_open() is refused in the perf opener, most likely by a "
+                                         "system-call filter (the service's SystemCallFilter= admits it only "
+                                         "with the drop-in SECURITY.md gives): pmugated opens no perf event");
         *ret_opener = opener;
         *ret_catalog = catalog;
         *ret_driver = driver;

@@ -169,7 +169,9 @@ static int decode_u64(const msgpack_object *o, const char *key, uint64_t *ret, c
 static void key_text(const msgpack_object *key, char *buf, size_t size) {
         size_t n = key->via.str.size < size - 1 ? key->via.str.size : size - 1;
 
-        memcpy(buf, key->via.str.ptr, n);
+        /* an empty key's pointer may be NULL, which memcpy() must not see even for 0 bytes */
+        if (n > 0)
+                memcpy(buf, key->via.str.ptr, n);
         buf[n] = '\0';
         /* a NUL inside would hide the rest of the key from a reader of the reason */
         for (size_t i = 0; i < n; i++)

@@ -155,10 +155,12 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
-/* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, and
- * the size of a PMU's largest file (its cpumask on a machine of thousands of CPUs). */
+/* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, the
+ * size of a PMU's cpumask (a list on a machine of thousands of CPUs) and of its other files
+ * (type, format files). */
 #define PERF_SYSFS_ENTRIES_MAX 1024U
 #define PERF_SYSFS_FILE_MAX 4096U
+#define PERF_SYSFS_SMALL_FILE_MAX 64U
 
 /* One perf_open: its groups, the events of one group (SLOTS with the eight level-2 TopDown
  * metric events is nine), and its events in all; the handles one session holds at once; and
@@ -186,6 +188,7 @@
  * bracketed word longer than the second limit, is not the kernel's. */
 #define PMUGATE_LOCKDOWN_FILE_MAX 256U
 #define PMUGATE_LOCKDOWN_WORD_MAX 32U
+
 /* How often the simulator's perf driver is ticked while events are open (the kernel rotates
  * multiplexed groups every perf_event_mux_interval_ms, 4 ms by default). */
 #define PERF_SIM_TICK_USEC 4000U

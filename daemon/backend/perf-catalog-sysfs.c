@@ -3,21 +3,20 @@
  * The perf_event path's catalogue from the kernel's sysfs under --root: the core PMU, the
  * uncore PMUs pmugate has a register class for, and the kernel's generic "software" and
  * "hardware" types. Every file is hostile input: read through directory fds, never through a
- * symbolic link below the PMU's own directory, size-limited, and a PMU whose files do not parse
- * is left out with a log line.
+ * symbolic link but the bus's own links into sys/devices (of the kernel's shape only),
+ * size-limited, and a PMU whose files do not parse is left out with a log line.
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "backend/perf-catalog.h"
@@ -25,8 +24,6 @@
 #include "cpulist.h"
 #include "log.h"
 #include "macro.h"
-
-#define SMALL_FILE_MAX 64U
 
 static bool pmu_name_ok(const char *s, size_t max) {
         size_t n = strnlen(s, max);
@@ -86,19 +83,66 @@ static int open_subdir(int dir_fd, const char *name) {
         return fd < 0 ? negative_errno() : fd;
 }
 
-/* sys/bus/event_source/devices/NAME is the kernel's link to ../../../devices/NAME: followed,
- * but only to a directory beneath <root>/sys, never out of the tree --root names. */
-static int open_pmu_dir(int sys_fd, const char *name) {
-        struct open_how how = {
-                .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-        };
-        char path[128];
-        long fd;
+/* A component of a sysfs path the kernel's links name ("devices", "platform", "ARMHF000:00"):
+ * not empty, not "." or "..", nothing a path could turn on. */
+static bool component_ok(const char *c, size_t n) {
+        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char) c[i]) && !strchr("_-.:", c[i]))
+                        return false;
+        return true;
+}
 
-        (void) snprintf(path, sizeof(path), "bus/event_source/devices/%s", name);
-        fd = syscall(SYS_openat2, sys_fd, path, &how, sizeof(how));
-        return fd < 0 ? negative_errno() : (int) fd;
+/* Opens the directory path names beneath dir_fd one component at a time, never through a link. */
+static int open_path_nofollow(int dir_fd, const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        const char *p = path;
+
+        while (*p) {
+                size_t n = strcspn(p, "/");
+                char component[NAME_MAX + 1];
+                int next;
+
+                if (!component_ok(p, n) || n > NAME_MAX)
+                        return -EINVAL;
+                memcpy(component, p, n);
+                component[n] = '\0';
+                next = openat(fd >= 0 ? fd : dir_fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0)
+                        return negative_errno();
+                if (fd >= 0)
+                        (void) close(fd);
+                fd = next;
+                p += n;
+                if (*p == '/')
+                        p++;
+        }
+        return fd >= 0 ? TAKE_FD(fd) : -EINVAL;
+}
+
+/* sys/bus/event_source/devices/NAME is a directory, or the kernel's link to
+ * ../../../devices/PATH: that shape exactly, opened from <root>/sys without following anything,
+ * so that no link leads out of the tree --root names. */
+static int open_pmu_dir(int sys_fd, int devices_fd, const char *name) {
+        static const char prefix[] = "../../../devices/";
+        char target[PATH_MAX], path[PATH_MAX];
+        ssize_t n;
+        int fd;
+
+        fd = openat(devices_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0)
+                return fd;
+        if (errno != ELOOP && errno != ENOTDIR)
+                return negative_errno();
+        n = readlinkat(devices_fd, name, target, sizeof(target) - 1);
+        if (n < 0)
+                return negative_errno();
+        target[n] = '\0';
+        if (strncmp(target, prefix, strlen(prefix)) != 0)
+                return -EXDEV;
+        (void) snprintf(path, sizeof(path), "devices/%s", target + strlen(prefix));
+        return open_path_nofollow(sys_fd, path);
 }
 
 static int parse_type(const char *text, uint32_t *ret) {
@@ -136,14 +180,20 @@ static int read_formats(int pmu_fd, PerfPmu *p) {
                 return negative_errno();
         fd = -EBADF; /* the DIR owns it now */
         while (r >= 0 && (errno = 0, de = readdir(d))) {
-                char text[SMALL_FILE_MAX];
+                char text[PERF_SYSFS_SMALL_FILE_MAX];
                 PerfFormatField *f;
 
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                if (!pmu_name_ok(de->d_name, sizeof(f->name))) {
+                if (!pmu_name_ok(de->d_name, PERF_PMU_NAME_MAX)) {
                         r = -EINVAL;
                         break;
+                }
+                /* a field of a name longer than the catalogue keeps: its bits stay refused */
+                if (strlen(de->d_name) >= sizeof(f->name)) {
+                        log_info("Perf event source %s: format field %s is longer than %zu characters; its bits are not allowed",
+                                 p->name, de->d_name, sizeof(f->name) - 1);
+                        continue;
                 }
                 if (p->n_formats >= PERF_PMU_FORMATS_MAX) {
                         r = -E2BIG;
@@ -228,12 +278,12 @@ static Candidate classify(const char *name, char *ret_class, size_t class_size) 
 }
 
 /* Reads one PMU's directory; a refusal is the reason it is left out. */
-static int read_pmu(int sys_fd, const Machine *m, const char *name, Candidate kind, PerfPmu *p) {
+static int read_pmu(int sys_fd, int devices_fd, const Machine *m, const char *name, Candidate kind, PerfPmu *p) {
         _cleanup_close_ int fd = -EBADF;
-        char text[SMALL_FILE_MAX];
+        char text[PERF_SYSFS_SMALL_FILE_MAX];
         int r;
 
-        fd = open_pmu_dir(sys_fd, name);
+        fd = open_pmu_dir(sys_fd, devices_fd, name);
         if (fd < 0)
                 return fd;
         r = read_small_file(fd, "type", text, sizeof(text));
@@ -273,7 +323,7 @@ static void free_names(char **names, size_t n) {
 }
 
 /* The names under the devices directory, in version order, at most PERF_SYSFS_ENTRIES_MAX. */
-static int list_pmus(int sys_fd, char ***ret, size_t *ret_n) {
+static int list_pmus(int devices_fd, char ***ret, size_t *ret_n) {
         _cleanup_close_ int fd = -EBADF;
         char **names = NULL;
         size_t n = 0;
@@ -281,7 +331,7 @@ static int list_pmus(int sys_fd, char ***ret, size_t *ret_n) {
         DIR *d;
         int r = 0;
 
-        fd = openat(sys_fd, "bus/event_source/devices", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        fd = fcntl(devices_fd, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
                 return negative_errno();
         d = fdopendir(fd);
@@ -351,12 +401,12 @@ static int add_hardware(PerfCatalog *c) {
         return perf_catalog_add(c, &hw);
 }
 
-static int try_pmu(PerfCatalog *c, int sys_fd, const Machine *m, const char *name, Candidate kind,
-                   const char *cls) {
+static int try_pmu(PerfCatalog *c, int sys_fd, int devices_fd, const Machine *m, const char *name,
+                   Candidate kind, const char *cls) {
         PerfPmu p = {};
         int r;
 
-        r = read_pmu(sys_fd, m, name, kind, &p);
+        r = read_pmu(sys_fd, devices_fd, m, name, kind, &p);
         if (r < 0) {
                 log_warning("Perf event source %s is left out: %s", name,
                             r == -EPROTOTYPE ? "its type is one of the kernel's own PMUs" : strerror(-r));
@@ -373,11 +423,12 @@ static int try_pmu(PerfCatalog *c, int sys_fd, const Machine *m, const char *nam
 }
 
 int perf_catalog_read_sysfs(const char *root, const Machine *m, PerfCatalog **ret) {
-        _cleanup_close_ int root_fd = -EBADF, sys_fd = -EBADF;
+        _cleanup_close_ int root_fd = -EBADF, sys_fd = -EBADF, devices_fd = -EBADF;
         PerfCatalog *c = NULL;
         char **names = NULL;
         size_t n = 0;
         ssize_t core;
+        bool core_added = false;
         int r;
 
         r = perf_catalog_new(&c);
@@ -386,7 +437,9 @@ int perf_catalog_read_sysfs(const char *root, const Machine *m, PerfCatalog **re
         root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root_fd >= 0)
                 sys_fd = open_subdir(root_fd, "sys");
-        if (root_fd < 0 || sys_fd < 0 || list_pmus(sys_fd, &names, &n) < 0) {
+        if (sys_fd >= 0)
+                devices_fd = open_path_nofollow(sys_fd, "bus/event_source/devices");
+        if (devices_fd < 0 || list_pmus(devices_fd, &names, &n) < 0) {
                 log_info("No perf event sources under %s/sys/bus/event_source/devices: software events only",
                          root);
                 *ret = c;
@@ -396,8 +449,9 @@ int perf_catalog_read_sysfs(const char *root, const Machine *m, PerfCatalog **re
         if (core >= 0) {
                 size_t before = c->n_pmus;
 
-                r = try_pmu(c, sys_fd, m, names[core], CANDIDATE_CORE, "core-pmu");
-                if (r >= 0 && c->n_pmus > before)
+                r = try_pmu(c, sys_fd, devices_fd, m, names[core], CANDIDATE_CORE, "core-pmu");
+                core_added = c->n_pmus > before;
+                if (r >= 0 && core_added)
                         r = add_hardware(c);
                 if (r < 0)
                         goto fail;
@@ -412,10 +466,11 @@ int perf_catalog_read_sysfs(const char *root, const Machine *m, PerfCatalog **re
                 if (kind == CANDIDATE_NONE)
                         continue;
                 if (kind == CANDIDATE_CORE) {
-                        log_info("Perf event source %s is left out: %s is the core PMU", names[i], names[core]);
+                        log_info("Perf event source %s is left out: one core PMU is served, %s%s", names[i],
+                                 names[core], core_added ? "" : " (itself left out)");
                         continue;
                 }
-                r = try_pmu(c, sys_fd, m, names[i], kind, cls);
+                r = try_pmu(c, sys_fd, devices_fd, m, names[i], kind, cls);
                 if (r < 0)
                         goto fail;
         }

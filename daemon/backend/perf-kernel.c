@@ -18,8 +18,8 @@ typedef struct PerfKernel {
         PerfOpener *opener;     /* not owned; NULL: perf_event_open() in this process */
 } PerfKernel;
 
-static int kernel_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu, int group,
-                       unsigned long flags) {
+static int kernel_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
+                       int group, unsigned long flags) {
         PerfKernel *k = (PerfKernel *) d;
         struct perf_event_attr copy;
         int fd;
@@ -27,7 +27,8 @@ static int kernel_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t 
         if (!!(flags & PERF_FLAG_PID_CGROUP) != (cgroup_fd >= 0))
                 return -EINVAL;
         if (k->opener)
-                return perf_opener_open(k->opener, attr, pid, cgroup_fd, cpu, group, flags | PERF_FLAG_FD_CLOEXEC);
+                return perf_opener_open(k->opener, attr, pid, cgroup_fd, cpu, group,
+                                        flags | PERF_FLAG_FD_CLOEXEC);
         copy = *attr;
         fd = (int) syscall(SYS_perf_event_open, &copy, cgroup_fd >= 0 ? cgroup_fd : pid, cpu, group,
                            flags | PERF_FLAG_FD_CLOEXEC);

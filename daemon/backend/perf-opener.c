@@ -25,27 +25,6 @@
 #include "macro.h"
 #include "pmugate-limits.h"
 
-/* Which fds follow a request in SCM_RIGHTS, in this order. */
-enum {
-        OPENER_FD_GROUP = 1U << 0,
-        OPENER_FD_CGROUP = 1U << 1,
-};
-
-/* One request, the same struct on both ends of a socketpair of one binary. */
-typedef struct OpenerRequest {
-        uint8_t attr[sizeof(struct perf_event_attr)];
-        int32_t pid;
-        int32_t cpu;
-        uint64_t flags;
-        uint32_t fds;           /* OPENER_FD_* */
-        uint32_t reserved;      /* 0 */
-} OpenerRequest;
-
-/* 0 with the fd in SCM_RIGHTS, or a negative errno and no fd. */
-typedef struct OpenerReply {
-        int32_t error;
-} OpenerReply;
-
 #define OPENER_FDS_MAX 2U
 /* The flags the opener passes on; PERF_FLAG_FD_CLOEXEC is always added. */
 #define OPENER_FLAGS (PERF_FLAG_FD_CLOEXEC | PERF_FLAG_PID_CGROUP)
@@ -56,6 +35,7 @@ struct PerfOpener {
         pid_t pid;
         int fd;
         bool dead;      /* stopped answering: every open fails with -EPIPE, logged once */
+        int probe_error; /* what perf_event_open() answered the opener when it was ready */
 };
 
 static void close_fds(int *fds, size_t n) {
@@ -185,7 +165,8 @@ static int verify_capabilities(uint64_t keep, bool bounded) {
                 if (r < 0)
                         return log_error_errno(r, "Perf opener: cannot read %s of /proc/self/status", empty[i]);
                 if (v != 0)
-                        return log_error_errno(EPERM, "Perf opener: %s is %016" PRIx64 ", not empty", empty[i], v);
+                        return log_error_errno(EPERM, "Perf opener: %s is %016" PRIx64 ", not empty",
+                                               empty[i], v);
         }
         for (size_t i = 0; i < ELEMENTSOF(kept); i++) {
                 r = status_mask(kept[i], &v);
@@ -194,8 +175,8 @@ static int verify_capabilities(uint64_t keep, bool bounded) {
                 if (strcmp(kept[i], "CapBnd") == 0 && !bounded)
                         continue;
                 if (v & ~keep)
-                        return log_error_errno(EPERM, "Perf opener: %s is %016" PRIx64 ", more than CAP_PERFMON",
-                                               kept[i], v);
+                        return log_error_errno(EPERM, "Perf opener: %s is %016" PRIx64
+                                               ", more than CAP_PERFMON", kept[i], v);
         }
         return 0;
 }
@@ -263,21 +244,21 @@ static int opener_drop_privileges(uid_t uid, gid_t gid, uint64_t *ret_keep) {
         return 0;
 }
 
-static int opener_handle(const OpenerRequest *req, const int *fds, size_t n_fds, PerfAttrVerify verify,
+static int opener_handle(const PerfOpenerRequest *req, const int *fds, size_t n_fds, PerfAttrVerify verify,
                          const uint32_t *types, size_t n_types) {
         struct perf_event_attr attr;
-        size_t want = !!(req->fds & OPENER_FD_GROUP) + !!(req->fds & OPENER_FD_CGROUP);
+        size_t want = !!(req->fds & PERF_OPENER_FD_GROUP) + !!(req->fds & PERF_OPENER_FD_CGROUP);
         int group_fd = -1, cgroup_fd = -1, pid = req->pid, fd;
         char reason[256] = "";
         struct stat st;
         int r;
 
-        if (req->reserved != 0 || (req->fds & ~(uint32_t) (OPENER_FD_GROUP | OPENER_FD_CGROUP)) || n_fds != want ||
-            (req->flags & ~(uint64_t) OPENER_FLAGS))
+        if (req->reserved != 0 || (req->fds & ~(uint32_t) (PERF_OPENER_FD_GROUP | PERF_OPENER_FD_CGROUP)) ||
+            n_fds != want || (req->flags & ~(uint64_t) OPENER_FLAGS))
                 return -EINVAL;
-        if (req->fds & OPENER_FD_GROUP)
+        if (req->fds & PERF_OPENER_FD_GROUP)
                 group_fd = fds[0];
-        if (req->fds & OPENER_FD_CGROUP)
+        if (req->fds & PERF_OPENER_FD_CGROUP)
                 cgroup_fd = fds[n_fds - 1];
         /* PERF_FLAG_PID_CGROUP with a directory fd that came along, and only then. */
         if (!!(req->flags & PERF_FLAG_PID_CGROUP) != (cgroup_fd >= 0))
@@ -303,8 +284,8 @@ static int opener_handle(const OpenerRequest *req, const int *fds, size_t n_fds,
 
 static int opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, size_t n_types) {
         for (;;) {
-                OpenerRequest req;
-                OpenerReply reply = {};
+                PerfOpenerRequest req;
+                PerfOpenerReply reply = {};
                 int fds[OPENER_FDS_MAX] = { -1, -1 }, fd = -1;
                 size_t n_fds = 0;
                 int r;
@@ -339,8 +320,9 @@ static int probe_perf_event_open(void) {
         return errno == EFAULT ? 0 : -errno;
 }
 
-__attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAttrVerify verify, const uint32_t *types, size_t n_types,
-                                   uid_t uid, gid_t gid) {
+__attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAttrVerify verify,
+                                                  const uint32_t *types, size_t n_types, uid_t uid, gid_t gid) {
+        PerfOpenerReply ready;
         sigset_t all;
         uint64_t keep = 0;
         int r;
@@ -375,7 +357,8 @@ __attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAt
         /* Ready, with whether the call is allowed at all: start-up waits for this, so that a
          * failed drop or a system-call filter without perf_event_open shows then, not at the
          * first open. */
-        r = send_with_fds(sock, &(OpenerReply) { .error = probe_perf_event_open() }, sizeof(OpenerReply), NULL, 0);
+        ready.error = probe_perf_event_open();
+        r = send_with_fds(sock, &ready, sizeof(ready), NULL, 0);
         if (r < 0)
                 _exit(EXIT_FAILURE);
         r = opener_serve(sock, verify, types, n_types);
@@ -386,7 +369,7 @@ __attribute__((noreturn)) static void opener_main(int sock, pid_t parent, PerfAt
 
 /* The answer to a request, or the opener's first message (ready, no fd): 1 with the reply, or
  * a negative errno when the opener is gone or broke the protocol. */
-static int receive_reply(PerfOpener *o, OpenerReply *ret, int *ret_fd) {
+static int receive_reply(PerfOpener *o, PerfOpenerReply *ret, int *ret_fd) {
         struct pollfd p = { .fd = o->fd, .events = POLLIN };
         size_t n_fds = 0;
         int fd = -1, r;
@@ -413,7 +396,7 @@ static int receive_reply(PerfOpener *o, OpenerReply *ret, int *ret_fd) {
 }
 
 static int wait_ready(PerfOpener *o) {
-        OpenerReply reply;
+        PerfOpenerReply reply;
         struct pollfd p = { .fd = o->fd, .events = POLLIN };
         size_t n_fds = 0;
         int fd = -1, r;
@@ -430,15 +413,12 @@ static int wait_ready(PerfOpener *o) {
                 close_fds(&fd, n_fds);
                 return -EBADMSG;
         }
-        if (reply.error < 0)
-                (void) log_warning_errno(reply.error, "perf_event_open() is refused in the perf opener, most likely by a "
-                                  "system-call filter (the service's SystemCallFilter= admits it only with the "
-                                  "drop-in SECURITY.md gives): pmugated opens no perf event");
+        o->probe_error = reply.error;
         return 0;
 }
 
-int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size_t n_types, uid_t uid, gid_t gid,
-                      PerfOpener **ret) {
+int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size_t n_types, uid_t uid,
+                      gid_t gid, PerfOpener **ret) {
         _cleanup_free_ PerfOpener *o = NULL;
         int pair[2];
         pid_t parent = getpid(), pid;
@@ -450,14 +430,14 @@ int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size
         if (!o)
                 return -ENOMEM;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-                return log_error_errno(errno, "Cannot create the perf opener's socket pair");
+                return -errno;
         (void) fflush(stderr);
         pid = fork();
         if (pid < 0) {
                 r = -errno;
                 (void) close(pair[0]);
                 (void) close(pair[1]);
-                return log_error_errno(r, "Cannot start the perf opener");
+                return r;
         }
         if (pid == 0) {
                 (void) close(pair[0]);
@@ -469,9 +449,8 @@ int perf_opener_start(PerfAttrVerify verify, const uint32_t *allowed_types, size
         r = wait_ready(o);
         if (r < 0) {
                 perf_opener_stop(TAKE_PTR(o));
-                return log_error_errno(r, "The perf opener did not start (it logs why)");
+                return r;
         }
-        log_debug("Perf opener started as process %d", (int) pid);
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -486,8 +465,8 @@ static int opener_gone(PerfOpener *o, int error) {
 
 int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
                      int group_fd, unsigned long flags) {
-        OpenerRequest req = { .pid = pid, .cpu = cpu, .flags = flags };
-        OpenerReply reply;
+        PerfOpenerRequest req = { .pid = pid, .cpu = cpu, .flags = flags };
+        PerfOpenerReply reply;
         int fds[OPENER_FDS_MAX], fd = -1;
         size_t n_fds = 0;
         int r;
@@ -499,11 +478,11 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
                 return -EPIPE;
         memcpy(req.attr, attr, sizeof(req.attr));
         if (group_fd >= 0) {
-                req.fds |= OPENER_FD_GROUP;
+                req.fds |= PERF_OPENER_FD_GROUP;
                 fds[n_fds++] = group_fd;
         }
         if (cgroup_fd >= 0) {
-                req.fds |= OPENER_FD_CGROUP;
+                req.fds |= PERF_OPENER_FD_CGROUP;
                 fds[n_fds++] = cgroup_fd;
                 req.pid = -1;
         }
@@ -519,6 +498,10 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
                  * this opener again. */
                 return opener_gone(o, -r);
         return reply.error < 0 ? reply.error : fd;
+}
+
+int perf_opener_probe_error(const PerfOpener *o) {
+        return o->probe_error;
 }
 
 pid_t perf_opener_pid(const PerfOpener *o) {

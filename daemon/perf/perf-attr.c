@@ -156,6 +156,13 @@ int perf_attr_build(const PerfCatalog *cat, const PerfAttrRules *rules, const Pe
                 .exclude_kernel = !spec->count_kernel,
                 .exclude_hv = 1,
         };
+        /* An uncore PMU counts its package at every privilege level and the kernel refuses
+         * any exclude bit on it (PERF_PMU_CAP_NO_EXCLUDE: EINVAL), as it refuses the MSR path
+         * nothing either: its counts are the package's, whoever ran. */
+        if (p->kind == PERF_PMU_UNCORE) {
+                ret->exclude_kernel = 0;
+                ret->exclude_hv = 0;
+        }
         if (ret_pmu)
                 *ret_pmu = p;
         return 0;
@@ -239,8 +246,10 @@ int perf_attr_verify(const struct perf_event_attr *attr, const uint32_t *allowed
         if (attr->read_format & ~(uint64_t) PERF_ATTR_READ_FORMAT)
                 return refuse(reason, reason_size, -EPERM, "attr read_format 0x%" PRIx64 " has bits beyond 0x%x",
                               (uint64_t) attr->read_format, (unsigned) PERF_ATTR_READ_FORMAT);
-        if (!attr->exclude_hv)
-                return refuse(reason, reason_size, -EPERM, "attr field 'exclude_hv' is not set: the hypervisor is never counted");
+        /* exclude_hv, or no exclude bit at all: the form of an uncore PMU, which refuses them */
+        if (!attr->exclude_hv && attr->exclude_kernel)
+                return refuse(reason, reason_size, -EPERM,
+                              "attr field 'exclude_hv' is not set: the hypervisor is never counted");
         if (attr->enable_on_exec && !attr->disabled)
                 return refuse(reason, reason_size, -EPERM, "attr enable_on_exec without disabled");
 

@@ -30,7 +30,8 @@ typedef struct PerfAttrRules {          /* what the caller may ask, from policy 
         (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID | PERF_FORMAT_GROUP)
 
 /* Builds the attr for one event: type from the catalogue, config within the allowed bits,
- * exclude_kernel unless allowed and asked, exclude_hv always, read_format PERF_ATTR_READ_FORMAT,
+ * exclude_kernel unless allowed and asked, exclude_hv always (uncore PMUs: no exclude bit, the
+ * kernel refuses them there; they count the package), read_format PERF_ATTR_READ_FORMAT,
  * counting only; leader says whether it leads its group (only a leader carries disabled and
  * enable_on_exec); scope decides inherit (process scope with follow_children) and on_exec
  * (process scope only). Uncore events are refused outside cpu scope. Returns 0, or a positive
@@ -45,8 +46,9 @@ typedef int (*PerfAttrVerify)(const struct perf_event_attr *attr, const uint32_t
                               char *reason, size_t size);
 
 /* Every field outside the counting-only set is zero, type is one of allowed_types, size is the
- * daemon's, read_format within PERF_ATTR_READ_FORMAT, exclude_hv set: no sampling, no
+ * daemon's, read_format within PERF_ATTR_READ_FORMAT: no sampling, no
  * breakpoint, tracepoint, probe or BPF, no register or stack sampling, no AUX, no signals, no
- * side-band records. Returns 0 or -EPERM with reason naming the field. */
+ * side-band records. exclude_hv may be clear only with exclude_kernel clear too (an uncore
+ * PMU's attr). Returns 0 or -EPERM with reason naming the field. */
 int perf_attr_verify(const struct perf_event_attr *attr, const uint32_t *allowed_types, size_t n_types,
                      char *reason, size_t reason_size);

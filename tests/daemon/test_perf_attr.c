@@ -664,6 +664,10 @@ static void test_build_uncore(void **state) {
         attr = build_ok(&user_rules, &s, PERF_SCOPE_CPU, true, false, false);
         assert_int_equal(attr.type, UNCORE_TYPE);
         assert_int_equal(attr.config, 0x0304);
+        /* the kernel refuses every exclude bit on an uncore PMU (PERF_PMU_CAP_NO_EXCLUDE) */
+        assert_false(attr.exclude_kernel);
+        assert_false(attr.exclude_hv);
+        assert_false(attr.exclude_user);
         assert_build_refused(&user_rules, &s, PERF_SCOPE_JOB, PROTO_E_OUT_OF_SCOPE,
                              "a cgroup cannot split package counters; count it with scope cpu holding the package");
         assert_build_refused(&user_rules, &s, PERF_SCOPE_PROCESS, PROTO_E_OUT_OF_SCOPE, "scope cpu");
@@ -872,6 +876,9 @@ static void test_verify_read_format_and_hv(void **state) {
         attr = good_attr();
         attr.exclude_hv = 0;
         assert_verify_refused(&attr, "'exclude_hv' is not set");
+        /* no exclude bit at all is an uncore PMU's attr */
+        attr.exclude_kernel = 0;
+        assert_int_equal(perf_attr_verify(&attr, all_types, ELEMENTSOF(all_types), NULL, 0), 0);
         attr = good_attr();
         attr.disabled = 0;
         assert_verify_refused(&attr, "enable_on_exec without disabled");

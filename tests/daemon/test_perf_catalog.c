@@ -205,7 +205,8 @@ static void test_icelake_sp(void **state) {
 
 /* As the kernel shows it: every entry of the bus a link into sys/devices. */
 static void test_sapphire_rapids_links(void **state) {
-        static const char *const names[] = { "software", "cpu", "hardware", "uncore_imc_free_running_0" };
+        static const char *const names[] = { "software", "cpu", "hardware", "uncore_imc_1",
+                                             "uncore_imc_free_running_0" };
         PerfCatalog *c;
 
         write_file("sys/devices/cpu/type", "4\n");
@@ -220,6 +221,11 @@ static void test_sapphire_rapids_links(void **state) {
         make_link("../../../devices/cpu", DEVICES "/cpu");
         make_link("../../../devices/uncore_imc_free_running_0", DEVICES "/uncore_imc_free_running_0");
         make_link("../../../devices/tracepoint", DEVICES "/tracepoint");
+        /* deeper, as a PMU with a parent device is linked */
+        write_file("sys/devices/pci0000:00/0000:00:05.0/uncore_imc_1/type", "21\n");
+        write_file("sys/devices/pci0000:00/0000:00:05.0/uncore_imc_1/cpumask", "2\n");
+        write_file("sys/devices/pci0000:00/0000:00:05.0/uncore_imc_1/format/event", "config:0-7\n");
+        make_link("../../../devices/pci0000:00/0000:00:05.0/uncore_imc_1", DEVICES "/uncore_imc_1");
         c = read_catalog();
         assert_names(c, names, ELEMENTSOF(names));
         assert_int_equal(perf_catalog_core(c)->topdown, 2);
@@ -316,6 +322,17 @@ static void test_hostile(void **state) {
         write_file("elsewhere/cpumask", "0\n");
         make_link("../../../../elsewhere", DEVICES "/uncore_imc_1");
         make_link(outside, DEVICES "/uncore_imc_2");
+        /* of the kernel's shape, but climbing out again, or through a link inside sys/devices */
+        make_link("../../../devices/../../elsewhere", DEVICES "/uncore_imc_20");
+        make_link("../../../devices/./x/../../../elsewhere", DEVICES "/uncore_imc_21");
+        make_link("../../../../elsewhere", "sys/devices/hop");
+        make_link("../../../devices/hop", DEVICES "/uncore_imc_22");
+        write_file("sys/devices/real/uncore_imc_23/type", "31\n");
+        write_file("sys/devices/real/uncore_imc_23/cpumask", "0\n");
+        make_link("real", "sys/devices/alias");
+        make_link("../../../devices/alias/uncore_imc_23", DEVICES "/uncore_imc_23");
+        make_link("../../../devices/", DEVICES "/uncore_imc_24");
+        make_link("../../../devices//elsewhere", DEVICES "/uncore_imc_25");
         /* a format file, a type and a cpumask that are links */
         uncore("uncore_imc_3", "18\n", "0\n");
         make_link("../../../../../../elsewhere/type", DEVICES "/uncore_imc_3/format/edge");
@@ -370,6 +387,50 @@ static void test_too_many_formats(void **state) {
         perf_catalog_free(c);
 }
 
+/* A format field of a name too long to keep is left out, and so are its bits; the PMU stays. */
+static void test_long_format_name(void **state) {
+        PerfCatalog *c;
+        const PerfPmu *p;
+
+        uncore("uncore_cha_0", "14\n", "0\n");
+        write_pmu_file("uncore_cha_0", "format/filter_state_long", "config1:0-9\n");
+        write_pmu_file("uncore_cha_0", "format/filter_nid", "config1:10-15\n");
+        c = read_catalog();
+        p = perf_catalog_find(c, "uncore_cha_0");
+        assert_non_null(p);
+        assert_int_equal(p->n_formats, 3);
+        assert_int_equal(p->config_mask[1], 0xfc00);
+        perf_catalog_free(c);
+}
+
+/* This machine's own sysfs: whatever it has, the catalogue holds "software" and never one of
+ * the kernel's own PMUs (tracepoint, breakpoint, kprobe, uprobe, msr). */
+static void test_this_machine(void **state) {
+        Machine *m = NULL;
+        PerfCatalog *c = NULL;
+
+        log_set_max_level(LOG_CRIT);
+        if (machine_discover("/", &m) < 0) {
+                log_set_max_level(LOG_WARNING);
+                skip();
+        }
+        assert_int_equal(perf_catalog_read_sysfs("/", m, &c), 0);
+        log_set_max_level(LOG_WARNING);
+        assert_non_null(perf_catalog_find(c, "software"));
+        for (size_t i = 0; i < c->n_pmus; i++) {
+                const PerfPmu *p = &c->pmus[i];
+
+                print_message("%s type %u kind %s\n", p->name, p->type, perf_pmu_kind_to_string(p->kind));
+                assert_true(p->type != PERF_TYPE_TRACEPOINT && p->type != PERF_TYPE_BREAKPOINT);
+                assert_true(strcmp(p->name, "tracepoint") != 0 && strcmp(p->name, "kprobe") != 0 &&
+                            strcmp(p->name, "uprobe") != 0 && strcmp(p->name, "msr") != 0 &&
+                            strcmp(p->name, "breakpoint") != 0);
+                assert_true(p->kind != PERF_PMU_UNCORE || (p->cpu >= 0 && p->package >= 0));
+        }
+        perf_catalog_free(c);
+        machine_free(m);
+}
+
 static void test_format_parse_mask(void **state) {
         unsigned word = 9, lo, hi;
         uint64_t mask = 42;
@@ -421,6 +482,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_core_with_a_kernel_type, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_hostile, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_too_many_formats, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test_setup_teardown(test_long_format_name, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test(test_this_machine),
                 cmocka_unit_test(test_format_parse_mask),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

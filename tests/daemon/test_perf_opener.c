@@ -13,10 +13,15 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -57,8 +62,8 @@ static PerfOpener *start(void) {
         gid_t gid;
         uid_t uid = nobody_uid(&gid);
 
-        assert_int_equal(perf_opener_start(verify_software, software_only, ELEMENTSOF(software_only), uid, gid, &o),
-                         0);
+        assert_int_equal(perf_opener_start(verify_software, software_only, ELEMENTSOF(software_only), uid, gid,
+                                           &o), 0);
         assert_non_null(o);
         assert_true(perf_opener_pid(o) > 0);
         return o;
@@ -105,7 +110,8 @@ static uint64_t status_field(pid_t pid, const char *field) {
         assert_non_null(f);
         while (fgets(line, sizeof(line), f))
                 if (strncmp(line, field, strlen(field)) == 0 && line[strlen(field)] == ':')
-                        v = strtoull(line + strlen(field) + 1, NULL, strcmp(field, "NoNewPrivs") == 0 ? 10 : 16);
+                        v = strtoull(line + strlen(field) + 1, NULL,
+                                     strcmp(field, "NoNewPrivs") == 0 ? 10 : 16);
         (void) fclose(f);
         return v;
 }
@@ -191,7 +197,8 @@ static void test_cpu_clock_on_a_cpu(void **state) {
 static void test_group(void **state) {
         PerfOpener *o = start();
         struct perf_event_attr leader = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT | PERF_FORMAT_GROUP);
-        struct perf_event_attr member = software(PERF_COUNT_SW_CONTEXT_SWITCHES, READ_FORMAT | PERF_FORMAT_GROUP);
+        struct perf_event_attr member = software(PERF_COUNT_SW_CONTEXT_SWITCHES,
+                                                 READ_FORMAT | PERF_FORMAT_GROUP);
         uint64_t v[5];
         int lfd, mfd;
 
@@ -294,6 +301,172 @@ static void test_refusals(void **state) {
         perf_opener_stop(o);
 }
 
+/* The daemon's end of the opener's socket: the one fd perf_opener_start() added. */
+static int started_socket(PerfOpener **ret) {
+        bool before[256] = {};
+        int found = -1;
+
+        for (int fd = 0; fd < 256; fd++)
+                before[fd] = fcntl(fd, F_GETFD) >= 0;
+        *ret = start();
+        for (int fd = 0; fd < 256; fd++)
+                if (!before[fd] && fcntl(fd, F_GETFD) >= 0) {
+                        assert_int_equal(found, -1);
+                        found = fd;
+                }
+        assert_true(found >= 0);
+        return found;
+}
+
+/* Sends size bytes of msg with n_fds fds (each a copy of fd) as one message and returns the
+ * opener's error; an fd it sends back is closed. */
+static int raw_request(int sock, const void *msg, size_t size, int fd, size_t n_fds) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * 4)];
+        } control = {};
+        int fds[4] = { fd, fd, fd, fd };
+        struct iovec iov = { .iov_base = (void *) msg, .iov_len = size };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        PerfOpenerReply reply = { .error = 1 };
+        struct iovec riov = { .iov_base = &reply, .iov_len = sizeof(reply) };
+        struct msghdr rh = { .msg_iov = &riov, .msg_iovlen = 1, .msg_control = &control,
+                             .msg_controllen = sizeof(control) };
+        struct cmsghdr *c;
+
+        if (n_fds > 0) {
+                mh.msg_control = &control;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+                c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+        }
+        assert_int_equal(sendmsg(sock, &mh, MSG_NOSIGNAL), (ssize_t) size);
+        memset(&control, 0, sizeof(control));
+        assert_int_equal(recvmsg(sock, &rh, MSG_CMSG_CLOEXEC), sizeof(reply));
+        for (c = CMSG_FIRSTHDR(&rh); c; c = CMSG_NXTHDR(&rh, c)) {
+                int got;
+
+                assert_int_equal(c->cmsg_type, SCM_RIGHTS);
+                assert_int_equal(c->cmsg_len, CMSG_LEN(sizeof(int)));
+                memcpy(&got, CMSG_DATA(c), sizeof(int));
+                assert_int_equal(reply.error, 0);
+                (void) close(got);
+        }
+        return reply.error;
+}
+
+static void test_hostile_messages(void **state) {
+        PerfOpener *o = NULL;
+        int sock = started_socket(&o), dir = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC), fd;
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        PerfOpenerRequest req = { .pid = getpid(), .cpu = -1 }, bad;
+        char big[sizeof(req) + 8] = {};
+
+        (void) state;
+        assert_true(dir >= 0);
+        memcpy(req.attr, &attr, sizeof(attr));
+        assert_int_equal(raw_request(sock, &req, sizeof(req), -1, 0), 0);
+        /* Shorter or longer than a request. */
+        assert_int_equal(raw_request(sock, &req, sizeof(req) - 1, -1, 0), -EINVAL);
+        memcpy(big, &req, sizeof(req));
+        assert_int_equal(raw_request(sock, big, sizeof(big), -1, 0), -EINVAL);
+        /* More fds than it takes, or other fds than the request names. */
+        bad = req;
+        bad.fds = PERF_OPENER_FD_GROUP | PERF_OPENER_FD_CGROUP;
+        bad.flags = PERF_FLAG_PID_CGROUP;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), dir, 3), -EINVAL);
+        assert_int_equal(raw_request(sock, &req, sizeof(req), dir, 1), -EINVAL);
+        bad = req;
+        bad.fds = PERF_OPENER_FD_GROUP;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EINVAL);
+        bad.fds = 1U << 7;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), dir, 1), -EINVAL);
+        /* Flags it does not pass, a cgroup without its fd or its fd without the flag, a
+         * cgroup fd that is no directory, a reserved field set. */
+        bad = req;
+        bad.flags = PERF_FLAG_FD_OUTPUT;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EINVAL);
+        bad.flags = PERF_FLAG_PID_CGROUP;
+        bad.cpu = 0;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EINVAL);
+        bad.flags = 0;
+        bad.fds = PERF_OPENER_FD_CGROUP;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), dir, 1), -EINVAL);
+        bad.flags = PERF_FLAG_PID_CGROUP;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), sock, 1), -EINVAL);
+        bad = req;
+        bad.reserved = 1;
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EINVAL);
+        /* The attr is its own to check: a size other than the daemon's is refused. */
+        bad = req;
+        attr.size = sizeof(attr) - 8;
+        memcpy(bad.attr, &attr, sizeof(attr));
+        assert_int_equal(raw_request(sock, &bad, sizeof(bad), -1, 0), -EPERM);
+
+        /* It still serves, and kept none of the fds it was sent. */
+        assert_int_equal(raw_request(sock, &req, sizeof(req), -1, 0), 0);
+        fd = perf_opener_open(o, &(struct perf_event_attr) { .type = PERF_TYPE_HARDWARE, .size = sizeof(attr) },
+                              getpid(), -1, -1, -1, 0);
+        assert_int_equal(fd, -EPERM);
+        {
+                char path[64];
+
+                (void) snprintf(path, sizeof(path), "/proc/%d/fd/4", (int) perf_opener_pid(o));
+                assert_int_equal(access(path, F_OK), -1);
+        }
+        (void) close(dir);
+        perf_opener_stop(o);
+}
+
+/* As the shipped unit's SystemCallFilter= without perf_event_open does: EPERM for that call. */
+static int deny_perf_event_open(void) {
+        struct sock_filter filter[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_perf_event_open, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = ELEMENTSOF(filter), .filter = filter };
+
+        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+static void test_probe(void **state) {
+        PerfOpener *o = start();
+        int status = -1;
+        pid_t pid;
+
+        (void) state;
+        assert_int_equal(perf_opener_probe_error(o), 0);
+        perf_opener_stop(o);
+
+        /* Under a filter that leaves the call out, start-up learns it from the probe. */
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+                gid_t gid;
+                uid_t uid = nobody_uid(&gid);
+                int r;
+
+                if (deny_perf_event_open() < 0)
+                        _exit(10);
+                if (perf_opener_start(verify_software, software_only, 1, uid, gid, &o) < 0)
+                        _exit(11);
+                if (perf_opener_probe_error(o) != -EPERM)
+                        _exit(12);
+                r = perf_opener_open(o, &attr, getpid(), -1, -1, -1, 0);
+                perf_opener_stop(o);
+                _exit(r == -EPERM ? 0 : 13);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_killed_opener(void **state) {
         PerfOpener *o = start();
         struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
@@ -375,6 +548,8 @@ int main(void) {
                 cmocka_unit_test(test_group),
                 cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_hostile_messages),
+                cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_killed_opener),
                 cmocka_unit_test(test_opener_ends_with_its_socket),
                 cmocka_unit_test(test_kernel_driver_through_the_opener),

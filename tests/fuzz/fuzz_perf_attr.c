@@ -108,8 +108,10 @@ static void check_built(const struct perf_event_attr *a, const PerfPmu *p, const
         fuzz_assert(perf_attr_verify(a, types, n_types, reason, sizeof(reason)) == 0);
         fuzz_assert(p == perf_catalog_find(catalog, s->pmu));
         fuzz_assert(a->type == p->type);
-        fuzz_assert(a->exclude_hv);
-        fuzz_assert(a->exclude_kernel == !s->count_kernel);
+        /* an uncore PMU takes no exclude bit; every other counts neither hypervisor nor, unless
+         * asked, kernel */
+        fuzz_assert(a->exclude_hv == (p->kind != PERF_PMU_UNCORE));
+        fuzz_assert(a->exclude_kernel == (p->kind != PERF_PMU_UNCORE && !s->count_kernel));
         fuzz_assert(!s->count_kernel || rules->may_count_kernel);
         fuzz_assert(a->read_format == PERF_ATTR_READ_FORMAT);
         fuzz_assert(a->disabled == leader);
@@ -227,7 +229,7 @@ static void verify_raw(const uint8_t *data, size_t size) {
                 .exclude_hv = attr.exclude_hv,
         };
         fuzz_assert(memcmp(&attr, &clean, sizeof(attr)) == 0);
-        fuzz_assert(attr.size == sizeof(attr) && attr.exclude_hv);
+        fuzz_assert(attr.size == sizeof(attr) && (attr.exclude_hv || !attr.exclude_kernel));
         fuzz_assert(perf_catalog_find_type(catalog, attr.type));
 }
 
