@@ -25,7 +25,7 @@ typedef struct MarkerPerfEvents {
         size_t n_groups;
 } MarkerPerfEvents;
 
-/* The read_format the daemon opens every event with (design of the perf path: counting,
+/* The read_format the daemon opens every event with (docs/PROTOCOL.md, perf_open: counting,
  * both times, the id, groups). */
 #define MARKER_PERF_READ_FORMAT                                                                  \
         (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID |     \
