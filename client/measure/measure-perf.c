@@ -347,6 +347,16 @@ static int perf_read_accumulate(pmugate_measure *m) {
         return first_error;
 }
 
+static void free_read_state(pmugate_measure *m) {
+        free(m->perf_row_cpu);
+        free(m->perf_last);
+        free(m->perf_last_enabled);
+        free(m->perf_last_running);
+        m->perf_row_cpu = NULL;
+        m->perf_last = m->perf_last_enabled = m->perf_last_running = NULL;
+        m->perf_read_once = false;
+}
+
 static bool needs_lease(const pmugate_measure *m) {
         if (m->scope.scope != PMUGATE_PERF_SCOPE_CPU)
                 return false;
@@ -417,6 +427,8 @@ int measure_perf_start(pmugate_measure *m) {
                 if (m->package && m->scope.scope == PMUGATE_PERF_SCOPE_CPU)
                         (void) package_events_stop(m->package, m->connection);
                 (void) pmugate_perf_close(m->connection, TAKE_PTR(m->perf_handle));
+                /* a start tried again opens, maps and reads its baseline anew */
+                free_read_state(m);
                 if (m->leased)
                         (void) pmugate_release(m->connection, m->cpus, m->n_cpus);
                 m->leased = false;
@@ -438,6 +450,10 @@ int measure_perf_sample(pmugate_measure *m) {
         if (m->sample_hook)
                 m->sample_hook(m, true, m->sample_hook_data);
         r = perf_read_accumulate(m);
+        /* the daemon closed the events itself (the right behind them is gone, a higher role
+         * took the CPUs): nothing is left to read or close */
+        if (r == -EKEYREVOKED || r == -ECANCELED)
+                m->lease_lost = true;
         q = package_counted(m) ? package_events_sample(m->package, m->connection) : 0;
         if (m->sample_hook)
                 m->sample_hook(m, false, m->sample_hook_data);
@@ -450,6 +466,14 @@ int measure_perf_sample(pmugate_measure *m) {
 int measure_perf_stop(pmugate_measure *m) {
         int r, q;
 
+        if (m->lease_lost) {
+                if (package_counted(m))
+                        (void) package_events_stop(m->package, m->connection);
+                (void) pmugate_perf_close(NULL, TAKE_PTR(m->perf_handle));
+                m->stopped = true;
+                m->leased = false;
+                return 0;
+        }
         r = measure_perf_sample(m);
         m->stopped = true;
         if (package_counted(m)) {
@@ -472,10 +496,7 @@ int measure_perf_stop(pmugate_measure *m) {
 void measure_perf_free(pmugate_measure *m) {
         (void) pmugate_perf_close(NULL, TAKE_PTR(m->perf_handle));
         m->perf_plan = measure_perf_plan_free(m->perf_plan);
-        free(m->perf_row_cpu);
-        free(m->perf_last);
-        free(m->perf_last_enabled);
-        free(m->perf_last_running);
+        free_read_state(m);
 }
 
 bool pmugate_measure_via_perf(const pmugate_measure *m) {

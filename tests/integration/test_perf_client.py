@@ -148,11 +148,16 @@ def test_job_scope(tap):
         loops = {"21": fixture.BusyLoop(jobs.dir("21"), 0.4, 0, USER),
                  "22": fixture.BusyLoop(jobs.dir("22"), 0.4, 0, OTHER_USER)}
         jobs.loops.extend(loops.values())
-        stat = t.spawn([t.PMUGATE, "stat", "-e", "task-clock", "--scope", "job", "-c", "0", "-S", "3", "-O", "json"],
+        stat = t.spawn([t.PMUGATE, "stat", "-e", "task-clock", "--scope", "job", "-c", "0", "-S", "4", "-O", "json"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        env=dict(os.environ, PMUGATE_SOCKET=dm.socket),
                        preexec_fn=lambda: (jobs.preexec("21")(), t.as_user(USER, t.USER_GID, [t.USER_GID])()))
-        time.sleep(0.5)
+        # the loops spin once the events are open (the daemon audits the open), so that all
+        # of job 21's loop is counted however long pmugate takes to start on a busy machine
+        deadline = time.monotonic() + 20
+        while "event=perf-open verdict=allowed" not in dm.audit() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)
         for loop in loops.values():
             loop.go()
         used = {job: loop.wait() for job, loop in loops.items()}

@@ -424,6 +424,20 @@ def test_hostile(tap):
         tap.ok(got == "bad-field" and "no perf handle" in why, "perf_read of a closed handle is refused", why)
         tap.ok(a.call("perf_read", handle=opened[0]["handle"]).get("ok"), "the others still read")
         tap.ok("event=denied" in dm.audit() or "verdict=denied" in dm.audit(), "refusals are audited")
+        # 1024 open events per uid over all its connections: 16 handles of 32 events on 2 CPUs
+        # here, then one more event on another connection of the same uid.
+        for r in opened:
+            a.call("perf_close", handle=r["handle"])
+        big = [[sw(CPU_CLOCK)] * 8] * 4
+        full = [a.call("perf_open", scope="cpu", cpus=[0, 1], groups=big) for _ in range(16)]
+        tap.ok(all(r.get("ok") for r in full), "one connection holds 16 x 32 events on 2 CPUs: 1024",
+               [err(r) for r in full if not r.get("ok")][:1])
+        second = Agent(dm)
+        got, why = err(second.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]]))
+        tap.ok(got == "limit" and "1024" in why, "the uid's next event, on another connection, is refused: limit", why)
+        tap.ok(other.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]]).get("ok"),
+               "another uid is not held to this one's count")
+        second.close()
         a.close()
         other.close()
         tap.ok(dm.alive() and t.Client(dm.socket).call("hello")["ok"], "the daemon keeps serving")
@@ -514,6 +528,26 @@ def test_sim_policy(tap):
         dm.stop()
 
 
+def test_reload_narrows(tap):
+    d, m, dm = start()
+    conf = os.path.join(d, "pmugate.conf")
+    try:
+        a = Agent(dm)
+        r = a.call("perf_open", scope="process", groups=[[sw(TASK_CLOCK)]])
+        tap.ok(r.get("ok"), "a user opens task-clock of its own process", r)
+        before = dm.audit()
+        with open(conf, "w") as f:
+            f.write("[access]\nmode = open\nadmin_groups = %d\nuser_groups = %d\n" % (t.ADMIN_GID, t.OTHER_GID))
+        rc, out, e = ctl(dm, "reload")
+        tap.eq(rc, 0, "a reload takes the user's group out of user_groups")
+        name, why = err(a.call("perf_read", handle=r["handle"]))
+        tap.ok(name == "revoked" and "perf handle" in why, "the user's handle is closed and it is told 'revoked'", why)
+        tap.ok("event=perf-close verdict=revoked" in dm.audit()[len(before):], "the close is audited")
+        a.close()
+    finally:
+        dm.stop()
+
+
 sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
                       test_revoked_in_job_mode, test_jobs_share_a_cpu, test_users_at_once, test_hostile,
-                      test_sim_topdown, test_sim_policy]))
+                      test_sim_topdown, test_sim_policy, test_reload_narrows]))
