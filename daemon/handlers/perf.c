@@ -25,6 +25,8 @@
 typedef struct PerfOpenPlan {
         struct perf_event_attr attrs[PERF_EVENTS_PER_OPEN_MAX];
         const char *pmu_names[PERF_EVENTS_PER_OPEN_MAX];
+        const PerfPmu *group_pmus[PERF_GROUPS_PER_OPEN_MAX];    /* each group's leader's */
+        CpuSet needs_leases;
         bool needs_write;               /* a hardware or uncore event */
         PerfUnit *units;
         size_t n_units;
@@ -95,6 +97,8 @@ static int build_attrs(Server *s, Session *c, const Request *req, PerfOpenPlan *
                                 return refuse(ret_refusal, r > 0 ? r : PROTO_E_INTERNAL, -1, "groups[%zu][%zu]: %s",
                                               g, i, why);
                         plan->pmu_names[e] = pmu->name;
+                        if (i == 0)
+                                plan->group_pmus[g] = pmu;
                         if (pmu->kind == PERF_PMU_SOFTWARE)
                                 continue;
                         plan->needs_write = true;
@@ -105,11 +109,6 @@ static int build_attrs(Server *s, Session *c, const Request *req, PerfOpenPlan *
                                               "[counters] in pmugate.conf, or pmugated --counters=perf); software "
                                               "events are served either way",
                                               g, i, pmu->name, backend_counters_to_string(s->choice.counters));
-                        if (pmu->kind == PERF_PMU_UNCORE)
-                                return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1,
-                                              "groups[%zu][%zu]: uncore PMU '%s' is not served through perf_open yet; "
-                                              "read package counters with 'cr' (hello's \"counters\")",
-                                              g, i, pmu->name);
                 }
         return 0;
 }
@@ -121,6 +120,39 @@ static int plan_units_of_cpus(PerfOpenPlan *plan, const uint32_t *cpus, size_t n
         for (size_t i = 0; i < n; i++)
                 plan->units[i] = (PerfUnit) { .target = cpus[i], .pid = -1, .cpu = (int) cpus[i], .cgroup_fd = cgroup_fd };
         plan->n_units = n;
+        return 0;
+}
+
+/* An uncore PMU counts its whole package, on the one CPU its cpumask names: its groups open
+ * there alone, which the request must name, and only for a caller that holds every online CPU
+ * of the package (as a PCI unit's registers need), so that nobody else's work is counted
+ * without their CPUs being the caller's. */
+static int check_uncore_groups(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, Refusal *ret_refusal) {
+        for (size_t g = 0; g < req->n_perf_groups; g++) {
+                const PerfPmu *pmu = plan->group_pmus[g];
+                bool named = false;
+
+                if (!pmu || pmu->kind != PERF_PMU_UNCORE)
+                        continue;
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        named |= pmu->cpu >= 0 && req->cpus[i] == (uint32_t) pmu->cpu;
+                if (!named)
+                        return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1,
+                                      "groups[%zu]: uncore PMU '%s' counts on CPU %d (its cpumask): name it in 'cpus'",
+                                      g, pmu->name, pmu->cpu);
+                for (uint32_t cpu = 0; cpu < s->machine->n_cpus; cpu++) {
+                        const MachineCpu *mc = &s->machine->cpus[cpu];
+
+                        if (!mc->present || !mc->online || mc->package != pmu->package)
+                                continue;
+                        if (!leases_held_by(s->leases, cpu, c))
+                                return refuse(ret_refusal, PROTO_E_NO_LEASE, -1,
+                                              "groups[%zu]: uncore PMU '%s' counts all of package %d: hold every CPU "
+                                              "of it (CPU %" PRIu32 " is not leased to this connection; name them all "
+                                              "in 'cpus' or lease them first)", g, pmu->name, pmu->package, cpu);
+                        cpuset_add(&plan->needs_leases, cpu);
+                }
+        }
         return 0;
 }
 
@@ -148,6 +180,11 @@ static int plan_cpu(Server *s, Session *c, const Request *req, PerfOpenPlan *pla
                         cpuset_clear(&plan->acquired);
                         return r;
                 }
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        cpuset_add(&plan->needs_leases, req->cpus[i]);
+                r = check_uncore_groups(s, c, req, plan, ret_refusal);
+                if (r != 0)
+                        return r;
         }
         return plan_units_of_cpus(plan, req->cpus, req->n_cpus, -1);
 }
@@ -337,6 +374,10 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
                 return r;
         h->needs_write = plan.needs_write;
         h->leased = plan.needs_write && req->perf_scope == PERF_SCOPE_CPU;
+        h->needs_leases = plan.needs_leases;
+        for (size_t g = 0; g < req->n_perf_groups; g++)
+                if (plan.group_pmus[g] && plan.group_pmus[g]->kind == PERF_PMU_UNCORE)
+                        h->group_cpu[g] = plan.group_pmus[g]->cpu;
         memcpy(h->job, plan.job, sizeof(h->job));
         /* the handle keeps the pins of its target */
         h->cgroup_fd = plan.cgroup_fd;

@@ -33,6 +33,8 @@ int perf_handle_new(PerfDriver *driver, PerfScope scope, uid_t uid, const struct
                             .n_groups = n_groups, .n_events = n_events, .n_units = n_units };
         memcpy(h->attrs, attrs, n_events * sizeof(*attrs));
         memcpy(h->group_sizes, group_sizes, n_groups);
+        for (size_t g = 0; g < ELEMENTSOF(h->group_cpu); g++)
+                h->group_cpu[g] = -1;
         h->units = calloc(n_units, sizeof(*h->units));
         h->events = calloc(n_units * n_events, sizeof(*h->events));
         h->targets = calloc(n_units, sizeof(*h->targets));
@@ -62,6 +64,10 @@ static void close_events(PerfHandle *h) {
         }
 }
 
+static bool group_on_unit(const PerfHandle *h, size_t g, const PerfUnit *unit) {
+        return h->group_cpu[g] < 0 || h->group_cpu[g] == unit->cpu;
+}
+
 int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure) {
         for (size_t u = 0; u < h->n_units; u++) {
                 const PerfUnit *unit = &h->units[u];
@@ -71,6 +77,10 @@ int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure) {
                 for (size_t g = 0; g < h->n_groups; g++) {
                         int leader = -1;
 
+                        if (!group_on_unit(h, g, unit)) {
+                                e += h->group_sizes[g];
+                                continue;
+                        }
                         for (size_t i = 0; i < h->group_sizes[g]; i++, e++) {
                                 unsigned long flags = unit->cgroup_fd >= 0 ? PERF_FLAG_PID_CGROUP : 0;
                                 int r = perf_driver_open(h->driver, &h->attrs[e], unit->pid, unit->cgroup_fd,
@@ -96,7 +106,7 @@ int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure) {
                 for (size_t g = 0; g < h->n_groups; e += h->group_sizes[g], g++) {
                         int r;
 
-                        if (h->attrs[e].enable_on_exec)
+                        if (h->attrs[e].enable_on_exec || !group_on_unit(h, g, &h->units[u]))
                                 continue;
                         r = perf_driver_enable(h->driver, h->events[u * h->n_events + e], true);
                         if (r < 0) {
@@ -136,10 +146,23 @@ static int read_group(PerfHandle *h, int leader, size_t n, uint64_t *enabled, ui
         return 0;
 }
 
+/* Whether group g opens on some unit of target t. */
+static bool target_has_group(const PerfHandle *h, size_t t, size_t g) {
+        for (size_t u = 0; u < h->n_units; u++)
+                if (h->units[u].target == h->targets[t] && group_on_unit(h, g, &h->units[u]))
+                        return true;
+        return false;
+}
+
 int perf_handle_pack_rows(PerfHandle *h, void *packer) {
         msgpack_packer *pk = packer;
 
-        if (msgpack_pack_array(pk, h->n_targets * h->n_groups) < 0)
+        size_t n_rows = 0;
+
+        for (size_t t = 0; t < h->n_targets; t++)
+                for (size_t g = 0; g < h->n_groups; g++)
+                        n_rows += target_has_group(h, t, g);
+        if (msgpack_pack_array(pk, n_rows) < 0)
                 return -ENOMEM;
         for (size_t t = 0; t < h->n_targets; t++) {
                 size_t e = 0;
@@ -148,10 +171,12 @@ int perf_handle_pack_rows(PerfHandle *h, void *packer) {
                         uint64_t enabled = 0, running = 0, values[PERF_GROUP_EVENTS_MAX] = {};
                         int status = 0;
 
+                        if (!target_has_group(h, t, g))
+                                continue;
                         for (size_t u = 0; u < h->n_units; u++) {
                                 int r;
 
-                                if (h->units[u].target != h->targets[t])
+                                if (h->units[u].target != h->targets[t] || !group_on_unit(h, g, &h->units[u]))
                                         continue;
                                 r = read_group(h, h->events[u * h->n_events + e], h->group_sizes[g], &enabled,
                                                &running, values);

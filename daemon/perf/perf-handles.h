@@ -34,6 +34,8 @@ typedef struct PerfHandle {
         PerfDriver *driver;     /* not owned */
         struct perf_event_attr attrs[PERF_EVENTS_PER_OPEN_MAX];
         uint8_t group_sizes[PERF_GROUPS_PER_OPEN_MAX];
+        int group_cpu[PERF_GROUPS_PER_OPEN_MAX];        /* an uncore group opens on its PMU's CPU
+                                                         * alone; -1 (the default): on every unit */
         size_t n_groups, n_events;
         PerfUnit *units;
         size_t n_units;
@@ -42,6 +44,8 @@ typedef struct PerfHandle {
         size_t n_targets;
         bool handed_off;        /* fds went to the client: at close they are disabled first */
         bool leased;            /* cpu scope with hardware events: lives only with its leases */
+        CpuSet needs_leases;    /* the CPUs whose leases it lives with: its CPUs for hardware
+                                 * events, and every CPU of an uncore PMU's package */
         CpuSet acquired;        /* the leases its perf_open took (not those the session held):
                                  * given back when it closes, unless another handle needs them */
         bool needs_write;       /* hardware or uncore events: the role must still may_write */
@@ -65,7 +69,8 @@ int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure);
 /* The open events of the handle (kernel fds it holds). */
 size_t perf_handle_n_open(const PerfHandle *h);
 /* Reads every group of every unit and packs the rows (wire.h PerfRowField), one per target
- * and group, target-major; a target's units (a process's threads) are summed. */
+ * and group, target-major; a target's units (a process's threads) are summed, and a group
+ * that opens on one CPU alone (group_cpu) has its row there only. */
 int perf_handle_pack_rows(PerfHandle *h, void *packer /* msgpack_packer */);
 /* Disables (handed off) and closes every event; frees h. NULL-safe; returns NULL. */
 PerfHandle *perf_handle_free(PerfHandle *h);

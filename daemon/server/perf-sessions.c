@@ -12,7 +12,6 @@
 #include "perf-spec.h"
 #include "server/perf-sessions.h"
 #include "server/reply.h"
-#include "server/revalidate.h"
 
 PerfHandle *session_perf_find(Session *c, uint32_t id, size_t *ret_slot) {
         for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
@@ -48,11 +47,8 @@ static bool needed_by_other_handle(const Session *c, uint32_t cpu) {
         for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++) {
                 const PerfHandle *h = c->perf[i];
 
-                if (!h || !h->leased)
-                        continue;
-                for (size_t t = 0; t < h->n_targets; t++)
-                        if (h->targets[t] == (int64_t) cpu)
-                                return true;
+                if (h && h->leased && cpuset_has(&h->needs_leases, cpu))
+                        return true;
         }
         return false;
 }
@@ -76,7 +72,8 @@ void session_perf_release_leases(Session *c, const CpuSet *cpus, const char *why
                 return;
         if (cpuset_format(&releasing, text, sizeof(text)) < 0)
                 (void) snprintf(text, sizeof(text), "%zu CPUs", n);
-        server_lease_jobs(s, &releasing, jobs, sizeof(jobs));
+        /* a perf_open's leases are of one job (or none): the first CPU's says which */
+        (void) snprintf(jobs, sizeof(jobs), "%s", s->leases->cpus[list[0]].job);
         ended = leases_release(s->leases, c, list, n);
         if (ended > 0)
                 server_audit(s, c, "lease-end", "restored", jobs[0] ? jobs : NULL, text, why, ended);
@@ -111,13 +108,8 @@ size_t session_perf_close_cpu(Session *c, uint32_t cpu, const char *verdict, con
 
         for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++) {
                 PerfHandle *h = c->perf[i];
-                bool on_cpu = false;
 
-                if (!h || !h->leased)
-                        continue;
-                for (size_t t = 0; t < h->n_targets; t++)
-                        on_cpu |= h->targets[t] == (int64_t) cpu;
-                if (!on_cpu)
+                if (!h || !h->leased || !cpuset_has(&h->needs_leases, cpu))
                         continue;
                 session_perf_close(c, i, verdict, why);
                 n++;

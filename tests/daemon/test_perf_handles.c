@@ -265,12 +265,52 @@ static void test_bounds(void **state) {
         assert_null(h);
 }
 
+static void test_group_on_one_cpu(void **state) {
+        /* an uncore group opens on its PMU's CPU alone; a core group on every CPU */
+        const PerfUnit units[] = { { .target = 0, .pid = -1, .cpu = 0, .cgroup_fd = -1 },
+                                   { .target = 1, .pid = -1, .cpu = 1, .cgroup_fd = -1 } };
+        struct perf_event_attr attrs[3];
+        uint8_t sizes[2];
+        PerfOpenFailure failure;
+        PerfHandle *h = NULL;
+        FakeDriver f;
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        msgpack_unpacked u;
+
+        fake_init(&f);
+        attrs_of_two_groups(attrs, sizes);
+        assert_int_equal(perf_handle_new(&f.base, PERF_SCOPE_CPU, 0, attrs, sizes, 2, units, 2, &h), 0);
+        h->group_cpu[0] = 1;
+        assert_int_equal(perf_handle_open(h, &failure), 0);
+        /* CPU 0: group 1 alone (handle 0); CPU 1: group 0 (1, 2) and group 1 (3) */
+        assert_string_equal(f.log, "o0 o1 o2 o3 e0 e1 e3 ");
+        assert_int_equal(perf_handle_n_open(h), 4);
+
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        assert_int_equal(perf_handle_pack_rows(h, &pk), 0);
+        msgpack_unpacked_init(&u);
+        assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+        assert_int_equal(u.data.via.array.size, 3);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_TARGET].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_TARGET].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[2].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
+        msgpack_unpacked_destroy(&u);
+        msgpack_sbuffer_destroy(&sb);
+        perf_handle_free(h);
+        assert_int_equal(n_open(&f), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_open_order_and_rows),
                 cmocka_unit_test(test_failure_closes_everything),
                 cmocka_unit_test(test_handed_off_disabled_before_close),
                 cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_group_on_one_cpu),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -548,6 +548,39 @@ def test_reload_narrows(tap):
         dm.stop()
 
 
+def test_sim_uncore(tap):
+    dm = sim_daemon("skx")
+    try:
+        a = Agent(dm)
+        imc = [dict(pmu="uncore_imc_0", config=0x0304), dict(pmu="uncore_imc_0", config=0x0c04)]
+        name, why = err(a.call("perf_open", scope="cpu", cpus=[0], groups=[imc]))
+        tap.ok(name == "no-lease" and "package 0" in why, "an uncore group needs every CPU of its package", why)
+        name, why = err(a.call("perf_open", scope="cpu", cpus=[1, 2, 3, 4, 5, 6, 7], groups=[imc]))
+        tap.ok(name == "out-of-scope" and "CPU 0" in why, "and its PMU's CPU named in 'cpus'", why)
+        name, why = err(a.call("perf_open", scope="process", groups=[imc]))
+        tap.ok(name == "out-of-scope" and "counts a whole package" in why,
+               "uncore events are never counted per process or job", why)
+        r = a.call("perf_open", scope="cpu", cpus=list(range(8)), groups=[imc, [dict(pmu="cpu", config=0x003c)]])
+        tap.ok(r.get("ok"), "holding the package, an IMC group and a core group open together", r)
+        first = a.call("perf_read", handle=r["handle"])["rows"]
+        time.sleep(0.2)
+        rows = a.call("perf_read", handle=r["handle"])["rows"]
+        tap.eq([(row[ROW_TARGET], row[ROW_GROUP]) for row in rows], [(0, 0)] + [(cpu, 1) for cpu in range(8)],
+               "the IMC group has one row, on its PMU's CPU; the core group one per CPU")
+        tap.ok(rows[0][ROW_VALUES][0] > first[0][ROW_VALUES][0] and len(rows[0][ROW_VALUES]) == 2,
+               "the IMC's CAS counts advance", rows[0])
+        other = Agent(dm)
+        tap.ok(other.call("release", cpus=[5]).get("ok"), "another connection releases nothing of ours")
+        a.call("release", cpus=[5])
+        name, why = err(a.call("perf_read", handle=r["handle"]))
+        tap.ok(name == "bad-field" and "no perf handle" in why,
+               "giving back one CPU of the package ends the handle that counted the package", why)
+        other.close()
+        a.close()
+    finally:
+        dm.stop()
+
+
 sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
                       test_revoked_in_job_mode, test_jobs_share_a_cpu, test_users_at_once, test_hostile,
-                      test_sim_topdown, test_sim_policy, test_reload_narrows]))
+                      test_sim_topdown, test_sim_policy, test_sim_uncore, test_reload_narrows]))
