@@ -38,6 +38,7 @@ enum {
         KEY_HANDOFF = 1 << 11,
         KEY_HANDLE = 1 << 12,
         KEY_GROUPS = 1 << 13,
+        KEY_THREAD = 1 << 14,
 };
 
 /* Every key this protocol knows, by length: requests are matched against it once per key. */
@@ -61,7 +62,8 @@ static unsigned classify_key(const msgpack_object *key) {
         case 6:
                 return memcmp(p, "follow", 6) == 0 ? KEY_FOLLOW :
                        memcmp(p, "handle", 6) == 0 ? KEY_HANDLE :
-                       memcmp(p, "groups", 6) == 0 ? KEY_GROUPS : 0;
+                       memcmp(p, "groups", 6) == 0 ? KEY_GROUPS :
+                       memcmp(p, "thread", 6) == 0 ? KEY_THREAD : 0;
         case 7:
                 return memcmp(p, "on_exec", 7) == 0 ? KEY_ON_EXEC :
                        memcmp(p, "handoff", 7) == 0 ? KEY_HANDOFF : 0;
@@ -84,7 +86,8 @@ static const struct {
         [REQUEST_RESET] = { KEY_CPUS, 0 },
         [REQUEST_RELOAD] = { 0, 0 },
         [REQUEST_JOBMAP] = { 0, 0 },
-        [REQUEST_PERF_OPEN] = { KEY_SCOPE | KEY_CPUS | KEY_PID | KEY_FOLLOW | KEY_ON_EXEC | KEY_HANDOFF | KEY_GROUPS,
+        [REQUEST_PERF_OPEN] = { KEY_SCOPE | KEY_CPUS | KEY_PID | KEY_FOLLOW | KEY_ON_EXEC | KEY_HANDOFF | KEY_GROUPS |
+                                KEY_THREAD,
                                 KEY_SCOPE | KEY_GROUPS },
         [REQUEST_PERF_READ] = { KEY_HANDLE, KEY_HANDLE },
         [REQUEST_PERF_CLOSE] = { KEY_HANDLE, KEY_HANDLE },
@@ -653,13 +656,20 @@ static int check_perf_open(Request *req, unsigned seen, DecodeError *e) {
                 return refuse(e, PROTO_E_BAD_FIELD, "scope 'cpu' needs 'cpus'");
         if (req->perf_scope == PERF_SCOPE_PROCESS && (seen & KEY_CPUS))
                 return refuse(e, PROTO_E_BAD_FIELD, "scope 'process' counts wherever the process runs: 'cpus' is not accepted");
-        if (req->perf_scope != PERF_SCOPE_PROCESS && (seen & (KEY_PID | KEY_FOLLOW | KEY_ON_EXEC | KEY_HANDOFF)))
+        if (req->perf_scope != PERF_SCOPE_PROCESS &&
+            (seen & (KEY_PID | KEY_FOLLOW | KEY_ON_EXEC | KEY_HANDOFF | KEY_THREAD)))
                 return refuse(e, PROTO_E_BAD_FIELD,
-                              "'pid', 'follow', 'on_exec' and 'handoff' belong to scope 'process', not '%s'", scope);
+                              "'pid', 'follow', 'on_exec', 'handoff' and 'thread' belong to scope 'process', not '%s'",
+                              scope);
         if (req->has_cpus && req->n_cpus == 0)
                 return refuse(e, PROTO_E_BAD_FIELD, "'cpus' must name at least one CPU");
+        /* one thread alone: nothing it starts is counted, and an execve would end the thread */
+        if (req->thread && ((seen & KEY_FOLLOW) ? req->follow : false))
+                return refuse(e, PROTO_E_BAD_FIELD, "'thread' counts one thread alone: 'follow' must be false");
+        if (req->thread && req->on_exec)
+                return refuse(e, PROTO_E_BAD_FIELD, "'thread' counts one thread alone from now: 'on_exec' is not accepted");
         if (!(seen & KEY_FOLLOW))
-                req->follow = true;
+                req->follow = !req->thread;
         return 0;
 }
 
@@ -749,8 +759,9 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                 case KEY_FOLLOW:
                 case KEY_ON_EXEC:
                 case KEY_HANDOFF:
+                case KEY_THREAD:
                         r = decode_bool(val, bit == KEY_FOLLOW ? &req->follow : bit == KEY_ON_EXEC ? &req->on_exec :
-                                        &req->handoff, key, e);
+                                        bit == KEY_HANDOFF ? &req->handoff : &req->thread, key, e);
                         break;
                 case KEY_HANDLE:
                         r = get_u32(val, &req->handle) ? 0 :

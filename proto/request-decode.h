@@ -77,6 +77,7 @@ typedef struct Request {
         bool follow;                    /* default true */
         bool on_exec;
         bool handoff;
+        bool thread;                    /* process scope: pid is one thread of the caller's, counted alone */
         uint32_t handle;
         bool has_handle;
         const PerfEventSpec *perf_events;       /* every group's events, group after group */

@@ -24,9 +24,9 @@
 #define LABEL_WIDTH 32
 #define NUMBER_MAX 48
 
-int marker_run_prepare(MarkerRun *run, pmugate_measure *m, const char *socket_path, const char *verb) {
+/* The private directory of the results, and their paths in it. */
+static int make_directory(MarkerRun *run, const char *verb) {
         const char *tmp = getenv("TMPDIR");
-        char reason[PMUGATE_REASON_MAX] = "";
         int r;
 
         *run = (MarkerRun) {};
@@ -52,7 +52,33 @@ int marker_run_prepare(MarkerRun *run, pmugate_measure *m, const char *socket_pa
                 run->shared_path = NULL;
                 return -ENOMEM;
         }
+        return 0;
+}
+
+int marker_run_prepare(MarkerRun *run, pmugate_measure *m, const char *socket_path, const char *verb) {
+        char reason[PMUGATE_REASON_MAX] = "";
+        int r;
+
+        r = make_directory(run, verb);
+        if (r < 0)
+                return r;
         r = marker_runner_environment(m, run->path, run->shared_path, reason, sizeof(reason));
+        if (r >= 0 && socket_path && setenv("PMUGATE_SOCKET", socket_path, 1) < 0)
+                r = -errno;
+        if (r < 0)
+                fprintf(stderr, "pmugate %s -m: %s\n", verb, reason[0] ? reason : strerror(-r));
+        return r;
+}
+
+int marker_run_prepare_perf(MarkerRun *run, const MarkerPerfPlan *plan, const char *socket_path,
+                            const char *verb) {
+        char reason[PMUGATE_REASON_MAX] = "";
+        int r;
+
+        r = make_directory(run, verb);
+        if (r < 0)
+                return r;
+        r = marker_runner_perf_environment(plan, run->path, reason, sizeof(reason));
         if (r >= 0 && socket_path && setenv("PMUGATE_SOCKET", socket_path, 1) < 0)
                 r = -errno;
         if (r < 0)
@@ -306,8 +332,9 @@ static void write_report(const OutputContext *ctx, const MarkerReport *rep) {
                         fprintf(ctx->file, "TopDown level %u", ctx->level);
                 else
                         fprintf(ctx->file, "group %s", ctx->group[0] ? ctx->group : "(events)");
-                fprintf(ctx->file, "; counters read %s\n", strcmp(rep->mode, "rdpmc") == 0 ?
-                        "with RDPMC" : "through pmugated");
+                fprintf(ctx->file, "; counters read %s\n", strcmp(rep->mode, "rdpmc") == 0 ? "with RDPMC" :
+                        strcmp(rep->mode, "perf") == 0 ? "from each thread's own perf events" :
+                        "through pmugated");
                 if (rep->n_regions == 0)
                         fprintf(ctx->file, "\nNo region was measured.\n");
                 for (size_t i = 0; i < rep->n_regions; i++)
@@ -330,12 +357,7 @@ static void write_report(const OutputContext *ctx, const MarkerReport *rep) {
         }
 }
 
-int marker_run_report(MarkerRun *run, const OutputContext *ctx, pmugate_measure *m, const char *verb) {
-        MarkerReport *rep = NULL;
-        char reason[PMUGATE_REASON_MAX] = "";
-        int r;
-
-        r = marker_runner_report(m, run->path, &rep, reason, sizeof(reason));
+static int report_out(const OutputContext *ctx, MarkerReport *rep, int r, const char *reason, const char *verb) {
         if (r == -ENOENT) {
                 fprintf(stderr, "pmugate %s -m: the program wrote no marker results: it never called the "
                         "markers' init, or it did not end normally (killed, or _exit())\n", verb);
@@ -359,4 +381,23 @@ int marker_run_report(MarkerRun *run, const OutputContext *ctx, pmugate_measure 
                 return 1;
         }
         return r;
+}
+
+int marker_run_report(MarkerRun *run, const OutputContext *ctx, pmugate_measure *m, const char *verb) {
+        MarkerReport *rep = NULL;
+        char reason[PMUGATE_REASON_MAX] = "";
+        int r;
+
+        r = marker_runner_report(m, run->path, &rep, reason, sizeof(reason));
+        return report_out(ctx, rep, r, reason, verb);
+}
+
+int marker_run_report_perf(MarkerRun *run, const OutputContext *ctx, const MarkerPerfPlan *plan,
+                           pmugate_measure *m, const char *verb) {
+        MarkerReport *rep = NULL;
+        char reason[PMUGATE_REASON_MAX] = "";
+        int r;
+
+        r = marker_runner_perf_report(plan, m, run->path, &rep, reason, sizeof(reason));
+        return report_out(ctx, rep, r, reason, verb);
 }

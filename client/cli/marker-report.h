@@ -5,6 +5,7 @@
 #pragma once
 
 #include "cli/measure-output.h"
+#include "marker/marker-runner.h"
 #include "pmugate/measure.h"
 
 typedef struct MarkerRun {
@@ -20,6 +21,13 @@ int marker_run_prepare(MarkerRun *run, pmugate_measure *m, const char *socket_pa
 /* Reads the program's results and writes the per-region report in ctx's format; misuse the
  * markers met goes to stderr. Returns 0, or 1 when there are no results or misuse. */
 int marker_run_report(MarkerRun *run, const OutputContext *ctx, pmugate_measure *m, const char *verb);
+
+/* The same in the perf read mode: the program's threads open plan's events themselves; the
+ * report has m's formulas where m is not NULL. */
+int marker_run_prepare_perf(MarkerRun *run, const MarkerPerfPlan *plan, const char *socket_path,
+                            const char *verb);
+int marker_run_report_perf(MarkerRun *run, const OutputContext *ctx, const MarkerPerfPlan *plan,
+                           pmugate_measure *m, const char *verb);
 
 /* Removes the results file and its directory. */
 void marker_run_cleanup(MarkerRun *run);

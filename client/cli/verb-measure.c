@@ -17,6 +17,7 @@
 
 #include "cli/cli-util.h"
 #include "cli/cpu-expr.h"
+#include "cli/marker-perf-run.h"
 #include "cli/marker-report.h"
 #include "cli/measure-output.h"
 #include "cli/output-file.h"
@@ -303,15 +304,24 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
 
         end->status = 1;
         end->signal = 0;
+        if (a->marker && !a->topdown && !a->group) {
+                /* perf's software events: the command's threads open their own, nothing to program */
+                MarkerPerfPlan plan;
+                char reason[PMUGATE_REASON_MAX] = "";
+
+                r = marker_runner_perf_plan(a->events, &plan, reason, sizeof(reason));
+                if (r >= 0)
+                        return end->status = marker_perf_run(a, out, &plan, /* m= */ NULL, cpus, n_cpus,
+                                                             signal_fd);
+                /* with counter events too: where counters go through perf, the measurement's perf
+                 * groups hold both (below); through MSRs they cannot be read together */
+                if (r != -ENOENT && !(r == -EINVAL && pmugate_info_counts_via_perf(info))) {
+                        fprintf(stderr, "pmugate %s -m: %s\n", a->verb, reason[0] ? reason : strerror(-r));
+                        return 1;
+                }
+        }
         if (open_measurement(a, c, info, cpus, n_cpus, &m) < 0)
                 return 1;
-        if (a->marker && pmugate_measure_via_perf(m)) {
-                /* the marker runner reads the counters the register path programmed */
-                fprintf(stderr, "pmugate: -m needs the register path; this measurement counts through the daemon's "
-                                "perf events (%s)\n",
-                        pmugate_info_counts_via_perf(info) ? "the node's counters go via perf" : "software events");
-                return 1;
-        }
         scope = choose_scope(a, info, m);
         describe_target(out, scope, a, info);
         if (scope == PMUGATE_PERF_SCOPE_JOB && set_scope(m, scope, 0, false) < 0)
@@ -331,6 +341,19 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
         (void) snprintf(out->description_buf, sizeof(out->description_buf), "%s", pmugate_measure_description(m));
         out->group = out->group_buf;
         out->description = out->description_buf;
+        if (a->marker && pmugate_measure_via_perf(m)) {
+                /* counters through perf: the command's threads open the measurement's perf
+                 * groups for themselves; the runner starts nothing and keeps the formulas */
+                MarkerPerfPlan plan;
+                char reason[PMUGATE_REASON_MAX] = "";
+
+                r = marker_runner_perf_plan_measure(m, &plan, reason, sizeof(reason));
+                if (r < 0) {
+                        fprintf(stderr, "pmugate %s -m: %s\n", a->verb, reason[0] ? reason : strerror(-r));
+                        return 1;
+                }
+                return end->status = marker_perf_run(a, out, &plan, m, cpus, n_cpus, signal_fd);
+        }
         if (a->marker && marker_run_prepare(&marker, m, a->socket_path, a->verb) < 0) {
                 marker_run_cleanup(&marker);
                 return 1;

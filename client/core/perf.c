@@ -58,8 +58,10 @@ int perf_request_check(const pmugate_perf_request *req, char *reason, size_t siz
                 return reason_fail(reason, size, -EINVAL, "scope cpu needs CPUs");
         if (req->scope == PMUGATE_PERF_SCOPE_PROCESS && req->n_cpus > 0)
                 return reason_fail(reason, size, -EINVAL, "scope process counts wherever the process runs: no CPUs");
-        if (req->scope != PMUGATE_PERF_SCOPE_PROCESS && (req->pid != 0 || req->on_exec || req->handoff))
-                return reason_fail(reason, size, -EINVAL, "pid, on_exec and handoff belong to scope process");
+        if (req->scope != PMUGATE_PERF_SCOPE_PROCESS && (req->pid != 0 || req->on_exec || req->handoff || req->thread))
+                return reason_fail(reason, size, -EINVAL, "pid, on_exec, handoff and thread belong to scope process");
+        if (req->thread && (req->follow || req->on_exec))
+                return reason_fail(reason, size, -EINVAL, "a thread is counted alone: no follow, no on_exec");
         if (req->pid < 0)
                 return reason_fail(reason, size, -EINVAL, "pid %d is not a process", (int) req->pid);
         if (req->n_cpus > 0 && !req->cpus)
@@ -100,6 +102,8 @@ size_t perf_request_keys(const pmugate_perf_request *req) {
                 n++;
         if (req->scope == PMUGATE_PERF_SCOPE_PROCESS)
                 n += 4; /* pid, follow, on_exec, handoff */
+        if (req->thread)
+                n++;
         return n;
 }
 
@@ -124,6 +128,9 @@ int perf_request_pack(msgpack_packer *pk, const pmugate_perf_request *req) {
         if (req->scope == PMUGATE_PERF_SCOPE_PROCESS &&
             (pack_key_uint(pk, "pid", (uint64_t) req->pid) < 0 || pack_key_bool(pk, "follow", req->follow) < 0 ||
              pack_key_bool(pk, "on_exec", req->on_exec) < 0 || pack_key_bool(pk, "handoff", req->handoff) < 0))
+                return -ENOMEM;
+        /* only when asked: a daemon without it refuses the key by name rather than count more */
+        if (req->thread && pack_key_bool(pk, "thread", true) < 0)
                 return -ENOMEM;
         if (pack_string(pk, "groups") < 0 || msgpack_pack_array(pk, req->n_groups) < 0)
                 return -ENOMEM;

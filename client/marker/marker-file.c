@@ -221,7 +221,8 @@ int marker_file_parse(const char *text, size_t size, size_t n_columns, MarkerFil
                                                 "the program's markers could not start: %.300s", line + 7);
                         return -ECANCELED;
                 } else if (number == 2) {
-                        if (strcmp(line, "mode daemon") != 0 && strcmp(line, "mode rdpmc") != 0)
+                        if (strcmp(line, "mode daemon") != 0 && strcmp(line, "mode rdpmc") != 0 &&
+                            strcmp(line, "mode perf") != 0)
                                 return refuse(reterr_reason, reason_size, number, "bad read mode");
                         (void) snprintf(f->mode, sizeof(f->mode), "%.6s", line + 5);
                 } else if (number == 3) {

@@ -148,9 +148,40 @@ static void write_failure(const char *path, const char *reason) {
                 (void) !write(fd, text, (size_t) n < sizeof(text) ? (size_t) n : sizeof(text) - 1);
 }
 
+/* Perf read mode: every thread opens the events the runner names for itself, and reads them
+ * through their control pages; no registers, CPUs or widths. */
+static int setup_perf(MarkerGlobal *g, const char *events) {
+        int r;
+
+        r = marker_perf_events_parse(events, &g->perf_events);
+        if (r < 0)
+                return marker_fail(r, "%s is not a list of perf events", MARKER_ENV_PERF);
+        g->n_columns = g->perf_events.n_events;
+        g->mode = MARKER_READ_PERF;
+        (void) snprintf(g->mode_reason, sizeof(g->mode_reason),
+                        "each thread's own perf events, read through their control pages");
+        return 0;
+}
+
+static int setup_registers(MarkerGlobal *g) {
+        int r;
+
+        r = parse_regs(g, secure_getenv(MARKER_ENV_REGS) ?: "");
+        if (r < 0)
+                return marker_fail(r, "%s is not a list of counter registers", MARKER_ENV_REGS);
+        if ((r = parse_cpus(g, secure_getenv(MARKER_ENV_CPUS) ?: "")) < 0)
+                return marker_fail(r, "%s is not a CPU list", MARKER_ENV_CPUS);
+        if ((r = parse_width(g, secure_getenv(MARKER_ENV_WIDTH))) < 0)
+                return marker_fail(r, "%s is not a counter width", MARKER_ENV_WIDTH);
+        if ((r = map_shared(g, secure_getenv(MARKER_ENV_SHARED))) < 0)
+                return marker_fail(r, "%s does not name the runner's PERF_METRICS bases", MARKER_ENV_SHARED);
+        return 0;
+}
+
 int pmugate_marker_init(unsigned flags) {
         MarkerGlobal *g = &marker_global;
         const char *path = secure_getenv(MARKER_ENV_FILE), *socket_path = secure_getenv("PMUGATE_SOCKET");
+        const char *perf = secure_getenv(MARKER_ENV_PERF);
         int r;
 
         if (flags & ~PMUGATE_MARKER_NESTING)
@@ -166,21 +197,14 @@ int pmugate_marker_init(unsigned flags) {
                 return 0;
         }
         g->flags = flags;
-        r = parse_regs(g, secure_getenv(MARKER_ENV_REGS) ?: "");
-        if (r < 0)
-                r = marker_fail(r, "%s is not a list of counter registers", MARKER_ENV_REGS);
-        else if ((r = parse_cpus(g, secure_getenv(MARKER_ENV_CPUS) ?: "")) < 0)
-                r = marker_fail(r, "%s is not a CPU list", MARKER_ENV_CPUS);
-        else if ((r = parse_width(g, secure_getenv(MARKER_ENV_WIDTH))) < 0)
-                r = marker_fail(r, "%s is not a counter width", MARKER_ENV_WIDTH);
-        else if ((r = map_shared(g, secure_getenv(MARKER_ENV_SHARED))) < 0)
-                r = marker_fail(r, "%s does not name the runner's PERF_METRICS bases", MARKER_ENV_SHARED);
-        else if (!(g->path = strdup(path)) || (socket_path && !(g->socket_path = strdup(socket_path))))
+        r = perf ? setup_perf(g, perf) : setup_registers(g);
+        if (r >= 0 && (!(g->path = strdup(path)) || (socket_path && !(g->socket_path = strdup(socket_path)))))
                 r = -ENOMEM;
         if (r >= 0) {
                 for (size_t i = 0; i < MARKER_CONNECTIONS_MAX; i++)
                         (void) pthread_mutex_init(&g->connections[i].lock, NULL);
-                choose_read_mode(g);
+                if (!perf)
+                        choose_read_mode(g);
                 /* the program's own children are not measured, and must not write its results */
                 (void) unsetenv(MARKER_ENV_FILE);
                 (void) pthread_atfork(NULL, NULL, after_fork_in_child);
@@ -260,6 +284,11 @@ int pmugate_marker_close(void) {
         r = write_results(g);
         if (r < 0)
                 r = marker_fail(r, "writing the marker results to %s failed: %s", g->path, strerror(-r));
+        /* each thread's perf events on the connection that opened them, before it closes */
+        for (size_t i = 0; i < g->n_threads; i++)
+                g->threads[i]->perf = marker_perf_thread_close(
+                        g->connections[g->threads[i]->index % MARKER_CONNECTIONS_MAX].connection,
+                        g->threads[i]->perf);
         for (size_t i = 0; i < MARKER_CONNECTIONS_MAX; i++)
                 g->connections[i].connection = pmugate_disconnect(g->connections[i].connection);
         for (size_t i = 0; i < g->n_threads; i++) {

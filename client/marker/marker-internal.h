@@ -16,6 +16,9 @@
 #define MARKER_ENV_WIDTH "PMUGATE_MARKER_WIDTH"     /* counter width in bits */
 #define MARKER_ENV_SHARED "PMUGATE_MARKER_SHARED"   /* SLOTS/PERF_METRICS before the last reset */
 #define MARKER_ENV_RDPMC "PMUGATE_MARKER_RDPMC"     /* "0": never read in user space */
+/* Perf read mode: the perf events every thread opens for itself (marker-perf.h); the
+ * registers, CPUs and width are not used then. */
+#define MARKER_ENV_PERF "PMUGATE_MARKER_PERF"
 /* Where the rdpmc switch of the kernel's x86 PMU is looked up; tests point it at a fake tree. */
 #define MARKER_ENV_SYSFS "PMUGATE_MARKER_SYSFS"
 #define MARKER_SYSFS_DEFAULT "/sys"
@@ -63,6 +66,7 @@ typedef enum MarkerReadMode {
         MARKER_READ_OFF,
         MARKER_READ_DAEMON,
         MARKER_READ_RDPMC,
+        MARKER_READ_PERF,               /* each thread's own perf events, through their control pages */
 } MarkerReadMode;
 
 const char *marker_read_mode_name(MarkerReadMode mode);

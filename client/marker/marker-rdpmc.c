@@ -26,6 +26,8 @@ const char *marker_read_mode_name(MarkerReadMode mode) {
                 return "daemon";
         case MARKER_READ_RDPMC:
                 return "rdpmc";
+        case MARKER_READ_PERF:
+                return "perf";
         default:
                 return "off";
         }

@@ -123,6 +123,9 @@ int marker_runner_environment(pmugate_measure *m, const char *results_path, cons
                 if (setenv(MARKER_ENV_SHARED, shared_path, 1) < 0)
                         return -errno;
         }
+        /* a perf read mode's variable from the caller's environment would make the program
+         * write columns of its own */
+        (void) unsetenv(MARKER_ENV_PERF);
         if (setenv(MARKER_ENV_FILE, results_path, 1) < 0 || setenv(MARKER_ENV_REGS, regs, 1) < 0 ||
             setenv(MARKER_ENV_CPUS, cpus, 1) < 0 || setenv(MARKER_ENV_WIDTH, width, 1) < 0)
                 return -errno;
@@ -166,8 +169,103 @@ static size_t column_of(const pmugate_measure *m, size_t p) {
         }
 }
 
-static int region_result(pmugate_measure *m, const MarkerFile *f, size_t region, MarkerRegionResult *g) {
-        size_t n = 0, k = 0;
+/* What the columns of a results file are: the registers of a measurement, or perf events. */
+typedef struct MarkerColumns {
+        pmugate_measure *m;
+        const MarkerPerfPlan *plan;
+} MarkerColumns;
+
+static size_t columns_events(const MarkerColumns *cols) {
+        return cols->m ? cols->m->n_programmed : cols->plan->events.n_events;
+}
+
+/* The results' column holding programmed event p: a register's (m alone), or the perf event
+ * that counts it. */
+static size_t column_of_event(const MarkerColumns *cols, size_t p) {
+        if (!cols->plan)
+                return column_of(cols->m, p);
+        for (size_t c = 0; c < cols->plan->events.n_events; c++)
+                if (cols->plan->programmed[c] == (int) p)
+                        return c;
+        return 0;       /* never: marker_runner_perf_plan_measure() refuses a plan that leaves one out */
+}
+
+static void result_values_free(pmugate_values *v) {
+        free(v->counts);
+        free(v->raw);
+        free(v->scale);
+        free(v->metrics);
+}
+
+static int result_values_alloc(pmugate_values *v, uint32_t cpu, size_t n_events) {
+        *v = (pmugate_values) {
+                .cpu = cpu,
+                .package = -1,
+                .counts = calloc(n_events ?: 1, sizeof(double)),
+                .raw = calloc(n_events ?: 1, sizeof(uint64_t)),
+                .scale = calloc(n_events ?: 1, sizeof(double)),
+                .metrics = calloc(1, sizeof(double)),
+        };
+        if (v->counts && v->raw && v->scale && v->metrics)
+                return 0;
+        result_values_free(v);
+        *v = (pmugate_values) {};
+        return -ENOMEM;
+}
+
+/* Perf read mode: the counts of a region per thread and summed, without formulas (perf's
+ * software events have none). */
+static int perf_result(const MarkerPerfPlan *plan, const uint32_t *row_cpus, uint64_t *const *raw,
+                       const double *seconds, size_t n_rows, pmugate_result **ret) {
+        pmugate_result *r = calloc(1, sizeof(*r));
+        size_t n = plan->events.n_events;
+        const char **events, **units;
+        double longest = 0.0;
+
+        if (!r)
+                return -ENOMEM;
+        r->events = events = calloc(n ?: 1, sizeof(char *));
+        r->event_units = units = calloc(n ?: 1, sizeof(char *));
+        r->cpus = calloc(n_rows ?: 1, sizeof(pmugate_values));
+        r->withheld = "";
+        r->event_sets = 1;
+        if (!events || !units || !r->cpus)
+                goto fail;
+        for (size_t p = 0; p < n; p++, r->n_events++) {
+                units[p] = "";
+                if (!(events[p] = strdup(plan->names[p])))
+                        goto fail;
+        }
+        if (result_values_alloc(&r->aggregate, UINT32_MAX, n) < 0)
+                goto fail;
+        for (size_t i = 0; i < n_rows; i++, r->n_cpus++) {
+                pmugate_values *v = &r->cpus[i];
+
+                if (result_values_alloc(v, row_cpus[i], n) < 0)
+                        goto fail;
+                for (size_t p = 0; p < n; p++) {
+                        v->raw[p] = raw[i][p];
+                        v->counts[p] = (double) raw[i][p];
+                        v->scale[p] = 1.0;
+                        r->aggregate.raw[p] += raw[i][p];
+                        r->aggregate.counts[p] += (double) raw[i][p];
+                }
+                if (seconds[i] > longest)
+                        longest = seconds[i];
+        }
+        for (size_t p = 0; p < n; p++)
+                r->aggregate.scale[p] = 1.0;
+        r->elapsed = longest;
+        *ret = r;
+        return 0;
+fail:
+        pmugate_result_free(r);
+        return -ENOMEM;
+}
+
+static int region_result(const MarkerColumns *cols, const MarkerFile *f, size_t region, MarkerRegionResult *g) {
+        pmugate_measure *m = cols->m;
+        size_t n = 0, k = 0, n_events = columns_events(cols);
         uint64_t **raw;
         uint32_t *row_cpus;
         int r = -ENOMEM;
@@ -199,19 +297,22 @@ static int region_result(pmugate_measure *m, const MarkerFile *f, size_t region,
                 g->seconds[k] = (double) row->time_ns / 1e9;
                 g->migrated[k] = row->migrated;
                 row_cpus[k] = row->cpu < 0 ? UINT32_MAX : (uint32_t) row->cpu;
-                raw[k] = calloc(m->n_programmed ?: 1, sizeof(uint64_t));
+                raw[k] = calloc(n_events ?: 1, sizeof(uint64_t));
                 if (!raw[k])
                         goto finish;
                 /* PERF_METRICS fields are differences of rounded products and may come out
                  * just below zero */
-                for (size_t p = 0; p < m->n_programmed; p++) {
-                        int64_t v = row->values[column_of(m, p)];
+                for (size_t p = 0; p < n_events; p++) {
+                        int64_t v = row->values[column_of_event(cols, p)];
 
                         raw[k][p] = v > 0 ? (uint64_t) v : 0;
                 }
                 k++;
         }
-        r = measure_result_from_counts(m, row_cpus, raw, g->seconds, n, &g->result);
+        if (m)
+                r = measure_result_from_counts(m, row_cpus, raw, g->seconds, n, &g->result);
+        else
+                r = perf_result(cols->plan, row_cpus, raw, g->seconds, n, &g->result);
 finish:
         for (size_t i = 0; raw && i < n; i++)
                 free(raw[i]);
@@ -251,11 +352,12 @@ static int read_results(const char *path, char **ret_text, size_t *ret_size) {
         return 0;
 }
 
-int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret,
-                         char *reterr_reason, size_t reason_size) {
+static int report_read(const MarkerColumns *cols, const char *results_path, MarkerReport **ret,
+                       char *reterr_reason, size_t reason_size) {
         _cleanup_(marker_report_freep) MarkerReport *report = NULL;
         _cleanup_(marker_file_freep) MarkerFile *f = NULL;
         _cleanup_free_ char *text = NULL;
+        pmugate_measure *m = cols->m;
         size_t size = 0, columns;
         int r;
 
@@ -268,7 +370,8 @@ int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerRep
                                 strerror(-r));
         if (r < 0)
                 return r;
-        columns = m->n_sweep_regs + (m->metrics_slot >= 0 ? MARKER_METRICS_FIELDS : 0);
+        columns = cols->plan ? cols->plan->events.n_events :
+                               m->n_sweep_regs + (m->metrics_slot >= 0 ? MARKER_METRICS_FIELDS : 0);
         r = marker_file_parse(text, size, columns, &f, reterr_reason, reason_size);
         if (r < 0)
                 return r;
@@ -281,7 +384,7 @@ int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerRep
                 return -ENOMEM;
         for (size_t i = 0; i < f->n_regions; i++) {
                 report->n_regions++;
-                r = region_result(m, f, i, &report->regions[i]);
+                r = region_result(cols, f, i, &report->regions[i]);
                 if (r < 0)
                         return r;
         }
@@ -289,5 +392,131 @@ int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerRep
         report->n_errors = f->n_errors;
         report->errors_dropped = f->errors_dropped;
         *ret = TAKE_PTR(report);
+        return 0;
+}
+
+int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret,
+                         char *reterr_reason, size_t reason_size) {
+        const MarkerColumns cols = { .m = m };
+
+        return report_read(&cols, results_path, ret, reterr_reason, reason_size);
+}
+
+int marker_runner_perf_report(const MarkerPerfPlan *plan, pmugate_measure *m, const char *results_path,
+                              MarkerReport **ret, char *reterr_reason, size_t reason_size) {
+        const MarkerColumns cols = { .m = m, .plan = plan };
+
+        return report_read(&cols, results_path, ret, reterr_reason, reason_size);
+}
+
+int marker_runner_perf_plan(const char *list, MarkerPerfPlan *ret, char *reterr_reason, size_t reason_size) {
+        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
+        MarkerPerfPlan plan = {};
+        size_t software = 0, other = 0;
+        const char *first_other = NULL;
+        char *save = NULL;
+
+        if (!list)
+                return -ENOENT;
+        if (!copy)
+                return -ENOMEM;
+        for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+                uint64_t config;
+                int r;
+
+                if (marker_perf_software_event(name, &config) < 0) {
+                        other++;
+                        first_other = first_other ?: list + (name - copy);
+                        continue;
+                }
+                software++;
+                r = marker_perf_events_add(&plan.events, "software", config, /* new_group= */ false);
+                if (r < 0) {
+                        (void) snprintf(reterr_reason, reason_size, "markers read at most %u software events "
+                                        "in one group", MIN(MARKER_REGS_MAX, PERF_GROUP_EVENTS_MAX));
+                        return r;
+                }
+                plan.programmed[plan.events.n_events - 1] = (int) plan.events.n_events - 1;
+                (void) snprintf(plan.names[plan.events.n_events - 1], sizeof(plan.names[0]), "%s", name);
+                (void) snprintf(plan.events.events[plan.events.n_events - 1].name,
+                                sizeof(plan.events.events[0].name), "%s", name);
+        }
+        if (software == 0)
+                return -ENOENT;
+        if (other > 0) {
+                (void) snprintf(reterr_reason, reason_size, "'%.*s' is not one of perf's software events: "
+                                "where counters go through MSRs, markers read software events (task-clock, "
+                                "page-faults, ...) through the thread's own perf events and others through the "
+                                "registers, not both at once", (int) strcspn(first_other, ","), first_other);
+                return -EINVAL;
+        }
+        *ret = plan;
+        return 0;
+}
+
+int marker_runner_perf_plan_measure(pmugate_measure *m, MarkerPerfPlan *ret, char *reterr_reason, size_t reason_size) {
+        _cleanup_(measure_perf_plan_freep) PerfPlan *pp = NULL;
+        MarkerPerfPlan plan = {};
+        int r;
+
+        /* ring 0 only when asked for, as the measurement itself would open them */
+        r = measure_perf_plan(m->model, m->programmed_descs, m->schedule, pmugate_info_perf_topdown(m->info),
+                              m->flags & PMUGATE_MEASURE_KERNEL, &pp, reterr_reason, reason_size);
+        if (r < 0)
+                return r;
+        if (pp->n_events > MARKER_REGS_MAX) {
+                (void) snprintf(reterr_reason, reason_size, "%zu perf events: markers read at most %u per thread",
+                                pp->n_events, MARKER_REGS_MAX);
+                return -E2BIG;
+        }
+        for (size_t g = 0; g < pp->n_groups; g++)
+                for (size_t i = 0; i < pp->groups[g].n_events; i++) {
+                        const pmugate_perf_event *ev = &pp->groups[g].events[i];
+                        size_t k = plan.events.n_events;
+
+                        r = marker_perf_events_add(&plan.events, ev->pmu, ev->config, /* new_group= */ i == 0);
+                        if (r < 0) {
+                                (void) snprintf(reterr_reason, reason_size, "the perf event %s of PMU '%s' cannot "
+                                                "be passed to the program", ev->name, ev->pmu);
+                                return r;
+                        }
+                        plan.events.events[k] = *ev;
+                        plan.programmed[k] = pp->programmed[pp->group_first[g] + i];
+                        (void) snprintf(plan.names[k], sizeof(plan.names[k]), "%s", ev->name);
+                }
+        /* every event of the measurement counted, or its formulas would see a zero */
+        for (size_t p = 0; p < m->n_programmed; p++) {
+                bool counted = false;
+
+                for (size_t c = 0; c < plan.events.n_events; c++)
+                        counted = counted || plan.programmed[c] == (int) p;
+                if (!counted) {
+                        (void) snprintf(reterr_reason, reason_size, "markers cannot count %s through perf%s%s",
+                                        m->programmed_descs[p].name, pp->note[0] ? ": " : "", pp->note);
+                        return -EOPNOTSUPP;
+                }
+        }
+        *ret = plan;
+        return 0;
+}
+
+int marker_runner_perf_environment(const MarkerPerfPlan *plan, const char *results_path, char *reterr_reason,
+                                   size_t reason_size) {
+        char events[MARKER_REGS_MAX * (PMUGATE_PERF_PMU_NAME_MAX + 3 * 20)];
+        int r;
+
+        r = marker_perf_events_format(&plan->events, events, sizeof(events));
+        if (r < 0) {
+                (void) snprintf(reterr_reason, reason_size, "cannot name the events for the program: %s",
+                                strerror(-r));
+                return r;
+        }
+        /* the registers' path's variables would only confuse an older library */
+        (void) unsetenv(MARKER_ENV_REGS);
+        (void) unsetenv(MARKER_ENV_CPUS);
+        (void) unsetenv(MARKER_ENV_WIDTH);
+        (void) unsetenv(MARKER_ENV_SHARED);
+        if (setenv(MARKER_ENV_FILE, results_path, 1) < 0 || setenv(MARKER_ENV_PERF, events, 1) < 0)
+                return -errno;
         return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "marker/marker-internal.h"
+#include "marker/marker-perf.h"
 #include "pmugate/measure.h"
 
 typedef struct MarkerRegionResult {
@@ -46,3 +47,34 @@ int marker_runner_environment(pmugate_measure *m, const char *results_path, cons
 int marker_runner_report(pmugate_measure *m, const char *results_path, MarkerReport **ret,
                          char *reterr_reason, size_t reason_size);
 MarkerReport *marker_report_free(MarkerReport *r);
+
+/* The perf read mode's events: perf's software events as -e names them (one group), or a
+ * measurement's perf groups where counters go through perf. */
+typedef struct MarkerPerfPlan {
+        MarkerPerfEvents events;
+        char names[MARKER_REGS_MAX][PMUGATE_PERF_EVENT_NAME_MAX];
+        int programmed[MARKER_REGS_MAX];        /* the measurement's event each counts; -1: none
+                                                 * (a SLOTS leader nobody asked for) */
+} MarkerPerfPlan;
+
+/* Whether the -e list names perf's software events alone: 0 and the plan, -ENOENT when it
+ * names none of them (the measurement's path then), -EINVAL with a reason when it mixes them
+ * with other events (which only a measurement through perf holds together), -E2BIG with a
+ * reason when it names too many. */
+int marker_runner_perf_plan(const char *list, MarkerPerfPlan *ret, char *reterr_reason, size_t reason_size);
+
+/* The perf read mode for m, a measurement whose counters go through perf (hello
+ * counting.via perf): the perf groups it would open (SLOTS leading the topdown metric
+ * events, the fixed events by their pseudo-encodings, a group per event set), for each thread
+ * of the program. -E2BIG past MARKER_REGS_MAX events, -EOPNOTSUPP when the plan leaves out an
+ * event of m, each with a reason. */
+int marker_runner_perf_plan_measure(pmugate_measure *m, MarkerPerfPlan *ret, char *reterr_reason, size_t reason_size);
+
+/* The perf read mode's environment for the program: its events and the results file. */
+int marker_runner_perf_environment(const MarkerPerfPlan *plan, const char *results_path, char *reterr_reason,
+                                   size_t reason_size);
+
+/* Reads what the program wrote in the perf read mode: a column per event; the counts alone
+ * (m NULL), or m's events and formulas from them. Errors as marker_runner_report(). */
+int marker_runner_perf_report(const MarkerPerfPlan *plan, pmugate_measure *m, const char *results_path,
+                              MarkerReport **ret, char *reterr_reason, size_t reason_size);

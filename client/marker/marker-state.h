@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "marker/marker-internal.h"
+#include "marker/marker-perf.h"
 #include "pmugate-limits.h"
 #include "pmugate/marker.h"
 #include "pmugate/pmugate.h"
@@ -52,7 +53,10 @@ typedef struct MarkerOpen {
         uint32_t region;
         uint32_t cpu;
         uint64_t start_ns;
-        int64_t values[MARKER_COLUMNS_MAX];
+        union {
+                int64_t values[MARKER_COLUMNS_MAX];
+                PerfSelfCount perf[MARKER_REGS_MAX];    /* perf read mode: counts and times */
+        };
 } MarkerOpen;
 
 typedef struct MarkerConnection {
@@ -70,6 +74,9 @@ typedef struct MarkerThread {
         pmugate_batch *batch;           /* the read of cached_cpu's counters, encoded once */
         uint32_t cached_cpu;
         uint64_t fastest_read_ns;       /* of this thread's round trips */
+        MarkerPerfThread *perf;         /* perf read mode: its events, open from its first use */
+        int perf_error;                 /* ... or why the daemon did not open them (not asked again) */
+        char perf_reason[MARKER_ERROR_TEXT_MAX];
 } MarkerThread;
 
 typedef struct MarkerGlobal {
@@ -92,6 +99,7 @@ typedef struct MarkerGlobal {
         size_t shared_size;
         uint64_t *cpus;                 /* bitmap of the CPUs whose counters run */
         uint32_t cpus_bits;
+        MarkerPerfEvents perf_events;   /* perf read mode: what every thread opens */
 
         MarkerRegion regions[PMUGATE_MARKER_REGIONS_MAX];
         atomic_size_t n_regions;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Markers: per-thread region timing and counter differences, one read of the calling
- * thread's CPU per start and per stop
+ * thread's CPU per start and per stop, or of the thread's own perf events
  */
 #include <errno.h>
 #include <pthread.h>
@@ -296,6 +296,71 @@ static int read_counters(MarkerThread *t, int64_t *snapshot, uint32_t *ret_cpu) 
                       "counters kept being reset", t->index);
 }
 
+/* Perf read mode: the thread's own events, opened through its connection at its first use;
+ * a refusal is kept, so that the region calls after it do not ask the daemon again. */
+static int perf_thread_get(MarkerThread *t) {
+        MarkerGlobal *g = &marker_global;
+        char reason[MARKER_ERROR_TEXT_MAX] = "";
+        MarkerConnection *mc;
+        int r;
+
+        if (t->perf)
+                return 0;
+        if (t->perf_error < 0)
+                return misuse(t->perf_error, "%s", t->perf_reason);
+        r = marker_connection_get(t, &mc);
+        if (r < 0)
+                return misuse(r, "cannot connect to pmugated: %s", pmugate_strerror(r));
+        (void) pthread_mutex_lock(&mc->lock);
+        r = marker_perf_thread_open(mc->connection, &g->perf_events, &t->perf, reason, sizeof(reason));
+        (void) pthread_mutex_unlock(&mc->lock);
+        if (r < 0) {
+                t->perf_error = r;
+                (void) snprintf(t->perf_reason, sizeof(t->perf_reason),
+                                "thread %u could not open its perf events: %s", t->index,
+                                reason[0] ? reason : pmugate_strerror(r));
+                return misuse(r, "%s", t->perf_reason);
+        }
+        return 0;
+}
+
+/* Perf read mode: every event's count and times. The events count this thread wherever it
+ * runs, so a move to another CPU loses nothing; the CPU is read for the report alone. */
+static int read_perf(MarkerThread *t, PerfSelfCount *counts, uint32_t *ret_cpu) {
+        int cpu, r;
+
+        r = perf_thread_get(t);
+        if (r < 0)
+                return r;
+        r = marker_perf_thread_read(t->perf, counts);
+        if (r < 0)
+                return misuse(r, "thread %u could not read its perf events: %s", t->index, strerror(-r));
+        cpu = sched_getcpu();
+        *ret_cpu = cpu < 0 ? UINT32_MAX : (uint32_t) cpu;
+        return 0;
+}
+
+/* Perf read mode: a call's differences, each scaled as perf scales a multiplexed count. A
+ * call in which an event never ran has no count to give: it is dropped and counted as such. */
+static void add_perf(MarkerStats *s, const MarkerOpen *o, const PerfSelfCount *counts, uint32_t cpu) {
+        const MarkerGlobal *g = &marker_global;
+        uint64_t delta[MARKER_REGS_MAX];
+
+        for (size_t c = 0; c < g->perf_events.n_events; c++)
+                if (!marker_perf_delta(&o->perf[c], &counts[c], &delta[c])) {
+                        s->migrated++;
+                        return;
+                }
+        if (cpu != o->cpu || cpu == UINT32_MAX)
+                s->cpu = MARKER_CPU_MIXED;
+        else if (s->cpu == MARKER_CPU_UNSET)
+                s->cpu = (int64_t) cpu;
+        else if (s->cpu != (int64_t) cpu)
+                s->cpu = MARKER_CPU_MIXED;
+        for (size_t c = 0; c < g->perf_events.n_events; c++)
+                s->values[c] += (int64_t) delta[c];
+}
+
 int pmugate_marker_start(const char *name) {
         MarkerGlobal *g = &marker_global;
         MarkerThread *t;
@@ -325,7 +390,10 @@ int pmugate_marker_start(const char *name) {
                 return misuse(-E2BIG, "thread %u opened more than %u nested regions", t->index,
                               PMUGATE_MARKER_DEPTH_MAX);
         o = &t->open[t->depth];
-        r = read_counters(t, o->values, &o->cpu);
+        if (g->mode == MARKER_READ_PERF)
+                r = read_perf(t, o->perf, &o->cpu);
+        else
+                r = read_counters(t, o->values, &o->cpu);
         if (r < 0)
                 return r;
         o->region = (uint32_t) id;
@@ -348,6 +416,7 @@ static int stop_without_start(MarkerThread *t, const char *name, int id) {
 int pmugate_marker_stop(const char *name) {
         MarkerGlobal *g = &marker_global;
         int64_t now[MARKER_COLUMNS_MAX];
+        PerfSelfCount counts[MARKER_REGS_MAX];
         uint64_t end = now_ns();
         MarkerStats *s;
         MarkerThread *t;
@@ -377,7 +446,10 @@ int pmugate_marker_stop(const char *name) {
         r = thread_stats(t, id, &s);
         if (r < 0)
                 return r;
-        r = read_counters(t, now, &cpu);
+        if (g->mode == MARKER_READ_PERF)
+                r = read_perf(t, counts, &cpu);
+        else
+                r = read_counters(t, now, &cpu);
         /* the region ends either way: a failed read loses this call's counts, not the thread */
         t->depth--;
         atomic_fetch_sub_explicit(&g->regions[id].open_threads, 1, memory_order_relaxed);
@@ -385,6 +457,10 @@ int pmugate_marker_stop(const char *name) {
                 return r;
         s->calls++;
         s->time_ns += end - o->start_ns;
+        if (g->mode == MARKER_READ_PERF) {
+                add_perf(s, o, counts, cpu);
+                return 0;
+        }
         if (cpu != o->cpu) {
                 s->migrated++;
                 return 0;
@@ -423,6 +499,8 @@ int pmugate_marker_thread_init(void) {
         r = thread_get(&t);
         if (r < 0)
                 return r;
+        if (marker_global.mode == MARKER_READ_PERF)
+                return perf_thread_get(t);
         r = marker_connection_get(t, &mc);
         return r < 0 ? misuse(r, "cannot connect to pmugated: %s", pmugate_strerror(r)) : 0;
 }

@@ -234,8 +234,12 @@ static int plan_process(Server *s, Session *c, const Request *req, PerfOpenPlan 
                         return r;
                 (void) snprintf(plan->job, sizeof(plan->job), "%s", c->scope.job);
         }
-        r = perf_target_process("/proc", &c->peer, (pid_t) req->pid, c->rights.scoped ? job_path : NULL,
-                                &plan->process, ret_refusal);
+        if (req->thread)
+                r = perf_target_thread("/proc", &c->peer, (pid_t) req->pid, c->rights.scoped ? job_path : NULL,
+                                       &plan->process, ret_refusal);
+        else
+                r = perf_target_process("/proc", &c->peer, (pid_t) req->pid, c->rights.scoped ? job_path : NULL,
+                                        &plan->process, ret_refusal);
         if (r != 0)
                 return r;
         if (req->handoff && plan->process.pid != c->peer.pid)
@@ -396,6 +400,14 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
                 perf_handle_free(h);
                 return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %d exited while its events opened",
                               (int) pid);
+        }
+        /* A thread's id is not pinned by a pidfd: still listed under the process after the open,
+         * it was not reused by another process's thread in between. */
+        if (req->thread && !perf_target_thread_alive("/proc", &(PerfProcess) { .pidfd = h->pidfd, .pid = plan.process.pid,
+                                                                               .tids = plan.process.tids, .n_tids = 1 })) {
+                perf_handle_free(h);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "thread %" PRIu32 " ended while its events opened",
+                              req->pid);
         }
         if (req->handoff) {
                 r = export_fds(s, h, ret_refusal);

@@ -404,6 +404,97 @@ int perf_target_process(const char *proc_root, Peer *peer, pid_t pid, const char
         return 0;
 }
 
+/* /proc/PID of the caller's process, believed only while the connection's pidfd lives. */
+static int open_caller_proc(const char *proc_root, const Peer *peer, int pidfd, int *ret_fd) {
+        char path[PATH_MAX];
+        int fd;
+
+        if ((size_t) snprintf(path, sizeof(path), "%s/%d", proc_root, (int) peer->pid) >= sizeof(path))
+                return -ENAMETOOLONG;
+        fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
+        if (!scope_pidfd_alive(pidfd)) {
+                (void) close(fd);
+                return -ESRCH;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* Whether tid is a live thread listed under the process at proc_dir. */
+static int thread_listed(int proc_dir, pid_t tid) {
+        char name[32];
+        ThreadStatus ts = {};
+        _cleanup_close_ int task_fd = -EBADF;
+        int r;
+
+        task_fd = openat(proc_dir, "task", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (task_fd < 0)
+                return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+        (void) snprintf(name, sizeof(name), "%d", (int) tid);
+        r = read_thread_status(task_fd, name, &ts);
+        if (r == -ENOENT || r == -ESRCH)
+                return 0;
+        if (r < 0)
+                return r;
+        return ts.live;
+}
+
+int perf_target_thread(const char *proc_root, Peer *peer, pid_t tid, const char *job_cgroup, PerfProcess *ret,
+                       Refusal *ret_refusal) {
+        _cleanup_close_ int proc_dir = -EBADF;
+        PerfProcess p = { .pidfd = -EBADF, .pid = peer->pid };
+        bool found = false;
+        int r;
+
+        if (tid < 0)
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "pid %d is not a thread id", (int) tid);
+        if (tid == 0)
+                tid = peer->pid;
+        if (peer->pidfd < 0)
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                              "the kernel gave no pidfd for this connection (SO_PEERPIDFD needs Linux 6.5 or "
+                              "later), so the calling process cannot be pinned to count one of its threads");
+        p.pidfd = fcntl(peer->pidfd, F_DUPFD_CLOEXEC, 3);
+        if (p.pidfd < 0)
+                return -errno;
+        r = open_caller_proc(proc_root, peer, p.pidfd, &proc_dir);
+        if (r == -ESRCH)
+                r = refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %d has exited", (int) peer->pid);
+        /* every thread of the process, with the uid and dumpable checks of the process scope */
+        if (r == 0)
+                r = collect_threads(proc_dir, peer, &p, ret_refusal);
+        for (size_t i = 0; r == 0 && i < p.n_tids; i++)
+                found = found || p.tids[i] == tid;
+        if (r == 0 && !found)
+                r = refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                           "%d is not a thread of your process %d: 'thread' counts a thread of the caller's own "
+                           "process", (int) tid, (int) peer->pid);
+        if (r == 0 && job_cgroup)
+                r = check_in_job(proc_dir, p.pid, job_cgroup, ret_refusal);
+        if (r == 0 && !scope_pidfd_alive(p.pidfd))
+                r = refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %d has exited", (int) p.pid);
+        if (r != 0) {
+                perf_process_done(&p);
+                return r;
+        }
+        p.tids[0] = tid;
+        p.n_tids = 1;
+        *ret = p;
+        return 0;
+}
+
+bool perf_target_thread_alive(const char *proc_root, const PerfProcess *p) {
+        Peer peer = { .pid = p->pid };
+        _cleanup_close_ int proc_dir = -EBADF;
+
+        if (p->pidfd < 0 || p->n_tids != 1 || open_caller_proc(proc_root, &peer, p->pidfd, &proc_dir) < 0)
+                return false;
+        /* listed after the open and the process still the one pinned: the events are its thread's */
+        return thread_listed(proc_dir, p->tids[0]) > 0 && scope_pidfd_alive(p->pidfd);
+}
+
 bool perf_target_process_alive(const PerfProcess *p) {
         return p->pidfd >= 0 && scope_pidfd_alive(p->pidfd);
 }

@@ -50,4 +50,17 @@ typedef struct PerfProcess { int pidfd; pid_t pid; pid_t *tids; size_t n_tids; }
 int perf_target_process(const char *proc_root, Peer *peer, pid_t pid, const char *job_cgroup /* NULL outside job mode */,
                         PerfProcess *ret, Refusal *ret_refusal);
 bool perf_target_process_alive(const PerfProcess *p);
+
+/* Process scope with "thread": one thread of the caller's own process, counted alone (a
+ * program's markers open each thread's events for itself). tid 0 is the caller's main thread.
+ * The process is the caller's, pinned by the connection's pidfd (pidfd_open() of a thread that
+ * does not lead its process fails before Linux 6.9), and tid must be listed under its
+ * /proc/PID/task, which holds exactly the threads whose Tgid is PID; the process passes the
+ * same uid, dumpable and job checks as for perf_target_process(). Fills ret with the caller's
+ * pid, a duplicate of its pidfd and tids = { tid }. After the events are open,
+ * perf_target_thread_alive() confirms the tid is still that process's thread: a tid that
+ * ended and was reused by another process's thread in between fails it. */
+int perf_target_thread(const char *proc_root, Peer *peer, pid_t tid, const char *job_cgroup /* NULL outside job mode */,
+                       PerfProcess *ret, Refusal *ret_refusal);
+bool perf_target_thread_alive(const char *proc_root, const PerfProcess *p);
 void perf_process_done(PerfProcess *p);

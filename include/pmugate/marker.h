@@ -72,7 +72,8 @@ int pmugate_marker_close(void);
 /* Whether markers measure (a runner started the program and init succeeded). */
 bool pmugate_marker_active(void);
 
-/* "off", "daemon" (a round trip per start and stop) or "rdpmc" (read in user space). */
+/* "off", "daemon" (a round trip per start and stop), "rdpmc" (read in user space) or "perf"
+ * (each thread's own perf events, read through their control pages). */
 const char *pmugate_marker_read_mode(void);
 
 /* Why the calling thread's last call failed; "" after a success. */

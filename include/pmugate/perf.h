@@ -68,6 +68,8 @@ typedef struct pmugate_perf_request {
         bool handoff;           /* process, the caller's own: the fds come back to the caller */
         const pmugate_perf_group *groups;
         size_t n_groups;
+        bool thread;            /* process: pid is one thread of the caller's own process (0: its
+                                 * main thread), counted alone; no follow, no on_exec */
 } pmugate_perf_request;
 
 typedef struct pmugate_perf_handle pmugate_perf_handle;

@@ -91,6 +91,42 @@ static void test_request_process(void **state) {
         msgpack_sbuffer_destroy(&sb);
 }
 
+/* One thread alone: "thread" sent only when asked, never with follow or on_exec. */
+static void test_request_thread(void **state) {
+        pmugate_perf_event g0[] = { event("software", 1) };
+        pmugate_perf_group groups[] = { { g0, 1 } };
+        pmugate_perf_request req = {
+                .scope = PMUGATE_PERF_SCOPE_PROCESS, .pid = 4243, .thread = true, .handoff = true,
+                .groups = groups, .n_groups = 1,
+        };
+        const msgpack_object *o;
+        msgpack_sbuffer sb;
+        msgpack_zone zone;
+        msgpack_object map;
+        char reason[200];
+
+        assert_int_equal(perf_request_check(&req, reason, sizeof(reason)), 0);
+        pack_request(&req, &sb, &zone, &map);
+        assert_int_equal(map.via.map.size, 3 + 7);
+        o = msgpack_map_get(&map, "thread");
+        assert_true(o && o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean);
+        o = msgpack_map_get(&map, "follow");
+        assert_true(o && o->type == MSGPACK_OBJECT_BOOLEAN && !o->via.boolean);
+        msgpack_zone_destroy(&zone);
+        msgpack_sbuffer_destroy(&sb);
+
+        req.follow = true;
+        assert_int_equal(perf_request_check(&req, reason, sizeof(reason)), -EINVAL);
+        assert_non_null(strstr(reason, "counted alone"));
+        req.follow = false;
+        req.on_exec = true;
+        assert_int_equal(perf_request_check(&req, reason, sizeof(reason)), -EINVAL);
+        req = (pmugate_perf_request) { .scope = PMUGATE_PERF_SCOPE_JOB, .thread = true, .groups = groups,
+                                       .n_groups = 1 };
+        assert_int_equal(perf_request_check(&req, reason, sizeof(reason)), -EINVAL);
+        assert_non_null(strstr(reason, "belong to scope process"));
+}
+
 static void test_request_cpu(void **state) {
         uint32_t cpus[] = { 0, 1, 2, 3 };
         pmugate_perf_event g0[] = { event("cpu", 0x0400), event("cpu", 0x8000) };
@@ -260,6 +296,7 @@ static void test_rows_refused(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_request_process),
+                cmocka_unit_test(test_request_thread),
                 cmocka_unit_test(test_request_cpu),
                 cmocka_unit_test(test_request_refused),
                 cmocka_unit_test(test_rows),

@@ -815,6 +815,58 @@ static void test_perf_open(void **state) {
         assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
 }
 
+/* perf_open of scope with "thread" and the booleans given (follow, on_exec: -1 not given). */
+static void pack_perf_thread(Fixture *f, const char *scope, int follow, int on_exec) {
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 4 + (follow >= 0) + (on_exec >= 0));
+        pack_key_string(&f->pk, "scope", scope);
+        pack_key_uint(&f->pk, "pid", 4321);
+        pack_string(&f->pk, "thread");
+        msgpack_pack_true(&f->pk);
+        if (follow >= 0) {
+                pack_string(&f->pk, "follow");
+                (void) (follow ? msgpack_pack_true(&f->pk) : msgpack_pack_false(&f->pk));
+        }
+        if (on_exec >= 0) {
+                pack_string(&f->pk, "on_exec");
+                (void) (on_exec ? msgpack_pack_true(&f->pk) : msgpack_pack_false(&f->pk));
+        }
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 1);
+        pack_event(&f->pk, "software", 1, NULL);
+}
+
+static void test_perf_open_thread(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        /* one thread alone: follow defaults to false, and may be given false */
+        pack_perf_thread(f, "process", -1, -1);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_true(req.thread);
+        assert_false(req.follow);
+        assert_int_equal(req.pid, 4321);
+        pack_perf_thread(f, "process", 0, 0);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_true(req.thread);
+        assert_false(req.follow);
+        pack_perf_open(f, "process", NULL);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_false(req.thread);
+
+        pack_perf_thread(f, "process", 1, -1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'follow' must be false"));
+        pack_perf_thread(f, "process", -1, 1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'on_exec' is not accepted"));
+        pack_perf_thread(f, "job", -1, -1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "belong to scope 'process'"));
+}
+
 static void test_perf_open_refusals(void **state) {
         static const char *const sampling[] = { "sample_period", "sample_freq", "sample_type", "freq", "bp_type",
                                                 "bp_addr", "sample_regs_user", "sample_regs_intr", "sample_stack_user",
@@ -930,6 +982,7 @@ int main(void) {
                 cmocka_unit_test(test_tuple_matches_typed_packers),
                 cmocka_unit_test_setup_teardown(test_perf_open, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_perf_open_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_perf_open_thread, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
