@@ -290,8 +290,9 @@ int pmugate_perf_open(pmugate *c, const pmugate_perf_request *req, pmugate_perf_
                 r = perf_request_pack(&pk, req);
         if (r < 0)
                 return reason_fail(reason, size, r, "perf_open: %s", pmugate_strerror(r));
-        /* a process scope target is one process: its fds are one per event */
-        r = connection_want_fds(c, req->handoff ? expected_fds : 0);
+        /* A process's fds are one per thread and event (thread-major), and only the daemon knows
+         * its threads: take what one message can carry and check the count against the reply. */
+        r = connection_want_fds(c, req->handoff ? PERF_HANDOFF_FDS_PER_MESSAGE : 0);
         if (r < 0)
                 return r;
         r = connection_call(c, &reply);
@@ -302,7 +303,7 @@ int pmugate_perf_open(pmugate *c, const pmugate_perf_request *req, pmugate_perf_
         h->n_fds = connection_take_fds(c, &h->fds);
         if (!reply_get_uint(reply, "handle", &h->handle) || read_targets(h, reply) < 0 ||
             (msgpack_map_get(reply, "fds") && !reply_get_uint(reply, "fds", &fds)) || fds != h->n_fds ||
-            (req->handoff && fds != expected_fds * h->n_targets)) {
+            (req->handoff && (fds == 0 || expected_fds == 0 || fds % expected_fds != 0))) {
                 /* the events are open at the daemon: close them before giving up */
                 uint64_t handle = h->handle;
 
