@@ -168,3 +168,11 @@
  * bracketed word longer than the second limit, is not the kernel's. */
 #define PMUGATE_LOCKDOWN_FILE_MAX 256U
 #define PMUGATE_LOCKDOWN_WORD_MAX 32U
+
+/* LIKWID's marker mode: the access daemons of one measurement that join the first one's
+ * session (one per process that calls LIKWID_MARKER_INIT), the ancestors walked to prove a
+ * joining process belongs to the measurement, and the reason line the forwarder leaves for
+ * 'pmugate likwid' when LIKWID's counts are void. */
+#define PMUGATE_LIKWID_JOINED_MAX 16U
+#define PMUGATE_LIKWID_ANCESTRY_MAX 64U
+#define PMUGATE_LIKWID_VOID_REASON_MAX 400U

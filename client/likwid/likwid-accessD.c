@@ -20,12 +20,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "build-config.h"
 #include "likwid/likwid-forward.h"
+#include "likwid/likwid-share.h"
 #include "macro.h"
+#include "pmugate-limits.h"
 
 #define PROG "pmugate-likwid-accessD"
 /* LIKWID's LIKWIDSOCKETBASE, compiled into its library. */
@@ -111,6 +114,13 @@ static void remove_socket(void) {
         socket_path[0] = '\0';
 }
 
+/* The share socket this forwarder listens on, when it is the run's first: nobody joins once
+ * its LIKWID is done. */
+static void remove_share(int run_fd, int share_fd) {
+        if (run_fd >= 0 && share_fd >= 0)
+                (void) unlinkat(run_fd, LIKWID_SHARE_NAME, 0);
+}
+
 static int accept_client(int listen_fd, int timeout_ms, int *ret_fd) {
         struct pollfd p = { .fd = listen_fd, .events = POLLIN };
         struct ucred cred;
@@ -169,32 +179,158 @@ static int write_record(int fd, const LikwidRecord *rec) {
         return 0;
 }
 
-/* True when LIKWID sent nothing within the coalescing window. */
-static bool client_idle(int fd) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
+/* The LIKWID processes one forwarder serves: the one that started it, and in marker mode the
+ * measured programs' own liblikwid, each through the forwarder its program started (joined). */
+typedef struct Clients {
+        struct pollfd fds[2 + PMUGATE_LIKWID_JOINED_MAX];
+        size_t n;
+} Clients;
 
-        return poll(&p, 1, COALESCE_MS) == 0;
+enum { CLIENT_LIKWID = 0, CLIENT_SHARE = 1, CLIENT_JOINED = 2 };
+
+static void join(Clients *cl, int share_fd) {
+        /* A joined forwarder relays one record at a time and waits for its answer; one that
+         * stalls mid-record is dropped rather than stall the measurement. */
+        struct timeval tv = { .tv_sec = 1 };
+        _cleanup_close_ int fd = -1;
+
+        fd = accept4(share_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+                return;
+        if (!likwid_peer_joins(fd, getppid())) {
+                fprintf(stderr, PROG ": refused a forwarder that is not of this measurement (another uid, or "
+                        "not a descendant of the LIKWID process that started this one)\n");
+                return;
+        }
+        if (cl->n >= ELEMENTSOF(cl->fds)) {
+                fprintf(stderr, PROG ": more than %u programs of one measurement started LIKWID's access daemon; "
+                        "refused one\n", PMUGATE_LIKWID_JOINED_MAX);
+                return;
+        }
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        cl->fds[cl->n++] = (struct pollfd) { .fd = TAKE_FD(fd), .events = POLLIN };
 }
 
-static int serve(LikwidForwarder *f, int fd) {
+static void leave(Clients *cl, size_t i) {
+        (void) close(cl->fds[i].fd);
+        cl->fds[i] = cl->fds[--cl->n];
+}
+
+/* Serves one record of client i: 1 when served, 0 when that client is done, negative on error. */
+static int serve_one(LikwidForwarder *f, int fd) {
+        LikwidRecord rec;
+        int r;
+
+        r = read_record(fd, &rec);
+        if (r == -EBADMSG)
+                fprintf(stderr, PROG ": LIKWID sent a partial record; ending its session\n");
+        if (r <= 0)
+                return r;
+        r = likwid_forwarder_handle(f, &rec);
+        if (r <= 0)
+                return r;
+        r = write_record(fd, &rec);
+        return r < 0 ? r : 1;
+}
+
+/* Serves LIKWID until it sends EXIT or goes away; the programs that join meanwhile share the
+ * session, their EXIT ends only their part. Collected writes run when nobody sent anything
+ * within the coalescing window. */
+static int serve(LikwidForwarder *f, int fd, int share_fd) {
+        Clients cl = {
+                .fds = { { .fd = fd, .events = POLLIN }, { .fd = share_fd, .events = POLLIN } },
+                .n = 2,
+        };
+        int r = 0;
+
+        for (;;) {
+                int k = poll(cl.fds, cl.n, likwid_forwarder_has_pending(f) ? COALESCE_MS : -1);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        r = -errno;
+                        break;
+                }
+                if (k == 0) {
+                        likwid_forwarder_flush(f);
+                        continue;
+                }
+                if (cl.fds[CLIENT_LIKWID].revents) {
+                        r = serve_one(f, fd);
+                        if (r <= 0)
+                                break;
+                }
+                if (cl.fds[CLIENT_SHARE].fd >= 0 && cl.fds[CLIENT_SHARE].revents)
+                        join(&cl, share_fd);
+                for (size_t i = CLIENT_JOINED; i < cl.n; i++)
+                        if (cl.fds[i].revents && serve_one(f, cl.fds[i].fd) <= 0)
+                                leave(&cl, i--);
+        }
+        while (cl.n > CLIENT_JOINED)
+                leave(&cl, cl.n - 1);
+        return r;
+}
+
+/* A forwarder that joined the run's first one: LIKWID's records go there unchanged, and its
+ * answers come back. Without it every access is "locked", and the counts are void. */
+static int relay(int fd, int share_fd, int run_fd) {
+        bool lost = false;
         LikwidRecord rec;
         int r;
 
         for (;;) {
+                uint32_t type;
+
                 r = read_record(fd, &rec);
-                if (r == -EBADMSG)
-                        fprintf(stderr, PROG ": LIKWID sent a partial record; ending the session\n");
                 if (r <= 0)
-                        return r;
-                r = likwid_forwarder_handle(f, &rec);
-                if (r <= 0)
-                        return r;
+                        break;
+                type = rec.type;
+                if (!lost && (write_record(share_fd, &rec) < 0 ||
+                              (type != LIKWID_EXIT && read_record(share_fd, &rec) <= 0))) {
+                        lost = true;
+                        fprintf(stderr, PROG ": lost the access daemon of this measurement's likwid-perfctr; "
+                                "LIKWID's counts are void\n");
+                        (void) likwid_run_void(run_fd, "the access daemon of the measurement ended before the "
+                                               "measured program");
+                }
+                if (type == LIKWID_EXIT)
+                        break;
+                if (lost) {
+                        rec.errorcode = LIKWID_ERR_LOCKED;
+                        rec.data = 0;
+                }
                 r = write_record(fd, &rec);
                 if (r < 0)
-                        return r;
-                if (likwid_forwarder_has_pending(f) && client_idle(fd))
-                        likwid_forwarder_flush(f);
+                        break;
         }
+        return r == -ECONNRESET ? 0 : r;
+}
+
+/* In a run of 'pmugate likwid': joins the run's first forwarder (1 with *ret_share_fd
+ * connected to it), or becomes it (0 with *ret_share_fd listening). 0 with -1 outside a run or
+ * when the first forwarder is gone (then this one works alone, as outside a run). */
+static int share_session(const char *run_dir, int *ret_share_fd) {
+        int r;
+
+        *ret_share_fd = -1;
+        if (!run_dir)
+                return 0;
+        for (unsigned attempt = 0; attempt < 2; attempt++) {
+                r = likwid_share_connect(run_dir, ret_share_fd);
+                if (r >= 0)
+                        return 1;
+                if (r != -ENOENT)
+                        break;
+                r = likwid_share_listen(run_dir, ret_share_fd);
+                if (r >= 0)
+                        return 0;
+                if (r != -EADDRINUSE)
+                        break;
+        }
+        fprintf(stderr, PROG ": cannot share the measurement's session (%s); this LIKWID process works alone\n",
+                strerror(-r));
+        return 0;
 }
 
 int main(int argc, char *argv[]) {
@@ -206,11 +342,12 @@ int main(int argc, char *argv[]) {
                 { "accept-timeout", required_argument, NULL, 't' },
                 {}
         };
-        _cleanup_free_ char *pmugate_socket = NULL, *verbose_setting = NULL;
-        _cleanup_close_ int listen_fd = -1, fd = -1;
+        _cleanup_free_ char *pmugate_socket = NULL, *verbose_setting = NULL, *run_dir = NULL;
+        _cleanup_close_ int listen_fd = -1, fd = -1, run_fd = -1, share_fd = -1;
         LikwidForwarder *f = NULL;
         int timeout_ms = ACCEPT_TIMEOUT_MS_DEFAULT, opt, r;
-        bool verbose = false;
+        bool verbose = false, joined = false;
+        const char *void_reason;
         pmugate *c = NULL;
         char *end;
 
@@ -262,6 +399,29 @@ int main(int argc, char *argv[]) {
                 remove_socket();
                 return 1;
         }
+        run_dir = setting(LIKWID_RUN_ENV);
+        if (run_dir && run_dir[0]) {
+                r = likwid_run_dir_open(run_dir, &run_fd);
+                if (r < 0)
+                        fprintf(stderr, PROG ": ignoring the run directory %s: %s\n", run_dir,
+                                r == -EPERM ? "not the caller's own private directory" : strerror(-r));
+        }
+        if (run_fd < 0) {
+                free(run_dir);
+                run_dir = NULL;
+        }
+        joined = share_session(run_dir, &share_fd) > 0;
+        if (joined) {
+                r = accept_client(listen_fd, timeout_ms, &fd);
+                remove_socket();
+                if (r < 0) {
+                        fprintf(stderr, PROG ": %s\n", r == -ETIMEDOUT ? "no client connected in time" :
+                                r == -EPERM ? "refused a client of another user" : strerror(-r));
+                        return 1;
+                }
+                r = relay(fd, share_fd, run_fd);
+                return r < 0 ? 1 : 0;
+        }
         r = pmugate_connect(pmugate_socket && pmugate_socket[0] ? pmugate_socket : NULL, &c);
         if (r < 0) {
                 fprintf(stderr, PROG ": cannot reach pmugated at %s: %s; every register access will be "
@@ -273,6 +433,7 @@ int main(int argc, char *argv[]) {
         r = likwid_forwarder_new(c, stderr, PROG, verbose, &f);
         if (r < 0) {
                 remove_socket();
+                remove_share(run_fd, share_fd);
                 fprintf(stderr, PROG ": %s\n", strerror(-r));
                 return 1;
         }
@@ -281,10 +442,12 @@ int main(int argc, char *argv[]) {
         if (r < 0) {
                 fprintf(stderr, PROG ": %s\n", r == -ETIMEDOUT ? "no client connected in time" :
                         r == -EPERM ? "refused a client of another user" : strerror(-r));
+                remove_share(run_fd, share_fd);
                 likwid_forwarder_free(f);
                 return 1;
         }
-        r = serve(f, fd);
+        r = serve(f, fd, share_fd);
+        remove_share(run_fd, share_fd);
         likwid_forwarder_flush(f);
         if (verbose) {
                 const LikwidStats *st = likwid_forwarder_stats(f);
@@ -294,6 +457,9 @@ int main(int argc, char *argv[]) {
                         " refused, %" PRIu64 " answered without the hardware\n", st->records, st->reads,
                         st->writes, st->checks, st->batches, st->deferred, st->refused, st->switch_offs);
         }
+        void_reason = likwid_forwarder_void_reason(f);
+        if (void_reason && run_fd >= 0)
+                (void) likwid_run_void(run_fd, void_reason);
         /* Closing the connection ends the lease: pmugated restores what LIKWID wrote. */
         likwid_forwarder_free(f);
         if (r < 0 && r != -ECONNRESET) {

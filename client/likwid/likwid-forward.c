@@ -87,12 +87,25 @@ struct LikwidForwarder {
         bool verbose;
         bool rights_told;
         unsigned failure_lines;
+        char void_reason[PMUGATE_LIKWID_VOID_REASON_MAX];
         LikwidStats stats;
 };
+
+/* LIKWID shows whatever it read, zeros included, and exits 0: the first reason its counts
+ * cannot be trusted is kept for whoever started it ('pmugate likwid'). */
+static void counts_void(LikwidForwarder *f, const char *why) {
+        if (!f->void_reason[0])
+                (void) snprintf(f->void_reason, sizeof(f->void_reason), "%s", why);
+}
+
+const char *likwid_forwarder_void_reason(const LikwidForwarder *f) {
+        return f->void_reason[0] ? f->void_reason : NULL;
+}
 
 static void connection_lost(LikwidForwarder *f) {
         if (!f->conn)
                 return;
+        counts_void(f, "the connection to pmugated was lost");
         fprintf(f->log, "%s: lost the connection to pmugated; it put back what LIKWID programmed, and "
                 "LIKWID's results are void from here on\n", f->prog);
         f->conn = pmugate_disconnect(f->conn);
@@ -201,6 +214,7 @@ static void answer(LikwidForwarder *f, PendingOp *op, LikwidError error, uint64_
                 return;
         /* A collected write LIKWID believes done: say so, LIKWID cannot. */
         f->stats.deferred_failures++;
+        counts_void(f, "a counter setup LIKWID was told had succeeded failed");
         if (f->failure_lines++ >= FAILURE_LINES_MAX)
                 return;
         describe(op, what, sizeof(what));
@@ -334,6 +348,10 @@ static LikwidError ensure_leases(LikwidForwarder *f, const pmugate_cpu *target, 
         fprintf(f->log, "%s: pmugated refused a lease on CPU %" PRIu32 "%s: %s\n", f->prog,
                 f->lease_buf[0], n_missing > 1 ? " and the rest of its core or package" : "",
                 pmugate_last_error(f->conn)->reason);
+        /* The daemon's reason is cut to fit the line 'pmugate likwid' shows. */
+        if (!f->void_reason[0])
+                (void) snprintf(f->void_reason, sizeof(f->void_reason), "pmugated refused the lease on CPU %"
+                                PRIu32 ": %.300s", f->lease_buf[0], pmugate_last_error(f->conn)->reason);
         r = likwid_error_from_refusal(pmugate_last_error(f->conn)->code);
         /* One CPU is certainly the one refused; with several, the next write may need fewer. */
         if (n_missing == 1) {
@@ -567,6 +585,7 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 f->stats.reads++;
         if (!f->conn) {
                 rec->errorcode = LIKWID_ERR_LOCKED;
+                counts_void(f, "no connection to pmugated");
                 return;
         }
         if (likwid_device_is_freerun(rec->device)) {
