@@ -176,3 +176,6 @@
 #define PMUGATE_LIKWID_JOINED_MAX 16U
 #define PMUGATE_LIKWID_ANCESTRY_MAX 64U
 #define PMUGATE_LIKWID_VOID_REASON_MAX 400U
+/* The most of the LIKWID process's /proc/PID/maps the forwarder reads to find the liblikwid it
+ * runs (and so its release's device numbers); LIKWID's own is a few dozen kilobytes. */
+#define PMUGATE_LIKWID_MAPS_MAX (4U * 1024U * 1024U)

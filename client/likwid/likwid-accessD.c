@@ -26,6 +26,7 @@
 
 #include "build-config.h"
 #include "likwid/likwid-forward.h"
+#include "likwid/likwid-map.h"
 #include "likwid/likwid-share.h"
 #include "macro.h"
 #include "pmugate-limits.h"
@@ -78,6 +79,38 @@ static char *parent_environment(const char *name) {
                 if (strncmp(buf + i, name, n) == 0 && buf[i + n] == '=')
                         return strdup(buf + i + n + 1);
         return NULL;
+}
+
+static char *setting(const char *name);
+
+/* The LIKWID release of the process that started this forwarder: PMUGATE_LIKWID_VERSION when
+ * set (for a LIKWID run from its build tree, whose library name has no version), else the
+ * version in the name of the liblikwid it mapped. found gets what was seen, for messages. */
+static LikwidVersion client_version(char *found, size_t size) {
+        _cleanup_free_ char *forced = setting("PMUGATE_LIKWID_VERSION"), *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        char path[64], seen[40];
+        LikwidVersion v;
+        size_t len = 0;
+        ssize_t k;
+
+        if (forced && forced[0]) {
+                (void) snprintf(found, size, "PMUGATE_LIKWID_VERSION=%.32s", forced);
+                return likwid_version_parse(forced);
+        }
+        (void) snprintf(found, size, "no liblikwid.so.X.Y in its memory map");
+        (void) snprintf(path, sizeof(path), "/proc/%d/maps", (int) getppid());
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        buf = malloc(PMUGATE_LIKWID_MAPS_MAX + 1);
+        if (fd < 0 || !buf)
+                return LIKWID_VERSION_UNKNOWN;
+        while (len < PMUGATE_LIKWID_MAPS_MAX && (k = read(fd, buf + len, PMUGATE_LIKWID_MAPS_MAX - len)) > 0)
+                len += (size_t) k;
+        buf[len] = '\0';
+        v = likwid_version_from_maps(buf, seen, sizeof(seen));
+        if (seen[0])
+                (void) snprintf(found, size, "liblikwid.so.%s", seen);
+        return v;
 }
 
 static char *setting(const char *name) {
@@ -216,9 +249,32 @@ static void leave(Clients *cl, size_t i) {
         cl->fds[i] = cl->fds[--cl->n];
 }
 
-/* Serves one record of client i: 1 when served, 0 when that client is done, negative on error. */
-static int serve_one(LikwidForwarder *f, int fd) {
+/* Puts the device of LIKWID's record in 5.2's numbers, which the forwarder and a joined
+ * forwarder's records use. False for a LIKWID release whose numbers are unknown: a device
+ * number could then mean any unit, so nothing is answered but "locked". */
+static bool to_forwarder_numbers(LikwidVersion version, LikwidRecord *rec) {
+        uint32_t device;
+        int r;
+
+        if (rec->type == LIKWID_EXIT)
+                return true;
+        r = likwid_device_from_version(version, rec->device, &device);
+        if (r == -EINVAL)
+                return false;
+        rec->device = r < 0 ? LIKWID_DEV_UNSERVED : device;
+        return true;
+}
+
+static void answer_locked(LikwidRecord *rec) {
+        rec->errorcode = LIKWID_ERR_LOCKED;
+        rec->data = 0;
+}
+
+/* Serves one record of the client on fd, whose device numbers are version's: 1 when served, 0
+ * when that client is done, negative on error. */
+static int serve_one(LikwidForwarder *f, int fd, LikwidVersion version) {
         LikwidRecord rec;
+        uint32_t device;
         int r;
 
         r = read_record(fd, &rec);
@@ -226,9 +282,15 @@ static int serve_one(LikwidForwarder *f, int fd) {
                 fprintf(stderr, PROG ": LIKWID sent a partial record; ending its session\n");
         if (r <= 0)
                 return r;
-        r = likwid_forwarder_handle(f, &rec);
-        if (r <= 0)
-                return r;
+        device = rec.device;
+        if (!to_forwarder_numbers(version, &rec))
+                answer_locked(&rec);
+        else {
+                r = likwid_forwarder_handle(f, &rec);
+                if (r <= 0)
+                        return r;
+        }
+        rec.device = device;
         r = write_record(fd, &rec);
         return r < 0 ? r : 1;
 }
@@ -236,7 +298,7 @@ static int serve_one(LikwidForwarder *f, int fd) {
 /* Serves LIKWID until it sends EXIT or goes away; the programs that join meanwhile share the
  * session, their EXIT ends only their part. Collected writes run when nobody sent anything
  * within the coalescing window. */
-static int serve(LikwidForwarder *f, int fd, int share_fd) {
+static int serve(LikwidForwarder *f, int fd, int share_fd, LikwidVersion version) {
         Clients cl = {
                 .fds = { { .fd = fd, .events = POLLIN }, { .fd = share_fd, .events = POLLIN } },
                 .n = 2,
@@ -257,14 +319,14 @@ static int serve(LikwidForwarder *f, int fd, int share_fd) {
                         continue;
                 }
                 if (cl.fds[CLIENT_LIKWID].revents) {
-                        r = serve_one(f, fd);
+                        r = serve_one(f, fd, version);
                         if (r <= 0)
                                 break;
                 }
                 if (cl.fds[CLIENT_SHARE].fd >= 0 && cl.fds[CLIENT_SHARE].revents)
                         join(&cl, share_fd);
                 for (size_t i = CLIENT_JOINED; i < cl.n; i++)
-                        if (cl.fds[i].revents && serve_one(f, cl.fds[i].fd) <= 0)
+                        if (cl.fds[i].revents && serve_one(f, cl.fds[i].fd, LIKWID_VERSION_5_2) <= 0)
                                 leave(&cl, i--);
         }
         while (cl.n > CLIENT_JOINED)
@@ -274,18 +336,26 @@ static int serve(LikwidForwarder *f, int fd, int share_fd) {
 
 /* A forwarder that joined the run's first one: LIKWID's records go there unchanged, and its
  * answers come back. Without it every access is "locked", and the counts are void. */
-static int relay(int fd, int share_fd, int run_fd) {
+static int relay(int fd, int share_fd, int run_fd, LikwidVersion version) {
         bool lost = false;
         LikwidRecord rec;
         int r;
 
         for (;;) {
-                uint32_t type;
+                uint32_t type, device;
 
                 r = read_record(fd, &rec);
                 if (r <= 0)
                         break;
                 type = rec.type;
+                device = rec.device;
+                if (!to_forwarder_numbers(version, &rec)) {
+                        answer_locked(&rec);
+                        rec.device = device;
+                        if (type == LIKWID_EXIT || write_record(fd, &rec) < 0)
+                                break;
+                        continue;
+                }
                 if (!lost && (write_record(share_fd, &rec) < 0 ||
                               (type != LIKWID_EXIT && read_record(share_fd, &rec) <= 0))) {
                         lost = true;
@@ -296,10 +366,9 @@ static int relay(int fd, int share_fd, int run_fd) {
                 }
                 if (type == LIKWID_EXIT)
                         break;
-                if (lost) {
-                        rec.errorcode = LIKWID_ERR_LOCKED;
-                        rec.data = 0;
-                }
+                if (lost)
+                        answer_locked(&rec);
+                rec.device = device;
                 r = write_record(fd, &rec);
                 if (r < 0)
                         break;
@@ -347,6 +416,8 @@ int main(int argc, char *argv[]) {
         LikwidForwarder *f = NULL;
         int timeout_ms = ACCEPT_TIMEOUT_MS_DEFAULT, opt, r;
         bool verbose = false, joined = false;
+        char version_seen[PMUGATE_LIKWID_VOID_REASON_MAX / 2], why[PMUGATE_LIKWID_VOID_REASON_MAX];
+        LikwidVersion version;
         const char *void_reason;
         pmugate *c = NULL;
         char *end;
@@ -410,6 +481,15 @@ int main(int argc, char *argv[]) {
                 free(run_dir);
                 run_dir = NULL;
         }
+        version = client_version(version_seen, sizeof(version_seen));
+        if (version == LIKWID_VERSION_UNKNOWN) {
+                (void) snprintf(why, sizeof(why), "unknown LIKWID release (%s): its device numbers could mean "
+                                "any unit, so every access is refused; known: 5.2, 5.3, 5.4 (set "
+                                "PMUGATE_LIKWID_VERSION for a LIKWID run from its build tree)", version_seen);
+                fprintf(stderr, PROG ": %s\n", why);
+                if (run_fd >= 0)
+                        (void) likwid_run_void(run_fd, why);
+        }
         joined = share_session(run_dir, &share_fd) > 0;
         if (joined) {
                 r = accept_client(listen_fd, timeout_ms, &fd);
@@ -419,7 +499,7 @@ int main(int argc, char *argv[]) {
                                 r == -EPERM ? "refused a client of another user" : strerror(-r));
                         return 1;
                 }
-                r = relay(fd, share_fd, run_fd);
+                r = relay(fd, share_fd, run_fd, version);
                 return r < 0 ? 1 : 0;
         }
         r = pmugate_connect(pmugate_socket && pmugate_socket[0] ? pmugate_socket : NULL, &c);
@@ -446,7 +526,7 @@ int main(int argc, char *argv[]) {
                 likwid_forwarder_free(f);
                 return 1;
         }
-        r = serve(f, fd, share_fd);
+        r = serve(f, fd, share_fd, version);
         remove_share(run_fd, share_fd);
         likwid_forwarder_flush(f);
         if (verbose) {

@@ -86,6 +86,7 @@ struct LikwidForwarder {
         const char *prog;
         bool verbose;
         bool rights_told;
+        bool mmio_told;
         unsigned failure_lines;
         char void_reason[PMUGATE_LIKWID_VOID_REASON_MAX];
         LikwidStats stats;
@@ -568,6 +569,26 @@ static void access_freerun(LikwidForwarder *f, LikwidRecord *rec, bool write, ui
         rec->data = write ? 0 : (uint64_t) (state->bytes / LIKWID_FREERUN_LINE + 0.5);
 }
 
+#define MMIO_CHANNELS_REFUSED "LIKWID's Ice Lake-SP memory channel counters (MMIO; groups MEM, MEM_DP, " \
+        "MEM_SP) are not served: pmugated maps no MMIO and has no per-channel counter there. Memory " \
+        "bandwidth: LIKWID's MEM_FREERUN group, or 'pmugate stat -g MEM'"
+
+/* LIKWID programs Ice Lake-SP's memory channels to count bandwidth; answered "not allowed",
+ * which LIKWID shows as a failed counter, and said once with the reason. Programming or
+ * reading one voids the counts (LIKWID would print 0 MB/s); its clearing writes do not. */
+static void refuse_mmio_channel(LikwidForwarder *f, LikwidRecord *rec, bool write, uint64_t value) {
+        rec->errorcode = LIKWID_ERR_RESTREG;
+        rec->data = 0;
+        f->stats.refused++;
+        if (write && value == 0)
+                return;
+        if (!f->mmio_told) {
+                f->mmio_told = true;
+                fprintf(f->log, "%s: %s\n", f->prog, MMIO_CHANNELS_REFUSED);
+        }
+        counts_void(f, MMIO_CHANNELS_REFUSED);
+}
+
 static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
         bool write = rec->type == LIKWID_WRITE, pci = rec->device != LIKWID_DEV_MSR;
         const pmugate_register *entry;
@@ -590,6 +611,10 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
         }
         if (likwid_device_is_freerun(rec->device)) {
                 access_freerun(f, rec, write, value);
+                return;
+        }
+        if (likwid_mmio_channel_present(f->info, rec->device, rec->cpu)) {
+                refuse_mmio_channel(f, rec, write, value);
                 return;
         }
         if (pci) {
@@ -679,6 +704,9 @@ static LikwidError check_device(const LikwidForwarder *f, const LikwidRecord *re
         if (likwid_device_is_freerun(rec->device))
                 return likwid_freerun_present(f->info, rec->device, rec->cpu) ? LIKWID_ERR_NOERROR :
                                                                                  LIKWID_ERR_NODEV;
+        if (likwid_device_is_mmio_channel(rec->device))
+                return likwid_mmio_channel_present(f->info, rec->device, rec->cpu) ? LIKWID_ERR_NOERROR :
+                                                                                       LIKWID_ERR_NODEV;
         return likwid_map_unit(f->info, rec->device, rec->cpu, &unit) < 0 ? LIKWID_ERR_NODEV :
                                                                                LIKWID_ERR_NOERROR;
 }
