@@ -39,7 +39,11 @@ static void help(void) {
                "Everything LIKWID programmed is put back when it ends, even when it is killed.\n"
                "\n"
                "  --forwarder=PATH   The access daemon to use (default: %s)\n"
-               "  PMUGATE_LIKWID_VERBOSE=1 in the environment reports every register pmugated refused.\n",
+               "  PMUGATE_LIKWID_VERBOSE=1 in the environment reports every register pmugated refused.\n"
+               "  PMUGATE_LIKWID_VERSION=5.x names LIKWID's release when its library name does not.\n"
+               "Marker mode (likwid-perfctr -m) works: the program's own access daemon joins the run's.\n"
+               "Exits 1 when LIKWID exited 0 but its counts are void (a lease refused, an unknown\n"
+               "LIKWID release, counters not served), saying why.\n",
                PMUGATE_LIKWID_ACCESSD);
 }
 

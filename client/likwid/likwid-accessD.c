@@ -52,7 +52,11 @@ static void help(void) {
                "\n"
                "The pmugated socket is --socket, else $PMUGATE_SOCKET of this program or, since LIKWID\n"
                "starts it with an empty environment, of the LIKWID process that started it, else %s.\n"
-               "PMUGATE_LIKWID_VERBOSE=1 there (or --verbose) reports every refused register.\n",
+               "PMUGATE_LIKWID_VERBOSE=1 there (or --verbose) reports every refused register.\n"
+               "LIKWID's release (5.2, 5.3, 5.4: their device numbers differ) is that of the liblikwid.so.X.Y\n"
+               "the starting process mapped, or $PMUGATE_LIKWID_VERSION; another release is refused.\n"
+               "In a run of 'pmugate likwid' ($PMUGATE_LIKWID_RUN) a later forwarder joins the first one's\n"
+               "session (LIKWID's marker mode).\n",
                PROG, PMUGATE_DEFAULT_SOCKET);
 }
 
