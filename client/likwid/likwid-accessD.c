@@ -42,6 +42,9 @@
 #define PARENT_ENVIRON_MAX (1U << 20)
 
 static char socket_path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
+/* The LIKWID process that started this forwarder, taken at start: should it die, the parent
+ * becomes some reaper, whose descendants are not the measurement's. */
+static pid_t likwid_pid;
 
 static void help(void) {
         printf("Usage: %s [--socket=PATH] [--verbose] [--accept-timeout=MS]\n"
@@ -103,7 +106,7 @@ static LikwidVersion client_version(char *found, size_t size) {
                 return likwid_version_parse(forced);
         }
         (void) snprintf(found, size, "no liblikwid.so.X.Y in its memory map");
-        (void) snprintf(path, sizeof(path), "/proc/%d/maps", (int) getppid());
+        (void) snprintf(path, sizeof(path), "/proc/%d/maps", (int) likwid_pid);
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         buf = malloc(PMUGATE_LIKWID_MAPS_MAX + 1);
         if (fd < 0 || !buf)
@@ -234,7 +237,7 @@ static void join(Clients *cl, int share_fd) {
         fd = accept4(share_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
                 return;
-        if (!likwid_peer_joins(fd, getppid())) {
+        if (!likwid_peer_joins(fd, likwid_pid)) {
                 fprintf(stderr, PROG ": refused a forwarder that is not of this measurement (another uid, or "
                         "not a descendant of the LIKWID process that started this one)\n");
                 return;
@@ -426,6 +429,7 @@ int main(int argc, char *argv[]) {
         pmugate *c = NULL;
         char *end;
 
+        likwid_pid = getppid();
         /* LIKWID passes no arguments at all, not even a program name. */
         while (argc > 1 && (opt = getopt_long(argc, argv, "hv", options, NULL)) >= 0)
                 switch (opt) {
