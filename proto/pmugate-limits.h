@@ -170,10 +170,11 @@
 #define PMUGATE_LOCKDOWN_WORD_MAX 32U
 
 /* LIKWID's marker mode: the access daemons of one measurement that join the first one's
- * session (one per process that calls LIKWID_MARKER_INIT), the ancestors walked to prove a
- * joining process belongs to the measurement, and the reason line the forwarder leaves for
- * 'pmugate likwid' when LIKWID's counts are void. */
-#define PMUGATE_LIKWID_JOINED_MAX 16U
+ * session (LIKWID starts one per measured thread that is not its process's first, so up to one
+ * per hardware thread; each is an open file of the first forwarder, under the usual limit of
+ * 1024), the ancestors walked to prove a joining process belongs to the measurement, and the
+ * reason line the forwarder leaves for 'pmugate likwid' when LIKWID's counts are void. */
+#define PMUGATE_LIKWID_JOINED_MAX 1000U
 #define PMUGATE_LIKWID_ANCESTRY_MAX 64U
 #define PMUGATE_LIKWID_VOID_REASON_MAX 400U
 /* The most of the LIKWID process's /proc/PID/maps the forwarder reads to find the liblikwid it

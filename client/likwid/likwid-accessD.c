@@ -243,8 +243,8 @@ static void join(Clients *cl, int share_fd) {
                 return;
         }
         if (cl->n >= ELEMENTSOF(cl->fds)) {
-                fprintf(stderr, PROG ": more than %u programs of one measurement started LIKWID's access daemon; "
-                        "refused one\n", PMUGATE_LIKWID_JOINED_MAX);
+                fprintf(stderr, PROG ": LIKWID started more than %u access daemons in one measurement; refused one, "
+                        "its thread's counts are void\n", PMUGATE_LIKWID_JOINED_MAX);
                 return;
         }
         (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
