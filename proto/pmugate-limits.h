@@ -205,3 +205,15 @@
 /* The fds one message of a perf_open handoff can carry (the kernel's SCM_MAX_FD); the
  * client's receive buffer holds that many. */
 #define PERF_HANDOFF_FDS_PER_MESSAGE 253U
+
+/* LIKWID's marker mode: the access daemons of one measurement that join the first one's
+ * session (LIKWID starts one per measured thread that is not its process's first, so up to one
+ * per hardware thread; each is an open file of the first forwarder, under the usual limit of
+ * 1024), the ancestors walked to prove a joining process belongs to the measurement, and the
+ * reason line the forwarder leaves for 'pmugate likwid' when LIKWID's counts are void. */
+#define PMUGATE_LIKWID_JOINED_MAX 1000U
+#define PMUGATE_LIKWID_ANCESTRY_MAX 64U
+#define PMUGATE_LIKWID_VOID_REASON_MAX 400U
+/* The most of the LIKWID process's /proc/PID/maps the forwarder reads to find the liblikwid it
+ * runs (and so its release's device numbers); LIKWID's own is a few dozen kilobytes. */
+#define PMUGATE_LIKWID_MAPS_MAX (4U * 1024U * 1024U)

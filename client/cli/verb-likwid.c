@@ -6,8 +6,14 @@
  * daemon_path of its configuration file). The command runs with a private directory in front
  * of PATH whose likwid-accessD is pmugate's forwarder; the forwarder reads PMUGATE_SOCKET
  * from the environment of the LIKWID process that starts it.
+ *
+ * The directory is also the run's (PMUGATE_LIKWID_RUN, likwid/likwid-share.h): in marker mode
+ * the measured program's liblikwid starts a second forwarder, which joins the first one's
+ * session there, and a forwarder that could not count leaves the reason there, so that a run
+ * whose counts are void fails instead of exiting 0 with LIKWID's zeros.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +24,9 @@
 
 #include "build-config.h"
 #include "cli/verb-likwid.h"
+#include "likwid/likwid-share.h"
 #include "macro.h"
+#include "pmugate-limits.h"
 
 #define FORWARDER_NAME "pmugate-likwid-accessD"
 
@@ -31,14 +39,37 @@ static void help(void) {
                "Everything LIKWID programmed is put back when it ends, even when it is killed.\n"
                "\n"
                "  --forwarder=PATH   The access daemon to use (default: %s)\n"
-               "  PMUGATE_LIKWID_VERBOSE=1 in the environment reports every register pmugated refused.\n",
+               "  PMUGATE_LIKWID_VERBOSE=1 in the environment reports every register pmugated refused.\n"
+               "  PMUGATE_LIKWID_VERSION=5.x names LIKWID's release when its library name does not.\n"
+               "Marker mode (likwid-perfctr -m) works: the program's own access daemon joins the run's.\n"
+               "Exits 1 when LIKWID exited 0 but its counts are void (a lease refused, an unknown\n"
+               "LIKWID release, counters not served), saying why.\n",
                PMUGATE_LIKWID_ACCESSD);
 }
 
 static void remove_dir(char *dir, char *link) {
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
         if (link[0])
                 (void) unlink(link);
+        if (fd >= 0) {
+                (void) unlinkat(fd, LIKWID_SHARE_NAME, 0);
+                (void) unlinkat(fd, LIKWID_VOID_NAME, 0);
+        }
         (void) rmdir(dir);
+}
+
+/* LIKWID prints the counts it read and exits 0 even when its access daemon could not program
+ * them: the forwarders' reason makes the run fail. */
+static int check_void(const char *dir, int status) {
+        char reason[PMUGATE_LIKWID_VOID_REASON_MAX + 1];
+        _cleanup_close_ int fd = -1;
+
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || likwid_run_void_reason(fd, reason, sizeof(reason)) <= 0)
+                return status;
+        fprintf(stderr, "pmugate: likwid: LIKWID's counts are void: %s\n", reason[0] ? reason : "(no reason given)");
+        return status != 0 ? status : 1;
 }
 
 int verb_likwid(int argc, char *argv[], const char *socket_path) {
@@ -99,7 +130,7 @@ int verb_likwid(int argc, char *argv[], const char *socket_path) {
                 return 1;
         }
         if (pid == 0) {
-                if (setenv("PATH", path, 1) < 0 ||
+                if (setenv("PATH", path, 1) < 0 || setenv(LIKWID_RUN_ENV, dir, 1) < 0 ||
                     (socket_path && setenv("PMUGATE_SOCKET", socket_path, 1) < 0))
                         _exit(127);
                 execvp(argv[optind], argv + optind);
@@ -114,8 +145,7 @@ int verb_likwid(int argc, char *argv[], const char *socket_path) {
                         remove_dir(dir, link);
                         return 1;
                 }
+        status = check_void(dir, WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
         remove_dir(dir, link);
-        if (WIFSIGNALED(status))
-                return 128 + WTERMSIG(status);
-        return WEXITSTATUS(status);
+        return status;
 }

@@ -86,13 +86,27 @@ struct LikwidForwarder {
         const char *prog;
         bool verbose;
         bool rights_told;
+        bool mmio_told;
         unsigned failure_lines;
+        char void_reason[PMUGATE_LIKWID_VOID_REASON_MAX];
         LikwidStats stats;
 };
+
+/* LIKWID shows whatever it read, zeros included, and exits 0: the first reason its counts
+ * cannot be trusted is kept for whoever started it ('pmugate likwid'). */
+static void counts_void(LikwidForwarder *f, const char *why) {
+        if (!f->void_reason[0])
+                (void) snprintf(f->void_reason, sizeof(f->void_reason), "%s", why);
+}
+
+const char *likwid_forwarder_void_reason(const LikwidForwarder *f) {
+        return f->void_reason[0] ? f->void_reason : NULL;
+}
 
 static void connection_lost(LikwidForwarder *f) {
         if (!f->conn)
                 return;
+        counts_void(f, "the connection to pmugated was lost");
         fprintf(f->log, "%s: lost the connection to pmugated; it put back what LIKWID programmed, and "
                 "LIKWID's results are void from here on\n", f->prog);
         f->conn = pmugate_disconnect(f->conn);
@@ -201,6 +215,7 @@ static void answer(LikwidForwarder *f, PendingOp *op, LikwidError error, uint64_
                 return;
         /* A collected write LIKWID believes done: say so, LIKWID cannot. */
         f->stats.deferred_failures++;
+        counts_void(f, "a counter setup LIKWID was told had succeeded failed");
         if (f->failure_lines++ >= FAILURE_LINES_MAX)
                 return;
         describe(op, what, sizeof(what));
@@ -334,6 +349,10 @@ static LikwidError ensure_leases(LikwidForwarder *f, const pmugate_cpu *target, 
         fprintf(f->log, "%s: pmugated refused a lease on CPU %" PRIu32 "%s: %s\n", f->prog,
                 f->lease_buf[0], n_missing > 1 ? " and the rest of its core or package" : "",
                 pmugate_last_error(f->conn)->reason);
+        /* The daemon's reason is cut to fit the line 'pmugate likwid' shows. */
+        if (!f->void_reason[0])
+                (void) snprintf(f->void_reason, sizeof(f->void_reason), "pmugated refused the lease on CPU %"
+                                PRIu32 ": %.300s", f->lease_buf[0], pmugate_last_error(f->conn)->reason);
         r = likwid_error_from_refusal(pmugate_last_error(f->conn)->code);
         /* One CPU is certainly the one refused; with several, the next write may need fewer. */
         if (n_missing == 1) {
@@ -550,6 +569,26 @@ static void access_freerun(LikwidForwarder *f, LikwidRecord *rec, bool write, ui
         rec->data = write ? 0 : (uint64_t) (state->bytes / LIKWID_FREERUN_LINE + 0.5);
 }
 
+#define MMIO_CHANNELS_REFUSED "LIKWID's Ice Lake-SP memory channel counters (MMIO; groups MEM, MEM_DP, " \
+        "MEM_SP) are not served: pmugated maps no MMIO and has no per-channel counter there. Memory " \
+        "bandwidth: LIKWID's MEM_FREERUN group, or 'pmugate stat -g MEM'"
+
+/* LIKWID programs Ice Lake-SP's memory channels to count bandwidth; answered "not allowed",
+ * which LIKWID shows as a failed counter, and said once with the reason. Programming or
+ * reading one voids the counts (LIKWID would print 0 MB/s); its clearing writes do not. */
+static void refuse_mmio_channel(LikwidForwarder *f, LikwidRecord *rec, bool write, uint64_t value) {
+        rec->errorcode = LIKWID_ERR_RESTREG;
+        rec->data = 0;
+        f->stats.refused++;
+        if (write && value == 0)
+                return;
+        if (!f->mmio_told) {
+                f->mmio_told = true;
+                fprintf(f->log, "%s: %s\n", f->prog, MMIO_CHANNELS_REFUSED);
+        }
+        counts_void(f, MMIO_CHANNELS_REFUSED);
+}
+
 static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
         bool write = rec->type == LIKWID_WRITE, pci = rec->device != LIKWID_DEV_MSR;
         const pmugate_register *entry;
@@ -567,10 +606,15 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 f->stats.reads++;
         if (!f->conn) {
                 rec->errorcode = LIKWID_ERR_LOCKED;
+                counts_void(f, "no connection to pmugated");
                 return;
         }
         if (likwid_device_is_freerun(rec->device)) {
                 access_freerun(f, rec, write, value);
+                return;
+        }
+        if (likwid_mmio_channel_present(f->info, rec->device, rec->cpu)) {
+                refuse_mmio_channel(f, rec, write, value);
                 return;
         }
         if (pci) {
@@ -660,6 +704,9 @@ static LikwidError check_device(const LikwidForwarder *f, const LikwidRecord *re
         if (likwid_device_is_freerun(rec->device))
                 return likwid_freerun_present(f->info, rec->device, rec->cpu) ? LIKWID_ERR_NOERROR :
                                                                                  LIKWID_ERR_NODEV;
+        if (likwid_device_is_mmio_channel(rec->device))
+                return likwid_mmio_channel_present(f->info, rec->device, rec->cpu) ? LIKWID_ERR_NOERROR :
+                                                                                       LIKWID_ERR_NODEV;
         return likwid_map_unit(f->info, rec->device, rec->cpu, &unit) < 0 ? LIKWID_ERR_NODEV :
                                                                                LIKWID_ERR_NOERROR;
 }

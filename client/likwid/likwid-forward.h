@@ -43,3 +43,7 @@ void likwid_forwarder_flush(LikwidForwarder *f);
 bool likwid_forwarder_has_pending(const LikwidForwarder *f);
 
 const LikwidStats *likwid_forwarder_stats(const LikwidForwarder *f);
+
+/* Why LIKWID's counts cannot be trusted (a lease refused, pmugated lost, a collected write
+ * failed), or NULL. Refused registers LIKWID reports itself ("-" in its table) do not count. */
+const char *likwid_forwarder_void_reason(const LikwidForwarder *f);

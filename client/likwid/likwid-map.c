@@ -37,6 +37,89 @@ static const struct {
         { LIKWID_DEV_IMC_1_CH_0 + 2, "0d.2" },
 };
 
+/* The PciDeviceIndex entries of LIKWID 5.2, 5.3 and 5.4 that the forwarder serves (or answers
+ * with a reason), in each release's numbers; tests/likwid/test_likwid_devices.c checks them
+ * against the lists contrib/likwid/extract-devices.py extracted from each release's source. */
+static const struct {
+        const char *name;
+        uint32_t index[_LIKWID_VERSION_MAX];
+} versioned_devices[] = {
+        { "MSR_DEV", { 0, 0, 0, 0 } },
+        { "PCI_IMC_DEVICE_0_CH_0", { 0, 5, 21, 49 } },
+        { "PCI_IMC_DEVICE_0_CH_1", { 0, 6, 22, 50 } },
+        { "PCI_IMC_DEVICE_0_CH_2", { 0, 7, 23, 51 } },
+        { "PCI_IMC_DEVICE_0_CH_3", { 0, 8, 24, 52 } },
+        { "PCI_IMC_DEVICE_1_CH_0", { 0, 9, 25, 53 } },
+        { "PCI_IMC_DEVICE_1_CH_1", { 0, 10, 26, 54 } },
+        { "PCI_IMC_DEVICE_1_CH_2", { 0, 11, 27, 55 } },
+        { "PCI_IMC_DEVICE_1_CH_3", { 0, 12, 28, 56 } },
+        { "MMIO_IMC_DEVICE_0_CH_0", { 0, 43, 90, 149 } },
+        { "MMIO_IMC_DEVICE_0_CH_1", { 0, 44, 91, 150 } },
+        { "MMIO_IMC_DEVICE_1_CH_0", { 0, 45, 98, 157 } },
+        { "MMIO_IMC_DEVICE_1_CH_1", { 0, 46, 99, 158 } },
+        { "MMIO_IMC_DEVICE_2_CH_0", { 0, 47, 106, 165 } },
+        { "MMIO_IMC_DEVICE_2_CH_1", { 0, 48, 107, 166 } },
+        { "MMIO_IMC_DEVICE_3_CH_0", { 0, 49, 108, 167 } },
+        { "MMIO_IMC_DEVICE_3_CH_1", { 0, 50, 109, 168 } },
+        { "MMIO_IMC_DEVICE_0_FREERUN", { 0, 51, 110, 169 } },
+        { "MMIO_IMC_DEVICE_1_FREERUN", { 0, 52, 111, 170 } },
+        { "MMIO_IMC_DEVICE_2_FREERUN", { 0, 53, 112, 171 } },
+        { "MMIO_IMC_DEVICE_3_FREERUN", { 0, 54, 113, 172 } },
+};
+
+/* MAX_NUM_PCI_DEVICES of each release: the length of its device list. */
+static const uint32_t device_list_length[_LIKWID_VERSION_MAX] = { 0, 55, 317, 499 };
+
+static const char *const version_names[_LIKWID_VERSION_MAX] = { "unknown", "5.2", "5.3", "5.4" };
+
+const char *likwid_version_name(LikwidVersion v) {
+        return v < _LIKWID_VERSION_MAX ? version_names[v] : version_names[LIKWID_VERSION_UNKNOWN];
+}
+
+LikwidVersion likwid_version_parse(const char *s) {
+        for (LikwidVersion v = LIKWID_VERSION_5_2; v < _LIKWID_VERSION_MAX; v++) {
+                size_t n = strlen(version_names[v]);
+
+                /* "5.2" and "5.2.x", never "5.20" */
+                if (strncmp(s, version_names[v], n) == 0 && (s[n] == '\0' || s[n] == '.'))
+                        return v;
+        }
+        return LIKWID_VERSION_UNKNOWN;
+}
+
+LikwidVersion likwid_version_from_maps(const char *maps, char *ret_found, size_t size) {
+        static const char lib[] = "/liblikwid.so.";
+
+        if (size > 0)
+                ret_found[0] = '\0';
+        for (const char *p = strstr(maps, lib); p; p = strstr(p + 1, lib)) {
+                const char *v = p + strlen(lib);
+                size_t n = strspn(v, "0123456789.");
+
+                /* The file name ends the line: "liblikwid.so.5.2", not liblikwid.so.5.2-gdb.py */
+                if (n == 0 || (v[n] != '\n' && v[n] != '\0' && v[n] != ' '))
+                        continue;
+                if (size > 0)
+                        (void) snprintf(ret_found, size, "%.*s", (int) MIN(n, (size_t) 32), v);
+                return likwid_version_parse(ret_found);
+        }
+        return LIKWID_VERSION_UNKNOWN;
+}
+
+int likwid_device_from_version(LikwidVersion v, uint32_t device, uint32_t *ret_device) {
+        if (v == LIKWID_VERSION_UNKNOWN || v >= _LIKWID_VERSION_MAX)
+                return -EINVAL;
+        if (device >= device_list_length[v])
+                return -ERANGE;
+        *ret_device = LIKWID_DEV_UNSERVED;
+        for (size_t i = 0; i < ELEMENTSOF(versioned_devices); i++)
+                if (versioned_devices[i].index[v] == device) {
+                        *ret_device = versioned_devices[i].index[LIKWID_VERSION_5_2];
+                        break;
+                }
+        return 0;
+}
+
 const pmugate_cpu *likwid_map_cpu(const pmugate_info *info, uint32_t cpu) {
         for (size_t i = 0; i < info->n_cpus; i++)
                 if (info->cpus[i].cpu == cpu)
@@ -73,6 +156,17 @@ int likwid_map_unit(const pmugate_info *info, uint32_t device, uint32_t socket, 
 
 bool likwid_device_is_freerun(uint32_t device) {
         return device >= LIKWID_DEV_MMIO_FREERUN_FIRST && device <= LIKWID_DEV_MMIO_FREERUN_LAST;
+}
+
+bool likwid_device_is_mmio_channel(uint32_t device) {
+        return device >= LIKWID_DEV_MMIO_IMC_FIRST && device <= LIKWID_DEV_MMIO_IMC_LAST;
+}
+
+bool likwid_mmio_channel_present(const pmugate_info *info, uint32_t device, uint32_t socket) {
+        /* Two channels per controller, in controller order, as the free-running devices */
+        return likwid_device_is_mmio_channel(device) &&
+               likwid_freerun_present(info, LIKWID_DEV_MMIO_FREERUN_FIRST + (device - LIKWID_DEV_MMIO_IMC_FIRST) / 2,
+                                      socket);
 }
 
 const pmugate_counter *likwid_find_counter(const pmugate_info *info, uint32_t counter) {

@@ -14,6 +14,37 @@
 #include "likwid/likwid-record.h"
 #include "pmugate/pmugate.h"
 
+/* LIKWID's releases whose access daemon device numbers the forwarder knows. LIKWID numbers its
+ * devices by their place in the PciDeviceIndex enum (src/includes/pci_types.h), which grew
+ * between releases: the memory controller channel 0 is 5 in 5.2, 21 in 5.3 and 49 in 5.4. The
+ * forwarder works in 5.2's numbers (likwid-record.h) and translates the others'. */
+typedef enum LikwidVersion {
+        LIKWID_VERSION_UNKNOWN = 0,
+        LIKWID_VERSION_5_2,
+        LIKWID_VERSION_5_3,
+        LIKWID_VERSION_5_4,
+        _LIKWID_VERSION_MAX,
+} LikwidVersion;
+
+/* The device index for devices the forwarder serves on no model (every other entry of a
+ * version's table): answered "no such device". */
+#define LIKWID_DEV_UNSERVED UINT32_MAX
+
+/* A release "5.2", "5.2.2", "5.4.1" ...: its LikwidVersion, or LIKWID_VERSION_UNKNOWN. */
+LikwidVersion likwid_version_parse(const char *s);
+const char *likwid_version_name(LikwidVersion v);
+
+/* The version in the name of the liblikwid a process mapped ("liblikwid.so.5.4", as LIKWID's
+ * "make install" names it), from the text of its /proc/PID/maps. LIKWID_VERSION_UNKNOWN when
+ * none is mapped or its name carries no version; ret_found (size bytes) gets the major.minor
+ * found, or "" when none. */
+LikwidVersion likwid_version_from_maps(const char *maps, char *ret_found, size_t size);
+
+/* LIKWID's device index of version v in 5.2's numbers: 0 with it (LIKWID_DEV_UNSERVED for a
+ * device the forwarder serves nowhere), -ERANGE past that version's device list, -EINVAL for
+ * an unknown version. */
+int likwid_device_from_version(LikwidVersion v, uint32_t device, uint32_t *ret_device);
+
 /* The CPU entry of cpu, or NULL when the machine has none (or it is offline). */
 const pmugate_cpu *likwid_map_cpu(const pmugate_info *info, uint32_t cpu);
 
@@ -28,6 +59,16 @@ int likwid_map_unit(const pmugate_info *info, uint32_t device, uint32_t socket, 
 #define LIKWID_FREERUN_LINE 64.0
 
 bool likwid_device_is_freerun(uint32_t device);
+
+/* LIKWID's Ice Lake-SP programmable memory channel counters (MMIO, two channels of each of four
+ * controllers: devices 43-50), which its MEM, MEM_DP and MEM_SP groups program. pmugated maps
+ * no MMIO and serves no per-channel counter there, so the forwarder refuses them with the
+ * reason rather than let LIKWID print 0 MB/s. */
+bool likwid_device_is_mmio_channel(uint32_t device);
+
+/* True when device is one of those channels on a controller the machine has (its free-running
+ * counters are served): LIKWID is told it is present, and then refused with the reason. */
+bool likwid_mmio_channel_present(const pmugate_info *info, uint32_t device, uint32_t socket);
 
 /* The daemon's package counter that serves LIKWID's free-running register reg of device on
  * socket: 0 with its index, -ENODEV when pmugate serves no such counter (not Ice Lake-SP, the

@@ -30,12 +30,14 @@ typedef enum LikwidError {
         LIKWID_ERR_LOCKED = 7,          /* "access to registers is locked" */
 } LikwidError;
 
-/* LIKWID's PciDeviceIndex values this program knows (src/includes/pci_types.h, 5.2). */
+/* LIKWID's PciDeviceIndex values this program knows (src/includes/pci_types.h, 5.2); other
+ * releases' numbers are translated to these (likwid-map.h, LikwidVersion). */
 enum {
         LIKWID_DEV_MSR = 0,
         LIKWID_DEV_IMC_0_CH_0 = 5,      /* PCI_IMC_DEVICE_0_CH_0 .. _CH_3 = 5-8 */
         LIKWID_DEV_IMC_1_CH_0 = 9,      /* PCI_IMC_DEVICE_1_CH_0 .. _CH_3 = 9-12 */
-        LIKWID_DEV_MMIO_IMC_FIRST = 43, /* MMIO_IMC_DEVICE_0_CH_0 (Ice Lake-SP) */
+        LIKWID_DEV_MMIO_IMC_FIRST = 43, /* MMIO_IMC_DEVICE_0_CH_0 .. 3_CH_1 = 43-50 (Ice Lake-SP) */
+        LIKWID_DEV_MMIO_IMC_LAST = 50,
         LIKWID_DEV_MMIO_FREERUN_FIRST = 51, /* MMIO_IMC_DEVICE_0_FREERUN .. 3 = 51-54 */
         LIKWID_DEV_MMIO_FREERUN_LAST = 54,
 };

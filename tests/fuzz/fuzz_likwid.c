@@ -142,6 +142,24 @@ static void check_record(const pmugate_info *info, const LikwidRecord *rec) {
         if (likwid_freerun_present(info, rec->device, rec->cpu))
                 fuzz_assert(likwid_map_freerun(info, rec->device, rec->cpu, LIKWID_FREERUN_READ,
                                                &counter) == 0);
+        /* Ice Lake-SP's programmable channels are present only beside their controller's
+         * free-running counters */
+        if (likwid_mmio_channel_present(info, rec->device, rec->cpu))
+                fuzz_assert(likwid_device_is_mmio_channel(rec->device) &&
+                            likwid_freerun_present(info, LIKWID_DEV_MMIO_FREERUN_FIRST +
+                                                   (rec->device - LIKWID_DEV_MMIO_IMC_FIRST) / 2, rec->cpu));
+
+        /* every release's device number becomes a 5.2 number the forwarder knows, or unserved */
+        for (LikwidVersion v = LIKWID_VERSION_UNKNOWN; v <= _LIKWID_VERSION_MAX; v++) {
+                uint32_t device = 0;
+
+                r = likwid_device_from_version(v, rec->device, &device);
+                fuzz_assert(r == 0 || r == -ERANGE || r == -EINVAL);
+                fuzz_assert((r == -EINVAL) == (v == LIKWID_VERSION_UNKNOWN || v == _LIKWID_VERSION_MAX));
+                fuzz_assert(r < 0 || device == LIKWID_DEV_UNSERVED || device <= LIKWID_DEV_MMIO_FREERUN_LAST);
+                fuzz_assert(r < 0 || v != LIKWID_VERSION_5_2 || device == LIKWID_DEV_UNSERVED ||
+                            device == rec->device);
+        }
 
         /* the answers of a write that never reaches the hardware */
         if (likwid_write_is_switch_off(rec->reg, rec->data))

@@ -79,10 +79,12 @@ def connect_as(path, user=None):
 class Forwarder:
     """The forwarder as LIKWID starts it, and a LIKWID-side connection to it."""
 
-    def __init__(self, socket_path, args=(), user=None, connect=True):
+    def __init__(self, socket_path, args=(), user=None, connect=True, version="5.2"):
         argv = [lt.ACCESSD] + (["--socket=" + socket_path] if socket_path else []) + list(args)
         pre = t.as_user(*user) if user else None
-        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, preexec_fn=pre, env={})
+        # This test, not LIKWID, starts the forwarder: no liblikwid to tell the release by
+        env = {"PMUGATE_LIKWID_VERSION": version} if version else {}
+        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, preexec_fn=pre, env=env)
         self.path = "/tmp/likwid-%d" % self.proc.pid
         deadline = time.time() + 10
         while not os.path.exists(self.path) and self.proc.poll() is None and time.time() < deadline:
@@ -313,8 +315,9 @@ def test_freerun(tap):
         fw = Forwarder(dm.socket)
         tap.eq([fw.check(0, d) for d in FREERUN], [NOERROR] * 4,
                "the four free-running devices of socket 0 are present")
-        tap.eq([fw.check(0, d) for d in MMIO_IMC], [NODEV] * 8,
-               "the programmable MMIO channels are 'no such device'")
+        tap.eq([fw.check(0, d) for d in MMIO_IMC], [NOERROR] * 8,
+               "the programmable MMIO channels of the four controllers are present (to be refused with the reason)")
+        tap.eq([fw.check(1, d) for d in MMIO_IMC], [NODEV] * 8, "but not on a socket the machine lacks")
         tap.eq([fw.check(1, d) for d in FREERUN], [NODEV] * 4, "a socket the machine lacks has none")
         start = raw(dm, [["cr", read0]])[0]
         err, first = fw.read(0, FREERUN_READ, device=51)
@@ -334,7 +337,9 @@ def test_freerun(tap):
         err, writes = fw.read(0, FREERUN_WRITE, device=54)
         tap.ok(err == NOERROR and writes > 0, "which counts (%d lines)" % writes)
         tap.eq(fw.read(0, 0x10, device=51)[0], RWFAIL, "an offset the device lacks fails")
-        tap.eq(fw.read(0, FREERUN_READ, device=43)[0], NODEV, "a programmable channel's counter: 'no such device'")
+        tap.eq(fw.write(0, 0x0, 0, device=43), RESTREG, "LIKWID clearing a programmable channel: 'not allowed'")
+        tap.eq(fw.read(0, FREERUN_READ, device=43)[0], RESTREG, "reading a programmable channel's counter: "
+               "'not allowed', not a 0 LIKWID would turn into 0 MB/s")
         tap.eq(fw.write(0, FREERUN_READ, 0, device=51), NOERROR, "LIKWID's zeroing write is answered")
         err, again = fw.read(0, FREERUN_READ, device=51)
         tap.ok(err == NOERROR and again < lines, "and the counter counts from 0 again (%d < %d)" % (again, lines))
@@ -355,6 +360,9 @@ def test_freerun(tap):
         tap.eq(fw.write(0, UBOX_CTL, 1), RESTREG, "any other U-box value goes to pmugated, which refuses it")
         tap.eq(count_audit(dm, "event=deny"), 1, "and audits it")
         fw.exit()
+        tap.ok("MEM_FREERUN" in fw.stderr and "not served" in fw.stderr,
+               "the refused channel is explained once on LIKWID's stderr, naming MEM_FREERUN", fw.stderr)
+        tap.eq(fw.stderr.count("not served"), 1, "once")
         c = t.Client(dm.socket)
         tap.eq(c.call("status")["leases"], [], "the package lease ends with LIKWID")
         c.close()
@@ -422,7 +430,7 @@ def test_start_up(tap):
         rc = fw.wait()
         s.close()
         tap.ok(rc == 1 and "another user" in fw.stderr, "a client of another uid is refused", fw.stderr)
-        e = dict(os.environ, PMUGATE_SOCKET=dm.socket)
+        e = dict(os.environ, PMUGATE_SOCKET=dm.socket, PMUGATE_LIKWID_VERSION="5.2")
         p = subprocess.run(["sh", "-c", 'exec env -i "$0" --accept-timeout=5000 & pid=$!; '
                             'while [ ! -S /tmp/likwid-$pid ]; do sleep 0.01; done; '
                             'python3 -c "import socket,struct,sys; s=socket.socket(socket.AF_UNIX); '
@@ -458,6 +466,62 @@ def test_job_scope(tap):
         dm.stop()
 
 
+# Each LIKWID release's numbers of the devices the forwarder serves (tests/likwid/devices/, from
+# LIKWID's pci_types.h): memory channels 0a.2 and 0c.2 of Skylake-SP, controller 0's first
+# programmable channel and free-running counters on Ice Lake-SP, and the first unserved index.
+RELEASE_DEVICES = {
+    "5.2": {"imc0": 5, "imc1": 9, "mmio": 43, "freerun": 51, "unserved": 1, "past": 55},
+    "5.3.0": {"imc0": 21, "imc1": 25, "mmio": 90, "freerun": 110, "unserved": 5, "past": 317},
+    "5.4.1": {"imc0": 49, "imc1": 53, "mmio": 149, "freerun": 169, "unserved": 5, "past": 499},
+}
+
+
+def test_versions(tap):
+    """LIKWID 5.3 and 5.4 number their devices differently from 5.2: each release's numbers
+    reach the same unit; an unknown release is refused, never answered with zeros."""
+    dm = sim_daemon()
+    try:
+        units = imc_units(dm)
+        for release, dev in RELEASE_DEVICES.items():
+            fw = Forwarder(dm.socket, version=release)
+            tap.eq([fw.check(0, dev["imc0"]), fw.check(0, dev["imc1"])], [NOERROR] * 2,
+                   "LIKWID %s: its numbers of memory channels 0a.2 and 0c.2 are present" % release)
+            tap.eq([fw.check(0, dev["unserved"]), fw.check(0, dev["past"])], [NODEV] * 2,
+                   "LIKWID %s: a device pmugate does not serve, and one past its list, are not" % release)
+            tap.eq(fw.write(0, IMC_CTL0, 0x400304, device=dev["imc1"]), NOERROR,
+                   "LIKWID %s: a control write to its device %d" % (release, dev["imc1"]))
+            tap.eq(fw.read(0, IMC_CTL0, device=dev["imc1"]), (NOERROR, 0x400304), "reads back")
+            tap.eq(raw(dm, [["pr", units[9], IMC_CTL0], ["pr", units[5], IMC_CTL0]]), [0x400304, 0],
+                   "LIKWID %s: it reached 0c.2, and nothing else" % release)
+            tap.eq(fw.exit(), 0, "LIKWID %s: the session ends" % release)
+            tap.eq(raw(dm, [["pr", units[9], IMC_CTL0]]), [0], "and is put back")
+        for release, why in (("6.0", "PMUGATE_LIKWID_VERSION=6.0"), (None, "no liblikwid")):
+            fw = Forwarder(dm.socket, version=release)
+            tap.eq([fw.check(0, 0), fw.read(0, EVTSEL0), fw.write(0, EVTSEL0, 0x4300C0)],
+                   [LOCKED, (LOCKED, 0), LOCKED], "an unknown LIKWID release (%s): every access is 'locked'" % why)
+            fw.exit()
+            tap.ok("unknown LIKWID release" in fw.stderr and why in fw.stderr,
+                   "and the forwarder says why on LIKWID's stderr", fw.stderr)
+        tap.eq(raw(dm, [["r", 0, EVTSEL0]]), [0], "nothing reached the CPU")
+    finally:
+        dm.stop()
+    dm = sim_daemon(model="icx")
+    try:
+        for release, dev in RELEASE_DEVICES.items():
+            fw = Forwarder(dm.socket, version=release)
+            tap.eq(fw.check(0, dev["freerun"]), NOERROR, "LIKWID %s: its free-running device %d is controller 0's"
+                   % (release, dev["freerun"]))
+            fw.read(0, FREERUN_READ, device=dev["freerun"])
+            time.sleep(0.05)
+            err, lines = fw.read(0, FREERUN_READ, device=dev["freerun"])
+            tap.ok(err == NOERROR and lines > 0, "LIKWID %s: and counts read traffic (%d lines)" % (release, lines))
+            tap.eq(fw.read(0, 0, device=dev["mmio"])[0], RESTREG,
+                   "LIKWID %s: its programmable channel %d is refused, not read as 0" % (release, dev["mmio"]))
+            fw.exit()
+    finally:
+        dm.stop()
+
+
 def test_likwid_verb(tap):
     """pmugate likwid: the command line around LIKWID, without LIKWID."""
     env = {"PMUGATE_LIKWID_ACCESSD": os.path.abspath(lt.ACCESSD)}
@@ -484,4 +548,4 @@ def test_likwid_verb(tap):
 if __name__ == "__main__":
     raise SystemExit(t.Tap().run([test_socket_and_session, test_batching, test_refusals, test_devices,
                                   test_kernel_channels, test_freerun, test_killed, test_start_up, test_job_scope,
-                                  test_likwid_verb]))
+                                  test_versions, test_likwid_verb]))

@@ -129,14 +129,10 @@ def check_group(tap, dm, model, group, out):
                % (model, own["mem_read_bandwidth"], own["mem_write_bandwidth"]))
     elif group == "MEM":
         read, write = m("Memory read bandwidth [MBytes/s]"), m("Memory write bandwidth [MBytes/s]")
-        if model == "icx":
-            tap.ok(read == 0 and write == 0, "icx MEM: the programmable MMIO channels are not served: "
-                   "bandwidth 0; MEM_FREERUN measures it (docs/LIKWID.md)", out)
-        else:
-            tap.ok(close(read, READ_GBPS * 1000, BANDWIDTH, relative=True),
-                   "%s MEM: read bandwidth %s MB/s = simulated %d GB/s" % (model, read, READ_GBPS))
-            tap.ok(close(write, WRITE_GBPS * 1000, BANDWIDTH, relative=True),
-                   "%s MEM: write bandwidth %s MB/s = simulated %d GB/s" % (model, write, WRITE_GBPS))
+        tap.ok(close(read, READ_GBPS * 1000, BANDWIDTH, relative=True),
+               "%s MEM: read bandwidth %s MB/s = simulated %d GB/s" % (model, read, READ_GBPS))
+        tap.ok(close(write, WRITE_GBPS * 1000, BANDWIDTH, relative=True),
+               "%s MEM: write bandwidth %s MB/s = simulated %d GB/s" % (model, write, WRITE_GBPS))
 
 
 def test_groups(tap):
@@ -153,6 +149,12 @@ def test_groups(tap):
                     print("# likwid-perfctr's TMA table lacks a value; repeated once. Its output "
                           "(rc %d):\n# " % rc + "\n# ".join((out + err).splitlines()), flush=True)
                     rc, out, err = lt.perfctr(d, dm.socket, model, args)
+                if model == "icx" and group == "MEM":
+                    tap.ok(rc != 0 and "counts are void" in err and "MEM_FREERUN" in err,
+                           "icx MEM: the programmable MMIO channels are not served; the run fails saying so "
+                           "and naming MEM_FREERUN, instead of printing 0 MB/s with exit 0",
+                           "rc %d\n%s\n%s" % (rc, out[-1500:], err[-1500:]))
+                    continue
                 tap.ok(rc == 0 and "Group 1: " + group in out and lt.metric(out, "CPI") is not None,
                        "%s %s: likwid-perfctr runs to its results table and exits 0" % (model, group),
                        "rc %d\n%s\n%s" % (rc, out[-1500:], err[-1500:]))
