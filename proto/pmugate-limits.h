@@ -176,3 +176,10 @@
 
 /* Events the simulator's perf driver keeps open at once (its handle table). */
 #define PERF_SIM_EVENTS_MAX 65536U
+
+/* The Python module (python/): counts of one marker region it asks pmugate_marker_get() for
+ * (the runner reads fewer registers than this), and the shortest interval between the interval
+ * results of pmugate.measure(interval=...), which its sampling thread reads (the CLI's -I
+ * shortest turn). */
+#define PMUGATE_PY_MARKER_COUNTS_MAX 64U
+#define PMUGATE_PY_INTERVAL_MIN_NS (10U * 1000U * 1000U)
