@@ -88,7 +88,8 @@ static void note_sample_error(Measurement *self, int r) {
 static void *sampler(void *userdata) {
         Measurement *self = userdata;
         uint64_t poll = pmugate_measure_poll_interval(self->measure), now = now_ns();
-        uint64_t next_poll = now + poll, next_interval = self->interval_ns ? now + self->interval_ns : UINT64_MAX;
+        uint64_t next_poll = now + poll;
+        uint64_t next_interval = self->interval_ns ? now + self->interval_ns : UINT64_MAX;
 
         pthread_mutex_lock(&self->lock);
         while (!self->stopping) {
@@ -117,49 +118,25 @@ static void *sampler(void *userdata) {
         return NULL;
 }
 
-static int Measurement_init(Measurement *self, PyObject *args, PyObject *kwargs) {
-        static char *kwlist[] = { "cpus", "group", "events", "flags", "socket", "interval", "reset_period",
-                                  "rotate_period", NULL };
-        const char *group = NULL, *events = NULL, *socket_path = NULL;
-        char reason[PMUGATE_REASON_MAX] = "";
-        double interval = 0, reset_period = 0, rotate_period = 0;
-        pmugate_info *info = NULL;
-        PyObject *cpu_seq, *fast;
-        unsigned flags = 0;
+/* The CPU numbers of a Python sequence, in a new array. */
+static int parse_cpus(PyObject *seq, uint32_t **ret_cpus, size_t *ret_n) {
+        PyObject *fast = PySequence_Fast(seq, "cpus must be a sequence of CPU numbers");
         uint32_t *cpus;
         Py_ssize_t n;
-        int r;
 
-        if (self->connection) {
-                PyErr_SetString(PyExc_RuntimeError, "a Measurement is opened once");
-                return -1;
-        }
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zzIzddd", kwlist, &cpu_seq, &group, &events, &flags,
-                                         &socket_path, &interval, &reset_period, &rotate_period))
-                return -1;
-        if (!group && !events) {
-                PyErr_SetString(PyExc_ValueError, "give a group, events or both");
-                return -1;
-        }
-        if (interval < 0 || (interval > 0 && interval * 1e9 < PMUGATE_PY_INTERVAL_MIN_NS) || interval > 86400) {
-                PyErr_Format(PyExc_ValueError, "interval must be at least %.3f s (or 0 for none)",
-                             PMUGATE_PY_INTERVAL_MIN_NS / 1e9);
-                return -1;
-        }
-        fast = PySequence_Fast(cpu_seq, "cpus must be a sequence of CPU numbers");
         if (!fast)
-                return -1;
+                return -EINVAL;
         n = PySequence_Fast_GET_SIZE(fast);
         if (n == 0 || n > PMUGATE_CPUS_MAX) {
                 Py_DECREF(fast);
                 PyErr_Format(PyExc_ValueError, "cpus must name 1 to %u CPUs", PMUGATE_CPUS_MAX);
-                return -1;
+                return -EINVAL;
         }
         cpus = calloc((size_t) n, sizeof(uint32_t));
         if (!cpus) {
                 Py_DECREF(fast);
                 PyErr_NoMemory();
-                return -1;
+                return -ENOMEM;
         }
         for (Py_ssize_t i = 0; i < n; i++) {
                 unsigned long v = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(fast, i));
@@ -170,19 +147,83 @@ static int Measurement_init(Measurement *self, PyObject *args, PyObject *kwargs)
                                      PMUGATE_CPUS_MAX - 1);
                         free(cpus);
                         Py_DECREF(fast);
-                        return -1;
+                        return -EINVAL;
                 }
                 cpus[i] = (uint32_t) v;
         }
         Py_DECREF(fast);
+        *ret_cpus = cpus;
+        *ret_n = (size_t) n;
+        return 0;
+}
 
+static int set_periods(Measurement *self, double interval, double reset_period, double rotate_period) {
+        pmugate_measure *m = self->measure;
+        unsigned sets = pmugate_measure_event_sets(m);
+        uint64_t reset_ns = (uint64_t) (reset_period * 1e9), rotate_ns = (uint64_t) (rotate_period * 1e9);
+        uint64_t turn;
+
+        if ((reset_ns > 0 && pmugate_measure_set_reset_period(m, reset_ns) < 0) ||
+            (rotate_ns > 0 && pmugate_measure_set_rotate_period(m, rotate_ns) < 0)) {
+                PyErr_SetString(PyExc_ValueError,
+                                "reset_period and rotate_period must be from 0.001 to 60 s");
+                return -EINVAL;
+        }
+        self->interval_ns = (uint64_t) (interval * 1e9);
+        if (self->interval_ns == 0 || sets <= 1)
+                return 0;
+        /* with event sets taking turns, every set counts once in every interval, as with -I */
+        turn = self->interval_ns / sets;
+        if (turn < PMUGATE_PY_INTERVAL_MIN_NS || pmugate_measure_set_rotate_period(m, turn) < 0 ||
+            (turn > pmugate_measure_poll_interval(m) && pmugate_measure_set_reset_period(m, turn) < 0)) {
+                PyErr_Format(PyExc_ValueError,
+                             "interval %.3f s is too short: %u event sets take turns on the counters and "
+                             "each needs %.3f s of every interval", interval, sets,
+                             PMUGATE_PY_INTERVAL_MIN_NS / 1e9);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int Measurement_init(Measurement *self, PyObject *args, PyObject *kwargs) {
+        static char *kwlist[] = { "cpus", "group", "events", "flags", "socket", "interval", "reset_period",
+                                  "rotate_period", NULL };
+        const char *group = NULL, *events = NULL, *socket_path = NULL;
+        char reason[PMUGATE_REASON_MAX] = "";
+        double interval = 0, reset_period = 0, rotate_period = 0;
+        pmugate_info *info = NULL;
+        PyObject *cpu_seq;
+        unsigned flags = 0;
+        uint32_t *cpus = NULL;
+        size_t n = 0;
+        int r;
+
+        if (self->connection) {
+                PyErr_SetString(PyExc_RuntimeError, "a Measurement is opened once");
+                return -1;
+        }
+        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zzIzddd", kwlist, &cpu_seq, &group, &events,
+                                         &flags, &socket_path, &interval, &reset_period, &rotate_period))
+                return -1;
+        if (!group && !events) {
+                PyErr_SetString(PyExc_ValueError, "give a group, events or both");
+                return -1;
+        }
+        if (interval < 0 || interval > 86400 ||
+            (interval > 0 && interval * 1e9 < PMUGATE_PY_INTERVAL_MIN_NS)) {
+                PyErr_Format(PyExc_ValueError, "interval must be at least %.3f s (or 0 for none)",
+                             PMUGATE_PY_INTERVAL_MIN_NS / 1e9);
+                return -1;
+        }
+        if (parse_cpus(cpu_seq, &cpus, &n) < 0)
+                return -1;
         if (pyconnect(socket_path, &self->connection) < 0 || pyhello(self->connection, &info) < 0) {
                 free(cpus);
                 return -1;
         }
         pmugate_info_free(info);
         Py_BEGIN_ALLOW_THREADS
-        r = pmugate_measure_open_group(self->connection, group, events, cpus, (size_t) n, flags, &self->measure,
+        r = pmugate_measure_open_group(self->connection, group, events, cpus, n, flags, &self->measure,
                                        reason, sizeof(reason));
         Py_END_ALLOW_THREADS
         free(cpus);
@@ -190,27 +231,7 @@ static int Measurement_init(Measurement *self, PyObject *args, PyObject *kwargs)
                 pyerr_pmugate(r, self->connection, reason, "opening the measurement");
                 return -1;
         }
-        if ((reset_period > 0 && pmugate_measure_set_reset_period(self->measure, (uint64_t) (reset_period * 1e9)) < 0) ||
-            (rotate_period > 0 && pmugate_measure_set_rotate_period(self->measure, (uint64_t) (rotate_period * 1e9)) < 0)) {
-                PyErr_SetString(PyExc_ValueError, "reset_period and rotate_period must be from 0.001 to 60 s");
-                return -1;
-        }
-        self->interval_ns = (uint64_t) (interval * 1e9);
-        /* with event sets taking turns, every set counts once in every interval */
-        if (self->interval_ns > 0 && pmugate_measure_event_sets(self->measure) > 1) {
-                uint64_t turn = self->interval_ns / pmugate_measure_event_sets(self->measure);
-
-                if (turn < PMUGATE_PY_INTERVAL_MIN_NS || pmugate_measure_set_rotate_period(self->measure, turn) < 0 ||
-                    (turn > pmugate_measure_poll_interval(self->measure) &&
-                     pmugate_measure_set_reset_period(self->measure, turn) < 0)) {
-                        PyErr_Format(PyExc_ValueError,
-                                     "interval %.3f s is too short: %u event sets take turns on the counters "
-                                     "and each needs %.3f s of every interval", interval,
-                                     pmugate_measure_event_sets(self->measure), PMUGATE_PY_INTERVAL_MIN_NS / 1e9);
-                        return -1;
-                }
-        }
-        return 0;
+        return set_periods(self, interval, reset_period, rotate_period) < 0 ? -1 : 0;
 }
 
 static int start_sampler(Measurement *self) {
@@ -304,13 +325,12 @@ static PyObject *Measurement_stop(Measurement *self, PyObject *unused) {
         Py_END_ALLOW_THREADS
         self->stopped = true;
         if (self->sample_error < 0) {
-                const char *errors_module_name = self->sample_name;
                 PyObject *errors = PyImport_ImportModule("pmugate._errors"), *exc;
 
                 if (!errors)
                         return NULL;
-                exc = PyObject_CallMethod(errors, "from_errno", "isss", -self->sample_error, errors_module_name,
-                                          self->sample_reason, "sampling the counters");
+                exc = PyObject_CallMethod(errors, "from_errno", "isss", -self->sample_error,
+                                          self->sample_name, self->sample_reason, "sampling the counters");
                 Py_DECREF(errors);
                 if (exc) {
                         PyErr_SetObject((PyObject *) Py_TYPE(exc), exc);
@@ -343,7 +363,8 @@ static PyObject *Measurement_result(Measurement *self, PyObject *unused) {
         if (self->thread_running)
                 pthread_mutex_unlock(&self->lock);
         if (k < 0)
-                return pyerr_pmugate(k, NULL, pmugate_measure_last_reason(self->measure), "reading the counts");
+                return pyerr_pmugate(k, NULL, pmugate_measure_last_reason(self->measure),
+                                     "reading the counts");
         d = pyresult_to_dict(r);
         pmugate_result_free(r);
         return d;
@@ -372,12 +393,13 @@ static PyObject *Measurement_intervals(Measurement *self, PyObject *unused) {
 static PyObject *Measurement_describe(Measurement *self, PyObject *unused) {
         if (!needs_open(self))
                 return NULL;
-        return Py_BuildValue("{s:s,s:s,s:s,s:I,s:d,s:s}", "model", pmugate_measure_model(self->measure), "group",
-                             pmugate_measure_group(self->measure), "description",
-                             pmugate_measure_description(self->measure), "event_sets",
-                             pmugate_measure_event_sets(self->measure), "poll_interval",
-                             (double) pmugate_measure_poll_interval(self->measure) / 1e9, "withheld",
-                             self->started ? pmugate_measure_withheld(self->measure) : "");
+        pmugate_measure *m = self->measure;
+
+        return Py_BuildValue("{s:s,s:s,s:s,s:I,s:d,s:s}", "model", pmugate_measure_model(m), "group",
+                             pmugate_measure_group(m), "description", pmugate_measure_description(m),
+                             "event_sets", pmugate_measure_event_sets(m), "poll_interval",
+                             (double) pmugate_measure_poll_interval(m) / 1e9, "withheld",
+                             self->started ? pmugate_measure_withheld(m) : "");
 }
 
 static void measurement_free(Measurement *self) {
@@ -415,7 +437,8 @@ static PyMethodDef Measurement_methods[] = {
           "take a last sample, restore the registers, release the lease" },
         { "result", (PyCFunction) Measurement_result, METH_NOARGS, "the result since start, as a dict" },
         { "intervals", (PyCFunction) Measurement_intervals, METH_NOARGS, "the interval results, as dicts" },
-        { "describe", (PyCFunction) Measurement_describe, METH_NOARGS, "model, group, event sets, withheld" },
+        { "describe", (PyCFunction) Measurement_describe, METH_NOARGS,
+          "model, group, event sets, withheld" },
         { "close", (PyCFunction) Measurement_close, METH_NOARGS, "stop if needed and disconnect" },
         {}
 };

@@ -245,7 +245,9 @@ static PyObject *py_list_groups(PyObject *self, PyObject *args, PyObject *kwargs
 
 static int add_event(const char *name, const char *description, EventListSource source, void *userdata) {
         static const char *const sources[] = {
-                [EVENT_LIST_GENERIC] = "generic", [EVENT_LIST_TABLE] = "table", [EVENT_LIST_LIBPFM] = "libpfm4",
+                [EVENT_LIST_GENERIC] = "generic",
+                [EVENT_LIST_TABLE] = "table",
+                [EVENT_LIST_LIBPFM] = "libpfm4",
         };
         ListWalk *w = userdata;
 

@@ -53,8 +53,11 @@ static PyObject *string_list(const char *const *v, size_t n) {
 }
 
 static PyObject *values_dict(const pmugate_result *r, const pmugate_values *v) {
-        PyObject *counts = double_list(v->counts, r->n_events), *raw = u64_list(v->raw, r->n_events),
-                 *scale = double_list(v->scale, r->n_events), *metrics = double_list(v->metrics, r->n_metrics);
+        PyObject *counts = double_list(v->counts, r->n_events);
+        PyObject *raw = u64_list(v->raw, r->n_events);
+        PyObject *scale = double_list(v->scale, r->n_events);
+        PyObject *metrics = double_list(v->metrics, r->n_metrics);
+        long long cpu = v->cpu == UINT32_MAX ? -1LL : (long long) v->cpu;
 
         if (!counts || !raw || !scale || !metrics) {
                 Py_XDECREF(counts);
@@ -64,9 +67,8 @@ static PyObject *values_dict(const pmugate_result *r, const pmugate_values *v) {
                 return NULL;
         }
         /* N: the dict takes the references */
-        return Py_BuildValue("{s:L,s:i,s:N,s:N,s:N,s:N}", "cpu", v->cpu == UINT32_MAX ? -1LL : (long long) v->cpu,
-                             "package", v->package, "counts", counts, "raw", raw, "scale", scale, "metrics",
-                             metrics);
+        return Py_BuildValue("{s:L,s:i,s:N,s:N,s:N,s:N}", "cpu", cpu, "package", v->package, "counts",
+                             counts, "raw", raw, "scale", scale, "metrics", metrics);
 }
 
 static PyObject *rows(const pmugate_result *r, const pmugate_values *v, size_t n) {
@@ -89,8 +91,9 @@ static PyObject *metric_infos(const pmugate_result *r) {
 
         for (size_t i = 0; l && i < r->n_metrics; i++) {
                 const pmugate_metric_info *m = &r->metrics[i];
-                PyObject *d = Py_BuildValue("{s:s,s:s,s:i,s:I,s:s}", "name", m->name, "label", m->label ?: "",
-                                            "parent", m->parent, "level", m->level, "unit", m->unit ?: "");
+                PyObject *d = Py_BuildValue("{s:s,s:s,s:i,s:I,s:s}", "name", m->name, "label",
+                                            m->label ?: "", "parent", m->parent, "level", m->level, "unit",
+                                            m->unit ?: "");
 
                 if (!d) {
                         Py_CLEAR(l);
@@ -102,12 +105,18 @@ static PyObject *metric_infos(const pmugate_result *r) {
 }
 
 PyObject *pyresult_to_dict(const pmugate_result *r) {
-        return Py_BuildValue("{s:d,s:d,s:K,s:K,s:I,s:N,s:N,s:N,s:N,s:N,s:N,s:s}", "start", r->start, "elapsed",
-                             r->elapsed, "samples", (unsigned long long) r->samples, "resets",
-                             (unsigned long long) r->resets, "event_sets", r->event_sets, "events",
-                             string_list(r->events, r->n_events), "event_units",
-                             string_list(r->event_units, r->n_events), "metrics", metric_infos(r), "per_cpu",
-                             rows(r, r->cpus, r->n_cpus), "aggregate", values_dict(r, &r->aggregate),
-                             "per_package", rows(r, r->packages, r->n_packages), "withheld",
-                             r->withheld ?: "");
+        /* N: the dict takes the references; a NULL among them fails the whole */
+        return Py_BuildValue("{s:d,s:d,s:K,s:K,s:I,s:N,s:N,s:N,s:N,s:N,s:N,s:s}",
+                             "start", r->start,
+                             "elapsed", r->elapsed,
+                             "samples", (unsigned long long) r->samples,
+                             "resets", (unsigned long long) r->resets,
+                             "event_sets", r->event_sets,
+                             "events", string_list(r->events, r->n_events),
+                             "event_units", string_list(r->event_units, r->n_events),
+                             "metrics", metric_infos(r),
+                             "per_cpu", rows(r, r->cpus, r->n_cpus),
+                             "aggregate", values_dict(r, &r->aggregate),
+                             "per_package", rows(r, r->packages, r->n_packages),
+                             "withheld", r->withheld ?: "");
 }
