@@ -12,6 +12,7 @@ lowering perf_event_paranoid (docs/PYTHON.md).
 Every failure raises a pmugate.Error subclass carrying the daemon's reason.
 """
 
+import errno
 import functools
 import os
 import warnings
@@ -83,7 +84,7 @@ def _select_cpus(cpus, machine):
     """The CPUs to measure: those given, or (as the pmugate command) the online CPUs this
     process may run on; in job mode only the job's."""
     if machine["scoped"] and not machine["scope_cpus"]:
-        raise NoGrant(13, "no-grant", "you have no job on this machine that pmugate may measure: %s" % (
+        raise NoGrant(errno.EACCES, "no-grant", "you have no job on this machine that pmugate may measure: %s" % (
             machine["scope_reason"] or "no grant"), "choosing the CPUs")
     if cpus is None:
         mine = os.sched_getaffinity(0)
@@ -100,7 +101,7 @@ def _select_cpus(cpus, machine):
     if machine["scoped"]:
         outside = [c for c in cpus if c not in set(machine["scope_cpus"])]
         if outside:
-            raise OutOfScope(1, "out-of-scope", "CPUs %s are not in your job (job %s has CPUs %s)" % (
+            raise OutOfScope(errno.EPERM, "out-of-scope", "CPUs %s are not in your job (job %s has CPUs %s)" % (
                 outside, machine["scope_job"], machine["scope_cpus"]), "choosing the CPUs")
     return cpus
 
