@@ -318,6 +318,14 @@ static PyObject *Measurement_stop(Measurement *self, PyObject *unused) {
         }
         Py_BEGIN_ALLOW_THREADS
         stop_sampler(self);
+        /* the last sample on its own: pmugate_measure_stop() goes on to release the lease, and
+         * its reply would replace the daemon's reason for a lease it ended (revoked, preempted) */
+        if (self->sample_error == 0) {
+                k = pmugate_measure_sample(self->measure);
+                if (k < 0)
+                        note_sample_error(self, k);
+                k = 0;
+        }
         r = pmugate_measure_stop(self->measure);
         /* the last, partial interval */
         if (r >= 0 && self->interval_ns > 0 && self->sample_error == 0)

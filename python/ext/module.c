@@ -65,9 +65,10 @@ int pyhello(pmugate *c, pmugate_info **ret) {
                 pyerr_pmugate(r, c, NULL, "hello");
                 return r;
         }
-        /* libpfm4 activates the host's PMU; resolve names for the daemon's model instead */
+        /* libpfm4 activates the host's PMU; resolve names for the daemon's model instead (as
+         * the pmugate command, unless the user chose one) */
         if ((*ret)->model_key[0])
-                (void) setenv("LIBPFM_FORCE_PMU", (*ret)->model_key, 1);
+                (void) setenv("LIBPFM_FORCE_PMU", (*ret)->model_key, 0);
         return 0;
 }
 

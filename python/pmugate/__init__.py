@@ -139,8 +139,10 @@ class measure:
         self.group = described["group"]
         self.description = described["description"]
         self.event_sets = described["event_sets"]
+        self.poll_interval = described["poll_interval"]     # seconds between the thread's samples
         self._result = None
         self._intervals = None
+        self.withheld = ""
         self.running = False
 
     def start(self):
@@ -149,15 +151,23 @@ class measure:
         return self
 
     def stop(self):
-        """Takes a last sample, puts the registers back and releases the CPUs."""
+        """Takes a last sample, puts the registers back and releases the CPUs. When the daemon
+        ended the lease meanwhile (LeaseLost), the result still covers the time until then."""
+        error = None
         try:
             self._m.stop()
+        except Error as e:
+            error = e
         finally:
             self.running = False
-        self._result = Result(self._m.result())
-        self._intervals = [Result(d) for d in self._m.intervals()]
-        self.withheld = self._m.describe()["withheld"]
-        self._m.close()
+        try:
+            self._result = Result(self._m.result())
+            self._intervals = [Result(d) for d in self._m.intervals()]
+            self.withheld = self._m.describe()["withheld"]
+        finally:
+            self._m.close()
+        if error is not None:
+            raise error
 
     def __enter__(self):
         return self.start()

@@ -325,6 +325,37 @@ def test_errors(tap):
             """)
         tap.ok(rc == 0 and doc and abs(doc[0] - STENCIL["ipc"]) < EXACT and doc[1] == "7",
                "with a grant the job's CPUs measure", (doc, err))
+        # a grant revoked while the block runs: LeaseLost with the daemon's reason, and the
+        # result up to then
+        code = textwrap.dedent("""
+            import json, sys, time, pmugate
+            m = pmugate.measure(group="ipc", cpus=[0, 1]).start()
+            time.sleep(m.poll_interval + 0.3)    # the sampling thread sampled
+            print("started", flush=True)
+            sys.stdin.readline()
+            try:
+                m.stop()
+                print(json.dumps(None))
+            except pmugate.Error as e:
+                print(json.dumps([type(e).__name__, e.name, e.reason, m.result.aggregate.metrics["ipc"]]))
+            """)
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR), PMUGATE_GROUP_PATH=t.GROUPS,
+                   PMUGATE_SOCKET=sim.daemon.socket, PATH="/usr/bin:/bin")
+        child = t.spawn([PYTHON, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True, env=env, preexec_fn=t.as_user(USER, USER, [t.USER_GID]))
+        try:
+            started = child.stdout.readline()
+            rc, _, _ = t.run_cli([t.PMUGATECTL, "revoke", "--job", "7"], sim.daemon.socket)
+            out, err = child.communicate("\n", timeout=60)
+        finally:
+            t.end(child)
+        doc = json.loads(out.strip().splitlines()[-1]) if out.strip() else None
+        tap.ok(started.startswith("started") and doc and doc[0] == "LeaseLost" and doc[1] == "revoked" and doc[2]
+               and abs(doc[3] - STENCIL["ipc"]) < EXACT,
+               "a grant revoked mid-measurement: LeaseLost with the daemon's reason, the result until then kept",
+               (started, doc, err))
+        rc, _, _ = t.run_cli([t.PMUGATECTL, "grant", "--job", "7", "--uid", str(USER), "--cpus", "0-1"],
+                             sim.daemon.socket)
         rc, doc, out, err = py(sim, """
             import json, pmugate
             try:
