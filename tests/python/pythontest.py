@@ -25,7 +25,9 @@ def sanitizer_env():
     if not ext:
         return None
     try:
-        out = subprocess.run(["ldd", ext[0]], capture_output=True, text=True, timeout=30).stdout
+        # what the extension links, not what this process preloads
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        out = subprocess.run(["ldd", ext[0]], capture_output=True, text=True, timeout=30, env=env).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     runtime = [line.split("=>")[1].split()[0] for line in out.splitlines() if "libasan.so" in line and "=>" in line]
