@@ -118,6 +118,28 @@ static void *sampler(void *userdata) {
         return NULL;
 }
 
+static int init_locks(Measurement *self) {
+        pthread_condattr_t attr;
+        int r;
+
+        r = pthread_condattr_init(&attr);
+        if (r != 0)
+                return -r;
+        /* the sampling thread's deadlines are CLOCK_MONOTONIC times */
+        (void) pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        r = pthread_cond_init(&self->wake, &attr);
+        (void) pthread_condattr_destroy(&attr);
+        if (r != 0)
+                return -r;
+        r = pthread_mutex_init(&self->lock, NULL);
+        if (r != 0) {
+                (void) pthread_cond_destroy(&self->wake);
+                return -r;
+        }
+        self->locks_ready = true;
+        return 0;
+}
+
 /* The CPU numbers of a Python sequence, in a new array. */
 static int parse_cpus(PyObject *seq, uint32_t **ret_cpus, size_t *ret_n) {
         PyObject *fast = PySequence_Fast(seq, "cpus must be a sequence of CPU numbers");
@@ -215,6 +237,11 @@ static int Measurement_init(Measurement *self, PyObject *args, PyObject *kwargs)
                              PMUGATE_PY_INTERVAL_MIN_NS / 1e9);
                 return -1;
         }
+        if (!self->locks_ready && (r = init_locks(self)) < 0) {
+                errno = -r;
+                PyErr_SetFromErrno(PyExc_OSError);
+                return -1;
+        }
         if (parse_cpus(cpu_seq, &cpus, &n) < 0)
                 return -1;
         if (pyconnect(socket_path, &self->connection) < 0 || pyhello(self->connection, &info) < 0) {
@@ -235,25 +262,8 @@ static int Measurement_init(Measurement *self, PyObject *args, PyObject *kwargs)
 }
 
 static int start_sampler(Measurement *self) {
-        pthread_condattr_t attr;
         int r;
 
-        if (!self->locks_ready) {
-                r = pthread_condattr_init(&attr);
-                if (r != 0)
-                        return -r;
-                (void) pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-                r = pthread_cond_init(&self->wake, &attr);
-                (void) pthread_condattr_destroy(&attr);
-                if (r != 0)
-                        return -r;
-                r = pthread_mutex_init(&self->lock, NULL);
-                if (r != 0) {
-                        (void) pthread_cond_destroy(&self->wake);
-                        return -r;
-                }
-                self->locks_ready = true;
-        }
         self->stopping = false;
         r = pthread_create(&self->thread, NULL, sampler, self);
         if (r != 0)
@@ -318,6 +328,8 @@ static PyObject *Measurement_stop(Measurement *self, PyObject *unused) {
         }
         Py_BEGIN_ALLOW_THREADS
         stop_sampler(self);
+        /* another Python thread may read the result meanwhile */
+        pthread_mutex_lock(&self->lock);
         /* the last sample on its own: pmugate_measure_stop() goes on to release the lease, and
          * its reply would replace the daemon's reason for a lease it ended (revoked, preempted) */
         if (self->sample_error == 0) {
@@ -330,6 +342,7 @@ static PyObject *Measurement_stop(Measurement *self, PyObject *unused) {
         /* the last, partial interval */
         if (r >= 0 && self->interval_ns > 0 && self->sample_error == 0)
                 k = keep_interval(self);
+        pthread_mutex_unlock(&self->lock);
         Py_END_ALLOW_THREADS
         self->stopped = true;
         if (self->sample_error < 0) {
@@ -365,11 +378,10 @@ static PyObject *Measurement_result(Measurement *self, PyObject *unused) {
                 PyErr_SetString(PyExc_RuntimeError, "the measurement has not started");
                 return NULL;
         }
-        if (self->thread_running)
-                pthread_mutex_lock(&self->lock);
+        /* the sampling thread or stop() in another Python thread may be using the measurement */
+        pthread_mutex_lock(&self->lock);
         k = pmugate_measure_read(self->measure, PMUGATE_SPAN_TOTAL, &r);
-        if (self->thread_running)
-                pthread_mutex_unlock(&self->lock);
+        pthread_mutex_unlock(&self->lock);
         if (k < 0)
                 return pyerr_pmugate(k, NULL, pmugate_measure_last_reason(self->measure),
                                      "reading the counts");
@@ -381,8 +393,9 @@ static PyObject *Measurement_result(Measurement *self, PyObject *unused) {
 static PyObject *Measurement_intervals(Measurement *self, PyObject *unused) {
         PyObject *l;
 
-        if (self->thread_running)
-                pthread_mutex_lock(&self->lock);
+        if (!needs_open(self))
+                return NULL;
+        pthread_mutex_lock(&self->lock);
         l = PyList_New((Py_ssize_t) self->n_intervals);
         for (size_t i = 0; l && i < self->n_intervals; i++) {
                 PyObject *d = pyresult_to_dict(self->intervals[i]);
@@ -393,8 +406,7 @@ static PyObject *Measurement_intervals(Measurement *self, PyObject *unused) {
                 }
                 PyList_SET_ITEM(l, (Py_ssize_t) i, d);
         }
-        if (self->thread_running)
-                pthread_mutex_unlock(&self->lock);
+        pthread_mutex_unlock(&self->lock);
         return l;
 }
 

@@ -201,6 +201,19 @@ def test_decorator_and_dataframe(tap):
             tap.ok(f is not None and f["cpus"] == [2, 3] and "ipc" in f["columns"] and "INST_RETIRED.ANY" in
                    f["columns"], "dataframe(): a row per CPU with metrics and counts", f)
             tap.ok(f and all(abs(v - STENCIL["ipc"]) < EXACT for v in f["ipc"]), "its values are the result's")
+        rc, doc, out, err = py(sim, """
+            import json, time, pmugate
+            m = pmugate.measure(group="ipc", cpus=[0]).start()
+            time.sleep(m.poll_interval + 0.2)
+            partial = m.result
+            time.sleep(0.2)
+            m.stop()
+            print(json.dumps([partial.elapsed, partial.aggregate.metrics["ipc"], m.result.elapsed,
+                              m.result.aggregate.metrics["ipc"]]))
+            """)
+        tap.ok(rc == 0 and doc and doc[0] < doc[2] and abs(doc[1] - STENCIL["ipc"]) < EXACT and
+               abs(doc[3] - STENCIL["ipc"]) < EXACT, "start()/stop(): m.result while it runs gives the counts so far, "
+               "then the whole", (doc, err))
         if have_pandas:
             rc, doc, out, err = py(sim, """
                 import json, time, pmugate
