@@ -7,6 +7,7 @@ decorator, the DataFrame, markers under `pmugate stat -m`, the exceptions with t
 reason (daemon down, unknown group, job mode without a grant, a user without a role), and the
 example notebook executed with Debian's jupyter nbconvert."""
 
+import importlib.util
 import json
 import os
 import shutil
@@ -189,11 +190,7 @@ def test_decorator_and_dataframe(tap):
         tap.eq((doc["value"], doc["name"]), (42, "work"), "the decorated function returns its value, keeps its name")
         tap.ok(abs(doc["ipc"] - STENCIL["ipc"]) < EXACT and doc["cpus"] == [2, 3],
                "function.result: the IPC of the call on the CPUs asked for", doc)
-        try:
-            import pandas  # noqa: F401
-            have_pandas = True
-        except ImportError:
-            have_pandas = False
+        have_pandas = importlib.util.find_spec("pandas") is not None
         if not have_pandas:
             tap.skip("m.dataframe()", "pandas is not installed (Debian: python3-pandas)")
         else:
