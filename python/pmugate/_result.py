@@ -82,6 +82,7 @@ class Result:
         """Why metric is NaN in the aggregate (or on CPU cpu), or None when it has a value."""
         if metric not in self.metrics:
             raise KeyError("no metric %r in this result (it has %s)" % (metric, ", ".join(self.metric_names)))
+        package_row = None
         if cpu is None:
             value = self.aggregate.metrics[metric]
         else:
@@ -89,8 +90,12 @@ class Result:
             if len(where) == 0:
                 raise KeyError("CPU %d was not measured" % cpu)
             value = self.metrics[metric][where[0]]
+            package_row = next((p for p in self.packages if p.package == self.cpu_packages[where[0]]), None)
         if not math.isnan(value):
             return None
+        if package_row is not None and not math.isnan(package_row.metrics[metric]):
+            return ("counted per package, not per CPU (memory traffic, energy): see packages, package %d" %
+                    package_row.package)
         if self.withheld:
             return "withheld by the daemon: " + self.withheld
         return NAN_UNDEFINED

@@ -164,6 +164,37 @@ def test_ipc_nan_and_intervals(tap):
         sim.stop()
 
 
+def test_packages(tap):
+    sim = Sim("spr", sockets=2, cores=2, rules=[("0-7", STENCIL)])
+    try:
+        rc, doc, out, err = py(sim, """
+            import json, math, time, pmugate
+            with pmugate.measure(group="ENERGY", cpus="0-7") as m:
+                time.sleep(0.3)
+            r = m.result
+            print(json.dumps({"units": r.event_units, "packages": [[p.package, p.metrics["power_package"],
+                                                                    p.counts["PWR_PKG_ENERGY"]] for p in r.packages],
+                              "cpu_nan": math.isnan(r.metrics["power_package"][0]),
+                              "reason": r.reason("power_package", cpu=0),
+                              "aggregate": r.aggregate.metrics["power_package"]}))
+            """)
+        if not tap.ok(rc == 0 and doc, "measure(group='ENERGY') runs", out + err):
+            return
+        tap.eq((doc["units"]["PWR_PKG_ENERGY"], doc["units"]["INST_RETIRED.ANY"]), ("J", ""),
+               "event_units: energy in joules, counts without a unit")
+        tap.eq([p[0] for p in doc["packages"]], [0, 1], "a row per package")
+        cli = sim.json("stat", "-g", "ENERGY", "-c", "0-7", "-S", "0.3s", "-O", "json")
+        want = {p["package"]: p["metrics"]["power_package"] for p in cli["per_package"]}
+        tap.ok(all(abs(p[1] / want[p[0]] - 1) < 1e-2 for p in doc["packages"]),
+               "each package's power equals the CLI's per_package within 1 %", (doc["packages"], want))
+        tap.ok(abs(doc["aggregate"] - sum(p[1] for p in doc["packages"])) < 1e-6 * doc["aggregate"],
+               "the aggregate is the node's: the packages' sum")
+        tap.ok(doc["cpu_nan"] and "per package" in (doc["reason"] or ""),
+               "a package quantity is NaN per CPU, and reason() points at the package rows", doc["reason"])
+    finally:
+        sim.stop()
+
+
 def test_decorator_and_dataframe(tap):
     sim = Sim("spr", rules=[("0-7", STENCIL)])
     try:
@@ -198,6 +229,16 @@ def test_decorator_and_dataframe(tap):
             tap.ok(f is not None and f["cpus"] == [2, 3] and "ipc" in f["columns"] and "INST_RETIRED.ANY" in
                    f["columns"], "dataframe(): a row per CPU with metrics and counts", f)
             tap.ok(f and all(abs(v - STENCIL["ipc"]) < EXACT for v in f["ipc"]), "its values are the result's")
+        rc, doc, out, err = py(sim, """
+            import json, time, pmugate
+            with pmugate.measure(group=None, events=["INST_RETIRED.ANY", "cycles"], cpus=[1], user=True,
+                                 kernel=False) as m:
+                time.sleep(0.1)
+            print(json.dumps([m.result.events, m.result.metric_names, m.result.aggregate.counts]))
+            """)
+        tap.ok(rc == 0 and doc and doc[1] == [] and len(doc[0]) == 2 and
+               abs(doc[2]["INST_RETIRED.ANY"] / doc[2][doc[0][1]] - STENCIL["ipc"]) < EXACT,
+               "events alone (perf's generic names too, user mode only): their counts, no metrics", (doc, err))
         rc, doc, out, err = py(sim, """
             import json, time, pmugate
             m = pmugate.measure(group="ipc", cpus=[0]).start()
@@ -425,5 +466,5 @@ if __name__ == "__main__":
                  "first, and it links none that can be preloaded (clang's is in executables only)")
         print("1..%d" % tap.n)
         sys.exit(0)
-    sys.exit(tap.run([test_info_and_lists, test_measure_equals_cli, test_ipc_nan_and_intervals,
+    sys.exit(tap.run([test_info_and_lists, test_measure_equals_cli, test_ipc_nan_and_intervals, test_packages,
                       test_decorator_and_dataframe, test_markers, test_errors, test_notebook]))
