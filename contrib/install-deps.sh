@@ -12,6 +12,8 @@ packages="
         prometheus curl pcp python3-requests
         libgomp1
         likwid
+        python3-dev python3-numpy python3-pandas dh-python
+        jupyter-nbconvert python3-nbconvert python3-ipykernel
 "
 missing=""
 for p in $packages; do

@@ -217,3 +217,10 @@
 /* The most of the LIKWID process's /proc/PID/maps the forwarder reads to find the liblikwid it
  * runs (and so its release's device numbers); LIKWID's own is a few dozen kilobytes. */
 #define PMUGATE_LIKWID_MAPS_MAX (4U * 1024U * 1024U)
+
+/* The Python module (python/): counts of one marker region it asks pmugate_marker_get() for
+ * (the runner reads fewer registers than this), and the shortest interval between the interval
+ * results of pmugate.measure(interval=...), which its sampling thread reads (the CLI's -I
+ * shortest turn). */
+#define PMUGATE_PY_MARKER_COUNTS_MAX 64U
+#define PMUGATE_PY_INTERVAL_MIN_NS (10U * 1000U * 1000U)
