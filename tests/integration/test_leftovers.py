@@ -30,6 +30,7 @@ def from_build(build, pid):
     line (a wrapper's argument); None when it is gone or not readable."""
     try:
         exe = os.readlink("/proc/%d/exe" % pid)
+        cwd = os.readlink("/proc/%d/cwd" % pid)
         with open("/proc/%d/cmdline" % pid, "rb") as f:
             argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
     except OSError:
@@ -37,7 +38,8 @@ def from_build(build, pid):
     if exe.removesuffix(" (deleted)").startswith(build):
         return argv
     for a in argv:
-        path = os.path.realpath(a)
+        # a relative argument is relative to that process's directory, not to this test's
+        path = os.path.realpath(os.path.join(cwd, a))
         if path.startswith(build) and os.path.isfile(path) and os.access(path, os.X_OK):
             return argv
     return None
