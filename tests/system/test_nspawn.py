@@ -586,8 +586,9 @@ def run_checks(tap, hierarchies):
         machine = t.FakeMachine(c.path(FAKE_ROOT), "spr", sockets=1, cores=2, smt=False)
         # The container has no msr driver: the dev backend serves the fake machine's files.
         c.write("/etc/systemd/system/pmugated.service.d/fake-machine.conf",
-                "[Service]\nExecStart=\nExecStart=/usr/libexec/pmugated --root=%s\nReadWritePaths=%s\n"
-                % (FAKE_ROOT, FAKE_ROOT))
+                "[Service]\nExecStart=\n"
+                "ExecStart=/usr/libexec/pmugated --root=%s --perf-opener=/run/pmugate/perf-opener.socket\n"
+                "ReadWritePaths=%s\n" % (FAKE_ROOT, FAKE_ROOT))
         state = c.boot()
         tap.ok(state in ("running", "degraded"), "Debian 12 boots under systemd-nspawn (%s)" % state,
                c.run(["systemctl", "--failed", "--no-pager"])[1])
