@@ -24,6 +24,7 @@
 #include "log.h"
 #include "perf/perf-attr.h"
 #include "pmu/allowlist.h"
+#include "pmu/pmu-uncore.h"
 #include "policy/config.h"
 #include "privileges.h"
 #include "server/server.h"
@@ -364,6 +365,28 @@ fail:
         return r;
 }
 
+static int open_through_opener(const struct perf_event_attr *attr, int cpu, void *userdata) {
+        return perf_opener_open(userdata, attr, -1, -EBADF, cpu, -1, 0);
+}
+
+/* The kernel's uncore memory-controller events of machine_discover_counters(), opened in the
+ * perf opener like every other perf event: pmugated's own system-call filter leaves
+ * perf_event_open out. Under the simulator its backend serves them and nothing is opened. */
+static void open_package_counters(const Options *o, Machine *m, PerfOpener *opener) {
+        unsigned opened, pending = 0;
+
+        if (strcmp(o->backend, "sim") == 0)
+                return;
+        for (uint32_t i = 0; i < m->n_counters; i++)
+                if (m->counters[i].fd < 0 && !m->counters[i].error[0])
+                        pending++;
+        if (pending == 0)
+                return;
+        opened = machine_open_counters(m, open_through_opener, opener);
+        log_info("Package counters: %u of %u opened through the perf opener%s", opened, pending,
+                 opened < pending ? " (the others say why in pmugate info)" : "");
+}
+
 /* The opener service serves only its own user, the daemon's, so this comes after the drop. A
  * missing or broken service is no reason to stop serving registers: the perf path is off, and
  * each open says the opener is gone. */
@@ -449,7 +472,8 @@ static int run(int argc, char *argv[]) {
                         log_error_errno(r, "Cannot list PCI devices under %s", o.root);
                         goto finish;
                 }
-                /* the kernel's uncore memory controller events, opened while still root */
+                /* the kernel's uncore memory controller events, found now and opened through the
+                 * perf opener (open_package_counters()) */
                 r = machine_discover_counters(machine, o.root);
                 if (r < 0)
                         goto finish;
@@ -473,6 +497,9 @@ static int run(int argc, char *argv[]) {
                        &perf_tick);
         if (r < 0)
                 goto finish;
+        /* the forked opener is there now; the service only after the privilege drop */
+        if (!o.perf_opener)
+                open_package_counters(&o, machine, perf_opener);
 
         r = audit_new(o.audit_log, &audit);
         if (r < 0)
@@ -517,6 +544,11 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 goto finish;
         connect_perf_opener(&o, remote_opener);
+        if (o.perf_opener) {
+                open_package_counters(&o, server->machine, remote_opener);
+                /* before any lease: the boxes of counters that did not open are free again */
+                pmu_uncore_counters_opened(server->pmu);
+        }
         r = server_run(server);
 
 finish:

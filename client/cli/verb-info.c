@@ -47,6 +47,54 @@ static void print_counters(const pmugate_info *info) {
         }
 }
 
+/* The PMUs perf_open may name (hello "pmus"): what the perf path can count on this node. */
+static json_object *json_perf_pmus(const pmugate_info *info) {
+        json_object *a = json_object_new_array();
+
+        for (size_t i = 0; i < info->n_pmus; i++) {
+                const pmugate_perf_pmu *p = &info->pmus[i];
+                json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "name", json_object_new_string(p->name));
+                json_object_object_add(o, "kind", json_object_new_string(p->kind));
+                json_object_object_add(o, "type", json_object_new_int64(p->type));
+                json_object_object_add(o, "package", json_object_new_int64(p->package));
+                json_object_object_add(o, "cpu", json_object_new_int64(p->cpu));
+                json_object_object_add(o, "topdown", json_object_new_int(p->topdown));
+                json_object_array_add(a, o);
+        }
+        return a;
+}
+
+static const char *topdown_words(uint8_t level) {
+        switch (level) {
+        case 0:
+                return "";
+        case 1:
+                return "  TopDown level 1";
+        default:
+                return "  TopDown levels 1 and 2";
+        }
+}
+
+static void print_perf_pmus(const pmugate_info *info) {
+        printf("Perf PMUs:     %zu\n", info->n_pmus);
+        for (size_t i = 0; i < info->n_pmus; i++) {
+                const pmugate_perf_pmu *p = &info->pmus[i];
+                char where[64] = "", line[256];
+                size_t n;
+
+                if (p->package >= 0)
+                        (void) snprintf(where, sizeof(where), "  package %d, CPU %d", p->package, p->cpu);
+                (void) snprintf(line, sizeof(line), "  %-28s %-8s type %-5u%s%s", p->name, p->kind, p->type,
+                                where, topdown_words(p->topdown));
+                /* the columns pad; the line does not end in blanks */
+                for (n = strlen(line); n > 0 && line[n - 1] == ' '; n--)
+                        line[n - 1] = '\0';
+                puts(line);
+        }
+}
+
 /* In job mode the role's rights apply only to the CPUs of a granted job: with none, nothing. */
 static bool info_may_read(const pmugate_info *info) {
         return info->may_read && (!info->scoped || info->n_scope_cpus > 0);
@@ -77,6 +125,7 @@ static int print_info_json(const pmugate_info *info) {
         json_object_object_add(root, "backend", json_object_new_string(info->backend));
         json_object_object_add(root, "simulated", json_object_new_boolean(info->simulated));
         json_object_object_add(root, "counting", json_counting(info));
+        json_object_object_add(root, "perf_pmus", json_perf_pmus(info));
 
         json_object_object_add(cpu, "vendor", json_object_new_string(info->vendor));
         json_object_object_add(cpu, "family", json_object_new_int64(info->family));
@@ -214,6 +263,7 @@ static void print_info_text(const pmugate_info *info) {
                 printf("Counters:      %s (%s)\n", info->counters_via, info->counters_reason);
         else
                 printf("Counters:      %s\n", info->counters_via);
+        print_perf_pmus(info);
         printf("CPU:           %s %s (family %u model 0x%x stepping %u)\n", info->vendor,
                info->model_label[0] ? info->model_label : "unknown model", info->family, info->model,
                info->stepping);
@@ -276,9 +326,10 @@ static void print_info_text(const pmugate_info *info) {
 static void help_info(void) {
         printf("Usage: pmugate info [--json]\n"
                "\n"
-               "The daemon, the machine's CPU model and PMU, its CPUs and uncore units, counters\n"
-               "another PMU user holds, and what you may do: read, write, and in job mode your job\n"
-               "and its CPUs.\n"
+               "The daemon, how it counts (MSR writes or perf) and the PMUs perf events open on,\n"
+               "the machine's CPU model and PMU, its CPUs and uncore units, counters another PMU\n"
+               "user holds, and what you may do: read, write, and in job mode your job and its\n"
+               "CPUs.\n"
                "\n"
                "  -j --json    Everything as JSON, the allowlist included\n"
                "  -h --help    Show this help\n");

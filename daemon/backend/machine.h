@@ -77,7 +77,7 @@ typedef struct MachineUnit {
 } MachineUnit;
 
 /* A counter of the kernel's own uncore PMUs (uncore_imc_N, uncore_imc_free_running_N) that the
- * daemon opened with perf_event_open at start-up and serves read-only by index: the memory
+ * daemon opened with perf_event_open (through its perf opener) at start-up and serves read-only by index: the memory
  * traffic of one package, for models whose memory controllers live in MMIO or whose PCI
  * counters a caller may not program. The simulated backend serves the same counters. */
 #define MACHINE_COUNTER_NAME_MAX 64U
@@ -91,7 +91,7 @@ typedef struct MachineCounter {
         uint8_t width;          /* bits before the value wraps (64: the kernel's accumulated count) */
         double scale;           /* the event's .scale file: one count is scale units */
         char unit[16];          /* the event's .unit file: "MiB" */
-        int fd;                 /* the perf event (dev backend); -EBADF when not open */
+        int fd;                 /* the perf event (dev backend); -EBADF when not (yet) open */
         char error[160];        /* why it could not be opened; empty when served */
 } MachineCounter;
 
@@ -157,11 +157,27 @@ void machine_set_amd_pmu_caps(Machine *m, uint32_t eax, uint32_t ebx);
 void machine_default_pmu_caps(Machine *m);
 
 /* Lists the kernel's uncore memory controller PMUs under root's sys/bus/event_source/devices
- * and opens their read and write traffic events with perf_event_open on a CPU of each package
- * (as root, before privileges are dropped; the fds keep counting afterwards). A counter that
- * cannot be opened stays listed with the reason in its error, and is logged: the daemon serves
- * the rest. Returns negative errno only on allocation failure. (perf-counters.c) */
+ * and their read and write traffic events on a CPU of each package (as root, before privileges
+ * are dropped): each counter with its attr type and config, fd -EBADF and no error, to be
+ * opened by machine_open_counters(). A counter whose sysfs entry cannot be read stays listed
+ * with the reason in its error, and is logged: the daemon serves the rest. Returns negative
+ * errno only on allocation failure. (perf-counters.c) */
 int machine_discover_counters(Machine *m, const char *root);
+
+/* Opens one CPU-wide counting event (perf_event_open(attr, -1, cpu, -1, 0) in the perf opener):
+ * the fd, or a negative errno. */
+struct perf_event_attr;
+typedef int (*MachineCounterOpen)(const struct perf_event_attr *attr, int cpu, void *userdata);
+
+/* The attr of a package counter: its type and config, counting, no exclude bit (uncore PMUs
+ * refuse them), nothing else; what the opener's check admits. */
+void machine_counter_attr(const MachineCounter *c, struct perf_event_attr *ret);
+
+/* Opens every discovered counter that is neither open nor refused with open_event: pmugated
+ * itself never calls perf_event_open (its unit's system-call filter leaves it out), the perf
+ * opener does, forked or as a service. One that fails keeps the reason in its error, and is
+ * logged. Returns how many were opened. (perf-counters.c) */
+unsigned machine_open_counters(Machine *m, MachineCounterOpen open_event, void *userdata);
 
 /* Recomputes n_online, n_packages and smt from cpus[]. */
 void machine_update_summary(Machine *m);

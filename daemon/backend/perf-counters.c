@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Package counters from the kernel's uncore memory controller PMUs, opened with perf_event_open
+ * Package counters from the kernel's uncore memory controller PMUs: found in sysfs, opened with
+ * perf_event_open through the perf opener
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "backend/machine.h"
@@ -252,7 +252,11 @@ static const char *open_hint(int error) {
                 return "the kernel has no such uncore PMU or event (is the uncore driver loaded?)";
         case EACCES:
         case EPERM:
-                return "the kernel refused (pmugated must start as root or with CAP_PERFMON)";
+                return "refused: the perf opener needs CAP_PERFMON, and its check and system-call filter "
+                       "must admit the event";
+        case EPIPE:
+        case ENOTCONN:
+                return "the perf opener cannot be reached (pmugate-perf-opener.socket)";
         case ENOSYS:
                 return "the kernel has no perf events";
         default:
@@ -260,25 +264,46 @@ static const char *open_hint(int error) {
         }
 }
 
-static void open_counter(MachineCounter *c) {
-        struct perf_event_attr attr = {
+void machine_counter_attr(const MachineCounter *c, struct perf_event_attr *ret) {
+        /* A CPU-wide counting event with no exclude bit: uncore PMUs refuse every exclude_* flag
+         * (the counts are the package's, whoever ran). */
+        *ret = (struct perf_event_attr) {
                 .type = c->type,
-                .size = sizeof(attr),
+                .size = sizeof(struct perf_event_attr),
                 .config = c->config,
         };
-        long fd;
+}
 
-        fd = syscall(SYS_perf_event_open, &attr, -1, (int) c->cpu, -1, PERF_FLAG_FD_CLOEXEC);
+static void open_counter(MachineCounter *c, MachineCounterOpen open_event, void *userdata) {
+        struct perf_event_attr attr;
+        int fd;
+
+        machine_counter_attr(c, &attr);
+        fd = open_event(&attr, (int) c->cpu, userdata);
         if (fd < 0) {
-                int e = errno;
-
-                (void) snprintf(c->error, sizeof(c->error), "perf_event_open: %s: %s", strerror(e),
-                                open_hint(e));
+                (void) snprintf(c->error, sizeof(c->error), "perf_event_open: %s: %s", strerror(-fd),
+                                open_hint(-fd));
                 log_warning("Cannot open package counter %s on CPU %" PRIu32 ": %s", c->name, c->cpu,
                             c->error);
                 return;
         }
-        c->fd = (int) fd;
+        c->fd = fd;
+}
+
+unsigned machine_open_counters(Machine *m, MachineCounterOpen open_event, void *userdata) {
+        unsigned opened = 0;
+
+        for (uint32_t i = 0; i < m->n_counters; i++) {
+                MachineCounter *c = &m->counters[i];
+
+                /* discovered and not refused already (a broken sysfs entry), nor open */
+                if (c->fd >= 0 || c->error[0])
+                        continue;
+                open_counter(c, open_event, userdata);
+                if (c->fd >= 0)
+                        opened++;
+        }
+        return opened;
 }
 
 static int add_pmu_event(Machine *m, const char *root, const char *dir, const char *pmu, const char *event,
@@ -306,14 +331,9 @@ static int add_pmu_event(Machine *m, const char *root, const char *dir, const ch
                 (void) snprintf(c.error, sizeof(c.error), "cannot read its event from sysfs: %s",
                                 strerror(-r));
                 log_warning("Package counter %s of package %" PRIi32 ": %s", c.name, c.package, c.error);
-        } else {
+        } else
                 read_event_scale(root, dir, event, &c);
-                open_counter(&c);
-        }
-        r = add_counter(m, allocated, &c);
-        if (r < 0 && c.fd >= 0)
-                (void) close(c.fd);
-        return r;
+        return add_counter(m, allocated, &c);
 }
 
 static int discover_pmu(Machine *m, const char *root, const char *pmu, size_t *allocated) {

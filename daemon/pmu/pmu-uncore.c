@@ -204,6 +204,19 @@ static void detect_unit(Pmu *p, uint32_t unit) {
         p->unit_owner[unit] = o;
 }
 
+void pmu_uncore_counters_opened(Pmu *p) {
+        const Machine *m = p->machine;
+
+        /* Counters waiting for the opener had no error yet and marked their boxes the kernel's;
+         * now the box of one that failed is told from its controls, as any other is. */
+        for (uint32_t u = 0; u < m->n_units; u++)
+                if (p->unit_owner[u] == UNCORE_OWNER_DAEMON_EVENTS)
+                        p->unit_owner[u] = UNCORE_OWNER_NONE;
+        mark_daemon_events(p);
+        for (uint32_t u = 0; u < m->n_units; u++)
+                detect_unit(p, u);
+}
+
 /* The units of the package of CPUs set, unless a CPU of it is leased. */
 static void detect_package_units(Pmu *p, const CpuSet *set, const CpuSet *leased) {
         const Machine *m = p->machine;

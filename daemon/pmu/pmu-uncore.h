@@ -39,6 +39,11 @@ typedef enum UncoreOwner {
 int pmu_uncore_init(Pmu *p);
 void pmu_uncore_done(Pmu *p);
 
+/* Marks the units again once the package counters were opened after pmu_uncore_init() (the
+ * opener service is reached only after the privilege drop): a box is the kernel's for a counter
+ * that is served, and read again for one that could not be opened. Call it before any lease. */
+void pmu_uncore_counters_opened(Pmu *p);
+
 /* Reads the counter controls of the L3s (CCX), data fabrics (package) and PCI units (package)
  * that cpus belong to, each once and only while no CPU sharing it is leased (leased, the CPUs
  * a lease holds, leases_held_cpus(); NULL: none is): whatever is enabled then is the

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backend/machine.h"
 #include "backend/perf-catalog.h"
 #include "error.h"
 #include "macro.h"
@@ -766,6 +767,26 @@ static void test_verify_accepts(void **state) {
         assert_int_equal(perf_attr_verify(&attr, all_types, ELEMENTSOF(all_types), reason, sizeof(reason)), 0);
 }
 
+/* pmugated's own package counters (perf-counters.c), which the opener opens for it: a CPU-wide
+ * uncore counting event with no exclude bit, as the kernel's uncore PMUs demand. */
+static void test_verify_accepts_package_counters(void **state) {
+        MachineCounter c = { .type = UNCORE_TYPE, .config = 0x0304, .fd = -EBADF };
+        struct perf_event_attr attr;
+        char reason[PMUGATE_REASON_MAX] = "";
+
+        machine_counter_attr(&c, &attr);
+        assert_int_equal(perf_attr_verify(&attr, all_types, ELEMENTSOF(all_types), reason, sizeof(reason)), 0);
+        /* its type must still be the catalogue's */
+        c.type = 99;
+        machine_counter_attr(&c, &attr);
+        assert_verify_refused(&attr, "attr type 99 is none of the catalogue's PMUs");
+        /* and an exclude_kernel without exclude_hv is no uncore form */
+        c.type = UNCORE_TYPE;
+        machine_counter_attr(&c, &attr);
+        attr.exclude_kernel = 1;
+        assert_verify_refused(&attr, "'exclude_hv' is not set");
+}
+
 static void test_verify_type_and_size(void **state) {
         static const uint32_t with_tracepoint[] = { PERF_TYPE_TRACEPOINT, PERF_TYPE_BREAKPOINT, PERF_TYPE_RAW };
         struct perf_event_attr attr = good_attr();
@@ -931,6 +952,7 @@ int main(void) {
                 cmocka_unit_test(test_build_no_formats),
                 cmocka_unit_test(test_build_opens_on_the_kernel),
                 cmocka_unit_test(test_verify_accepts),
+                cmocka_unit_test(test_verify_accepts_package_counters),
                 cmocka_unit_test(test_verify_type_and_size),
                 cmocka_unit_test(test_verify_forbidden_fields),
                 cmocka_unit_test(test_verify_read_format_and_hv),

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Unit tests: discovery of the kernel's uncore memory-controller PMUs under a root directory,
- * with sysfs entries written as the kernel writes them, and as a broken or hostile one might
+ * with sysfs entries written as the kernel writes them, and as a broken or hostile one might;
+ * their opening through an opener
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,8 +112,9 @@ static void test_discovery(void **state) {
         assert_int_equal(c->type, 2147418113U);
         assert_int_equal(c->width, 64);
         assert_string_equal(c->cls, "uncore-imc");
+        /* found, not opened: the perf opener opens it (machine_open_counters()) */
         assert_int_equal(c->fd, -EBADF);
-        assert_non_null(strstr(c->error, "perf_event_open"));
+        assert_string_equal(c->error, "");
         c = find(m, "uncore_imc_2/cas_count_write", 0);
         assert_non_null(c);
         assert_int_equal(c->config, 0x0c04);
@@ -141,6 +145,76 @@ static void test_discovery(void **state) {
                 assert_true(m->counters[i - 1].package <= m->counters[i].package);
         assert_string_equal(m->counters[0].name, "uncore_imc_2/cas_count_write");
         assert_int_equal(m->n_counters, 8);
+        machine_free(m);
+}
+
+typedef struct OpenCalls {
+        unsigned n;
+        int cpus[8];
+        struct perf_event_attr attrs[8];
+} OpenCalls;
+
+/* The opener's stand-in: the free-running read opens (an fd of /dev/null), the rest are
+ * refused as a kernel without the PMU refuses them, CAS writes as a system-call filter would. */
+static int fake_open(const struct perf_event_attr *attr, int cpu, void *userdata) {
+        OpenCalls *calls = userdata;
+
+        assert_true(calls->n < ELEMENTSOF(calls->attrs));
+        calls->attrs[calls->n] = *attr;
+        calls->cpus[calls->n++] = cpu;
+        if (attr->config == 0x20ff)
+                return open("/dev/null", O_RDONLY | O_CLOEXEC);
+        return attr->config == 0x0c04 ? -EPERM : -ENOENT;
+}
+
+static void test_open_counters(void **state) {
+        Machine *m = machine();
+        OpenCalls calls = {};
+        MachineCounter *c;
+
+        add_pmu("uncore_imc_free_running_0", NO_SUCH_TYPE, "0,2", "read", "event=0xff,umask=0x20");
+        add_pmu("uncore_imc_2", "30", "2", "cas_count_write", "event=0x04,umask=0x0c\n");
+        add_pmu("uncore_imc_3", "31", "0", "cas_count_read", "event=0x104\n");
+        log_set_max_level(LOG_CRIT);
+        assert_int_equal(machine_discover_counters(m, tmpdir), 0);
+        assert_int_equal(m->n_counters, 4);
+        assert_int_equal(machine_open_counters(m, fake_open, &calls), 2);
+        log_set_max_level(LOG_WARNING);
+
+        /* every counter found is asked for once, on its PMU's CPU, but the broken sysfs entry */
+        assert_int_equal(calls.n, 3);
+        for (unsigned i = 0; i < calls.n; i++) {
+                const struct perf_event_attr *a = &calls.attrs[i];
+
+                /* CPU-wide counting, no exclude bit (the uncore PMUs refuse them), no group */
+                assert_int_equal(a->size, sizeof(struct perf_event_attr));
+                assert_false(a->exclude_kernel || a->exclude_hv || a->exclude_user || a->disabled ||
+                             a->inherit || a->sample_period || a->read_format);
+        }
+        c = &m->counters[0];
+        assert_string_equal(c->name, "uncore_imc_3/cas_count_read");
+        assert_int_equal(c->fd, -EBADF);
+        assert_non_null(strstr(c->error, "cannot read its event"));
+        c = &m->counters[1];
+        assert_string_equal(c->name, "uncore_imc_free_running_0/read");
+        assert_int_equal(c->package, 0);
+        assert_true(c->fd >= 0);
+        assert_string_equal(c->error, "");
+        c = &m->counters[2];
+        assert_string_equal(c->name, "uncore_imc_2/cas_count_write");
+        assert_int_equal(c->package, 1);
+        assert_int_equal(c->fd, -EBADF);
+        assert_non_null(strstr(c->error, "perf_event_open: Operation not permitted"));
+        assert_non_null(strstr(c->error, "perf opener"));
+        c = &m->counters[3];
+        assert_string_equal(c->name, "uncore_imc_free_running_0/read");
+        assert_int_equal(c->package, 1);
+        assert_true(c->fd >= 0);
+        assert_int_equal(calls.cpus[0] + calls.cpus[1] + calls.cpus[2], 0 + 2 + 2);
+
+        /* open ones and refused ones are not asked for again */
+        assert_int_equal(machine_open_counters(m, fake_open, &calls), 0);
+        assert_int_equal(calls.n, 3);
         machine_free(m);
 }
 
@@ -230,6 +304,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_read_text, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_discovery, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test_setup_teardown(test_open_counters, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_no_event_sources, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test(test_format_parse),
         };

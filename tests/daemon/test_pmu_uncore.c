@@ -71,6 +71,38 @@ static void test_daemon_counters_name_their_box(void **state) {
         fake_pmu_free(f);
 }
 
+/* With the opener service the package counters open after the Pmu exists: a counter still
+ * waiting makes its box the kernel's, and once it failed the box is told from its controls. */
+static void test_counters_opened_later(void **state) {
+        static const int32_t packages[] = { 0, 0, 1, -1 };
+        FakePmu *f = fake_pmu_new(2, 2, 1, NULL, 0, packages, ELEMENTSOF(packages));
+
+        (void) state;
+        add_counter(f->machine, "uncore_imc_0/cas_count_read", 0, "");
+        add_counter(f->machine, "uncore_imc_1/cas_count_read", 0, "");
+        add_counter(f->machine, "uncore_imc_0/cas_count_read", 1, "");
+        rebuild_pmu(f);
+        for (uint32_t u = 0; u < ELEMENTSOF(packages); u++)
+                assert_int_equal(pmu_uncore_unit_owner(f->pmu, u),
+                                 u < 3 ? UNCORE_OWNER_DAEMON_EVENTS : UNCORE_OWNER_NONE);
+
+        /* box 1 of package 0 did not open, and its controls are free; package 1's box did not
+         * open either, and another perf user enabled a counter of it */
+        (void) snprintf(f->machine->counters[1].error, sizeof(f->machine->counters[1].error),
+                        "perf_event_open: Operation not permitted");
+        (void) snprintf(f->machine->counters[2].error, sizeof(f->machine->counters[2].error),
+                        "perf_event_open: No such device");
+        fake_set_pci(f, 2, FAKE_IMC_CTL0, CAS_READ);
+        log_set_max_level(LOG_ERR);
+        pmu_uncore_counters_opened(f->pmu);
+        log_set_max_level(LOG_WARNING);
+        assert_int_equal(pmu_uncore_unit_owner(f->pmu, 0), UNCORE_OWNER_DAEMON_EVENTS);
+        assert_int_equal(pmu_uncore_unit_owner(f->pmu, 1), UNCORE_OWNER_NONE);
+        assert_int_equal(pmu_uncore_unit_owner(f->pmu, 2), UNCORE_OWNER_KERNEL_ENABLED);
+        assert_null(pmu_uncore_owner(f->pmu, true, 1, FAKE_IMC_BOX_CTL));
+        fake_pmu_free(f);
+}
+
 static int conflict(const FakePmu *f, bool pci, uint32_t target, uint32_t reg, const char *want) {
         Refusal why = {};
         int r = pmu_uncore_write_conflict(f->pmu, pci, target, reg, &why);
@@ -215,6 +247,7 @@ static void test_unreadable_counts_as_held(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_daemon_counters_name_their_box),
+                cmocka_unit_test(test_counters_opened_later),
                 cmocka_unit_test(test_enabled_channel_and_leases),
                 cmocka_unit_test(test_amd_l3_and_data_fabric),
                 cmocka_unit_test(test_unreadable_counts_as_held),

@@ -31,6 +31,27 @@ def counting(dm):
     return t.Client(dm.socket).call("hello").get("counting")
 
 
+def check_perf_pmus(tap, hello, dm):
+    """pmugate info shows the PMUs hello lists, in text and JSON: the simulated Sapphire Rapids
+    has the software PMU, "cpu" with the level-1 and level-2 TopDown metric events, "hardware",
+    and eight memory-controller PMUs of package 0 counting on CPU 0."""
+    pmus = hello.get("pmus", [])
+    rc, out, err = t.run_cli([t.PMUGATE, "info"], dm.socket)
+    section = re.search(r"^Perf PMUs:\s+(\d+)\n((?:  .*\n)*)", out, re.M)
+    lines = section.group(2).splitlines() if section else []
+    tap.ok(rc == 0 and section and int(section.group(1)) == len(pmus) == len(lines) == 11,
+           "pmugate info has a 'Perf PMUs:' section with one line per PMU of hello", out + err)
+    tap.ok(any(re.fullmatch(r"  cpu\s+core\s+type \d+\s+TopDown levels 1 and 2", line) for line in lines) and
+           any(re.fullmatch(r"  software\s+software\s+type 1", line) for line in lines) and
+           any(re.fullmatch(r"  uncore_imc_7\s+uncore\s+type \d+\s+package 0, CPU 0", line) for line in lines),
+           "each line names the PMU, its kind and type, the TopDown level of the core PMU, an uncore PMU's "
+           "package and CPU", lines)
+    rc, out, err = t.run_cli([t.PMUGATE, "info", "--json"], dm.socket)
+    doc = json.loads(out) if rc == 0 else {}
+    tap.eq([[p["name"], p["kind"], p["type"], p["package"], p["cpu"], p["topdown"]] for p in doc.get("perf_pmus", [])],
+           pmus, "pmugate info --json has them as perf_pmus: name, kind, type, package, cpu, topdown")
+
+
 def test_sim_lockdown_auto(tap):
     _, dm = sim("lockdown = integrity\n")
     try:
@@ -48,6 +69,7 @@ def test_sim_lockdown_auto(tap):
         rc, out, err = t.run_cli([t.PMUGATE, "info", "--json"], dm.socket)
         doc = json.loads(out) if rc == 0 else {}
         tap.eq(doc.get("counting", {}).get("via"), "perf", "pmugate info --json carries counting.via")
+        check_perf_pmus(tap, h, dm)
 
         tap.eq(c.call("lease", cpus=[0]).get("cpus"), [0], "root leases CPU 0")
         r = c.batch([["r", 0, PMC0], ["w", 0, EVTSEL0, 0x43003C]])

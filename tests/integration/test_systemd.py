@@ -643,12 +643,19 @@ def opener_exchange(path, user, requests):
     return json.loads(out)
 
 
+def add_package_counters(m):
+    """A memory-controller PMU whose read and write events are the kernel's cpu-clock of CPU 0
+    (type 1, the software PMU, config 0): package counters pmugated opens at start-up that really
+    count on this machine, which has no uncore PMU."""
+    m.add_uncore_pmu("uncore_imc_free_running_0", 1, "0", {"read": "event=0x00", "write": "event=0x00"})
+
+
 def test_opener_service(tap):
     """The opener as its units run it: activated by pmugated's first connection (pmugated as
     pmugated.service runs it, with --perf-opener), uid pmugate's (here nobody's, as the daemon's
-    --user) with CAP_PERFMON alone, pmugated with nothing; a cpu-clock of a whole CPU, which
-    needs CAP_PERFMON at perf_event_paranoid > 0, opened through the socket by the daemon's uid;
-    a connection of another uid refused."""
+    --user) with CAP_PERFMON alone, pmugated with nothing; the package counters opened through
+    it; a cpu-clock of a whole CPU, which needs CAP_PERFMON at perf_event_paranoid > 0, opened
+    through the socket by the daemon's uid; a connection of another uid refused."""
     desc = "the perf opener service"
     if not (SOCKET_ACTIVATE and SETPRIV and os.geteuid() == 0):
         skip(tap, desc, "needs root, setpriv and systemd-socket-activate")
@@ -660,6 +667,7 @@ def test_opener_service(tap):
     nobody = pwd.getpwnam("nobody")
     d = t.workdir()
     m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
+    add_package_counters(m)
     state = os.path.join(d, "run", "state")
     os.makedirs(state, mode=0o700)
     os.chown(state, nobody.pw_uid, nobody.pw_gid)
@@ -677,6 +685,19 @@ def test_opener_service(tap):
         tap.ok("Perf opener service connected at %s" % opener.socket in act.log(),
                "the daemon says it connected to the opener service", act.log())
         tap.ok("Perf opener started" not in act.log(), "the daemon forked no opener of its own", act.log())
+        tap.ok("Package counters: 2 of 2 opened through the perf opener" in act.log(),
+               "the daemon, whose filter leaves perf_event_open out, opened its package counters through "
+               "the opener service", act.log())
+        counters = c.call("hello").get("counters", [])
+        tap.eq([(x[1], x[7]) for x in counters],
+               [("uncore_imc_free_running_0/read", ""), ("uncore_imc_free_running_0/write", "")],
+               "both package counters are served, with no error")
+        first = c.batch([["cr", 0]])
+        time.sleep(0.05)
+        second = c.batch([["cr", 0]])
+        tap.ok(first.get("status") == [0] and second.get("status") == [0] and
+               second["values"][0] > first["values"][0],
+               "a package counter the opener opened counts (%s -> %s)" % (first.get("values"), second.get("values")))
 
         st = proc_status(opener.proc.pid)
         tap.eq((st["Uid"].split(), st["Gid"].split(), st.get("Groups", "").split()),
@@ -827,10 +848,12 @@ def test_syscalls_within_filter(tap):
         return
     d = t.workdir()
     m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=2)
+    add_package_counters(m)
     trace = os.path.join(d, "strace.out")
     # -D: strace runs as a grandchild, so the daemon keeps the pid LISTEN_PID names. As
     # pmugated.service starts it, with --perf-opener (here a socket nobody listens on): the
-    # daemon forks no opener, so perf_event_open, which its filter leaves out, is never called.
+    # daemon forks no opener, so perf_event_open, which its filter leaves out, is never called,
+    # not even for the package counters, which only the opener opens.
     act = Activated(d, m, wrapper=[STRACE, "-D", "-f", "-q", "-o", trace],
                     extra=["--perf-opener=" + os.path.join(d, "no-perf-opener.socket")])
     try:
@@ -846,6 +869,10 @@ def test_syscalls_within_filter(tap):
         allowed = allowed_syscalls(parse_unit(SERVICE))
         tap.ok(START_UP_SYSCALLS - {"capget"} <= used, "the trace saw the privilege drop", sorted(used))
         tap.eq(sorted(used - allowed), [], desc)
+        tap.ok("perf_event_open" not in used and "Package counters: 0 of 2 opened through the perf opener" in act.log()
+               and "the perf opener cannot be reached" in act.log(),
+               "pmugated never calls perf_event_open itself: without the opener its package counters say why",
+               act.log())
     except Exception:
         print_log(act)
         raise
