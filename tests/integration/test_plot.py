@@ -116,7 +116,7 @@ def check_figure(tap, name, text, panels, doc, fmt, model, group):
 
 def test_every_group(tap):
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401 (only whether pmugate plot can run)
     except ImportError:
         tap.skip("pmugate plot of every group", "needs python3-matplotlib (contrib/install-deps.sh)")
         return
@@ -142,7 +142,7 @@ def test_every_group(tap):
 
 def test_package_heatmap_and_scale(tap):
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401 (only whether pmugate plot can run)
     except ImportError:
         tap.skip("pmugate plot -m mem_bandwidth", "needs python3-matplotlib (contrib/install-deps.sh)")
         return
