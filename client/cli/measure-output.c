@@ -126,7 +126,31 @@ static int label_width(const pmugate_result *r) {
         return width;
 }
 
-static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int parent, size_t n_columns) {
+/* Width of a value column: COLUMN_WIDTH, or the widest value with its unit ("0.625 cycles/insn")
+ * or count, so that every row's columns line up under the header. */
+static int column_width(const pmugate_result *r, size_t n_columns) {
+        int width = COLUMN_WIDTH;
+
+        for (size_t k = 0; k < n_columns; k++) {
+                char value[NUMBER_MAX];
+
+                for (size_t i = 0; i < r->n_metrics; i++) {
+                        format_metric(output_metric_value(r, column(r, k), i), r->metrics[i].unit, value,
+                                      sizeof(value));
+                        if ((int) strlen(value) > width)
+                                width = (int) strlen(value);
+                }
+                for (size_t e = 0; e < r->n_events; e++) {
+                        format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
+                        if ((int) strlen(value) > width)
+                                width = (int) strlen(value);
+                }
+        }
+        return width;
+}
+
+static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int parent, size_t n_columns,
+                              int width) {
         for (size_t i = 0; i < r->n_metrics; i++) {
                 const pmugate_metric_info *mi = &r->metrics[i];
                 int indent = 2 * (int) mi->level;
@@ -139,7 +163,7 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
 
                         format_metric(output_metric_value(r, column(r, k), i), mi->unit, value,
                                       sizeof(value));
-                        fprintf(ctx->file, " %*s", COLUMN_WIDTH, value);
+                        fprintf(ctx->file, " %*s", width, value);
                 }
                 fprintf(ctx->file, "  %s", mi->name);
                 if (ctx->stddev) {
@@ -150,7 +174,7 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
                         fprintf(ctx->file, "  %s", spread);
                 }
                 fputc('\n', ctx->file);
-                table_metric_rows(ctx, r, (int) i, n_columns);
+                table_metric_rows(ctx, r, (int) i, n_columns, width);
         }
 }
 
@@ -239,11 +263,13 @@ static void write_interval_line(OutputContext *ctx, const pmugate_result *r) {
 
 static void write_table(OutputContext *ctx, const pmugate_result *r) {
         size_t n_columns = 1 + r->n_packages + (ctx->per_cpu ? r->n_cpus : 0);
+        int width;
 
         if (ctx->interval) {
                 write_interval_line(ctx, r);
                 return;
         }
+        width = column_width(r, n_columns);
         if (!ctx->header_written)
                 write_title(ctx);
         fputc('\n', ctx->file);
@@ -254,11 +280,11 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
 
                         column_name(r, k, name, sizeof(name));
                         (void) snprintf(label, sizeof(label), "%s%s", k > r->n_packages ? "cpu" : "", name);
-                        fprintf(ctx->file, " %*s", COLUMN_WIDTH, label);
+                        fprintf(ctx->file, " %*s", width, label);
                 }
                 fputc('\n', ctx->file);
         }
-        table_metric_rows(ctx, r, -1, n_columns);
+        table_metric_rows(ctx, r, -1, n_columns, width);
         if (r->n_metrics > 0)
                 fputc('\n', ctx->file);
         for (size_t e = 0; e < r->n_events; e++) {
@@ -267,8 +293,7 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
 
                         /* the aggregate count spans the label column, so values line up */
                         format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
-                        fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + COLUMN_WIDTH : COLUMN_WIDTH,
-                                value);
+                        fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + width : width, value);
                 }
                 fprintf(ctx->file, "  %s", r->events[e]);
                 /* as perf: how many CPUs the task's time kept busy over the elapsed time */

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit tests: group files (good, bad, includes, search order) and the shipped TopDown groups
+ * Unit tests: group files (good, bad, includes, search order), the shipped TopDown groups, and
+ * a lint of every shipped group file: each reported metric has a unit from the known list.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +228,95 @@ static void test_shipped_groups(void **state) {
                 }
 }
 
+/* The units a shipped metric may have (docs/GROUPS.md, "Units"): programs reading CSV and JSON
+ * (pmugate plot, notebooks, dashboards) convert and group by these strings, so a new one is
+ * added here and in the documentation, not spelled anew in a group file. */
+static const char *const known_units[] = {
+        "%", "s", "J", "W", "MHz", "x nominal",
+        "MBytes/s", "GBytes", "MFLOP/s", "MUOPS/s",
+        "insn/cycle", "cycles/insn", "cycles", "per insn", "insn/branch", "loads/store",
+        "FLOP/cycle", "FLOP/insn", "FLOP/Byte",
+};
+
+static bool unit_known(const char *unit) {
+        for (size_t i = 0; i < ELEMENTSOF(known_units); i++)
+                if (strcmp(unit, known_units[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* Loads path (group name: the file's name without .conf) for the first model it is for and
+ * checks its metrics' units; returns how many metrics it checked. */
+static size_t lint_units(const char *path, const char *file, const char *subdir) {
+        static const char *const models[] = { "skx", "clx", "icx", "spr", "zen4", "zen5" };
+        char name[GROUP_NAME_MAX], reason[512] = "";
+        size_t checked = 0;
+        Group *g = NULL;
+        int r = -EOPNOTSUPP;
+
+        assert_true(strlen(file) > strlen(".conf") && strlen(file) - strlen(".conf") < sizeof(name));
+        (void) snprintf(name, sizeof(name), "%.*s", (int) (strlen(file) - strlen(".conf")), file);
+        for (size_t m = 0; m < ELEMENTSOF(models) && r == -EOPNOTSUPP; m++)
+                if (!subdir || strcmp(subdir, models[m]) == 0)
+                        r = group_load_file(path, name, models[m], &g, reason, sizeof(reason));
+        if (r < 0)
+                fail_msg("%s: %s", path, reason[0] ? reason : "for no known model");
+        for (size_t k = 0; k < g->n_metrics; k++) {
+                const GroupMetric *mi = &g->metrics[k];
+
+                if (mi->helper)
+                        continue;
+                if (!mi->unit || !unit_known(mi->unit))
+                        fail_msg("%s: metric %s has %s%s%s; give it one of the known units (docs/GROUPS.md)",
+                                 path, mi->name, mi->unit ? "the unknown unit '" : "no unit",
+                                 mi->unit ?: "", mi->unit ? "'" : "");
+                checked++;
+        }
+        group_free(g);
+        return checked;
+}
+
+static size_t lint_dir(const char *path, const char *subdir, size_t *ret_files) {
+        size_t checked = 0;
+        struct dirent *de;
+        DIR *d = opendir(path);
+
+        assert_non_null(d);
+        while ((de = readdir(d))) {
+                char child[4400];
+                struct stat st;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                (void) snprintf(child, sizeof(child), "%s/%s", path, de->d_name);
+                /* clx's TopDown files are links to skx's: checked as clx's own */
+                assert_int_equal(stat(child, &st), 0);
+                if (S_ISDIR(st.st_mode) && !subdir)
+                        checked += lint_dir(child, de->d_name, ret_files);
+                else if (S_ISREG(st.st_mode) && strlen(de->d_name) > 5 &&
+                         strcmp(de->d_name + strlen(de->d_name) - 5, ".conf") == 0) {
+                        checked += lint_units(child, de->d_name, subdir);
+                        (*ret_files)++;
+                }
+        }
+        closedir(d);
+        return checked;
+}
+
+/* Every shipped group file, at the top and under each model: every metric it reports carries
+ * a unit from the known list, so that no CSV column reads an empty unit. */
+static void test_shipped_units(void **state) {
+        size_t files = 0, metrics;
+
+        (void) state;
+        assert_int_equal(setenv("PMUGATE_GROUP_PATH", shipped, 1), 0);
+        metrics = lint_dir(shipped, NULL, &files);
+        /* the walk found the tree: 13 files at the top, 3 per Intel model, 10 per AMD one */
+        assert_true(files >= 45);
+        assert_true(metrics >= 200);
+        assert_true(unit_known("%") && !unit_known("") && !unit_known("MB/s"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_good_file),
@@ -233,6 +324,7 @@ int main(void) {
                 cmocka_unit_test(test_limits_and_names),
                 cmocka_unit_test(test_search_order),
                 cmocka_unit_test(test_shipped_groups),
+                cmocka_unit_test(test_shipped_units),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -8,6 +8,7 @@ runs, -r repeats."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -98,6 +99,16 @@ def test_units_and_files(tap):
                "every shipped metric carries a unit, and the value is in it", r["metrics"])
         rc, out, _ = sim.run("topdown", "-c", "0", "-S", "0.2s")
         tap.ok("40.0 %" in out, "the table shows the same percentage", out)
+        # Units as long as "cycles/insn" widen the value columns: every row ends its columns
+        # where the header ends them.
+        rc, out, _ = sim.run("stat", "-g", "ipc", "-c", "0-1", "-A", "-S", "0.2s")
+        lines = [l for l in out.splitlines() if l.strip() and "Performance" not in l and "elapsed" not in l]
+        header = lines[0] if lines else ""
+        ends = [m.end() for m in re.finditer(r"\S+", header)]
+        rows = [l for l in lines[1:] if "cycles/insn" in l or "insn/cycle" in l]
+        tap.ok(rc == 0 and len(ends) == 3 and len(rows) == 2 and
+               all(all(l[e - 1] != " " and (e == len(l) or l[e] == " ") for e in ends) for l in rows),
+               "the table's value columns stay aligned with long units", out)
 
         # -I: JSON Lines on stdout, one document when asked, one table line per interval
         rc, out, _ = sim.run("topdown", "-c", "0", "-I", "100ms", "-S", "0.45s", "-O", "jsonl")

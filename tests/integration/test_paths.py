@@ -200,5 +200,95 @@ def test_pmugatectl_loads_little(tap):
            "control: pmugate does load libpmugate", needed(t.PMUGATE))
 
 
+# Installed paths the documents name that the build does not install, each with its reason.
+NOT_INSTALLED = {
+    "/etc/pmugate/slurm.env": "the admin's optional settings for the Slurm scripts, written by the admin",
+    "/etc/prometheus/pmugate-nodes.yml": "the admin's Prometheus target list, an example in the README",
+    "/etc/systemd/system/pmugated.service.d/uncore.conf": "the admin's drop-in, an example in SECURITY.md",
+}
+# What the documents tell users to run, import or copy: must be installed and packaged.
+SHIPPED = ["/usr/libexec/pmugate/pmugate-likwid-divert", "/usr/share/pmugate/grafana/pmugate-topdown.json",
+           "/usr/share/doc/pmugate/examples/topdown-example.c", "/usr/share/doc/pmugate/examples/marker-omp.c",
+           "/usr/share/man/man1/pmugate-plot.1", "/usr/bin/pmugate-plot"]
+DOCUMENTS = ["README.md", "SECURITY.md", "contrib/slurm/README.md"] + \
+    ["docs/" + n for n in sorted(os.listdir(os.path.join(SOURCE, "docs"))) if n.endswith(".md")] + \
+    ["docs/man/" + n for n in sorted(os.listdir(os.path.join(SOURCE, "docs", "man")))]
+
+
+def named_paths():
+    """{path: [document, ...]} of the project's own installed paths the documents name."""
+    found = {}
+    for doc in DOCUMENTS:
+        with open(os.path.join(SOURCE, doc)) as f:
+            text = f.read().replace("\\-", "-")
+        for m in re.finditer(r"(?<![\w/.$])/(?:usr/(?:share|libexec|lib|bin|sbin)|etc)/[\w./-]*pmugate[\w./-]*", text):
+            path = m.group(0).rstrip(".,-")
+            if "..." not in path:
+                found.setdefault(path, []).append(doc)
+    return found
+
+
+def debian_patterns():
+    """Every debian/*.install line, as (package, pattern)."""
+    out = []
+    for name in sorted(os.listdir(os.path.join(SOURCE, "debian"))):
+        if name.endswith(".install"):
+            with open(os.path.join(SOURCE, "debian", name)) as f:
+                out += [(name[:-len(".install")], line.split()[0].replace("${DEB_HOST_MULTIARCH}", "*"))
+                        for line in f if line.strip() and not line.startswith("#")]
+    return out
+
+
+def test_docs_name_installed_paths(tap):
+    """Every installed path a document names is installed by a /usr build and put in a package
+    by debian/*.install; so is what they tell users to run (the LIKWID divert script), import
+    (the Grafana dashboard) or copy (the examples)."""
+    import fnmatch
+    with tempfile.TemporaryDirectory(prefix="pmugate-install-") as build:
+        rc, out, err = sh(["meson", "setup", build, SOURCE, "--prefix=/usr", "--sysconfdir=/etc", "-Dtests=false"],
+                          timeout=120)
+        if not tap.ok(rc == 0, "meson setup --prefix=/usr", out[-2000:] + err):
+            return
+        rc, out, err = sh(["meson", "introspect", "--installed", build])
+        installed = sorted(set(json.loads(out).values())) if rc == 0 else []
+    tap.ok(len(installed) > 20, "meson introspect --installed lists what a /usr build installs", err)
+    dirs = {os.path.join(SOURCE, "contrib", "grafana"): "/usr/share/pmugate/grafana"}
+
+    def is_installed(path):
+        # a file, a directory holding installed files, or a file in an installed directory
+        # (install_subdir lists the directory only: its files are those of the source one)
+        if path.rstrip("/") in installed or any(i.startswith(path.rstrip("/") + "/") for i in installed):
+            return True
+        for src, dest in dirs.items():
+            if path.startswith(dest + "/") and dest in installed and \
+                    os.path.exists(os.path.join(src, os.path.relpath(path, dest))):
+                return True
+        return False
+
+    patterns = debian_patterns()
+
+    def packaged(path):
+        rel = path.lstrip("/")
+        return [pkg for pkg, pat in patterns if (pat.endswith("/") and (rel + "/").startswith(pat)) or
+                fnmatch.fnmatchcase(rel, pat) or fnmatch.fnmatchcase(rel, pat.rstrip("/") + "/*")]
+
+    for path in SHIPPED:
+        tap.ok(is_installed(path) and packaged(path) == ["pmugate"],
+               "%s is installed and in the pmugate package" % path, (packaged(path), installed))
+    named = named_paths()
+    tap.ok(len(named) >= 15, "the documents name %d installed paths" % len(named), named)
+    missing = {p: d for p, d in named.items() if p not in NOT_INSTALLED and not is_installed(p)}
+    tap.eq(missing, {}, "every installed path a document names is installed")
+    unpackaged = {p: d for p, d in named.items() if p not in NOT_INSTALLED and not packaged(p)}
+    tap.eq(unpackaged, {}, "and a debian/*.install line puts it in a package")
+    source_only = {doc: re.findall(r"(?<![\w/.])contrib/(?:likwid|grafana)/[\w.-]+|client/examples/[\w.-]+",
+                                   open(os.path.join(SOURCE, doc)).read()) for doc in DOCUMENTS}
+    unexplained = {doc: refs for doc, refs in source_only.items() if refs and
+                   not any(p in open(os.path.join(SOURCE, doc)).read() for p in SHIPPED)}
+    tap.eq(unexplained, {}, "a document naming a shipped file by its place in the source tree names "
+           "where it is installed too")
+
+
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_this_build_agrees, test_prefixes, test_slurm_scripts, test_pmugatectl_loads_little]))
+    sys.exit(t.Tap().run([test_this_build_agrees, test_prefixes, test_slurm_scripts, test_pmugatectl_loads_little,
+                          test_docs_name_installed_paths]))
