@@ -207,7 +207,7 @@ NOT_INSTALLED = {
     "/etc/systemd/system/pmugated.service.d/uncore.conf": "the admin's drop-in, an example in SECURITY.md",
 }
 # What the documents tell users to run, import or copy: must be installed and packaged.
-SHIPPED = ["/usr/libexec/pmugate/pmugate-likwid-divert", "/usr/share/pmugate/grafana/pmugate-topdown.json",
+SHIPPED = ["/usr/libexec/pmugate/pmugate-likwid-divert", "/usr/share/pmugate/grafana/dashboards/pmugate-topdown.json",
            "/usr/share/doc/pmugate/examples/topdown-example.c", "/usr/share/doc/pmugate/examples/marker-omp.c",
            "/usr/share/man/man1/pmugate-plot.1", "/usr/bin/pmugate-plot"]
 DOCUMENTS = ["README.md", "SECURITY.md", "contrib/slurm/README.md"] + \
