@@ -340,12 +340,12 @@ def lower_expr(model, node, text):
 
 # ---- group files --------------------------------------------------------------------------
 
-def defined_in(path):
-    """Metrics and helpers a hand-written group file defines."""
+def defined_in(path, kinds="metric|helper"):
+    """Metrics or helpers a hand-written group file defines."""
     names = set()
     with open(path, encoding="utf-8") as f:
         for line in f:
-            m = re.match(r"\[(?:metric|helper) (\S+)\]", line)
+            m = re.match(r"\[(?:%s) (\S+)\]" % kinds, line)
             if m:
                 names.add(m.group(1))
     return names
@@ -376,7 +376,7 @@ def formula_or_reason(text, low):
     return wrap_value("formula", text)
 
 
-def generate(model, level, base_names):
+def generate(model, level, base_names, base_helpers):
     nodes = [n for n in model.order if 3 <= model.level(n) <= level]
     metrics, helpers, events, estimates = {}, {}, [], set()
     pending = list(nodes)
@@ -457,7 +457,11 @@ def generate(model, level, base_names):
                 raise FormulaError("%s: its MetricThreshold uses %s, which the node itself does not"
                                    % (n, ", ".join(tlow.events + missing)))
             out.append(wrap_value("threshold", threshold))
-        out.append(formula_or_reason(text, low))
+        if n in base_helpers:
+            # topdown-l2 has it as a helper: reported here with that formula
+            out.append("# formula: topdown-l2's helper %s\n" % n)
+        else:
+            out.append(formula_or_reason(text, low))
     for n in lowered:
         if n in node_set or lowered[n][0] is None:
             continue
@@ -482,11 +486,12 @@ def main():
     status = 0
     for key in args.models.split(","):
         model = Model(key, args.data, args.has_pmem)
-        base = set()
+        base, base_helpers = set(), set()
         for lv in (1, 2):
             p = os.path.join(args.groups, key, "topdown-l%d.conf" % lv)
             if os.path.exists(p):
                 base |= defined_in(p)
+                base_helpers |= defined_in(p, "helper")
         if not base:
             # No hand-written levels 1-2 for this model yet: the file is written against perf's
             # level-1/2 names, which that model's topdown-l2 must define.
@@ -494,7 +499,7 @@ def main():
         levels = [3] if key == "srf" else [3, 4]
         for level in levels:
             try:
-                text = generate(model, level, base)
+                text = generate(model, level, base, base_helpers)
             except FormulaError as e:
                 print("%s topdown-l%d: %s" % (key, level, e), file=sys.stderr)
                 status = 1
