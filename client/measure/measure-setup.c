@@ -202,13 +202,11 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
                 return -ENOMEM;
         for (size_t i = 0; i < g->n_metrics; i++) {
                 const GroupMetric *gm = &g->metrics[i];
+                char threshold[METRIC_NAME_MAX + sizeof(THRESHOLD_SUFFIX)];
                 MeasureMetric *mm;
 
                 if (gm->helper)
                         continue;
-                mm = &m->metrics[m->n_metrics++];
-                char threshold[METRIC_NAME_MAX + sizeof(THRESHOLD_SUFFIX)];
-
                 mm = &m->metrics[m->n_metrics++];
                 mm->formula = metric_set_formula_index(m->metric_set, gm->name);
                 (void) snprintf(threshold, sizeof(threshold), "%s%s", gm->name, THRESHOLD_SUFFIX);

@@ -52,7 +52,8 @@ LABEL_WORDS = {
     "dtlb": "DTLB", "itlb": "ITLB", "stlb": "STLB", "fp": "FP", "amx": "AMX", "cxl": "CXL",
     "sq": "SQ", "x87": "x87", "ms_switches": "MS switches", "int": "Int", "mem": "Mem",
     "128b": "128b", "256b": "256b", "512b": "512b", "nop": "NOP", "iq": "IQ", "ept": "EPT",
-    "tk": "TK", "nt": "NT", "pf": "PF", "dram": "DRAM", "pmm": "PMM",
+    "tk": "TK", "nt": "NT", "pf": "PF", "dram": "DRAM", "pmm": "PMM", "cisc": "CISC", "fb": "FB",
+    "3m": "3+", "c01": "C0.1", "c02": "C0.2", "fwd": "forward", "blk": "blocked",
 }
 LINE_MAX = 100
 
