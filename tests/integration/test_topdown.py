@@ -347,7 +347,7 @@ def test_large_machine(tap):
 def test_refusals(tap):
     sim = Sim("spr", rules=[("0-7", STENCIL)])
     try:
-        for args, what in ((["-l", "3"], "level 3"), (["-C", "0", "-c", "1", "--", "true"], "-C with -c"),
+        for args, what in ((["-l", "5"], "level 5"), (["-C", "0", "-c", "1", "--", "true"], "-C with -c"),
                            (["-S", "1s", "--", "true"], "-S with a command"), (["-O", "xml"], "an unknown format"),
                            (["-C", "0"], "-C without a command")):
             rc, _, err = sim.run("topdown", *args)
