@@ -171,6 +171,12 @@ static int evaluate(pmugate_measure *m, pmugate_values *v) {
                         if (!(v->scale[mm->programmed[p]] <= scale))
                                 scale = v->scale[mm->programmed[p]];
                 v->metric_scale[k] = scale;
+                /* An event that never ran is NaN, but max(0, NaN) is 0 in muparser: a node
+                 * whose inputs were not all counted, or that pmugate cannot compute, is n/a. */
+                if (!isfinite(scale) || mm->info.unavailable[0]) {
+                        v->metrics[k] = NAN;
+                        v->thresholds[k] = NAN;
+                }
         }
         return 0;
 }

@@ -81,6 +81,14 @@ def check_level4(tap, model, sim):
     tap.ok(gone["unavailable"] and "offcore" in gone["unavailable"] and
            r["aggregate"]["metrics"]["tma_false_sharing"] is None,
            "%s: a node pmugate cannot count is null with the reason, not 0" % model, gone)
+    # 0.3 s is a few of the 100 ms turns: some sets never count, and their nodes are n/a, not
+    # 0 (muparser's max(0, NaN) would give 0)
+    r = sim.json("topdown", "-l", "4", "-c", "0", "-S", "0.3s", "-O", "json")
+    agg = r["aggregate"]
+    never = [n for n, s in agg["metrics_scale"].items() if s is None]
+    tap.ok(never and all(agg["metrics"][n] is None for n in never),
+           "%s: the %d nodes whose events never ran are null" % (model, len(never)),
+           {n: agg["metrics"][n] for n in never})
     rc, out, err = sim.run("topdown", "-l", "4", "-c", "0", "-S", "0.5s")
     tap.ok(rc == 0 and "n/a: tma_false_sharing uses the offcore-response event" in out,
            "%s: the table says why the node is n/a" % model, out[-2000:] + err)
