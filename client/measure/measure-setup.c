@@ -149,6 +149,80 @@ static int add_events_list(pmugate_measure *m, const char *list, char *reterr_re
         return 0;
 }
 
+/* A metric's threshold (perf's MetricThreshold) is one more formula, NAME.threshold. */
+static int add_threshold(pmugate_measure *m, const GroupMetric *gm, char *reterr_reason, size_t reason_size) {
+        char name[METRIC_NAME_MAX + sizeof(THRESHOLD_SUFFIX)];
+
+        if (!gm->threshold)
+                return 0;
+        (void) snprintf(name, sizeof(name), "%s%s", gm->name, THRESHOLD_SUFFIX);
+        return metric_set_add_formula(m->metric_set, name, gm->threshold, reterr_reason, reason_size);
+}
+
+/* On a simulated PMU that says what it counts: whether an event on a generic counter is among
+ * it. Fixed-counter events and PERF_METRICS are always simulated. */
+static bool event_not_modelled(const pmugate_measure *m, const EventDesc *d) {
+        uint64_t config = d->config & EVENT_CONFIG_MASK_AMD;
+
+        if (!m->info->simulated || !m->info->sim_events || d->kind != EVENT_COUNTER || d->fixed >= 0)
+                return false;
+        for (size_t i = 0; i < m->info->n_sim_events; i++)
+                if (m->info->sim_events[i] == config)
+                        return false;
+        return true;
+}
+
+/* A metric that uses an event the simulator does not model is n/a with that reason, not the
+ * value its 0 count would give. */
+static int mark_not_modelled(pmugate_measure *m, MeasureMetric *mm) {
+        char reason[PMUGATE_REASON_MAX];
+
+        for (size_t p = 0; p < mm->n_programmed; p++) {
+                const MeasureEvent *e = &m->events[m->programmed[mm->programmed[p]]];
+
+                if (!e->not_modelled || mm->info.unavailable[0])
+                        continue;
+                (void) snprintf(reason, sizeof(reason), "not modelled: the simulator does not count %s",
+                                e->desc.name);
+                free((char *) mm->info.unavailable);
+                mm->info.unavailable = strdup(reason);
+                if (!mm->info.unavailable)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The programmed events each metric uses, itself or through others: its multiplexing scale is
+ * theirs. */
+static int find_metric_events(pmugate_measure *m) {
+        _cleanup_free_ bool *used = calloc(metric_set_n_variables(m->metric_set) ?: 1, sizeof(bool));
+        int r;
+
+        if (!used)
+                return -ENOMEM;
+        for (size_t k = 0; k < m->n_metrics; k++) {
+                MeasureMetric *mm = &m->metrics[k];
+
+                r = metric_set_formula_variables(m->metric_set, (size_t) mm->formula, used);
+                if (r < 0)
+                        return r;
+                mm->programmed = calloc(m->n_programmed ?: 1, sizeof(size_t));
+                if (!mm->programmed)
+                        return -ENOMEM;
+                for (size_t p = 0; p < m->n_programmed; p++) {
+                        const MeasureEvent *e = &m->events[m->programmed[p]];
+
+                        if ((e->variable >= 0 && used[e->variable]) ||
+                            (e->core_variable >= 0 && used[e->core_variable]))
+                                mm->programmed[mm->n_programmed++] = p;
+                }
+                r = mark_not_modelled(m, mm);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, size_t reason_size) {
         size_t n_reported = 0;
         int r;
@@ -156,6 +230,9 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
         for (size_t i = 0; i < g->n_metrics; i++) {
                 r = metric_set_add_formula(m->metric_set, g->metrics[i].name, g->metrics[i].formula, reterr_reason,
                                            reason_size);
+                if (r < 0)
+                        return r;
+                r = add_threshold(m, &g->metrics[i], reterr_reason, reason_size);
                 if (r < 0)
                         return r;
                 if (strstr(g->metrics[i].formula, CORE_SUM_PREFIX))
@@ -168,18 +245,25 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
                 return -ENOMEM;
         for (size_t i = 0; i < g->n_metrics; i++) {
                 const GroupMetric *gm = &g->metrics[i];
+                char threshold[METRIC_NAME_MAX + sizeof(THRESHOLD_SUFFIX)];
                 MeasureMetric *mm;
 
                 if (gm->helper)
                         continue;
                 mm = &m->metrics[m->n_metrics++];
                 mm->formula = metric_set_formula_index(m->metric_set, gm->name);
+                (void) snprintf(threshold, sizeof(threshold), "%s%s", gm->name, THRESHOLD_SUFFIX);
+                mm->threshold = gm->threshold ? metric_set_formula_index(m->metric_set, threshold) : -1;
                 mm->info.name = strdup(gm->name);
                 mm->info.label = strdup(gm->label ?: gm->name);
                 mm->info.unit = strdup(gm->unit ?: "");
+                mm->info.estimate = strdup(gm->estimate ?: "");
+                mm->info.unavailable = strdup(gm->unavailable ?: "");
+                mm->info.has_threshold = mm->threshold >= 0;
                 mm->info.parent = -1;
                 mm->info.level = 1;
-                if (!mm->info.name || !mm->info.label || !mm->info.unit)
+                if (!mm->info.name || !mm->info.label || !mm->info.unit || !mm->info.estimate ||
+                    !mm->info.unavailable)
                         return -ENOMEM;
         }
         /* parents by name; groups.c checked that each names a reported metric */
@@ -293,6 +377,12 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                         return r;
         }
         r = schedule_events(m, reterr_reason, reason_size);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < m->n_programmed; i++)
+                m->events[m->programmed[i]].not_modelled =
+                        event_not_modelled(m, &m->events[m->programmed[i]].desc);
+        r = find_metric_events(m);
         if (r < 0)
                 return r;
         return m->package ? package_events_plan(m->package, m->info, m->cpus, m->n_cpus) : 0;
