@@ -255,7 +255,7 @@ int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal
         msgpack_packer pk;
         int r;
 
-        TRY(server_reply_begin(s, req, 16, &pk));
+        TRY(server_reply_begin(s, req, 17, &pk));
         TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_uint(&pk, "protocol", PMUGATE_PROTOCOL_VERSION));
         TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));

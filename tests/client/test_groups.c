@@ -335,6 +335,15 @@ static size_t lint_units(const char *path, const char *file, const char *subdir)
         return checked;
 }
 
+static bool model_known(const char *key) {
+        static const char *const models[] = { "skx", "clx", "icx", "spr", "zen4", "zen5" };
+
+        for (size_t m = 0; m < ELEMENTSOF(models); m++)
+                if (strcmp(key, models[m]) == 0)
+                        return true;
+        return false;
+}
+
 static size_t lint_dir(const char *path, const char *subdir, size_t *ret_files) {
         size_t checked = 0;
         struct dirent *de;
@@ -350,6 +359,10 @@ static size_t lint_dir(const char *path, const char *subdir, size_t *ret_files) 
                 (void) snprintf(child, sizeof(child), "%s/%s", path, de->d_name);
                 /* clx's TopDown files are links to skx's: checked as clx's own */
                 assert_int_equal(stat(child, &st), 0);
+                /* emr, gnr, srf: generated ahead of their models (contrib/tma/gen-topdown.py),
+                 * which no table knows yet; test_gen_topdown.py checks those files */
+                if (S_ISDIR(st.st_mode) && !subdir && !model_known(de->d_name))
+                        continue;
                 if (S_ISDIR(st.st_mode) && !subdir)
                         checked += lint_dir(child, de->d_name, ret_files);
                 else if (S_ISREG(st.st_mode) && strlen(de->d_name) > 5 &&
