@@ -18,6 +18,7 @@
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "backend/sim/backend-sim.h"
+#include "backend/sim/sim-perf.h"
 #include "build-config.h"
 #include "handlers/handlers.h"
 #include "log.h"
@@ -256,66 +257,66 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
         return 0;
 }
 
-/* The types of the kernel's PMUs, for the forked opener's own check (perf_attr_verify()): the
- * opener opens events in the kernel only, whichever device backend serves registers. Without
- * a readable sysfs only software events are admitted. */
-static int kernel_perf_types(const char *root, const Machine *m, uint32_t **ret, size_t *ret_n) {
-        PerfCatalog *c = NULL;
-        uint32_t *types;
-        int r;
-
-        r = perf_catalog_read_sysfs(root, m, &c);
-        if (r < 0) {
-                log_warning_errno(r, "Cannot read the kernel's PMUs under %s: only software perf events can be opened",
-                                  root);
-                r = perf_catalog_new(&c);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot allocate the perf catalogue");
-        }
-        types = calloc(c->n_pmus ? c->n_pmus : 1, sizeof(*types));
-        if (!types) {
-                perf_catalog_free(c);
-                return log_error_errno(ENOMEM, "Cannot allocate the PMU types");
-        }
-        for (size_t i = 0; i < c->n_pmus; i++)
-                types[i] = c->pmus[i].type;
-        *ret_n = c->n_pmus;
-        *ret = types;
-        perf_catalog_free(c);
-        return 0;
-}
-
-/* Forks the perf opener while the daemon still has its start-up privileges: it keeps
- * CAP_PERFMON alone as the daemon's user (privileges.c leaves the serving process none), and
- * the kernel's perf driver opens every event through it. With --perf-opener the opener is the
- * service pmugate-perf-opener instead, connected to once the daemon is its user
- * (connect_perf_opener()). */
-static int start_perf(const Options *o, const Machine *m, uid_t uid, gid_t gid, PerfOpener **ret_opener,
-                      PerfDriver **ret_driver) {
-        _cleanup_free_ uint32_t *types = NULL;
+/* The perf_event path, set up while the daemon still has its start-up privileges: the PMUs
+ * the kernel shows (or the simulated machine's; without a readable sysfs only software events),
+ * and the perf opener: forked now, it keeps CAP_PERFMON alone as the daemon's user
+ * (privileges.c leaves the serving process none) and checks every attr with perf_attr_verify()
+ * against the catalogue's types; with --perf-opener it is the service pmugate-perf-opener
+ * instead, connected to once the daemon is its user (connect_perf_opener()). The kernel's perf
+ * driver opens every event through it; under the simulator, its driver counts hardware events
+ * on the simulated PMU and hands software events to the kernel's. */
+static int start_perf(const Options *o, const Machine *m, Backend *backend, uid_t uid, gid_t gid,
+                      PerfCatalog **ret_catalog, PerfOpener **ret_opener, PerfDriver **ret_driver,
+                      void (**ret_tick)(PerfDriver *d)) {
+        PerfCatalog *catalog = NULL;
         PerfOpener *opener = NULL;
-        size_t n_types = 0;
+        PerfDriver *kernel = NULL, *driver = NULL;
+        uint32_t types[PERF_PMUS_MAX];
+        size_t n = 0;
+        bool sim = strcmp(o->backend, "sim") == 0;
         int r;
 
-        if (o->perf_opener) {
-                r = perf_opener_new_remote(o->perf_opener, &opener);
+        if (sim) {
+                r = backend_sim_perf_catalog(backend, &catalog);
                 if (r < 0)
-                        return log_error_errno(r, "Cannot set up the perf opener at %s", o->perf_opener);
+                        return log_error_errno(r, "Cannot read the simulated machine's PMUs");
         } else {
-                r = kernel_perf_types(o->root, m, &types, &n_types);
-                if (r < 0)
-                        return r;
-                r = perf_opener_start(perf_attr_verify, types, n_types, uid, gid, &opener);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot start the perf opener");
+                r = perf_catalog_read_sysfs(o->root, m, &catalog);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot read the kernel's PMUs under %s: only software perf events "
+                                          "can be opened", o->root);
+                        r = perf_catalog_new(&catalog);
+                        if (r < 0)
+                                return log_error_errno(r, "Cannot allocate the perf catalogue");
+                }
         }
-        r = perf_driver_kernel_new(opener, ret_driver);
+        for (size_t i = 0; i < catalog->n_pmus && n < ELEMENTSOF(types); i++)
+                types[n++] = catalog->pmus[i].type;
+        if (o->perf_opener)
+                r = perf_opener_new_remote(o->perf_opener, &opener);
+        else
+                r = perf_opener_start(perf_attr_verify, types, n, uid, gid, &opener);
         if (r < 0) {
-                perf_opener_stop(opener);
-                return log_error_errno(r, "Cannot set up the kernel's perf driver");
+                log_error_errno(r, "Cannot start the perf opener");
+                goto fail;
         }
+        r = perf_driver_kernel_new(opener, &kernel);
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the kernel's perf driver");
+                goto fail;
+        }
+        if (sim) {
+                /* it owns the kernel's driver from here on, also when it fails */
+                r = backend_sim_perf_driver(backend, TAKE_PTR(kernel), &driver, ret_tick);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot set up the simulator's perf driver");
+                        goto fail;
+                }
+        } else
+                driver = TAKE_PTR(kernel);
         if (!o->perf_opener) {
-                log_info("Perf opener started (process %d)", (int) perf_opener_pid(opener));
+                log_info("Perf opener started (process %d); %zu PMUs", (int) perf_opener_pid(opener),
+                         catalog->n_pmus);
                 if (perf_opener_probe_error(opener) < 0)
                         (void) log_warning_errno(perf_opener_probe_error(opener),
                                                  "perf_event_open() is refused in the perf opener, most likely by "
@@ -324,7 +325,14 @@ static int start_perf(const Options *o, const Machine *m, uid_t uid, gid_t gid, 
                                                  "no perf event");
         }
         *ret_opener = opener;
+        *ret_catalog = catalog;
+        *ret_driver = driver;
         return 0;
+fail:
+        perf_driver_free(kernel);
+        perf_opener_stop(opener);
+        perf_catalog_free(catalog);
+        return r;
 }
 
 /* The opener service serves only its own user, the daemon's, so this comes after the drop. A
@@ -360,6 +368,8 @@ static int run(int argc, char *argv[]) {
         Server *server = NULL;
         PerfOpener *perf_opener = NULL, *remote_opener;
         PerfDriver *perf_driver = NULL;
+        PerfCatalog *perf_catalog = NULL;
+        void (*perf_tick)(PerfDriver *d) = NULL;
         StateDir state = { .fd = -EBADF };
         BackendChoice choice;
         char reason[512], cgroup_root[4096];
@@ -430,7 +440,8 @@ static int run(int argc, char *argv[]) {
                 goto finish;
         /* Before the audit log, the state directory and the socket are open: the opener closes
          * every fd it inherits, and has the fewer to close. */
-        r = start_perf(&o, machine, daemon_uid, daemon_gid, &perf_opener, &perf_driver);
+        r = start_perf(&o, machine, backend, daemon_uid, daemon_gid, &perf_catalog, &perf_opener, &perf_driver,
+                       &perf_tick);
         if (r < 0)
                 goto finish;
 
@@ -450,7 +461,8 @@ static int run(int argc, char *argv[]) {
         r = server_new(&(ServerOptions) { .socket_path = o.socket_path, .config_path = o.config_path,
                                           .dispatch = handlers_dispatch, .config_owner = geteuid(),
                                           .state = &state, .cgroup_root = cgroup_root, .root = o.root,
-                                          .perf_opener = perf_opener, .perf_driver = perf_driver },
+                                          .perf_opener = perf_opener, .perf_driver = perf_driver,
+                                          .perf_catalog = perf_catalog },
                        machine, backend, allowlist, &config, audit, &server);
         if (r < 0)
                 goto finish;
@@ -459,6 +471,8 @@ static int run(int argc, char *argv[]) {
         remote_opener = perf_opener;    /* the server's now */
         perf_opener = NULL;
         perf_driver = NULL;
+        perf_catalog = NULL;
+        server->perf_tick_fn = perf_tick;
         machine = NULL;
         backend = NULL;
         allowlist = NULL;
@@ -480,6 +494,7 @@ finish:
         server_free(server);
         perf_driver_free(perf_driver);
         perf_opener_stop(perf_opener);
+        perf_catalog_free(perf_catalog);
         audit_free(audit);
         backend_free(backend);
         allowlist_free(allowlist);

@@ -242,3 +242,22 @@ int perf_event_spec_decode(const msgpack_object *map, PerfEventSpec *ret, char *
         *ret = s;
         return 0;
 }
+
+static const char *const perf_scope_names[_PERF_SCOPE_MAX] = {
+        [PERF_SCOPE_CPU] = "cpu",
+        [PERF_SCOPE_JOB] = "job",
+        [PERF_SCOPE_PROCESS] = "process",
+};
+
+const char *perf_scope_to_string(PerfScope s) {
+        if ((unsigned) s >= _PERF_SCOPE_MAX)
+                return NULL;
+        return perf_scope_names[s];
+}
+
+PerfScope perf_scope_from_string(const char *s, size_t n) {
+        for (unsigned i = 0; i < _PERF_SCOPE_MAX; i++)
+                if (n == strlen(perf_scope_names[i]) && memcmp(s, perf_scope_names[i], n) == 0)
+                        return (PerfScope) i;
+        return _PERF_SCOPE_INVALID;
+}

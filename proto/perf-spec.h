@@ -21,6 +21,20 @@ typedef struct PerfEventSpec {
         char name[PERF_EVENT_NAME_MAX + 1]; /* "" when the client gave none */
 } PerfEventSpec;
 
+/* perf_open's "scope": what its events count (docs/PERF.md). */
+typedef enum PerfScope {
+        PERF_SCOPE_CPU,
+        PERF_SCOPE_JOB,
+        PERF_SCOPE_PROCESS,
+        _PERF_SCOPE_MAX,
+        _PERF_SCOPE_INVALID = -1,
+} PerfScope;
+
+/* The scope's wire name ("cpu", "job", "process"), NULL outside the enum. */
+const char *perf_scope_to_string(PerfScope s);
+/* The scope whose name is exactly the n bytes at s, or _PERF_SCOPE_INVALID. */
+PerfScope perf_scope_from_string(const char *s, size_t n);
+
 /* Decodes one EVENT map: "pmu" and "config" required, "config1", "config2", "kernel" and "name"
  * optional, each at most once. Any other key is refused naming it; a key that is a field of
  * the kernel's struct perf_event_attr gets the reason pmugate never sets it from a client's word

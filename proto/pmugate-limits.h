@@ -155,6 +155,26 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
+/* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, the
+ * size of a PMU's cpumask (a list on a machine of thousands of CPUs) and of its other files
+ * (type, format files). */
+#define PERF_SYSFS_ENTRIES_MAX 1024U
+#define PERF_SYSFS_FILE_MAX 4096U
+#define PERF_SYSFS_SMALL_FILE_MAX 64U
+
+/* One perf_open: its groups, the events of one group (SLOTS with the eight level-2 TopDown
+ * metric events is nine), and its events in all; the handles one session holds at once; and
+ * the open events (kernel fds, one per event and target) of one uid across its sessions. */
+#define PERF_GROUPS_PER_OPEN_MAX 16U
+#define PERF_GROUP_EVENTS_MAX 10U
+#define PERF_EVENTS_PER_OPEN_MAX 32U
+#define PERF_HANDLES_PER_SESSION_MAX 16U
+#define PERF_FDS_PER_UID_MAX 1024U
+
+/* The perf opener (daemon/backend/perf-opener.c) answers one open at a time; a reply that takes
+ * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
+ * rather than wait with every client. */
+#define PERF_OPENER_TIMEOUT_MSEC 5000U
 
 /* A cgroup's path as /proc/PID/cgroup gives it; a longer one is refused, not cut. */
 #define PMUGATE_CGROUP_PATH_MAX 2048U
@@ -169,17 +189,13 @@
 #define PMUGATE_LOCKDOWN_FILE_MAX 256U
 #define PMUGATE_LOCKDOWN_WORD_MAX 32U
 
-/* The perf opener (daemon/backend/perf-opener.c) answers one open at a time; a reply that takes
- * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
- * rather than wait with every client. */
-#define PERF_OPENER_TIMEOUT_MSEC 5000U
+/* How often the simulator's perf driver is ticked while events are open (the kernel rotates
+ * multiplexed groups every perf_event_mux_interval_ms, 4 ms by default). */
+#define PERF_SIM_TICK_USEC 4000U
 
 /* Events the simulator's perf driver keeps open at once (its handle table). */
 #define PERF_SIM_EVENTS_MAX 65536U
 
-/* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, the
- * size of a PMU's cpumask (a list on a machine of thousands of CPUs) and of its other files
- * (type, format files). */
-#define PERF_SYSFS_ENTRIES_MAX 1024U
-#define PERF_SYSFS_FILE_MAX 4096U
-#define PERF_SYSFS_SMALL_FILE_MAX 64U
+/* The fds one message of a perf_open handoff can carry (the kernel's SCM_MAX_FD); the
+ * client's receive buffer holds that many. */
+#define PERF_HANDOFF_FDS_PER_MESSAGE 253U

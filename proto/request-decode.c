@@ -31,6 +31,13 @@ enum {
         KEY_V = 1 << 4,
         KEY_ID = 1 << 5,
         KEY_OP = 1 << 6,
+        KEY_SCOPE = 1 << 7,
+        KEY_PID = 1 << 8,
+        KEY_FOLLOW = 1 << 9,
+        KEY_ON_EXEC = 1 << 10,
+        KEY_HANDOFF = 1 << 11,
+        KEY_HANDLE = 1 << 12,
+        KEY_GROUPS = 1 << 13,
 };
 
 /* Every key this protocol knows, by length: requests are matched against it once per key. */
@@ -45,9 +52,19 @@ static unsigned classify_key(const msgpack_object *key) {
         case 3:
                 return memcmp(p, "ops", 3) == 0 ? KEY_OPS :
                        memcmp(p, "job", 3) == 0 ? KEY_JOB :
-                       memcmp(p, "uid", 3) == 0 ? KEY_UID : 0;
+                       memcmp(p, "uid", 3) == 0 ? KEY_UID :
+                       memcmp(p, "pid", 3) == 0 ? KEY_PID : 0;
         case 4:
                 return memcmp(p, "cpus", 4) == 0 ? KEY_CPUS : 0;
+        case 5:
+                return memcmp(p, "scope", 5) == 0 ? KEY_SCOPE : 0;
+        case 6:
+                return memcmp(p, "follow", 6) == 0 ? KEY_FOLLOW :
+                       memcmp(p, "handle", 6) == 0 ? KEY_HANDLE :
+                       memcmp(p, "groups", 6) == 0 ? KEY_GROUPS : 0;
+        case 7:
+                return memcmp(p, "on_exec", 7) == 0 ? KEY_ON_EXEC :
+                       memcmp(p, "handoff", 7) == 0 ? KEY_HANDOFF : 0;
         default:
                 return 0;
         }
@@ -67,6 +84,10 @@ static const struct {
         [REQUEST_RESET] = { KEY_CPUS, 0 },
         [REQUEST_RELOAD] = { 0, 0 },
         [REQUEST_JOBMAP] = { 0, 0 },
+        [REQUEST_PERF_OPEN] = { KEY_SCOPE | KEY_CPUS | KEY_PID | KEY_FOLLOW | KEY_ON_EXEC | KEY_HANDOFF | KEY_GROUPS,
+                                KEY_SCOPE | KEY_GROUPS },
+        [REQUEST_PERF_READ] = { KEY_HANDLE, KEY_HANDLE },
+        [REQUEST_PERF_CLOSE] = { KEY_HANDLE, KEY_HANDLE },
 };
 
 RequestBuffer *request_buffer_new(void) {
@@ -570,9 +591,81 @@ static int decode_job(const msgpack_object *o, Request *req, DecodeError *e) {
         return 0;
 }
 
+static int decode_bool(const msgpack_object *o, bool *ret, const msgpack_object *key, DecodeError *e) {
+        if (o->type != MSGPACK_OBJECT_BOOLEAN)
+                return refuse(e, PROTO_E_BAD_FIELD, "'%.*s' must be true or false", (int) key->via.str.size,
+                              key->via.str.ptr);
+        *ret = o->via.boolean;
+        return 0;
+}
+
+static int decode_perf_scope(const msgpack_object *o, Request *req, DecodeError *e) {
+        if (o->type == MSGPACK_OBJECT_STR)
+                req->perf_scope = perf_scope_from_string(o->via.str.ptr, o->via.str.size);
+        if (o->type != MSGPACK_OBJECT_STR || req->perf_scope < 0)
+                return refuse(e, PROTO_E_BAD_FIELD, "'scope' must be \"cpu\", \"job\" or \"process\"");
+        return 0;
+}
+
+/* "groups": [[EVENT, ...], ...], every event decoded into the buffer, group after group. */
+static int decode_perf_groups(const msgpack_object *o, RequestBuffer *buf, Request *req, DecodeError *e) {
+        size_t n = 0;
+
+        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size == 0)
+                return refuse(e, PROTO_E_BAD_FIELD, "'groups' must be a non-empty array of groups [[event, ...], ...]");
+        if (o->via.array.size > PERF_GROUPS_PER_OPEN_MAX)
+                return refuse(e, PROTO_E_TOO_MANY_OPS, "%" PRIu32 " groups, at most %u per perf_open",
+                              o->via.array.size, PERF_GROUPS_PER_OPEN_MAX);
+        for (uint32_t g = 0; g < o->via.array.size; g++) {
+                const msgpack_object *group = &o->via.array.ptr[g];
+
+                if (group->type != MSGPACK_OBJECT_ARRAY || group->via.array.size == 0)
+                        return refuse(e, PROTO_E_BAD_FIELD, "groups[%" PRIu32 "] must be a non-empty array of events", g);
+                if (group->via.array.size > PERF_GROUP_EVENTS_MAX)
+                        return refuse(e, PROTO_E_TOO_MANY_OPS, "groups[%" PRIu32 "] has %" PRIu32 " events, at most %u per group",
+                                      g, group->via.array.size, PERF_GROUP_EVENTS_MAX);
+                if (group->via.array.size > PERF_EVENTS_PER_OPEN_MAX - n)
+                        return refuse(e, PROTO_E_TOO_MANY_OPS, "more than %u events in one perf_open",
+                                      PERF_EVENTS_PER_OPEN_MAX);
+                for (uint32_t i = 0; i < group->via.array.size; i++) {
+                        char why[sizeof(e->reason) - 32];
+                        int r = perf_event_spec_decode(&group->via.array.ptr[i], &buf->perf_events[n], why, sizeof(why));
+
+                        if (r != 0)
+                                return refuse(e, r, "groups[%" PRIu32 "][%" PRIu32 "]: %s", g, i, why);
+                        n++;
+                }
+                buf->perf_group_sizes[g] = (uint8_t) group->via.array.size;
+        }
+        req->perf_events = buf->perf_events;
+        req->n_perf_events = n;
+        req->perf_group_sizes = buf->perf_group_sizes;
+        req->n_perf_groups = o->via.array.size;
+        return 0;
+}
+
+/* The keys of perf_open each belong to a scope: one given where it means nothing is refused
+ * rather than ignored, so a client never believes it asked for something it did not get. */
+static int check_perf_open(Request *req, unsigned seen, DecodeError *e) {
+        const char *scope = perf_scope_to_string(req->perf_scope);
+
+        if (req->perf_scope == PERF_SCOPE_CPU && !(seen & KEY_CPUS))
+                return refuse(e, PROTO_E_BAD_FIELD, "scope 'cpu' needs 'cpus'");
+        if (req->perf_scope == PERF_SCOPE_PROCESS && (seen & KEY_CPUS))
+                return refuse(e, PROTO_E_BAD_FIELD, "scope 'process' counts wherever the process runs: 'cpus' is not accepted");
+        if (req->perf_scope != PERF_SCOPE_PROCESS && (seen & (KEY_PID | KEY_FOLLOW | KEY_ON_EXEC | KEY_HANDOFF)))
+                return refuse(e, PROTO_E_BAD_FIELD,
+                              "'pid', 'follow', 'on_exec' and 'handoff' belong to scope 'process', not '%s'", scope);
+        if (req->has_cpus && req->n_cpus == 0)
+                return refuse(e, PROTO_E_BAD_FIELD, "'cpus' must name at least one CPU");
+        if (!(seen & KEY_FOLLOW))
+                req->follow = true;
+        return 0;
+}
+
 static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *req, DecodeError *e) {
         const msgpack_object *v = NULL, *id = NULL, *op = NULL;
-        uint8_t kinds[PMUGATE_REQUEST_KEYS_MAX];
+        uint16_t kinds[PMUGATE_REQUEST_KEYS_MAX];
         unsigned seen = 0;
         int r;
 
@@ -581,7 +674,7 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
         for (uint32_t i = 0; i < root->via.map.size; i++) {
                 const msgpack_object *key = &root->via.map.ptr[i].key;
 
-                kinds[i] = key->type == MSGPACK_OBJECT_STR ? (uint8_t) classify_key(key) : 0;
+                kinds[i] = key->type == MSGPACK_OBJECT_STR ? (uint16_t) classify_key(key) : 0;
                 if (kinds[i] == KEY_ID && !id)
                         id = &root->via.map.ptr[i].val;
                 else if (kinds[i] == KEY_V && !v)
@@ -645,6 +738,28 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                         r = get_u32(val, &req->uid) ? 0 : refuse(e, PROTO_E_BAD_FIELD, "'uid' must be an unsigned 32-bit integer");
                         req->has_uid = true;
                         break;
+                case KEY_SCOPE:
+                        r = decode_perf_scope(val, req, e);
+                        break;
+                case KEY_PID:
+                        r = get_u32(val, &req->pid) && req->pid <= INT32_MAX ? 0 :
+                            refuse(e, PROTO_E_BAD_FIELD, "'pid' must be a process id (0: the caller)");
+                        req->has_pid = true;
+                        break;
+                case KEY_FOLLOW:
+                case KEY_ON_EXEC:
+                case KEY_HANDOFF:
+                        r = decode_bool(val, bit == KEY_FOLLOW ? &req->follow : bit == KEY_ON_EXEC ? &req->on_exec :
+                                        &req->handoff, key, e);
+                        break;
+                case KEY_HANDLE:
+                        r = get_u32(val, &req->handle) ? 0 :
+                            refuse(e, PROTO_E_BAD_FIELD, "'handle' must be an unsigned 32-bit integer");
+                        req->has_handle = true;
+                        break;
+                case KEY_GROUPS:
+                        r = decode_perf_groups(val, buf, req, e);
+                        break;
                 default:
                         r = refuse(e, PROTO_E_INTERNAL, "unhandled key");
                 }
@@ -656,6 +771,8 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
         if ((seen & request_keys[req->type].required) != request_keys[req->type].required)
                 return refuse(e, PROTO_E_BAD_FIELD, "operation '%s' is missing a required key",
                               request_type_to_string(req->type));
+        if (req->type == REQUEST_PERF_OPEN)
+                return check_perf_open(req, seen, e);
         return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perf-spec.h"
 #include "pmugate-limits.h"
 #include "wire.h"
 
@@ -67,6 +68,21 @@ typedef struct Request {
 
         uint32_t uid;
         bool has_uid;
+
+        /* perf_open, perf_read, perf_close (docs/PROTOCOL.md): the defaults filled in, and
+         * each key checked against the scope it belongs to. */
+        PerfScope perf_scope;
+        uint32_t pid;                   /* process scope: 0 is the caller */
+        bool has_pid;
+        bool follow;                    /* default true */
+        bool on_exec;
+        bool handoff;
+        uint32_t handle;
+        bool has_handle;
+        const PerfEventSpec *perf_events;       /* every group's events, group after group */
+        size_t n_perf_events;
+        const uint8_t *perf_group_sizes;        /* events in each group; the first leads it */
+        size_t n_perf_groups;
 } Request;
 
 /* Storage reused across requests. The op array grows to the largest batch decoded, up to
@@ -76,6 +92,8 @@ typedef struct RequestBuffer {
         RegOp *ops;
         size_t ops_capacity;
         uint32_t cpus[PMUGATE_LIST_MAX];
+        PerfEventSpec perf_events[PERF_EVENTS_PER_OPEN_MAX];
+        uint8_t perf_group_sizes[PERF_GROUPS_PER_OPEN_MAX];
         msgpack_zone zone;
         bool zone_initialized;
 } RequestBuffer;

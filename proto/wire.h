@@ -23,6 +23,9 @@ typedef enum RequestType {
         REQUEST_RESET,
         REQUEST_RELOAD,
         REQUEST_JOBMAP,
+        REQUEST_PERF_OPEN,
+        REQUEST_PERF_READ,
+        REQUEST_PERF_CLOSE,
         _REQUEST_TYPE_MAX,
         _REQUEST_TYPE_INVALID = -EINVAL,
 } RequestType;
@@ -164,3 +167,34 @@ typedef enum JobmapLeaseField {
         JOBMAP_LEASE_ROLE,
         _JOBMAP_LEASE_FIELDS,
 } JobmapLeaseField;
+
+/* perf_read "rows": one per target and group, target-major. PERF_ROW_STATUS is 0 or the
+ * negative errno of the read; the times are the kernel's time_enabled and time_running (ns),
+ * PERF_ROW_VALUES the group's counts in the order its events were given. */
+typedef enum PerfRowField {
+        PERF_ROW_TARGET,
+        PERF_ROW_GROUP,
+        PERF_ROW_STATUS,
+        PERF_ROW_ENABLED,
+        PERF_ROW_RUNNING,
+        PERF_ROW_VALUES,
+        _PERF_ROW_FIELDS,
+} PerfRowField;
+
+/* hello "pmus": the PMUs perf_open may name. HELLO_PMU_KIND is "core", "uncore" or
+ * "software"; package and CPU are -1 but for uncore PMUs; HELLO_PMU_TOPDOWN 0 none, 1 level
+ * 1, 2 level 2 metric events. */
+typedef enum HelloPmuField {
+        HELLO_PMU_NAME,
+        HELLO_PMU_KIND,
+        HELLO_PMU_TYPE,
+        HELLO_PMU_PACKAGE,
+        HELLO_PMU_CPU,
+        HELLO_PMU_TOPDOWN,
+        _HELLO_PMU_FIELDS,
+} HelloPmuField;
+
+/* perf_open "scope". */
+#define WIRE_PERF_SCOPE_CPU "cpu"
+#define WIRE_PERF_SCOPE_JOB "job"
+#define WIRE_PERF_SCOPE_PROCESS "process"

@@ -98,9 +98,16 @@ static void column_name(const pmugate_result *r, size_t k, char *buf, size_t siz
                 (void) snprintf(buf, size, "%" PRIu32, r->cpus[k - 1 - r->n_packages].cpu);
 }
 
+/* The kernel's clocks count nanoseconds: perf prints them in milliseconds. */
+static bool is_clock_event(const char *name) {
+        return strcmp(name, "task-clock") == 0 || strcmp(name, "cpu-clock") == 0;
+}
+
 /* Energy in joules and other events with a unit are not whole counts. */
 static void format_event(const pmugate_result *r, size_t e, double v, char *buf, size_t size) {
-        if (r->event_units && r->event_units[e][0] && isfinite(v))
+        if (is_clock_event(r->events[e]) && isfinite(v))
+                (void) snprintf(buf, size, "%.2f msec", v / 1e6);
+        else if (r->event_units && r->event_units[e][0] && isfinite(v))
                 (void) snprintf(buf, size, "%.6f %s", v, r->event_units[e]);
         else
                 format_count(v, buf, size);
@@ -150,8 +157,12 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
 static void write_title(OutputContext *ctx) {
         const pmugate_info *info = ctx->info;
 
-        fprintf(ctx->file, "\n Performance counter stats for CPUs %s (%s%s)", ctx->cpu_list,
-                info->model_label[0] ? info->model_label : info->model_key,
+        if (ctx->target)
+                fprintf(ctx->file, "\n Performance counter stats for %s", ctx->target);
+        else
+                fprintf(ctx->file, "\n Performance counter stats for CPUs %s", ctx->cpu_list);
+        fprintf(ctx->file, " (%s%s)",
+                info->model_label[0] ? info->model_label : info->model_key[0] ? info->model_key : "no PMU model",
                 info->simulated ? ", simulated PMU" : "");
         if (ctx->level > 0)
                 fprintf(ctx->file, ": TopDown level %u", ctx->level);
@@ -260,10 +271,13 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
                                 value);
                 }
                 fprintf(ctx->file, "  %s", r->events[e]);
-                /* as perf: the share of the time the event was on a counter */
-                if (r->aggregate.scale[e] != 1.0)
-                        fprintf(ctx->file, "  (%.2f%%)",
-                                isfinite(r->aggregate.scale[e]) ? 100.0 / r->aggregate.scale[e] : 0.0);
+                /* as perf: how many CPUs the task's time kept busy over the elapsed time */
+                if (strcmp(r->events[e], "task-clock") == 0 && isfinite(r->aggregate.counts[e]) && r->elapsed > 0)
+                        fprintf(ctx->file, "  # %.3f CPUs utilized", r->aggregate.counts[e] / 1e9 / r->elapsed);
+                /* as perf: the share of the time the event was on a counter; none for one that
+                 * never was (<not counted>) */
+                if (r->aggregate.scale[e] != 1.0 && isfinite(r->aggregate.scale[e]))
+                        fprintf(ctx->file, "  (%.2f%%)", 100.0 / r->aggregate.scale[e]);
                 if (ctx->stddev) {
                         char spread[NUMBER_MAX];
 
@@ -443,7 +457,9 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
                 json_object_object_add(root, "per_package", per_package);
                 json_object_object_add(root, "withheld",
                                        json_object_new_string(r->withheld ? r->withheld : ""));
-        }
+        } else if (r->withheld && r->withheld[0])
+                /* events the perf path could not count, and why */
+                json_object_object_add(root, "withheld", json_object_new_string(r->withheld));
         if (ctx->command) {
                 json_object *cmd = json_object_new_object(), *argv = json_object_new_array();
 

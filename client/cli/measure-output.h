@@ -34,6 +34,8 @@ typedef struct OutputContext {
         const char *description;
         unsigned level;                 /* TopDown level, 0 for stat */
         const char *cpu_list;           /* measured CPUs as a list ("0-3") */
+        const char *target;             /* what is counted when not the CPUs ("process 42"), or NULL */
+        char target_buf[320];
         char *const *command;           /* wrapped command, or NULL */
         int exit_status;                /* of the command; -1 while it runs */
         const char *interrupted;        /* "SIGINT" when a signal ended the run early, or NULL */

@@ -49,13 +49,15 @@ static int parse_time(const char *s, uint64_t plain_unit_ns, uint64_t *ret) {
 
 static void help(bool topdown) {
         if (topdown)
-                printf("Usage: pmugate topdown [-l 1|2] [-C CPUS | -c CPUS] [-I INTERVAL] [-S DURATION]\n"
-                       "                       [-r N] [-O FORMAT] [-o FILE] [-A] [-- COMMAND ARGS...]\n"
+                printf("Usage: pmugate topdown [-l 1|2] [-C CPUS | -c CPUS | -p PID] [--scope=SCOPE]\n"
+                       "                       [-I INTERVAL] [-S DURATION] [-r N] [-O FORMAT] [-o FILE] [-A]\n"
+                       "                       [-- COMMAND ARGS...]\n"
                        "\n"
                        "Intel's TopDown analysis (level 1, or 2 with its children) on CPUs.\n");
         else
-                printf("Usage: pmugate stat -e EVENT,... | -g GROUP [-C CPUS | -c CPUS] [-I INTERVAL]\n"
-                       "                    [-S DURATION] [-r N] [-O FORMAT] [-o FILE] [-A]\n"
+                printf("Usage: pmugate stat -e EVENT,... | -g GROUP [-C CPUS | -c CPUS | -p PID]\n"
+                       "                    [--scope=SCOPE] [-I INTERVAL] [-S DURATION] [-r N] [-O FORMAT]\n"
+                       "                    [-o FILE] [-A]\n"
                        "                    [-- COMMAND ARGS...]\n"
                        "\n"
                        "Count events, or a group of events and the formulas computed from them.\n");
@@ -63,19 +65,29 @@ static void help(bool topdown) {
                "Counts are per CPU, like likwid-perfctr: everything that runs on the measured CPUs\n"
                "is counted, not one process. With a COMMAND, -C pins it to the CPUs, so that their\n"
                "counts are its own unless others run there; results go to stderr and the command\n"
-               "keeps its stdout; pmugate exits with the command's status.\n"
+               "keeps its stdout; pmugate exits with the command's status. Where the daemon counts\n"
+               "through the kernel's perf events, or for the kernel's software events, a COMMAND\n"
+               "without -C or -c is counted itself with its children wherever they run, like\n"
+               "perf stat -- COMMAND; -p counts a running process; in job mode the job is counted.\n"
                "\n");
         if (topdown)
                 printf("  -l --level=1|2        TopDown level (default 1)\n");
         else
                 printf("  -e --events=LIST      Events: Intel names (any case), perf's instructions,\n"
                        "                        cycles, ref-cycles, branches, branch-misses, rHEX;\n"
-                       "                        modifiers :u :k :c=N :e :i\n"
+                       "                        modifiers :u :k :c=N :e :i; the kernel's task-clock,\n"
+                       "                        cpu-clock, page-faults, context-switches,\n"
+                       "                        cpu-migrations, minor-faults, major-faults\n"
                        "  -g --group=NAME       A group ('pmugate list groups'), any case\n");
         printf("  -C --cpu=CPUS         Pin COMMAND to CPUS and measure them\n"
                "  -c --cpus=CPUS        Measure CPUS (default: the CPUs this process may run on)\n"
                "                        CPUS: 0-3,8 or likwid's S0:0-3, N:0-7, C0:, M0:\n"
                "                        (joined with @ or ,)\n"
+               "  -p --pid=PID          Count process PID (yours) and its new threads and children\n"
+               "     --scope=SCOPE      cpu (the CPUs), job (your job's tasks on them; job mode) or\n"
+               "                        process (COMMAND or -p); default: process for -p and, where\n"
+               "                        counters go through perf, for COMMAND without -C or -c;\n"
+               "                        job in job mode there; else cpu\n"
                "  -I --interval=TIME    Print every TIME (500ms, 1s; a plain number is ms)\n"
                "  -S --duration=TIME    Measure for TIME without a command (Ctrl-C ends it early)\n"
                "  -r --repeat=N         Run COMMAND N times: means and standard deviations\n"
@@ -162,6 +174,16 @@ static int parse_option(MeasureArgs *a, int opt, const char *arg, char *const *a
         case ARG_KERNEL:
                 a->flags |= PMUGATE_MEASURE_KERNEL;
                 return 0;
+        case ARG_SCOPE:
+                a->scope = pmugate_perf_scope_from_string(arg);
+                if (a->scope < 0)
+                        return usage_error(verb, "--scope takes cpu, job or process", arg);
+                return 0;
+        case 'p':
+                if (cli_parse_u64(arg, &n) < 0 || n < 1 || n > INT32_MAX)
+                        return usage_error(verb, "-p takes a process id", arg);
+                a->pid = (pid_t) n;
+                return 0;
         case ':':
                 return usage_error(verb, "an option needs a value", argv[optind - 1]);
         default:
@@ -186,17 +208,19 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 { "rotate-period", required_argument, NULL, ARG_ROTATE_PERIOD },
                 { "user", no_argument, NULL, ARG_USER },
                 { "kernel", no_argument, NULL, ARG_KERNEL },
+                { "scope", required_argument, NULL, ARG_SCOPE },
+                { "pid", required_argument, NULL, 'p' },
                 { "marker", no_argument, NULL, 'm' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
         const char *verb = topdown ? "topdown" : "stat";
-        MeasureArgs a = { .topdown = topdown, .verb = verb, .level = 1, .format = OUTPUT_TABLE };
+        MeasureArgs a = { .topdown = topdown, .verb = verb, .level = 1, .format = OUTPUT_TABLE, .scope = SCOPE_DEFAULT };
         int opt, r;
 
         /* '+': options end at the command; ':': missing values reported here, not by getopt */
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, topdown ? "+:hl:C:c:I:S:r:O:o:Am" : "+:he:g:C:c:I:S:r:O:o:Am",
+        while ((opt = getopt_long(argc, argv, topdown ? "+:hl:C:c:p:I:S:r:O:o:Am" : "+:he:g:C:c:p:I:S:r:O:o:Am",
                                   options, NULL)) >= 0) {
                 if (opt == 'h') {
                         help(topdown);
@@ -222,6 +246,16 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
         if (a.pin_cpus && !a.command)
                 return usage_error(verb, "-C pins a command to the CPUs; without one, measure them with -c",
                                    NULL);
+        if (a.pid > 0 && (a.command || a.pin_cpus || a.measure_cpus))
+                return usage_error(verb, "-p counts a running process: no COMMAND, -C or -c with it", NULL);
+        if (a.pid > 0 && a.scope != SCOPE_DEFAULT && a.scope != PMUGATE_PERF_SCOPE_PROCESS)
+                return usage_error(verb, "-p counts a process: --scope process, or no --scope", NULL);
+        if (a.scope == PMUGATE_PERF_SCOPE_PROCESS && !a.pid && !a.command)
+                return usage_error(verb, "--scope process counts a COMMAND or -p PID", NULL);
+        if (a.scope == PMUGATE_PERF_SCOPE_PROCESS && (a.pin_cpus || a.measure_cpus))
+                return usage_error(verb, "--scope process counts wherever the process runs: no -C or -c", NULL);
+        if (a.marker && a.scope != SCOPE_DEFAULT && a.scope != PMUGATE_PERF_SCOPE_CPU)
+                return usage_error(verb, "-m measures per CPU: no --scope job or process", NULL);
         if (a.repeat > 1 && (!a.command || a.interval_ns > 0))
                 return usage_error(verb, "-r repeats a command, without -I", NULL);
         *ret = a;

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cli/measure-output.h"
 
@@ -18,7 +19,10 @@ enum {
         ARG_ROTATE_PERIOD,
         ARG_USER,
         ARG_KERNEL,
+        ARG_SCOPE,
 };
+
+#define SCOPE_DEFAULT (-1)              /* MeasureArgs.scope: chosen from the other options */
 
 typedef struct MeasureArgs {
         bool topdown;
@@ -40,6 +44,8 @@ typedef struct MeasureArgs {
         const char *socket_path;        /* the daemon's, for the marker runner */
         unsigned flags;
         unsigned repeat;
+        int scope;                      /* --scope: a pmugate_perf_scope, or SCOPE_DEFAULT */
+        pid_t pid;                      /* -p: the process to attach to, or 0 */
         char **command;
 } MeasureArgs;
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -236,6 +237,58 @@ static int open_measurement(const MeasureArgs *a, pmugate *c, const pmugate_info
         return a->interval_ns > 0 ? rotate_within_intervals(a, *ret) : 0;
 }
 
+/* The scope a run counts: --scope, else process for -p and (where the counters go through
+ * perf, or for software events) for a command without -C or -c, job in job mode where the
+ * counters go through perf, else the CPUs. */
+static pmugate_perf_scope choose_scope(const MeasureArgs *a, const pmugate_info *info, const pmugate_measure *m) {
+        bool perf = pmugate_info_counts_via_perf(info) || pmugate_measure_via_perf(m);
+
+        if (a->scope != SCOPE_DEFAULT)
+                return (pmugate_perf_scope) a->scope;
+        if (a->pid > 0)
+                return PMUGATE_PERF_SCOPE_PROCESS;
+        if (a->pin_cpus || a->measure_cpus || a->marker)
+                return PMUGATE_PERF_SCOPE_CPU;
+        if (a->command && perf)
+                return PMUGATE_PERF_SCOPE_PROCESS;
+        if (info->scoped && pmugate_info_counts_via_perf(info))
+                return PMUGATE_PERF_SCOPE_JOB;
+        return PMUGATE_PERF_SCOPE_CPU;
+}
+
+static int set_scope(pmugate_measure *m, pmugate_perf_scope scope, pid_t pid, bool on_exec) {
+        pmugate_measure_scope s = {
+                .scope = scope,
+                .pid = scope == PMUGATE_PERF_SCOPE_PROCESS ? pid : 0,
+                .follow = scope == PMUGATE_PERF_SCOPE_PROCESS,
+                .on_exec = scope == PMUGATE_PERF_SCOPE_PROCESS && on_exec,
+        };
+        int r = pmugate_measure_set_scope(m, &s);
+
+        if (r < 0)
+                fprintf(stderr, "pmugate: cannot count scope %s: %s\n", pmugate_perf_scope_to_string(scope),
+                        strerror(-r));
+        return r;
+}
+
+/* What the title says is counted, for scopes other than the CPUs. */
+static void describe_target(OutputContext *out, pmugate_perf_scope scope, const MeasureArgs *a,
+                            const pmugate_info *info) {
+        if (scope == PMUGATE_PERF_SCOPE_PROCESS && a->pid > 0)
+                (void) snprintf(out->target_buf, sizeof(out->target_buf), "process %d", (int) a->pid);
+        else if (scope == PMUGATE_PERF_SCOPE_PROCESS)
+                (void) snprintf(out->target_buf, sizeof(out->target_buf), "'%s' and its children",
+                                a->command ? a->command[0] : "?");
+        else if (scope == PMUGATE_PERF_SCOPE_JOB)
+                (void) snprintf(out->target_buf, sizeof(out->target_buf), "job %s on CPUs %s",
+                                info->scope_job[0] ? info->scope_job : "(yours)", out->cpu_list);
+        else {
+                out->target = NULL;
+                return;
+        }
+        out->target = out->target_buf;
+}
+
 /* One measurement: open, start (with the command, if any), sample until it ends, stop. The
  * result of the whole run goes to ret_total when not NULL; otherwise it is written (in -I
  * mode, the last partial interval). */
@@ -245,12 +298,34 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
         _cleanup_(pmugate_measure_closep_cli) pmugate_measure *m = NULL;
         Workload w = WORKLOAD_NULL;
         MarkerRun marker = {};
+        pmugate_perf_scope scope;
         int r, status;
 
         end->status = 1;
         end->signal = 0;
         if (open_measurement(a, c, info, cpus, n_cpus, &m) < 0)
                 return 1;
+        if (a->marker && pmugate_measure_via_perf(m)) {
+                /* the marker runner reads the counters the register path programmed */
+                fprintf(stderr, "pmugate: -m needs the register path; this measurement counts through the daemon's "
+                                "perf events (%s)\n",
+                        pmugate_info_counts_via_perf(info) ? "the node's counters go via perf" : "software events");
+                return 1;
+        }
+        scope = choose_scope(a, info, m);
+        describe_target(out, scope, a, info);
+        if (scope == PMUGATE_PERF_SCOPE_JOB && set_scope(m, scope, 0, false) < 0)
+                return 1;
+        if (a->pid > 0) {
+                /* the run ends when the process does, or at -S or Ctrl-C */
+                if (set_scope(m, scope, a->pid, false) < 0)
+                        return 1;
+                w.pidfd = (int) syscall(SYS_pidfd_open, a->pid, 0);
+                if (w.pidfd < 0) {
+                        fprintf(stderr, "pmugate: process %d: %s\n", (int) a->pid, strerror(errno));
+                        return 1;
+                }
+        }
         /* copies: with -r the result is written after the measurement is closed */
         (void) snprintf(out->group_buf, sizeof(out->group_buf), "%s", pmugate_measure_group(m));
         (void) snprintf(out->description_buf, sizeof(out->description_buf), "%s", pmugate_measure_description(m));
@@ -267,6 +342,12 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
                 r = workload_fork(&w, a->command, cpus, a->pin_cpus ? n_cpus : 0);
                 if (r < 0) {
                         fprintf(stderr, "pmugate: cannot start '%s': %s\n", a->command[0], strerror(-r));
+                        marker_run_cleanup(&marker);
+                        return 1;
+                }
+                /* the command and its descendants from its exec, as perf stat -- COMMAND */
+                if (scope == PMUGATE_PERF_SCOPE_PROCESS && set_scope(m, scope, w.pid, true) < 0) {
+                        workload_abort(&w);
                         marker_run_cleanup(&marker);
                         return 1;
                 }

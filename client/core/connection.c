@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ pmugate *pmugate_disconnect(pmugate *c) {
                 return NULL;
         if (c->fd >= 0)
                 (void) close(c->fd);
+        connection_drop_fds(c);
         msgpack_sbuffer_destroy(&c->request);
         msgpack_zone_destroy(&c->zone);
         free(c->reply_buffer);
@@ -171,25 +173,104 @@ static int record_error(pmugate *c, const msgpack_object *reply) {
         return -proto_error_to_errno(c->last_error.code);
 }
 
+int connection_want_fds(pmugate *c, size_t n) {
+        connection_drop_fds(c);
+        if (n == 0)
+                return 0;
+        c->fds = calloc(n, sizeof(int));
+        if (!c->fds)
+                return -ENOMEM;
+        c->fds_wanted = n;
+        return 0;
+}
+
+size_t connection_take_fds(pmugate *c, int **ret_fds) {
+        size_t n = c->n_fds;
+
+        *ret_fds = TAKE_PTR(c->fds);
+        c->n_fds = c->fds_wanted = 0;
+        return n;
+}
+
+void connection_drop_fds(pmugate *c) {
+        for (size_t i = 0; i < c->n_fds; i++)
+                (void) close(c->fds[i]);
+        free(c->fds);
+        c->fds = NULL;
+        c->n_fds = c->fds_wanted = 0;
+}
+
+/* Keeps the fds a message carried while the caller expects them, closes the rest: a daemon
+ * cannot leave an fd in this process the caller did not ask for. A truncated set is refused
+ * whole, so no count of fds is ever short without an error. */
+static int keep_fds(pmugate *c, struct msghdr *mh) {
+        bool overflow = (mh->msg_flags & MSG_CTRUNC) != 0;
+
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+                size_t n;
+                int *fds;
+
+                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                        continue;
+                n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                fds = (int *) CMSG_DATA(cm);
+                for (size_t i = 0; i < n; i++) {
+                        int fd;
+
+                        memcpy(&fd, &fds[i], sizeof(fd));
+                        if (c->n_fds < c->fds_wanted)
+                                c->fds[c->n_fds++] = fd;
+                        else {
+                                (void) close(fd);
+                                overflow = true;
+                        }
+                }
+        }
+        return overflow && c->fds_wanted > 0 ? -EBADMSG : 0;
+}
+
+static ssize_t receive_message(pmugate *c, int flags, int *ret_fd_error) {
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(PERF_HANDOFF_FDS_PER_MESSAGE * sizeof(int))];
+        } control;
+        struct iovec iov = { .iov_base = c->reply_buffer, .iov_len = PMUGATE_REPLY_SIZE_MAX };
+        struct msghdr mh = {
+                .msg_iov = &iov,
+                .msg_iovlen = 1,
+                .msg_control = control.buf,
+                .msg_controllen = sizeof(control.buf),
+        };
+        ssize_t n;
+
+        n = recvmsg(c->fd, &mh, flags | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+        if (n >= 0)
+                *ret_fd_error = keep_fds(c, &mh);
+        return n;
+}
+
 /* Receives one reply message into c->reply and checks its envelope. */
 static int receive_reply(pmugate *c, uint64_t *ret_id, bool *ret_ok) {
         msgpack_object *reply = &c->reply;
+        int fd_error = 0;
         uint64_t v = 0;
         size_t off = 0;
         ssize_t n;
 
         do
-                n = recv(c->fd, c->reply_buffer, PMUGATE_REPLY_SIZE_MAX, MSG_TRUNC);
+                n = receive_message(c, 0, &fd_error);
         while (n < 0 && errno == EINTR);
         /* The kernel reports a reset (the daemon closed with our request unread, as when it
          * refuses a connection) before the messages still queued: the refusal may follow. */
         if (n < 0 && errno == ECONNRESET) {
-                n = recv(c->fd, c->reply_buffer, PMUGATE_REPLY_SIZE_MAX, MSG_TRUNC | MSG_DONTWAIT);
+                n = receive_message(c, MSG_DONTWAIT, &fd_error);
                 if (n <= 0)
                         return -ECONNRESET;
         }
         if (n < 0)
                 return -errno;
+        if (fd_error < 0)
+                return fd_error;
         if (n == 0)
                 return -ECONNRESET;
         if ((size_t) n > PMUGATE_REPLY_SIZE_MAX)

@@ -17,6 +17,10 @@ struct pmugate {
         char *reply_buffer;
         msgpack_zone zone;
         msgpack_object reply;   /* the last reply, valid until the next call */
+        /* fds the daemon passed (SCM_RIGHTS) with the replies of the last call, when the
+         * request asked for up to fds_wanted of them; any others are closed on arrival */
+        int *fds;
+        size_t n_fds, fds_wanted;
 };
 
 /* Starts a request of type in c->request with extra_keys keys left for the caller to pack. */
@@ -32,6 +36,13 @@ int connection_call(pmugate *c, const msgpack_object **ret_reply);
 /* Receives part `part` (of `parts`) of the reply to the last call: a batch reply of many
  * results comes in several messages. ret_reply is valid until the next receive. */
 int connection_receive_part(pmugate *c, uint64_t part, uint64_t parts, const msgpack_object **ret_reply);
+
+/* Expects up to n fds with the replies of the next call (a perf_open with handoff). */
+int connection_want_fds(pmugate *c, size_t n);
+/* Takes the fds the last call received (the caller owns them) and stops expecting more. */
+size_t connection_take_fds(pmugate *c, int **ret_fds);
+/* Closes fds received and not taken, and stops expecting more. */
+void connection_drop_fds(pmugate *c);
 
 /* Typed access to reply fields; each returns false when absent or of another type. */
 bool reply_get_uint(const msgpack_object *map, const char *key, uint64_t *ret);

@@ -22,6 +22,7 @@ pmugate_info *pmugate_info_free(pmugate_info *info) {
         free(info->counters);
         free(info->scope_cpus);
         free(info->foreign_units);
+        free(info->pmus);
         free(info);
         return NULL;
 }
@@ -267,6 +268,54 @@ static void decode_counting(const msgpack_object *reply, pmugate_info *info) {
         (void) reply_get_bool(counting, "msr_reads", &info->msr_reads);
 }
 
+static int decode_pmus(const msgpack_object *reply, pmugate_info *info) {
+        const msgpack_object *a = msgpack_map_get(reply, "pmus");
+
+        if (!a)
+                return 0;
+        if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size > PERF_PMUS_MAX)
+                return -EBADMSG;
+        info->pmus = calloc(a->via.array.size ?: 1, sizeof(pmugate_perf_pmu));
+        if (!info->pmus)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < a->via.array.size; i++) {
+                const msgpack_object *t = array_at(a, i, _HELLO_PMU_FIELDS);
+                pmugate_perf_pmu *p = &info->pmus[i];
+                int64_t type, topdown, package, cpu;
+
+                if (!t)
+                        return -EBADMSG;
+                type = field_int(t, HELLO_PMU_TYPE);
+                topdown = field_int(t, HELLO_PMU_TOPDOWN);
+                package = field_int(t, HELLO_PMU_PACKAGE);
+                cpu = field_int(t, HELLO_PMU_CPU);
+                if (type < 0 || type > UINT32_MAX || topdown < 0 || topdown > 2 || package < -1 ||
+                    package > INT32_MAX || cpu < -1 || cpu > INT32_MAX)
+                        return -EBADMSG;
+                object_copy_string(&t->via.array.ptr[HELLO_PMU_NAME], p->name, sizeof(p->name));
+                object_copy_string(&t->via.array.ptr[HELLO_PMU_KIND], p->kind, sizeof(p->kind));
+                p->type = (uint32_t) type;
+                p->package = (int32_t) package;
+                p->cpu = (int32_t) cpu;
+                p->topdown = (uint8_t) topdown;
+        }
+        info->n_pmus = a->via.array.size;
+        return 0;
+}
+
+bool pmugate_info_counts_via_perf(const pmugate_info *info) {
+        return info && strcmp(info->counters_via, "perf") == 0;
+}
+
+unsigned pmugate_info_perf_topdown(const pmugate_info *info) {
+        unsigned level = 0;
+
+        for (size_t i = 0; info && i < info->n_pmus; i++)
+                if (strcmp(info->pmus[i].kind, "core") == 0)
+                        level = MAX(level, (unsigned) info->pmus[i].topdown);
+        return level;
+}
+
 int pmugate_hello(pmugate *c, pmugate_info **ret) {
         _cleanup_(pmugate_info_freep) pmugate_info *info = NULL;
         const msgpack_object *reply;
@@ -304,6 +353,8 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
                 r = decode_registers(reply, info);
         if (r >= 0)
                 r = package_counters_decode(reply, &info->counters, &info->n_counters);
+        if (r >= 0)
+                r = decode_pmus(reply, info);
         if (r < 0)
                 return r;
 

@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <perfmon/pfmlib.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -240,6 +241,39 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
         canonical[strlen(base)] = '\0';
         r = resolve_libpfm(model, canonical, base, d, reterr_reason, reason_size);
         return r;
+}
+
+int event_resolve_software(const char *text, EventDesc *ret) {
+        static const struct {
+                const char *name;
+                const char *alias;
+                uint64_t config;
+        } software[] = {
+                { "cpu-clock", NULL, PERF_COUNT_SW_CPU_CLOCK },
+                { "task-clock", NULL, PERF_COUNT_SW_TASK_CLOCK },
+                { "page-faults", "faults", PERF_COUNT_SW_PAGE_FAULTS },
+                { "context-switches", "cs", PERF_COUNT_SW_CONTEXT_SWITCHES },
+                { "cpu-migrations", "migrations", PERF_COUNT_SW_CPU_MIGRATIONS },
+                { "minor-faults", NULL, PERF_COUNT_SW_PAGE_FAULTS_MIN },
+                { "major-faults", NULL, PERF_COUNT_SW_PAGE_FAULTS_MAJ },
+        };
+
+        if (!text || !ret)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(software); i++)
+                if (strcasecmp(text, software[i].name) == 0 ||
+                    (software[i].alias && strcasecmp(text, software[i].alias) == 0)) {
+                        *ret = (EventDesc) {
+                                .kind = EVENT_SOFTWARE,
+                                .fixed = -1,
+                                .config = software[i].config,
+                                .usr = true,
+                                .os = true,
+                        };
+                        (void) snprintf(ret->name, sizeof(ret->name), "%s", software[i].name);
+                        return 0;
+                }
+        return -ENOENT;
 }
 
 int event_resolve(const char *model, const char *text, EventDesc *ret, char *reterr_reason, size_t reason_size) {

@@ -15,6 +15,8 @@
 typedef enum EventKind {
         EVENT_COUNTER,          /* a GP counter, or a fixed one where the event has one */
         EVENT_PERF_METRICS,     /* a PERF_METRICS byte scaled by SLOTS: the topdown-* counts */
+        EVENT_SOFTWARE,         /* one of the kernel's software events (config: its
+                                 * PERF_COUNT_SW_* number): counted only through perf */
 } EventKind;
 
 typedef enum EventSource {
@@ -48,6 +50,12 @@ typedef struct EventDesc {
  * Returns -ENOENT for an unknown name, -EINVAL for bad modifiers, -EOPNOTSUPP for an event
  * pmugate cannot program (AnyThread, extra registers), each with a reason. */
 int event_resolve(const char *model, const char *text, EventDesc *ret, char *reterr_reason, size_t reason_size);
+
+/* Resolves one of the kernel's software events by perf's name (task-clock, cpu-clock,
+ * page-faults or faults, context-switches or cs, cpu-migrations or migrations, minor-faults,
+ * major-faults; any case, no modifiers): they need no PMU and no CPU model. Returns 0, or
+ * -ENOENT for any other name. */
+int event_resolve_software(const char *text, EventDesc *ret);
 
 /* The name a formula uses for an event: characters other than letters, digits, '_' and '.'
  * become '_' ("topdown-retiring" -> "topdown_retiring"). Returns -ENOBUFS when it does not fit. */

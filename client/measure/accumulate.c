@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Measurement accumulators: one per CPU, the raw counts and enabled times summed over the
- * samples, allocated by programming (measure-engine.c) and read by results (measure-result.c)
+ * samples, allocated by programming (measure-engine.c, measure-perf.c) and read by results
+ * (measure-result.c); and the clock the samples are timed by
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "measure/measure-internal.h"
 
@@ -41,4 +43,11 @@ void measure_accum_copy(const pmugate_measure *m, CpuAccum *to, const CpuAccum *
                 to[i].total = from[i].total;
                 to[i].wall = from[i].wall;
         }
+}
+
+uint64_t measure_now_ns(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
 }

@@ -26,13 +26,6 @@ static int fail(pmugate_measure *m, int error, const char *format, ...) {
         return error;
 }
 
-uint64_t measure_now_ns(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
-}
-
 uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned field) {
         uint64_t byte = (perf_metrics >> (PERF_METRICS_FIELD_BITS * field)) & PERF_METRICS_FULL_SCALE;
 
@@ -91,6 +84,9 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uin
                 case PLACE_PERF_METRICS:
                         a->raw[p] += measure_metrics_slots(slots, metrics, pl->counter);
                         break;
+                case PLACE_SOFTWARE:
+                        /* counted only through perf (measure-perf.c) */
+                        continue;
                 }
                 a->enabled[p] += timebase;
         }
@@ -392,6 +388,8 @@ int pmugate_measure_start(pmugate_measure *m) {
         if (!m || m->started)
                 return -EINVAL;
         m->reason[0] = '\0';
+        if (m->via_perf)
+                return measure_perf_start(m);
         r = prepare(m);
         if (r < 0)
                 return r;
@@ -428,6 +426,8 @@ int pmugate_measure_sample(pmugate_measure *m) {
 
         if (!m || !m->started || m->stopped)
                 return -EINVAL;
+        if (m->via_perf)
+                return measure_perf_sample(m);
         before = measure_now_ns();
         m->wall_delta_ns = before - m->last_batch_ns;
         m->last_batch_ns = before;
@@ -467,6 +467,8 @@ int pmugate_measure_stop(pmugate_measure *m) {
                 return -EINVAL;
         if (m->stopped)
                 return 0;
+        if (m->via_perf)
+                return measure_perf_stop(m);
         if (m->lease_lost) {
                 /* Writing the registers back would only be refused: the daemon did it. */
                 m->stopped = true;
@@ -506,6 +508,7 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
                 (void) pmugate_measure_stop(m);
         if (m->sample_hook_free)
                 m->sample_hook_free(m->sample_hook_data);
+        measure_perf_free(m);
         free_batches(m);
         measure_accum_free(m->accum, m->n_cpus);
         measure_accum_free(m->mark.cpus, m->n_cpus);
@@ -574,7 +577,7 @@ const char *pmugate_measure_description(const pmugate_measure *m) {
 }
 
 const char *pmugate_measure_withheld(const pmugate_measure *m) {
-        return m && m->package ? m->package->note : "";
+        return measure_withheld_note(m);
 }
 
 const char *pmugate_measure_last_reason(const pmugate_measure *m) {

@@ -15,6 +15,7 @@
 #include "measure/schedule.h"
 #include "pmugate-limits.h"
 #include "pmugate/measure.h"
+#include "pmugate/perf.h"
 #include "pmugate/pmugate.h"
 
 #define MEASURE_RESET_PERIOD_DEFAULT_NS UINT64_C(1000000000)
@@ -77,6 +78,31 @@ typedef struct MeasureMark {
         uint64_t samples;
         uint64_t resets;
 } MeasureMark;
+
+/* The perf groups a measurement opens (measure-perf.c): every event, group after group, and
+ * for each the programmed event it counts (-1: a SLOTS leader no event of the group asked
+ * for). */
+typedef struct PerfPlan {
+        pmugate_perf_event *events;
+        int *programmed;
+        pmugate_perf_group *groups;
+        size_t *group_first;            /* per group: its first event's index in events */
+        size_t n_events, n_groups;
+        char note[PMUGATE_REASON_MAX];  /* "" or which events are left out and why */
+} PerfPlan;
+
+/* Turns placed events into perf groups: SLOTS (0x0400) leading the topdown-* metric events
+ * (0x8000 + 0x100 * byte; level-2 bytes only where topdown_level is 2, else left out with a
+ * note) as perf opens them; the fixed events by their pseudo-encodings (0x00c0, 0x003c,
+ * 0x0300), the pinned GP events and the first GP set in the first group; every further GP set
+ * a group, so that what a formula combines counts together; software events a group of their
+ * own. GP events by their raw EVTSEL fields (AMD's with event[11:8]); ring 0 counted where
+ * kernel (the caller asked for it) and the event counts ring 0. An event counting ring 0
+ * alone cannot be asked for (-EOPNOTSUPP). */
+int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule *s, unsigned topdown_level,
+                      bool kernel, PerfPlan **ret, char *reterr_reason, size_t reason_size);
+PerfPlan *measure_perf_plan_free(PerfPlan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PerfPlan *, measure_perf_plan_free);
 
 struct pmugate_measure {
         pmugate *connection;            /* not owned */
@@ -144,6 +170,23 @@ struct pmugate_measure {
         PackageEvents *package;         /* NULL without package events */
         char reason[PMUGATE_REASON_MAX];
 
+        /* The perf path (measure-perf.c): chosen at open when hello's counters go via perf,
+         * a software event is asked for, or (pmugate_measure_set_scope) a scope other than
+         * cpu. Its reads accumulate into accum like the register path's. */
+        bool via_perf;
+        pmugate_measure_scope scope;
+        bool software_only;             /* no PMU or no model: software events alone */
+        char software_only_reason[PMUGATE_REASON_MAX];
+        PerfPlan *perf_plan;
+        pmugate_perf_handle *perf_handle;
+        size_t *perf_row_cpu;           /* per target: its index in cpus */
+        uint64_t *perf_last;            /* per target x plan event: the last value read */
+        uint64_t *perf_last_enabled;    /* per target x group: the last time_enabled */
+        uint64_t *perf_last_running;
+        bool perf_read_once;            /* the first read, the baseline, is done */
+        char perf_note[PMUGATE_REASON_MAX];
+        char withheld_buf[2 * PMUGATE_REASON_MAX + 1024];
+
         /* Called around each sample (before: true, then false) and freed at close: the marker
          * runner tells the program when SLOTS and PERF_METRICS are reset. */
         void (*sample_hook)(pmugate_measure *m, bool before, void *userdata);
@@ -163,6 +206,14 @@ static inline void measure_batch_freep(pmugate_batch **b) {
 static inline void pmugate_measure_closep(pmugate_measure **m) {
         *m = pmugate_measure_close(*m);
 }
+
+/* measure-perf.c: the perf path of start, sample and stop */
+int measure_perf_start(pmugate_measure *m);
+int measure_perf_sample(pmugate_measure *m);
+int measure_perf_stop(pmugate_measure *m);
+void measure_perf_free(pmugate_measure *m);
+/* The package events' note and the perf path's, as one line ("" for nothing). */
+const char *measure_withheld_note(const pmugate_measure *m);
 
 /* measure-result.c */
 /* Accumulators (accumulate.c) */
@@ -186,6 +237,9 @@ uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned f
 static inline bool measure_multiplexed(const pmugate_measure *m, size_t p) {
         const Placement *pl = &m->schedule->placements[p];
 
+        /* the kernel's time_enabled and time_running say it for every event */
+        if (m->via_perf)
+                return true;
         return pl->kind == PLACE_GP && !pl->pinned && m->schedule->n_sets > 1;
 }
 

@@ -319,7 +319,7 @@ int pmugate_measure_read(pmugate_measure *m, pmugate_span span, pmugate_result *
                         if (values_alloc(&r->packages[p], UINT32_MAX, r->n_events, m->n_metrics) < 0)
                                 return -ENOMEM;
         }
-        r->withheld = m->package ? m->package->note : "";
+        r->withheld = measure_withheld_note(m);
         r->event_sets = pmugate_measure_event_sets(m);
         r->start = interval ? (double) (m->mark.ns - m->start_ns) / NSEC_PER_SEC : 0.0;
         r->elapsed = (double) (m->last_sample_ns - (interval ? m->mark.ns : m->start_ns)) / NSEC_PER_SEC;

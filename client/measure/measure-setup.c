@@ -82,15 +82,22 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         bool holds = true;
         int r;
 
-        if (package_event_lookup(name, NULL))
-                return measure_add_package_event(m, name, condition, reterr_reason, reason_size);
         if (m->n_events >= SCHEDULE_EVENTS_MAX)
                 return reason_fail(reterr_reason, reason_size, -E2BIG, "more than %u events", SCHEDULE_EVENTS_MAX);
         e = &m->events[m->n_events];
         *e = (MeasureEvent) { .variable = -1, .core_variable = -1 };
-        r = event_resolve(m->model, name, &e->desc, reterr_reason, reason_size);
-        if (r < 0)
-                return r;
+        /* the kernel's software events need no PMU: the perf path counts them anywhere */
+        if (event_resolve_software(name, &e->desc) >= 0)
+                m->via_perf = true;
+        else if (m->software_only)
+                return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP, "%s: %s", name, m->software_only_reason);
+        else if (package_event_lookup(name, NULL))
+                return measure_add_package_event(m, name, condition, reterr_reason, reason_size);
+        else {
+                r = event_resolve(m->model, name, &e->desc, reterr_reason, reason_size);
+                if (r < 0)
+                        return r;
+        }
         /* by the one spelling: "cycles" and "cpu_clk_unhalted.thread" are the same event */
         for (size_t i = 0; i < m->n_events; i++)
                 if (strcmp(m->events[i].desc.name, e->desc.name) == 0)
@@ -376,15 +383,20 @@ int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *
                 if (r < 0)
                         return reason_fail(reterr_reason, reason_size, r, "hello: %s", pmugate_strerror(r));
         }
-        if (!m->info->has_pmu)
-                return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                                   "the daemon reports no PMU on this machine");
-        if (!event_model_known(m->info->model_key))
-                return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
-                                   "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, "
-                                   "icx, spr, zen4, zen5",
-                                   m->info->model_key[0] ? m->info->model_key : "unknown",
-                                   m->info->model_label[0] ? m->info->model_label : m->info->model_name);
+        /* without a PMU or a known model only the kernel's software events can be counted */
+        if (!m->info->has_pmu) {
+                m->software_only = true;
+                (void) snprintf(m->software_only_reason, sizeof(m->software_only_reason),
+                                "the daemon reports no PMU on this machine");
+        } else if (!event_model_known(m->info->model_key)) {
+                m->software_only = true;
+                (void) snprintf(m->software_only_reason, sizeof(m->software_only_reason),
+                                "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, "
+                                "icx, spr, zen4, zen5",
+                                m->info->model_key[0] ? m->info->model_key : "unknown",
+                                m->info->model_label[0] ? m->info->model_label : m->info->model_name);
+        }
+        m->via_perf = pmugate_info_counts_via_perf(m->info);
         (void) snprintf(m->model, sizeof(m->model), "%s", m->info->model_key);
         measure_set_layout(m);
         m->counter_mask = (UINT64_C(1) << (m->info->counter_width > 0 && m->info->counter_width < 64 ?

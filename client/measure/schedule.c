@@ -218,7 +218,10 @@ int schedule_build(const EventDesc *events, size_t n_events, const ScheduleLimit
          * still go to a GP counter below. */
         for (size_t i = 0; i < n_events; i++) {
                 s->placements[i].kind = PLACE_GP;
-                if (events[i].kind == EVENT_PERF_METRICS)
+                if (events[i].kind == EVENT_SOFTWARE) {
+                        s->placements[i].kind = PLACE_SOFTWARE;
+                        r = 0;
+                } else if (events[i].kind == EVENT_PERF_METRICS)
                         r = place_perf_metrics(&events[i], i, limits, s, reterr_reason, reason_size);
                 else if (events[i].fixed >= 0)
                         r = place_fixed(&events[i], i, limits, s, reterr_reason, reason_size);

@@ -30,6 +30,7 @@ typedef enum PlacementKind {
         PLACE_FIXED,
         PLACE_GP,
         PLACE_PERF_METRICS,
+        PLACE_SOFTWARE,         /* a software event: no counter, the kernel counts it */
 } PlacementKind;
 
 typedef struct Placement {

@@ -46,8 +46,18 @@ int handler_report_revocation(Session *c, Refusal *ret_refusal) {
 
         if (cpuset_format(&c->revoked_cpus, cpus, sizeof(cpus)) < 0)
                 (void) snprintf(cpus, sizeof(cpus), "several");
-        (void) refuse(ret_refusal, PROTO_E_REVOKED, -1,
-                      "revoked: the leases on CPUs %s ended (%s); their registers were restored", cpus, c->revoked_why);
+        if (cpuset_is_empty(&c->revoked_cpus))
+                (void) refuse(ret_refusal, PROTO_E_REVOKED, -1, "revoked: %zu perf handle(s) closed (%s)",
+                              c->perf_revoked, c->revoked_why);
+        else if (c->perf_revoked > 0)
+                (void) refuse(ret_refusal, PROTO_E_REVOKED, -1,
+                              "revoked: the leases on CPUs %s ended and %zu perf handle(s) closed (%s); "
+                              "their registers were restored", cpus, c->perf_revoked, c->revoked_why);
+        else
+                (void) refuse(ret_refusal, PROTO_E_REVOKED, -1,
+                              "revoked: the leases on CPUs %s ended (%s); their registers were restored", cpus,
+                              c->revoked_why);
+        c->perf_revoked = 0;
         c->revoked = false;
         cpuset_clear(&c->revoked_cpus);
         c->revoked_why[0] = '\0';

@@ -34,6 +34,12 @@ static const HandlerRow handler_table[_REQUEST_TYPE_MAX] = {
         [REQUEST_RESET] = { handle_reset, HANDLER_RIGHT_ADMIN, false },
         [REQUEST_RELOAD] = { handle_reload, HANDLER_RIGHT_ADMIN, false },
         [REQUEST_JOBMAP] = { handle_jobmap, HANDLER_RIGHT_MONITOR, true },
+        /* Software events need only the right to read; perf_open checks the write right and
+         * the class of every hardware event itself. read and close find only the session's own
+         * handles. */
+        [REQUEST_PERF_OPEN] = { handle_perf_open, HANDLER_RIGHT_READ, false },
+        [REQUEST_PERF_READ] = { handle_perf_read, HANDLER_RIGHT_NONE, false },
+        [REQUEST_PERF_CLOSE] = { handle_perf_close, HANDLER_RIGHT_NONE, true },
 };
 
 static bool has_right(const Rights *r, HandlerRight needs) {

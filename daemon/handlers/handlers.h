@@ -53,6 +53,13 @@ int handle_revoke(Server *s, Session *c, const Request *req, Refusal *ret_refusa
 int handle_reset(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
 int handle_reload(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
 int handle_jobmap(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_perf_read(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_perf_close(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+
+/* Takes leases on req's CPUs for c as 'lease' does (scope, limits, preempting a monitor),
+ * without a reply: 'lease' itself and perf_open of hardware events on scope cpu. */
+int handler_lease_cpus(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
 
 /* Packs "foreign": what other PMU users hold (the kernel's NMI watchdog and perf on core
  * counters; the kernel's uncore drivers on L3, data-fabric counters and PCI units). */

@@ -196,6 +196,28 @@ static int pack_counting(msgpack_packer *pk, const Server *s) {
         return pack_key_bool(pk, "msr_reads", s->choice.msr_reads);
 }
 
+/* The PMUs perf_open may name, as this machine's kernel (or the simulator) shows them. */
+static int pack_perf_pmus(msgpack_packer *pk, const Server *s) {
+        const PerfCatalog *cat = s->perf_driver ? s->perf_catalog : NULL;
+        size_t n = cat ? cat->n_pmus : 0;
+
+        TRY(pack_string(pk, "pmus"));
+        TRY_PACK(msgpack_pack_array(pk, n));
+        for (size_t i = 0; i < n; i++) {
+                const PerfPmu *p = &cat->pmus[i];
+
+                TRY(pack_tuple(pk, (const msgpack_object[_HELLO_PMU_FIELDS]) {
+                        [HELLO_PMU_NAME] = tuple_string(p->name),
+                        [HELLO_PMU_KIND] = tuple_string(perf_pmu_kind_to_string(p->kind)),
+                        [HELLO_PMU_TYPE] = tuple_uint(p->type),
+                        [HELLO_PMU_PACKAGE] = tuple_int(p->package),
+                        [HELLO_PMU_CPU] = tuple_int(p->cpu),
+                        [HELLO_PMU_TOPDOWN] = tuple_uint(p->topdown),
+                }, _HELLO_PMU_FIELDS));
+        }
+        return 0;
+}
+
 static int pack_caller(msgpack_packer *pk, Server *s, Session *c) {
         TRY(pack_string(pk, "caller"));
         TRY_PACK(msgpack_pack_map(pk, 9));
@@ -214,12 +236,13 @@ int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal
         msgpack_packer pk;
         int r;
 
-        TRY(server_reply_begin(s, req, 15, &pk));
+        TRY(server_reply_begin(s, req, 16, &pk));
         TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_uint(&pk, "protocol", PMUGATE_PROTOCOL_VERSION));
         TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));
         TRY(pack_key_bool(&pk, "simulated", s->backend->simulated));
         TRY(pack_counting(&pk, s));
+        TRY(pack_perf_pmus(&pk, s));
         TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));
         r = pack_cpu_model(&pk, s->machine);
         if (r >= 0)
@@ -239,11 +262,16 @@ int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal
         if (r < 0)
                 return r;
         TRY(pack_string(&pk, "limits"));
-        TRY_PACK(msgpack_pack_map(&pk, 5));
+        TRY_PACK(msgpack_pack_map(&pk, 10));
         TRY(pack_key_uint(&pk, "request_size", PMUGATE_REQUEST_SIZE_MAX));
         TRY(pack_key_uint(&pk, "ops_per_batch", PMUGATE_OPS_PER_BATCH_MAX));
         TRY(pack_key_uint(&pk, "results_per_message", PMUGATE_REPLY_PART_RESULTS));
         TRY(pack_key_uint(&pk, "list_entries", PMUGATE_LIST_MAX));
         TRY(pack_key_uint(&pk, "each_steps", PMUGATE_EACH_OPS_MAX));
+        TRY(pack_key_uint(&pk, "perf_groups", PERF_GROUPS_PER_OPEN_MAX));
+        TRY(pack_key_uint(&pk, "perf_group_events", PERF_GROUP_EVENTS_MAX));
+        TRY(pack_key_uint(&pk, "perf_events", PERF_EVENTS_PER_OPEN_MAX));
+        TRY(pack_key_uint(&pk, "perf_handles", PERF_HANDLES_PER_SESSION_MAX));
+        TRY(pack_key_uint(&pk, "perf_events_per_uid", PERF_FDS_PER_UID_MAX));
         return 0;
 }

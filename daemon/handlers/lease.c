@@ -80,6 +80,14 @@ static void busy_reason(Server *s, const Session *c, const LeaseHolder *holder, 
 }
 
 int handle_lease(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
+        int r = handler_lease_cpus(s, c, req, ret_refusal);
+
+        if (r != 0)
+                return r;
+        return handler_reply_cpus(s, req, req->cpus, req->n_cpus);
+}
+
+int handler_lease_cpus(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         CpuSet leased;
         LeaseHolder holder = { .owner = c, .role = c->rights.role, .uid = c->peer.uid, .pid = c->peer.pid };
         _cleanup_free_ const char **jobs = NULL;
@@ -147,7 +155,7 @@ int handle_lease(Server *s, Session *c, const Request *req, Refusal *ret_refusal
         }
         server_lease_jobs(s, &acquired, job_list, sizeof(job_list));
         server_audit(s, c, "lease-begin", "allowed", job_list[0] ? job_list : NULL, list, NULL, req->n_cpus);
-        return handler_reply_cpus(s, req, req->cpus, req->n_cpus);
+        return 0;
 }
 
 int handle_release(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {

@@ -15,13 +15,6 @@
 #include "perf-spec.h"
 #include "policy/config.h"
 
-typedef enum PerfScope {
-        PERF_SCOPE_CPU,
-        PERF_SCOPE_JOB,
-        PERF_SCOPE_PROCESS,
-        _PERF_SCOPE_MAX,
-} PerfScope;
-
 typedef struct PerfAttrRules {          /* what the caller may ask, from policy and role */
         bool may_count_kernel;
         const ClassSet *write_classes;  /* the role's write classes (NULL: every class, as an

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "server/perf-sessions.h"
 #include "server/reply.h"
 #include "server/revalidate.h"
 #include "server/server-state.h"
@@ -120,10 +121,11 @@ static size_t revalidate(Server *s, Session *c, const Scope *scope, const char *
         };
         char list[512];
         CpuSet ended;
-        size_t n;
+        size_t n, closed;
 
+        closed = session_perf_revalidate(s, c, scope, why);
         if (!s->leases || cpuset_is_empty(&c->leased))
-                return 0;
+                return closed;
         n = leases_end_unless(s->leases, c, &c->leased, lease_still_allowed, &v, &ended);
         /* What the holder keeps, it keeps in the role it has now: a monitor made a user is no
          * longer preemptible. */
@@ -132,7 +134,7 @@ static size_t revalidate(Server *s, Session *c, const Scope *scope, const char *
                         if (cpu < s->leases->n_cpus)
                                 s->leases->cpus[cpu].role = c->rights.role;
         if (n == 0)
-                return 0;
+                return closed;
 
         c->revoked = true;
         for (unsigned w = 0; w < PMUGATE_CPUS_MAX / 64; w++)
@@ -145,7 +147,7 @@ static size_t revalidate(Server *s, Session *c, const Scope *scope, const char *
         if (cpuset_format(&ended, list, sizeof(list)) < 0)
                 (void) snprintf(list, sizeof(list), "%zu CPUs", n);
         server_audit(s, c, "lease-end", "restored", v.jobs[0] ? v.jobs : NULL, list, c->revoked_why, n);
-        return n;
+        return n + closed;
 }
 
 size_t session_revalidate_leases(Server *s, Session *c, const Scope *scope, const char *why) {
@@ -159,7 +161,7 @@ size_t server_revalidate_session(Server *s, Session *c, const char *why) {
 
         /* Rights are recomputed: a batch in progress checks its next slices again. */
         s->rights_generation++;
-        if (cpuset_is_empty(&c->leased))
+        if (cpuset_is_empty(&c->leased) && !session_perf_any(c))
                 return 0;
         policy_rights(&s->config, &c->peer, &c->rights);
         if (c->rights.may_write && c->rights.scoped)

@@ -17,10 +17,12 @@
 #include "backend/backend-choice.h"
 #include "backend/backend.h"
 #include "backend/machine.h"
+#include "backend/perf-catalog.h"
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "cpuset.h"
 #include "message.h"
+#include "perf/perf-handles.h"
 #include "pmu/allowlist.h"
 #include "pmu/leases.h"
 #include "pmu/pmu.h"
@@ -94,6 +96,14 @@ struct Server {
          * Under perf or none, batch writes of registers are refused; reads stay. */
         BackendChoice choice;
         bool counters_from_option;      /* --counters decided it, not pmugate.conf */
+        /* The perf_event path (docs/PERF.md): the PMUs perf_open may name, the driver that opens
+         * them is perf_driver below. Owned. */
+        PerfCatalog *perf_catalog;
+        /* The simulator's driver counts and rotates multiplexed groups when ticked, as the kernel
+         * does from its hrtimer: main() sets the tick for it, and perf_tick runs it every
+         * PERF_SIM_TICK_USEC while a perf handle is open. NULL: the kernel's driver. */
+        void (*perf_tick_fn)(PerfDriver *d);
+        sd_event_source *perf_tick;
         Allowlist *allowlist;
         Config config;
         Audit *audit;
@@ -129,6 +139,9 @@ struct Server {
         char *receive_buffer;
         msgpack_sbuffer reply;
         size_t reply_part_ends[PMUGATE_REPLY_PARTS_MAX];  /* a reply in parts: where each ends */
+        /* fds that go with the reply (a perf_open's handoff) in SCM_RIGHTS, owned until sent */
+        int reply_fds[PERF_EVENTS_PER_OPEN_MAX];
+        size_t n_reply_fds;
         size_t n_reply_parts;                             /* 0: the reply is one message */
         const AllowEntry **entries;
         int32_t *status;
@@ -153,6 +166,11 @@ struct Session {
         CpuSet revoked_cpus;
         char revoked_why[PMUGATE_REASON_MAX];
         AuditFold audit_fold;   /* monitors: write batches repeated at every sample */
+        /* perf_open's handles, by slot; a handle's id is what the client names (never reused
+         * in a session, so a stale id never reaches a newer handle) */
+        PerfHandle *perf[PERF_HANDLES_PER_SESSION_MAX];
+        uint32_t perf_next_id;
+        size_t perf_revoked;    /* handles closed because a right ended, told with `revoked` */
         /* The messages of a reply the socket would not take yet, back to back; reading
          * pauses until the last is sent. */
         char *pending;

@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "pmu/clean.h"
 #include "pmu/journal.h"
+#include "server/perf-sessions.h"
 #include "server/server.h"
 
 #define AUDIT_FLUSH_USEC (10U * 1000U * 1000U)
@@ -185,6 +186,7 @@ int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allow
         s->audit = audit;
         s->perf_opener = o->perf_opener;
         s->perf_driver = o->perf_driver;
+        s->perf_catalog = o->perf_catalog;
         *ret = s;
         return 0;
 
@@ -201,6 +203,8 @@ Server *server_free(Server *s) {
         scheduler_done(&s->scheduler);
         server_free_idle_jobs(s);
         sd_event_source_disable_unref(s->turns);
+        s->perf_tick = sd_event_source_disable_unref(s->perf_tick);
+        server_reply_fds_drop(s);
         leases_free(s->leases);
         pmu_free(s->pmu);
         grants_done(&s->grants);
@@ -219,6 +223,7 @@ Server *server_free(Server *s) {
         /* The driver's open events are the sessions' and closed with them; the opener last. */
         perf_driver_free(s->perf_driver);
         perf_opener_stop(s->perf_opener);
+        perf_catalog_free(s->perf_catalog);
         backend_free(s->backend);
         allowlist_free(s->allowlist);
         machine_free(s->machine);

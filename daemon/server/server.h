@@ -24,9 +24,10 @@ typedef struct ServerOptions {
         uid_t config_owner;       /* the uid that started the daemon */
         PerfOpener *perf_opener;  /* the perf opener and the kernel's driver over it, or NULL */
         PerfDriver *perf_driver;
+        PerfCatalog *perf_catalog;      /* the PMUs perf_open may name */
 } ServerOptions;
 
-/* Takes ownership of machine, backend, allowlist and audit, and of o's perf opener and driver,
+/* Takes ownership of machine, backend, allowlist and audit, and of o's perf opener, driver and catalogue,
  * on success. */
 int server_new(const ServerOptions *o, Machine *machine, Backend *backend, Allowlist *allowlist, const Config *config,
                Audit *audit, Server **ret);

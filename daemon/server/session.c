@@ -23,6 +23,7 @@
 #include "log.h"
 #include "macro.h"
 #include "server/batch-job.h"
+#include "server/perf-sessions.h"
 #include "server/reply.h"
 #include "server/revalidate.h"
 #include "server/server-state.h"
@@ -39,6 +40,9 @@ void session_lease_ended(const void *owner, uint32_t cpu, void *userdata) {
         for (Session *c = s->sessions; c; c = c->next)
                 if (c == owner) {
                         cpuset_remove(&c->leased, cpu);
+                        /* perf events of hardware counters on a CPU live with its lease; why it
+                         * ended (released, preempted, revoked) has its own audit record */
+                        (void) session_perf_close_cpu(c, cpu, "ended", "the lease on the CPU ended");
                         return;
                 }
 }
@@ -89,6 +93,7 @@ Session *session_free(Session *c) {
                 return NULL;
         s = c->server;
         server_audit_folded_writes(s, c);
+        session_perf_close_all(c, "client disconnected");
         session_end_leases(c, "client disconnected");
         peer_done(&c->peer);
         if (c->prev)
@@ -131,6 +136,32 @@ static int session_send_pending(Session *c) {
         return 1;
 }
 
+/* The first message of a reply that carries fds (a perf_open's handoff), in SCM_RIGHTS. It
+ * goes now or never: a client that does not read its replies while it asks for fds is dropped
+ * rather than its fds held. The server's copies are closed either way. */
+static int session_send_with_fds(Session *c, size_t size) {
+        Server *s = c->server;
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * PERF_EVENTS_PER_OPEN_MAX)];
+        } control = {};
+        struct iovec iov = { .iov_base = s->reply.data, .iov_len = size };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                              .msg_controllen = CMSG_SPACE(sizeof(int) * s->n_reply_fds) };
+        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+        ssize_t n;
+
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int) * s->n_reply_fds);
+        memcpy(CMSG_DATA(cmsg), s->reply_fds, sizeof(int) * s->n_reply_fds);
+        n = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        server_reply_fds_drop(s);
+        if (n < 0)
+                return errno == EAGAIN ? -ENOBUFS : -errno;
+        return 0;
+}
+
 /* Sends s->reply, one message or each of its parts. What a full socket buffer does not take is
  * kept as pending and reading from this client stops until it drains, so a client that never
  * reads cannot make us queue without bound: at most one reply per client. Returns negative
@@ -141,6 +172,14 @@ static int session_send_reply(Session *c) {
         const size_t *ends = s->n_reply_parts > 0 ? s->reply_part_ends : &s->reply.size;
         size_t n_parts = s->n_reply_parts > 0 ? s->n_reply_parts : 1, sent = 0, start = 0, held;
 
+        if (s->n_reply_fds > 0) {
+                int r = session_send_with_fds(c, ends[0]);
+
+                if (r < 0)
+                        return r;
+                sent = 1;
+                start = ends[0];
+        }
         for (; sent < n_parts; sent++) {
                 ssize_t n = send(c->fd, s->reply.data + start, ends[sent] - start, MSG_DONTWAIT | MSG_NOSIGNAL);
 

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perf.h"
 #include "pmugate.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,26 @@ int pmugate_measure_open_topdown(pmugate *c, unsigned level, const uint32_t *cpu
 int pmugate_measure_open_group(pmugate *c, const char *group, const char *events, const uint32_t *cpus,
                                size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason,
                                size_t reason_size);
+
+/* What a measurement counts (include/pmugate/perf.h): the CPUs given to open (cpu, the
+ * default), the caller's job on them (job: job mode, counts only the job's tasks even on CPUs
+ * other jobs share), or one process wherever it runs (process: the result then has one row,
+ * whose cpu is the pid). Scopes other than cpu, software events (task-clock, ...) and a daemon
+ * whose counters go through perf (pmugate_info.counters_via) count through the daemon's perf
+ * path; counts and formulas are the same. Package events (memory traffic, energy) are
+ * withheld outside scope cpu: a cgroup or a process cannot split a package's counters. */
+typedef struct pmugate_measure_scope {
+        pmugate_perf_scope scope;
+        pid_t pid;              /* process: the process; 0 for the caller */
+        bool follow;            /* process: its children and new threads count too */
+        bool on_exec;           /* process: count from its next execve (a command held back) */
+} pmugate_measure_scope;
+
+/* Sets the scope; before pmugate_measure_start(). */
+int pmugate_measure_set_scope(pmugate_measure *m, const pmugate_measure_scope *scope);
+
+/* Whether the measurement counts through the daemon's perf path. */
+bool pmugate_measure_via_perf(const pmugate_measure *m);
 
 /* Longest PERF_METRICS window (default 1 s; 1 ms to 60 s), and how long an event set counts
  * before the next takes its turn when events outnumber counters (default 100 ms). Set before

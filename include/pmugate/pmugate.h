@@ -84,6 +84,16 @@ typedef struct pmugate_counter {
         char error[160];        /* why the daemon could not open it; "" when it is served */
 } pmugate_counter;
 
+/* A PMU the daemon opens perf events on (hello "pmus"; include/pmugate/perf.h). */
+typedef struct pmugate_perf_pmu {
+        char name[40];          /* as the kernel's sysfs names it: "cpu", "cpu_core", "uncore_imc_0" */
+        char kind[16];          /* "core", "uncore", "software" */
+        uint32_t type;          /* the kernel's attr.type */
+        int32_t package;        /* uncore: its package; -1 otherwise */
+        int32_t cpu;            /* uncore: the CPU its events open on; -1 otherwise */
+        uint8_t topdown;        /* 0 none, 1 the level-1 metric events, 2 level 2 too */
+} pmugate_perf_pmu;
+
 typedef struct pmugate_info {
         char server[64];
         uint32_t protocol;
@@ -158,7 +168,15 @@ typedef struct pmugate_info {
         char counters_wanted[8];
         char counters_reason[400];
         bool msr_reads;
+        /* The PMUs perf events open on; none from a daemon without the perf path. */
+        pmugate_perf_pmu *pmus;
+        size_t n_pmus;
 } pmugate_info;
+
+/* Whether measurements go through the daemon's perf path (counters_via "perf"). */
+bool pmugate_info_counts_via_perf(const pmugate_info *info);
+/* The topdown level (0-2) of the core PMU's perf metric events; 0 without the perf path. */
+unsigned pmugate_info_perf_topdown(const pmugate_info *info);
 
 int pmugate_hello(pmugate *c, pmugate_info **ret);
 
@@ -347,5 +365,6 @@ pmugate_jobmap *pmugate_jobmap_free(pmugate_jobmap *m);
 }
 #endif
 
+#include "perf.h"
 #include "measure.h"
 #include "package.h"

@@ -56,6 +56,29 @@ seeds = {
     "op-kind-nul-prefix": req("batch", ops=[["\0W", [0], [0x10], [0]], ["\0r", 0, 0x10]]),
     # A kind byte above 0x7f; shifting it as a signed char was undefined behaviour.
     "op-kind-high-byte": req("batch", ops=[["XY", 0, 0x38F, 1, 1]]).replace(b"\xa2XY", b"\xa2\xffm"),
+    # The perf_event path: every scope, the keys of each, and the EVENT fields refused by name.
+    "perf-open-cpu": req("perf_open", scope="cpu", cpus=[0, 1],
+                         groups=[[{"pmu": "software", "config": 0}]]),
+    "perf-open-process": req("perf_open", scope="process", pid=0, follow=True, on_exec=True, handoff=False,
+                             groups=[[{"pmu": "software", "config": 1, "name": "task-clock"},
+                                      {"pmu": "software", "config": 2, "kernel": True}]]),
+    "perf-open-job-topdown": req("perf_open", scope="job",
+                                 groups=[[{"pmu": "cpu", "config": 0x400}] +
+                                         [{"pmu": "cpu", "config": 0x8000 + 0x100 * i} for i in range(8)]]),
+    "perf-open-config12": req("perf_open", scope="cpu", cpus=[0],
+                              groups=[[{"pmu": "uncore_imc_0", "config": 0x304, "config1": 1, "config2": 2}]]),
+    "perf-open-sample": req("perf_open", scope="process",
+                            groups=[[{"pmu": "software", "config": 0, "sample_period": 1000}]]),
+    "perf-open-breakpoint": req("perf_open", scope="process",
+                                groups=[[{"pmu": "breakpoint", "config": 0, "bp_addr": 4096, "bp_type": 4}]]),
+    "perf-open-pid-cpu": req("perf_open", scope="cpu", pid=1, groups=[[{"pmu": "software", "config": 0}]]),
+    "perf-open-many-groups": req("perf_open", scope="process",
+                                 groups=[[{"pmu": "software", "config": i}] for i in range(40)]),
+    "perf-open-empty-group": req("perf_open", scope="process", groups=[[]]),
+    "perf-open-bad-pmu": req("perf_open", scope="process", groups=[[{"pmu": "../../x", "config": 0}]]),
+    "perf-read": req("perf_read", handle=1),
+    "perf-close": req("perf_close", handle=4294967295),
+    "perf-read-no-handle": req("perf_read"),
 }
 
 

@@ -25,7 +25,7 @@ def vocabulary(source):
     text = open(os.path.join(source, 'proto', 'wire.c'), encoding='utf-8').read()
     ops = re.findall(r'WIRE_OP\("([^"]+)",', open(os.path.join(source, 'proto', 'wire.h'),
                                                    encoding='utf-8').read() + text)
-    types = re.findall(r'\[REQUEST_[A-Z]+\] = "([a-z]+)"', text)
+    types = re.findall(r'\[REQUEST_[A-Z_]+\] = "([a-z_]+)"', text)
     if not ops or not types:
         sys.exit('check_wire.py: no op kinds or request types found in proto/wire.[ch]')
     return sorted(set(ops)), sorted(set(types))

@@ -735,6 +735,179 @@ static void test_tuple_matches_typed_packers(void **state) {
         msgpack_sbuffer_destroy(&b);
 }
 
+static void pack_event(msgpack_packer *pk, const char *pmu, uint64_t config, const char *extra_key) {
+        msgpack_pack_map(pk, extra_key ? 3 : 2);
+        pack_key_string(pk, "pmu", pmu);
+        pack_key_uint(pk, "config", config);
+        if (extra_key)
+                pack_key_uint(pk, extra_key, 1);
+}
+
+/* A perf_open of scope process with one group of two events, or with extra_key in the event. */
+static void pack_perf_open(Fixture *f, const char *scope, const char *event_key) {
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 2);
+        pack_key_string(&f->pk, "scope", scope);
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 2);
+        pack_event(&f->pk, "software", 1, event_key);
+        pack_event(&f->pk, "software", 2, NULL);
+}
+
+static void test_perf_open(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        pack_perf_open(f, "process", NULL);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.type, REQUEST_PERF_OPEN);
+        assert_int_equal(req.perf_scope, PERF_SCOPE_PROCESS);
+        assert_true(req.follow);
+        assert_false(req.on_exec);
+        assert_false(req.handoff);
+        assert_false(req.has_pid);
+        assert_int_equal(req.n_perf_groups, 1);
+        assert_int_equal(req.perf_group_sizes[0], 2);
+        assert_int_equal(req.n_perf_events, 2);
+        assert_string_equal(req.perf_events[0].pmu, "software");
+        assert_int_equal(req.perf_events[1].config, 2);
+        assert_false(req.perf_events[0].count_kernel);
+
+        /* A full event: every key it may have. */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 5);
+        pack_key_string(&f->pk, "scope", "process");
+        pack_key_uint(&f->pk, "pid", 1234);
+        pack_string(&f->pk, "follow");
+        msgpack_pack_false(&f->pk);
+        pack_string(&f->pk, "on_exec");
+        msgpack_pack_true(&f->pk);
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_map(&f->pk, 6);
+        pack_key_string(&f->pk, "pmu", "cpu");
+        pack_key_uint(&f->pk, "config", 0x00c0);
+        pack_key_uint(&f->pk, "config1", 7);
+        pack_key_uint(&f->pk, "config2", 8);
+        pack_string(&f->pk, "kernel");
+        msgpack_pack_true(&f->pk);
+        pack_key_string(&f->pk, "name", "INST_RETIRED.ANY");
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.pid, 1234);
+        assert_false(req.follow);
+        assert_true(req.on_exec);
+        assert_true(req.perf_events[0].has_config1 && req.perf_events[0].has_config2);
+        assert_int_equal(req.perf_events[0].config2, 8);
+        assert_true(req.perf_events[0].count_kernel);
+        assert_string_equal(req.perf_events[0].name, "INST_RETIRED.ANY");
+
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 10, "perf_read", 1);
+        pack_key_uint(&f->pk, "handle", 3);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.type, REQUEST_PERF_READ);
+        assert_int_equal(req.handle, 3);
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 11, "perf_close", 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+}
+
+static void test_perf_open_refusals(void **state) {
+        static const char *const sampling[] = { "sample_period", "sample_freq", "sample_type", "freq", "bp_type",
+                                                "bp_addr", "sample_regs_user", "sample_regs_intr", "sample_stack_user",
+                                                "type", "disabled", "inherit", "exclude_kernel", "exclude_hv",
+                                                "precise_ip", "kprobe_func", "read_format", "config3" };
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        /* Every attr field a client might try is refused by name, with why. */
+        for (size_t i = 0; i < ELEMENTSOF(sampling); i++) {
+                pack_perf_open(f, "process", sampling[i]);
+                assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+                assert_non_null(strstr(e.reason, sampling[i]));
+                assert_non_null(strstr(e.reason, "not accepted"));
+        }
+        pack_perf_open(f, "process", "frobnicate");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "unknown field 'frobnicate'"));
+        pack_perf_open(f, "everywhere", NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'scope'"));
+        pack_perf_open(f, "cpu", NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "needs 'cpus'"));
+
+        /* pid belongs to scope process */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 3);
+        pack_key_string(&f->pk, "scope", "job");
+        pack_key_uint(&f->pk, "pid", 1);
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 1);
+        pack_event(&f->pk, "software", 0, NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "belong to scope 'process'"));
+
+        /* pmu names with bytes sysfs never has, a string config, an empty group */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 2);
+        pack_key_string(&f->pk, "scope", "process");
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 1);
+        pack_event(&f->pk, "../cpu", 0, NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'pmu'"));
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 2);
+        pack_key_string(&f->pk, "scope", "process");
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+
+        /* too many events in a group, too many groups */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 2);
+        pack_key_string(&f->pk, "scope", "process");
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, PERF_GROUP_EVENTS_MAX + 1);
+        for (unsigned i = 0; i < PERF_GROUP_EVENTS_MAX + 1; i++)
+                pack_event(&f->pk, "software", i, NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_non_null(strstr(e.reason, "per group"));
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 2);
+        pack_key_string(&f->pk, "scope", "process");
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, PERF_GROUPS_PER_OPEN_MAX + 1);
+        for (unsigned g = 0; g < PERF_GROUPS_PER_OPEN_MAX + 1; g++) {
+                msgpack_pack_array(&f->pk, 1);
+                pack_event(&f->pk, "software", g, NULL);
+        }
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_non_null(strstr(e.reason, "groups"));
+        /* Within each group's limit, past the events of one perf_open. */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 2);
+        pack_key_string(&f->pk, "scope", "process");
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, PERF_GROUPS_PER_OPEN_MAX);
+        for (unsigned g = 0; g < PERF_GROUPS_PER_OPEN_MAX; g++) {
+                msgpack_pack_array(&f->pk, 3);
+                for (unsigned i = 0; i < 3; i++)
+                        pack_event(&f->pk, "software", i, NULL);
+        }
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_non_null(strstr(e.reason, "events in one perf_open"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_hello, setup, teardown),
@@ -755,6 +928,8 @@ int main(void) {
                 cmocka_unit_test(test_int_arrays_match_msgpack_c),
                 cmocka_unit_test(test_wire_names_round_trip),
                 cmocka_unit_test(test_tuple_matches_typed_packers),
+                cmocka_unit_test_setup_teardown(test_perf_open, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_perf_open_refusals, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,12 @@ int backend_sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **r
 void backend_sim_perf_driver_tick(PerfDriver *d) {
 }
 
+int backend_sim_perf_driver(Backend *b, PerfDriver *software, PerfDriver **ret_driver,
+                            void (**ret_tick)(PerfDriver *d)) {
+        perf_driver_free(software);
+        return -EOPNOTSUPP;
+}
+
 int backend_sim_perf_catalog(Backend *b, PerfCatalog **ret) {
         return -EOPNOTSUPP;
 }

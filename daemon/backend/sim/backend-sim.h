@@ -40,3 +40,4 @@ int backend_sim_now_ns(Backend *b, uint64_t *ret);
 const SimModel *backend_sim_model(Backend *b);
 /* What an online CPU's events count per wall-clock cycle; NULL for an offline or absent CPU. */
 const SimRates *backend_sim_cpu_rates(Backend *b, uint32_t cpu);
+

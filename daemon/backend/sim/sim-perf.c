@@ -1036,3 +1036,12 @@ int backend_sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **r
         *ret = TAKE_PTR(d);
         return 0;
 }
+
+int backend_sim_perf_driver(Backend *b, PerfDriver *software, PerfDriver **ret_driver,
+                            void (**ret_tick)(PerfDriver *d)) {
+        int r = backend_sim_perf_driver_new(b, software, ret_driver);
+
+        if (r >= 0)
+                *ret_tick = backend_sim_perf_driver_tick;
+        return r;
+}

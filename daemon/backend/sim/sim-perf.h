@@ -25,3 +25,10 @@ void backend_sim_perf_driver_tick(PerfDriver *d);
 
 /* The PMUs the simulated machine shows, as a kernel's sysfs would (for perf/perf-catalog.c). */
 int backend_sim_perf_catalog(Backend *b, PerfCatalog **ret);
+
+/* The simulator's perf layer as main() sets it up, under a name a build without the simulator
+ * also has (backend-sim-absent.c: -EOPNOTSUPP), so that no simulator function is linked into
+ * that build: its perf driver over the kernel's (software, owned from the call on whatever it
+ * returns) with the tick the server runs while events are open. */
+int backend_sim_perf_driver(Backend *b, PerfDriver *software, PerfDriver **ret_driver,
+                            void (**ret_tick)(PerfDriver *d));

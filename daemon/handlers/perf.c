@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * perf_open, perf_read, perf_close: counting through the kernel's perf_event_open under the
+ * same policy as the MSR path (docs/PERF.md, "Policy"). A request's events are validated into
+ * attrs (perf/perf-attr.c), its targets come from its scope (CPUs with leases for hardware
+ * events, the job's cgroup, or one of the caller's processes through a pidfd), and they are
+ * opened all or nothing into a handle the session owns.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "handlers/handlers.h"
+#include "log.h"
+#include "perf/perf-attr.h"
+#include "perf/perf-handles.h"
+#include "perf/perf-target.h"
+#include "server/perf-sessions.h"
+
+/* What one perf_open resolved to before anything opens. */
+typedef struct PerfOpenPlan {
+        struct perf_event_attr attrs[PERF_EVENTS_PER_OPEN_MAX];
+        const char *pmu_names[PERF_EVENTS_PER_OPEN_MAX];
+        const PerfPmu *group_pmus[PERF_GROUPS_PER_OPEN_MAX];    /* each group's leader's */
+        CpuSet needs_leases;
+        bool needs_write;               /* a hardware or uncore event */
+        PerfUnit *units;
+        size_t n_units;
+        PerfProcess process;
+        CpuSet acquired;                /* leases this perf_open took: given back if it fails */
+        Session *session;
+        int cgroup_fd;
+        char job[PMUGATE_STRING_MAX + 1];
+} PerfOpenPlan;
+
+static void plan_done(PerfOpenPlan *p) {
+        if (p->session && !cpuset_is_empty(&p->acquired))
+                session_perf_release_leases(p->session, &p->acquired, "its perf_open was refused");
+        free(p->units);
+        p->units = NULL;
+        perf_process_done(&p->process);
+        if (p->cgroup_fd >= 0)
+                (void) close(p->cgroup_fd);
+        p->cgroup_fd = -1;
+}
+
+/* A free slot for a new handle, or -1. */
+static int find_free_slot(const Session *c) {
+        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
+                if (!c->perf[i])
+                        return (int) i;
+        return -1;
+}
+
+/* PERFEVTSEL bits the kernel sets from the attr, not from config: USR, OS, PC, INT, ANY, EN;
+ * and AMD's Host/Guest-only bits. */
+#define EVTSEL_KERNEL_BITS ((1ULL << 16) | (1ULL << 17) | (1ULL << 19) | (1ULL << 20) | (1ULL << 21) | \
+                            (1ULL << 22) | (3ULL << 40))
+
+/* The config bits of a core event a client may set: the model's PERFEVTSEL0 write mask in the
+ * allowlist, the same mask a register write of it is held to, without the bits the kernel
+ * sets itself; 0 (the PMU's own format fields) when the allowlist has no such register. */
+static uint64_t core_config_mask(const Server *s) {
+        const AllowEntry *e = allowlist_find_msr(s->allowlist, cpu_model_is_amd(s->machine->cpu_model) ?
+                                                                       BACKEND_PROBE_MSR_AMD : BACKEND_PROBE_MSR_INTEL);
+
+        return e ? e->write_mask & ~EVTSEL_KERNEL_BITS : 0;
+}
+
+/* Every event into an attr: the PMU must be the catalogue's, its config within what the
+ * caller's role may program, and hardware counters served only when the daemon counts
+ * through perf. */
+static int build_attrs(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, Refusal *ret_refusal) {
+        static const ClassSet no_classes = {}, every_class = { .all = true };
+        const PerfAttrRules rules = {
+                .may_count_kernel = c->rights.may_admin || s->config.user_count_kernel,
+                .write_classes = !c->rights.may_write ? &no_classes :
+                                 c->rights.write_classes ? c->rights.write_classes : &every_class,
+                .core_config_mask = core_config_mask(s),
+        };
+        size_t e = 0;
+
+        for (size_t g = 0; g < req->n_perf_groups; g++)
+                for (size_t i = 0; i < req->perf_group_sizes[g]; i++, e++) {
+                        const PerfEventSpec *spec = &req->perf_events[e];
+                        const PerfPmu *pmu = NULL;
+                        char why[PMUGATE_REASON_MAX - 32];
+                        int r;
+
+                        r = perf_attr_build(s->perf_catalog, &rules, spec, req->perf_scope, i == 0, req->follow,
+                                            req->on_exec, &plan->attrs[e], &pmu, why, sizeof(why));
+                        if (r != 0)
+                                return refuse(ret_refusal, r > 0 ? r : PROTO_E_INTERNAL, -1, "groups[%zu][%zu]: %s",
+                                              g, i, why);
+                        plan->pmu_names[e] = pmu->name;
+                        if (i == 0)
+                                plan->group_pmus[g] = pmu;
+                        if (pmu->kind == PERF_PMU_SOFTWARE)
+                                continue;
+                        plan->needs_write = true;
+                        if (s->choice.counters != BACKEND_COUNTERS_PERF)
+                                return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                                              "groups[%zu][%zu]: hardware events of PMU '%s' go through perf only when "
+                                              "the daemon counts through perf (counters: %s; 'backend' under "
+                                              "[counters] in pmugate.conf, or pmugated --counters=perf); software "
+                                              "events are served either way",
+                                              g, i, pmu->name, backend_counters_to_string(s->choice.counters));
+                }
+        return 0;
+}
+
+static int plan_units_of_cpus(PerfOpenPlan *plan, const uint32_t *cpus, size_t n, int cgroup_fd) {
+        plan->units = calloc(n, sizeof(*plan->units));
+        if (!plan->units)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                plan->units[i] = (PerfUnit) { .target = cpus[i], .pid = -1, .cpu = (int) cpus[i], .cgroup_fd = cgroup_fd };
+        plan->n_units = n;
+        return 0;
+}
+
+/* An uncore PMU counts its whole package, on the one CPU its cpumask names: its groups open
+ * there alone, which the request must name, and only for a caller that holds every online CPU
+ * of the package (as a PCI unit's registers need), so that nobody else's work is counted
+ * without their CPUs being the caller's. */
+static int check_uncore_groups(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, Refusal *ret_refusal) {
+        for (size_t g = 0; g < req->n_perf_groups; g++) {
+                const PerfPmu *pmu = plan->group_pmus[g];
+                bool named = false;
+
+                if (!pmu || pmu->kind != PERF_PMU_UNCORE)
+                        continue;
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        named |= pmu->cpu >= 0 && req->cpus[i] == (uint32_t) pmu->cpu;
+                if (!named)
+                        return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1,
+                                      "groups[%zu]: uncore PMU '%s' counts on CPU %d (its cpumask): name it in 'cpus'",
+                                      g, pmu->name, pmu->cpu);
+                for (uint32_t cpu = 0; cpu < s->machine->n_cpus; cpu++) {
+                        const MachineCpu *mc = &s->machine->cpus[cpu];
+
+                        if (!mc->present || !mc->online || mc->package != pmu->package)
+                                continue;
+                        if (!leases_held_by(s->leases, cpu, c))
+                                return refuse(ret_refusal, PROTO_E_NO_LEASE, -1,
+                                              "groups[%zu]: uncore PMU '%s' counts all of package %d: hold every CPU "
+                                              "of it (CPU %" PRIu32 " is not leased to this connection; name them all "
+                                              "in 'cpus' or lease them first)", g, pmu->name, pmu->package, cpu);
+                        cpuset_add(&plan->needs_leases, cpu);
+                }
+        }
+        return 0;
+}
+
+/* scope cpu: the request's CPUs, within the job's in job mode, leased when hardware counts. */
+static int plan_cpu(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, Refusal *ret_refusal) {
+        int r = handler_check_cpus(s, req, ret_refusal);
+
+        if (r != 0)
+                return r;
+        if (c->rights.scoped) {
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        if (!scope_job_of_cpu(&c->scope, &s->grants, c->peer.uid, req->cpus[i]))
+                                return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1,
+                                              "CPU %" PRIu32 " is not one of job %s's CPUs", req->cpus[i], c->scope.job);
+                (void) snprintf(plan->job, sizeof(plan->job), "%s", c->scope.job);
+        }
+        if (plan->needs_write) {
+                /* The same leases as the MSR path: one holder per CPU, a monitor yields. Those
+                 * the session did not hold yet are the handle's, given back when it closes. */
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        if (!leases_held_by(s->leases, req->cpus[i], c))
+                                cpuset_add(&plan->acquired, req->cpus[i]);
+                r = handler_lease_cpus(s, c, req, ret_refusal);
+                if (r != 0) {
+                        cpuset_clear(&plan->acquired);
+                        return r;
+                }
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        cpuset_add(&plan->needs_leases, req->cpus[i]);
+                r = check_uncore_groups(s, c, req, plan, ret_refusal);
+                if (r != 0)
+                        return r;
+        }
+        return plan_units_of_cpus(plan, req->cpus, req->n_cpus, -1);
+}
+
+/* scope job: the job's cgroup on the job's CPUs (or the request's subset of them). */
+static int plan_job(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, Refusal *ret_refusal) {
+        uint32_t cpus[PMUGATE_LIST_MAX];
+        size_t n = 0;
+        int r;
+
+        if (!c->rights.scoped)
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                              "scope 'job' counts a job's cgroup, which needs job mode (mode = job in pmugate.conf) "
+                              "and a grant; use scope 'cpu' or 'process'");
+        if (req->has_cpus) {
+                r = handler_check_cpus(s, req, ret_refusal);
+                if (r != 0)
+                        return r;
+                for (size_t i = 0; i < req->n_cpus; i++) {
+                        if (!cpuset_has(&c->scope.cpus, req->cpus[i]))
+                                return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1,
+                                              "CPU %" PRIu32 " is not one of job %s's CPUs", req->cpus[i], c->scope.job);
+                        cpus[n++] = req->cpus[i];
+                }
+        } else
+                CPUSET_FOREACH(cpu, &c->scope.cpus)
+                        if (n < ELEMENTSOF(cpus) && cpu < s->machine->n_cpus && s->machine->cpus[cpu].online)
+                                cpus[n++] = cpu;
+        if (n == 0)
+                return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1, "job %s has no online CPU", c->scope.job);
+        r = perf_target_job_cgroup(s->cgroup_root, &c->peer, c->scope.job, &plan->cgroup_fd, ret_refusal);
+        if (r != 0)
+                return r;
+        (void) snprintf(plan->job, sizeof(plan->job), "%s", c->scope.job);
+        return plan_units_of_cpus(plan, cpus, n, plan->cgroup_fd);
+}
+
+/* scope process: one of the caller's processes, every thread, children following. */
+static int plan_process(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, Refusal *ret_refusal) {
+        char job_path[PMUGATE_CGROUP_PATH_MAX];
+        int r;
+
+        (void) s;
+        if (c->rights.scoped) {
+                r = perf_target_job_path(&c->peer, c->scope.job, job_path, sizeof(job_path), ret_refusal);
+                if (r != 0)
+                        return r;
+                (void) snprintf(plan->job, sizeof(plan->job), "%s", c->scope.job);
+        }
+        r = perf_target_process("/proc", &c->peer, (pid_t) req->pid, c->rights.scoped ? job_path : NULL,
+                                &plan->process, ret_refusal);
+        if (r != 0)
+                return r;
+        if (req->handoff && plan->process.pid != c->peer.pid)
+                return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                              "'handoff' passes the fds to the caller's own process only; pid %d is not the caller (%d)",
+                              (int) plan->process.pid, (int) c->peer.pid);
+        plan->units = calloc(plan->process.n_tids, sizeof(*plan->units));
+        if (!plan->units)
+                return -ENOMEM;
+        for (size_t i = 0; i < plan->process.n_tids; i++)
+                plan->units[i] = (PerfUnit) { .target = plan->process.pid, .pid = plan->process.tids[i], .cpu = -1,
+                                              .cgroup_fd = -1 };
+        plan->n_units = plan->process.n_tids;
+        return 0;
+}
+
+static int open_refusal_code(int error) {
+        switch (-error) {
+        case EACCES:
+        case EPERM:
+                return PROTO_E_NOT_AUTHORIZED;
+        case EMFILE:
+        case ENFILE:
+        case ENOSPC:
+                return PROTO_E_LIMIT;
+        case EBUSY:
+                return PROTO_E_BUSY;
+        default:
+                return PROTO_E_BAD_FIELD;
+        }
+}
+
+static void format_events(const Request *req, const PerfOpenPlan *plan, char *buf, size_t size) {
+        size_t off = 0, e = 0;
+
+        buf[0] = '\0';
+        for (size_t g = 0; g < req->n_perf_groups; g++)
+                for (size_t i = 0; i < req->perf_group_sizes[g] && off < size; i++, e++) {
+                        /* groups apart by ';', events by ','; "k:" counts the kernel too */
+                        int n = snprintf(buf + off, size - off, "%s%s%s/0x%" PRIx64, e == 0 ? "" : i == 0 ? ";" : ",",
+                                         plan->attrs[e].exclude_kernel ? "" : "k:", plan->pmu_names[e],
+                                         req->perf_events[e].config);
+
+                        if (n < 0)
+                                return;
+                        off += (size_t) n;
+                }
+}
+
+static int reply_open(Server *s, const Request *req, const PerfHandle *h) {
+        msgpack_packer pk;
+
+        TRY(server_reply_begin(s, req, 3, &pk));
+        TRY(pack_key_uint(&pk, "handle", h->id));
+        TRY(pack_string(&pk, "targets"));
+        TRY_PACK(msgpack_pack_array(&pk, h->n_targets));
+        for (size_t t = 0; t < h->n_targets; t++)
+                TRY_PACK(msgpack_pack_int64(&pk, h->targets[t]));
+        return pack_key_uint(&pk, "fds", s->n_reply_fds);
+}
+
+/* Hands a new fd of every event to the reply, unit-major then event, as the reply says. */
+static int export_fds(Server *s, PerfHandle *h, Refusal *ret_refusal) {
+        size_t n = h->n_units * h->n_events;
+
+        if (n > ELEMENTSOF(s->reply_fds))
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                              "handoff of %zu fds (%zu threads x %zu events): at most %zu per perf_open", n, h->n_units,
+                              h->n_events, ELEMENTSOF(s->reply_fds));
+        for (size_t i = 0; i < n; i++) {
+                int fd = perf_driver_export_fd(h->driver, h->events[i]);
+
+                if (fd < 0) {
+                        server_reply_fds_drop(s);
+                        if (fd == -EOPNOTSUPP)
+                                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                                              "simulated events have no fd to hand off; read them with perf_read");
+                        return fd;
+                }
+                s->reply_fds[s->n_reply_fds++] = fd;
+        }
+        return 0;
+}
+
+int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
+        _cleanup_(plan_done) PerfOpenPlan plan = { .cgroup_fd = -1, .process = { .pidfd = -1 }, .session = c };
+        PerfHandle *h = NULL;
+        PerfOpenFailure failure;
+        char targets[256], events[PMUGATE_REASON_MAX];
+        size_t held;
+        int slot, r;
+
+        if (!s->perf_driver)
+                return refuse(ret_refusal, PROTO_E_UNKNOWN_OP, -1, "this daemon serves no perf events: %s",
+                              s->choice.reason[0] ? s->choice.reason : "its perf_event path is not set up");
+        slot = find_free_slot(c);
+        if (slot < 0)
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1, "this connection holds %u perf handles, the most "
+                              "allowed; perf_close one first", PERF_HANDLES_PER_SESSION_MAX);
+        r = handler_resolve_scope(s, c, ret_refusal);
+        if (r != 0)
+                return r;
+        r = build_attrs(s, c, req, &plan, ret_refusal);
+        if (r != 0)
+                return r;
+
+        switch (req->perf_scope) {
+        case PERF_SCOPE_CPU:
+                r = plan_cpu(s, c, req, &plan, ret_refusal);
+                break;
+        case PERF_SCOPE_JOB:
+                r = plan_job(s, c, req, &plan, ret_refusal);
+                break;
+        case PERF_SCOPE_PROCESS:
+                r = plan_process(s, c, req, &plan, ret_refusal);
+                break;
+        default:
+                r = refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "unknown scope");
+        }
+        if (r != 0)
+                return r;
+
+        held = server_perf_events_of_uid(s, c->peer.uid);
+        if (held + plan.n_units * req->n_perf_events > PERF_FDS_PER_UID_MAX)
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                              "uid %u holds %zu open perf events; %zu more would pass the limit of %u per user",
+                              (unsigned) c->peer.uid, held, plan.n_units * req->n_perf_events, PERF_FDS_PER_UID_MAX);
+
+        r = perf_handle_new(s->perf_driver, req->perf_scope, c->peer.uid, plan.attrs, req->perf_group_sizes,
+                            req->n_perf_groups, plan.units, plan.n_units, &h);
+        if (r < 0)
+                return r;
+        h->needs_write = plan.needs_write;
+        h->leased = plan.needs_write && req->perf_scope == PERF_SCOPE_CPU;
+        h->needs_leases = plan.needs_leases;
+        for (size_t g = 0; g < req->n_perf_groups; g++)
+                if (plan.group_pmus[g] && plan.group_pmus[g]->kind == PERF_PMU_UNCORE)
+                        h->group_cpu[g] = plan.group_pmus[g]->cpu;
+        memcpy(h->job, plan.job, sizeof(h->job));
+        /* the handle keeps the pins of its target */
+        h->cgroup_fd = plan.cgroup_fd;
+        plan.cgroup_fd = -1;
+        h->pidfd = plan.process.pidfd;
+        plan.process.pidfd = -1;
+
+        r = perf_handle_open(h, &failure);
+        if (r < 0) {
+                char why[PMUGATE_REASON_MAX];
+
+                perf_open_failure_format(h, &failure, plan.pmu_names, why, sizeof(why));
+                perf_handle_free(h);
+                return refuse(ret_refusal, open_refusal_code(failure.error), -1, "%s", why);
+        }
+        /* The pid named at the check is the process the events count only if it still lives. */
+        if (req->perf_scope == PERF_SCOPE_PROCESS && !perf_target_process_alive(&(PerfProcess) { .pidfd = h->pidfd })) {
+                pid_t pid = (pid_t) h->targets[0];
+
+                perf_handle_free(h);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %d exited while its events opened",
+                              (int) pid);
+        }
+        if (req->handoff) {
+                r = export_fds(s, h, ret_refusal);
+                if (r != 0) {
+                        perf_handle_free(h);
+                        return r;
+                }
+                h->handed_off = true;
+        }
+        h->id = ++c->perf_next_id;
+        c->perf[slot] = h;
+        h->acquired = plan.acquired;
+        cpuset_clear(&plan.acquired);
+        r = server_perf_tick_update(s);
+        if (r < 0)
+                log_warning_errno(r, "Cannot tick the simulator's perf driver: its counts advance at reads only");
+
+        (void) snprintf(targets, sizeof(targets), "%s:", perf_scope_to_string(h->scope));
+        for (size_t t = 0; t < h->n_targets; t++) {
+                size_t len = strlen(targets);
+
+                (void) snprintf(targets + len, sizeof(targets) - len, "%s%" PRId64, t > 0 ? "," : "", h->targets[t]);
+        }
+        format_events(req, &plan, events, sizeof(events));
+        server_audit(s, c, "perf-open", "allowed", h->job[0] ? h->job : NULL, targets, events, perf_handle_n_open(h));
+
+        r = reply_open(s, req, h);
+        if (r < 0)
+                server_reply_fds_drop(s);
+        return r;
+}
+
+static int find_handle(Session *c, const Request *req, size_t *ret_slot, Refusal *ret_refusal) {
+        if (!session_perf_find(c, req->handle, ret_slot))
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                              "no perf handle %" PRIu32 " on this connection (closed, ended, or never opened here)",
+                              req->handle);
+        return 0;
+}
+
+int handle_perf_read(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
+        msgpack_packer pk;
+        size_t slot;
+        int r;
+
+        r = find_handle(c, req, &slot, ret_refusal);
+        if (r != 0)
+                return r;
+        TRY(server_reply_begin(s, req, 1, &pk));
+        TRY(pack_string(&pk, "rows"));
+        return perf_handle_pack_rows(c->perf[slot], &pk);
+}
+
+int handle_perf_close(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
+        msgpack_packer pk;
+        size_t slot;
+        int r;
+
+        r = find_handle(c, req, &slot, ret_refusal);
+        if (r != 0)
+                return r;
+        session_perf_close(c, slot, "closed", "perf_close");
+        return server_reply_begin(s, req, 0, &pk);
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * PerfHandle (perf-handles.h): open all or nothing, read all, close all.
+ */
+#include <errno.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "perf/perf-handles.h"
+#include "wire.h"
+
+int perf_handle_new(PerfDriver *driver, PerfScope scope, uid_t uid, const struct perf_event_attr *attrs,
+                    const uint8_t *group_sizes, size_t n_groups, const PerfUnit *units, size_t n_units,
+                    PerfHandle **ret) {
+        PerfHandle *h;
+        size_t n_events = 0;
+
+        if (n_groups == 0 || n_groups > PERF_GROUPS_PER_OPEN_MAX || n_units == 0)
+                return -EINVAL;
+        for (size_t g = 0; g < n_groups; g++)
+                n_events += group_sizes[g];
+        if (n_events == 0 || n_events > PERF_EVENTS_PER_OPEN_MAX)
+                return -EINVAL;
+
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        *h = (PerfHandle) { .scope = scope, .uid = uid, .pidfd = -1, .cgroup_fd = -1, .driver = driver,
+                            .n_groups = n_groups, .n_events = n_events, .n_units = n_units };
+        memcpy(h->attrs, attrs, n_events * sizeof(*attrs));
+        memcpy(h->group_sizes, group_sizes, n_groups);
+        for (size_t g = 0; g < ELEMENTSOF(h->group_cpu); g++)
+                h->group_cpu[g] = -1;
+        h->units = calloc(n_units, sizeof(*h->units));
+        h->events = calloc(n_units * n_events, sizeof(*h->events));
+        h->targets = calloc(n_units, sizeof(*h->targets));
+        if (!h->units || !h->events || !h->targets) {
+                perf_handle_free(h);
+                return -ENOMEM;
+        }
+        memcpy(h->units, units, n_units * sizeof(*units));
+        for (size_t i = 0; i < n_units * n_events; i++)
+                h->events[i] = -1;
+        for (size_t u = 0; u < n_units; u++)
+                if (h->n_targets == 0 || h->targets[h->n_targets - 1] != units[u].target)
+                        h->targets[h->n_targets++] = units[u].target;
+        *ret = h;
+        return 0;
+}
+
+static void close_events(PerfHandle *h) {
+        for (size_t i = 0; i < h->n_units * h->n_events; i++) {
+                if (h->events[i] < 0)
+                        continue;
+                /* A client holding a copy of this fd keeps the event: stop it counting. */
+                if (h->handed_off)
+                        (void) perf_driver_disable(h->driver, h->events[i], false);
+                perf_driver_close(h->driver, h->events[i]);
+                h->events[i] = -1;
+        }
+}
+
+static bool group_on_unit(const PerfHandle *h, size_t g, const PerfUnit *unit) {
+        return h->group_cpu[g] < 0 || h->group_cpu[g] == unit->cpu;
+}
+
+int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure) {
+        for (size_t u = 0; u < h->n_units; u++) {
+                const PerfUnit *unit = &h->units[u];
+                int *events = &h->events[u * h->n_events];
+                size_t e = 0;
+
+                for (size_t g = 0; g < h->n_groups; g++) {
+                        int leader = -1;
+
+                        if (!group_on_unit(h, g, unit)) {
+                                e += h->group_sizes[g];
+                                continue;
+                        }
+                        for (size_t i = 0; i < h->group_sizes[g]; i++, e++) {
+                                unsigned long flags = unit->cgroup_fd >= 0 ? PERF_FLAG_PID_CGROUP : 0;
+                                int r = perf_driver_open(h->driver, &h->attrs[e], unit->pid, unit->cgroup_fd,
+                                                         unit->cpu, leader, flags);
+
+                                if (r < 0) {
+                                        *ret_failure = (PerfOpenFailure) { .error = r, .event = e,
+                                                                           .target = unit->target };
+                                        close_events(h);
+                                        return r;
+                                }
+                                events[e] = r;
+                                if (i == 0)
+                                        leader = r;
+                        }
+                }
+        }
+        /* Every group is open before any counts: a partial open never counted anything. A
+         * leader waiting for exec stays disabled until the kernel enables it. */
+        for (size_t u = 0; u < h->n_units; u++) {
+                size_t e = 0;
+
+                for (size_t g = 0; g < h->n_groups; e += h->group_sizes[g], g++) {
+                        int r;
+
+                        if (h->attrs[e].enable_on_exec || !group_on_unit(h, g, &h->units[u]))
+                                continue;
+                        r = perf_driver_enable(h->driver, h->events[u * h->n_events + e], true);
+                        if (r < 0) {
+                                *ret_failure = (PerfOpenFailure) { .error = r, .event = e,
+                                                                   .target = h->units[u].target };
+                                close_events(h);
+                                return r;
+                        }
+                }
+        }
+        return 0;
+}
+
+size_t perf_handle_n_open(const PerfHandle *h) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < h->n_units * h->n_events; i++)
+                n += h->events[i] >= 0;
+        return n;
+}
+
+/* A group read with PERF_FORMAT_GROUP | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING | ID:
+ * nr, time_enabled, time_running, then nr pairs of value and id. */
+static int read_group(PerfHandle *h, int leader, size_t n, uint64_t *enabled, uint64_t *running, uint64_t *values) {
+        uint64_t buf[3 + 2 * PERF_GROUP_EVENTS_MAX];
+        size_t want = (3 + 2 * n) * sizeof(uint64_t);
+        ssize_t got = perf_driver_read(h->driver, leader, buf, want);
+
+        if (got < 0)
+                return (int) got;
+        if ((size_t) got != want || buf[0] != n)
+                return -EIO;
+        *enabled += buf[1];
+        *running += buf[2];
+        for (size_t i = 0; i < n; i++)
+                values[i] += buf[3 + 2 * i];
+        return 0;
+}
+
+/* Whether group g opens on some unit of target t. */
+static bool target_has_group(const PerfHandle *h, size_t t, size_t g) {
+        for (size_t u = 0; u < h->n_units; u++)
+                if (h->units[u].target == h->targets[t] && group_on_unit(h, g, &h->units[u]))
+                        return true;
+        return false;
+}
+
+int perf_handle_pack_rows(PerfHandle *h, void *packer) {
+        msgpack_packer *pk = packer;
+
+        size_t n_rows = 0;
+
+        for (size_t t = 0; t < h->n_targets; t++)
+                for (size_t g = 0; g < h->n_groups; g++)
+                        n_rows += target_has_group(h, t, g);
+        if (msgpack_pack_array(pk, n_rows) < 0)
+                return -ENOMEM;
+        for (size_t t = 0; t < h->n_targets; t++) {
+                size_t e = 0;
+
+                for (size_t g = 0; g < h->n_groups; e += h->group_sizes[g], g++) {
+                        uint64_t enabled = 0, running = 0, values[PERF_GROUP_EVENTS_MAX] = {};
+                        int status = 0;
+
+                        if (!target_has_group(h, t, g))
+                                continue;
+                        for (size_t u = 0; u < h->n_units; u++) {
+                                int r;
+
+                                if (h->units[u].target != h->targets[t] || !group_on_unit(h, g, &h->units[u]))
+                                        continue;
+                                r = read_group(h, h->events[u * h->n_events + e], h->group_sizes[g], &enabled,
+                                               &running, values);
+                                /* A thread that exited since the open reads 0 events: its counts
+                                 * went to the parent's inherited event. */
+                                if (r < 0 && status == 0)
+                                        status = r;
+                        }
+                        if (msgpack_pack_array(pk, _PERF_ROW_FIELDS) < 0 ||
+                            msgpack_pack_int64(pk, h->targets[t]) < 0 || msgpack_pack_uint64(pk, g) < 0 ||
+                            msgpack_pack_int32(pk, status) < 0 || msgpack_pack_uint64(pk, enabled) < 0 ||
+                            msgpack_pack_uint64(pk, running) < 0 || msgpack_pack_array(pk, h->group_sizes[g]) < 0)
+                                return -ENOMEM;
+                        for (size_t i = 0; i < h->group_sizes[g]; i++)
+                                if (msgpack_pack_uint64(pk, values[i]) < 0)
+                                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+PerfHandle *perf_handle_free(PerfHandle *h) {
+        if (!h)
+                return NULL;
+        if (h->events)
+                close_events(h);
+        if (h->pidfd >= 0)
+                (void) close(h->pidfd);
+        if (h->cgroup_fd >= 0)
+                (void) close(h->cgroup_fd);
+        free(h->units);
+        free(h->events);
+        free(h->targets);
+        free(h);
+        return NULL;
+}
+
+void perf_open_failure_format(const PerfHandle *h, const PerfOpenFailure *f, const char *const *pmu_names,
+                              char *buf, size_t size) {
+        const char *pmu = pmu_names ? pmu_names[f->event] : "?";
+        unsigned long long config = (unsigned long long) h->attrs[f->event].config;
+        const char *what = h->scope == PERF_SCOPE_PROCESS ? "process" : "CPU";
+        int e = -f->error;
+
+        if (e == EACCES || e == EPERM)
+                (void) snprintf(buf, size,
+                                "the kernel refused event %zu (PMU '%s', config 0x%llx) on %s %lld: %s; "
+                                "check perf_event_paranoid and the daemon's CAP_PERFMON",
+                                f->event, pmu, config, what, (long long) f->target, strerror(e));
+        else if (e == ENOENT || e == EINVAL || e == EOPNOTSUPP)
+                (void) snprintf(buf, size, "the kernel does not know event %zu config 0x%llx on PMU '%s' (%s %lld): %s",
+                                f->event, config, pmu, what, (long long) f->target, strerror(e));
+        else if (e == EMFILE || e == ENFILE)
+                (void) snprintf(buf, size, "the daemon's open file limit is reached at event %zu on %s %lld; "
+                                "close handles or open fewer events", f->event, what, (long long) f->target);
+        else if (e == ESRCH)
+                (void) snprintf(buf, size, "process %lld exited before its events were open", (long long) f->target);
+        else
+                (void) snprintf(buf, size, "opening event %zu (PMU '%s', config 0x%llx) on %s %lld failed: %s",
+                                f->event, pmu, config, what, (long long) f->target, strerror(e));
+}
