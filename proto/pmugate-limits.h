@@ -164,12 +164,17 @@
 
 /* One perf_open: its groups, the events of one group (SLOTS with the eight level-2 TopDown
  * metric events is nine), and its events in all; the handles one session holds at once; and
- * the open events (kernel fds, one per event and target) of one uid across its sessions. */
+ * the open events (kernel fds, one per event and target) of one uid across its sessions:
+ * PERF_FDS_PER_UID_MAX, or on a machine of more CPUs PERF_FDS_PER_UID_PER_CPU for each of its
+ * CPUs (server_perf_events_per_uid_max()), so that one whole-node perf_open of a full event
+ * list fits: a fixed 1024 refused TopDown level 2 (16 events a CPU) on every CPU of any machine
+ * of more than 64 CPUs. */
 #define PERF_GROUPS_PER_OPEN_MAX 16U
 #define PERF_GROUP_EVENTS_MAX 10U
 #define PERF_EVENTS_PER_OPEN_MAX 32U
 #define PERF_HANDLES_PER_SESSION_MAX 16U
 #define PERF_FDS_PER_UID_MAX 1024U
+#define PERF_FDS_PER_UID_PER_CPU PERF_EVENTS_PER_OPEN_MAX
 
 /* The perf opener (daemon/backend/perf-opener.c) answers one open at a time; a reply that takes
  * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it

@@ -359,10 +359,11 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
                 return r;
 
         held = server_perf_events_of_uid(s, c->peer.uid);
-        if (held + plan.n_units * req->n_perf_events > PERF_FDS_PER_UID_MAX)
+        if (held + plan.n_units * req->n_perf_events > server_perf_events_per_uid_max(s))
                 return refuse(ret_refusal, PROTO_E_LIMIT, -1,
-                              "uid %u holds %zu open perf events; %zu more would pass the limit of %u per user",
-                              (unsigned) c->peer.uid, held, plan.n_units * req->n_perf_events, PERF_FDS_PER_UID_MAX);
+                              "uid %u holds %zu open perf events; %zu more would pass the limit of %zu per user",
+                              (unsigned) c->peer.uid, held, plan.n_units * req->n_perf_events,
+                              server_perf_events_per_uid_max(s));
 
         r = perf_handle_new(s->perf_driver, req->perf_scope, c->peer.uid, plan.attrs, req->perf_group_sizes,
                             req->n_perf_groups, plan.units, plan.n_units, &h);

@@ -605,6 +605,38 @@ def test_sim_uncore(tap):
         dm.stop()
 
 
+TOPDOWN_L2 = [dict(pmu="cpu", config=0x0400, name="slots")] + [
+    dict(pmu="cpu", config=0x8000 + 0x100 * i) for i in range(8)]
+
+
+def test_sim_whole_node(tap):
+    # 192 CPUs: a TopDown level 2 group (9 events) on every CPU is 1728 events, more than the
+    # 1024 a uid held on any machine before; the limit is 32 per CPU on a machine this large.
+    d = t.workdir()
+    conf = os.path.join(d, "pmugate.conf")
+    with open(conf, "w") as f:
+        f.write("[access]\nmode = open\nadmin_groups = %d\nuser_groups = %d\n" % (t.ADMIN_GID, t.USER_GID))
+    dm = t.Daemon(d, ["--backend=sim", "--sim-model=spr", "--counters=perf",
+                      "--sim-config=" + t.sim_config(d, "spr", sockets=2, cores=48)], config=conf)
+    try:
+        c = t.Client(dm.socket)
+        tap.eq(c.call("hello")["limits"]["perf_events_per_uid"], 32 * 192,
+               "hello: 32 open events per uid and CPU on a machine of 192 CPUs")
+        cpus = list(range(192))
+        r = c.call("perf_open", scope="cpu", cpus=cpus, groups=[TOPDOWN_L2])
+        tap.ok(r.get("ok") and len(r["targets"]) == 192, "TopDown level 2 opens on every CPU: 1728 events", err(r))
+        rows = c.call("perf_read", handle=r["handle"]).get("rows", [])
+        tap.ok(len(rows) == 192 and all(row[ROW_STATUS] == 0 for row in rows), "and reads on every CPU", rows[:1])
+        more = [c.call("perf_open", scope="cpu", cpus=cpus, groups=[TOPDOWN_L2]) for _ in range(2)]
+        tap.ok(all(m.get("ok") for m in more), "the uid holds it three times: 5184 events", [err(m) for m in more])
+        got, why = err(c.call("perf_open", scope="cpu", cpus=cpus, groups=[TOPDOWN_L2]))
+        tap.ok(got == "limit" and "6144" in why, "a fourth would pass 6144: limit", why)
+        tap.ok(dm.alive(), "the daemon keeps serving")
+    finally:
+        dm.stop()
+
+
 sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
                       test_revoked_in_job_mode, test_jobs_share_a_cpu, test_users_at_once, test_hostile,
-                      test_sim_topdown, test_sim_policy, test_sim_uncore, test_reload_narrows]))
+                      test_sim_topdown, test_sim_policy, test_sim_uncore, test_reload_narrows,
+                      test_sim_whole_node]))
