@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Perf path benchmark, client side: a TopDown sample through the daemon's perf_read on every
+ * CPU (round trips, the daemon's CPU time, the client's), what one perf_open of the same
+ * groups costs, and the groups written out for bench-perf-floor, which reads the same events
+ * in one process without the protocol
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "measure/measure-internal.h"
+#include "pmugate/measure.h"
+#include "pmugate/perf.h"
+#include "pmugate/pmugate.h"
+
+#define NSEC_PER_SEC 1e9
+#define SAMPLES_DEFAULT 200U
+#define OPENS_DEFAULT 5U
+#define IDLE_MSEC_DEFAULT 1000U
+/* a perf_open holds 32 events (hello limits) */
+#define PMUGATE_BENCH_EVENTS_MAX 64U
+
+static double clock_s(clockid_t id) {
+        struct timespec ts;
+
+        (void) clock_gettime(id, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / NSEC_PER_SEC;
+}
+
+/* The CPU time of every thread of pid, in ns, from the scheduler's own account
+ * (/proc/PID/task/TID/schedstat: nanoseconds, where /proc/PID/stat counts clock ticks), or -1. */
+static long long process_cpu_ns(long pid) {
+        char path[64];
+        long long total = 0;
+        struct dirent *de;
+        DIR *d;
+
+        if (pid <= 0)
+                return -1;
+        (void) snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+        d = opendir(path);
+        if (!d)
+                return -1;
+        while ((de = readdir(d))) {
+                char file[384];
+                unsigned long long ns;
+                FILE *f;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                (void) snprintf(file, sizeof(file), "/proc/%ld/task/%s/schedstat", pid, de->d_name);
+                f = fopen(file, "re");
+                if (!f)
+                        continue;
+                if (fscanf(f, "%llu", &ns) == 1)
+                        total += (long long) ns;
+                (void) fclose(f);
+        }
+        (void) closedir(d);
+        return total;
+}
+
+/* Requests the daemon served so far; a status is itself one. */
+static long long daemon_requests(pmugate *c) {
+        pmugate_status *s = NULL;
+        long long n;
+
+        if (pmugate_status_get(c, &s) < 0)
+                return -1;
+        n = (long long) s->requests;
+        pmugate_status_free(s);
+        return n;
+}
+
+static void usage(void) {
+        printf("Usage: bench-perf --socket=PATH --daemon-pid=PID [--samples=N] [--opens=N] [--idle-ms=MS]\n"
+               "                  [--plan=FILE]\n"
+               "\n"
+               "Opens TopDown level 2 on every online CPU the daemon reports (the daemon must count\n"
+               "via perf), takes N samples back to back and prints 'key value' lines: round trips\n"
+               "and the daemon's CPU time per sample (and per CPU), the client's, the daemon's CPU\n"
+               "while the events stay open and nothing is read (the simulator's tick), and the cost\n"
+               "of a perf_open and perf_close of the same groups. --plan writes the groups for\n"
+               "bench-perf-floor.\n");
+}
+
+static int write_plan(const char *path, const PerfPlan *p) {
+        FILE *f = fopen(path, "we");
+
+        if (!f)
+                return -errno;
+        for (size_t g = 0; g < p->n_groups; g++)
+                for (size_t e = 0; e < p->groups[g].n_events; e++) {
+                        const pmugate_perf_event *ev = &p->groups[g].events[e];
+
+                        fprintf(f, "%zu %s 0x%" PRIx64 " 0x%" PRIx64 " %d\n", g, ev->pmu, ev->config,
+                                ev->has_config1 ? ev->config1 : 0, ev->kernel);
+                }
+        return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* The plan's groups, kept past the measurement's close. */
+typedef struct Groups {
+        pmugate_perf_event events[PMUGATE_BENCH_EVENTS_MAX];
+        pmugate_perf_group groups[PMUGATE_BENCH_EVENTS_MAX];
+        size_t n_groups;
+} Groups;
+
+static int copy_groups(const PerfPlan *p, Groups *ret) {
+        size_t n = 0;
+
+        if (p->n_events > PMUGATE_BENCH_EVENTS_MAX || p->n_groups > PMUGATE_BENCH_EVENTS_MAX)
+                return -E2BIG;
+        for (size_t g = 0; g < p->n_groups; g++) {
+                ret->groups[g] = (pmugate_perf_group) { .events = &ret->events[n], .n_events = p->groups[g].n_events };
+                for (size_t e = 0; e < p->groups[g].n_events; e++)
+                        ret->events[n++] = p->groups[g].events[e];
+        }
+        ret->n_groups = p->n_groups;
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "daemon-pid", required_argument, NULL, 'p' },
+                { "samples", required_argument, NULL, 'n' },
+                { "opens", required_argument, NULL, 'o' },
+                { "idle-ms", required_argument, NULL, 'i' },
+                { "plan", required_argument, NULL, 'P' },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        const char *socket_path = NULL, *plan_path = NULL;
+        unsigned samples = SAMPLES_DEFAULT, opens = OPENS_DEFAULT, idle_ms = IDLE_MSEC_DEFAULT;
+        long pid = 0;
+        char reason[512] = "";
+        pmugate *c = NULL;
+        pmugate_info *info = NULL;
+        pmugate_measure *m = NULL;
+        uint32_t *cpus;
+        size_t n = 0, n_events;
+        Groups groups;
+        long long req0, req1, req_status, d0, d1, idle0, idle1, open_ns = 0, open_daemon_ns = 0;
+        double wall0, wall1, cpu0, cpu1, start0, start_wall, idle_wall;
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (opt) {
+                case 's':
+                        socket_path = optarg;
+                        break;
+                case 'p':
+                        pid = atol(optarg);
+                        break;
+                case 'n':
+                        samples = (unsigned) atoi(optarg);
+                        break;
+                case 'o':
+                        opens = (unsigned) atoi(optarg);
+                        break;
+                case 'i':
+                        idle_ms = (unsigned) atoi(optarg);
+                        break;
+                case 'P':
+                        plan_path = optarg;
+                        break;
+                case 'h':
+                        usage();
+                        return 0;
+                default:
+                        return 2;
+                }
+        if (samples == 0 || pid <= 0 || !socket_path || process_cpu_ns(pid) < 0) {
+                usage();
+                return 2;
+        }
+        r = pmugate_connect(socket_path, &c);
+        if (r >= 0)
+                r = pmugate_hello(c, &info);
+        if (r < 0) {
+                fprintf(stderr, "bench-perf: cannot reach the daemon: %s\n", pmugate_strerror(r));
+                return 1;
+        }
+        if (strcmp(info->counters_via, "perf") != 0) {
+                fprintf(stderr, "bench-perf: the daemon counts via %s, not perf (start it with --counters=perf)\n",
+                        info->counters_via);
+                return 1;
+        }
+        cpus = calloc(info->n_cpus ?: 1, sizeof(uint32_t));
+        if (!cpus)
+                return 1;
+        for (size_t i = 0; i < info->n_cpus; i++)
+                if (info->cpus[i].online)
+                        cpus[n++] = info->cpus[i].cpu;
+
+        r = pmugate_measure_open_topdown(c, 2, cpus, n, 0, &m, reason, sizeof(reason));
+        if (r < 0) {
+                fprintf(stderr, "bench-perf: %s\n", reason[0] ? reason : pmugate_strerror(r));
+                return 1;
+        }
+        start0 = clock_s(CLOCK_MONOTONIC);
+        r = pmugate_measure_start(m);
+        start_wall = clock_s(CLOCK_MONOTONIC) - start0;
+        if (r < 0 || !m->via_perf || !m->perf_plan) {
+                fprintf(stderr, "bench-perf: start: %s\n",
+                        m->reason[0] ? m->reason : r < 0 ? pmugate_strerror(r) : "not on the perf path");
+                return 1;
+        }
+        n_events = m->perf_plan->n_events;
+        if (plan_path && (r = write_plan(plan_path, m->perf_plan)) < 0) {
+                fprintf(stderr, "bench-perf: %s: %s\n", plan_path, strerror(-r));
+                return 1;
+        }
+
+        /* A status costs one request: two in a row give the status's own share. */
+        req0 = daemon_requests(c);
+        req_status = daemon_requests(c) - req0;
+        /* Open but not read: the simulator's driver ticks every 4 ms, as the kernel rotates groups. */
+        idle0 = process_cpu_ns(pid);
+        wall0 = clock_s(CLOCK_MONOTONIC);
+        (void) nanosleep(&(struct timespec) { .tv_sec = idle_ms / 1000, .tv_nsec = (idle_ms % 1000) * 1000000L },
+                         NULL);
+        idle1 = process_cpu_ns(pid);
+        idle_wall = clock_s(CLOCK_MONOTONIC) - wall0;
+
+        req0 = daemon_requests(c);
+        d0 = process_cpu_ns(pid);
+        cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        wall0 = clock_s(CLOCK_MONOTONIC);
+        for (unsigned k = 0; k < samples; k++) {
+                r = pmugate_measure_sample(m);
+                if (r < 0) {
+                        fprintf(stderr, "bench-perf: sample: %s\n", m->reason[0] ? m->reason : pmugate_strerror(r));
+                        return 1;
+                }
+        }
+        wall1 = clock_s(CLOCK_MONOTONIC);
+        cpu1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        d1 = process_cpu_ns(pid);
+        req1 = daemon_requests(c);
+
+        /* perf_open and perf_close of the same groups on the same CPUs, the measurement
+         * stopped and its leases taken again, so that each open does what it would in a
+         * measurement: it holds the simulator's events once, not twice. */
+        r = copy_groups(m->perf_plan, &groups);
+        if (r >= 0)
+                r = pmugate_measure_stop(m);
+        m = pmugate_measure_close(m);
+        if (r >= 0)
+                r = pmugate_lease(c, cpus, n);
+        for (unsigned k = 0; k < opens && r >= 0; k++) {
+                pmugate_perf_request req = {
+                        .scope = PMUGATE_PERF_SCOPE_CPU,
+                        .cpus = cpus,
+                        .n_cpus = n,
+                        .groups = groups.groups,
+                        .n_groups = groups.n_groups,
+                };
+                pmugate_perf_handle *h = NULL;
+                double t0 = clock_s(CLOCK_MONOTONIC);
+                long long c0 = process_cpu_ns(pid);
+
+                r = pmugate_perf_open(c, &req, &h, reason, sizeof(reason));
+                open_ns += (long long) ((clock_s(CLOCK_MONOTONIC) - t0) * NSEC_PER_SEC);
+                open_daemon_ns += process_cpu_ns(pid) - c0;
+                if (r >= 0)
+                        r = pmugate_perf_close(c, h);
+        }
+        if (r < 0) {
+                fprintf(stderr, "bench-perf: perf_open: %s\n", reason[0] ? reason : pmugate_strerror(r));
+                return 1;
+        }
+        (void) pmugate_release(c, cpus, n);
+
+        printf("model %s\n", info->model_key);
+        printf("cpus %zu\n", n);
+        printf("groups %zu\n", groups.n_groups);
+        printf("events_per_cpu %zu\n", n_events);
+        printf("samples %u\n", samples);
+        printf("start_wall_us %.1f\n", start_wall * 1e6);
+        printf("sample_wall_us %.2f\n", (wall1 - wall0) * 1e6 / samples);
+        printf("client_cpu_us %.2f\n", (cpu1 - cpu0) * 1e6 / samples);
+        printf("client_cpu_ns_per_cpu %.1f\n", (cpu1 - cpu0) * 1e9 / samples / (double) n);
+        printf("round_trips_per_sample %.2f\n", (double) (req1 - req0 - req_status) / samples);
+        printf("daemon_cpu_us %.2f\n", (double) (d1 - d0) / 1e3 / samples);
+        printf("daemon_cpu_ns_per_cpu %.1f\n", (double) (d1 - d0) / samples / (double) n);
+        printf("tick_cpu_us_per_s %.1f\n", (double) (idle1 - idle0) / 1e3 / idle_wall);
+        /* the tick's share of the samples' time, taken out */
+        printf("daemon_cpu_ns_per_cpu_without_tick %.1f\n",
+               ((double) (d1 - d0) - (double) (idle1 - idle0) / idle_wall * (wall1 - wall0)) / samples / (double) n);
+        printf("opens %u\n", opens);
+        printf("open_wall_us %.1f\n", opens ? (double) open_ns / 1e3 / opens : 0.0);
+        printf("open_daemon_cpu_us %.1f\n", opens ? (double) open_daemon_ns / 1e3 / opens : 0.0);
+        printf("open_daemon_ns_per_event %.1f\n",
+               opens ? (double) open_daemon_ns / opens / (double) (n * n_events) : 0.0);
+
+        c = pmugate_disconnect(c);
+        pmugate_info_free(info);
+        free(cpus);
+        return r < 0 ? 1 : 0;
+}
