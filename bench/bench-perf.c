@@ -20,9 +20,12 @@
 #include "pmugate/pmugate.h"
 
 #define NSEC_PER_SEC 1e9
+/* PERF_COUNT_SW_CPU_CLOCK of linux/perf_event.h, which this file does not include */
+#define PERF_COUNT_SW_CPU_CLOCK_ 0U
 #define SAMPLES_DEFAULT 200U
 #define OPENS_DEFAULT 5U
 #define IDLE_MSEC_DEFAULT 1000U
+#define READS_DEFAULT 2000U
 /* a perf_open holds 32 events (hello limits) */
 #define PMUGATE_BENCH_EVENTS_MAX 64U
 
@@ -81,13 +84,15 @@ static long long daemon_requests(pmugate *c) {
 static void usage(void) {
         printf("Usage: bench-perf --socket=PATH --daemon-pid=PID [--samples=N] [--opens=N] [--idle-ms=MS]\n"
                "                  [--plan=FILE]\n"
+               "       bench-perf --socket=PATH --daemon-pid=PID --read-scope=cpu|job [--reads=N]\n"
                "\n"
                "Opens TopDown level 2 on every online CPU the daemon reports (the daemon must count\n"
                "via perf), takes N samples back to back and prints 'key value' lines: round trips\n"
                "and the daemon's CPU time per sample (and per CPU), the client's, the daemon's CPU\n"
                "while the events stay open and nothing is read (the simulator's tick), and the cost\n"
                "of a perf_open and perf_close of the same groups. --plan writes the groups for\n"
-               "bench-perf-floor.\n");
+               "bench-perf-floor. --read-scope opens cpu-clock on the first two CPUs in that scope\n"
+               "and times N perf_reads of it: median, 90th percentile, the daemon's CPU per read.\n");
 }
 
 static int write_plan(const char *path, const PerfPlan *p) {
@@ -126,6 +131,72 @@ static int copy_groups(const PerfPlan *p, Groups *ret) {
         return 0;
 }
 
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+
+        return (x > y) - (x < y);
+}
+
+/* --read-scope: cpu-clock on the given CPUs in scope cpu or job, read reads times, each round
+ * trip timed: the cost of a perf_read and the daemon's CPU per read, for each scope. */
+static int read_scope(pmugate *c, long pid, const char *scope, const uint32_t *cpus, size_t n_cpus, unsigned reads) {
+        const pmugate_perf_event cpu_clock = { .pmu = "software", .config = PERF_COUNT_SW_CPU_CLOCK_ };
+        const pmugate_perf_group group = { .events = &cpu_clock, .n_events = 1 };
+        pmugate_perf_request req = {
+                .cpus = cpus,
+                .n_cpus = n_cpus,
+                .groups = &group,
+                .n_groups = 1,
+        };
+        char reason[512] = "";
+        pmugate_perf_handle *h = NULL;
+        const pmugate_perf_row *rows;
+        double *t;
+        size_t n_rows;
+        long long d0, d1;
+        int r;
+
+        r = pmugate_perf_scope_from_string(scope);
+        if (r < 0 || r == PMUGATE_PERF_SCOPE_PROCESS) {
+                fprintf(stderr, "bench-perf: --read-scope is cpu or job\n");
+                return -EINVAL;
+        }
+        req.scope = (pmugate_perf_scope) r;
+        t = calloc(reads ?: 1, sizeof(double));
+        if (!t)
+                return -ENOMEM;
+        r = pmugate_perf_open(c, &req, &h, reason, sizeof(reason));
+        if (r < 0) {
+                fprintf(stderr, "bench-perf: perf_open (%s): %s\n", scope, reason[0] ? reason : pmugate_strerror(r));
+                free(t);
+                return r;
+        }
+        /* warm-up, not counted */
+        for (unsigned k = 0; k < reads / 10 && r >= 0; k++)
+                r = pmugate_perf_read(c, h, &rows, &n_rows);
+        d0 = process_cpu_ns(pid);
+        for (unsigned k = 0; k < reads && r >= 0; k++) {
+                double t0 = clock_s(CLOCK_MONOTONIC);
+
+                r = pmugate_perf_read(c, h, &rows, &n_rows);
+                t[k] = clock_s(CLOCK_MONOTONIC) - t0;
+        }
+        d1 = process_cpu_ns(pid);
+        if (r >= 0) {
+                qsort(t, reads, sizeof(double), cmp_double);
+                printf("scope %s\n", scope);
+                printf("rows %zu\n", n_rows);
+                printf("reads %u\n", reads);
+                printf("read_median_us %.2f\n", t[reads / 2] * 1e6);
+                printf("read_p90_us %.2f\n", t[reads * 9 / 10] * 1e6);
+                printf("read_daemon_cpu_us %.2f\n", (double) (d1 - d0) / 1e3 / reads);
+        } else
+                fprintf(stderr, "bench-perf: perf_read (%s): %s\n", scope, pmugate_strerror(r));
+        (void) pmugate_perf_close(c, h);
+        free(t);
+        return r;
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },
@@ -134,10 +205,13 @@ int main(int argc, char *argv[]) {
                 { "opens", required_argument, NULL, 'o' },
                 { "idle-ms", required_argument, NULL, 'i' },
                 { "plan", required_argument, NULL, 'P' },
+                { "read-scope", required_argument, NULL, 'S' },
+                { "reads", required_argument, NULL, 'R' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        const char *socket_path = NULL, *plan_path = NULL;
+        const char *socket_path = NULL, *plan_path = NULL, *scope = NULL;
+        unsigned reads = READS_DEFAULT;
         unsigned samples = SAMPLES_DEFAULT, opens = OPENS_DEFAULT, idle_ms = IDLE_MSEC_DEFAULT;
         long pid = 0;
         char reason[512] = "";
@@ -171,6 +245,12 @@ int main(int argc, char *argv[]) {
                 case 'P':
                         plan_path = optarg;
                         break;
+                case 'S':
+                        scope = optarg;
+                        break;
+                case 'R':
+                        reads = (unsigned) atoi(optarg);
+                        break;
                 case 'h':
                         usage();
                         return 0;
@@ -187,6 +267,19 @@ int main(int argc, char *argv[]) {
         if (r < 0) {
                 fprintf(stderr, "bench-perf: cannot reach the daemon: %s\n", pmugate_strerror(r));
                 return 1;
+        }
+        if (scope) {
+                uint32_t own[2];
+                size_t n_own = 0;
+
+                /* the CPUs of this machine the daemon serves, at most two: cpu-clock is real */
+                for (size_t i = 0; i < info->n_cpus && n_own < ELEMENTSOF(own); i++)
+                        if (info->cpus[i].online)
+                                own[n_own++] = info->cpus[i].cpu;
+                r = read_scope(c, pid, scope, own, n_own, reads ?: 1);
+                pmugate_info_free(info);
+                c = pmugate_disconnect(c);
+                return r < 0 ? 1 : 0;
         }
         if (strcmp(info->counters_via, "perf") != 0) {
                 fprintf(stderr, "bench-perf: the daemon counts via %s, not perf (start it with --counters=perf)\n",

@@ -176,6 +176,15 @@
 #define PERF_FDS_PER_UID_MAX 1024U
 #define PERF_FDS_PER_UID_PER_CPU PERF_EVENTS_PER_OPEN_MAX
 
+/* Rows (one per target and group) in one message of a perf_read reply. A row of ten events
+ * packs to at most 133 bytes, so a message stays below PMUGATE_STATUS_PART_BYTES and the
+ * sender's socket buffer; more rows come in parts like a batch reply, at most
+ * PMUGATE_REPLY_PARTS_MAX of them, and a perf_open whose rows would need more is refused. A
+ * TopDown level 2 of 4096 CPUs is 8192 rows, about 1 MiB: in one message the send failed and
+ * the daemon ended the connection. */
+#define PERF_ROWS_PER_PART 960U
+#define PERF_ROWS_MAX (PERF_ROWS_PER_PART * PMUGATE_REPLY_PARTS_MAX)
+
 /* The perf opener (daemon/backend/perf-opener.c) answers one open at a time; a reply that takes
  * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
  * rather than wait with every client. */

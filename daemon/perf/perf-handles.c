@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <msgpack.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,15 +155,26 @@ static bool target_has_group(const PerfHandle *h, size_t t, size_t g) {
         return false;
 }
 
-int perf_handle_pack_rows(PerfHandle *h, void *packer) {
-        msgpack_packer *pk = packer;
-
+size_t perf_handle_n_rows(const PerfHandle *h) {
         size_t n_rows = 0;
 
         for (size_t t = 0; t < h->n_targets; t++)
                 for (size_t g = 0; g < h->n_groups; g++)
                         n_rows += target_has_group(h, t, g);
-        if (msgpack_pack_array(pk, n_rows) < 0)
+        return n_rows;
+}
+
+int perf_handle_pack_rows(PerfHandle *h, void *packer) {
+        return perf_handle_pack_row_range(h, packer, 0, perf_handle_n_rows(h));
+}
+
+int perf_handle_pack_row_range(PerfHandle *h, void *packer, size_t first, size_t n) {
+        msgpack_packer *pk = packer;
+        size_t row = 0;
+
+        if (first > SIZE_MAX - n || first + n > perf_handle_n_rows(h))
+                return -EINVAL;
+        if (msgpack_pack_array(pk, n) < 0)
                 return -ENOMEM;
         for (size_t t = 0; t < h->n_targets; t++) {
                 size_t e = 0;
@@ -173,6 +185,11 @@ int perf_handle_pack_rows(PerfHandle *h, void *packer) {
 
                         if (!target_has_group(h, t, g))
                                 continue;
+                        /* only the rows of this part are read */
+                        if (row++ < first)
+                                continue;
+                        if (row > first + n)
+                                return 0;
                         for (size_t u = 0; u < h->n_units; u++) {
                                 int r;
 

@@ -72,6 +72,10 @@ size_t perf_handle_n_open(const PerfHandle *h);
  * and group, target-major; a target's units (a process's threads) are summed, and a group
  * that opens on one CPU alone (group_cpu) has its row there only. */
 int perf_handle_pack_rows(PerfHandle *h, void *packer /* msgpack_packer */);
+/* The rows a read gives, and rows first to first + n - 1 of them packed as one array (a part
+ * of a reply in parts). */
+size_t perf_handle_n_rows(const PerfHandle *h);
+int perf_handle_pack_row_range(PerfHandle *h, void *packer /* msgpack_packer */, size_t first, size_t n);
 /* Disables (handed off) and closes every event; frees h. NULL-safe; returns NULL. */
 PerfHandle *perf_handle_free(PerfHandle *h);
 /* The text of one failure for a refusal: "the kernel refused ...", "the kernel does not know ...". */

@@ -636,7 +636,35 @@ def test_sim_whole_node(tap):
         dm.stop()
 
 
+def test_sim_read_in_parts(tap):
+    # 2048 CPUs: two groups on each are 4096 rows, about 470 KiB, more than one message may
+    # carry (the socket buffer): they come in parts of 960 rows.
+    d = t.workdir()
+    dm = t.Daemon(d, ["--backend=sim", "--sim-model=spr", "--counters=perf",
+                      "--sim-config=" + t.sim_config(d, "spr", sockets=4, cores=256)])
+    try:
+        c = t.Client(dm.socket, timeout=60)
+        cpus = list(range(2048))
+        r = c.call("perf_open", scope="cpu", cpus=cpus, groups=[TOPDOWN_L2, [dict(pmu="cpu", config=0x10ad)]])
+        tap.ok(r.get("ok"), "TopDown level 2 and a second group open on 2048 CPUs", err(r))
+        got = c.call("perf_read", handle=r["handle"])
+        tap.eq((got.get("part"), got.get("parts")), (0, 5), "the perf_read reply comes in 5 parts")
+        rows = got.get("rows", [])
+        tap.eq([(row[ROW_TARGET], row[ROW_GROUP]) for row in rows], [(cpu, g) for cpu in cpus for g in (0, 1)],
+               "every row once, target-major, across the parts")
+        tap.ok(all(row[ROW_STATUS] == 0 and len(row[ROW_VALUES]) == (9, 1)[row[ROW_GROUP]] for row in rows),
+               "each with its group's values")
+        tap.ok(c.call("perf_read", handle=r["handle"]).get("ok"), "and the next read too")
+        c.call("perf_close", handle=r["handle"])
+        many = [[dict(pmu="cpu", config=0x10ad)] for _ in range(16)]
+        got, why = err(c.call("perf_open", scope="cpu", cpus=cpus, groups=many))
+        tap.ok(got == "limit" and "32768 rows" in why, "16 groups on 2048 CPUs would read 32768 rows: limit", why)
+        tap.ok(dm.alive() and c.call("hello")["ok"], "the daemon keeps serving")
+    finally:
+        dm.stop()
+
+
 sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
                       test_revoked_in_job_mode, test_jobs_share_a_cpu, test_users_at_once, test_hostile,
                       test_sim_topdown, test_sim_policy, test_sim_uncore, test_reload_narrows,
-                      test_sim_whole_node]))
+                      test_sim_whole_node, test_sim_read_in_parts]))
