@@ -39,7 +39,8 @@ int perf_handle_new(PerfDriver *driver, PerfScope scope, uid_t uid, const struct
         h->units = calloc(n_units, sizeof(*h->units));
         h->events = calloc(n_units * n_events, sizeof(*h->events));
         h->targets = calloc(n_units, sizeof(*h->targets));
-        if (!h->units || !h->events || !h->targets) {
+        h->target_units = calloc(n_units + 1, sizeof(*h->target_units));
+        if (!h->units || !h->events || !h->targets || !h->target_units) {
                 perf_handle_free(h);
                 return -ENOMEM;
         }
@@ -47,8 +48,11 @@ int perf_handle_new(PerfDriver *driver, PerfScope scope, uid_t uid, const struct
         for (size_t i = 0; i < n_units * n_events; i++)
                 h->events[i] = -1;
         for (size_t u = 0; u < n_units; u++)
-                if (h->n_targets == 0 || h->targets[h->n_targets - 1] != units[u].target)
+                if (h->n_targets == 0 || h->targets[h->n_targets - 1] != units[u].target) {
+                        h->target_units[h->n_targets] = u;
                         h->targets[h->n_targets++] = units[u].target;
+                }
+        h->target_units[h->n_targets] = n_units;
         *ret = h;
         return 0;
 }
@@ -149,8 +153,8 @@ static int read_group(PerfHandle *h, int leader, size_t n, uint64_t *enabled, ui
 
 /* Whether group g opens on some unit of target t. */
 static bool target_has_group(const PerfHandle *h, size_t t, size_t g) {
-        for (size_t u = 0; u < h->n_units; u++)
-                if (h->units[u].target == h->targets[t] && group_on_unit(h, g, &h->units[u]))
+        for (size_t u = h->target_units[t]; u < h->target_units[t + 1]; u++)
+                if (group_on_unit(h, g, &h->units[u]))
                         return true;
         return false;
 }
@@ -190,10 +194,10 @@ int perf_handle_pack_row_range(PerfHandle *h, void *packer, size_t first, size_t
                                 continue;
                         if (row > first + n)
                                 return 0;
-                        for (size_t u = 0; u < h->n_units; u++) {
+                        for (size_t u = h->target_units[t]; u < h->target_units[t + 1]; u++) {
                                 int r;
 
-                                if (h->units[u].target != h->targets[t] || !group_on_unit(h, g, &h->units[u]))
+                                if (!group_on_unit(h, g, &h->units[u]))
                                         continue;
                                 r = read_group(h, h->events[u * h->n_events + e], h->group_sizes[g], &enabled,
                                                &running, values);
@@ -227,6 +231,7 @@ PerfHandle *perf_handle_free(PerfHandle *h) {
         free(h->units);
         free(h->events);
         free(h->targets);
+        free(h->target_units);
         free(h);
         return NULL;
 }

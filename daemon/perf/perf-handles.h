@@ -42,6 +42,9 @@ typedef struct PerfHandle {
         int *events;            /* driver handles, unit-major then event; -1 when not open */
         int64_t *targets;       /* the distinct targets in order */
         size_t n_targets;
+        size_t *target_units;   /* target t's units are target_units[t] to target_units[t + 1] - 1
+                                 * (the units of a target are consecutive): a read finds them
+                                 * without a scan of every unit per row */
         bool handed_off;        /* fds went to the client: at close they are disabled first */
         bool leased;            /* cpu scope with hardware events: lives only with its leases */
         CpuSet needs_leases;    /* the CPUs whose leases it lives with: its CPUs for hardware
