@@ -68,11 +68,13 @@ static int read_plan(const char *path, Plan *ret) {
 
 static void usage(void) {
         printf("Usage: bench-perf-floor --sim-model=MODEL --sim-config=FILE --plan=FILE [--samples=N]\n"
+               "                        [--tick-usec=N]\n"
                "\n"
                "Opens the groups of FILE (bench-perf --plan) on every CPU of the simulated machine, in\n"
                "this process on the simulator's perf driver, reads every group of every CPU N times\n"
                "and prints 'key value' lines: this process's CPU time per read of all CPUs and per CPU,\n"
-               "and the time the opens took.\n");
+               "and the time the opens took. --tick-usec ticks the driver between two reads of all\n"
+               "CPUs once that long has passed, as the daemon's timer does (4000).\n");
 }
 
 int main(int argc, char *argv[]) {
@@ -81,11 +83,12 @@ int main(int argc, char *argv[]) {
                 { "sim-config", required_argument, NULL, 'c' },
                 { "plan", required_argument, NULL, 'P' },
                 { "samples", required_argument, NULL, 'n' },
+                { "tick-usec", required_argument, NULL, 't' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
         const char *model = NULL, *config = NULL, *plan_path = NULL;
-        unsigned samples = SAMPLES_DEFAULT;
+        unsigned samples = SAMPLES_DEFAULT, tick_usec = 0, ticks = 0;
         Machine *machine = NULL;
         Backend *backend = NULL;
         PerfCatalog *catalog = NULL;
@@ -95,7 +98,7 @@ int main(int argc, char *argv[]) {
         int *handles;
         size_t n_cpus, n_leaders = 0;
         uint64_t sum = 0;
-        double open0, open_wall, cpu0, cpu1, wall0, wall1;
+        double open0, open_wall, cpu0, cpu1, wall0, wall1, last_tick;
         char reason[512];
         int opt, r;
 
@@ -112,6 +115,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case 'n':
                         samples = (unsigned) atoi(optarg);
+                        break;
+                case 't':
+                        tick_usec = (unsigned) atoi(optarg);
                         break;
                 case 'h':
                         usage();
@@ -184,7 +190,14 @@ int main(int argc, char *argv[]) {
 
         cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         wall0 = clock_s(CLOCK_MONOTONIC);
-        for (unsigned k = 0; k < samples; k++)
+        last_tick = wall0;
+        for (unsigned k = 0; k < samples; k++) {
+                /* the daemon ticks the simulator's driver every 4 ms while events are open */
+                if (tick_usec > 0 && clock_s(CLOCK_MONOTONIC) - last_tick >= tick_usec / 1e6) {
+                        backend_sim_perf_driver_tick(driver);
+                        last_tick = clock_s(CLOCK_MONOTONIC);
+                        ticks++;
+                }
                 for (size_t cpu = 0; cpu < n_cpus; cpu++)
                         for (size_t e = 0; e < plan.n_events; e++) {
                                 /* nr, time_enabled, time_running, then value and id per event */
@@ -202,6 +215,7 @@ int main(int argc, char *argv[]) {
                                 for (uint64_t i = 0; i < buf[0] && 3 + 2 * i < ELEMENTSOF(buf); i++)
                                         sum += buf[3 + 2 * i];
                         }
+        }
         wall1 = clock_s(CLOCK_MONOTONIC);
         cpu1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 
@@ -209,6 +223,7 @@ int main(int argc, char *argv[]) {
         printf("floor_events_per_cpu %zu\n", plan.n_events);
         printf("floor_groups_per_cpu %zu\n", n_leaders);
         printf("floor_samples %u\n", samples);
+        printf("floor_ticks %u\n", ticks);
         printf("floor_open_us %.1f\n", open_wall * 1e6);
         printf("floor_open_ns_per_event %.1f\n", open_wall * 1e9 / (double) (n_cpus * plan.n_events));
         printf("floor_sample_wall_us %.2f\n", (wall1 - wall0) * 1e6 / samples);

@@ -385,9 +385,6 @@ int main(int argc, char *argv[]) {
         printf("daemon_cpu_us %.2f\n", (double) (d1 - d0) / 1e3 / samples);
         printf("daemon_cpu_ns_per_cpu %.1f\n", (double) (d1 - d0) / samples / (double) n);
         printf("tick_cpu_us_per_s %.1f\n", (double) (idle1 - idle0) / 1e3 / idle_wall);
-        /* the tick's share of the samples' time, taken out */
-        printf("daemon_cpu_ns_per_cpu_without_tick %.1f\n",
-               ((double) (d1 - d0) - (double) (idle1 - idle0) / idle_wall * (wall1 - wall0)) / samples / (double) n);
         printf("opens %u\n", opens);
         printf("open_wall_us %.1f\n", opens ? (double) open_ns / 1e3 / opens : 0.0);
         printf("open_daemon_cpu_us %.1f\n", opens ? (double) open_daemon_ns / 1e3 / opens : 0.0);
