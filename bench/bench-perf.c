@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "measure/measure-internal.h"
 #include "pmugate/measure.h"
@@ -20,8 +23,7 @@
 #include "pmugate/pmugate.h"
 
 #define NSEC_PER_SEC 1e9
-/* PERF_COUNT_SW_CPU_CLOCK of linux/perf_event.h, which this file does not include */
-#define PERF_COUNT_SW_CPU_CLOCK_ 0U
+
 #define SAMPLES_DEFAULT 200U
 #define OPENS_DEFAULT 5U
 #define IDLE_MSEC_DEFAULT 1000U
@@ -85,6 +87,7 @@ static void usage(void) {
         printf("Usage: bench-perf --socket=PATH --daemon-pid=PID [--samples=N] [--opens=N] [--idle-ms=MS]\n"
                "                  [--plan=FILE]\n"
                "       bench-perf --socket=PATH --daemon-pid=PID --read-scope=cpu|job [--reads=N]\n"
+               "       bench-perf --socket=PATH --daemon-pid=PID --open-cost=N\n"
                "\n"
                "Opens TopDown level 2 on every online CPU the daemon reports (the daemon must count\n"
                "via perf), takes N samples back to back and prints 'key value' lines: round trips\n"
@@ -92,7 +95,9 @@ static void usage(void) {
                "while the events stay open and nothing is read (the simulator's tick), and the cost\n"
                "of a perf_open and perf_close of the same groups. --plan writes the groups for\n"
                "bench-perf-floor. --read-scope opens cpu-clock on the first two CPUs in that scope\n"
-               "and times N perf_reads of it: median, 90th percentile, the daemon's CPU per read.\n");
+               "and times N perf_reads of it: median, 90th percentile, the daemon's CPU per read.\n"
+               "--open-cost opens cpu-clock N times as 1 fd and as 64 (4 groups of 8 on two CPUs)\n"
+               "through the daemon and its opener, and the same fds in this process (needs root).\n");
 }
 
 static int write_plan(const char *path, const PerfPlan *p) {
@@ -131,6 +136,105 @@ static int copy_groups(const PerfPlan *p, Groups *ret) {
         return 0;
 }
 
+/* The daemon's children (the forked perf opener), from /proc/PID/task/PID/children; 0 if none. */
+static long daemon_child(long pid) {
+        char path[96];
+        long child = 0;
+        FILE *f;
+
+        (void) snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", pid, pid);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        if (fscanf(f, "%ld", &child) != 1)
+                child = 0;
+        (void) fclose(f);
+        return child;
+}
+
+static long long sys_perf_event_open(struct perf_event_attr *attr, int cpu, int group) {
+        return syscall(SYS_perf_event_open, attr, -1, cpu, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* --open-cost: perf_open and perf_close of cpu-clock on the first two CPUs, as one event and as
+ * 4 groups of 8 (64 fds), each through the daemon and its opener, and the same fds opened and
+ * closed in this process: what one fd costs through the opener against perf_event_open(). */
+static int open_cost(pmugate *c, long pid, const uint32_t *cpus, size_t n_cpus, unsigned opens) {
+        static const size_t shapes[][2] = { { 1, 1 }, { 4, 8 } };     /* groups, events per group */
+        pmugate_perf_event events[32];
+        pmugate_perf_group groups[4];
+        long opener = daemon_child(pid);
+        char reason[512] = "";
+
+        for (size_t i = 0; i < ELEMENTSOF(events); i++)
+                events[i] = (pmugate_perf_event) { .pmu = "software", .config = PERF_COUNT_SW_CPU_CLOCK };
+        for (size_t s = 0; s < ELEMENTSOF(shapes); s++) {
+                size_t n_groups = shapes[s][0], per = shapes[s][1], fds = n_groups * per * n_cpus;
+                pmugate_perf_request req = { .scope = PMUGATE_PERF_SCOPE_CPU, .cpus = cpus, .n_cpus = n_cpus,
+                                             .groups = groups, .n_groups = n_groups };
+                double wall = 0, direct = 0;
+                long long daemon_ns = 0, opener_ns = 0;
+
+                if (s == 0)
+                        req.n_cpus = 1;
+                if (s == 0)
+                        fds = 1;
+                for (size_t g = 0; g < n_groups; g++)
+                        groups[g] = (pmugate_perf_group) { .events = &events[g * per], .n_events = per };
+                for (unsigned k = 0; k < opens; k++) {
+                        pmugate_perf_handle *h = NULL;
+                        long long d0 = process_cpu_ns(pid), o0 = opener > 0 ? process_cpu_ns(opener) : 0;
+                        double t0 = clock_s(CLOCK_MONOTONIC);
+                        int fd[64], r;
+
+                        r = pmugate_perf_open(c, &req, &h, reason, sizeof(reason));
+                        wall += clock_s(CLOCK_MONOTONIC) - t0;
+                        daemon_ns += process_cpu_ns(pid) - d0;
+                        opener_ns += opener > 0 ? process_cpu_ns(opener) - o0 : 0;
+                        if (r < 0) {
+                                fprintf(stderr, "bench-perf: perf_open: %s\n", reason[0] ? reason : pmugate_strerror(r));
+                                return r;
+                        }
+                        (void) pmugate_perf_close(c, h);
+
+                        /* the same fds in this process: leaders disabled, then members */
+                        t0 = clock_s(CLOCK_MONOTONIC);
+                        for (size_t cpu = 0, i = 0; cpu < req.n_cpus; cpu++)
+                                for (size_t g = 0; g < n_groups; g++)
+                                        for (size_t e = 0; e < per; e++, i++) {
+                                                struct perf_event_attr attr = {
+                                                        .type = PERF_TYPE_SOFTWARE,
+                                                        .size = sizeof(attr),
+                                                        .config = PERF_COUNT_SW_CPU_CLOCK,
+                                                        .disabled = e == 0,
+                                                        .exclude_kernel = 1,
+                                                        .exclude_hv = 1,
+                                                        .read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
+                                                                       PERF_FORMAT_TOTAL_TIME_RUNNING |
+                                                                       PERF_FORMAT_ID | PERF_FORMAT_GROUP,
+                                                };
+
+                                                fd[i] = (int) sys_perf_event_open(&attr, (int) cpus[cpu],
+                                                                                  e == 0 ? -1 : fd[i - e]);
+                                                if (fd[i] < 0) {
+                                                        fprintf(stderr, "bench-perf: perf_event_open: %m\n");
+                                                        return -errno;
+                                                }
+                                        }
+                        for (size_t i = 0; i < fds; i++)
+                                (void) close(fd[i]);
+                        direct += clock_s(CLOCK_MONOTONIC) - t0;
+                }
+                printf("open_fds_%zu %zu\n", s, fds);
+                printf("open_wall_us_%zu %.1f\n", s, wall * 1e6 / opens);
+                printf("open_daemon_us_%zu %.1f\n", s, (double) daemon_ns / 1e3 / opens);
+                printf("open_opener_us_%zu %.1f\n", s, (double) opener_ns / 1e3 / opens);
+                printf("open_direct_us_%zu %.1f\n", s, direct * 1e6 / opens);
+        }
+        printf("opener_pid %ld\n", opener);
+        return 0;
+}
+
 static int cmp_double(const void *a, const void *b) {
         double x = *(const double *) a, y = *(const double *) b;
 
@@ -140,7 +244,7 @@ static int cmp_double(const void *a, const void *b) {
 /* --read-scope: cpu-clock on the given CPUs in scope cpu or job, read reads times, each round
  * trip timed: the cost of a perf_read and the daemon's CPU per read, for each scope. */
 static int read_scope(pmugate *c, long pid, const char *scope, const uint32_t *cpus, size_t n_cpus, unsigned reads) {
-        const pmugate_perf_event cpu_clock = { .pmu = "software", .config = PERF_COUNT_SW_CPU_CLOCK_ };
+        const pmugate_perf_event cpu_clock = { .pmu = "software", .config = PERF_COUNT_SW_CPU_CLOCK };
         const pmugate_perf_group group = { .events = &cpu_clock, .n_events = 1 };
         pmugate_perf_request req = {
                 .cpus = cpus,
@@ -207,11 +311,12 @@ int main(int argc, char *argv[]) {
                 { "plan", required_argument, NULL, 'P' },
                 { "read-scope", required_argument, NULL, 'S' },
                 { "reads", required_argument, NULL, 'R' },
+                { "open-cost", required_argument, NULL, 'O' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
         const char *socket_path = NULL, *plan_path = NULL, *scope = NULL;
-        unsigned reads = READS_DEFAULT;
+        unsigned reads = READS_DEFAULT, open_cost_n = 0;
         unsigned samples = SAMPLES_DEFAULT, opens = OPENS_DEFAULT, idle_ms = IDLE_MSEC_DEFAULT;
         long pid = 0;
         char reason[512] = "";
@@ -251,6 +356,9 @@ int main(int argc, char *argv[]) {
                 case 'R':
                         reads = (unsigned) atoi(optarg);
                         break;
+                case 'O':
+                        open_cost_n = (unsigned) atoi(optarg);
+                        break;
                 case 'h':
                         usage();
                         return 0;
@@ -268,7 +376,7 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "bench-perf: cannot reach the daemon: %s\n", pmugate_strerror(r));
                 return 1;
         }
-        if (scope) {
+        if (scope || open_cost_n > 0) {
                 uint32_t own[2];
                 size_t n_own = 0;
 
@@ -276,7 +384,8 @@ int main(int argc, char *argv[]) {
                 for (size_t i = 0; i < info->n_cpus && n_own < ELEMENTSOF(own); i++)
                         if (info->cpus[i].online)
                                 own[n_own++] = info->cpus[i].cpu;
-                r = read_scope(c, pid, scope, own, n_own, reads ?: 1);
+                r = open_cost_n > 0 ? open_cost(c, pid, own, n_own, open_cost_n) :
+                                      read_scope(c, pid, scope, own, n_own, reads ?: 1);
                 pmugate_info_free(info);
                 c = pmugate_disconnect(c);
                 return r < 0 ? 1 : 0;

@@ -15,7 +15,11 @@ real v2 cgroup (tests/integration/perf_cgroup_fixture.py). Then, in --rounds int
    events open and with the CPUs' events open (a client of the user's holds them): a busy loop
    in the job (its iterations per second) and a ping-pong over a pipe between a process in the
    job and one outside it (round trips per second: every one switches cgroups twice, where the
-   kernel switches the job's cgroup events in and out).
+   kernel switches the job's cgroup events in and out);
+3. bench-perf --open-cost as root: perf_open and perf_close of cpu-clock as 1 fd and as 4
+   groups of 8 on both CPUs (64 fds), through the daemon and its forked opener (one socket
+   round trip per fd), against the same perf_event_open() calls in one process: the wall time,
+   the daemon's and the opener's CPU, and the cost of each further fd.
 
 Prints the median of the rounds. Needs root (the daemon, the cgroups). Not a test.
 """
@@ -189,6 +193,14 @@ def main(argv):
                                text=True, preexec_fn=pinned(0), timeout=seconds + 30)
             return int(p.stdout) / seconds
 
+        def open_cost():
+            p = subprocess.run([os.path.join(build, "bench", "bench-perf"), "--socket=" + daemon.socket,
+                                "--daemon-pid=%d" % daemon.proc.pid, "--open-cost=20"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+            if p.returncode != 0:
+                raise RuntimeError("bench-perf --open-cost: %s" % p.stderr.strip())
+            return keyvalues(p.stdout)
+
         results = {}
 
         def add(key, value):
@@ -200,6 +212,11 @@ def main(argv):
                 add("read_median_" + scope, got["read_median_us"])
                 add("read_p90_" + scope, got["read_p90_us"])
                 add("read_daemon_" + scope, got["read_daemon_cpu_us"])
+            got = open_cost()
+            for shape in ("0", "1"):
+                for what in ("wall", "daemon", "opener", "direct"):
+                    add("open_%s_%s" % (what, shape), got["open_%s_us_%s" % (what, shape)])
+            fds = got["open_fds_1"]
             for state in ("none", "job", "cpu"):
                 h = hold(state) if state != "none" else None
                 add("loop_" + state, loop())
@@ -229,6 +246,13 @@ def main(argv):
         print("| %s (%s) | %.0f | %.0f (%.3f) | %.0f (%.3f) |" % (
             name, unit, base, med[key + "_job"], med[key + "_job"] / base, med[key + "_cpu"],
             med[key + "_cpu"] / base))
+    print()
+    print("| perf_open of cpu-clock (root, scope cpu) | 1 fd | %d fds | per further fd |" % fds)
+    print("|---|---|---|---|")
+    for what, name in (("wall", "through the daemon: wall"), ("daemon", "daemon CPU"),
+                       ("opener", "opener CPU"), ("direct", "perf_event_open() in one process: wall")):
+        one, many = med["open_%s_0" % what], med["open_%s_1" % what]
+        print("| %s | %.1f us | %.1f us | %.2f us |" % (name, one, many, (many - one) / (fds - 1)))
     print("(ratios to no events; every round: %s)" % json.dumps({k: [round(x, 1) for x in v]
                                                                   for k, v in sorted(results.items())}))
     return 0
