@@ -160,12 +160,7 @@ static bool target_has_group(const PerfHandle *h, size_t t, size_t g) {
 }
 
 size_t perf_handle_n_rows(const PerfHandle *h) {
-        size_t n_rows = 0;
-
-        for (size_t t = 0; t < h->n_targets; t++)
-                for (size_t g = 0; g < h->n_groups; g++)
-                        n_rows += target_has_group(h, t, g);
-        return n_rows;
+        return h->n_targets * h->n_groups;
 }
 
 int perf_handle_pack_rows(PerfHandle *h, void *packer) {
@@ -174,47 +169,45 @@ int perf_handle_pack_rows(PerfHandle *h, void *packer) {
 
 int perf_handle_pack_row_range(PerfHandle *h, void *packer, size_t first, size_t n) {
         msgpack_packer *pk = packer;
-        size_t row = 0;
 
         if (first > SIZE_MAX - n || first + n > perf_handle_n_rows(h))
                 return -EINVAL;
         if (msgpack_pack_array(pk, n) < 0)
                 return -ENOMEM;
-        for (size_t t = 0; t < h->n_targets; t++) {
-                size_t e = 0;
+        /* row t * n_groups + g is group g of target t */
+        for (size_t row = first; row < first + n; row++) {
+                size_t t = row / h->n_groups, g = row % h->n_groups, e = 0;
+                uint64_t enabled = 0, running = 0, values[PERF_GROUP_EVENTS_MAX] = {};
+                int status = 0;
+                /* Every target has a row for every group, so that a reader finds each at its
+                 * place: a group that counts elsewhere (an uncore PMU's, on its CPU) reads
+                 * -ENODEV here, with no value. */
+                bool here = target_has_group(h, t, g);
 
-                for (size_t g = 0; g < h->n_groups; e += h->group_sizes[g], g++) {
-                        uint64_t enabled = 0, running = 0, values[PERF_GROUP_EVENTS_MAX] = {};
-                        int status = 0;
+                for (size_t i = 0; i < g; i++)
+                        e += h->group_sizes[i];
+                if (!here)
+                        status = -ENODEV;
+                for (size_t u = h->target_units[t]; here && u < h->target_units[t + 1]; u++) {
+                        int r;
 
-                        if (!target_has_group(h, t, g))
+                        if (!group_on_unit(h, g, &h->units[u]))
                                 continue;
-                        /* only the rows of this part are read */
-                        if (row++ < first)
-                                continue;
-                        if (row > first + n)
-                                return 0;
-                        for (size_t u = h->target_units[t]; u < h->target_units[t + 1]; u++) {
-                                int r;
-
-                                if (!group_on_unit(h, g, &h->units[u]))
-                                        continue;
-                                r = read_group(h, h->events[u * h->n_events + e], h->group_sizes[g], &enabled,
-                                               &running, values);
-                                /* A thread that exited since the open reads 0 events: its counts
-                                 * went to the parent's inherited event. */
-                                if (r < 0 && status == 0)
-                                        status = r;
-                        }
-                        if (msgpack_pack_array(pk, _PERF_ROW_FIELDS) < 0 ||
-                            msgpack_pack_int64(pk, h->targets[t]) < 0 || msgpack_pack_uint64(pk, g) < 0 ||
-                            msgpack_pack_int32(pk, status) < 0 || msgpack_pack_uint64(pk, enabled) < 0 ||
-                            msgpack_pack_uint64(pk, running) < 0 || msgpack_pack_array(pk, h->group_sizes[g]) < 0)
-                                return -ENOMEM;
-                        for (size_t i = 0; i < h->group_sizes[g]; i++)
-                                if (msgpack_pack_uint64(pk, values[i]) < 0)
-                                        return -ENOMEM;
+                        r = read_group(h, h->events[u * h->n_events + e], h->group_sizes[g], &enabled, &running,
+                                       values);
+                        /* A thread that exited since the open reads 0 events: its counts went to
+                         * the parent's inherited event. */
+                        if (r < 0 && status == 0)
+                                status = r;
                 }
+                if (msgpack_pack_array(pk, _PERF_ROW_FIELDS) < 0 ||
+                    msgpack_pack_int64(pk, h->targets[t]) < 0 || msgpack_pack_uint64(pk, g) < 0 ||
+                    msgpack_pack_int32(pk, status) < 0 || msgpack_pack_uint64(pk, enabled) < 0 ||
+                    msgpack_pack_uint64(pk, running) < 0 || msgpack_pack_array(pk, here ? h->group_sizes[g] : 0) < 0)
+                        return -ENOMEM;
+                for (size_t i = 0; here && i < h->group_sizes[g]; i++)
+                        if (msgpack_pack_uint64(pk, values[i]) < 0)
+                                return -ENOMEM;
         }
         return 0;
 }

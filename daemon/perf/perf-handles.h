@@ -73,7 +73,7 @@ int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure);
 size_t perf_handle_n_open(const PerfHandle *h);
 /* Reads every group of every unit and packs the rows (wire.h PerfRowField), one per target
  * and group, target-major; a target's units (a process's threads) are summed, and a group
- * that opens on one CPU alone (group_cpu) has its row there only. */
+ * that opens on one CPU alone (group_cpu) reads -ENODEV with no value on the others. */
 int perf_handle_pack_rows(PerfHandle *h, void *packer /* msgpack_packer */);
 /* The rows a read gives, and rows first to first + n - 1 of them packed as one array (a part
  * of a reply in parts). */

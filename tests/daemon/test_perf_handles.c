@@ -292,20 +292,26 @@ static void test_group_on_one_cpu(void **state) {
         assert_int_equal(perf_handle_pack_rows(h, &pk), 0);
         msgpack_unpacked_init(&u);
         assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
-        assert_int_equal(u.data.via.array.size, 3);
+        /* every target has every group's row: group 0 is not on CPU 0 */
+        assert_int_equal(u.data.via.array.size, 4);
         assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_TARGET].via.u64, 0);
-        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
-        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_TARGET].via.u64, 1);
-        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
-        assert_int_equal(u.data.via.array.ptr[2].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_STATUS].via.i64, -ENODEV);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_VALUES].via.array.size, 0);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_STATUS].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[2].via.array.ptr[PERF_ROW_TARGET].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[2].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[2].via.array.ptr[PERF_ROW_VALUES].via.array.size, 2);
+        assert_int_equal(u.data.via.array.ptr[3].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
         msgpack_unpacked_destroy(&u);
         msgpack_sbuffer_destroy(&sb);
         perf_handle_free(h);
         assert_int_equal(n_open(&f), 0);
 }
 
-/* A reply in parts packs rows first .. first + n - 1 of the same order, counting only the rows
- * that exist (CPU 0 has no row of group 0 here). */
+/* A reply in parts packs rows first .. first + n - 1 of the same order: every target has a row
+ * of every group (CPU 0's row of group 0, which counts on CPU 1 alone, reads -ENODEV). */
 static void test_row_range(void **state) {
         const PerfUnit units[] = { { .target = 0, .pid = -1, .cpu = 0, .cgroup_fd = -1 },
                                    { .target = 1, .pid = -1, .cpu = 1, .cgroup_fd = -1 } };
@@ -323,7 +329,7 @@ static void test_row_range(void **state) {
         assert_int_equal(perf_handle_new(&f.base, PERF_SCOPE_CPU, 0, attrs, sizes, 2, units, 2, &h), 0);
         h->group_cpu[0] = 1;
         assert_int_equal(perf_handle_open(h, &failure), 0);
-        assert_int_equal(perf_handle_n_rows(h), 3);
+        assert_int_equal(perf_handle_n_rows(h), 4);
 
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -331,18 +337,28 @@ static void test_row_range(void **state) {
         msgpack_unpacked_init(&u);
         assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
         assert_int_equal(u.data.via.array.size, 2);
-        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_TARGET].via.u64, 1);
-        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
-        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_VALUES].via.array.size, 2);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_TARGET].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_VALUES].via.array.size, 1);
         assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_TARGET].via.u64, 1);
-        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_VALUES].via.array.size, 2);
+
+        /* the group that counts on CPU 1 alone has CPU 0's row, empty */
+        msgpack_unpacked_destroy(&u);
+        msgpack_sbuffer_clear(&sb);
+        assert_int_equal(perf_handle_pack_row_range(h, &pk, 0, 1), 0);
+        msgpack_unpacked_init(&u);
+        assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_STATUS].via.i64, -ENODEV);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_VALUES].via.array.size, 0);
         msgpack_unpacked_destroy(&u);
         msgpack_sbuffer_destroy(&sb);
 
         /* past the last row: nothing packed */
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        assert_int_equal(perf_handle_pack_row_range(h, &pk, 2, 2), -EINVAL);
+        assert_int_equal(perf_handle_pack_row_range(h, &pk, 3, 2), -EINVAL);
         assert_int_equal(perf_handle_pack_row_range(h, &pk, SIZE_MAX, 2), -EINVAL);
         assert_int_equal(sb.size, 0);
         msgpack_sbuffer_destroy(&sb);

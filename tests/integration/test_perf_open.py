@@ -589,8 +589,10 @@ def test_sim_uncore(tap):
         first = a.call("perf_read", handle=r["handle"])["rows"]
         time.sleep(0.2)
         rows = a.call("perf_read", handle=r["handle"])["rows"]
-        tap.eq([(row[ROW_TARGET], row[ROW_GROUP]) for row in rows], [(0, 0)] + [(cpu, 1) for cpu in range(8)],
-               "the IMC group has one row, on its PMU's CPU; the core group one per CPU")
+        tap.eq([(row[ROW_TARGET], row[ROW_GROUP], row[ROW_STATUS], len(row[ROW_VALUES])) for row in rows],
+               [(cpu, g, 0 if g == 1 or cpu == 0 else -19, 2 if (g, cpu) == (0, 0) else 1 if g == 1 else 0)
+                for cpu in range(8) for g in range(2)],
+               "a row per CPU and group: the IMC group counts on its PMU's CPU, elsewhere -ENODEV")
         tap.ok(rows[0][ROW_VALUES][0] > first[0][ROW_VALUES][0] and len(rows[0][ROW_VALUES]) == 2,
                "the IMC's CAS counts advance", rows[0])
         other = Agent(dm)
