@@ -167,8 +167,8 @@
  * the open events (kernel fds, one per event and target) of one uid across its sessions:
  * PERF_FDS_PER_UID_MAX, or on a machine of more CPUs PERF_FDS_PER_UID_PER_CPU for each of its
  * CPUs (server_perf_events_per_uid_max()), so that one whole-node perf_open of a full event
- * list fits: a fixed 1024 refused TopDown level 2 (16 events a CPU) on every CPU of any machine
- * of more than 64 CPUs. */
+ * list fits: a fixed 1024 refused TopDown level 2 (10 events a CPU on Sapphire Rapids) on every
+ * CPU of any machine of more than 102 CPUs. */
 #define PERF_GROUPS_PER_OPEN_MAX 16U
 #define PERF_GROUP_EVENTS_MAX 10U
 #define PERF_EVENTS_PER_OPEN_MAX 32U
