@@ -638,19 +638,17 @@ def test_sim_whole_node(tap):
         dm.stop()
 
 
-def test_sim_read_in_parts(tap):
-    # 2048 CPUs: two groups on each are 4096 rows, about 470 KiB, more than one message may
-    # carry (the socket buffer): they come in parts of 960 rows.
+def read_in_parts(tap, sockets, cores, parts):
+    cpus = list(range(sockets * cores * 2))
     d = t.workdir()
     dm = t.Daemon(d, ["--backend=sim", "--sim-model=spr", "--counters=perf",
-                      "--sim-config=" + t.sim_config(d, "spr", sockets=4, cores=256)])
+                      "--sim-config=" + t.sim_config(d, "spr", sockets=sockets, cores=cores)])
     try:
         c = t.Client(dm.socket, timeout=60)
-        cpus = list(range(2048))
         r = c.call("perf_open", scope="cpu", cpus=cpus, groups=[TOPDOWN_L2, [dict(pmu="cpu", config=0x10ad)]])
-        tap.ok(r.get("ok"), "TopDown level 2 and a second group open on 2048 CPUs", err(r))
+        tap.ok(r.get("ok"), "TopDown level 2 and a second group open on %d CPUs" % len(cpus), err(r))
         got = c.call("perf_read", handle=r["handle"])
-        tap.eq((got.get("part"), got.get("parts")), (0, 5), "the perf_read reply comes in 5 parts")
+        tap.eq((got.get("part"), got.get("parts")), (0, parts), "the perf_read reply comes in %d parts" % parts)
         rows = got.get("rows", [])
         tap.eq([(row[ROW_TARGET], row[ROW_GROUP]) for row in rows], [(cpu, g) for cpu in cpus for g in (0, 1)],
                "every row once, target-major, across the parts")
@@ -660,10 +658,23 @@ def test_sim_read_in_parts(tap):
         c.call("perf_close", handle=r["handle"])
         many = [[dict(pmu="cpu", config=0x10ad)] for _ in range(16)]
         got, why = err(c.call("perf_open", scope="cpu", cpus=cpus, groups=many))
-        tap.ok(got == "limit" and "32768 rows" in why, "16 groups on 2048 CPUs would read 32768 rows: limit", why)
+        if len(cpus) * 16 > 30720:
+            tap.ok(got == "limit" and "%d rows" % (len(cpus) * 16) in why,
+                   "16 groups on %d CPUs would read %d rows: limit" % (len(cpus), len(cpus) * 16), why)
         tap.ok(dm.alive() and c.call("hello")["ok"], "the daemon keeps serving")
     finally:
         dm.stop()
+
+
+def test_sim_read_in_parts(tap):
+    # More than 960 rows come in parts: 512 CPUs with two groups are 1024 rows, 2 parts.
+    read_in_parts(tap, 2, 128, 2)
+    # 2048 CPUs are 4096 rows, about 470 KiB, more than one message may carry (the socket
+    # buffer): in one message the send failed and the daemon ended the connection.
+    if t.SANITIZED:
+        tap.skip("2048 CPUs", "the simulator's perf driver of 2048 CPUs is too slow under the sanitizers")
+        return
+    read_in_parts(tap, 4, 256, 5)
 
 
 sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
