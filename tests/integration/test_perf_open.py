@@ -669,12 +669,12 @@ def read_in_parts(tap, sockets, cores, parts):
 def test_sim_read_in_parts(tap):
     # More than 960 rows come in parts: 512 CPUs with two groups are 1024 rows, 2 parts.
     read_in_parts(tap, 2, 128, 2)
-    # 2048 CPUs are 4096 rows, about 470 KiB, more than one message may carry (the socket
+    # 4096 CPUs are 8192 rows, about 400 KB, more than one message may carry (the socket
     # buffer): in one message the send failed and the daemon ended the connection.
     if t.SANITIZED:
-        tap.skip("2048 CPUs", "the simulator's perf driver of 2048 CPUs is too slow under the sanitizers")
+        tap.skip("4096 CPUs", "the simulator's perf driver of 4096 CPUs is too slow under the sanitizers")
         return
-    read_in_parts(tap, 4, 256, 5)
+    read_in_parts(tap, 8, 256, 9)
 
 
 sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
