@@ -180,7 +180,7 @@
  * packs to at most 133 bytes, so a message stays below PMUGATE_STATUS_PART_BYTES and the
  * sender's socket buffer; more rows come in parts like a batch reply, at most
  * PMUGATE_REPLY_PARTS_MAX of them, and a perf_open whose rows would need more is refused. A
- * TopDown level 2 of 4096 CPUs is 8192 rows, about 1 MiB: in one message the send failed and
+ * TopDown level 2 of 4096 CPUs is 8192 rows, about 400 KB: in one message the send failed and
  * the daemon ended the connection. */
 #define PERF_ROWS_PER_PART 960U
 #define PERF_ROWS_MAX (PERF_ROWS_PER_PART * PMUGATE_REPLY_PARTS_MAX)
