@@ -167,12 +167,17 @@
 
 /* One perf_open: its groups, the events of one group (SLOTS with the eight level-2 TopDown
  * metric events is nine), and its events in all; the handles one session holds at once; and
- * the open events (kernel fds, one per event and target) of one uid across its sessions. */
+ * the open events (kernel fds, one per event and target) of one uid across its sessions:
+ * PERF_FDS_PER_UID_MAX, or on a machine of more CPUs PERF_FDS_PER_UID_PER_CPU for each of its
+ * CPUs (server_perf_events_per_uid_max()), so that one whole-node perf_open of a full event
+ * list fits: a fixed 1024 refused TopDown level 2 (10 events a CPU on Sapphire Rapids) on every
+ * CPU of any machine of more than 102 CPUs. */
 #define PERF_GROUPS_PER_OPEN_MAX 16U
 #define PERF_GROUP_EVENTS_MAX 10U
 #define PERF_EVENTS_PER_OPEN_MAX 32U
 #define PERF_HANDLES_PER_SESSION_MAX 16U
 #define PERF_FDS_PER_UID_MAX 1024U
+#define PERF_FDS_PER_UID_PER_CPU PERF_EVENTS_PER_OPEN_MAX
 
 /* The perf opener (daemon/backend/perf-opener.c) answers one open at a time; a reply that takes
  * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
@@ -227,3 +232,12 @@
  * shortest turn). */
 #define PMUGATE_PY_MARKER_COUNTS_MAX 64U
 #define PMUGATE_PY_INTERVAL_MIN_NS (10U * 1000U * 1000U)
+
+/* Rows (one per target and group) in one message of a perf_read reply. A row of ten events
+ * packs to at most 133 bytes, so a message stays below PMUGATE_STATUS_PART_BYTES and the
+ * sender's socket buffer; more rows come in parts like a batch reply, at most
+ * PMUGATE_REPLY_PARTS_MAX of them, and a perf_open whose rows would need more is refused. A
+ * TopDown level 2 of 4096 CPUs is 8192 rows, about 400 KB: in one message the send failed and
+ * the daemon ended the connection. */
+#define PERF_ROWS_PER_PART 960U
+#define PERF_ROWS_MAX (PERF_ROWS_PER_PART * PMUGATE_REPLY_PARTS_MAX)

@@ -9,6 +9,7 @@
 #include "error.h"
 #include "handlers/handlers.h"
 #include "message-pack.h"
+#include "server/perf-sessions.h"
 #include "wire.h"
 
 #define PERF_CAPABILITIES_MSR 0x345U
@@ -292,6 +293,6 @@ int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal
         TRY(pack_key_uint(&pk, "perf_group_events", PERF_GROUP_EVENTS_MAX));
         TRY(pack_key_uint(&pk, "perf_events", PERF_EVENTS_PER_OPEN_MAX));
         TRY(pack_key_uint(&pk, "perf_handles", PERF_HANDLES_PER_SESSION_MAX));
-        TRY(pack_key_uint(&pk, "perf_events_per_uid", PERF_FDS_PER_UID_MAX));
+        TRY(pack_key_uint(&pk, "perf_events_per_uid", server_perf_events_per_uid_max(s)));
         return 0;
 }

@@ -363,10 +363,11 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
                 return r;
 
         held = server_perf_events_of_uid(s, c->peer.uid);
-        if (held + plan.n_units * req->n_perf_events > PERF_FDS_PER_UID_MAX)
+        if (held + plan.n_units * req->n_perf_events > server_perf_events_per_uid_max(s))
                 return refuse(ret_refusal, PROTO_E_LIMIT, -1,
-                              "uid %u holds %zu open perf events; %zu more would pass the limit of %u per user",
-                              (unsigned) c->peer.uid, held, plan.n_units * req->n_perf_events, PERF_FDS_PER_UID_MAX);
+                              "uid %u holds %zu open perf events; %zu more would pass the limit of %zu per user",
+                              (unsigned) c->peer.uid, held, plan.n_units * req->n_perf_events,
+                              server_perf_events_per_uid_max(s));
 
         r = perf_handle_new(s->perf_driver, req->perf_scope, c->peer.uid, plan.attrs, req->perf_group_sizes,
                             req->n_perf_groups, plan.units, plan.n_units, &h);
@@ -384,6 +385,14 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
         plan.cgroup_fd = -1;
         h->pidfd = plan.process.pidfd;
         plan.process.pidfd = -1;
+        if (perf_handle_n_rows(h) > PERF_ROWS_MAX) {
+                size_t n_rows = perf_handle_n_rows(h);
+
+                perf_handle_free(h);
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                              "%zu rows (targets times groups) to read: a perf_read reply holds %u", n_rows,
+                              PERF_ROWS_MAX);
+        }
 
         r = perf_handle_open(h, &failure);
         if (r < 0) {
@@ -450,15 +459,35 @@ static int find_handle(Session *c, const Request *req, size_t *ret_slot, Refusal
 
 int handle_perf_read(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         msgpack_packer pk;
-        size_t slot;
+        size_t slot, n_rows, parts;
         int r;
 
         r = find_handle(c, req, &slot, ret_refusal);
         if (r != 0)
                 return r;
-        TRY(server_reply_begin(s, req, 1, &pk));
-        TRY(pack_string(&pk, "rows"));
-        return perf_handle_pack_rows(c->perf[slot], &pk);
+        n_rows = perf_handle_n_rows(c->perf[slot]);
+        if (n_rows <= PERF_ROWS_PER_PART) {
+                TRY(server_reply_begin(s, req, 1, &pk));
+                TRY(pack_string(&pk, "rows"));
+                return perf_handle_pack_rows(c->perf[slot], &pk);
+        }
+        /* In parts, as a long batch reply: each a whole reply map with "part", "parts" and the
+         * next PERF_ROWS_PER_PART rows. */
+        parts = (n_rows + PERF_ROWS_PER_PART - 1) / PERF_ROWS_PER_PART;
+        for (size_t p = 0; p < parts; p++) {
+                size_t first = p * PERF_ROWS_PER_PART;
+
+                if (p == 0)
+                        TRY(server_reply_begin(s, req, 3, &pk));
+                else
+                        TRY(server_reply_next_part(s, req, 3, &pk));
+                TRY(pack_key_uint(&pk, "part", p));
+                TRY(pack_key_uint(&pk, "parts", parts));
+                TRY(pack_string(&pk, "rows"));
+                TRY(perf_handle_pack_row_range(c->perf[slot], &pk, first, MIN(PERF_ROWS_PER_PART, n_rows - first)));
+                TRY(server_reply_end_part(s));
+        }
+        return 0;
 }
 
 int handle_perf_close(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <msgpack.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,8 @@ int perf_handle_new(PerfDriver *driver, PerfScope scope, uid_t uid, const struct
         h->units = calloc(n_units, sizeof(*h->units));
         h->events = calloc(n_units * n_events, sizeof(*h->events));
         h->targets = calloc(n_units, sizeof(*h->targets));
-        if (!h->units || !h->events || !h->targets) {
+        h->target_units = calloc(n_units + 1, sizeof(*h->target_units));
+        if (!h->units || !h->events || !h->targets || !h->target_units) {
                 perf_handle_free(h);
                 return -ENOMEM;
         }
@@ -46,8 +48,11 @@ int perf_handle_new(PerfDriver *driver, PerfScope scope, uid_t uid, const struct
         for (size_t i = 0; i < n_units * n_events; i++)
                 h->events[i] = -1;
         for (size_t u = 0; u < n_units; u++)
-                if (h->n_targets == 0 || h->targets[h->n_targets - 1] != units[u].target)
+                if (h->n_targets == 0 || h->targets[h->n_targets - 1] != units[u].target) {
+                        h->target_units[h->n_targets] = u;
                         h->targets[h->n_targets++] = units[u].target;
+                }
+        h->target_units[h->n_targets] = n_units;
         *ret = h;
         return 0;
 }
@@ -148,52 +153,61 @@ static int read_group(PerfHandle *h, int leader, size_t n, uint64_t *enabled, ui
 
 /* Whether group g opens on some unit of target t. */
 static bool target_has_group(const PerfHandle *h, size_t t, size_t g) {
-        for (size_t u = 0; u < h->n_units; u++)
-                if (h->units[u].target == h->targets[t] && group_on_unit(h, g, &h->units[u]))
+        for (size_t u = h->target_units[t]; u < h->target_units[t + 1]; u++)
+                if (group_on_unit(h, g, &h->units[u]))
                         return true;
         return false;
 }
 
+size_t perf_handle_n_rows(const PerfHandle *h) {
+        return h->n_targets * h->n_groups;
+}
+
 int perf_handle_pack_rows(PerfHandle *h, void *packer) {
+        return perf_handle_pack_row_range(h, packer, 0, perf_handle_n_rows(h));
+}
+
+int perf_handle_pack_row_range(PerfHandle *h, void *packer, size_t first, size_t n) {
         msgpack_packer *pk = packer;
 
-        if (msgpack_pack_array(pk, h->n_targets * h->n_groups) < 0)
+        if (first > SIZE_MAX - n || first + n > perf_handle_n_rows(h))
+                return -EINVAL;
+        if (msgpack_pack_array(pk, n) < 0)
                 return -ENOMEM;
-        for (size_t t = 0; t < h->n_targets; t++) {
-                size_t e = 0;
+        /* row t * n_groups + g is group g of target t */
+        for (size_t row = first; row < first + n; row++) {
+                size_t t = row / h->n_groups, g = row % h->n_groups, e = 0;
+                uint64_t enabled = 0, running = 0, values[PERF_GROUP_EVENTS_MAX] = {};
+                int status = 0;
+                /* Every target has a row for every group, so that a reader finds each at its
+                 * place: a group that counts elsewhere (an uncore PMU's, on its CPU) reads
+                 * -ENODEV here, with no value. */
+                bool here = target_has_group(h, t, g);
 
-                for (size_t g = 0; g < h->n_groups; e += h->group_sizes[g], g++) {
-                        uint64_t enabled = 0, running = 0, values[PERF_GROUP_EVENTS_MAX] = {};
-                        int status = 0;
+                for (size_t i = 0; i < g; i++)
+                        e += h->group_sizes[i];
+                if (!here)
+                        status = -ENODEV;
+                for (size_t u = h->target_units[t]; here && u < h->target_units[t + 1]; u++) {
+                        int r;
 
-                        /* Every target has a row for every group, so that a reader finds each
-                         * at its place: a group that counts elsewhere (an uncore PMU's, on its
-                         * CPU) reads -ENODEV here, with no value. */
-                        bool here = target_has_group(h, t, g);
-
-                        if (!here)
-                                status = -ENODEV;
-                        for (size_t u = 0; u < h->n_units && here; u++) {
-                                int r;
-
-                                if (h->units[u].target != h->targets[t] || !group_on_unit(h, g, &h->units[u]))
-                                        continue;
-                                r = read_group(h, h->events[u * h->n_events + e], h->group_sizes[g], &enabled,
-                                               &running, values);
-                                /* A thread that exited since the open reads 0 events: its counts
-                                 * went to the parent's inherited event. */
-                                if (r < 0 && status == 0)
-                                        status = r;
-                        }
-                        if (msgpack_pack_array(pk, _PERF_ROW_FIELDS) < 0 ||
-                            msgpack_pack_int64(pk, h->targets[t]) < 0 || msgpack_pack_uint64(pk, g) < 0 ||
-                            msgpack_pack_int32(pk, status) < 0 || msgpack_pack_uint64(pk, enabled) < 0 ||
-                            msgpack_pack_uint64(pk, running) < 0 || msgpack_pack_array(pk, here ? h->group_sizes[g] : 0) < 0)
-                                return -ENOMEM;
-                        for (size_t i = 0; here && i < h->group_sizes[g]; i++)
-                                if (msgpack_pack_uint64(pk, values[i]) < 0)
-                                        return -ENOMEM;
+                        if (!group_on_unit(h, g, &h->units[u]))
+                                continue;
+                        r = read_group(h, h->events[u * h->n_events + e], h->group_sizes[g], &enabled, &running,
+                                       values);
+                        /* A thread that exited since the open reads 0 events: its counts went to
+                         * the parent's inherited event. */
+                        if (r < 0 && status == 0)
+                                status = r;
                 }
+                if (msgpack_pack_array(pk, _PERF_ROW_FIELDS) < 0 ||
+                    msgpack_pack_int64(pk, h->targets[t]) < 0 || msgpack_pack_uint64(pk, g) < 0 ||
+                    msgpack_pack_int32(pk, status) < 0 || msgpack_pack_uint64(pk, enabled) < 0 ||
+                    msgpack_pack_uint64(pk, running) < 0 || msgpack_pack_array(pk, here ? h->group_sizes[g] : 0) < 0)
+                        return -ENOMEM;
+                for (size_t i = 0; here && i < h->group_sizes[g]; i++)
+                        if (msgpack_pack_uint64(pk, values[i]) < 0)
+                                return -ENOMEM;
         }
         return 0;
 }
@@ -210,6 +224,7 @@ PerfHandle *perf_handle_free(PerfHandle *h) {
         free(h->units);
         free(h->events);
         free(h->targets);
+        free(h->target_units);
         free(h);
         return NULL;
 }

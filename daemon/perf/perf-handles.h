@@ -42,6 +42,9 @@ typedef struct PerfHandle {
         int *events;            /* driver handles, unit-major then event; -1 when not open */
         int64_t *targets;       /* the distinct targets in order */
         size_t n_targets;
+        size_t *target_units;   /* target t's units are target_units[t] to target_units[t + 1] - 1
+                                 * (the units of a target are consecutive): a read finds them
+                                 * without a scan of every unit per row */
         bool handed_off;        /* fds went to the client: at close they are disabled first */
         bool leased;            /* cpu scope with hardware events: lives only with its leases */
         CpuSet needs_leases;    /* the CPUs whose leases it lives with: its CPUs for hardware
@@ -72,6 +75,10 @@ size_t perf_handle_n_open(const PerfHandle *h);
  * and group, target-major; a target's units (a process's threads) are summed, and a group
  * that opens on one CPU alone (group_cpu) reads -ENODEV with no value on the others. */
 int perf_handle_pack_rows(PerfHandle *h, void *packer /* msgpack_packer */);
+/* The rows a read gives, and rows first to first + n - 1 of them packed as one array (a part
+ * of a reply in parts). */
+size_t perf_handle_n_rows(const PerfHandle *h);
+int perf_handle_pack_row_range(PerfHandle *h, void *packer /* msgpack_packer */, size_t first, size_t n);
 /* Disables (handed off) and closes every event; frees h. NULL-safe; returns NULL. */
 PerfHandle *perf_handle_free(PerfHandle *h);
 /* The text of one failure for a refusal: "the kernel refused ...", "the kernel does not know ...". */

@@ -161,6 +161,12 @@ size_t server_perf_events_of_uid(const Server *s, uid_t uid) {
         return n;
 }
 
+size_t server_perf_events_per_uid_max(const Server *s) {
+        size_t per_machine = (size_t) PERF_FDS_PER_UID_PER_CPU * s->machine->n_cpus;
+
+        return MAX(per_machine, (size_t) PERF_FDS_PER_UID_MAX);
+}
+
 static int on_perf_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         Server *s = userdata;
 

@@ -29,6 +29,8 @@ size_t session_perf_close_cpu(Session *c, uint32_t cpu, const char *verdict, con
 size_t session_perf_revalidate(Server *s, Session *c, const Scope *scope, const char *why);
 /* The events (kernel fds) all sessions of uid hold open. */
 size_t server_perf_events_of_uid(const Server *s, uid_t uid);
+/* How many events one uid may hold open across its sessions on this machine (limits.h). */
+size_t server_perf_events_per_uid_max(const Server *s);
 /* Runs the simulator's tick while any perf handle is open, and stops it when none is: call
  * after a handle opened or closed. Returns 0 or a negative errno (the timer could not be set). */
 int server_perf_tick_update(Server *s);

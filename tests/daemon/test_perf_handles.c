@@ -310,6 +310,62 @@ static void test_group_on_one_cpu(void **state) {
         assert_int_equal(n_open(&f), 0);
 }
 
+/* A reply in parts packs rows first .. first + n - 1 of the same order: every target has a row
+ * of every group (CPU 0's row of group 0, which counts on CPU 1 alone, reads -ENODEV). */
+static void test_row_range(void **state) {
+        const PerfUnit units[] = { { .target = 0, .pid = -1, .cpu = 0, .cgroup_fd = -1 },
+                                   { .target = 1, .pid = -1, .cpu = 1, .cgroup_fd = -1 } };
+        struct perf_event_attr attrs[3];
+        uint8_t sizes[2];
+        PerfOpenFailure failure;
+        PerfHandle *h = NULL;
+        FakeDriver f;
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        msgpack_unpacked u;
+
+        fake_init(&f);
+        attrs_of_two_groups(attrs, sizes);
+        assert_int_equal(perf_handle_new(&f.base, PERF_SCOPE_CPU, 0, attrs, sizes, 2, units, 2, &h), 0);
+        h->group_cpu[0] = 1;
+        assert_int_equal(perf_handle_open(h, &failure), 0);
+        assert_int_equal(perf_handle_n_rows(h), 4);
+
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        assert_int_equal(perf_handle_pack_row_range(h, &pk, 1, 2), 0);
+        msgpack_unpacked_init(&u);
+        assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+        assert_int_equal(u.data.via.array.size, 2);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_TARGET].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_GROUP].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_VALUES].via.array.size, 1);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_TARGET].via.u64, 1);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_GROUP].via.u64, 0);
+        assert_int_equal(u.data.via.array.ptr[1].via.array.ptr[PERF_ROW_VALUES].via.array.size, 2);
+
+        /* the group that counts on CPU 1 alone has CPU 0's row, empty */
+        msgpack_unpacked_destroy(&u);
+        msgpack_sbuffer_clear(&sb);
+        assert_int_equal(perf_handle_pack_row_range(h, &pk, 0, 1), 0);
+        msgpack_unpacked_init(&u);
+        assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_STATUS].via.i64, -ENODEV);
+        assert_int_equal(u.data.via.array.ptr[0].via.array.ptr[PERF_ROW_VALUES].via.array.size, 0);
+        msgpack_unpacked_destroy(&u);
+        msgpack_sbuffer_destroy(&sb);
+
+        /* past the last row: nothing packed */
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        assert_int_equal(perf_handle_pack_row_range(h, &pk, 3, 2), -EINVAL);
+        assert_int_equal(perf_handle_pack_row_range(h, &pk, SIZE_MAX, 2), -EINVAL);
+        assert_int_equal(sb.size, 0);
+        msgpack_sbuffer_destroy(&sb);
+        perf_handle_free(h);
+        assert_int_equal(n_open(&f), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_open_order_and_rows),
@@ -317,6 +373,7 @@ int main(void) {
                 cmocka_unit_test(test_handed_off_disabled_before_close),
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_group_on_one_cpu),
+                cmocka_unit_test(test_row_range),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
