@@ -122,6 +122,10 @@ static bool handle_still_allowed(Server *s, Session *c, const Scope *scope, cons
                 return false;
         if (!h->job[0])
                 return !c->rights.scoped;
+        /* a job a monitor or an admin named: while the job's grant lasts */
+        if (!c->rights.scoped && h->scope == PERF_SCOPE_JOB)
+                return (c->rights.role == ROLE_MONITOR || c->rights.role == ROLE_ADMIN) &&
+                       grants_find(&s->grants, h->job) != NULL;
         if (!scope || strcmp(scope->job, h->job) != 0)
                 return false;
         if (h->scope == PERF_SCOPE_PROCESS)
