@@ -80,6 +80,7 @@ static void end_measure(Sampler *s, bool lease_lost) {
 }
 
 static void disconnect(Sampler *s) {
+        job_counters_close(&s->jobs, s->connection);
         end_measure(s, false);
         s->connection = pmugate_disconnect(s->connection);
         s->info = pmugate_info_free(s->info);
@@ -335,6 +336,12 @@ static CpuFacts *cpu_facts(const Sampler *s, Model *m, const pmugate_jobmap *jm)
         return f;
 }
 
+/* Jobs are counted by their cgroups where the daemon counts through perf in job mode; on an
+ * MSR node a job's series are the counts of the CPUs it holds. */
+static bool counts_jobs_by_cgroup(const Sampler *s) {
+        return s->info && pmugate_info_counts_via_perf(s->info) && strcmp(s->info->mode, "job") == 0;
+}
+
 static int apply_jobmap(Model *m, const pmugate_jobmap *jm, time_t now) {
         _cleanup_free_ const char **jobs = NULL;
         _cleanup_free_ uint32_t *cpus = NULL, *uids = NULL;
@@ -402,6 +409,17 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
                         failed = r < 0;
                 }
         }
+        r = job_counters_read(&s->jobs, s->connection, m, lock);
+        if (r < 0 && connection_lost(r)) {
+                problem(s, "lost pmugated (%s); reconnecting", pmugate_strerror(r));
+                disconnect(s);
+                pthread_mutex_lock(lock);
+                m->daemon_up = false;
+                mark_all(m, CPU_DAEMON_UNAVAILABLE);
+                m->sample_errors++;
+                pthread_mutex_unlock(lock);
+                return;
+        }
 
         r = pmugate_jobmap_get(s->connection, &jm);
         if (r < 0 && connection_lost(r)) {
@@ -446,6 +464,12 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
         }
         m->daemon_up = true;
         pthread_mutex_unlock(lock);
+        if (counts_jobs_by_cgroup(s)) {
+                char why[400] = "";
+
+                if (job_counters_update(&s->jobs, s->connection, jm, m, lock, why, sizeof(why)) > 0)
+                        problem(s, "counting a job by its CPUs, not its cgroup: %s", why);
+        }
         jm = pmugate_jobmap_free(jm);
         if (!wanted || !facts)
                 return;
