@@ -203,6 +203,25 @@ def test_user_beside_exporter(tap, node, ex, jobs):
         tap.ok(used["11"] > 0, "the user's loop ran", used)
     finally:
         user.close()
+    # the same through the CLI: its result carries each event's scale
+    loop = jobs.busy({"11": 1.5}, cpu=0, uid=USER)["11"]
+    loop.go()
+    stat = t.spawn([t.PMUGATE, "stat", "-e", "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD", "--scope", "job", "-c", "0",
+                    "-S", "0.8", "-O", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                   env=dict(os.environ, PMUGATE_SOCKET=node.daemon.socket, PMUGATE_GROUP_PATH=t.GROUPS),
+                   preexec_fn=lambda: (jobs.preexec("11")(), t.as_user(USER, t.USER_GID, [t.USER_GID])()))
+    stdout, stderr = stat.communicate(timeout=60)
+    loop.wait()
+    tap.ok(stat.returncode == 0, "pmugate stat --scope job beside the exporter", stderr)
+    if stat.returncode != 0:
+        return
+    counts = json.loads(stdout)["aggregate"]["counts"]
+    inst, cyc = counts["INST_RETIRED.ANY"], counts["CPU_CLK_UNHALTED.THREAD"]
+    # scale is time_enabled / time_running, what a count was multiplied by (1: never multiplexed)
+    tap.ok(all(isinstance(c.get("scale"), (int, float)) and c["scale"] >= 1 for c in (inst, cyc)),
+           "the CLI's result reports each event's scale", (inst, cyc))
+    tap.ok(cyc["value"] > 0 and abs(inst["value"] / cyc["value"] - x.PROFILE["ipc"]) < 0.05,
+           "and its scaled counts give the profile's IPC", (inst, cyc))
 
 
 def main():
