@@ -390,7 +390,12 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
         if (s->measure) {
                 r = pmugate_measure_sample(s->measure);
                 if (r == -ECANCELED || r == -EKEYREVOKED) {
-                        problem(s, "yielding: %s", pmugate_last_error(s->connection)->reason);
+                        const char *why = pmugate_last_error(s->connection)->reason;
+
+                        /* on the perf path the engine keeps the daemon's words */
+                        if (!why[0])
+                                why = pmugate_measure_last_reason(s->measure);
+                        problem(s, "yielding: %s", why[0] ? why : pmugate_strerror(r));
                         end_measure(s, true);
                         changed = true;
                         failed = true;
