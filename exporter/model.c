@@ -203,6 +203,7 @@ int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, cons
                                 return -ENOMEM;
                         j->n_cpus++;
                         j->n_labelled++;
+                        j->cpus_counted = true;
                         if (j->n_cpus > j->max_cpus)
                                 j->max_cpus = j->n_cpus;
                         j->last_seen = now;
@@ -302,6 +303,10 @@ void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], co
                                 j->v[q] += d * cycles[i] / total;
                 }
         }
+}
+
+bool model_job_counts(const JobTotals *j, unsigned q) {
+        return j->cpus_counted || (j->by_cgroup && (q == QTY_INSTRUCTIONS || q == QTY_CYCLES));
 }
 
 void model_set_job_source(Model *m, const char *job, bool by_cgroup) {

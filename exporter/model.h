@@ -78,6 +78,8 @@ typedef struct JobTotals {
         double v[QTY_MAX];
         uint32_t n_cpus;        /* CPUs it holds now (0 once ended) */
         uint32_t n_labelled;    /* ... of which the job map names it first: their counts are its */
+        bool cpus_counted;      /* it was named first on a CPU at some time: its CPU quantities
+                                 * are counts; otherwise they are unknown (not 0) */
         uint32_t max_cpus;      /* the most it held at once */
         char cpus[256];         /* the CPUs it held, as a CPU list (truncated with "...") */
         time_t first_seen, last_seen;
@@ -138,6 +140,10 @@ void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]);
  * socket, the node and, by their share of cycles, to the jobs on it. cycles[i] is what
  * m->cpus[i] counted in the same interval (NaN or 0 for CPUs not measured). */
 void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], const double *cycles);
+
+/* Whether the job's total of quantity q was counted: CPU quantities where the job map named
+ * it first on a CPU, instructions and cycles also from its cgroup. */
+bool model_job_counts(const JobTotals *j, unsigned q);
 
 /* The job's instructions and cycles come from its cgroup events from now on (by_cgroup true)
  * or from its CPUs again. A job not running is left alone. */

@@ -239,11 +239,10 @@ typedef struct Emit {
         unsigned level;         /* emit_topdown: the TopDown level of the family */
 } Emit;
 
-/* Whether a job's series of quantity q has a source: the CPUs the job map names it first on,
- * or for instructions and cycles its cgroup events. A job that only shares CPUs another job is
- * named first on has no CPU counts of its own: its series are absent, not 0. */
+/* A job that only shares CPUs another job is named first on has no CPU counts of its own: its
+ * series are absent, not 0 (model_job_counts()). */
 static bool job_counts(const JobTotals *j, unsigned q) {
-        return j->n_labelled > 0 || (j->by_cgroup && (q == QTY_INSTRUCTIONS || q == QTY_CYCLES));
+        return model_job_counts(j, q);
 }
 
 static void emit_base(FILE *f, const Model *m, const RenderOptions *o, Scope scope, const Sample *s,
@@ -531,7 +530,7 @@ static json_object *number(double v) {
 int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out) {
         json_object *root = json_object_new_object(), *td = json_object_new_object(),
                     *td2 = json_object_new_object();
-        const double *v = j->v;
+        double v[QTY_MAX];
         time_t end = j->running ? now : j->ended;
         double seconds, traffic, energy;
         const char *text;
@@ -543,6 +542,9 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
                 json_object_put(td2);
                 return -ENOMEM;
         }
+        /* what has no source for this job is null, not 0 */
+        for (unsigned q = 0; q < QTY_MAX; q++)
+                v[q] = model_job_counts(j, q) ? j->v[q] : NAN;
         json_object_object_add(root, "job", json_object_new_string(j->job));
         json_object_object_add(root, "host", json_object_new_string(m->hostname));
         json_object_object_add(root, "cpus", json_object_new_string(j->cpus));
@@ -550,6 +552,7 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
         json_object_object_add(root, "start", json_object_new_int64(j->first_seen));
         json_object_object_add(root, "end", json_object_new_int64(end));
         json_object_object_add(root, "cpu_model", json_object_new_string(m->model_key));
+        json_object_object_add(root, "counted_by", json_object_new_string(j->by_cgroup ? "cgroup" : "cpus"));
         json_object_object_add(root, "monitored_cpu_seconds", number(v[QTY_MONITORED_SECONDS]));
         json_object_object_add(root, "instructions", number(v[QTY_INSTRUCTIONS]));
         json_object_object_add(root, "cycles", number(v[QTY_CYCLES]));

@@ -254,6 +254,21 @@ static void test_cgroup_source(void **state) {
         text = render(&m, true);
         assert_non_null(strstr(text, "# UNIT pmugate_job_cgroup_running_seconds seconds\n"));
         free(text);
+        {
+                char *json = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&json, &size);
+
+                assert_non_null(f);
+                assert_int_equal(render_job_summary(&m, model_find_job(&m, "second"), 2, f), 0);
+                assert_int_equal(fclose(f), 0);
+                assert_non_null(strstr(json, "\"counted_by\":\"cgroup\""));
+                assert_non_null(strstr(json, "\"instructions\":300"));
+                assert_non_null(strstr(json, "\"slots\":null"));
+                assert_non_null(strstr(json, "\"monitored_cpu_seconds\":null"));
+                assert_non_null(strstr(json, "\"ipc\":1"));
+                free(json);
+        }
 
         /* back to its CPUs: a job the daemon stopped counting by cgroup */
         model_set_job_source(&m, "first", false);
