@@ -140,6 +140,7 @@ def test_job_series_from_cgroups(tap, node, ex, jobs):
     if not all(got[j]["cycles"] > 0 for j in got):
         return
     per_second = {j: got[j]["cycles"] / used[j] for j in got}
+    print("# %s; cycles per CPU second %r" % (detail, per_second), flush=True)
     tap.ok(abs(per_second["11"] / per_second["12"] - 1) < 0.25,
            "each job's cycles are proportional to its own CPU time (not the shared CPU's split by CPU shares)",
            "cycles per CPU second %r; %s" % (per_second, detail))
@@ -148,6 +149,11 @@ def test_job_series_from_cgroups(tap, node, ex, jobs):
     for job in ("11", "12"):
         ipc = got[job]["instructions"] / got[job]["cycles"]
         tap.ok(abs(ipc - x.PROFILE["ipc"]) < 0.05, "job %s's IPC is the profile's" % job, ipc)
+    status, _, body = ex.get("/jobs/12")
+    summary = json.loads(body) if status == 200 else {}
+    tap.ok(summary.get("counted_by") == "cgroup" and summary.get("instructions", 0) > 0 and
+           abs(summary.get("ipc", 0) - x.PROFILE["ipc"]) < 0.05,
+           "job 12's summary says its counts are its cgroup's, with its own IPC", summary)
     enabled = value(after, "pmugate_job_cgroup_enabled_seconds_total", "11")
     running = value(after, "pmugate_job_cgroup_running_seconds_total", "11")
     tap.ok(enabled and running and 0 < running <= enabled * 1.0001,
