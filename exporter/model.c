@@ -184,7 +184,7 @@ int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, cons
                         row[c - m->cpus] = k - 1;
         }
         for (size_t i = 0; i < m->n_jobs; i++)
-                m->jobs[i].n_cpus = 0;
+                m->jobs[i].n_cpus = m->jobs[i].n_labelled = 0;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 CpuTotals *c = &m->cpus[i];
                 const char *job = row[i] != SIZE_MAX ? jobs[row[i]] : "";
@@ -202,6 +202,8 @@ int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, cons
                         if (!j)
                                 return -ENOMEM;
                         j->n_cpus++;
+                        j->n_labelled++;
+                        j->cpus_counted = true;
                         if (j->n_cpus > j->max_cpus)
                                 j->max_cpus = j->n_cpus;
                         j->last_seen = now;
@@ -209,6 +211,28 @@ int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, cons
                                 j->has_uid = true;
                                 j->uid = uids[k];
                         }
+                }
+        }
+        /* Jobs the map names after another on a CPU they share: they hold it too, and on a perf
+         * node their cgroup events count them there. */
+        for (size_t k = 0; k < n; k++) {
+                const CpuTotals *c = model_cpu(m, cpus[k]);
+                JobTotals *j;
+
+                if (!c || !jobs[k] || !jobs[k][0] || row[c - m->cpus] == k)
+                        continue;
+                j = running_job(m, jobs[k]);
+                if (!j)
+                        j = add_job(m, jobs[k], now);
+                if (!j)
+                        return -ENOMEM;
+                j->n_cpus++;
+                if (j->n_cpus > j->max_cpus)
+                        j->max_cpus = j->n_cpus;
+                j->last_seen = now;
+                if (has_uid && uids && has_uid[k]) {
+                        j->has_uid = true;
+                        j->uid = uids[k];
                 }
         }
         for (size_t i = 0; i < m->n_jobs; i++) {
@@ -243,7 +267,7 @@ void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]) {
                         c->held[q] += d;
                 else
                         c->idle[q] += d;
-                if (j)
+                if (j && !(j->by_cgroup && (q == QTY_INSTRUCTIONS || q == QTY_CYCLES)))
                         j->v[q] += d;
                 if (c->socket >= 0 && (size_t) c->socket < m->n_sockets)
                         m->sockets[c->socket][q] += d;
@@ -279,6 +303,34 @@ void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], co
                                 j->v[q] += d * cycles[i] / total;
                 }
         }
+}
+
+bool model_job_counts(const JobTotals *j, unsigned q) {
+        return j->cpus_counted || (j->by_cgroup && (q == QTY_INSTRUCTIONS || q == QTY_CYCLES));
+}
+
+void model_set_job_source(Model *m, const char *job, bool by_cgroup) {
+        JobTotals *j = running_job(m, job);
+
+        if (j)
+                j->by_cgroup = by_cgroup;
+}
+
+static void add_positive(double *total, double d) {
+        if (d > 0 && isfinite(d))
+                *total += d;
+}
+
+void model_add_job_counts(Model *m, const char *job, double instructions, double cycles, double enabled_seconds,
+                          double running_seconds) {
+        JobTotals *j = running_job(m, job);
+
+        if (!j || !j->by_cgroup)
+                return;
+        add_positive(&j->v[QTY_INSTRUCTIONS], instructions);
+        add_positive(&j->v[QTY_CYCLES], cycles);
+        add_positive(&j->cgroup_enabled_seconds, enabled_seconds);
+        add_positive(&j->cgroup_running_seconds, running_seconds);
 }
 
 void model_prune_jobs(Model *m, time_t now, time_t retention) {

@@ -77,11 +77,20 @@ typedef struct JobTotals {
         uint32_t uid;
         double v[QTY_MAX];
         uint32_t n_cpus;        /* CPUs it holds now (0 once ended) */
+        uint32_t n_labelled;    /* ... of which the job map names it first: their counts are its */
+        bool cpus_counted;      /* it was named first on a CPU at some time: its CPU quantities
+                                 * are counts; otherwise they are unknown (not 0) */
         uint32_t max_cpus;      /* the most it held at once */
         char cpus[256];         /* the CPUs it held, as a CPU list (truncated with "...") */
         time_t first_seen, last_seen;
         bool running;
         time_t ended;           /* when it left the job map; kept for summaries a while */
+        /* Where its instructions and cycles come from: the job's own cgroup events (a perf
+         * node: only the job's tasks count, even on CPUs it shares), or else the counts of the
+         * CPUs it holds (all of a CPU's counts go to the first job the job map names on it). */
+        bool by_cgroup;
+        double cgroup_enabled_seconds;  /* its cgroup events' time enabled, summed over CPUs */
+        double cgroup_running_seconds;  /* ... and on the PMU: running / enabled is the scale */
 } JobTotals;
 
 /* Socket and node totals are indexed by socket; -1 (unknown) counts only for the node. */
@@ -131,6 +140,19 @@ void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]);
  * socket, the node and, by their share of cycles, to the jobs on it. cycles[i] is what
  * m->cpus[i] counted in the same interval (NaN or 0 for CPUs not measured). */
 void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], const double *cycles);
+
+/* Whether the job's total of quantity q was counted: CPU quantities where the job map named
+ * it first on a CPU, instructions and cycles also from its cgroup. */
+bool model_job_counts(const JobTotals *j, unsigned q);
+
+/* The job's instructions and cycles come from its cgroup events from now on (by_cgroup true)
+ * or from its CPUs again. A job not running is left alone. */
+void model_set_job_source(Model *m, const char *job, bool by_cgroup);
+
+/* Adds what a job's cgroup events counted in one interval, already scaled by enabled over
+ * running time, and those times in seconds. */
+void model_add_job_counts(Model *m, const char *job, double instructions, double cycles, double enabled_seconds,
+                          double running_seconds);
 
 /* Forgets jobs that ended more than retention seconds ago. */
 void model_prune_jobs(Model *m, time_t now, time_t retention);

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -238,10 +239,19 @@ typedef struct Emit {
         unsigned level;         /* emit_topdown: the TopDown level of the family */
 } Emit;
 
+/* A job that only shares CPUs another job is named first on has no CPU counts of its own: its
+ * series are absent, not 0 (model_job_counts()). */
+static bool job_counts(const JobTotals *j, unsigned q) {
+        return model_job_counts(j, q);
+}
+
 static void emit_base(FILE *f, const Model *m, const RenderOptions *o, Scope scope, const Sample *s,
                       const void *userdata) {
         const Emit *e = userdata;
         bool first = true;
+
+        if (scope == SCOPE_JOB && !job_counts(s->job, e->quantity))
+                return;
 
         fputs(e->sample_name, f);
         scope_labels(f, &first, o, scope, s);
@@ -253,6 +263,8 @@ static void emit_topdown(FILE *f, const Model *m, const RenderOptions *o, Scope 
         const Emit *e = userdata;
         const double *v = sample_values(m, scope, s);
 
+        if (scope == SCOPE_JOB && !job_counts(s->job, QTY_SLOTS))
+                return;
         /* One family per level: a sum over a family adds up to the slots, never twice. */
         for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
                 bool first = true;
@@ -308,6 +320,8 @@ static void emit_package(FILE *f, const Model *m, const RenderOptions *o, Scope 
         const Emit *e = userdata;
         bool first = true;
 
+        if (scope == SCOPE_JOB && !job_counts(s->job, e->quantity))
+                return;
         fputs(e->sample_name, f);
         scope_labels(f, &first, o, scope, s);
         if (e->quantity == QTY_PACKAGE_JOULES || e->quantity == QTY_DRAM_JOULES) {
@@ -363,6 +377,39 @@ static void render_package(const Model *m, const RenderOptions *o, FILE *f) {
                 }
 }
 
+/* The scale of the jobs' cgroup counts: the kernel multiplexes them with everyone's events on
+ * the CPUs (no lease is taken), and scales them by enabled over running time; rate(running) /
+ * rate(enabled) says which fraction of the time they were on the PMU. */
+static void render_job_scale(const Model *m, const RenderOptions *o, FILE *f) {
+        static const struct {
+                const char *name, *help;
+                size_t offset;
+        } families[] = {
+                { "pmugate_job_cgroup_enabled_seconds",
+                  "Time the job's cgroup events were enabled, summed over its CPUs",
+                  offsetof(JobTotals, cgroup_enabled_seconds) },
+                { "pmugate_job_cgroup_running_seconds",
+                  "Time the job's cgroup events were on the PMU, summed over its CPUs (running / enabled "
+                  "is the multiplexing scale its instructions and cycles were scaled by)",
+                  offsetof(JobTotals, cgroup_running_seconds) },
+        };
+
+        for (size_t k = 0; k < ELEMENTSOF(families); k++) {
+                const char *suffix = family(f, o, families[k].name, true, "seconds", families[k].help);
+
+                for (size_t i = 0; i < m->n_jobs; i++) {
+                        const JobTotals *j = &m->jobs[i];
+                        bool first = true;
+
+                        if (!j->running || !j->by_cgroup)
+                                continue;
+                        fprintf(f, "%s%s", families[k].name, suffix);
+                        put_label(f, &first, o->job_label, j->job);
+                        put_value(f, first, *(const double *) ((const char *) j + families[k].offset));
+                }
+        }
+}
+
 static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
         const char *suffix;
 
@@ -400,6 +447,18 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
                         fputs("pmugate_job_cpus", f);
                         put_label(f, &first, o->job_label, m->jobs[i].job);
                         put_value(f, first, m->jobs[i].n_cpus);
+                }
+        family(f, o, "pmugate_job_counting_info", false, "",
+               "Where the job's instructions and cycles come from: source \"cgroup\" (its cgroup's events, "
+               "only its own tasks, on a node counting through perf) or \"cpus\" (the CPUs it holds)");
+        for (size_t i = 0; i < m->n_jobs; i++)
+                if (m->jobs[i].running) {
+                        bool first = true;
+
+                        fputs("pmugate_job_counting_info", f);
+                        put_label(f, &first, o->job_label, m->jobs[i].job);
+                        put_label(f, &first, "source", m->jobs[i].by_cgroup ? "cgroup" : "cpus");
+                        put_value(f, first, 1);
                 }
         if (m->export_uids) {
                 family(f, o, "pmugate_job_uid", false, "", "The uid the job runs as (a value, not a label)");
@@ -452,6 +511,7 @@ int render_metrics(const Model *m, const RenderOptions *o, FILE *out) {
                 return -EINVAL;
         render_counters(m, o, out);
         render_package(m, o, out);
+        render_job_scale(m, o, out);
         render_gauges(m, o, out);
         if (o->openmetrics)
                 fputs("# EOF\n", out);
@@ -470,7 +530,7 @@ static json_object *number(double v) {
 int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out) {
         json_object *root = json_object_new_object(), *td = json_object_new_object(),
                     *td2 = json_object_new_object();
-        const double *v = j->v;
+        double v[QTY_MAX];
         time_t end = j->running ? now : j->ended;
         double seconds, traffic, energy;
         const char *text;
@@ -482,6 +542,9 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
                 json_object_put(td2);
                 return -ENOMEM;
         }
+        /* what has no source for this job is null, not 0 */
+        for (unsigned q = 0; q < QTY_MAX; q++)
+                v[q] = model_job_counts(j, q) ? j->v[q] : NAN;
         json_object_object_add(root, "job", json_object_new_string(j->job));
         json_object_object_add(root, "host", json_object_new_string(m->hostname));
         json_object_object_add(root, "cpus", json_object_new_string(j->cpus));
@@ -489,6 +552,7 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
         json_object_object_add(root, "start", json_object_new_int64(j->first_seen));
         json_object_object_add(root, "end", json_object_new_int64(end));
         json_object_object_add(root, "cpu_model", json_object_new_string(m->model_key));
+        json_object_object_add(root, "counted_by", json_object_new_string(j->by_cgroup ? "cgroup" : "cpus"));
         json_object_object_add(root, "monitored_cpu_seconds", number(v[QTY_MONITORED_SECONDS]));
         json_object_object_add(root, "instructions", number(v[QTY_INSTRUCTIONS]));
         json_object_object_add(root, "cycles", number(v[QTY_CYCLES]));

@@ -80,6 +80,7 @@ static void end_measure(Sampler *s, bool lease_lost) {
 }
 
 static void disconnect(Sampler *s) {
+        job_counters_close(&s->jobs, s->connection);
         end_measure(s, false);
         s->connection = pmugate_disconnect(s->connection);
         s->info = pmugate_info_free(s->info);
@@ -335,6 +336,12 @@ static CpuFacts *cpu_facts(const Sampler *s, Model *m, const pmugate_jobmap *jm)
         return f;
 }
 
+/* Jobs are counted by their cgroups where the daemon counts through perf in job mode; on an
+ * MSR node a job's series are the counts of the CPUs it holds. */
+static bool counts_jobs_by_cgroup(const Sampler *s) {
+        return s->info && pmugate_info_counts_via_perf(s->info) && strcmp(s->info->mode, "job") == 0;
+}
+
 static int apply_jobmap(Model *m, const pmugate_jobmap *jm, time_t now) {
         _cleanup_free_ const char **jobs = NULL;
         _cleanup_free_ uint32_t *cpus = NULL, *uids = NULL;
@@ -383,7 +390,12 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
         if (s->measure) {
                 r = pmugate_measure_sample(s->measure);
                 if (r == -ECANCELED || r == -EKEYREVOKED) {
-                        problem(s, "yielding: %s", pmugate_last_error(s->connection)->reason);
+                        const char *why = pmugate_last_error(s->connection)->reason;
+
+                        /* on the perf path the engine keeps the daemon's words */
+                        if (!why[0])
+                                why = pmugate_measure_last_reason(s->measure);
+                        problem(s, "yielding: %s", why[0] ? why : pmugate_strerror(r));
                         end_measure(s, true);
                         changed = true;
                         failed = true;
@@ -401,6 +413,17 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
                         sampled = accumulate(s, m, lock) == 0;
                         failed = r < 0;
                 }
+        }
+        r = job_counters_read(&s->jobs, s->connection, m, lock);
+        if (r < 0 && connection_lost(r)) {
+                problem(s, "lost pmugated (%s); reconnecting", pmugate_strerror(r));
+                disconnect(s);
+                pthread_mutex_lock(lock);
+                m->daemon_up = false;
+                mark_all(m, CPU_DAEMON_UNAVAILABLE);
+                m->sample_errors++;
+                pthread_mutex_unlock(lock);
+                return;
         }
 
         r = pmugate_jobmap_get(s->connection, &jm);
@@ -446,6 +469,12 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
         }
         m->daemon_up = true;
         pthread_mutex_unlock(lock);
+        if (counts_jobs_by_cgroup(s)) {
+                char why[400] = "";
+
+                if (job_counters_update(&s->jobs, s->connection, jm, m, lock, why, sizeof(why)) > 0)
+                        problem(s, "counting a job by its CPUs, not its cgroup: %s", why);
+        }
         jm = pmugate_jobmap_free(jm);
         if (!wanted || !facts)
                 return;

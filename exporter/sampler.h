@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "job-counts.h"
 #include "log-limit.h"
 #include "model.h"
 #include "pmugate/pmugate.h"
@@ -23,6 +24,8 @@ typedef struct Sampler {
         size_t n_measured;
         unsigned measured_level;
         uint64_t poll_interval_ns;
+
+        JobCounters jobs;               /* jobs counted by their cgroups (a perf node in job mode) */
 
         LogLimit log;                   /* its interval set by the caller; 0 for the default */
         char problem[512];              /* the last problem, until solved ("" for none) */

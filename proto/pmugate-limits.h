@@ -209,6 +209,10 @@
  * which each reason is logged once, the repeats counted. */
 #define PMUGATE_EXPORTER_LOG_REASONS_MAX 16U
 #define PMUGATE_EXPORTER_LOG_INTERVAL_USEC (60ULL * 1000000ULL)
+/* pmugate-exporter: jobs whose cgroups it counts through perf at once, each one perf handle of
+ * its connection (PERF_HANDLES_PER_SESSION_MAX), leaving room for its CPU measurement's;
+ * further jobs are counted by the CPUs they hold. */
+#define PMUGATE_EXPORTER_CGROUP_JOBS_MAX 12U
 
 /* The fds one message of a perf_open handoff can carry (the kernel's SCM_MAX_FD); the
  * client's receive buffer holds that many. */

@@ -87,7 +87,7 @@ static const struct {
         [REQUEST_RELOAD] = { 0, 0 },
         [REQUEST_JOBMAP] = { 0, 0 },
         [REQUEST_PERF_OPEN] = { KEY_SCOPE | KEY_CPUS | KEY_PID | KEY_FOLLOW | KEY_ON_EXEC | KEY_HANDOFF | KEY_GROUPS |
-                                KEY_THREAD,
+                                KEY_THREAD | KEY_JOB,
                                 KEY_SCOPE | KEY_GROUPS },
         [REQUEST_PERF_READ] = { KEY_HANDLE, KEY_HANDLE },
         [REQUEST_PERF_CLOSE] = { KEY_HANDLE, KEY_HANDLE },
@@ -661,6 +661,8 @@ static int check_perf_open(Request *req, unsigned seen, DecodeError *e) {
                 return refuse(e, PROTO_E_BAD_FIELD,
                               "'pid', 'follow', 'on_exec', 'handoff' and 'thread' belong to scope 'process', not '%s'",
                               scope);
+        if (req->perf_scope != PERF_SCOPE_JOB && (seen & KEY_JOB))
+                return refuse(e, PROTO_E_BAD_FIELD, "'job' belongs to scope 'job', not '%s'", scope);
         if (req->has_cpus && req->n_cpus == 0)
                 return refuse(e, PROTO_E_BAD_FIELD, "'cpus' must name at least one CPU");
         /* one thread alone: nothing it starts is counted, and an execve would end the thread */

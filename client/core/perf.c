@@ -60,6 +60,8 @@ int perf_request_check(const pmugate_perf_request *req, char *reason, size_t siz
                 return reason_fail(reason, size, -EINVAL, "scope process counts wherever the process runs: no CPUs");
         if (req->scope != PMUGATE_PERF_SCOPE_PROCESS && (req->pid != 0 || req->on_exec || req->handoff || req->thread))
                 return reason_fail(reason, size, -EINVAL, "pid, on_exec, handoff and thread belong to scope process");
+        if (req->job && (req->scope != PMUGATE_PERF_SCOPE_JOB || req->job[0] == '\0'))
+                return reason_fail(reason, size, -EINVAL, "a job ID belongs to scope job and is not empty");
         if (req->thread && (req->follow || req->on_exec))
                 return reason_fail(reason, size, -EINVAL, "a thread is counted alone: no follow, no on_exec");
         if (req->pid < 0)
@@ -104,6 +106,8 @@ size_t perf_request_keys(const pmugate_perf_request *req) {
                 n += 4; /* pid, follow, on_exec, handoff */
         if (req->thread)
                 n++;
+        if (req->job)
+                n++;
         return n;
 }
 
@@ -131,6 +135,8 @@ int perf_request_pack(msgpack_packer *pk, const pmugate_perf_request *req) {
                 return -ENOMEM;
         /* only when asked: a daemon without it refuses the key by name rather than count more */
         if (req->thread && pack_key_bool(pk, "thread", true) < 0)
+                return -ENOMEM;
+        if (req->job && pack_key_string(pk, "job", req->job) < 0)
                 return -ENOMEM;
         if (pack_string(pk, "groups") < 0 || msgpack_pack_array(pk, req->n_groups) < 0)
                 return -ENOMEM;

@@ -19,6 +19,7 @@
 #include "perf/perf-attr.h"
 #include "perf/perf-handles.h"
 #include "perf/perf-target.h"
+#include "policy/jobmap.h"
 #include "server/perf-sessions.h"
 
 /* What one perf_open resolved to before anything opens. */
@@ -189,12 +190,61 @@ static int plan_cpu(Server *s, Session *c, const Request *req, PerfOpenPlan *pla
         return plan_units_of_cpus(plan, req->cpus, req->n_cpus, -1);
 }
 
+/* scope job with "job": ID, for a monitor or an admin: the named job's cgroup on its CPUs on
+ * this node (the exporter's per-job series). A user counts only the job it runs in. No lease:
+ * the kernel multiplexes the job's events with everyone's, and every read carries the scale. */
+static int plan_named_job(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, Refusal *ret_refusal) {
+        uint32_t cpus[PMUGATE_LIST_MAX];
+        const Grant *g;
+        CpuSet job_cpus;
+        size_t n = 0;
+        int r;
+
+        if (c->rights.role != ROLE_MONITOR && c->rights.role != ROLE_ADMIN)
+                return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                              "'job' names another job, which only a monitor or an admin may count; scope 'job' "
+                              "without it counts the job you run in");
+        if (s->config.mode != ACCESS_MODE_JOB)
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                              "scope 'job' counts a job's cgroup, which needs job mode (mode = job in pmugate.conf)");
+        g = grants_find(&s->grants, req->job);
+        if (!g)
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1, "job %s has no grant on this node", req->job);
+        r = jobmap_grant_cpus(s->cgroup_root, g, &job_cpus);
+        if (r < 0)
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1, "the CPUs of job %s are not known: %s", req->job,
+                              strerror(-r));
+        if (req->has_cpus) {
+                r = handler_check_cpus(s, req, ret_refusal);
+                if (r != 0)
+                        return r;
+                for (size_t i = 0; i < req->n_cpus; i++) {
+                        if (!cpuset_has(&job_cpus, req->cpus[i]))
+                                return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1,
+                                              "CPU %" PRIu32 " is not one of job %s's CPUs", req->cpus[i], req->job);
+                        cpus[n++] = req->cpus[i];
+                }
+        } else
+                CPUSET_FOREACH(cpu, &job_cpus)
+                        if (n < ELEMENTSOF(cpus) && cpu < s->machine->n_cpus && s->machine->cpus[cpu].online)
+                                cpus[n++] = cpu;
+        if (n == 0)
+                return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1, "job %s has no online CPU", req->job);
+        r = perf_target_job_cgroup_of_id(s->cgroup_root, req->job, &plan->cgroup_fd, ret_refusal);
+        if (r != 0)
+                return r;
+        (void) snprintf(plan->job, sizeof(plan->job), "%s", req->job);
+        return plan_units_of_cpus(plan, cpus, n, plan->cgroup_fd);
+}
+
 /* scope job: the job's cgroup on the job's CPUs (or the request's subset of them). */
 static int plan_job(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, Refusal *ret_refusal) {
         uint32_t cpus[PMUGATE_LIST_MAX];
         size_t n = 0;
         int r;
 
+        if (req->has_job)
+                return plan_named_job(s, c, req, plan, ret_refusal);
         if (!c->rights.scoped)
                 return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
                               "scope 'job' counts a job's cgroup, which needs job mode (mode = job in pmugate.conf) "

@@ -18,6 +18,7 @@
 #include "macro.h"
 #include "perf/perf-target.h"
 #include "pmugate-limits.h"
+#include "policy/jobmap.h"
 #include "policy/scope.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -163,6 +164,46 @@ int perf_target_job_cgroup(const char *cgroup_root, Peer *peer, const char *job,
                               "run inside your job (srun)", path);
         *ret_fd = TAKE_FD(dir);
         return 0;
+}
+
+/* The candidate paths of a job are short: a few per slurmstepd scope of the node. */
+#define JOB_CANDIDATES_SIZE 16384U
+
+int perf_target_job_cgroup_of_id(const char *cgroup_root, const char *job, int *ret_fd, Refusal *ret_refusal) {
+        _cleanup_free_ char *paths = NULL;
+        _cleanup_close_ int root = -EBADF;
+        const char *p;
+        int n;
+
+        paths = malloc(JOB_CANDIDATES_SIZE);
+        if (!paths)
+                return -ENOMEM;
+        /* the uid only names cgroup v1 candidates, which perf cannot use */
+        n = jobmap_candidate_paths(cgroup_root, job, 0, paths, JOB_CANDIDATES_SIZE);
+        if (n < 0)
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1, "cannot look for the cgroup of job %s under %s: %s",
+                              job, cgroup_root, strerror(-n));
+        root = open(cgroup_root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (root < 0)
+                return refuse(ret_refusal, PROTO_E_NO_GRANT, -1, "cannot open the cgroup hierarchy at %s: %s",
+                              cgroup_root, strerror(errno));
+        p = paths;
+        for (int i = 0; i < n; i++, p += strlen(p) + 1) {
+                _cleanup_close_ int dir = -EBADF;
+                struct stat st;
+
+                if (strncmp(p, "/cpuset/", 8) == 0)
+                        continue;
+                if (open_beneath(root, p, strlen(p), &dir) < 0)
+                        continue;
+                if (fstat(dir, &st) < 0 || !is_cgroup2(dir) || st.st_uid != 0)
+                        continue;
+                *ret_fd = TAKE_FD(dir);
+                return 0;
+        }
+        return refuse(ret_refusal, PROTO_E_NO_GRANT, -1,
+                      "job %s has no cgroup of root's in the v2 hierarchy (system.slice/[NODE_]slurmstepd.scope/job_%s "
+                      "under %s or %s/unified): it cannot be counted per job", job, job, cgroup_root, cgroup_root);
 }
 
 /* What one thread's status says: whether it still runs (not a zombie or dead), its uids, and

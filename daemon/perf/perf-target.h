@@ -30,6 +30,15 @@
  * (PROTO_E_NO_GRANT) with the reason saying what to do. */
 int perf_target_job_cgroup(const char *cgroup_root, Peer *peer, const char *job, int *ret_fd, Refusal *ret_refusal);
 
+/* Job scope for a monitor or an admin naming a job ("job": ID): the job's cgroup v2 directory
+ * found from the job id alone, where the job map looks for it (jobmap_candidate_paths():
+ * system.slice/[NODE_]slurmstepd.scope/job_ID, also under unified/), not from the caller's own
+ * cgroup. Each candidate is opened from an fd of cgroup_root component by component with
+ * O_NOFOLLOW, and counts only when it is in the cgroup2 hierarchy and root's (a user's
+ * delegated cgroup named job_ID must not stand for a job). Returns 0 with the fd in ret_fd,
+ * or refuses (PROTO_E_NO_GRANT) saying where it looked. */
+int perf_target_job_cgroup_of_id(const char *cgroup_root, const char *job, int *ret_fd, Refusal *ret_refusal);
+
 /* The v2 path of the caller's job (relative to the v2 mount, e.g.
  * "/system.slice/slurmstepd.scope/job_42"), as perf_target_job_cgroup() finds it, for the
  * job_cgroup argument of perf_target_process(). Returns 0 or refuses (PROTO_E_NO_GRANT). */

@@ -122,6 +122,10 @@ static bool handle_still_allowed(Server *s, Session *c, const Scope *scope, cons
                 return false;
         if (!h->job[0])
                 return !c->rights.scoped;
+        /* a job a monitor or an admin named: while the job's grant lasts */
+        if (!c->rights.scoped && h->scope == PERF_SCOPE_JOB)
+                return (c->rights.role == ROLE_MONITOR || c->rights.role == ROLE_ADMIN) &&
+                       grants_find(&s->grants, h->job) != NULL;
         if (!scope || strcmp(scope->job, h->job) != 0)
                 return false;
         if (h->scope == PERF_SCOPE_PROCESS)
@@ -136,8 +140,18 @@ size_t session_perf_revalidate(Server *s, Session *c, const Scope *scope, const 
         size_t n = 0;
 
         for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++) {
-                if (!c->perf[i] || handle_still_allowed(s, c, scope, c->perf[i]))
+                PerfHandle *h = c->perf[i];
+
+                if (!h || handle_still_allowed(s, c, scope, h))
                         continue;
+                /* A job a monitor or an admin named ended: its handle ends with it, which the
+                 * job map tells them; no notice, which would fail their next request of
+                 * anything else. */
+                if (!c->rights.scoped && h->scope == PERF_SCOPE_JOB && h->job[0] && c->rights.may_read &&
+                    (c->rights.role == ROLE_MONITOR || c->rights.role == ROLE_ADMIN)) {
+                        session_perf_close(c, i, "ended", "the job's grant ended");
+                        continue;
+                }
                 session_perf_close(c, i, "revoked", why);
                 n++;
         }

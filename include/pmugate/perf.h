@@ -70,6 +70,8 @@ typedef struct pmugate_perf_request {
         size_t n_groups;
         bool thread;            /* process: pid is one thread of the caller's own process (0: its
                                  * main thread), counted alone; no follow, no on_exec */
+        const char *job;        /* job, monitors and admins only: the job ID to count (its
+                                 * cgroup on its CPUs of this node); NULL: the caller's own job */
 } pmugate_perf_request;
 
 typedef struct pmugate_perf_handle pmugate_perf_handle;

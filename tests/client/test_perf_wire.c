@@ -127,6 +127,40 @@ static void test_request_thread(void **state) {
         assert_non_null(strstr(reason, "belong to scope process"));
 }
 
+/* A monitor's job named by its id: "job" sent with scope job only, never empty. */
+static void test_request_named_job(void **state) {
+        pmugate_perf_event g0[] = { event("hardware", 0), event("hardware", 1) };
+        pmugate_perf_group groups[] = { { g0, 2 } };
+        pmugate_perf_request req = {
+                .scope = PMUGATE_PERF_SCOPE_JOB, .job = "4711", .groups = groups, .n_groups = 1,
+        };
+        msgpack_sbuffer sb;
+        msgpack_zone zone;
+        msgpack_object map;
+        char reason[200];
+
+        assert_int_equal(perf_request_check(&req, reason, sizeof(reason)), 0);
+        pack_request(&req, &sb, &zone, &map);
+        /* v, id, op and scope, job, groups */
+        assert_int_equal(map.via.map.size, 3 + 3);
+        assert_true(key_is_string(&map, "job", "4711"));
+        msgpack_zone_destroy(&zone);
+        msgpack_sbuffer_destroy(&sb);
+
+        req.job = NULL;
+        pack_request(&req, &sb, &zone, &map);
+        assert_null(msgpack_map_get(&map, "job"));
+        msgpack_zone_destroy(&zone);
+        msgpack_sbuffer_destroy(&sb);
+
+        req.job = "";
+        assert_int_equal(perf_request_check(&req, reason, sizeof(reason)), -EINVAL);
+        req.job = "4711";
+        req.scope = PMUGATE_PERF_SCOPE_PROCESS;
+        assert_int_equal(perf_request_check(&req, reason, sizeof(reason)), -EINVAL);
+        assert_non_null(strstr(reason, "scope job"));
+}
+
 static void test_request_cpu(void **state) {
         uint32_t cpus[] = { 0, 1, 2, 3 };
         pmugate_perf_event g0[] = { event("cpu", 0x0400), event("cpu", 0x8000) };
@@ -297,6 +331,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_request_process),
                 cmocka_unit_test(test_request_thread),
+                cmocka_unit_test(test_request_named_job),
                 cmocka_unit_test(test_request_cpu),
                 cmocka_unit_test(test_request_refused),
                 cmocka_unit_test(test_rows),

@@ -390,6 +390,69 @@ static void test_job_cgroup_symlink(void **state) {
         assert_int_equal(finish(&c), 0);
 }
 
+/* A job named by its id (a monitor's scope job): found where the job map looks, in the v2
+ * hierarchy only, root's only, never through a symlink; refused with where it looked. */
+static void test_job_cgroup_of_id(void **state) {
+        char slice[600], scope[700], job[800], tmp[] = "/tmp/pmugate-test-of-id-XXXXXX", path[1024];
+        bool made_slice = false;
+        Refusal r = {};
+        int fd = -EBADF;
+
+        need_cgroups();
+        (void) snprintf(slice, sizeof(slice), "%s/system.slice", v2_mount);
+        (void) snprintf(scope, sizeof(scope), "%s/%s_slurmstepd.scope", slice, test_name);
+        (void) snprintf(job, sizeof(job), "%s/job_" JOB, scope);
+        if (mkdir(slice, 0755) == 0)
+                made_slice = true;
+        assert_int_equal(mkdir(scope, 0755), 0);
+        assert_int_equal(mkdir(job, 0755), 0);
+
+        assert_int_equal(perf_target_job_cgroup_of_id(cgroup_root, JOB, &fd, &r), 0);
+        assert_true(same_dir(fd, job));
+        assert_int_equal(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+        (void) close(fd);
+        fd = -EBADF;
+        assert_int_equal(perf_target_job_cgroup_of_id(v2_mount, JOB, &fd, &r), 0);
+        (void) close(fd);
+
+        /* another job's id finds nothing: the test's job directory is not that job */
+        fd = -EBADF;
+        assert_int_equal(perf_target_job_cgroup_of_id(cgroup_root, OTHER_JOB, &fd, &r), PROTO_E_NO_GRANT);
+        assert_non_null(strstr(r.reason, "has no cgroup of root's in the v2 hierarchy"));
+        assert_int_equal(fd, -EBADF);
+        /* a directory of a user's with the job's name does not stand for it */
+        assert_int_equal(chown(job, NOBODY, NOBODY), 0);
+        assert_int_equal(perf_target_job_cgroup_of_id(cgroup_root, JOB, &fd, &r), PROTO_E_NO_GRANT);
+        assert_int_equal(fd, -EBADF);
+        assert_int_equal(chown(job, 0, 0), 0);
+
+        /* outside cgroup2 (a plain directory tree), and through a symlinked component */
+        assert_non_null(mkdtemp(tmp));
+        (void) snprintf(path, sizeof(path), "%s/system.slice", tmp);
+        assert_int_equal(mkdir(path, 0755), 0);
+        (void) snprintf(path, sizeof(path), "%s/system.slice/x_slurmstepd.scope", tmp);
+        assert_int_equal(mkdir(path, 0755), 0);
+        (void) snprintf(path, sizeof(path), "%s/system.slice/x_slurmstepd.scope/job_" JOB, tmp);
+        assert_int_equal(mkdir(path, 0755), 0);
+        assert_int_equal(perf_target_job_cgroup_of_id(tmp, JOB, &fd, &r), PROTO_E_NO_GRANT);
+        assert_int_equal(fd, -EBADF);
+        assert_int_equal(rmdir(path), 0);
+        assert_int_equal(symlink(job, path), 0);
+        assert_int_equal(perf_target_job_cgroup_of_id(tmp, JOB, &fd, &r), PROTO_E_NO_GRANT);
+        assert_int_equal(fd, -EBADF);
+        assert_int_equal(unlink(path), 0);
+        (void) snprintf(path, sizeof(path), "%s/system.slice/x_slurmstepd.scope", tmp);
+        assert_int_equal(rmdir(path), 0);
+        (void) snprintf(path, sizeof(path), "%s/system.slice", tmp);
+        assert_int_equal(rmdir(path), 0);
+        assert_int_equal(rmdir(tmp), 0);
+
+        remove_cgroup(job);
+        remove_cgroup(scope);
+        if (made_slice)
+                remove_cgroup(slice);
+}
+
 static int compare_pid(const void *a, const void *b) {
         return *(const pid_t *) a < *(const pid_t *) b ? -1 : *(const pid_t *) a > *(const pid_t *) b;
 }
@@ -658,6 +721,7 @@ int main(void) {
                 cmocka_unit_test(test_job_cgroup_found),
                 cmocka_unit_test(test_job_cgroup_refused),
                 cmocka_unit_test(test_job_cgroup_symlink),
+                cmocka_unit_test(test_job_cgroup_of_id),
                 cmocka_unit_test(test_process_own),
                 cmocka_unit_test(test_process_other_uid),
                 cmocka_unit_test(test_process_exited),

@@ -177,6 +177,8 @@ static void test_totals_and_jobs(void **state) {
         model_done(&m);
 }
 
+static char *render(const Model *m, bool openmetrics);
+
 static void test_sparse_and_shared(void **state) {
         const uint32_t cpus[] = { 5, 900, 2 };
         const int32_t sockets[] = { 0, 1, -1 };
@@ -194,9 +196,86 @@ static void test_sparse_and_shared(void **state) {
         assert_int_equal(model_set_jobs(&m, rows, jobs, NULL, NULL, 4, 1), 0);
         assert_string_equal(model_cpu(&m, 900)->job, "a");
         assert_string_equal(model_cpu(&m, 5)->job, "");
-        assert_null(model_find_job(&m, "b"));
+        /* the second job holds the CPU too, but its counts are not its: none labelled */
+        assert_int_equal(model_find_job(&m, "b")->n_cpus, 1);
+        assert_int_equal(model_find_job(&m, "b")->n_labelled, 0);
         assert_null(model_find_job(&m, "c"));
         assert_int_equal(model_find_job(&m, "a")->n_cpus, 1);
+        assert_int_equal(model_find_job(&m, "a")->n_labelled, 1);
+        model_done(&m);
+}
+
+/* Jobs sharing a CPU on a perf node: each job's instructions and cycles come from its cgroup's
+ * events, not from the CPU (whose counts would all be the first job's); the other quantities
+ * stay the CPU's; a job with no CPU of its own has no series without a cgroup source. */
+static void test_cgroup_source(void **state) {
+        const uint32_t cpus[] = { 0 };
+        const int32_t sockets[] = { 0 };
+        const uint32_t rows[] = { 0, 0 };
+        const char *const jobs[] = { "first", "second" };
+        double delta[QTY_MAX] = {};
+        Model m = {};
+        char *text;
+
+        assert_int_equal(model_set_cpus(&m, cpus, sockets, 1), 0);
+        assert_int_equal(model_set_jobs(&m, rows, jobs, NULL, NULL, 2, 1), 0);
+        text = render(&m, false);
+        assert_non_null(strstr(text, "pmugate_job_instructions_total{jobid=\"first\"} 0\n"));
+        assert_null(strstr(text, "pmugate_job_instructions_total{jobid=\"second\"}"));
+        assert_null(strstr(text, "pmugate_job_monitored_seconds_total{jobid=\"second\"}"));
+        assert_non_null(strstr(text, "pmugate_job_counting_info{jobid=\"second\",source=\"cpus\"} 1\n"));
+        assert_non_null(strstr(text, "pmugate_job_cpus{jobid=\"second\"} 1\n"));
+        free(text);
+
+        model_set_job_source(&m, "first", true);
+        model_set_job_source(&m, "second", true);
+        delta[QTY_INSTRUCTIONS] = 1000;
+        delta[QTY_CYCLES] = 800;
+        delta[QTY_MONITORED_SECONDS] = 1;
+        model_add(&m, 0, delta);
+        /* counted on the CPU, not given to the job its cgroup counts */
+        assert_true(model_find_job(&m, "first")->v[QTY_INSTRUCTIONS] == 0);
+        assert_true(model_find_job(&m, "first")->v[QTY_MONITORED_SECONDS] == 1);
+        assert_true(m.node[QTY_INSTRUCTIONS] == 1000);
+        model_add_job_counts(&m, "first", 700, 500, 1.0, 0.5);
+        model_add_job_counts(&m, "second", 300, 300, 1.0, 1.0);
+        model_add_job_counts(&m, "second", NAN, -5, NAN, 0);
+        assert_true(model_find_job(&m, "first")->v[QTY_INSTRUCTIONS] == 700);
+        assert_true(model_find_job(&m, "second")->v[QTY_CYCLES] == 300);
+        text = render(&m, false);
+        assert_non_null(strstr(text, "pmugate_job_instructions_total{jobid=\"second\"} 300\n"));
+        assert_non_null(strstr(text, "pmugate_job_counting_info{jobid=\"first\",source=\"cgroup\"} 1\n"));
+        assert_non_null(strstr(text, "pmugate_job_cgroup_enabled_seconds_total{jobid=\"first\"} 1\n"));
+        assert_non_null(strstr(text, "pmugate_job_cgroup_running_seconds_total{jobid=\"first\"} 0.5\n"));
+        /* slots and TopDown have no source for the second job: absent, not 0 */
+        assert_null(strstr(text, "pmugate_job_slots_total{jobid=\"second\"}"));
+        assert_null(strstr(text, "pmugate_job_topdown_level1_slots_total{jobid=\"second\""));
+        free(text);
+        text = render(&m, true);
+        assert_non_null(strstr(text, "# UNIT pmugate_job_cgroup_running_seconds seconds\n"));
+        free(text);
+        {
+                char *json = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&json, &size);
+
+                assert_non_null(f);
+                assert_int_equal(render_job_summary(&m, model_find_job(&m, "second"), 2, f), 0);
+                assert_int_equal(fclose(f), 0);
+                assert_non_null(strstr(json, "\"counted_by\":\"cgroup\""));
+                assert_non_null(strstr(json, "\"instructions\":300"));
+                assert_non_null(strstr(json, "\"slots\":null"));
+                assert_non_null(strstr(json, "\"monitored_cpu_seconds\":null"));
+                assert_non_null(strstr(json, "\"ipc\":1"));
+                free(json);
+        }
+
+        /* back to its CPUs: a job the daemon stopped counting by cgroup */
+        model_set_job_source(&m, "first", false);
+        model_add(&m, 0, delta);
+        assert_true(model_find_job(&m, "first")->v[QTY_INSTRUCTIONS] == 1700);
+        model_add_job_counts(&m, "first", 700, 500, 1.0, 0.5);
+        assert_true(model_find_job(&m, "first")->v[QTY_INSTRUCTIONS] == 1700);
         model_done(&m);
 }
 
@@ -493,6 +572,7 @@ int main(void) {
                 cmocka_unit_test(test_label_names),
                 cmocka_unit_test(test_totals_and_jobs),
                 cmocka_unit_test(test_sparse_and_shared),
+                cmocka_unit_test(test_cgroup_source),
                 cmocka_unit_test(test_routes),
                 cmocka_unit_test(test_render),
                 cmocka_unit_test(test_summary),

@@ -92,14 +92,24 @@ class BusyLoop:
 class JobCgroups:
     """Real v2 cgroups of jobs (IDs as strings), root's, as a batch system makes them."""
 
-    def __init__(self, jobs=("1001", "1002"), machine_root=None):
+    def __init__(self, jobs=("1001", "1002"), machine_root=None, slurm=False):
+        """slurm: the jobs' directories are where Slurm puts them and the daemon's job map
+        looks for a job by its id alone, "<v2>/system.slice/pmugate-perf-test-PID-N_slurmstepd.scope/
+        job_<ID>" (system.slice made when the host has none, and removed again)."""
         global _count
         mount = v2_mount()
         if mount is None:
             raise RuntimeError("no cgroup v2 hierarchy on this host")
         _count += 1
         self.v2 = mount
-        self.base = "/pmugate-perf-test-%d-%d" % (os.getpid(), _count)
+        self.made_slice = None
+        if slurm:
+            if not os.path.isdir(mount + "/system.slice"):
+                os.mkdir(mount + "/system.slice", 0o755)
+                self.made_slice = mount + "/system.slice"
+            self.base = "/system.slice/pmugate-perf-test-%d-%d_slurmstepd.scope" % (os.getpid(), _count)
+        else:
+            self.base = "/pmugate-perf-test-%d-%d" % (os.getpid(), _count)
         self.jobs = list(jobs)
         self.mounted = None
         self.loops = []
@@ -182,7 +192,7 @@ class JobCgroups:
                 f.write("1")
         except OSError:
             pass
-        for d in [self.dir(job) for job in self.jobs] + [top]:
+        for d in [self.dir(job) for job in self.jobs] + [top] + ([self.made_slice] if self.made_slice else []):
             for _ in range(100):
                 try:
                     os.rmdir(d)

@@ -867,6 +867,43 @@ static void test_perf_open_thread(void **state) {
         assert_non_null(strstr(e.reason, "belong to scope 'process'"));
 }
 
+/* perf_open of scope with "job": ID (a monitor's or an admin's, for the job it names). */
+static void pack_perf_named_job(Fixture *f, const char *scope, const char *job) {
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 9, "perf_open", 3);
+        pack_key_string(&f->pk, "scope", scope);
+        pack_key_string(&f->pk, "job", job);
+        pack_string(&f->pk, "groups");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_array(&f->pk, 1);
+        pack_event(&f->pk, "hardware", 0, NULL);
+}
+
+static void test_perf_open_named_job(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        pack_perf_named_job(f, "job", "4711.batch");
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.perf_scope, PERF_SCOPE_JOB);
+        assert_true(req.has_job);
+        assert_string_equal(req.job, "4711.batch");
+        pack_perf_open(f, "process", NULL);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_false(req.has_job);
+
+        pack_perf_named_job(f, "process", "4711");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'job' belongs to scope 'job'"));
+        /* a job id is checked as everywhere: never a path */
+        pack_perf_named_job(f, "job", "../job_1");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'job' may hold only"));
+        pack_perf_named_job(f, "job", "");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+}
+
 static void test_perf_open_refusals(void **state) {
         static const char *const sampling[] = { "sample_period", "sample_freq", "sample_type", "freq", "bp_type",
                                                 "bp_addr", "sample_regs_user", "sample_regs_intr", "sample_stack_user",
@@ -981,6 +1018,7 @@ int main(void) {
                 cmocka_unit_test(test_wire_names_round_trip),
                 cmocka_unit_test(test_tuple_matches_typed_packers),
                 cmocka_unit_test_setup_teardown(test_perf_open, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_perf_open_named_job, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_perf_open_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_perf_open_thread, setup, teardown),
         };
