@@ -9,6 +9,7 @@
 
 #include "likwid/likwid-forward.h"
 #include "likwid/likwid-map.h"
+#include "likwid/likwid-perf.h"
 #include "macro.h"
 #include "pmugate-limits.h"
 #include "pmugate/package.h"
@@ -65,6 +66,19 @@ typedef struct RefusedReg {
         LikwidError error;
 } RefusedReg;
 
+/* One CPU's core PMU on a node that counts via perf: what LIKWID programmed, the events
+ * that count it, and the registers as LIKWID reads them. */
+typedef struct PerfCpu {
+        LikwidCoreShadow shadow;
+        bool dirty;                     /* programmed anew since the events were opened */
+        LikwidPerfPlan plan;
+        pmugate_perf_handle *handle;
+        LikwidPerfCounts counts;
+} PerfCpu;
+
+/* Lines about LIKWID's programming refused on a perf node. */
+#define PERF_LINES_MAX 20U
+
 struct LikwidForwarder {
         pmugate *conn;
         pmugate_info *info;
@@ -82,6 +96,11 @@ struct LikwidForwarder {
         FreerunState freerun[FREERUN_MAX];
         size_t n_freerun;
         uint64_t frozen_packages;       /* bit p: LIKWID froze package p's uncore */
+        bool via_perf;                  /* the node counts via perf: the core PMU is translated */
+        bool intel;
+        LikwidPerfModel perf_model;
+        PerfCpu *perf_cpus;             /* per CPU number, with via_perf */
+        unsigned perf_lines;
         FILE *log;
         const char *prog;
         bool verbose;
@@ -110,6 +129,13 @@ static void connection_lost(LikwidForwarder *f) {
         fprintf(f->log, "%s: lost the connection to pmugated; it put back what LIKWID programmed, and "
                 "LIKWID's results are void from here on\n", f->prog);
         f->conn = pmugate_disconnect(f->conn);
+}
+
+static void perf_close_all(LikwidForwarder *f) {
+        for (size_t i = 0; f->perf_cpus && i < f->n_lease_slots; i++) {
+                (void) pmugate_perf_close(f->conn, f->perf_cpus[i].handle);
+                f->perf_cpus[i].handle = NULL;
+        }
 }
 
 int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, LikwidForwarder **ret) {
@@ -142,14 +168,19 @@ int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, 
                         max_cpu = MAX(max_cpu, f->info->cpus[i].cpu);
                 f->n_lease_slots = f->info->n_cpus > 0 ? (size_t) max_cpu + 1 : 0;
                 f->max_ops = MIN(f->info->max_ops_per_batch ?: 1U, FORWARD_OPS_MAX);
+                f->via_perf = pmugate_info_counts_via_perf(f->info);
+                f->intel = strcmp(f->info->vendor, "AuthenticAMD") != 0;
+                f->perf_model = likwid_perf_model(f->info);
         }
         f->ops = calloc(MAX(f->max_ops, 1U), sizeof(*f->ops));
         f->lease_state = calloc(MAX(f->n_lease_slots, 1U), 1);
         f->lease_error = calloc(MAX(f->n_lease_slots, 1U), 1);
         f->lease_buf = calloc(f->info ? MAX(f->info->n_cpus, 1U) : 1U, sizeof(uint32_t));
         f->refused = calloc(REFUSED_MAX, sizeof(*f->refused));
+        f->perf_cpus = f->via_perf ? calloc(MAX(f->n_lease_slots, 1U), sizeof(*f->perf_cpus)) : NULL;
         r = pmugate_batch_new(&f->batch);
-        if (r < 0 || !f->ops || !f->lease_state || !f->lease_error || !f->lease_buf || !f->refused) {
+        if (r < 0 || !f->ops || !f->lease_state || !f->lease_error || !f->lease_buf || !f->refused ||
+            (f->via_perf && !f->perf_cpus)) {
                 likwid_forwarder_free(f);
                 return r < 0 ? r : -ENOMEM;
         }
@@ -160,6 +191,8 @@ int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, 
 LikwidForwarder *likwid_forwarder_free(LikwidForwarder *f) {
         if (!f)
                 return NULL;
+        perf_close_all(f);
+        free(f->perf_cpus);
         pmugate_disconnect(f->conn);
         pmugate_info_free(f->info);
         pmugate_batch_free(f->batch);
@@ -467,7 +500,8 @@ static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_c
         if (value == 0 || cpu->package < 0 || cpu->package >= 64)
                 return;
         freerun_gate(f, cpu->package, value == LIKWID_UBOX_FREEZE_ALL);
-        for (size_t i = 0; i < f->info->n_units; i++) {
+        /* Via perf no box is LIKWID's to freeze: it programs none there (refused above). */
+        for (size_t i = 0; !f->via_perf && i < f->info->n_units; i++) {
                 const pmugate_unit *u = &f->info->units[i];
                 const pmugate_register *e = likwid_find_pci(f->info, u->index, LIKWID_IMC_BOX_CTL);
 
@@ -589,6 +623,226 @@ static void refuse_mmio_channel(LikwidForwarder *f, LikwidRecord *rec, bool writ
         counts_void(f, MMIO_CHANNELS_REFUSED);
 }
 
+/* LIKWID's programming that has no perf equivalent on a node that counts via perf: answered
+ * "not allowed", said on stderr with the register and why, and the counts void (LIKWID would
+ * print zeros or "-" for it and exit 0). */
+static void perf_refuse(LikwidForwarder *f, LikwidRecord *rec, const char *what, const char *why) {
+        char line[PMUGATE_LIKWID_VOID_REASON_MAX];
+
+        rec->errorcode = LIKWID_ERR_RESTREG;
+        rec->data = 0;
+        f->stats.refused++;
+        (void) snprintf(line, sizeof(line), "this node counts via perf; LIKWID's %s cannot be translated: %s",
+                        what, why);
+        if (f->perf_lines++ < PERF_LINES_MAX)
+                fprintf(f->log, "%s: %s\n", f->prog, line);
+        counts_void(f, line);
+}
+
+/* The counts of every event of c's plan, scaled where the kernel multiplexed them. */
+static int perf_sample(LikwidForwarder *f, PerfCpu *c, uint32_t cpu) {
+        uint64_t values[LIKWID_PERF_EVENTS_MAX] = {};
+        const pmugate_perf_row *rows;
+        char line[160];
+        size_t n_rows;
+        int r;
+
+        if (!c->handle)
+                return 0;
+        r = pmugate_perf_read(f->conn, c->handle, &rows, &n_rows);
+        if (r < 0) {
+                if (pmugate_last_error(f->conn)->code <= 0)
+                        connection_lost(f);
+                else
+                        counts_void(f, "pmugated refused to read LIKWID's perf events");
+                return r;
+        }
+        for (size_t i = 0; i < n_rows; i++) {
+                const pmugate_perf_row *row = &rows[i];
+
+                if (row->group >= c->plan.n_groups || row->n_values != c->plan.group_len[row->group])
+                        return -EBADMSG;
+                if (row->status != 0 || (row->time_enabled > 0 && row->time_running == 0)) {
+                        (void) snprintf(line, sizeof(line), "the kernel did not count LIKWID's events on CPU %"
+                                        PRIu32 " (%s)", cpu, row->status != 0 ? pmugate_strerror(row->status) :
+                                        "another perf user holds the counters");
+                        if (!f->void_reason[0])
+                                fprintf(f->log, "%s: %s\n", f->prog, line);
+                        counts_void(f, line);
+                        continue;
+                }
+                for (size_t j = 0; j < row->n_values; j++)
+                        values[c->plan.group_first[row->group] + j] =
+                                likwid_perf_scale(row->values[j], row->time_enabled, row->time_running);
+        }
+        likwid_perf_counts_sample(&c->counts, &c->plan, values);
+        return 0;
+}
+
+/* LIKWID enables counting: the events of what it programmed open (again, when it programmed
+ * anew) and count from here. */
+static void perf_start(LikwidForwarder *f, LikwidRecord *rec, PerfCpu *c, uint32_t cpu) {
+        pmugate_perf_group groups[LIKWID_PERF_GROUPS_MAX];
+        char reason[PMUGATE_REASON_MAX];
+        pmugate_perf_request req;
+        int r;
+
+        if (c->counts.counting)
+                return;
+        if (c->handle && !c->dirty) {
+                (void) perf_sample(f, c, cpu);
+                c->counts.counting = true;
+                return;
+        }
+        (void) pmugate_perf_close(f->conn, c->handle);
+        c->handle = NULL;
+        c->counts.sampled = false;
+        r = likwid_perf_plan(&f->perf_model, &c->shadow, &c->plan, reason, sizeof(reason));
+        if (r < 0) {
+                perf_refuse(f, rec, "IA32_PERF_GLOBAL_CTRL (start)", reason);
+                return;
+        }
+        c->dirty = false;
+        if (c->plan.n_events == 0) {
+                c->counts.counting = true;
+                return;
+        }
+        for (size_t g = 0; g < c->plan.n_groups; g++)
+                groups[g] = (pmugate_perf_group) {
+                        .events = &c->plan.events[c->plan.group_first[g]], .n_events = c->plan.group_len[g],
+                };
+        req = (pmugate_perf_request) {
+                .scope = PMUGATE_PERF_SCOPE_CPU, .cpus = &cpu, .n_cpus = 1,
+                .groups = groups, .n_groups = c->plan.n_groups,
+        };
+        r = pmugate_perf_open(f->conn, &req, &c->handle, reason, sizeof(reason));
+        if (r < 0) {
+                c->handle = NULL;
+                if (pmugate_last_error(f->conn)->code <= 0 && r != -EINVAL) {
+                        rec->errorcode = LIKWID_ERR_LOCKED;
+                        connection_lost(f);
+                        return;
+                }
+                perf_refuse(f, rec, "counter programming (the perf events pmugated was asked to open)", reason);
+                return;
+        }
+        c->counts.counting = true;
+        (void) perf_sample(f, c, cpu);
+}
+
+static void perf_stop(LikwidForwarder *f, PerfCpu *c, uint32_t cpu) {
+        if (!c->counts.counting)
+                return;
+        (void) perf_sample(f, c, cpu);
+        c->counts.counting = false;
+}
+
+/* LIKWID's access to a core PMU register on a node that counts via perf. */
+static void access_perf(LikwidForwarder *f, LikwidRecord *rec, const pmugate_cpu *cpu, LikwidPerfReg reg,
+                        bool write, uint64_t value) {
+        char what[96], reason[PMUGATE_REASON_MAX];
+        PerfCpu *c;
+        int r = 0;
+
+        bool numbered = reg.kind == LIKWID_PERF_REG_EVTSEL || reg.kind == LIKWID_PERF_REG_PMC ||
+                        reg.kind == LIKWID_PERF_REG_FIXED_CTR;
+
+        rec->data = 0;
+        if (numbered)
+                (void) snprintf(what, sizeof(what), "%s%u on CPU %" PRIu32, reg.name, reg.index, cpu->cpu);
+        else
+                (void) snprintf(what, sizeof(what), "%s (MSR 0x%" PRIx32 ") on CPU %" PRIu32, reg.name, rec->reg,
+                                cpu->cpu);
+        if (reg.kind == LIKWID_PERF_REG_REFUSED) {
+                perf_refuse(f, rec, what, reg.why);
+                return;
+        }
+        if (cpu->cpu >= f->n_lease_slots) {
+                rec->errorcode = LIKWID_ERR_OPENFAIL;
+                return;
+        }
+        c = &f->perf_cpus[cpu->cpu];
+        if (numbered && reg.index >=
+            (reg.kind == LIKWID_PERF_REG_FIXED_CTR ? f->perf_model.n_fixed : f->perf_model.n_gp)) {
+                rec->errorcode = LIKWID_ERR_RWFAIL;
+                return;
+        }
+        if (write && reg.kind != LIKWID_PERF_REG_STATUS) {
+                rec->errorcode = ensure_leases(f, cpu, "thread");
+                if (rec->errorcode != LIKWID_ERR_NOERROR) {
+                        f->stats.refused++;
+                        return;
+                }
+        }
+        switch (reg.kind) {
+        case LIKWID_PERF_REG_EVTSEL:
+                if (!write) {
+                        rec->data = c->shadow.evtsel[reg.index];
+                        return;
+                }
+                r = likwid_perf_check_evtsel(value, reason, sizeof(reason));
+                if (r >= 0 && c->shadow.evtsel[reg.index] != value) {
+                        c->shadow.evtsel[reg.index] = value;
+                        c->dirty = true;
+                }
+                break;
+        case LIKWID_PERF_REG_FIXED_CTRL:
+                if (!write) {
+                        rec->data = c->shadow.fixed_ctrl;
+                        return;
+                }
+                r = likwid_perf_check_fixed_ctrl(&f->perf_model, value, reason, sizeof(reason));
+                if (r >= 0 && c->shadow.fixed_ctrl != value) {
+                        c->shadow.fixed_ctrl = value;
+                        c->dirty = true;
+                }
+                break;
+        case LIKWID_PERF_REG_GLOBAL_CTRL:
+                if (!write) {
+                        rec->data = c->shadow.global_ctrl;
+                        return;
+                }
+                r = likwid_perf_check_global_ctrl(&f->perf_model, value, reason, sizeof(reason));
+                if (r < 0)
+                        break;
+                if (value != c->shadow.global_ctrl) {
+                        perf_stop(f, c, cpu->cpu);
+                        c->dirty = true;
+                }
+                c->shadow.global_ctrl = value;
+                if (value != 0)
+                        perf_start(f, rec, c, cpu->cpu);
+                else
+                        perf_stop(f, c, cpu->cpu);
+                return;
+        case LIKWID_PERF_REG_PMC:
+        case LIKWID_PERF_REG_FIXED_CTR:
+        case LIKWID_PERF_REG_PERF_METRICS:
+                if (c->counts.counting && perf_sample(f, c, cpu->cpu) < 0) {
+                        rec->errorcode = LIKWID_ERR_RWFAIL;
+                        return;
+                }
+                if (write)
+                        likwid_perf_counts_write(&c->counts, reg.kind, reg.index, value);
+                else
+                        rec->data = likwid_perf_counts_read(&c->counts, &f->perf_model, reg.kind, reg.index);
+                return;
+        case LIKWID_PERF_REG_STATUS:
+                /* The kernel keeps 64-bit counts: nothing LIKWID sees ever overflows. */
+                f->stats.switch_offs++;
+                return;
+        default:
+                rec->errorcode = LIKWID_ERR_RWFAIL;
+                return;
+        }
+        if (r < 0)
+                perf_refuse(f, rec, what, reason);
+}
+
+#define UNCORE_VIA_PERF "LIKWID programs uncore boxes through PCI config space, which pmugated does not " \
+        "write on a node that counts via perf, and their events are not translated to the kernel's " \
+        "uncore PMUs. Memory bandwidth: 'pmugate stat -g MEM'"
+
 static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
         bool write = rec->type == LIKWID_WRITE, pci = rec->device != LIKWID_DEV_MSR;
         const pmugate_register *entry;
@@ -615,6 +869,10 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
         }
         if (likwid_mmio_channel_present(f->info, rec->device, rec->cpu)) {
                 refuse_mmio_channel(f, rec, write, value);
+                return;
+        }
+        if (pci && f->via_perf) {
+                perf_refuse(f, rec, "uncore device programming", UNCORE_VIA_PERF);
                 return;
         }
         if (pci) {
@@ -661,6 +919,14 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 else
                         f->stats.refused++;
                 return;
+        }
+        if (!pci && f->via_perf) {
+                LikwidPerfReg pr = likwid_perf_classify(f->intel, rec->reg);
+
+                if (pr.kind != LIKWID_PERF_REG_NONE) {
+                        access_perf(f, rec, cpu, pr, write, value);
+                        return;
+                }
         }
         /* After the answers above: a refused value (PEBS_ENABLE = 1) must not make the
          * harmless one (0) refused too. */
@@ -716,6 +982,7 @@ int likwid_forwarder_handle(LikwidForwarder *f, LikwidRecord *rec) {
         switch (rec->type) {
         case LIKWID_EXIT:
                 run_pending(f);
+                perf_close_all(f);
                 return 0;
         case LIKWID_CHECK:
                 f->stats.checks++;
