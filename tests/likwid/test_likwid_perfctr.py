@@ -45,7 +45,7 @@ BANDWIDTH = 0.03
 AGREE = 0.01
 
 
-def sim_daemon(model, mode="open"):
+def sim_daemon(model, mode="open", args=()):
     d = t.workdir()
     conf = os.path.join(d, "sim.conf")
     with open(conf, "w") as f:
@@ -59,7 +59,7 @@ def sim_daemon(model, mode="open"):
     cfg = os.path.join(d, "pmugate.conf")
     with open(cfg, "w") as f:
         f.write("[access]\nmode = %s\nadmin_groups = %d\nuser_groups = %d\n" % (mode, t.ADMIN_GID, t.USER_GID))
-    return d, t.Daemon(d, ["--backend=sim", "--sim-model=" + model, "--sim-config=" + conf], config=cfg)
+    return d, t.Daemon(d, ["--backend=sim", "--sim-model=" + model, "--sim-config=" + conf] + list(args), config=cfg)
 
 
 def pmugate_json(dm, *args):
