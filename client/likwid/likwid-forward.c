@@ -649,6 +649,8 @@ static int perf_sample(LikwidForwarder *f, PerfCpu *c, uint32_t cpu) {
 
         if (!c->handle)
                 return 0;
+        if (!f->conn)
+                return -ENOTCONN;
         r = pmugate_perf_read(f->conn, c->handle, &rows, &n_rows);
         if (r < 0) {
                 if (pmugate_last_error(f->conn)->code <= 0)
@@ -660,8 +662,10 @@ static int perf_sample(LikwidForwarder *f, PerfCpu *c, uint32_t cpu) {
         for (size_t i = 0; i < n_rows; i++) {
                 const pmugate_perf_row *row = &rows[i];
 
-                if (row->group >= c->plan.n_groups || row->n_values != c->plan.group_len[row->group])
+                if (row->group >= c->plan.n_groups || row->n_values != c->plan.group_len[row->group]) {
+                        counts_void(f, "pmugated's perf_read answer does not match the events opened");
                         return -EBADMSG;
+                }
                 if (row->status != 0 || (row->time_enabled > 0 && row->time_running == 0)) {
                         (void) snprintf(line, sizeof(line), "the kernel did not count LIKWID's events on CPU %"
                                         PRIu32 " (%s)", cpu, row->status != 0 ? pmugate_strerror(row->status) :
@@ -697,6 +701,10 @@ static void perf_start(LikwidForwarder *f, LikwidRecord *rec, PerfCpu *c, uint32
         (void) pmugate_perf_close(f->conn, c->handle);
         c->handle = NULL;
         c->counts.sampled = false;
+        if (!f->conn) {
+                rec->errorcode = LIKWID_ERR_LOCKED;
+                return;
+        }
         r = likwid_perf_plan(&f->perf_model, &c->shadow, &c->plan, reason, sizeof(reason));
         if (r < 0) {
                 perf_refuse(f, rec, "IA32_PERF_GLOBAL_CTRL (start)", reason);
@@ -805,7 +813,9 @@ static void access_perf(LikwidForwarder *f, LikwidRecord *rec, const pmugate_cpu
                 r = likwid_perf_check_global_ctrl(&f->perf_model, value, reason, sizeof(reason));
                 if (r < 0)
                         break;
-                if (value != c->shadow.global_ctrl) {
+                /* New enables, or new programming while counting: the events change at once,
+                 * as the counters would. */
+                if (value != c->shadow.global_ctrl || c->dirty) {
                         perf_stop(f, c, cpu->cpu);
                         c->dirty = true;
                 }
