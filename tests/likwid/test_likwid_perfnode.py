@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The unmodified likwid-perfctr on a node that counts via perf (pmugated --counters=perf on the
 simulated PMU), where the daemon refuses register writes to the PMU: the forwarder translates
-LIKWID's core PMU programming into perf events. FLOPS_DP and BRANCH on Skylake-SP and Ice
-Lake-SP, and TMA (PERF_METRICS) on Ice Lake-SP, give LIKWID's numbers of the same groups run on
-the same profile through register writes (--counters=msr); programming that has no perf
-equivalent (uncore boxes, AnyThread, kernel counting a user may not do) fails the run with the
-register and the reason, never zeros with exit 0; nothing is left open afterwards."""
+LIKWID's core PMU programming into perf events. BRANCH and FLOPS_DP on Skylake-SP, FLOPS_DP on
+Cascade Lake and Ice Lake-SP, and TMA (PERF_METRICS) on Ice Lake-SP, give LIKWID's numbers of
+the same groups run on the same profile through register writes (--counters=msr); programming
+that has no perf equivalent (uncore boxes, AnyThread, kernel counting a user may not do) fails
+the run with the register and the reason, never zeros with exit 0; root's kernel counting counts;
+nothing is left open afterwards."""
 
 import os
 import sys
@@ -23,7 +24,7 @@ METRICS = {
     "FLOPS_DP": [("CPI", P.RATIO), ("Vectorization ratio", 0.01)],
     "TMA": [("CPI", P.RATIO)] + [(name, 0.4) for name in P.TOPDOWN],
 }
-RUNS = [("skx", "BRANCH"), ("skx", "FLOPS_DP"), ("icx", "FLOPS_DP"), ("icx", "TMA")]
+RUNS = [("skx", "BRANCH"), ("skx", "FLOPS_DP"), ("clx", "FLOPS_DP"), ("icx", "FLOPS_DP"), ("icx", "TMA")]
 
 
 def run(model, counters, group, extra=(), user=None):
@@ -85,6 +86,11 @@ def test_refused(tap):
     tap.ok(rc != 0 and "counts are void" in err and "kernel" in err,
            "skx via perf: a user's KERNEL option is refused with the daemon's reason, the run fails",
            "rc %d\n%s\n%s" % (rc, out[-1500:], err[-1500:]))
+    # ... which root, an admin, may
+    rc, out, err, left = run("skx", "perf", "INSTR_RETIRED_ANY:FIXC0,CPU_CLK_UNHALTED_CORE:FIXC1,"
+                             "BR_INST_RETIRED_ALL_BRANCHES:PMC0:KERNEL")
+    tap.ok(rc == 0 and (lt.metric(out, "BR_INST_RETIRED_ALL_BRANCHES", 2) or 0) > 0 and "void" not in err,
+           "skx via perf: root's KERNEL option counts", "rc %d\n%s\n%s" % (rc, out[-1500:], err[-1500:]))
     # AnyThread on a general counter has no perf counting equivalent
     rc, out, err, left = run("skx", "perf", "INSTR_RETIRED_ANY:FIXC0,CPU_CLK_UNHALTED_CORE:FIXC1,"
                              "BR_INST_RETIRED_ALL_BRANCHES:PMC0:ANYTHREAD")
