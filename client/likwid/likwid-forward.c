@@ -57,6 +57,17 @@ typedef struct FreerunState {
 } FreerunState;
 
 #define FREERUN_MAX 64U
+
+/* A memory channel counter LIKWID programmed on a node that counts via perf (skx, clx). */
+typedef struct CasState {
+        uint32_t device, socket, ctr;
+        uint64_t ctl;           /* what LIKWID wrote to its control register */
+        bool mapped;            /* a CAS_COUNT event: count holds its package counter */
+        FreerunState count;
+} CasState;
+
+/* Six channels of four counters on each of a few sockets. */
+#define CAS_MAX 96U
 #define COUNTER_MASK ((UINT64_C(1) << 48) - 1)
 
 typedef struct RefusedReg {
@@ -95,6 +106,8 @@ struct LikwidForwarder {
         size_t n_bases;
         FreerunState freerun[FREERUN_MAX];
         size_t n_freerun;
+        CasState cas[CAS_MAX];
+        size_t n_cas;
         uint64_t frozen_packages;       /* bit p: LIKWID froze package p's uncore */
         bool via_perf;                  /* the node counts via perf: the core PMU is translated */
         bool intel;
@@ -488,6 +501,8 @@ static void freerun_gate(LikwidForwarder *f, int32_t package, bool freeze) {
 /* The U-box's freeze-all and unfreeze-all, done on the freeze bit of each memory controller
  * box of the package that pmugate serves (none on Ice Lake-SP); the write of 0 LIKWID ends
  * with changes nothing. Only for a caller who may write the whole package. */
+static void cas_gate(LikwidForwarder *f, uint32_t socket, int32_t device, bool freeze);
+
 static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_cpu *cpu, uint64_t value) {
         PendingOp *last = NULL;
 
@@ -500,6 +515,8 @@ static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_c
         if (value == 0 || cpu->package < 0 || cpu->package >= 64)
                 return;
         freerun_gate(f, cpu->package, value == LIKWID_UBOX_FREEZE_ALL);
+        if (f->via_perf)
+                cas_gate(f, (uint32_t) cpu->package, -1, value == LIKWID_UBOX_FREEZE_ALL);
         /* Via perf no box is LIKWID's to freeze: it programs none there (refused above). */
         for (size_t i = 0; !f->via_perf && i < f->info->n_units; i++) {
                 const pmugate_unit *u = &f->info->units[i];
@@ -853,6 +870,176 @@ static void access_perf(LikwidForwarder *f, LikwidRecord *rec, const pmugate_cpu
         "write on a node that counts via perf, and their events are not translated to the kernel's " \
         "uncore PMUs. Memory bandwidth: 'pmugate stat -g MEM'"
 
+/* A memory channel counter LIKWID programmed with a CAS_COUNT event on a node that counts via
+ * perf, answered from the daemon's package counter of the kernel's uncore_imc_N like the
+ * free-running counters: the lines counted since LIKWID zeroed it, while not frozen. */
+static bool cas_channel_served(const pmugate_info *info, uint32_t device, uint32_t socket) {
+        uint32_t counter;
+
+        return likwid_map_cas(info, device, socket, false, &counter) >= 0 &&
+               likwid_map_cas(info, device, socket, true, &counter) >= 0;
+}
+
+static CasState *cas_state(LikwidForwarder *f, uint32_t device, uint32_t socket, uint32_t ctr) {
+        for (size_t i = 0; i < f->n_cas; i++)
+                if (f->cas[i].device == device && f->cas[i].socket == socket && f->cas[i].ctr == ctr)
+                        return &f->cas[i];
+        return NULL;
+}
+
+/* Reads the package counters of the given states in one batch and advances them. */
+static int cas_advance(LikwidForwarder *f, CasState **states, size_t n) {
+        LikwidRecord taken[CAS_MAX] = {};
+        size_t queued = 0;
+
+        for (size_t i = 0; i < n && i < CAS_MAX; i++) {
+                PendingOp *op;
+
+                if (!states[i]->mapped)
+                        continue;
+                op = queue_op(f, false, false, states[i]->count.counter, 0, 0);
+                op->counter = true;
+                op->answer = &taken[i];
+                queued++;
+        }
+        if (queued == 0)
+                return 0;
+        run_pending(f);
+        for (size_t i = 0; i < n && i < CAS_MAX; i++) {
+                const pmugate_counter *c;
+
+                if (!states[i]->mapped)
+                        continue;
+                c = likwid_find_counter(f->info, states[i]->count.counter);
+                if (taken[i].errorcode != LIKWID_ERR_NOERROR || !c)
+                        return -EIO;
+                freerun_advance(&states[i]->count, c, taken[i].data);
+        }
+        return 0;
+}
+
+/* LIKWID's freeze of the package's uncore (U-box) or of one box: the counters stand still. */
+static void cas_gate(LikwidForwarder *f, uint32_t socket, int32_t device, bool freeze) {
+        CasState *states[CAS_MAX];
+        size_t n = 0;
+
+        for (size_t i = 0; i < f->n_cas; i++)
+                if (f->cas[i].socket == socket && (device < 0 || f->cas[i].device == (uint32_t) device))
+                        states[n++] = &f->cas[i];
+        (void) cas_advance(f, states, n);
+        for (size_t i = 0; i < n; i++)
+                states[i]->count.frozen = freeze;
+}
+
+#define CAS_ONLY "only CAS_COUNT_RD (event 0x04 umask 0x03) and CAS_COUNT_WR (umask 0x0C) map to the kernel's " \
+        "uncore_imc_N cas_count_read and cas_count_write"
+
+static void access_cas(LikwidForwarder *f, LikwidRecord *rec, bool write, uint64_t value) {
+        uint32_t device = rec->device, socket = rec->cpu, reg = rec->reg, counter;
+        const pmugate_cpu *cpu = socket <= INT32_MAX ? first_cpu_of_package(f->info, (int32_t) socket) : NULL;
+        char what[96], why[256];
+        CasState *state;
+
+        rec->data = 0;
+        (void) snprintf(what, sizeof(what), "memory channel device %" PRIu32 " offset 0x%" PRIx32 " on socket %"
+                        PRIu32, device, reg, socket);
+        if (!cpu) {
+                rec->errorcode = LIKWID_ERR_NODEV;
+                return;
+        }
+        if (!cas_channel_served(f->info, device, socket)) {
+                perf_refuse(f, rec, what, "pmugated serves no uncore_imc cas_count counter of the kernel for this "
+                            "channel, and writes no PMU register on a node that counts via perf");
+                return;
+        }
+        if (write) {
+                rec->errorcode = ensure_leases(f, cpu, "package");
+                if (rec->errorcode != LIKWID_ERR_NOERROR) {
+                        f->stats.refused++;
+                        return;
+                }
+        }
+        if (reg == LIKWID_IMC_BOX_CTL) {
+                if (write) {
+                        if (value & LIKWID_IMC_BOX_RESET_CTRS)
+                                for (size_t i = 0; i < f->n_cas; i++)
+                                        if (f->cas[i].device == device && f->cas[i].socket == socket)
+                                                f->cas[i].count.bytes = 0;
+                        cas_gate(f, socket, (int32_t) device, (value & LIKWID_IMC_BOX_FREEZE) ||
+                                                                      package_frozen(f, (int32_t) socket));
+                }
+                f->stats.switch_offs++;
+                return;
+        }
+        if (reg >= LIKWID_IMC_CTL0 && reg < LIKWID_IMC_CTL0 + 4 * LIKWID_IMC_COUNTERS && (reg - LIKWID_IMC_CTL0) % 4 == 0) {
+                uint32_t ctr = (reg - LIKWID_IMC_CTL0) / 4;
+                uint32_t event = value & 0xFF, umask = (value >> 8) & 0xFF;
+
+                state = cas_state(f, device, socket, ctr);
+                if (!write) {
+                        rec->data = state ? state->ctl : 0;
+                        return;
+                }
+                if ((value & 0xFFFF) != 0 &&
+                    (event != LIKWID_IMC_EVENT_CAS ||
+                     (umask != LIKWID_IMC_UMASK_CAS_READ && umask != LIKWID_IMC_UMASK_CAS_WRITE))) {
+                        (void) snprintf(why, sizeof(why), "event 0x%02" PRIx32 " umask 0x%02" PRIx32 ": " CAS_ONLY,
+                                        event, umask);
+                        perf_refuse(f, rec, what, why);
+                        return;
+                }
+                if (!state) {
+                        if (f->n_cas >= CAS_MAX) {
+                                rec->errorcode = LIKWID_ERR_DAEMONBUSY;
+                                return;
+                        }
+                        state = &f->cas[f->n_cas++];
+                        *state = (CasState) { .device = device, .socket = socket, .ctr = ctr };
+                }
+                state->ctl = value;
+                state->mapped = false;
+                if ((value & 0xFFFF) == 0)
+                        return;
+                if (likwid_map_cas(f->info, device, socket, umask == LIKWID_IMC_UMASK_CAS_WRITE, &counter) < 0) {
+                        perf_refuse(f, rec, what, "the kernel's uncore_imc counter of this channel is not served "
+                                    "by pmugated here");
+                        return;
+                }
+                state->count = (FreerunState) { .counter = counter, .frozen = package_frozen(f, (int32_t) socket) };
+                state->mapped = true;
+                if (cas_advance(f, &state, 1) < 0) {
+                        perf_refuse(f, rec, what, "reading the kernel's uncore_imc counter failed");
+                        return;
+                }
+                state->count.bytes = 0;
+                return;
+        }
+        if (reg >= LIKWID_IMC_CTR0 && reg < LIKWID_IMC_CTR0 + 8 * LIKWID_IMC_COUNTERS && (reg - LIKWID_IMC_CTR0) % 8 == 0) {
+                state = cas_state(f, device, socket, (reg - LIKWID_IMC_CTR0) / 8);
+                if (!state || !state->mapped) {
+                        if (write && value != 0)
+                                perf_refuse(f, rec, what, "a counter can only be zeroed");
+                        return;
+                }
+                if (cas_advance(f, &state, 1) < 0) {
+                        rec->errorcode = LIKWID_ERR_RWFAIL;
+                        counts_void(f, "reading the kernel's uncore_imc counter failed");
+                        return;
+                }
+                if (write) {
+                        if (value != 0)
+                                perf_refuse(f, rec, what, "a counter can only be zeroed");
+                        else
+                                state->count.bytes = 0;
+                        return;
+                }
+                rec->data = (uint64_t) (state->count.bytes / LIKWID_FREERUN_LINE + 0.5);
+                return;
+        }
+        perf_refuse(f, rec, what, "only the four general counters of a memory channel map to perf (the DCLK "
+                    "fixed counter and other box registers do not)");
+}
+
 static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
         bool write = rec->type == LIKWID_WRITE, pci = rec->device != LIKWID_DEV_MSR;
         const pmugate_register *entry;
@@ -882,7 +1069,10 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 return;
         }
         if (pci && f->via_perf) {
-                perf_refuse(f, rec, "uncore device programming", UNCORE_VIA_PERF);
+                if (likwid_imc_channel(f->info, rec->device) >= 0)
+                        access_cas(f, rec, write, value);
+                else
+                        perf_refuse(f, rec, "uncore device programming", UNCORE_VIA_PERF);
                 return;
         }
         if (pci) {
@@ -980,6 +1170,12 @@ static LikwidError check_device(const LikwidForwarder *f, const LikwidRecord *re
         if (likwid_device_is_freerun(rec->device))
                 return likwid_freerun_present(f->info, rec->device, rec->cpu) ? LIKWID_ERR_NOERROR :
                                                                                  LIKWID_ERR_NODEV;
+        /* Present where either serves it: a channel whose kernel counters are missing is then
+         * refused with the reason rather than left out of LIKWID's table unsaid. */
+        if (f->via_perf && likwid_imc_channel(f->info, rec->device) >= 0)
+                return cas_channel_served(f->info, rec->device, rec->cpu) ||
+                       likwid_map_unit(f->info, rec->device, rec->cpu, &unit) >= 0 ? LIKWID_ERR_NOERROR :
+                                                                                      LIKWID_ERR_NODEV;
         if (likwid_device_is_mmio_channel(rec->device))
                 return likwid_mmio_channel_present(f->info, rec->device, rec->cpu) ? LIKWID_ERR_NOERROR :
                                                                                        LIKWID_ERR_NODEV;
