@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * LIKWID's core PMU programming as perf events (likwid-perf.h): which registers are translated
- * and which refused, the events a programmed CPU opens, and the registers rebuilt from counts.
+ * and which refused, the events a programmed CPU opens, the registers rebuilt from counts, and
+ * which kernel uncore_imc counter serves a memory channel of LIKWID's.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "likwid/likwid-map.h"
 #include "likwid/likwid-perf.h"
 #include "macro.h"
 
@@ -254,6 +257,46 @@ static void test_scale(void **state) {
         assert_int_equal(likwid_perf_scale(UINT64_C(1) << 60, 2, 1), UINT64_C(1) << 61);
 }
 
+static void test_cas_map(void **state) {
+        pmugate_counter counters[] = {
+                { .index = 7, .name = "uncore_imc_1/cas_count_read", .package = 0, .width = 64, .scale = 64,
+                  .unit = "B" },
+                { .index = 8, .name = "uncore_imc_1/cas_count_write", .package = 0, .width = 64, .scale = 64,
+                  .unit = "B" },
+                { .index = 9, .name = "uncore_imc_5/cas_count_read", .package = 1, .width = 64, .scale = 64,
+                  .unit = "B" },
+                { .index = 10, .name = "uncore_imc_2/cas_count_read", .package = 0, .width = 64, .scale = 64,
+                  .unit = "B", .error = "the kernel refused it" },
+        };
+        pmugate_info info = { .model_key = "skx", .counters = counters, .n_counters = ELEMENTSOF(counters) };
+        uint32_t counter = 0;
+
+        /* LIKWID's devices in the kernel's channel order: 0a.2 0a.6 0b.2, 0c.2 0c.6 0d.2 */
+        assert_int_equal(likwid_imc_channel(&info, 5), 0);
+        assert_int_equal(likwid_imc_channel(&info, 6), 1);
+        assert_int_equal(likwid_imc_channel(&info, 7), 2);
+        assert_int_equal(likwid_imc_channel(&info, 9), 3);
+        assert_int_equal(likwid_imc_channel(&info, 11), 5);
+        assert_int_equal(likwid_imc_channel(&info, 8), -ENODEV);       /* channel 3 of controller 0 */
+        assert_int_equal(likwid_imc_channel(&info, 51), -ENODEV);
+
+        assert_int_equal(likwid_map_cas(&info, 6, 0, false, &counter), 0);
+        assert_int_equal(counter, 7);
+        assert_int_equal(likwid_map_cas(&info, 6, 0, true, &counter), 0);
+        assert_int_equal(counter, 8);
+        assert_int_equal(likwid_map_cas(&info, 11, 1, false, &counter), 0);
+        assert_int_equal(counter, 9);
+        /* the socket matters; a counter the daemon could not open is not served */
+        assert_int_equal(likwid_map_cas(&info, 6, 1, false, &counter), -ENODEV);
+        assert_int_equal(likwid_map_cas(&info, 7, 0, false, &counter), -ENODEV);
+        assert_int_equal(likwid_map_cas(&info, 11, 1, true, &counter), -ENODEV);
+
+        /* Ice Lake-SP's channels are MMIO, not these devices */
+        (void) snprintf(info.model_key, sizeof(info.model_key), "icx");
+        assert_int_equal(likwid_imc_channel(&info, 6), -ENODEV);
+        assert_int_equal(likwid_map_cas(&info, 6, 0, false, &counter), -ENODEV);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_classify),
@@ -263,6 +306,7 @@ int main(void) {
                 cmocka_unit_test(test_counts),
                 cmocka_unit_test(test_perf_metrics),
                 cmocka_unit_test(test_scale),
+                cmocka_unit_test(test_cas_map),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
