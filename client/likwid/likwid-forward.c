@@ -7,94 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "likwid/likwid-forward-internal.h"
 #include "likwid/likwid-forward.h"
 #include "likwid/likwid-map.h"
+#include "likwid/likwid-perf.h"
 #include "macro.h"
 #include "pmugate-limits.h"
 #include "pmugate/package.h"
 
-/* Operations one forwarded batch holds: as many as fit a request at their longest encoding,
- * a "pw" with a 32-bit unit and offset and a 64-bit value (23 bytes), after the request's own
- * keys. The daemon's op limit is far higher since "R" and "each" ops expand. */
-#define FORWARD_OP_BYTES_MAX 23U
-#define FORWARD_OPS_MAX ((PMUGATE_REQUEST_SIZE_MAX - 64U) / FORWARD_OP_BYTES_MAX)
-/* Refusals remembered per register; LIKWID asks for a few dozen distinct ones per run. */
-#define REFUSED_MAX 1024U
-/* Lines about collected writes that failed after LIKWID was told they succeeded. */
-#define FAILURE_LINES_MAX 20U
-
-typedef enum LeaseState {
-        LEASE_NONE = 0,
-        LEASE_HELD,
-        LEASE_REFUSED,
-} LeaseState;
-
-typedef struct PendingOp {
-        bool pci, write;
-        bool counter;           /* a package counter read; target is its index */
-        uint32_t target;        /* CPU, or pmugate unit index */
-        uint32_t reg;
-        uint64_t value;
-        LikwidRecord *answer;   /* where the answer goes; NULL once LIKWID has it */
-} PendingOp;
-
-/* Where LIKWID's "zero" of a read-only counter left it: reads answer the distance from it. */
-typedef struct CounterBase {
-        uint32_t unit, reg;
-        uint64_t base;
-} CounterBase;
-
-#define COUNTER_BASES_MAX 256U
-
-/* A free-running DDR counter as LIKWID sees it: the bytes the daemon's package counter counted
- * since LIKWID first read it (or zeroed it), with the counter's own wraps and scale taken out. */
-typedef struct FreerunState {
-        uint32_t counter;
-        bool frozen;            /* LIKWID froze the package's uncore: the bytes stand still */
-        uint64_t last_raw;
-        double bytes;
-} FreerunState;
-
-#define FREERUN_MAX 64U
-#define COUNTER_MASK ((UINT64_C(1) << 48) - 1)
-
-typedef struct RefusedReg {
-        bool pci, write;
-        uint32_t unit;          /* 0 for MSRs */
-        uint32_t reg;
-        LikwidError error;
-} RefusedReg;
-
-struct LikwidForwarder {
-        pmugate *conn;
-        pmugate_info *info;
-        pmugate_batch *batch;
-        PendingOp *ops;
-        size_t n_ops, max_ops;
-        uint8_t *lease_state;   /* LeaseState per CPU number */
-        uint8_t *lease_error;   /* LikwidError of a refused lease */
-        size_t n_lease_slots;
-        uint32_t *lease_buf;
-        RefusedReg *refused;
-        size_t n_refused;
-        CounterBase bases[COUNTER_BASES_MAX];
-        size_t n_bases;
-        FreerunState freerun[FREERUN_MAX];
-        size_t n_freerun;
-        uint64_t frozen_packages;       /* bit p: LIKWID froze package p's uncore */
-        FILE *log;
-        const char *prog;
-        bool verbose;
-        bool rights_told;
-        bool mmio_told;
-        unsigned failure_lines;
-        char void_reason[PMUGATE_LIKWID_VOID_REASON_MAX];
-        LikwidStats stats;
-};
-
 /* LIKWID shows whatever it read, zeros included, and exits 0: the first reason its counts
  * cannot be trusted is kept for whoever started it ('pmugate likwid'). */
-static void counts_void(LikwidForwarder *f, const char *why) {
+void forward_counts_void(LikwidForwarder *f, const char *why) {
         if (!f->void_reason[0])
                 (void) snprintf(f->void_reason, sizeof(f->void_reason), "%s", why);
 }
@@ -103,13 +26,20 @@ const char *likwid_forwarder_void_reason(const LikwidForwarder *f) {
         return f->void_reason[0] ? f->void_reason : NULL;
 }
 
-static void connection_lost(LikwidForwarder *f) {
+void forward_connection_lost(LikwidForwarder *f) {
         if (!f->conn)
                 return;
-        counts_void(f, "the connection to pmugated was lost");
+        forward_counts_void(f, "the connection to pmugated was lost");
         fprintf(f->log, "%s: lost the connection to pmugated; it put back what LIKWID programmed, and "
                 "LIKWID's results are void from here on\n", f->prog);
         f->conn = pmugate_disconnect(f->conn);
+}
+
+static void perf_close_all(LikwidForwarder *f) {
+        for (size_t i = 0; f->perf_cpus && i < f->n_lease_slots; i++) {
+                (void) pmugate_perf_close(f->conn, f->perf_cpus[i].handle);
+                f->perf_cpus[i].handle = NULL;
+        }
 }
 
 int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, LikwidForwarder **ret) {
@@ -142,14 +72,19 @@ int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, 
                         max_cpu = MAX(max_cpu, f->info->cpus[i].cpu);
                 f->n_lease_slots = f->info->n_cpus > 0 ? (size_t) max_cpu + 1 : 0;
                 f->max_ops = MIN(f->info->max_ops_per_batch ?: 1U, FORWARD_OPS_MAX);
+                f->via_perf = pmugate_info_counts_via_perf(f->info);
+                f->intel = strcmp(f->info->vendor, "AuthenticAMD") != 0;
+                f->perf_model = likwid_perf_model(f->info);
         }
         f->ops = calloc(MAX(f->max_ops, 1U), sizeof(*f->ops));
         f->lease_state = calloc(MAX(f->n_lease_slots, 1U), 1);
         f->lease_error = calloc(MAX(f->n_lease_slots, 1U), 1);
         f->lease_buf = calloc(f->info ? MAX(f->info->n_cpus, 1U) : 1U, sizeof(uint32_t));
         f->refused = calloc(REFUSED_MAX, sizeof(*f->refused));
+        f->perf_cpus = f->via_perf ? calloc(MAX(f->n_lease_slots, 1U), sizeof(*f->perf_cpus)) : NULL;
         r = pmugate_batch_new(&f->batch);
-        if (r < 0 || !f->ops || !f->lease_state || !f->lease_error || !f->lease_buf || !f->refused) {
+        if (r < 0 || !f->ops || !f->lease_state || !f->lease_error || !f->lease_buf || !f->refused ||
+            (f->via_perf && !f->perf_cpus)) {
                 likwid_forwarder_free(f);
                 return r < 0 ? r : -ENOMEM;
         }
@@ -160,6 +95,8 @@ int likwid_forwarder_new(pmugate *c, FILE *log, const char *prog, bool verbose, 
 LikwidForwarder *likwid_forwarder_free(LikwidForwarder *f) {
         if (!f)
                 return NULL;
+        perf_close_all(f);
+        free(f->perf_cpus);
         pmugate_disconnect(f->conn);
         pmugate_info_free(f->info);
         pmugate_batch_free(f->batch);
@@ -215,7 +152,7 @@ static void answer(LikwidForwarder *f, PendingOp *op, LikwidError error, uint64_
                 return;
         /* A collected write LIKWID believes done: say so, LIKWID cannot. */
         f->stats.deferred_failures++;
-        counts_void(f, "a counter setup LIKWID was told had succeeded failed");
+        forward_counts_void(f, "a counter setup LIKWID was told had succeeded failed");
         if (f->failure_lines++ >= FAILURE_LINES_MAX)
                 return;
         describe(op, what, sizeof(what));
@@ -260,7 +197,7 @@ static int add_op(pmugate_batch *b, const PendingOp *op) {
 
 /* Runs the collected ops in order. Nothing of a refused batch ran, so the refused op is
  * answered with the daemon's refusal and the batch runs again without it. */
-static void run_pending(LikwidForwarder *f) {
+void forward_run_pending(LikwidForwarder *f) {
         while (f->n_ops > 0) {
                 const pmugate_error *e;
                 int64_t k;
@@ -294,7 +231,7 @@ static void run_pending(LikwidForwarder *f) {
                 if (e->code <= 0) {
                         fprintf(f->log, "%s: batch of %zu operations failed: %s\n", f->prog, f->n_ops,
                                 pmugate_strerror(r));
-                        connection_lost(f);
+                        forward_connection_lost(f);
                         continue;
                 }
                 k = e->op_index;
@@ -312,11 +249,11 @@ static void run_pending(LikwidForwarder *f) {
 }
 
 void likwid_forwarder_flush(LikwidForwarder *f) {
-        run_pending(f);
+        forward_run_pending(f);
 }
 
 /* Leases what a write needs, once per CPU for the whole run. */
-static LikwidError ensure_leases(LikwidForwarder *f, const pmugate_cpu *target, const char *scope) {
+LikwidError forward_ensure_leases(LikwidForwarder *f, const pmugate_cpu *target, const char *scope) {
         size_t n_missing = 0;
         int n, r;
 
@@ -343,7 +280,7 @@ static LikwidError ensure_leases(LikwidForwarder *f, const pmugate_cpu *target, 
         }
         if (pmugate_last_error(f->conn)->code <= 0) {
                 fprintf(f->log, "%s: lease failed: %s\n", f->prog, pmugate_strerror(r));
-                connection_lost(f);
+                forward_connection_lost(f);
                 return LIKWID_ERR_LOCKED;
         }
         fprintf(f->log, "%s: pmugated refused a lease on CPU %" PRIu32 "%s: %s\n", f->prog,
@@ -362,7 +299,7 @@ static LikwidError ensure_leases(LikwidForwarder *f, const pmugate_cpu *target, 
         return (LikwidError) r;
 }
 
-static const pmugate_cpu *first_cpu_of_package(const pmugate_info *info, int32_t package) {
+const pmugate_cpu *forward_first_cpu_of_package(const pmugate_info *info, int32_t package) {
         for (size_t i = 0; i < info->n_cpus; i++)
                 if (info->cpus[i].online && info->cpus[i].package == package)
                         return &info->cpus[i];
@@ -376,14 +313,14 @@ static int32_t unit_package(const pmugate_info *info, uint32_t unit) {
         return -1;
 }
 
-static bool package_frozen(const LikwidForwarder *f, int32_t package) {
+bool forward_package_frozen(const LikwidForwarder *f, int32_t package) {
         return package >= 0 && package < 64 && (f->frozen_packages & (UINT64_C(1) << package));
 }
 
-static PendingOp *queue_op(LikwidForwarder *f, bool pci, bool write, uint32_t target, uint32_t reg,
+PendingOp *forward_queue_op(LikwidForwarder *f, bool pci, bool write, uint32_t target, uint32_t reg,
                            uint64_t value) {
         if (f->n_ops >= f->max_ops)
-                run_pending(f);
+                forward_run_pending(f);
         f->ops[f->n_ops] = (PendingOp) {
                 .pci = pci, .write = write, .target = target, .reg = reg, .value = value,
         };
@@ -407,7 +344,7 @@ static FreerunState *freerun_state_new(LikwidForwarder *f, uint32_t counter, uin
         return state;
 }
 
-static void freerun_advance(FreerunState *state, const pmugate_counter *c, uint64_t raw) {
+void forward_freerun_advance(FreerunState *state, const pmugate_counter *c, uint64_t raw) {
         if (!state->frozen)
                 state->bytes += (double) pmugate_counter_delta(state->last_raw, raw, c->width) *
                                 pmugate_counter_bytes(c);
@@ -430,13 +367,13 @@ static void freerun_gate(LikwidForwarder *f, int32_t package, bool freeze) {
 
                         if (likwid_map_freerun(f->info, dev, (uint32_t) package, reg, &counters[n]) < 0)
                                 continue;
-                        op = queue_op(f, false, false, counters[n], 0, 0);
+                        op = forward_queue_op(f, false, false, counters[n], 0, 0);
                         op->counter = true;
                         op->answer = &taken[n++];
                 }
         if (n == 0)
                 return;
-        run_pending(f);
+        forward_run_pending(f);
         for (size_t i = 0; i < n; i++) {
                 const pmugate_counter *c = likwid_find_counter(f->info, counters[i]);
                 FreerunState *state = freerun_state(f, counters[i]);
@@ -447,7 +384,7 @@ static void freerun_gate(LikwidForwarder *f, int32_t package, bool freeze) {
                         state = freerun_state_new(f, counters[i], taken[i].data);
                 if (!state)
                         continue;
-                freerun_advance(state, c, taken[i].data);
+                forward_freerun_advance(state, c, taken[i].data);
                 state->frozen = freeze;
         }
 }
@@ -459,7 +396,7 @@ static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_c
         PendingOp *last = NULL;
 
         rec->data = 0;
-        rec->errorcode = ensure_leases(f, cpu, "package");
+        rec->errorcode = forward_ensure_leases(f, cpu, "package");
         if (rec->errorcode != LIKWID_ERR_NOERROR) {
                 f->stats.refused++;
                 return;
@@ -467,13 +404,16 @@ static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_c
         if (value == 0 || cpu->package < 0 || cpu->package >= 64)
                 return;
         freerun_gate(f, cpu->package, value == LIKWID_UBOX_FREEZE_ALL);
-        for (size_t i = 0; i < f->info->n_units; i++) {
+        if (f->via_perf)
+                forward_cas_gate(f, (uint32_t) cpu->package, -1, value == LIKWID_UBOX_FREEZE_ALL);
+        /* Via perf no box is LIKWID's to freeze: it programs none there (refused above). */
+        for (size_t i = 0; !f->via_perf && i < f->info->n_units; i++) {
                 const pmugate_unit *u = &f->info->units[i];
                 const pmugate_register *e = likwid_find_pci(f->info, u->index, LIKWID_IMC_BOX_CTL);
 
                 if (u->package != cpu->package || !e || !(e->write_mask & LIKWID_IMC_BOX_FREEZE))
                         continue;
-                last = queue_op(f, true, true, u->index, LIKWID_IMC_BOX_CTL,
+                last = forward_queue_op(f, true, true, u->index, LIKWID_IMC_BOX_CTL,
                                 value == LIKWID_UBOX_FREEZE_ALL ? LIKWID_IMC_BOX_FREEZE : 0);
         }
         if (value == LIKWID_UBOX_FREEZE_ALL)
@@ -483,7 +423,7 @@ static void uncore_freeze(LikwidForwarder *f, LikwidRecord *rec, const pmugate_c
         if (!last)
                 return;
         last->answer = rec;
-        run_pending(f);
+        forward_run_pending(f);
 }
 
 static CounterBase *find_base(LikwidForwarder *f, uint32_t unit, uint32_t reg) {
@@ -509,9 +449,9 @@ static void zero_counter(LikwidForwarder *f, LikwidRecord *rec, uint32_t unit) {
                 rec->errorcode = LIKWID_ERR_RWFAIL;
                 return;
         }
-        op = queue_op(f, true, false, unit, rec->reg, 0);
+        op = forward_queue_op(f, true, false, unit, rec->reg, 0);
         op->answer = rec;
-        run_pending(f);
+        forward_run_pending(f);
         if (rec->errorcode != LIKWID_ERR_NOERROR)
                 return;
         if (!b) {
@@ -552,16 +492,16 @@ static void access_freerun(LikwidForwarder *f, LikwidRecord *rec, bool write, ui
                 rec->errorcode = LIKWID_ERR_RWFAIL;
                 return;
         }
-        op = queue_op(f, false, false, counter, 0, 0);
+        op = forward_queue_op(f, false, false, counter, 0, 0);
         op->counter = true;
         op->answer = rec;
-        run_pending(f);
+        forward_run_pending(f);
         if (rec->errorcode != LIKWID_ERR_NOERROR)
                 return;
         raw = rec->data;
         if (!state)
                 state = freerun_state_new(f, counter, raw);
-        freerun_advance(state, c, raw);
+        forward_freerun_advance(state, c, raw);
         if (write) {
                 state->bytes = 0;
                 f->stats.switch_offs++;
@@ -586,7 +526,7 @@ static void refuse_mmio_channel(LikwidForwarder *f, LikwidRecord *rec, bool writ
                 f->mmio_told = true;
                 fprintf(f->log, "%s: %s\n", f->prog, MMIO_CHANNELS_REFUSED);
         }
-        counts_void(f, MMIO_CHANNELS_REFUSED);
+        forward_counts_void(f, MMIO_CHANNELS_REFUSED);
 }
 
 static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
@@ -606,7 +546,7 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 f->stats.reads++;
         if (!f->conn) {
                 rec->errorcode = LIKWID_ERR_LOCKED;
-                counts_void(f, "no connection to pmugated");
+                forward_counts_void(f, "no connection to pmugated");
                 return;
         }
         if (likwid_device_is_freerun(rec->device)) {
@@ -617,12 +557,19 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 refuse_mmio_channel(f, rec, write, value);
                 return;
         }
+        if (pci && f->via_perf) {
+                if (likwid_imc_channel(f->info, rec->device) >= 0)
+                        forward_cas_access(f, rec, write, value);
+                else
+                        forward_perf_refuse(f, rec, "uncore device programming", UNCORE_VIA_PERF);
+                return;
+        }
         if (pci) {
                 if (likwid_map_unit(f->info, rec->device, rec->cpu, &target) < 0) {
                         rec->errorcode = LIKWID_ERR_NODEV;
                         return;
                 }
-                cpu = first_cpu_of_package(f->info, unit_package(f->info, target));
+                cpu = forward_first_cpu_of_package(f->info, unit_package(f->info, target));
                 entry = likwid_find_pci(f->info, target, rec->reg);
                 if (entry && entry->width == 4)
                         value &= UINT32_MAX;
@@ -650,17 +597,25 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 zero_counter(f, rec, target);
                 return;
         }
-        if (write && pci && rec->reg == LIKWID_IMC_BOX_CTL && package_frozen(f, cpu->package))
+        if (write && pci && rec->reg == LIKWID_IMC_BOX_CTL && forward_package_frozen(f, cpu->package))
                 value |= LIKWID_IMC_BOX_FREEZE;
         if (write && !pci && likwid_write_is_switch_off(rec->reg, value)) {
                 /* Nothing to switch off, but only where the user could write at all. */
-                rec->errorcode = ensure_leases(f, cpu, "thread");
+                rec->errorcode = forward_ensure_leases(f, cpu, "thread");
                 rec->data = 0;
                 if (rec->errorcode == LIKWID_ERR_NOERROR)
                         f->stats.switch_offs++;
                 else
                         f->stats.refused++;
                 return;
+        }
+        if (!pci && f->via_perf) {
+                LikwidPerfReg pr = likwid_perf_classify(f->intel, rec->reg);
+
+                if (pr.kind != LIKWID_PERF_REG_NONE) {
+                        forward_perf_access(f, rec, cpu, pr, write, value);
+                        return;
+                }
         }
         /* After the answers above: a refused value (PEBS_ENABLE = 1) must not make the
          * harmless one (0) refused too. */
@@ -672,7 +627,7 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 return;
         }
         if (write && entry) {
-                rec->errorcode = ensure_leases(f, cpu, pci ? "package" : entry->scope);
+                rec->errorcode = forward_ensure_leases(f, cpu, pci ? "package" : entry->scope);
                 if (rec->errorcode != LIKWID_ERR_NOERROR) {
                         rec->data = 0;
                         f->stats.refused++;
@@ -680,7 +635,7 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 }
         }
         if (f->n_ops >= f->max_ops)
-                run_pending(f);
+                forward_run_pending(f);
         op = &f->ops[f->n_ops++];
         *op = (PendingOp) { .pci = pci, .write = write, .target = target, .reg = rec->reg, .value = value };
         rec->data = 0;
@@ -689,7 +644,7 @@ static void access_register(LikwidForwarder *f, LikwidRecord *rec) {
                 return;
         }
         op->answer = rec;
-        run_pending(f);
+        forward_run_pending(f);
         if (pci && !write && rec->errorcode == LIKWID_ERR_NOERROR)
                 rec->data = counter_value(f, target, rec->reg, rec->data);
 }
@@ -704,6 +659,12 @@ static LikwidError check_device(const LikwidForwarder *f, const LikwidRecord *re
         if (likwid_device_is_freerun(rec->device))
                 return likwid_freerun_present(f->info, rec->device, rec->cpu) ? LIKWID_ERR_NOERROR :
                                                                                  LIKWID_ERR_NODEV;
+        /* Present where either serves it: a channel whose kernel counters are missing is then
+         * refused with the reason rather than left out of LIKWID's table unsaid. */
+        if (f->via_perf && likwid_imc_channel(f->info, rec->device) >= 0)
+                return forward_cas_channel_served(f->info, rec->device, rec->cpu) ||
+                       likwid_map_unit(f->info, rec->device, rec->cpu, &unit) >= 0 ? LIKWID_ERR_NOERROR :
+                                                                                      LIKWID_ERR_NODEV;
         if (likwid_device_is_mmio_channel(rec->device))
                 return likwid_mmio_channel_present(f->info, rec->device, rec->cpu) ? LIKWID_ERR_NOERROR :
                                                                                        LIKWID_ERR_NODEV;
@@ -715,7 +676,8 @@ int likwid_forwarder_handle(LikwidForwarder *f, LikwidRecord *rec) {
         f->stats.records++;
         switch (rec->type) {
         case LIKWID_EXIT:
-                run_pending(f);
+                forward_run_pending(f);
+                perf_close_all(f);
                 return 0;
         case LIKWID_CHECK:
                 f->stats.checks++;

@@ -16,18 +16,11 @@
 #include <stdio.h>
 
 #include "likwid/likwid-record.h"
+#include "likwid/likwid-stats.h"
 #include "pmugate/pmugate.h"
 
 typedef struct LikwidForwarder LikwidForwarder;
 
-typedef struct LikwidStats {
-        uint64_t records, reads, writes, checks;
-        uint64_t batches;               /* batch requests sent to pmugated */
-        uint64_t deferred;              /* writes answered before they ran */
-        uint64_t refused;               /* records answered with a refusal */
-        uint64_t switch_offs;           /* writes answered without touching the CPU */
-        uint64_t deferred_failures;     /* collected writes that failed after their answer */
-} LikwidStats;
 
 /* Takes over c, also on failure (c may be NULL when pmugated could not be reached: every access is then answered
  * "locked"). Messages go to log, prefixed with prog; verbose also tells each refusal. */

@@ -202,6 +202,34 @@ int likwid_map_freerun(const pmugate_info *info, uint32_t device, uint32_t socke
         return -ENODEV;
 }
 
+int likwid_imc_channel(const pmugate_info *info, uint32_t device) {
+        if (!likwid_model_has_ubox(info))
+                return -ENODEV;
+        for (size_t i = 0; i < ELEMENTSOF(skx_imc_channels); i++)
+                if (skx_imc_channels[i].device == device)
+                        return (int) i;
+        return -ENODEV;
+}
+
+int likwid_map_cas(const pmugate_info *info, uint32_t device, uint32_t socket, bool write, uint32_t *ret_counter) {
+        char name[sizeof(info->counters[0].name)];
+        int channel = likwid_imc_channel(info, device);
+
+        if (channel < 0 || socket > INT32_MAX)
+                return -ENODEV;
+        (void) snprintf(name, sizeof(name), "uncore_imc_%d/%s", channel, write ? "cas_count_write" : "cas_count_read");
+        for (size_t i = 0; i < info->n_counters; i++) {
+                const pmugate_counter *c = &info->counters[i];
+
+                if (c->package == (int32_t) socket && strcmp(c->name, name) == 0 && c->error[0] == '\0' &&
+                    pmugate_counter_bytes(c) > 0) {
+                        *ret_counter = c->index;
+                        return 0;
+                }
+        }
+        return -ENODEV;
+}
+
 bool likwid_freerun_present(const pmugate_info *info, uint32_t device, uint32_t socket) {
         uint32_t counter;
 

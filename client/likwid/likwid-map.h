@@ -77,6 +77,25 @@ bool likwid_mmio_channel_present(const pmugate_info *info, uint32_t device, uint
 int likwid_map_freerun(const pmugate_info *info, uint32_t device, uint32_t socket, uint32_t reg,
                        uint32_t *ret_counter);
 
+/* LIKWID's Skylake-SP/Cascade Lake memory channel counters on a node that counts via perf:
+ * their CAS_COUNT events (event 0x04, umask 0x03 read, 0x0C write) are what the kernel's
+ * uncore_imc_N/cas_count_read and _write count, N the channel in the kernel's order (0a.2,
+ * 0a.6, 0b.2, 0c.2, 0c.6, 0d.2: LIKWID's devices 5-7 and 9-11). */
+#define LIKWID_IMC_CTL0 0xD8U
+#define LIKWID_IMC_CTR0 0xA0U
+#define LIKWID_IMC_COUNTERS 4U
+#define LIKWID_IMC_BOX_RESET_CTRS 0x2U
+#define LIKWID_IMC_EVENT_CAS 0x04U
+#define LIKWID_IMC_UMASK_CAS_READ 0x03U
+#define LIKWID_IMC_UMASK_CAS_WRITE 0x0CU
+
+/* The channel number (0-5) of LIKWID's memory channel device on skx/clx, or -ENODEV. */
+int likwid_imc_channel(const pmugate_info *info, uint32_t device);
+
+/* The daemon's package counter uncore_imc_N/cas_count_read (write false) or _write serving
+ * LIKWID's device on socket: 0 with its index, -ENODEV when it is not served. */
+int likwid_map_cas(const pmugate_info *info, uint32_t device, uint32_t socket, bool write, uint32_t *ret_counter);
+
 /* True when both counters of LIKWID's free-running device on socket are served. */
 bool likwid_freerun_present(const pmugate_info *info, uint32_t device, uint32_t socket);
 

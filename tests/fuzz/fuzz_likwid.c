@@ -5,7 +5,9 @@
  * LIKWID process sends pmugate-likwid-accessD
  *
  * Input: a byte choosing the model (skx, clx, icx, zen4, or one pmugate does not know), a byte
- * whose bits take CPUs 0-7 offline, then 32-byte records as LIKWID writes them.
+ * whose bits take CPUs 0-7 offline, then 32-byte records as LIKWID writes them. The records also
+ * program a core PMU shadow as on a node that counts via perf (client/likwid/likwid-perf.c):
+ * its checks, its events and the registers rebuilt from counts the records' data make up.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -16,6 +18,7 @@
 #include "fuzz_util.h"
 #include "likwid/likwid-forward.h"
 #include "likwid/likwid-map.h"
+#include "likwid/likwid-perf.h"
 #include "macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -96,6 +99,71 @@ static void check_lease_cpus(const pmugate_info *info, const pmugate_cpu *target
                         }
                         fuzz_assert(n < 0 || has_target);
                 }
+}
+
+/* The perf translation of the records' writes to a shadow core PMU. */
+static void check_perf(const pmugate_info *info, LikwidCoreShadow *shadow, LikwidPerfCounts *counts,
+                       const LikwidRecord *rec) {
+        LikwidPerfModel m = {
+                .n_gp = 4U + (rec->padding & 4U), .n_fixed = 3U + (rec->padding & 1U),
+                .topdown = rec->padding % 3U, .counter_width = 48,
+        };
+        LikwidPerfReg reg = likwid_perf_classify(rec->device % 2 == 0, rec->reg);
+        uint64_t values[LIKWID_PERF_EVENTS_MAX];
+        LikwidPerfPlan plan;
+        char why[256];
+        uint32_t counter;
+        int channel;
+
+        fuzz_assert(reg.kind < _LIKWID_PERF_REG_MAX);
+        fuzz_assert((reg.kind == LIKWID_PERF_REG_NONE) == (reg.name == NULL));
+        fuzz_assert((reg.kind == LIKWID_PERF_REG_REFUSED) == (reg.why != NULL));
+        if (reg.kind == LIKWID_PERF_REG_EVTSEL && reg.index < LIKWID_PERF_GP_MAX)
+                shadow->evtsel[reg.index] = rec->data;
+        else if (reg.kind == LIKWID_PERF_REG_FIXED_CTRL)
+                shadow->fixed_ctrl = rec->data;
+        else if (reg.kind == LIKWID_PERF_REG_GLOBAL_CTRL)
+                shadow->global_ctrl = rec->data;
+        (void) likwid_perf_check_evtsel(rec->data, why, sizeof(why));
+        if (likwid_perf_check_fixed_ctrl(&m, rec->data, why, sizeof(why)) == 0)
+                for (unsigned i = m.n_fixed; i < 16; i++)
+                        fuzz_assert(((rec->data >> (4 * i)) & 0xF) == 0);
+        if (likwid_perf_check_global_ctrl(&m, rec->data, why, sizeof(why)) == 0)
+                fuzz_assert(!(rec->data & ((UINT64_C(1) << 48) - 1) & ~((UINT64_C(1) << m.n_gp) - 1) &
+                              ~(((UINT64_C(1) << m.n_fixed) - 1) << 32)));
+
+        if (likwid_perf_plan(&m, shadow, &plan, why, sizeof(why)) == 0) {
+                size_t total = 0;
+
+                fuzz_assert(plan.n_events <= LIKWID_PERF_EVENTS_MAX && plan.n_groups <= LIKWID_PERF_GROUPS_MAX);
+                for (size_t g = 0; g < plan.n_groups; g++) {
+                        fuzz_assert(plan.group_len[g] > 0 && plan.group_first[g] == total);
+                        total += plan.group_len[g];
+                }
+                fuzz_assert(total == plan.n_events);
+                fuzz_assert(plan.slots_event < (int) plan.n_events);
+                for (size_t i = 0; i < plan.n_events; i++) {
+                        fuzz_assert(strcmp(plan.events[i].pmu, "cpu") == 0);
+                        /* never an attr flag in config: USR, OS, INT, ANY, EN, PC */
+                        fuzz_assert(!(plan.events[i].config & (LIKWID_EVTSEL_USR | LIKWID_EVTSEL_OS |
+                                                                LIKWID_EVTSEL_PC | LIKWID_EVTSEL_INT |
+                                                                LIKWID_EVTSEL_ANY | LIKWID_EVTSEL_EN)));
+                        values[i] = rec->data >> (i % 8);
+                }
+                counts->counting = rec->type & 1;
+                likwid_perf_counts_sample(counts, &plan, values);
+                if (plan.n_events > 0)
+                        fuzz_assert((likwid_perf_counts_read(counts, &m, LIKWID_PERF_REG_PMC, rec->reg % 8) >> 48) == 0);
+                (void) likwid_perf_counts_read(counts, &m, LIKWID_PERF_REG_PERF_METRICS, 0);
+                likwid_perf_counts_write(counts, reg.kind, reg.index, rec->data);
+        }
+        fuzz_assert(likwid_perf_scale(rec->data, rec->data | 1, 0) == rec->data);
+
+        channel = likwid_imc_channel(info, rec->device);
+        fuzz_assert(channel < 0 || (likwid_model_has_ubox(info) && channel < 6));
+        if (likwid_map_cas(info, rec->device, rec->cpu, rec->reg & 1, &counter) == 0)
+                fuzz_assert(channel >= 0 && likwid_find_counter(info, counter) != NULL &&
+                            likwid_find_counter(info, counter)->package == (int32_t) rec->cpu);
 }
 
 static void check_record(const pmugate_info *info, const LikwidRecord *rec) {
@@ -183,6 +251,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 .counters = (pmugate_counter *) counters, .n_counters = ELEMENTSOF(counters),
         };
         LikwidForwarder *f = NULL;
+        LikwidCoreShadow shadow = {};
+        LikwidPerfCounts counts = {};
         FILE *log;
 
         if (size < 2)
@@ -202,6 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
                 memcpy(&rec, data + off, sizeof(rec));
                 check_record(&info, &rec);
+                check_perf(&info, &shadow, &counts, &rec);
 
                 answered = rec;
                 r = likwid_forwarder_handle(f, &answered);

@@ -28,7 +28,7 @@ READ_GBPS, WRITE_GBPS = 40, 15
 SIZES = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 
 
-def sim_daemon(mode="open", model="skx", kernel_pmu=None):
+def sim_daemon(mode="open", model="skx", kernel_pmu=None, args=()):
     """kernel_pmu: serve the kernel's uncore PMUs; by default not on skx and clx, whose memory
     channels LIKWID programs itself (the kernel's uncore_imc driver would hold them)."""
     d = t.workdir()
@@ -42,7 +42,7 @@ def sim_daemon(mode="open", model="skx", kernel_pmu=None):
     cfg = os.path.join(d, "pmugate.conf")
     with open(cfg, "w") as f:
         f.write("[access]\nmode = %s\nadmin_groups = %d\nuser_groups = %d\n" % (mode, t.ADMIN_GID, t.USER_GID))
-    return t.Daemon(d, ["--backend=sim", "--sim-model=" + model, "--sim-config=" + conf], config=cfg)
+    return t.Daemon(d, ["--backend=sim", "--sim-model=" + model, "--sim-config=" + conf] + list(args), config=cfg)
 
 
 def connect_as(path, user=None):
@@ -240,6 +240,49 @@ def test_refusals(tap):
         tap.eq(fw.send(0, EVTSEL0, 0, 0, 9)[0], UNKNOWN, "an unknown record type: 'unknown command'")
         tap.eq(fw.read(0, EVTSEL0), (NOERROR, 0), "the session goes on after bad records")
         tap.eq(fw.exit(), 0, "and ends normally")
+    finally:
+        dm.stop()
+
+
+def test_perf_node(tap):
+    """On a node that counts via perf the core PMU programming becomes perf events."""
+    en, usr, anythread = 1 << 22, 1 << 16, 1 << 21
+    fixed_ctr, perf_metrics = 0x309, 0x329
+    dm = sim_daemon(model="icx", args=["--counters=perf"])
+    try:
+        fw = Forwarder(dm.socket)
+        tap.eq(fw.write(0, EVTSEL0, en | usr | 0x01c7), NOERROR, "perf node: an event select is taken")
+        tap.eq(fw.read(0, EVTSEL0), (NOERROR, en | usr | 0x01c7), "... and read back from the forwarder's shadow")
+        tap.eq(raw(dm, [["r", 0, EVTSEL0]]), [0], "... without reaching the CPU")
+        tap.eq(fw.write(0, FIXED_CTRL, 0x2222), NOERROR, "the fixed counters' control is taken")
+        for reg in (PMC0, fixed_ctr, fixed_ctr + 1, fixed_ctr + 2, fixed_ctr + 3, perf_metrics):
+            fw.write(0, reg, 0)
+        tap.eq(fw.write(0, GLOBAL_CTRL, 1 | (0xF << 32) | (1 << 48)), NOERROR,
+               "enabling counting opens the events")
+        c = t.Client(dm.socket)
+        tap.eq([x[0] for x in c.call("status")["leases"]], [0], "under a lease on CPU 0")
+        c.close()
+        time.sleep(0.2)
+        instr, cycles = fw.read(0, fixed_ctr)[1], fw.read(0, fixed_ctr + 1)[1]
+        tap.ok(cycles > 0 and abs(instr / cycles - 1.4) < 0.01,
+               "FIXED_CTR0/FIXED_CTR1 count the profile's IPC 1.4 (%d / %d)" % (instr, cycles))
+        err, metrics = fw.read(0, perf_metrics)
+        fractions = [(metrics >> (8 * i)) & 0xFF for i in range(8)]
+        tap.ok(err == NOERROR and abs(sum(fractions[:4]) - 255) <= 2 and abs(fractions[0] - 89) <= 1 and
+               fractions[4:] == [0, 0, 0, 0],
+               "PERF_METRICS holds the level-1 fractions in 255ths (retiring 35%%: %s)" % fractions)
+        tap.eq(fw.write(0, GLOBAL_CTRL, 0), NOERROR, "disabling counting")
+        stopped = fw.read(0, fixed_ctr)[1]
+        time.sleep(0.05)
+        tap.eq(fw.read(0, fixed_ctr)[1], stopped, "stopped: the counter stands still")
+        tap.eq(fw.write(0, EVTSEL1, en | usr | anythread | 0x3c), RESTREG, "AnyThread: 'not allowed'")
+        tap.eq(fw.write(0, 0x1A6, 0x10001), RESTREG, "offcore response: 'not allowed'")
+        tap.eq(fw.exit(), 0, "the session ends normally")
+        tap.ok("IA32_PERFEVTSEL1 on CPU 0" in fw.stderr and "ANY" in fw.stderr and "MSR_OFFCORE_RSP" in fw.stderr,
+               "stderr names each refused register and why", fw.stderr)
+        c = t.Client(dm.socket)
+        tap.eq(c.call("status")["leases"], [], "nothing is left held")
+        c.close()
     finally:
         dm.stop()
 
@@ -546,6 +589,7 @@ def test_likwid_verb(tap):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.Tap().run([test_socket_and_session, test_batching, test_refusals, test_devices,
+    raise SystemExit(t.Tap().run([test_socket_and_session, test_batching, test_refusals, test_perf_node,
+                                  test_devices,
                                   test_kernel_channels, test_freerun, test_killed, test_start_up, test_job_scope,
                                   test_versions, test_likwid_verb]))

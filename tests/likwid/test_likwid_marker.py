@@ -8,7 +8,8 @@ another; the second joins the first one's session, so the region counts what the
 profile says. Nobody outside the measurement joins: another uid cannot reach the share socket,
 and the user's own process outside the measurement, or root, is turned away by the forwarder.
 A run whose counts are void (a lease held by someone else) fails instead of exiting 0 with
-zeros."""
+zeros. The region counts the same on a node that counts via perf.
+"""
 
 import os
 import shutil
@@ -112,8 +113,8 @@ def region_value(out, name):
     return lt.metric(out, name, 2)
 
 
-def test_marker_counts(tap):
-    d, dm = tp.sim_daemon("skx")
+def test_marker_counts(tap, counters="msr"):
+    d, dm = tp.sim_daemon("skx", args=["--counters=" + counters])
     try:
         exe, why = build_example(d)
         if not exe:
@@ -163,6 +164,13 @@ def test_marker_counts(tap):
         dm.stop()
 
 
+def test_marker_counts_via_perf(tap):
+    # The same run where pmugated counts via perf: the forwarder turns the programming into perf
+    # events, and the region's reads (from the program's own forwarder) come from their counts.
+    print("# the same on a node that counts via perf (pmugated --counters=perf)", flush=True)
+    test_marker_counts(tap, "perf")
+
+
 def test_void_counts_fail(tap):
     d, dm = tp.sim_daemon("skx")
     try:
@@ -192,4 +200,4 @@ if __name__ == "__main__":
     if os.environ.get("PMUGATE_SANITIZED") == "1":
         print("1..0 # SKIP real LIKWID runs once, in the build without sanitizers")
         sys.exit(0)
-    raise SystemExit(t.Tap().run([test_marker_counts, test_void_counts_fail]))
+    raise SystemExit(t.Tap().run([test_marker_counts, test_marker_counts_via_perf, test_void_counts_fail]))

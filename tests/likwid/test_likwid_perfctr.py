@@ -45,7 +45,7 @@ BANDWIDTH = 0.03
 AGREE = 0.01
 
 
-def sim_daemon(model, mode="open"):
+def sim_daemon(model, mode="open", args=(), kernel_pmu=None):
     d = t.workdir()
     conf = os.path.join(d, "sim.conf")
     with open(conf, "w") as f:
@@ -53,13 +53,14 @@ def sim_daemon(model, mode="open"):
         # LIKWID programs skx's and clx's memory channels itself: without the kernel's uncore PMUs,
         # whose driver would hold them
         f.write("[imc]\nread_gbps = %d\nwrite_gbps = %d\nkernel_pmu = %s\n" % (
-            READ_GBPS, WRITE_GBPS, "no" if model in ("skx", "clx") else "yes"))
+            READ_GBPS, WRITE_GBPS, ("no" if model in ("skx", "clx") else "yes") if kernel_pmu is None else
+            ("yes" if kernel_pmu else "no")))
         f.write("[cpus 0-1]\nevent.0xc4.0x00 = %s\n" % BRANCHES_PER_CYCLE)
         f.write("".join("event.0xc7.0x%02x = %s\n" % kv for kv in FP.items()))
     cfg = os.path.join(d, "pmugate.conf")
     with open(cfg, "w") as f:
         f.write("[access]\nmode = %s\nadmin_groups = %d\nuser_groups = %d\n" % (mode, t.ADMIN_GID, t.USER_GID))
-    return d, t.Daemon(d, ["--backend=sim", "--sim-model=" + model, "--sim-config=" + conf], config=cfg)
+    return d, t.Daemon(d, ["--backend=sim", "--sim-model=" + model, "--sim-config=" + conf] + list(args), config=cfg)
 
 
 def pmugate_json(dm, *args):
