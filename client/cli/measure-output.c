@@ -126,6 +126,29 @@ static int label_width(const pmugate_result *r) {
         return width;
 }
 
+/* After a metric's name in the table: the share of the time its events were counted when they
+ * took turns (as for events), "<==" when the node crossed its threshold (perf's
+ * MetricThreshold; toplev's bottleneck marker), "(estimate)" for a value computed with
+ * published constants in place of a measurement. */
+static void write_metric_flags(FILE *f, const pmugate_result *r, size_t i) {
+        const pmugate_metric_info *mi = &r->metrics[i];
+        double scale = r->aggregate.metric_scale[i];
+
+        if (scale != 1.0 && !mi->unavailable[0])
+                fprintf(f, "  (%.2f%%)", isfinite(scale) ? 100.0 / scale : 0.0);
+        if (mi->estimate[0])
+                fprintf(f, "  (estimate)");
+        if (r->aggregate.thresholds[i] == 1.0)
+                fprintf(f, "  <==");
+}
+
+/* Under the table: why each node pmugate cannot compute is n/a. */
+static void write_unavailable(FILE *f, const pmugate_result *r) {
+        for (size_t i = 0; i < r->n_metrics; i++)
+                if (r->metrics[i].unavailable[0])
+                        fprintf(f, " n/a: %s %s\n", r->metrics[i].name, r->metrics[i].unavailable);
+}
+
 static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int parent, size_t n_columns) {
         for (size_t i = 0; i < r->n_metrics; i++) {
                 const pmugate_metric_info *mi = &r->metrics[i];
@@ -142,6 +165,7 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
                         fprintf(ctx->file, " %*s", COLUMN_WIDTH, value);
                 }
                 fprintf(ctx->file, "  %s", mi->name);
+                write_metric_flags(ctx->file, r, i);
                 if (ctx->stddev) {
                         char spread[NUMBER_MAX];
 
@@ -296,6 +320,13 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
         fprintf(ctx->file, ")\n");
         if (r->withheld && r->withheld[0])
                 fprintf(ctx->file, " not counted: %s\n", r->withheld);
+        write_unavailable(ctx->file, r);
+        for (size_t i = 0; i < r->n_metrics; i++)
+                if (r->metrics[i].estimate[0]) {
+                        fprintf(ctx->file, " (estimate): computed with published mean retire latencies in "
+                                "place of measured ones, as perf does without --record-tpebs\n");
+                        break;
+                }
         if (ctx->runs > 1)
                 fprintf(ctx->file, " means over %u runs of the command, with the standard deviation\n",
                         ctx->runs);
@@ -332,7 +363,7 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
         double end = r->start + r->elapsed;
 
         if (!ctx->header_written) {
-                fprintf(ctx->file, "time,elapsed,cpu,type,name,value,unit,raw,scale,stddev\n");
+                fprintf(ctx->file, "time,elapsed,cpu,type,name,value,unit,raw,scale,stddev,threshold,estimate\n");
                 ctx->header_written = true;
         }
         for (size_t k = 0; k < 1 + r->n_packages + r->n_cpus; k++) {
@@ -350,7 +381,7 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
                         fputc(',', ctx->file);
                         if (ctx->stddev)
                                 csv_value(ctx->file, column(ctx->stddev, k)->counts[e]);
-                        fputc('\n', ctx->file);
+                        fprintf(ctx->file, ",,\n");
                 }
                 for (size_t i = 0; i < r->n_metrics; i++) {
                         fprintf(ctx->file, "%.6f,%.6f,%s,metric,", end, r->elapsed, cpu);
@@ -359,17 +390,41 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
                         csv_value(ctx->file, output_metric_value(r, v, i));
                         fputc(',', ctx->file);
                         csv_text(ctx->file, r->metrics[i].unit);
-                        fprintf(ctx->file, ",,,");
+                        fprintf(ctx->file, ",,");
+                        csv_value(ctx->file, v->metric_scale[i]);
+                        fputc(',', ctx->file);
                         if (ctx->stddev)
                                 csv_value(ctx->file, output_metric_value(ctx->stddev, column(ctx->stddev, k),
                                                                          i));
-                        fputc('\n', ctx->file);
+                        fputc(',', ctx->file);
+                        csv_value(ctx->file, v->thresholds[i]);
+                        fprintf(ctx->file, ",%s\n", r->metrics[i].estimate[0] ? "1" : "");
                 }
         }
 }
 
 static json_object *json_number(double v) {
         return isfinite(v) ? json_object_new_double(v) : NULL;
+}
+
+/* Per metric name: its multiplexing scale (null when its events never ran). */
+static json_object *json_metric_array(const pmugate_result *r, const double *x) {
+        json_object *o = json_object_new_object();
+
+        for (size_t i = 0; i < r->n_metrics; i++)
+                json_object_object_add(o, r->metrics[i].name, json_number(x[i]));
+        return o;
+}
+
+/* Per metric with a threshold: whether it crossed it, null when its value is undefined. */
+static json_object *json_thresholds(const pmugate_result *r, const pmugate_values *v) {
+        json_object *o = json_object_new_object();
+
+        for (size_t i = 0; i < r->n_metrics; i++)
+                if (r->metrics[i].has_threshold)
+                        json_object_object_add(o, r->metrics[i].name, isnan(v->thresholds[i]) ? NULL :
+                                               json_object_new_boolean(v->thresholds[i] == 1.0));
+        return o;
 }
 
 static json_object *json_values(const pmugate_result *r, const pmugate_values *v, const pmugate_values *sd) {
@@ -395,6 +450,8 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
                                                                                                     i)));
         json_object_object_add(o, "counts", counts);
         json_object_object_add(o, "metrics", metrics);
+        json_object_object_add(o, "metrics_scale", json_metric_array(r, v->metric_scale));
+        json_object_object_add(o, "thresholds", json_thresholds(r, v));
         if (sd) {
                 json_object *spread = json_object_new_object();
 
@@ -435,6 +492,12 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
                 json_object_object_add(m, "parent", r->metrics[i].parent < 0 ? NULL :
                                        json_object_new_string(r->metrics[r->metrics[i].parent].name));
                 json_object_object_add(m, "unit", json_object_new_string(r->metrics[i].unit));
+                json_object_object_add(m, "estimate", json_object_new_boolean(r->metrics[i].estimate[0] != '\0'));
+                if (r->metrics[i].estimate[0])
+                        json_object_object_add(m, "estimate_of", json_object_new_string(r->metrics[i].estimate));
+                json_object_object_add(m, "unavailable", r->metrics[i].unavailable[0] ?
+                                       json_object_new_string(r->metrics[i].unavailable) : NULL);
+                json_object_object_add(m, "has_threshold", json_object_new_boolean(r->metrics[i].has_threshold));
                 json_object_array_add(metrics, m);
         }
         json_object_object_add(root, "metrics", metrics);

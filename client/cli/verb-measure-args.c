@@ -49,11 +49,11 @@ static int parse_time(const char *s, uint64_t plain_unit_ns, uint64_t *ret) {
 
 static void help(bool topdown) {
         if (topdown)
-                printf("Usage: pmugate topdown [-l 1|2] [-C CPUS | -c CPUS | -p PID] [--scope=SCOPE]\n"
+                printf("Usage: pmugate topdown [-l 1|2|3|4] [-C CPUS | -c CPUS | -p PID] [--scope=SCOPE]\n"
                        "                       [-I INTERVAL] [-S DURATION] [-r N] [-O FORMAT] [-o FILE] [-A]\n"
                        "                       [-- COMMAND ARGS...]\n"
                        "\n"
-                       "Intel's TopDown analysis (level 1, or 2 with its children) on CPUs.\n");
+                       "Intel's TopDown analysis (level 1, or down to level 2, 3 or 4) on CPUs.\n");
         else
                 printf("Usage: pmugate stat -e EVENT,... | -g GROUP [-C CPUS | -c CPUS | -p PID]\n"
                        "                    [--scope=SCOPE] [-I INTERVAL] [-S DURATION] [-r N] [-O FORMAT]\n"
@@ -116,8 +116,8 @@ static int parse_option(MeasureArgs *a, int opt, const char *arg, char *const *a
 
         switch (opt) {
         case 'l':
-                if (!a->topdown || (strcmp(arg, "1") != 0 && strcmp(arg, "2") != 0))
-                        return usage_error(verb, "-l takes 1 or 2", arg);
+                if (!a->topdown || strlen(arg) != 1 || arg[0] < '1' || arg[0] > '4')
+                        return usage_error(verb, "-l takes 1, 2, 3 or 4", arg);
                 a->level = (unsigned) (arg[0] - '0');
                 return 0;
         case 'e':

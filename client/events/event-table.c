@@ -103,6 +103,25 @@ static const EventTableEntry event_table[] = {
         GP("IDQ_BUBBLES.CORE", SPR, CODE(0x9c, 0x01)),
         GP("IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE", SPR, CODE(0x9c, 0x01) | CMASK(6)),
 
+        /* TopDown levels 3-4 (client/groups/<model>/topdown-l3.conf, -l4.conf) use events that
+         * libpfm4's lists lack or name otherwise. Ice Lake-SP: libpfm4 has the first three under
+         * their older names (ICACHE_16B.IFDATA_STALL, ICACHE_64B.IFTAG_STALL, ILD_STALL.LCP) with
+         * these codes. Sapphire Rapids: the codes of perf's graniterapids events
+         * (contrib/tma/perf-json/gnr), the same on the Golden Cove core of perf's alderlake
+         * cpu_core list; libpfm4 has none of them, or (EXE.AMX_BUSY) takes 0xB7 for an offcore
+         * response event. */
+        GP("ICACHE_DATA.STALLS", ICX, CODE(0x80, 0x04)),
+        GP("ICACHE_TAG.STALLS", ICX, CODE(0x83, 0x04)),
+        GP("DECODE.LCP", ICX, CODE(0x87, 0x01)),
+        GP("ARITH.FP_DIVIDER_ACTIVE", ICX, CODE(0x14, 0x01) | CMASK(1)),
+        GP("EXE.AMX_BUSY", SPR, CODE(0xb7, 0x02)),
+        GP("EXE_ACTIVITY.2_3_PORTS_UTIL", SPR, CODE(0xa6, 0x0c)),
+        GP("EXE_ACTIVITY.EXE_BOUND_0_PORTS", SPR, CODE(0xa6, 0x80)),
+        GP_ONLY_ON("LOCK_CYCLES.CACHE_LOCK_DURATION", SPR, CODE(0x42, 0x02), 0x0f),
+        GP_ONLY_ON("OFFCORE_REQUESTS_OUTSTANDING.CYCLES_WITH_DEMAND_CODE_RD", SPR, CODE(0x20, 0x02) | CMASK(1),
+                   0x0f),
+        GP("RS.EMPTY_RESOURCE", SPR, CODE(0xa5, 0x01)),
+
         /* AMD Zen 4 and Zen 5: cycles, instructions, branches, FLOPs */
         GP("ls_not_halted_cyc", AMD, AMD_CODE(0x076, 0x00)),
         GP("ex_ret_instr", AMD, AMD_CODE(0x0c0, 0x00)),

@@ -189,8 +189,22 @@ static int apply_modifier(EventDesc *d, const char *mod, bool *ret_filtered, cha
                             cmask << EVTSEL_CMASK_SHIFT;
                 return 0;
         }
+        if (strncasecmp(mod, "umask=", 6) == 0) {
+                uint64_t umask;
+
+                /* perf's cpu@EVENT,umask=N@: the event's code with another unit mask, which
+                 * TopDown formulas use (EXE_ACTIVITY.3_PORTS_UTIL,umask=0x80 on Ice Lake) */
+                errno = 0;
+                umask = strtoull(mod + 6, &end, 0);
+                if (errno != 0 || end == mod + 6 || *end != '\0' || umask > EVTSEL_UMASK_MAX)
+                        return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                           "'%s': umask= needs a unit mask from 0 to 255", d->name);
+                d->config = (d->config & ~((uint64_t) EVTSEL_UMASK_MAX << EVTSEL_UMASK_SHIFT)) |
+                            umask << EVTSEL_UMASK_SHIFT;
+                return 0;
+        }
         return reason_fail(reterr_reason, reason_size, -EINVAL,
-                           "'%s': unknown modifier '%s' (known: c=N, e, i, u, k)", d->name, mod);
+                           "'%s': unknown modifier '%s' (known: c=N, e, i, umask=N, u, k)", d->name, mod);
 }
 
 /* Resolves the event part of a name, case-insensitively and with perf's generic names, and

@@ -12,6 +12,7 @@
  * or ANY. */
 #define EVTSEL_EVENT_MASK UINT64_C(0xFF)
 #define EVTSEL_UMASK_SHIFT 8
+#define EVTSEL_UMASK_MAX 0xFFU
 #define EVTSEL_USR (UINT64_C(1) << 16)
 #define EVTSEL_OS (UINT64_C(1) << 17)
 #define EVTSEL_EDGE (UINT64_C(1) << 18)

@@ -35,6 +35,7 @@ typedef struct GroupParser {
         int error;
         char reason[512];
         GroupMetric *current;           /* metric of the section being read */
+        bool promoted;                  /* current is an included helper this file reports */
         char section[METRIC_NAME_MAX + 16];
 } GroupParser;
 
@@ -76,6 +77,9 @@ Group *group_free(Group *g) {
                 free(g->metrics[i].parent);
                 free(g->metrics[i].unit);
                 free(g->metrics[i].formula);
+                free(g->metrics[i].threshold);
+                free(g->metrics[i].estimate);
+                free(g->metrics[i].unavailable);
         }
         free(g->events);
         free(g->metrics);
@@ -157,7 +161,19 @@ static int begin_metric(GroupParser *p, const char *name, bool helper) {
         Group *g = p->group;
         GroupMetric *metrics;
 
-        if (find_metric(g, name))
+        GroupMetric *found = find_metric(g, name);
+
+        if (found && found->helper && !helper && found->depth > p->depth) {
+                /* an included group's helper reported here: [metric NAME] without a formula
+                 * gives it a label, unit, parent and threshold (the TopDown level-3 file on Ice
+                 * Lake-SP reports level 2's helper tma_microcode_sequencer) */
+                found->helper = false;
+                found->depth = p->depth;
+                p->current = found;
+                p->promoted = true;
+                return 1;
+        }
+        if (found)
                 return parser_fail(p, -EINVAL, "[%s%s] is defined twice (or also by an included group)",
                                    helper ? HELPER_PREFIX : METRIC_PREFIX, name);
         if (g->n_metrics >= GROUP_METRICS_MAX)
@@ -166,10 +182,11 @@ static int begin_metric(GroupParser *p, const char *name, bool helper) {
         if (!metrics)
                 return parser_fail(p, -ENOMEM, "out of memory");
         g->metrics = metrics;
-        g->metrics[g->n_metrics] = (GroupMetric) { .name = strdup(name), .helper = helper };
+        g->metrics[g->n_metrics] = (GroupMetric) { .name = strdup(name), .helper = helper, .depth = p->depth };
         if (!g->metrics[g->n_metrics].name)
                 return parser_fail(p, -ENOMEM, "out of memory");
         p->current = &g->metrics[g->n_metrics++];
+        p->promoted = false;
         return 1;
 }
 
@@ -219,13 +236,34 @@ static int handle_metric_key(GroupParser *p, const char *key, const char *value)
         int r;
 
         if (strcmp(key, "formula") == 0) {
+                if (p->promoted)
+                        return parser_fail(p, -EINVAL, "'%s' has its formula in the group that defines it",
+                                           m->name);
                 r = append_text(&m->formula, value, METRIC_FORMULA_MAX);
                 return r < 0 ? parser_fail(p, r, "formula of '%s' is longer than %u characters", m->name,
                                            METRIC_FORMULA_MAX - 1) : 1;
         }
+        if (strcmp(key, "unavailable") == 0) {
+                r = append_text(&m->unavailable, value, GROUP_REASON_MAX);
+                return r < 0 ? parser_fail(p, r, "unavailable of '%s' is longer than %u characters", m->name,
+                                           GROUP_REASON_MAX - 1) : 1;
+        }
         if (m->helper)
-                return parser_fail(p, -EINVAL, "unknown key '%s' in [%s] (a helper has only a formula)",
+                return parser_fail(p, -EINVAL,
+                                   "unknown key '%s' in [%s] (a helper has only a formula or unavailable)",
                                    key, p->section);
+        if (strcmp(key, "threshold") == 0) {
+                r = append_text(&m->threshold, value, METRIC_FORMULA_MAX);
+                return r < 0 ? parser_fail(p, r, "threshold of '%s' is longer than %u characters", m->name,
+                                           METRIC_FORMULA_MAX - 1) : 1;
+        }
+        if (strcmp(key, "estimate") == 0) {
+                if (m->estimate || strlen(value) >= GROUP_UNIT_MAX * 2)
+                        return parser_fail(p, -EINVAL, "estimate of '%s': one word of up to %u characters",
+                                           m->name, GROUP_UNIT_MAX * 2 - 1);
+                m->estimate = strdup(value);
+                return m->estimate ? 1 : parser_fail(p, -ENOMEM, "out of memory");
+        }
         if (strcmp(key, "label") == 0) {
                 r = append_text(&m->label, value, GROUP_LABEL_MAX);
                 return r < 0 ? parser_fail(p, r, "label of '%s' is longer than %u characters", m->name,
@@ -244,8 +282,10 @@ static int handle_metric_key(GroupParser *p, const char *key, const char *value)
                 m->parent = strdup(value);
                 return m->parent ? 1 : parser_fail(p, -ENOMEM, "out of memory");
         }
-        return parser_fail(p, -EINVAL, "unknown key '%s' in [%s] (known: label, parent, unit, formula)", key,
-                           p->section);
+        return parser_fail(p, -EINVAL,
+                           "unknown key '%s' in [%s] (known: label, parent, unit, formula, threshold, estimate, "
+                           "unavailable)",
+                           key, p->section);
 }
 
 static int begin_section(GroupParser *p, const char *section) {
@@ -294,10 +334,17 @@ static int check_group(Group *g, char *reterr_reason, size_t reason_size) {
         for (size_t i = 0; i < g->n_metrics; i++) {
                 GroupMetric *m = &g->metrics[i];
 
-                if (!m->formula)
+                if (!m->formula == !m->unavailable)
                         return reason_fail(reterr_reason, reason_size, -EINVAL,
-                                           "%s: metric '%s' has no formula", g->path,
-                                           m->name);
+                                           "%s: metric '%s' needs a formula or, if pmugate cannot compute it, "
+                                           "unavailable = REASON (not both)",
+                                           g->path, m->name);
+                if (m->unavailable) {
+                        /* NaN, shown as n/a with the reason: never a number */
+                        m->formula = strdup("0 / 0");
+                        if (!m->formula)
+                                return -ENOMEM;
+                }
                 if (m->parent && (!find_metric(g, m->parent) || find_metric(g, m->parent)->helper))
                         return reason_fail(reterr_reason, reason_size, -EINVAL, "%s: parent '%s' of '%s' is no metric",
                                            g->path, m->parent, m->name);

@@ -19,6 +19,7 @@
 #define GROUP_METRICS_MAX 256U
 #define GROUP_LABEL_MAX 64U
 #define GROUP_UNIT_MAX 16U
+#define GROUP_REASON_MAX 256U
 #define GROUP_DESCRIPTION_MAX 512U
 #define GROUP_SEARCH_DIRS_MAX 16U
 #define GROUP_PATH_MAX 4096U
@@ -35,6 +36,11 @@ typedef struct GroupMetric {
         char *parent;           /* metric this one refines, or NULL at the top level */
         char *unit;             /* "%" for a fraction shown as a percentage, or NULL */
         char *formula;
+        char *threshold;        /* formula that is not 0 when the value deserves attention
+                                 * (perf's MetricThreshold), or NULL */
+        char *estimate;         /* why the value is an estimate ("retire-latency"), or NULL */
+        char *unavailable;      /* why pmugate cannot compute it (then formula is NULL), or NULL */
+        unsigned depth;         /* 0 in the file loaded, 1 in a group it includes, ... */
         bool helper;            /* used by other formulas, not reported */
 } GroupMetric;
 

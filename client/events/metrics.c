@@ -23,6 +23,8 @@ typedef struct Formula {
         muParserHandle_t parser;
         size_t *uses;           /* formulas it uses */
         size_t n_uses;
+        size_t *variables;      /* variables it uses */
+        size_t n_variables;
 } Formula;
 
 struct MetricSet {
@@ -76,6 +78,7 @@ MetricSet *metric_set_free(MetricSet *s) {
                 free(s->formulas[i].name);
                 free(s->formulas[i].text);
                 free(s->formulas[i].uses);
+                free(s->formulas[i].variables);
         }
         free(s->variable_names);
         free(s->variables);
@@ -165,7 +168,8 @@ static int bind_names(MetricSet *s, Formula *f, char *reterr_reason, size_t reas
                 return 0;
         names = calloc((size_t) n, sizeof(char *));
         f->uses = calloc((size_t) n, sizeof(size_t));
-        if (!names || !f->uses)
+        f->variables = calloc((size_t) n, sizeof(size_t));
+        if (!names || !f->uses || !f->variables)
                 return -ENOMEM;
         for (int k = 0; k < n; k++) {
                 const muChar_t *name = NULL;
@@ -185,9 +189,10 @@ static int bind_names(MetricSet *s, Formula *f, char *reterr_reason, size_t reas
                 int v = metric_set_variable_index(s, names[k]), g = metric_set_formula_index(s, names[k]);
                 int r = 0;
 
-                if (v >= 0)
+                if (v >= 0) {
                         mupDefineVar(f->parser, names[k], &s->variables[v]);
-                else if (g >= 0) {
+                        f->variables[f->n_variables++] = (size_t) v;
+                } else if (g >= 0) {
                         mupDefineVar(f->parser, names[k], &s->formula_values[g]);
                         f->uses[f->n_uses++] = (size_t) g;
                 } else
@@ -230,6 +235,12 @@ static int order_visit(MetricSet *s, size_t i, unsigned char *state, size_t *n_o
         return 0;
 }
 
+/* perf's d_ratio(a, b): a / b, and 0 when b is 0 (perf's metrics use it where a zero
+ * denominator means nothing happened, not an unknown). */
+static muFloat_t d_ratio(muFloat_t a, muFloat_t b) {
+        return b == 0 ? 0 : a / b;
+}
+
 int metric_set_compile(MetricSet *s, char *reterr_reason, size_t reason_size) {
         _cleanup_free_ unsigned char *state = NULL;
         size_t n_ordered = 0;
@@ -244,6 +255,7 @@ int metric_set_compile(MetricSet *s, char *reterr_reason, size_t reason_size) {
                 if (!f->parser)
                         return -ENOMEM;
                 mupDefineNameChars(f->parser, NAME_CHARS);
+                mupDefineFun2(f->parser, "d_ratio", d_ratio, true);
                 r = bind_names(s, f, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
@@ -293,4 +305,29 @@ size_t metric_set_n_formulas(const MetricSet *s) {
 
 size_t metric_set_n_variables(const MetricSet *s) {
         return s ? s->n_variables : 0;
+}
+
+static void mark_variables(const MetricSet *s, size_t i, bool *formula_seen, bool *used) {
+        const Formula *f = &s->formulas[i];
+
+        if (formula_seen[i])
+                return;
+        formula_seen[i] = true;
+        for (size_t k = 0; k < f->n_variables; k++)
+                used[f->variables[k]] = true;
+        for (size_t k = 0; k < f->n_uses; k++)
+                mark_variables(s, f->uses[k], formula_seen, used);
+}
+
+int metric_set_formula_variables(const MetricSet *s, size_t formula, bool *used) {
+        _cleanup_free_ bool *seen = NULL;
+
+        if (!s || !s->compiled || formula >= s->n_formulas || !used)
+                return -EINVAL;
+        seen = calloc(s->n_formulas, sizeof(bool));
+        if (!seen)
+                return -ENOMEM;
+        memset(used, 0, s->n_variables * sizeof(bool));
+        mark_variables(s, formula, seen, used);
+        return 0;
 }

@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "macro.h"
@@ -45,3 +46,7 @@ size_t metric_set_n_variables(const MetricSet *s);
 /* Index of a formula or variable by name, or -ENOENT. */
 int metric_set_formula_index(const MetricSet *s, const char *name);
 int metric_set_variable_index(const MetricSet *s, const char *name);
+
+/* Sets used[v] (one per variable) for every variable the formula uses, itself or through the
+ * formulas it uses. Only after metric_set_compile(). */
+int metric_set_formula_variables(const MetricSet *s, size_t formula, bool *used);

@@ -523,6 +523,9 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
                 free((char *) m->metrics[i].info.name);
                 free((char *) m->metrics[i].info.label);
                 free((char *) m->metrics[i].info.unit);
+                free((char *) m->metrics[i].info.estimate);
+                free((char *) m->metrics[i].info.unavailable);
+                free(m->metrics[i].programmed);
         }
         free(m->metrics);
         metric_set_free(m->metric_set);

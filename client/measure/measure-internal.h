@@ -31,6 +31,7 @@
 #define CONSTANT_CORE_WIDE "core_wide"
 #define CONSTANT_SLOTS_WIDTH "slots_width"
 #define CONSTANT_DURATION "duration_time"
+#define THRESHOLD_SUFFIX ".threshold"
 /* A formula names the sum of an event over the measured SMT threads of a core (what
  * AnyThread counting would give) as "core." followed by the event's variable name. */
 #define CORE_SUM_PREFIX "core."
@@ -68,6 +69,9 @@ typedef struct MeasureEvent {
 
 typedef struct MeasureMetric {
         int formula;            /* index in the metric set */
+        int threshold;          /* index of its threshold formula, or -1 */
+        size_t *programmed;     /* programmed events it uses, for its multiplexing scale */
+        size_t n_programmed;
         pmugate_metric_info info;
 } MeasureMetric;
 

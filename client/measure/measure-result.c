@@ -18,6 +18,8 @@ static void values_free(pmugate_values *v) {
         free(v->raw);
         free(v->scale);
         free(v->metrics);
+        free(v->thresholds);
+        free(v->metric_scale);
 }
 
 static int values_alloc(pmugate_values *v, uint32_t cpu, size_t n_events, size_t n_metrics) {
@@ -28,8 +30,10 @@ static int values_alloc(pmugate_values *v, uint32_t cpu, size_t n_events, size_t
                 .raw = calloc(n_events ?: 1, sizeof(uint64_t)),
                 .scale = calloc(n_events ?: 1, sizeof(double)),
                 .metrics = calloc(n_metrics ?: 1, sizeof(double)),
+                .thresholds = calloc(n_metrics ?: 1, sizeof(double)),
+                .metric_scale = calloc(n_metrics ?: 1, sizeof(double)),
         };
-        return v->counts && v->raw && v->scale && v->metrics ? 0 : -ENOMEM;
+        return v->counts && v->raw && v->scale && v->metrics && v->thresholds && v->metric_scale ? 0 : -ENOMEM;
 }
 
 pmugate_result *pmugate_result_free(pmugate_result *r) {
@@ -42,6 +46,8 @@ pmugate_result *pmugate_result_free(pmugate_result *r) {
                 free((char *) r->metrics[i].name);
                 free((char *) r->metrics[i].label);
                 free((char *) r->metrics[i].unit);
+                free((char *) r->metrics[i].estimate);
+                free((char *) r->metrics[i].unavailable);
         }
         free((pmugate_metric_info *) r->metrics);
         for (size_t i = 0; r->cpus && i < r->n_cpus; i++)
@@ -88,7 +94,10 @@ static int copy_names(const pmugate_measure *m, pmugate_result *r) {
                 metrics[k].name = strdup(m->metrics[k].info.name);
                 metrics[k].label = strdup(m->metrics[k].info.label);
                 metrics[k].unit = strdup(m->metrics[k].info.unit);
-                if (!metrics[k].name || !metrics[k].label || !metrics[k].unit)
+                metrics[k].estimate = strdup(m->metrics[k].info.estimate);
+                metrics[k].unavailable = strdup(m->metrics[k].info.unavailable);
+                if (!metrics[k].name || !metrics[k].label || !metrics[k].unit || !metrics[k].estimate ||
+                    !metrics[k].unavailable)
                         return -ENOMEM;
         }
         return 0;
@@ -152,8 +161,17 @@ static int evaluate(pmugate_measure *m, pmugate_values *v) {
         r = metric_set_evaluate(m->metric_set, values, metric_set_n_formulas(m->metric_set));
         if (r < 0)
                 return r;
-        for (size_t k = 0; k < m->n_metrics; k++)
-                v->metrics[k] = values[m->metrics[k].formula];
+        for (size_t k = 0; k < m->n_metrics; k++) {
+                const MeasureMetric *mm = &m->metrics[k];
+                double scale = 1.0, t = mm->threshold >= 0 ? values[mm->threshold] : NAN;
+
+                v->metrics[k] = values[mm->formula];
+                v->thresholds[k] = isnan(t) || isnan(v->metrics[k]) ? NAN : t != 0;
+                for (size_t p = 0; p < mm->n_programmed; p++)
+                        if (!(v->scale[mm->programmed[p]] <= scale))
+                                scale = v->scale[mm->programmed[p]];
+                v->metric_scale[k] = scale;
+        }
         return 0;
 }
 

@@ -149,6 +149,44 @@ static int add_events_list(pmugate_measure *m, const char *list, char *reterr_re
         return 0;
 }
 
+/* A metric's threshold (perf's MetricThreshold) is one more formula, NAME.threshold. */
+static int add_threshold(pmugate_measure *m, const GroupMetric *gm, char *reterr_reason, size_t reason_size) {
+        char name[METRIC_NAME_MAX + sizeof(THRESHOLD_SUFFIX)];
+
+        if (!gm->threshold)
+                return 0;
+        (void) snprintf(name, sizeof(name), "%s%s", gm->name, THRESHOLD_SUFFIX);
+        return metric_set_add_formula(m->metric_set, name, gm->threshold, reterr_reason, reason_size);
+}
+
+/* The programmed events each metric uses, itself or through others: its multiplexing scale is
+ * theirs. */
+static int find_metric_events(pmugate_measure *m) {
+        _cleanup_free_ bool *used = calloc(metric_set_n_variables(m->metric_set) ?: 1, sizeof(bool));
+        int r;
+
+        if (!used)
+                return -ENOMEM;
+        for (size_t k = 0; k < m->n_metrics; k++) {
+                MeasureMetric *mm = &m->metrics[k];
+
+                r = metric_set_formula_variables(m->metric_set, (size_t) mm->formula, used);
+                if (r < 0)
+                        return r;
+                mm->programmed = calloc(m->n_programmed ?: 1, sizeof(size_t));
+                if (!mm->programmed)
+                        return -ENOMEM;
+                for (size_t p = 0; p < m->n_programmed; p++) {
+                        const MeasureEvent *e = &m->events[m->programmed[p]];
+
+                        if ((e->variable >= 0 && used[e->variable]) ||
+                            (e->core_variable >= 0 && used[e->core_variable]))
+                                mm->programmed[mm->n_programmed++] = p;
+                }
+        }
+        return 0;
+}
+
 static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, size_t reason_size) {
         size_t n_reported = 0;
         int r;
@@ -156,6 +194,9 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
         for (size_t i = 0; i < g->n_metrics; i++) {
                 r = metric_set_add_formula(m->metric_set, g->metrics[i].name, g->metrics[i].formula, reterr_reason,
                                            reason_size);
+                if (r < 0)
+                        return r;
+                r = add_threshold(m, &g->metrics[i], reterr_reason, reason_size);
                 if (r < 0)
                         return r;
                 if (strstr(g->metrics[i].formula, CORE_SUM_PREFIX))
@@ -168,18 +209,25 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
                 return -ENOMEM;
         for (size_t i = 0; i < g->n_metrics; i++) {
                 const GroupMetric *gm = &g->metrics[i];
+                char threshold[METRIC_NAME_MAX + sizeof(THRESHOLD_SUFFIX)];
                 MeasureMetric *mm;
 
                 if (gm->helper)
                         continue;
                 mm = &m->metrics[m->n_metrics++];
                 mm->formula = metric_set_formula_index(m->metric_set, gm->name);
+                (void) snprintf(threshold, sizeof(threshold), "%s%s", gm->name, THRESHOLD_SUFFIX);
+                mm->threshold = gm->threshold ? metric_set_formula_index(m->metric_set, threshold) : -1;
                 mm->info.name = strdup(gm->name);
                 mm->info.label = strdup(gm->label ?: gm->name);
                 mm->info.unit = strdup(gm->unit ?: "");
+                mm->info.estimate = strdup(gm->estimate ?: "");
+                mm->info.unavailable = strdup(gm->unavailable ?: "");
+                mm->info.has_threshold = mm->threshold >= 0;
                 mm->info.parent = -1;
                 mm->info.level = 1;
-                if (!mm->info.name || !mm->info.label || !mm->info.unit)
+                if (!mm->info.name || !mm->info.label || !mm->info.unit || !mm->info.estimate ||
+                    !mm->info.unavailable)
                         return -ENOMEM;
         }
         /* parents by name; groups.c checked that each names a reported metric */
@@ -293,6 +341,9 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                         return r;
         }
         r = schedule_events(m, reterr_reason, reason_size);
+        if (r < 0)
+                return r;
+        r = find_metric_events(m);
         if (r < 0)
                 return r;
         return m->package ? package_events_plan(m->package, m->info, m->cpus, m->n_cpus) : 0;

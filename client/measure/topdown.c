@@ -26,7 +26,9 @@ static const TopdownRecipe recipes[] = {
                   "(level 2 multiplexed)", 0, 0, 0 },
 };
 
-static const char *const level_groups[TOPDOWN_LEVEL_MAX + 1] = { NULL, "topdown-l1", "topdown-l2" };
+static const char *const level_groups[TOPDOWN_LEVEL_MAX + 1] = {
+        NULL, "topdown-l1", "topdown-l2", "topdown-l3", "topdown-l4",
+};
 
 int topdown_recipe(const pmugate_info *info, unsigned level, const TopdownRecipe **ret_recipe,
                    const char **ret_group, char *reterr_reason, size_t reason_size) {
@@ -37,7 +39,7 @@ int topdown_recipe(const pmugate_info *info, unsigned level, const TopdownRecipe
                 return -EINVAL;
         if (level < 1 || level > TOPDOWN_LEVEL_MAX)
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
-                                   "TopDown level %u does not exist; use 1 or 2", level);
+                                   "TopDown level %u does not exist; use 1 to 4", level);
         for (size_t i = 0; i < ELEMENTSOF(recipes); i++)
                 if (strcmp(recipes[i].model, info->model_key) == 0)
                         recipe = &recipes[i];

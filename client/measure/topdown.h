@@ -8,7 +8,7 @@
 
 #include "pmugate/pmugate.h"
 
-#define TOPDOWN_LEVEL_MAX 2U
+#define TOPDOWN_LEVEL_MAX 4U
 
 typedef struct TopdownRecipe {
         const char *model;              /* model key from hello */
@@ -18,7 +18,8 @@ typedef struct TopdownRecipe {
         unsigned fixed_counters;        /* fixed counters needed (4: SLOTS) */
 } TopdownRecipe;
 
-/* Picks the recipe for info's model and the group that measures level (1 or 2), checking the
+/* Picks the recipe for info's model and the group that measures level (1 to 4; levels 3 and 4
+ * are generated group files that only some models have), checking the
  * PMU capabilities hello reports. -EOPNOTSUPP with a reason naming the model when there is no
  * recipe or the PMU lacks what it needs; -EINVAL for another level. */
 int topdown_recipe(const pmugate_info *info, unsigned level, const TopdownRecipe **ret_recipe,

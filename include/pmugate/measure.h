@@ -123,6 +123,10 @@ typedef struct pmugate_metric_info {
         unsigned level;         /* 1 at the top of the tree */
         const char *unit;       /* "%": a fraction shown as a percentage; other text follows the
                                  * value as is; "" for none */
+        const char *estimate;   /* "" or why the value is an estimate ("retire-latency": a
+                                 * published mean latency stands in for a measured one) */
+        const char *unavailable;        /* "" or why pmugate cannot compute it (the value is NaN) */
+        bool has_threshold;     /* values' thresholds say whether it crossed its threshold */
 } pmugate_metric_info;
 
 typedef struct pmugate_values {
@@ -132,6 +136,11 @@ typedef struct pmugate_values {
         double *scale;          /* per event: span / time counted (1 when never multiplexed;
                                  * infinite when it never ran) */
         double *metrics;        /* per metric; NaN when undefined (no cycles, ...) */
+        double *thresholds;     /* per metric: 1 when it crossed its threshold (perf's
+                                 * MetricThreshold), 0 when not, NaN when it has none or it is
+                                 * undefined */
+        double *metric_scale;   /* per metric: the largest scale of the events it uses, itself or
+                                 * through other metrics (1 when none was multiplexed) */
         int32_t package;        /* the package of a per-package row or a CPU's; -1 for the aggregate */
 } pmugate_values;
 

@@ -120,7 +120,10 @@ static void test_bad_files(void **state) {
         expect_error("[group]\nevents = A\ncolour = red\n", "bad.conf:3: unknown key 'colour'", -EINVAL);
         expect_error("[group]\nevents = A\n[stuff]\nx = 1\n", "unknown section [stuff]", -EINVAL);
         expect_error("events = A\n", "outside a section", -EINVAL);
-        expect_error("[group]\nevents = A\n[metric m]\nlabel = M\n", "'m' has no formula", -EINVAL);
+        expect_error("[group]\nevents = A\n[metric m]\nlabel = M\n", "'m' needs a formula", -EINVAL);
+        expect_error("[group]\n[metric m]\nunavailable = no way\nformula = 1\n", "(not both)", -EINVAL);
+        expect_error("[group]\n[helper h]\nthreshold = h > 1\nformula = 1\n", "a helper has only", -EINVAL);
+        expect_error("[group]\n[metric m]\nestimate = a\nestimate = b\nformula = 1\n", "estimate of 'm'", -EINVAL);
         expect_error("[group]\n[metric m]\nparent = nope\nformula = 1\n", "parent 'nope' of 'm'", -EINVAL);
         expect_error("[group]\n[helper h]\nlabel = H\nformula = 1\n", "a helper has only a formula", -EINVAL);
         expect_error("[group]\n[metric m]\nformula = 1\n[metric n]\nformula = 2\n[metric m]\nformula = 3\n",
@@ -130,6 +133,62 @@ static void test_bad_files(void **state) {
         expect_error("[group]\ninclude = bad\n", "nest deeper", -EINVAL);
         expect_error("[group]\ninclude = missing\n", "include missing: no group 'missing'", -EINVAL);
         expect_error("[metric m]\nformula = 1\nunit = a very long unit name\n", "unit of 'm'", -EINVAL);
+}
+
+/* perf's MetricThreshold, estimates, nodes pmugate cannot compute, and an included helper
+ * reported by the including group (the TopDown level-3 files) */
+static void test_tma_keys(void **state) {
+        Group *g = NULL;
+        char reason[512] = "";
+
+        (void) state;
+        write_file("spr/tbase.conf",
+                   "[group]\n"
+                   "events = TOPDOWN.SLOTS\n"
+                   "[helper seq]\n"
+                   "formula = TOPDOWN.SLOTS / 2\n");
+        write_file("spr/tree.conf",
+                   "[group]\n"
+                   "include = tbase\n"
+                   "[metric seq]\n"
+                   "label = Sequencer\n"
+                   "unit = %\n"
+                   "threshold = seq > 0.05\n"
+                   "[metric lat]\n"
+                   "parent = seq\n"
+                   "estimate = retire-latency\n"
+                   "threshold = lat > 0.1 &&\n"
+                   "            seq > 0.05\n"
+                   "formula = TOPDOWN.SLOTS * 137\n"
+                   "[metric sharing]\n"
+                   "unavailable = uses an offcore-response event\n"
+                   "[helper gone]\n"
+                   "unavailable = needs the TSC\n");
+        assert_int_equal(group_load("tree", "spr", &g, reason, sizeof(reason)), 0);
+        assert_int_equal(g->n_metrics, 4);
+        assert_string_equal(g->metrics[0].name, "seq");
+        assert_false(g->metrics[0].helper);
+        assert_string_equal(g->metrics[0].label, "Sequencer");
+        assert_string_equal(g->metrics[0].formula, "TOPDOWN.SLOTS / 2");
+        assert_string_equal(g->metrics[0].threshold, "seq > 0.05");
+        assert_null(g->metrics[0].estimate);
+        assert_string_equal(g->metrics[1].threshold, "lat > 0.1 && seq > 0.05");
+        assert_string_equal(g->metrics[1].estimate, "retire-latency");
+        assert_string_equal(g->metrics[2].unavailable, "uses an offcore-response event");
+        /* never a number: NaN, shown as n/a with the reason */
+        assert_string_equal(g->metrics[2].formula, "0 / 0");
+        assert_true(g->metrics[3].helper);
+        assert_string_equal(g->metrics[3].unavailable, "needs the TSC");
+        group_free(g);
+
+        write_file("spr/bad.conf", "[group]\ninclude = tbase\n[metric seq]\nformula = 1\n");
+        assert_int_equal(group_load("bad", "spr", &g, reason, sizeof(reason)), -EINVAL);
+        if (!strstr(reason, "'seq' has its formula in the group that defines it"))
+                fail_msg("reason: %s", reason);
+        write_file("spr/bad.conf", "[group]\ninclude = tbase\n[helper seq]\nformula = 1\n");
+        assert_int_equal(group_load("bad", "spr", &g, reason, sizeof(reason)), -EINVAL);
+        if (!strstr(reason, "[helper seq] is defined twice"))
+                fail_msg("reason: %s", reason);
 }
 
 static void test_limits_and_names(void **state) {
@@ -226,13 +285,81 @@ static void test_shipped_groups(void **state) {
                 }
 }
 
+/* The generated TopDown levels 3 and 4 (contrib/tma/gen-topdown.py) load on the models that
+ * have them, name only events pmugate resolves, and every formula and threshold compiles. */
+static void test_shipped_deep_groups(void **state) {
+        static const char *const models[] = { "icx", "spr" };
+        static const char *const names[] = { "topdown-l3", "topdown-l4" };
+        char path[4200];
+
+        (void) state;
+        (void) snprintf(path, sizeof(path), "%s", shipped);
+        assert_int_equal(setenv("PMUGATE_GROUP_PATH", path, 1), 0);
+        for (size_t m = 0; m < ELEMENTSOF(models); m++)
+                for (size_t n = 0; n < ELEMENTSOF(names); n++) {
+                        MetricSet *s = NULL;
+                        Group *g = NULL;
+                        char reason[512] = "";
+                        size_t reported = 0, thresholds = 0;
+
+                        if (group_load(names[n], models[m], &g, reason, sizeof(reason)) < 0)
+                                fail_msg("%s for %s: %s", names[n], models[m], reason);
+                        assert_true(g->n_events <= GROUP_EVENTS_MAX);
+                        assert_int_equal(metric_set_new(&s), 0);
+                        assert_true(metric_set_add_variable(s, "SMT_on") >= 0);
+                        assert_true(metric_set_add_variable(s, "core_wide") >= 0);
+                        assert_true(metric_set_add_variable(s, "slots_width") >= 0);
+                        assert_true(metric_set_add_variable(s, "duration_time") >= 0);
+                        for (size_t e = 0; e < g->n_events; e++) {
+                                char var[EVENT_NAME_MAX], core[EVENT_NAME_MAX + 8];
+
+                                /* the events resolve through libpfm4's list of the model, which a
+                                 * process activates for one model only: test_topdown_deep.py
+                                 * measures them through the CLI */
+                                assert_int_equal(event_variable_name(g->events[e].name, var, sizeof(var)), 0);
+                                (void) snprintf(core, sizeof(core), "core.%s", var);
+                                if (metric_set_variable_index(s, var) >= 0)
+                                        continue;
+                                assert_true(metric_set_add_variable(s, var) >= 0);
+                                assert_true(metric_set_add_variable(s, core) >= 0);
+                        }
+                        for (size_t k = 0; k < g->n_metrics; k++) {
+                                char tname[METRIC_NAME_MAX + 16];
+
+                                if (metric_set_add_formula(s, g->metrics[k].name, g->metrics[k].formula, reason,
+                                                           sizeof(reason)) < 0)
+                                        fail_msg("%s for %s: %s", names[n], models[m], reason);
+                                if (g->metrics[k].threshold) {
+                                        (void) snprintf(tname, sizeof(tname), "%s.threshold", g->metrics[k].name);
+                                        assert_true(metric_set_add_formula(s, tname, g->metrics[k].threshold, reason,
+                                                                           sizeof(reason)) >= 0);
+                                        thresholds++;
+                                }
+                                if (!g->metrics[k].helper)
+                                        reported++;
+                        }
+                        if (metric_set_compile(s, reason, sizeof(reason)) < 0)
+                                fail_msg("%s for %s: %s", names[n], models[m], reason);
+                        /* levels 1-2 and perf's level-3 (and -4) nodes: icx 26 + 41, spr 29 + 45 */
+                        if (strcmp(names[n], "topdown-l3") == 0)
+                                assert_int_equal(reported, 12 + (m == 0 ? 26 : 29));
+                        else
+                                assert_int_equal(reported, 12 + (m == 0 ? 26 + 41 : 29 + 45));
+                        assert_int_equal(thresholds, reported - 12);
+                        metric_set_free(s);
+                        group_free(g);
+                }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_good_file),
                 cmocka_unit_test(test_bad_files),
                 cmocka_unit_test(test_limits_and_names),
                 cmocka_unit_test(test_search_order),
+                cmocka_unit_test(test_tma_keys),
                 cmocka_unit_test(test_shipped_groups),
+                cmocka_unit_test(test_shipped_deep_groups),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -59,6 +59,43 @@ static void test_evaluate(void **state) {
         metric_set_free(s);
 }
 
+/* perf's d_ratio (0 for a zero denominator, where nothing happened) and the variables a
+ * metric uses through others, for its multiplexing scale */
+static void test_d_ratio_and_variables(void **state) {
+        MetricSet *s = NULL;
+        char reason[256];
+        bool used[3];
+        double v[3];
+        int a, b, c;
+
+        (void) state;
+        assert_int_equal(metric_set_new(&s), 0);
+        a = metric_set_add_variable(s, "A");
+        b = metric_set_add_variable(s, "B");
+        c = metric_set_add_variable(s, "C");
+        assert_int_equal(metric_set_add_formula(s, "r", "d_ratio(A, B)", reason, sizeof(reason)), 0);
+        assert_int_equal(metric_set_add_formula(s, "top", "r + 1", reason, sizeof(reason)), 1);
+        assert_int_equal(metric_set_add_formula(s, "other", "C", reason, sizeof(reason)), 2);
+        assert_int_equal(metric_set_compile(s, reason, sizeof(reason)), 0);
+        metric_set_set(s, (size_t) a, 3);
+        metric_set_set(s, (size_t) b, 0);
+        assert_int_equal(metric_set_evaluate(s, v, 3), 0);
+        assert_near(v[0], 0, 0);
+        metric_set_set(s, (size_t) b, 4);
+        assert_int_equal(metric_set_evaluate(s, v, 3), 0);
+        assert_near(v[0], 0.75, 1e-15);
+        assert_near(v[1], 1.75, 1e-15);
+        /* an unknown input is not 0: NaN goes through d_ratio */
+        metric_set_set(s, (size_t) a, NAN);
+        assert_int_equal(metric_set_evaluate(s, v, 3), 0);
+        assert_true(isnan(v[1]));
+        assert_int_equal(metric_set_formula_variables(s, 1, used), 0);
+        assert_true(used[a] && used[b] && !used[c]);
+        assert_int_equal(metric_set_formula_variables(s, 2, used), 0);
+        assert_true(!used[a] && !used[b] && used[c]);
+        metric_set_free(s);
+}
+
 static void expect_compile_error(const char *formula, const char *expected, int error) {
         MetricSet *s = NULL;
         char reason[256] = "";
@@ -100,6 +137,7 @@ static void test_errors(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_evaluate),
+                cmocka_unit_test(test_d_ratio_and_variables),
                 cmocka_unit_test(test_errors),
         };
 
