@@ -142,11 +142,33 @@ static void write_metric_flags(FILE *f, const pmugate_result *r, size_t i) {
                 fprintf(f, "  <==");
 }
 
+/* Why metric i of v is n/a, or NULL when it has a value. An unknown input makes a node unknown
+ * (the formula engine's NaN goes through every function), so a node is not counted when one
+ * of its events never had a counter in the span: the events took turns and the span was
+ * shorter than their rotation. */
+const char *output_metric_na_reason(const pmugate_result *r, const pmugate_values *v, size_t i) {
+        if (!isnan(v->metrics[i]))
+                return NULL;
+        if (r->metrics[i].unavailable[0])
+                return r->metrics[i].unavailable;
+        if (isinf(v->metric_scale[i]))
+                return "not counted long enough: an event it needs never had a counter "
+                       "(the run was shorter than a rotation of the event sets)";
+        if (r->withheld && r->withheld[0])
+                return "an event it needs was not counted (see 'not counted' above) or a divisor is 0";
+        return "undefined: a value it divides by is 0";
+}
+
 /* Under the table: why each node pmugate cannot compute is n/a. */
 static void write_unavailable(FILE *f, const pmugate_result *r) {
-        for (size_t i = 0; i < r->n_metrics; i++)
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                const char *why = output_metric_na_reason(r, &r->aggregate, i);
+
                 if (r->metrics[i].unavailable[0])
                         fprintf(f, " n/a: %s %s\n", r->metrics[i].name, r->metrics[i].unavailable);
+                else if (why)
+                        fprintf(f, " n/a: %s: %s\n", r->metrics[i].name, why);
+        }
 }
 
 static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int parent, size_t n_columns) {
@@ -427,6 +449,19 @@ static json_object *json_thresholds(const pmugate_result *r, const pmugate_value
         return o;
 }
 
+/* Per metric that is n/a in v: why (output_metric_na_reason). */
+static json_object *json_na_reasons(const pmugate_result *r, const pmugate_values *v) {
+        json_object *o = json_object_new_object();
+
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                const char *why = output_metric_na_reason(r, v, i);
+
+                if (why)
+                        json_object_object_add(o, r->metrics[i].name, json_object_new_string(why));
+        }
+        return o;
+}
+
 static json_object *json_values(const pmugate_result *r, const pmugate_values *v, const pmugate_values *sd) {
         json_object *o = json_object_new_object(), *counts = json_object_new_object();
         json_object *metrics = json_object_new_object();
@@ -452,6 +487,7 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
         json_object_object_add(o, "metrics", metrics);
         json_object_object_add(o, "metrics_scale", json_metric_array(r, v->metric_scale));
         json_object_object_add(o, "thresholds", json_thresholds(r, v));
+        json_object_object_add(o, "metrics_na", json_na_reasons(r, v));
         if (sd) {
                 json_object *spread = json_object_new_object();
 

@@ -61,6 +61,10 @@ int output_finish(OutputContext *ctx);
 /* The value of metric i of v in the metric's unit (a "%" fraction times 100). */
 double output_metric_value(const pmugate_result *r, const pmugate_values *v, size_t i);
 
+/* Why metric i of v is n/a (not counted long enough, unavailable, undefined), or NULL when it
+ * has a value. */
+const char *output_metric_na_reason(const pmugate_result *r, const pmugate_values *v, size_t i);
+
 /* For -r: replaces the values of runs[0] by the means over the n runs and, when n > 1, those
  * of runs[1] by their sample standard deviations. The runs must have the same shape. */
 int output_combine_runs(pmugate_result *const *runs, size_t n);
