@@ -152,22 +152,35 @@ const char *output_metric_na_reason(const pmugate_result *r, const pmugate_value
         if (r->metrics[i].unavailable[0])
                 return r->metrics[i].unavailable;
         if (isinf(v->metric_scale[i]))
-                return "not counted long enough: an event it needs never had a counter "
+                return "not counted long enough: needs an event that never had a counter "
                        "(the run was shorter than a rotation of the event sets)";
         if (r->withheld && r->withheld[0])
                 return "an event it needs was not counted (see 'not counted' above) or a divisor is 0";
         return "undefined: a value it divides by is 0";
 }
 
-/* Under the table: why each node pmugate cannot compute is n/a. */
+/* Under the table: why each node pmugate cannot compute is n/a; the nodes n/a for the same
+ * reason of the measurement on one line. */
 static void write_unavailable(FILE *f, const pmugate_result *r) {
-        for (size_t i = 0; i < r->n_metrics; i++) {
-                const char *why = output_metric_na_reason(r, &r->aggregate, i);
-
+        for (size_t i = 0; i < r->n_metrics; i++)
                 if (r->metrics[i].unavailable[0])
                         fprintf(f, " n/a: %s %s\n", r->metrics[i].name, r->metrics[i].unavailable);
-                else if (why)
-                        fprintf(f, " n/a: %s: %s\n", r->metrics[i].name, why);
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                const char *why = output_metric_na_reason(r, &r->aggregate, i);
+                bool first = true;
+
+                if (!why || r->metrics[i].unavailable[0])
+                        continue;
+                for (size_t k = 0; k < i && first; k++)
+                        first = output_metric_na_reason(r, &r->aggregate, k) != why ||
+                                r->metrics[k].unavailable[0];
+                if (!first)
+                        continue;
+                fprintf(f, " n/a: %s", r->metrics[i].name);
+                for (size_t k = i + 1; k < r->n_metrics; k++)
+                        if (output_metric_na_reason(r, &r->aggregate, k) == why && !r->metrics[k].unavailable[0])
+                                fprintf(f, ", %s", r->metrics[k].name);
+                fprintf(f, ": %s\n", why);
         }
 }
 

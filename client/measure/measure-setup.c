@@ -252,6 +252,28 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
         return 0;
 }
 
+/* How many reported metrics use each programmed event, themselves or through others. */
+static int count_metric_needs(pmugate_measure *m) {
+        _cleanup_free_ bool *used = calloc(metric_set_n_variables(m->metric_set) ?: 1, sizeof(bool));
+        int r;
+
+        if (!used)
+                return -ENOMEM;
+        for (size_t k = 0; k < m->n_metrics; k++) {
+                r = metric_set_formula_variables(m->metric_set, (size_t) m->metrics[k].formula, used);
+                if (r < 0)
+                        return r;
+                for (size_t p = 0; p < m->n_programmed; p++) {
+                        const MeasureEvent *e = &m->events[m->programmed[p]];
+
+                        if ((e->variable >= 0 && used[e->variable]) ||
+                            (e->core_variable >= 0 && used[e->core_variable]))
+                                m->programmed_descs[p].needed_by++;
+                }
+        }
+        return 0;
+}
+
 static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reason_size) {
         ScheduleLimits limits = {
                 .gp_counters = m->info->gp_counters,
@@ -260,6 +282,7 @@ static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reaso
                 .foreign_fixed_mask = m->info->foreign_fixed_mask,
                 .perf_metrics = m->info->perf_metrics,
         };
+        int r;
 
         m->programmed = calloc(m->n_events ?: 1, sizeof(size_t));
         m->programmed_descs = calloc(m->n_events ?: 1, sizeof(EventDesc));
@@ -270,6 +293,9 @@ static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reaso
                         m->programmed_descs[m->n_programmed] = m->events[i].desc;
                         m->programmed[m->n_programmed++] = i;
                 }
+        r = count_metric_needs(m);
+        if (r < 0)
+                return r;
         if (m->n_programmed == 0 && m->package) {
                 /* package events alone: no core counter is programmed, so nothing is leased */
                 m->schedule = calloc(1, sizeof(Schedule));
