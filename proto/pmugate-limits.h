@@ -193,10 +193,6 @@
  * multiplexed groups every perf_event_mux_interval_ms, 4 ms by default). */
 #define PERF_SIM_TICK_USEC 4000U
 
-/* Event encodings a simulator lists in hello's "modelled" (its tables and every profile's
- * extra events); more are left out, and those are then marked not modelled. */
-#define PMUGATE_SIM_MODELLED_MAX 512U
-
 /* Events the simulator's perf driver keeps open at once (its handle table). */
 #define PERF_SIM_EVENTS_MAX 65536U
 

@@ -11,7 +11,6 @@
 #include "core/package-counters.h"
 #include "macro.h"
 #include "message.h"
-#include "pmugate-limits.h"
 #include "wire.h"
 
 pmugate_info *pmugate_info_free(pmugate_info *info) {
@@ -24,7 +23,6 @@ pmugate_info *pmugate_info_free(pmugate_info *info) {
         free(info->scope_cpus);
         free(info->foreign_units);
         free(info->pmus);
-        free(info->modelled);
         free(info);
         return NULL;
 }
@@ -125,33 +123,6 @@ static int decode_foreign_units(const msgpack_object *reply, pmugate_info *info)
 bool pmugate_info_unit_is_kernels(const pmugate_info *info, uint32_t unit) {
         for (size_t i = 0; info && i < info->n_foreign_units; i++)
                 if (info->foreign_units[i] == unit)
-                        return true;
-        return false;
-}
-
-/* Only a simulator's list counts; at most the daemon's limit of it is believed. */
-static int decode_modelled(const msgpack_object *reply, pmugate_info *info) {
-        const msgpack_object *a = msgpack_map_get(reply, "modelled");
-
-        if (!info->simulated || !a || a->type != MSGPACK_OBJECT_ARRAY)
-                return 0;
-        info->modelled = calloc(MIN(a->via.array.size, PMUGATE_SIM_MODELLED_MAX) ?: 1, sizeof(uint64_t));
-        if (!info->modelled)
-                return -ENOMEM;
-        for (uint32_t i = 0; i < a->via.array.size && info->n_modelled < PMUGATE_SIM_MODELLED_MAX; i++) {
-                int64_t v;
-
-                if (object_get_int(&a->via.array.ptr[i], &v) && v >= 0)
-                        info->modelled[info->n_modelled++] = (uint64_t) v;
-        }
-        return 0;
-}
-
-bool pmugate_info_event_modelled(const pmugate_info *info, uint64_t code) {
-        if (!info || !info->simulated || info->n_modelled == 0)
-                return true;
-        for (size_t i = 0; i < info->n_modelled; i++)
-                if (info->modelled[i] == code)
                         return true;
         return false;
 }
@@ -384,8 +355,6 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
                 r = package_counters_decode(reply, &info->counters, &info->n_counters);
         if (r >= 0)
                 r = decode_pmus(reply, info);
-        if (r >= 0)
-                r = decode_modelled(reply, info);
         if (r < 0)
                 return r;
 

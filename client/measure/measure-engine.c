@@ -532,7 +532,6 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
         schedule_free(m->schedule);
         free(m->programmed);
         free(m->programmed_descs);
-        free(m->not_modelled);
         free(m->events);
         package_events_free(m->package);
         free(m->group_name);

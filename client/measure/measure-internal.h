@@ -124,8 +124,6 @@ struct pmugate_measure {
         size_t n_programmed;
         EventDesc *programmed_descs;
         Schedule *schedule;
-        bool *not_modelled;             /* per programmed event: the simulator has no model of
-                                         * it; NULL on real hardware */
 
         MetricSet *metric_set;
         MeasureMetric *metrics;         /* reported metrics, in file order */
@@ -247,12 +245,6 @@ static inline bool measure_multiplexed(const pmugate_measure *m, size_t p) {
         if (m->via_perf)
                 return true;
         return pl->kind == PLACE_GP && !pl->pinned && m->schedule->n_sets > 1;
-}
-
-/* Whether programmed event p is a GP event the simulator has no model of (hello "modelled"):
- * never on real hardware. */
-static inline bool measure_not_modelled(const pmugate_measure *m, size_t p) {
-        return m->not_modelled && m->not_modelled[p];
 }
 
 /* Difference of two counter readings modulo 2^width. */

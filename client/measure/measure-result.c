@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +57,6 @@ pmugate_result *pmugate_result_free(pmugate_result *r) {
                 values_free(&r->packages[i]);
         free(r->packages);
         free((char **) r->event_units);
-        free((bool *) r->not_modelled);
         values_free(&r->aggregate);
         free(r);
         return NULL;
@@ -69,40 +67,17 @@ static size_t n_package_events(const pmugate_measure *m) {
         return m->package ? m->package->n_events : 0;
 }
 
-/* "uses events the simulator does not model: A B" for a metric that needs one, else NULL (also
- * when out of memory: the caller's strdup of "" then fails alike). */
-static char *not_modelled_reason(const pmugate_measure *m, size_t k) {
-        const MeasureMetric *mm = &m->metrics[k];
-        char buf[PMUGATE_REASON_MAX];
-        size_t n;
-
-        if (m->metrics[k].info.unavailable[0])
-                return NULL;
-        n = (size_t) snprintf(buf, sizeof(buf), "uses events the simulator does not model:");
-        for (size_t p = 0; p < mm->n_programmed && n < sizeof(buf); p++)
-                if (measure_not_modelled(m, mm->programmed[p]))
-                        n += (size_t) snprintf(buf + n, sizeof(buf) - n, " %s",
-                                               m->programmed_descs[mm->programmed[p]].name);
-        if (!strchr(buf, ':')[1])
-                return NULL;
-        return strdup(buf);
-}
-
 static int copy_names(const pmugate_measure *m, pmugate_result *r) {
         size_t n = m->n_programmed + n_package_events(m);
         const char **events = calloc(n ?: 1, sizeof(char *));
         const char **units = calloc(n ?: 1, sizeof(char *));
         pmugate_metric_info *metrics = calloc(m->n_metrics ?: 1, sizeof(pmugate_metric_info));
-        bool *not_modelled = calloc(n ?: 1, sizeof(bool));
 
         r->events = events;
         r->event_units = units;
         r->metrics = metrics;
-        r->not_modelled = not_modelled;
-        if (!events || !units || !metrics || !not_modelled)
+        if (!events || !units || !metrics)
                 return -ENOMEM;
-        for (size_t p = 0; p < m->n_programmed; p++)
-                not_modelled[p] = measure_not_modelled(m, p);
         r->n_events = n;
         r->n_metrics = m->n_metrics;
         for (size_t p = 0; p < n; p++) {
@@ -120,7 +95,7 @@ static int copy_names(const pmugate_measure *m, pmugate_result *r) {
                 metrics[k].label = strdup(m->metrics[k].info.label);
                 metrics[k].unit = strdup(m->metrics[k].info.unit);
                 metrics[k].estimate = strdup(m->metrics[k].info.estimate);
-                metrics[k].unavailable = not_modelled_reason(m, k) ?: strdup(m->metrics[k].info.unavailable);
+                metrics[k].unavailable = strdup(m->metrics[k].info.unavailable);
                 if (!metrics[k].name || !metrics[k].label || !metrics[k].unit || !metrics[k].estimate ||
                     !metrics[k].unavailable)
                         return -ENOMEM;
@@ -150,9 +125,6 @@ static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAc
 
                 v->raw[p] = now->raw[p] - (base ? base->raw[p] : 0);
                 v->counts[p] = measure_scaled_count(v->raw[p], enabled, total, multiplexed, &v->scale[p]);
-                /* the simulator's 0 for an event it has no model of is no count */
-                if (measure_not_modelled(m, p))
-                        v->counts[p] = NAN;
         }
 }
 

@@ -252,24 +252,6 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
         return 0;
 }
 
-/* A simulator counts 0 for a GP event it has no model of; such an event is unknown, not 0. */
-static int find_not_modelled(pmugate_measure *m) {
-        uint64_t mask = strncmp(m->model, "zen", 3) == 0 ? EVENT_CONFIG_MASK_AMD : EVENT_CONFIG_MASK;
-
-        if (!m->info->simulated || m->info->n_modelled == 0)
-                return 0;
-        m->not_modelled = calloc(m->n_programmed ?: 1, sizeof(bool));
-        if (!m->not_modelled)
-                return -ENOMEM;
-        for (size_t p = 0; p < m->n_programmed; p++) {
-                const EventDesc *d = &m->programmed_descs[p];
-
-                m->not_modelled[p] = d->kind == EVENT_COUNTER && m->schedule->placements[p].kind == PLACE_GP &&
-                                     !pmugate_info_event_modelled(m->info, d->config & mask);
-        }
-        return 0;
-}
-
 /* How many reported metrics use each programmed event, themselves or through others. */
 static int count_metric_needs(pmugate_measure *m) {
         _cleanup_free_ bool *used = calloc(metric_set_n_variables(m->metric_set) ?: 1, sizeof(bool));
@@ -322,11 +304,8 @@ static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reaso
                 *m->schedule = (Schedule) { .n_sets = 1, .timebase_fixed = -1 };
                 return 0;
         }
-        r = schedule_build(m->programmed_descs, m->n_programmed, &limits, &m->schedule, reterr_reason,
-                           reason_size);
-        if (r < 0)
-                return r;
-        return find_not_modelled(m);
+        return schedule_build(m->programmed_descs, m->n_programmed, &limits, &m->schedule, reterr_reason,
+                              reason_size);
 }
 
 static int measure_setup(pmugate_measure *m, const char *group, const char *events, char *reterr_reason,

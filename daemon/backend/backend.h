@@ -24,10 +24,6 @@ typedef struct BackendVTable {
         int (*pci_write)(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value);
         /* a package counter of the machine (Machine.counters), by index */
         int (*counter_read)(Backend *b, uint32_t counter, uint64_t *ret_value);
-        /* A simulator alone: the GP event encodings it counts (event, umask, edge, cmask and on
-         * AMD event[11:8] as in PerfEvtSel), up to max; every other encoding counts 0 because
-         * nothing stands behind it. NULL for real hardware, where every event is counted. */
-        size_t (*modelled_events)(Backend *b, uint64_t *ret_codes, size_t max);
         void (*free)(Backend *b);
 } BackendVTable;
 
@@ -54,11 +50,6 @@ static inline int backend_pci_read(Backend *b, uint32_t unit, uint32_t offset, u
 }
 static inline int backend_pci_write(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value) {
         return b->vtable->pci_write(b, unit, offset, width, value);
-}
-
-/* 0 when every event is counted (real hardware) */
-static inline size_t backend_modelled_events(Backend *b, uint64_t *ret_codes, size_t max) {
-        return b->vtable->modelled_events ? b->vtable->modelled_events(b, ret_codes, max) : 0;
 }
 
 static inline int backend_counter_read(Backend *b, uint32_t counter, uint64_t *ret_value) {

@@ -4,13 +4,11 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "build-config.h"
 #include "error.h"
 #include "handlers/handlers.h"
 #include "message-pack.h"
-#include "pmugate-limits.h"
 #include "wire.h"
 
 #define PERF_CAPABILITIES_MSR 0x345U
@@ -234,36 +232,15 @@ static int pack_caller(msgpack_packer *pk, Server *s, Session *c) {
         return pack_scope(pk, s, c);
 }
 
-/* A simulator's "modelled": the GP event encodings behind which it has a model, so that a
- * client marks the others <not modelled> instead of printing their 0. Only a backend that says
- * it is simulated sends it; a real node has no such key. */
-static int pack_modelled(msgpack_packer *pk, const uint64_t *codes, size_t n) {
-        TRY(pack_string(pk, "modelled"));
-        TRY_PACK(msgpack_pack_array(pk, n));
-        for (size_t i = 0; i < n; i++)
-                TRY_PACK(msgpack_pack_uint64(pk, codes[i]));
-        return 0;
-}
-
 int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
-        _cleanup_free_ uint64_t *modelled = NULL;
-        size_t n_modelled = 0;
         msgpack_packer pk;
         int r;
 
-        if (s->backend->simulated) {
-                modelled = calloc(PMUGATE_SIM_MODELLED_MAX, sizeof(uint64_t));
-                if (!modelled)
-                        return -ENOMEM;
-                n_modelled = backend_modelled_events(s->backend, modelled, PMUGATE_SIM_MODELLED_MAX);
-        }
-        TRY(server_reply_begin(s, req, n_modelled > 0 ? 17 : 16, &pk));
+        TRY(server_reply_begin(s, req, 16, &pk));
         TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_uint(&pk, "protocol", PMUGATE_PROTOCOL_VERSION));
         TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));
         TRY(pack_key_bool(&pk, "simulated", s->backend->simulated));
-        if (n_modelled > 0)
-                TRY(pack_modelled(&pk, modelled, n_modelled));
         TRY(pack_counting(&pk, s));
         TRY(pack_perf_pmus(&pk, s));
         TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));

@@ -171,12 +171,6 @@ typedef struct pmugate_info {
         /* The PMUs perf events open on; none from a daemon without the perf path. */
         pmugate_perf_pmu *pmus;
         size_t n_pmus;
-        /* A simulator's "modelled" (simulated true): the GP event encodings it counts (event |
-         * umask << 8 | edge << 18 | cmask << 24, AMD's event[11:8] << 32); every other event
-         * counts 0 there because nothing is behind it, and is reported <not modelled>. None from
-         * real hardware (every event counted) or a simulator that predates the key. */
-        uint64_t *modelled;
-        size_t n_modelled;
 } pmugate_info;
 
 /* Whether measurements go through the daemon's perf path (counters_via "perf"). */
@@ -188,8 +182,6 @@ int pmugate_hello(pmugate *c, pmugate_info **ret);
 
 /* Whether the kernel's uncore_imc driver holds unit (a pmugate_unit.index): see foreign_units. */
 bool pmugate_info_unit_is_kernels(const pmugate_info *info, uint32_t unit);
-/* Whether the node counts the GP event encoding code (see modelled): always on real hardware. */
-bool pmugate_info_event_modelled(const pmugate_info *info, uint64_t code);
 pmugate_info *pmugate_info_free(pmugate_info *info);
 
 /* Finds a register by name ("IA32_PMC0", "IA32_PERF_GLOBAL_CTRL", "IMC_CTL1") in the

@@ -279,28 +279,6 @@ static void sim_free(Backend *b) {
         (void) sim_backend_free(sim_backend(b));
 }
 
-/* The model's table and the extra events of every CPU's profile, each once. */
-static size_t sim_modelled_events(Backend *b, uint64_t *ret_codes, size_t max) {
-        SimBackend *s = sim_backend(b);
-        size_t n = sim_events_modelled(&s->model, ret_codes, max);
-
-        for (uint32_t cpu = 0; cpu < s->n_cpus; cpu++) {
-                const SimRates *r = &s->cpus[cpu].rates;
-
-                for (size_t i = 0; i < r->n_extra_events && n < max; i++) {
-                        uint64_t code = (uint64_t) r->extra_events[i].event |
-                                        (uint64_t) r->extra_events[i].umask << EVTSEL_UMASK_SHIFT;
-                        bool seen = false;
-
-                        for (size_t k = 0; k < n && !seen; k++)
-                                seen = ret_codes[k] == code;
-                        if (!seen)
-                                ret_codes[n++] = code;
-                }
-        }
-        return n;
-}
-
 static const BackendVTable sim_vtable = {
         .name = "sim",
         .msr_read = sim_msr_read,
@@ -308,7 +286,6 @@ static const BackendVTable sim_vtable = {
         .pci_read = sim_pci_read,
         .pci_write = sim_pci_write,
         .counter_read = sim_counter_read,
-        .modelled_events = sim_modelled_events,
         .free = sim_free,
 };
 

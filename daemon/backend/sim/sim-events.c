@@ -375,22 +375,6 @@ double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, un
         return 0.0;
 }
 
-static uint64_t event_code(uint16_t event, uint8_t umask, uint8_t cmask, bool edge) {
-        return (uint64_t) (event & EVTSEL_EVENT_MASK) | (uint64_t) umask << EVTSEL_UMASK_SHIFT |
-               (edge ? EVTSEL_EDGE : 0) | (uint64_t) cmask << EVTSEL_CMASK_SHIFT |
-               (uint64_t) (event >> 8) << AMD_EVTSEL_EVENT_HI_SHIFT;
-}
-
-size_t sim_events_modelled(const SimModel *m, uint64_t *ret_codes, size_t max) {
-        const SimEventEntry *table;
-        size_t n, k = 0;
-
-        table = event_table(m, &n);
-        for (size_t i = 0; i < n && k < max; i++)
-                ret_codes[k++] = event_code(table[i].event, table[i].umask, table[i].cmask, table[i].edge);
-        return k;
-}
-
 double sim_rates_fixed(const SimRates *r, unsigned index, bool any) {
         static const SimQuantity fixed_quantity[SIM_FIXED_COUNTERS_MAX] = {
                 [FIXED_INST_RETIRED] = SIM_Q_INST,

@@ -80,10 +80,6 @@ void sim_rates_compute(const SimModel *m, const SimProfile *self, const SimProfi
  * the USR/OS filter: 0 for events the model does not know. */
 double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter);
 
-/* The encodings of the GP events the model's table counts (event | umask << 8 | edge << 18 |
- * cmask << 24, AMD's event[11:8] << 32), up to max; returns how many. */
-size_t sim_events_modelled(const SimModel *m, uint64_t *ret_codes, size_t max);
-
 /* Rate of fixed counter `index`; any selects the AnyThread (whole-core) count. */
 double sim_rates_fixed(const SimRates *r, unsigned index, bool any);
 
