@@ -65,6 +65,9 @@
 
 /* Entries in one CPU or register list of a compact op, and in a request's "cpus". */
 #define PMUGATE_LIST_MAX 4096U
+/* Encodings a simulated PMU reports as counted in hello ("sim_events"): its event table and the
+ * profiles' extra events. */
+#define PMUGATE_SIM_EVENTS_MAX 256U
 
 /* Operations one CPU runs in an "each" op (the per-CPU sequence repeated on every CPU). */
 #define PMUGATE_EACH_OPS_MAX 64U

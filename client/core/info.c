@@ -23,6 +23,7 @@ pmugate_info *pmugate_info_free(pmugate_info *info) {
         free(info->scope_cpus);
         free(info->foreign_units);
         free(info->pmus);
+        free(info->sim_events);
         free(info);
         return NULL;
 }
@@ -74,6 +75,24 @@ static int decode_cpus(const msgpack_object *reply, pmugate_info *info) {
                 };
         }
         info->n_cpus = a->via.array.size;
+        return 0;
+}
+
+/* "sim_events": nil on hardware, absent from older daemons. */
+static int decode_sim_events(const msgpack_object *reply, pmugate_info *info) {
+        const msgpack_object *a = msgpack_map_get(reply, "sim_events");
+
+        if (!a || a->type != MSGPACK_OBJECT_ARRAY)
+                return 0;
+        info->sim_events = calloc(a->via.array.size ?: 1, sizeof(uint64_t));
+        if (!info->sim_events)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < a->via.array.size; i++) {
+                if (a->via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+                        return -EBADMSG;
+                info->sim_events[i] = a->via.array.ptr[i].via.u64;
+        }
+        info->n_sim_events = a->via.array.size;
         return 0;
 }
 
@@ -345,6 +364,8 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
         decode_model(reply, info);
         decode_caller(reply, info);
         r = decode_cpus(reply, info);
+        if (r >= 0)
+                r = decode_sim_events(reply, info);
         if (r >= 0)
                 r = decode_units(reply, info);
         if (r >= 0)

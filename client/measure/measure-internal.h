@@ -63,6 +63,7 @@ typedef struct CpuState {
 typedef struct MeasureEvent {
         EventDesc desc;
         bool programmed;        /* false when its condition did not hold */
+        bool not_modelled;      /* the simulated PMU does not count it (it would read 0) */
         int variable;           /* index in the metric set, or -1 */
         int core_variable;
 } MeasureEvent;

@@ -125,6 +125,9 @@ static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAc
 
                 v->raw[p] = now->raw[p] - (base ? base->raw[p] : 0);
                 v->counts[p] = measure_scaled_count(v->raw[p], enabled, total, multiplexed, &v->scale[p]);
+                /* the simulator's 0 for an event it does not model is no count */
+                if (m->events[m->programmed[p]].not_modelled)
+                        v->counts[p] = NAN;
         }
 }
 
@@ -145,8 +148,10 @@ static void set_events(pmugate_measure *m, const double *counts, const double *c
                 const MeasureEvent *e = &m->events[i];
                 bool programmed = p < m->n_programmed && m->programmed[p] == i;
 
-                metric_set_set(m->metric_set, (size_t) e->variable, programmed ? counts[p] : NAN);
-                metric_set_set(m->metric_set, (size_t) e->core_variable, programmed ? core_counts[p] : NAN);
+                bool counted = programmed && !e->not_modelled;
+
+                metric_set_set(m->metric_set, (size_t) e->variable, counted ? counts[p] : NAN);
+                metric_set_set(m->metric_set, (size_t) e->core_variable, counted ? core_counts[p] : NAN);
                 if (programmed)
                         p++;
         }
@@ -171,6 +176,12 @@ static int evaluate(pmugate_measure *m, pmugate_values *v) {
                         if (!(v->scale[mm->programmed[p]] <= scale))
                                 scale = v->scale[mm->programmed[p]];
                 v->metric_scale[k] = scale;
+                /* An event that never ran is NaN, but max(0, NaN) is 0 in muparser: a node
+                 * whose inputs were not all counted, or that pmugate cannot compute, is n/a. */
+                if (!isfinite(scale) || mm->info.unavailable[0]) {
+                        v->metrics[k] = NAN;
+                        v->thresholds[k] = NAN;
+                }
         }
         return 0;
 }

@@ -159,6 +159,39 @@ static int add_threshold(pmugate_measure *m, const GroupMetric *gm, char *reterr
         return metric_set_add_formula(m->metric_set, name, gm->threshold, reterr_reason, reason_size);
 }
 
+/* On a simulated PMU that says what it counts: whether an event on a generic counter is among
+ * it. Fixed-counter events and PERF_METRICS are always simulated. */
+static bool event_not_modelled(const pmugate_measure *m, const EventDesc *d) {
+        uint64_t config = d->config & EVENT_CONFIG_MASK_AMD;
+
+        if (!m->info->simulated || !m->info->sim_events || d->kind != EVENT_COUNTER || d->fixed >= 0)
+                return false;
+        for (size_t i = 0; i < m->info->n_sim_events; i++)
+                if (m->info->sim_events[i] == config)
+                        return false;
+        return true;
+}
+
+/* A metric that uses an event the simulator does not model is n/a with that reason, not the
+ * value its 0 count would give. */
+static int mark_not_modelled(pmugate_measure *m, MeasureMetric *mm) {
+        char reason[PMUGATE_REASON_MAX];
+
+        for (size_t p = 0; p < mm->n_programmed; p++) {
+                const MeasureEvent *e = &m->events[m->programmed[mm->programmed[p]]];
+
+                if (!e->not_modelled || mm->info.unavailable[0])
+                        continue;
+                (void) snprintf(reason, sizeof(reason), "not modelled: the simulator does not count %s",
+                                e->desc.name);
+                free((char *) mm->info.unavailable);
+                mm->info.unavailable = strdup(reason);
+                if (!mm->info.unavailable)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 /* The programmed events each metric uses, itself or through others: its multiplexing scale is
  * theirs. */
 static int find_metric_events(pmugate_measure *m) {
@@ -183,6 +216,9 @@ static int find_metric_events(pmugate_measure *m) {
                             (e->core_variable >= 0 && used[e->core_variable]))
                                 mm->programmed[mm->n_programmed++] = p;
                 }
+                r = mark_not_modelled(m, mm);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
@@ -369,6 +405,9 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
         r = schedule_events(m, reterr_reason, reason_size);
         if (r < 0)
                 return r;
+        for (size_t i = 0; i < m->n_programmed; i++)
+                m->events[m->programmed[i]].not_modelled =
+                        event_not_modelled(m, &m->events[m->programmed[i]].desc);
         r = find_metric_events(m);
         if (r < 0)
                 return r;

@@ -14,8 +14,10 @@
 
 #include "events/events.h"
 
-/* Event sets one measurement may rotate through, and events it may hold. */
-#define SCHEDULE_SETS_MAX 16U
+/* Event sets one measurement may rotate through, and events it may hold: TopDown level 4 has
+ * about 100 events, 14 sets of 8 counters on Sapphire Rapids, and more where another PMU user
+ * holds counters. */
+#define SCHEDULE_SETS_MAX 32U
 #define SCHEDULE_EVENTS_MAX 128U
 
 typedef struct ScheduleLimits {

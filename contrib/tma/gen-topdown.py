@@ -352,6 +352,27 @@ def defined_in(path, kinds="metric|helper"):
     return names
 
 
+def helper_formulas(path):
+    """The formula of each [helper] in a hand-written group file, continuation lines joined."""
+    formulas, current, key = {}, None, None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"\[(metric|helper) (\S+)\]", line)
+            if m:
+                current = m.group(2) if m.group(1) == "helper" else None
+                key = None
+            elif line.startswith("["):
+                current = key = None
+            elif current and re.match(r"\s", line) and key == "formula" and line.strip():
+                formulas[current] += " " + line.strip()
+            elif current and "=" in line and not line.startswith("#"):
+                key, _, value = line.partition("=")
+                key = key.strip()
+                if key == "formula":
+                    formulas[current] = value.strip()
+    return formulas
+
+
 def label_of(name):
     words = name[len("tma_"):].split("_") if name.startswith("tma_") else name.split("_")
     text = " ".join(LABEL_WORDS.get(w, w) for w in words)
@@ -459,7 +480,11 @@ def generate(model, level, base_names, base_helpers):
                                    % (n, ", ".join(tlow.events + missing)))
             out.append(wrap_value("threshold", threshold))
         if n in base_helpers:
-            # topdown-l2 has it as a helper: reported here with that formula
+            # topdown-l2 has it as a helper: reported here with that formula, which must be
+            # perf's (a TMA update that changes it is caught here)
+            if base_helpers[n] != text:
+                raise FormulaError("%s: topdown-l2 has it as a helper with formula %r, perf's is %r"
+                                   % (n, base_helpers[n], text))
             out.append("# formula: topdown-l2's helper %s\n" % n)
         else:
             out.append(formula_or_reason(text, low))
@@ -487,12 +512,12 @@ def main():
     status = 0
     for key in args.models.split(","):
         model = Model(key, args.data, args.has_pmem)
-        base, base_helpers = set(), set()
+        base, base_helpers = set(), {}
         for lv in (1, 2):
             p = os.path.join(args.groups, key, "topdown-l%d.conf" % lv)
             if os.path.exists(p):
                 base |= defined_in(p)
-                base_helpers |= defined_in(p, "helper")
+                base_helpers.update(helper_formulas(p))
         if not base:
             # No hand-written levels 1-2 for this model yet: the file is written against perf's
             # level-1/2 names, which that model's topdown-l2 must define.

@@ -24,6 +24,9 @@ typedef struct BackendVTable {
         int (*pci_write)(Backend *b, uint32_t unit, uint32_t offset, unsigned width, uint64_t value);
         /* a package counter of the machine (Machine.counters), by index */
         int (*counter_read)(Backend *b, uint32_t counter, uint64_t *ret_value);
+        /* A simulated PMU only: the PERFEVTSEL encodings (event, umask, edge, cmask) it counts,
+         * up to max into ret; returns how many there are. NULL for hardware, which counts all. */
+        size_t (*modelled_events)(Backend *b, uint64_t *ret, size_t max);
         void (*free)(Backend *b);
 } BackendVTable;
 

@@ -232,15 +232,35 @@ static int pack_caller(msgpack_packer *pk, Server *s, Session *c) {
         return pack_scope(pk, s, c);
 }
 
+/* "sim_events": the encodings a simulated PMU counts, nil on hardware (docs/PROTOCOL.md). */
+static int pack_sim_events(msgpack_packer *pk, Server *s) {
+        uint64_t events[PMUGATE_SIM_EVENTS_MAX];
+        size_t n;
+
+        TRY(pack_string(pk, "sim_events"));
+        if (!s->backend->vtable->modelled_events) {
+                TRY_PACK(msgpack_pack_nil(pk));
+                return 0;
+        }
+        n = s->backend->vtable->modelled_events(s->backend, events, ELEMENTSOF(events));
+        if (n > ELEMENTSOF(events))
+                n = ELEMENTSOF(events);
+        TRY_PACK(msgpack_pack_array(pk, n));
+        for (size_t i = 0; i < n; i++)
+                TRY_PACK(msgpack_pack_uint64(pk, events[i]));
+        return 0;
+}
+
 int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         msgpack_packer pk;
         int r;
 
-        TRY(server_reply_begin(s, req, 16, &pk));
+        TRY(server_reply_begin(s, req, 17, &pk));
         TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_uint(&pk, "protocol", PMUGATE_PROTOCOL_VERSION));
         TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));
         TRY(pack_key_bool(&pk, "simulated", s->backend->simulated));
+        TRY(pack_sim_events(&pk, s));
         TRY(pack_counting(&pk, s));
         TRY(pack_perf_pmus(&pk, s));
         TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));

@@ -99,6 +99,11 @@ typedef struct pmugate_info {
         uint32_t protocol;
         char backend[16];
         bool simulated;
+        /* A simulated PMU: the PERFEVTSEL encodings it counts (event, umask, edge, cmask; AMD's
+         * event[11:8] in bits 35:32); other events count 0 there and are shown as not modelled.
+         * NULL on hardware and from daemons that do not say. */
+        uint64_t *sim_events;
+        size_t n_sim_events;
         char mode[8];           /* "open" or "job" */
 
         char vendor[16];

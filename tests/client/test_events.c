@@ -81,6 +81,16 @@ static void test_modifiers(void **state) {
         assert_int_equal(event_resolve("icx", "UOPS_ISSUED.ANY:c=256", &d, reason, sizeof(reason)), -EINVAL);
         assert_int_equal(event_resolve("icx", "UOPS_ISSUED.ANY:x", &d, reason, sizeof(reason)), -EINVAL);
         assert_non_null(strstr(reason, "unknown modifier 'x'"));
+        /* perf's cpu@EXE_ACTIVITY.3_PORTS_UTIL,umask=0x80@ (Ice Lake-SP TopDown level 4): the
+         * event's code with another unit mask, on a GP counter */
+        assert_int_equal(event_resolve("icx", "EXE_ACTIVITY.1_PORTS_UTIL:umask=0x80", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.config, 0x80a6);
+        assert_string_equal(d.name, "EXE_ACTIVITY.1_PORTS_UTIL:umask=0x80");
+        assert_int_equal(event_resolve("icx", "INST_RETIRED.ANY:umask=1", &d, reason, sizeof(reason)), 0);
+        assert_int_equal(d.fixed, -1);
+        assert_int_equal(d.config, 0x1c0);
+        assert_int_equal(event_resolve("icx", "UOPS_ISSUED.ANY:umask=0x100", &d, reason, sizeof(reason)), -EINVAL);
+        assert_non_null(strstr(reason, "umask= needs a unit mask"));
 }
 
 static void test_raw_events(void **state) {

@@ -39,6 +39,7 @@ static EventDesc metrics(const char *name, unsigned field) {
 static const ScheduleLimits icx = { .gp_counters = 8, .fixed_counters = 4, .perf_metrics = 1 };
 static const ScheduleLimits spr = { .gp_counters = 8, .fixed_counters = 4, .perf_metrics = 2 };
 static const ScheduleLimits skx_smt = { .gp_counters = 4, .fixed_counters = 3 };
+static const ScheduleLimits skx_two_free = { .gp_counters = 4, .fixed_counters = 3, .foreign_gp_mask = 0x3 };
 
 /* Every GP event is in exactly one set, on a counter it may use, alone on it in its set. */
 static void check_consistent(const Schedule *s, const EventDesc *events, size_t n, uint32_t available) {
@@ -220,8 +221,11 @@ static void test_limits(void **state) {
                 ev[i] = gp("X", GP_MASK_ALL);
         assert_int_equal(schedule_build(ev, 0, &icx, &s, NULL, 0), -E2BIG);
         assert_int_equal(schedule_build(ev, SCHEDULE_EVENTS_MAX + 1, &icx, &s, NULL, 0), -E2BIG);
-        /* more than SCHEDULE_SETS_MAX sets of 4 */
-        assert_int_equal(schedule_build(ev, SCHEDULE_SETS_MAX * 4 + 1, &skx_smt, &s, NULL, 0), -E2BIG);
+        /* more than SCHEDULE_SETS_MAX sets of the 2 counters another PMU user leaves */
+        assert_int_equal(schedule_build(ev, SCHEDULE_SETS_MAX * 2 + 1, &skx_two_free, &s, NULL, 0), -E2BIG);
+        assert_int_equal(schedule_build(ev, SCHEDULE_SETS_MAX * 2, &skx_two_free, &s, NULL, 0), 0);
+        assert_int_equal(s->n_sets, SCHEDULE_SETS_MAX);
+        s = schedule_free(s);
         assert_null(s);
 }
 

@@ -78,7 +78,16 @@ static void test_refusals(void **state) {
         assert_int_equal(topdown_recipe(&info, 1, NULL, &group, reason, sizeof(reason)), -EOPNOTSUPP);
         assert_non_null(strstr(reason, "fixed counters"));
         info = machine("spr", "Sapphire Rapids", 2, 4);
-        assert_int_equal(topdown_recipe(&info, 3, NULL, &group, reason, sizeof(reason)), -EINVAL);
+        assert_int_equal(topdown_recipe(&info, 5, NULL, &group, reason, sizeof(reason)), -EINVAL);
+        assert_non_null(strstr(reason, "use 1 to 4"));
+        /* levels 3 and 4 are the generated group files, measured on the level-2 base */
+        assert_int_equal(topdown_recipe(&info, 3, NULL, &group, reason, sizeof(reason)), 0);
+        assert_string_equal(group, "topdown-l3");
+        assert_int_equal(topdown_recipe(&info, 4, NULL, &group, reason, sizeof(reason)), 0);
+        assert_string_equal(group, "topdown-l4");
+        info = machine("spr", "Sapphire Rapids", 1, 4);
+        assert_int_equal(topdown_recipe(&info, 3, NULL, &group, reason, sizeof(reason)), -EOPNOTSUPP);
+        info = machine("spr", "Sapphire Rapids", 2, 4);
         assert_int_equal(topdown_recipe(&info, 0, NULL, &group, reason, sizeof(reason)), -EINVAL);
         info.has_pmu = false;
         assert_int_equal(topdown_recipe(&info, 1, NULL, &group, reason, sizeof(reason)), -EOPNOTSUPP);

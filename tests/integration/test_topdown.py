@@ -311,8 +311,8 @@ def test_outputs_and_wrapper(tap):
         with open(csv_path) as f:
             rows = [l.split(",") for l in f.read().splitlines()]
         tap.eq((rc, out), (0, ""), "-o writes the output to the file")
-        tap.eq(rows[0], ["time", "elapsed", "cpu", "type", "name", "value", "unit", "raw", "scale", "stddev"],
-               "CSV header")
+        tap.eq(rows[0], ["time", "elapsed", "cpu", "type", "name", "value", "unit", "raw", "scale", "stddev",
+                         "threshold", "estimate"], "CSV header")
         kinds = {(r[2], r[3], r[4]) for r in rows[1:]}
         tap.ok({("all", "count", "TOPDOWN.SLOTS"), ("0", "count", "topdown-be-bound"), ("1", "metric", "tma_retiring"),
                 ("all", "metric", "tma_frontend_bound")} <= kinds, "CSV rows: per-CPU and aggregate counts and metrics")
@@ -347,7 +347,7 @@ def test_large_machine(tap):
 def test_refusals(tap):
     sim = Sim("spr", rules=[("0-7", STENCIL)])
     try:
-        for args, what in ((["-l", "3"], "level 3"), (["-C", "0", "-c", "1", "--", "true"], "-C with -c"),
+        for args, what in ((["-l", "5"], "level 5"), (["-C", "0", "-c", "1", "--", "true"], "-C with -c"),
                            (["-S", "1s", "--", "true"], "-S with a command"), (["-O", "xml"], "an unknown format"),
                            (["-C", "0"], "-C without a command")):
             rc, _, err = sim.run("topdown", *args)

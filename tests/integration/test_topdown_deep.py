@@ -8,7 +8,9 @@ The simulator counts the level-1/2 events from its profile; a profile's extra ev
 level-3 node that is such an event over the unhalted cycles (tma_icache_misses,
 tma_dsb_switches, tma_lcp) must then read that rate: the event is multiplexed and scaled by
 the time its set counted, the cycles come from a fixed counter, so on the simulator's steady
-workload the node is within RATIO_BOUND of the rate (docs/TOPDOWN.md, "Levels 3 and 4")."""
+workload the node is within RATIO_BOUND of the rate (docs/TOPDOWN.md, "Levels 3 and 4"). A node
+using an event the simulator does not model (it would count 0) is n/a, "not modelled"; hello's
+sim_events says which encodings the simulator counts."""
 
 import os
 import tempfile
@@ -60,6 +62,17 @@ def check_level3(tap, model, sim):
     tap.eq(agg["thresholds"].get("tma_dsb_switches"), False,
            "%s: tma_dsb_switches %.2f does not cross its threshold (> 0.05)" % (model, DSB2MITE))
     tap.ok(all(not m["estimate"] for m in r["metrics"]), "%s: no node is an estimate" % model)
+    # the divider's event has no rate in the simulator: not 0, but n/a with the reason, and the
+    # event itself is not counted
+    div = metrics["tma_divider"]
+    event = (div["unavailable"] or "").split(" ")[-1]
+    tap.ok(div["unavailable"] and div["unavailable"].startswith("not modelled") and
+           agg["metrics"]["tma_divider"] is None and event in agg["counts"] and
+           agg["counts"][event]["value"] is None,
+           "%s: a node whose event the simulator does not model is null, 'not modelled'" % model,
+           (div, agg["metrics"]["tma_divider"], agg["counts"].get(event)))
+    tap.ok(metrics["tma_icache_misses"]["unavailable"] is None,
+           "%s: a node whose events the profile gives rates is modelled" % model)
     for cpu in r["per_cpu"]:
         got = cpu["metrics"]["tma_icache_misses"]
         tap.ok(got is not None and abs(got - ICACHE) <= RATIO_BOUND,
@@ -70,6 +83,8 @@ def check_level3(tap, model, sim):
     tap.ok(rc == 0 and line and "<==" in line[0] and "%)" in line[0],
            "%s: the table marks the node over its threshold and shows its share of the time" % model,
            out[:3000] + err)
+    tap.ok("n/a: tma_divider not modelled: the simulator does not count " in out,
+           "%s: the table says why a node is n/a on the simulator" % model, out[-3000:])
 
 
 def check_level4(tap, model, sim):
@@ -81,6 +96,14 @@ def check_level4(tap, model, sim):
     tap.ok(gone["unavailable"] and "offcore" in gone["unavailable"] and
            r["aggregate"]["metrics"]["tma_false_sharing"] is None,
            "%s: a node pmugate cannot count is null with the reason, not 0" % model, gone)
+    # 0.3 s is a few of the 100 ms turns: some sets never count, and their nodes are n/a, not
+    # 0 (muparser's max(0, NaN) would give 0)
+    r = sim.json("topdown", "-l", "4", "-c", "0", "-S", "0.3s", "-O", "json")
+    agg = r["aggregate"]
+    never = [n for n, s in agg["metrics_scale"].items() if s is None]
+    tap.ok(never and all(agg["metrics"][n] is None for n in never),
+           "%s: the %d nodes whose events never ran are null" % (model, len(never)),
+           {n: agg["metrics"][n] for n in never})
     rc, out, err = sim.run("topdown", "-l", "4", "-c", "0", "-S", "0.5s")
     tap.ok(rc == 0 and "n/a: tma_false_sharing uses the offcore-response event" in out,
            "%s: the table says why the node is n/a" % model, out[-2000:] + err)

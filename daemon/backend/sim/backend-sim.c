@@ -279,6 +279,33 @@ static void sim_free(Backend *b) {
         (void) sim_backend_free(sim_backend(b));
 }
 
+/* The model's table and every online CPU's extra events: a client shows any other event as not
+ * modelled rather than as the 0 the simulator counts for it. */
+static size_t sim_modelled_events(Backend *b, uint64_t *ret, size_t max) {
+        SimBackend *s = sim_backend(b);
+        size_t n = sim_events_modelled(&s->model, ret, max);
+
+        for (uint32_t cpu = 0; cpu < s->n_cpus; cpu++) {
+                const SimRates *r = &s->cpus[cpu].rates;
+
+                if (!s->cpus[cpu].online)
+                        continue;
+                for (size_t i = 0; i < r->n_extra_events; i++) {
+                        uint64_t config = sim_extra_event_config(&s->model, &r->extra_events[i]);
+                        bool seen = false;
+
+                        for (size_t k = 0; k < n && k < max; k++)
+                                seen = seen || ret[k] == config;
+                        if (seen)
+                                continue;
+                        if (n < max)
+                                ret[n] = config;
+                        n++;
+                }
+        }
+        return n;
+}
+
 static const BackendVTable sim_vtable = {
         .name = "sim",
         .msr_read = sim_msr_read,
@@ -286,6 +313,7 @@ static const BackendVTable sim_vtable = {
         .pci_read = sim_pci_read,
         .pci_write = sim_pci_write,
         .counter_read = sim_counter_read,
+        .modelled_events = sim_modelled_events,
         .free = sim_free,
 };
 

@@ -338,6 +338,29 @@ static const SimEventEntry *event_table(const SimModel *m, size_t *ret_n) {
         }
 }
 
+static uint64_t entry_config(const SimModel *m, uint16_t event, uint8_t umask, uint8_t cmask, bool edge) {
+        uint64_t config = (uint64_t) (event & EVTSEL_EVENT_MASK) | (uint64_t) umask << EVTSEL_UMASK_SHIFT |
+                          (uint64_t) cmask << EVTSEL_CMASK_SHIFT | (edge ? EVTSEL_EDGE : 0);
+
+        if (m->amd)
+                config |= (uint64_t) ((event >> 8) & AMD_EVTSEL_EVENT_HI_MASK) << AMD_EVTSEL_EVENT_HI_SHIFT;
+        return config;
+}
+
+size_t sim_events_modelled(const SimModel *m, uint64_t *ret, size_t max) {
+        const SimEventEntry *table;
+        size_t n;
+
+        table = event_table(m, &n);
+        for (size_t i = 0; i < n && i < max; i++)
+                ret[i] = entry_config(m, table[i].event, table[i].umask, table[i].cmask, table[i].edge);
+        return n;
+}
+
+uint64_t sim_extra_event_config(const SimModel *m, const SimExtraEvent *e) {
+        return entry_config(m, e->event, e->umask, 0, false);
+}
+
 double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter) {
         uint16_t event = (uint16_t) (evtsel & EVTSEL_EVENT_MASK);
         uint8_t umask = (uint8_t) ((evtsel >> EVTSEL_UMASK_SHIFT) & EVTSEL_UMASK_MASK);

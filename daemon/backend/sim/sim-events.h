@@ -80,6 +80,13 @@ void sim_rates_compute(const SimModel *m, const SimProfile *self, const SimProfi
  * the USR/OS filter: 0 for events the model does not know. */
 double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter);
 
+/* The PERFEVTSEL encodings the model's table counts (event, umask, edge, cmask; on AMD
+ * event[11:8] in bits 35:32), up to max of them into ret; returns how many there are. */
+size_t sim_events_modelled(const SimModel *m, uint64_t *ret, size_t max);
+
+/* The same encoding for an extra event of a profile (no cmask, edge or invert). */
+uint64_t sim_extra_event_config(const SimModel *m, const SimExtraEvent *e);
+
 /* Rate of fixed counter `index`; any selects the AnyThread (whole-core) count. */
 double sim_rates_fixed(const SimRates *r, unsigned index, bool any);
 

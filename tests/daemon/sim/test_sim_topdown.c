@@ -17,6 +17,8 @@
 #include "backend/sim/sim-profile.h"
 #include "backend/sim/sim-regs.h"
 #include "log.h"
+#include "macro.h"
+#include "pmugate-limits.h"
 #include "sim_test_util.h"
 
 /* Every measurement round lasts this many wall-clock cycles (~5 s at 2 GHz): counts of 1e9
@@ -400,6 +402,24 @@ static void test_anythread_and_extra_events(void **state) {
         /* the configured extra event: 0.25 per unhalted cycle; with a cmask it is unknown */
         assert_int_equal(sim_rd(&t, 0, MSR_IA32_PMC0), n / 8);
         assert_int_equal(sim_rd(&t, 0, MSR_IA32_PMC0 + 1), 0);
+
+        /* hello's sim_events: the model's encodings and the extra event, each once; not the
+         * cmask variant the simulator counts as 0 */
+        {
+                uint64_t events[PMUGATE_SIM_EVENTS_MAX];
+                size_t n_events = t.backend->vtable->modelled_events(t.backend, events, ELEMENTSOF(events));
+                bool extra = false, cycles = false, with_cmask = false;
+
+                assert_true(n_events > 2 && n_events <= ELEMENTSOF(events));
+                for (size_t i = 0; i < n_events; i++) {
+                        extra = extra || events[i] == 0x01d1;
+                        cycles = cycles || events[i] == 0x003c;
+                        with_cmask = with_cmask || events[i] == (0x01d1 | (UINT64_C(1) << 24));
+                        for (size_t k = 0; k < i; k++)
+                                assert_true(events[k] != events[i]);
+                }
+                assert_true(extra && cycles && !with_cmask);
+        }
         sim_test_free(&t);
 }
 
