@@ -103,9 +103,16 @@ static bool is_clock_event(const char *name) {
         return strcmp(name, "task-clock") == 0 || strcmp(name, "cpu-clock") == 0;
 }
 
+static bool not_modelled(const pmugate_result *r, size_t e) {
+        return r->not_modelled && r->not_modelled[e];
+}
+
 /* Energy in joules and other events with a unit are not whole counts. */
 static void format_event(const pmugate_result *r, size_t e, double v, char *buf, size_t size) {
-        if (is_clock_event(r->events[e]) && isfinite(v))
+        /* as perf's <not supported>: the simulator has no model behind the event */
+        if (not_modelled(r, e))
+                (void) snprintf(buf, size, "<not modelled>");
+        else if (is_clock_event(r->events[e]) && isfinite(v))
                 (void) snprintf(buf, size, "%.2f msec", v / 1e6);
         else if (r->event_units && r->event_units[e][0] && isfinite(v))
                 (void) snprintf(buf, size, "%.6f %s", v, r->event_units[e]);
@@ -410,7 +417,10 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
                         fprintf(ctx->file, "%.6f,%.6f,%s,count,", end, r->elapsed, cpu);
                         csv_text(ctx->file, r->events[e]);
                         fputc(',', ctx->file);
-                        csv_value(ctx->file, v->counts[e]);
+                        if (not_modelled(r, e))
+                                fputs("<not modelled>", ctx->file);
+                        else
+                                csv_value(ctx->file, v->counts[e]);
                         fprintf(ctx->file, ",,%" PRIu64 ",", v->raw[e]);
                         csv_value(ctx->file, v->scale[e]);
                         fputc(',', ctx->file);
@@ -489,6 +499,8 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
                 json_object_object_add(c, "value", json_number(v->counts[e]));
                 json_object_object_add(c, "raw", json_object_new_uint64(v->raw[e]));
                 json_object_object_add(c, "scale", json_number(v->scale[e]));
+                if (not_modelled(r, e))
+                        json_object_object_add(c, "not_modelled", json_object_new_boolean(true));
                 if (sd)
                         json_object_object_add(c, "stddev", json_number(sd->counts[e]));
                 json_object_object_add(counts, r->events[e], c);

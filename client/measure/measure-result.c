@@ -57,6 +57,7 @@ pmugate_result *pmugate_result_free(pmugate_result *r) {
                 values_free(&r->packages[i]);
         free(r->packages);
         free((char **) r->event_units);
+        free((bool *) r->not_modelled);
         values_free(&r->aggregate);
         free(r);
         return NULL;
@@ -72,12 +73,16 @@ static int copy_names(const pmugate_measure *m, pmugate_result *r) {
         const char **events = calloc(n ?: 1, sizeof(char *));
         const char **units = calloc(n ?: 1, sizeof(char *));
         pmugate_metric_info *metrics = calloc(m->n_metrics ?: 1, sizeof(pmugate_metric_info));
+        bool *not_modelled = calloc(n ?: 1, sizeof(bool));
 
         r->events = events;
         r->event_units = units;
         r->metrics = metrics;
-        if (!events || !units || !metrics)
+        r->not_modelled = not_modelled;
+        if (!events || !units || !metrics || !not_modelled)
                 return -ENOMEM;
+        for (size_t p = 0; p < m->n_programmed; p++)
+                not_modelled[p] = m->events[m->programmed[p]].not_modelled;
         r->n_events = n;
         r->n_metrics = m->n_metrics;
         for (size_t p = 0; p < n; p++) {

@@ -81,5 +81,57 @@ def test_skylake_smt_short(tap):
         sim.stop()
 
 
+NOT_MODELLED = ["FP_ARITH_INST_RETIRED.SCALAR_DOUBLE", "MEM_LOAD_RETIRED.L3_MISS"]
+
+
+def test_not_modelled(tap):
+    """Events the simulator has no model of count 0 there: pmugate says <not modelled> (as perf
+    says <not supported>) instead of printing 0, in every format, and a metric that uses one
+    is n/a with that reason. An extra event a profile lists is modelled (on every CPU: the
+    simulator's list is the node's) and counts where that profile runs."""
+    extra = dict(STENCIL)
+    extra["event.0xd1.0x01"] = 0.4          # MEM_LOAD_RETIRED.L1_HIT on Skylake-SP
+    sim = Sim("skx", rules=[("0-1,4-5", STENCIL), ("2-3,6-7", extra)])
+    try:
+        events = ",".join(NOT_MODELLED + ["UOPS_ISSUED.ANY", "INST_RETIRED.ANY", "MEM_LOAD_RETIRED.L1_HIT"])
+        rc, out, err = sim.run("stat", "-e", events, "-c", "0", "-S", "0.1s")
+        err = out + err
+        for e in NOT_MODELLED:
+            line = next((x for x in err.splitlines() if x.rstrip().endswith(" " + e)), "")
+            tap.ok("<not modelled>" in line, "skx table: %s is <not modelled>, not 0" % e, line)
+        line = next((x for x in err.splitlines() if x.rstrip().endswith(" UOPS_ISSUED.ANY")), "")
+        tap.ok(rc == 0 and "<not modelled>" not in line and "," in line,
+               "skx table: a modelled event keeps its count", line)
+
+        r = sim.json("stat", "-e", events, "-c", "0,2", "-S", "0.1s", "-O", "json")
+        cpu0, cpu2 = r["per_cpu"]
+        for e in NOT_MODELLED[:1]:
+            c = cpu0["counts"][e]
+            tap.ok(c.get("not_modelled") is True and c["value"] is None,
+                   "skx JSON: %s is not_modelled with a null value" % e, repr(c))
+        tap.ok("not_modelled" not in cpu0["counts"]["INST_RETIRED.ANY"],
+               "skx JSON: a fixed-counter event is never marked", repr(cpu0["counts"]["INST_RETIRED.ANY"]))
+        tap.ok("not_modelled" not in cpu2["counts"]["MEM_LOAD_RETIRED.L1_HIT"] and
+               (cpu2["counts"]["MEM_LOAD_RETIRED.L1_HIT"]["value"] or 0) > 0,
+               "skx JSON: an extra event a profile lists is modelled and counts",
+               repr(cpu2["counts"]["MEM_LOAD_RETIRED.L1_HIT"]))
+
+        rc, out, err = sim.run("stat", "-e", events, "-c", "0", "-S", "0.1s", "-O", "csv")
+        rows = [x.split(",") for x in out.splitlines()]
+        row = next((x for x in rows if len(x) > 5 and x[4] == NOT_MODELLED[0] and x[2] == "0"), None)
+        tap.ok(row is not None and row[5] == "<not modelled>", "skx CSV: the value column says <not modelled>",
+               repr(row))
+
+        r = sim.json("stat", "-g", "FLOPS_DP", "-c", "0", "-S", "0.1s", "-O", "json")
+        m = {x["name"]: x for x in r["metrics"]}
+        tap.ok(r["aggregate"]["metrics"]["dp_mflops"] is None and
+               "not modelled" in (m["dp_mflops"]["unavailable"] or ""),
+               "skx FLOPS_DP: DP [MFLOP/s] is n/a because its events are not modelled, not 0",
+               repr((r["aggregate"]["metrics"]["dp_mflops"], m["dp_mflops"]["unavailable"])))
+        tap.ok(r["aggregate"]["metrics"]["cpi"] is not None, "skx FLOPS_DP: CPI (modelled events) has its value")
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_ice_lake_differences, test_skylake_smt_short]))
+    sys.exit(t.Tap().run([test_ice_lake_differences, test_skylake_smt_short, test_not_modelled]))
