@@ -136,6 +136,10 @@ struct pmugate_measure {
         size_t n_cpus;
         size_t **siblings;              /* per CPU: indexes of the measured CPUs of its core */
         size_t *n_siblings;
+        bool *cpu_smt_on;               /* per CPU: its core has another online thread; a CPU
+                                         * whose sibling is offline gets the SMT-off formulas */
+        bool aggregate_core_wide;       /* core_wide for the sums: not when a measured CPU's
+                                         * core lacks its sibling (the core sums are halved) */
 
         /* The core PMU's registers: Intel's architectural ones, or AMD's PerfEvtSel/PerfCtr
          * pairs and PerfMonV2 global control (measure_set_layout()). */

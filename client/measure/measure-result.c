@@ -136,9 +136,19 @@ static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAc
         }
 }
 
+/* The topology constants for a CPU's row (cpu >= 0: SMT_on for its own core) or for the sums
+ * (cpu < 0: the machine's SMT_on, as perf; not core-wide when a measured CPU's core lacks its
+ * sibling, since the core sums would then be halved). */
+static void set_topology(pmugate_measure *m, ssize_t cpu) {
+        bool smt_on = cpu >= 0 && m->cpu_smt_on ? m->cpu_smt_on[cpu] : m->smt_on;
+        bool core_wide = cpu >= 0 ? m->core_wide : m->aggregate_core_wide;
+
+        metric_set_set(m->metric_set, (size_t) m->smt_on_variable, smt_on);
+        metric_set_set(m->metric_set, (size_t) m->core_wide_variable, core_wide);
+}
+
 static void set_constants(pmugate_measure *m, double seconds) {
-        metric_set_set(m->metric_set, (size_t) m->smt_on_variable, m->smt_on);
-        metric_set_set(m->metric_set, (size_t) m->core_wide_variable, m->core_wide);
+        set_topology(m, -1);
         metric_set_set(m->metric_set, (size_t) m->slots_width_variable, m->info->slots_width);
         metric_set_set(m->metric_set, (size_t) m->duration_variable, seconds);
 }
@@ -303,7 +313,9 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                 for (size_t p = 0; p < n; p++)
                         core_total[p] += core[p];
                 set_events(m, r->cpus[i].counts, core);
+                set_topology(m, (ssize_t) i);
                 q = evaluate(m, &r->cpus[i]);
+                set_topology(m, -1);
                 if (q < 0)
                         return q;
         }

@@ -433,7 +433,8 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
 
         m->siblings = calloc(m->n_cpus, sizeof(size_t *));
         m->n_siblings = calloc(m->n_cpus, sizeof(size_t));
-        if (!measured || !m->siblings || !m->n_siblings)
+        m->cpu_smt_on = calloc(m->n_cpus ?: 1, sizeof(bool));
+        if (!measured || !m->siblings || !m->n_siblings || !m->cpu_smt_on)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 int k = find_cpu(info, m->cpus[i]);
@@ -454,6 +455,7 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
                                 break;
                         }
         m->core_wide = true;
+        m->aggregate_core_wide = true;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 size_t online_threads = 0;
 
@@ -468,7 +470,13 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
                                 online_threads++;
                 if (online_threads != m->n_siblings[i])
                         m->core_wide = false;
+                /* perf's SMT_on is the machine's; a thread alone in its core (its sibling
+                 * offline) has the whole core, and perf's SMT formulas would halve it */
+                m->cpu_smt_on[i] = m->smt_on && online_threads > 1;
+                if (m->smt_on && online_threads < 2)
+                        m->aggregate_core_wide = false;
         }
+        m->aggregate_core_wide = m->aggregate_core_wide && m->core_wide;
         return 0;
 }
 
