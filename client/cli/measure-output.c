@@ -58,8 +58,7 @@ double output_metric_value(const pmugate_result *r, const pmugate_values *v, siz
         return is_percent(&r->metrics[i]) ? 100.0 * v->metrics[i] : v->metrics[i];
 }
 
-/* v is already in the unit */
-static void format_metric(double v, const char *unit, char *buf, size_t size) {
+void output_format_metric(double v, const char *unit, char *buf, size_t size) {
         if (!isfinite(v))
                 (void) snprintf(buf, size, "n/a");
         else if (strcmp(unit, "%") == 0)
@@ -108,7 +107,7 @@ static bool not_modelled(const pmugate_result *r, size_t e) {
 }
 
 /* Energy in joules and other events with a unit are not whole counts. */
-static void format_event(const pmugate_result *r, size_t e, double v, char *buf, size_t size) {
+void output_format_event(const pmugate_result *r, size_t e, double v, char *buf, size_t size) {
         /* as perf's <not supported>: the simulator has no model behind the event */
         if (not_modelled(r, e))
                 (void) snprintf(buf, size, "<not modelled>");
@@ -202,7 +201,7 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
                 for (size_t k = 0; k < n_columns; k++) {
                         char value[NUMBER_MAX];
 
-                        format_metric(output_metric_value(r, column(r, k), i), mi->unit, value,
+                        output_format_metric(output_metric_value(r, column(r, k), i), mi->unit, value,
                                       sizeof(value));
                         fprintf(ctx->file, " %*s", COLUMN_WIDTH, value);
                 }
@@ -332,7 +331,7 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
                         char value[NUMBER_MAX];
 
                         /* the aggregate count spans the label column, so values line up */
-                        format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
+                        output_format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
                         fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + COLUMN_WIDTH : COLUMN_WIDTH,
                                 value);
                 }
