@@ -136,6 +136,12 @@ static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAc
         }
 }
 
+/* row_cpus: how many CPUs' counts the row sums, so that a per-CPU quantity (a clock) can be
+ * averaged over them rather than summed. */
+static void set_row_cpus(pmugate_measure *m, size_t n) {
+        metric_set_set(m->metric_set, (size_t) m->row_cpus_variable, (double) n);
+}
+
 /* The topology constants for a CPU's row (cpu >= 0: SMT_on for its own core) or for the sums
  * (cpu < 0: the machine's SMT_on, as perf; not core-wide when a measured CPU's core lacks its
  * sibling, since the core sums would then be halved). */
@@ -145,6 +151,7 @@ static void set_topology(pmugate_measure *m, ssize_t cpu) {
 
         metric_set_set(m->metric_set, (size_t) m->smt_on_variable, smt_on);
         metric_set_set(m->metric_set, (size_t) m->core_wide_variable, core_wide);
+        set_row_cpus(m, cpu >= 0 ? 1 : m->n_cpus);
 }
 
 static void set_constants(pmugate_measure *m, double seconds) {
@@ -241,6 +248,7 @@ static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval
         for (size_t p = 0; p < pe->n_packages; p++) {
                 pmugate_values *v = &r->packages[p];
                 _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
+                size_t package_cpus = 0;
 
                 if (!core)
                         return -ENOMEM;
@@ -248,6 +256,7 @@ static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval
                 for (size_t i = 0; i < m->n_cpus; i++) {
                         if (r->cpus[i].package != v->package)
                                 continue;
+                        package_cpus++;
                         for (size_t k = 0; k < n; k++) {
                                 v->counts[k] += r->cpus[i].counts[k];
                                 v->raw[k] += r->cpus[i].raw[k];
@@ -264,7 +273,9 @@ static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval
                         r->aggregate.raw[n + e] += v->raw[n + e];
                 }
                 set_events(m, v->counts, core);
+                set_row_cpus(m, package_cpus);
                 q = evaluate(m, v);
+                set_row_cpus(m, m->n_cpus);
                 if (q < 0)
                         return q;
         }
@@ -435,6 +446,7 @@ int measure_result_from_counts(pmugate_measure *m, const uint32_t *row_cpus, uin
                 }
                 /* a thread alone: the sum over its core is what it counted itself */
                 set_constants(m, seconds[i]);
+                set_row_cpus(m, 1);
                 set_events(m, v->counts, v->counts);
                 q = evaluate(m, v);
                 if (q < 0)
@@ -446,6 +458,7 @@ int measure_result_from_counts(pmugate_measure *m, const uint32_t *row_cpus, uin
                 r->aggregate.scale[p] = 1.0;
         r->elapsed = longest;
         set_constants(m, longest);
+        set_row_cpus(m, n_rows);
         set_events(m, r->aggregate.counts, r->aggregate.counts);
         q = evaluate(m, &r->aggregate);
         if (q < 0)

@@ -29,7 +29,8 @@ static int condition_holds(const pmugate_measure *m, const char *condition, bool
                 return r;
         if ((r = metric_set_add_variable(s, CONSTANT_SMT_ON)) < 0 ||
             (r = metric_set_add_variable(s, CONSTANT_CORE_WIDE)) < 0 ||
-            (r = metric_set_add_variable(s, CONSTANT_SLOTS_WIDTH)) < 0)
+            (r = metric_set_add_variable(s, CONSTANT_SLOTS_WIDTH)) < 0 ||
+            (r = metric_set_add_variable(s, CONSTANT_ROW_CPUS)) < 0)
                 return r;
         r = metric_set_add_formula(s, "condition", condition, reterr_reason, reason_size);
         if (r < 0)
@@ -356,8 +357,9 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
         m->core_wide_variable = metric_set_add_variable(m->metric_set, CONSTANT_CORE_WIDE);
         m->slots_width_variable = metric_set_add_variable(m->metric_set, CONSTANT_SLOTS_WIDTH);
         m->duration_variable = metric_set_add_variable(m->metric_set, CONSTANT_DURATION);
+        m->row_cpus_variable = metric_set_add_variable(m->metric_set, CONSTANT_ROW_CPUS);
         if (m->smt_on_variable < 0 || m->core_wide_variable < 0 || m->slots_width_variable < 0 ||
-            m->duration_variable < 0)
+            m->duration_variable < 0 || m->row_cpus_variable < 0)
                 return -ENOMEM;
         m->events = calloc(SCHEDULE_EVENTS_MAX, sizeof(MeasureEvent));
         if (!m->events)

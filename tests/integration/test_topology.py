@@ -42,5 +42,31 @@ def test_sibling_offline(tap):
             sim.stop()
 
 
+# the simulated parts' nominal clocks (docs/SIMULATOR.md)
+NOMINAL_MHZ = {"zen4": 2400, "zen5": 2500}
+
+
+def test_amd_clock_at_the_node(tap):
+    """AMD clock_mhz (unhalted cycles per second: clock x utilization) is averaged over the CPUs
+    a row sums, not summed: the node of CPUs at 0.9 and 0.5 utilization reads their mean."""
+    for model in ("zen4", "zen5"):
+        busy, idle = dict(t.STENCIL, utilization=0.9), dict(t.STENCIL, utilization=0.5)
+        sim = t.Sim(model, cores_per_ccx=4, rules=[("0-3", busy), ("4-7", idle)])
+        try:
+            mhz = NOMINAL_MHZ[model]
+            for group in ("CLOCK", "ipc"):
+                r = sim.json("stat", "-g", group, "-c", "0-1,4-5", "-S", "0.3s", "-O", "json")
+                per_cpu = {c["cpu"]: c["metrics"]["clock_mhz"] for c in r["per_cpu"]}
+                node = r["aggregate"]["metrics"]["clock_mhz"]
+                want = {0: 0.9 * mhz, 1: 0.9 * mhz, 4: 0.5 * mhz, 5: 0.5 * mhz}
+                tap.ok(all(abs(per_cpu[c] - w) < 0.02 * w for c, w in want.items()),
+                       "%s %s: clock_mhz per CPU is clock x utilization" % (model, group), repr(per_cpu))
+                tap.ok(abs(node - 0.7 * mhz) < 0.02 * mhz,
+                       "%s %s: the node's clock_mhz is the CPUs' mean (%.0f, want %.0f), not their sum" % (
+                           model, group, node, 0.7 * mhz), repr(node))
+        finally:
+            sim.stop()
+
+
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_sibling_offline]))
+    sys.exit(t.Tap().run([test_sibling_offline, test_amd_clock_at_the_node]))
