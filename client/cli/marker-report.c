@@ -99,22 +99,6 @@ void marker_run_cleanup(MarkerRun *run) {
         *run = (MarkerRun) {};
 }
 
-static void format_count(double v, char *buf, size_t size) {
-        if (!isfinite(v))
-                (void) snprintf(buf, size, "-");
-        else
-                (void) snprintf(buf, size, "%.0f", v);
-}
-
-static void format_metric(double v, const char *unit, char *buf, size_t size) {
-        if (!isfinite(v))
-                (void) snprintf(buf, size, "n/a");
-        else if (strcmp(unit, "%") == 0)
-                (void) snprintf(buf, size, "%.1f %%", 100.0 * v);
-        else
-                (void) snprintf(buf, size, "%.3f%s%s", v, unit[0] ? " " : "", unit);
-}
-
 static const pmugate_values *values_of(const MarkerRegionResult *g, size_t k) {
         return k == 0 ? &g->result->aggregate : &g->result->cpus[k - 1];
 }
@@ -126,6 +110,28 @@ static double longest(const MarkerRegionResult *g) {
                 if (g->seconds[i] > t)
                         t = g->seconds[i];
         return t;
+}
+
+/* The metrics under parent (-1: the top), each followed by those it refines, as pmugate
+ * topdown nests level 2 under its level-1 node; numbers as pmugate topdown writes them. */
+static void table_metrics(FILE *f, const MarkerRegionResult *g, int parent) {
+        const pmugate_result *r = g->result;
+        char value[NUMBER_MAX];
+
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                int indent = 2 * (int) r->metrics[i].level;
+
+                if (r->metrics[i].parent != parent)
+                        continue;
+                fprintf(f, "%*s%-*s", indent, "", LABEL_WIDTH - indent, r->metrics[i].label);
+                for (size_t k = 0; k < 1 + g->n_threads; k++) {
+                        output_format_metric(output_metric_value(r, values_of(g, k), i), r->metrics[i].unit,
+                                             value, sizeof(value));
+                        fprintf(f, " %*s", COLUMN_WIDTH, value);
+                }
+                fprintf(f, "  %s\n", r->metrics[i].name);
+                table_metrics(f, g, (int) i);
+        }
 }
 
 static void table_region(FILE *f, const MarkerRegionResult *g) {
@@ -156,20 +162,11 @@ static void table_region(FILE *f, const MarkerRegionResult *g) {
         for (size_t i = 0; i < g->n_threads; i++)
                 fprintf(f, " %*.6f", COLUMN_WIDTH, g->seconds[i]);
         fputc('\n', f);
-        for (size_t i = 0; i < r->n_metrics; i++) {
-                int indent = 2 * (int) r->metrics[i].level;
-
-                fprintf(f, "%*s%-*s", indent, "", LABEL_WIDTH - indent, r->metrics[i].label);
-                for (size_t k = 0; k < n_columns; k++) {
-                        format_metric(values_of(g, k)->metrics[i], r->metrics[i].unit, value, sizeof(value));
-                        fprintf(f, " %*s", COLUMN_WIDTH, value);
-                }
-                fprintf(f, "  %s\n", r->metrics[i].name);
-        }
+        table_metrics(f, g, -1);
         for (size_t e = 0; e < r->n_events; e++) {
                 fprintf(f, "%-*s", LABEL_WIDTH, "");
                 for (size_t k = 0; k < n_columns; k++) {
-                        format_count(values_of(g, k)->counts[e], value, sizeof(value));
+                        output_format_event(r, e, values_of(g, k)->counts[e], value, sizeof(value));
                         fprintf(f, " %*s", COLUMN_WIDTH, value);
                 }
                 fprintf(f, "  %s\n", r->events[e]);
@@ -208,14 +205,17 @@ static void csv_region(FILE *f, const MarkerRegionResult *g) {
                 for (size_t e = 0; e < r->n_events; e++) {
                         fprintf(f, "%s,%s,%s,%" PRIu64 ",%.9f,count,%s,", g->name, thread, cpu, calls,
                                 seconds, r->events[e]);
-                        csv_number(f, v->counts[e]);
-                        fputc('\n', f);
+                        if (r->not_modelled && r->not_modelled[e])
+                                fputs("<not modelled>", f);
+                        else
+                                csv_number(f, v->counts[e]);
+                        fprintf(f, ",%s\n", r->event_units && r->event_units[e] ? r->event_units[e] : "");
                 }
                 for (size_t i = 0; i < r->n_metrics; i++) {
                         fprintf(f, "%s,%s,%s,%" PRIu64 ",%.9f,metric,%s,", g->name, thread, cpu, calls,
                                 seconds, r->metrics[i].name);
                         csv_number(f, output_metric_value(r, v, i));
-                        fputc('\n', f);
+                        fprintf(f, ",%s\n", r->metrics[i].unit);
                 }
         }
 }
@@ -345,7 +345,7 @@ static void write_report(const OutputContext *ctx, const MarkerReport *rep) {
                 fputc('\n', ctx->file);
                 break;
         case OUTPUT_CSV:
-                fprintf(ctx->file, "region,thread,cpu,calls,time,type,name,value\n");
+                fprintf(ctx->file, "region,thread,cpu,calls,time,type,name,value,unit\n");
                 for (size_t i = 0; i < rep->n_regions; i++)
                         csv_region(ctx->file, &rep->regions[i]);
                 break;

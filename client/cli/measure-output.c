@@ -58,8 +58,7 @@ double output_metric_value(const pmugate_result *r, const pmugate_values *v, siz
         return is_percent(&r->metrics[i]) ? 100.0 * v->metrics[i] : v->metrics[i];
 }
 
-/* v is already in the unit */
-static void format_metric(double v, const char *unit, char *buf, size_t size) {
+void output_format_metric(double v, const char *unit, char *buf, size_t size) {
         if (!isfinite(v))
                 (void) snprintf(buf, size, "n/a");
         else if (strcmp(unit, "%") == 0)
@@ -103,9 +102,16 @@ static bool is_clock_event(const char *name) {
         return strcmp(name, "task-clock") == 0 || strcmp(name, "cpu-clock") == 0;
 }
 
+static bool not_modelled(const pmugate_result *r, size_t e) {
+        return r->not_modelled && r->not_modelled[e];
+}
+
 /* Energy in joules and other events with a unit are not whole counts. */
-static void format_event(const pmugate_result *r, size_t e, double v, char *buf, size_t size) {
-        if (is_clock_event(r->events[e]) && isfinite(v))
+void output_format_event(const pmugate_result *r, size_t e, double v, char *buf, size_t size) {
+        /* as perf's <not supported>: the simulator has no model behind the event */
+        if (not_modelled(r, e))
+                (void) snprintf(buf, size, "<not modelled>");
+        else if (is_clock_event(r->events[e]) && isfinite(v))
                 (void) snprintf(buf, size, "%.2f msec", v / 1e6);
         else if (r->event_units && r->event_units[e][0] && isfinite(v))
                 (void) snprintf(buf, size, "%.6f %s", v, r->event_units[e]);
@@ -135,13 +141,13 @@ static int column_width(const pmugate_result *r, size_t n_columns) {
                 char value[NUMBER_MAX];
 
                 for (size_t i = 0; i < r->n_metrics; i++) {
-                        format_metric(output_metric_value(r, column(r, k), i), r->metrics[i].unit, value,
+                        output_format_metric(output_metric_value(r, column(r, k), i), r->metrics[i].unit, value,
                                       sizeof(value));
                         if ((int) strlen(value) > width)
                                 width = (int) strlen(value);
                 }
                 for (size_t e = 0; e < r->n_events; e++) {
-                        format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
+                        output_format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
                         if ((int) strlen(value) > width)
                                 width = (int) strlen(value);
                 }
@@ -165,11 +171,46 @@ static void write_metric_flags(FILE *f, const pmugate_result *r, size_t i) {
                 fprintf(f, "  <==");
 }
 
-/* Under the table: why each node pmugate cannot compute is n/a. */
+/* Why metric i of v is n/a, or NULL when it has a value. An unknown input makes a node unknown
+ * (the formula engine's NaN goes through every function), so a node is not counted when one
+ * of its events never had a counter in the span: the events took turns and the span was
+ * shorter than their rotation. */
+const char *output_metric_na_reason(const pmugate_result *r, const pmugate_values *v, size_t i) {
+        if (!isnan(v->metrics[i]))
+                return NULL;
+        if (r->metrics[i].unavailable[0])
+                return r->metrics[i].unavailable;
+        if (isinf(v->metric_scale[i]))
+                return "not counted long enough: needs an event that never had a counter "
+                       "(the run was shorter than a rotation of the event sets)";
+        if (r->withheld && r->withheld[0])
+                return "an event it needs was not counted (see 'not counted' above) or a divisor is 0";
+        return "undefined: a value it divides by is 0";
+}
+
+/* Under the table: why each node pmugate cannot compute is n/a; the nodes n/a for the same
+ * reason of the measurement on one line. */
 static void write_unavailable(FILE *f, const pmugate_result *r) {
         for (size_t i = 0; i < r->n_metrics; i++)
                 if (r->metrics[i].unavailable[0])
                         fprintf(f, " n/a: %s %s\n", r->metrics[i].name, r->metrics[i].unavailable);
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                const char *why = output_metric_na_reason(r, &r->aggregate, i);
+                bool first = true;
+
+                if (!why || r->metrics[i].unavailable[0])
+                        continue;
+                for (size_t k = 0; k < i && first; k++)
+                        first = output_metric_na_reason(r, &r->aggregate, k) != why ||
+                                r->metrics[k].unavailable[0];
+                if (!first)
+                        continue;
+                fprintf(f, " n/a: %s", r->metrics[i].name);
+                for (size_t k = i + 1; k < r->n_metrics; k++)
+                        if (output_metric_na_reason(r, &r->aggregate, k) == why && !r->metrics[k].unavailable[0])
+                                fprintf(f, ", %s", r->metrics[k].name);
+                fprintf(f, ": %s\n", why);
+        }
 }
 
 static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int parent, size_t n_columns,
@@ -184,7 +225,7 @@ static void table_metric_rows(OutputContext *ctx, const pmugate_result *r, int p
                 for (size_t k = 0; k < n_columns; k++) {
                         char value[NUMBER_MAX];
 
-                        format_metric(output_metric_value(r, column(r, k), i), mi->unit, value,
+                        output_format_metric(output_metric_value(r, column(r, k), i), mi->unit, value,
                                       sizeof(value));
                         fprintf(ctx->file, " %*s", width, value);
                 }
@@ -316,7 +357,7 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
                         char value[NUMBER_MAX];
 
                         /* the aggregate count spans the label column, so values line up */
-                        format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
+                        output_format_event(r, e, column(r, k)->counts[e], value, sizeof(value));
                         fprintf(ctx->file, " %*s", k == 0 ? label_width(r) + width : width, value);
                 }
                 fprintf(ctx->file, "  %s", r->events[e]);
@@ -400,7 +441,10 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
                         fprintf(ctx->file, "%.6f,%.6f,%s,count,", end, r->elapsed, cpu);
                         csv_text(ctx->file, r->events[e]);
                         fputc(',', ctx->file);
-                        csv_value(ctx->file, v->counts[e]);
+                        if (not_modelled(r, e))
+                                fputs("<not modelled>", ctx->file);
+                        else
+                                csv_value(ctx->file, v->counts[e]);
                         fprintf(ctx->file, ",,%" PRIu64 ",", v->raw[e]);
                         csv_value(ctx->file, v->scale[e]);
                         fputc(',', ctx->file);
@@ -452,6 +496,19 @@ static json_object *json_thresholds(const pmugate_result *r, const pmugate_value
         return o;
 }
 
+/* Per metric that is n/a in v: why (output_metric_na_reason). */
+static json_object *json_na_reasons(const pmugate_result *r, const pmugate_values *v) {
+        json_object *o = json_object_new_object();
+
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                const char *why = output_metric_na_reason(r, v, i);
+
+                if (why)
+                        json_object_object_add(o, r->metrics[i].name, json_object_new_string(why));
+        }
+        return o;
+}
+
 static json_object *json_values(const pmugate_result *r, const pmugate_values *v, const pmugate_values *sd) {
         json_object *o = json_object_new_object(), *counts = json_object_new_object();
         json_object *metrics = json_object_new_object();
@@ -466,6 +523,8 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
                 json_object_object_add(c, "value", json_number(v->counts[e]));
                 json_object_object_add(c, "raw", json_object_new_uint64(v->raw[e]));
                 json_object_object_add(c, "scale", json_number(v->scale[e]));
+                if (not_modelled(r, e))
+                        json_object_object_add(c, "not_modelled", json_object_new_boolean(true));
                 if (sd)
                         json_object_object_add(c, "stddev", json_number(sd->counts[e]));
                 json_object_object_add(counts, r->events[e], c);
@@ -477,6 +536,7 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
         json_object_object_add(o, "metrics", metrics);
         json_object_object_add(o, "metrics_scale", json_metric_array(r, v->metric_scale));
         json_object_object_add(o, "thresholds", json_thresholds(r, v));
+        json_object_object_add(o, "metrics_na", json_na_reasons(r, v));
         if (sd) {
                 json_object *spread = json_object_new_object();
 

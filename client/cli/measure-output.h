@@ -61,6 +61,17 @@ int output_finish(OutputContext *ctx);
 /* The value of metric i of v in the metric's unit (a "%" fraction times 100). */
 double output_metric_value(const pmugate_result *r, const pmugate_values *v, size_t i);
 
+/* How the table writes event e's count v: "1,234,567", "12.34 msec", "0.123456 J", "<not
+ * counted>" for NaN, "<not modelled>" for an event the simulator has no model of. */
+void output_format_event(const pmugate_result *r, size_t e, double v, char *buf, size_t size);
+
+/* How the table writes a metric's value v, already in its unit: "40.0 %", "1.234 GB/s", "n/a". */
+void output_format_metric(double v, const char *unit, char *buf, size_t size);
+
+/* Why metric i of v is n/a (not counted long enough, unavailable, undefined), or NULL when it
+ * has a value. */
+const char *output_metric_na_reason(const pmugate_result *r, const pmugate_values *v, size_t i);
+
 /* For -r: replaces the values of runs[0] by the means over the n runs and, when n > 1, those
  * of runs[1] by their sample standard deviations. The runs must have the same shape. */
 int output_combine_runs(pmugate_result *const *runs, size_t n);

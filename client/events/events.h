@@ -36,6 +36,8 @@ typedef struct EventDesc {
         bool usr, os;                   /* rings counted */
         unsigned metrics_field;         /* PERF_METRICS byte, for EVENT_PERF_METRICS */
         bool pinned;                    /* keep on a GP counter in every event set when sets take turns */
+        unsigned needed_by;             /* reported metrics that use it: when sets take turns, the
+                                         * most needed go into the first set */
 } EventDesc;
 
 /* Resolves text: NAME[:MOD...] where NAME is an event name the model knows (Intel's names, or

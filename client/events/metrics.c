@@ -236,9 +236,35 @@ static int order_visit(MetricSet *s, size_t i, unsigned char *state, size_t *n_o
 }
 
 /* perf's d_ratio(a, b): a / b, and 0 when b is 0 (perf's metrics use it where a zero
- * denominator means nothing happened, not an unknown). */
+ * denominator means nothing happened, not an unknown). An unknown a or b is unknown. */
 static muFloat_t d_ratio(muFloat_t a, muFloat_t b) {
+        if (isnan(a) || isnan(b))
+                return NAN;
         return b == 0 ? 0 : a / b;
+}
+
+/* muparser's own min and max return 0 for max(0, NaN) (a comparison with NaN is false), which
+ * would print an unknown as 0; these replace them and give NaN when any argument is NaN. */
+static muFloat_t nan_min(const muFloat_t *args, int n) {
+        muFloat_t v = INFINITY;
+
+        for (int i = 0; i < n; i++) {
+                if (isnan(args[i]))
+                        return NAN;
+                v = fmin(v, args[i]);
+        }
+        return v;
+}
+
+static muFloat_t nan_max(const muFloat_t *args, int n) {
+        muFloat_t v = -INFINITY;
+
+        for (int i = 0; i < n; i++) {
+                if (isnan(args[i]))
+                        return NAN;
+                v = fmax(v, args[i]);
+        }
+        return v;
 }
 
 int metric_set_compile(MetricSet *s, char *reterr_reason, size_t reason_size) {
@@ -256,6 +282,8 @@ int metric_set_compile(MetricSet *s, char *reterr_reason, size_t reason_size) {
                         return -ENOMEM;
                 mupDefineNameChars(f->parser, NAME_CHARS);
                 mupDefineFun2(f->parser, "d_ratio", d_ratio, true);
+                mupDefineMultFun(f->parser, "min", nan_min, true);
+                mupDefineMultFun(f->parser, "max", nan_max, true);
                 r = bind_names(s, f, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
@@ -280,19 +308,86 @@ void metric_set_set(MetricSet *s, size_t variable, double value) {
                 s->variables[variable] = value;
 }
 
+static double eval_one(Formula *f) {
+        double v = mupEval(f->parser);
+
+        if (mupError(f->parser)) {
+                mupErrorReset(f->parser);
+                return NAN;
+        }
+        return v;
+}
+
+/* Stand-ins for unknown inputs: zero, both signs, small and large magnitudes. */
+static const double unknown_probes[] = { 0.0, 0.37, 1.0, -1.0, 1e6, -1e6, 1e-6 };
+
+/* Sets every NaN input of f (its variables and the formulas it uses) to a finite stand-in,
+ * different for each input and probe, or back to NaN (probe < 0). */
+static void set_unknown_inputs(MetricSet *s, const Formula *f, const bool *unknown, int probe) {
+        size_t n = 0;
+
+        for (size_t k = 0; k < f->n_variables + f->n_uses; k++) {
+                double *slot = k < f->n_variables ? &s->variables[f->variables[k]]
+                                                  : &s->formula_values[f->uses[k - f->n_variables]];
+
+                if (!unknown[k])
+                        continue;
+                *slot = probe < 0 ? NAN : unknown_probes[probe] * (1.0 + 0.618 * (double) n) + 1e-3 * (double) n;
+                n++;
+        }
+}
+
+static double input_value(const MetricSet *s, const Formula *f, size_t k) {
+        return k < f->n_variables ? s->variables[f->variables[k]] : s->formula_values[f->uses[k - f->n_variables]];
+}
+
+/* A formula whose inputs include an unknown (NaN) is unknown unless its value does not depend
+ * on that input at all: perf's formulas have branches like "SMT_on ? A : B" or "0 > 0 ? A : B"
+ * whose unused side may name an event not counted here. muparser's comparisons and its
+ * ternary treat NaN as false, so a finite result alone does not show that the unknown did not
+ * count: the formula is evaluated again with the unknowns replaced by several different finite
+ * values, and is NaN when any of these changes its value; when none does, that value is
+ * the formula's. */
+static double eval_with_unknowns(MetricSet *s, Formula *f) {
+        _cleanup_free_ bool *unknown = NULL;
+        size_t n_inputs = f->n_variables + f->n_uses;
+        double v = eval_one(f), first = NAN;
+        bool any = false;
+
+        if (isnan(v))
+                return v;
+        for (size_t k = 0; k < n_inputs && !any; k++)
+                any = isnan(input_value(s, f, k));
+        if (!any)
+                return v;
+        unknown = calloc(n_inputs, sizeof(bool));
+        if (!unknown)
+                return NAN;
+        for (size_t k = 0; k < n_inputs; k++)
+                unknown[k] = isnan(input_value(s, f, k));
+        for (size_t probe = 0; probe < ELEMENTSOF(unknown_probes); probe++) {
+                double w;
+
+                set_unknown_inputs(s, f, unknown, (int) probe);
+                w = eval_one(f);
+                if (probe == 0)
+                        first = w;
+                if (!(w == first || (isnan(w) && isnan(first)))) {
+                        first = NAN;
+                        break;
+                }
+        }
+        set_unknown_inputs(s, f, unknown, -1);
+        return first;
+}
+
 int metric_set_evaluate(MetricSet *s, double *values, size_t n_values) {
         if (!s || !s->compiled || (n_values > 0 && !values))
                 return -EINVAL;
         for (size_t k = 0; k < s->n_formulas; k++) {
                 size_t i = s->order[k];
-                Formula *f = &s->formulas[i];
-                double v = mupEval(f->parser);
 
-                if (mupError(f->parser)) {
-                        mupErrorReset(f->parser);
-                        v = NAN;
-                }
-                s->formula_values[i] = v;
+                s->formula_values[i] = eval_with_unknowns(s, &s->formulas[i]);
         }
         for (size_t i = 0; i < n_values && i < s->n_formulas; i++)
                 values[i] = s->formula_values[i];

@@ -37,7 +37,8 @@ int metric_set_compile(MetricSet *s, char *reterr_reason, size_t reason_size);
 void metric_set_set(MetricSet *s, size_t variable, double value);
 
 /* Evaluates every formula with the current variable values; values[i] is formula i, NaN where
- * muparser reports an error. */
+ * muparser reports an error and where the value depends on a NaN (unknown) variable or formula,
+ * through any operator or function: min, max, d_ratio, comparisons and ?: included. */
 int metric_set_evaluate(MetricSet *s, double *values, size_t n_values);
 
 size_t metric_set_n_formulas(const MetricSet *s);

@@ -518,6 +518,7 @@ pmugate_measure *pmugate_measure_close(pmugate_measure *m) {
                 free(m->siblings[i]);
         free(m->siblings);
         free(m->n_siblings);
+        free(m->cpu_smt_on);
         free(m->cpus);
         for (size_t i = 0; m->metrics && i < m->n_metrics; i++) {
                 free((char *) m->metrics[i].info.name);

@@ -31,6 +31,7 @@
 #define CONSTANT_CORE_WIDE "core_wide"
 #define CONSTANT_SLOTS_WIDTH "slots_width"
 #define CONSTANT_DURATION "duration_time"
+#define CONSTANT_ROW_CPUS "row_cpus"
 #define THRESHOLD_SUFFIX ".threshold"
 /* A formula names the sum of an event over the measured SMT threads of a core (what
  * AnyThread counting would give) as "core." followed by the event's variable name. */
@@ -129,13 +130,17 @@ struct pmugate_measure {
         MetricSet *metric_set;
         MeasureMetric *metrics;         /* reported metrics, in file order */
         size_t n_metrics;
-        int smt_on_variable, core_wide_variable, slots_width_variable, duration_variable;
+        int smt_on_variable, core_wide_variable, slots_width_variable, duration_variable, row_cpus_variable;
         bool smt_on, core_wide;
 
         uint32_t *cpus;
         size_t n_cpus;
         size_t **siblings;              /* per CPU: indexes of the measured CPUs of its core */
         size_t *n_siblings;
+        bool *cpu_smt_on;               /* per CPU: its core has another online thread; a CPU
+                                         * whose sibling is offline gets the SMT-off formulas */
+        bool aggregate_core_wide;       /* core_wide for the sums: not when a measured CPU's
+                                         * core lacks its sibling (the core sums are halved) */
 
         /* The core PMU's registers: Intel's architectural ones, or AMD's PerfEvtSel/PerfCtr
          * pairs and PerfMonV2 global control (measure_set_layout()). */

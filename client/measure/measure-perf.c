@@ -528,6 +528,9 @@ int pmugate_measure_set_scope(pmugate_measure *m, const pmugate_measure_scope *s
                 m->siblings[0][0] = 0;
                 m->n_siblings[0] = 1;
         }
+        if (m->cpu_smt_on)
+                m->cpu_smt_on[0] = m->smt_on;
         m->core_wide = false;
+        m->aggregate_core_wide = false;
         return 0;
 }

@@ -57,6 +57,7 @@ pmugate_result *pmugate_result_free(pmugate_result *r) {
                 values_free(&r->packages[i]);
         free(r->packages);
         free((char **) r->event_units);
+        free((bool *) r->not_modelled);
         values_free(&r->aggregate);
         free(r);
         return NULL;
@@ -72,12 +73,16 @@ static int copy_names(const pmugate_measure *m, pmugate_result *r) {
         const char **events = calloc(n ?: 1, sizeof(char *));
         const char **units = calloc(n ?: 1, sizeof(char *));
         pmugate_metric_info *metrics = calloc(m->n_metrics ?: 1, sizeof(pmugate_metric_info));
+        bool *not_modelled = calloc(n ?: 1, sizeof(bool));
 
         r->events = events;
         r->event_units = units;
         r->metrics = metrics;
-        if (!events || !units || !metrics)
+        r->not_modelled = not_modelled;
+        if (!events || !units || !metrics || !not_modelled)
                 return -ENOMEM;
+        for (size_t p = 0; p < m->n_programmed; p++)
+                not_modelled[p] = m->events[m->programmed[p]].not_modelled;
         r->n_events = n;
         r->n_metrics = m->n_metrics;
         for (size_t p = 0; p < n; p++) {
@@ -131,9 +136,26 @@ static void scale_cpu(const pmugate_measure *m, const CpuAccum *now, const CpuAc
         }
 }
 
+/* row_cpus: how many CPUs' counts the row sums, so that a per-CPU quantity (a clock) can be
+ * averaged over them rather than summed. */
+static void set_row_cpus(pmugate_measure *m, size_t n) {
+        metric_set_set(m->metric_set, (size_t) m->row_cpus_variable, (double) n);
+}
+
+/* The topology constants for a CPU's row (cpu >= 0: SMT_on for its own core) or for the sums
+ * (cpu < 0: the machine's SMT_on, as perf; not core-wide when a measured CPU's core lacks its
+ * sibling, since the core sums would then be halved). */
+static void set_topology(pmugate_measure *m, ssize_t cpu) {
+        bool smt_on = cpu >= 0 && m->cpu_smt_on ? m->cpu_smt_on[cpu] : m->smt_on;
+        bool core_wide = cpu >= 0 ? m->core_wide : m->aggregate_core_wide;
+
+        metric_set_set(m->metric_set, (size_t) m->smt_on_variable, smt_on);
+        metric_set_set(m->metric_set, (size_t) m->core_wide_variable, core_wide);
+        set_row_cpus(m, cpu >= 0 ? 1 : m->n_cpus);
+}
+
 static void set_constants(pmugate_measure *m, double seconds) {
-        metric_set_set(m->metric_set, (size_t) m->smt_on_variable, m->smt_on);
-        metric_set_set(m->metric_set, (size_t) m->core_wide_variable, m->core_wide);
+        set_topology(m, -1);
         metric_set_set(m->metric_set, (size_t) m->slots_width_variable, m->info->slots_width);
         metric_set_set(m->metric_set, (size_t) m->duration_variable, seconds);
 }
@@ -226,6 +248,7 @@ static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval
         for (size_t p = 0; p < pe->n_packages; p++) {
                 pmugate_values *v = &r->packages[p];
                 _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
+                size_t package_cpus = 0;
 
                 if (!core)
                         return -ENOMEM;
@@ -233,6 +256,7 @@ static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval
                 for (size_t i = 0; i < m->n_cpus; i++) {
                         if (r->cpus[i].package != v->package)
                                 continue;
+                        package_cpus++;
                         for (size_t k = 0; k < n; k++) {
                                 v->counts[k] += r->cpus[i].counts[k];
                                 v->raw[k] += r->cpus[i].raw[k];
@@ -249,7 +273,9 @@ static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval
                         r->aggregate.raw[n + e] += v->raw[n + e];
                 }
                 set_events(m, v->counts, core);
+                set_row_cpus(m, package_cpus);
                 q = evaluate(m, v);
+                set_row_cpus(m, m->n_cpus);
                 if (q < 0)
                         return q;
         }
@@ -298,7 +324,9 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                 for (size_t p = 0; p < n; p++)
                         core_total[p] += core[p];
                 set_events(m, r->cpus[i].counts, core);
+                set_topology(m, (ssize_t) i);
                 q = evaluate(m, &r->cpus[i]);
+                set_topology(m, -1);
                 if (q < 0)
                         return q;
         }
@@ -418,6 +446,7 @@ int measure_result_from_counts(pmugate_measure *m, const uint32_t *row_cpus, uin
                 }
                 /* a thread alone: the sum over its core is what it counted itself */
                 set_constants(m, seconds[i]);
+                set_row_cpus(m, 1);
                 set_events(m, v->counts, v->counts);
                 q = evaluate(m, v);
                 if (q < 0)
@@ -429,6 +458,7 @@ int measure_result_from_counts(pmugate_measure *m, const uint32_t *row_cpus, uin
                 r->aggregate.scale[p] = 1.0;
         r->elapsed = longest;
         set_constants(m, longest);
+        set_row_cpus(m, n_rows);
         set_events(m, r->aggregate.counts, r->aggregate.counts);
         q = evaluate(m, &r->aggregate);
         if (q < 0)

@@ -29,7 +29,8 @@ static int condition_holds(const pmugate_measure *m, const char *condition, bool
                 return r;
         if ((r = metric_set_add_variable(s, CONSTANT_SMT_ON)) < 0 ||
             (r = metric_set_add_variable(s, CONSTANT_CORE_WIDE)) < 0 ||
-            (r = metric_set_add_variable(s, CONSTANT_SLOTS_WIDTH)) < 0)
+            (r = metric_set_add_variable(s, CONSTANT_SLOTS_WIDTH)) < 0 ||
+            (r = metric_set_add_variable(s, CONSTANT_ROW_CPUS)) < 0)
                 return r;
         r = metric_set_add_formula(s, "condition", condition, reterr_reason, reason_size);
         if (r < 0)
@@ -288,6 +289,28 @@ static int add_metrics(pmugate_measure *m, const Group *g, char *reterr_reason, 
         return 0;
 }
 
+/* How many reported metrics use each programmed event, themselves or through others. */
+static int count_metric_needs(pmugate_measure *m) {
+        _cleanup_free_ bool *used = calloc(metric_set_n_variables(m->metric_set) ?: 1, sizeof(bool));
+        int r;
+
+        if (!used)
+                return -ENOMEM;
+        for (size_t k = 0; k < m->n_metrics; k++) {
+                r = metric_set_formula_variables(m->metric_set, (size_t) m->metrics[k].formula, used);
+                if (r < 0)
+                        return r;
+                for (size_t p = 0; p < m->n_programmed; p++) {
+                        const MeasureEvent *e = &m->events[m->programmed[p]];
+
+                        if ((e->variable >= 0 && used[e->variable]) ||
+                            (e->core_variable >= 0 && used[e->core_variable]))
+                                m->programmed_descs[p].needed_by++;
+                }
+        }
+        return 0;
+}
+
 static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reason_size) {
         ScheduleLimits limits = {
                 .gp_counters = m->info->gp_counters,
@@ -296,6 +319,7 @@ static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reaso
                 .foreign_fixed_mask = m->info->foreign_fixed_mask,
                 .perf_metrics = m->info->perf_metrics,
         };
+        int r;
 
         m->programmed = calloc(m->n_events ?: 1, sizeof(size_t));
         m->programmed_descs = calloc(m->n_events ?: 1, sizeof(EventDesc));
@@ -306,6 +330,9 @@ static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reaso
                         m->programmed_descs[m->n_programmed] = m->events[i].desc;
                         m->programmed[m->n_programmed++] = i;
                 }
+        r = count_metric_needs(m);
+        if (r < 0)
+                return r;
         if (m->n_programmed == 0 && m->package) {
                 /* package events alone: no core counter is programmed, so nothing is leased */
                 m->schedule = calloc(1, sizeof(Schedule));
@@ -330,8 +357,9 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
         m->core_wide_variable = metric_set_add_variable(m->metric_set, CONSTANT_CORE_WIDE);
         m->slots_width_variable = metric_set_add_variable(m->metric_set, CONSTANT_SLOTS_WIDTH);
         m->duration_variable = metric_set_add_variable(m->metric_set, CONSTANT_DURATION);
+        m->row_cpus_variable = metric_set_add_variable(m->metric_set, CONSTANT_ROW_CPUS);
         if (m->smt_on_variable < 0 || m->core_wide_variable < 0 || m->slots_width_variable < 0 ||
-            m->duration_variable < 0)
+            m->duration_variable < 0 || m->row_cpus_variable < 0)
                 return -ENOMEM;
         m->events = calloc(SCHEDULE_EVENTS_MAX, sizeof(MeasureEvent));
         if (!m->events)
@@ -407,7 +435,8 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
 
         m->siblings = calloc(m->n_cpus, sizeof(size_t *));
         m->n_siblings = calloc(m->n_cpus, sizeof(size_t));
-        if (!measured || !m->siblings || !m->n_siblings)
+        m->cpu_smt_on = calloc(m->n_cpus ?: 1, sizeof(bool));
+        if (!measured || !m->siblings || !m->n_siblings || !m->cpu_smt_on)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 int k = find_cpu(info, m->cpus[i]);
@@ -428,6 +457,7 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
                                 break;
                         }
         m->core_wide = true;
+        m->aggregate_core_wide = true;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 size_t online_threads = 0;
 
@@ -442,7 +472,13 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
                                 online_threads++;
                 if (online_threads != m->n_siblings[i])
                         m->core_wide = false;
+                /* perf's SMT_on is the machine's; a thread alone in its core (its sibling
+                 * offline) has the whole core, and perf's SMT formulas would halve it */
+                m->cpu_smt_on[i] = m->smt_on && online_threads > 1;
+                if (m->smt_on && online_threads < 2)
+                        m->aggregate_core_wide = false;
         }
+        m->aggregate_core_wide = m->aggregate_core_wide && m->core_wide;
         return 0;
 }
 

@@ -188,10 +188,26 @@ static void pick_timebase(const ScheduleLimits *limits, Schedule *s) {
         }
 }
 
+/* The order GP events fill the sets in: those more metrics need first, else as given. A run
+ * shorter than one rotation counts the first set only, so the metrics that need only its
+ * events still have values (a TopDown base every node divides by, say). */
+static void order_by_need(const EventDesc *events, size_t n_events, size_t *order) {
+        for (size_t k = 0; k < n_events; k++) {
+                size_t j = k;
+
+                while (j > 0 && events[order[j - 1]].needed_by < events[k].needed_by) {
+                        order[j] = order[j - 1];
+                        j--;
+                }
+                order[j] = k;
+        }
+}
+
 int schedule_build(const EventDesc *events, size_t n_events, const ScheduleLimits *limits, Schedule **ret,
                    char *reterr_reason, size_t reason_size) {
         _cleanup_(schedule_freep) Schedule *s = NULL;
         _cleanup_free_ SetBuilder *b = calloc(1, sizeof(SetBuilder));
+        size_t order[SCHEDULE_EVENTS_MAX];
         uint32_t available;
         bool pinned;
         int r;
@@ -234,7 +250,10 @@ int schedule_build(const EventDesc *events, size_t n_events, const ScheduleLimit
                 s->fixed_used |= UINT32_C(1) << FIXED_SLOTS;
 
         pinned = place_pinned(events, n_events, available, s, b);
-        for (size_t i = 0; i < n_events; i++) {
+        order_by_need(events, n_events, order);
+        for (size_t k = 0; k < n_events; k++) {
+                size_t i = order[k];
+
                 if (s->placements[i].kind != PLACE_GP || s->placements[i].pinned)
                         continue;
                 r = place_gp(events, i, available, s, b, reterr_reason, reason_size);

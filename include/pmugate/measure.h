@@ -167,6 +167,9 @@ typedef struct pmugate_result {
         const char *const *event_units; /* per event: "" for counts, "J" for energy in joules */
         const char *withheld;           /* "" or which package events the daemon withholds and
                                          * why (job scope, policy); their metrics are NaN */
+        const bool *not_modelled;       /* per event: the simulator has no model behind it (it
+                                         * would count 0), so its counts are NaN, printed
+                                         * <not modelled>; all false on real hardware */
 } pmugate_result;
 
 /* Computes counts and metrics for a span. An interval read moves the interval mark. */

@@ -8,9 +8,11 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "events/metrics.h"
+#include "macro.h"
 
 /* cmocka 1.1.5 has no double comparison */
 static void assert_near(double got, double want, double tolerance) {
@@ -96,6 +98,58 @@ static void test_d_ratio_and_variables(void **state) {
         metric_set_free(s);
 }
 
+/* Unknown is never 0: a NaN input gives NaN through every operator and function of the
+ * engine, and a branch not taken does not spread its unknown */
+static void test_nan_everywhere(void **state) {
+        static const char *const unknown_out[] = {
+                "max(0, K - U)", "min(1, K - U)", "max(0, U, K)", "min(U, K, 2)", "d_ratio(U, K)",
+                "d_ratio(K, U)", "U > 0.5 ? K : 0", "K > U ? K : 0", "(U > 0) * K",
+                "U >= 0 && K > 0 ? 1 : 0", "max(0, unknown_helper)", "sum(U, K)", "avg(K, U)",
+                "U * 0",
+        };
+        static const char *const known_out[] = {
+                "S ? K : U", "0 > 0 ? U - K : K", "S < 1 ? U : max(0, K)", "d_ratio(K, 0)",
+        };
+        size_t n_unknown = ELEMENTSOF(unknown_out), n = n_unknown + ELEMENTSOF(known_out);
+        MetricSet *s = NULL;
+        char reason[256], name[16];
+        double v[32];
+        int k, u, sv;
+
+        (void) state;
+        assert_int_equal(metric_set_new(&s), 0);
+        k = metric_set_add_variable(s, "K");
+        u = metric_set_add_variable(s, "U");
+        sv = metric_set_add_variable(s, "S");
+        assert_int_equal(metric_set_add_formula(s, "unknown_helper", "U + 1", reason, sizeof(reason)), 0);
+        for (size_t i = 0; i < n; i++) {
+                (void) snprintf(name, sizeof(name), "f%zu", i);
+                assert_int_equal(metric_set_add_formula(s, name, i < n_unknown ? unknown_out[i] : known_out[i - n_unknown],
+                                                        reason, sizeof(reason)),
+                                 (int) i + 1);
+        }
+        assert_int_equal(metric_set_compile(s, reason, sizeof(reason)), 0);
+        metric_set_set(s, (size_t) k, 0.25);
+        metric_set_set(s, (size_t) u, NAN);
+        metric_set_set(s, (size_t) sv, 1);
+        assert_int_equal(metric_set_evaluate(s, v, n + 1), 0);
+        for (size_t i = 0; i < n_unknown; i++) {
+                if (!isnan(v[i + 1]))
+                        fail_msg("%s is %g with U unknown, not NaN", unknown_out[i], v[i + 1]);
+        }
+        assert_near(v[n_unknown + 1], 0.25, 0);
+        assert_near(v[n_unknown + 2], 0.25, 0);
+        assert_near(v[n_unknown + 3], 0.25, 0);
+        assert_near(v[n_unknown + 4], 0, 0);
+        /* with U known again every formula has its value: the stand-ins were put back */
+        metric_set_set(s, (size_t) u, 0.5);
+        assert_int_equal(metric_set_evaluate(s, v, n + 1), 0);
+        assert_near(v[1], 0, 0);
+        assert_near(v[5], 2, 1e-15);
+        assert_near(v[9], 0.25, 0);
+        metric_set_free(s);
+}
+
 static void expect_compile_error(const char *formula, const char *expected, int error) {
         MetricSet *s = NULL;
         char reason[256] = "";
@@ -138,6 +192,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_evaluate),
                 cmocka_unit_test(test_d_ratio_and_variables),
+                cmocka_unit_test(test_nan_everywhere),
                 cmocka_unit_test(test_errors),
         };
 

@@ -273,6 +273,33 @@ static void test_pinned(void **state) {
         check_consistent(s, events, 6, 0x0f);
 }
 
+/* Skylake-SP TopDown level 1 with SMT on: six GP events on four counters. The two every node
+ * needs (the core clock's SMT correction) go into the first set, so that a run shorter than a
+ * rotation still has the nodes whose events are all there. */
+static void test_most_needed_first(void **state) {
+        EventDesc ev[] = {
+                gp("UOPS_ISSUED.ANY", GP_MASK_ALL), gp("UOPS_RETIRED.RETIRE_SLOTS", GP_MASK_ALL),
+                gp("IDQ_UOPS_NOT_DELIVERED.CORE", GP_MASK_ALL), gp("INT_MISC.RECOVERY_CYCLES", GP_MASK_ALL),
+                gp("CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE", GP_MASK_ALL), gp("CPU_CLK_UNHALTED.REF_XCLK", GP_MASK_ALL),
+        };
+        Schedule *s = NULL;
+
+        (void) state;
+        ev[0].needed_by = ev[1].needed_by = ev[2].needed_by = ev[3].needed_by = 2;
+        ev[4].needed_by = ev[5].needed_by = 4;
+        assert_int_equal(schedule_build(ev, ELEMENTSOF(ev), &skx_smt, &s, NULL, 0), 0);
+        assert_int_equal(s->n_sets, 2);
+        assert_int_equal(s->placements[4].set, 0);
+        assert_int_equal(s->placements[5].set, 0);
+        /* ties keep the order given */
+        assert_int_equal(s->placements[0].set, 0);
+        assert_int_equal(s->placements[1].set, 0);
+        assert_int_equal(s->placements[2].set, 1);
+        assert_int_equal(s->placements[3].set, 1);
+        check_consistent(s, ev, ELEMENTSOF(ev), 0xF);
+        schedule_free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fixed_and_gp),
@@ -282,6 +309,7 @@ int main(void) {
                 cmocka_unit_test(test_perf_metrics),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_pinned),
+                cmocka_unit_test(test_most_needed_first),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

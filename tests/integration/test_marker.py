@@ -119,12 +119,12 @@ def test_openmp_regions(tap):
         rc, _, out = sim.run("stat", "-m", "-g", "ipc", "-C", "0-1", "-O", "csv", "--", MARKER_OMP, "2", "5",
                              env=OMP)
         lines = out.splitlines()
-        rows = [l.split(",") for l in lines[lines.index("region,thread,cpu,calls,time,type,name,value") + 1:]
-                if "region,thread" in out]
+        header = "region,thread,cpu,calls,time,type,name,value,unit"
+        rows = [l.split(",") for l in lines[lines.index(header) + 1:]] if header in lines else []
         tap.ok(rc == 0 and any(r[0] == "solve" and r[1] == "all" and r[3] == "4" and r[6] == "ipc" and
                                abs(float(r[7]) / STENCIL["ipc"] - 1) < MARKER_BOUND for r in rows) and
-               all(len(r) == 8 for r in rows),
-               "CSV: a row per region, thread, count and metric", out)
+               all(len(r) == 9 for r in rows),
+               "CSV: a row per region, thread, count and metric, with the unit column", out)
         rc, _, out = sim.run("stat", "-m", "-g", "ipc", "-C", "0-1", "--", MARKER_OMP, "2", "5", env=OMP)
         tap.ok(rc == 0 and "Region solve: 4 calls on 2 threads" in out and "Instructions per cycle" in out and
                "thread1" in out, "the table shows each region per thread", out)
@@ -171,8 +171,42 @@ def test_topdown_regions(tap):
                 for th in region(doc, name)["threads"]:
                     check_topdown(tap, model, th["metrics"], STENCIL if th["cpu"] == 0 else SOLVER, names,
                                   "region %s, thread on CPU %d" % (name, th["cpu"]))
+            if model == "spr":
+                report_like_topdown(tap, sim)
         finally:
             sim.stop()
+
+
+def report_like_topdown(tap, sim):
+    """The marker report's table nests each level-2 node under its level-1 parent and writes
+    numbers as pmugate topdown does; its CSV has the unit column."""
+    rc, _, err = sim.run("topdown", "-m", "-l", "2", "-C", "0-1", "--", MARKER_OMP, "2", "10", env=OMP)
+    lines = err.splitlines()
+    start = next((i for i, x in enumerate(lines) if x.startswith("Region solve")), None)
+    block = []
+    for x in lines[start + 1:] if start is not None else []:
+        if not x.strip() or x.startswith("Region "):
+            break
+        block.append(x)
+    labels = [x.strip().split("  ")[0] for x in block if x.startswith("  ") and x.strip() and
+              not x.strip().startswith(("CPU", "calls", "inclusive"))]
+    want = ["Frontend Bound", "Fetch Latency", "Fetch Bandwidth", "Bad Speculation", "Branch Mispredicts",
+            "Machine Clears", "Backend Bound", "Memory Bound", "Core Bound", "Retiring", "Light Operations",
+            "Heavy Operations"]
+    got = [x for x in labels if x in want]
+    tap.ok(got == want, "marker table: level 2 under its level-1 parent, as topdown", "%r\n%s" % (got, err))
+    tap.ok(any(x.rstrip().endswith("TOPDOWN.SLOTS") and "," in x.split()[0] for x in block),
+           "marker table: counts with thousands separators, as topdown", "\n".join(block))
+    nested = [x for x in block if "Fetch Latency" in x]
+    tap.ok(nested and nested[0].startswith("    Fetch Latency") and " %" in nested[0],
+           "marker table: a level-2 node indented under its parent, in percent", repr(nested))
+    rc, _, err = sim.run("topdown", "-m", "-l", "1", "-C", "0-1", "-O", "csv", "--", MARKER_OMP, "2", "5",
+                         env=OMP)
+    rows = [x.split(",") for x in err.splitlines()]
+    tap.ok(["region", "thread", "cpu", "calls", "time", "type", "name", "value", "unit"] in rows and
+           any(r[5:7] == ["metric", "tma_retiring"] and r[8] == "%" for r in rows if len(r) == 9) and
+           any(r[5:7] == ["count", "TOPDOWN.SLOTS"] and r[8] == "" for r in rows if len(r) == 9),
+           "marker CSV: the unit column, % for TopDown nodes", err)
 
 
 def test_likwid_header(tap):
