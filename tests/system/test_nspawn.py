@@ -155,9 +155,13 @@ class Container:
                     f.write("0")
         env = dict(os.environ, SYSTEMD_NSPAWN_UNIFIED_HIERARCHY="1")
         # Bound once, so that a container left behind would not share a name.
+        # systemd-nspawn's default capability set leaves out, among others, CAP_SYS_RAWIO (the
+        # daemon's start-up) and CAP_PERFMON (the perf opener's AmbientCapabilities=): what the
+        # container's bounding set lacks, no unit in it can have, as on a host no unit can have
+        # what its PID 1 lacks.
         argv = ["systemd-nspawn", "-D", self.rootfs, "-M", self.name, "-b", "--register=no", "--keep-unit",
                 "--private-network", "--console=read-only", "--system-call-filter=bpf",
-                "--capability=CAP_BPF,CAP_SYS_RAWIO"]
+                "--capability=CAP_BPF,CAP_SYS_RAWIO,CAP_PERFMON"]
         self.logf = open(self.log, "w")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.logf, stderr=subprocess.STDOUT,
                                      env=env, preexec_fn=join)
