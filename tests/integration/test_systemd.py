@@ -759,8 +759,8 @@ def test_opener_refuses_other_groups(tap):
     try:
         r = opener_exchange(opener.socket, nobody, [])
         tap.ok("ready" not in r, "%s: the daemon's user gets no ready message" % desc, r)
-        tap.ok(opener.wait_log("Refusing to run with supplementary group %d" % other), "and the opener says which group",
-               opener.log())
+        tap.ok(opener.wait_log("Refusing to run with supplementary group %d" % other),
+               "and the opener says which group", opener.log())
         try:
             code = opener.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -976,5 +976,6 @@ if __name__ == "__main__":
     raise SystemExit(t.Tap().run([test_units_verify, test_hardening_lines, test_sysusers_and_tmpfiles_apply,
                                   test_opener_unit_lines, test_privileges_dropped, test_socket_activation,
                                   test_opener_service, test_opener_refuses_other_groups,
-                                  test_opener_syscalls_within_filter, test_opener_missing, test_each_capability_needed,
+                                  test_opener_syscalls_within_filter, test_opener_missing,
+                                  test_each_capability_needed,
                                   test_syscalls_within_filter]))

@@ -538,10 +538,11 @@ def check_slurm_cgroup_v2(tap, c):
 
 
 def check_security_score(tap, c):
-    rc, out = c.run(["systemd-analyze", "security", "--no-pager", "pmugated.service"])
-    m = re.search(r"Overall exposure level for pmugated.service: (\d+\.\d+)", out)
-    tap.ok(m and float(m.group(1)) <= EXPOSURE_MAX, "systemd-analyze security: %s (at most %.1f)" % (
-        m.group(1) if m else "?", EXPOSURE_MAX), "\n".join(line for line in out.splitlines() if "✗" in line))
+    for unit in ("pmugated.service", "pmugate-perf-opener.service"):
+        rc, out = c.run(["systemd-analyze", "security", "--no-pager", unit])
+        m = re.search(r"Overall exposure level for %s: (\d+\.\d+)" % re.escape(unit), out)
+        tap.ok(m and float(m.group(1)) <= EXPOSURE_MAX, "systemd-analyze security %s: %s (at most %.1f)" % (
+            unit, m.group(1) if m else "?", EXPOSURE_MAX), "\n".join(line for line in out.splitlines() if "✗" in line))
 
 
 def check_stop(tap, c):
