@@ -156,11 +156,12 @@ class Container:
         env = dict(os.environ, SYSTEMD_NSPAWN_UNIFIED_HIERARCHY="1")
         # Bound once, so that a container left behind would not share a name.
         # systemd-nspawn's default capability set leaves out, among others, CAP_SYS_RAWIO (the
-        # daemon's start-up) and CAP_PERFMON (the perf opener's AmbientCapabilities=): what the
-        # container's bounding set lacks, no unit in it can have, as on a host no unit can have
-        # what its PID 1 lacks.
+        # daemon's start-up) and CAP_PERFMON (the perf opener's AmbientCapabilities=), and its
+        # system-call filter leaves out perf_event_open (the perf opener's one job): what the
+        # container withholds, no unit in it can have, as on a host no unit can have what its
+        # PID 1 lacks.
         argv = ["systemd-nspawn", "-D", self.rootfs, "-M", self.name, "-b", "--register=no", "--keep-unit",
-                "--private-network", "--console=read-only", "--system-call-filter=bpf",
+                "--private-network", "--console=read-only", "--system-call-filter=bpf perf_event_open",
                 "--capability=CAP_BPF,CAP_SYS_RAWIO,CAP_PERFMON"]
         self.logf = open(self.log, "w")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.logf, stderr=subprocess.STDOUT,
@@ -350,6 +351,42 @@ def check_privileges(tap, c):
            "the perf opener holds CAP_PERFMON alone (permitted, effective, bounding)")
     tap.eq((fields.get("NoNewPrivs"), fields.get("Seccomp")), ("1", "2"),
            "the perf opener has NoNewPrivs and its own seccomp filter")
+
+
+# Spins until this process has used SECONDS of CPU (CPU time, so a loaded machine changes nothing).
+BUSY = "import sys, time\nwhile time.process_time() < float(sys.argv[1]): pass\n"
+
+
+def stat_ms(c, event, args):
+    """alice's pmugate stat -e event ARGS: (the event's count / 1e6, what to show on failure)."""
+    out = "/tmp/pmugate-%s.json" % event
+    rc, err = c.run(["pmugate", "stat", "-e", event, "-O", "json", "-o", out] + args, user="alice")
+    doc = {}
+    if rc == 0:
+        try:
+            doc = json.loads(c.run(["cat", out])[1])
+        except ValueError:
+            pass
+    log = c.run(["journalctl", "-b", "-u", "pmugated.service", "-u", "pmugate-perf-opener.service", "-o", "cat",
+                 "--no-pager", "-n", "15"])[1]
+    return doc.get("aggregate", {}).get("counts", {}).get(event, {}).get("value", 0) / 1e6, err + "\n" + log
+
+
+def check_perf_events(tap, c):
+    """Perf events opened for real through the units: pmugated can open them only through the
+    opener service (its own filter leaves perf_event_open out), and the opener only if the
+    container admits the call. A CPU's cpu-clock needs the opener's CAP_PERFMON at
+    perf_event_paranoid > 0; the task-clock of alice's own command does not."""
+    ms, why = stat_ms(c, "task-clock", ["--", "python3", "-c", BUSY, "0.3"])
+    tap.ok(ms >= 250, "alice's pmugate stat -e task-clock counts her command through the perf opener service: "
+           "%.0f ms >= 250 ms" % ms, why)
+    paranoid = c.run(["cat", "/proc/sys/kernel/perf_event_paranoid"])[1].strip()
+    ms, why = stat_ms(c, "cpu-clock", ["-c", "0", "-S", "0.3"])
+    tap.ok(ms >= 250, "alice's pmugate stat -e cpu-clock -c 0 counts CPU 0 for 0.3 s through the opener's "
+           "CAP_PERFMON (perf_event_paranoid %s): %.0f ms" % (paranoid, ms), why)
+    rc, daemon = c.run(["journalctl", "-b", "-u", "pmugated.service", "-o", "cat"])
+    tap.ok("is refused in the perf opener" not in daemon, "the daemon found perf_event_open admitted in the opener",
+           "\n".join(line for line in daemon.splitlines() if "opener" in line.lower()))
 
 
 def check_devices(tap, c):
@@ -608,7 +645,8 @@ def run_checks(tap, hierarchies):
                c.run(["systemctl", "--failed", "--no-pager"])[1])
         if not check_install(tap, c):
             return
-        for check in (check_activation, check_privileges, check_devices, check_filesystem, check_audit):
+        for check in (check_activation, check_privileges, check_perf_events, check_devices, check_filesystem,
+                      check_audit):
             try:
                 check(tap, c)
             except Exception:
