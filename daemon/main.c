@@ -405,9 +405,10 @@ static void connect_perf_opener(const Options *o, PerfOpener *opener) {
         log_info("Perf opener service connected at %s", o->perf_opener);
         if (perf_opener_probe_error(opener) < 0)
                 (void) log_warning_errno(perf_opener_probe_error(opener),
-                                         "perf_event_open() is refused in the perf opener service "
-                                         "(pmugate-perf-opener.service's SystemCallFilter=): pmugated opens no "
-                                         "perf event");
+                                         "perf_event_open() is refused in the perf opener service by a "
+                                         "system-call filter (pmugate-perf-opener.service's SystemCallFilter=, "
+                                         "or its container's, as systemd-nspawn's by default): pmugated opens "
+                                         "no perf event");
 }
 
 static int run(int argc, char *argv[]) {

@@ -7,9 +7,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -97,6 +100,32 @@ static int read_allowed_types(uint32_t **ret, size_t *ret_n) {
         return 0;
 }
 
+/* systemd's User= gives the service its user's groups from the group database (initgroups(3)),
+ * its own group among them, and the opener holds no CAP_SETGID to clear them. Its own group adds
+ * nothing to its gid; any other would be access nobody asked for, so it refuses to start. */
+static int check_groups(gid_t own) {
+        _cleanup_free_ gid_t *groups = NULL;
+        int n;
+
+        n = getgroups(0, NULL);
+        if (n < 0)
+                return log_error_errno(errno, "Cannot read the supplementary groups");
+        if (n == 0)
+                return 0;
+        groups = calloc((size_t) n, sizeof(*groups));
+        if (!groups)
+                return log_error_errno(ENOMEM, "Cannot allocate the supplementary groups");
+        n = getgroups(n, groups);
+        if (n < 0)
+                return log_error_errno(errno, "Cannot read the supplementary groups");
+        for (int i = 0; i < n; i++)
+                if (groups[i] != own)
+                        return log_error_errno(EPERM, "Refusing to run with supplementary group %u: the "
+                                               "opener's user must be in no group but its own (gid %u)",
+                                               (unsigned) groups[i], (unsigned) own);
+        return 0;
+}
+
 static int listen_fd(void) {
         int n, r;
 
@@ -155,6 +184,7 @@ static int run(int argc, char *argv[]) {
         _cleanup_free_ uint32_t *types = NULL;
         size_t n_types = 0;
         uint64_t keep = 0;
+        bool bounded;
         int fd, r;
 
         r = parse_argv(argc, argv);
@@ -163,15 +193,23 @@ static int run(int argc, char *argv[]) {
         if (geteuid() == 0 || getuid() == 0)
                 return log_error_errno(EPERM, "Refusing to run as root: run as pmugated's user with CAP_PERFMON, as "
                                        "pmugate-perf-opener.service does");
+        r = check_groups(getegid());
+        if (r < 0)
+                return r;
         fd = listen_fd();
         if (fd < 0)
                 return fd;
+        /* Read before the drop: a capability missing from the bounding set was withheld by
+         * whatever started the unit's manager (a container, as systemd-nspawn's defaults do). */
+        bounded = prctl(PR_CAPBSET_READ, CAP_PERFMON, 0, 0, 0) > 0;
         r = perf_opener_drop_privileges(geteuid(), getegid(), &keep);
         if (r < 0)
                 return r;
         if (keep == 0)
-                log_notice("Perf opener runs without CAP_PERFMON: it opens only what "
-                           "/proc/sys/kernel/perf_event_paranoid allows its user");
+                log_notice("Perf opener runs without CAP_PERFMON%s: it opens only what "
+                           "/proc/sys/kernel/perf_event_paranoid allows its user",
+                           bounded ? "" : " (not in its bounding set: what started it, or the "
+                                          "container it runs in, withholds it)");
         r = read_allowed_types(&types, &n_types);
         if (r < 0)
                 return r;

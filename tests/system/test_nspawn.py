@@ -156,9 +156,14 @@ class Container:
                     f.write("0")
         env = dict(os.environ, SYSTEMD_NSPAWN_UNIFIED_HIERARCHY="1")
         # Bound once, so that a container left behind would not share a name.
+        # systemd-nspawn's default capability set leaves out, among others, CAP_SYS_RAWIO (the
+        # daemon's start-up) and CAP_PERFMON (the perf opener's AmbientCapabilities=), and its
+        # system-call filter leaves out perf_event_open (the perf opener's one job): what the
+        # container withholds, no unit in it can have, as on a host no unit can have what its
+        # PID 1 lacks.
         argv = ["systemd-nspawn", "-D", self.rootfs, "-M", self.name, "-b", "--register=no", "--keep-unit",
-                "--private-network", "--console=read-only", "--system-call-filter=bpf",
-                "--capability=CAP_BPF,CAP_SYS_RAWIO"]
+                "--private-network", "--console=read-only", "--system-call-filter=bpf perf_event_open",
+                "--capability=CAP_BPF,CAP_SYS_RAWIO,CAP_PERFMON"]
         self.logf = open(self.log, "w")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.logf, stderr=subprocess.STDOUT,
                                      env=env, preexec_fn=join)
@@ -305,10 +310,16 @@ def check_activation(tap, c):
            "the first connection activated the service")
     rc, out = c.run(["journalctl", "-b", "-u", "pmugated.service", "-o", "cat"])
     tap.ok("Using the socket passed by systemd" in out, "the daemon serves the socket systemd passed it", out)
+    # Why the opener is not there is in its own unit's journal and status, not in the daemon's.
+    opener = "\n".join(c.run(argv)[1] for argv in (
+        ["journalctl", "-b", "-u", "pmugate-perf-opener.service", "-u", "pmugate-perf-opener.socket",
+         "--no-pager", "-n", "20", "-o", "short-monotonic"],
+        ["systemctl", "status", "--no-pager", "-n", "0", "pmugate-perf-opener.service"]))
     tap.ok("Perf opener service connected at /run/pmugate/perf-opener.socket" in out,
-           "the daemon connected to the perf opener service", out)
-    tap.eq(c.run(["systemctl", "is-active", "pmugate-perf-opener.service"])[1].strip(), "active",
-           "the daemon's connection activated the perf opener service")
+           "the daemon connected to the perf opener service",
+           opener + "\n" + "\n".join(line for line in out.splitlines() if "opener" in line.lower()))
+    state = c.run(["systemctl", "is-active", "pmugate-perf-opener.service"])[1].strip()
+    tap.ok(state == "active", "the daemon's connection activated the perf opener service (got %r)" % state, opener)
 
 
 def check_privileges(tap, c):
@@ -330,14 +341,54 @@ def check_privileges(tap, c):
     pid = c.value("pmugate-perf-opener.service", "MainPID")
     rc, status = c.run(["cat", "/proc/%s/status" % pid])
     fields = {k: v.strip() for k, v in (line.split(":", 1) for line in status.splitlines() if ":" in line)}
+    # systemd's User= sets the user's groups (initgroups(3)), its own group among them; the opener
+    # has no CAP_SETGID to clear them and refuses to start with any group but its own.
     tap.eq((fields.get("Uid", "").split(), fields.get("Gid", "").split(), fields.get("Groups")),
-           ([uid] * 4, [gid] * 4, ""), "the perf opener is user pmugate on every uid and gid, no groups")
+           ([uid] * 4, [gid] * 4, gid),
+           "the perf opener is user pmugate on every uid and gid, no supplementary group but its own")
     perfmon = "%016x" % (1 << 38)
     tap.eq({k: fields.get(k) for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")},
            {"CapInh": "0" * 16, "CapPrm": perfmon, "CapEff": perfmon, "CapBnd": perfmon, "CapAmb": "0" * 16},
            "the perf opener holds CAP_PERFMON alone (permitted, effective, bounding)")
     tap.eq((fields.get("NoNewPrivs"), fields.get("Seccomp")), ("1", "2"),
            "the perf opener has NoNewPrivs and its own seccomp filter")
+
+
+# Spins until this process has used SECONDS of CPU (CPU time, so a loaded machine changes nothing).
+BUSY = "import sys, time\nwhile time.process_time() < float(sys.argv[1]): pass\n"
+
+
+def stat_ms(c, event, args):
+    """alice's pmugate stat -e event ARGS: (the event's count / 1e6, what to show on failure)."""
+    out = "/tmp/pmugate-%s.json" % event
+    rc, err = c.run(["pmugate", "stat", "-e", event, "-O", "json", "-o", out] + args, user="alice")
+    doc = {}
+    if rc == 0:
+        try:
+            doc = json.loads(c.run(["cat", out])[1])
+        except ValueError:
+            pass
+    log = c.run(["journalctl", "-b", "-u", "pmugated.service", "-u", "pmugate-perf-opener.service", "-o", "cat",
+                 "--no-pager", "-n", "15"])[1]
+    return doc.get("aggregate", {}).get("counts", {}).get(event, {}).get("value", 0) / 1e6, err + "\n" + log
+
+
+def check_perf_events(tap, c):
+    """Perf events opened for real through the units: pmugated can open them only through the
+    opener service (its own filter leaves perf_event_open out), and the opener only if the
+    container admits the call. Both need the opener's CAP_PERFMON: a CPU's cpu-clock at
+    perf_event_paranoid > 0, and the task-clock of alice's command because the opener, user
+    pmugate, may not otherwise open events on another user's process."""
+    ms, why = stat_ms(c, "task-clock", ["--", "python3", "-c", BUSY, "0.3"])
+    tap.ok(ms >= 250, "alice's pmugate stat -e task-clock counts her command through the perf opener service: "
+           "%.0f ms >= 250 ms" % ms, why)
+    paranoid = c.run(["cat", "/proc/sys/kernel/perf_event_paranoid"])[1].strip()
+    ms, why = stat_ms(c, "cpu-clock", ["-c", "0", "-S", "0.3"])
+    tap.ok(ms >= 250, "alice's pmugate stat -e cpu-clock -c 0 counts CPU 0 for 0.3 s (perf_event_paranoid %s): "
+           "%.0f ms" % (paranoid, ms), why)
+    rc, daemon = c.run(["journalctl", "-b", "-u", "pmugated.service", "-o", "cat"])
+    tap.ok("is refused in the perf opener" not in daemon, "the daemon found perf_event_open admitted in the opener",
+           "\n".join(line for line in daemon.splitlines() if "opener" in line.lower()))
 
 
 def check_devices(tap, c):
@@ -526,10 +577,11 @@ def check_slurm_cgroup_v2(tap, c):
 
 
 def check_security_score(tap, c):
-    rc, out = c.run(["systemd-analyze", "security", "--no-pager", "pmugated.service"])
-    m = re.search(r"Overall exposure level for pmugated.service: (\d+\.\d+)", out)
-    tap.ok(m and float(m.group(1)) <= EXPOSURE_MAX, "systemd-analyze security: %s (at most %.1f)" % (
-        m.group(1) if m else "?", EXPOSURE_MAX), "\n".join(line for line in out.splitlines() if "✗" in line))
+    for unit in ("pmugated.service", "pmugate-perf-opener.service"):
+        rc, out = c.run(["systemd-analyze", "security", "--no-pager", unit])
+        m = re.search(r"Overall exposure level for %s: (\d+\.\d+)" % re.escape(unit), out)
+        tap.ok(m and float(m.group(1)) <= EXPOSURE_MAX, "systemd-analyze security %s: %s (at most %.1f)" % (
+            unit, m.group(1) if m else "?", EXPOSURE_MAX), "\n".join(line for line in out.splitlines() if "✗" in line))
 
 
 def check_stop(tap, c):
@@ -595,7 +647,8 @@ def run_checks(tap, hierarchies):
                c.run(["systemctl", "--failed", "--no-pager"])[1])
         if not check_install(tap, c):
             return
-        for check in (check_activation, check_privileges, check_devices, check_filesystem, check_audit):
+        for check in (check_activation, check_privileges, check_perf_events, check_devices, check_filesystem,
+                      check_audit):
             try:
                 check(tap, c)
             except Exception:
