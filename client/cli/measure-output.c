@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/measure-output.h"
 #include "macro.h"
@@ -24,7 +25,7 @@ int output_format_from_string(const char *s, OutputFormat *ret) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                if (strcmp(s, names[i]) == 0) {
+                if (strcasecmp(s, names[i]) == 0) {
                         *ret = (OutputFormat) i;
                         return 0;
                 }
@@ -233,7 +234,7 @@ static void write_interval_line(OutputContext *ctx, const pmugate_result *r) {
                                 (void) snprintf(value, sizeof(value), "%.0f", x);
                         fprintf(ctx->file, " %*s", interval_column_width(name), value);
                 }
-                fputc('\n', ctx->file);
+                fprintf(ctx->file, "%s\n", ctx->partial ? "  (partial)" : "");
         }
 }
 
@@ -332,7 +333,7 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
         double end = r->start + r->elapsed;
 
         if (!ctx->header_written) {
-                fprintf(ctx->file, "time,elapsed,cpu,type,name,value,unit,raw,scale,stddev\n");
+                fprintf(ctx->file, "time,elapsed,cpu,type,name,value,unit,raw,scale,stddev,partial\n");
                 ctx->header_written = true;
         }
         for (size_t k = 0; k < 1 + r->n_packages + r->n_cpus; k++) {
@@ -350,7 +351,7 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
                         fputc(',', ctx->file);
                         if (ctx->stddev)
                                 csv_value(ctx->file, column(ctx->stddev, k)->counts[e]);
-                        fputc('\n', ctx->file);
+                        fputs(ctx->partial ? ",1\n" : ",\n", ctx->file);
                 }
                 for (size_t i = 0; i < r->n_metrics; i++) {
                         fprintf(ctx->file, "%.6f,%.6f,%s,metric,", end, r->elapsed, cpu);
@@ -363,7 +364,7 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
                         if (ctx->stddev)
                                 csv_value(ctx->file, output_metric_value(ctx->stddev, column(ctx->stddev, k),
                                                                          i));
-                        fputc('\n', ctx->file);
+                        fputs(ctx->partial ? ",1\n" : ",\n", ctx->file);
                 }
         }
 }
@@ -446,7 +447,9 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
         json_object_object_add(root, "per_cpu", per_cpu);
         if (ctx->runs > 1)
                 json_object_object_add(root, "runs", json_object_new_int((int) ctx->runs));
-        if (!ctx->interval)
+        if (ctx->interval)
+                json_object_object_add(root, "partial", json_object_new_boolean(ctx->partial));
+        else
                 json_object_object_add(root, "interrupted", ctx->interrupted ?
                                        json_object_new_string(ctx->interrupted) : NULL);
         if (r->n_packages > 0) {

@@ -28,6 +28,7 @@ typedef struct OutputContext {
         OutputFormat format;
         bool per_cpu;                   /* table: a column per CPU besides the aggregate */
         bool interval;                  /* one block (table), rows (CSV) or line (JSON) per interval */
+        bool partial;                   /* -I: the result is the last interval, cut short by the end */
         const pmugate_info *info;
         const char *kind;               /* "topdown" or "stat" */
         const char *group;              /* group name, or "" for events alone */

@@ -210,10 +210,7 @@ static int parse_args(int argc, char *argv[], Args *ret) {
                         a.name = optarg;
                         break;
                 default:
-                        fprintf(stderr,
-                                "pmugatectl: unknown option or missing value: %s (see 'pmugatectl %s "
-                                "--help')\n", argv[optind - 1], argv[0]);
-                        return -EINVAL;
+                        return cli_unknown_option("pmugatectl", argv[0], argv, opt);
                 }
         if (optind < argc) {
                 fprintf(stderr, "pmugatectl: unexpected argument '%s'\n", argv[optind]);
@@ -388,9 +385,7 @@ int main(int argc, char *argv[]) {
                         arg_socket = optarg;
                         break;
                 default:
-                        fprintf(stderr,
-                                "pmugatectl: unknown option or missing value: %s (see 'pmugatectl "
-                                "--help')\n", argv[optind - 1]);
+                        (void) cli_unknown_option("pmugatectl", NULL, argv, opt);
                         return 2;
                 }
         if (optind >= argc) {

@@ -184,10 +184,8 @@ static int parse_option(MeasureArgs *a, int opt, const char *arg, char *const *a
                         return usage_error(verb, "-p takes a process id", arg);
                 a->pid = (pid_t) n;
                 return 0;
-        case ':':
-                return usage_error(verb, "an option needs a value", argv[optind - 1]);
         default:
-                return usage_error(verb, "unknown option", argv[optind - 1]);
+                return cli_unknown_option("pmugate", verb, argv, opt);
         }
 }
 
