@@ -311,7 +311,8 @@ def test_outputs_and_wrapper(tap):
         with open(csv_path) as f:
             rows = [l.split(",") for l in f.read().splitlines()]
         tap.eq((rc, out), (0, ""), "-o writes the output to the file")
-        tap.eq(rows[0], ["time", "elapsed", "cpu", "type", "name", "value", "unit", "raw", "scale", "stddev"],
+        tap.eq(rows[0], ["time", "elapsed", "cpu", "type", "name", "value", "unit", "raw", "scale", "stddev",
+                          "partial"],
                "CSV header")
         kinds = {(r[2], r[3], r[4]) for r in rows[1:]}
         tap.ok({("all", "count", "TOPDOWN.SLOTS"), ("0", "count", "topdown-be-bound"), ("1", "metric", "tma_retiring"),

@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Intervals on the clock and the command line a perf or LIKWID user expects, through the real
+daemon, socket and CLI: unknown options named (not the verb) with the pmugate spelling of perf's
+and LIKWID's, format names in any case, an unknown -o suffix refused, the last partial -I
+interval printed and marked in every format at every level, N intervals in N times -I,
+pmugated's models and a simulator configuration's own model."""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import pmugatetest as t
+from pmugatetest import STENCIL, Sim
+
+INTERVAL = 0.1
+# What anchoring the deadlines to the clock guarantees is that the ends do not drift: the k-th
+# ends k intervals after the start, late only by its own wake-up. How late a wake-up (of the CLI,
+# then of the daemon that reads the counters) is depends on the machine's load: on a two-core
+# build machine at a load of 10-12 a plain sleep to an absolute deadline woke a median 0.14 ms
+# and at worst 9 ms late, and the CLI and the daemon both wake for each end: the ends seen were
+# late by up to 19 ms. An interval is the difference of two ends, so three in four are within
+# TYPICAL of -I, all within WORST, the median within 1 ms; the drift check (the last end against
+# the first) allows one late wake-up.
+TYPICAL = 0.005
+WORST = 0.030
+DRIFT_MAX = 0.020
+
+
+def test_unknown_options(tap):
+    sim = Sim("icx", rules=[("0-3", STENCIL)])
+    try:
+        cases = [
+            (("stat", "-x,", "-e", "cycles", "-c", "0", "-S", "0.1"), "unknown option -x", "-O csv"),
+            (("stat", "-e", "cycles", "-j"), "unknown option -j", "-O jsonl"),
+            (("topdown", "-a", "-S", "0.1"), "unknown option -a", "-c N:"),
+            (("topdown", "--bogus=3"), "unknown option --bogus ", None),
+            (("topdown", "-c"), "option -c needs a value", None),
+            (("info", "-z"), "unknown option -z", None),
+            (("list", "-q"), "unknown option -q", None),
+            (("read", "-q", "-c", "0", "0x10"), "unknown option -q", None),
+        ]
+        for args, named, hint in cases:
+            rc, _, err = sim.run(*args)
+            tap.ok(rc == 2 and named in err and "option: %s" % args[0] not in err and (not hint or hint in err),
+                   "pmugate %s: names the option%s" % (" ".join(args), ", with " + hint if hint else ""), err)
+        rc, out, err = sim.run("stat", "-e", "cycles", "-c", "0", "-S", "0.1", "-O", "CSV")
+        tap.ok(rc == 0 and out.startswith("time,elapsed,cpu"), "-O CSV: format names in any case", err)
+        rc, out, err = sim.run("stat", "-e", "cycles", "-c", "0", "-S", "0.1", "-O", "Json")
+        tap.ok(rc == 0 and json.loads(out)["kind"] == "stat", "-O Json too", err)
+        path = os.path.join(sim.dir, "result.dat")
+        rc, _, err = sim.run("stat", "-e", "cycles", "-c", "0", "-S", "0.1", "-o", path)
+        tap.ok(rc == 2 and "'.dat'" in err and "-O" in err and not os.path.exists(path),
+               "-o FILE.dat without -O is refused, naming the suffix, and nothing is written", err)
+        rc, _, err = sim.run("stat", "-e", "cycles", "-c", "0", "-S", "0.1", "-O", "csv", "-o", path)
+        with open(path) as f:
+            tap.ok(rc == 0 and f.readline().startswith("time,"), "with -O csv it is written as CSV", err)
+    finally:
+        sim.stop()
+
+
+def table_lines(text):
+    return [l for l in text.splitlines() if l.startswith(" ") and not l.startswith(" Performance")]
+
+
+def test_partial_interval(tap):
+    sim = Sim("icx", rules=[("0-3", STENCIL)])
+    try:
+        for level in ("1", "2"):
+            what = "topdown -l %s -I 1000 -C 0 -- sleep 0.3" % level
+            base = ("topdown", "-l", level, "-I", "1000", "-C", "0")
+            rc, _, err = sim.run(*base, "--", "sleep", "0.3")
+            lines = table_lines(err)
+            tap.ok(rc == 0 and len(lines) == 1 and lines[0].endswith("(partial)") and "left out" not in err,
+                   "%s: the table prints the partial interval, marked" % what, err)
+            rc, _, err = sim.run(*base, "-O", "json", "--", "sleep", "0.3")
+            docs = [json.loads(l) for l in err.splitlines() if l.startswith("{")]
+            tap.ok(rc == 0 and len(docs) == 1 and docs[0]["partial"] is True and
+                   0.25 < docs[0]["elapsed"] < 0.6 and docs[0]["aggregate"]["metrics"]["tma_retiring"] is not None,
+                   "%s: JSON has it with \"partial\": true and its metrics" % what, err[-500:])
+            rc, _, err = sim.run(*base, "-O", "csv", "--", "sleep", "0.3")
+            rows = [l.split(",") for l in err.splitlines()]
+            tap.ok(rc == 0 and rows[0][-1] == "partial" and len(rows) > 1 and
+                   all(r[-1] == "1" for r in rows[1:]), "%s: CSV marks its rows partial" % what, err[-500:])
+        rc, out, err = sim.run("topdown", "-l", "2", "-I", "200", "-S", "0.5", "-c", "0", "-O", "json")
+        docs = [json.loads(l) for l in out.splitlines()]
+        tap.ok(rc == 0 and [d["partial"] for d in docs] == [False, False, True],
+               "-I 200 -S 0.5: two whole intervals, then the partial one", [(d["elapsed"], d["partial"]) for d in docs])
+    finally:
+        sim.stop()
+
+
+def test_intervals_on_clock(tap):
+    sim = Sim("icx", rules=[("0-3", STENCIL)])
+    try:
+        for level in ("1", "2"):
+            rc, out, err = sim.run("topdown", "-l", level, "-I", "100", "-S", "2", "-c", "0", "-O", "json")
+            docs = [json.loads(l) for l in out.splitlines()]
+            elapsed = [d["elapsed"] for d in docs]
+            ends = [d["start"] + d["elapsed"] for d in docs]
+            what = "topdown -l %s -I 100 -S 2" % level
+            tap.ok(rc == 0 and len(docs) == 20 and not any(d["partial"] for d in docs),
+                   "%s: 20 whole intervals, no partial one" % what, (rc, err, [(e, d.get("partial")) for e, d in
+                                                                           zip(elapsed, docs)]))
+            typical = sum(abs(e - INTERVAL) <= TYPICAL for e in elapsed)
+            tap.ok(typical >= 0.75 * len(elapsed) and all(abs(e - INTERVAL) <= WORST for e in elapsed) and
+                   abs(statistics.median(elapsed) - INTERVAL) < 0.001,
+                   "%s: 3 in 4 intervals %.0f ms +- %.0f ms (%d of %d), all +- %.0f ms, the median within 1 ms" %
+                   (what, INTERVAL * 1e3, TYPICAL * 1e3, typical, len(elapsed), WORST * 1e3), elapsed)
+            tap.ok(len(ends) == 20 and abs(ends[-1] - ends[0] - 19 * INTERVAL) <= DRIFT_MAX,
+                   "%s: the ends do not drift: the 20th is 1.9 s after the first (%.4f s)" %
+                   (what, ends[-1] - ends[0] if ends else 0), ends)
+    finally:
+        sim.stop()
+
+
+def test_daemon_models(tap):
+    out = subprocess.run([t.PMUGATED, "--help"], capture_output=True, text=True).stdout
+    line = [l for l in out.splitlines() if "--sim-model" in l]
+    text = " ".join(out.split())
+    tap.ok(all(m in text for m in ("skx", "clx", "icx", "spr", "zen4", "zen5")),
+           "pmugated --help lists every model, zen4 and zen5 too", line)
+    d = t.workdir()
+    config = t.sim_config(d, "zen4", sockets=1, cores=4, smt=True, cores_per_ccx=4)
+    daemon = t.Daemon(d, ["--backend=sim", "--sim-config=" + config])
+    try:
+        rc, out, err = t.run_cli([t.PMUGATE, "info", "--json"], daemon.socket)
+        tap.ok(rc == 0 and json.loads(out)["cpu"]["key"] == "zen4",
+               "--sim-config alone: the configuration's model = zen4 is used", (rc, out[:300], err))
+    finally:
+        daemon.stop()
+    d = t.workdir()
+    config = t.sim_config(d, "zen4", sockets=1, cores=4, smt=True, cores_per_ccx=4)
+    daemon = t.Daemon(d, ["--backend=sim", "--sim-model=icx", "--sim-config=" + config], expect_ready=False)
+    code = daemon.wait_exit()
+    tap.ok(code not in (0, None) and "conflicts with model = zen4" in daemon.log(),
+           "--sim-model=icx with a zen4 configuration is refused, naming both", (code, daemon.log()[-400:]))
+
+
+if __name__ == "__main__":
+    sys.exit(t.Tap().run([test_unknown_options, test_partial_interval, test_intervals_on_clock, test_daemon_models]))
