@@ -336,7 +336,7 @@ static void write_csv(OutputContext *ctx, const pmugate_result *r) {
                 fprintf(ctx->file, "time,elapsed,cpu,type,name,value,unit,raw,scale,stddev,partial\n");
                 ctx->header_written = true;
         }
-        for (size_t k = 0; k < 1 + r->n_packages + r->n_cpus; k++) {
+        for (size_t k = 0; k < 1 + r->n_packages + (ctx->aggregate_only ? 0 : r->n_cpus); k++) {
                 const pmugate_values *v = column(r, k);
                 char cpu[NUMBER_MAX];
 
@@ -441,7 +441,7 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
         json_object_object_add(root, "metrics", metrics);
         json_object_object_add(root, "aggregate", json_values(r, &r->aggregate,
                                                               ctx->stddev ? &ctx->stddev->aggregate : NULL));
-        for (size_t i = 0; i < r->n_cpus; i++)
+        for (size_t i = 0; i < (ctx->aggregate_only ? 0 : r->n_cpus); i++)
                 json_object_array_add(per_cpu, json_values(r, &r->cpus[i],
                                                            ctx->stddev ? &ctx->stddev->cpus[i] : NULL));
         json_object_object_add(root, "per_cpu", per_cpu);

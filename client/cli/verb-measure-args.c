@@ -96,6 +96,8 @@ static void help(bool topdown) {
                "                        .csv, .json, .jsonl, .txt choose the format unless -O does;\n"
                "                        without -O another suffix is refused\n"
                "  -A --per-cpu          A column per CPU in the table\n"
+               "     --aggregate        CSV and JSON: the aggregate (and packages) only, no\n"
+               "                        per-CPU rows, for large nodes\n"
                "  -m --marker           Per region COMMAND marks (docs/MARKERS.md)\n"
                "     --user, --kernel   Count only user (ring 3) or kernel (ring 0) mode\n"
                "     --reset-period=T   Longest PERF_METRICS window (default 1s)\n"
@@ -158,6 +160,9 @@ static int parse_option(MeasureArgs *a, int opt, const char *arg, char *const *a
         case 'A':
                 a->per_cpu = true;
                 return 0;
+        case ARG_AGGREGATE:
+                a->aggregate_only = true;
+                return 0;
         case 'm':
                 a->marker = true;
                 return 0;
@@ -203,6 +208,7 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 { "format", required_argument, NULL, 'O' },
                 { "output", required_argument, NULL, 'o' },
                 { "per-cpu", no_argument, NULL, 'A' },
+                { "aggregate", no_argument, NULL, ARG_AGGREGATE },
                 { "reset-period", required_argument, NULL, ARG_RESET_PERIOD },
                 { "rotate-period", required_argument, NULL, ARG_ROTATE_PERIOD },
                 { "user", no_argument, NULL, ARG_USER },
@@ -255,6 +261,8 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 return usage_error(verb, "--scope process counts wherever the process runs: no -C or -c", NULL);
         if (a.marker && a.scope != SCOPE_DEFAULT && a.scope != PMUGATE_PERF_SCOPE_CPU)
                 return usage_error(verb, "-m measures per CPU: no --scope job or process", NULL);
+        if (a.aggregate_only && a.per_cpu)
+                return usage_error(verb, "-A adds a column per CPU, --aggregate leaves them out: not both", NULL);
         if (a.repeat > 1 && (!a.command || a.interval_ns > 0))
                 return usage_error(verb, "-r repeats a command, without -I", NULL);
         *ret = a;

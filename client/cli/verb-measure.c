@@ -576,6 +576,7 @@ static int run(const MeasureArgs *a, const char *socket_path) {
                 .file = file ?: a->command ? stderr : stdout,
                 .format = format,
                 .per_cpu = a->per_cpu,
+                .aggregate_only = a->aggregate_only,
                 .interval = a->interval_ns > 0,
                 .info = info,
                 .kind = a->topdown ? "topdown" : "stat",
