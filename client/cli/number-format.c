@@ -33,11 +33,15 @@ size_t number_format_u64(uint64_t v, char *buf) {
 }
 
 static unsigned __int128 pow10_u128(unsigned k) {
-        unsigned __int128 p = 1;
+        static unsigned __int128 table[POW10_MAX + 1];
 
-        while (k--)
-                p *= 10;
-        return p;
+        if (table[0] == 0) {
+                unsigned __int128 p = 1;
+
+                for (unsigned i = 0; i <= POW10_MAX; i++, p *= 10)
+                        table[i] = p;
+        }
+        return table[k];
 }
 
 /* round(x * 10^k), ties to even, and floor(x * 10^k) for x = mantissa * 2^exponent; false
@@ -99,9 +103,9 @@ size_t number_format_g17(double x, char *buf) {
                 return fallback(buf == p ? x : -x, buf);
         mantissa = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
         exponent = (int) (bits >> 52) - 1075;
-        /* the decimal exponent of x itself; log10 may miss by one near a power of ten, which
-         * the digit count of the unrounded digits shows */
-        decimal = (int) floor(log10(x));
+        /* the decimal exponent of x itself, from the binary one (log10(2) = 0.30103); it may
+         * miss by one, which the digit count of the unrounded digits shows */
+        decimal = (int) floor((double) (exponent + 52) * 0.30102999566398120);
         for (int tries = 0; tries < 3; tries++) {
                 if (!scaled_digits(mantissa, exponent, DIGITS - 1 - decimal, &n, &whole))
                         return fallback(buf == p ? x : -x, buf);
