@@ -571,27 +571,25 @@ static json_object *json_document(OutputContext *ctx) {
         return root;
 }
 
-/* A growing piece of text. */
+/* A growing piece of text; failed when memory ran out (the text is then cut short). */
 typedef struct Text {
         char *s;
         size_t n, size;
+        bool failed;
 } Text;
 
 static void text_add(Text *t, const char *s, size_t n) {
         if (t->n + n + 1 > t->size) {
                 size_t size = MAX(2 * t->size, t->n + n + 1 + 4096);
-                char *grown = realloc(t->s, size);
+                char *grown = t->failed ? NULL : realloc(t->s, size);
 
                 if (!grown) {
-                        /* the result is cut short; text_done() reports it */
-                        t->size = SIZE_MAX;
+                        t->failed = true;
                         return;
                 }
                 t->s = grown;
                 t->size = size;
         }
-        if (t->size == SIZE_MAX)
-                return;
         memcpy(t->s + t->n, s, n);
         t->n += n;
 }
@@ -602,6 +600,15 @@ static void text_str(Text *t, const char *s) {
 
 /* A JSON string, escaped as RFC 8259 asks. */
 static void text_json_string(Text *t, const char *s) {
+        size_t plain = strcspn(s, "\"\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"
+                                  "\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f");
+
+        if (s[plain] == '\0') {
+                text_add(t, "\"", 1);
+                text_add(t, s, plain);
+                text_add(t, "\"", 1);
+                return;
+        }
         text_add(t, "\"", 1);
         for (const char *p = s; *p; p++) {
                 char esc[8];
@@ -687,7 +694,7 @@ static int write_json_line(OutputContext *ctx, const pmugate_result *r) {
                 text_json_cpu(&t, r, &r->cpus[i]);
         }
         text_str(&t, "]}\n");
-        if (t.size == SIZE_MAX)
+        if (t.failed)
                 q = -ENOMEM;
         else if (fwrite(t.s, 1, t.n, ctx->file) != t.n)
                 q = -EIO;

@@ -19,15 +19,28 @@
 #define POW10_MAX 22
 
 size_t number_format_u64(uint64_t v, char *buf) {
-        char tmp[24];
-        size_t n = 0;
+        static const char pairs[201] =
+                "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                "8081828384858687888990919293949596979899";
+        char tmp[24], *p = tmp + sizeof(tmp);
+        size_t n;
 
-        do {
-                tmp[n++] = (char) ('0' + v % 10);
-                v /= 10;
-        } while (v);
-        for (size_t i = 0; i < n; i++)
-                buf[i] = tmp[n - 1 - i];
+        /* two digits a division */
+        while (v >= 100) {
+                unsigned d = (unsigned) (v % 100);
+
+                v /= 100;
+                p -= 2;
+                memcpy(p, pairs + 2 * d, 2);
+        }
+        if (v >= 10) {
+                p -= 2;
+                memcpy(p, pairs + 2 * v, 2);
+        } else
+                *--p = (char) ('0' + v);
+        n = (size_t) (tmp + sizeof(tmp) - p);
+        memcpy(buf, p, n);
         buf[n] = '\0';
         return n;
 }
