@@ -6,12 +6,14 @@ Usage: bench/run-bench-output.py [--sockets=N] [--cores=N] [--interval=MS] [--du
 
 Starts BUILD_DIR/daemon/pmugated with the simulated PMU of a Sapphire Rapids of N sockets (4)
 of N cores (128), SMT on (1024 CPUs; --sockets=8 --cores=256 is 4096), on the realtime clock,
-and runs 'pmugate topdown -l 2 -c N: -I INTERVAL -S DURATION' (100 ms, 2 s) once per output:
+and runs 'pmugate topdown -l 2 -c N: -I INTERVAL -S DURATION' (100 ms, 2 s), and again for twice
+the duration, for each output:
 the table (the aggregate line only: the library alone plus one line, the floor), CSV and JSON
 with every CPU's rows, and CSV and JSON with --aggregate. For each it prints the intervals
 written and asked for (fewer: samples dropped because writing took longer than -I), the bytes
 written, and the client's CPU time (user + system, from wait4()) divided by the measured CPUs
-and the samples taken. Output goes to a file on tmpfs. Needs root, as the daemon does. Not a
+and the intervals written; "marginal" is what the longer run cost more per CPU and interval it
+wrote more, which leaves out start-up (connecting, programming every CPU, group files). Output goes to a file on tmpfs. Needs root, as the daemon does. Not a
 test: it prints numbers, it does not judge them.
 """
 
@@ -73,26 +75,31 @@ def main(argv):
     asked = int(round(shape["--duration"] * 1000 / shape["--interval"]))
     print("%d CPUs, topdown -l 2 -c N: -I %dms -S %gs: %d intervals asked for" %
           (n_cpus, shape["--interval"], shape["--duration"], asked))
-    print("%-18s %9s %12s %10s %14s" % ("output", "intervals", "bytes", "CPU s", "us/CPU/sample"))
+    print("%-18s %10s %12s %10s %14s %14s" % ("output", "intervals", "bytes", "CPU s", "us/CPU/sample",
+                                              "marginal"))
     try:
         for kind, args in OUTPUTS:
-            path = os.path.join(out_dir, "pmugate-bench-output-%d" % os.getpid())
-            argv = [os.path.join(build, "client", "pmugate"), "--socket=" + daemon.socket, "topdown", "-l", "2",
-                    "-c", "N:", "-I", "%dms" % shape["--interval"], "-S", "%gs" % shape["--duration"], "-o",
-                    path] + args
-            env = dict(os.environ, PMUGATE_GROUP_PATH=groups)
-            proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
-            _, status, usage = os.wait4(proc.pid, 0)
-            err = proc.stderr.read().decode()
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            if proc.returncode != 0:
-                print("%-18s failed (%d): %s" % (kind, proc.returncode, err.strip()))
+            runs = []
+            for duration in (shape["--duration"], 2 * shape["--duration"]):
+                path = os.path.join(out_dir, "pmugate-bench-output-%d" % os.getpid())
+                argv = [os.path.join(build, "client", "pmugate"), "--socket=" + daemon.socket, "topdown", "-l", "2",
+                        "-c", "N:", "-I", "%dms" % shape["--interval"], "-S", "%gs" % duration, "-o", path] + args
+                proc = subprocess.Popen(argv, env=dict(os.environ, PMUGATE_GROUP_PATH=groups), stderr=subprocess.PIPE)
+                _, status, usage = os.wait4(proc.pid, 0)
+                err = proc.stderr.read().decode()
+                if os.waitstatus_to_exitcode(status) != 0:
+                    print("%-18s failed (%d): %s" % (kind, os.waitstatus_to_exitcode(status), err.strip()))
+                    break
+                written, size = intervals(kind, path)
+                os.unlink(path)
+                runs.append((written, size, usage.ru_utime + usage.ru_stime))
+            if len(runs) < 2:
                 continue
-            written, size = intervals(kind, path)
-            os.unlink(path)
-            cpu = usage.ru_utime + usage.ru_stime
-            print("%-18s %5d/%-3d %12d %10.3f %14.2f" % (kind, written, asked, size, cpu,
-                                                         cpu * 1e6 / n_cpus / max(written, 1)))
+            (n1, b1, c1), (n2, b2, c2) = runs
+            per_sample = (c2 - c1) * 1e6 / n_cpus / (n2 - n1) if n2 > n1 else float("nan")
+            print("%-18s %5d/%-4d %12d %10.3f %14.2f %14.2f" % (kind, n1, asked, b1, c1, c1 * 1e6 / n_cpus / max(n1, 1),
+                                                                per_sample))
+            print("%-18s %5d/%-4d %12d %10.3f %14.2f" % ("", n2, 2 * asked, b2, c2, c2 * 1e6 / n_cpus / max(n2, 1)))
     finally:
         daemon.stop()
     return 0
