@@ -139,5 +139,76 @@ def test_daemon_models(tap):
            "--sim-model=icx with a zen4 configuration is refused, naming both", (code, daemon.log()[-400:]))
 
 
+def test_output_at_scale(tap):
+    # JSON Lines write per-CPU entries without json-c, CSV its rows with its own number
+    # formatting: both must say what json-c and printf said. On the deterministic clock the
+    # same accesses give the same counts, so a run written each way compares value for value.
+    d = t.workdir()
+    config = t.sim_config(d, "icx", rules=[("0-3", STENCIL)])
+    with open(config) as f:
+        text = f.read().replace("mode = realtime", "mode = deterministic")
+    with open(config, "w") as f:
+        f.write(text)
+    daemon = t.Daemon(d, ["--backend=sim", "--sim-config=" + config])
+    try:
+        def run(*args):
+            rc, out, err = t.run_cli([t.PMUGATE, "topdown", "-l", "2", "-c", "0-3", "-S", "0.05"] + list(args),
+                                     daemon.socket, env={"PMUGATE_GROUP_PATH": t.GROUPS})
+            if rc != 0:
+                raise AssertionError("pmugate %s: %d %s" % (args, rc, err))
+            return out
+        line = json.loads(run("-O", "jsonl"))
+        doc = json.loads(run("-O", "json"))
+        tap.ok(len(line["per_cpu"]) == 4 and line["per_cpu"] == doc["per_cpu"],
+               "-O jsonl writes per_cpu as json-c writes it in -O json, value for value",
+               (line["per_cpu"][0], doc["per_cpu"][0]))
+        tap.ok({k: v for k, v in line.items() if k not in ("per_cpu", "start", "elapsed")} ==
+               {k: v for k, v in doc.items() if k not in ("per_cpu", "start", "elapsed")}, "and the rest too")
+        rows = [r.split(",") for r in run("-O", "csv").splitlines()[1:]]
+        values = {(r[2], r[4]): r[5] for r in rows}
+        want = {}
+        for cpu in doc["per_cpu"]:
+            for e, c in cpu["counts"].items():
+                want[(str(cpu["cpu"]), e)] = "%.17g" % c["value"] if c["value"] is not None else ""
+            for m, v in cpu["metrics"].items():
+                want[(str(cpu["cpu"]), m)] = "%.17g" % v if v is not None else ""
+        got = {k: v for k, v in values.items() if k[0] != "all"}
+        tap.ok(got == want, "CSV values are printf's %.17g of the same numbers",
+               [(k, got.get(k), want[k]) for k in want if got.get(k) != want[k]][:5])
+        agg = run("-O", "csv", "--aggregate").splitlines()
+        tap.ok(len(agg) > 1 and all(r.split(",")[2] == "all" for r in agg[1:]),
+               "--aggregate: CSV has the aggregate rows only", agg[:3])
+        one = json.loads(run("-O", "jsonl", "--aggregate"))
+        tap.ok(one["per_cpu"] == [] and one["aggregate"]["metrics"] == line["aggregate"]["metrics"],
+               "--aggregate: JSON without per-CPU entries, the same aggregate")
+        rc, _, err = t.run_cli([t.PMUGATE, "topdown", "-A", "--aggregate", "-c", "0", "-S", "0.05"], daemon.socket)
+        tap.ok(rc == 2 and "--aggregate" in err, "-A with --aggregate is refused", err)
+    finally:
+        daemon.stop()
+
+
+def test_no_sample_dropped_1024(tap):
+    sim = Sim("spr", sockets=4, cores=128, smt=True, rules=[("0-1023", STENCIL)])
+    try:
+        for fmt in ("csv", "json"):
+            path = os.path.join(sim.dir, "out." + fmt)
+            rc, _, err = sim.run("topdown", "-l", "2", "-c", "N:", "-I", "100ms", "-S", "2s", "-O", fmt, "-o", path)
+            with open(path) as f:
+                text = f.read()
+            if fmt == "csv":
+                rows = [r.split(",") for r in text.splitlines()[1:]]
+                n = len({r[0] for r in rows})
+                per_cpu = len({r[2] for r in rows if r[2] != "all"})
+            else:
+                docs = [json.loads(l) for l in text.splitlines()]
+                n = len(docs)
+                per_cpu = min(len(d["per_cpu"]) for d in docs)
+            tap.ok(rc == 0 and n == 20 and per_cpu == 1024,
+                   "1024 CPUs, -I 100ms -S 2s -O %s: 20 intervals of 1024 CPUs, none dropped (%d)" % (fmt, n), err)
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_unknown_options, test_partial_interval, test_intervals_on_clock, test_daemon_models]))
+    sys.exit(t.Tap().run([test_unknown_options, test_partial_interval, test_intervals_on_clock, test_daemon_models,
+                          test_output_at_scale, test_no_sample_dropped_1024]))
