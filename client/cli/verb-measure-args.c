@@ -264,7 +264,10 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
         if (a.aggregate_only && a.per_cpu)
                 return usage_error(verb, "-A adds a column per CPU, --aggregate leaves them out: not both", NULL);
         if (a.repeat > 1 && (!a.command || a.interval_ns > 0))
-                return usage_error(verb, "-r repeats a command, without -I", NULL);
+                return usage_error(verb, a.interval_ns > 0 ?
+                                   "-r repeats a whole command for means and deviations; -I prints intervals "
+                                   "of one run: give one of them" :
+                                   "-r repeats a command: give one after --", NULL);
         *ret = a;
         return 0;
 }

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -539,6 +540,47 @@ static int open_output(const MeasureArgs *a, OutputFormat *format, FILE **ret) {
         return 0;
 }
 
+/* -C: the command must be allowed on the CPUs it is pinned to; where it was allowed on more,
+ * one notice says it no longer is, since perf stat's -C measures without pinning. Returns 0,
+ * or 1 after saying why the command cannot be pinned. */
+static int check_pinning(const MeasureArgs *a, const uint32_t *cpus, size_t n_cpus, const char *cpu_list) {
+        _cleanup_free_ uint32_t *allowed = NULL, *outside = NULL;
+        char allowed_text[CPU_LIST_TEXT_MAX], outside_text[CPU_LIST_TEXT_MAX];
+        size_t n_allowed = 0, n_outside = 0;
+        cpu_set_t set;
+
+        if (sched_getaffinity(0, sizeof(set), &set) < 0)
+                return 0;
+        allowed = calloc(CPU_SETSIZE, sizeof(uint32_t));
+        outside = calloc(n_cpus ?: 1, sizeof(uint32_t));
+        if (!allowed || !outside)
+                return 0;
+        for (uint32_t cpu = 0; cpu < CPU_SETSIZE; cpu++)
+                if (CPU_ISSET(cpu, &set))
+                        allowed[n_allowed++] = cpu;
+        for (size_t i = 0; i < n_cpus; i++)
+                if (cpus[i] >= CPU_SETSIZE || !CPU_ISSET(cpus[i], &set))
+                        outside[n_outside++] = cpus[i];
+        if (cpulist_format(allowed, n_allowed, allowed_text, sizeof(allowed_text)) < 0)
+                (void) snprintf(allowed_text, sizeof(allowed_text), "%zu CPUs", n_allowed);
+        if (n_outside > 0) {
+                if (cpulist_format(outside, n_outside, outside_text, sizeof(outside_text)) < 0)
+                        (void) snprintf(outside_text, sizeof(outside_text), "%zu CPUs", n_outside);
+                fprintf(stderr,
+                        "pmugate: cannot pin %s to CPU%s %s: not in this process's allowed CPUs (%s); measure "
+                        "them without pinning with -c\n", a->command[0], n_outside > 1 ? "s" : "", outside_text,
+                        allowed_text);
+                return 1;
+        }
+        /* not into CSV or JSON on stderr, which a wrapped command's results are */
+        if (n_allowed > n_cpus && (a->format == OUTPUT_TABLE || a->output_path))
+                fprintf(stderr,
+                        "pmugate: -C pins %s to CPU%s %s (it could run on %s); perf stat -C does not pin, "
+                        "-c measures without pinning\n", a->command[0], n_cpus > 1 ? "s" : "", cpu_list,
+                        allowed_text);
+        return 0;
+}
+
 static int run(const MeasureArgs *a, const char *socket_path) {
         _cleanup_(pmugate_disconnect_p) pmugate *c = NULL;
         _cleanup_(pmugate_info_freep_cli) pmugate_info *info = NULL;
@@ -568,6 +610,8 @@ static int run(const MeasureArgs *a, const char *socket_path) {
         }
         if (cpulist_format(cpus, n_cpus, cpu_list, sizeof(cpu_list)) < 0)
                 (void) snprintf(cpu_list, sizeof(cpu_list), "(%zu CPUs)", n_cpus);
+        if (a->pin_cpus && a->command && check_pinning(a, cpus, n_cpus, cpu_list) != 0)
+                return 1;
         r = open_output(a, &format, &file);
         if (r != 0)
                 return r;

@@ -209,6 +209,34 @@ def test_no_sample_dropped_1024(tap):
         sim.stop()
 
 
+def test_pinning_and_repeat(tap):
+    sim = Sim("icx", rules=[("0-3", STENCIL)])
+    try:
+        def run(*args):
+            # the CLI allowed on CPUs 0-1 only, as a job's or a container's would be
+            p = subprocess.run(["taskset", "-c", "0-1", t.PMUGATE] + list(args), capture_output=True, text=True,
+                               env=dict(os.environ, PMUGATE_SOCKET=sim.daemon.socket, PMUGATE_GROUP_PATH=t.GROUPS),
+                               timeout=60)
+            return p.returncode, p.stdout, p.stderr
+        if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+            tap.skip("-C and the caller's CPUs", "this machine does not let the test run on CPUs 0-1")
+            return
+        rc, _, err = run("stat", "-e", "cycles", "-C", "0-3", "--", "true")
+        tap.ok(rc == 1 and "cannot pin true to CPUs 2-3: not in this process's allowed CPUs (0-1)" in err,
+               "-C on CPUs the caller may not run on: names the command, the CPUs and the allowed ones", err)
+        rc, _, err = run("stat", "-e", "cycles", "-C", "0", "--", "true")
+        tap.ok(rc == 0 and err.count("perf stat -C does not pin") == 1 and "it could run on 0-1" in err,
+               "-C pinning a command that could run on more CPUs: one notice", err)
+        rc, _, err = run("stat", "-e", "cycles", "-C", "0", "-O", "json", "--", "true")
+        tap.ok(rc == 0 and json.loads(err)["kind"] == "stat", "but not into JSON on stderr", err)
+        rc, _, err = run("stat", "-e", "cycles", "-r", "3", "-S", "0.1")
+        tap.ok(rc == 2 and "-r repeats a command: give one after --" in err, "-r without a command says so", err)
+        rc, _, err = run("stat", "-e", "cycles", "-r", "3", "-I", "100", "--", "true")
+        tap.ok(rc == 2 and "-I prints intervals of one run" in err, "-r with -I says what each does", err)
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_unknown_options, test_partial_interval, test_intervals_on_clock, test_daemon_models,
-                          test_output_at_scale, test_no_sample_dropped_1024]))
+                          test_output_at_scale, test_no_sample_dropped_1024, test_pinning_and_repeat]))
