@@ -74,7 +74,8 @@ static void help(bool topdown) {
                 printf("  -l --level=1|2        TopDown level (default 1)\n");
         else
                 printf("  -e --events=LIST      Events: Intel names (any case), perf's instructions,\n"
-                       "                        cycles, ref-cycles, branches, branch-misses, rHEX;\n"
+                       "                        cycles, ref-cycles, branches, branch-misses,\n"
+               "                        cache-misses, cache-references (Intel), rHEX;\n"
                        "                        modifiers :u :k :c=N :e :i; the kernel's task-clock,\n"
                        "                        cpu-clock, page-faults, context-switches,\n"
                        "                        cpu-migrations, minor-faults, major-faults\n"

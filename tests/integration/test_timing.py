@@ -46,6 +46,10 @@ def test_unknown_options(tap):
             rc, _, err = sim.run(*args)
             tap.ok(rc == 2 and named in err and "option: %s" % args[0] not in err and (not hint or hint in err),
                    "pmugate %s: names the option%s" % (" ".join(args), ", with " + hint if hint else ""), err)
+        rc, out, err = sim.run("stat", "-e", "cache-misses,cache-references", "-c", "0", "-S", "0.1", "-O", "json")
+        tap.ok(rc == 0 and set(json.loads(out)["aggregate"]["counts"]) ==
+               {"LONGEST_LAT_CACHE.MISS", "LONGEST_LAT_CACHE.REFERENCES"},
+               "perf's cache-misses and cache-references are the last level cache's events", err)
         for group, hint in (("FLOPS_D", "did you mean FLOPS_DP"), ("flops_sd", "did you mean FLOPS_SP"),
                             ("TMA", "LIKWID's TMA is 'pmugate topdown'"), ("CACHES", "-g L2 and -g L3")):
             rc, _, err = sim.run("stat", "-g", group, "-c", "0", "-S", "0.1")
