@@ -245,6 +245,31 @@ def test_pinning_and_repeat(tap):
         sim.stop()
 
 
+def test_readme_snippet(tap):
+    # The README's C example, compiled as it stands and run with no daemon behind the socket:
+    # it must say so, not crash.
+    with open(os.path.join(t.SOURCE, "README.md")) as f:
+        text = f.read()
+    start = text.index("```c\n", text.index("From C, link")) + len("```c\n")
+    snippet = text[start:text.index("```", start)]
+    d = t.workdir()
+    src, exe = os.path.join(d, "snippet.c"), os.path.join(d, "snippet")
+    with open(src, "w") as f:
+        f.write("#include <stdint.h>\n#include <stdio.h>\n#include \"pmugate/pmugate.h\"\n"
+                "int main(void) {\n%s\nreturn 0;\n}\n" % snippet)
+    lib = os.path.join(t.BUILD, "client")
+    cc = subprocess.run(["cc", "-Wall", "-Werror", "-o", exe, src, "-I", os.path.join(t.SOURCE, "include"), "-L", lib,
+                         "-Wl,-rpath," + lib, "-lpmugate"], capture_output=True, text=True)
+    tap.ok(cc.returncode == 0, "the README's C snippet compiles with -Wall -Werror", cc.stderr)
+    if cc.returncode != 0:
+        return
+    p = subprocess.run([exe], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, PMUGATE_SOCKET=os.path.join(d, "no-daemon.sock")))
+    tap.ok(p.returncode == 1 and "cannot connect to pmugated" in p.stderr,
+           "with no daemon it says it cannot connect and exits 1 (no crash)", (p.returncode, p.stderr))
+
+
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_unknown_options, test_partial_interval, test_intervals_on_clock, test_daemon_models,
-                          test_output_at_scale, test_no_sample_dropped_1024, test_pinning_and_repeat]))
+                          test_output_at_scale, test_no_sample_dropped_1024, test_pinning_and_repeat,
+                          test_readme_snippet]))
