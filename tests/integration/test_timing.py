@@ -269,7 +269,26 @@ def test_readme_snippet(tap):
            "with no daemon it says it cannot connect and exits 1 (no crash)", (p.returncode, p.stderr))
 
 
+def test_pmugatectl_messages(tap):
+    sim = Sim("icx", rules=[("0-3", STENCIL)])
+    try:
+        def ctl(*args):
+            return t.run_cli([t.PMUGATECTL] + list(args), sim.daemon.socket)
+        rc, out, err = ctl("grant", "--job", "7", "--uid", "0", "--cpus", "0-1")
+        tap.ok(rc == 0 and "to uid 0 (root)" in out and "open mode, where grants have no effect" in err,
+               "grant names the user and says a grant has no effect in open mode", out + err)
+        rc, out, _ = ctl("status")
+        tap.ok(rc == 0 and "job 7" in out and "uid 0 (root)" in out, "status names users", out)
+        rc, _, err = ctl("revoke")
+        tap.ok(rc == 2 and "revoke needs --job ID" in err, "revoke without a job says what it needs", err)
+        rc, out, err = ctl("reload")
+        tap.ok(rc == 0 and "runs in open mode" in out and "configuration file" in out,
+               "reload says what it read and the mode it runs in", out + err)
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
     sys.exit(t.Tap().run([test_unknown_options, test_partial_interval, test_intervals_on_clock, test_daemon_models,
                           test_output_at_scale, test_no_sample_dropped_1024, test_pinning_and_repeat,
-                          test_readme_snippet]))
+                          test_readme_snippet, test_pmugatectl_messages]))
