@@ -540,9 +540,10 @@ static int open_output(const MeasureArgs *a, OutputFormat *format, FILE **ret) {
         return 0;
 }
 
-/* -C: the command must be allowed on the CPUs it is pinned to; where it was allowed on more,
- * one notice says it no longer is, since perf stat's -C measures without pinning. Returns 0,
- * or 1 after saying why the command cannot be pinned. */
+/* -C: the command must be allowed on some of the CPUs it is pinned to (the kernel pins it to
+ * those, as it does where the measured machine has CPUs this one lacks); where it was allowed
+ * on more, one notice says it no longer is, since perf stat's -C measures without pinning.
+ * Returns 0, or 1 after saying why the command cannot be pinned. */
 static int check_pinning(const MeasureArgs *a, const uint32_t *cpus, size_t n_cpus, const char *cpu_list) {
         _cleanup_free_ uint32_t *allowed = NULL, *outside = NULL;
         char allowed_text[CPU_LIST_TEXT_MAX], outside_text[CPU_LIST_TEXT_MAX];
@@ -563,7 +564,7 @@ static int check_pinning(const MeasureArgs *a, const uint32_t *cpus, size_t n_cp
                         outside[n_outside++] = cpus[i];
         if (cpulist_format(allowed, n_allowed, allowed_text, sizeof(allowed_text)) < 0)
                 (void) snprintf(allowed_text, sizeof(allowed_text), "%zu CPUs", n_allowed);
-        if (n_outside > 0) {
+        if (n_outside == n_cpus) {
                 if (cpulist_format(outside, n_outside, outside_text, sizeof(outside_text)) < 0)
                         (void) snprintf(outside_text, sizeof(outside_text), "%zu CPUs", n_outside);
                 fprintf(stderr,
