@@ -643,8 +643,9 @@ static void text_json_number(Text *t, double v) {
         text_add(t, number, n);
 }
 
-/* One CPU's entry of "per_cpu", as json_values() makes it (without standard deviations). */
-static void text_json_cpu(Text *t, const pmugate_result *r, const pmugate_values *v) {
+/* One CPU's entry of "per_cpu", as json_values() makes it (without standard deviations);
+ * names[] are the events' and then the metrics' names as JSON strings. */
+static void text_json_cpu(Text *t, const pmugate_result *r, const pmugate_values *v, char *const *names) {
         char number[NUMBER_TEXT_MAX];
 
         text_str(t, "{\"cpu\":");
@@ -653,7 +654,7 @@ static void text_json_cpu(Text *t, const pmugate_result *r, const pmugate_values
         for (size_t e = 0; e < r->n_events; e++) {
                 if (e > 0)
                         text_add(t, ",", 1);
-                text_json_string(t, r->events[e]);
+                text_str(t, names[e]);
                 text_str(t, ":{\"value\":");
                 text_json_number(t, v->counts[e]);
                 text_str(t, ",\"raw\":");
@@ -666,7 +667,7 @@ static void text_json_cpu(Text *t, const pmugate_result *r, const pmugate_values
         for (size_t i = 0; i < r->n_metrics; i++) {
                 if (i > 0)
                         text_add(t, ",", 1);
-                text_json_string(t, r->metrics[i].name);
+                text_str(t, names[r->n_events + i]);
                 text_add(t, ":", 1);
                 text_json_number(t, output_metric_value(r, v, i));
         }
@@ -675,30 +676,46 @@ static void text_json_cpu(Text *t, const pmugate_result *r, const pmugate_values
 
 /* A result as one JSON line. Large nodes have thousands of per-CPU entries a sample, which
  * json-c would build as objects and print number by number (docs/PERFORMANCE.md): they are
- * written here directly, after the rest, which json-c writes. */
+ * written here directly, each through one small buffer, after the rest, which json-c writes. */
 static int write_json_line(OutputContext *ctx, const pmugate_result *r) {
         json_object *root = json_result(ctx, r, false);
         const char *head = json_object_to_json_string_ext(root, JSON_C_TO_STRING_NOSLASHESCAPE |
                                                                 JSON_C_TO_STRING_PLAIN);
-        size_t n = strlen(head);
+        size_t n = strlen(head), n_names = r->n_events + r->n_metrics;
+        char **names = calloc(n_names ?: 1, sizeof(char *));
         Text t = {};
         int q = 0;
 
+        for (size_t i = 0; names && i < n_names; i++) {
+                Text name = {};
+
+                text_json_string(&name, i < r->n_events ? r->events[i] : r->metrics[i - r->n_events].name);
+                text_add(&name, "", 1);
+                names[i] = name.failed ? NULL : name.s;
+                if (!names[i]) {
+                        free(name.s);
+                        t.failed = true;
+                }
+        }
         /* the head is an object: its closing brace goes after "per_cpu" */
         text_add(&t, head, n > 0 ? n - 1 : 0);
         json_object_put(root);
         text_str(&t, n > 2 ? ",\"per_cpu\":[" : "\"per_cpu\":[");
-        for (size_t i = 0; i < (ctx->aggregate_only ? 0 : r->n_cpus); i++) {
+        for (size_t i = 0; names && !t.failed && i < (ctx->aggregate_only ? 0 : r->n_cpus); i++) {
                 if (i > 0)
                         text_add(&t, ",", 1);
-                text_json_cpu(&t, r, &r->cpus[i]);
+                text_json_cpu(&t, r, &r->cpus[i], names);
+                if (!t.failed && fwrite(t.s, 1, t.n, ctx->file) != t.n)
+                        q = -EIO;
+                t.n = 0;
         }
         text_str(&t, "]}\n");
-        if (t.failed)
+        if (!names || t.failed)
                 q = -ENOMEM;
-        else if (fwrite(t.s, 1, t.n, ctx->file) != t.n)
+        else if (q == 0 && fwrite(t.s, 1, t.n, ctx->file) != t.n)
                 q = -EIO;
         free(t.s);
+        free_fields(names, n_names);
         return q;
 }
 
