@@ -3,6 +3,7 @@
  * Command-line helpers
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,4 +70,47 @@ int cli_parse_register(const char *s, const pmugate_info *info, bool pci, uint32
         if (pmugate_info_register_by_name(info, s, &is_pci, ret) < 0 || is_pci != pci)
                 return -ENOENT;
         return 0;
+}
+
+/* What perf stat or likwid-perfctr users type, and what pmugate calls it. */
+static const char *option_hint(const char *option) {
+        static const struct {
+                const char *option;
+                const char *hint;
+        } hints[] = {
+                { "-x", "perf's -x, (CSV) is -O csv here" },
+                { "--field-separator", "perf's -x, (CSV) is -O csv here" },
+                { "-j", "perf's -j (JSON) is -O jsonl (one object a line) or -O json here" },
+                { "--json", "perf's --json is -O jsonl (one object a line) or -O json here" },
+                { "-a", "perf's -a (all CPUs) is the default here, or -c N: for every CPU of the node" },
+                { "--all-cpus", "perf's -a (all CPUs) is the default here, or -c N: for every CPU of the node" },
+                { "-M", "perf's -M (metrics) is -g GROUP here ('pmugate list groups')" },
+                { "-t", "LIKWID's -t is -I here: -I 500ms" },
+                { "-T", "LIKWID's -T is -I here: -I 500ms" },
+        };
+
+        for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
+                if (strcmp(option, hints[i].option) == 0)
+                        return hints[i].hint;
+        return NULL;
+}
+
+int cli_unknown_option(const char *prog, const char *verb, char *const argv[], int opt) {
+        char option[64];
+        const char *hint;
+
+        /* optopt is the character of a short option, 0 for an unknown long one; a long one, and
+         * one lacking its value, is the argument just passed */
+        if (optopt > 0 && optopt < 128 && !(opt == ':' && optind > 0 && strncmp(argv[optind - 1], "--", 2) == 0))
+                (void) snprintf(option, sizeof(option), "-%c", optopt);
+        else if (optind > 0)
+                (void) snprintf(option, sizeof(option), "%.*s", (int) strcspn(argv[optind - 1], "="),
+                                argv[optind - 1]);
+        else
+                (void) snprintf(option, sizeof(option), "?");
+        hint = option_hint(option);
+        fprintf(stderr, "%s: %s %s%s%s%s (see '%s%s%s --help')\n", prog,
+                opt == ':' ? "option" : "unknown option", option, opt == ':' ? " needs a value" : "",
+                hint ? "; " : "", hint ?: "", prog, verb ? " " : "", verb ?: "");
+        return -EINVAL;
 }

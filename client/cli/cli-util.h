@@ -33,3 +33,10 @@ int cli_parse_cpus(const char *s, uint32_t **ret_cpus, size_t *ret_n);
 
 /* Resolves a register given as a number or an allowlist name. */
 int cli_parse_register(const char *s, const pmugate_info *info, bool pci, uint32_t *ret);
+
+/* After getopt_long() returned '?' or ':', prints "PROG: unknown option -x" (or "option -x needs
+ * a value") naming the option itself, not the argument it stood in (getopt leaves optind on
+ * the command's verb while inside a cluster like "-x,"), with the pmugate spelling of perf's
+ * and LIKWID's options where one exists, and "(see 'PROG VERB --help')". verb may be NULL.
+ * Returns -EINVAL. */
+int cli_unknown_option(const char *prog, const char *verb, char *const argv[], int opt);

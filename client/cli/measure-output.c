@@ -7,15 +7,21 @@
 #include <json-c/json.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/measure-output.h"
+#include "cli/number-format.h"
 #include "macro.h"
 
 #define COLUMN_WIDTH 14
 #define LABEL_WIDTH 28
 #define NUMBER_MAX 40
 #define EVENT_COLUMN_MAX 160
+/* a CSV row: two quoted names (each at most doubled by quoting), the CPU and five numbers */
+#define CSV_ROW_MAX 4096
 
 int output_format_from_string(const char *s, OutputFormat *ret) {
         static const char *const names[] = {
@@ -24,7 +30,7 @@ int output_format_from_string(const char *s, OutputFormat *ret) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                if (strcmp(s, names[i]) == 0) {
+                if (strcasecmp(s, names[i]) == 0) {
                         *ret = (OutputFormat) i;
                         return 0;
                 }
@@ -322,7 +328,7 @@ static void write_interval_line(OutputContext *ctx, const pmugate_result *r) {
                                 (void) snprintf(value, sizeof(value), "%.0f", x);
                         fprintf(ctx->file, " %*s", interval_column_width(name), value);
                 }
-                fputc('\n', ctx->file);
+                fprintf(ctx->file, "%s\n", ctx->partial ? "  (partial)" : "");
         }
 }
 
@@ -405,71 +411,147 @@ static void write_table(OutputContext *ctx, const pmugate_result *r) {
         fputc('\n', ctx->file);
 }
 
-static void csv_value(FILE *f, double v) {
+/* A CSV row is put together in memory and written with one fwrite(): rows are many (some 40
+ * per CPU and interval) and stdio's per-call locking and printf's number formatting cost more
+ * than the rest of a sample (docs/PERFORMANCE.md). */
+typedef struct CsvRow {
+        char text[CSV_ROW_MAX];
+        size_t n;
+} CsvRow;
+
+static void row_add(CsvRow *row, const char *s, size_t n) {
+        if (row->n + n >= sizeof(row->text))
+                n = sizeof(row->text) - 1 - row->n;
+        memcpy(row->text + row->n, s, n);
+        row->n += n;
+}
+
+static void row_text(CsvRow *row, const char *s) {
+        row_add(row, s, strlen(s));
+}
+
+static void row_number(CsvRow *row, double v) {
+        char number[NUMBER_TEXT_MAX];
+
         if (isfinite(v))
-                fprintf(f, "%.17g", v);
+                row_add(row, number, number_format_g17(v, number));
 }
 
-/* RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. */
-static void csv_text(FILE *f, const char *text) {
+static void row_u64(CsvRow *row, uint64_t v) {
+        char number[NUMBER_TEXT_MAX];
+
+        row_add(row, number, number_format_u64(v, number));
+}
+
+/* A name as a CSV field (csv_text()'s quoting), kept once per result. */
+static char *csv_field(const char *text) {
+        size_t n = strlen(text);
+        char *field = malloc(2 * n + 3), *p = field;
+
+        if (!field)
+                return NULL;
         if (!strpbrk(text, ",\"\r\n")) {
-                fputs(text, f);
-                return;
+                memcpy(field, text, n + 1);
+                return field;
         }
-        fputc('"', f);
-        for (const char *p = text; *p; p++) {
-                if (*p == '"')
-                        fputc('"', f);
-                fputc(*p, f);
+        *p++ = '"';
+        for (const char *t = text; *t; t++) {
+                if (*t == '"')
+                        *p++ = '"';
+                *p++ = *t;
         }
-        fputc('"', f);
+        *p++ = '"';
+        *p = '\0';
+        return field;
 }
 
-static void write_csv(OutputContext *ctx, const pmugate_result *r) {
-        double end = r->start + r->elapsed;
+static void free_fields(char **fields, size_t n) {
+        for (size_t i = 0; fields && i < n; i++)
+                free(fields[i]);
+        free(fields);
+}
 
+static int write_csv(OutputContext *ctx, const pmugate_result *r) {
+        size_t n_fields = r->n_events + 2 * r->n_metrics;
+        char **fields = calloc(n_fields ?: 1, sizeof(char *));
+        const char *partial = ctx->partial ? "1\n" : "\n";
+        char when[2 * NUMBER_MAX];
+        int w;
+
+        if (!fields)
+                return -ENOMEM;
+        /* what every row of the result repeats, formatted once */
+        for (size_t e = 0; e < r->n_events; e++)
+                if (!(fields[e] = csv_field(r->events[e]))) {
+                        free_fields(fields, n_fields);
+                        return -ENOMEM;
+                }
+        for (size_t i = 0; i < r->n_metrics; i++)
+                if (!(fields[r->n_events + 2 * i] = csv_field(r->metrics[i].name)) ||
+                    !(fields[r->n_events + 2 * i + 1] = csv_field(r->metrics[i].unit))) {
+                        free_fields(fields, n_fields);
+                        return -ENOMEM;
+                }
+        w = snprintf(when, sizeof(when), "%.6f,%.6f,", r->start + r->elapsed, r->elapsed);
+        if (w < 0 || (size_t) w >= sizeof(when))
+                when[0] = '\0';
         if (!ctx->header_written) {
-                fprintf(ctx->file, "time,elapsed,cpu,type,name,value,unit,raw,scale,stddev,threshold,estimate\n");
+                fputs("time,elapsed,cpu,type,name,value,unit,raw,scale,stddev,threshold,estimate,partial\n", ctx->file);
                 ctx->header_written = true;
         }
-        for (size_t k = 0; k < 1 + r->n_packages + r->n_cpus; k++) {
+        for (size_t k = 0; k < 1 + r->n_packages + (ctx->aggregate_only ? 0 : r->n_cpus); k++) {
                 const pmugate_values *v = column(r, k);
                 char cpu[NUMBER_MAX];
+                CsvRow row;
+                size_t lead;
 
                 column_name(r, k, cpu, sizeof(cpu));
+                row.n = 0;
+                row_text(&row, when);
+                row_text(&row, cpu);
+                lead = row.n;
                 for (size_t e = 0; e < r->n_events; e++) {
-                        fprintf(ctx->file, "%.6f,%.6f,%s,count,", end, r->elapsed, cpu);
-                        csv_text(ctx->file, r->events[e]);
-                        fputc(',', ctx->file);
+                        row.n = lead;
+                        row_text(&row, ",count,");
+                        row_text(&row, fields[e]);
+                        row_text(&row, ",");
                         if (not_modelled(r, e))
-                                fputs("<not modelled>", ctx->file);
+                                row_text(&row, "<not modelled>");
                         else
-                                csv_value(ctx->file, v->counts[e]);
-                        fprintf(ctx->file, ",,%" PRIu64 ",", v->raw[e]);
-                        csv_value(ctx->file, v->scale[e]);
-                        fputc(',', ctx->file);
+                                row_number(&row, v->counts[e]);
+                        row_text(&row, ",,");
+                        row_u64(&row, v->raw[e]);
+                        row_text(&row, ",");
+                        row_number(&row, v->scale[e]);
+                        row_text(&row, ",");
                         if (ctx->stddev)
-                                csv_value(ctx->file, column(ctx->stddev, k)->counts[e]);
-                        fprintf(ctx->file, ",,\n");
+                                row_number(&row, column(ctx->stddev, k)->counts[e]);
+                        row_text(&row, ",,,");
+                        row_text(&row, partial);
+                        (void) fwrite_unlocked(row.text, 1, row.n, ctx->file);
                 }
                 for (size_t i = 0; i < r->n_metrics; i++) {
-                        fprintf(ctx->file, "%.6f,%.6f,%s,metric,", end, r->elapsed, cpu);
-                        csv_text(ctx->file, r->metrics[i].name);
-                        fputc(',', ctx->file);
-                        csv_value(ctx->file, output_metric_value(r, v, i));
-                        fputc(',', ctx->file);
-                        csv_text(ctx->file, r->metrics[i].unit);
-                        fprintf(ctx->file, ",,");
-                        csv_value(ctx->file, v->metric_scale[i]);
-                        fputc(',', ctx->file);
+                        row.n = lead;
+                        row_text(&row, ",metric,");
+                        row_text(&row, fields[r->n_events + 2 * i]);
+                        row_text(&row, ",");
+                        row_number(&row, output_metric_value(r, v, i));
+                        row_text(&row, ",");
+                        row_text(&row, fields[r->n_events + 2 * i + 1]);
+                        row_text(&row, ",,");
+                        row_number(&row, v->metric_scale[i]);
+                        row_text(&row, ",");
                         if (ctx->stddev)
-                                csv_value(ctx->file, output_metric_value(ctx->stddev, column(ctx->stddev, k),
-                                                                         i));
-                        fputc(',', ctx->file);
-                        csv_value(ctx->file, v->thresholds[i]);
-                        fprintf(ctx->file, ",%s\n", r->metrics[i].estimate[0] ? "1" : "");
+                                row_number(&row, output_metric_value(ctx->stddev, column(ctx->stddev, k), i));
+                        row_text(&row, ",");
+                        row_number(&row, v->thresholds[i]);
+                        row_text(&row, r->metrics[i].estimate[0] ? ",1," : ",,");
+                        row_text(&row, partial);
+                        (void) fwrite_unlocked(row.text, 1, row.n, ctx->file);
                 }
         }
+        free_fields(fields, n_fields);
+        return 0;
 }
 
 static json_object *json_number(double v) {
@@ -549,9 +631,10 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
         return o;
 }
 
-static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
+/* The result as JSON; without per_cpu_rows, no "per_cpu" (json_line() writes it). */
+static json_object *json_result(OutputContext *ctx, const pmugate_result *r, bool per_cpu_rows) {
         json_object *root = json_object_new_object(), *metrics = json_object_new_array();
-        json_object *cpus = json_object_new_array(), *per_cpu = json_object_new_array();
+        json_object *cpus = json_object_new_array(), *per_cpu = per_cpu_rows ? json_object_new_array() : NULL;
 
         json_object_object_add(root, "kind", json_object_new_string(ctx->kind));
         json_object_object_add(root, "model", json_object_new_string(ctx->info->model_key));
@@ -588,13 +671,16 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r) {
         json_object_object_add(root, "metrics", metrics);
         json_object_object_add(root, "aggregate", json_values(r, &r->aggregate,
                                                               ctx->stddev ? &ctx->stddev->aggregate : NULL));
-        for (size_t i = 0; i < r->n_cpus; i++)
+        for (size_t i = 0; per_cpu && i < (ctx->aggregate_only ? 0 : r->n_cpus); i++)
                 json_object_array_add(per_cpu, json_values(r, &r->cpus[i],
                                                            ctx->stddev ? &ctx->stddev->cpus[i] : NULL));
-        json_object_object_add(root, "per_cpu", per_cpu);
+        if (per_cpu)
+                json_object_object_add(root, "per_cpu", per_cpu);
         if (ctx->runs > 1)
                 json_object_object_add(root, "runs", json_object_new_int((int) ctx->runs));
-        if (!ctx->interval)
+        if (ctx->interval)
+                json_object_object_add(root, "partial", json_object_new_boolean(ctx->partial));
+        else
                 json_object_object_add(root, "interrupted", ctx->interrupted ?
                                        json_object_new_string(ctx->interrupted) : NULL);
         if (r->n_packages > 0) {
@@ -633,6 +719,154 @@ static json_object *json_document(OutputContext *ctx) {
         return root;
 }
 
+/* A growing piece of text; failed when memory ran out (the text is then cut short). */
+typedef struct Text {
+        char *s;
+        size_t n, size;
+        bool failed;
+} Text;
+
+static void text_add(Text *t, const char *s, size_t n) {
+        if (t->n + n + 1 > t->size) {
+                size_t size = MAX(2 * t->size, t->n + n + 1 + 4096);
+                char *grown = t->failed ? NULL : realloc(t->s, size);
+
+                if (!grown) {
+                        t->failed = true;
+                        return;
+                }
+                t->s = grown;
+                t->size = size;
+        }
+        memcpy(t->s + t->n, s, n);
+        t->n += n;
+}
+
+static void text_str(Text *t, const char *s) {
+        text_add(t, s, strlen(s));
+}
+
+/* A JSON string, escaped as RFC 8259 asks. */
+static void text_json_string(Text *t, const char *s) {
+        size_t plain = strcspn(s, "\"\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"
+                                  "\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f");
+
+        if (s[plain] == '\0') {
+                text_add(t, "\"", 1);
+                text_add(t, s, plain);
+                text_add(t, "\"", 1);
+                return;
+        }
+        text_add(t, "\"", 1);
+        for (const char *p = s; *p; p++) {
+                char esc[8];
+
+                if (*p == '"' || *p == '\\') {
+                        esc[0] = '\\';
+                        esc[1] = *p;
+                        text_add(t, esc, 2);
+                } else if ((unsigned char) *p < 0x20) {
+                        (void) snprintf(esc, sizeof(esc), "\\u%04x", (unsigned) (unsigned char) *p);
+                        text_add(t, esc, 6);
+                } else
+                        text_add(t, p, 1);
+        }
+        text_add(t, "\"", 1);
+}
+
+/* A JSON number as json-c writes a double ("%.17g", ".0" added to an integer), or null. */
+static void text_json_number(Text *t, double v) {
+        char number[NUMBER_TEXT_MAX + 2];
+        size_t n;
+
+        if (!isfinite(v)) {
+                text_add(t, "null", 4);
+                return;
+        }
+        n = number_format_g17(v, number);
+        if (!memchr(number, '.', n) && !memchr(number, 'e', n)) {
+                memcpy(number + n, ".0", 2);
+                n += 2;
+        }
+        text_add(t, number, n);
+}
+
+/* One CPU's entry of "per_cpu", as json_values() makes it (without standard deviations);
+ * names[] are the events' and then the metrics' names as JSON strings. */
+static void text_json_cpu(Text *t, const pmugate_result *r, const pmugate_values *v, char *const *names) {
+        char number[NUMBER_TEXT_MAX];
+
+        text_str(t, "{\"cpu\":");
+        text_add(t, number, number_format_u64(v->cpu, number));
+        text_str(t, ",\"counts\":{");
+        for (size_t e = 0; e < r->n_events; e++) {
+                if (e > 0)
+                        text_add(t, ",", 1);
+                text_str(t, names[e]);
+                text_str(t, ":{\"value\":");
+                text_json_number(t, v->counts[e]);
+                text_str(t, ",\"raw\":");
+                text_add(t, number, number_format_u64(v->raw[e], number));
+                text_str(t, ",\"scale\":");
+                text_json_number(t, v->scale[e]);
+                text_add(t, "}", 1);
+        }
+        text_str(t, "},\"metrics\":{");
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                if (i > 0)
+                        text_add(t, ",", 1);
+                text_str(t, names[r->n_events + i]);
+                text_add(t, ":", 1);
+                text_json_number(t, output_metric_value(r, v, i));
+        }
+        text_str(t, "}}");
+}
+
+/* A result as one JSON line. Large nodes have thousands of per-CPU entries a sample, which
+ * json-c would build as objects and print number by number (docs/PERFORMANCE.md): they are
+ * written here directly, each through one small buffer, after the rest, which json-c writes. */
+static int write_json_line(OutputContext *ctx, const pmugate_result *r) {
+        json_object *root = json_result(ctx, r, false);
+        const char *head = json_object_to_json_string_ext(root, JSON_C_TO_STRING_NOSLASHESCAPE |
+                                                                JSON_C_TO_STRING_PLAIN);
+        size_t n = strlen(head), n_names = r->n_events + r->n_metrics;
+        char **names = calloc(n_names ?: 1, sizeof(char *));
+        Text t = {};
+        int q = 0;
+
+        for (size_t i = 0; names && i < n_names; i++) {
+                Text name = {};
+
+                text_json_string(&name, i < r->n_events ? r->events[i] : r->metrics[i - r->n_events].name);
+                text_add(&name, "", 1);
+                names[i] = name.failed ? NULL : name.s;
+                if (!names[i]) {
+                        free(name.s);
+                        t.failed = true;
+                }
+        }
+        /* the head is an object: its closing brace goes after "per_cpu" */
+        text_add(&t, head, n > 0 ? n - 1 : 0);
+        json_object_put(root);
+        text_str(&t, n > 2 ? ",\"per_cpu\":[" : "\"per_cpu\":[");
+        for (size_t i = 0; names && !t.failed && i < (ctx->aggregate_only ? 0 : r->n_cpus); i++) {
+                if (i > 0)
+                        text_add(&t, ",", 1);
+                text_json_cpu(&t, r, &r->cpus[i], names);
+                if (!t.failed && fwrite(t.s, 1, t.n, ctx->file) != t.n)
+                        q = -EIO;
+                t.n = 0;
+        }
+        text_str(&t, "]}\n");
+        if (!names || t.failed)
+                q = -ENOMEM;
+        else if (q == 0 && fwrite(t.s, 1, t.n, ctx->file) != t.n)
+                q = -EIO;
+        free(t.s);
+        free_fields(names, n_names);
+        return q;
+}
+
 static int write_json(OutputContext *ctx, json_object *root, bool line) {
         fprintf(ctx->file, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_NOSLASHESCAPE |
                 (line ? JSON_C_TO_STRING_PLAIN : JSON_C_TO_STRING_PRETTY)));
@@ -646,23 +880,30 @@ int output_result(OutputContext *ctx, const pmugate_result *r) {
                 write_table(ctx, r);
                 break;
         case OUTPUT_CSV:
-                write_csv(ctx, r);
+                if (write_csv(ctx, r) < 0)
+                        return -ENOMEM;
                 break;
         case OUTPUT_JSON:
-                /* intervals as JSON Lines, a whole run as one pretty document */
-                (void) write_json(ctx, json_result(ctx, r), ctx->interval);
-                break;
         case OUTPUT_JSONL:
-                (void) write_json(ctx, json_result(ctx, r), true);
+                /* intervals as JSON Lines, a whole run as one pretty document (-O json) */
+                if (ctx->format == OUTPUT_JSON && !ctx->interval)
+                        (void) write_json(ctx, json_result(ctx, r, true), false);
+                else if (!ctx->stddev) {
+                        int q = write_json_line(ctx, r);
+
+                        if (q < 0)
+                                return q;
+                } else
+                        (void) write_json(ctx, json_result(ctx, r, true), true);
                 break;
         case OUTPUT_JSON_DOCUMENT:
                 if (!ctx->interval) {
-                        (void) write_json(ctx, json_result(ctx, r), false);
+                        (void) write_json(ctx, json_result(ctx, r, true), false);
                         break;
                 }
                 if (!ctx->intervals)
                         ctx->intervals = json_object_new_array();
-                json_object_array_add(ctx->intervals, json_result(ctx, r));
+                json_object_array_add(ctx->intervals, json_result(ctx, r, true));
                 return 0;
         }
         return fflush(ctx->file) == 0 ? 0 : -errno;

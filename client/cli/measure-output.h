@@ -27,7 +27,9 @@ typedef struct OutputContext {
         FILE *file;
         OutputFormat format;
         bool per_cpu;                   /* table: a column per CPU besides the aggregate */
+        bool aggregate_only;            /* CSV and JSON: no per-CPU rows */
         bool interval;                  /* one block (table), rows (CSV) or line (JSON) per interval */
+        bool partial;                   /* -I: the result is the last interval, cut short by the end */
         const pmugate_info *info;
         const char *kind;               /* "topdown" or "stat" */
         const char *group;              /* group name, or "" for events alone */

@@ -93,10 +93,8 @@ static void help_access(bool write) {
                "  -h --help          Show this help\n", write ? "write" : "read", write ? "write" : "read");
 }
 
-static int unknown_option(const char *verb, char *argv[]) {
-        fprintf(stderr, "pmugate: unknown option or missing value: %s (see 'pmugate %s --help')\n",
-                argv[optind - 1], verb);
-        return -EINVAL;
+static int unknown_option(const char *verb, char *argv[], int opt) {
+        return cli_unknown_option("pmugate", verb, argv, opt);
 }
 
 typedef struct Access {
@@ -151,7 +149,7 @@ static int parse_access(int argc, char *argv[], bool write, const pmugate_info *
                         help_access(write);
                         return ARGS_DONE;
                 default:
-                        return unknown_option(write ? "write" : "read", argv);
+                        return unknown_option(write ? "write" : "read", argv, opt);
                 }
         if (!!cpus == !!units) {
                 fprintf(stderr, "pmugate: give either -c CPUS (MSRs) or -u UNITS (PCI registers)\n");
@@ -444,9 +442,7 @@ int main(int argc, char *argv[]) {
                         arg_socket = optarg;
                         break;
                 default:
-                        fprintf(stderr,
-                                "pmugate: unknown option or missing value: %s (see 'pmugate --help')\n",
-                                argv[optind - 1]);
+                        (void) cli_unknown_option("pmugate", NULL, argv, opt);
                         return 2;
                 }
         if (optind >= argc) {

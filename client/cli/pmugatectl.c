@@ -84,8 +84,32 @@ static void help_verb(const char *verb) {
                                verbs[i].usage, verbs[i].text);
 }
 
+/* "uid 1000 (alice)": the number, which the daemon and its audit use, and the name an admin
+ * knows; the number alone for a uid with no passwd entry. */
+static const char *user_text(uint32_t uid, char *buf, size_t size) {
+        struct passwd *pw = getpwuid((uid_t) uid);
+
+        if (pw && pw->pw_name)
+                (void) snprintf(buf, size, "uid %" PRIu32 " (%s)", uid, pw->pw_name);
+        else
+                (void) snprintf(buf, size, "uid %" PRIu32, uid);
+        return buf;
+}
+
+/* The daemon's mode ("open" or "job"), or "" when its status cannot be read. */
+static void daemon_mode(pmugate *c, char *buf, size_t size) {
+        pmugate_status *s = NULL;
+
+        buf[0] = '\0';
+        if (pmugate_status_get(c, &s) < 0)
+                return;
+        (void) snprintf(buf, size, "%s", s->mode);
+        pmugate_status_free(s);
+}
+
 static int verb_status(pmugate *c) {
         pmugate_status *s = NULL;
+        char user[64 + 32];
         int r;
 
         r = pmugate_status_get(c, &s);
@@ -95,18 +119,19 @@ static int verb_status(pmugate *c) {
         printf("Server:    %s (%s backend, %s mode)\n", s->server, s->backend, s->mode);
         printf("Clients:   %zu connected\n", s->n_clients);
         for (size_t i = 0; i < s->n_clients; i++)
-                printf("  uid %-6" PRIu32 " pid %-8" PRId32 " role %-7s requests %" PRIu64 "\n", s->clients[i].uid,
-                       s->clients[i].pid, s->clients[i].role, s->clients[i].requests);
+                printf("  %-22s pid %-8" PRId32 " role %-7s requests %" PRIu64 "\n",
+                       user_text(s->clients[i].uid, user, sizeof(user)), s->clients[i].pid, s->clients[i].role,
+                       s->clients[i].requests);
         printf("Grants:    %zu\n", s->n_grants);
         for (size_t i = 0; i < s->n_grants; i++)
-                printf("  job %-12s uid %-6" PRIu32 " CPUs %s\n", s->grants[i].job, s->grants[i].uid,
+                printf("  job %-12s %-22s CPUs %s\n", s->grants[i].job, user_text(s->grants[i].uid, user, sizeof(user)),
                        s->grants[i].cpus[0] ? s->grants[i].cpus : "(from the job's cgroup)");
         printf("Leases:    %zu\n", s->n_leases);
         for (size_t i = 0; i < s->n_leases; i++)
-                printf("  cpu %-4" PRIu32 " uid %-6" PRIu32 " pid %-8" PRId32 " role %-7s job %-10s %" PRIu64
+                printf("  cpu %-4" PRIu32 " %-22s pid %-8" PRId32 " role %-7s job %-10s %" PRIu64
                        " registers to restore\n",
-                       s->leases[i].cpu, s->leases[i].uid, s->leases[i].pid, s->leases[i].role,
-                       s->leases[i].job[0] ? s->leases[i].job : "-", s->leases[i].registers);
+                       s->leases[i].cpu, user_text(s->leases[i].uid, user, sizeof(user)), s->leases[i].pid,
+                       s->leases[i].role, s->leases[i].job[0] ? s->leases[i].job : "-", s->leases[i].registers);
         if (s->omitted > 0)
                 printf("Omitted:   %" PRIu64 " more clients, grants or leases than one status reply holds\n",
                        s->omitted);
@@ -210,10 +235,7 @@ static int parse_args(int argc, char *argv[], Args *ret) {
                         a.name = optarg;
                         break;
                 default:
-                        fprintf(stderr,
-                                "pmugatectl: unknown option or missing value: %s (see 'pmugatectl %s "
-                                "--help')\n", argv[optind - 1], argv[0]);
-                        return -EINVAL;
+                        return cli_unknown_option("pmugatectl", argv[0], argv, opt);
                 }
         if (optind < argc) {
                 fprintf(stderr, "pmugatectl: unexpected argument '%s'\n", argv[optind]);
@@ -239,6 +261,7 @@ static int parse_cpus_arg(const char *text, uint32_t **ret, size_t *ret_n) {
 static int verb_grant(pmugate *c, const Args *a) {
         _cleanup_free_ uint32_t *cpus = NULL;
         size_t n;
+        char user[64 + 32], mode[16];
         uint32_t uid;
         bool replaced;
         int r;
@@ -256,8 +279,13 @@ static int verb_grant(pmugate *c, const Args *a) {
         r = pmugate_grant(c, a->job, uid, cpus, n, &replaced);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "grant");
-        printf("granted job %s to uid %" PRIu32 " on %s%s\n", a->job, uid, a->cpus ? a->cpus : "the job's CPUs",
-               replaced ? " (replaced the earlier grant)" : "");
+        printf("granted job %s to %s on %s%s\n", a->job, user_text(uid, user, sizeof(user)),
+               a->cpus ? a->cpus : "the job's CPUs", replaced ? " (replaced the earlier grant)" : "");
+        daemon_mode(c, mode, sizeof(mode));
+        if (strcmp(mode, "open") == 0)
+                fprintf(stderr,
+                        "pmugatectl: note: pmugated runs in open mode, where grants have no effect: every user "
+                        "may already measure; it is kept for when mode = job\n");
         return 0;
 }
 
@@ -265,8 +293,13 @@ static int verb_revoke(pmugate *c, const Args *a) {
         bool revoked;
         int r;
 
-        if (!a->job || a->uid || a->cpus) {
-                fprintf(stderr, "pmugatectl: revoke takes only --job ID\n");
+        if (!a->job) {
+                fprintf(stderr, "pmugatectl: revoke needs --job ID, the job whose grant ends ('pmugatectl status' "
+                        "lists the grants)\n");
+                return 2;
+        }
+        if (a->uid || a->cpus) {
+                fprintf(stderr, "pmugatectl: revoke takes only --job ID: a job's grant ends whole\n");
                 return 2;
         }
         r = pmugate_revoke(c, a->job, &revoked);
@@ -371,6 +404,7 @@ int main(int argc, char *argv[]) {
                 {}
         };
         _cleanup_(pmugate_disconnect_p) pmugate *c = NULL;
+        char mode[16];
         const char *verb;
         Args a = {};
         int opt, r;
@@ -388,9 +422,7 @@ int main(int argc, char *argv[]) {
                         arg_socket = optarg;
                         break;
                 default:
-                        fprintf(stderr,
-                                "pmugatectl: unknown option or missing value: %s (see 'pmugatectl "
-                                "--help')\n", argv[optind - 1]);
+                        (void) cli_unknown_option("pmugatectl", NULL, argv, opt);
                         return 2;
                 }
         if (optind >= argc) {
@@ -438,6 +470,8 @@ int main(int argc, char *argv[]) {
         r = pmugate_reload(c);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "reload");
-        printf("configuration reloaded\n");
+        daemon_mode(c, mode, sizeof(mode));
+        printf("configuration reloaded: pmugated read its configuration file (its --config, by default %s) "
+               "again%s%s%s\n", PMUGATE_CONFIG_FILE, mode[0] ? " and runs in " : "", mode, mode[0] ? " mode" : "");
         return 0;
 }

@@ -352,8 +352,7 @@ int verb_info(int argc, char *argv[], const char *socket_path) {
                         help_info();
                         return 0;
                 } else {
-                        fprintf(stderr, "pmugate: unknown option: %s (see 'pmugate info --help')\n",
-                                argv[optind - 1]);
+                        (void) cli_unknown_option("pmugate", "info", argv, opt);
                         return 2;
                 }
         if (optind < argc) {

@@ -113,8 +113,7 @@ int verb_list(int argc, char *argv[], const char *socket_path) {
                         help();
                         return 0;
                 }
-                fprintf(stderr, "pmugate: unknown option: %s (see 'pmugate list --help')\n",
-                        argv[optind - 1]);
+                (void) cli_unknown_option("pmugate", "list", argv, opt);
                 return 2;
         }
         for (size_t i = 0; optind < argc && i < ELEMENTSOF(kinds); i++)

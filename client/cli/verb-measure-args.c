@@ -74,7 +74,8 @@ static void help(bool topdown) {
                 printf("  -l --level=1|2        TopDown level (default 1)\n");
         else
                 printf("  -e --events=LIST      Events: Intel names (any case), perf's instructions,\n"
-                       "                        cycles, ref-cycles, branches, branch-misses, rHEX;\n"
+                       "                        cycles, ref-cycles, branches, branch-misses,\n"
+               "                        cache-misses, cache-references (Intel), rHEX;\n"
                        "                        modifiers :u :k :c=N :e :i; the kernel's task-clock,\n"
                        "                        cpu-clock, page-faults, context-switches,\n"
                        "                        cpu-migrations, minor-faults, major-faults\n"
@@ -93,8 +94,11 @@ static void help(bool topdown) {
                "  -r --repeat=N         Run COMMAND N times: means and standard deviations\n"
                "  -O --format=FORMAT    table, csv, json, jsonl (JSON Lines) or json-doc\n"
                "  -o --output=FILE      Write to FILE; %%h host, %%p pid, %%j job id, %%r rank;\n"
-               "                        .csv, .json, .jsonl, .txt choose the format unless -O does\n"
+               "                        .csv, .json, .jsonl, .txt choose the format unless -O does;\n"
+               "                        without -O another suffix is refused\n"
                "  -A --per-cpu          A column per CPU in the table\n"
+               "     --aggregate        CSV and JSON: the aggregate (and packages) only, no\n"
+               "                        per-CPU rows, for large nodes\n"
                "  -m --marker           Per region COMMAND marks (docs/MARKERS.md)\n"
                "     --user, --kernel   Count only user (ring 3) or kernel (ring 0) mode\n"
                "     --reset-period=T   Longest PERF_METRICS window (default 1s)\n"
@@ -157,6 +161,9 @@ static int parse_option(MeasureArgs *a, int opt, const char *arg, char *const *a
         case 'A':
                 a->per_cpu = true;
                 return 0;
+        case ARG_AGGREGATE:
+                a->aggregate_only = true;
+                return 0;
         case 'm':
                 a->marker = true;
                 return 0;
@@ -184,10 +191,8 @@ static int parse_option(MeasureArgs *a, int opt, const char *arg, char *const *a
                         return usage_error(verb, "-p takes a process id", arg);
                 a->pid = (pid_t) n;
                 return 0;
-        case ':':
-                return usage_error(verb, "an option needs a value", argv[optind - 1]);
         default:
-                return usage_error(verb, "unknown option", argv[optind - 1]);
+                return cli_unknown_option("pmugate", verb, argv, opt);
         }
 }
 
@@ -204,6 +209,7 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 { "format", required_argument, NULL, 'O' },
                 { "output", required_argument, NULL, 'o' },
                 { "per-cpu", no_argument, NULL, 'A' },
+                { "aggregate", no_argument, NULL, ARG_AGGREGATE },
                 { "reset-period", required_argument, NULL, ARG_RESET_PERIOD },
                 { "rotate-period", required_argument, NULL, ARG_ROTATE_PERIOD },
                 { "user", no_argument, NULL, ARG_USER },
@@ -256,8 +262,13 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 return usage_error(verb, "--scope process counts wherever the process runs: no -C or -c", NULL);
         if (a.marker && a.scope != SCOPE_DEFAULT && a.scope != PMUGATE_PERF_SCOPE_CPU)
                 return usage_error(verb, "-m measures per CPU: no --scope job or process", NULL);
+        if (a.aggregate_only && a.per_cpu)
+                return usage_error(verb, "-A adds a column per CPU, --aggregate leaves them out: not both", NULL);
         if (a.repeat > 1 && (!a.command || a.interval_ns > 0))
-                return usage_error(verb, "-r repeats a command, without -I", NULL);
+                return usage_error(verb, a.interval_ns > 0 ?
+                                   "-r repeats a whole command for means and deviations; -I prints intervals "
+                                   "of one run: give one of them" :
+                                   "-r repeats a command: give one after --", NULL);
         *ret = a;
         return 0;
 }

@@ -20,6 +20,7 @@ enum {
         ARG_USER,
         ARG_KERNEL,
         ARG_SCOPE,
+        ARG_AGGREGATE,
 };
 
 #define SCOPE_DEFAULT (-1)              /* MeasureArgs.scope: chosen from the other options */
@@ -40,6 +41,7 @@ typedef struct MeasureArgs {
         bool format_given;
         const char *output_path;
         bool per_cpu;
+        bool aggregate_only;            /* --aggregate: CSV and JSON without per-CPU rows */
         bool marker;                    /* -m: the command's markers read the counters */
         const char *socket_path;        /* the daemon's, for the marker runner */
         unsigned flags;

@@ -6,12 +6,14 @@
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,7 +49,7 @@ static inline void pmugate_info_freep_cli(pmugate_info **info) {
 typedef struct RunEnd {
         int status;                     /* exit status so far */
         int signal;                     /* SIGINT or SIGTERM that ended a run without a command, or 0 */
-        bool partial_turns;             /* the last interval has not had every event set's turn */
+        bool partial_left;              /* -I: a partial interval is left to write at the end */
 } RunEnd;
 
 static int emit(OutputContext *out, pmugate *c, pmugate_measure *m, pmugate_span span) {
@@ -92,12 +94,34 @@ static void progress(const MeasureArgs *a, uint64_t start, uint64_t now, bool do
                 (double) (now - start) / NSEC_PER_SEC, (double) a->duration_ns / NSEC_PER_SEC);
 }
 
+/* The next of a series of deadlines start + k * period, k whole, after deadline; the series
+ * stays on the clock however late a wake-up was, rather than drifting by each one's delay. */
+static uint64_t next_on_clock(uint64_t start, uint64_t period, uint64_t deadline, uint64_t now) {
+        uint64_t next = deadline + period;
+
+        if (next <= now)
+                next = start + ((now - start) / period + 1) * period;
+        return next;
+}
+
+/* Arms timer_fd to expire at the absolute CLOCK_MONOTONIC time at. */
+static int arm_timer(int timer_fd, uint64_t at) {
+        struct itimerspec its = {
+                .it_value = { .tv_sec = (time_t) (at / NSEC_PER_SEC), .tv_nsec = (long) (at % NSEC_PER_SEC) },
+        };
+
+        return timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -errno : 0;
+}
+
 /* Samples at the poll interval, writes a result per interval, and returns when the command
  * exits, the duration is over, or SIGINT/SIGTERM arrives (forwarded to the command as
- * SIGTERM; without a command it ends the run, kept in end->signal). Returns 0, or 1 when
- * sampling failed. */
+ * SIGTERM; without a command it ends the run, kept in end->signal). Every deadline (a sample,
+ * an interval's end, the end of -S) is a point on CLOCK_MONOTONIC counted from the start and
+ * waited for with an absolute timerfd, so that N intervals take N times -I however long each
+ * sample takes. Returns 0, or 1 when sampling failed. */
 static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pmugate_measure *m,
                         Workload *w, int signal_fd, RunEnd *end) {
+        _cleanup_close_ int timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         uint64_t poll_ns = pmugate_measure_poll_interval(m), now = now_ns(), start = now;
         /* with -I and event sets taking turns, an interval is one sample per set
          * (rotate_within_intervals()), counted rather than timed so that none is missed */
@@ -110,21 +134,36 @@ static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pm
         uint64_t next_progress = show ? now : UINT64_MAX;
         int status = 0;
 
+        end->partial_left = a->interval_ns > 0;
+        if (timer_fd < 0) {
+                fprintf(stderr, "pmugate: timerfd: %s\n", strerror(errno));
+                return 1;
+        }
         for (;;) {
-                struct pollfd fds[2] = { { .fd = signal_fd, .events = POLLIN }, { .fd = w->pidfd,
-                                                                                 .events = POLLIN } };
-                uint64_t wake = MIN(MIN(MIN(next_poll, next_interval), deadline), next_progress);
-                uint64_t wait = wake > now ? wake - now : 0;
-                struct timespec timeout = {
-                        .tv_sec = (time_t) (wait / NSEC_PER_SEC),
-                        .tv_nsec = (long) (wait % NSEC_PER_SEC),
+                struct pollfd fds[3] = {
+                        { .fd = signal_fd, .events = POLLIN },
+                        { .fd = timer_fd, .events = POLLIN },
+                        { .fd = w->pidfd, .events = POLLIN },
                 };
+                uint64_t wake = MIN(MIN(MIN(next_poll, next_interval), deadline), next_progress);
+                bool last, boundary = false;
                 int r;
 
-                r = ppoll(fds, w->pidfd >= 0 ? 2 : 1, &timeout, NULL);
+                r = arm_timer(timer_fd, wake);
+                if (r < 0) {
+                        fprintf(stderr, "pmugate: timerfd: %s\n", strerror(-r));
+                        status = 1;
+                        break;
+                }
+                r = ppoll(fds, w->pidfd >= 0 ? 3 : 2, NULL, NULL);
                 if (r < 0 && errno != EINTR) {
                         status = 1;
                         break;
+                }
+                if (fds[1].revents & POLLIN) {
+                        uint64_t expirations;
+
+                        (void) read(timer_fd, &expirations, sizeof(expirations));
                 }
                 if (fds[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
@@ -139,12 +178,14 @@ static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pm
                                         (void) kill(w->pid, SIGTERM);
                         }
                 }
-                if (w->pidfd >= 0 && (fds[1].revents & POLLIN)) {
+                if (w->pidfd >= 0 && (fds[2].revents & POLLIN)) {
                         workload_reap(w);
                         break;
                 }
                 now = now_ns();
-                if (now >= deadline)
+                /* at the end of -S, a sample due at it still ends its interval whole */
+                last = now >= deadline;
+                if (last && next_poll > deadline && next_interval > deadline)
                         break;
                 if (now >= next_progress) {
                         progress(a, start, now, false);
@@ -158,26 +199,28 @@ static int measure_loop(const MeasureArgs *a, OutputContext *out, pmugate *c, pm
                         status = 1;
                         break;
                 }
-                next_poll = now + poll_ns;
+                /* the turns of event sets are on the clock too: each is as long as the others */
+                next_poll = turns > 1 ? next_on_clock(start, poll_ns, next_poll, now) : now + poll_ns;
                 if (turns > 1 && ++turn == turns) {
                         turn = 0;
-                        if (emit(out, c, m, PMUGATE_SPAN_INTERVAL) != 0) {
-                                status = 1;
-                                break;
-                        }
+                        boundary = true;
                 }
                 if (now >= next_interval) {
-                        if (emit(out, c, m, PMUGATE_SPAN_INTERVAL) != 0) {
-                                status = 1;
-                                break;
-                        }
-                        while (next_interval <= now)
-                                next_interval += a->interval_ns;
+                        next_interval = next_on_clock(start, a->interval_ns, next_interval, now);
+                        boundary = true;
+                }
+                if (boundary && emit(out, c, m, PMUGATE_SPAN_INTERVAL) != 0) {
+                        status = 1;
+                        break;
+                }
+                if (last) {
+                        /* nothing counted after the last whole interval when it ended at the deadline */
+                        end->partial_left = !boundary;
+                        break;
                 }
         }
         if (show)
                 progress(a, start, now, true);
-        end->partial_turns = turns > 1;
         return status;
 }
 
@@ -410,12 +453,14 @@ static int measure_once(const MeasureArgs *a, OutputContext *out, pmugate *c, co
                 r = pmugate_measure_read(m, PMUGATE_SPAN_TOTAL, ret_total);
                 if (r < 0)
                         status = cli_report("pmugate", c, r, "reading the counts");
-        } else if (a->interval_ns > 0 && end->partial_turns) {
-                /* a last interval where not every event set had its turn would lack metrics */
-                fprintf(stderr,
-                        "pmugate: the last partial interval is left out: not every event set counted in "
-                        "it\n");
-        } else if (emit(out, c, m, a->interval_ns > 0 ? PMUGATE_SPAN_INTERVAL : PMUGATE_SPAN_TOTAL) != 0)
+        } else if (a->interval_ns > 0) {
+                /* the time since the last whole interval, marked: a command shorter than -I
+                 * still gets its result; a metric whose event set had no turn in it is n/a */
+                out->partial = true;
+                if (end->partial_left && emit(out, c, m, PMUGATE_SPAN_INTERVAL) != 0)
+                        status = 1;
+                out->partial = false;
+        } else if (emit(out, c, m, PMUGATE_SPAN_TOTAL) != 0)
                 status = 1;
         /* a marker report that failed is not hidden by the command's success */
         if (a->command && w.status >= 0 && !(a->marker && status != 0 && w.status == 0))
@@ -460,6 +505,15 @@ static int measure_repeated(const MeasureArgs *a, OutputContext *out, pmugate *c
         return status;
 }
 
+/* Whether the file name in an -o template ends in a suffix that names no format. One from a
+ * %h expansion (a host name's domain) is not the user's choice and is left alone. */
+static bool unknown_suffix(const char *template) {
+        const char *slash = strrchr(template, '/'), *base = slash ? slash + 1 : template;
+        const char *dot = strrchr(base, '.');
+
+        return dot && dot != base && dot[1] && !strchr(dot, '%');
+}
+
 static int open_output(const MeasureArgs *a, OutputFormat *format, FILE **ret) {
         char path[OUTPUT_PATH_MAX], reason[PMUGATE_REASON_MAX] = "";
         int r;
@@ -472,13 +526,59 @@ static int open_output(const MeasureArgs *a, OutputFormat *format, FILE **ret) {
                 fprintf(stderr, "pmugate: %s\n", reason);
                 return 2;
         }
-        if (!a->format_given)
-                (void) output_format_from_path(path, format);
+        if (!a->format_given && !output_format_from_path(path, format) && unknown_suffix(a->output_path)) {
+                fprintf(stderr,
+                        "pmugate: -o %s: unknown suffix '%s': use .csv, .json, .jsonl or .txt, or choose "
+                        "the format with -O\n", a->output_path, strrchr(a->output_path, '.'));
+                return 2;
+        }
         r = output_file_open(path, ret, reason, sizeof(reason));
         if (r < 0) {
                 fprintf(stderr, "pmugate: %s\n", reason[0] ? reason : strerror(-r));
                 return 1;
         }
+        return 0;
+}
+
+/* -C: the command must be allowed on some of the CPUs it is pinned to (the kernel pins it to
+ * those, as it does where the measured machine has CPUs this one lacks); where it was allowed
+ * on more, one notice says it no longer is, since perf stat's -C measures without pinning.
+ * Returns 0, or 1 after saying why the command cannot be pinned. */
+static int check_pinning(const MeasureArgs *a, const uint32_t *cpus, size_t n_cpus, const char *cpu_list) {
+        _cleanup_free_ uint32_t *allowed = NULL, *outside = NULL;
+        char allowed_text[CPU_LIST_TEXT_MAX], outside_text[CPU_LIST_TEXT_MAX];
+        size_t n_allowed = 0, n_outside = 0;
+        cpu_set_t set;
+
+        if (sched_getaffinity(0, sizeof(set), &set) < 0)
+                return 0;
+        allowed = calloc(CPU_SETSIZE, sizeof(uint32_t));
+        outside = calloc(n_cpus ?: 1, sizeof(uint32_t));
+        if (!allowed || !outside)
+                return 0;
+        for (uint32_t cpu = 0; cpu < CPU_SETSIZE; cpu++)
+                if (CPU_ISSET(cpu, &set))
+                        allowed[n_allowed++] = cpu;
+        for (size_t i = 0; i < n_cpus; i++)
+                if (cpus[i] >= CPU_SETSIZE || !CPU_ISSET(cpus[i], &set))
+                        outside[n_outside++] = cpus[i];
+        if (cpulist_format(allowed, n_allowed, allowed_text, sizeof(allowed_text)) < 0)
+                (void) snprintf(allowed_text, sizeof(allowed_text), "%zu CPUs", n_allowed);
+        if (n_outside == n_cpus) {
+                if (cpulist_format(outside, n_outside, outside_text, sizeof(outside_text)) < 0)
+                        (void) snprintf(outside_text, sizeof(outside_text), "%zu CPUs", n_outside);
+                fprintf(stderr,
+                        "pmugate: cannot pin %s to CPU%s %s: not in this process's allowed CPUs (%s); measure "
+                        "them without pinning with -c\n", a->command[0], n_outside > 1 ? "s" : "", outside_text,
+                        allowed_text);
+                return 1;
+        }
+        /* not into CSV or JSON on stderr, which a wrapped command's results are */
+        if (n_allowed > n_cpus && (a->format == OUTPUT_TABLE || a->output_path))
+                fprintf(stderr,
+                        "pmugate: -C pins %s to CPU%s %s (it could run on %s); perf stat -C does not pin, "
+                        "-c measures without pinning\n", a->command[0], n_cpus > 1 ? "s" : "", cpu_list,
+                        allowed_text);
         return 0;
 }
 
@@ -511,6 +611,8 @@ static int run(const MeasureArgs *a, const char *socket_path) {
         }
         if (cpulist_format(cpus, n_cpus, cpu_list, sizeof(cpu_list)) < 0)
                 (void) snprintf(cpu_list, sizeof(cpu_list), "(%zu CPUs)", n_cpus);
+        if (a->pin_cpus && a->command && check_pinning(a, cpus, n_cpus, cpu_list) != 0)
+                return 1;
         r = open_output(a, &format, &file);
         if (r != 0)
                 return r;
@@ -519,6 +621,7 @@ static int run(const MeasureArgs *a, const char *socket_path) {
                 .file = file ?: a->command ? stderr : stdout,
                 .format = format,
                 .per_cpu = a->per_cpu,
+                .aggregate_only = a->aggregate_only,
                 .interval = a->interval_ns > 0,
                 .info = info,
                 .kind = a->topdown ? "topdown" : "stat",

@@ -30,6 +30,7 @@ static const struct {
         const char *alias;
         const char *intel;
         const char *amd;
+        const char *intel_older;        /* the Intel name in older models' event lists, if another */
 } generic_events[] = {
         { "instructions", "INST_RETIRED.ANY", "ex_ret_instr" },
         { "cycles", "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc" },
@@ -38,6 +39,10 @@ static const struct {
         { "branches", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn" },
         { "branch-instructions", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn" },
         { "branch-misses", "BR_MISP_RETIRED.ALL_BRANCHES", "ex_ret_brn_misp" },
+        /* perf's on Intel are the last level cache's (event 0x2E, umasks 0x41 and 0x4F); its
+         * AMD ones count L2 requests, which the simulated Zen's table does not have */
+        { "cache-misses", "LONGEST_LAT_CACHE.MISS", NULL },
+        { "cache-references", "LONGEST_LAT_CACHE.REFERENCES", NULL, "LONGEST_LAT_CACHE.REFERENCE" },
 };
 
 static bool model_is_amd(const char *model) {
@@ -50,6 +55,13 @@ bool event_generic_alias(const char *model, size_t i, const char **ret_alias, co
         *ret_alias = generic_events[i].alias;
         *ret_name = model_is_amd(model) ? generic_events[i].amd : generic_events[i].intel;
         return true;
+}
+
+const char *event_generic_older_name(const char *model, const char *alias) {
+        for (size_t i = 0; i < ELEMENTSOF(generic_events); i++)
+                if (strcasecmp(generic_events[i].alias, alias) == 0)
+                        return model_is_amd(model) ? NULL : generic_events[i].intel_older;
+        return NULL;
 }
 
 /* The generic alias's index, or -1 when alias is none of perf's generic names. */

@@ -23,3 +23,7 @@ const char *event_libpfm_pmu(const char *model);
 
 /* The index of perf's generic event name alias (case-insensitive), or -1 when it is none. */
 ssize_t event_generic_index(const char *alias);
+
+/* Another spelling of a generic alias's Intel event in older models' lists (Skylake-SP's
+ * LONGEST_LAT_CACHE.REFERENCE for cache-references), or NULL. */
+const char *event_generic_older_name(const char *model, const char *alias);

@@ -247,9 +247,19 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
         if (strncasecmp(base, "topdown-", strlen("topdown-")) == 0)
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
                                    "%s has no PERF_METRICS count '%s'", model, base);
-        if (event_generic_index(base) >= 0)
-                return reason_fail(reterr_reason, reason_size, -ENOENT, "%s has no %s ('%s')", model,
-                                   generic_name(model, base) ?: "event for it", base);
+        if (event_generic_index(base) >= 0) {
+                /* perf's names for events outside pmugate's table (cache-misses) come from libpfm4 */
+                if (!generic_name(model, base))
+                        return reason_fail(reterr_reason, reason_size, -ENOENT, "%s has no event for '%s'",
+                                           model, base);
+                (void) snprintf(canonical, EVENT_NAME_MAX, "%s", generic_name(model, base));
+                r = resolve_libpfm(model, canonical, base, d, reterr_reason, reason_size);
+                if (r == -ENOENT && event_generic_older_name(model, base)) {
+                        (void) snprintf(canonical, EVENT_NAME_MAX, "%s", event_generic_older_name(model, base));
+                        r = resolve_libpfm(model, canonical, base, d, reterr_reason, reason_size);
+                }
+                return r;
+        }
         for (size_t i = 0; base[i]; i++)
                 canonical[i] = (char) toupper((unsigned char) base[i]);
         canonical[strlen(base)] = '\0';

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "events/event-list.h"
 #include "events/group-list.h"
 #include "macro.h"
 #include "pmugate-limits.h"
@@ -133,4 +134,74 @@ int group_list(const char *model, GroupListFunc fn, void (*bad)(const char *path
                         return r;
         }
         return 0;
+}
+
+#define GROUP_SUGGESTIONS_COUNT 3
+
+typedef struct GroupSuggestions {
+        const char *wanted;
+        char names[GROUP_SUGGESTIONS_COUNT][GROUP_NAME_MAX];
+        size_t distances[GROUP_SUGGESTIONS_COUNT];
+        size_t n;
+} GroupSuggestions;
+
+static int consider_group(const Group *g, void *userdata) {
+        GroupSuggestions *s = userdata;
+        size_t d = event_name_distance(s->wanted, g->name), at;
+
+        /* the closest few, sorted; ties keep the one found first */
+        for (at = s->n; at > 0 && s->distances[at - 1] > d; at--)
+                ;
+        if (at >= GROUP_SUGGESTIONS_COUNT)
+                return 0;
+        if (s->n < GROUP_SUGGESTIONS_COUNT)
+                s->n++;
+        for (size_t k = s->n - 1; k > at; k--) {
+                memcpy(s->names[k], s->names[k - 1], sizeof(s->names[k]));
+                s->distances[k] = s->distances[k - 1];
+        }
+        (void) snprintf(s->names[at], sizeof(s->names[at]), "%s", g->name);
+        s->distances[at] = d;
+        return 0;
+}
+
+void group_suggest(const char *model, const char *name, char *buf, size_t size) {
+        /* LIKWID's performance groups whose measurement pmugate names otherwise */
+        static const struct {
+                const char *likwid;
+                const char *hint;
+        } likwid[] = {
+                { "TMA", " (LIKWID's TMA is 'pmugate topdown', or -g topdown-l1 and -g topdown-l2 here)" },
+                { "CACHES", " (LIKWID's CACHES: -g L2 and -g L3 here, their bandwidths and volumes)" },
+                { "TOPDOWN", " (LIKWID's TOPDOWN is 'pmugate topdown', or -g topdown-l1 here)" },
+        };
+        GroupSuggestions s = { .wanted = name };
+        size_t limit = MAX(strlen(name) / 3, (size_t) 1), shown = 0;
+        int n = 0;
+
+        if (size == 0)
+                return;
+        buf[0] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(likwid); i++)
+                if (strcasecmp(name, likwid[i].likwid) == 0) {
+                        (void) snprintf(buf, size, "%s", likwid[i].hint);
+                        return;
+                }
+        if (group_list(model, consider_group, NULL, &s) < 0)
+                return;
+        for (size_t k = 0; k < s.n; k++) {
+                int w;
+
+                if (s.distances[k] > limit)
+                        break;
+                w = snprintf(buf + n, size - (size_t) n, "%s%s", shown == 0 ? " (did you mean " : ", ", s.names[k]);
+                if (w < 0 || (size_t) w >= size - (size_t) n)
+                        break;
+                n += w;
+                shown++;
+        }
+        if (shown > 0 && (size_t) n + 2 < size)
+                (void) snprintf(buf + n, size - (size_t) n, "?)");
+        else
+                buf[0] = '\0';
 }

@@ -17,3 +17,8 @@ typedef int (*GroupListFunc)(const Group *g, void *userdata);
 int group_list(const char *model, GroupListFunc fn, void (*bad)(const char *path, const char *reason,
                                                                 void *userdata),
                void *userdata);
+
+/* Writes " (did you mean A or B?)" for the model's groups closest to name (case-insensitive
+ * edit distance), or for LIKWID's group names that pmugate spells otherwise (TMA, CACHES)
+ * what to use instead; "" when nothing is close. */
+void group_suggest(const char *model, const char *name, char *buf, size_t size);

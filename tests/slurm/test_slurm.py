@@ -609,7 +609,7 @@ def test_job_step(tap, c):
 
 def lease_of(c, job):
     """(cpu,) of job's lease in pmugatectl status, or None."""
-    m = re.search(r"^\s+cpu (\d+)\s+uid \d+\s+pid \d+\s+role \S+\s+job %s\s" % job, c.status(), re.M)
+    m = re.search(r"^\s+cpu (\d+)\s+uid \d+(?: \(\S+\))?\s+pid \d+\s+role \S+\s+job %s\s" % job, c.status(), re.M)
     return (int(m.group(1)),) if m else None
 
 

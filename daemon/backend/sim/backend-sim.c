@@ -659,13 +659,18 @@ static int stage_kernel_uncore(SimBackend *s, const Machine *machine) {
         return 0;
 }
 
-static const char *choose_model(const char *model_key, const SimConfig *c) {
-        if (!model_key || model_key[0] == '\0')
-                return c->model[0] != '\0' ? c->model : NULL;
+/* The configuration's model where the command line names none; both must agree where both
+ * name one, since a configuration's topology and profiles are written for its model. */
+static int choose_model(const char *model_key, const SimConfig *c, const char **ret) {
+        if (!model_key || model_key[0] == '\0') {
+                *ret = c->model[0] != '\0' ? c->model : NULL;
+                return 0;
+        }
         if (c->model[0] != '\0' && strcmp(c->model, model_key) != 0)
-                log_info("Simulated CPU model '%s' from the command line overrides model = %s in %s",
-                         model_key, c->model, c->path);
-        return model_key;
+                return sim_log_invalid("--sim-model=%s conflicts with model = %s in %s: give one, or the same",
+                                       model_key, c->model, c->path ?: "the configuration");
+        *ret = model_key;
+        return 0;
 }
 
 bool backend_sim_built(void) {
@@ -685,7 +690,9 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
         if (r < 0)
                 return r;
 
-        key = choose_model(model_key, config);
+        r = choose_model(model_key, config, &key);
+        if (r < 0)
+                return r;
         if (!key)
                 return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr|zen4|zen5 "
                                        "or set model= in [machine] of %s",

@@ -137,13 +137,18 @@ static void test_bundled_configs(void **state) {
 }
 
 static void test_comments_and_overrides(void **state) {
-        /* ';' starts an inline comment; the command line's model wins over the file's */
-        SimTest t = sim_test_new("icx", "# a comment\n; another\n[machine]\nmodel = skx\n"
+        /* ';' starts an inline comment; the command line's model and the file's may agree */
+        SimTest t = sim_test_new("icx", "# a comment\n; another\n[machine]\nmodel = icx\n"
                                         "sockets = 1 ; one socket\ncores = 2\n");
+        char *log = NULL;
 
         assert_string_equal(t.machine->cpu_model->key, "icx");
         assert_int_equal(t.machine->n_cpus, 4);
         sim_test_free(&t);
+        /* but not differ: the file's topology and profiles are written for its model */
+        assert_int_equal(sim_test_try("icx", "[machine]\nmodel = skx\nsockets = 1\n", &log), -EINVAL);
+        assert_non_null(strstr(log, "--sim-model=icx conflicts with model = skx"));
+        free(log);
         /* without one, the file's model is used */
         t = sim_test_new(NULL, "[machine]\nmodel = clx\n");
         assert_string_equal(t.machine->cpu_model->key, "clx");
