@@ -809,6 +809,8 @@ static void text_json_cpu(Text *t, const pmugate_result *r, const pmugate_values
                 text_add(t, number, number_format_u64(v->raw[e], number));
                 text_str(t, ",\"scale\":");
                 text_json_number(t, v->scale[e]);
+                if (not_modelled(r, e))
+                        text_str(t, ",\"not_modelled\":true");
                 text_add(t, "}", 1);
         }
         text_str(t, "},\"metrics\":{");
@@ -818,6 +820,37 @@ static void text_json_cpu(Text *t, const pmugate_result *r, const pmugate_values
                 text_str(t, names[r->n_events + i]);
                 text_add(t, ":", 1);
                 text_json_number(t, output_metric_value(r, v, i));
+        }
+        text_str(t, "},\"metrics_scale\":{");
+        for (size_t i = 0; i < r->n_metrics; i++) {
+                if (i > 0)
+                        text_add(t, ",", 1);
+                text_str(t, names[r->n_events + i]);
+                text_add(t, ":", 1);
+                text_json_number(t, v->metric_scale[i]);
+        }
+        text_str(t, "},\"thresholds\":{");
+        for (size_t i = 0, first = 1; i < r->n_metrics; i++) {
+                if (!r->metrics[i].has_threshold)
+                        continue;
+                if (!first)
+                        text_add(t, ",", 1);
+                first = 0;
+                text_str(t, names[r->n_events + i]);
+                text_str(t, isnan(v->thresholds[i]) ? ":null" : v->thresholds[i] == 1.0 ? ":true" : ":false");
+        }
+        text_str(t, "},\"metrics_na\":{");
+        for (size_t i = 0, first = 1; i < r->n_metrics; i++) {
+                const char *why = output_metric_na_reason(r, v, i);
+
+                if (!why)
+                        continue;
+                if (!first)
+                        text_add(t, ",", 1);
+                first = 0;
+                text_str(t, names[r->n_events + i]);
+                text_add(t, ":", 1);
+                text_json_string(t, why);
         }
         text_str(t, "}}");
 }
