@@ -14,7 +14,6 @@
 
 #include "build-config.h"
 #include "core/reason.h"
-#include "events/group-list.h"
 #include "events/groups.h"
 #include "events/metrics.h"
 #include "macro.h"
@@ -551,15 +550,11 @@ int group_load(const char *name, const char *model, Group **ret, char *reterr_re
         if (!group_name_valid(name))
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
                                    "'%s' is not a group name (letters, digits, '-', '_' and '.')", name);
-        if (find_file(name, model, path, sizeof(path)) < 0) {
-                char suggestion[3 * GROUP_NAME_MAX + 128];
-
-                group_suggest(model, name, suggestion, sizeof(suggestion));
+        if (find_file(name, model, path, sizeof(path)) < 0)
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
-                                   "no group '%s' for %s%s (looked in $PMUGATE_GROUP_PATH, ~/.config/pmugate/groups "
+                                   "no group '%s' for %s (looked in $PMUGATE_GROUP_PATH, ~/.config/pmugate/groups "
                                    "and %s; 'pmugate list groups' shows them)",
-                                   name, model, suggestion, installed_group_dir());
-        }
+                                   name, model, installed_group_dir());
         name_of_file(path, spelled, sizeof(spelled));
         return group_load_file(path, spelled, model, ret, reterr_reason, reason_size);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/reason.h"
+#include "events/group-list.h"
 #include "events/groups.h"
 #include "macro.h"
 #include "measure/measure-internal.h"
@@ -367,6 +368,14 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
 
         if (group) {
                 r = group_load(group, m->model, &g, reterr_reason, reason_size);
+                if (r == -ENOENT && reterr_reason) {
+                        /* the groups there are, listed by loading each: a layer above the loader */
+                        char suggestion[3 * GROUP_NAME_MAX + 128];
+                        size_t n = strlen(reterr_reason);
+
+                        group_suggest(m->model, group, suggestion, sizeof(suggestion));
+                        (void) snprintf(reterr_reason + n, reason_size - n, "%s", suggestion);
+                }
                 if (r < 0)
                         return r;
                 m->group_name = strdup(g->name);
