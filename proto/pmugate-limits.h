@@ -183,6 +183,12 @@
  * longer than this means it hangs (stopped, or stuck in the kernel): the daemon stops using it
  * rather than wait with every client. */
 #define PERF_OPENER_TIMEOUT_MSEC 5000U
+/* One batch request to the perf opener: its events, at most as many as one reply can carry fds
+ * (the kernel's SCM_MAX_FD), and the fds (group leaders, cgroup directories) it carries, as
+ * many. A whole-node perf_open goes through the opener in requests of this many events, not a
+ * socket round trip per fd. */
+#define PERF_OPENER_BATCH_MAX 253U
+#define PERF_OPENER_BATCH_FDS_MAX 253U
 
 /* A cgroup's path as /proc/PID/cgroup gives it; a longer one is refused, not cut. */
 #define PMUGATE_CGROUP_PATH_MAX 2048U

@@ -14,6 +14,16 @@
 
 typedef struct PerfDriver PerfDriver;
 
+/* One event of a batch open: as the arguments of open below. */
+typedef struct PerfDriverEvent {
+        const struct perf_event_attr *attr;
+        pid_t pid;
+        int cgroup_fd;
+        int cpu;
+        int group;
+        unsigned long flags;
+} PerfDriverEvent;
+
 /* A handle is >= 0 and names one open event of the driver. */
 typedef struct PerfDriverVTable {
         const char *name;
@@ -22,6 +32,10 @@ typedef struct PerfDriverVTable {
          * group is the handle of the group's leader or -1. Returns a handle or a negative errno. */
         int (*open)(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
                     int group, unsigned long flags);
+        /* Optional: opens n events (1 to PERF_OPENER_BATCH_MAX) at once, as open would each:
+         * ret_handles[i] is a handle or a negative errno. Returns 0, or a negative errno with
+         * nothing opened. NULL: perf_driver_open_batch() opens them one at a time. */
+        int (*open_batch)(PerfDriver *d, const PerfDriverEvent *events, size_t n, int *ret_handles);
         /* Like read(2) on the event's fd (the layout its read_format gives). Returns the bytes
          * read or a negative errno. */
         ssize_t (*read)(PerfDriver *d, int handle, void *buf, size_t size);
@@ -42,6 +56,9 @@ static inline int perf_driver_open(PerfDriver *d, const struct perf_event_attr *
                                    int cpu, int group, unsigned long flags) {
         return d->vtable->open(d, attr, pid, cgroup_fd, cpu, group, flags);
 }
+/* Opens n events, in one request when the driver can (the kernel's, through its opener: one
+ * socket round trip for up to PERF_OPENER_BATCH_MAX fds), else one at a time. As open_batch. */
+int perf_driver_open_batch(PerfDriver *d, const PerfDriverEvent *events, size_t n, int *ret_handles);
 static inline ssize_t perf_driver_read(PerfDriver *d, int handle, void *buf, size_t size) {
         return d->vtable->read(d, handle, buf, size);
 }

@@ -12,6 +12,7 @@
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "macro.h"
+#include "pmugate-limits.h"
 
 typedef struct PerfKernel {
         PerfDriver driver;
@@ -33,6 +34,35 @@ static int kernel_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t 
         fd = (int) syscall(SYS_perf_event_open, &copy, cgroup_fd >= 0 ? cgroup_fd : pid, cpu, group,
                            flags | PERF_FLAG_FD_CLOEXEC);
         return fd < 0 ? -errno : fd;
+}
+
+static int kernel_open_batch(PerfDriver *d, const PerfDriverEvent *events, size_t n, int *ret_handles) {
+        PerfKernel *k = (PerfKernel *) d;
+        PerfOpenerEvent batch[PERF_OPENER_BATCH_MAX];
+
+        if (n == 0 || n > PERF_OPENER_BATCH_MAX)
+                return -EINVAL;
+        if (!k->opener) {
+                for (size_t i = 0; i < n; i++)
+                        ret_handles[i] = kernel_open(d, events[i].attr, events[i].pid, events[i].cgroup_fd,
+                                                     events[i].cpu, events[i].group, events[i].flags);
+                return 0;
+        }
+        for (size_t i = 0; i < n; i++)
+                batch[i] = (PerfOpenerEvent) { .attr = events[i].attr, .pid = events[i].pid,
+                                               .cgroup_fd = events[i].cgroup_fd, .cpu = events[i].cpu,
+                                               .group_fd = events[i].group,
+                                               .flags = events[i].flags | PERF_FLAG_FD_CLOEXEC };
+        return perf_opener_open_batch(k->opener, batch, n, ret_handles);
+}
+
+int perf_driver_open_batch(PerfDriver *d, const PerfDriverEvent *events, size_t n, int *ret_handles) {
+        if (d->vtable->open_batch)
+                return d->vtable->open_batch(d, events, n, ret_handles);
+        for (size_t i = 0; i < n; i++)
+                ret_handles[i] = perf_driver_open(d, events[i].attr, events[i].pid, events[i].cgroup_fd,
+                                                  events[i].cpu, events[i].group, events[i].flags);
+        return 0;
 }
 
 static ssize_t kernel_read(PerfDriver *d, int handle, void *buf, size_t size) {
@@ -80,6 +110,7 @@ static void kernel_free(PerfDriver *d) {
 static const PerfDriverVTable kernel_vtable = {
         .name = "kernel",
         .open = kernel_open,
+        .open_batch = kernel_open_batch,
         .read = kernel_read,
         .enable = kernel_enable,
         .disable = kernel_disable,

@@ -48,21 +48,29 @@ static void close_fds(int *fds, size_t n) {
                         (void) close(fds[i]);
 }
 
-/* Reads one message of exactly size bytes and at most max_fds fds in SCM_RIGHTS. Anything else
- * (a longer or shorter message, other control data, more fds, truncated control data) is
- * refused with -EBADMSG, closing whatever fds came. Returns 1, 0 at end of file, or -errno. */
-static int receive_exact(int fd, void *buf, size_t size, int *fds, size_t max_fds, size_t *ret_n_fds) {
+/* The fds one message carries at most: a batch's group and cgroup fds, or a batch reply's. */
+#define MESSAGE_FDS_MAX MAX(PERF_OPENER_BATCH_FDS_MAX, PERF_OPENER_BATCH_MAX)
+#define BATCH_REQUEST_SIZE_MAX (sizeof(PerfOpenerBatchHeader) + PERF_OPENER_BATCH_MAX * sizeof(PerfOpenerRequest))
+
+/* Reads one message of at most max_size bytes (its size in *ret_size) and at most max_fds fds
+ * in SCM_RIGHTS. Anything else (a longer message, other control data, more fds, truncated
+ * control data) is refused with -EBADMSG, closing whatever fds came. Returns 1, 0 at end of
+ * file, or -errno. */
+static int receive_message(int fd, void *buf, size_t max_size, size_t *ret_size, int *fds, size_t max_fds,
+                           size_t *ret_n_fds) {
         union {
                 struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * OPENER_FDS_MAX)];
+                char buf[CMSG_SPACE(sizeof(int) * MESSAGE_FDS_MAX)];
         } control;
-        struct iovec iov = { .iov_base = buf, .iov_len = size };
+        struct iovec iov = { .iov_base = buf, .iov_len = max_size };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
                              .msg_controllen = CMSG_SPACE(sizeof(int) * max_fds) };
         size_t n_fds = 0;
         bool bad = false;
         ssize_t n;
 
+        if (max_fds > MESSAGE_FDS_MAX)
+                return -EINVAL;
         memset(&control, 0, sizeof(control));
         do
                 n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
@@ -88,7 +96,24 @@ static int receive_exact(int fd, void *buf, size_t size, int *fds, size_t max_fd
                         }
                 }
         }
-        if (bad || (size_t) n != size || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        if (bad || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+                close_fds(fds, n_fds);
+                return -EBADMSG;
+        }
+        *ret_size = (size_t) n;
+        *ret_n_fds = n_fds;
+        return 1;
+}
+
+/* One message of exactly size bytes, else -EBADMSG; as receive_message(). */
+static int receive_exact(int fd, void *buf, size_t size, int *fds, size_t max_fds, size_t *ret_n_fds) {
+        size_t got = 0, n_fds = 0;
+        int r;
+
+        r = receive_message(fd, buf, size, &got, fds, max_fds, &n_fds);
+        if (r <= 0)
+                return r;
+        if (got != size) {
                 close_fds(fds, n_fds);
                 return -EBADMSG;
         }
@@ -99,13 +124,13 @@ static int receive_exact(int fd, void *buf, size_t size, int *fds, size_t max_fd
 static int send_with_fds(int fd, const void *buf, size_t size, const int *fds, size_t n_fds) {
         union {
                 struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * OPENER_FDS_MAX)];
+                char buf[CMSG_SPACE(sizeof(int) * MESSAGE_FDS_MAX)];
         } control;
         struct iovec iov = { .iov_base = (void *) buf, .iov_len = size };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         ssize_t n;
 
-        if (n_fds > OPENER_FDS_MAX)
+        if (n_fds > MESSAGE_FDS_MAX)
                 return -EINVAL;
         if (n_fds > 0) {
                 struct cmsghdr *c;
@@ -246,10 +271,14 @@ int perf_opener_drop_privileges(uid_t uid, gid_t gid, uint64_t *ret_keep) {
         return 0;
 }
 
+static size_t request_fds(const PerfOpenerRequest *req) {
+        return !!(req->fds & PERF_OPENER_FD_GROUP) + !!(req->fds & PERF_OPENER_FD_CGROUP);
+}
+
 static int opener_handle(const PerfOpenerRequest *req, const int *fds, size_t n_fds, PerfAttrVerify verify,
                          const uint32_t *types, size_t n_types) {
         struct perf_event_attr attr;
-        size_t want = !!(req->fds & PERF_OPENER_FD_GROUP) + !!(req->fds & PERF_OPENER_FD_CGROUP);
+        size_t want = request_fds(req);
         int group_fd = -1, cgroup_fd = -1, pid = req->pid, fd;
         char reason[256] = "";
         struct stat st;
@@ -293,40 +322,108 @@ static int probe_perf_event_open(void) {
         return errno == EFAULT ? 0 : -errno;
 }
 
+/* A batch request of size bytes in msg with its fds: 0 with ret_reply (its size in
+ * *ret_size) and the fds opened, or -EINVAL when it is no well-formed batch (the message is
+ * answered as a bad one). Each entry's fds are its own: an entry that names more or other fds
+ * than it was given never reaches another entry's. */
+static int opener_handle_batch(const void *msg, size_t size, const int *fds, size_t n_fds, PerfAttrVerify verify,
+                               const uint32_t *types, size_t n_types, void *ret_reply, size_t *ret_size,
+                               int *ret_fds, size_t *ret_n_fds) {
+        const PerfOpenerRequest *reqs = (const PerfOpenerRequest *) ((const char *) msg +
+                                                                     sizeof(PerfOpenerBatchHeader));
+        PerfOpenerBatchHeader header;
+        int32_t *errors = (int32_t *) ((char *) ret_reply + sizeof(header));
+        size_t want = 0, used = 0, opened = 0;
+
+        if (size < sizeof(header))
+                return -EINVAL;
+        memcpy(&header, msg, sizeof(header));
+        if (header.magic != PERF_OPENER_BATCH_MAGIC || header.n == 0 || header.n > PERF_OPENER_BATCH_MAX ||
+            size != sizeof(header) + header.n * sizeof(PerfOpenerRequest))
+                return -EINVAL;
+        for (size_t i = 0; i < header.n; i++) {
+                PerfOpenerRequest req;
+
+                memcpy(&req, &reqs[i], sizeof(req));
+                want += request_fds(&req);
+        }
+        /* The fds must be exactly those the entries name, else none can be told apart. */
+        if (want != n_fds)
+                return -EINVAL;
+        memcpy(ret_reply, &header, sizeof(header));
+        for (size_t i = 0; i < header.n; i++) {
+                PerfOpenerRequest req;
+                size_t mine;
+                int fd;
+
+                memcpy(&req, &reqs[i], sizeof(req));
+                mine = request_fds(&req);
+                fd = opener_handle(&req, fds + used, mine, verify, types, n_types);
+                used += mine;
+                errors[i] = fd < 0 ? fd : 0;
+                if (fd >= 0)
+                        ret_fds[opened++] = fd;
+        }
+        *ret_size = sizeof(header) + header.n * sizeof(int32_t);
+        *ret_n_fds = opened;
+        return 0;
+}
+
 int perf_opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, size_t n_types) {
         /* Ready, with whether the call is allowed at all: the server waits for this, so that a
          * failed drop or a system-call filter without perf_event_open shows at its start, not
          * at the first open. */
         PerfOpenerReply ready = { .error = probe_perf_event_open() };
+        _cleanup_free_ void *msg = NULL;
         int r;
 
         if (!verify || n_types > PERF_PMUS_MAX || (n_types > 0 && !types))
                 return -EINVAL;
+        /* Room for the largest batch: a longer message is truncated, and refused. */
+        msg = malloc(BATCH_REQUEST_SIZE_MAX);
+        if (!msg)
+                return log_error_errno(ENOMEM, "Perf opener: no memory for its requests");
         r = send_with_fds(sock, &ready, sizeof(ready), NULL, 0);
         if (r < 0)
                 return r == -EPIPE ? 0 : log_error_errno(r, "Perf opener: cannot say it is ready");
         for (;;) {
-                PerfOpenerRequest req;
                 PerfOpenerReply reply = {};
-                int fds[OPENER_FDS_MAX] = { -1, -1 }, fd = -1;
-                size_t n_fds = 0;
+                char batch_reply[sizeof(PerfOpenerBatchHeader) + PERF_OPENER_BATCH_MAX * sizeof(int32_t)];
+                int fds[MESSAGE_FDS_MAX], opened[PERF_OPENER_BATCH_MAX];
+                size_t size = 0, n_fds = 0, n_opened = 0, reply_size = sizeof(reply);
+                const void *answer = &reply;
 
-                r = receive_exact(sock, &req, sizeof(req), fds, OPENER_FDS_MAX, &n_fds);
+                r = receive_message(sock, msg, BATCH_REQUEST_SIZE_MAX, &size, fds, PERF_OPENER_BATCH_FDS_MAX,
+                                    &n_fds);
                 if (r == 0)
                         return 0;
                 if (r == -EBADMSG)
                         reply.error = -EINVAL;
                 else if (r < 0)
                         return log_error_errno(r, "Perf opener: cannot receive a request");
-                else {
-                        fd = opener_handle(&req, fds, n_fds, verify, types, n_types);
+                else if (size == sizeof(PerfOpenerRequest)) {
+                        PerfOpenerRequest req;
+                        int fd;
+
+                        memcpy(&req, msg, sizeof(req));
+                        fd = n_fds <= OPENER_FDS_MAX ? opener_handle(&req, fds, n_fds, verify, types, n_types)
+                                                     : -EINVAL;
                         if (fd < 0)
                                 reply.error = fd;
+                        else
+                                opened[n_opened++] = fd;
+                        close_fds(fds, n_fds);
+                } else {
+                        if (opener_handle_batch(msg, size, fds, n_fds, verify, types, n_types, batch_reply,
+                                                &reply_size, opened, &n_opened) < 0) {
+                                reply.error = -EINVAL;
+                                reply_size = sizeof(reply);
+                        } else
+                                answer = batch_reply;
                         close_fds(fds, n_fds);
                 }
-                r = send_with_fds(sock, &reply, sizeof(reply), &fd, fd >= 0 ? 1 : 0);
-                if (fd >= 0)
-                        (void) close(fd);
+                r = send_with_fds(sock, answer, reply_size, opened, n_opened);
+                close_fds(opened, n_opened);
                 if (r < 0)
                         return r == -EPIPE ? 0 : log_error_errno(r, "Perf opener: cannot send its answer");
         }
@@ -590,6 +687,128 @@ int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pi
         if (r < 0)
                 return r;
         return reply.error < 0 ? reply.error : fd;
+}
+
+/* The answer to a batch of n: 0 with each entry's fd or negative errno in ret_fds, or a
+ * negative errno when the opener is gone or broke the protocol (nothing kept open). */
+static int receive_batch_reply(PerfOpener *o, size_t n, int *ret_fds) {
+        char buf[sizeof(PerfOpenerBatchHeader) + PERF_OPENER_BATCH_MAX * sizeof(int32_t)];
+        struct pollfd p = { .fd = o->fd, .events = POLLIN };
+        PerfOpenerBatchHeader header;
+        int fds[PERF_OPENER_BATCH_MAX];
+        size_t size = 0, n_fds = 0, used = 0;
+        int r;
+
+        do
+                r = poll(&p, 1, PERF_OPENER_TIMEOUT_MSEC);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+                return -errno;
+        if (r == 0)
+                return -ETIMEDOUT;
+        r = receive_message(o->fd, buf, sizeof(header) + n * sizeof(int32_t), &size, fds, n, &n_fds);
+        if (r == 0)
+                return -EPIPE;
+        if (r < 0)
+                return r;
+        memcpy(&header, buf, MIN(size, sizeof(header)));
+        if (size != sizeof(header) + n * sizeof(int32_t) || header.magic != PERF_OPENER_BATCH_MAGIC ||
+            header.n != n) {
+                close_fds(fds, n_fds);
+                return -EBADMSG;
+        }
+        for (size_t i = 0; i < n; i++) {
+                int32_t error;
+
+                memcpy(&error, buf + sizeof(header) + i * sizeof(error), sizeof(error));
+                if (error > 0 || error < -4095 || (error == 0 && used >= n_fds)) {
+                        close_fds(fds, n_fds);
+                        return -EBADMSG;
+                }
+                ret_fds[i] = error < 0 ? error : fds[used++];
+        }
+        if (used != n_fds) {
+                close_fds(fds, n_fds);
+                return -EBADMSG;
+        }
+        return 0;
+}
+
+/* As opener_ask(), for a batch of n. */
+static int opener_ask_batch(PerfOpener *o, const void *msg, size_t size, const int *fds, size_t n_fds, size_t n,
+                            int *ret_fds) {
+        int r;
+
+        r = send_with_fds(o->fd, msg, size, fds, n_fds);
+        if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN)
+                return -EAGAIN;
+        if (r < 0)
+                return r;
+        r = receive_batch_reply(o, n, ret_fds);
+        if (r == -EPIPE || r == -ECONNRESET)
+                return -EAGAIN;
+        if (r < 0)
+                return opener_gone(o, -r);
+        return 0;
+}
+
+int perf_opener_open_batch(PerfOpener *o, const PerfOpenerEvent *events, size_t n, int *ret_fds) {
+        _cleanup_free_ char *msg = NULL;
+        PerfOpenerBatchHeader header = { .magic = PERF_OPENER_BATCH_MAGIC, .n = (uint32_t) n };
+        int fds[PERF_OPENER_BATCH_FDS_MAX];
+        size_t n_fds = 0, size = sizeof(header) + n * sizeof(PerfOpenerRequest);
+        int r;
+
+        if (!events || !ret_fds || n == 0 || n > PERF_OPENER_BATCH_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                const PerfOpenerEvent *e = &events[i];
+
+                if (!e->attr || (e->flags & ~(unsigned long) OPENER_FLAGS) ||
+                    !!(e->flags & PERF_FLAG_PID_CGROUP) != (e->cgroup_fd >= 0))
+                        return -EINVAL;
+                n_fds += (e->group_fd >= 0) + (e->cgroup_fd >= 0);
+        }
+        if (n_fds > PERF_OPENER_BATCH_FDS_MAX)
+                return -EINVAL;
+        if (o->dead)
+                return -EPIPE;
+        if (o->fd < 0)
+                return -ENOTCONN;
+        msg = calloc(1, size);
+        if (!msg)
+                return -ENOMEM;
+        memcpy(msg, &header, sizeof(header));
+        n_fds = 0;
+        for (size_t i = 0; i < n; i++) {
+                const PerfOpenerEvent *e = &events[i];
+                PerfOpenerRequest req = { .pid = e->pid, .cpu = e->cpu, .flags = e->flags };
+
+                memcpy(req.attr, e->attr, sizeof(req.attr));
+                if (e->group_fd >= 0) {
+                        req.fds |= PERF_OPENER_FD_GROUP;
+                        fds[n_fds++] = e->group_fd;
+                }
+                if (e->cgroup_fd >= 0) {
+                        req.fds |= PERF_OPENER_FD_CGROUP;
+                        fds[n_fds++] = e->cgroup_fd;
+                        req.pid = -1;
+                }
+                memcpy(msg + sizeof(header) + i * sizeof(req), &req, sizeof(req));
+        }
+        r = opener_ask_batch(o, msg, size, fds, n_fds, n, ret_fds);
+        if (r == -EAGAIN && o->path) {
+                log_warning("Perf opener service went away; connecting to %s again", o->path);
+                (void) close(o->fd);
+                o->fd = -1;
+                r = opener_connect(o);
+                if (r < 0)
+                        return opener_gone(o, -r);
+                r = opener_ask_batch(o, msg, size, fds, n_fds, n, ret_fds);
+        }
+        if (r == -EAGAIN)
+                return opener_gone(o, EPIPE);
+        return r;
 }
 
 int perf_opener_probe_error(const PerfOpener *o) {

@@ -36,6 +36,30 @@ typedef struct PerfOpenerReply {
         int32_t error;          /* 0: the fd follows; else a negative errno */
 } PerfOpenerReply;
 
+/* A batch request: one PerfOpenerBatchHeader with magic PERF_OPENER_BATCH_MAGIC and n (1 to
+ * PERF_OPENER_BATCH_MAX), followed by exactly n PerfOpenerRequest, the fds each names in one
+ * SCM_RIGHTS, entry by entry in order (at most PERF_OPENER_BATCH_FDS_MAX). The answer is one
+ * PerfOpenerBatchHeader (the same magic and n) followed by n int32_t errors, 0 or a negative
+ * errno for each entry, with one fd in SCM_RIGHTS for each 0, in order. Each entry is checked
+ * as a single request is (perf_attr_verify() on its attr); a message that is not a well-formed
+ * request of either kind is answered with one PerfOpenerReply of -EINVAL and no fd. */
+#define PERF_OPENER_BATCH_MAGIC UINT32_C(0x50474231)
+
+typedef struct PerfOpenerBatchHeader {
+        uint32_t magic;
+        uint32_t n;
+} PerfOpenerBatchHeader;
+
+/* One event of perf_opener_open_batch(), as perf_opener_open() takes it. */
+typedef struct PerfOpenerEvent {
+        const struct perf_event_attr *attr;
+        pid_t pid;
+        int cgroup_fd;
+        int cpu;
+        int group_fd;
+        unsigned long flags;
+} PerfOpenerEvent;
+
 /* The opener's own check of a finished attr (perf/perf-attr.c's perf_attr_verify(), passed in
  * so that backend/ includes nothing of perf/): 0, or -EPERM with reason filled. */
 typedef int (*PerfAttrVerify)(const struct perf_event_attr *attr, const uint32_t *types, size_t n,
@@ -75,6 +99,14 @@ int perf_opener_connect(PerfOpener *o);
 int perf_opener_open(PerfOpener *o, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
                      int group_fd, unsigned long flags);
 
+/* Opens n events (1 to PERF_OPENER_BATCH_MAX, carrying at most PERF_OPENER_BATCH_FDS_MAX group
+ * and cgroup fds) in one request and one answer: ret_fds[i] is the fd or the negative errno of
+ * events[i], as perf_opener_open() would return it. Returns 0 when the opener answered (each
+ * entry then says how it went), or a negative errno with nothing opened: -EINVAL (a bad
+ * count, flags), -EPIPE (the opener is gone), -ENOTCONN. A remote opener is connected to
+ * again once as perf_opener_open() does. */
+int perf_opener_open_batch(PerfOpener *o, const PerfOpenerEvent *events, size_t n, int *ret_fds);
+
 /* 0 when perf_event_open() was allowed in the opener when it started, else the negative errno
  * it got (-EPERM: a system-call filter leaves the call out), or, for a remote opener, why it
  * could not be connected. */
@@ -95,7 +127,7 @@ pid_t perf_opener_pid(const PerfOpener *o);
 int perf_opener_drop_privileges(uid_t uid, gid_t gid, uint64_t *ret_keep);
 
 /* Serves one connection sock until its peer closes it: the ready message, then one request at
- * a time, each attr checked with verify against types. 0 at end of file, or a negative errno. */
+ * a time, single or batch, each attr checked with verify against types. 0 at end of file, or a negative errno. */
 int perf_opener_serve(int sock, PerfAttrVerify verify, const uint32_t *types, size_t n_types);
 
 /* Closes the server's end, which ends the opener, and reaps it. NULL-safe; returns NULL. */

@@ -73,33 +73,70 @@ static bool group_on_unit(const PerfHandle *h, size_t g, const PerfUnit *unit) {
         return h->group_cpu[g] < 0 || h->group_cpu[g] == unit->cpu;
 }
 
-int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure) {
-        for (size_t u = 0; u < h->n_units; u++) {
-                const PerfUnit *unit = &h->units[u];
-                int *events = &h->events[u * h->n_events];
-                size_t e = 0;
+/* Opens event e, of the group whose leader is event leader (e itself for the leader), on
+ * every unit the group opens on: as many units per driver request as one batch holds
+ * (PERF_OPENER_BATCH_MAX events, PERF_OPENER_BATCH_FDS_MAX group and cgroup fds), so that a
+ * whole-node open is not a round trip to the opener per fd. What opened is in h->events. */
+static int open_on_units(PerfHandle *h, size_t g, size_t leader, size_t e, PerfOpenFailure *ret_failure) {
+        PerfDriverEvent batch[PERF_OPENER_BATCH_MAX];
+        size_t units[PERF_OPENER_BATCH_MAX], n = 0, n_fds = 0;
+        int handles[PERF_OPENER_BATCH_MAX];
 
-                for (size_t g = 0; g < h->n_groups; g++) {
-                        int leader = -1;
+        for (size_t u = 0; u <= h->n_units; u++) {
+                const PerfUnit *unit = u < h->n_units ? &h->units[u] : NULL;
+                int group = unit && e != leader ? h->events[u * h->n_events + leader] : -1;
+                size_t fds = unit ? (group >= 0) + (unit->cgroup_fd >= 0) : 0;
+                int r, failed = 0;
 
-                        if (!group_on_unit(h, g, unit)) {
-                                e += h->group_sizes[g];
-                                continue;
+                if (unit && !group_on_unit(h, g, unit))
+                        continue;
+                if (unit && n < PERF_OPENER_BATCH_MAX && n_fds + fds <= PERF_OPENER_BATCH_FDS_MAX) {
+                        batch[n] = (PerfDriverEvent) { .attr = &h->attrs[e], .pid = unit->pid,
+                                                       .cgroup_fd = unit->cgroup_fd, .cpu = unit->cpu,
+                                                       .group = group,
+                                                       .flags = unit->cgroup_fd >= 0 ? PERF_FLAG_PID_CGROUP : 0 };
+                        units[n++] = u;
+                        n_fds += fds;
+                        continue;
+                }
+                if (n == 0)
+                        continue;
+                r = perf_driver_open_batch(h->driver, batch, n, handles);
+                if (r < 0) {
+                        *ret_failure = (PerfOpenFailure) { .error = r, .event = e, .target = h->units[units[0]].target };
+                        return r;
+                }
+                for (size_t j = 0; j < n; j++) {
+                        if (handles[j] >= 0)
+                                h->events[units[j] * h->n_events + e] = handles[j];
+                        else if (failed == 0) {
+                                failed = handles[j];
+                                *ret_failure = (PerfOpenFailure) { .error = failed, .event = e,
+                                                                   .target = h->units[units[j]].target };
                         }
-                        for (size_t i = 0; i < h->group_sizes[g]; i++, e++) {
-                                unsigned long flags = unit->cgroup_fd >= 0 ? PERF_FLAG_PID_CGROUP : 0;
-                                int r = perf_driver_open(h->driver, &h->attrs[e], unit->pid, unit->cgroup_fd,
-                                                         unit->cpu, leader, flags);
+                }
+                if (failed < 0)
+                        return failed;
+                n = n_fds = 0;
+                /* The unit that did not fit starts the next batch. */
+                if (unit)
+                        u--;
+        }
+        return 0;
+}
 
-                                if (r < 0) {
-                                        *ret_failure = (PerfOpenFailure) { .error = r, .event = e,
-                                                                           .target = unit->target };
-                                        close_events(h);
-                                        return r;
-                                }
-                                events[e] = r;
-                                if (i == 0)
-                                        leader = r;
+int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure) {
+        /* Event by event, each on every unit at once: a group's leader is open on every unit
+         * before its members are asked for, with its fd. */
+        for (size_t g = 0, e = 0; g < h->n_groups; g++) {
+                size_t leader = e;
+
+                for (size_t i = 0; i < h->group_sizes[g]; i++, e++) {
+                        int r = open_on_units(h, g, leader, e, ret_failure);
+
+                        if (r < 0) {
+                                close_events(h);
+                                return r;
                         }
                 }
         }

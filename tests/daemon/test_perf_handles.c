@@ -152,8 +152,10 @@ static void test_open_order_and_rows(void **state) {
         assert_int_equal(perf_handle_new(&f.base, PERF_SCOPE_PROCESS, 1000, attrs, sizes, 2, units, 2, &h), 0);
         assert_int_equal(h->n_targets, 1);
         assert_int_equal(perf_handle_open(h, &failure), 0);
-        /* every event opens before any group is enabled; then each group's leader once */
-        assert_string_equal(f.log, "o0 o1 o2 o3 o4 o5 e0 e2 e3 e5 ");
+        /* every event opens before any group is enabled, event by event on every unit (a
+         * leader on each thread, then its member on each, in one batch each); then each
+         * group's leader once, thread by thread */
+        assert_string_equal(f.log, "o0 o1 o2 o3 o4 o5 e0 e4 e1 e5 ");
         assert_int_equal(perf_handle_n_open(h), 6);
 
         msgpack_sbuffer_init(&sb);
@@ -196,7 +198,7 @@ static void test_failure_closes_everything(void **state) {
         char why[256];
 
         fake_init(&f);
-        f.fail_at = 4;          /* CPU 1's second event */
+        f.fail_at = 3;          /* CPU 1's second event: event 0 on CPUs 0 and 1, event 1 on CPU 0 opened */
         f.fail_errno = ENOENT;
         attrs_of_two_groups(attrs, sizes);
         attrs[1].config = 0x1234;
@@ -283,8 +285,8 @@ static void test_group_on_one_cpu(void **state) {
         assert_int_equal(perf_handle_new(&f.base, PERF_SCOPE_CPU, 0, attrs, sizes, 2, units, 2, &h), 0);
         h->group_cpu[0] = 1;
         assert_int_equal(perf_handle_open(h, &failure), 0);
-        /* CPU 0: group 1 alone (handle 0); CPU 1: group 0 (1, 2) and group 1 (3) */
-        assert_string_equal(f.log, "o0 o1 o2 o3 e0 e1 e3 ");
+        /* group 0 on CPU 1 alone (handles 0, 1), group 1 on CPU 0 (2) and CPU 1 (3) */
+        assert_string_equal(f.log, "o0 o1 o2 o3 e2 e0 e3 ");
         assert_int_equal(perf_handle_n_open(h), 4);
 
         msgpack_sbuffer_init(&sb);
@@ -366,6 +368,119 @@ static void test_row_range(void **state) {
         assert_int_equal(n_open(&f), 0);
 }
 
+/* A driver that opens in batches, as the kernel's through its opener: each batch recorded. */
+#define BATCH_UNITS 300
+#define BATCH_EVENTS_MAX (2 * BATCH_UNITS)
+
+typedef struct BatchDriver {
+        PerfDriver base;
+        int n_opened, fail_at;
+        bool open[BATCH_EVENTS_MAX];
+        int group_of[BATCH_EVENTS_MAX];
+        int cpu_of[BATCH_EVENTS_MAX];
+        size_t sizes[16], fds[16], n_batches;
+} BatchDriver;
+
+static int batch_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
+                      int group, unsigned long flags) {
+        /* a driver that opens in batches is never asked for one event alone */
+        fail();
+        return -EIO;
+}
+
+static int batch_open_batch(PerfDriver *d, const PerfDriverEvent *events, size_t n, int *ret_handles) {
+        BatchDriver *b = (BatchDriver *) d;
+        size_t fds = 0;
+
+        assert_true(n > 0 && n <= PERF_OPENER_BATCH_MAX);
+        assert_true(b->n_batches < ELEMENTSOF(b->sizes));
+        for (size_t i = 0; i < n; i++) {
+                int h = b->n_opened;
+
+                fds += (events[i].group >= 0) + (events[i].cgroup_fd >= 0);
+                assert_true(!!(events[i].flags & PERF_FLAG_PID_CGROUP) == (events[i].cgroup_fd >= 0));
+                /* a member's leader is open, on the member's own CPU */
+                if (events[i].group >= 0) {
+                        assert_true(b->open[events[i].group]);
+                        assert_int_equal(b->cpu_of[events[i].group], events[i].cpu);
+                }
+                if (h == b->fail_at) {
+                        ret_handles[i] = -ENOSPC;
+                        b->fail_at = -1;
+                        continue;
+                }
+                assert_true(h < BATCH_EVENTS_MAX);
+                b->open[h] = true;
+                b->group_of[h] = events[i].group;
+                b->cpu_of[h] = events[i].cpu;
+                b->n_opened++;
+                ret_handles[i] = h;
+        }
+        assert_true(fds <= PERF_OPENER_BATCH_FDS_MAX);
+        b->sizes[b->n_batches] = n;
+        b->fds[b->n_batches++] = fds;
+        return 0;
+}
+
+static int batch_enable(PerfDriver *d, int handle, bool group) {
+        return 0;
+}
+
+static void batch_close(PerfDriver *d, int handle) {
+        BatchDriver *b = (BatchDriver *) d;
+
+        assert_true(b->open[handle]);
+        b->open[handle] = false;
+}
+
+static const PerfDriverVTable batch_vtable = {
+        .name = "batch", .open = batch_open, .open_batch = batch_open_batch, .read = fake_read,
+        .enable = batch_enable, .disable = fake_disable, .export_fd = fake_export_fd, .close = batch_close,
+        .free = fake_free,
+};
+
+static void test_opens_in_batches(void **state) {
+        static PerfUnit units[BATCH_UNITS];
+        struct perf_event_attr attrs[2] = { { .type = PERF_TYPE_SOFTWARE, .disabled = 1 },
+                                            { .type = PERF_TYPE_SOFTWARE } };
+        uint8_t sizes[1] = { 2 };
+        PerfOpenFailure failure;
+        PerfHandle *h = NULL;
+        BatchDriver b = { .base.vtable = &batch_vtable, .fail_at = -1 };
+        int cgroup = 7;         /* a job's directory fd, as the driver sees it: never used here */
+
+        for (size_t u = 0; u < BATCH_UNITS; u++)
+                units[u] = (PerfUnit) { .target = (int64_t) u, .pid = -1, .cpu = (int) u, .cgroup_fd = cgroup };
+        assert_int_equal(perf_handle_new(&b.base, PERF_SCOPE_JOB, 1000, attrs, sizes, 1, units, BATCH_UNITS, &h), 0);
+        assert_int_equal(perf_handle_open(h, &failure), 0);
+        assert_int_equal(perf_handle_n_open(h), 2 * BATCH_UNITS);
+        /* The leaders with their cgroup fd, 253 a batch; the members with the cgroup's and their
+         * leader's, as many as 253 fds allow. */
+        assert_int_equal(b.n_batches, 5);
+        assert_int_equal(b.sizes[0], PERF_OPENER_BATCH_MAX);
+        assert_int_equal(b.sizes[1], BATCH_UNITS - PERF_OPENER_BATCH_MAX);
+        assert_int_equal(b.sizes[2], PERF_OPENER_BATCH_FDS_MAX / 2);
+        assert_int_equal(b.sizes[3], PERF_OPENER_BATCH_FDS_MAX / 2);
+        assert_int_equal(b.sizes[4], BATCH_UNITS - 2 * (PERF_OPENER_BATCH_FDS_MAX / 2));
+        for (size_t u = 0; u < BATCH_UNITS; u++)
+                assert_int_equal(b.group_of[h->events[u * 2 + 1]], h->events[u * 2]);
+        perf_handle_free(h);
+        for (size_t i = 0; i < BATCH_EVENTS_MAX; i++)
+                assert_false(b.open[i]);
+
+        /* One entry of a later batch fails: it is the failure, and everything that opened,
+         * in that batch and before, is closed. */
+        b = (BatchDriver) { .base.vtable = &batch_vtable, .fail_at = BATCH_UNITS + 130 };
+        assert_int_equal(perf_handle_new(&b.base, PERF_SCOPE_JOB, 1000, attrs, sizes, 1, units, BATCH_UNITS, &h), 0);
+        assert_int_equal(perf_handle_open(h, &failure), -ENOSPC);
+        assert_int_equal(failure.event, 1);
+        assert_int_equal(failure.target, 130);
+        assert_int_equal(perf_handle_n_open(h), 0);
+        for (size_t i = 0; i < BATCH_EVENTS_MAX; i++)
+                assert_false(b.open[i]);
+        perf_handle_free(h);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_open_order_and_rows),
@@ -374,6 +489,7 @@ int main(void) {
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_group_on_one_cpu),
                 cmocka_unit_test(test_row_range),
+                cmocka_unit_test(test_opens_in_batches),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

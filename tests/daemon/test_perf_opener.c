@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -32,6 +33,7 @@
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "macro.h"
+#include "pmugate-limits.h"
 
 #define READ_FORMAT (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING)
 /* The bit of CAP_PERFMON in /proc/PID/status masks. */
@@ -422,6 +424,218 @@ static void test_hostile_messages(void **state) {
         perf_opener_stop(o);
 }
 
+/* The fds the process pid holds. */
+static size_t fds_of(pid_t pid) {
+        char path[64];
+        size_t n = 0;
+        DIR *d;
+
+        (void) snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
+        d = opendir(path);
+        assert_non_null(d);
+        for (struct dirent *de; (de = readdir(d));)
+                n += de->d_name[0] != '.';
+        (void) closedir(d);
+        return n;
+}
+
+/* A batch of n entries of req, the entries' fds as n_fds copies of fd, header fields as given;
+ * size: the message's bytes (the whole batch when 0). Returns the reply's size; its errors go
+ * to errors (when it is a batch reply), the fds that came are counted in *ret_n_fds and closed. */
+static size_t raw_batch(int sock, uint32_t magic, uint32_t n, const PerfOpenerRequest *req, size_t size, int fd,
+                        size_t n_fds, int32_t *errors, size_t *ret_n_fds) {
+        size_t whole = sizeof(PerfOpenerBatchHeader) + n * sizeof(*req);
+        PerfOpenerBatchHeader header = { .magic = magic, .n = n };
+        char *msg = calloc(1, whole), reply[sizeof(header) + PERF_OPENER_BATCH_MAX * sizeof(int32_t)];
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * PERF_OPENER_BATCH_MAX)];
+        } control = {};
+        int fds[PERF_OPENER_BATCH_MAX];
+        struct iovec iov, riov = { .iov_base = reply, .iov_len = sizeof(reply) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        struct msghdr rh = { .msg_iov = &riov, .msg_iovlen = 1, .msg_control = &control,
+                             .msg_controllen = sizeof(control) };
+        struct cmsghdr *c;
+        ssize_t got;
+
+        assert_non_null(msg);
+        assert_true(n_fds <= PERF_OPENER_BATCH_MAX);
+        memcpy(msg, &header, sizeof(header));
+        for (size_t i = 0; i < n; i++)
+                memcpy(msg + sizeof(header) + i * sizeof(*req), req, sizeof(*req));
+        iov = (struct iovec) { .iov_base = msg, .iov_len = size ? size : whole };
+        for (size_t i = 0; i < n_fds; i++)
+                fds[i] = fd;
+        if (n_fds > 0) {
+                mh.msg_control = &control;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+                c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+        }
+        assert_int_equal(sendmsg(sock, &mh, MSG_NOSIGNAL), (ssize_t) iov.iov_len);
+        free(msg);
+        memset(&control, 0, sizeof(control));
+        got = recvmsg(sock, &rh, MSG_CMSG_CLOEXEC);
+        assert_true(got > 0);
+        *ret_n_fds = 0;
+        for (c = CMSG_FIRSTHDR(&rh); c; c = CMSG_NXTHDR(&rh, c)) {
+                assert_int_equal(c->cmsg_type, SCM_RIGHTS);
+                for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                        int one;
+
+                        memcpy(&one, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        (void) close(one);
+                        (*ret_n_fds)++;
+                }
+        }
+        if ((size_t) got >= sizeof(header) + sizeof(int32_t)) {
+                memcpy(&header, reply, sizeof(header));
+                assert_int_equal(header.magic, PERF_OPENER_BATCH_MAGIC);
+                assert_int_equal((size_t) got, sizeof(header) + header.n * sizeof(int32_t));
+                memcpy(errors, reply + sizeof(header), header.n * sizeof(int32_t));
+        } else if (got == sizeof(int32_t))
+                memcpy(errors, reply, sizeof(int32_t));
+        return (size_t) got;
+}
+
+static void test_batch(void **state) {
+        PerfOpener *o = start();
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT);
+        struct perf_event_attr hardware = { .type = PERF_TYPE_HARDWARE, .size = sizeof(attr) };
+        struct perf_event_attr leader = software(PERF_COUNT_SW_TASK_CLOCK, READ_FORMAT | PERF_FORMAT_GROUP);
+        struct perf_event_attr member = software(PERF_COUNT_SW_CONTEXT_SWITCHES, READ_FORMAT | PERF_FORMAT_GROUP);
+        PerfOpenerEvent events[PERF_OPENER_BATCH_MAX + 1];
+        int fds[PERF_OPENER_BATCH_MAX + 1], leaders[3];
+        uint64_t v[5];
+
+        (void) state;
+        /* A full batch: every entry checked, every fd in one answer. */
+        for (size_t i = 0; i < ELEMENTSOF(events); i++)
+                events[i] = (PerfOpenerEvent) { .attr = &attr, .pid = getpid(), .cgroup_fd = -1, .cpu = -1,
+                                                .group_fd = -1 };
+        events[7].attr = &hardware;
+        assert_int_equal(perf_opener_open_batch(o, events, PERF_OPENER_BATCH_MAX, fds), 0);
+        assert_int_equal(fds[7], -EPERM);
+        for (size_t i = 0; i < PERF_OPENER_BATCH_MAX; i++)
+                if (i != 7) {
+                        assert_true(fds[i] >= 0);
+                        assert_advances(fds[i]);
+                        (void) close(fds[i]);
+                }
+        /* Too many, none, or bad flags: refused before anything is sent. */
+        assert_int_equal(perf_opener_open_batch(o, events, PERF_OPENER_BATCH_MAX + 1, fds), -EINVAL);
+        assert_int_equal(perf_opener_open_batch(o, events, 0, fds), -EINVAL);
+        events[0].flags = PERF_FLAG_FD_OUTPUT;
+        assert_int_equal(perf_opener_open_batch(o, events, 1, fds), -EINVAL);
+
+        /* Groups: the leaders in one batch, then the members with their leaders' fds. */
+        leader.disabled = 1;
+        for (size_t i = 0; i < 3; i++)
+                events[i] = (PerfOpenerEvent) { .attr = &leader, .pid = getpid(), .cgroup_fd = -1, .cpu = -1,
+                                                .group_fd = -1 };
+        assert_int_equal(perf_opener_open_batch(o, events, 3, leaders), 0);
+        for (size_t i = 0; i < 3; i++) {
+                assert_true(leaders[i] >= 0);
+                events[i] = (PerfOpenerEvent) { .attr = &member, .pid = getpid(), .cgroup_fd = -1, .cpu = -1,
+                                                .group_fd = leaders[i] };
+        }
+        assert_int_equal(perf_opener_open_batch(o, events, 3, fds), 0);
+        for (size_t i = 0; i < 3; i++) {
+                assert_true(fds[i] >= 0);
+                assert_int_equal(ioctl(leaders[i], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP), 0);
+        }
+        spin_ms(10);
+        for (size_t i = 0; i < 3; i++) {
+                assert_int_equal(read(leaders[i], v, sizeof(v)), sizeof(v));
+                assert_int_equal(v[0], 2);      /* nr: each member joined its own leader */
+                (void) close(fds[i]);
+                (void) close(leaders[i]);
+        }
+        perf_opener_stop(o);
+}
+
+static void test_hostile_batches(void **state) {
+        PerfOpener *o = NULL;
+        int sock = started_socket(&o), dir = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
+        PerfOpenerRequest req = { .pid = getpid(), .cpu = -1 }, grouped;
+        int32_t errors[PERF_OPENER_BATCH_MAX];
+        size_t n_fds, opener_fds, whole = sizeof(PerfOpenerBatchHeader) + 2 * sizeof(req);
+
+        (void) state;
+        assert_true(dir >= 0);
+        memcpy(req.attr, &attr, sizeof(attr));
+        opener_fds = fds_of(perf_opener_pid(o));
+        /* Well formed: an answer per entry, an fd per 0. */
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 2, &req, 0, -1, 0, errors, &n_fds),
+                         sizeof(PerfOpenerBatchHeader) + 2 * sizeof(int32_t));
+        assert_int_equal(errors[0], 0);
+        assert_int_equal(errors[1], 0);
+        assert_int_equal(n_fds, 2);
+        /* fds that do not match the entries' counts: fewer, more, or where none is named. */
+        grouped = req;
+        grouped.fds = PERF_OPENER_FD_GROUP;
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 2, &grouped, 0, -1, 0, errors, &n_fds),
+                         sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 2, &grouped, 0, dir, 1, errors, &n_fds),
+                         sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 2, &grouped, 0, dir, 3, errors, &n_fds),
+                         sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 2, &req, 0, dir, 2, errors, &n_fds),
+                         sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        assert_int_equal(n_fds, 0);
+        /* The counts match but the entry's fd is no perf event: it fails with the kernel's
+         * errno, in a batch answer. */
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 1, &grouped, 0, dir, 1, errors, &n_fds),
+                         sizeof(PerfOpenerBatchHeader) + sizeof(int32_t));
+        assert_true(errors[0] < 0);
+        assert_int_equal(n_fds, 0);
+        /* Too many, none, a wrong magic. */
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, PERF_OPENER_BATCH_MAX + 1, &req, 0, -1, 0, errors,
+                                   &n_fds), sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 0, &req, 0, -1, 0, errors, &n_fds),
+                         sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC + 1, 2, &req, 0, -1, 0, errors, &n_fds),
+                         sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        /* Truncated: the header counts more entries than came, or a part of one. */
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 2, &req, whole - sizeof(req), -1, 0, errors,
+                                   &n_fds), sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 2, &req, whole - 1, -1, 0, errors, &n_fds),
+                         sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 2, &req, sizeof(PerfOpenerBatchHeader) - 1, -1, 0,
+                                   errors, &n_fds), sizeof(int32_t));
+        assert_int_equal(errors[0], -EINVAL);
+        /* A single request with more fds than any takes. */
+        assert_int_equal(raw_request(sock, &req, sizeof(req), dir, 3), -EINVAL);
+
+        /* It still serves, one at a time and in batches, and kept none of the fds it was sent. */
+        assert_int_equal(raw_request(sock, &req, sizeof(req), -1, 0), 0);
+        assert_int_equal(raw_batch(sock, PERF_OPENER_BATCH_MAGIC, 1, &req, 0, -1, 0, errors, &n_fds),
+                         sizeof(PerfOpenerBatchHeader) + sizeof(int32_t));
+        assert_int_equal(errors[0], 0);
+        /* The opener closes its copies of what it sent after the answer: once it answered a
+         * request that opens nothing, they are closed. */
+        grouped = req;
+        grouped.reserved = 1;
+        assert_int_equal(raw_request(sock, &grouped, sizeof(grouped), -1, 0), -EINVAL);
+        assert_int_equal(fds_of(perf_opener_pid(o)), opener_fds);
+        (void) close(dir);
+        perf_opener_stop(o);
+}
+
 /* As the shipped unit's SystemCallFilter= without perf_event_open does: EPERM for that call. */
 static int deny_perf_event_open(void) {
         struct sock_filter filter[] = {
@@ -642,6 +856,8 @@ int main(void) {
                 cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_hostile_messages),
+                cmocka_unit_test(test_batch),
+                cmocka_unit_test(test_hostile_batches),
                 cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_killed_opener),
                 cmocka_unit_test(test_opener_ends_with_its_socket),
