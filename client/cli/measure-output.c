@@ -503,7 +503,7 @@ static void free_fields(char **fields, size_t n) {
 static int write_csv(OutputContext *ctx, const pmugate_result *r) {
         size_t n_fields = r->n_events + 2 * r->n_metrics;
         char **fields = calloc(n_fields ?: 1, sizeof(char *));
-        const char *partial = ctx->partial ? "1\n" : "\n";
+        const char *partial = ctx->partial ? "1" : "";
         char when[2 * NUMBER_MAX];
         int w;
 
@@ -525,7 +525,7 @@ static int write_csv(OutputContext *ctx, const pmugate_result *r) {
         if (w < 0 || (size_t) w >= sizeof(when))
                 when[0] = '\0';
         if (!ctx->header_written) {
-                fputs("time,elapsed,cpu,type,name,value,unit,raw,scale,stddev,threshold,estimate,partial\n", ctx->file);
+                fputs("time,elapsed,cpu,type,name,value,unit,raw,scale,stddev,threshold,estimate,error_bound,partial\n", ctx->file);
                 ctx->header_written = true;
         }
         for (size_t k = 0; k < 1 + r->n_packages + (ctx->aggregate_only ? 0 : r->n_cpus); k++) {
@@ -555,8 +555,9 @@ static int write_csv(OutputContext *ctx, const pmugate_result *r) {
                         row_text(&row, ",");
                         if (ctx->stddev)
                                 row_number(&row, column(ctx->stddev, k)->counts[e]);
-                        row_text(&row, ",,,");
+                        row_text(&row, ",,,,");
                         row_text(&row, partial);
+                        row_text(&row, "\n");
                         (void) fwrite_unlocked(row.text, 1, row.n, ctx->file);
                 }
                 for (size_t i = 0; i < r->n_metrics; i++) {
@@ -575,7 +576,10 @@ static int write_csv(OutputContext *ctx, const pmugate_result *r) {
                         row_text(&row, ",");
                         row_number(&row, v->thresholds[i]);
                         row_text(&row, r->metrics[i].estimate[0] ? ",1," : ",,");
+                        row_number(&row, metric_error_bound(r, v, i));
+                        row_text(&row, ",");
                         row_text(&row, partial);
+                        row_text(&row, "\n");
                         (void) fwrite_unlocked(row.text, 1, row.n, ctx->file);
                 }
         }
