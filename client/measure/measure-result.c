@@ -204,6 +204,8 @@ static const char bound_ratio[] =
 static const char bound_not_fraction[] =
         "multiplexed, and not a fraction of slots or cycles: no range to bound it by";
 static const char bound_na[] = "n/a";
+static const char bound_not_per_cpu[] =
+        "not computed per CPU on more than 64 CPUs (PMUGATE_BOUND_CPUS_MAX): see the aggregate's";
 
 /* Error bounds per metric (docs/TOPDOWN.md, "Error bounds"). A multiplexed count stands for the
  * whole span with the rate of its own turns, a share 1/scale of it. Where a node is linear in
@@ -224,6 +226,13 @@ static int bound_metrics(pmugate_measure *m, pmugate_values *v, const double *va
 
         if (!up || !down || !sum || !ratio || !muxed || !subtracted)
                 return -ENOMEM;
+        if (v->cpu != UINT32_MAX && m->n_cpus > PMUGATE_BOUND_CPUS_MAX) {
+                for (size_t k = 0; k < m->n_metrics; k++) {
+                        v->error_bound[k] = NAN;
+                        v->error_bound_reason[k] = bound_not_per_cpu;
+                }
+                return 0;
+        }
         for (size_t i = 0, p = 0; i < m->n_events && p < m->n_programmed; i++) {
                 const MeasureEvent *e = &m->events[i];
                 double own, core, scale;
