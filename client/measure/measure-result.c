@@ -207,6 +207,11 @@ static const char bound_na[] = "n/a";
 static const char bound_not_per_cpu[] =
         "not computed per CPU on more than 64 CPUs (PMUGATE_BOUND_CPUS_MAX): see the aggregate's";
 
+double measure_term_bound(double t, double scale) {
+        t = fmin(fabs(t), 1.0);
+        return (1.0 - 1.0 / scale) * fmax(t, 1.0 - t);
+}
+
 /* Error bounds per metric (docs/TOPDOWN.md, "Error bounds"). A multiplexed count stands for the
  * whole span with the rate of its own turns, a share 1/scale of it. Where a node is linear in
  * its multiplexed counts over denominators every set counts, each such term t is a fraction
@@ -262,7 +267,7 @@ static int bound_metrics(pmugate_measure *m, pmugate_values *v, const double *va
                 for (size_t k = 0; k < m->n_metrics; k++) {
                         size_t fi = (size_t) m->metrics[k].formula;
                         double du = up[fi] - values[fi], dd = values[fi] - down[fi];
-                        double term = (du + dd) / (2.0 * BOUND_STEP), t;
+                        double term = (du + dd) / (2.0 * BOUND_STEP);
 
                         if (!isfinite(term) || (du == 0.0 && dd == 0.0))
                                 continue;
@@ -271,8 +276,7 @@ static int bound_metrics(pmugate_measure *m, pmugate_values *v, const double *va
                                 subtracted[k] = true;
                         if (fabs(du - dd) > BOUND_LINEAR_TOLERANCE * fmax(fabs(du), fabs(dd)) + 1e-15)
                                 ratio[k] = true;
-                        t = fmin(fabs(term), 1.0);
-                        sum[k] += (1.0 - 1.0 / scale) * fmax(t, 1.0 - t);
+                        sum[k] += measure_term_bound(term, scale);
                 }
                 p++;
         }
