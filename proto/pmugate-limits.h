@@ -251,3 +251,8 @@
  * the daemon ended the connection. */
 #define PERF_ROWS_PER_PART 960U
 #define PERF_ROWS_MAX (PERF_ROWS_PER_PART * PMUGATE_REPLY_PARTS_MAX)
+
+/* Error bounds (client/measure/measure-result.c) evaluate every formula twice per multiplexed
+ * event and row: about 4 ms per CPU row at TopDown level 4. Per-CPU rows get them up to this
+ * many measured CPUs; the aggregate and per-package rows always. */
+#define PMUGATE_BOUND_CPUS_MAX 64U

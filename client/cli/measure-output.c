@@ -64,6 +64,27 @@ double output_metric_value(const pmugate_result *r, const pmugate_values *v, siz
         return is_percent(&r->metrics[i]) ? 100.0 * v->metrics[i] : v->metrics[i];
 }
 
+/* A metric's error bound in the unit its value is printed in; NaN when none holds. */
+static double metric_error_bound(const pmugate_result *r, const pmugate_values *v, size_t i) {
+        if (!v->error_bound)
+                return NAN;
+        return is_percent(&r->metrics[i]) ? 100.0 * v->error_bound[i] : v->error_bound[i];
+}
+
+/* Whether a node has a bound worth a marker: none holds while it has a value, or it exceeds
+ * OUTPUT_BOUND_MARK_PERCENT percentage points (a fraction node) or that share of the value. */
+#define OUTPUT_BOUND_MARK_PERCENT 1.0
+static bool bound_marked(const pmugate_result *r, const pmugate_values *v, size_t i) {
+        double b = metric_error_bound(r, v, i), x = output_metric_value(r, v, i);
+
+        if (!v->error_bound || isnan(v->metrics[i]))
+                return false;
+        if (isnan(b))
+                return true;
+        return is_percent(&r->metrics[i]) ? b > OUTPUT_BOUND_MARK_PERCENT :
+                                            b > OUTPUT_BOUND_MARK_PERCENT / 100.0 * fabs(x);
+}
+
 void output_format_metric(double v, const char *unit, char *buf, size_t size) {
         if (!isfinite(v))
                 (void) snprintf(buf, size, "n/a");
@@ -171,6 +192,14 @@ static void write_metric_flags(FILE *f, const pmugate_result *r, size_t i) {
 
         if (scale != 1.0 && !mi->unavailable[0])
                 fprintf(f, "  (%.2f%%)", isfinite(scale) ? 100.0 / scale : 0.0);
+        if (bound_marked(r, &r->aggregate, i)) {
+                double b = metric_error_bound(r, &r->aggregate, i);
+
+                if (isnan(b))
+                        fprintf(f, "  (±?)");
+                else
+                        fprintf(f, is_percent(mi) ? "  (±%.1f)" : "  (±%.3g)", b);
+        }
         if (mi->estimate[0])
                 fprintf(f, "  (estimate)");
         if (r->aggregate.thresholds[i] == 1.0)
@@ -474,7 +503,7 @@ static void free_fields(char **fields, size_t n) {
 static int write_csv(OutputContext *ctx, const pmugate_result *r) {
         size_t n_fields = r->n_events + 2 * r->n_metrics;
         char **fields = calloc(n_fields ?: 1, sizeof(char *));
-        const char *partial = ctx->partial ? "1\n" : "\n";
+        const char *partial = ctx->partial ? "1" : "";
         char when[2 * NUMBER_MAX];
         int w;
 
@@ -496,7 +525,7 @@ static int write_csv(OutputContext *ctx, const pmugate_result *r) {
         if (w < 0 || (size_t) w >= sizeof(when))
                 when[0] = '\0';
         if (!ctx->header_written) {
-                fputs("time,elapsed,cpu,type,name,value,unit,raw,scale,stddev,threshold,estimate,partial\n", ctx->file);
+                fputs("time,elapsed,cpu,type,name,value,unit,raw,scale,stddev,threshold,estimate,error_bound,partial\n", ctx->file);
                 ctx->header_written = true;
         }
         for (size_t k = 0; k < 1 + r->n_packages + (ctx->aggregate_only ? 0 : r->n_cpus); k++) {
@@ -526,8 +555,9 @@ static int write_csv(OutputContext *ctx, const pmugate_result *r) {
                         row_text(&row, ",");
                         if (ctx->stddev)
                                 row_number(&row, column(ctx->stddev, k)->counts[e]);
-                        row_text(&row, ",,,");
+                        row_text(&row, ",,,,");
                         row_text(&row, partial);
+                        row_text(&row, "\n");
                         (void) fwrite_unlocked(row.text, 1, row.n, ctx->file);
                 }
                 for (size_t i = 0; i < r->n_metrics; i++) {
@@ -546,7 +576,10 @@ static int write_csv(OutputContext *ctx, const pmugate_result *r) {
                         row_text(&row, ",");
                         row_number(&row, v->thresholds[i]);
                         row_text(&row, r->metrics[i].estimate[0] ? ",1," : ",,");
+                        row_number(&row, metric_error_bound(r, v, i));
+                        row_text(&row, ",");
                         row_text(&row, partial);
+                        row_text(&row, "\n");
                         (void) fwrite_unlocked(row.text, 1, row.n, ctx->file);
                 }
         }
@@ -617,6 +650,17 @@ static json_object *json_values(const pmugate_result *r, const pmugate_values *v
         json_object_object_add(o, "counts", counts);
         json_object_object_add(o, "metrics", metrics);
         json_object_object_add(o, "metrics_scale", json_metric_array(r, v->metric_scale));
+        if (v->error_bound) {
+                json_object *bound = json_object_new_object(), *why = json_object_new_object();
+
+                for (size_t i = 0; i < r->n_metrics; i++) {
+                        json_object_object_add(bound, r->metrics[i].name, json_number(metric_error_bound(r, v, i)));
+                        json_object_object_add(why, r->metrics[i].name,
+                                               json_object_new_string(v->error_bound_reason[i] ?: ""));
+                }
+                json_object_object_add(o, "error_bound", bound);
+                json_object_object_add(o, "error_bound_reason", why);
+        }
         json_object_object_add(o, "thresholds", json_thresholds(r, v));
         json_object_object_add(o, "metrics_na", json_na_reasons(r, v));
         if (sd) {
@@ -828,6 +872,24 @@ static void text_json_cpu(Text *t, const pmugate_result *r, const pmugate_values
                 text_str(t, names[r->n_events + i]);
                 text_add(t, ":", 1);
                 text_json_number(t, v->metric_scale[i]);
+        }
+        if (v->error_bound) {
+                text_str(t, "},\"error_bound\":{");
+                for (size_t i = 0; i < r->n_metrics; i++) {
+                        if (i > 0)
+                                text_add(t, ",", 1);
+                        text_str(t, names[r->n_events + i]);
+                        text_add(t, ":", 1);
+                        text_json_number(t, metric_error_bound(r, v, i));
+                }
+                text_str(t, "},\"error_bound_reason\":{");
+                for (size_t i = 0; i < r->n_metrics; i++) {
+                        if (i > 0)
+                                text_add(t, ",", 1);
+                        text_str(t, names[r->n_events + i]);
+                        text_add(t, ":", 1);
+                        text_json_string(t, v->error_bound_reason[i] ?: "");
+                }
         }
         text_str(t, "},\"thresholds\":{");
         for (size_t i = 0, first = 1; i < r->n_metrics; i++) {

@@ -308,6 +308,10 @@ void metric_set_set(MetricSet *s, size_t variable, double value) {
                 s->variables[variable] = value;
 }
 
+double metric_set_get(const MetricSet *s, size_t variable) {
+        return s && variable < s->n_variables ? s->variables[variable] : NAN;
+}
+
 static double eval_one(Formula *f) {
         double v = mupEval(f->parser);
 

@@ -35,6 +35,8 @@ int metric_set_add_formula(MetricSet *s, const char *name, const char *formula, 
 int metric_set_compile(MetricSet *s, char *reterr_reason, size_t reason_size);
 
 void metric_set_set(MetricSet *s, size_t variable, double value);
+/* The value last set, NaN for an unknown index. */
+double metric_set_get(const MetricSet *s, size_t variable);
 
 /* Evaluates every formula with the current variable values; values[i] is formula i, NaN where
  * muparser reports an error and where the value depends on a NaN (unknown) variable or formula,

@@ -243,6 +243,11 @@ uint64_t measure_now_ns(void);
  * with a 128-bit intermediate. */
 uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned field);
 
+/* The error bound of one multiplexed term of a node: a fraction t of a divisor every set
+ * counts, counted a share 1/scale of the span; the rest of the span may hold any fraction in
+ * [0, 1] (docs/TOPDOWN.md, "Error bounds"). */
+double measure_term_bound(double t, double scale);
+
 /* Whether programmed event p takes turns with others (its counts are scaled). */
 static inline bool measure_multiplexed(const pmugate_measure *m, size_t p) {
         const Placement *pl = &m->schedule->placements[p];

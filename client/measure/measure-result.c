@@ -20,6 +20,8 @@ static void values_free(pmugate_values *v) {
         free(v->metrics);
         free(v->thresholds);
         free(v->metric_scale);
+        free(v->error_bound);
+        free(v->error_bound_reason);
 }
 
 static int values_alloc(pmugate_values *v, uint32_t cpu, size_t n_events, size_t n_metrics) {
@@ -32,8 +34,11 @@ static int values_alloc(pmugate_values *v, uint32_t cpu, size_t n_events, size_t
                 .metrics = calloc(n_metrics ?: 1, sizeof(double)),
                 .thresholds = calloc(n_metrics ?: 1, sizeof(double)),
                 .metric_scale = calloc(n_metrics ?: 1, sizeof(double)),
+                .error_bound = calloc(n_metrics ?: 1, sizeof(double)),
+                .error_bound_reason = calloc(n_metrics ?: 1, sizeof(char *)),
         };
-        return v->counts && v->raw && v->scale && v->metrics && v->thresholds && v->metric_scale ? 0 : -ENOMEM;
+        return v->counts && v->raw && v->scale && v->metrics && v->thresholds && v->metric_scale &&
+               v->error_bound && v->error_bound_reason ? 0 : -ENOMEM;
 }
 
 pmugate_result *pmugate_result_free(pmugate_result *r) {
@@ -179,6 +184,130 @@ static void set_events(pmugate_measure *m, const double *counts, const double *c
         }
 }
 
+/* Relative step by which bound_metrics() moves one multiplexed count to see how a node
+ * depends on it, and how far from linear that dependence may be before it counts as a ratio. */
+#define BOUND_STEP 1e-3
+#define BOUND_LINEAR_TOLERANCE 1e-6
+/* One PERF_METRICS byte is within 1/255 of its fraction; a node may use two (a difference). */
+#define BOUND_PERF_METRICS (2.0 / 255.0)
+
+static const char bound_exact[] = "no multiplexed event: exact up to integer counts";
+static const char bound_quantized[] = "PERF_METRICS fractions: 8-bit quantization, up to 2/255";
+static const char bound_fraction[] =
+        "fraction over counts every set shares: sum over its multiplexed terms t of (1 - 1/scale) * max(t, 1 - t)";
+static const char bound_difference_small[] =
+        "difference of multiplexed terms: the bound, the sum of its terms' bounds, exceeds the value, so its "
+        "relative error is unbounded";
+static const char bound_ratio[] =
+        "ratio of multiplexed counts (a divisor takes turns): each stands for the span with its own turns, "
+        "no bound holds without knowing the workload's phases";
+static const char bound_not_fraction[] =
+        "multiplexed, and not a fraction of slots or cycles: no range to bound it by";
+static const char bound_na[] = "n/a";
+static const char bound_not_per_cpu[] =
+        "not computed per CPU on more than 64 CPUs (PMUGATE_BOUND_CPUS_MAX): see the aggregate's";
+
+double measure_term_bound(double t, double scale) {
+        t = fmin(fabs(t), 1.0);
+        return (1.0 - 1.0 / scale) * fmax(t, 1.0 - t);
+}
+
+/* Error bounds per metric (docs/TOPDOWN.md, "Error bounds"). A multiplexed count stands for the
+ * whole span with the rate of its own turns, a share 1/scale of it. Where a node is linear in
+ * its multiplexed counts over denominators every set counts, each such term t is a fraction
+ * in [0, 1] of that denominator, and the part of the span it was not counted in holds any
+ * value in [0, 1]: its error is at most (1 - 1/scale) * max(t, 1 - t), and a node's at most
+ * the sum over its terms. The terms are found by moving each multiplexed count by a small
+ * step, with the event variables as set_events() left them. */
+static int bound_metrics(pmugate_measure *m, pmugate_values *v, const double *values) {
+        size_t n_formulas = metric_set_n_formulas(m->metric_set);
+        _cleanup_free_ double *up = calloc(n_formulas ?: 1, sizeof(double));
+        _cleanup_free_ double *down = calloc(n_formulas ?: 1, sizeof(double));
+        _cleanup_free_ double *sum = calloc(m->n_metrics ?: 1, sizeof(double));
+        _cleanup_free_ bool *ratio = calloc(m->n_metrics ?: 1, sizeof(bool));
+        _cleanup_free_ bool *muxed = calloc(m->n_metrics ?: 1, sizeof(bool));
+        _cleanup_free_ bool *subtracted = calloc(m->n_metrics ?: 1, sizeof(bool));
+        int r;
+
+        if (!up || !down || !sum || !ratio || !muxed || !subtracted)
+                return -ENOMEM;
+        if (v->cpu != UINT32_MAX && m->n_cpus > PMUGATE_BOUND_CPUS_MAX) {
+                for (size_t k = 0; k < m->n_metrics; k++) {
+                        v->error_bound[k] = NAN;
+                        v->error_bound_reason[k] = bound_not_per_cpu;
+                }
+                return 0;
+        }
+        for (size_t i = 0, p = 0; i < m->n_events && p < m->n_programmed; i++) {
+                const MeasureEvent *e = &m->events[i];
+                double own, core, scale;
+
+                if (!e->programmed)
+                        continue;
+                scale = v->scale[p];
+                if (!measure_multiplexed(m, p) || !(scale > 1.0) || !isfinite(scale) || e->variable < 0) {
+                        p++;
+                        continue;
+                }
+                own = metric_set_get(m->metric_set, (size_t) e->variable);
+                core = e->core_variable >= 0 ? metric_set_get(m->metric_set, (size_t) e->core_variable) : NAN;
+                for (int dir = 0; dir < 2; dir++) {
+                        double f = dir == 0 ? 1.0 + BOUND_STEP : 1.0 - BOUND_STEP;
+
+                        metric_set_set(m->metric_set, (size_t) e->variable, own * f);
+                        if (e->core_variable >= 0)
+                                metric_set_set(m->metric_set, (size_t) e->core_variable, core * f);
+                        r = metric_set_evaluate(m->metric_set, dir == 0 ? up : down, n_formulas);
+                        if (r < 0)
+                                return r;
+                }
+                metric_set_set(m->metric_set, (size_t) e->variable, own);
+                if (e->core_variable >= 0)
+                        metric_set_set(m->metric_set, (size_t) e->core_variable, core);
+                for (size_t k = 0; k < m->n_metrics; k++) {
+                        size_t fi = (size_t) m->metrics[k].formula;
+                        double du = up[fi] - values[fi], dd = values[fi] - down[fi];
+                        double term = (du + dd) / (2.0 * BOUND_STEP);
+
+                        if (!isfinite(term) || (du == 0.0 && dd == 0.0))
+                                continue;
+                        muxed[k] = true;
+                        if (term < 0.0)
+                                subtracted[k] = true;
+                        if (fabs(du - dd) > BOUND_LINEAR_TOLERANCE * fmax(fabs(du), fabs(dd)) + 1e-15)
+                                ratio[k] = true;
+                        sum[k] += measure_term_bound(term, scale);
+                }
+                p++;
+        }
+        for (size_t k = 0; k < m->n_metrics; k++) {
+                const MeasureMetric *mm = &m->metrics[k];
+                bool quantized = false;
+
+                for (size_t q = 0; q < mm->n_programmed; q++)
+                        if (m->schedule->placements[mm->programmed[q]].kind == PLACE_PERF_METRICS)
+                                quantized = true;
+                if (isnan(v->metrics[k])) {
+                        v->error_bound[k] = NAN;
+                        v->error_bound_reason[k] = bound_na;
+                } else if (!muxed[k]) {
+                        v->error_bound[k] = quantized ? BOUND_PERF_METRICS : 0.0;
+                        v->error_bound_reason[k] = quantized ? bound_quantized : bound_exact;
+                } else if (strcmp(mm->info.unit, "%") != 0) {
+                        v->error_bound[k] = NAN;
+                        v->error_bound_reason[k] = bound_not_fraction;
+                } else if (ratio[k]) {
+                        v->error_bound[k] = NAN;
+                        v->error_bound_reason[k] = bound_ratio;
+                } else {
+                        v->error_bound[k] = fmin(sum[k] + (quantized ? BOUND_PERF_METRICS : 0.0), 1.0);
+                        v->error_bound_reason[k] = subtracted[k] && v->error_bound[k] > fabs(v->metrics[k]) ?
+                                                   bound_difference_small : bound_fraction;
+                }
+        }
+        return 0;
+}
+
 static int evaluate(pmugate_measure *m, pmugate_values *v) {
         _cleanup_free_ double *values = calloc(metric_set_n_formulas(m->metric_set) ?: 1, sizeof(double));
         int r;
@@ -205,7 +334,7 @@ static int evaluate(pmugate_measure *m, pmugate_values *v) {
                         v->thresholds[k] = NAN;
                 }
         }
-        return 0;
+        return bound_metrics(m, v, values);
 }
 
 /* Time-base units CPU i counted in the span. */

@@ -142,6 +142,12 @@ typedef struct pmugate_values {
         double *metric_scale;   /* per metric: the largest scale of the events it uses, itself or
                                  * through other metrics (1 when none was multiplexed) */
         int32_t package;        /* the package of a per-package row or a CPU's; -1 for the aggregate */
+        /* per metric: a bound on its error from 8-bit PERF_METRICS quantization and from
+         * multiplexing, in the metric's own unit (a fraction for "%"), from how it is computed
+         * (docs/TOPDOWN.md, "Error bounds"); NaN when no bound holds or it is n/a */
+        double *error_bound;
+        /* per metric: how the bound follows, or why there is none (static text) */
+        const char **error_bound_reason;
 } pmugate_values;
 
 typedef struct pmugate_result {

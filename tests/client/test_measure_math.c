@@ -169,6 +169,38 @@ static void test_phases_meet_rotation(void **state) {
         }
 }
 
+/* The bound printed per multiplexed term holds for whatever the uncounted part of the span
+ * held, and is reached at one end: a term t counted 1/scale of the span stands for the span,
+ * and the rest holds u in [0, 1]. A difference of two such terms is within the sum. */
+static void test_term_bound_holds(void **state) {
+        const double scales[] = { 1.0, 1.5, 2.0, 3.0, 14.0 };
+
+        (void) state;
+        for (size_t i = 0; i < sizeof(scales) / sizeof(scales[0]); i++)
+                for (double t = 0.0; t <= 1.0; t += 0.05) {
+                        double s = scales[i], bound = measure_term_bound(t, s), worst = 0.0;
+
+                        for (double u = 0.0; u <= 1.0 + 1e-12; u += 0.01) {
+                                double truth = t / s + u * (1.0 - 1.0 / s);
+
+                                assert_true(fabs(t - truth) <= bound + 1e-12);
+                                worst = fmax(worst, fabs(t - truth));
+                        }
+                        assert_near(worst, bound, 1e-9);
+                        /* a difference a - b of terms from two sets */
+                        for (double u = 0.0; u <= 1.0 + 1e-12; u += 0.05)
+                                for (double w = 0.0; w <= 1.0 + 1e-12; w += 0.05) {
+                                        double b = 1.0 - t, truth_a = t / s + u * (1.0 - 1.0 / s);
+                                        double truth_b = b / 2.0 + w / 2.0;
+
+                                        assert_true(fabs((t - b) - (truth_a - truth_b)) <=
+                                                    bound + measure_term_bound(b, 2.0) + 1e-12);
+                                }
+                }
+        assert_near(measure_term_bound(-0.25, 2.0), 0.375, 1e-12);
+        assert_near(measure_term_bound(0.3, 1.0), 0.0, 1e-12);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_decode),
@@ -176,6 +208,7 @@ int main(void) {
                 cmocka_unit_test(test_reset_keeps_precision),
                 cmocka_unit_test(test_multiplex_scaling),
                 cmocka_unit_test(test_phases_meet_rotation),
+                cmocka_unit_test(test_term_bound_holds),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,7 +67,7 @@ static void resolve(const SimConfig *c) {
         fuzz_assert(sim_model_init(c->model[0] != '\0' ? c->model : "skx", c->smt, &model) == 0);
         if (n_cpus > PMUGATE_CPUS_MAX)
                 return;
-        r = sim_config_resolve_profiles(c, &model, (uint32_t) n_cpus, &profiles);
+        r = sim_config_resolve_profiles(c, &model, (uint32_t) n_cpus, &profiles, NULL);
         fuzz_assert(r == 0 || r == -EINVAL || r == -ENOMEM);
         if (r < 0) {
                 fuzz_assert(!profiles);

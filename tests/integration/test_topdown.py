@@ -312,7 +312,7 @@ def test_outputs_and_wrapper(tap):
             rows = [l.split(",") for l in f.read().splitlines()]
         tap.eq((rc, out), (0, ""), "-o writes the output to the file")
         tap.eq(rows[0], ["time", "elapsed", "cpu", "type", "name", "value", "unit", "raw", "scale", "stddev",
-                         "threshold", "estimate", "partial"], "CSV header")
+                         "threshold", "estimate", "error_bound", "partial"], "CSV header")
         kinds = {(r[2], r[3], r[4]) for r in rows[1:]}
         tap.ok({("all", "count", "TOPDOWN.SLOTS"), ("0", "count", "topdown-be-bound"), ("1", "metric", "tma_retiring"),
                 ("all", "metric", "tma_frontend_bound")} <= kinds, "CSV rows: per-CPU and aggregate counts and metrics")

@@ -80,6 +80,10 @@ static const struct {
 
 typedef struct SimCpu {
         SimRates rates;
+        /* "phase =": the rates of the other phase, and the length of each phase in TSC cycles
+         * (0: no phases). Phases start at simulated time 0 with rates. */
+        SimRates phase_rates;
+        uint64_t phase_cycles;
         SimPmu pmu;
         uint64_t last_cycles;
         bool online;
@@ -154,6 +158,20 @@ static bool msr_fault_injected(const SimBackend *s, const SimCpu *c, uint32_t re
         return false;
 }
 
+/* Brings a CPU's PMU up to now, switching its rates at every phase boundary on the way. */
+static void cpu_advance(SimCpu *c, uint64_t now) {
+        while (c->phase_cycles > 0 && c->last_cycles < now) {
+                uint64_t phase = c->last_cycles / c->phase_cycles;
+                uint64_t end = MIN((phase + 1) * c->phase_cycles, now);
+
+                sim_pmu_set_rates(&c->pmu, phase % 2 == 0 ? &c->rates : &c->phase_rates);
+                sim_pmu_advance(&c->pmu, end - c->last_cycles);
+                c->last_cycles = end;
+        }
+        sim_pmu_advance(&c->pmu, now - c->last_cycles);
+        c->last_cycles = now;
+}
+
 /* Charges the access, checks the CPU and brings its state up to now. */
 static int msr_prepare(SimBackend *s, uint32_t cpu, uint32_t reg, bool write, SimCpu **ret_cpu) {
         uint64_t now = sim_clock_access(&s->clock);
@@ -180,10 +198,8 @@ static int msr_prepare(SimBackend *s, uint32_t cpu, uint32_t reg, bool write, Si
 
                 sim_rapl_advance(&p->rapl, now - p->last_cycles);
                 p->last_cycles = now;
-        } else {
-                sim_pmu_advance(&c->pmu, now - c->last_cycles);
-                c->last_cycles = now;
-        }
+        } else
+                cpu_advance(c, now);
         *ret_cpu = c;
         return 0;
 }
@@ -483,7 +499,8 @@ static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
         return 0;
 }
 
-static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *profiles) {
+static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *profiles,
+                      const SimPhase *phases) {
         const SimConfig *config = s->config;
         uint32_t cores = config->sockets * config->cores_per_socket;
         uint64_t boot_tsc, watchdog_period;
@@ -509,6 +526,23 @@ static int build_cpus(SimBackend *s, const Machine *machine, const SimProfile *p
                          (!config->eio_cpus || sim_cpu_listed(config->eio_cpus, config->n_eio_cpus, cpu));
                 sim_rates_compute(&s->model, &profiles[cpu], has_sibling ? &profiles[sibling] : NULL,
                                   &c->rates);
+                if (phases[cpu].period_ms > 0 || (has_sibling && phases[sibling].period_ms > 0)) {
+                        /* Phases are on one clock, so a sibling with phases of the same length
+                         * is in its other phase at the same time. */
+                        const SimProfile *self2 = phases[cpu].period_ms > 0 ? &phases[cpu].other : &profiles[cpu];
+                        const SimProfile *sib2 = has_sibling && phases[sibling].period_ms > 0 ?
+                                                 &phases[sibling].other : &profiles[sibling];
+                        uint32_t ms = phases[cpu].period_ms > 0 ? phases[cpu].period_ms : phases[sibling].period_ms;
+
+                        if (has_sibling && phases[sibling].period_ms > 0 && phases[cpu].period_ms > 0 &&
+                            phases[sibling].period_ms != phases[cpu].period_ms)
+                                return sim_log_invalid("CPUs %u and %u are SMT siblings with phases of %u "
+                                                       "and %u ms; siblings' phases must be equally long",
+                                                       cpu, sibling, phases[cpu].period_ms,
+                                                       phases[sibling].period_ms);
+                        sim_rates_compute(&s->model, self2, has_sibling ? sib2 : NULL, &c->phase_rates);
+                        c->phase_cycles = (uint64_t) ms * s->clock.mhz * (HZ_PER_MHZ / 1000U);
+                }
                 sim_pmu_init(&c->pmu, &s->model, &c->rates, boot_tsc);
                 c->pmu.cpu = cpu;
                 if (config->nmi_watchdog && c->online)
@@ -683,6 +717,7 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
         _cleanup_(sim_config_freep) SimConfig *config = NULL;
         _cleanup_(machine_freep) Machine *machine = NULL;
         _cleanup_free_ SimProfile *profiles = NULL;
+        _cleanup_free_ SimPhase *phases = NULL;
         const char *key;
         int r;
 
@@ -715,13 +750,13 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
         r = build_machine(config, &s->model, &machine);
         if (r < 0)
                 return r;
-        r = sim_config_resolve_profiles(config, &s->model, machine->n_cpus, &profiles);
+        r = sim_config_resolve_profiles(config, &s->model, machine->n_cpus, &profiles, &phases);
         if (r < 0)
                 return r;
 
         s->config = TAKE_PTR(config);
         sim_clock_init(&s->clock, s->config, s->model.cpu->nominal_mhz);
-        r = build_cpus(s, machine, profiles);
+        r = build_cpus(s, machine, profiles, phases);
         if (r < 0)
                 return r;
         r = build_uncore(s, machine);

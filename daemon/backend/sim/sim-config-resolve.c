@@ -77,8 +77,9 @@ static int check_cpus(const SimConfig *c, const uint32_t *cpus, size_t n, uint32
 }
 
 int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t n_cpus,
-                                SimProfile **ret_profiles) {
+                                SimProfile **ret_profiles, SimPhase **ret_phases) {
         _cleanup_free_ SimProfile *profiles = NULL;
+        _cleanup_free_ SimPhase *phases = NULL;
         char reason[SIM_REASON_MAX];
         SimProfile base;
         int r;
@@ -112,7 +113,8 @@ int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t 
                 return sim_log_invalid("%s: profile default: %s", config_path(c), reason);
 
         profiles = calloc(n_cpus, sizeof(SimProfile));
-        if (!profiles)
+        phases = calloc(n_cpus, sizeof(SimPhase));
+        if (!profiles || !phases)
                 return -ENOMEM;
         for (uint32_t cpu = 0; cpu < n_cpus; cpu++)
                 profiles[cpu] = base;
@@ -121,28 +123,58 @@ int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t 
          * adjusts what earlier rules gave them. */
         for (size_t i = 0; i < c->n_rules; i++) {
                 const SimCpuRule *rule = &c->rules[i];
-                SimProfile named;
+                SimProfile named = {}, other = {};
 
                 r = check_cpus(c, rule->cpus, rule->n_cpus, n_cpus, rule->line, "[cpus]");
                 if (r < 0)
                         return r;
+                if (rule->profile[0] != '\0' && rule->phase_ms > 0)
+                        return sim_log_invalid("%s:%u: [cpus %s]: profile = and phase = both name what the "
+                                               "CPUs run; use one", config_path(c), rule->line,
+                                               rule->cpus_text);
                 if (rule->profile[0] != '\0') {
                         r = resolve_profile(c, rule->profile, rule->line, 0, &named);
                         if (r < 0)
                                 return r;
                 }
+                if (rule->phase_ms > 0) {
+                        if (m->amd)
+                                return sim_log_invalid("%s:%u: [cpus %s]: phase = is not simulated on AMD "
+                                                       "models", config_path(c), rule->line, rule->cpus_text);
+                        r = resolve_profile(c, rule->phase_profile[0], rule->line, 0, &named);
+                        if (r < 0)
+                                return r;
+                        r = resolve_profile(c, rule->phase_profile[1], rule->line, 0, &other);
+                        if (r < 0)
+                                return r;
+                }
                 for (size_t k = 0; k < rule->n_cpus; k++) {
                         SimProfile *p = &profiles[rule->cpus[k]];
+                        SimPhase *ph = &phases[rule->cpus[k]];
 
-                        if (rule->profile[0] != '\0')
+                        if (rule->profile[0] != '\0' || rule->phase_ms > 0)
                                 *p = named;
+                        if (rule->profile[0] != '\0')
+                                ph->period_ms = 0;
+                        if (rule->phase_ms > 0)
+                                *ph = (SimPhase) { .other = other, .period_ms = rule->phase_ms };
                         sim_profile_apply(p, &rule->overrides, rule->set_mask);
                         if (sim_profile_validate(p, m, reason, sizeof(reason)) < 0)
                                 return sim_log_invalid("%s:%u: [cpus %s]: CPU %u: %s", config_path(c),
                                                        rule->line, rule->cpus_text, rule->cpus[k], reason);
+                        if (ph->period_ms == 0)
+                                continue;
+                        /* a rule's adjustments hold in both phases */
+                        sim_profile_apply(&ph->other, &rule->overrides, rule->set_mask);
+                        if (sim_profile_validate(&ph->other, m, reason, sizeof(reason)) < 0)
+                                return sim_log_invalid("%s:%u: [cpus %s]: CPU %u, second phase: %s",
+                                                       config_path(c), rule->line, rule->cpus_text,
+                                                       rule->cpus[k], reason);
                 }
         }
 
         *ret_profiles = TAKE_PTR(profiles);
+        if (ret_phases)
+                *ret_phases = TAKE_PTR(phases);
         return 0;
 }

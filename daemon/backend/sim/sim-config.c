@@ -422,6 +422,36 @@ static int handle_profile(SimConfigParser *p, const char *key, const char *value
         return handle_profile_key(p, &d->overrides, &d->set_mask, key, value, "base");
 }
 
+/* "phase = A,B,PERIOD_MS": two profile names and the length of each phase in milliseconds. */
+static int parse_phase(SimConfigParser *p, SimCpuRule *rule, const char *value) {
+        char text[2 * SIM_PROFILE_NAME_MAX + 16];
+        char *first, *second, *period;
+        uint64_t ms;
+
+        if (strlen(value) >= sizeof(text))
+                return parser_fail(p, "phase = '%s': expected PROFILE,PROFILE,PERIOD_MS", value);
+        (void) snprintf(text, sizeof(text), "%s", value);
+        first = text;
+        second = strchr(first, ',');
+        period = second ? strchr(second + 1, ',') : NULL;
+        if (!second || !period)
+                return parser_fail(p, "phase = '%s': expected PROFILE,PROFILE,PERIOD_MS", value);
+        *second++ = '\0';
+        *period++ = '\0';
+        if (!sim_profile_name_valid(first) || !sim_profile_name_valid(second))
+                return parser_fail(p, "phase = '%s': '%s' or '%s' is not a profile name", value, first, second);
+        if (sim_parse_u64(period, SIM_PHASE_MS_MIN, SIM_PHASE_MS_MAX, &ms) < 0)
+                return parser_fail(p, "phase = '%s': the period is %u-%u milliseconds", value,
+                                   SIM_PHASE_MS_MIN, SIM_PHASE_MS_MAX);
+        /* valid names fit; the precision only tells the compiler so */
+        (void) snprintf(rule->phase_profile[0], sizeof(rule->phase_profile[0]), "%.*s",
+                        (int) SIM_PROFILE_NAME_MAX - 1, first);
+        (void) snprintf(rule->phase_profile[1], sizeof(rule->phase_profile[1]), "%.*s",
+                        (int) SIM_PROFILE_NAME_MAX - 1, second);
+        rule->phase_ms = (uint32_t) ms;
+        return 0;
+}
+
 static int handle_cpus(SimConfigParser *p, const char *key, const char *value) {
         SimCpuRule *rule = &p->config->rules[p->config->n_rules - 1];
 
@@ -431,7 +461,9 @@ static int handle_cpus(SimConfigParser *p, const char *key, const char *value) {
                 (void) snprintf(rule->profile, sizeof(rule->profile), "%s", value);
                 return 0;
         }
-        return handle_profile_key(p, &rule->overrides, &rule->set_mask, key, value, "profile");
+        if (strcmp(key, "phase") == 0)
+                return parse_phase(p, rule, value);
+        return handle_profile_key(p, &rule->overrides, &rule->set_mask, key, value, "profile, phase");
 }
 
 static int begin_profile(SimConfigParser *p, const char *name) {

@@ -47,9 +47,24 @@ typedef struct SimCpuRule {
         uint32_t *cpus;
         size_t n_cpus;
         char profile[SIM_PROFILE_NAME_MAX];     /* empty: "default" */
+        /* "phase = A,B,PERIOD_MS": the CPUs run A and B in turn, each for PERIOD_MS of
+         * simulated time; 0 when the rule has no phase key. */
+        char phase_profile[2][SIM_PROFILE_NAME_MAX];
+        uint32_t phase_ms;
         SimProfile overrides;
         uint32_t set_mask;
 } SimCpuRule;
+
+/* A phase shorter than a millisecond would switch within one of the daemon's reads; an hour
+ * is longer than any test. */
+#define SIM_PHASE_MS_MIN 1U
+#define SIM_PHASE_MS_MAX 3600000U
+
+/* What a CPU runs every other phase: other for PERIOD_MS, then its own profile again. */
+typedef struct SimPhase {
+        SimProfile other;
+        uint32_t period_ms;             /* 0: no phases, the CPU's profile all the time */
+} SimPhase;
 
 typedef struct SimConfig {
         char *path;                     /* NULL for built-in defaults */
@@ -114,8 +129,9 @@ int sim_config_load_file(FILE *f, const char *path, SimConfig **ret);
 bool sim_cpu_listed(const uint32_t *cpus, size_t n, uint32_t cpu);
 
 /* Gives every CPU of an n_cpus machine its profile: "default", then the [cpus] rules in file
- * order, each either replacing the profile (profile = NAME) or adjusting it. Logs and fails
+ * order, each either replacing the profile (profile = NAME, or the first of phase = A,B,MS)
+ * or adjusting it. ret_phases (may be NULL) gets each CPU's other phase. Logs and fails
  * on an unknown profile, a CPU the machine lacks, a profile loop, or a profile that is
  * inconsistent or that the model's formulas cannot express. */
 int sim_config_resolve_profiles(const SimConfig *c, const SimModel *m, uint32_t n_cpus,
-                                SimProfile **ret_profiles);
+                                SimProfile **ret_profiles, SimPhase **ret_phases);

@@ -55,6 +55,16 @@ void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t 
         };
 }
 
+void sim_pmu_set_rates(SimPmu *p, const SimRates *rates) {
+        p->rates = rates;
+        p->mperf.rate = rates->thread[SIM_Q_REF_TSC];
+        p->aperf.rate = rates->thread[SIM_Q_CLK];
+        p->irperf.rate = rates->thread[SIM_Q_INST];
+        for (unsigned i = 0; i < p->model->gp_counters; i++)
+                update_gp_rate(p, i);
+        update_fixed_rates(p);
+}
+
 void sim_pmu_start_watchdog(SimPmu *p, uint64_t period) {
         uint64_t mask = sim_model_counter_mask(p->model);
 

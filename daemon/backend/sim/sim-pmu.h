@@ -17,6 +17,10 @@ void sim_pmu_init(SimPmu *p, const SimModel *m, const SimRates *rates, uint64_t 
  * "kernel" at each overflow. */
 void sim_pmu_start_watchdog(SimPmu *p, uint64_t period);
 
+/* Switches the workload the CPU runs (a phase change) from now on; counts so far stay. Intel
+ * models only. */
+void sim_pmu_set_rates(SimPmu *p, const SimRates *rates);
+
 /* Lets `cycles` wall-clock (TSC) cycles pass. */
 void sim_pmu_advance(SimPmu *p, uint64_t cycles);
 

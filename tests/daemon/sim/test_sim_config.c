@@ -72,6 +72,12 @@ static const BadConfig bad_configs[] = {
         { "zen4", "[machine]\ncores_per_ccx = 0\n", ":2:", "cores_per_ccx" },
         { "spr", "[cpus 0]\nsmt_contention = 0.1\nretiring = 0.25\n", ":1:", "only the AMD models" },
         { NULL, "[machine]\nsockets = 1\n", NULL, "No simulated CPU model" },
+        { "spr", "[cpus 0]\nphase = compute,branchy\n", ":2:", "expected PROFILE,PROFILE,PERIOD_MS" },
+        { "spr", "[cpus 0]\nphase = compute,branchy,0\n", ":2:", "the period is 1-3600000 milliseconds" },
+        { "spr", "[cpus 0]\nphase = compute,Bad,100\n", ":2:", "is not a profile name" },
+        { "spr", "[cpus 0]\nphase = compute,nope,100\n", ":1:", "unknown profile 'nope'" },
+        { "spr", "[cpus 0]\nprofile = compute\nphase = compute,branchy,100\n", ":1:", "use one" },
+        { "zen4", "[cpus 0]\nphase = compute,branchy,100\n", ":1:", "not simulated on AMD" },
 };
 
 static void test_bad_configs(void **state) {
@@ -185,6 +191,36 @@ static void test_profile_inheritance(void **state) {
         sim_test_free(&t);
 }
 
+/* phase = A,B,MS: A for the first MS of simulated time, then B, then A, ...; a window over
+ * both phases sees their time-weighted mean, and a [cpus] adjustment holds in both. */
+static void test_phases(void **state) {
+        SimTest t = sim_test_new("spr", "[machine]\nsockets = 1\ncores = 4\nsmt = no\n"
+                                        "[clock]\nmode = deterministic\ncycles_per_access = 0\n"
+                                        "[profile slow]\nipc = 1.0\n"
+                                        "[profile fast]\nipc = 3.0\n"
+                                        "[cpus 0-1]\nphase = slow,fast,10\n"
+                                        "[cpus 1]\nutilization = 0.5\n");
+        uint64_t phase = (uint64_t) (sim_test_hz(&t) / 100.0);
+        uint32_t cpu = 0;
+        SimSample s;
+
+        sim_measure(&t, &cpu, 1, NULL, 0, phase, &s);
+        assert_float_equal(s.fixed[0] / s.fixed[1], 1.0, 1e-6);
+        sim_measure(&t, &cpu, 1, NULL, 0, phase, &s);
+        assert_float_equal(s.fixed[0] / s.fixed[1], 3.0, 1e-6);
+        sim_measure(&t, &cpu, 1, NULL, 0, 2 * phase, &s);
+        assert_float_equal(s.fixed[0] / s.fixed[1], 2.0, 1e-6);
+        /* half a phase of each */
+        sim_measure(&t, &cpu, 1, NULL, 0, phase / 2, &s);
+        sim_measure(&t, &cpu, 1, NULL, 0, phase, &s);
+        assert_float_equal(s.fixed[0] / s.fixed[1], 2.0, 1e-6);
+        cpu = 1;
+        sim_measure(&t, &cpu, 1, NULL, 0, 4 * phase, &s);
+        assert_float_equal(s.fixed[0] / s.fixed[1], 2.0, 1e-6);
+        assert_float_equal(s.fixed[2] / (4.0 * (double) phase), 0.5, 1e-6);
+        sim_test_free(&t);
+}
+
 static void test_deterministic_defaults(void **state) {
         /* deterministic mode without cycles_per_access: 1000 cycles per access */
         SimTest t = sim_test_new("icx", "[clock]\nmode = deterministic\n");
@@ -224,6 +260,7 @@ int main(void) {
                 cmocka_unit_test(test_bundled_configs),
                 cmocka_unit_test(test_comments_and_overrides),
                 cmocka_unit_test(test_profile_inheritance),
+                cmocka_unit_test(test_phases),
                 cmocka_unit_test(test_deterministic_defaults),
                 cmocka_unit_test(test_lockdown),
         };
