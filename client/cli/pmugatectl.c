@@ -107,6 +107,25 @@ static void daemon_mode(pmugate *c, char *buf, size_t size) {
         pmugate_status_free(s);
 }
 
+/* Names the file the daemon read and the mode it now runs in, from its status; a daemon that
+ * does not name its file is said to have read its --config (by default the packaged path). */
+static int report_reload(pmugate *c) {
+        pmugate_status *s = NULL;
+
+        if (pmugate_status_get(c, &s) < 0) {
+                printf("configuration reloaded: pmugated read its configuration file (its --config, by default %s) "
+                       "again\n", PMUGATE_CONFIG_FILE);
+                return 0;
+        }
+        if (s->config[0])
+                printf("configuration reloaded from %s: pmugated runs in %s mode\n", s->config, s->mode);
+        else
+                printf("configuration reloaded: pmugated read its configuration file (its --config, by default %s) "
+                       "again and runs in %s mode\n", PMUGATE_CONFIG_FILE, s->mode);
+        pmugate_status_free(s);
+        return 0;
+}
+
 static int verb_status(pmugate *c) {
         pmugate_status *s = NULL;
         char user[64 + 32];
@@ -117,6 +136,8 @@ static int verb_status(pmugate *c) {
                 return cli_report("pmugatectl", c, r, "status");
 
         printf("Server:    %s (%s backend, %s mode)\n", s->server, s->backend, s->mode);
+        if (s->config[0])
+                printf("Config:    %s\n", s->config);
         printf("Clients:   %zu connected\n", s->n_clients);
         for (size_t i = 0; i < s->n_clients; i++)
                 printf("  %-22s pid %-8" PRId32 " role %-7s requests %" PRIu64 "\n",
@@ -404,7 +425,6 @@ int main(int argc, char *argv[]) {
                 {}
         };
         _cleanup_(pmugate_disconnect_p) pmugate *c = NULL;
-        char mode[16];
         const char *verb;
         Args a = {};
         int opt, r;
@@ -470,8 +490,5 @@ int main(int argc, char *argv[]) {
         r = pmugate_reload(c);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "reload");
-        daemon_mode(c, mode, sizeof(mode));
-        printf("configuration reloaded: pmugated read its configuration file (its --config, by default %s) "
-               "again%s%s%s\n", PMUGATE_CONFIG_FILE, mode[0] ? " and runs in " : "", mode, mode[0] ? " mode" : "");
-        return 0;
+        return report_reload(c);
 }
