@@ -284,8 +284,8 @@ def test_pmugatectl_messages(tap):
         rc, _, err = ctl("revoke")
         tap.ok(rc == 2 and "revoke needs --job ID" in err, "revoke without a job says what it needs", err)
         rc, out, err = ctl("reload")
-        tap.ok(rc == 0 and "runs in open mode" in out and "configuration file" in out,
-               "reload says what it read and the mode it runs in", out + err)
+        tap.ok(rc == 0 and "configuration reloaded from %s: pmugated runs in open mode" % os.path.join(
+            sim.dir, "pmugate.conf") in out, "reload names the file it read and the mode it runs in", out + err)
     finally:
         sim.stop()
 
