@@ -96,6 +96,11 @@ static const char *user_text(uint32_t uid, char *buf, size_t size) {
         return buf;
 }
 
+/* The word before a CPU list as the user typed it: "CPU 3", "CPUs 0-3", never a bare number. */
+static const char *cpus_word(const char *list, size_t n) {
+        return !list ? "" : n == 1 ? "CPU " : "CPUs ";
+}
+
 /* The daemon's mode ("open" or "job"), or "" when its status cannot be read. */
 static void daemon_mode(pmugate *c, char *buf, size_t size) {
         pmugate_status *s = NULL;
@@ -300,8 +305,8 @@ static int verb_grant(pmugate *c, const Args *a) {
         r = pmugate_grant(c, a->job, uid, cpus, n, &replaced);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "grant");
-        printf("granted job %s to %s on %s%s\n", a->job, user_text(uid, user, sizeof(user)),
-               a->cpus ? a->cpus : "the job's CPUs", replaced ? " (replaced the earlier grant)" : "");
+        printf("granted job %s to %s on %s%s%s\n", a->job, user_text(uid, user, sizeof(user)),
+               cpus_word(a->cpus, n), a->cpus ? a->cpus : "the job's CPUs", replaced ? " (replaced the earlier grant)" : "");
         daemon_mode(c, mode, sizeof(mode));
         if (strcmp(mode, "open") == 0)
                 fprintf(stderr,
@@ -344,7 +349,7 @@ static int verb_reset(pmugate *c, const Args *a) {
         r = pmugate_reset(c, cpus, n);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "reset");
-        printf("reset the PMU of %s\n", a->cpus ? a->cpus : "every CPU");
+        printf("reset the PMU of %s%s\n", cpus_word(a->cpus, n), a->cpus ? a->cpus : "every CPU");
         return 0;
 }
 

@@ -31,5 +31,19 @@ def test_reload_names_file_and_mode(tap):
         sim.stop()
 
 
+def test_cpus_named(tap):
+    """A CPU is "CPU 1", never a bare "1"; a list is "CPUs 0-1"."""
+    sim = t.Sim("skx")
+    try:
+        for args, want in ((("reset", "-c", "1"), "reset the PMU of CPU 1\n"),
+                           (("reset", "-c", "0-1"), "reset the PMU of CPUs 0-1\n"),
+                           (("grant", "--job", "7", "--uid", "0", "--cpus", "2"), " on CPU 2\n"),
+                           (("grant", "--job", "8", "--uid", "0", "--cpus", "2,3"), " on CPUs 2,3\n")):
+            rc, out, err = ctl(sim.daemon, *args)
+            tap.ok(rc == 0 and want in out, "pmugatectl %s: %r" % (" ".join(args), want.strip()), out + err)
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_reload_names_file_and_mode]))
+    sys.exit(t.Tap().run([test_reload_names_file_and_mode, test_cpus_named]))

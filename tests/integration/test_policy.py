@@ -541,7 +541,7 @@ def test_reset(tap):
             m.set_msr(cpu, PMC0, 1234)
             m.set_msr(cpu, 0x309, 99)
         rc, out, err = ctl(dm, "reset", "-c", "1")
-        tap.ok(rc == 0 and "reset the PMU of 1" in out, "pmugatectl reset -c 1", out + err)
+        tap.ok(rc == 0 and "reset the PMU of CPU 1" in out, "pmugatectl reset -c 1", out + err)
         tap.eq((m.msr(1, EVTSEL0), m.msr(1, PMC0), m.msr(1, 0x309)), (0, 0, 0), "CPU 1's PMU is clean")
         tap.eq(m.msr(0, EVTSEL0), 0x3C, "CPU 0 was left alone")
         m.set_msr(2, EVTSEL0, 0x53003C)
