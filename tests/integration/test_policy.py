@@ -347,7 +347,7 @@ def test_preemption(tap):
         out = os.read(r_fd, 4096).decode().split(" ")
         os.waitpid(pid, 0)
         os.close(r_fd)
-        tap.ok(out[0] == "preempted" and "CPUs_1" in out[2], "the monitor's next request says preempted", out)
+        tap.ok(out[0] == "preempted" and "took_CPU_1_from" in out[2], "the monitor's next request says preempted", out)
         tap.eq(out[1], "ok", "and the one after works again")
         tap.ok("event=lease-preempted" in dm.audit(), "the preemption is audited")
         mon.close()
