@@ -97,6 +97,15 @@ def test_amd_clock_at_the_node(tap):
                 tap.ok(abs(node - 0.7 * mhz) < 0.02 * mhz,
                        "%s %s: the node's clock_mhz is the CPUs' mean (%.0f, want %.0f), not their sum" % (
                            model, group, node, 0.7 * mhz), repr(node))
+                if group != "CLOCK":
+                    continue
+                # the simulated cores run at their base clock whatever their load: the clock
+                # while running is 1 x nominal at 0.9 and at 0.5 utilization alike
+                ratios = {c["cpu"]: c["metrics"].get("frequency_ratio") for c in r["per_cpu"]}
+                ratios["node"] = r["aggregate"]["metrics"].get("frequency_ratio")
+                tap.ok(all(v is not None and abs(v - 1.0) < 1e-3 for v in ratios.values()),
+                       "%s CLOCK: frequency_ratio, the clock while running apart from utilization, is 1 x "
+                       "nominal on busy and idle CPUs" % model, repr(ratios))
         finally:
             sim.stop()
 
