@@ -29,9 +29,9 @@ SIM_CONFIG = "[machine]\nmodel = spr\nsockets = %d\ncores = %d\nsmt = yes\n[cloc
 OUTPUTS = [
     ("table (aggregate)", ["-O", "table"]),
     ("csv", ["-O", "csv"]),
-    ("json", ["-O", "json"]),
+    ("jsonl", ["-O", "jsonl"]),
     ("csv --aggregate", ["-O", "csv", "--aggregate"]),
-    ("json --aggregate", ["-O", "json", "--aggregate"]),
+    ("jsonl --aggregate", ["-O", "jsonl", "--aggregate"]),
 ]
 
 

@@ -349,7 +349,6 @@ static void write_report(const OutputContext *ctx, const MarkerReport *rep) {
                 for (size_t i = 0; i < rep->n_regions; i++)
                         csv_region(ctx->file, &rep->regions[i]);
                 break;
-        case OUTPUT_JSON:
         case OUTPUT_JSONL:
         case OUTPUT_JSON_DOCUMENT:
                 write_json(ctx, rep);

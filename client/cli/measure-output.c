@@ -23,15 +23,20 @@
 /* a CSV row: two quoted names (each at most doubled by quoting), the CPU and five numbers */
 #define CSV_ROW_MAX 4096
 
+/* One rule for JSON: "json" is one document, as a .json file is, "jsonl" is JSON Lines, as a
+ * .jsonl file is; -I never changes which. "json-doc" is the older name of "json". */
 int output_format_from_string(const char *s, OutputFormat *ret) {
-        static const char *const names[] = {
-                [OUTPUT_TABLE] = "table", [OUTPUT_CSV] = "csv", [OUTPUT_JSON] = "json",
-                [OUTPUT_JSONL] = "jsonl", [OUTPUT_JSON_DOCUMENT] = "json-doc",
+        static const struct {
+                const char *name;
+                OutputFormat format;
+        } names[] = {
+                { "table", OUTPUT_TABLE }, { "csv", OUTPUT_CSV }, { "json", OUTPUT_JSON_DOCUMENT },
+                { "jsonl", OUTPUT_JSONL }, { "json-doc", OUTPUT_JSON_DOCUMENT },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                if (strcasecmp(s, names[i]) == 0) {
-                        *ret = (OutputFormat) i;
+                if (strcasecmp(s, names[i].name) == 0) {
+                        *ret = names[i].format;
                         return 0;
                 }
         return -EINVAL;
@@ -978,12 +983,8 @@ int output_result(OutputContext *ctx, const pmugate_result *r) {
                 if (write_csv(ctx, r) < 0)
                         return -ENOMEM;
                 break;
-        case OUTPUT_JSON:
         case OUTPUT_JSONL:
-                /* intervals as JSON Lines, a whole run as one pretty document (-O json) */
-                if (ctx->format == OUTPUT_JSON && !ctx->interval)
-                        (void) write_json(ctx, json_result(ctx, r, true), false);
-                else if (!ctx->stddev) {
+                if (!ctx->stddev) {
                         int q = write_json_line(ctx, r);
 
                         if (q < 0)

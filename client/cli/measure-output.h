@@ -18,7 +18,6 @@
 typedef enum OutputFormat {
         OUTPUT_TABLE,
         OUTPUT_CSV,
-        OUTPUT_JSON,            /* a run as one document; intervals as JSON Lines */
         OUTPUT_JSONL,           /* JSON Lines, one object per result, intervals or not */
         OUTPUT_JSON_DOCUMENT,   /* one document; intervals in its "intervals" array */
 } OutputFormat;
@@ -50,7 +49,8 @@ typedef struct OutputContext {
         void *intervals;                /* OUTPUT_JSON_DOCUMENT: the intervals so far */
 } OutputContext;
 
-/* Parses "table", "csv", "json", "jsonl" or "json-doc". */
+/* Parses "table", "csv", "json" (one document), "jsonl" (JSON Lines) or "json-doc" (the older
+ * name of "json"), in any case. */
 int output_format_from_string(const char *s, OutputFormat *ret);
 
 /* Writes one result: the whole run, or one interval when ctx->interval. Metric values are

@@ -96,6 +96,11 @@ static const char *user_text(uint32_t uid, char *buf, size_t size) {
         return buf;
 }
 
+/* The word before a CPU list as the user typed it: "CPU 3", "CPUs 0-3", never a bare number. */
+static const char *cpus_word(const char *list, size_t n) {
+        return !list ? "" : n == 1 ? "CPU " : "CPUs ";
+}
+
 /* The daemon's mode ("open" or "job"), or "" when its status cannot be read. */
 static void daemon_mode(pmugate *c, char *buf, size_t size) {
         pmugate_status *s = NULL;
@@ -105,6 +110,25 @@ static void daemon_mode(pmugate *c, char *buf, size_t size) {
                 return;
         (void) snprintf(buf, size, "%s", s->mode);
         pmugate_status_free(s);
+}
+
+/* Names the file the daemon read and the mode it now runs in, from its status; a daemon that
+ * does not name its file is said to have read its --config (by default the packaged path). */
+static int report_reload(pmugate *c) {
+        pmugate_status *s = NULL;
+
+        if (pmugate_status_get(c, &s) < 0) {
+                printf("configuration reloaded: pmugated read its configuration file (its --config, by default %s) "
+                       "again\n", PMUGATE_CONFIG_FILE);
+                return 0;
+        }
+        if (s->config[0])
+                printf("configuration reloaded from %s: pmugated runs in %s mode\n", s->config, s->mode);
+        else
+                printf("configuration reloaded: pmugated read its configuration file (its --config, by default %s) "
+                       "again and runs in %s mode\n", PMUGATE_CONFIG_FILE, s->mode);
+        pmugate_status_free(s);
+        return 0;
 }
 
 static int verb_status(pmugate *c) {
@@ -117,6 +141,8 @@ static int verb_status(pmugate *c) {
                 return cli_report("pmugatectl", c, r, "status");
 
         printf("Server:    %s (%s backend, %s mode)\n", s->server, s->backend, s->mode);
+        if (s->config[0])
+                printf("Config:    %s\n", s->config);
         printf("Clients:   %zu connected\n", s->n_clients);
         for (size_t i = 0; i < s->n_clients; i++)
                 printf("  %-22s pid %-8" PRId32 " role %-7s requests %" PRIu64 "\n",
@@ -279,8 +305,8 @@ static int verb_grant(pmugate *c, const Args *a) {
         r = pmugate_grant(c, a->job, uid, cpus, n, &replaced);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "grant");
-        printf("granted job %s to %s on %s%s\n", a->job, user_text(uid, user, sizeof(user)),
-               a->cpus ? a->cpus : "the job's CPUs", replaced ? " (replaced the earlier grant)" : "");
+        printf("granted job %s to %s on %s%s%s\n", a->job, user_text(uid, user, sizeof(user)),
+               cpus_word(a->cpus, n), a->cpus ? a->cpus : "the job's CPUs", replaced ? " (replaced the earlier grant)" : "");
         daemon_mode(c, mode, sizeof(mode));
         if (strcmp(mode, "open") == 0)
                 fprintf(stderr,
@@ -323,7 +349,7 @@ static int verb_reset(pmugate *c, const Args *a) {
         r = pmugate_reset(c, cpus, n);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "reset");
-        printf("reset the PMU of %s\n", a->cpus ? a->cpus : "every CPU");
+        printf("reset the PMU of %s%s\n", cpus_word(a->cpus, n), a->cpus ? a->cpus : "every CPU");
         return 0;
 }
 
@@ -404,7 +430,6 @@ int main(int argc, char *argv[]) {
                 {}
         };
         _cleanup_(pmugate_disconnect_p) pmugate *c = NULL;
-        char mode[16];
         const char *verb;
         Args a = {};
         int opt, r;
@@ -470,8 +495,5 @@ int main(int argc, char *argv[]) {
         r = pmugate_reload(c);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "reload");
-        daemon_mode(c, mode, sizeof(mode));
-        printf("configuration reloaded: pmugated read its configuration file (its --config, by default %s) "
-               "again%s%s%s\n", PMUGATE_CONFIG_FILE, mode[0] ? " and runs in " : "", mode, mode[0] ? " mode" : "");
-        return 0;
+        return report_reload(c);
 }

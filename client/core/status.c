@@ -118,6 +118,7 @@ static void decode_server_fields(const msgpack_object *reply, pmugate_status *s)
         (void) reply_get_string(reply, "server", s->server, sizeof(s->server));
         (void) reply_get_string(reply, "backend", s->backend, sizeof(s->backend));
         (void) reply_get_string(reply, "mode", s->mode, sizeof(s->mode));
+        (void) reply_get_string(reply, "config", s->config, sizeof(s->config));
         (void) reply_get_uint(reply, "omitted", &s->omitted);
         foreign = msgpack_map_get(reply, "foreign");
         (void) reply_get_bool(foreign, "nmi_watchdog", &s->nmi_watchdog);

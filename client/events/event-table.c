@@ -124,6 +124,9 @@ static const EventTableEntry event_table[] = {
 
         /* AMD Zen 4 and Zen 5: cycles, instructions, branches, FLOPs */
         GP("ls_not_halted_cyc", AMD, AMD_CODE(0x076, 0x00)),
+        /* unhalted cycles at the P0 (base) frequency, as Intel's REF_TSC: perf's amdzen4/amdzen5
+         * other.json, PMCx120 */
+        GP("ls_not_halted_p0_cyc.p0_freq_cyc", AMD, AMD_CODE(0x120, 0x01)),
         GP("ex_ret_instr", AMD, AMD_CODE(0x0c0, 0x00)),
         GP("ex_ret_ops", AMD, AMD_CODE(0x0c1, 0x00)),
         GP("ex_ret_brn", AMD, AMD_CODE(0x0c2, 0x00)),

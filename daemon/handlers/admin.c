@@ -79,7 +79,8 @@ int handle_reload(Server *s, Session *c, const Request *req, Refusal *ret_refusa
         r = server_reload(s, &caller, reason, sizeof(reason));
         if (r < 0)
                 return refuse(ret_refusal, PROTO_E_BAD_CONFIG, -1, "%s", reason);
-        TRY(server_reply_begin(s, req, 1, &pk));
+        TRY(server_reply_begin(s, req, 2, &pk));
         TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));
+        TRY(pack_key_string(&pk, "config", s->config_path));
         return 0;
 }

@@ -42,6 +42,7 @@ int handler_check_cpus(Server *s, const Request *req, Refusal *ret_refusal) {
  * replaced grant, a job that lost CPUs, a reload that changed the role), so they ended and
  * their registers were restored. */
 int handler_report_revocation(Session *c, Refusal *ret_refusal) {
+        const char *word = cpuset_count(&c->revoked_cpus) == 1 ? "CPU" : "CPUs";
         char cpus[128];
 
         if (cpuset_format(&c->revoked_cpus, cpus, sizeof(cpus)) < 0)
@@ -51,12 +52,12 @@ int handler_report_revocation(Session *c, Refusal *ret_refusal) {
                               c->perf_revoked, c->revoked_why);
         else if (c->perf_revoked > 0)
                 (void) refuse(ret_refusal, PROTO_E_REVOKED, -1,
-                              "revoked: the leases on CPUs %s ended and %zu perf handle(s) closed (%s); "
-                              "their registers were restored", cpus, c->perf_revoked, c->revoked_why);
+                              "revoked: the leases on %s %s ended and %zu perf handle(s) closed (%s); "
+                              "their registers were restored", word, cpus, c->perf_revoked, c->revoked_why);
         else
                 (void) refuse(ret_refusal, PROTO_E_REVOKED, -1,
-                              "revoked: the leases on CPUs %s ended (%s); their registers were restored", cpus,
-                              c->revoked_why);
+                              "revoked: the leases on %s %s ended (%s); their registers were restored", word,
+                              cpus, c->revoked_why);
         c->perf_revoked = 0;
         c->revoked = false;
         cpuset_clear(&c->revoked_cpus);

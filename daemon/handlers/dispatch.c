@@ -75,6 +75,7 @@ static int refuse_right(const Session *c, const Request *req, HandlerRight needs
 /* Said once, on the next request that acts on the PMU: the client's registers were restored
  * and whatever it measures now is not what it programmed. */
 static int report_preemption(Session *c, Refusal *ret_refusal) {
+        bool one = cpuset_count(&c->preempted_cpus) == 1;
         char cpus[128];
 
         if (cpuset_format(&c->preempted_cpus, cpus, sizeof(cpus)) < 0)
@@ -82,7 +83,8 @@ static int report_preemption(Session *c, Refusal *ret_refusal) {
         c->preempted = false;
         cpuset_clear(&c->preempted_cpus);
         return refuse(ret_refusal, PROTO_E_PREEMPTED, -1,
-                      "preempted: a user's lease took CPUs %s from this monitor; its registers were restored", cpus);
+                      "preempted: a user's lease took %s %s from this monitor; its registers were restored",
+                      one ? "CPU" : "CPUs", cpus);
 }
 
 static int handle(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {

@@ -168,6 +168,7 @@ static int pack_server_fields(msgpack_packer *pk, Server *s) {
         TRY(pack_key_string(pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_string(pk, "backend", s->backend->vtable->name));
         TRY(pack_key_string(pk, "mode", access_mode_to_string(s->config.mode)));
+        TRY(pack_key_string(pk, "config", s->config_path));
         TRY(handler_pack_foreign(pk, s));
         TRY(pack_string(pk, "counters"));
         TRY_PACK(msgpack_pack_map(pk, 6));
@@ -201,7 +202,7 @@ int handle_status(Server *s, Session *c, const Request *req, Refusal *ret_refusa
                 msgpack_packer pk;
 
                 if (p == 0)
-                        TRY(server_reply_begin(s, req, keys + 6 + (e.omitted > 0), &pk));
+                        TRY(server_reply_begin(s, req, keys + 7 + (e.omitted > 0), &pk));
                 else
                         TRY(server_reply_next_part(s, req, keys, &pk));
                 if (e.n_parts > 1) {

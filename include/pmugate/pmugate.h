@@ -316,6 +316,8 @@ typedef struct pmugate_status {
         size_t n_foreign_units;
         uint64_t omitted;       /* clients, grants and leases left out of a reply too long even
                                  * in parts (PMUGATE_STATUS_PART_BYTES each) */
+        char config[512];       /* the configuration file the daemon reads (its --config);
+                                 * "" from a daemon that does not say */
 } pmugate_status;
 
 int pmugate_status_get(pmugate *c, pmugate_status **ret);

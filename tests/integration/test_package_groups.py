@@ -64,7 +64,7 @@ def test_energy(tap):
     for model in MODELS:
         sim = Sim(model, sockets=2, cores=2, extra=RAPL)
         try:
-            rc, out, err = sim.run("stat", "-g", "ENERGY", "-c", "0-3", "-I", "200ms", "-S", "1s", "-O", "json")
+            rc, out, err = sim.run("stat", "-g", "ENERGY", "-c", "0-3", "-I", "200ms", "-S", "1s", "-O", "jsonl")
             tap.ok(rc == 0, "%s: ENERGY in intervals runs" % model, err)
             docs = [__import__("json").loads(line) for line in out.splitlines() if line.strip()]
             other = "platform" if model == "spr" else "pp0"
@@ -144,7 +144,7 @@ def test_wraps(tap):
                    "%s: the energy counter starts within a second of its 32-bit end, the memory counters within "
                    "a second of their 48-bit end (0x%x, 0x%x)" % (model, first[0], first[1]))
             rc, out, err = sim.run("stat", "-g", "MEM", "-e", "PWR_PKG_ENERGY", "-c", "0-1", "-I", "250ms",
-                                   "-S", "3.5s", "-O", "json", timeout=60)
+                                   "-S", "3.5s", "-O", "jsonl", timeout=60)
             docs = [__import__("json").loads(line) for line in out.splitlines() if line.strip()]
             tap.ok(rc == 0 and len(docs) >= 12, "%s: a 3.5 s run in 250 ms intervals" % model, err)
             # A wrap taken for a jump would add 2^48 lines or 2^32 counts (256 J) to one interval:

@@ -32,7 +32,8 @@ def configured_dirs(build):
         raise RuntimeError("meson introspect failed: " + err)
     opts = {o["name"]: o["value"] for o in json.loads(out)}
     prefix = opts["prefix"]
-    d = {k: os.path.join(prefix, opts[k]) for k in ("sysconfdir", "datadir", "sbindir", "libexecdir", "mandir")}
+    d = {k: os.path.join(prefix, opts[k])
+         for k in ("sysconfdir", "datadir", "bindir", "sbindir", "libexecdir", "mandir")}
     if prefix == "/usr":
         d["sysconfdir"] = "/etc"
     d["prefix"] = prefix
@@ -73,10 +74,23 @@ def test_this_build_agrees(tap):
     for kind in ("prolog", "epilog"):
         with open(os.path.join(SLURM, "pmugate-%s.sh" % kind)) as f:
             script = f.read()
-        tap.ok("PMUGATECTL=${PMUGATECTL:-%s}" % os.path.join(d["sbindir"], "pmugatectl") in script and
+        tap.ok("PMUGATECTL=${PMUGATECTL:-%s}" % os.path.join(d["bindir"], "pmugatectl") in script and
                "${PMUGATE_SLURM_ENV:-%s}" % os.path.join(d["sysconfdir"], "pmugate", "slurm.env") in script
                and "@" not in script,
-               "the %s script's defaults are the configured sbindir and sysconfdir" % kind)
+               "the %s script's defaults are the configured bindir and sysconfdir" % kind)
+    # pmugatectl where admins who are not root look (bindir, as scontrol), a link in sbindir
+    rc, out, err = sh(["meson", "introspect", "--installed", BUILD])
+    installed = set(json.loads(out).values()) if rc == 0 else set()
+    tap.ok(os.path.join(d["bindir"], "pmugatectl") in installed,
+           "pmugatectl is installed in bindir (%s)" % d["bindir"], sorted(p for p in installed if "ctl" in p))
+    with tempfile.TemporaryDirectory(prefix="pmugate-destdir-") as dest:
+        rc, out, err = sh(["meson", "install", "-C", BUILD, "--no-rebuild", "--destdir", dest], timeout=120)
+        ctl_bin = dest + os.path.join(d["bindir"], "pmugatectl")
+        ctl_sbin = dest + os.path.join(d["sbindir"], "pmugatectl")
+        link = os.readlink(ctl_sbin) if os.path.islink(ctl_sbin) else None
+        tap.ok(rc == 0 and os.path.isfile(ctl_bin) and not os.path.islink(ctl_bin) and link is not None and
+               os.path.samefile(os.path.join(os.path.dirname(ctl_sbin), link), ctl_bin),
+               "sbindir keeps a relative link to it for scripts that name the old path (%s)" % link, out[-500:] + err)
 
 
 def test_prefixes(tap):
@@ -105,8 +119,8 @@ def test_prefixes(tap):
                      if prefix != "/usr" and re.search(r"(?<![\w/])" + re.escape(p), pages)]
             tap.eq(wrong, [], "prefix %s: the man pages name no /usr-prefix path" % prefix)
             with open(os.path.join(build, "contrib", "slurm", "pmugate-prolog.sh")) as f:
-                tap.ok("PMUGATECTL=${PMUGATECTL:-%s/sbin/pmugatectl}" % prefix in f.read(),
-                       "prefix %s: the Prolog finds pmugatectl in %s/sbin" % (prefix, prefix))
+                tap.ok("PMUGATECTL=${PMUGATECTL:-%s/bin/pmugatectl}" % prefix in f.read(),
+                       "prefix %s: the Prolog finds pmugatectl in %s/bin" % (prefix, prefix))
 
 
 class FakeLogger:

@@ -83,7 +83,7 @@ def test_partial_interval(tap):
             lines = table_lines(err)
             tap.ok(rc == 0 and len(lines) == 1 and lines[0].endswith("(partial)") and "left out" not in err,
                    "%s: the table prints the partial interval, marked" % what, err)
-            rc, _, err = sim.run(*base, "-O", "json", "--", "sleep", "0.3")
+            rc, _, err = sim.run(*base, "-O", "jsonl", "--", "sleep", "0.3")
             docs = [json.loads(l) for l in err.splitlines() if l.startswith("{")]
             tap.ok(rc == 0 and len(docs) == 1 and docs[0]["partial"] is True and
                    0.25 < docs[0]["elapsed"] < 0.6 and docs[0]["aggregate"]["metrics"]["tma_retiring"] is not None,
@@ -92,7 +92,7 @@ def test_partial_interval(tap):
             rows = [l.split(",") for l in err.splitlines()]
             tap.ok(rc == 0 and rows[0][-1] == "partial" and len(rows) > 1 and
                    all(r[-1] == "1" for r in rows[1:]), "%s: CSV marks its rows partial" % what, err[-500:])
-        rc, out, err = sim.run("topdown", "-l", "2", "-I", "200", "-S", "0.5", "-c", "0", "-O", "json")
+        rc, out, err = sim.run("topdown", "-l", "2", "-I", "200", "-S", "0.5", "-c", "0", "-O", "jsonl")
         docs = [json.loads(l) for l in out.splitlines()]
         tap.ok(rc == 0 and [d["partial"] for d in docs] == [False, False, True],
                "-I 200 -S 0.5: two whole intervals, then the partial one", [(d["elapsed"], d["partial"]) for d in docs])
@@ -104,7 +104,7 @@ def test_intervals_on_clock(tap):
     sim = Sim("icx", rules=[("0-3", STENCIL)])
     try:
         for level in ("1", "2"):
-            rc, out, err = sim.run("topdown", "-l", level, "-I", "100", "-S", "2", "-c", "0", "-O", "json")
+            rc, out, err = sim.run("topdown", "-l", level, "-I", "100", "-S", "2", "-c", "0", "-O", "jsonl")
             docs = [json.loads(l) for l in out.splitlines()]
             elapsed = [d["elapsed"] for d in docs]
             ends = [d["start"] + d["elapsed"] for d in docs]
@@ -198,7 +198,7 @@ def test_output_at_scale(tap):
 def test_no_sample_dropped_1024(tap):
     sim = Sim("spr", sockets=4, cores=128, smt=True, rules=[("0-1023", STENCIL)])
     try:
-        for fmt in ("csv", "json"):
+        for fmt in ("csv", "jsonl"):
             path = os.path.join(sim.dir, "out." + fmt)
             rc, _, err = sim.run("topdown", "-l", "2", "-c", "N:", "-I", "100ms", "-S", "2s", "-O", fmt, "-o", path)
             with open(path) as f:
@@ -284,8 +284,8 @@ def test_pmugatectl_messages(tap):
         rc, _, err = ctl("revoke")
         tap.ok(rc == 2 and "revoke needs --job ID" in err, "revoke without a job says what it needs", err)
         rc, out, err = ctl("reload")
-        tap.ok(rc == 0 and "runs in open mode" in out and "configuration file" in out,
-               "reload says what it read and the mode it runs in", out + err)
+        tap.ok(rc == 0 and "configuration reloaded from %s: pmugated runs in open mode" % os.path.join(
+            sim.dir, "pmugate.conf") in out, "reload names the file it read and the mode it runs in", out + err)
     finally:
         sim.stop()
 

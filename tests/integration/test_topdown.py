@@ -320,7 +320,7 @@ def test_outputs_and_wrapper(tap):
         tap.ok(abs(ret[0] / 100 - STENCIL["retiring"]) <= Q and ret[1] == "%",
                "CSV metric values are in their unit, which the row names (%.4f %s)" % ret)
 
-        rc, out, _ = sim.run("topdown", "-c", "0", "-I", "200ms", "-S", "1s", "-O", "json")
+        rc, out, _ = sim.run("topdown", "-c", "0", "-I", "200ms", "-S", "1s", "-O", "jsonl")
         docs = [t.fractions(json.loads(l)) for l in out.splitlines()]
         tap.ok(4 <= len(docs) <= 6, "-I 200ms -S 1s prints about five intervals as JSON lines (%d)" % len(docs))
         tap.ok(all(abs(d["elapsed"] - 0.2) < 0.1 for d in docs[:-1]), "each interval covers about 200 ms",

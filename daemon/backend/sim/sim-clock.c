@@ -42,7 +42,7 @@ uint64_t sim_clock_now(const SimClock *c) {
 
         if (c->mode == SIM_CLOCK_DETERMINISTIC)
                 return c->extra_cycles;
-        elapsed = monotonic_ns() - c->start_ns;
+        elapsed = (c->inside ? c->entered_ns : monotonic_ns()) - c->start_ns - c->inside_ns;
         /* MHz are cycles per microsecond; split so that the product cannot overflow */
         us = elapsed / NSEC_PER_USEC;
         return us * c->mhz + (elapsed % NSEC_PER_USEC) * c->mhz / NSEC_PER_USEC + c->extra_cycles;
@@ -58,7 +58,18 @@ uint64_t sim_clock_access(SimClock *c) {
                 cost = (uint64_t) llround((double) cost * (1.0 + c->jitter * (2.0 * u - 1.0)));
         }
         c->extra_cycles += cost;
+        if (c->mode != SIM_CLOCK_DETERMINISTIC && !c->inside) {
+                c->entered_ns = monotonic_ns();
+                c->inside = true;
+        }
         return sim_clock_now(c);
+}
+
+void sim_clock_leave(SimClock *c) {
+        if (!c->inside)
+                return;
+        c->inside_ns += monotonic_ns() - c->entered_ns;
+        c->inside = false;
 }
 
 void sim_clock_advance(SimClock *c, uint64_t cycles) {

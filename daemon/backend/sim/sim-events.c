@@ -130,6 +130,7 @@ static const SimEventEntry sapphire_rapids_events[] = {
 /* AMD Zen 4 and Zen 5 (amd-topdown.md §5): perf's raw encodings, event[11:8] above the low byte. */
 static const SimEventEntry zen4_events[] = {
         { 0x076, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
+        { 0x120, 0x01, 0, false, ALL_COUNTERS, SIM_Q_REF_TSC },
         { 0x0c0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
         { 0x0c1, 0x00, 0, false, ALL_COUNTERS, SIM_Q_AMD_RET_OPS },
         { 0x0c2, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BRANCHES },
@@ -150,6 +151,7 @@ static const SimEventEntry zen4_events[] = {
 /* Zen 5: cmask 8 for the front-end latency, bp_redirects.resync for the restarts. */
 static const SimEventEntry zen5_events[] = {
         { 0x076, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
+        { 0x120, 0x01, 0, false, ALL_COUNTERS, SIM_Q_REF_TSC },
         { 0x0c0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
         { 0x0c1, 0x00, 0, false, ALL_COUNTERS, SIM_Q_AMD_RET_OPS },
         { 0x0c2, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BRANCHES },

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "backend/sim/sim-clock.h"
 #include "backend/sim/sim-regs.h"
 #include "log.h"
 #include "sim_test_util.h"
@@ -230,6 +232,29 @@ static void test_deterministic_defaults(void **state) {
         sim_test_free(&t);
 }
 
+/* In real time an access happens at the instant it begins: the time the simulator spends on it
+ * is not simulated time (a cold first access after an idle interval would otherwise lengthen
+ * the window between a write and the next read), the time between accesses is. */
+static void test_realtime_access_is_an_instant(void **state) {
+        const struct timespec five_ms = { .tv_nsec = 5 * 1000 * 1000 };
+        SimConfig config = { .clock_mode = SIM_CLOCK_REALTIME };
+        uint64_t at, after_inside, after_outside;
+        SimClock c;
+
+        (void) state;
+        sim_clock_init(&c, &config, 1000);
+        at = sim_clock_access(&c);
+        (void) nanosleep(&five_ms, NULL);
+        assert_int_equal(sim_clock_now(&c), at);
+        sim_clock_leave(&c);
+        after_inside = sim_clock_now(&c);
+        /* 1000 MHz: a cycle a nanosecond; well under the 5 ms spent inside */
+        assert_true(after_inside - at < UINT64_C(1000000));
+        (void) nanosleep(&five_ms, NULL);
+        after_outside = sim_clock_now(&c);
+        assert_true(after_outside - after_inside >= UINT64_C(5000000));
+}
+
 /* Lockdown: the msr driver and PCI config space refuse writes with EPERM, reads work, and the
  * backend says its lockdown for the backend choice. */
 static void test_lockdown(void **state) {
@@ -263,6 +288,7 @@ int main(void) {
                 cmocka_unit_test(test_phases),
                 cmocka_unit_test(test_deterministic_defaults),
                 cmocka_unit_test(test_lockdown),
+                cmocka_unit_test(test_realtime_access_is_an_instant),
         };
 
         log_set_max_level(LOG_WARNING);
