@@ -17,6 +17,7 @@ struct Http {
         struct MHD_Daemon *daemon;
         HttpGuard *guard;
         HttpOptions options;
+        uint64_t scrapes_text, scrapes_openmetrics;     /* atomic: MHD may answer on several threads */
 };
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body,
@@ -52,22 +53,27 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
                 .job_label = h->options.job_label,
                 .version = h->options.version,
         };
+        Snapshot *snapshot;
         char *body = NULL;
         size_t size = 0;
         FILE *f;
         int r;
 
-        f = open_memstream(&body, &size);
-        if (!f)
-                return MHD_NO;
-        pthread_mutex_lock(h->options.lock);
         /* counted before rendering, so a scrape sees itself */
-        if (ro.openmetrics)
-                h->options.model->scrapes_openmetrics++;
-        else
-                h->options.model->scrapes_text++;
-        r = render_metrics(h->options.model, &ro, f);
-        pthread_mutex_unlock(h->options.lock);
+        (void) __atomic_add_fetch(ro.openmetrics ? &h->scrapes_openmetrics : &h->scrapes_text, 1,
+                                  __ATOMIC_RELAXED);
+        ro.scrapes_text = __atomic_load_n(&h->scrapes_text, __ATOMIC_RELAXED);
+        ro.scrapes_openmetrics = __atomic_load_n(&h->scrapes_openmetrics, __ATOMIC_RELAXED);
+        snapshot = snapshot_get(h->options.snapshots);
+        if (!snapshot)
+                return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "starting; no sample yet\n");
+        f = open_memstream(&body, &size);
+        if (!f) {
+                (void) snapshot_unref(snapshot);
+                return MHD_NO;
+        }
+        r = render_metrics(snapshot_model(snapshot), &ro, f);
+        (void) snapshot_unref(snapshot);
         if (fclose(f) != 0 || r < 0) {
                 free(body);
                 return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render the metrics\n");
@@ -78,6 +84,7 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
 
 static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const char *job) {
         const JobTotals *j;
+        Snapshot *snapshot;
         char *body = NULL;
         size_t size = 0;
         FILE *f;
@@ -86,11 +93,11 @@ static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const cha
         f = open_memstream(&body, &size);
         if (!f)
                 return MHD_NO;
-        pthread_mutex_lock(h->options.lock);
-        j = model_find_job(h->options.model, job);
+        snapshot = snapshot_get(h->options.snapshots);
+        j = snapshot ? model_find_job(snapshot_model(snapshot), job) : NULL;
         if (j)
-                r = render_job_summary(h->options.model, j, time(NULL), f);
-        pthread_mutex_unlock(h->options.lock);
+                r = render_job_summary(snapshot_model(snapshot), j, time(NULL), f);
+        (void) snapshot_unref(snapshot);
         if (fclose(f) != 0)
                 r = -EIO;
         if (r == -ENOENT) {
@@ -148,7 +155,7 @@ int http_start(const HttpOptions *o, Http **ret) {
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
         int r;
 
-        if (!o || !o->address || !o->model || !o->lock || !ret)
+        if (!o || !o->address || !o->snapshots || !ret)
                 return -EINVAL;
         h = calloc(1, sizeof(Http));
         if (!h)

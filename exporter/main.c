@@ -279,6 +279,7 @@ int main(int argc, char **argv) {
                      .retention_s = DEFAULT_RETENTION_S,
                      .log_interval_ns = PMUGATE_EXPORTER_LOG_INTERVAL_USEC * 1000ULL};
         pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        SnapshotBox snapshots = SNAPSHOT_BOX_INIT;
         struct sockaddr_storage address;
         socklen_t address_len = 0;
         Model model = {};
@@ -312,8 +313,13 @@ int main(int argc, char **argv) {
         (void) pthread_sigmask(SIG_BLOCK, &set, NULL);
         (void) signal(SIGPIPE, SIG_IGN);
 
+        /* The first scrapes see the model as it starts: every CPU starting, no samples. */
+        if (snapshot_publish(&snapshots, &model) < 0) {
+                fprintf(stderr, "pmugate-exporter: out of memory\n");
+                return 1;
+        }
         r = http_start(&(HttpOptions) { .address = (struct sockaddr *) &address, .address_len = address_len,
-                                        .model = &model, .lock = &lock, .job_label = o.job_label,
+                                        .snapshots = &snapshots, .job_label = o.job_label,
                                         .version = PMUGATE_VERSION },
                        &http);
         if (r < 0) {
@@ -334,6 +340,8 @@ int main(int argc, char **argv) {
                 (void) sd_notify(0, "WATCHDOG=1");
                 pthread_mutex_lock(&lock);
                 model_prune_jobs(&model, time(NULL), (time_t) o.retention_s);
+                /* Scrapes render this copy; out of memory, they keep the previous one. */
+                (void) snapshot_publish(&snapshots, &model);
                 pthread_mutex_unlock(&lock);
                 /* PERF_METRICS keeps 8 bits per share: a longer window loses precision. */
                 poll = sampler_poll_interval(&sampler);
@@ -354,6 +362,7 @@ int main(int argc, char **argv) {
         }
         (void) sd_notify(0, "STOPPING=1");
         http = http_stop(http);
+        snapshot_box_done(&snapshots);
         sampler_done(&sampler);
         model_done(&model);
         return 0;

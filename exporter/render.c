@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli/number-format.h"
 #include "macro.h"
 #include "render.h"
 
@@ -103,28 +104,45 @@ bool label_name_valid(const char *name) {
         return true;
 }
 
+/* A scrape is some 10^5 series at 4096 CPUs: the writes below are stdio's unlocked ones (the
+ * stream is the scrape's own) and numbers go through the integer formatter, not printf. */
+static void put_text(FILE *f, const char *s) {
+        fputs_unlocked(s, f);
+}
+
 /* Label values are job ids and words of the exporter's own; escape anyway. */
 static void put_label(FILE *f, bool *first, const char *name, const char *value) {
-        fprintf(f, "%s%s=\"", *first ? "{" : ",", name);
-        for (const char *c = value; *c; c++) {
-                if (*c == '\\' || *c == '"')
-                        fprintf(f, "\\%c", *c);
-                else if (*c == '\n')
-                        fputs("\\n", f);
-                else
-                        fputc(*c, f);
+        put_text(f, *first ? "{" : ",");
+        put_text(f, name);
+        put_text(f, "=\"");
+        for (const char *c = value; *c;) {
+                size_t n = strcspn(c, "\\\"\n");
+
+                fwrite_unlocked(c, 1, n, f);
+                c += n;
+                if (!*c)
+                        break;
+                put_text(f, *c == '\n' ? "\\n" : *c == '"' ? "\\\"" : "\\\\");
+                c++;
         }
-        fputc('"', f);
+        fputc_unlocked('"', f);
         *first = false;
 }
 
 static void put_value(FILE *f, bool first, double v) {
+        char num[NUMBER_TEXT_MAX];
+        size_t n;
+
         if (!first)
-                fputc('}', f);
-        if (isnan(v))
-                fputs(" NaN\n", f);
-        else
-                fprintf(f, " %.17g\n", v);
+                fputc_unlocked('}', f);
+        if (isnan(v)) {
+                put_text(f, " NaN\n");
+                return;
+        }
+        fputc_unlocked(' ', f);
+        n = number_format_g17(v, num);
+        num[n++] = '\n';
+        fwrite_unlocked(num, 1, n, f);
 }
 
 /* HELP and TYPE of a family of any type (the text format names the sample, OpenMetrics the
@@ -153,13 +171,11 @@ typedef struct Sample {
         const JobTotals *job;   /* SCOPE_JOB */
 } Sample;
 
+/* The CPU's labels were formatted once, when the model learnt the CPU (model_set_cpus()). */
 static void cpu_labels(FILE *f, bool *first, const CpuTotals *c) {
-        char num[16];
-
-        (void) snprintf(num, sizeof(num), "%u", c->cpu);
-        put_label(f, first, "cpu", num);
-        (void) snprintf(num, sizeof(num), "%d", c->socket);
-        put_label(f, first, "socket", num);
+        fputc_unlocked(*first ? '{' : ',', f);
+        put_text(f, c->labels);
+        *first = false;
 }
 
 static void scope_labels(FILE *f, bool *first, const RenderOptions *o, Scope scope, const Sample *s) {
@@ -501,9 +517,9 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
         fprintf(f, "pmugate_exporter_measurement_restarts%s %" PRIu64 "\n", suffix, m->restarts);
         suffix = family(f, o, "pmugate_exporter_scrapes", true, "",
                         "Scrapes of /metrics answered, by format");
-        fprintf(f, "pmugate_exporter_scrapes%s{format=\"text\"} %" PRIu64 "\n", suffix, m->scrapes_text);
+        fprintf(f, "pmugate_exporter_scrapes%s{format=\"text\"} %" PRIu64 "\n", suffix, o->scrapes_text);
         fprintf(f, "pmugate_exporter_scrapes%s{format=\"openmetrics\"} %" PRIu64 "\n", suffix,
-                m->scrapes_openmetrics);
+                o->scrapes_openmetrics);
 }
 
 int render_metrics(const Model *m, const RenderOptions *o, FILE *out) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -18,6 +19,7 @@ typedef struct RenderOptions {
         bool openmetrics;
         const char *job_label;  /* label naming the batch job ("jobid" unless configured) */
         const char *version;
+        uint64_t scrapes_text, scrapes_openmetrics;     /* /metrics answered, by format */
 } RenderOptions;
 
 /* Whether an HTTP Accept header asks for OpenMetrics more than for the text format: the
