@@ -20,16 +20,10 @@ struct Http {
         uint64_t scrapes_text, scrapes_openmetrics;     /* atomic: MHD may answer on several threads */
 };
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body,
-                             size_t size) {
-        struct MHD_Response *resp;
+static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const char *type,
+                             struct MHD_Response *resp) {
         enum MHD_Result r;
 
-        resp = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
-        if (!resp) {
-                free(body);
-                return MHD_NO;
-        }
         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
         (void) MHD_add_response_header(resp, "Cache-Control", "no-store");
         (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -38,6 +32,52 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
         r = MHD_queue_response(conn, status, resp);
         MHD_destroy_response(resp);
         return r;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body,
+                             size_t size) {
+        struct MHD_Response *resp;
+
+        resp = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(body);
+                return MHD_NO;
+        }
+        return queue(conn, status, type, resp);
+}
+
+/* A scrape served from a snapshot's body: both stay until libmicrohttpd has sent them. */
+typedef struct Scrape {
+        Snapshot *snapshot;
+        char *tail;
+} Scrape;
+
+static void scrape_free(void *userdata) {
+        Scrape *sc = userdata;
+
+        (void) snapshot_unref(sc->snapshot);
+        free(sc->tail);
+        free(sc);
+}
+
+static enum MHD_Result reply_snapshot(struct MHD_Connection *conn, const char *type, Snapshot *snapshot,
+                                      const char *body, size_t size, char *tail, size_t tail_size) {
+        struct MHD_IoVec iov[2] = { { body, size }, { tail, tail_size } };
+        struct MHD_Response *resp;
+        Scrape *sc = malloc(sizeof(Scrape));
+
+        if (!sc) {
+                (void) snapshot_unref(snapshot);
+                free(tail);
+                return MHD_NO;
+        }
+        *sc = (Scrape) { .snapshot = snapshot, .tail = tail };
+        resp = MHD_create_response_from_iovec(iov, ELEMENTSOF(iov), scrape_free, sc);
+        if (!resp) {
+                scrape_free(sc);
+                return MHD_NO;
+        }
+        return queue(conn, MHD_HTTP_OK, type, resp);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *text) {
@@ -54,8 +94,9 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
                 .version = h->options.version,
         };
         Snapshot *snapshot;
+        const char *rendered, *type;
         char *body = NULL;
-        size_t size = 0;
+        size_t size = 0, rendered_size = 0;
         FILE *f;
         int r;
 
@@ -67,19 +108,28 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
         snapshot = snapshot_get(h->options.snapshots);
         if (!snapshot)
                 return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "starting; no sample yet\n");
+        snapshot_want(h->options.snapshots, ro.openmetrics);
+        rendered = snapshot_body(snapshot, ro.openmetrics, &rendered_size);
         f = open_memstream(&body, &size);
         if (!f) {
                 (void) snapshot_unref(snapshot);
                 return MHD_NO;
         }
-        r = render_metrics(snapshot_model(snapshot), &ro, f);
-        (void) snapshot_unref(snapshot);
+        /* Not rendered yet (the first scrape in this format): render the snapshot's model here,
+         * still without the model's lock. */
+        r = rendered ? 0 : render_metrics_body(snapshot_model(snapshot), &ro, f);
+        if (r >= 0)
+                r = render_metrics_tail(&ro, f);
         if (fclose(f) != 0 || r < 0) {
+                (void) snapshot_unref(snapshot);
                 free(body);
                 return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render the metrics\n");
         }
-        return reply(conn, MHD_HTTP_OK, ro.openmetrics ? CONTENT_TYPE_OPENMETRICS : CONTENT_TYPE_TEXT, body,
-                     size);
+        type = ro.openmetrics ? CONTENT_TYPE_OPENMETRICS : CONTENT_TYPE_TEXT;
+        if (rendered)
+                return reply_snapshot(conn, type, snapshot, rendered, rendered_size, body, size);
+        (void) snapshot_unref(snapshot);
+        return reply(conn, MHD_HTTP_OK, type, body, size);
 }
 
 static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const char *job) {

@@ -313,6 +313,8 @@ int main(int argc, char **argv) {
         (void) pthread_sigmask(SIG_BLOCK, &set, NULL);
         (void) signal(SIGPIPE, SIG_IGN);
 
+        snapshots.job_label = o.job_label;
+        snapshots.version = PMUGATE_VERSION;
         /* The first scrapes see the model as it starts: every CPU starting, no samples. */
         if (snapshot_publish(&snapshots, &model) < 0) {
                 fprintf(stderr, "pmugate-exporter: out of memory\n");

@@ -515,23 +515,36 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
                         "Times a measurement started (the first, and after CPUs were yielded or resumed or "
                         "the daemon restarted)");
         fprintf(f, "pmugate_exporter_measurement_restarts%s %" PRIu64 "\n", suffix, m->restarts);
-        suffix = family(f, o, "pmugate_exporter_scrapes", true, "",
-                        "Scrapes of /metrics answered, by format");
-        fprintf(f, "pmugate_exporter_scrapes%s{format=\"text\"} %" PRIu64 "\n", suffix, o->scrapes_text);
-        fprintf(f, "pmugate_exporter_scrapes%s{format=\"openmetrics\"} %" PRIu64 "\n", suffix,
-                o->scrapes_openmetrics);
 }
 
-int render_metrics(const Model *m, const RenderOptions *o, FILE *out) {
+int render_metrics_body(const Model *m, const RenderOptions *o, FILE *out) {
         if (!m || !o || !out || !label_name_valid(o->job_label))
                 return -EINVAL;
         render_counters(m, o, out);
         render_package(m, o, out);
         render_job_scale(m, o, out);
         render_gauges(m, o, out);
+        return ferror(out) ? -EIO : 0;
+}
+
+int render_metrics_tail(const RenderOptions *o, FILE *out) {
+        const char *suffix;
+
+        if (!o || !out)
+                return -EINVAL;
+        suffix = family(out, o, "pmugate_exporter_scrapes", true, "", "Scrapes of /metrics answered, by format");
+        fprintf(out, "pmugate_exporter_scrapes%s{format=\"text\"} %" PRIu64 "\n", suffix, o->scrapes_text);
+        fprintf(out, "pmugate_exporter_scrapes%s{format=\"openmetrics\"} %" PRIu64 "\n", suffix,
+                o->scrapes_openmetrics);
         if (o->openmetrics)
                 fputs("# EOF\n", out);
         return ferror(out) ? -EIO : 0;
+}
+
+int render_metrics(const Model *m, const RenderOptions *o, FILE *out) {
+        int r = render_metrics_body(m, o, out);
+
+        return r < 0 ? r : render_metrics_tail(o, out);
 }
 
 static double ratio(double a, double b) {

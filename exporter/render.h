@@ -33,6 +33,12 @@ bool label_name_valid(const char *name);
 
 int render_metrics(const Model *m, const RenderOptions *o, FILE *out);
 
+/* render_metrics() in two parts: the body, everything the model says (the sampler renders it
+ * once a period for every scrape of that period, snapshot.h), and the tail, what changes with
+ * every scrape (the scrape counters) and the OpenMetrics end. */
+int render_metrics_body(const Model *m, const RenderOptions *o, FILE *out);
+int render_metrics_tail(const RenderOptions *o, FILE *out);
+
 /* The job's TopDown in percent, IPC, and what it counted over its run on this node, as one JSON
  * object (docs/EXPORTER.md). */
 int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out);

@@ -3,6 +3,7 @@
  * pmugate-exporter: the model's snapshots for scrapes
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "snapshot.h"
@@ -11,7 +12,37 @@ struct Snapshot {
         Model model;
         unsigned refs;  /* changed under the box's lock only */
         SnapshotBox *box;
+        char *body[2];          /* by openmetrics: the rendered body, or NULL */
+        size_t body_size[2];
 };
+
+static int render_body(const SnapshotBox *b, const Model *m, bool openmetrics, char **ret, size_t *ret_size) {
+        RenderOptions o = { .openmetrics = openmetrics, .job_label = b->job_label, .version = b->version };
+        char *body = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&body, &size);
+        int r;
+
+        if (!f)
+                return -ENOMEM;
+        r = render_metrics_body(m, &o, f);
+        if (fclose(f) != 0 && r >= 0)
+                r = -EIO;
+        if (r < 0) {
+                free(body);
+                return r;
+        }
+        *ret = body;
+        *ret_size = size;
+        return 0;
+}
+
+static void snapshot_free(Snapshot *s) {
+        model_done(&s->model);
+        free(s->body[0]);
+        free(s->body[1]);
+        free(s);
+}
 
 int snapshot_publish(SnapshotBox *b, const Model *m) {
         Snapshot *s = calloc(1, sizeof(Snapshot)), *old;
@@ -23,6 +54,15 @@ int snapshot_publish(SnapshotBox *b, const Model *m) {
         if (r < 0) {
                 free(s);
                 return r;
+        }
+        for (unsigned om = 0; om < 2; om++) {
+                if (!__atomic_load_n(&b->wanted[om], __ATOMIC_RELAXED))
+                        continue;
+                r = render_body(b, m, om, &s->body[om], &s->body_size[om]);
+                if (r < 0) {
+                        snapshot_free(s);
+                        return r;
+                }
         }
         s->refs = 1;
         s->box = b;
@@ -49,6 +89,15 @@ const Model *snapshot_model(const Snapshot *s) {
         return &s->model;
 }
 
+const char *snapshot_body(const Snapshot *s, bool openmetrics, size_t *ret_size) {
+        *ret_size = s->body_size[openmetrics];
+        return s->body[openmetrics];
+}
+
+void snapshot_want(SnapshotBox *b, bool openmetrics) {
+        __atomic_store_n(&b->wanted[openmetrics], true, __ATOMIC_RELAXED);
+}
+
 Snapshot *snapshot_unref(Snapshot *s) {
         bool last;
 
@@ -57,10 +106,8 @@ Snapshot *snapshot_unref(Snapshot *s) {
         pthread_mutex_lock(&s->box->lock);
         last = --s->refs == 0;
         pthread_mutex_unlock(&s->box->lock);
-        if (last) {
-                model_done(&s->model);
-                free(s);
-        }
+        if (last)
+                snapshot_free(s);
         return NULL;
 }
 
