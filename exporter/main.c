@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -292,6 +293,10 @@ int main(int argc, char **argv) {
 
         if (parse_options(argc, argv, &o) < 0)
                 return 2;
+        /* Each period frees a snapshot of megabytes (model copy and bodies) and allocates the
+         * next: fixed, the threshold keeps such blocks mapped on their own and returned when
+         * freed, where glibc's sliding one would move them to a heap that only grows. */
+        (void) mallopt(M_MMAP_THRESHOLD, 256 * 1024);
         if (parse_listen(o.listen, &address, &address_len) < 0) {
                 fprintf(stderr,
                         "pmugate-exporter: --listen=%s: give [ADDRESS]:PORT, e.g. :9755, 127.0.0.1:9755 or "
