@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Scrape latency and memory of pmugate-exporter against the HTTP library's floor.
 
-Usage: bench/run-bench-exporter.py [--cpus=16,512,4096] [--scrapes=N] [BUILD_DIR]
+Usage: bench/run-bench-exporter.py [--cpus=16,512,4096] [--scrapes=N] [--per-cpu=yes|no|auto] [BUILD_DIR]
 
 For each CPU count, starts BUILD_DIR/daemon/pmugated on a simulated Sapphire Rapids (16: one
 socket of 8 cores, 512: two of 128, 4096: eight of 256, SMT on) in job mode, and the exporter
-on it as a monitor sampling every second. Once it has sampled, it takes one /metrics body and
+on it as a monitor sampling every second, with --per-cpu=yes (the most series: the worst case;
+give --per-cpu=auto for the default). Once it has sampled, it takes one /metrics body and
 serves the same bytes from memory with BUILD_DIR/bench/bench-http-floor (libmicrohttpd with
 the exporter's threading: the floor). Then N scrapes (100; 30 at 4096 CPUs) of each, one
 connection each, alternating, from one client; prints the median and p99 latency of both,
@@ -57,7 +58,7 @@ def pct(values, p):
     return values[min(len(values) - 1, int(round(p / 100.0 * (len(values) - 1))))]
 
 
-def bench_one(build, et, t, n_cpus, scrapes):
+def bench_one(build, et, t, n_cpus, scrapes, per_cpu):
     sockets, cores = SHAPES[n_cpus]
     work = t.workdir()
     conf = os.path.join(work, "pmugate.conf")
@@ -70,7 +71,7 @@ def bench_one(build, et, t, n_cpus, scrapes):
     node.start_daemon()
     exporter = floor = None
     try:
-        exporter = et.Exporter(node, ["--interval=1s"])
+        exporter = et.Exporter(node, ["--interval=1s", "--per-cpu=" + per_cpu])
         exporter.wait(lambda: exporter.samples() >= 2, "two samples", timeout=120)
         status, ctype, body = exporter.get("/metrics")
         path = os.path.join(work, "body")
@@ -108,13 +109,15 @@ def bench_one(build, et, t, n_cpus, scrapes):
 
 
 def main(argv):
-    cpus, scrapes, rest = [16, 512, 4096], None, []
+    cpus, scrapes, per_cpu, rest = [16, 512, 4096], None, "yes", []
     for a in argv:
         key, _, value = a.partition("=")
         if key == "--cpus" and all(v.strip() and int(v) in SHAPES for v in value.split(",")):
             cpus = [int(v) for v in value.split(",")]
         elif key == "--scrapes" and value.isdigit() and int(value) > 0:
             scrapes = int(value)
+        elif key == "--per-cpu" and value in ("yes", "no", "auto"):
+            per_cpu = value
         else:
             rest.append(a)
     if any(a in ("-h", "--help") for a in rest) or len(rest) > 1 or any(a.startswith("-") for a in rest):
@@ -131,7 +134,7 @@ def main(argv):
         "CPUs", "bytes", "series", "med ms", "p99 ms", "floor med", "floor p99", "x med", "x p99",
         "RSS MiB", "peak MiB"))
     for n in cpus:
-        bench_one(build, et, t, n, scrapes or (30 if n >= 4096 else 100))
+        bench_one(build, et, t, n, scrapes or (30 if n >= 4096 else 100), per_cpu)
     return 0
 
 

@@ -92,6 +92,7 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
                 .openmetrics = accept_prefers_openmetrics(accept),
                 .job_label = h->options.job_label,
                 .version = h->options.version,
+                .per_cpu = h->options.per_cpu,
         };
         Snapshot *snapshot;
         const char *rendered, *type;

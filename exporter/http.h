@@ -22,6 +22,7 @@ typedef struct HttpOptions {
         SnapshotBox *snapshots;
         const char *job_label;
         const char *version;
+        PerCpu per_cpu;
 } HttpOptions;
 
 /* Starts serving on its own thread. Returns 0, or a negative errno (-EADDRINUSE, ...). */

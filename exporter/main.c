@@ -36,6 +36,7 @@ typedef struct Options {
         unsigned level;
         const char *job_label;
         bool job_uids;
+        PerCpu per_cpu;
         uint64_t retention_s;
         uint64_t log_interval_ns;
 } Options;
@@ -50,6 +51,8 @@ static void usage(FILE *f) {
               "  --job-label=NAME         label naming the batch job (default jobid)\n"
               "  --job-uids               export each job's uid as the gauge pmugate_job_uid (when the\n"
               "                           daemon's policy tells monitors uids: jobmap_uids = yes)\n"
+              "  --per-cpu=auto|yes|no    series per CPU besides per socket, node and job (default auto:\n"
+              "                           only on nodes of at most 256 CPUs)\n"
               "  --summary-retention=DURATION  how long an ended job's summary stays (default 15min)\n"
               "  --log-interval=DURATION  log each kind of problem once per DURATION, with a count of\n"
               "                           its repeats (default 1min; 1s-1h)\n"
@@ -139,6 +142,7 @@ static int parse_options(int argc, char **argv, Options *o) {
                 OPT_LEVEL,
                 OPT_JOB_LABEL,
                 OPT_JOB_UIDS,
+                OPT_PER_CPU,
                 OPT_RETENTION,
                 OPT_LOG_INTERVAL,
                 OPT_SOCKET,
@@ -151,6 +155,7 @@ static int parse_options(int argc, char **argv, Options *o) {
                 { "level", required_argument, NULL, OPT_LEVEL },
                 { "job-label", required_argument, NULL, OPT_JOB_LABEL },
                 { "job-uids", no_argument, NULL, OPT_JOB_UIDS },
+                { "per-cpu", required_argument, NULL, OPT_PER_CPU },
                 { "summary-retention", required_argument, NULL, OPT_RETENTION },
                 { "log-interval", required_argument, NULL, OPT_LOG_INTERVAL },
                 { "socket", required_argument, NULL, OPT_SOCKET },
@@ -198,6 +203,18 @@ static int parse_options(int argc, char **argv, Options *o) {
                         break;
                 case OPT_JOB_UIDS:
                         o->job_uids = true;
+                        break;
+                case OPT_PER_CPU:
+                        if (strcmp(optarg, "auto") == 0)
+                                o->per_cpu = PER_CPU_AUTO;
+                        else if (strcmp(optarg, "yes") == 0)
+                                o->per_cpu = PER_CPU_YES;
+                        else if (strcmp(optarg, "no") == 0)
+                                o->per_cpu = PER_CPU_NO;
+                        else {
+                                fprintf(stderr, "pmugate-exporter: --per-cpu=%s: give auto, yes or no\n", optarg);
+                                return -EINVAL;
+                        }
                         break;
                 case OPT_RETENTION:
                         if (parse_duration(optarg, &ns) < 0 || ns > 7ULL * 24 * 3600 * 1000000000ULL) {
@@ -320,6 +337,7 @@ int main(int argc, char **argv) {
 
         snapshots.job_label = o.job_label;
         snapshots.version = PMUGATE_VERSION;
+        snapshots.per_cpu = o.per_cpu;
         /* The first scrapes see the model as it starts: every CPU starting, no samples. */
         if (snapshot_publish(&snapshots, &model) < 0) {
                 fprintf(stderr, "pmugate-exporter: out of memory\n");
@@ -327,6 +345,7 @@ int main(int argc, char **argv) {
         }
         r = http_start(&(HttpOptions) { .address = (struct sockaddr *) &address, .address_len = address_len,
                                         .snapshots = &snapshots, .job_label = o.job_label,
+                                        .per_cpu = o.per_cpu,
                                         .version = PMUGATE_VERSION },
                        &http);
         if (r < 0) {

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/types.h>
 
 #include "cli/number-format.h"
 #include "macro.h"
+#include "pmugate-limits.h"
 #include "render.h"
 
 typedef enum Scope {
@@ -294,11 +296,18 @@ static void emit_topdown(FILE *f, const Model *m, const RenderOptions *o, Scope 
         }
 }
 
+bool render_per_cpu(const Model *m, PerCpu mode) {
+        return mode == PER_CPU_YES || (mode == PER_CPU_AUTO && m->n_cpus <= PMUGATE_EXPORTER_PER_CPU_AUTO_MAX);
+}
+
 static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
         for (unsigned sc = 0; sc < _SCOPE_MAX; sc++) {
                 char name[128], help[256], sample[160];
                 const char *suffix;
                 Emit e;
+
+                if (sc == SCOPE_CPU && !render_per_cpu(m, o->per_cpu))
+                        continue;
 
                 for (unsigned q = 0; q < QTY_TOPDOWN_FIRST; q++) {
                         (void) snprintf(name, sizeof(name), "pmugate_%s_%s", scope_names[sc],
@@ -426,16 +435,14 @@ static void render_job_scale(const Model *m, const RenderOptions *o, FILE *f) {
         }
 }
 
-static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
-        const char *suffix;
-
+static void render_cpu_gauges(const Model *m, const RenderOptions *o, FILE *f) {
         family(f, o, "pmugate_cpu_monitored", false, "",
                "1 while the exporter counts the CPU, 0 while it does not (pmugate_cpu_state says why)");
         for (size_t i = 0; i < m->n_cpus; i++) {
                 const CpuTotals *c = &m->cpus[i];
                 bool first = true;
 
-                fputs("pmugate_cpu_monitored", f);
+                put_text(f, "pmugate_cpu_monitored");
                 cpu_labels(f, &first, c);
                 put_value(f, first, c->reason == CPU_MONITORED ? 1 : 0);
         }
@@ -449,12 +456,49 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
                 for (unsigned r = 0; r < _CPU_REASON_MAX; r++) {
                         bool first = true;
 
-                        fputs("pmugate_cpu_state", f);
+                        put_text(f, "pmugate_cpu_state");
                         cpu_labels(f, &first, c);
                         put_label(f, &first, "pmugate_cpu_state", cpu_reason_to_string(r));
                         put_value(f, first, c->reason == r ? 1 : 0);
                 }
         }
+}
+
+/* Per socket, how many CPUs are in each state: what pmugate_cpu_state says, without a series
+ * per CPU. Socket -1 counts the CPUs of no known socket (offline). */
+static void render_socket_states(const Model *m, const RenderOptions *o, FILE *f) {
+        family(f, o, "pmugate_socket_cpus", false, "",
+               "CPUs of the socket in each state (pmugate_cpu_state: why the exporter counts them or not)");
+        for (ssize_t sk = -1; sk < (ssize_t) m->n_sockets; sk++) {
+                uint32_t n[_CPU_REASON_MAX] = {};
+                bool any = false;
+                char num[24];
+
+                for (size_t i = 0; i < m->n_cpus; i++)
+                        if (m->cpus[i].socket == sk) {
+                                n[m->cpus[i].reason]++;
+                                any = true;
+                        }
+                if (!any && sk < 0)
+                        continue;
+                (void) snprintf(num, sizeof(num), "%zd", sk);
+                for (unsigned r = 0; r < _CPU_REASON_MAX; r++) {
+                        bool first = true;
+
+                        put_text(f, "pmugate_socket_cpus");
+                        put_label(f, &first, "socket", num);
+                        put_label(f, &first, "pmugate_cpu_state", cpu_reason_to_string(r));
+                        put_value(f, first, n[r]);
+                }
+        }
+}
+
+static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
+        const char *suffix;
+
+        if (render_per_cpu(m, o->per_cpu))
+                render_cpu_gauges(m, o, f);
+        render_socket_states(m, o, f);
         family(f, o, "pmugate_job_cpus", false, "", "CPUs of this node the job holds");
         for (size_t i = 0; i < m->n_jobs; i++)
                 if (m->jobs[i].running) {

@@ -15,10 +15,21 @@
 #define CONTENT_TYPE_TEXT "text/plain; version=0.0.4; charset=utf-8"
 #define CONTENT_TYPE_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
+/* Whether a scrape has per-CPU series (--per-cpu). */
+typedef enum PerCpu {
+        PER_CPU_AUTO,   /* on nodes of at most PMUGATE_EXPORTER_PER_CPU_AUTO_MAX CPUs */
+        PER_CPU_YES,
+        PER_CPU_NO,
+} PerCpu;
+
+/* Whether m's scrapes have per-CPU series under mode. */
+bool render_per_cpu(const Model *m, PerCpu mode);
+
 typedef struct RenderOptions {
         bool openmetrics;
         const char *job_label;  /* label naming the batch job ("jobid" unless configured) */
         const char *version;
+        PerCpu per_cpu;
         uint64_t scrapes_text, scrapes_openmetrics;     /* /metrics answered, by format */
 } RenderOptions;
 

@@ -17,7 +17,8 @@ struct Snapshot {
 };
 
 static int render_body(const SnapshotBox *b, const Model *m, bool openmetrics, char **ret, size_t *ret_size) {
-        RenderOptions o = { .openmetrics = openmetrics, .job_label = b->job_label, .version = b->version };
+        RenderOptions o = { .openmetrics = openmetrics, .job_label = b->job_label, .version = b->version,
+                           .per_cpu = b->per_cpu };
         char *body = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&body, &size);

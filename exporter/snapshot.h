@@ -19,6 +19,7 @@ typedef struct SnapshotBox {
         pthread_mutex_t lock;   /* guards latest only, held for a pointer and a count */
         Snapshot *latest;
         const char *job_label, *version;        /* of the bodies rendered */
+        PerCpu per_cpu;
         bool wanted[2];         /* atomic; by openmetrics: a scrape asked for it, render it */
 } SnapshotBox;
 
