@@ -4,7 +4,8 @@
 Rapids of 4096 CPUs. The exporter's memory stays small (a client measuring every CPU no longer
 holds a list of every CPU for each CPU), scrapes serve the snapshot the sampler published (the
 same body within a period, only the scrape counters after it differ, and each scrape counts
-itself), in both formats. Latency is measured in bench/run-bench-exporter.py, not here."""
+itself), in both formats. With --per-cpu=auto (the default) such a node has no per-CPU series:
+the CPUs' states are counted per socket, and the node's, sockets' and jobs' series remain. Latency is measured in bench/run-bench-exporter.py, not here."""
 
 import os
 import re
@@ -37,7 +38,7 @@ def test_memory(tap, node, ex):
         for _ in range(3):
             ex.get("/metrics", accept)
     rss = rss_kib(ex.proc.pid)
-    tap.ok(rss is not None and rss < RSS_BOUND_KIB, "the exporter at 4096 CPUs holds under %d MiB after scrapes in both "
+    tap.ok(rss is not None and rss < RSS_BOUND_KIB, "the exporter at 4096 CPUs, per-CPU series on, holds under %d MiB after scrapes in both "
            "formats" % (RSS_BOUND_KIB // 1024), "VmRSS %s KiB" % rss)
 
 
@@ -65,6 +66,28 @@ def test_snapshot(tap, node, ex):
            "every one of the 4096 CPUs is there and monitored")
 
 
+def test_per_cpu_auto(tap, node, ex):
+    ex.stop()
+    auto = x.Exporter(node, ["--interval=1s"])
+    try:
+        auto.wait(lambda: sum(x.series(auto.metrics(), "pmugate_socket_cpus", pmugate_cpu_state="monitored").values())
+                  == 4096, "every CPU is monitored", timeout=120)
+        text = auto.get("/metrics")[2]
+        metrics = x.parse(text)
+        names = {k[0] for k in metrics}
+        tap.eq(sorted(n for n in names if n.startswith("pmugate_cpu_")), [],
+               "--per-cpu=auto on 4096 CPUs: no per-CPU series")
+        per_socket = x.series(metrics, "pmugate_socket_cpus", pmugate_cpu_state="monitored")
+        tap.eq(sorted((dict(k)["socket"], v) for k, v in per_socket.items()),
+               [(str(s), 512.0) for s in range(8)], "each socket counts its 512 monitored CPUs")
+        tap.ok(all(("pmugate_socket_%s_total" % q) in names for q in ("instructions", "cycles", "slots")) and
+               "pmugate_node_instructions_total" in names, "the socket and node counters remain")
+        tap.ok(len(metrics) < 2000, "a scrape is some hundreds of series, not tens of thousands",
+               "%d series, %d bytes" % (len(metrics), len(text)))
+    finally:
+        auto.stop()
+
+
 def main():
     tap = t.Tap()
     if not os.path.exists(x.EXPORTER):
@@ -73,7 +96,7 @@ def main():
     node = x.Node(sockets=8, cores=512)
     ex = None
     try:
-        ex = x.Exporter(node, ["--interval=10s"])
+        ex = x.Exporter(node, ["--interval=10s", "--per-cpu=yes"])
         ex.wait(lambda: x.series(ex.metrics(), "pmugate_cpu_monitored").get(
             (("cpu", "4095"), ("socket", "7")), 0) == 1, "CPU 4095 is monitored", timeout=120)
 
@@ -82,7 +105,7 @@ def main():
                 f(tp, node, ex)
             run.__name__ = f.__name__
             return run
-        return tap.run([bind(test_snapshot), bind(test_memory)])
+        return tap.run([bind(test_snapshot), bind(test_memory), bind(test_per_cpu_auto)])
     finally:
         if ex:
             ex.stop()
