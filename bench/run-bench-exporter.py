@@ -12,7 +12,9 @@ serves the same bytes from memory with BUILD_DIR/bench/bench-http-floor (libmicr
 the exporter's threading: the floor). Then N scrapes (100; 30 at 4096 CPUs) of each, one
 connection each, alternating, from one client; prints the median and p99 latency of both,
 their ratio, the body's bytes and series, and the exporter's RSS (VmRSS, and VmHWM: the peak)
-from /proc after the scrapes. Needs root, as the daemon does. Not a test: it prints numbers.
+from /proc after the scrapes. Then, for 15 s, one scrape every 15 s (Prometheus' usual interval):
+the CPU (user + system from /proc/PID/stat) the exporter and pmugated spent per second of it,
+sampling every second and rendering the body once a period. Needs root, as the daemon does. Not a test: it prints numbers.
 """
 
 import os
@@ -51,6 +53,12 @@ def rss_kib(pid):
             if key in ("VmRSS", "VmHWM"):
                 out[key] = int(value.split()[0])
     return out
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values, p):
@@ -93,11 +101,18 @@ def bench_one(build, et, t, n_cpus, scrapes, per_cpu):
             lat_e.append(scrape(exporter.port)[0])
             lat_f.append(scrape(port)[0])
         mem = rss_kib(exporter.proc.pid)
+        e0, d0, w0 = cpu_seconds(exporter.proc.pid), cpu_seconds(node.daemon.proc.pid), time.time()
+        scrape(exporter.port)
+        time.sleep(15)
+        wall = time.time() - w0
+        e_cpu = (cpu_seconds(exporter.proc.pid) - e0) / wall
+        d_cpu = (cpu_seconds(node.daemon.proc.pid) - d0) / wall
         series = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
         me, mf = statistics.median(lat_e), statistics.median(lat_f)
-        print("%5d %9d %8d %9.3f %9.3f %9.3f %9.3f %6.1fx %6.1fx %8.1f %8.1f" % (
+        print("%5d %9d %8d %9.3f %9.3f %9.3f %9.3f %6.1fx %6.1fx %8.1f %8.1f %7.1f%% %7.1f%%" % (
             n_cpus, len(body), series, me * 1e3, pct(lat_e, 99) * 1e3, mf * 1e3, pct(lat_f, 99) * 1e3,
-            me / mf, pct(lat_e, 99) / pct(lat_f, 99), mem["VmRSS"] / 1024.0, mem["VmHWM"] / 1024.0))
+            me / mf, pct(lat_e, 99) / pct(lat_f, 99), mem["VmRSS"] / 1024.0, mem["VmHWM"] / 1024.0,
+            100 * e_cpu, 100 * d_cpu))
         sys.stdout.flush()
     finally:
         if floor:
@@ -130,9 +145,9 @@ def main(argv):
         return rc
     t = benchnode.harness(build)
     import exportertest as et
-    print("%5s %9s %8s %9s %9s %9s %9s %7s %7s %8s %8s" % (
+    print("%5s %9s %8s %9s %9s %9s %9s %7s %7s %8s %8s %8s %8s" % (
         "CPUs", "bytes", "series", "med ms", "p99 ms", "floor med", "floor p99", "x med", "x p99",
-        "RSS MiB", "peak MiB"))
+        "RSS MiB", "peak MiB", "exp CPU", "pmugated"))
     for n in cpus:
         bench_one(build, et, t, n, scrapes or (30 if n >= 4096 else 100), per_cpu)
     return 0
