@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""pmugate-exporter on a large node (docs/EXPORTER.md, "Cost at scale"): a simulated Sapphire
+"""pmugate-exporter on a large node (docs/PERFORMANCE.md, "The exporter at scale"; docs/SCALE.md): a simulated Sapphire
 Rapids of 4096 CPUs. The exporter's memory stays small (a client measuring every CPU no longer
 holds a list of every CPU for each CPU), scrapes serve the snapshot the sampler published (the
 same body within a period, only the scrape counters after it differ, and each scrape counts
