@@ -9,7 +9,7 @@ packages="
         libpfm4-dev libmuparser-dev libcmocka-dev libhwloc-dev libmicrohttpd-dev
         systemd python3 python3-msgpack python3-matplotlib util-linux procps
         systemd-container debootstrap debhelper dpkg-dev fakeroot lintian strace
-        prometheus curl pcp python3-requests
+        prometheus victoria-metrics curl pcp python3-requests
         libgomp1
         likwid
         python3-dev python3-numpy python3-pandas dh-python

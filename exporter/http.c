@@ -17,18 +17,13 @@ struct Http {
         struct MHD_Daemon *daemon;
         HttpGuard *guard;
         HttpOptions options;
+        uint64_t scrapes_text, scrapes_openmetrics;     /* atomic: MHD may answer on several threads */
 };
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body,
-                             size_t size) {
-        struct MHD_Response *resp;
+static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const char *type,
+                             struct MHD_Response *resp) {
         enum MHD_Result r;
 
-        resp = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
-        if (!resp) {
-                free(body);
-                return MHD_NO;
-        }
         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
         (void) MHD_add_response_header(resp, "Cache-Control", "no-store");
         (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -37,6 +32,52 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
         r = MHD_queue_response(conn, status, resp);
         MHD_destroy_response(resp);
         return r;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body,
+                             size_t size) {
+        struct MHD_Response *resp;
+
+        resp = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(body);
+                return MHD_NO;
+        }
+        return queue(conn, status, type, resp);
+}
+
+/* A scrape served from a snapshot's body: both stay until libmicrohttpd has sent them. */
+typedef struct Scrape {
+        Snapshot *snapshot;
+        char *tail;
+} Scrape;
+
+static void scrape_free(void *userdata) {
+        Scrape *sc = userdata;
+
+        (void) snapshot_unref(sc->snapshot);
+        free(sc->tail);
+        free(sc);
+}
+
+static enum MHD_Result reply_snapshot(struct MHD_Connection *conn, const char *type, Snapshot *snapshot,
+                                      const char *body, size_t size, char *tail, size_t tail_size) {
+        struct MHD_IoVec iov[2] = { { body, size }, { tail, tail_size } };
+        struct MHD_Response *resp;
+        Scrape *sc = malloc(sizeof(Scrape));
+
+        if (!sc) {
+                (void) snapshot_unref(snapshot);
+                free(tail);
+                return MHD_NO;
+        }
+        *sc = (Scrape) { .snapshot = snapshot, .tail = tail };
+        resp = MHD_create_response_from_iovec(iov, ELEMENTSOF(iov), scrape_free, sc);
+        if (!resp) {
+                scrape_free(sc);
+                return MHD_NO;
+        }
+        return queue(conn, MHD_HTTP_OK, type, resp);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *text) {
@@ -51,33 +92,50 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
                 .openmetrics = accept_prefers_openmetrics(accept),
                 .job_label = h->options.job_label,
                 .version = h->options.version,
+                .per_cpu = h->options.per_cpu,
         };
+        Snapshot *snapshot;
+        const char *rendered, *type;
         char *body = NULL;
-        size_t size = 0;
+        size_t size = 0, rendered_size = 0;
         FILE *f;
         int r;
 
-        f = open_memstream(&body, &size);
-        if (!f)
-                return MHD_NO;
-        pthread_mutex_lock(h->options.lock);
         /* counted before rendering, so a scrape sees itself */
-        if (ro.openmetrics)
-                h->options.model->scrapes_openmetrics++;
-        else
-                h->options.model->scrapes_text++;
-        r = render_metrics(h->options.model, &ro, f);
-        pthread_mutex_unlock(h->options.lock);
+        (void) __atomic_add_fetch(ro.openmetrics ? &h->scrapes_openmetrics : &h->scrapes_text, 1,
+                                  __ATOMIC_RELAXED);
+        ro.scrapes_text = __atomic_load_n(&h->scrapes_text, __ATOMIC_RELAXED);
+        ro.scrapes_openmetrics = __atomic_load_n(&h->scrapes_openmetrics, __ATOMIC_RELAXED);
+        snapshot = snapshot_get(h->options.snapshots);
+        if (!snapshot)
+                return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "starting; no sample yet\n");
+        snapshot_want(h->options.snapshots, ro.openmetrics);
+        rendered = snapshot_body(snapshot, ro.openmetrics, &rendered_size);
+        f = open_memstream(&body, &size);
+        if (!f) {
+                (void) snapshot_unref(snapshot);
+                return MHD_NO;
+        }
+        /* Not rendered yet (the first scrape in this format): render the snapshot's model here,
+         * still without the model's lock. */
+        r = rendered ? 0 : render_metrics_body(snapshot_model(snapshot), &ro, f);
+        if (r >= 0)
+                r = render_metrics_tail(&ro, f);
         if (fclose(f) != 0 || r < 0) {
+                (void) snapshot_unref(snapshot);
                 free(body);
                 return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render the metrics\n");
         }
-        return reply(conn, MHD_HTTP_OK, ro.openmetrics ? CONTENT_TYPE_OPENMETRICS : CONTENT_TYPE_TEXT, body,
-                     size);
+        type = ro.openmetrics ? CONTENT_TYPE_OPENMETRICS : CONTENT_TYPE_TEXT;
+        if (rendered)
+                return reply_snapshot(conn, type, snapshot, rendered, rendered_size, body, size);
+        (void) snapshot_unref(snapshot);
+        return reply(conn, MHD_HTTP_OK, type, body, size);
 }
 
 static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const char *job) {
         const JobTotals *j;
+        Snapshot *snapshot;
         char *body = NULL;
         size_t size = 0;
         FILE *f;
@@ -86,11 +144,11 @@ static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const cha
         f = open_memstream(&body, &size);
         if (!f)
                 return MHD_NO;
-        pthread_mutex_lock(h->options.lock);
-        j = model_find_job(h->options.model, job);
+        snapshot = snapshot_get(h->options.snapshots);
+        j = snapshot ? model_find_job(snapshot_model(snapshot), job) : NULL;
         if (j)
-                r = render_job_summary(h->options.model, j, time(NULL), f);
-        pthread_mutex_unlock(h->options.lock);
+                r = render_job_summary(snapshot_model(snapshot), j, time(NULL), f);
+        (void) snapshot_unref(snapshot);
         if (fclose(f) != 0)
                 r = -EIO;
         if (r == -ENOENT) {
@@ -148,7 +206,7 @@ int http_start(const HttpOptions *o, Http **ret) {
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
         int r;
 
-        if (!o || !o->address || !o->model || !o->lock || !ret)
+        if (!o || !o->address || !o->snapshots || !ret)
                 return -EINVAL;
         h = calloc(1, sizeof(Http));
         if (!h)

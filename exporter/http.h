@@ -2,7 +2,8 @@
 /*
  * pmugate-exporter's HTTP side, on libmicrohttpd: GET /metrics (content negotiation between the
  * Prometheus text format and OpenMetrics), GET /jobs/ID (a job's JSON summary), GET / (a
- * pointer to both). A request only reads the model under its lock; it never touches counters.
+ * pointer to both). A request renders the sampler's latest snapshot (snapshot.h): it takes no
+ * lock the sampler waits on and never touches counters.
  */
 #pragma once
 
@@ -11,16 +12,17 @@
 
 #include "model.h"
 #include "render.h"
+#include "snapshot.h"
 
 typedef struct Http Http;
 
 typedef struct HttpOptions {
         const struct sockaddr *address;
         socklen_t address_len;
-        Model *model;
-        pthread_mutex_t *lock;
+        SnapshotBox *snapshots;
         const char *job_label;
         const char *version;
+        PerCpu per_cpu;
 } HttpOptions;
 
 /* Starts serving on its own thread. Returns 0, or a negative errno (-EADDRINUSE, ...). */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ typedef struct Options {
         unsigned level;
         const char *job_label;
         bool job_uids;
+        PerCpu per_cpu;
         uint64_t retention_s;
         uint64_t log_interval_ns;
 } Options;
@@ -49,6 +51,8 @@ static void usage(FILE *f) {
               "  --job-label=NAME         label naming the batch job (default jobid)\n"
               "  --job-uids               export each job's uid as the gauge pmugate_job_uid (when the\n"
               "                           daemon's policy tells monitors uids: jobmap_uids = yes)\n"
+              "  --per-cpu=auto|yes|no    series per CPU besides per socket, node and job (default auto:\n"
+              "                           only on nodes of at most 256 CPUs)\n"
               "  --summary-retention=DURATION  how long an ended job's summary stays (default 15min)\n"
               "  --log-interval=DURATION  log each kind of problem once per DURATION, with a count of\n"
               "                           its repeats (default 1min; 1s-1h)\n"
@@ -138,6 +142,7 @@ static int parse_options(int argc, char **argv, Options *o) {
                 OPT_LEVEL,
                 OPT_JOB_LABEL,
                 OPT_JOB_UIDS,
+                OPT_PER_CPU,
                 OPT_RETENTION,
                 OPT_LOG_INTERVAL,
                 OPT_SOCKET,
@@ -150,6 +155,7 @@ static int parse_options(int argc, char **argv, Options *o) {
                 { "level", required_argument, NULL, OPT_LEVEL },
                 { "job-label", required_argument, NULL, OPT_JOB_LABEL },
                 { "job-uids", no_argument, NULL, OPT_JOB_UIDS },
+                { "per-cpu", required_argument, NULL, OPT_PER_CPU },
                 { "summary-retention", required_argument, NULL, OPT_RETENTION },
                 { "log-interval", required_argument, NULL, OPT_LOG_INTERVAL },
                 { "socket", required_argument, NULL, OPT_SOCKET },
@@ -197,6 +203,18 @@ static int parse_options(int argc, char **argv, Options *o) {
                         break;
                 case OPT_JOB_UIDS:
                         o->job_uids = true;
+                        break;
+                case OPT_PER_CPU:
+                        if (strcmp(optarg, "auto") == 0)
+                                o->per_cpu = PER_CPU_AUTO;
+                        else if (strcmp(optarg, "yes") == 0)
+                                o->per_cpu = PER_CPU_YES;
+                        else if (strcmp(optarg, "no") == 0)
+                                o->per_cpu = PER_CPU_NO;
+                        else {
+                                fprintf(stderr, "pmugate-exporter: --per-cpu=%s: give auto, yes or no\n", optarg);
+                                return -EINVAL;
+                        }
                         break;
                 case OPT_RETENTION:
                         if (parse_duration(optarg, &ns) < 0 || ns > 7ULL * 24 * 3600 * 1000000000ULL) {
@@ -279,6 +297,7 @@ int main(int argc, char **argv) {
                      .retention_s = DEFAULT_RETENTION_S,
                      .log_interval_ns = PMUGATE_EXPORTER_LOG_INTERVAL_USEC * 1000ULL};
         pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        SnapshotBox snapshots = SNAPSHOT_BOX_INIT;
         struct sockaddr_storage address;
         socklen_t address_len = 0;
         Model model = {};
@@ -291,6 +310,10 @@ int main(int argc, char **argv) {
 
         if (parse_options(argc, argv, &o) < 0)
                 return 2;
+        /* Each period frees a snapshot of megabytes (model copy and bodies) and allocates the
+         * next: fixed, the threshold keeps such blocks mapped on their own and returned when
+         * freed, where glibc's sliding one would move them to a heap that only grows. */
+        (void) mallopt(M_MMAP_THRESHOLD, 256 * 1024);
         if (parse_listen(o.listen, &address, &address_len) < 0) {
                 fprintf(stderr,
                         "pmugate-exporter: --listen=%s: give [ADDRESS]:PORT, e.g. :9755, 127.0.0.1:9755 or "
@@ -312,8 +335,17 @@ int main(int argc, char **argv) {
         (void) pthread_sigmask(SIG_BLOCK, &set, NULL);
         (void) signal(SIGPIPE, SIG_IGN);
 
+        snapshots.job_label = o.job_label;
+        snapshots.version = PMUGATE_VERSION;
+        snapshots.per_cpu = o.per_cpu;
+        /* The first scrapes see the model as it starts: every CPU starting, no samples. */
+        if (snapshot_publish(&snapshots, &model) < 0) {
+                fprintf(stderr, "pmugate-exporter: out of memory\n");
+                return 1;
+        }
         r = http_start(&(HttpOptions) { .address = (struct sockaddr *) &address, .address_len = address_len,
-                                        .model = &model, .lock = &lock, .job_label = o.job_label,
+                                        .snapshots = &snapshots, .job_label = o.job_label,
+                                        .per_cpu = o.per_cpu,
                                         .version = PMUGATE_VERSION },
                        &http);
         if (r < 0) {
@@ -334,6 +366,8 @@ int main(int argc, char **argv) {
                 (void) sd_notify(0, "WATCHDOG=1");
                 pthread_mutex_lock(&lock);
                 model_prune_jobs(&model, time(NULL), (time_t) o.retention_s);
+                /* Scrapes render this copy; out of memory, they keep the previous one. */
+                (void) snapshot_publish(&snapshots, &model);
                 pthread_mutex_unlock(&lock);
                 /* PERF_METRICS keeps 8 bits per share: a longer window loses precision. */
                 poll = sampler_poll_interval(&sampler);
@@ -354,6 +388,7 @@ int main(int argc, char **argv) {
         }
         (void) sd_notify(0, "STOPPING=1");
         http = http_stop(http);
+        snapshot_box_done(&snapshots);
         sampler_done(&sampler);
         model_done(&model);
         return 0;

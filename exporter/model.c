@@ -3,6 +3,7 @@
  * pmugate-exporter: totals and their attribution to CPUs, jobs, sockets and the node
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,8 @@ int model_set_cpus(Model *m, const uint32_t *cpus, const int32_t *sockets, size_
                 else
                         next[i] = (CpuTotals) { .cpu = cpus[i], .reason = CPU_STARTING };
                 next[i].socket = sockets[i];
+                (void) snprintf(next[i].labels, sizeof(next[i].labels), "cpu=\"%" PRIu32 "\",socket=\"%" PRId32 "\"",
+                                cpus[i], sockets[i]);
                 if (sockets[i] >= 0 && (size_t) sockets[i] + 1 > n_sockets)
                         n_sockets = (size_t) sockets[i] + 1;
                 index[cpus[i]] = (int32_t) i;
@@ -103,6 +106,30 @@ void model_done(Model *m) {
         free(m->sockets);
         free(m->jobs);
         *m = (Model) {};
+}
+
+static void *memdup_array(const void *p, size_t n, size_t size) {
+        void *q = malloc((n ?: 1) * size);
+
+        if (q && n > 0)
+                memcpy(q, p, n * size);
+        return q;
+}
+
+int model_copy(const Model *m, Model *ret) {
+        Model c = *m;
+
+        c.cpus = memdup_array(m->cpus, m->n_cpus, sizeof(CpuTotals));
+        c.cpu_index = memdup_array(m->cpu_index, m->n_cpu_index, sizeof(int32_t));
+        c.sockets = memdup_array(m->sockets, m->n_sockets, sizeof(*m->sockets));
+        c.jobs = memdup_array(m->jobs, m->n_jobs, sizeof(JobTotals));
+        c.max_jobs = m->n_jobs;
+        if (!c.cpus || !c.cpu_index || !c.sockets || !c.jobs) {
+                model_done(&c);
+                return -ENOMEM;
+        }
+        *ret = c;
+        return 0;
 }
 
 const JobTotals *model_find_job(const Model *m, const char *job) {

@@ -65,6 +65,7 @@ const char *cpu_reason_to_string(CpuReason r);
 typedef struct CpuTotals {
         uint32_t cpu;
         int32_t socket;         /* -1 when unknown (offline) */
+        char labels[40];        /* cpu="N",socket="S": formatted once, not in every scrape */
         CpuReason reason;
         double idle[QTY_MAX];   /* counted while no job held the CPU */
         char job[MODEL_JOB_MAX]; /* the job holding it now, "" for none */
@@ -114,7 +115,6 @@ typedef struct Model {
         bool daemon_up;
         double last_sample;     /* UNIX time of the last sample, 0 before the first */
         uint64_t samples, sample_errors, restarts;
-        uint64_t scrapes_text, scrapes_openmetrics;     /* /metrics answered, by format */
         bool export_uids;
         bool has_memory;        /* the measurement counts memory traffic per socket */
         bool has_energy;        /* ... and RAPL energy */
@@ -123,6 +123,10 @@ typedef struct Model {
 /* CPU layout from the daemon's hello; totals of CPUs present before are kept. */
 int model_set_cpus(Model *m, const uint32_t *cpus, const int32_t *sockets, size_t n);
 void model_done(Model *m);
+
+/* A copy of m that owns its arrays, for a scrape to render while the sampler goes on:
+ * 0 or -ENOMEM. */
+int model_copy(const Model *m, Model *ret);
 
 /* The totals of CPU number cpu, or NULL; constant time. */
 CpuTotals *model_cpu(Model *m, uint32_t cpu);

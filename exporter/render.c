@@ -10,8 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/types.h>
 
+#include "cli/number-format.h"
 #include "macro.h"
+#include "pmugate-limits.h"
 #include "render.h"
 
 typedef enum Scope {
@@ -103,28 +106,45 @@ bool label_name_valid(const char *name) {
         return true;
 }
 
+/* A scrape is some 10^5 series at 4096 CPUs: the writes below are stdio's unlocked ones (the
+ * stream is the scrape's own) and numbers go through the integer formatter, not printf. */
+static void put_text(FILE *f, const char *s) {
+        fputs_unlocked(s, f);
+}
+
 /* Label values are job ids and words of the exporter's own; escape anyway. */
 static void put_label(FILE *f, bool *first, const char *name, const char *value) {
-        fprintf(f, "%s%s=\"", *first ? "{" : ",", name);
-        for (const char *c = value; *c; c++) {
-                if (*c == '\\' || *c == '"')
-                        fprintf(f, "\\%c", *c);
-                else if (*c == '\n')
-                        fputs("\\n", f);
-                else
-                        fputc(*c, f);
+        put_text(f, *first ? "{" : ",");
+        put_text(f, name);
+        put_text(f, "=\"");
+        for (const char *c = value; *c;) {
+                size_t n = strcspn(c, "\\\"\n");
+
+                fwrite_unlocked(c, 1, n, f);
+                c += n;
+                if (!*c)
+                        break;
+                put_text(f, *c == '\n' ? "\\n" : *c == '"' ? "\\\"" : "\\\\");
+                c++;
         }
-        fputc('"', f);
+        fputc_unlocked('"', f);
         *first = false;
 }
 
 static void put_value(FILE *f, bool first, double v) {
+        char num[NUMBER_TEXT_MAX];
+        size_t n;
+
         if (!first)
-                fputc('}', f);
-        if (isnan(v))
-                fputs(" NaN\n", f);
-        else
-                fprintf(f, " %.17g\n", v);
+                fputc_unlocked('}', f);
+        if (isnan(v)) {
+                put_text(f, " NaN\n");
+                return;
+        }
+        fputc_unlocked(' ', f);
+        n = number_format_g17(v, num);
+        num[n++] = '\n';
+        fwrite_unlocked(num, 1, n, f);
 }
 
 /* HELP and TYPE of a family of any type (the text format names the sample, OpenMetrics the
@@ -153,13 +173,11 @@ typedef struct Sample {
         const JobTotals *job;   /* SCOPE_JOB */
 } Sample;
 
+/* The CPU's labels were formatted once, when the model learnt the CPU (model_set_cpus()). */
 static void cpu_labels(FILE *f, bool *first, const CpuTotals *c) {
-        char num[16];
-
-        (void) snprintf(num, sizeof(num), "%u", c->cpu);
-        put_label(f, first, "cpu", num);
-        (void) snprintf(num, sizeof(num), "%d", c->socket);
-        put_label(f, first, "socket", num);
+        fputc_unlocked(*first ? '{' : ',', f);
+        put_text(f, c->labels);
+        *first = false;
 }
 
 static void scope_labels(FILE *f, bool *first, const RenderOptions *o, Scope scope, const Sample *s) {
@@ -278,11 +296,18 @@ static void emit_topdown(FILE *f, const Model *m, const RenderOptions *o, Scope 
         }
 }
 
+bool render_per_cpu(const Model *m, PerCpu mode) {
+        return mode == PER_CPU_YES || (mode == PER_CPU_AUTO && m->n_cpus <= PMUGATE_EXPORTER_PER_CPU_AUTO_MAX);
+}
+
 static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
         for (unsigned sc = 0; sc < _SCOPE_MAX; sc++) {
                 char name[128], help[256], sample[160];
                 const char *suffix;
                 Emit e;
+
+                if (sc == SCOPE_CPU && !render_per_cpu(m, o->per_cpu))
+                        continue;
 
                 for (unsigned q = 0; q < QTY_TOPDOWN_FIRST; q++) {
                         (void) snprintf(name, sizeof(name), "pmugate_%s_%s", scope_names[sc],
@@ -410,16 +435,14 @@ static void render_job_scale(const Model *m, const RenderOptions *o, FILE *f) {
         }
 }
 
-static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
-        const char *suffix;
-
+static void render_cpu_gauges(const Model *m, const RenderOptions *o, FILE *f) {
         family(f, o, "pmugate_cpu_monitored", false, "",
                "1 while the exporter counts the CPU, 0 while it does not (pmugate_cpu_state says why)");
         for (size_t i = 0; i < m->n_cpus; i++) {
                 const CpuTotals *c = &m->cpus[i];
                 bool first = true;
 
-                fputs("pmugate_cpu_monitored", f);
+                put_text(f, "pmugate_cpu_monitored");
                 cpu_labels(f, &first, c);
                 put_value(f, first, c->reason == CPU_MONITORED ? 1 : 0);
         }
@@ -433,12 +456,49 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
                 for (unsigned r = 0; r < _CPU_REASON_MAX; r++) {
                         bool first = true;
 
-                        fputs("pmugate_cpu_state", f);
+                        put_text(f, "pmugate_cpu_state");
                         cpu_labels(f, &first, c);
                         put_label(f, &first, "pmugate_cpu_state", cpu_reason_to_string(r));
                         put_value(f, first, c->reason == r ? 1 : 0);
                 }
         }
+}
+
+/* Per socket, how many CPUs are in each state: what pmugate_cpu_state says, without a series
+ * per CPU. Socket -1 counts the CPUs of no known socket (offline). */
+static void render_socket_states(const Model *m, const RenderOptions *o, FILE *f) {
+        family(f, o, "pmugate_socket_cpus", false, "",
+               "CPUs of the socket in each state (pmugate_cpu_state: why the exporter counts them or not)");
+        for (ssize_t sk = -1; sk < (ssize_t) m->n_sockets; sk++) {
+                uint32_t n[_CPU_REASON_MAX] = {};
+                bool any = false;
+                char num[24];
+
+                for (size_t i = 0; i < m->n_cpus; i++)
+                        if (m->cpus[i].socket == sk) {
+                                n[m->cpus[i].reason]++;
+                                any = true;
+                        }
+                if (!any && sk < 0)
+                        continue;
+                (void) snprintf(num, sizeof(num), "%zd", sk);
+                for (unsigned r = 0; r < _CPU_REASON_MAX; r++) {
+                        bool first = true;
+
+                        put_text(f, "pmugate_socket_cpus");
+                        put_label(f, &first, "socket", num);
+                        put_label(f, &first, "pmugate_cpu_state", cpu_reason_to_string(r));
+                        put_value(f, first, n[r]);
+                }
+        }
+}
+
+static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
+        const char *suffix;
+
+        if (render_per_cpu(m, o->per_cpu))
+                render_cpu_gauges(m, o, f);
+        render_socket_states(m, o, f);
         family(f, o, "pmugate_job_cpus", false, "", "CPUs of this node the job holds");
         for (size_t i = 0; i < m->n_jobs; i++)
                 if (m->jobs[i].running) {
@@ -499,23 +559,36 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
                         "Times a measurement started (the first, and after CPUs were yielded or resumed or "
                         "the daemon restarted)");
         fprintf(f, "pmugate_exporter_measurement_restarts%s %" PRIu64 "\n", suffix, m->restarts);
-        suffix = family(f, o, "pmugate_exporter_scrapes", true, "",
-                        "Scrapes of /metrics answered, by format");
-        fprintf(f, "pmugate_exporter_scrapes%s{format=\"text\"} %" PRIu64 "\n", suffix, m->scrapes_text);
-        fprintf(f, "pmugate_exporter_scrapes%s{format=\"openmetrics\"} %" PRIu64 "\n", suffix,
-                m->scrapes_openmetrics);
 }
 
-int render_metrics(const Model *m, const RenderOptions *o, FILE *out) {
+int render_metrics_body(const Model *m, const RenderOptions *o, FILE *out) {
         if (!m || !o || !out || !label_name_valid(o->job_label))
                 return -EINVAL;
         render_counters(m, o, out);
         render_package(m, o, out);
         render_job_scale(m, o, out);
         render_gauges(m, o, out);
+        return ferror(out) ? -EIO : 0;
+}
+
+int render_metrics_tail(const RenderOptions *o, FILE *out) {
+        const char *suffix;
+
+        if (!o || !out)
+                return -EINVAL;
+        suffix = family(out, o, "pmugate_exporter_scrapes", true, "", "Scrapes of /metrics answered, by format");
+        fprintf(out, "pmugate_exporter_scrapes%s{format=\"text\"} %" PRIu64 "\n", suffix, o->scrapes_text);
+        fprintf(out, "pmugate_exporter_scrapes%s{format=\"openmetrics\"} %" PRIu64 "\n", suffix,
+                o->scrapes_openmetrics);
         if (o->openmetrics)
                 fputs("# EOF\n", out);
         return ferror(out) ? -EIO : 0;
+}
+
+int render_metrics(const Model *m, const RenderOptions *o, FILE *out) {
+        int r = render_metrics_body(m, o, out);
+
+        return r < 0 ? r : render_metrics_tail(o, out);
 }
 
 static double ratio(double a, double b) {

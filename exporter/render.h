@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -14,10 +15,22 @@
 #define CONTENT_TYPE_TEXT "text/plain; version=0.0.4; charset=utf-8"
 #define CONTENT_TYPE_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
+/* Whether a scrape has per-CPU series (--per-cpu). */
+typedef enum PerCpu {
+        PER_CPU_AUTO,   /* on nodes of at most PMUGATE_EXPORTER_PER_CPU_AUTO_MAX CPUs */
+        PER_CPU_YES,
+        PER_CPU_NO,
+} PerCpu;
+
+/* Whether m's scrapes have per-CPU series under mode. */
+bool render_per_cpu(const Model *m, PerCpu mode);
+
 typedef struct RenderOptions {
         bool openmetrics;
         const char *job_label;  /* label naming the batch job ("jobid" unless configured) */
         const char *version;
+        PerCpu per_cpu;
+        uint64_t scrapes_text, scrapes_openmetrics;     /* /metrics answered, by format */
 } RenderOptions;
 
 /* Whether an HTTP Accept header asks for OpenMetrics more than for the text format: the
@@ -30,6 +43,12 @@ bool accept_prefers_openmetrics(const char *accept);
 bool label_name_valid(const char *name);
 
 int render_metrics(const Model *m, const RenderOptions *o, FILE *out);
+
+/* render_metrics() in two parts: the body, everything the model says (the sampler renders it
+ * once a period for every scrape of that period, snapshot.h), and the tail, what changes with
+ * every scrape (the scrape counters) and the OpenMetrics end. */
+int render_metrics_body(const Model *m, const RenderOptions *o, FILE *out);
+int render_metrics_tail(const RenderOptions *o, FILE *out);
 
 /* The job's TopDown in percent, IPC, and what it counted over its run on this node, as one JSON
  * object (docs/EXPORTER.md). */

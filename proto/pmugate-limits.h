@@ -220,6 +220,11 @@
  * further jobs are counted by the CPUs they hold. */
 #define PMUGATE_EXPORTER_CGROUP_JOBS_MAX 12U
 
+/* pmugate-exporter --per-cpu=auto (docs/SCALE.md): per-CPU series only on nodes of at most this
+ * many CPUs. Above it a node's series are per socket, node and job: at 4096 CPUs the per-CPU
+ * ones are some 65000 of a scrape's 66000. */
+#define PMUGATE_EXPORTER_PER_CPU_AUTO_MAX 256U
+
 /* The fds one message of a perf_open handoff can carry (the kernel's SCM_MAX_FD); the
  * client's receive buffer holds that many. */
 #define PERF_HANDOFF_FDS_PER_MESSAGE 253U

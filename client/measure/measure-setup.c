@@ -468,9 +468,13 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
         m->core_wide = true;
         m->aggregate_core_wide = true;
         for (size_t i = 0; i < m->n_cpus; i++) {
-                size_t online_threads = 0;
+                size_t online_threads = 0, n_same = 0;
 
-                m->siblings[i] = calloc(m->n_cpus, sizeof(size_t));
+                /* Sized to the core's threads, not to every CPU: n_cpus entries for each CPU
+                 * were 128 MiB at 4096 CPUs. */
+                for (size_t j = 0; j < m->n_cpus; j++)
+                        n_same += same_core(measured[i], measured[j]);
+                m->siblings[i] = calloc(n_same ?: 1, sizeof(size_t));
                 if (!m->siblings[i])
                         return -ENOMEM;
                 for (size_t j = 0; j < m->n_cpus; j++)

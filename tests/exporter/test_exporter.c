@@ -291,6 +291,76 @@ static char *render(const Model *m, bool openmetrics) {
         return text;
 }
 
+static char *render_per(const Model *m, PerCpu mode) {
+        RenderOptions o = { .job_label = "jobid", .version = "0.1.0", .per_cpu = mode };
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        assert_non_null(f);
+        assert_int_equal(render_metrics(m, &o, f), 0);
+        assert_int_equal(fclose(f), 0);
+        return text;
+}
+
+/* A snapshot renders what the model did; --per-cpu drops exactly the per-CPU series; the body
+ * and the tail make the whole scrape; numbers and labels as printf wrote them. */
+static void test_snapshot_and_per_cpu(void **state) {
+        const uint32_t job_cpus[] = { 3 };
+        const char *const jobs[] = { "a\"b\\c" };
+        RenderOptions o = { .openmetrics = true, .job_label = "jobid", .version = "0.1.0",
+                            .scrapes_text = 7, .scrapes_openmetrics = 12345678901ULL };
+        char *whole, *body = NULL, *tail = NULL, *copied, *yes, *no;
+        size_t body_size = 0, tail_size = 0;
+        Model m, c;
+        FILE *f;
+
+        setup_model(&m);
+        add(&m, 0, 0.1);
+        add(&m, 1, 123456789012345.0);
+        assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 1, 100), 0);
+        add(&m, 3, 1e-7);
+        assert_int_equal(model_copy(&m, &c), 0);
+        add(&m, 0, 5);  /* after the copy: the copy does not see it */
+        copied = render_per(&c, PER_CPU_AUTO);
+        yes = render_per(&m, PER_CPU_YES);
+        assert_non_null(strstr(copied, "pmugate_cpu_instructions_total{cpu=\"0\",socket=\"0\"} 0.10000000000000001\n"));
+        assert_non_null(strstr(yes, "pmugate_cpu_instructions_total{cpu=\"0\",socket=\"0\"} 5.0999999999999996\n"));
+        assert_non_null(strstr(yes, "pmugate_cpu_instructions_total{cpu=\"1\",socket=\"0\"} 123456789012345\n"));
+        assert_non_null(strstr(yes, "{cpu=\"3\",socket=\"1\",jobid=\"a\\\"b\\\\c\"} 9.9999999999999995e-08\n"));
+        assert_non_null(strstr(yes, "pmugate_socket_cpus{socket=\"1\",pmugate_cpu_state=\"starting\"} 2\n"));
+        assert_true(render_per_cpu(&m, PER_CPU_AUTO));
+        no = render_per(&m, PER_CPU_NO);
+        assert_null(strstr(no, "\npmugate_cpu_"));
+        assert_null(strstr(no, "# TYPE pmugate_cpu_"));
+        assert_non_null(strstr(no, "pmugate_socket_instructions_total{socket=\"0\"} 123456789012350.09\n"));
+        assert_non_null(strstr(no, "pmugate_socket_cpus{socket=\"0\",pmugate_cpu_state=\"starting\"} 2\n"));
+        assert_non_null(strstr(no, "pmugate_job_instructions_total{jobid=\"a\\\"b\\\\c\"}"));
+
+        f = open_memstream(&whole, &(size_t) { 0 });
+        assert_non_null(f);
+        assert_int_equal(render_metrics(&m, &o, f), 0);
+        assert_int_equal(fclose(f), 0);
+        f = open_memstream(&body, &body_size);
+        assert_int_equal(render_metrics_body(&m, &o, f), 0);
+        assert_int_equal(fclose(f), 0);
+        f = open_memstream(&tail, &tail_size);
+        assert_int_equal(render_metrics_tail(&o, f), 0);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(strlen(whole), body_size + tail_size);
+        assert_memory_equal(whole, body, body_size);
+        assert_string_equal(whole + body_size, tail);
+        assert_non_null(strstr(tail, "pmugate_exporter_scrapes_total{format=\"openmetrics\"} 12345678901\n# EOF\n"));
+        free(whole);
+        free(body);
+        free(tail);
+        free(copied);
+        free(yes);
+        free(no);
+        model_done(&c);
+        model_done(&m);
+}
+
 static void test_render(void **state) {
         const uint32_t job_cpus[] = { 3 };
         const char *const jobs[] = { "a\"b\\c" };
@@ -579,6 +649,7 @@ int main(void) {
                 cmocka_unit_test(test_package),
                 cmocka_unit_test(test_http_guard),
                 cmocka_unit_test(test_log_limit),
+                cmocka_unit_test(test_snapshot_and_per_cpu),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
