@@ -245,3 +245,8 @@
  * the daemon ended the connection. */
 #define PERF_ROWS_PER_PART 960U
 #define PERF_ROWS_MAX (PERF_ROWS_PER_PART * PMUGATE_REPLY_PARTS_MAX)
+
+/* A TSC rate (hello "tsc_hz") outside these bounds, in kHz, is no rate: the daemon reports it
+ * unknown and the library ignores it, so that a garbled value cannot scale every rate. */
+#define PMUGATE_TSC_KHZ_MIN 100000ULL
+#define PMUGATE_TSC_KHZ_MAX 20000000ULL

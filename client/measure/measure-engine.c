@@ -52,13 +52,18 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uin
         if (s->timebase_fixed >= 0)
                 timebase = (double) counter_delta(values[m->fixed_slot[s->timebase_fixed]],
                                                   st->fixed_last[s->timebase_fixed], m->counter_mask);
-        else if (m->tsc_slot >= 0) {
+        else if (m->tsc_slot >= 0)
                 timebase = (double) (values[m->tsc_slot] - st->tsc_last);
-                st->tsc_last = values[m->tsc_slot];
-        } else
+        else
                 timebase = (double) m->wall_delta_ns;
         a->total += timebase;
-        a->wall += wall_window(m, st, tsc);
+        /* AMD's counters run on through the batch: the window is the TSC's advance between
+         * the reads beside the counts */
+        if (m->tsc_slot >= 0) {
+                a->wall += (double) (values[m->tsc_slot] - st->tsc_last);
+                st->tsc_last = values[m->tsc_slot];
+        } else
+                a->wall += wall_window(m, st, tsc);
         if (s->perf_metrics) {
                 /* SLOTS was zeroed with PERF_METRICS at the last reset, so this is the window
                  * the fractions describe */
