@@ -268,6 +268,20 @@ static int cpu_package(const pmugate_measure *m, uint32_t cpu) {
 
 /* Rows per package: its measured CPUs' counts summed (core sums likewise), its package events;
  * and the package events of the node in the aggregate (NaN when a package withholds one). */
+/* What brings package p's events from their own window, timed by the TSC read in their batch,
+ * to the window of its CPUs' counters (seconds): the two batches are a round trip apart, so
+ * that a ratio of a package event to a core event (AMD's L3 accesses per instruction) would
+ * be off by the difference, and a rate would divide by the wrong time. 1 where either window
+ * is not timed. */
+static double package_stretch(const pmugate_measure *m, const pmugate_result *r, size_t p, bool interval,
+                              double window) {
+        uint64_t ticks = package_events_ticks(m->package, p, interval);
+
+        if (ticks == 0 || r->window_clock == WINDOW_CLIENT || m->info->tsc_hz == 0 || !(window > 0.0))
+                return 1.0;
+        return window * (double) m->info->tsc_hz / (double) ticks;
+}
+
 static int compute_packages(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) {
         const PackageEvents *pe = m->package;
         bool interval = base != NULL;
@@ -291,6 +305,7 @@ static int compute_packages(pmugate_measure *m, const CpuAccum *base, pmugate_re
                 pmugate_values *v = &r->packages[p];
                 _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
                 size_t package_cpus = 0;
+                double window, stretch;
 
                 if (!core)
                         return -ENOMEM;
@@ -307,8 +322,10 @@ static int compute_packages(pmugate_measure *m, const CpuAccum *base, pmugate_re
                 }
                 for (size_t k = 0; k < n; k++)
                         v->scale[k] = r->aggregate.scale[k];
+                window = rows_window(m, base, r, v->package, r->window);
+                stretch = package_stretch(m, r, p, interval, window);
                 for (size_t e = 0; e < pe->n_events; e++) {
-                        v->counts[n + e] = package_events_value(pe, p, e, interval);
+                        v->counts[n + e] = package_events_value(pe, p, e, interval) * stretch;
                         v->raw[n + e] = package_events_raw(pe, p, e, interval);
                         v->scale[n + e] = 1.0;
                         r->aggregate.counts[n + e] += v->counts[n + e];
@@ -316,7 +333,7 @@ static int compute_packages(pmugate_measure *m, const CpuAccum *base, pmugate_re
                 }
                 set_events(m, v->counts, core);
                 set_row_cpus(m, package_cpus);
-                set_duration(m, rows_window(m, base, r, v->package, r->window));
+                set_duration(m, window);
                 q = evaluate(m, v);
                 set_row_cpus(m, m->n_cpus);
                 set_duration(m, r->window);

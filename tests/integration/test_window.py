@@ -5,7 +5,7 @@ divides by the time the counters counted, taken from the TSC read in the same ba
 counts (hello's tsc_hz turns ticks into seconds), and package and L3 events read in a round
 trip of their own get their own window. FLOPS_DP on icx is the profile's rate within 0.1 % run
 after run at -S 1 and -S 0.2, and AMD's L3 accesses per instruction are the profile's 0.01
-within 1e-4."""
+within a relative 1e-4."""
 
 import json
 import sys
@@ -66,7 +66,9 @@ def test_amd_l3(tap):
                 r = sim.json("stat", "-g", "L3", "-c", "0-1,4-5,8-9,12-13", "-S", seconds, "-O", "json")
                 got.append(r["aggregate"]["metrics"]["l3_access_rate"])
                 got.extend(p["metrics"]["l3_access_rate"] for p in r["per_package"])
-            tap.ok(all(abs(x - 0.01) < 1e-4 for x in got),
+            # the L3 counters are read a round trip after the core counters: without their own
+            # window the ratio was 0.999x (6e-4 off at -S 0.1)
+            tap.ok(all(abs(x / 0.01 - 1) < 1e-4 for x in got),
                    "%s L3: accesses per instruction are the profile's 0.01 within 1e-4, node and sockets (%s)"
                    % (model, " ".join("%.7f" % x for x in got)))
         finally:
