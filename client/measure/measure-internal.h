@@ -158,6 +158,8 @@ struct pmugate_measure {
         bool uses_core_sums;            /* a formula names a core sum ("core." variables) */
         bool read_tsc;                  /* every sample reads IA32_TIME_STAMP_COUNTER too */
         int tsc_slot;                   /* the TSC in sweep_regs (time base without fixed counters), or -1 */
+        bool registers_for_markers;     /* sweep_regs go to a marked program, which reads counters
+                                         * with rdpmc only: no TSC among them */
         bool wall_in_tsc;               /* CpuAccum.wall counts TSC ticks of the counted windows and
                                          * the TSC's rate is known: duration_time comes from them */
         uint64_t counter_mask;

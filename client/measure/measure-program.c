@@ -106,7 +106,8 @@ int measure_plan_registers(pmugate_measure *m) {
          * between the batches, read in the same batch as the counters: the client's clock
          * would add the latency of every round trip. Only sets taking turns need it. */
         m->tsc_slot = -1;
-        if (!m->has_fixed_ctrl && s->timebase_fixed < 0 && (s->n_sets > 1 || m->info->tsc_hz > 0)) {
+        if (!m->has_fixed_ctrl && s->timebase_fixed < 0 &&
+            (s->n_sets > 1 || (m->info->tsc_hz > 0 && !m->registers_for_markers))) {
                 m->tsc_slot = (int) n;
                 m->sweep_regs[n++] = MSR_TSC;
         }

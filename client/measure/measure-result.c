@@ -282,7 +282,10 @@ static double package_stretch(const pmugate_measure *m, const pmugate_result *r,
         return window * (double) m->info->tsc_hz / (double) ticks;
 }
 
-static int compute_packages(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) {
+/* Package rows, and in ret_node (n_programmed + package events) the aggregate's counts as the
+ * formulas see them: the package events brought to the core counters' windows. Counts in the
+ * result stay what the counters counted. */
+static int compute_packages(pmugate_measure *m, const CpuAccum *base, pmugate_result *r, double *ret_node) {
         const PackageEvents *pe = m->package;
         bool interval = base != NULL;
         size_t n = m->n_programmed;
@@ -298,16 +301,18 @@ static int compute_packages(pmugate_measure *m, const CpuAccum *base, pmugate_re
         if (!pe)
                 return 0;
         for (size_t e = 0; e < pe->n_events; e++) {
+                ret_node[n + e] = 0.0;
                 r->aggregate.counts[n + e] = 0.0;
                 r->aggregate.scale[n + e] = 1.0;
         }
         for (size_t p = 0; p < pe->n_packages; p++) {
                 pmugate_values *v = &r->packages[p];
                 _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
+                _cleanup_free_ double *seen = calloc(n + pe->n_events, sizeof(double));
                 size_t package_cpus = 0;
                 double window, stretch;
 
-                if (!core)
+                if (!core || !seen)
                         return -ENOMEM;
                 v->package = pe->packages[p];
                 for (size_t i = 0; i < m->n_cpus; i++) {
@@ -325,13 +330,17 @@ static int compute_packages(pmugate_measure *m, const CpuAccum *base, pmugate_re
                 window = rows_window(m, base, r, v->package, r->window);
                 stretch = package_stretch(m, r, p, interval, window);
                 for (size_t e = 0; e < pe->n_events; e++) {
-                        v->counts[n + e] = package_events_value(pe, p, e, interval) * stretch;
+                        v->counts[n + e] = package_events_value(pe, p, e, interval);
                         v->raw[n + e] = package_events_raw(pe, p, e, interval);
                         v->scale[n + e] = 1.0;
                         r->aggregate.counts[n + e] += v->counts[n + e];
                         r->aggregate.raw[n + e] += v->raw[n + e];
+                        ret_node[n + e] += v->counts[n + e] * stretch;
                 }
-                set_events(m, v->counts, core);
+                memcpy(seen, v->counts, (n + pe->n_events) * sizeof(double));
+                for (size_t e = 0; e < pe->n_events; e++)
+                        seen[n + e] *= stretch;
+                set_events(m, seen, core);
                 set_row_cpus(m, package_cpus);
                 set_duration(m, window);
                 q = evaluate(m, v);
@@ -348,10 +357,11 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
         _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
         _cleanup_free_ double *core_total = calloc(n ?: 1, sizeof(double));
         _cleanup_free_ double *enabled_total = calloc(n ?: 1, sizeof(double));
+        _cleanup_free_ double *node = calloc(n + n_package_events(m) ?: 1, sizeof(double));
         double total = 0.0;
         int q;
 
-        if (!core || !core_total || !enabled_total)
+        if (!core || !core_total || !enabled_total || !node)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 scale_cpu(m, &m->accum[i], base ? &base[i] : NULL, &r->cpus[i]);
@@ -402,10 +412,11 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                 else
                         r->aggregate.scale[p] = enabled_total[p] > 0.0 ? total / enabled_total[p] : INFINITY;
         }
-        q = compute_packages(m, base, r);
+        memcpy(node, r->aggregate.counts, (n + n_package_events(m)) * sizeof(double));
+        q = compute_packages(m, base, r, node);
         if (q < 0)
                 return q;
-        set_events(m, r->aggregate.counts, core_total);
+        set_events(m, node, core_total);
         return evaluate(m, &r->aggregate);
 }
 
