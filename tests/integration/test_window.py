@@ -8,6 +8,7 @@ after run at -S 1 and -S 0.2, and AMD's L3 accesses per instruction are the prof
 within a relative 1e-4."""
 
 import json
+import os
 import sys
 
 import pmugatetest as t
@@ -57,6 +58,28 @@ def test_flops_rate(tap):
         sim.stop()
 
 
+def test_flops_rate_perf(tap):
+    # the perf path: the window is time_enabled of the same read. Its events count user space
+    # only here (unhalted cycles are utilization x user_fraction of the clock), so the truth
+    # carries the profile's user_fraction too.
+    truth = DP_PER_CYCLE * STENCIL["utilization"] * STENCIL["user_fraction"] * ICX_MHZ * 4
+    sim = Sim("icx", sockets=1, cores=4, smt=False, rules=[("0-3", FLOPS_PROFILE)])
+    sim.daemon.stop()
+    sim.daemon = t.Daemon(sim.dir, ["--backend=sim", "--sim-model=icx",
+                                    "--sim-config=" + os.path.join(sim.dir, "sim.conf"), "--counters=perf"])
+    try:
+        errors, clocks = [], set()
+        for _ in range(3):
+            r = sim.json("stat", "-g", "FLOPS_DP", "-c", "0-3", "-S", "0.2", "-O", "json")
+            errors.append(r["aggregate"]["metrics"]["dp_mflops"] / truth - 1)
+            clocks.add(r.get("window_clock"))
+        tap.ok(all(abs(e) < 1e-3 for e in errors) and clocks == {"perf"},
+               "icx FLOPS_DP through perf -S 0.2: within 0.1 %% of the profile's rate, timed by time_enabled "
+               "(%+.4f%% .. %+.4f%%, %s)" % (100 * min(errors), 100 * max(errors), clocks))
+    finally:
+        sim.stop()
+
+
 def test_amd_l3(tap):
     for model in ("zen4", "zen5"):
         sim = Sim(model, sockets=2, cores=4, cores_per_ccx=2, rules=[("0-15", HPC)])
@@ -76,4 +99,4 @@ def test_amd_l3(tap):
 
 
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_hello, test_flops_rate, test_amd_l3]))
+    sys.exit(t.Tap().run([test_hello, test_flops_rate, test_flops_rate_perf, test_amd_l3]))
