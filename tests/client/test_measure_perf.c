@@ -3,7 +3,8 @@
  * Unit tests: a measurement through the perf path (client/measure/measure-perf.c) against a
  * fake daemon whose counters go via perf: one perf_open at start, the first perf_read the
  * baseline, deltas accumulated, the multiplexing scale from time_enabled / time_running, and
- * an event whose group the kernel never scheduled n/a with the reason, never 0.
+ * an event whose group the kernel never scheduled n/a with the reason, never 0, and the
+ * counted window (duration_time) from time_enabled.
  */
 #include <errno.h>
 #include <math.h>
@@ -142,6 +143,10 @@ static void test_accumulate(void **state) {
         assert_true(fabs(r->aggregate.scale[clock] - 8000.0 / 6000.0) < 1e-9);
         assert_true(fabs(r->aggregate.counts[clock] - 7000.0 * 8000.0 / 6000.0) < 1e-6);
         assert_int_equal(r->samples, 2);
+        /* rates divide by the counted window, time_enabled of the reads: 8000 ns, not the
+         * client's clock between the replies */
+        assert_string_equal(r->window_clock, "perf");
+        assert_true(fabs(r->window - 8000e-9) < 1e-15);
         pmugate_result_free(r);
         pmugate_measure_close(m);
         pmugate_disconnect(c);
