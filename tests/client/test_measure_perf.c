@@ -153,6 +153,47 @@ static void test_accumulate(void **state) {
         fake_done(&f);
 }
 
+static uint64_t hello_tsc_value;
+static bool hello_tsc_nil;
+
+static void hello_tsc_body(msgpack_packer *pk) {
+        hello_no_pmu_body(pk);
+        pack_string(pk, "tsc_hz");
+        if (hello_tsc_nil)
+                msgpack_pack_nil(pk);
+        else
+                msgpack_pack_uint64(pk, hello_tsc_value);
+}
+
+/* hello's tsc_hz: a rate is kept, nil or a rate no TSC has (a garbled reply) is unknown (0),
+ * so that it cannot scale every rate. */
+static void test_hello_tsc_hz(void **state) {
+        static const struct {
+                bool nil;
+                uint64_t hz, want;
+        } cases[] = {
+                { false, 2000000000, 2000000000 },
+                { true, 0, 0 },
+                { false, 1, 0 },
+                { false, UINT64_MAX, 0 },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                pmugate_info *info = NULL;
+                FakeDaemon f;
+                pmugate *c = fake_connect(&f);
+
+                hello_tsc_nil = cases[i].nil;
+                hello_tsc_value = cases[i].hz;
+                fake_reply(&f, 1, 6, hello_tsc_body, 0);
+                assert_int_equal(pmugate_hello(c, &info), 0);
+                assert_int_equal(info->tsc_hz, cases[i].want);
+                pmugate_info_free(info);
+                pmugate_disconnect(c);
+                fake_done(&f);
+        }
+}
+
 static void test_software_without_pmu(void **state) {
         uint32_t cpu = 0;
         pmugate_measure *m = NULL;
@@ -180,6 +221,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_accumulate),
                 cmocka_unit_test(test_software_without_pmu),
+                cmocka_unit_test(test_hello_tsc_hz),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
