@@ -282,6 +282,54 @@ static int add_read(pmugate_batch *b, const PackageSource *s) {
         return pmugate_batch_read_msr(b, s->target, s->msr);
 }
 
+/* The batch of the kept sources, package by package; with read_tsc, each package's sources
+ * between two readings of its first measured CPU's TSC, whose midpoint is when they were read. */
+static int build_reads(PackageEvents *pe) {
+        int r;
+
+        pmugate_batch_clear(pe->batch);
+        for (size_t q = 0; q < pe->n_packages; q++) {
+                if (pe->read_tsc) {
+                        r = pmugate_batch_read_msr(pe->batch, pe->package_cpu[q], PACKAGE_MSR_TSC);
+                        if (r < 0)
+                                return r;
+                        pe->tsc_index[2 * q] = r;
+                }
+                for (size_t i = 0; i < pe->n_sources; i++) {
+                        if (pe->sources[i].package != q)
+                                continue;
+                        r = add_read(pe->batch, &pe->sources[i]);
+                        if (r < 0)
+                                return r;
+                        pe->result_index[i] = r;
+                }
+                if (pe->read_tsc) {
+                        r = pmugate_batch_read_msr(pe->batch, pe->package_cpu[q], PACKAGE_MSR_TSC);
+                        if (r < 0)
+                                return r;
+                        pe->tsc_index[2 * q + 1] = r;
+                }
+        }
+        return 0;
+}
+
+/* When package q's sources were read in the batch just run: the midpoint of its two TSC
+ * readings; -ERANGE when the TSC went back. */
+static int package_tsc(const PackageEvents *pe, size_t q, uint64_t *ret) {
+        uint64_t before, after;
+        int r;
+
+        r = pmugate_batch_result(pe->batch, (size_t) pe->tsc_index[2 * q], &before);
+        if (r >= 0)
+                r = pmugate_batch_result(pe->batch, (size_t) pe->tsc_index[2 * q + 1], &after);
+        if (r < 0)
+                return r;
+        if (after < before)
+                return -ERANGE;
+        *ret = before + (after - before) / 2;
+        return 0;
+}
+
 /* Builds the sample batch of the kept sources, runs it, and drops what the daemon refuses or
  * fails, until it runs. */
 static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
@@ -290,33 +338,23 @@ static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
         for (;;) {
                 size_t refused = SIZE_MAX;
 
-                pmugate_batch_clear(pe->batch);
-                for (size_t i = 0; i < pe->n_sources; i++) {
-                        r = add_read(pe->batch, &pe->sources[i]);
-                        if (r < 0)
-                                return r;
-                        pe->result_index[i] = r;
-                }
                 if (pe->n_sources == 0)
                         return 0;
-                for (size_t q = 0; pe->read_tsc && q < pe->n_packages; q++) {
-                        r = pmugate_batch_read_msr(pe->batch, pe->package_cpu[q], PACKAGE_MSR_TSC);
-                        if (r < 0)
-                                return r;
-                        pe->tsc_index[q] = r;
-                }
+                r = build_reads(pe);
+                if (r < 0)
+                        return r;
                 r = pmugate_batch_run(c, pe->batch);
                 if (r < 0) {
                         const pmugate_error *err = pmugate_last_error(c);
+                        bool tsc_refused = false;
 
                         /* a refused TSC read leaves the package events on the core window */
-                        for (size_t q = 0; err && err->code > 0 && pe->read_tsc && q < pe->n_packages; q++)
-                                if (pe->tsc_index[q] == err->op_index) {
-                                        pe->read_tsc = false;
-                                        break;
-                                }
-                        if (!pe->read_tsc && err && err->code > 0 && (size_t) err->op_index >= pe->n_sources)
+                        for (size_t k = 0; err && err->code > 0 && pe->read_tsc && k < 2 * pe->n_packages; k++)
+                                tsc_refused = tsc_refused || pe->tsc_index[k] == err->op_index;
+                        if (tsc_refused) {
+                                pe->read_tsc = false;
                                 continue;
+                        }
                         for (size_t i = 0; err && err->code > 0 && i < pe->n_sources; i++)
                                 if (pe->result_index[i] == err->op_index)
                                         refused = i;
@@ -341,7 +379,7 @@ static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
                         refused = 0;
                 }
                 for (size_t q = 0; pe->read_tsc && q < pe->n_packages; q++)
-                        if (pmugate_batch_result(pe->batch, (size_t) pe->tsc_index[q], &pe->tsc_last[q]) < 0)
+                        if (package_tsc(pe, q, &pe->tsc_last[q]) < 0)
                                 pe->read_tsc = false;
                 if (refused == SIZE_MAX)
                         return 0;
@@ -500,7 +538,7 @@ int package_events_start(PackageEvents *pe, pmugate *c, const pmugate_info *info
         }
         pe->result_index = calloc(pe->n_sources ?: 1, sizeof(int));
         values = calloc(pe->n_sources ?: 1, sizeof(uint64_t));
-        pe->tsc_index = calloc(pe->n_packages ?: 1, sizeof(int));
+        pe->tsc_index = calloc(2 * pe->n_packages ?: 1, sizeof(int));
         pe->tsc_last = calloc(pe->n_packages ?: 1, sizeof(uint64_t));
         pe->tsc_ticks = calloc(pe->n_packages ?: 1, sizeof(uint64_t));
         pe->tsc_mark = calloc(pe->n_packages ?: 1, sizeof(uint64_t));
@@ -556,7 +594,7 @@ int package_events_sample(PackageEvents *pe, pmugate *c) {
         for (size_t q = 0; pe->read_tsc && q < pe->n_packages; q++) {
                 uint64_t now;
 
-                if (pmugate_batch_result(pe->batch, (size_t) pe->tsc_index[q], &now) < 0 || now < pe->tsc_last[q]) {
+                if (package_tsc(pe, q, &now) < 0 || now < pe->tsc_last[q]) {
                         /* a window that cannot be timed is timed by none: back to the core's */
                         pe->read_tsc = false;
                         break;

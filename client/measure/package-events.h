@@ -70,8 +70,8 @@ typedef struct PackageEvents {
          * events: their own counted window, which differs from the core counters' by the round
          * trip between the two batches. Off when the TSC's rate is unknown or the read refused. */
         bool read_tsc;
-        int *tsc_index;                 /* per package: its TSC read's op in batch */
-        uint64_t *tsc_last;             /* per package: the TSC at the last read */
+        int *tsc_index;                 /* per package: its TSC reads before and after its sources */
+        uint64_t *tsc_last;             /* per package: when its sources were last read (TSC) */
         uint64_t *tsc_ticks;            /* per package: TSC ticks of its windows since start */
         uint64_t *tsc_mark;             /* per package: tsc_ticks at the start of the interval */
 } PackageEvents;
