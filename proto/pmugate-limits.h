@@ -261,3 +261,8 @@
  * event and row: about 4 ms per CPU row at TopDown level 4. Per-CPU rows get them up to this
  * many measured CPUs; the aggregate and per-package rows always. */
 #define PMUGATE_BOUND_CPUS_MAX 64U
+
+/* A TSC rate (hello "tsc_hz") outside these bounds, in kHz, is no rate: the daemon reports it
+ * unknown and the library ignores it, so that a garbled value cannot scale every rate. */
+#define PMUGATE_TSC_KHZ_MIN 100000ULL
+#define PMUGATE_TSC_KHZ_MAX 20000000ULL

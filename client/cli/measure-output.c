@@ -697,6 +697,8 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r, boo
         json_object_object_add(root, "cpus", cpus);
         json_object_object_add(root, "start", json_object_new_double(r->start));
         json_object_object_add(root, "elapsed", json_object_new_double(r->elapsed));
+        json_object_object_add(root, "window", json_object_new_double(r->window));
+        json_object_object_add(root, "window_clock", json_object_new_string(r->window_clock ?: "client"));
         json_object_object_add(root, "samples", json_object_new_uint64(r->samples));
         json_object_object_add(root, "resets", json_object_new_uint64(r->resets));
         json_object_object_add(root, "event_sets", json_object_new_int(r->event_sets));

@@ -124,6 +124,7 @@ static int print_info_json(const pmugate_info *info) {
         json_object_object_add(root, "protocol", json_object_new_int64(info->protocol));
         json_object_object_add(root, "backend", json_object_new_string(info->backend));
         json_object_object_add(root, "simulated", json_object_new_boolean(info->simulated));
+        json_object_object_add(root, "tsc_hz", info->tsc_hz > 0 ? json_object_new_int64((int64_t) info->tsc_hz) : NULL);
         json_object_object_add(root, "counting", json_counting(info));
         json_object_object_add(root, "perf_pmus", json_perf_pmus(info));
 

@@ -360,6 +360,10 @@ int pmugate_hello(pmugate *c, pmugate_info **ret) {
         (void) reply_get_string(reply, "backend", info->backend, sizeof(info->backend));
         (void) reply_get_bool(reply, "simulated", &info->simulated);
         (void) reply_get_string(reply, "mode", info->mode, sizeof(info->mode));
+        /* nil (unknown) or a rate out of bounds leaves 0: rates then use the client's clock */
+        if (reply_get_uint(reply, "tsc_hz", &v) && v >= PMUGATE_TSC_KHZ_MIN * 1000U &&
+            v <= PMUGATE_TSC_KHZ_MAX * 1000U)
+                info->tsc_hz = v;
         decode_counting(reply, info);
         decode_model(reply, info);
         decode_caller(reply, info);

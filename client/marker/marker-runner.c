@@ -105,8 +105,12 @@ int marker_runner_environment(pmugate_measure *m, const char *results_path, cons
                                 pmugate_measure_event_sets(m));
                 return -E2BIG;
         }
-        if (!m->sweep_regs && (r = measure_plan_registers(m)) < 0)
-                return r;
+        if (!m->sweep_regs) {
+                m->registers_for_markers = true;
+                r = measure_plan_registers(m);
+                if (r < 0)
+                        return r;
+        }
         if (m->n_sweep_regs == 0 || m->n_sweep_regs > MARKER_REGS_MAX)
                 return -EINVAL;
         for (size_t i = 0; i < m->n_sweep_regs; i++)

@@ -16,6 +16,8 @@
 #include "measure/measure-program.h"
 #include "pmugate-limits.h"
 
+#define NSEC_PER_SEC 1e9
+
 _printf_(3, 4)
 static int fail(pmugate_measure *m, int error, const char *format, ...) {
         va_list ap;
@@ -36,8 +38,12 @@ uint64_t measure_metrics_slots(uint64_t slots, uint64_t perf_metrics, unsigned f
  * just after they started to just before they stopped where the TSC can be read, else the time
  * since the last batch. */
 static double wall_window(const pmugate_measure *m, const CpuState *st, uint64_t tsc_stopped) {
-        if (!m->read_tsc || st->tsc_started == 0 || tsc_stopped <= st->tsc_started)
+        if (!m->read_tsc)
                 return (double) m->wall_delta_ns;
+        /* a TSC reading that failed: the client's time, in the TSC's ticks where the rate is known */
+        if (st->tsc_started == 0 || tsc_stopped <= st->tsc_started)
+                return m->info->tsc_hz > 0 ? (double) m->wall_delta_ns * (double) m->info->tsc_hz / NSEC_PER_SEC :
+                                             (double) m->wall_delta_ns;
         return (double) (tsc_stopped - st->tsc_started);
 }
 
@@ -52,13 +58,18 @@ static void accumulate(pmugate_measure *m, size_t i, const uint64_t *values, uin
         if (s->timebase_fixed >= 0)
                 timebase = (double) counter_delta(values[m->fixed_slot[s->timebase_fixed]],
                                                   st->fixed_last[s->timebase_fixed], m->counter_mask);
-        else if (m->tsc_slot >= 0) {
+        else if (m->tsc_slot >= 0)
                 timebase = (double) (values[m->tsc_slot] - st->tsc_last);
-                st->tsc_last = values[m->tsc_slot];
-        } else
+        else
                 timebase = (double) m->wall_delta_ns;
         a->total += timebase;
-        a->wall += wall_window(m, st, tsc);
+        /* AMD's counters run on through the batch: the window is the TSC's advance between
+         * the reads beside the counts */
+        if (m->tsc_slot >= 0) {
+                a->wall += (double) (values[m->tsc_slot] - st->tsc_last);
+                st->tsc_last = values[m->tsc_slot];
+        } else
+                a->wall += wall_window(m, st, tsc);
         if (s->perf_metrics) {
                 /* SLOTS was zeroed with PERF_METRICS at the last reset, so this is the window
                  * the fractions describe */

@@ -43,7 +43,8 @@ typedef struct CpuAccum {
         double *enabled;        /* per event: time-base units the event counted for */
         double total;           /* time-base units of the whole measurement */
         double wall;            /* wall-clock length of the CPU's counting windows (TSC ticks, or
-                                 * nanoseconds where the TSC cannot be read) */
+                                 * nanoseconds where the TSC cannot be read; nanoseconds of
+                                 * time_enabled on the perf path) */
 } CpuAccum;
 
 typedef struct CpuState {
@@ -157,6 +158,10 @@ struct pmugate_measure {
         bool uses_core_sums;            /* a formula names a core sum ("core." variables) */
         bool read_tsc;                  /* every sample reads IA32_TIME_STAMP_COUNTER too */
         int tsc_slot;                   /* the TSC in sweep_regs (time base without fixed counters), or -1 */
+        bool registers_for_markers;     /* sweep_regs go to a marked program, which reads counters
+                                         * with rdpmc only: no TSC among them */
+        bool wall_in_tsc;               /* CpuAccum.wall counts TSC ticks of the counted windows and
+                                         * the TSC's rate is known: duration_time comes from them */
         uint64_t counter_mask;
 
         bool prepared, started, stopped, leased;

@@ -53,7 +53,7 @@ int measure_plan_registers(pmugate_measure *m) {
         bool os = !(m->flags & (PMUGATE_MEASURE_USER | PMUGATE_MEASURE_KERNEL)) || (m->flags & PMUGATE_MEASURE_KERNEL);
         size_t n = 0;
         uint32_t tsc;
-        bool pci;
+        bool pci, tsc_readable;
 
         m->owned_global = (uint64_t) s->gp_used | (uint64_t) s->fixed_used << GLOBAL_FIXED_SHIFT;
         if (s->perf_metrics)
@@ -98,17 +98,23 @@ int measure_plan_registers(pmugate_measure *m) {
          * stops while the CPU is halted, so it cannot compare the windows of SMT siblings with
          * unequal load. Read only where a formula sums a core's threads and a sibling is
          * measured, so that other measurements keep their operations (and CPUs per batch). */
-        m->read_tsc = m->has_fixed_ctrl && m->uses_core_sums && any_sibling_measured(m) &&
-                      pmugate_info_register_by_name(m->info, "IA32_TIME_STAMP_COUNTER", &pci, &tsc) >= 0 &&
-                      !pci && tsc == MSR_TSC;
+        tsc_readable = pmugate_info_register_by_name(m->info, "IA32_TIME_STAMP_COUNTER", &pci, &tsc) >= 0 &&
+                       !pci && tsc == MSR_TSC;
+        m->read_tsc = m->has_fixed_ctrl && tsc_readable &&
+                      ((m->uses_core_sums && any_sibling_measured(m)) || m->info->tsc_hz > 0);
         /* Without fixed counters (AMD) the time each event set counted is the TSC's advance
          * between the batches, read in the same batch as the counters: the client's clock
          * would add the latency of every round trip. Only sets taking turns need it. */
         m->tsc_slot = -1;
-        if (!m->has_fixed_ctrl && s->timebase_fixed < 0 && s->n_sets > 1) {
+        if (!m->has_fixed_ctrl && s->timebase_fixed < 0 &&
+            (s->n_sets > 1 || (m->info->tsc_hz > 0 && !m->registers_for_markers))) {
                 m->tsc_slot = (int) n;
                 m->sweep_regs[n++] = MSR_TSC;
         }
+        /* Every "/s" metric divides by the windows the counters counted, timed by the TSC in the
+         * same operation as the counts, not by the client's clock between replies (which adds
+         * the latency of the start's and the stop's round trips). */
+        m->wall_in_tsc = m->info->tsc_hz > 0 && (m->read_tsc || m->tsc_slot >= 0);
         m->n_sweep_regs = n;
         return 0;
 }

@@ -159,6 +159,10 @@ static void set_topology(pmugate_measure *m, ssize_t cpu) {
         set_row_cpus(m, cpu >= 0 ? 1 : m->n_cpus);
 }
 
+static void set_duration(pmugate_measure *m, double seconds) {
+        metric_set_set(m->metric_set, (size_t) m->duration_variable, seconds);
+}
+
 static void set_constants(pmugate_measure *m, double seconds) {
         set_topology(m, -1);
         metric_set_set(m->metric_set, (size_t) m->slots_width_variable, m->info->slots_width);
@@ -347,6 +351,43 @@ static double span_wall(const pmugate_measure *m, const CpuAccum *base, size_t i
         return m->accum[i].wall - (base ? base[i].wall : 0.0);
 }
 
+/* Seconds CPU i's counters counted in the span, from the TSC read in the same batch as its
+ * counts, or perf's time_enabled of the same read; NaN where neither times them. */
+static double span_seconds(const pmugate_measure *m, const CpuAccum *base, size_t i) {
+        double wall = span_wall(m, base, i);
+
+        if (!(wall > 0.0))
+                return NAN;
+        if (m->via_perf)
+                return wall / NSEC_PER_SEC;
+        if (m->wall_in_tsc)
+                return wall / (double) m->info->tsc_hz;
+        return NAN;
+}
+
+/* The counted window of the CPUs [0, n) of the span whose package is package (any package
+ * when negative): the mean of their windows, or fallback when a CPU's is unknown. */
+static double rows_window(const pmugate_measure *m, const CpuAccum *base, const pmugate_result *r,
+                          int32_t package, double fallback) {
+        double sum = 0.0;
+        size_t n = 0;
+
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                double s;
+
+                if (package >= 0 && r->cpus[i].package != package)
+                        continue;
+                s = span_seconds(m, base, i);
+                if (isnan(s))
+                        return fallback;
+                sum += s;
+                n++;
+        }
+        return n > 0 ? sum / (double) n : fallback;
+}
+
+static const char WINDOW_TSC[] = "tsc", WINDOW_PERF[] = "perf", WINDOW_CLIENT[] = "client";
+
 static int cpu_package(const pmugate_measure *m, uint32_t cpu) {
         for (size_t i = 0; i < m->info->n_cpus; i++)
                 if (m->info->cpus[i].cpu == cpu)
@@ -356,8 +397,26 @@ static int cpu_package(const pmugate_measure *m, uint32_t cpu) {
 
 /* Rows per package: its measured CPUs' counts summed (core sums likewise), its package events;
  * and the package events of the node in the aggregate (NaN when a package withholds one). */
-static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval) {
+/* What brings package p's events from their own window, timed by the TSC read in their batch,
+ * to the window of its CPUs' counters (seconds): the two batches are a round trip apart, so
+ * that a ratio of a package event to a core event (AMD's L3 accesses per instruction) would
+ * be off by the difference, and a rate would divide by the wrong time. 1 where either window
+ * is not timed. */
+static double package_stretch(const pmugate_measure *m, const pmugate_result *r, size_t p, bool interval,
+                              double window) {
+        uint64_t ticks = package_events_ticks(m->package, p, interval);
+
+        if (ticks == 0 || r->window_clock == WINDOW_CLIENT || m->info->tsc_hz == 0 || !(window > 0.0))
+                return 1.0;
+        return window * (double) m->info->tsc_hz / (double) ticks;
+}
+
+/* Package rows, and in ret_node (n_programmed + package events) the aggregate's counts as the
+ * formulas see them: the package events brought to the core counters' windows. Counts in the
+ * result stay what the counters counted. */
+static int compute_packages(pmugate_measure *m, const CpuAccum *base, pmugate_result *r, double *ret_node) {
         const PackageEvents *pe = m->package;
+        bool interval = base != NULL;
         size_t n = m->n_programmed;
         int q;
 
@@ -371,15 +430,18 @@ static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval
         if (!pe)
                 return 0;
         for (size_t e = 0; e < pe->n_events; e++) {
+                ret_node[n + e] = 0.0;
                 r->aggregate.counts[n + e] = 0.0;
                 r->aggregate.scale[n + e] = 1.0;
         }
         for (size_t p = 0; p < pe->n_packages; p++) {
                 pmugate_values *v = &r->packages[p];
                 _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
+                _cleanup_free_ double *seen = calloc(n + pe->n_events, sizeof(double));
                 size_t package_cpus = 0;
+                double window, stretch;
 
-                if (!core)
+                if (!core || !seen)
                         return -ENOMEM;
                 v->package = pe->packages[p];
                 for (size_t i = 0; i < m->n_cpus; i++) {
@@ -394,17 +456,25 @@ static int compute_packages(pmugate_measure *m, pmugate_result *r, bool interval
                 }
                 for (size_t k = 0; k < n; k++)
                         v->scale[k] = r->aggregate.scale[k];
+                window = rows_window(m, base, r, v->package, r->window);
+                stretch = package_stretch(m, r, p, interval, window);
                 for (size_t e = 0; e < pe->n_events; e++) {
                         v->counts[n + e] = package_events_value(pe, p, e, interval);
                         v->raw[n + e] = package_events_raw(pe, p, e, interval);
                         v->scale[n + e] = 1.0;
                         r->aggregate.counts[n + e] += v->counts[n + e];
                         r->aggregate.raw[n + e] += v->raw[n + e];
+                        ret_node[n + e] += v->counts[n + e] * stretch;
                 }
-                set_events(m, v->counts, core);
+                memcpy(seen, v->counts, (n + pe->n_events) * sizeof(double));
+                for (size_t e = 0; e < pe->n_events; e++)
+                        seen[n + e] *= stretch;
+                set_events(m, seen, core);
                 set_row_cpus(m, package_cpus);
+                set_duration(m, window);
                 q = evaluate(m, v);
                 set_row_cpus(m, m->n_cpus);
+                set_duration(m, r->window);
                 if (q < 0)
                         return q;
         }
@@ -416,10 +486,11 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
         _cleanup_free_ double *core = calloc(n ?: 1, sizeof(double));
         _cleanup_free_ double *core_total = calloc(n ?: 1, sizeof(double));
         _cleanup_free_ double *enabled_total = calloc(n ?: 1, sizeof(double));
+        _cleanup_free_ double *node = calloc(n + n_package_events(m) ?: 1, sizeof(double));
         double total = 0.0;
         int q;
 
-        if (!core || !core_total || !enabled_total)
+        if (!core || !core_total || !enabled_total || !node)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_cpus; i++) {
                 scale_cpu(m, &m->accum[i], base ? &base[i] : NULL, &r->cpus[i]);
@@ -430,7 +501,7 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                         enabled_total[p] += m->accum[i].enabled[p] - (base ? base[i].enabled[p] : 0.0);
                 }
         }
-        set_constants(m, r->elapsed);
+        set_constants(m, r->window);
         for (size_t i = 0; i < m->n_cpus; i++)
                 for (size_t e = 0; e < n_package_events(m); e++)
                         r->cpus[i].counts[n + e] = NAN;
@@ -454,8 +525,11 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                         core_total[p] += core[p];
                 set_events(m, r->cpus[i].counts, core);
                 set_topology(m, (ssize_t) i);
+                if (r->window_clock != WINDOW_CLIENT)
+                        set_duration(m, span_seconds(m, base, i));
                 q = evaluate(m, &r->cpus[i]);
                 set_topology(m, -1);
+                set_duration(m, r->window);
                 if (q < 0)
                         return q;
         }
@@ -467,10 +541,11 @@ static int compute(pmugate_measure *m, const CpuAccum *base, pmugate_result *r) 
                 else
                         r->aggregate.scale[p] = enabled_total[p] > 0.0 ? total / enabled_total[p] : INFINITY;
         }
-        q = compute_packages(m, r, base != NULL);
+        memcpy(node, r->aggregate.counts, (n + n_package_events(m)) * sizeof(double));
+        q = compute_packages(m, base, r, node);
         if (q < 0)
                 return q;
-        set_events(m, r->aggregate.counts, core_total);
+        set_events(m, node, core_total);
         return evaluate(m, &r->aggregate);
 }
 
@@ -509,6 +584,12 @@ int pmugate_measure_read(pmugate_measure *m, pmugate_span span, pmugate_result *
         r->event_sets = pmugate_measure_event_sets(m);
         r->start = interval ? (double) (m->mark.ns - m->start_ns) / NSEC_PER_SEC : 0.0;
         r->elapsed = (double) (m->last_sample_ns - (interval ? m->mark.ns : m->start_ns)) / NSEC_PER_SEC;
+        r->window = rows_window(m, interval ? m->mark.cpus : NULL, r, -1, NAN);
+        r->window_clock = m->via_perf ? WINDOW_PERF : WINDOW_TSC;
+        if (isnan(r->window)) {
+                r->window = r->elapsed;
+                r->window_clock = WINDOW_CLIENT;
+        }
         r->samples = m->samples - (interval ? m->mark.samples : 0);
         r->resets = m->resets - (interval ? m->mark.resets : 0);
         q = compute(m, interval ? m->mark.cpus : NULL, r);
@@ -585,7 +666,8 @@ int measure_result_from_counts(pmugate_measure *m, const uint32_t *row_cpus, uin
         }
         for (size_t p = 0; p < n; p++)
                 r->aggregate.scale[p] = 1.0;
-        r->elapsed = longest;
+        r->elapsed = r->window = longest;
+        r->window_clock = WINDOW_CLIENT;
         set_constants(m, longest);
         set_row_cpus(m, n_rows);
         set_events(m, r->aggregate.counts, r->aggregate.counts);

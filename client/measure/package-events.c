@@ -84,6 +84,10 @@ PackageEvents *package_events_free(PackageEvents *pe) {
         free(pe->sources);
         free(pe->result_index);
         free(pe->leased);
+        free(pe->tsc_index);
+        free(pe->tsc_last);
+        free(pe->tsc_ticks);
+        free(pe->tsc_mark);
         pmugate_batch_free(pe->batch);
         free(pe);
         return NULL;
@@ -259,12 +263,71 @@ int package_events_plan(PackageEvents *pe, const pmugate_info *info, const uint3
         return 0;
 }
 
+/* IA32_TIME_STAMP_COUNTER, read per package where the daemon allows it. */
+#define PACKAGE_MSR_TSC 0x010U
+
+static bool tsc_readable(const pmugate_info *info) {
+        uint32_t reg;
+        bool pci;
+
+        return pmugate_info_register_by_name(info, "IA32_TIME_STAMP_COUNTER", &pci, &reg) >= 0 && !pci &&
+               reg == PACKAGE_MSR_TSC;
+}
+
 static int add_read(pmugate_batch *b, const PackageSource *s) {
         if (s->is_pci)
                 return pmugate_batch_read_pci(b, s->target, s->msr);
         if (s->is_counter)
                 return pmugate_batch_read_counter(b, s->target);
         return pmugate_batch_read_msr(b, s->target, s->msr);
+}
+
+/* The batch of the kept sources, package by package; with read_tsc, each package's sources
+ * between two readings of its first measured CPU's TSC, whose midpoint is when they were read. */
+static int build_reads(PackageEvents *pe) {
+        int r;
+
+        pmugate_batch_clear(pe->batch);
+        for (size_t q = 0; q < pe->n_packages; q++) {
+                if (pe->read_tsc) {
+                        r = pmugate_batch_read_msr(pe->batch, pe->package_cpu[q], PACKAGE_MSR_TSC);
+                        if (r < 0)
+                                return r;
+                        pe->tsc_index[2 * q] = r;
+                }
+                for (size_t i = 0; i < pe->n_sources; i++) {
+                        if (pe->sources[i].package != q)
+                                continue;
+                        r = add_read(pe->batch, &pe->sources[i]);
+                        if (r < 0)
+                                return r;
+                        pe->result_index[i] = r;
+                }
+                if (pe->read_tsc) {
+                        r = pmugate_batch_read_msr(pe->batch, pe->package_cpu[q], PACKAGE_MSR_TSC);
+                        if (r < 0)
+                                return r;
+                        pe->tsc_index[2 * q + 1] = r;
+                }
+        }
+        return 0;
+}
+
+/* When package q's sources were read in the batch just run: the midpoint of its two TSC
+ * readings; -ERANGE when the TSC went back. */
+static int package_tsc(const PackageEvents *pe, size_t q, uint64_t *ret) {
+        uint64_t before, after;
+        int r;
+
+        r = pmugate_batch_result(pe->batch, (size_t) pe->tsc_index[2 * q], &before);
+        if (r >= 0)
+                r = pmugate_batch_result(pe->batch, (size_t) pe->tsc_index[2 * q + 1], &after);
+        if (r < 0)
+                return r;
+        if (after < before)
+                return -ERANGE;
+        *ret = before + (after - before) / 2;
+        return 0;
 }
 
 /* Builds the sample batch of the kept sources, runs it, and drops what the daemon refuses or
@@ -275,19 +338,23 @@ static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
         for (;;) {
                 size_t refused = SIZE_MAX;
 
-                pmugate_batch_clear(pe->batch);
-                for (size_t i = 0; i < pe->n_sources; i++) {
-                        r = add_read(pe->batch, &pe->sources[i]);
-                        if (r < 0)
-                                return r;
-                        pe->result_index[i] = r;
-                }
                 if (pe->n_sources == 0)
                         return 0;
+                r = build_reads(pe);
+                if (r < 0)
+                        return r;
                 r = pmugate_batch_run(c, pe->batch);
                 if (r < 0) {
                         const pmugate_error *err = pmugate_last_error(c);
+                        bool tsc_refused = false;
 
+                        /* a refused TSC read leaves the package events on the core window */
+                        for (size_t k = 0; err && err->code > 0 && pe->read_tsc && k < 2 * pe->n_packages; k++)
+                                tsc_refused = tsc_refused || pe->tsc_index[k] == err->op_index;
+                        if (tsc_refused) {
+                                pe->read_tsc = false;
+                                continue;
+                        }
                         for (size_t i = 0; err && err->code > 0 && i < pe->n_sources; i++)
                                 if (pe->result_index[i] == err->op_index)
                                         refused = i;
@@ -311,6 +378,9 @@ static int run_dropping(PackageEvents *pe, pmugate *c, uint64_t *values) {
                                 return r;
                         refused = 0;
                 }
+                for (size_t q = 0; pe->read_tsc && q < pe->n_packages; q++)
+                        if (package_tsc(pe, q, &pe->tsc_last[q]) < 0)
+                                pe->read_tsc = false;
                 if (refused == SIZE_MAX)
                         return 0;
                 /* a failed reading leaves its event incomplete: drop the event's other sources too */
@@ -468,8 +538,13 @@ int package_events_start(PackageEvents *pe, pmugate *c, const pmugate_info *info
         }
         pe->result_index = calloc(pe->n_sources ?: 1, sizeof(int));
         values = calloc(pe->n_sources ?: 1, sizeof(uint64_t));
-        if (!pe->result_index || !values)
+        pe->tsc_index = calloc(2 * pe->n_packages ?: 1, sizeof(int));
+        pe->tsc_last = calloc(pe->n_packages ?: 1, sizeof(uint64_t));
+        pe->tsc_ticks = calloc(pe->n_packages ?: 1, sizeof(uint64_t));
+        pe->tsc_mark = calloc(pe->n_packages ?: 1, sizeof(uint64_t));
+        if (!pe->result_index || !values || !pe->tsc_index || !pe->tsc_last || !pe->tsc_ticks || !pe->tsc_mark)
                 return -ENOMEM;
+        pe->read_tsc = info->tsc_hz > 0 && tsc_readable(info);
         r = read_rapl_units(pe, c, model);
         if (r < 0)
                 return r;
@@ -516,6 +591,17 @@ int package_events_sample(PackageEvents *pe, pmugate *c) {
         r = pmugate_batch_run(c, pe->batch);
         if (r < 0)
                 return r;
+        for (size_t q = 0; pe->read_tsc && q < pe->n_packages; q++) {
+                uint64_t now;
+
+                if (package_tsc(pe, q, &now) < 0 || now < pe->tsc_last[q]) {
+                        /* a window that cannot be timed is timed by none: back to the core's */
+                        pe->read_tsc = false;
+                        break;
+                }
+                pe->tsc_ticks[q] += now - pe->tsc_last[q];
+                pe->tsc_last[q] = now;
+        }
         for (size_t i = 0; i < pe->n_sources; i++) {
                 PackageSource *s = &pe->sources[i];
                 uint64_t v, delta;
@@ -550,7 +636,15 @@ uint64_t package_events_raw(const PackageEvents *pe, size_t p, size_t e, bool in
         return sum;
 }
 
+uint64_t package_events_ticks(const PackageEvents *pe, size_t p, bool interval) {
+        if (!pe->read_tsc || p >= pe->n_packages)
+                return 0;
+        return pe->tsc_ticks[p] - (interval ? pe->tsc_mark[p] : 0);
+}
+
 void package_events_mark(PackageEvents *pe) {
+        for (size_t q = 0; pe->tsc_mark && q < pe->n_packages; q++)
+                pe->tsc_mark[q] = pe->tsc_ticks[q];
         for (size_t i = 0; i < pe->n_sources; i++) {
                 pe->sources[i].mark = pe->sources[i].total;
                 pe->sources[i].raw_mark = pe->sources[i].raw;

@@ -66,6 +66,14 @@ typedef struct PackageEvents {
         int *result_index;              /* per source: its op in batch */
         uint32_t *leased;               /* CPUs leased to program memory controllers */
         size_t n_leased;
+        /* The TSC of each package's first measured CPU, read in the same batch as its package
+         * events: their own counted window, which differs from the core counters' by the round
+         * trip between the two batches. Off when the TSC's rate is unknown or the read refused. */
+        bool read_tsc;
+        int *tsc_index;                 /* per package: its TSC reads before and after its sources */
+        uint64_t *tsc_last;             /* per package: when its sources were last read (TSC) */
+        uint64_t *tsc_ticks;            /* per package: TSC ticks of its windows since start */
+        uint64_t *tsc_mark;             /* per package: tsc_ticks at the start of the interval */
 } PackageEvents;
 
 /* Whether name is a package event; its kind in ret_kind (may be NULL). */
@@ -120,6 +128,9 @@ bool package_amd_kind(PackageEventKind kind);
 int package_amd_plan(PackageEvents *pe, const pmugate_info *info, const uint32_t *cpus, size_t n_cpus,
                      size_t p, size_t e);
 int package_amd_program(PackageEvents *pe, pmugate *c, const pmugate_info *info);
+
+/* TSC ticks package p's events counted (interval: since the mark); 0 when not timed. */
+uint64_t package_events_ticks(const PackageEvents *pe, size_t p, bool interval);
 
 /* Moves the interval mark to now. */
 void package_events_mark(PackageEvents *pe);

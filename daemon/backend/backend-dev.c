@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "log.h"
+#include "pmugate-limits.h"
 
 typedef struct DevBackend {
         Backend base;
@@ -170,6 +171,22 @@ static bool msr_driver_absent(int error) {
         return error == ENOENT || error == ENODEV || error == ENXIO;
 }
 
+/* The TSC's rate from the kernel's tsc_freq_khz where the kernel exports it (its calibrated
+ * tsc_khz, exact to the kHz: below 1e-6 of a GHz rate); 0 (unknown) otherwise or when the file
+ * does not hold a plausible rate. */
+static uint64_t dev_tsc_hz(const char *root) {
+        char text[32], *end;
+        unsigned long long khz;
+
+        if (machine_read_text(root, "sys/devices/system/cpu/cpu0/tsc_freq_khz", text, sizeof(text)) < 0)
+                return 0;
+        errno = 0;
+        khz = strtoull(text, &end, 10);
+        if (errno != 0 || end == text || *end != '\0' || khz < PMUGATE_TSC_KHZ_MIN || khz > PMUGATE_TSC_KHZ_MAX)
+                return 0;
+        return (uint64_t) khz * 1000U;
+}
+
 int backend_dev_new(const char *root, const Machine *m, bool msr_optional, Backend **ret) {
         _cleanup_(backend_freep) Backend *b = NULL;
         DevBackend *d;
@@ -232,6 +249,7 @@ int backend_dev_new(const char *root, const Machine *m, bool msr_optional, Backe
                 return log_error_errno(e, "Cannot open %s (pmugated must start as root)", path);
         }
 
+        b->tsc_hz = dev_tsc_hz(root);
         *ret = TAKE_PTR(b);
         return 0;
 }

@@ -40,6 +40,9 @@ struct Backend {
         /* A simulator's kernel lockdown ("integrity", "confidentiality"); NULL: none, or for the
          * dev backend the kernel's, read from its lockdown file. */
         const char *lockdown;
+        /* The TSC's rate in Hz, so that clients can turn TSC ticks read beside their counts into
+         * seconds; 0 when unknown (docs/PROTOCOL.md, hello "tsc_hz"). */
+        uint64_t tsc_hz;
 };
 
 static inline int backend_msr_read(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_value) {

@@ -252,16 +252,28 @@ static int pack_sim_events(msgpack_packer *pk, Server *s) {
         return 0;
 }
 
+/* "tsc_hz": the TSC's rate, for clients turning TSC ticks into seconds; nil when unknown. */
+static int pack_tsc_hz(msgpack_packer *pk, Server *s) {
+        TRY(pack_string(pk, "tsc_hz"));
+        if (s->backend->tsc_hz == 0) {
+                TRY_PACK(msgpack_pack_nil(pk));
+                return 0;
+        }
+        TRY_PACK(msgpack_pack_uint64(pk, s->backend->tsc_hz));
+        return 0;
+}
+
 int handle_hello(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         msgpack_packer pk;
         int r;
 
-        TRY(server_reply_begin(s, req, 17, &pk));
+        TRY(server_reply_begin(s, req, 18, &pk));
         TRY(pack_key_string(&pk, "server", "pmugated " PMUGATE_VERSION));
         TRY(pack_key_uint(&pk, "protocol", PMUGATE_PROTOCOL_VERSION));
         TRY(pack_key_string(&pk, "backend", s->backend->vtable->name));
         TRY(pack_key_bool(&pk, "simulated", s->backend->simulated));
         TRY(pack_sim_events(&pk, s));
+        TRY(pack_tsc_hz(&pk, s));
         TRY(pack_counting(&pk, s));
         TRY(pack_perf_pmus(&pk, s));
         TRY(pack_key_string(&pk, "mode", access_mode_to_string(s->config.mode)));

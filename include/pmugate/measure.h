@@ -176,6 +176,13 @@ typedef struct pmugate_result {
         const bool *not_modelled;       /* per event: the simulator has no model behind it (it
                                          * would count 0), so its counts are NaN, printed
                                          * <not modelled>; all false on real hardware */
+        /* Seconds the counters counted in the span, the time every "/s" metric divides by
+         * (duration_time): the mean over the measured CPUs of their windows timed by the TSC
+         * read in the same batch as the counts ("tsc"), by perf's time_enabled of the same read
+         * ("perf"), or, where neither is known, the client's clock between replies as elapsed
+         * ("client"). Each per-CPU row's metrics use that CPU's own window. */
+        double window;
+        const char *window_clock;
 } pmugate_result;
 
 /* Computes counts and metrics for a span. An interval read moves the interval mark. */

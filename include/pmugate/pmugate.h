@@ -176,6 +176,9 @@ typedef struct pmugate_info {
         /* The PMUs perf events open on; none from a daemon without the perf path. */
         pmugate_perf_pmu *pmus;
         size_t n_pmus;
+        /* The TSC's rate in Hz (hello "tsc_hz"), which turns the TSC ticks read beside the counts
+         * into the counted window's seconds; 0 when the daemon does not know it. */
+        uint64_t tsc_hz;
 } pmugate_info;
 
 /* Whether measurements go through the daemon's perf path (counters_via "perf"). */

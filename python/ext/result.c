@@ -106,9 +106,11 @@ static PyObject *metric_infos(const pmugate_result *r) {
 
 PyObject *pyresult_to_dict(const pmugate_result *r) {
         /* N: the dict takes the references; a NULL among them fails the whole */
-        return Py_BuildValue("{s:d,s:d,s:K,s:K,s:I,s:N,s:N,s:N,s:N,s:N,s:N,s:s}",
+        return Py_BuildValue("{s:d,s:d,s:d,s:s,s:K,s:K,s:I,s:N,s:N,s:N,s:N,s:N,s:N,s:s}",
                              "start", r->start,
                              "elapsed", r->elapsed,
+                             "window", r->window,
+                             "window_clock", r->window_clock ?: "client",
                              "samples", (unsigned long long) r->samples,
                              "resets", (unsigned long long) r->resets,
                              "event_sets", r->event_sets,

@@ -43,6 +43,9 @@ class Result:
     def __init__(self, d):
         self.start = d["start"]
         self.elapsed = d["elapsed"]
+        # seconds the counters counted, which rates divide by, and what timed them
+        self.window = d["window"]
+        self.window_clock = d["window_clock"]
         self.samples = d["samples"]
         self.resets = d["resets"]
         self.event_sets = d["event_sets"]

@@ -3,7 +3,8 @@
  * Unit tests: a measurement through the perf path (client/measure/measure-perf.c) against a
  * fake daemon whose counters go via perf: one perf_open at start, the first perf_read the
  * baseline, deltas accumulated, the multiplexing scale from time_enabled / time_running, and
- * an event whose group the kernel never scheduled n/a with the reason, never 0.
+ * an event whose group the kernel never scheduled n/a with the reason, never 0, and the
+ * counted window (duration_time) from time_enabled.
  */
 #include <errno.h>
 #include <math.h>
@@ -142,10 +143,55 @@ static void test_accumulate(void **state) {
         assert_true(fabs(r->aggregate.scale[clock] - 8000.0 / 6000.0) < 1e-9);
         assert_true(fabs(r->aggregate.counts[clock] - 7000.0 * 8000.0 / 6000.0) < 1e-6);
         assert_int_equal(r->samples, 2);
+        /* rates divide by the counted window, time_enabled of the reads: 8000 ns, not the
+         * client's clock between the replies */
+        assert_string_equal(r->window_clock, "perf");
+        assert_true(fabs(r->window - 8000e-9) < 1e-15);
         pmugate_result_free(r);
         pmugate_measure_close(m);
         pmugate_disconnect(c);
         fake_done(&f);
+}
+
+static uint64_t hello_tsc_value;
+static bool hello_tsc_nil;
+
+static void hello_tsc_body(msgpack_packer *pk) {
+        hello_no_pmu_body(pk);
+        pack_string(pk, "tsc_hz");
+        if (hello_tsc_nil)
+                msgpack_pack_nil(pk);
+        else
+                msgpack_pack_uint64(pk, hello_tsc_value);
+}
+
+/* hello's tsc_hz: a rate is kept, nil or a rate no TSC has (a garbled reply) is unknown (0),
+ * so that it cannot scale every rate. */
+static void test_hello_tsc_hz(void **state) {
+        static const struct {
+                bool nil;
+                uint64_t hz, want;
+        } cases[] = {
+                { false, 2000000000, 2000000000 },
+                { true, 0, 0 },
+                { false, 1, 0 },
+                { false, UINT64_MAX, 0 },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                pmugate_info *info = NULL;
+                FakeDaemon f;
+                pmugate *c = fake_connect(&f);
+
+                hello_tsc_nil = cases[i].nil;
+                hello_tsc_value = cases[i].hz;
+                fake_reply(&f, 1, 6, hello_tsc_body, 0);
+                assert_int_equal(pmugate_hello(c, &info), 0);
+                assert_int_equal(info->tsc_hz, cases[i].want);
+                pmugate_info_free(info);
+                pmugate_disconnect(c);
+                fake_done(&f);
+        }
 }
 
 static void test_software_without_pmu(void **state) {
@@ -175,6 +221,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_accumulate),
                 cmocka_unit_test(test_software_without_pmu),
+                cmocka_unit_test(test_hello_tsc_hz),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

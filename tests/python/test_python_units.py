@@ -17,7 +17,7 @@ def result_dict():
     def row(cpu, package, counts, metrics):
         return {"cpu": cpu, "package": package, "counts": counts, "raw": [int(c) for c in counts],
                 "scale": [1.0] * len(counts), "metrics": metrics}
-    return {"start": 0.0, "elapsed": 0.5, "samples": 3, "resets": 1, "event_sets": 1,
+    return {"start": 0.0, "elapsed": 0.5, "window": 0.499, "window_clock": "tsc", "samples": 3, "resets": 1, "event_sets": 1,
             "events": ["CYCLES", "INST"], "event_units": ["", ""],
             "metrics": [{"name": "share", "label": "Share", "parent": -1, "level": 1, "unit": "%"},
                         {"name": "ipc", "label": "IPC", "parent": -1, "level": 1, "unit": ""}],
@@ -55,6 +55,7 @@ def test_result(tap):
     import numpy as np
     from pmugate._result import Result
     r = Result(result_dict())
+    tap.eq((r.window, r.window_clock), (0.499, "tsc"), "the counted window and what timed it")
     tap.ok(isinstance(r.metrics["share"], np.ndarray) and r.metrics["share"].shape == (2,), "metrics per CPU as arrays")
     tap.eq(r.metrics["share"][0], 25.0, "a '%' metric is a percentage, as the CLI writes it")
     tap.eq(r.metrics["ipc"][0], 1.6, "other metrics as they are")

@@ -809,6 +809,8 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
                 .machine = machine,
                 .simulated = true,
                 .lockdown = s->config->lockdown,
+                /* the simulated TSC ticks at the model's nominal clock */
+                .tsc_hz = (uint64_t) s->clock.mhz * HZ_PER_MHZ,
         };
         log_info("Simulated PMU: %s, %u socket(s) x %u cores%s, %s clock%s%s%s", machine->model_name,
                  s->config->sockets, s->config->cores_per_socket, s->config->smt ? " x 2 threads" : "",
