@@ -67,6 +67,8 @@ static void close_events(PerfHandle *h) {
                 perf_driver_close(h->driver, h->events[i]);
                 h->events[i] = -1;
         }
+        /* nothing is open: an open starts again from the first event */
+        h->open_event = h->open_unit = 0;
 }
 
 static bool group_on_unit(const PerfHandle *h, size_t g, const PerfUnit *unit) {

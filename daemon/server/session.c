@@ -422,6 +422,12 @@ static int session_run_perf_job(Session *c) {
 
         /* As a batch's slices: at once again while nobody waits and the loop has nothing new. */
         for (;;) {
+                /* Its socket is not listened to meanwhile: a client that left is found here, and
+                 * what opened closes with the session rather than after the whole open. */
+                struct pollfd p = { .fd = c->fd };
+
+                if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)))
+                        return -ECONNRESET;
                 r = c->perf_job->step(s, c, c->perf_job, &fds);
                 scheduler_charge(&s->scheduler, &c->sched, MAX(fds, (size_t) 1));
                 if (r < 0 || c->perf_job->finished)
