@@ -4,7 +4,8 @@
  * same policy as the MSR path (docs/PERF.md, "Policy"). A request's events are validated into
  * attrs (perf/perf-attr.c), its targets come from its scope (CPUs with leases for hardware
  * events, the job's cgroup, or one of the caller's processes through a pidfd), and they are
- * opened all or nothing into a handle the session owns.
+ * opened all or nothing into a handle the session owns: one of more than PERF_OPEN_FDS_PER_TURN
+ * fds in turns (open_in_turns()), its rights checked again between them.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -4,8 +4,9 @@
 the kernel's software events (docs/PERF.md): per-CPU cpu-clock, a process's task-clock with and
 without its children, counting from exec, group reads and the multiplexing times, fds handed to
 the caller, events closed when their client goes or its grant is revoked, a job's cgroup counted
-alone on a CPU another job shares, several users at once, and every hostile request refused with
-its reason while the daemon keeps serving."""
+alone on a CPU another job shares, several users at once, a whole-node open in turns with others
+served between, and every hostile request refused with its reason while the daemon keeps
+serving."""
 
 import array
 import json
