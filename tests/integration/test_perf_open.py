@@ -725,11 +725,13 @@ def test_sim_open_in_turns(tap):
         tap.skip("4096 CPUs", "the simulator's perf driver of 4096 CPUs is too slow under the sanitizers")
         return
     bound = 0.1
+    monitor_uid = USER + 2
     cpus = list(range(4096))
     d = t.workdir()
     conf = os.path.join(d, "pmugate.conf")
     with open(conf, "w") as f:
-        f.write("[access]\nmode = open\nadmin_groups = %d\nuser_groups = %d\n" % (t.ADMIN_GID, t.USER_GID))
+        f.write("[access]\nmode = open\nadmin_groups = %d\nuser_groups = %d\nmonitor_users = %d\n" % (
+            t.ADMIN_GID, t.USER_GID, monitor_uid))
     dm = t.Daemon(d, ["--backend=sim", "--sim-model=spr", "--counters=perf",
                       "--sim-config=" + t.sim_config(d, "spr", sockets=8, cores=256)], config=conf)
     opener = other = None
@@ -779,6 +781,25 @@ def test_sim_open_in_turns(tap):
         tap.ok(r.get("ok"), "after a client left mid-open, another user opens the same CPUs: its leases ended",
                err(r))
         again.close()
+        # A right that ends between two turns: a monitor's whole-node open loses CPU 4095's lease
+        # to a user's perf_open there, served between two of its turns.
+        monitor, user = Agent(dm, uid=monitor_uid), Agent(dm, uid=USER)
+        tap.ok(monitor.call("hello")["ok"] and user.call("hello")["ok"], "a monitor and a user connected")
+        monitor.p.stdin.write(json.dumps(request) + "\n")
+        monitor.p.stdin.flush()
+        time.sleep(0.01)
+        r = user.call("perf_open", scope="cpu", cpus=[4095], groups=[[dict(pmu="cpu", config=0x10ad)]])
+        tap.ok(r.get("ok"), "a user's perf_open on CPU 4095 is served during the monitor's open", err(r))
+        got, why = err(json.loads(monitor.p.stdout.readline()))
+        tap.ok(got == "no-lease" and "CPU 4095 ended while" in why,
+               "the monitor's open is refused at its next turn: the lease on CPU 4095 ended", (got, why))
+        audit = dm.audit()
+        tap.ok("event=perf-open verdict=allowed uid=%d" % monitor_uid not in audit and
+               "uid=%d" % monitor_uid in audit and "its perf_open was refused" in audit,
+               "nothing of it stays open: no perf-open allowed, the leases it took given back", audit[-400:])
+        tap.ok(monitor.call("hello")["ok"] and user.call("hello")["ok"], "both are served on")
+        monitor.close()
+        user.close()
         tap.ok(dm.alive() and admin.call("status")["ok"], "the daemon keeps serving")
         admin.close()
     finally:
