@@ -189,15 +189,14 @@ size_t server_perf_events_per_uid_max(const Server *s) {
 
 static int on_perf_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         Server *s = userdata;
-
         struct timespec ts;
 
         (void) usec;
         s->perf_tick_fn(s->perf_driver);
         /* The next tick a period after this one ended, not after it was due: a tick of a
          * whole node's events can take longer than the period, and one always due would be
-         * the only source the loop ever dispatches (sd-event runs one a iteration, the turns
-         * of a perf_open or batch in progress below it). */
+         * the only source the loop ever dispatches (sd-event dispatches one source an iteration,
+         * and the turns of a perf_open or a batch in progress rank below it). */
         if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
                 return -errno;
         return sd_event_source_set_time(source, (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U +
