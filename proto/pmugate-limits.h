@@ -189,6 +189,10 @@
  * socket round trip per fd. */
 #define PERF_OPENER_BATCH_MAX 253U
 #define PERF_OPENER_BATCH_FDS_MAX 253U
+/* A perf_open of more fds than this opens in turns of this many, with every other client
+ * waiting served between two turns (an admin's revoke among them), as a large batch runs in
+ * slices: a whole-node open of 40960 fds is not one turn of a large fraction of a second. */
+#define PERF_OPEN_FDS_PER_TURN 2048U
 
 /* A cgroup's path as /proc/PID/cgroup gives it; a longer one is refused, not cut. */
 #define PMUGATE_CGROUP_PATH_MAX 2048U

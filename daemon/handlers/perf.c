@@ -4,7 +4,8 @@
  * same policy as the MSR path (docs/PERF.md, "Policy"). A request's events are validated into
  * attrs (perf/perf-attr.c), its targets come from its scope (CPUs with leases for hardware
  * events, the job's cgroup, or one of the caller's processes through a pidfd), and they are
- * opened all or nothing into a handle the session owns.
+ * opened all or nothing into a handle the session owns: one of more than PERF_OPEN_FDS_PER_TURN
+ * fds in turns (open_in_turns()), its rights checked again between them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -374,11 +375,182 @@ static int export_fds(Server *s, PerfHandle *h, Refusal *ret_refusal) {
         return 0;
 }
 
+/* After every event opened: the handle goes to c (its fds to the reply when handed off), the
+ * open is audited and the reply packed. Takes h: freed when refused. */
+static int open_finish(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, PerfHandle *h,
+                       const char *events, Refusal *ret_refusal) {
+        char targets[256];
+        int slot, r;
+
+        /* The pid named at the check is the process the events count only if it still lives. */
+        if (req->perf_scope == PERF_SCOPE_PROCESS && !perf_target_process_alive(&(PerfProcess) { .pidfd = h->pidfd })) {
+                pid_t pid = (pid_t) h->targets[0];
+
+                perf_handle_free(h);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %d exited while its events opened",
+                              (int) pid);
+        }
+        /* A thread's id is not pinned by a pidfd: still listed under the process after the open,
+         * it was not reused by another process's thread in between. */
+        if (req->thread && !perf_target_thread_alive("/proc", &(PerfProcess) { .pidfd = h->pidfd, .pid = plan->process.pid,
+                                                                               .tids = plan->process.tids, .n_tids = 1 })) {
+                perf_handle_free(h);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "thread %" PRIu32 " ended while its events opened",
+                              req->pid);
+        }
+        /* The session reads no request while its open is in turns: the slot found free at the
+         * start is free still, looked up again rather than assumed. */
+        slot = find_free_slot(c);
+        if (slot < 0) {
+                perf_handle_free(h);
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1, "this connection holds %u perf handles, the most "
+                              "allowed; perf_close one first", PERF_HANDLES_PER_SESSION_MAX);
+        }
+        if (req->handoff) {
+                r = export_fds(s, h, ret_refusal);
+                if (r != 0) {
+                        perf_handle_free(h);
+                        return r;
+                }
+                h->handed_off = true;
+        }
+        h->id = ++c->perf_next_id;
+        c->perf[slot] = h;
+        h->acquired = plan->acquired;
+        cpuset_clear(&plan->acquired);
+        r = server_perf_tick_update(s);
+        if (r < 0)
+                log_warning_errno(r, "Cannot tick the simulator's perf driver: its counts advance at reads only");
+
+        (void) snprintf(targets, sizeof(targets), "%s:", perf_scope_to_string(h->scope));
+        for (size_t t = 0; t < h->n_targets; t++) {
+                size_t len = strlen(targets);
+
+                (void) snprintf(targets + len, sizeof(targets) - len, "%s%" PRId64, t > 0 ? "," : "", h->targets[t]);
+        }
+        server_audit(s, c, "perf-open", "allowed", h->job[0] ? h->job : NULL, targets, events, perf_handle_n_open(h));
+
+        r = reply_open(s, req, h);
+        if (r < 0)
+                server_reply_fds_drop(s);
+        return r;
+}
+
+/* A perf_open of more than PERF_OPEN_FDS_PER_TURN fds, opened that many a turn: the server
+ * runs step() at each of c's turns, other clients served between (server-state.h). */
+typedef struct PerfOpenTurns {
+        PerfOpenJob job;                /* first: the server's view of it */
+        PerfOpenPlan plan;
+        PerfHandle *h;                  /* NULL once it went to the session or was freed */
+        Request req;                    /* its id and scope; the events are in events */
+        char events[PMUGATE_REASON_MAX];
+        uint64_t generation;            /* s->rights_generation when its rights were last checked */
+} PerfOpenTurns;
+
+/* What the open relies on, checked again when anything may have changed between two turns (a
+ * lease ended, a reload, a revocation): as at a perf_open, and as revalidation holds an open
+ * handle to. */
+static int open_recheck(Server *s, Session *c, PerfOpenTurns *t, Refusal *ret_refusal) {
+        const PerfHandle *h = t->h;
+        int r;
+
+        if (!c->rights.may_read || (h->needs_write && !c->rights.may_write))
+                return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                              "the right to count these events ended while they opened");
+        if (c->rights.scoped) {
+                r = handler_resolve_scope(s, c, ret_refusal);
+                if (r != 0)
+                        return r;
+                if (t->plan.job[0] && strcmp(c->scope.job, t->plan.job) != 0)
+                        return refuse(ret_refusal, PROTO_E_OUT_OF_SCOPE, -1,
+                                      "job %s ended while its events opened", t->plan.job);
+        }
+        CPUSET_FOREACH(cpu, &h->needs_leases)
+                if (!leases_held_by(s->leases, cpu, c))
+                        return refuse(ret_refusal, PROTO_E_NO_LEASE, -1,
+                                      "the lease on CPU %u ended while the events opened", (unsigned) cpu);
+        return 0;
+}
+
+static int open_step(Server *s, Session *c, PerfOpenJob *job, size_t *ret_fds) {
+        PerfOpenTurns *t = (PerfOpenTurns *) job;
+        PerfOpenFailure failure;
+        Refusal refusal;
+        int r;
+
+        refusal_clear(&refusal);
+        *ret_fds = 0;
+        if (t->generation != s->rights_generation) {
+                t->generation = s->rights_generation;
+                r = open_recheck(s, c, t, &refusal);
+                if (r < 0)
+                        return r;
+        } else
+                r = 0;
+        if (r == 0) {
+                *ret_fds = MIN((size_t) PERF_OPEN_FDS_PER_TURN, t->h->n_units * t->h->n_events);
+                r = perf_handle_open_some(t->h, PERF_OPEN_FDS_PER_TURN, &failure);
+                if (r == 0)
+                        return 0;
+                if (r < 0) {
+                        char why[PMUGATE_REASON_MAX];
+
+                        perf_open_failure_format(t->h, &failure, t->plan.pmu_names, why, sizeof(why));
+                        r = refuse(&refusal, open_refusal_code(failure.error), -1, "%s", why);
+                } else {
+                        r = open_finish(s, c, &t->req, &t->plan, t->h, t->events, &refusal);
+                        t->h = NULL;
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (r > 0) {
+                r = server_reply_refusal(s, c, &t->req, &refusal);
+                if (r < 0)
+                        return r;
+        }
+        job->finished = true;
+        return 0;
+}
+
+static void open_free(Server *s, Session *c, PerfOpenJob *job) {
+        PerfOpenTurns *t = (PerfOpenTurns *) job;
+
+        (void) s;
+        (void) c;
+        perf_handle_free(t->h);
+        plan_done(&t->plan);
+        free(t);
+}
+
+/* Hands the open to the server as a job of c: the plan and h are its from here on. */
+static int open_in_turns(Server *s, Session *c, const Request *req, PerfOpenPlan *plan, PerfHandle *h,
+                         const char *events) {
+        PerfOpenTurns *t = calloc(1, sizeof(*t));
+
+        if (!t) {
+                perf_handle_free(h);
+                return -ENOMEM;
+        }
+        t->job = (PerfOpenJob) { .step = open_step, .free = open_free, .n_fds = h->n_units * h->n_events };
+        t->plan = *plan;
+        *plan = (PerfOpenPlan) { .cgroup_fd = -1, .process = { .pidfd = -1 } };
+        t->h = h;
+        t->req = *req;
+        t->req.perf_events = NULL;
+        t->req.cpus = NULL;
+        t->req.n_cpus = 0;
+        (void) snprintf(t->events, sizeof(t->events), "%s", events);
+        t->generation = s->rights_generation;
+        c->perf_job = &t->job;
+        return 0;
+}
+
 int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         _cleanup_(plan_done) PerfOpenPlan plan = { .cgroup_fd = -1, .process = { .pidfd = -1 }, .session = c };
         PerfHandle *h = NULL;
         PerfOpenFailure failure;
-        char targets[256], events[PMUGATE_REASON_MAX];
+        char events[PMUGATE_REASON_MAX];
         size_t held;
         int slot, r;
 
@@ -444,6 +616,9 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
                               PERF_ROWS_MAX);
         }
 
+        format_events(req, &plan, events, sizeof(events));
+        if (h->n_units * h->n_events > PERF_OPEN_FDS_PER_TURN)
+                return open_in_turns(s, c, req, &plan, h, events);
         r = perf_handle_open(h, &failure);
         if (r < 0) {
                 char why[PMUGATE_REASON_MAX];
@@ -452,51 +627,7 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
                 perf_handle_free(h);
                 return refuse(ret_refusal, open_refusal_code(failure.error), -1, "%s", why);
         }
-        /* The pid named at the check is the process the events count only if it still lives. */
-        if (req->perf_scope == PERF_SCOPE_PROCESS && !perf_target_process_alive(&(PerfProcess) { .pidfd = h->pidfd })) {
-                pid_t pid = (pid_t) h->targets[0];
-
-                perf_handle_free(h);
-                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %d exited while its events opened",
-                              (int) pid);
-        }
-        /* A thread's id is not pinned by a pidfd: still listed under the process after the open,
-         * it was not reused by another process's thread in between. */
-        if (req->thread && !perf_target_thread_alive("/proc", &(PerfProcess) { .pidfd = h->pidfd, .pid = plan.process.pid,
-                                                                               .tids = plan.process.tids, .n_tids = 1 })) {
-                perf_handle_free(h);
-                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "thread %" PRIu32 " ended while its events opened",
-                              req->pid);
-        }
-        if (req->handoff) {
-                r = export_fds(s, h, ret_refusal);
-                if (r != 0) {
-                        perf_handle_free(h);
-                        return r;
-                }
-                h->handed_off = true;
-        }
-        h->id = ++c->perf_next_id;
-        c->perf[slot] = h;
-        h->acquired = plan.acquired;
-        cpuset_clear(&plan.acquired);
-        r = server_perf_tick_update(s);
-        if (r < 0)
-                log_warning_errno(r, "Cannot tick the simulator's perf driver: its counts advance at reads only");
-
-        (void) snprintf(targets, sizeof(targets), "%s:", perf_scope_to_string(h->scope));
-        for (size_t t = 0; t < h->n_targets; t++) {
-                size_t len = strlen(targets);
-
-                (void) snprintf(targets + len, sizeof(targets) - len, "%s%" PRId64, t > 0 ? "," : "", h->targets[t]);
-        }
-        format_events(req, &plan, events, sizeof(events));
-        server_audit(s, c, "perf-open", "allowed", h->job[0] ? h->job : NULL, targets, events, perf_handle_n_open(h));
-
-        r = reply_open(s, req, h);
-        if (r < 0)
-                server_reply_fds_drop(s);
-        return r;
+        return open_finish(s, c, req, &plan, h, events, ret_refusal);
 }
 
 static int find_handle(Session *c, const Request *req, size_t *ret_slot, Refusal *ret_refusal) {

@@ -67,6 +67,8 @@ static void close_events(PerfHandle *h) {
                 perf_driver_close(h->driver, h->events[i]);
                 h->events[i] = -1;
         }
+        /* nothing is open: an open starts again from the first event */
+        h->open_event = h->open_unit = 0;
 }
 
 static bool group_on_unit(const PerfHandle *h, size_t g, const PerfUnit *unit) {
@@ -76,14 +78,16 @@ static bool group_on_unit(const PerfHandle *h, size_t g, const PerfUnit *unit) {
 /* Opens event e, of the group whose leader is event leader (e itself for the leader), on
  * every unit the group opens on: as many units per driver request as one batch holds
  * (PERF_OPENER_BATCH_MAX events, PERF_OPENER_BATCH_FDS_MAX group and cgroup fds), so that a
- * whole-node open is not a round trip to the opener per fd. What opened is in h->events. */
-static int open_on_units(PerfHandle *h, size_t g, size_t leader, size_t e, PerfOpenFailure *ret_failure) {
+ * whole-node open is not a round trip to the opener per fd. Units first to end - 1 only (an
+ * open in turns). What opened is in h->events. */
+static int open_on_units(PerfHandle *h, size_t g, size_t leader, size_t e, size_t first, size_t end,
+                         PerfOpenFailure *ret_failure) {
         PerfDriverEvent batch[PERF_OPENER_BATCH_MAX];
         size_t units[PERF_OPENER_BATCH_MAX], n = 0, n_fds = 0;
         int handles[PERF_OPENER_BATCH_MAX];
 
-        for (size_t u = 0; u <= h->n_units; u++) {
-                const PerfUnit *unit = u < h->n_units ? &h->units[u] : NULL;
+        for (size_t u = first; u <= end; u++) {
+                const PerfUnit *unit = u < end ? &h->units[u] : NULL;
                 int group = unit && e != leader ? h->events[u * h->n_events + leader] : -1;
                 size_t fds = unit ? (group >= 0) + (unit->cgroup_fd >= 0) : 0;
                 int r, failed = 0;
@@ -126,20 +130,37 @@ static int open_on_units(PerfHandle *h, size_t g, size_t leader, size_t e, PerfO
 }
 
 int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure) {
-        /* Event by event, each on every unit at once: a group's leader is open on every unit
-         * before its members are asked for, with its fd. */
-        for (size_t g = 0, e = 0; g < h->n_groups; g++) {
-                size_t leader = e;
+        return perf_handle_open_some(h, SIZE_MAX, ret_failure) < 0 ? ret_failure->error : 0;
+}
 
-                for (size_t i = 0; i < h->group_sizes[g]; i++, e++) {
-                        int r = open_on_units(h, g, leader, e, ret_failure);
+int perf_handle_open_some(PerfHandle *h, size_t max_fds, PerfOpenFailure *ret_failure) {
+        size_t budget = max_fds;
 
-                        if (r < 0) {
-                                close_events(h);
-                                return r;
-                        }
+        if (budget == 0)
+                return -EINVAL;
+        /* Event by event, each on every unit (as many as the budget allows per call): a
+         * group's leader is open on every unit before its members are asked for, with its fd. */
+        while (h->open_event < h->n_events && budget > 0) {
+                size_t e = h->open_event, g = 0, leader = 0, end;
+                int r;
+
+                while (leader + h->group_sizes[g] <= e)
+                        leader += h->group_sizes[g++];
+                end = h->open_unit + MIN(budget, h->n_units - h->open_unit);
+                r = open_on_units(h, g, leader, e, h->open_unit, end, ret_failure);
+                if (r < 0) {
+                        close_events(h);
+                        return r;
+                }
+                budget -= end - h->open_unit;
+                h->open_unit = end;
+                if (h->open_unit == h->n_units) {
+                        h->open_event++;
+                        h->open_unit = 0;
                 }
         }
+        if (h->open_event < h->n_events)
+                return 0;
         /* Every group is open before any counts: a partial open never counted anything. A
          * leader waiting for exec stays disabled until the kernel enables it. */
         for (size_t u = 0; u < h->n_units; u++) {
@@ -159,7 +180,7 @@ int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure) {
                         }
                 }
         }
-        return 0;
+        return 1;
 }
 
 size_t perf_handle_n_open(const PerfHandle *h) {

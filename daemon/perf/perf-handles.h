@@ -53,6 +53,7 @@ typedef struct PerfHandle {
                                  * given back when it closes, unless another handle needs them */
         bool needs_write;       /* hardware or uncore events: the role must still may_write */
         char job[PMUGATE_STRING_MAX + 1];       /* job mode: the job whose grant allowed it */
+        size_t open_event, open_unit;   /* an open in turns: the next event to open, on which unit */
 } PerfHandle;
 
 /* Why an open failed: the event, its target and the errno, with what to do. */
@@ -69,6 +70,11 @@ int perf_handle_new(PerfDriver *driver, PerfScope scope, uid_t uid, const struct
 /* Opens every event on every unit, leaders first, then enables each group. On a failure
  * closes what opened, fills *ret_failure and returns its negative errno. */
 int perf_handle_open(PerfHandle *h, PerfOpenFailure *ret_failure);
+/* The same in turns: opens at most max_fds more events where the last call stopped, then
+ * (once all are open) enables the groups. Returns 1 when all is open and enabled, 0 when more
+ * is left for the next call, or, on a failure, closes what opened, fills *ret_failure and
+ * returns its negative errno. */
+int perf_handle_open_some(PerfHandle *h, size_t max_fds, PerfOpenFailure *ret_failure);
 /* The open events of the handle (kernel fds it holds). */
 size_t perf_handle_n_open(const PerfHandle *h);
 /* Reads every group of every unit and packs the rows (wire.h PerfRowField), one per target

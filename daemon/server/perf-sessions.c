@@ -2,9 +2,11 @@
 /*
  * A session's perf handles: lookup, per-uid accounting, and every way a handle ends.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -168,10 +170,14 @@ size_t server_perf_events_of_uid(const Server *s, uid_t uid) {
         size_t n = 0;
 
         for (const Session *c = s->sessions; c; c = c->next)
-                if (c->peer.uid == uid)
+                if (c->peer.uid == uid) {
                         for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
                                 if (c->perf[i])
                                         n += perf_handle_n_open(c->perf[i]);
+                        /* an open in turns counts whole from its first turn */
+                        if (c->perf_job)
+                                n += c->perf_job->n_fds;
+                }
         return n;
 }
 
@@ -183,9 +189,18 @@ size_t server_perf_events_per_uid_max(const Server *s) {
 
 static int on_perf_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         Server *s = userdata;
+        struct timespec ts;
 
+        (void) usec;
         s->perf_tick_fn(s->perf_driver);
-        return sd_event_source_set_time(source, usec + PERF_SIM_TICK_USEC);
+        /* The next tick a period after this one ended, not after it was due: a tick of a
+         * whole node's events can take longer than the period, and one always due would be
+         * the only source the loop ever dispatches (sd-event dispatches one source an iteration,
+         * and the turns of a perf_open or a batch in progress rank below it). */
+        if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+                return -errno;
+        return sd_event_source_set_time(source, (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U +
+                                                        PERF_SIM_TICK_USEC);
 }
 
 int server_perf_tick_update(Server *s) {

@@ -27,7 +27,7 @@ size_t session_perf_close_cpu(Session *c, uint32_t cpu, const char *verdict, con
  * of another job, or of a CPU the job no longer gives, closes and the session is told
  * `revoked`. Returns how many closed. */
 size_t session_perf_revalidate(Server *s, Session *c, const Scope *scope, const char *why);
-/* The events (kernel fds) all sessions of uid hold open. */
+/* The events (kernel fds) all sessions of uid hold open, or are opening (an open in turns). */
 size_t server_perf_events_of_uid(const Server *s, uid_t uid);
 /* How many events one uid may hold open across its sessions on this machine (limits.h). */
 size_t server_perf_events_per_uid_max(const Server *s);

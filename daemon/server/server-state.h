@@ -73,6 +73,20 @@ struct BatchJob {
         size_t n_reply_parts;
 };
 
+/* A perf_open larger than one turn (PERF_OPEN_FDS_PER_TURN fds), in progress: the handler
+ * layer's (handlers/perf.c), which the server runs a turn at a time with other clients served
+ * between, and frees when the client leaves. */
+typedef struct PerfOpenJob PerfOpenJob;
+struct PerfOpenJob {
+        /* Opens the next turn's fds: returns 0 with finished set when the reply (the handle, or
+         * the refusal) is packed into s->reply, or negative errno. *ret_fds: what it opened. */
+        int (*step)(Server *s, Session *c, PerfOpenJob *job, size_t *ret_fds);
+        /* Closes what opened and gives back what the open took (leases); frees job. */
+        void (*free)(Server *s, Session *c, PerfOpenJob *job);
+        size_t n_fds;           /* what it opens: counted against its uid's limit meanwhile */
+        bool finished;
+};
+
 typedef struct ServerCounters {
         uint64_t connections;
         uint64_t refused_connections;
@@ -180,6 +194,7 @@ struct Session {
         size_t n_pending, pending_next;
         SchedEntry sched;       /* its place in the scheduler's queues */
         BatchJob *job;          /* a large batch in progress */
+        PerfOpenJob *perf_job;  /* a large perf_open in progress */
         /* A request waiting for a slot for large batches, as it came (at most
          * PMUGATE_REQUEST_SIZE_MAX bytes): decoded again when the slot is there. */
         char *held;

@@ -93,6 +93,10 @@ Session *session_free(Session *c) {
                 return NULL;
         s = c->server;
         server_audit_folded_writes(s, c);
+        /* a perf_open in progress: what it opened closes, the leases it took go back */
+        if (c->perf_job)
+                c->perf_job->free(s, c, c->perf_job);
+        c->perf_job = NULL;
         session_perf_close_all(c, "client disconnected");
         session_end_leases(c, "client disconnected");
         peer_done(&c->peer);
@@ -241,7 +245,7 @@ static int session_wait_turn(Session *c) {
         if (r < 0)
                 return r;
         if (!c->sched.waits_for_slot)
-                scheduler_queue(&s->scheduler, &c->sched, c->rights.may_admin, !c->job && !c->held);
+                scheduler_queue(&s->scheduler, &c->sched, c->rights.may_admin, !c->job && !c->perf_job && !c->held);
         return sd_event_source_set_enabled(s->turns, SD_EVENT_ON);
 }
 
@@ -271,7 +275,7 @@ static int session_after_turn(Session *c, const char *message, size_t size) {
         free(c->held);
         c->held = NULL;
         c->held_size = 0;
-        if (c->job)
+        if (c->job || c->perf_job)
                 return session_wait_turn(c);
         return 0;
 }
@@ -317,7 +321,7 @@ static int session_handle_message(Session *c, const char *message, size_t size, 
                 log_warning_errno(r, "Failed to handle a request from uid %u", (unsigned) c->peer.uid);
                 if (server_reply_unhandled(s, c, 0, PROTO_E_INTERNAL, NULL) < 0)
                         return r;
-        } else if (c->job || c->sched.waits_for_slot)
+        } else if (c->job || c->perf_job || c->sched.waits_for_slot)
                 return session_after_turn(c, message, size);
         r = session_after_turn(c, message, size);
         if (r < 0)
@@ -409,10 +413,50 @@ static int session_run_job(Session *c) {
         return session_listen(c);
 }
 
-/* One turn of c: a slice of its batch, its request that waited for a slot, or its next one. */
+/* The next turn of c's perf_open in progress; when all is open (or it was refused), its reply
+ * goes out. */
+static int session_run_perf_job(Session *c) {
+        Server *s = c->server;
+        size_t fds = 0;
+        int r;
+
+        /* As a batch's slices: at once again while nobody waits and the loop has nothing new. */
+        for (;;) {
+                /* Its socket is not listened to meanwhile: a client that left is found here, and
+                 * what opened closes with the session rather than after the whole open. */
+                struct pollfd p = { .fd = c->fd };
+
+                if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)))
+                        return -ECONNRESET;
+                r = c->perf_job->step(s, c, c->perf_job, &fds);
+                scheduler_charge(&s->scheduler, &c->sched, MAX(fds, (size_t) 1));
+                if (r < 0 || c->perf_job->finished)
+                        break;
+                if (!scheduler_idle(&s->scheduler) || loop_has_events(s))
+                        return session_wait_turn(c);
+        }
+        c->perf_job->free(s, c, c->perf_job);
+        c->perf_job = NULL;
+        if (r < 0) {
+                log_warning_errno(r, "Failed to open the perf events of uid %u", (unsigned) c->peer.uid);
+                server_reply_fds_drop(s);
+                r = server_reply_unhandled(s, c, 0, PROTO_E_INTERNAL, NULL);
+                if (r < 0)
+                        return r;
+        }
+        r = session_send_reply(c);
+        if (r < 0)
+                return r;
+        return session_listen(c);
+}
+
+/* One turn of c: a slice of its batch or of its perf_open, its request that waited for a
+ * slot, or its next one. */
 static int session_turn(Session *c) {
         if (c->job)
                 return session_run_job(c);
+        if (c->perf_job)
+                return session_run_perf_job(c);
         if (c->held)
                 return session_handle_message(c, c->held, c->held_size, false);
         return session_read(c);

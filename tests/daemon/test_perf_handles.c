@@ -481,6 +481,55 @@ static void test_opens_in_batches(void **state) {
         perf_handle_free(h);
 }
 
+/* An open in turns (perf_handle_open_some()): at most max_fds a call, where the last stopped,
+ * nothing enabled before the last; a failure in a later turn closes what the earlier opened. */
+static void test_open_in_turns(void **state) {
+        const PerfUnit units[] = { { .target = 0, .pid = -1, .cpu = 0, .cgroup_fd = -1 },
+                                   { .target = 1, .pid = -1, .cpu = 1, .cgroup_fd = -1 },
+                                   { .target = 2, .pid = -1, .cpu = 2, .cgroup_fd = -1 },
+                                   { .target = 3, .pid = -1, .cpu = 3, .cgroup_fd = -1 } };
+        struct perf_event_attr attrs[3];
+        uint8_t sizes[2];
+        PerfOpenFailure failure;
+        PerfHandle *h = NULL;
+        FakeDriver f;
+
+        fake_init(&f);
+        attrs_of_two_groups(attrs, sizes);
+        assert_int_equal(perf_handle_new(&f.base, PERF_SCOPE_CPU, 1000, attrs, sizes, 2, units, 4, &h), 0);
+        assert_int_equal(perf_handle_open_some(h, 0, &failure), -EINVAL);
+        /* 12 fds, 5 a turn: 5, 10, then the last 2 and the enables */
+        assert_int_equal(perf_handle_open_some(h, 5, &failure), 0);
+        assert_int_equal(perf_handle_n_open(h), 5);
+        assert_int_equal(perf_handle_open_some(h, 5, &failure), 0);
+        assert_int_equal(perf_handle_n_open(h), 10);
+        assert_null(strchr(f.log, 'e'));
+        assert_int_equal(perf_handle_open_some(h, 5, &failure), 1);
+        assert_int_equal(perf_handle_n_open(h), 12);
+        assert_int_equal(n_open(&f), 12);
+        /* each unit's two leaders enabled, after every open */
+        assert_non_null(strstr(f.log, "o11 e"));
+        for (size_t u = 0; u < 4; u++) {
+                assert_true(f.enabled[h->events[u * 3 + 0]]);
+                assert_true(f.enabled[h->events[u * 3 + 2]]);
+        }
+        perf_handle_free(h);
+        assert_int_equal(n_open(&f), 0);
+
+        /* the 8th open fails, in the second turn: the 5 of the first close too */
+        fake_init(&f);
+        f.fail_at = 7;
+        f.fail_errno = EMFILE;
+        assert_int_equal(perf_handle_new(&f.base, PERF_SCOPE_CPU, 1000, attrs, sizes, 2, units, 4, &h), 0);
+        assert_int_equal(perf_handle_open_some(h, 5, &failure), 0);
+        assert_int_equal(n_open(&f), 5);
+        assert_int_equal(perf_handle_open_some(h, 5, &failure), -EMFILE);
+        assert_int_equal(failure.error, -EMFILE);
+        assert_int_equal(n_open(&f), 0);
+        assert_int_equal(perf_handle_n_open(h), 0);
+        perf_handle_free(h);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_open_order_and_rows),
@@ -490,6 +539,7 @@ int main(void) {
                 cmocka_unit_test(test_group_on_one_cpu),
                 cmocka_unit_test(test_row_range),
                 cmocka_unit_test(test_opens_in_batches),
+                cmocka_unit_test(test_open_in_turns),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

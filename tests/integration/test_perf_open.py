@@ -4,12 +4,14 @@
 the kernel's software events (docs/PERF.md): per-CPU cpu-clock, a process's task-clock with and
 without its children, counting from exec, group reads and the multiplexing times, fds handed to
 the caller, events closed when their client goes or its grant is revoked, a job's cgroup counted
-alone on a CPU another job shares, several users at once, and every hostile request refused with
-its reason while the daemon keeps serving."""
+alone on a CPU another job shares, several users at once, a whole-node open in turns with others
+served between, and every hostile request refused with its reason while the daemon keeps
+serving."""
 
 import array
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -714,7 +716,101 @@ def test_sim_read_in_parts(tap):
     read_in_parts(tap, 8, 256, 9)
 
 
+def test_sim_open_in_turns(tap):
+    """A whole-node perf_open of 4096 CPUs x 10 events (40960 fds) opens in turns of
+    PERF_OPEN_FDS_PER_TURN fds: another user's hello and an admin's status sent meanwhile are
+    answered between two turns, not after the whole open; a client that leaves in the middle
+    has what opened closed."""
+    if t.SANITIZED:
+        tap.skip("4096 CPUs", "the simulator's perf driver of 4096 CPUs is too slow under the sanitizers")
+        return
+    bound = 0.1
+    monitor_uid = USER + 2
+    cpus = list(range(4096))
+    d = t.workdir()
+    conf = os.path.join(d, "pmugate.conf")
+    with open(conf, "w") as f:
+        f.write("[access]\nmode = open\nadmin_groups = %d\nuser_groups = %d\nmonitor_users = %d\n" % (
+            t.ADMIN_GID, t.USER_GID, monitor_uid))
+    dm = t.Daemon(d, ["--backend=sim", "--sim-model=spr", "--counters=perf",
+                      "--sim-config=" + t.sim_config(d, "spr", sockets=8, cores=256)], config=conf)
+    opener = other = None
+    try:
+        opener, other = Agent(dm, uid=USER), Agent(dm, uid=OTHER_USER)
+        admin = t.Client(dm.socket, timeout=60)
+        tap.ok(opener.call("hello")["ok"] and other.call("hello")["ok"] and admin.call("status")["ok"],
+               "two users and an admin connected")
+        request = dict(op="perf_open", scope="cpu", cpus=cpus, groups=[TOPDOWN_L2, [dict(pmu="cpu", config=0x10ad)]])
+        waits, opened = [], None
+        t0 = time.perf_counter()
+        opener.p.stdin.write(json.dumps(request) + "\n")
+        opener.p.stdin.flush()
+        time.sleep(0.005)
+        while opened is None:
+            for who, ask in (("user's hello", lambda: other.call("hello")), ("admin's status", lambda: admin.call("status"))):
+                s0 = time.perf_counter()
+                r = ask()
+                waits.append((who, time.perf_counter() - s0, r.get("ok")))
+            if select.select([opener.p.stdout], [], [], 0.01)[0]:
+                opened = json.loads(opener.p.stdout.readline())
+        took = time.perf_counter() - t0
+        tap.ok(opened.get("ok") and len(opened["targets"]) == 4096,
+               "one user's TopDown level 2 and a second group open on 4096 CPUs: 40960 fds in %.3f s" % took,
+               err(opened))
+        during = waits
+        tap.ok(len(during) >= 2 and all(ok for _, _, ok in during), "%d requests of others answered during the open"
+               % len(during))
+        worst = max(w for _, w, _ in during)
+        # Before the open took turns, the first of them waited for the whole open.
+        tap.ok(worst < bound and worst < took / 2,
+               "each within %.0f ms of being sent and within half the whole open (the worst: %.1f ms; the whole "
+               "open: %.0f ms)" % (bound * 1000, worst * 1000, took * 1000),
+               [(who, round(w * 1000, 1)) for who, w, _ in during])
+        rows = opener.call("perf_read", handle=opened["handle"]).get("rows", [])
+        tap.ok(len(rows) == 8192 and all(row[ROW_STATUS] == 0 for row in rows), "and it reads on every CPU")
+        # A client that leaves in the middle of its open: what opened closes, its leases end.
+        opener.p.stdin.write(json.dumps(dict(request, op="perf_open")) + "\n")
+        opener.p.stdin.flush()
+        time.sleep(0.02)
+        opener.p.kill()
+        opener.p.wait(timeout=10)
+        opener = None
+        time.sleep(0.5)
+        again = Agent(dm, uid=OTHER_USER)
+        r = again.call("perf_open", **{k: v for k, v in request.items() if k != "op"})
+        tap.ok(r.get("ok"), "after a client left mid-open, another user opens the same CPUs: its leases ended",
+               err(r))
+        again.close()
+        # A right that ends between two turns: a monitor's whole-node open loses CPU 4095's lease
+        # to a user's perf_open there, served between two of its turns.
+        monitor, user = Agent(dm, uid=monitor_uid), Agent(dm, uid=USER)
+        tap.ok(monitor.call("hello")["ok"] and user.call("hello")["ok"], "a monitor and a user connected")
+        monitor.p.stdin.write(json.dumps(request) + "\n")
+        monitor.p.stdin.flush()
+        time.sleep(0.01)
+        r = user.call("perf_open", scope="cpu", cpus=[4095], groups=[[dict(pmu="cpu", config=0x10ad)]])
+        tap.ok(r.get("ok"), "a user's perf_open on CPU 4095 is served during the monitor's open", err(r))
+        got, why = err(json.loads(monitor.p.stdout.readline()))
+        tap.ok(got == "no-lease" and "CPU 4095 ended while" in why,
+               "the monitor's open is refused at its next turn: the lease on CPU 4095 ended", (got, why))
+        audit = dm.audit()
+        tap.ok("event=perf-open verdict=allowed uid=%d" % monitor_uid not in audit and
+               "uid=%d" % monitor_uid in audit and "its perf_open was refused" in audit,
+               "nothing of it stays open: no perf-open allowed, the leases it took given back", audit[-400:])
+        tap.ok(monitor.call("hello")["ok"] and user.call("hello")["ok"], "both are served on")
+        monitor.close()
+        user.close()
+        tap.ok(dm.alive() and admin.call("status")["ok"], "the daemon keeps serving")
+        admin.close()
+    finally:
+        for a in (opener, other):
+            if a:
+                a.p.kill()
+                a.p.wait(timeout=10)
+        dm.stop()
+
+
 sys.exit(t.Tap().run([test_cpu_clock_per_cpu, test_process_children, test_handoff, test_closed_at_disconnect,
                       test_revoked_in_job_mode, test_jobs_share_a_cpu, test_users_at_once, test_hostile,
                       test_sim_topdown, test_sim_policy, test_sim_uncore, test_reload_narrows,
-                      test_sim_whole_node, test_sim_read_in_parts, test_opener_in_batches]))
+                      test_sim_whole_node, test_sim_read_in_parts, test_opener_in_batches, test_sim_open_in_turns]))
