@@ -113,7 +113,7 @@ def test_revoke_one_of_two_grants(tap):
         tap.eq(m.msr(0, EVTSEL0), 0x43003C, "the lease on A's CPU 0 is left alone")
         tap.eq(sorted(leases(dm)), [0], "status lists only the lease on CPU 0")
         r = a.batch([["r", 0, PMC0]])
-        tap.ok(name(r) == "revoked" and "CPUs 2" in reason(r) and "job B" in reason(r),
+        tap.ok(name(r) == "revoked" and "on CPU 2 " in reason(r) and "job B" in reason(r),
                "the holder's next request hears which lease ended and why", r)
         tap.eq(name(a.batch([["w", 0, EVTSEL0, 0x53003C]])), "ok", "once told, it goes on with what A still gives it")
         r = a.batch([["w", 2, EVTSEL0, 0x43003C]])
@@ -175,7 +175,7 @@ def test_shrunken_cpuset(tap):
 
         write_fake_cpuset(cg, "2")
         r = a.batch([["r", 2, PMC0]])
-        tap.ok(name(r) == "revoked" and "CPUs 3" in reason(r) and "no longer gives CPU 3" in reason(r),
+        tap.ok(name(r) == "revoked" and "on CPU 3 " in reason(r) and "no longer gives CPU 3" in reason(r),
                "the job's cgroup lost CPU 3: its next request says the lease on it ended", r)
         tap.eq((m.msr(3, EVTSEL0), m.msr(2, EVTSEL0)), (0x11, 0x43003C), "CPU 3 is restored, CPU 2 stays the job's")
         tap.eq(sorted(leases(dm)), [2], "status lists the lease on CPU 2 only")
