@@ -21,6 +21,8 @@ static const struct {
         { "clx", "clx" },
         { "icx", "icx" },
         { "spr", "spr" },
+        /* libpfm4 4.13 has no Emerald Rapids table; its events are Sapphire Rapids' */
+        { "emr", "spr" },
         { "zen4", "amd64_fam19h_zen4" },
 };
 

@@ -149,7 +149,8 @@ unsigned event_table_model(const char *model) {
                 return EVENT_MODEL_SKL;
         if (strcmp(model, "icx") == 0)
                 return EVENT_MODEL_ICX;
-        if (strcmp(model, "spr") == 0)
+        /* Emerald Rapids has Sapphire Rapids' event list (perf's emeraldrapids) */
+        if (strcmp(model, "spr") == 0 || strcmp(model, "emr") == 0)
                 return EVENT_MODEL_SPR;
         if (strcmp(model, "zen4") == 0)
                 return EVENT_MODEL_ZEN4;

@@ -42,6 +42,9 @@ static const CpuModel cpu_models[] = {
         CPU_MODEL("icx", "Ice Lake-SP", 0x6a, 0x0, 0xf, 5, 8, 8, 4, 1, 5, 2000),
         CPU_MODEL("icx", "Ice Lake-SP (D)", 0x6c, 0x0, 0xf, 5, 8, 8, 4, 1, 5, 2000),
         CPU_MODEL("spr", "Sapphire Rapids", 0x8f, 0x0, 0xf, 5, 8, 8, 4, 2, 6, 2000),
+        /* Emerald Rapids: Sapphire Rapids' Golden Cove core and PMU (perf's mapfile gives it
+         * the same event lists, emeraldrapids being a copy of sapphirerapids). */
+        CPU_MODEL("emr", "Emerald Rapids", 0xcf, 0x0, 0xf, 5, 8, 8, 4, 2, 6, 2100),
         AMD_MODEL("zen4", "Zen 4 (Genoa)", 0x19, 0x10, 0x1f, 6, 2400),
         AMD_MODEL("zen4", "Zen 4", 0x19, 0x60, 0x9f, 6, 2400),
         AMD_MODEL("zen4", "Zen 4 (Bergamo)", 0x19, 0xa0, 0xaf, 6, 2400),

@@ -195,11 +195,35 @@ static void test_shipped_icx_spr(void **state) {
         } cases[] = {
                 { "intel-icx.conf", "icx", 0x3FFFFFBFFFULL, false },
                 { "intel-spr.conf", "spr", 0x3FFFFFFFFFULL, true },
+                { "intel-emr.conf", "emr", 0x3FFFFFFFFFULL, true },
+        };
+        /* Every other entry's write mask, the same on these models: counters take 48 bits,
+         * event selects never PC, INT, ANY or bits 32+, clocks and RAPL are read-only. */
+        static const struct {
+                uint32_t first, last;
+                uint64_t mask;
+        } masks[] = {
+                { 0x010, 0x010, 0 }, { 0x0E7, 0x0E8, 0 }, { 0x345, 0x345, 0 },
+                { 0x0C1, 0x0C8, 0xFFFFFFFFFFFFULL }, { 0x4C1, 0x4C8, 0xFFFFFFFFFFFFULL },
+                { 0x186, 0x18D, 0xFFC7FFFFULL }, { 0x309, 0x30C, 0xFFFFFFFFFFFFULL },
+                { 0x38E, 0x38E, 0 }, { 0x392, 0x392, 0 }, { 0x606, 0x606, 0 }, { 0x611, 0x611, 0 },
+                { 0x613, 0x614, 0 }, { 0x619, 0x619, 0 }, { 0x61B, 0x61C, 0 }, { 0x639, 0x639, 0 },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_(allowlist_freep) Allowlist *a = parse_shipped(cases[i].file);
                 const AllowEntry *e;
+
+                for (size_t m = 0; m < ELEMENTSOF(masks); m++)
+                        for (uint32_t msr = masks[m].first; msr <= masks[m].last; msr++) {
+                                e = allowlist_find_msr(a, msr);
+                                assert_non_null(e);
+                                assert_int_equal(e->write_mask, masks[m].mask);
+                        }
+                assert_null(allowlist_find_msr(a, 0x0C9));
+                assert_null(allowlist_find_msr(a, 0x18E));
+                if (cases[i].psys)
+                        assert_int_equal(allowlist_find_msr(a, 0x64D)->write_mask, 0);
 
                 assert_int_equal(a->n_models, 1);
                 assert_string_equal(a->models[0], cases[i].model);
@@ -853,6 +877,7 @@ static void test_load_shipped(void **state) {
                 { "clx", "/intel-skx.conf" },
                 { "icx", "/intel-icx.conf" },
                 { "spr", "/intel-spr.conf" },
+                { "emr", "/intel-emr.conf" },
         };
         Allowlist *a = (Allowlist *) 0x1;
 
