@@ -19,6 +19,7 @@
 #define SKL EVENT_MODEL_SKL
 #define ICX EVENT_MODEL_ICX
 #define SPR EVENT_MODEL_SPR
+#define GNR EVENT_MODEL_GNR
 #define ALL EVENT_MODEL_ALL
 #define ZEN4 EVENT_MODEL_ZEN4
 #define ZEN5 EVENT_MODEL_ZEN5
@@ -121,6 +122,18 @@ static const EventTableEntry event_table[] = {
         GP_ONLY_ON("OFFCORE_REQUESTS_OUTSTANDING.CYCLES_WITH_DEMAND_CODE_RD", SPR, CODE(0x20, 0x02) | CMASK(1),
                    0x0f),
         GP("RS.EMPTY_RESOURCE", SPR, CODE(0xa5, 0x01)),
+        /* Granite Rapids' levels 3-4 add these (perf's graniterapids cache.json and
+         * pipeline.json, "Counter" as there); libpfm4 4.13 has no Granite Rapids list. */
+        GP("BR_MISP_RETIRED.COND_TAKEN", GNR, CODE(0xc5, 0x01)),
+        GP("BR_MISP_RETIRED.INDIRECT_CALL", GNR, CODE(0xc5, 0x02)),
+        GP("BR_MISP_RETIRED.RET", GNR, CODE(0xc5, 0x08)),
+        GP("BR_MISP_RETIRED.COND_NTAKEN", GNR, CODE(0xc5, 0x10)),
+        GP("BR_MISP_RETIRED.INDIRECT", GNR, CODE(0xc5, 0x80)),
+        GP_ONLY_ON("MEM_INST_RETIRED.STLB_HIT_LOADS", GNR, CODE(0xd0, 0x09), 0x0f),
+        GP_ONLY_ON("MEM_INST_RETIRED.STLB_HIT_STORES", GNR, CODE(0xd0, 0x0a), 0x0f),
+        GP_ONLY_ON("MEM_LOAD_RETIRED.LOCAL_CXL_MEM", GNR, CODE(0xd1, 0x80), 0x0f),
+        GP_ONLY_ON("MEM_LOAD_L3_MISS_RETIRED.REMOTE_CXL_MEM", GNR, CODE(0xd3, 0x10), 0x0f),
+        GP_ONLY_ON("OFFCORE_REQUESTS_OUTSTANDING.DATA_RD", GNR, CODE(0x20, 0x08), 0x0f),
 
         /* AMD Zen 4 and Zen 5: cycles, instructions, branches, FLOPs */
         GP("ls_not_halted_cyc", AMD, AMD_CODE(0x076, 0x00)),
@@ -149,9 +162,12 @@ unsigned event_table_model(const char *model) {
                 return EVENT_MODEL_SKL;
         if (strcmp(model, "icx") == 0)
                 return EVENT_MODEL_ICX;
-        /* Emerald Rapids has Sapphire Rapids' event list (perf's emeraldrapids) */
+        /* Emerald Rapids has Sapphire Rapids' event list (perf's emeraldrapids); Granite
+         * Rapids' list adds events to it, with the same codes for the shared names */
         if (strcmp(model, "spr") == 0 || strcmp(model, "emr") == 0)
                 return EVENT_MODEL_SPR;
+        if (strcmp(model, "gnr") == 0)
+                return EVENT_MODEL_SPR | EVENT_MODEL_GNR;
         if (strcmp(model, "zen4") == 0)
                 return EVENT_MODEL_ZEN4;
         if (strcmp(model, "zen5") == 0)

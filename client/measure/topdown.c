@@ -29,6 +29,8 @@ static const TopdownRecipe recipes[] = {
           1, 2, 4, "5.2" },
         { "emr", "SLOTS + PERF_METRICS for levels 1 and 2, INT_MISC.UOP_DROPPING on a generic counter",
           1, 2, 4, "5.2" },
+        { "gnr", "SLOTS + PERF_METRICS for levels 1 and 2, INT_MISC.UOP_DROPPING on a generic counter",
+          1, 2, 4, "5.2" },
         { "zen4", "pipeline utilization on the 6 core counters, 6 dispatch slots per cycle "
                   "(level 2 multiplexed)", 0, 0, 0, NULL },
         { "zen5", "pipeline utilization on the 6 core counters, 8 dispatch slots per cycle "
@@ -62,7 +64,7 @@ int topdown_recipe(const pmugate_info *info, unsigned level, const TopdownRecipe
         if (!recipe)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
                                    "TopDown has no recipe for CPU model '%s' (%s%sfamily %u model 0x%x); "
-                                   "pmugate has recipes for skx, clx, icx, spr, emr, zen4 and zen5",
+                                   "pmugate has recipes for skx, clx, icx, spr, emr, gnr, zen4 and zen5",
                                    info->model_key[0] ? info->model_key : "unknown",
                                    info->model_label[0] ? info->model_label : info->model_name,
                                    info->model_label[0] || info->model_name[0] ? ", " : "", info->family, info->model);

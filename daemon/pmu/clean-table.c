@@ -62,7 +62,7 @@ static const CleanReg intel_skx[] = {
         PCI_STATUS(0x0F8, 0x0F8, IMC_BOX_STATUS_COUNTERS, "IMC_PMON_BOX_STATUS"),
 };
 
-/* Ice Lake-SP, Sapphire Rapids and Emerald Rapids serve no uncore box (their memory controllers are MMIO). */
+/* Ice Lake-SP, Sapphire, Emerald and Granite Rapids serve no uncore box (their memory controllers are MMIO). */
 static const CleanReg intel_icx_spr[] = {
         INTEL_CORE,
 };
@@ -83,7 +83,7 @@ static const CleanReg amd_zen[] = {
 
 static const CleanTable tables[] = {
         { .models = { "skx", "clx" }, .regs = intel_skx, .n_regs = ELEMENTSOF(intel_skx) },
-        { .models = { "icx", "spr", "emr" }, .regs = intel_icx_spr, .n_regs = ELEMENTSOF(intel_icx_spr) },
+        { .models = { "icx", "spr", "emr", "gnr" }, .regs = intel_icx_spr, .n_regs = ELEMENTSOF(intel_icx_spr) },
         { .models = { "zen4", "zen5" }, .regs = amd_zen, .n_regs = ELEMENTSOF(amd_zen) },
 };
 

@@ -196,6 +196,7 @@ static void test_shipped_icx_spr(void **state) {
                 { "intel-icx.conf", "icx", 0x3FFFFFBFFFULL, false },
                 { "intel-spr.conf", "spr", 0x3FFFFFFFFFULL, true },
                 { "intel-emr.conf", "emr", 0x3FFFFFFFFFULL, true },
+                { "intel-gnr.conf", "gnr", 0x3FFFFFFFFFULL, true },
         };
         /* Every other entry's write mask, the same on these models: counters take 48 bits,
          * event selects never PC, INT, ANY or bits 32+, clocks and RAPL are read-only. */
@@ -878,6 +879,7 @@ static void test_load_shipped(void **state) {
                 { "icx", "/intel-icx.conf" },
                 { "spr", "/intel-spr.conf" },
                 { "emr", "/intel-emr.conf" },
+                { "gnr", "/intel-gnr.conf" },
         };
         Allowlist *a = (Allowlist *) 0x1;
 

@@ -41,6 +41,9 @@ static const SimModelSpec sim_model_specs[] = {
         /* Emerald Rapids A1 (1): Sapphire Rapids' PMU */
         { "emr", SIM_FAMILY_SAPPHIRE_RAPIDS, 1,
           PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
+        /* Granite Rapids-X A0 (1), on the same PMU */
+        { "gnr", SIM_FAMILY_SAPPHIRE_RAPIDS, 1,
+          PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
         /* AMD has no IA32_PERF_CAPABILITIES; Genoa B1 and Turin C1 steppings. */
         { "zen4", SIM_FAMILY_ZEN4, 1, 0 },
         { "zen5", SIM_FAMILY_ZEN5, 1, 0 },
