@@ -253,6 +253,39 @@ static void test_shipped_icx_spr(void **state) {
         }
 }
 
+/* Sierra Forest: 8 + 3 counters, no TOPDOWN.SLOTS, PERF_METRICS or offcore response. */
+static void test_shipped_srf(void **state) {
+        static const struct {
+                uint32_t first, last;
+                uint64_t mask;
+        } masks[] = {
+                { 0x010, 0x010, 0 }, { 0x0E7, 0x0E8, 0 }, { 0x345, 0x345, 0 },
+                { 0x0C1, 0x0C8, 0xFFFFFFFFFFFFULL }, { 0x4C1, 0x4C8, 0xFFFFFFFFFFFFULL },
+                { 0x186, 0x18D, 0xFFC7FFFFULL }, { 0x309, 0x30B, 0xFFFFFFFFFFFFULL },
+                { 0x38D, 0x38D, 0x333 }, { 0x38E, 0x38E, 0 }, { 0x38F, 0x391, 0x7000000FFULL },
+                { 0x392, 0x392, 0 }, { 0x606, 0x606, 0 }, { 0x611, 0x611, 0 }, { 0x613, 0x614, 0 },
+                { 0x619, 0x619, 0 }, { 0x61B, 0x61C, 0 }, { 0x64D, 0x64D, 0 },
+        };
+        static const uint32_t absent[] = { 0x0C9, 0x18E, 0x1A6, 0x1A7, 0x30C, 0x329, 0x639 };
+        _cleanup_(allowlist_freep) Allowlist *a = parse_shipped("intel-srf.conf");
+        const AllowEntry *e;
+
+        assert_int_equal(a->n_models, 1);
+        assert_string_equal(a->models[0], "srf");
+        assert_int_equal(a->n_pci, 0);
+        for (size_t m = 0; m < ELEMENTSOF(masks); m++)
+                for (uint32_t msr = masks[m].first; msr <= masks[m].last; msr++) {
+                        e = allowlist_find_msr(a, msr);
+                        assert_non_null(e);
+                        assert_int_equal(e->write_mask, masks[m].mask);
+                }
+        for (size_t i = 0; i < ELEMENTSOF(absent); i++)
+                assert_null(allowlist_find_msr(a, absent[i]));
+        assert_true(allowlist_find_msr(a, 0x30B)->flags & ALLOW_FLAG_COUNTER);
+        assert_true(allowlist_find_msr(a, 0x390)->flags & ALLOW_FLAG_ACTION);
+        assert_int_equal(allowlist_find_msr(a, 0x611)->scope, REG_SCOPE_PACKAGE);
+}
+
 static void test_shipped_amd(void **state) {
         static const char *const files[] = { "amd-zen4.conf", "amd-zen5.conf" };
         static const char *const models[] = { "zen4", "zen5" };
@@ -880,6 +913,7 @@ static void test_load_shipped(void **state) {
                 { "spr", "/intel-spr.conf" },
                 { "emr", "/intel-emr.conf" },
                 { "gnr", "/intel-gnr.conf" },
+                { "srf", "/intel-srf.conf" },
         };
         Allowlist *a = (Allowlist *) 0x1;
 
@@ -979,6 +1013,7 @@ int main(void) {
                 cmocka_unit_test(test_shipped_skx),
                 cmocka_unit_test(test_shipped_skx_pci),
                 cmocka_unit_test(test_shipped_icx_spr),
+                cmocka_unit_test(test_shipped_srf),
                 cmocka_unit_test(test_shipped_invariants),
                 cmocka_unit_test(test_shipped_amd),
                 cmocka_unit_test(test_never_list_amd),

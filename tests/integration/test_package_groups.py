@@ -14,7 +14,7 @@ from pmugatetest import Sim, STENCIL
 
 MODELS = ("skx", "clx", "icx", "spr")
 # models with Sapphire Rapids' RAPL domains (perf's rapl.c: model_spr): psys, no PP0, DRAM in the ESU
-SPR_RAPL = ("spr", "emr", "gnr")
+SPR_RAPL = ("spr", "emr", "gnr", "srf")
 READ_GBPS, WRITE_GBPS = 40.0, 15.0
 WATTS = {"package_watts": 180.0, "dram_watts": 25.0, "pp0_watts": 140.0, "platform_watts": 420.0}
 IMC = "[imc]\nread_gbps = %g\nwrite_gbps = %g\n" % (READ_GBPS, WRITE_GBPS)
