@@ -7,6 +7,7 @@ test_topdown.py), levels 3 and 4 load and read the profile's rates where generat
 test_topdown_deep.py), and the usual groups run, with memory bandwidth per socket from the
 kernel's uncore PMUs and energy in the model's RAPL units (those of test_package_groups.py)."""
 
+import os
 import sys
 
 import pmugatetest as t
@@ -165,6 +166,28 @@ def test_sierra_forest(tap):
         sim.stop()
 
 
+def test_discovery(tap):
+    """The real (dev) backend on fake machines: /proc/cpuinfo's family and model pick the model
+    and its allowlist, hello reports its PMU."""
+    cases = (("emr", "emr", "Emerald Rapids", 4, 2), ("gnr", "gnr", "Granite Rapids", 4, 2),
+             ("gnr-d", "gnr", "Granite Rapids-D", 4, 2), ("srf", "srf", "Sierra Forest", 3, 0))
+    for fake, key, label, fixed, metrics in cases:
+        d = t.workdir()
+        m = t.FakeMachine(os.path.join(d, "root"), fake, sockets=1, cores=2, smt=key != "srf")
+        dm = t.Daemon(d, ["--root=" + m.root])
+        try:
+            h = t.Client(dm.socket).call("hello")
+            tap.eq((h["cpu"]["key"], h["cpu"]["name"], h["backend"]), (key, label, "dev"),
+                   "%s: family 6 model 0x%x is %s, on the dev backend" % (fake, t.MODELS[fake][1], label))
+            tap.eq((h["pmu"]["fixed_counters"], h["pmu"]["perf_metrics"]), (fixed, metrics),
+                   "%s: %d fixed counters, PERF_METRICS level %d" % (fake, fixed, metrics))
+            names = {r[7] for r in h["registers"]}
+            tap.eq("MSR_PERF_METRICS" in names, metrics > 0,
+                   "%s: the allowlist has PERF_METRICS only where the model has it" % fake)
+        finally:
+            dm.stop()
+
+
 def test_groups(tap):
     pkg.MODELS = tuple(MODELS)
     pkg.test_memory_bandwidth(tap)
@@ -178,4 +201,5 @@ def test_groups(tap):
 
 
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_topdown_l1_l2, test_topdown_deep, test_sierra_forest, test_groups]))
+    sys.exit(t.Tap().run([test_topdown_l1_l2, test_topdown_deep, test_sierra_forest, test_discovery,
+                          test_groups]))
