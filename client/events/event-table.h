@@ -30,8 +30,8 @@ typedef struct EventTableEntry {
         int8_t metrics_field;   /* PERF_METRICS byte, or -1 */
 } EventTableEntry;
 
-/* The EVENT_MODEL_* bits of a model key ("skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5"),
- * or 0: Emerald Rapids has Sapphire Rapids' bit, Granite Rapids that and its own. */
+/* The EVENT_MODEL_* bits of a model key ("skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4",
+ * "zen5"), or 0: Emerald Rapids has Sapphire Rapids' bit, Granite Rapids that and its own. */
 unsigned event_table_model(const char *model);
 
 /* The entry named name (case-insensitive) for a model, or NULL. */

@@ -127,8 +127,8 @@ static const SimEventEntry sapphire_rapids_events[] = {
         { 0xc3, 0x01, 1, true, ALL_COUNTERS, SIM_Q_MACHINE_CLEARS },
 };
 
-/* Sierra Forest (perf's sierraforest pipeline.json): the E-core TopDown slot events, and the
- * architectural ones. Cycles have no MACHINE_CLEARS.COUNT twin here. */
+/* Sierra Forest (perf's sierraforest pipeline.json): the architectural events and the E-core
+ * TopDown slot events of levels 1 and 2; level-3 facets come from a profile's extra events. */
 static const SimEventEntry sierra_forest_events[] = {
         { 0x3c, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
         { 0xc0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },

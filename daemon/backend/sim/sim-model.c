@@ -38,14 +38,14 @@ static const SimModelSpec sim_model_specs[] = {
           PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(4) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
         { "spr", SIM_FAMILY_SAPPHIRE_RAPIDS, 8,
           PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
-        /* Emerald Rapids A1 (1): Sapphire Rapids' PMU */
+        /* Emerald Rapids, Granite Rapids and Sierra Forest: steppings as plausible as the PEBS
+         * formats, not read from hardware */
         { "emr", SIM_FAMILY_SAPPHIRE_RAPIDS, 1,
           PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
-        /* Granite Rapids-X A0 (1), on the same PMU */
         { "gnr", SIM_FAMILY_SAPPHIRE_RAPIDS, 1,
           PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
-        /* Sierra Forest B0 (3): no PERF_METRICS */
-        { "srf", SIM_FAMILY_SIERRA_FOREST, 3, PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE },
+        { "srf", SIM_FAMILY_SIERRA_FOREST, 3,
+          PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE },
         /* AMD has no IA32_PERF_CAPABILITIES; Genoa B1 and Turin C1 steppings. */
         { "zen4", SIM_FAMILY_ZEN4, 1, 0 },
         { "zen5", SIM_FAMILY_ZEN5, 1, 0 },
