@@ -14,6 +14,7 @@
 #include "cli/verb-info.h"
 #include "cpulist.h"
 #include "macro.h"
+#include "measure/topdown.h"
 
 /* The package counters the daemon serves (memory traffic per socket), and those it could not
  * open, with why. */
@@ -114,6 +115,33 @@ static json_object *json_counting(const pmugate_info *info) {
         return counting;
 }
 
+/* Which TopDown formulas pmugate uses on this model: the recipe's TMA release, null where the
+ * group files come from none, and the whole object null without a recipe. */
+static json_object *json_topdown(const pmugate_info *info) {
+        const TopdownRecipe *recipe = topdown_recipe_for_model(info->model_key);
+        json_object *o;
+
+        if (!recipe)
+                return NULL;
+        o = json_object_new_object();
+        json_object_object_add(o, "tma_version",
+                               recipe->tma_version ? json_object_new_string(recipe->tma_version) : NULL);
+        json_object_object_add(o, "method", json_object_new_string(recipe->method));
+        return o;
+}
+
+static void print_topdown(const pmugate_info *info) {
+        const TopdownRecipe *recipe = topdown_recipe_for_model(info->model_key);
+
+        if (!recipe)
+                printf("TopDown:       none for this model\n");
+        else if (recipe->tma_version)
+                printf("TopDown:       Intel TMA %s (perf's metric files), %s\n", recipe->tma_version,
+                       recipe->method);
+        else
+                printf("TopDown:       %s (no TMA release)\n", recipe->method);
+}
+
 static int print_info_json(const pmugate_info *info) {
         json_object *root = json_object_new_object(), *cpu = json_object_new_object();
         json_object *caller = json_object_new_object(), *cpus = json_object_new_array();
@@ -136,6 +164,7 @@ static int print_info_json(const pmugate_info *info) {
         json_object_object_add(cpu, "key", json_object_new_string(info->model_key));
         json_object_object_add(cpu, "name", json_object_new_string(info->model_label));
         json_object_object_add(root, "cpu", cpu);
+        json_object_object_add(root, "topdown", json_topdown(info));
 
         if (info->has_pmu) {
                 json_object *pmu = json_object_new_object();
@@ -280,6 +309,7 @@ static void print_info_text(const pmugate_info *info) {
                        info->l3_counters, info->df_counters, info->umc_counters,
                        info->cpuid_read ? "" :
                                           " (the model's defaults: CPUID leaf 0x80000022 was not read)");
+        print_topdown(info);
         printf("CPUs online:   %s (%zu CPUs, %zu packages)\n", list, n_online, n_packages);
         printf("Uncore units:  %zu\n", info->n_units);
         for (size_t i = 0; i < info->n_units; i++)

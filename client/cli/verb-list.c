@@ -13,6 +13,7 @@
 #include "cli/cli-util.h"
 #include "cli/verb-list.h"
 #include "events/event-list.h"
+#include "events/event-models.h"
 #include "events/group-list.h"
 #include "macro.h"
 
@@ -142,7 +143,7 @@ int verb_list(int argc, char *argv[], const char *socket_path) {
                 return 1;
         }
         /* libpfm4 activates the host's PMU; describe the daemon's model instead */
-        (void) setenv("LIBPFM_FORCE_PMU", info->model_key, 0);
+        (void) setenv("LIBPFM_FORCE_PMU", event_libpfm_pmu(info->model_key) ?: info->model_key, 0);
         for (size_t i = 0; i < ELEMENTSOF(kinds) && r >= 0; i++)
                 if (!kind || kind == kinds[i])
                         r = list_kind(kinds[i], info, &l);

@@ -27,6 +27,7 @@
 #include "cli/verb-measure.h"
 #include "cli/workload.h"
 #include "cpulist.h"
+#include "events/event-models.h"
 #include "macro.h"
 #include "pmugate-limits.h"
 
@@ -257,9 +258,10 @@ static int open_measurement(const MeasureArgs *a, pmugate *c, const pmugate_info
         char reason[PMUGATE_REASON_MAX] = "";
         int r;
 
-        /* libpfm4 activates the host's PMU; resolve names for the daemon's model instead */
+        /* libpfm4 activates the host's PMU; resolve names for the daemon's model instead, with
+         * the table libpfm4 has for it (Emerald Rapids': Sapphire Rapids') */
         if (info->model_key[0])
-                (void) setenv("LIBPFM_FORCE_PMU", info->model_key, 0);
+                (void) setenv("LIBPFM_FORCE_PMU", event_libpfm_pmu(info->model_key) ?: info->model_key, 0);
         if (a->topdown)
                 r = pmugate_measure_open_topdown(c, a->level, cpus, n_cpus, a->flags, ret, reason,
                                                  sizeof(reason));

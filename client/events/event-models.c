@@ -21,6 +21,10 @@ static const struct {
         { "clx", "clx" },
         { "icx", "icx" },
         { "spr", "spr" },
+        /* libpfm4 4.13 has no Emerald Rapids table; its events are Sapphire Rapids' */
+        { "emr", "spr" },
+        /* nor a Granite Rapids one: its Redwood Cove core counts Golden Cove's events */
+        { "gnr", "spr" },
         { "zen4", "amd64_fam19h_zen4" },
 };
 

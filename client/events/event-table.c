@@ -19,6 +19,10 @@
 #define SKL EVENT_MODEL_SKL
 #define ICX EVENT_MODEL_ICX
 #define SPR EVENT_MODEL_SPR
+#define GNR EVENT_MODEL_GNR
+#define SRF EVENT_MODEL_SRF
+/* the architectural events, which the E-cores count too */
+#define ARCH (ALL | SRF)
 #define ALL EVENT_MODEL_ALL
 #define ZEN4 EVENT_MODEL_ZEN4
 #define ZEN5 EVENT_MODEL_ZEN5
@@ -44,15 +48,15 @@
 
 static const EventTableEntry event_table[] = {
         /* Architectural events and the fixed counters */
-        FIXED_OR_GP("INST_RETIRED.ANY", ALL, FIXED_INST_RETIRED, CODE(0xc0, 0x00)),
-        GP("INST_RETIRED.ANY_P", ALL, CODE(0xc0, 0x00)),
-        FIXED_OR_GP("CPU_CLK_UNHALTED.THREAD", ALL, FIXED_CLK_UNHALTED, CODE(0x3c, 0x00)),
-        GP("CPU_CLK_UNHALTED.THREAD_P", ALL, CODE(0x3c, 0x00)),
-        FIXED_ONLY("CPU_CLK_UNHALTED.REF_TSC", ALL, FIXED_REF_TSC),
+        FIXED_OR_GP("INST_RETIRED.ANY", ARCH, FIXED_INST_RETIRED, CODE(0xc0, 0x00)),
+        GP("INST_RETIRED.ANY_P", ARCH, CODE(0xc0, 0x00)),
+        FIXED_OR_GP("CPU_CLK_UNHALTED.THREAD", ARCH, FIXED_CLK_UNHALTED, CODE(0x3c, 0x00)),
+        GP("CPU_CLK_UNHALTED.THREAD_P", ARCH, CODE(0x3c, 0x00)),
+        FIXED_ONLY("CPU_CLK_UNHALTED.REF_TSC", ARCH, FIXED_REF_TSC),
         GP("CPU_CLK_UNHALTED.REF_XCLK", SKL | ICX, CODE(0x3c, 0x01)),
         GP("CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE", ALL, CODE(0x3c, 0x02)),
-        GP("BR_INST_RETIRED.ALL_BRANCHES", ALL, CODE(0xc4, 0x00)),
-        GP("BR_MISP_RETIRED.ALL_BRANCHES", ALL, CODE(0xc5, 0x00)),
+        GP("BR_INST_RETIRED.ALL_BRANCHES", ARCH, CODE(0xc4, 0x00)),
+        GP("BR_MISP_RETIRED.ALL_BRANCHES", ARCH, CODE(0xc5, 0x00)),
         GP("MACHINE_CLEARS.COUNT", ALL, CODE(0xc3, 0x01) | CMASK(1) | EDGE),
 
         /* Skylake-SP and Cascade Lake TopDown (perf's skx-metrics.json) */
@@ -121,6 +125,47 @@ static const EventTableEntry event_table[] = {
         GP_ONLY_ON("OFFCORE_REQUESTS_OUTSTANDING.CYCLES_WITH_DEMAND_CODE_RD", SPR, CODE(0x20, 0x02) | CMASK(1),
                    0x0f),
         GP("RS.EMPTY_RESOURCE", SPR, CODE(0xa5, 0x01)),
+        /* Granite Rapids' levels 3-4 add these (perf's graniterapids cache.json and
+         * pipeline.json, "Counter" as there); libpfm4 4.13 has no Granite Rapids list. */
+        GP("BR_MISP_RETIRED.COND_TAKEN", GNR, CODE(0xc5, 0x01)),
+        GP("BR_MISP_RETIRED.INDIRECT_CALL", GNR, CODE(0xc5, 0x02)),
+        GP("BR_MISP_RETIRED.RET", GNR, CODE(0xc5, 0x08)),
+        GP("BR_MISP_RETIRED.COND_NTAKEN", GNR, CODE(0xc5, 0x10)),
+        GP("BR_MISP_RETIRED.INDIRECT", GNR, CODE(0xc5, 0x80)),
+        GP_ONLY_ON("MEM_INST_RETIRED.STLB_HIT_LOADS", GNR, CODE(0xd0, 0x09), 0x0f),
+        GP_ONLY_ON("MEM_INST_RETIRED.STLB_HIT_STORES", GNR, CODE(0xd0, 0x0a), 0x0f),
+        GP_ONLY_ON("MEM_LOAD_RETIRED.LOCAL_CXL_MEM", GNR, CODE(0xd1, 0x80), 0x0f),
+        GP_ONLY_ON("MEM_LOAD_L3_MISS_RETIRED.REMOTE_CXL_MEM", GNR, CODE(0xd3, 0x10), 0x0f),
+        GP_ONLY_ON("OFFCORE_REQUESTS_OUTSTANDING.DATA_RD", GNR, CODE(0x20, 0x08), 0x0f),
+
+        /* Sierra Forest's E-cores (perf's sierraforest pipeline.json; libpfm4 4.13 has no list
+         * for them): the core-cycle names and the TopDown slot events of TMA 3.6 levels 1-3 */
+        FIXED_OR_GP("CPU_CLK_UNHALTED.CORE", SRF, FIXED_CLK_UNHALTED, CODE(0x3c, 0x00)),
+        GP("CPU_CLK_UNHALTED.CORE_P", SRF, CODE(0x3c, 0x00)),
+        GP("TOPDOWN_FE_BOUND.ALL_P", SRF, CODE(0x71, 0x00)),
+        GP("TOPDOWN_FE_BOUND.CISC", SRF, CODE(0x71, 0x01)),
+        GP("TOPDOWN_FE_BOUND.BRANCH_DETECT", SRF, CODE(0x71, 0x02)),
+        GP("TOPDOWN_FE_BOUND.PREDECODE", SRF, CODE(0x71, 0x04)),
+        GP("TOPDOWN_FE_BOUND.DECODE", SRF, CODE(0x71, 0x08)),
+        GP("TOPDOWN_FE_BOUND.ITLB_MISS", SRF, CODE(0x71, 0x10)),
+        GP("TOPDOWN_FE_BOUND.ICACHE", SRF, CODE(0x71, 0x20)),
+        GP("TOPDOWN_FE_BOUND.BRANCH_RESTEER", SRF, CODE(0x71, 0x40)),
+        GP("TOPDOWN_FE_BOUND.FRONTEND_LATENCY", SRF, CODE(0x71, 0x72)),
+        GP("TOPDOWN_FE_BOUND.OTHER", SRF, CODE(0x71, 0x80)),
+        GP("TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH", SRF, CODE(0x71, 0x8d)),
+        GP("TOPDOWN_RETIRING.ALL_P", SRF, CODE(0x72, 0x00)),
+        GP("TOPDOWN_BAD_SPECULATION.ALL_P", SRF, CODE(0x73, 0x00)),
+        GP("TOPDOWN_BAD_SPECULATION.NUKE", SRF, CODE(0x73, 0x01)),
+        GP("TOPDOWN_BAD_SPECULATION.FASTNUKE", SRF, CODE(0x73, 0x02)),
+        GP("TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS", SRF, CODE(0x73, 0x03)),
+        GP("TOPDOWN_BAD_SPECULATION.MISPREDICT", SRF, CODE(0x73, 0x04)),
+        GP("TOPDOWN_BE_BOUND.ALL_P", SRF, CODE(0x74, 0x00)),
+        GP("TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS", SRF, CODE(0x74, 0x01)),
+        GP("TOPDOWN_BE_BOUND.MEM_SCHEDULER", SRF, CODE(0x74, 0x02)),
+        GP("TOPDOWN_BE_BOUND.NON_MEM_SCHEDULER", SRF, CODE(0x74, 0x08)),
+        GP("TOPDOWN_BE_BOUND.SERIALIZATION", SRF, CODE(0x74, 0x10)),
+        GP("TOPDOWN_BE_BOUND.REGISTER", SRF, CODE(0x74, 0x20)),
+        GP("TOPDOWN_BE_BOUND.REORDER_BUFFER", SRF, CODE(0x74, 0x40)),
 
         /* AMD Zen 4 and Zen 5: cycles, instructions, branches, FLOPs */
         GP("ls_not_halted_cyc", AMD, AMD_CODE(0x076, 0x00)),
@@ -152,8 +197,14 @@ unsigned event_table_model(const char *model) {
                 return EVENT_MODEL_SKL;
         if (strcmp(model, "icx") == 0)
                 return EVENT_MODEL_ICX;
-        if (strcmp(model, "spr") == 0)
+        /* Emerald Rapids has Sapphire Rapids' event list (perf's emeraldrapids); Granite
+         * Rapids' list adds events to it, with the same codes for the shared names */
+        if (strcmp(model, "spr") == 0 || strcmp(model, "emr") == 0)
                 return EVENT_MODEL_SPR;
+        if (strcmp(model, "gnr") == 0)
+                return EVENT_MODEL_SPR | EVENT_MODEL_GNR;
+        if (strcmp(model, "srf") == 0)
+                return EVENT_MODEL_SRF;
         if (strcmp(model, "zen4") == 0)
                 return EVENT_MODEL_ZEN4;
         if (strcmp(model, "zen5") == 0)

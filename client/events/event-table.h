@@ -17,6 +17,8 @@
 #define EVENT_MODEL_ZEN4 (1U << 3)      /* AMD Zen 4 */
 #define EVENT_MODEL_ZEN5 (1U << 4)      /* AMD Zen 5 */
 #define EVENT_MODEL_AMD (EVENT_MODEL_ZEN4 | EVENT_MODEL_ZEN5)
+#define EVENT_MODEL_GNR (1U << 5)       /* Granite Rapids' events beyond Sapphire Rapids' list */
+#define EVENT_MODEL_SRF (1U << 6)       /* Sierra Forest (E-cores) */
 
 typedef struct EventTableEntry {
         const char *name;
@@ -28,7 +30,8 @@ typedef struct EventTableEntry {
         int8_t metrics_field;   /* PERF_METRICS byte, or -1 */
 } EventTableEntry;
 
-/* The EVENT_MODEL_* bit of a model key ("skx", "clx", "icx", "spr", "zen4", "zen5"), or 0. */
+/* The EVENT_MODEL_* bits of a model key ("skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4",
+ * "zen5"), or 0: Emerald Rapids has Sapphire Rapids' bit, Granite Rapids that and its own. */
 unsigned event_table_model(const char *model);
 
 /* The entry named name (case-insensitive) for a model, or NULL. */

@@ -48,7 +48,7 @@ typedef struct EventDesc {
  * i (invert), u (user only) or k (kernel only). Names and modifiers are case-insensitive;
  * ret->name is the one spelling of the event (the table's, libpfm4's in upper case, perf's
  * generic names as the model's name), modifiers in lower case. An unknown name's reason suggests
- * the closest known ones. model is "skx", "clx", "icx", "spr", "zen4" or "zen5".
+ * the closest known ones. model is a key such as "spr" or "zen4" (machine.c lists them).
  * Returns -ENOENT for an unknown name, -EINVAL for bad modifiers, -EOPNOTSUPP for an event
  * pmugate cannot program (AnyThread, extra registers), each with a reason. */
 int event_resolve(const char *model, const char *text, EventDesc *ret, char *reterr_reason, size_t reason_size);

@@ -59,7 +59,11 @@ int pmugate_rapl_joules_per_count(const char *model_key, pmugate_rapl_domain d, 
                 *ret_joules = ldexp(1.0, -(int) esu);
                 return 0;
         }
-        spr = strcmp(model_key, "spr") == 0;
+        /* Emerald Rapids and Sierra Forest have Sapphire Rapids' domains (perf's rapl.c:
+         * model_spr); Granite Rapids is taken to have them too (docs/TOPDOWN.md says what is
+         * not checked) */
+        spr = strcmp(model_key, "spr") == 0 || strcmp(model_key, "emr") == 0 ||
+              strcmp(model_key, "gnr") == 0 || strcmp(model_key, "srf") == 0;
         hsx_dram = strcmp(model_key, "skx") == 0 || strcmp(model_key, "clx") == 0 ||
                    strcmp(model_key, "icx") == 0;
         if (!spr && !hsx_dram)

@@ -16,7 +16,12 @@ typedef struct TopdownRecipe {
         unsigned perf_metrics_l1;       /* PERF_METRICS level each TopDown level needs */
         unsigned perf_metrics_l2;
         unsigned fixed_counters;        /* fixed counters needed (4: SLOTS) */
+        const char *tma_version;        /* Intel TMA release of the group files' formulas, or NULL
+                                         * where the files do not come from one */
 } TopdownRecipe;
+
+/* The recipe for a model key, or NULL. */
+const TopdownRecipe *topdown_recipe_for_model(const char *model_key);
 
 /* Picks the recipe for info's model and the group that measures level (1 to 4; levels 3 and 4
  * are generated group files that only some models have), checking the

@@ -19,6 +19,10 @@ into the formula syntax of pmugate's group files (docs/GROUPS.md):
   other metrics        -> metrics of the same file, or of the included topdown-l2 (and its
                           topdown-l1), or [helper] sections with their own formula
 
+An event perf programs with a PEBS facet register (MSRIndex 0x3F6 or 0x3F7 in the model's event
+JSON, where the script has it: FRONTEND_RETIRED.*, UOPS_RETIRED.MS, ...) makes its node
+unavailable with that reason: the daemon never writes those registers.
+
 Anything else (an unknown function or #constant, an event of another PMU, '%', an unknown
 name) is an error naming the node: a formula is never silently dropped or made 0.
 
@@ -67,6 +71,12 @@ class Unavailable(Exception):
     so that it reads n/a with that reason."""
 
 
+# Events that count only with an extra register programmed beside the event select (perf's
+# MSRIndex): PEBS frontend and load-latency facets. Those registers are on the daemon's
+# never-list, so the event select alone would count another facet than the formula means.
+EXTRA_MSR_REASON = ("uses %s, which counts only with %s programmed, a PEBS register pmugate "
+                    "does not program")
+EXTRA_MSRS = {0x3F6: "MSR_PEBS_LD_LAT", 0x3F7: "MSR_PEBS_FRONTEND"}
 OFFCORE_REASON = ("uses the offcore-response event %s, whose extra register (MSR_OFFCORE_RSP) "
                   "pmugate does not program")
 
@@ -195,11 +205,15 @@ class Model:
             self.metrics = {m["MetricName"]: m for m in json.load(f)}
         self.order = list(self.metrics)
         self.latency = {}
+        self.extra_msr = {}
         for name in latency_files:
             with open(os.path.join(data_dir, sub, name), encoding="utf-8") as f:
                 for e in json.load(f):
                     if "RetirementLatencyMean" in e:
                         self.latency[e["EventName"]] = float(e["RetirementLatencyMean"])
+                    msr = int(e.get("MSRIndex", "0").split(",")[0], 0)
+                    if msr in EXTRA_MSRS:
+                        self.extra_msr[e["EventName"]] = EXTRA_MSRS[msr]
 
     def level(self, name):
         for g in self.metrics[name].get("MetricGroup", "").split(";"):
@@ -262,6 +276,8 @@ class Lowering:
             event = text[:-2]
             if event not in self.model.latency:
                 raise FormulaError("%s: no published retire latency for %s" % (text, event))
+            if event in self.model.extra_msr:
+                raise Unavailable(EXTRA_MSR_REASON % (event, self.model.extra_msr[event]))
             self.estimate = True
             self.event(event)
             return "%d" % int(round_half_even_rint(self.model.latency[event]))
@@ -273,6 +289,8 @@ class Lowering:
             raise FormulaError("unknown name %s" % text)
         if text.startswith("OCR."):
             raise Unavailable(OFFCORE_REASON % text)
+        if text in self.model.extra_msr:
+            raise Unavailable(EXTRA_MSR_REASON % (text, self.model.extra_msr[text]))
         return self.event(text)
 
     def lower(self, e, prec=0):

@@ -42,6 +42,18 @@ static const CpuModel cpu_models[] = {
         CPU_MODEL("icx", "Ice Lake-SP", 0x6a, 0x0, 0xf, 5, 8, 8, 4, 1, 5, 2000),
         CPU_MODEL("icx", "Ice Lake-SP (D)", 0x6c, 0x0, 0xf, 5, 8, 8, 4, 1, 5, 2000),
         CPU_MODEL("spr", "Sapphire Rapids", 0x8f, 0x0, 0xf, 5, 8, 8, 4, 2, 6, 2000),
+        /* Emerald Rapids: Sapphire Rapids' Golden Cove core and PMU (perf's mapfile gives it
+         * the same event lists, emeraldrapids being a copy of sapphirerapids). */
+        CPU_MODEL("emr", "Emerald Rapids", 0xcf, 0x0, 0xf, 5, 8, 8, 4, 2, 6, 2100),
+        /* Granite Rapids: the Redwood Cove core keeps Golden Cove's counters, PERF_METRICS
+         * levels 1 and 2 and 6-wide slots (perf's graniterapids metrics read the same topdown-*
+         * events as sapphirerapids'); 0xAD is Granite Rapids-X, 0xAE Granite Rapids-D. */
+        CPU_MODEL("gnr", "Granite Rapids", 0xad, 0x0, 0xf, 5, 8, 8, 4, 2, 6, 2000),
+        CPU_MODEL("gnr", "Granite Rapids-D", 0xae, 0x0, 0xf, 5, 8, 8, 4, 2, 6, 2000),
+        /* Sierra Forest: Crestmont E-cores without SMT, 8 general-purpose and 3 fixed counters,
+         * no PERF_METRICS; its TopDown slot events count 6 slots per cycle (perf's
+         * sierraforest metrics divide by 6 * CPU_CLK_UNHALTED.CORE). */
+        CPU_MODEL("srf", "Sierra Forest", 0xaf, 0x0, 0xf, 5, 8, 8, 3, 0, 6, 2200),
         AMD_MODEL("zen4", "Zen 4 (Genoa)", 0x19, 0x10, 0x1f, 6, 2400),
         AMD_MODEL("zen4", "Zen 4", 0x19, 0x60, 0x9f, 6, 2400),
         AMD_MODEL("zen4", "Zen 4 (Bergamo)", 0x19, 0xa0, 0xaf, 6, 2400),

@@ -27,7 +27,7 @@ const char *reg_scope_to_string(RegScope s);
 
 /* What pmugate knows about a CPU model's core PMU. */
 typedef struct CpuModel {
-        const char *key;         /* "skx", "clx", "icx", "spr", "zen4", "zen5": allowlist files name these */
+        const char *key;         /* "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5": allowlist files name these */
         const char *name;        /* "Skylake-SP" */
         const char *vendor;      /* "GenuineIntel", "AuthenticAMD" */
         unsigned family;

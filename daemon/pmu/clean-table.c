@@ -62,9 +62,23 @@ static const CleanReg intel_skx[] = {
         PCI_STATUS(0x0F8, 0x0F8, IMC_BOX_STATUS_COUNTERS, "IMC_PMON_BOX_STATUS"),
 };
 
-/* Ice Lake-SP and Sapphire Rapids serve no uncore box (their memory controllers are MMIO). */
+/* Ice Lake-SP, Sapphire, Emerald and Granite Rapids serve no uncore box (their memory controllers are MMIO). */
 static const CleanReg intel_icx_spr[] = {
         INTEL_CORE,
+};
+
+/* Sierra Forest: the core PMU without offcore response, TOPDOWN.SLOTS or PERF_METRICS (its
+ * allowlist has none of them); GLOBAL_STATUS bits of absent counters read 0. */
+static const CleanReg intel_srf[] = {
+        COUNTERS(0x0C1, 0x0C8, 1, "IA32_PMC"),
+        CONTROL(0x186, 0x18D, 1, EVTSEL_OFF, "IA32_PERFEVTSEL"),
+        COUNTERS(0x309, 0x30B, 1, "IA32_FIXED_CTR"),
+        CONTROL(0x38D, 0x38D, 1, FIXED_CTRL_OFF, "IA32_FIXED_CTR_CTRL"),
+        STATUS(0x38E, 0x390, GLOBAL_STATUS_COUNTERS, "IA32_PERF_GLOBAL_STATUS"),
+        CONTROL(0x38F, 0x38F, 1, 0, "IA32_PERF_GLOBAL_CTRL"),
+        ACTION(0x390, "IA32_PERF_GLOBAL_STATUS_RESET"),
+        ACTION(0x391, "IA32_PERF_GLOBAL_STATUS_SET"),
+        COUNTERS(0x4C1, 0x4C8, 1, "IA32_A_PMC"),
 };
 
 static const CleanReg amd_zen[] = {
@@ -83,7 +97,8 @@ static const CleanReg amd_zen[] = {
 
 static const CleanTable tables[] = {
         { .models = { "skx", "clx" }, .regs = intel_skx, .n_regs = ELEMENTSOF(intel_skx) },
-        { .models = { "icx", "spr" }, .regs = intel_icx_spr, .n_regs = ELEMENTSOF(intel_icx_spr) },
+        { .models = { "icx", "spr", "emr", "gnr" }, .regs = intel_icx_spr, .n_regs = ELEMENTSOF(intel_icx_spr) },
+        { .models = { "srf" }, .regs = intel_srf, .n_regs = ELEMENTSOF(intel_srf) },
         { .models = { "zen4", "zen5" }, .regs = amd_zen, .n_regs = ELEMENTSOF(amd_zen) },
 };
 

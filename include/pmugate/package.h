@@ -66,11 +66,12 @@ uint32_t pmugate_rapl_power_unit_msr(const char *model_key);
 /* "PACKAGE", "DRAM", "PP0", "PLATFORM". */
 const char *pmugate_rapl_domain_name(pmugate_rapl_domain d);
 
-/* Joules per count of a domain on a CPU model ("skx", "clx", "icx", "spr", "zen4", "zen5"; AMD
- * has the package domain only), from the value of
+/* Joules per count of a domain on a CPU model ("skx", "clx", "icx", "spr", "emr", "gnr", "srf",
+ * "zen4", "zen5"; AMD has the package domain only), from the value of
  * MSR_RAPL_POWER_UNIT: 2^-ESU J, except the server parts' fixed DRAM unit (2^-16 J on
- * Skylake-SP, Cascade Lake and Ice Lake-SP) and the platform domain's 1 J on Sapphire Rapids.
- * -EOPNOTSUPP when the model has no such domain (PP0 on Sapphire Rapids, PLATFORM before it)
+ * Skylake-SP, Cascade Lake and Ice Lake-SP) and the platform domain's 1 J on Sapphire Rapids
+ * (and Emerald Rapids, Granite Rapids, Sierra Forest, which share its domains).
+ * -EOPNOTSUPP when the model has no such domain (PP0 on those, PLATFORM before them)
  * or the model is unknown. */
 int pmugate_rapl_joules_per_count(const char *model_key, pmugate_rapl_domain d, uint64_t power_unit,
                                   double *ret_joules);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "events/event-list.h"
+#include "events/event-models.h"
 #include "events/group-list.h"
 #include "macro.h"
 #include "pmugate-limits.h"
@@ -68,7 +69,7 @@ int pyhello(pmugate *c, pmugate_info **ret) {
         /* libpfm4 activates the host's PMU; resolve names for the daemon's model instead (as
          * the pmugate command, unless the user chose one) */
         if ((*ret)->model_key[0])
-                (void) setenv("LIBPFM_FORCE_PMU", (*ret)->model_key, 0);
+                (void) setenv("LIBPFM_FORCE_PMU", event_libpfm_pmu((*ret)->model_key) ?: (*ret)->model_key, 0);
         return 0;
 }
 

@@ -84,11 +84,16 @@ def lowering():
         rc, _, err = run("--out", tmp, "--models", "gnr,icx")
         ok(rc == 0, "gnr and icx generate", err)
         gnr = open(os.path.join(tmp, "gnr", "topdown-l4.conf")).read()
-        # perf without --record-tpebs: FRONTEND_RETIRED.L2_MISS:R is rint(137.41)
-        ok("formula = FRONTEND_RETIRED.L2_MISS * 137 / tma_info_thread_clks" in gnr,
+        # perf without --record-tpebs: MEM_INST_RETIRED.LOCK_LOADS:R is rint(63.76)
+        ok("formula = MEM_INST_RETIRED.LOCK_LOADS * 64 / tma_info_thread_clks" in gnr,
            "a retire latency becomes perf's rounded published mean", gnr[:2000])
-        section = gnr.split("[metric tma_code_l2_miss]")[1].split("\n\n")[0]
+        section = gnr.split("[metric tma_lock_latency]")[1].split("\n\n")[0]
         ok("estimate = retire-latency" in section, "and the node is marked an estimate", section)
+        # FRONTEND_RETIRED.L2_MISS counts the facet MSR_PEBS_FRONTEND selects (perf's MSRIndex
+        # 0x3F7), a register on the daemon's never-list
+        section = gnr.split("[metric tma_code_l2_miss]")[1].split("\n\n")[0]
+        ok("unavailable = " in section and "formula" not in section and "MSR_PEBS_FRONTEND" in section,
+           "a node whose event needs a PEBS facet register is unavailable with the reason", section)
         section = gnr.split("[metric tma_false_sharing]")[1].split("\n\n")[0]
         ok("unavailable = " in section and "formula" not in section and "OCR." in section,
            "an offcore-response node is unavailable with the reason, not a formula", section)

@@ -195,11 +195,36 @@ static void test_shipped_icx_spr(void **state) {
         } cases[] = {
                 { "intel-icx.conf", "icx", 0x3FFFFFBFFFULL, false },
                 { "intel-spr.conf", "spr", 0x3FFFFFFFFFULL, true },
+                { "intel-emr.conf", "emr", 0x3FFFFFFFFFULL, true },
+                { "intel-gnr.conf", "gnr", 0x3FFFFFFFFFULL, true },
+        };
+        /* Every other entry's write mask, the same on these models: counters take 48 bits,
+         * event selects never PC, INT, ANY or bits 32+, clocks and RAPL are read-only. */
+        static const struct {
+                uint32_t first, last;
+                uint64_t mask;
+        } masks[] = {
+                { 0x010, 0x010, 0 }, { 0x0E7, 0x0E8, 0 }, { 0x345, 0x345, 0 },
+                { 0x0C1, 0x0C8, 0xFFFFFFFFFFFFULL }, { 0x4C1, 0x4C8, 0xFFFFFFFFFFFFULL },
+                { 0x186, 0x18D, 0xFFC7FFFFULL }, { 0x309, 0x30C, 0xFFFFFFFFFFFFULL },
+                { 0x38E, 0x38E, 0 }, { 0x392, 0x392, 0 }, { 0x606, 0x606, 0 }, { 0x611, 0x611, 0 },
+                { 0x613, 0x614, 0 }, { 0x619, 0x619, 0 }, { 0x61B, 0x61C, 0 }, { 0x639, 0x639, 0 },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_(allowlist_freep) Allowlist *a = parse_shipped(cases[i].file);
                 const AllowEntry *e;
+
+                for (size_t m = 0; m < ELEMENTSOF(masks); m++)
+                        for (uint32_t msr = masks[m].first; msr <= masks[m].last; msr++) {
+                                e = allowlist_find_msr(a, msr);
+                                assert_non_null(e);
+                                assert_int_equal(e->write_mask, masks[m].mask);
+                        }
+                assert_null(allowlist_find_msr(a, 0x0C9));
+                assert_null(allowlist_find_msr(a, 0x18E));
+                if (cases[i].psys)
+                        assert_int_equal(allowlist_find_msr(a, 0x64D)->write_mask, 0);
 
                 assert_int_equal(a->n_models, 1);
                 assert_string_equal(a->models[0], cases[i].model);
@@ -226,6 +251,39 @@ static void test_shipped_icx_spr(void **state) {
                 assert_int_equal(allowlist_find_msr(a, 0x1A7)->write_mask, cases[i].offcore);
                 assert_int_equal(allowlist_find_msr(a, 0x64D) != NULL, cases[i].psys);
         }
+}
+
+/* Sierra Forest: 8 + 3 counters, no TOPDOWN.SLOTS, PERF_METRICS or offcore response. */
+static void test_shipped_srf(void **state) {
+        static const struct {
+                uint32_t first, last;
+                uint64_t mask;
+        } masks[] = {
+                { 0x010, 0x010, 0 }, { 0x0E7, 0x0E8, 0 }, { 0x345, 0x345, 0 },
+                { 0x0C1, 0x0C8, 0xFFFFFFFFFFFFULL }, { 0x4C1, 0x4C8, 0xFFFFFFFFFFFFULL },
+                { 0x186, 0x18D, 0xFFC7FFFFULL }, { 0x309, 0x30B, 0xFFFFFFFFFFFFULL },
+                { 0x38D, 0x38D, 0x333 }, { 0x38E, 0x38E, 0 }, { 0x38F, 0x391, 0x7000000FFULL },
+                { 0x392, 0x392, 0 }, { 0x606, 0x606, 0 }, { 0x611, 0x611, 0 }, { 0x613, 0x614, 0 },
+                { 0x619, 0x619, 0 }, { 0x61B, 0x61C, 0 }, { 0x64D, 0x64D, 0 },
+        };
+        static const uint32_t absent[] = { 0x0C9, 0x18E, 0x1A6, 0x1A7, 0x30C, 0x329, 0x639 };
+        _cleanup_(allowlist_freep) Allowlist *a = parse_shipped("intel-srf.conf");
+        const AllowEntry *e;
+
+        assert_int_equal(a->n_models, 1);
+        assert_string_equal(a->models[0], "srf");
+        assert_int_equal(a->n_pci, 0);
+        for (size_t m = 0; m < ELEMENTSOF(masks); m++)
+                for (uint32_t msr = masks[m].first; msr <= masks[m].last; msr++) {
+                        e = allowlist_find_msr(a, msr);
+                        assert_non_null(e);
+                        assert_int_equal(e->write_mask, masks[m].mask);
+                }
+        for (size_t i = 0; i < ELEMENTSOF(absent); i++)
+                assert_null(allowlist_find_msr(a, absent[i]));
+        assert_true(allowlist_find_msr(a, 0x30B)->flags & ALLOW_FLAG_COUNTER);
+        assert_true(allowlist_find_msr(a, 0x390)->flags & ALLOW_FLAG_ACTION);
+        assert_int_equal(allowlist_find_msr(a, 0x611)->scope, REG_SCOPE_PACKAGE);
 }
 
 static void test_shipped_amd(void **state) {
@@ -853,6 +911,9 @@ static void test_load_shipped(void **state) {
                 { "clx", "/intel-skx.conf" },
                 { "icx", "/intel-icx.conf" },
                 { "spr", "/intel-spr.conf" },
+                { "emr", "/intel-emr.conf" },
+                { "gnr", "/intel-gnr.conf" },
+                { "srf", "/intel-srf.conf" },
         };
         Allowlist *a = (Allowlist *) 0x1;
 
@@ -952,6 +1013,7 @@ int main(void) {
                 cmocka_unit_test(test_shipped_skx),
                 cmocka_unit_test(test_shipped_skx_pci),
                 cmocka_unit_test(test_shipped_icx_spr),
+                cmocka_unit_test(test_shipped_srf),
                 cmocka_unit_test(test_shipped_invariants),
                 cmocka_unit_test(test_shipped_amd),
                 cmocka_unit_test(test_never_list_amd),

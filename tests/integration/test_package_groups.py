@@ -13,6 +13,8 @@ import pmugatetest as t
 from pmugatetest import Sim, STENCIL
 
 MODELS = ("skx", "clx", "icx", "spr")
+# models with Sapphire Rapids' RAPL domains (perf's rapl.c: model_spr): psys, no PP0, DRAM in the ESU
+SPR_RAPL = ("spr", "emr", "gnr", "srf")
 READ_GBPS, WRITE_GBPS = 40.0, 15.0
 WATTS = {"package_watts": 180.0, "dram_watts": 25.0, "pp0_watts": 140.0, "platform_watts": 420.0}
 IMC = "[imc]\nread_gbps = %g\nwrite_gbps = %g\n" % (READ_GBPS, WRITE_GBPS)
@@ -67,7 +69,7 @@ def test_energy(tap):
             rc, out, err = sim.run("stat", "-g", "ENERGY", "-c", "0-3", "-I", "200ms", "-S", "1s", "-O", "jsonl")
             tap.ok(rc == 0, "%s: ENERGY in intervals runs" % model, err)
             docs = [__import__("json").loads(line) for line in out.splitlines() if line.strip()]
-            other = "platform" if model == "spr" else "pp0"
+            other = "platform" if model in SPR_RAPL else "pp0"
             worst_unit, worst_power = 0.0, 0.0
             for d in docs:
                 for p in d["per_package"]:
@@ -76,7 +78,7 @@ def test_energy(tap):
                                               (other, "PWR_%s_ENERGY" % other.upper(), WATTS[other + "_watts"])):
                         # joules per count: the ESU (14) except skx/clx/icx DRAM (2^-16 J) and spr
                         # platform (1 J)
-                        unit = 1.0 if dom == "platform" else 2.0 ** -(16 if dom == "dram" and model != "spr" else 14)
+                        unit = 1.0 if dom == "platform" else 2.0 ** -(16 if dom == "dram" and model not in SPR_RAPL else 14)
                         c = p["counts"][event]
                         worst_unit = max(worst_unit, abs(c["value"] - c["raw"] * unit) / unit)
                         joules = p["metrics"]["energy_" + dom]

@@ -74,6 +74,11 @@ static const struct {
         { "clx", "uncore_imc_", 6, { "cas_count_read", "cas_count_write" } },
         { "icx", "uncore_imc_free_running_", 4, { "read", "write" } },
         { "spr", "uncore_imc_", 8, { "cas_count_read", "cas_count_write" } },
+        { "emr", "uncore_imc_", 8, { "cas_count_read", "cas_count_write" } },
+        /* Granite Rapids-AP: 12 DDR5 channels per socket */
+        { "gnr", "uncore_imc_", 12, { "cas_count_read", "cas_count_write" } },
+        /* Sierra Forest-SP: 8 DDR5 channels per socket */
+        { "srf", "uncore_imc_", 8, { "cas_count_read", "cas_count_write" } },
 };
 /* The kernel's scale of these events: one count is a 64-byte line, in MiB. */
 #define IMC_COUNT_SCALE_MIB 6.103515625e-5
@@ -767,7 +772,7 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
         if (r < 0)
                 return r;
         if (!key)
-                return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr|zen4|zen5 "
+                return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr|emr|gnr|srf|zen4|zen5 "
                                        "or set model= in [machine] of %s",
                                        config_path ?: "the configuration");
 
@@ -776,7 +781,7 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
                 return -ENOMEM;
         r = sim_model_init(key, config->smt, &s->model);
         if (r < 0)
-                return sim_log_invalid("Unknown simulated CPU model '%s' (known: skx, clx, icx, spr, zen4, "
+                return sim_log_invalid("Unknown simulated CPU model '%s' (known: skx, clx, icx, spr, emr, gnr, srf, zen4, "
                                        "zen5)", key);
 
         if ((uint64_t) config->sockets * config->cores_per_socket * (config->smt ? 2 : 1) > PMUGATE_CPUS_MAX)

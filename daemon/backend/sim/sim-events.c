@@ -127,6 +127,23 @@ static const SimEventEntry sapphire_rapids_events[] = {
         { 0xc3, 0x01, 1, true, ALL_COUNTERS, SIM_Q_MACHINE_CLEARS },
 };
 
+/* Sierra Forest (perf's sierraforest pipeline.json): the architectural events and the E-core
+ * TopDown slot events of levels 1 and 2; level-3 facets come from a profile's extra events. */
+static const SimEventEntry sierra_forest_events[] = {
+        { 0x3c, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
+        { 0xc0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
+        { 0xc5, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
+        { 0x71, 0x00, 0, false, ALL_COUNTERS, SIM_Q_E_FE_BOUND },
+        { 0x71, 0x72, 0, false, ALL_COUNTERS, SIM_Q_E_FE_LATENCY },
+        { 0x71, 0x8d, 0, false, ALL_COUNTERS, SIM_Q_E_FE_BANDWIDTH },
+        { 0x72, 0x00, 0, false, ALL_COUNTERS, SIM_Q_E_RETIRING },
+        { 0x73, 0x00, 0, false, ALL_COUNTERS, SIM_Q_E_BAD_SPEC },
+        { 0x73, 0x03, 0, false, ALL_COUNTERS, SIM_Q_E_MACHINE_CLEARS },
+        { 0x73, 0x04, 0, false, ALL_COUNTERS, SIM_Q_E_MISPREDICT },
+        { 0x74, 0x00, 0, false, ALL_COUNTERS, SIM_Q_E_BE_BOUND },
+        { 0x74, 0x01, 0, false, ALL_COUNTERS, SIM_Q_E_ALLOC_RESTRICTIONS },
+};
+
 /* AMD Zen 4 and Zen 5 (amd-topdown.md §5): perf's raw encodings, event[11:8] above the low byte. */
 static const SimEventEntry zen4_events[] = {
         { 0x076, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
@@ -281,6 +298,18 @@ static void thread_rates(const SimModel *m, const SimProfile *p, double sibling_
         q[SIM_Q_TD_BAD_SPEC_SLOTS] = metrics[1] * slots;
         q[SIM_Q_TD_BR_MISPREDICT_SLOTS] = metrics[5] * slots;
         q[SIM_Q_TD_MEMORY_BOUND_SLOTS] = metrics[7] * slots;
+        /* E-cores count TopDown in slots, 6 per cycle of the thread (no SMT on Sierra Forest).
+         * The profile's memory_bound stands for Resource Bound, the rest of the backend for
+         * Core Bound (allocation restrictions); fetch_latency for IFetch Latency. */
+        q[SIM_Q_E_FE_BOUND] = f * slots;
+        q[SIM_Q_E_FE_LATENCY] = l * slots;
+        q[SIM_Q_E_FE_BANDWIDTH] = (f - l) * slots;
+        q[SIM_Q_E_RETIRING] = r * slots;
+        q[SIM_Q_E_BAD_SPEC] = b * slots;
+        q[SIM_Q_E_MISPREDICT] = misp * slots;
+        q[SIM_Q_E_MACHINE_CLEARS] = (b - misp) * slots;
+        q[SIM_Q_E_BE_BOUND] = k * slots;
+        q[SIM_Q_E_ALLOC_RESTRICTIONS] = (k - mb) * slots;
         if (m->amd)
                 amd_thread_rates(m, p, q);
         if (m->perf_metrics < 2)
@@ -333,6 +362,9 @@ static const SimEventEntry *event_table(const SimModel *m, size_t *ret_n) {
         case SIM_FAMILY_ZEN5:
                 *ret_n = ELEMENTSOF(zen5_events);
                 return zen5_events;
+        case SIM_FAMILY_SIERRA_FOREST:
+                *ret_n = ELEMENTSOF(sierra_forest_events);
+                return sierra_forest_events;
         case SIM_FAMILY_SAPPHIRE_RAPIDS:
         default:
                 *ret_n = ELEMENTSOF(sapphire_rapids_events);

@@ -45,6 +45,15 @@ typedef enum SimQuantity {
         SIM_Q_TD_BAD_SPEC_SLOTS,        /* TOPDOWN.BAD_SPEC_SLOTS */
         SIM_Q_TD_BR_MISPREDICT_SLOTS,   /* TOPDOWN.BR_MISPREDICT_SLOTS */
         SIM_Q_TD_MEMORY_BOUND_SLOTS,    /* TOPDOWN.MEMORY_BOUND_SLOTS */
+        SIM_Q_E_FE_BOUND,               /* E-core TOPDOWN_FE_BOUND.ALL */
+        SIM_Q_E_FE_LATENCY,             /* TOPDOWN_FE_BOUND.FRONTEND_LATENCY */
+        SIM_Q_E_FE_BANDWIDTH,           /* TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH */
+        SIM_Q_E_RETIRING,               /* TOPDOWN_RETIRING.ALL */
+        SIM_Q_E_BAD_SPEC,               /* TOPDOWN_BAD_SPECULATION.ALL */
+        SIM_Q_E_MISPREDICT,             /* TOPDOWN_BAD_SPECULATION.MISPREDICT */
+        SIM_Q_E_MACHINE_CLEARS,         /* TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS */
+        SIM_Q_E_BE_BOUND,               /* TOPDOWN_BE_BOUND.ALL */
+        SIM_Q_E_ALLOC_RESTRICTIONS,     /* TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS */
         /* AMD Zen 4 and Zen 5 (amd-topdown.md §5), perf's names */
         SIM_Q_AMD_RET_OPS,              /* ex_ret_ops */
         SIM_Q_AMD_DISPATCHED,           /* de_src_op_disp.all */

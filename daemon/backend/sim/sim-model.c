@@ -38,6 +38,14 @@ static const SimModelSpec sim_model_specs[] = {
           PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(4) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
         { "spr", SIM_FAMILY_SAPPHIRE_RAPIDS, 8,
           PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
+        /* Emerald Rapids, Granite Rapids and Sierra Forest: steppings as plausible as the PEBS
+         * formats, not read from hardware */
+        { "emr", SIM_FAMILY_SAPPHIRE_RAPIDS, 1,
+          PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
+        { "gnr", SIM_FAMILY_SAPPHIRE_RAPIDS, 1,
+          PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE | PERF_CAP_PERF_METRICS },
+        { "srf", SIM_FAMILY_SIERRA_FOREST, 3,
+          PERF_CAP_COMMON | PERF_CAP_PEBS_FORMAT(5) | PERF_CAP_PEBS_BASELINE },
         /* AMD has no IA32_PERF_CAPABILITIES; Genoa B1 and Turin C1 steppings. */
         { "zen4", SIM_FAMILY_ZEN4, 1, 0 },
         { "zen5", SIM_FAMILY_ZEN5, 1, 0 },
@@ -46,6 +54,7 @@ static const SimModelSpec sim_model_specs[] = {
 int sim_model_init(const char *key, bool smt, SimModel *ret) {
         const SimModelSpec *spec = NULL;
         const CpuModel *cpu;
+        bool spr_rapl;
 
         for (size_t i = 0; i < ELEMENTSOF(sim_model_specs); i++)
                 if (strcmp(sim_model_specs[i].key, key) == 0)
@@ -53,6 +62,7 @@ int sim_model_init(const char *key, bool smt, SimModel *ret) {
         cpu = cpu_model_by_key(key);
         if (!spec || !cpu)
                 return -EINVAL;
+        spr_rapl = spec->family == SIM_FAMILY_SAPPHIRE_RAPIDS || spec->family == SIM_FAMILY_SIERRA_FOREST;
 
         *ret = (SimModel) {
                 .cpu = cpu,
@@ -70,10 +80,11 @@ int sim_model_init(const char *key, bool smt, SimModel *ret) {
                 .any_thread = cpu->pmu_version < 5,
                 .perf_capabilities = spec->perf_capabilities,
                 /* perf's rapl.c: SKX and ICX expose PP0, PKG and RAM with the fixed
-                 * 2^-16 J DRAM unit (model_hsx); SPR exposes PKG, RAM and PSYS (model_spr). */
-                .rapl_pp0 = spec->family != SIM_FAMILY_SAPPHIRE_RAPIDS,
-                .rapl_platform = spec->family == SIM_FAMILY_SAPPHIRE_RAPIDS,
-                .rapl_dram_fixed_unit = spec->family != SIM_FAMILY_SAPPHIRE_RAPIDS,
+                 * 2^-16 J DRAM unit (model_hsx); SPR and SRF expose PKG, RAM and PSYS
+                 * (model_spr). */
+                .rapl_pp0 = !spr_rapl,
+                .rapl_platform = spr_rapl,
+                .rapl_dram_fixed_unit = !spr_rapl,
                 /* Only SKX/CLX keep the IMC in PCI config space (§6.1); ICX and SPR moved it
                  * to MMIO, which pmugate does not serve. */
                 .imc_pci = spec->family == SIM_FAMILY_SKYLAKE,

@@ -17,6 +17,7 @@ typedef enum SimFamily {
         SIM_FAMILY_SKYLAKE,             /* Skylake-SP and Cascade Lake: arch perfmon v4 */
         SIM_FAMILY_ICELAKE,             /* Ice Lake-SP: v5, SLOTS, PERF_METRICS L1 */
         SIM_FAMILY_SAPPHIRE_RAPIDS,     /* Sapphire Rapids: v5, PERF_METRICS L1 and L2 */
+        SIM_FAMILY_SIERRA_FOREST,       /* Sierra Forest E-cores: v5, TopDown slot events, no SLOTS */
         SIM_FAMILY_ZEN4,                /* AMD Zen 4: PerfMonV2, 6 core counters, 6-wide dispatch */
         SIM_FAMILY_ZEN5,                /* AMD Zen 5: the same PMU, 8-wide dispatch */
 } SimFamily;
@@ -41,7 +42,8 @@ typedef struct SimModel {
         unsigned df_counters;           /* AMD: per package */
 } SimModel;
 
-/* Fills ret for model key "skx", "clx", "icx", "spr", "zen4" or "zen5"; -EINVAL for anything
+/* Fills ret for model key "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4" or "zen5";
+ * -EINVAL for anything
  * else. */
 int sim_model_init(const char *key, bool smt, SimModel *ret);
 
