@@ -289,8 +289,8 @@ def check_install(tap, c):
            os.path.isfile(c.path("/usr/share/man/man1/pmugate.1.gz")),
            "GROUPS.md, which pmugate(1) points at, is installed next to the man pages")
     with open(c.path("/usr/libexec/pmugate/pmugate-prolog.sh")) as f:
-        tap.ok("PMUGATECTL=${PMUGATECTL:-/usr/sbin/pmugatectl}" in f.read() and
-               os.access(c.path("/usr/sbin/pmugatectl"), os.X_OK),
+        tap.ok("PMUGATECTL=${PMUGATECTL:-/usr/bin/pmugatectl}" in f.read() and
+               os.access(c.path("/usr/bin/pmugatectl"), os.X_OK) and os.access(c.path("/usr/sbin/pmugatectl"), os.X_OK),
                "the Slurm Prolog finds pmugatectl where the package put it")
     for user, groups in (("alice", "pmugate-users"), ("bob", None)):
         rc, out = c.run(["useradd", "-M", "-s", "/bin/sh"] + (["-G", groups] if groups else []) + [user])
