@@ -350,6 +350,9 @@ int main(int argc, char **argv) {
                        &http);
         if (r < 0) {
                 fprintf(stderr, "pmugate-exporter: cannot serve on %s: %s\n", o.listen, strerror(-r));
+                snapshot_box_done(&snapshots);
+                sampler_done(&sampler);
+                model_done(&model);
                 return 1;
         }
         fprintf(stderr, "pmugate-exporter: serving /metrics on %s\n", o.listen);
