@@ -37,6 +37,7 @@ static void burn(double ms) {
         while (thread_cpu_ms() < until)
                 for (unsigned i = 0; i < 1000; i++)
                         sink += i;
+        (void) sink;    /* clang: the sum is only there to burn time */
 }
 
 /* Fresh anonymous pages: the first write to each is a page fault. */
