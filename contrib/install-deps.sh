@@ -7,6 +7,7 @@ packages="
         meson ninja-build pkg-config gcc clang
         libsystemd-dev libcap-dev libmsgpack-dev libinih-dev libjson-c-dev
         libpfm4-dev libmuparser-dev libcmocka-dev libhwloc-dev libmicrohttpd-dev
+        libdw-dev libcapstone-dev
         systemd python3 python3-msgpack python3-matplotlib util-linux procps
         systemd-container debootstrap debhelper dpkg-dev fakeroot lintian strace
         prometheus victoria-metrics curl pcp python3-requests

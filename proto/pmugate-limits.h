@@ -270,3 +270,15 @@
  * unknown and the library ignores it, so that a garbled value cannot scale every rate. */
 #define PMUGATE_TSC_KHZ_MIN 100000ULL
 #define PMUGATE_TSC_KHZ_MAX 20000000ULL
+
+/* pmugate timing (proto/timing-attr.h, docs/TIMING.md). Each sampling event's ring buffer is
+ * one metadata page and TIMING_RING_DATA_BYTES of data (a power-of-two number of pages, as the
+ * kernel requires, for pages of 4 to 256 KiB): 260 KiB per CPU with 4 KiB pages, inside the
+ * kernel's default perf_event_mlock_kb of 516 KiB per CPU that an unprivileged mmap is charged
+ * against. The client maps exactly this; the simulator's ring is this size. A timing_open opens one event
+ * per CPU of at most TIMING_CPUS_PER_OPEN CPUs (the client asks again for more), and a
+ * decoded sample keeps at most TIMING_BRANCHES_MAX branch entries (architectural LBR has 32:
+ * a stream claiming more is malformed). */
+#define TIMING_RING_DATA_BYTES (256U * 1024U)
+#define TIMING_CPUS_PER_OPEN 64U
+#define TIMING_BRANCHES_MAX 64U

@@ -38,6 +38,8 @@ LAYERS = {
         'layers': [
             ('core', {'dirs': ['core']}),
             ('events', {'dirs': ['events']}),
+            # pmugate timing's ring reader, decoder and analysis: beside events, used by cli
+            ('timing', {'dirs': ['timing'], 'beside': 'events'}),
             ('measure', {'dirs': ['measure']}),
             ('marker', {'dirs': ['marker']}),
             ('likwid', {'dirs': ['likwid'], 'beside': 'marker'}),
