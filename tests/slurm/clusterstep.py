@@ -9,8 +9,8 @@ It measures TopDown on its own CPUs through the pmugated of the node it runs on 
 path is the same on every node; each node's mount namespace puts its own daemon behind it) and
 writes OUTDIR/TAG-NODE.json. Then it waits, for at most WAIT_MAX seconds, for the test to
 write into CTLDIR (root's directory, the task only reads it):
-  TAG-probe-NODE    CPUs of another job on this node: the task tries to measure them and writes
-                    what pmugate said to OUTDIR/TAG-probed-NODE.json
+  TAG-probe-NODE    CPUs of another job on this node: the task tries to read, program and
+                    measure them and writes what pmugate said to OUTDIR/TAG-probed-NODE.json
   TAG-release       the task exits 0
 """
 
@@ -24,6 +24,9 @@ import time
 import msgpack
 
 WAIT_MAX = 150
+# A counter to read and an event select to program, by vendor (the model topdown reports).
+REGISTERS = {"intel": ("IA32_PMC0", "IA32_PERFEVTSEL0=0x43003c"),
+             "amd": ("AMD_PERF_CTR0", "AMD_PERF_CTL0=0x430076")}
 
 
 def run(argv):
@@ -80,6 +83,8 @@ def main():
     node = socket.gethostname()
     cpus = sorted(os.sched_getaffinity(0))
     mine = ",".join(str(c) for c in cpus)
+    measured = topdown(pmugate, mine)
+    counter, program = REGISTERS["amd" if (measured.get("model") or "").startswith("zen") else "intel"]
     write_json(os.path.join(outdir, "%s-%s.json" % (tag, node)), {
         "node": node,
         "job": os.environ.get("SLURM_JOB_ID"),
@@ -87,7 +92,7 @@ def main():
         "cgroup": cpuset_cgroup(),
         "affinity": cpus,
         "hello": hello_scope(),
-        "topdown": topdown(pmugate, mine),
+        "topdown": measured,
     })
     probe = os.path.join(ctldir, "%s-probe-%s" % (tag, node))
     release = os.path.join(ctldir, "%s-release" % tag)
@@ -99,7 +104,8 @@ def main():
                 others = f.read().strip()
             write_json(os.path.join(outdir, "%s-probed-%s.json" % (tag, node)), {
                 "node": node, "cpus": others,
-                "read": run([pmugate, "read", "-c", others, "0xC1"]),
+                "read": run([pmugate, "read", "-c", others, counter]),
+                "write": run([pmugate, "write", "-c", others, program]),
                 "topdown": topdown(pmugate, others)})
             probed = True
         if os.path.exists(release):

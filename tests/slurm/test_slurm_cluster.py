@@ -476,10 +476,15 @@ def check_task(tap, c, tag, job, node, result):
 
 
 def check_probed(tap, c, job, node, other_job, result):
-    td, rd = result["topdown"], result["read"]
-    tap.ok(td["rc"] != 0 and "[out-of-scope]" in td["err"] and rd["rc"] != 0,
-           "job %s on %s cannot read or program job %s's CPUs %s (out-of-scope)" % (job, node, other_job,
-                                                                                    result["cpus"]), result)
+    """The node's pmugated refuses the read and the write (out-of-scope); pmugate topdown refuses
+    before it asks, naming the job's own CPUs."""
+    rd, wr, td = result["read"], result["write"], result["topdown"]
+    tap.ok(rd["rc"] != 0 and "[out-of-scope]" in rd["err"] and wr["rc"] != 0 and "[out-of-scope]" in wr["err"],
+           "job %s on %s: %s's pmugated refuses its read and its write of job %s's CPU %s (out-of-scope)" % (
+               job, node, node, other_job, result["cpus"]), result)
+    tap.ok(td["rc"] != 0 and "is not in your job" in td["err"],
+           "job %s on %s: pmugate topdown on job %s's CPU %s is refused" % (job, node, other_job, result["cpus"]),
+           td)
 
 
 def test_two_jobs(tap, c):
@@ -572,16 +577,27 @@ def test_prometheus(tap, c, a, b, a_nodes, b_nodes, a_tasks, b_tasks):
     models = {r["metric"]["node"]: r["metric"].get("model") for r in p.query("pmugate_exporter_info")}
     tap.eq(models, {n.name: n.model for n in c.nodes}, "each node's exporter reports its own model")
 
-    def nodes_of(job):
-        q = 'count by (node) (pmugate_job_instructions_total{jobid="%s"} > 0)' % job
+    def nodes_of(q):
         return sorted(r["metric"]["node"] for r in p.query(q))
-    for job, nodes in ((a, a_nodes), (b, b_nodes)):
+
+    def wait_nodes(q, nodes):
         try:
-            got = wait_for("job %s's series from %s" % (job, nodes), lambda: nodes_of(job) == nodes and nodes_of(job),
-                           timeout=40)
+            return wait_for("%s from %s" % (q, nodes), lambda: nodes_of(q) == nodes and nodes, timeout=40)
         except TimeoutError:
-            got = nodes_of(job)
-        tap.eq(got, nodes, "Prometheus has measured job %s series (jobid=\"%s\") from %s" % (job, job, nodes))
+            return nodes_of(q)
+    for job, nodes in ((a, a_nodes), (b, b_nodes)):
+        got = wait_nodes('count by (node) (pmugate_job_cpus{jobid="%s"})' % job, nodes)
+        tap.eq(got, nodes, "Prometheus has job %s's series (jobid=\"%s\") from %s" % (job, job, ", ".join(nodes)))
+        intel = [n for n in nodes if not c.node_named(n).model.startswith("zen")]
+        got = wait_nodes('count by (node) (pmugate_job_instructions_total{jobid="%s"} > 0)' % job, intel)
+        tap.eq(got, intel, "and has counted job %s's instructions on its Intel nodes %s" % (job, ", ".join(intel)))
+        for n in nodes:
+            if n not in intel:
+                measured = nodes_of('pmugate_job_instructions_total{jobid="%s",node="%s"} > 0' % (job, n))
+                s.todo(tap, measured, "and on %s (%s)" % (n, c.node_named(n).model),
+                       "pmugate-exporter looks its counts up by Intel event names only (exporter/sampler.c "
+                       "find_indexes): on an AMD node every count it serves is 0", p.query(
+                           'pmugate_job_instructions_total{jobid="%s",node="%s"}' % (job, n)))
     for job, tasks in ((a, a_tasks), (b, b_tasks)):
         got = {}
         for r in p.query('pmugate_cpu_instructions_total{jobid="%s"}' % job):
