@@ -559,7 +559,7 @@ def test_two_jobs(tap, c):
                "audit on %s: the Prolog granted and the Epilog revoked %s%s" % (
                    n.name, " and ".join("job " + j for j in jobs),
                    "" if n.name in b_nodes else ", and job %s never appears" % b))
-    test_summaries(tap, c, a, b, a_nodes, b_nodes)
+    test_summaries(tap, c, ((a, a_tasks), (b, b_tasks)))
 
 
 def test_prometheus(tap, c, a, b, a_nodes, b_nodes, a_tasks, b_tasks):
@@ -606,20 +606,22 @@ def test_prometheus(tap, c, a, b, a_nodes, b_nodes, a_tasks, b_tasks):
                "job %s's per-CPU series name, per node, the CPUs its task ran on there" % job)
 
 
-def test_summaries(tap, c, a, b, a_nodes, b_nodes):
+def test_summaries(tap, c, jobs):
+    """Each node's Epilog keeps its own part of the job: the node and the CPUs the job held there."""
     if not os.path.exists(s.EXPORTER):
         tap.skip("every node's Epilog writes its summary", "pmugate-exporter not built (libmicrohttpd)")
         return
-    for job, nodes in ((a, a_nodes), (b, b_nodes)):
+    for job, tasks in jobs:
         got = {}
         for n in c.nodes:
             path = c.path("summaries", "%s.%s.json" % (job, n.name))
             if os.path.exists(path):
                 with open(path) as f:
                     doc = json.load(f)
-                got[n.name] = (doc.get("job"), doc.get("host"), doc.get("cpu_model"))
-        tap.eq(got, {n: (job, n, c.node_named(n).model) for n in nodes},
-               "job %s: the Epilog of each of its nodes wrote JOB.NODE.json naming the node and its model" % job)
+                got[n.name] = (doc.get("job"), doc.get("host"), doc.get("cpus"), doc.get("cpu_model"))
+        tap.eq(got, {n: (job, n, t.format_cpulist(tasks[n]["affinity"]), c.node_named(n).model) for n in tasks},
+               "job %s: the Epilog of each of its nodes wrote JOB.NODE.json with that node, the job's CPUs "
+               "there and the node's model" % job)
 
 
 def test_nodes_healthy(tap, c):
