@@ -53,9 +53,16 @@ static void report(const char *row, uint64_t *ns, size_t n, double *ret_median) 
 
 /* One sample as the kernel writes it (TIMING_SAMPLE_TYPE_BRANCHES). */
 static void write_sample(uint8_t *p, uint64_t i) {
-        struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_USER, .size = SAMPLE_BYTES };
-        uint64_t words[6] = { 0x555555555189 + (i & 15), (uint64_t) 4242 << 32 | 4242, i, (uint64_t) (i & 1), 20000,
-                              ENTRIES };
+        struct perf_event_header h = {
+                .type = PERF_RECORD_SAMPLE,
+                .misc = PERF_RECORD_MISC_USER,
+                .size = SAMPLE_BYTES,
+        };
+        /* ip, pid and tid, time, cpu and res, period, nr */
+        uint64_t words[6] = {
+                0x555555555189 + (i & 15), (uint64_t) 4242 << 32 | 4242, i, (uint64_t) (i & 1), 20000,
+                ENTRIES,
+        };
 
         memcpy(p, &h, sizeof(h));
         memcpy(p + 8, words, sizeof(words));
@@ -192,8 +199,8 @@ int main(int argc, char *argv[]) {
                 t_straight[lap] = now_ns() - t0;
         }
         if (sum_decode != sum_floor) {
-                fprintf(stderr, "bench-timing-decode: the decoded cycles differ from the bytes' (%llu, %llu)\n",
-                        (unsigned long long) sum_decode, (unsigned long long) sum_floor);
+                fprintf(stderr, "bench-timing-decode: the decoded cycles differ from the bytes' "
+                        "(%llu, %llu)\n", (unsigned long long) sum_decode, (unsigned long long) sum_floor);
                 return EXIT_FAILURE;
         }
         ring = timing_ring_unmap(ring);
@@ -203,7 +210,8 @@ int main(int argc, char *argv[]) {
         printf("| %-58s | %9s | %9s |\n|---|---:|---:|\n", "row (per LBR entry)", "median ns", "p90 ns");
         report("timing_ring_drain: frame, check, decode, sum the cycles", t_decode, laps, &decode);
         report("floor: memcpy of the same bytes", t_copy, laps, &floor_copy);
-        report("floor: sum the cycles straight from the bytes, no checks", t_straight, laps, &floor_straight);
+        report("floor: sum the cycles straight from the bytes, no checks", t_straight, laps,
+               &floor_straight);
         printf("\ndecode / memcpy: %.2f; decode / straight sum: %.2f; %.1f M entries/s decoded\n",
                decode / floor_copy, decode / floor_straight, 1000.0 / decode);
         return EXIT_SUCCESS;

@@ -341,7 +341,8 @@ int timing_record_decode(const void *buf, size_t size, uint64_t sample_type, Tim
                         r = -EBADMSG;
                 break;
         default:
-                rec->kind = h.type == PERF_RECORD_THROTTLE ? TIMING_RECORD_THROTTLE : TIMING_RECORD_UNTHROTTLE;
+                rec->kind = h.type == PERF_RECORD_THROTTLE ? TIMING_RECORD_THROTTLE :
+                                                             TIMING_RECORD_UNTHROTTLE;
                 r = take_u64(&c, &rec->time);
                 if (r >= 0)
                         r = take_u64(&c, &u);

@@ -99,7 +99,11 @@ static int add_unnamed(TimingSymbols *s, const TimingMapping *m, const char *fmt
                 return -ENOMEM;
         }
         s->unnamed = u;
-        s->unnamed[s->n_unnamed++] = (Unnamed) { .start = m->start, .end = m->start + m->len, .reason = reason };
+        s->unnamed[s->n_unnamed++] = (Unnamed) {
+                .start = m->start,
+                .end = m->start + m->len,
+                .reason = reason,
+        };
         return 1;
 }
 

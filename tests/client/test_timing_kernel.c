@@ -125,7 +125,8 @@ static void test_kernel_samples(void **state) {
 
         timing_attr_fill(&attr, TIMING_MODE_IPS, PERIOD_NS, /* on_exec= */ true);
         for (long cpu = 0; cpu < n_cpus && n < CPUS_MAX; cpu++) {
-                int fd = (int) syscall(SYS_perf_event_open, &attr, child, (int) cpu, -1, PERF_FLAG_FD_CLOEXEC);
+                int fd = (int) syscall(SYS_perf_event_open, &attr, child, (int) cpu, /* group_fd= */ -1,
+                                       PERF_FLAG_FD_CLOEXEC);
 
                 if (fd < 0 && (errno == ENODEV || errno == EINVAL))
                         continue;               /* an offline CPU */

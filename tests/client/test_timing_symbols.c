@@ -314,7 +314,8 @@ static void test_disasm(void **state) {
         expected = objdump_count(sym.module, "timing_known_alpha");
         assert_true(expected > 3);
         assert_int_equal(d.n, expected);
-        assert_int_equal(d.insns[d.n - 1].address + d.insns[d.n - 1].size, sym.function_start - bias + sym.function_size);
+        assert_int_equal(d.insns[d.n - 1].address + d.insns[d.n - 1].size,
+                         sym.function_start - bias + sym.function_size);
         timing_disasm_done(&d);
 
         /* refused: too long, reversed, outside the file's code */
@@ -323,7 +324,8 @@ static void test_disasm(void **state) {
         timing_disasm_done(&d);
         assert_int_equal(timing_disasm(elf, start, start - 1, &d), -ERANGE);
         timing_disasm_done(&d);
-        assert_int_equal(timing_disasm(elf, UINT64_C(0x7fff00000000), UINT64_C(0x7fff00000010), &d), -ENOENT);
+        assert_int_equal(timing_disasm(elf, UINT64_C(0x7fff00000000), UINT64_C(0x7fff00000010), &d),
+                         -ENOENT);
         assert_non_null(strstr(d.reason, "no code"));
         timing_disasm_done(&d);
         assert_int_equal(timing_symbols_elf(s, 0x10, &elf, &bias), -ENOENT);

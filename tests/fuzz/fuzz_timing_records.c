@@ -36,7 +36,8 @@ static void check_record(const TimingRecord *rec) {
                 break;
         case TIMING_RECORD_MAPPING:
                 fuzz_assert(FUZZ_TERMINATED(rec->mapping.path));
-                fuzz_assert(rec->mapping.len > 0 && rec->mapping.start + rec->mapping.len > rec->mapping.start);
+                fuzz_assert(rec->mapping.len > 0 &&
+                            rec->mapping.start + rec->mapping.len > rec->mapping.start);
                 if (!rec->mapping.has_file_id)
                         fuzz_assert(rec->mapping.ino == 0 && rec->mapping.maj == 0);
                 break;
@@ -72,7 +73,8 @@ static void ring_setup(void) {
         ring_fd = memfd_create("fuzz-timing-ring", MFD_CLOEXEC);
         if (ring_fd < 0 || ftruncate(ring_fd, (off_t) (ring_page + TIMING_RING_DATA_BYTES)) < 0)
                 abort();
-        ring_map = mmap(NULL, ring_page + TIMING_RING_DATA_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ring_fd, 0);
+        ring_map = mmap(NULL, ring_page + TIMING_RING_DATA_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+                        ring_fd, 0);
         if (ring_map == MAP_FAILED)
                 abort();
 }
@@ -90,7 +92,8 @@ static void feed_ring(const uint8_t *bytes, size_t n, uint64_t sample_type, uint
         ring = ring_map + ring_page;
         n = n > TIMING_RING_DATA_BYTES ? TIMING_RING_DATA_BYTES : n;
         /* a free-running tail far from 0, so that the arithmetic wraps too */
-        start = UINT64_C(0xfffffffffff00000) + (uint64_t) ((control >> 1) & 7) * (TIMING_RING_DATA_BYTES / 8 + 3);
+        start = UINT64_C(0xfffffffffff00000) +
+                (uint64_t) ((control >> 1) & 7) * (TIMING_RING_DATA_BYTES / 8 + 3);
         for (size_t i = 0; i < n; i++)
                 ring[(start + i) % TIMING_RING_DATA_BYTES] = bytes[i];
         head = start + n;
