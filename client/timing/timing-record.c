@@ -296,6 +296,7 @@ int timing_record_decode(const void *buf, size_t size, uint64_t sample_type, Tim
         rec->has_id = false;
         rec->time = 0;
         rec->pid = rec->tid = rec->cpu = 0;
+        rec->misc = h.misc;
 
         if (h.type == PERF_RECORD_SAMPLE) {
                 rec->kind = TIMING_RECORD_SAMPLE;

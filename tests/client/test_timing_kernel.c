@@ -39,7 +39,7 @@ typedef struct Run {
         pid_t child;
         char program[PATH_MAX];
         TimingSymbols *symbols;
-        size_t samples, samples_hot, samples_named, mappings_of_program, lost;
+        size_t samples, samples_hot, samples_named, mappings_of_program, lost, exec_comms;
         uint64_t sample_ips[1 << 16];
         pid_t sample_pids[1 << 16];
         size_t n_ips;
@@ -70,6 +70,12 @@ static int on_record(const TimingRecord *rec, void *userdata) {
         case TIMING_RECORD_FORK:
                 if (rec->pid != rec->task.ppid && run->n_family < ELEMENTSOF(run->family))
                         run->family[run->n_family++] = (pid_t) rec->pid;
+                break;
+        case TIMING_RECORD_COMM:
+                /* the exec that enabled the events: the program's name, flagged as an exec */
+                if ((pid_t) rec->pid == run->child && (rec->misc & PERF_RECORD_MISC_COMM_EXEC) &&
+                    strcmp(rec->comm, "timing-hot") == 0)
+                        run->exec_comms++;
                 break;
         case TIMING_RECORD_LOST:
                 run->lost += rec->lost;
@@ -181,6 +187,7 @@ static void test_kernel_samples(void **state) {
                       run.n_family);
 
         assert_true(run.mappings_of_program >= 1);
+        assert_int_equal(run.exec_comms, 1);
         /* 400 ms of spinning at 10 kHz: thousands on an idle machine; on a busy one at least
          * enough to judge the share */
         assert_true(run.samples >= 100);
