@@ -208,6 +208,31 @@ static void test_stripped(void **state) {
         check_stripped(lib, (uint64_t) (uintptr_t) timing_known_lib_beta, "timing_known_lib_beta");
 }
 
+/* A stripped copy whose .gnu_debuglink names a debug file beside it: named through that file,
+ * as libdwfl's standard debuginfo path finds it. */
+static void test_separate_debug_file(void **state) {
+        const char *lib = getenv("TIMING_DEBUGLINK_LIB");
+        uint64_t beta = (uint64_t) (uintptr_t) timing_known_lib_beta;
+        TimingMapping m = *mapping_of(maps, n_maps, beta);
+        TimingSymbols *s = NULL;
+        TimingSymbol sym;
+
+        (void) state;
+        assert_non_null(lib);
+        snprintf(m.path, sizeof(m.path), "%s", lib);
+        assert_int_equal(timing_symbols_new(&s), 0);
+        assert_int_equal(timing_symbols_add_mapping(s, &m), 0);
+        assert_int_equal(timing_symbols_lookup(s, beta, &sym), 0);
+        assert_string_equal(sym.module, lib);
+        assert_false(sym.stripped);
+        assert_non_null(sym.function);
+        assert_string_equal(sym.function, "timing_known_lib_beta");
+        assert_int_equal(sym.function_start, beta);
+        assert_non_null(sym.source_file);
+        assert_true(ends_with(sym.source_file, "known-lib.c"));
+        s = timing_symbols_free(s);
+}
+
 static void expect_unnamed(const TimingMapping *m, const char *reason_part) {
         TimingSymbols *s = NULL;
         TimingSymbol sym;
@@ -336,6 +361,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pie_and_library),
                 cmocka_unit_test(test_stripped),
+                cmocka_unit_test(test_separate_debug_file),
                 cmocka_unit_test(test_hostile_files),
                 cmocka_unit_test(test_disasm),
         };
