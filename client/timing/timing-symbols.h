@@ -7,6 +7,11 @@
  * the user's, not the client's: a path that is gone, not a regular file or not ELF leaves its
  * addresses unnamed with the reason; nothing is written.
  *
+ * A file without symbols or line tables is looked up in libdwfl's standard debuginfo path (its
+ * .gnu_debuglink beside it or under .debug/, and /usr/lib/debug by build id); elfutils built
+ * with debuginfod also asks the servers in DEBUGINFOD_URLS when the user set it, as perf and
+ * gdb do.
+ *
  * One TimingSymbols is one address layout: a process between two execs (its threads and its
  * fork children until they exec share it). After an exec the caller starts a new one.
  */
