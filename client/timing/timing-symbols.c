@@ -263,11 +263,46 @@ static ModuleInfo *module_info(Dwfl_Module *mod) {
         return *userdata;
 }
 
+/* The line table entry of address, through the compile unit whose ranges hold it. libdw finds
+ * the unit through .debug_aranges, which clang does not emit (and elfutils before 0.191 does
+ * not build from the units): then each unit's own ranges are asked. */
+static const char *source_line(Dwfl_Module *mod, uint64_t address, int *ret_line) {
+        Dwfl_Line *line = dwfl_module_getsrc(mod, address);
+        Dwarf_Die *cu = NULL;
+        Dwarf_Addr bias;
+        int lineno = 0;
+
+        if (line) {
+                const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+
+                if (file && lineno > 0) {
+                        *ret_line = lineno;
+                        return file;
+                }
+                return NULL;
+        }
+        while ((cu = dwfl_module_nextcu(mod, cu, &bias))) {
+                Dwarf_Line *l;
+                const char *file;
+
+                if (dwarf_haspc(cu, address - bias) <= 0)
+                        continue;
+                l = dwarf_getsrc_die(cu, address - bias);
+                if (!l)
+                        return NULL;
+                file = dwarf_linesrc(l, NULL, NULL);
+                if (!file || dwarf_lineno(l, &lineno) != 0 || lineno <= 0)
+                        return NULL;
+                *ret_line = lineno;
+                return file;
+        }
+        return NULL;
+}
+
 int timing_symbols_lookup(TimingSymbols *s, uint64_t address, TimingSymbol *ret) {
         TimingSymbol sym = {};
         Dwfl_Module *mod;
         ModuleInfo *info;
-        Dwfl_Line *line;
 
         if (!s || !ret)
                 return -EINVAL;
@@ -304,16 +339,7 @@ int timing_symbols_lookup(TimingSymbols *s, uint64_t address, TimingSymbol *ret)
                 } else
                         sym.reason = "no function symbol covers the address";
         }
-        line = dwfl_module_getsrc(mod, address);
-        if (line) {
-                int lineno = 0;
-                const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-
-                if (file && lineno > 0) {
-                        sym.source_file = file;
-                        sym.line = lineno;
-                }
-        }
+        sym.source_file = source_line(mod, address, &sym.line);
         if (!sym.source_file && !sym.reason)
                 sym.reason = "no line table (no DWARF, nor a separate debug file)";
         *ret = sym;
