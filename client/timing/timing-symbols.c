@@ -40,6 +40,8 @@ struct TimingSymbols {
         Unnamed *unnamed;
         size_t n_unnamed;
         size_t n_mappings;
+        bool overflowed;
+        char overflow_reason[96];
 };
 
 int timing_symbols_new(TimingSymbols **ret) {
@@ -152,8 +154,16 @@ int timing_symbols_add_mapping(TimingSymbols *s, const TimingMapping *m) {
                 return -EINVAL;
         if (m->len == 0 || m->start + m->len < m->start)
                 return -EINVAL;
-        if (s->n_mappings >= TIMING_MAPPINGS_MAX)
-                return add_unnamed(s, m, "more than %u mappings in one process", TIMING_MAPPINGS_MAX);
+        /* past the limit nothing more is kept, not even the reason, so that a stream of
+         * mappings cannot grow the list: a lookup outside every kept one says so */
+        if (s->n_mappings >= TIMING_MAPPINGS_MAX) {
+                if (!s->overflowed)
+                        (void) snprintf(s->overflow_reason, sizeof(s->overflow_reason),
+                                        "no mapping kept covers the address (the process had more than %u)",
+                                        TIMING_MAPPINGS_MAX);
+                s->overflowed = true;
+                return 1;
+        }
         s->n_mappings++;
         if (m->path[0] != '/')
                 return add_unnamed(s, m, "%s is not a file", m->path[0] ? m->path : "(no path)");
@@ -310,7 +320,7 @@ int timing_symbols_lookup(TimingSymbols *s, uint64_t address, TimingSymbol *ret)
         info = mod ? module_info(mod) : NULL;
         if (!info) {
                 /* the newest word on a range wins: a later mapping replaced an earlier one */
-                sym.reason = "no mapping covers the address";
+                sym.reason = s->overflowed ? s->overflow_reason : "no mapping covers the address";
                 for (size_t i = s->n_unnamed; i > 0; i--)
                         if (address >= s->unnamed[i - 1].start && address < s->unnamed[i - 1].end) {
                                 sym.reason = s->unnamed[i - 1].reason;

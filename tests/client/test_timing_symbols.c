@@ -275,6 +275,25 @@ static void test_hostile_files(void **state) {
         m.pgoff = UINT64_C(1) << 40;
         expect_unnamed(&m, "does not have the mapped bytes");
         assert_int_equal(timing_symbols_add_mapping(NULL, &m), -EINVAL);
+
+        /* a stream of mappings keeps at most TIMING_MAPPINGS_MAX of them, then says so */
+        {
+                TimingSymbols *s = NULL;
+                TimingSymbol sym;
+                TimingMapping pseudo = { .len = 0x1000 };
+
+                snprintf(pseudo.path, sizeof(pseudo.path), "[anon:flood]");
+                assert_int_equal(timing_symbols_new(&s), 0);
+                for (unsigned i = 0; i < TIMING_MAPPINGS_MAX + 10; i++) {
+                        pseudo.start = 0x100000000 + (uint64_t) i * 0x1000;
+                        assert_int_equal(timing_symbols_add_mapping(s, &pseudo), 1);
+                }
+                assert_int_equal(timing_symbols_lookup(s, 0x100000000 + 16, &sym), 0);
+                assert_non_null(strstr(sym.reason, "not a file"));
+                assert_int_equal(timing_symbols_lookup(s, pseudo.start + 16, &sym), 0);
+                assert_non_null(strstr(sym.reason, "had more than 4096"));
+                s = timing_symbols_free(s);
+        }
 }
 
 /* The number of instructions objdump shows for symbol in file. */
