@@ -282,3 +282,9 @@
 #define TIMING_RING_DATA_BYTES (256U * 1024U)
 #define TIMING_CPUS_PER_OPEN 64U
 #define TIMING_BRANCHES_MAX 64U
+/* The client's symbols and disassembly (client/timing/): one address layout keeps at most
+ * TIMING_MAPPINGS_MAX mappings (a stream naming more gets the rest unnamed, with that reason),
+ * and one disassembly covers at most TIMING_DISASM_BYTES_MAX bytes (a basic block is far
+ * shorter: a longer range is no block, and is refused). */
+#define TIMING_MAPPINGS_MAX 4096U
+#define TIMING_DISASM_BYTES_MAX 4096U
