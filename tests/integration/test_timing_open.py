@@ -180,7 +180,8 @@ def test_class_off(tap):
         tap.ok(name == "not-authorized" and "class lbr" in why and "lbr_groups" in why,
                "lbr_groups empty (the shipped policy): timing_open refused, saying how to get the class", why)
         tap.eq(out["n_fds"], 0, "and no fd arrives")
-        tap.ok("event=denied" in dm.audit() and "class lbr" in dm.audit(), "the refusal is audited")
+        tap.ok("verdict=denied" in dm.audit() and "op=timing_open" in dm.audit() and "class lbr" in dm.audit(),
+               "the refusal is audited", dm.audit())
     finally:
         dm.stop()
 
@@ -188,6 +189,8 @@ def test_class_off(tap):
 def test_reload_takes_the_class(tap):
     d, m, dm = start()
     conf = os.path.join(d, "pmugate.conf")
+    opened_r, opened_w = os.pipe()
+    reloaded_r, reloaded_w = os.pipe()
     try:
         def child():
             ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
@@ -200,12 +203,9 @@ def test_reload_takes_the_class(tap):
                 spin.stdin.flush()
                 time.sleep(0.2)
                 before = [len(ring_records(mm)) for mm in maps]
-                # the parent narrows the policy and reloads when this file appears
-                with open(os.path.join(d, "opened"), "w"):
-                    pass
-                deadline = time.time() + 10
-                while not os.path.exists(os.path.join(d, "reloaded")) and time.time() < deadline:
-                    time.sleep(0.05)
+                # the parent narrows the policy and reloads, then says so
+                os.write(opened_w, b"x")
+                os.read(reloaded_r, 1)
                 at_reload = [len(ring_records(mm)) for mm in maps]
                 time.sleep(0.3)
                 later = [len(ring_records(mm)) for mm in maps]
@@ -221,15 +221,12 @@ def test_reload_takes_the_class(tap):
         th = threading.Thread(target=lambda: result.update(out=t.in_child_as(USER, OTHER_GID, [t.USER_GID, LBR_GID],
                                                                                child)))
         th.start()
-        deadline = time.time() + 10
-        while not os.path.exists(os.path.join(d, "opened")) and time.time() < deadline:
-            time.sleep(0.05)
+        os.read(opened_r, 1)
         with open(conf, "w") as f:
             f.write("[access]\nmode = open\nadmin_groups = %d\nuser_groups = %d\n[rights]\nlbr_groups =\n" % (
                 t.ADMIN_GID, t.USER_GID))
         rc, _, e = ctl(dm, "reload")
-        with open(os.path.join(d, "reloaded"), "w"):
-            pass
+        os.write(reloaded_w, b"x")
         th.join(timeout=30)
         out = result.get("out", {})
         tap.eq(rc, 0, "the admin reloads a policy without lbr_groups")
@@ -239,6 +236,8 @@ def test_reload_takes_the_class(tap):
         tap.ok(err(out.get("again", {}))[0] == "bad-field", "and the handle is gone", out.get("again"))
         tap.ok("event=timing-close verdict=revoked" in dm.audit(), "the close is audited as revoked")
     finally:
+        for fd in (opened_r, opened_w, reloaded_r, reloaded_w):
+            os.close(fd)
         dm.stop()
 
 
@@ -347,11 +346,11 @@ def test_branches(tap):
             dm.stop()
 
 
-def call_timing(dm, uid=USER, groups=(t.USER_GID, LBR_GID), **fields):
+def call_timing(dm, uid=USER, gids=(t.USER_GID, LBR_GID), **fields):
     def child():
         c = t.Client(dm.socket)
         return c.call("timing_open", **fields)
-    return t.in_child_as(uid, OTHER_GID, list(groups), child)
+    return t.in_child_as(uid, OTHER_GID, list(gids), child)
 
 
 def test_hostile(tap):
@@ -394,7 +393,7 @@ def test_hostile(tap):
             r = call_timing(dm, **fields)
             name, why = err(r)
             tap.ok(name == want_name and want_why in why, "%s: refused (%s)" % (desc, want_name), r)
-        r = call_timing(dm, uid=OTHER_USER, groups=(t.USER_GID,), **dict(base, pid=other.pid))
+        r = call_timing(dm, uid=OTHER_USER, gids=(t.USER_GID,), **dict(base, pid=other.pid))
         tap.ok(err(r)[0] == "not-authorized" and "class lbr" in err(r)[1],
                "a user without the class, on its own process: refused", r)
         r = call_timing(dm, **dict(base, pid=mine.pid, period=IPS_PERIOD))
@@ -439,15 +438,17 @@ def test_limits_and_flood(tap):
     try:
         time.sleep(0.2)
 
-        def hold(n):
-            c = t.Client(dm.socket)
-            replies = [c.call("timing_open", mode="ips", pid=mine.pid, on_exec=False, cpus=[0], period=IPS_PERIOD)
-                       for _ in range(n)]
-            return [err(r)[0] if not r.get("ok") else "ok" for r in replies] + [
-                err(r)[1] for r in replies if not r.get("ok")][:1]
-        # One connection holds at most 16 handles (perf's), a uid at most 16 timing handles.
-        res = t.in_child_as(USER, OTHER_GID, [t.USER_GID, LBR_GID], lambda: hold(17))
-        tap.ok(res[:16] == ["ok"] * 16 and res[16] == "limit", "16 timing handles, the 17th refused (limit)", res)
+        def hold(first, second):
+            # two connections: a connection's own limit (16 perf handles) is not what refuses
+            conns = [t.Client(dm.socket), t.Client(dm.socket)]
+            replies = [conns[0].call("timing_open", mode="ips", pid=mine.pid, on_exec=False, cpus=[0],
+                                     period=IPS_PERIOD) for _ in range(first)]
+            replies += [conns[1].call("timing_open", mode="ips", pid=mine.pid, on_exec=False, cpus=[0],
+                                      period=IPS_PERIOD) for _ in range(second)]
+            return ["ok" if r.get("ok") else err(r)[0] for r in replies], [err(r)[1] for r in replies if not r.get("ok")]
+        res, why = t.in_child_as(USER, OTHER_GID, [t.USER_GID, LBR_GID], lambda: hold(10, 7))
+        tap.ok(res[:16] == ["ok"] * 16 and res[16] == "limit" and "16 timing handles" in why[0],
+               "a uid holds 16 timing handles across its connections, the 17th is refused (limit)", (res, why))
 
         # A flood of timing_open from one uid while another uid is served in time.
         flood = t.spawn(["/usr/bin/python3", "-c", """
