@@ -172,6 +172,41 @@ def test_ips_on_the_real_kernel(tap):
         dm.stop()
 
 
+def client_lines(dm, *args):
+    """The library's timing_open through tests/integration/timing_client.c, as USER."""
+    rc, out, e = t.run_cli([os.environ["PMUGATE_TIMING_CLIENT"], dm.socket] + [str(a) for a in args], dm.socket,
+                           uid=USER, gid=OTHER_GID, groups=[t.USER_GID, LBR_GID])
+    lines = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        lines.setdefault(key, []).append(value)
+    return rc, lines, out + e
+
+
+def test_client_library(tap):
+    d, m, dm = start()
+    try:
+        rc, lines, text = client_lines(dm, "ips", IPS_PERIOD, 1, 0)
+        tap.ok(rc == 0 and lines.get("fds") == ["2"] and lines.get("period") == [str(IPS_PERIOD)]
+               and lines.get("cpu") == ["0 1", "1 0"],
+               "pmugate_timing_open: two fds, their CPUs in the request's order, the period", text)
+        tap.eq(lines.get("past"), ["-9 -22"], "past the last fd: -EBADF and -EINVAL")
+        mine = sum(int(v.split()[1]) for v in lines.get("samples", []))
+        others = sum(int(v.split()[1]) for v in lines.get("others", []))
+        tap.ok(mine >= 100 and others == 0, "the mapped rings hold the child's samples alone (%d)" % mine, text)
+        tap.eq(lines.get("closed"), ["0"], "pmugate_timing_close closes it at the daemon")
+        rc, lines, text = client_lines(dm, "ips", 0, 0)
+        tap.ok(lines.get("period") == ["100003"], "period 0: the daemon's default comes back", text)
+        rc, lines, text = client_lines(dm, "branches", 0, 0)
+        tap.ok(lines.get("refused") and "has no branch stack" in lines["refused"][0],
+               "a refusal gives the daemon's reason", text)
+        rc, lines, text = client_lines(dm, "ips", 0, *range(65))
+        tap.ok(lines.get("refused") and "more than 64 CPUs" in lines["refused"][0],
+               "65 CPUs: refused by the library before anything is sent", text)
+    finally:
+        dm.stop()
+
+
 def test_class_off(tap):
     d, m, dm = start(lbr_groups="")
     try:
@@ -481,6 +516,6 @@ while True:
 
 
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_ips_on_the_real_kernel, test_class_off, test_reload_takes_the_class,
+    sys.exit(t.Tap().run([test_ips_on_the_real_kernel, test_client_library, test_class_off, test_reload_takes_the_class,
                           test_granted_by_job, test_branches, test_hostile, test_kernel_rate,
                           test_limits_and_flood]))
