@@ -122,13 +122,29 @@ while time.process_time() < end:
 """
 
 
-def sample_own_process(sock_path, mode="ips", seconds=0.6, **fields):
+# Waits for a line, spins, then execs itself to spin again (argv: before, after).
+EXEC_SPIN = """
+import os, sys, time
+def spin(s):
+    end = time.process_time() + s
+    while time.process_time() < end:
+        pass
+if sys.argv[1] != "after":
+    sys.stdin.readline()
+    spin(float(sys.argv[1]))
+    os.execv(sys.executable, [sys.executable, "-c", sys.argv[3], "after", sys.argv[2], sys.argv[3]])
+spin(float(sys.argv[2]))
+"""
+
+
+def sample_own_process(sock_path, mode="ips", seconds=0.6, argv=None, **fields):
     """In a child as USER (with the lbr group): a spinning process of its own, timing_open on
     it on CPUs 0 and 1, the spin, then each ring's samples. Returns a JSON summary."""
     def child():
         # a uid change without exec leaves this process undumpable; the spinner execs anyway
         ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
-        spin = subprocess.Popen(["/usr/bin/python3", "-c", SPIN, str(seconds)], stdin=subprocess.PIPE, text=True)
+        spin = subprocess.Popen(argv or ["/usr/bin/python3", "-c", SPIN, str(seconds)], stdin=subprocess.PIPE,
+                                text=True)
         try:
             req = dict(mode=mode, pid=spin.pid, on_exec=False, cpus=[0, 1])
             req.update(fields)
@@ -168,6 +184,23 @@ def test_ips_on_the_real_kernel(tap):
         out = sample_own_process(dm.socket)
         tap.ok(out["reply"].get("ok") and out["reply"]["period"] == 100003, "no period: the default, 100003 ns",
                out["reply"])
+    finally:
+        dm.stop()
+
+
+def test_on_exec(tap):
+    d, m, dm = start()
+    try:
+        argv = ["/usr/bin/python3", "-c", EXEC_SPIN, "0.5", "0.5", EXEC_SPIN]
+        out = sample_own_process(dm.socket, argv=argv, period=IPS_PERIOD)
+        plain = sum(out["mine"])
+        out = sample_own_process(dm.socket, argv=argv, period=IPS_PERIOD, on_exec=True)
+        after = sum(out["mine"])
+        tap.ok(out["reply"].get("ok"), "on_exec: timing_open of a process before its exec", out["reply"])
+        # the rate depends on the machine's load: compare with the same run without on_exec
+        tap.ok(plain >= 100 and 0.25 * plain <= after <= 0.75 * plain,
+               "on_exec samples from the exec on: about the 0.5 s after it (%d) of the 1 s in all (%d)" % (after, plain),
+               out)
     finally:
         dm.stop()
 
@@ -516,6 +549,6 @@ while True:
 
 
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_ips_on_the_real_kernel, test_client_library, test_class_off, test_reload_takes_the_class,
+    sys.exit(t.Tap().run([test_ips_on_the_real_kernel, test_on_exec, test_client_library, test_class_off, test_reload_takes_the_class,
                           test_granted_by_job, test_branches, test_hostile, test_kernel_rate,
                           test_limits_and_flood]))
