@@ -13,6 +13,7 @@
 
 #include "perf-spec.h"
 #include "pmugate-limits.h"
+#include "timing-attr.h"
 #include "wire.h"
 
 typedef enum RegOpKind {
@@ -68,6 +69,7 @@ typedef struct Request {
 
         uint32_t uid;
         bool has_uid;
+        bool lbr;                       /* grant: the job's user gets the class lbr */
 
         /* perf_open, perf_read, perf_close (docs/PROTOCOL.md): the defaults filled in, and
          * each key checked against the scope it belongs to. */
@@ -84,6 +86,12 @@ typedef struct Request {
         size_t n_perf_events;
         const uint8_t *perf_group_sizes;        /* events in each group; the first leads it */
         size_t n_perf_groups;
+
+        /* timing_open (docs/PROTOCOL.md): pid (required, the caller's own process or one of
+         * its uid), on_exec, cpus (required, 1..TIMING_CPUS_PER_OPEN) and these */
+        TimingMode timing_mode;
+        uint64_t period;                /* 0: the daemon's default for the mode */
+        bool has_period;
 } Request;
 
 /* Storage reused across requests. The op array grows to the largest batch decoded, up to

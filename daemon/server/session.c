@@ -147,7 +147,7 @@ static int session_send_with_fds(Session *c, size_t size) {
         Server *s = c->server;
         union {
                 struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int) * PERF_EVENTS_PER_OPEN_MAX)];
+                char buf[CMSG_SPACE(sizeof(int) * PMUGATE_REPLY_FDS_MAX)];
         } control = {};
         struct iovec iov = { .iov_base = s->reply.data, .iov_len = size };
         struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
@@ -309,6 +309,10 @@ static int session_handle_message(Session *c, const char *message, size_t size, 
                                 s->rights_generation++;
                         else if (!c->job && !c->sched.waits_for_slot)
                                 cost = MAX(req.n_ops, (size_t) 1);
+                        /* a timing_open opens an event per CPU: charged as an open in turns is,
+                         * by the fds, so that a flood of them yields to others as a batch does */
+                        if (req.type == REQUEST_TIMING_OPEN)
+                                cost = MAX(req.n_cpus, (size_t) 1);
                 }
         }
         /* a slot kept for this request that it did not need after all (refused before it
