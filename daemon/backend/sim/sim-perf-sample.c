@@ -458,8 +458,10 @@ void sim_perf_sampler_tick(SimPerfSampler *s, double cycles_per_ns) {
         s->count = (uint64_t) (cycles_per_ns * (double) ns);
         due = s->count / s->period;
         if (s->enabled && !s->announced) {
-                write_mmap2(s, now);
-                write_comm(s, now);
+                /* at the start of the interval whose samples follow: a reader that orders the
+                 * rings' records by time sees the map before any sample in it */
+                write_mmap2(s, s->last_time_ns);
+                write_comm(s, s->last_time_ns);
                 s->announced = true;
         }
         if (s->announced && due > s->samples_due_done)

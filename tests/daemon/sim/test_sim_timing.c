@@ -189,6 +189,8 @@ typedef struct Walk {
         uint16_t first_type, second_type, comm_misc;
         bool sample_before_mmap2, record_after_exit, cycles_nonzero;
         uint64_t entries_per_sample;
+        uint64_t last_time;             /* every record's time: never earlier than the last's */
+        double tick_seconds;            /* spent in the driver's ticks, for the cost per sample */
         Stats branch[N_BRANCHES];
         pid_t pid;
         int cpu;
@@ -283,6 +285,10 @@ static void walk_sample(Walk *w, const uint8_t *rec, size_t size) {
 static void walk_record(Walk *w, const uint8_t *rec, size_t size) {
         const struct perf_event_header *h = (const struct perf_event_header *) rec;
 
+        uint64_t time = h->type == PERF_RECORD_SAMPLE ? rd64(rec + 24) : rd64(rec + size - 16);
+
+        assert_true(time >= w->last_time);
+        w->last_time = time;
         if (w->exits > 0)
                 w->record_after_exit = true;
         if (w->records == 0)
@@ -368,8 +374,12 @@ static void run_until_exit(Fixture *f, Ring *r, Walk *w) {
 
         clock_gettime(CLOCK_MONOTONIC, &start);
         while (w->exits == 0 && since(&start) < WAIT_S) {
+                struct timespec before;
+
                 sleep_ns(TICK_NS);
+                clock_gettime(CLOCK_MONOTONIC, &before);
                 sim_perf_driver_tick(f->d);
+                w->tick_seconds += since(&before);
                 ring_drain(r, w);
         }
         assert_int_equal(w->exits, 1);
@@ -418,8 +428,9 @@ static void test_branch_stacks(void **state) {
         run_until_exit(&f, &r, &w);
         child_wait(&c);
 
-        print_message("%" PRIu64 " records, %" PRIu64 " samples of %" PRIu64 " entries, %" PRIu64 " lost\n",
-                      w.records, w.samples, w.entries_per_sample, w.lost);
+        print_message("%" PRIu64 " records, %" PRIu64 " samples of %" PRIu64 " entries, %" PRIu64 " lost; "
+                      "%.1f ms in the driver's ticks, %.2f us per sample\n", w.records, w.samples,
+                      w.entries_per_sample, w.lost, w.tick_seconds * 1e3, w.tick_seconds * 1e6 / (double) w.samples);
         assert_int_equal(w.first_type, PERF_RECORD_MMAP2);
         assert_int_equal(w.second_type, PERF_RECORD_COMM);
         assert_int_equal(w.comm_misc, 0);
