@@ -541,38 +541,51 @@ static void test_amd_cycles_zero(void **state) {
         fixture_free(&f);
 }
 
-/* enable_on_exec: nothing before the exec, then COMM (exec) and samples. */
+/* enable_on_exec: nothing before the exec, then MMAP2, COMM (exec) and samples. The ring of
+ * simulated CPU 1 (real CPU 1, where the child never runs) gets no samples. */
 static void test_enable_on_exec(void **state) {
         char config[2048];
         struct timespec start;
         Fixture f;
-        Walk w = {};
+        Walk w = {}, w1 = {};
         Child c;
-        Ring r;
-        int h;
+        Ring r, r1;
+        int h, h1;
 
         (void) state;
         lbr_config(config, sizeof(config), "[machine]\nmodel = spr\n");
         f = fixture_new(NULL, config);
         c = child_start(0.3, true);
-        w.pid = c.pid;
+        w.pid = w1.pid = c.pid;
+        w1.cpu = 1;
         h = open_timing(&f, c.pid, 0, true);
         assert_true(h >= SIM_PERF_HANDLE_BASE);
+        h1 = open_timing(&f, c.pid, 1, true);
+        assert_true(h1 >= SIM_PERF_HANDLE_BASE);
         r = ring_map(&f, h);
+        r1 = ring_map(&f, h1);
         clock_gettime(CLOCK_MONOTONIC, &start);
         while (since(&start) < 0.05) {
                 sleep_ns(TICK_NS);
                 sim_perf_driver_tick(f.d);
         }
         assert_int_equal(__atomic_load_n(&r.meta->data_head, __ATOMIC_ACQUIRE), 0);
+        assert_int_equal(__atomic_load_n(&r1.meta->data_head, __ATOMIC_ACQUIRE), 0);
         child_go(&c);
         run_until_exit(&f, &r, &w);
         child_wait(&c);
+        sim_perf_driver_tick(f.d);
+        ring_drain(&r1, &w1);
+        print_message("after the exec: cpu 0 %" PRIu64 " records (%" PRIu64 " samples), cpu 1 %" PRIu64
+                      " records (%" PRIu64 " samples)\n", w.records, w.samples, w1.records, w1.samples);
         assert_int_equal(w.first_type, PERF_RECORD_MMAP2);
         assert_int_equal(w.comm_misc, PERF_RECORD_MISC_COMM_EXEC);
         assert_true(w.samples > 50);
+        assert_int_equal(w1.samples, 0);
         ring_unmap(&r);
+        ring_unmap(&r1);
         perf_driver_close(f.d, h);
+        perf_driver_close(f.d, h1);
         fixture_free(&f);
 }
 
@@ -611,6 +624,55 @@ static void test_disable_stops_samples(void **state) {
         assert_true(w.samples > 50);
         ring_unmap(&r);
         perf_driver_close(f.d, h);
+        fixture_free(&f);
+}
+
+/* One event per simulated CPU, as pmugate timing opens them: real CPU r runs as simulated CPU
+ * r % n, so a child on real CPU 0 is sampled in ring 0 only, and the run time counts once. */
+static void test_one_ring_per_cpu(void **state) {
+        char config[2048];
+        Fixture f;
+        Walk w[16] = {};
+        Child c;
+        Ring r[16];
+        int h[16] = {};
+        uint32_t n;
+        uint64_t count = 0, total = 0;
+
+        (void) state;
+        lbr_config(config, sizeof(config), "[machine]\nsockets = 2\ncores = 4\nsmt = yes\n");
+        f = fixture_new("spr", config);
+        n = f.t.machine->n_cpus;
+        assert_int_equal(n, 16);
+        c = child_start(0.3, false);
+        for (uint32_t cpu = 0; cpu < n; cpu++) {
+                w[cpu].pid = c.pid;
+                w[cpu].cpu = (int) cpu;
+                h[cpu] = open_timing(&f, c.pid, (int) cpu, false);
+                assert_true(h[cpu] >= SIM_PERF_HANDLE_BASE);
+                r[cpu] = ring_map(&f, h[cpu]);
+        }
+        child_go(&c);
+        run_until_exit(&f, &r[0], &w[0]);
+        child_wait(&c);
+        for (uint32_t cpu = 0; cpu < n; cpu++) {
+                sim_perf_driver_tick(f.d);
+                ring_drain(&r[cpu], &w[cpu]);
+                total += w[cpu].samples;
+                print_message("cpu %u: %" PRIu64 " MMAP2, %" PRIu64 " samples, %" PRIu64 " EXIT\n", cpu,
+                              w[cpu].mmap2, w[cpu].samples, w[cpu].exits);
+                /* enabled at open: every ring starts with the map, and says when the task is gone */
+                assert_int_equal(w[cpu].first_type, PERF_RECORD_MMAP2);
+                assert_int_equal(w[cpu].exits, 1);
+                if (cpu > 0)
+                        assert_int_equal(w[cpu].samples, 0);
+                ring_unmap(&r[cpu]);
+        }
+        assert_true(w[0].samples > 50);
+        assert_int_equal(perf_driver_read(f.d, h[0], &count, sizeof(count)), sizeof(count));
+        assert_int_equal(total, count / PERIOD);
+        for (uint32_t cpu = 0; cpu < n; cpu++)
+                perf_driver_close(f.d, h[cpu]);
         fixture_free(&f);
 }
 
@@ -796,6 +858,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_amd_cycles_zero),
                 cmocka_unit_test(test_enable_on_exec),
                 cmocka_unit_test(test_disable_stops_samples),
+                cmocka_unit_test(test_one_ring_per_cpu),
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_ips_pass_through),
                 cmocka_unit_test(test_config_refusals),
