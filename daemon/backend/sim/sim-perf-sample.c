@@ -483,6 +483,10 @@ void sim_perf_sampler_counts(const SimPerfSampler *s, uint64_t *ret_count, uint6
         *ret_running = s->time_running;
 }
 
+bool sim_perf_sampler_enabled(const SimPerfSampler *s) {
+        return s && s->enabled;
+}
+
 int sim_perf_sampler_set_enabled(SimPerfSampler *s, bool enabled) {
         if (!s)
                 return -EBADF;

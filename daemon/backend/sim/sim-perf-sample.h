@@ -54,6 +54,8 @@ void sim_perf_sampler_tick(SimPerfSampler *s, double cycles_per_ns);
 /* The cycles counted so far, and the task clocks' time enabled and running, in ns. */
 void sim_perf_sampler_counts(const SimPerfSampler *s, uint64_t *ret_count, uint64_t *ret_enabled,
                              uint64_t *ret_running);
+/* Whether the event is enabled: at open, by an ioctl, or by its task's exec. */
+bool sim_perf_sampler_enabled(const SimPerfSampler *s);
 /* PERF_EVENT_IOC_ENABLE / _DISABLE. */
 int sim_perf_sampler_set_enabled(SimPerfSampler *s, bool enabled);
 /* A new fd (close-on-exec) of the ring's memfd, which a client maps as it would a perf fd. */

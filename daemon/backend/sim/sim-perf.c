@@ -316,6 +316,8 @@ static void update_task(SimPerfDriver *s, SimPerfEvent *e) {
         if (e->sampler) {
                 sim_perf_sampler_tick(e->sampler, e->rate_per_ns);
                 sim_perf_sampler_counts(e->sampler, &e->count, &e->time_enabled, &e->time_running);
+                /* the task's exec enables an enable_on_exec event, as the kernel does */
+                e->enabled = sim_perf_sampler_enabled(e->sampler);
                 return;
         }
         n = perf_driver_read(s->software, e->task_clock, buf, sizeof(buf));

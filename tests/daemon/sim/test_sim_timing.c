@@ -473,7 +473,7 @@ static void test_full_ring_lost(void **state) {
         Walk w = {};
         Child c;
         Ring r;
-        uint64_t head;
+        uint64_t head, count = 0;
         int h;
 
         (void) state;
@@ -508,6 +508,9 @@ static void test_full_ring_lost(void **state) {
                       w.lost_records, w.lost);
         assert_true(w.lost_records >= 1);
         assert_true(w.lost > 0);
+        /* every period the task ran is a sample written or one counted lost */
+        assert_int_equal(perf_driver_read(f.d, h, &count, sizeof(count)), sizeof(count));
+        assert_int_equal(w.samples + w.lost, count / PERIOD);
         ring_unmap(&r);
         perf_driver_close(f.d, h);
         fixture_free(&f);
@@ -550,12 +553,13 @@ static void test_enable_on_exec(void **state) {
         Walk w = {}, w1 = {};
         Child c;
         Ring r, r1;
+        uint64_t samples;
         int h, h1;
 
         (void) state;
         lbr_config(config, sizeof(config), "[machine]\nmodel = spr\n");
         f = fixture_new(NULL, config);
-        c = child_start(0.3, true);
+        c = child_start(0.5, true);
         w.pid = w1.pid = c.pid;
         w1.cpu = 1;
         h = open_timing(&f, c.pid, 0, true);
@@ -572,6 +576,24 @@ static void test_enable_on_exec(void **state) {
         assert_int_equal(__atomic_load_n(&r.meta->data_head, __ATOMIC_ACQUIRE), 0);
         assert_int_equal(__atomic_load_n(&r1.meta->data_head, __ATOMIC_ACQUIRE), 0);
         child_go(&c);
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        while (w.samples < 50 && since(&start) < WAIT_S) {
+                sleep_ns(TICK_NS);
+                sim_perf_driver_tick(f.d);
+                ring_drain(&r, &w);
+        }
+        assert_true(w.samples >= 50);
+        /* the exec enabled it: a disable now stops the samples, an enable brings them back */
+        assert_int_equal(perf_driver_disable(f.d, h, false), 0);
+        samples = w.samples;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        while (since(&start) < 0.05) {
+                sleep_ns(TICK_NS);
+                sim_perf_driver_tick(f.d);
+                ring_drain(&r, &w);
+        }
+        assert_int_equal(w.samples, samples);
+        assert_int_equal(perf_driver_enable(f.d, h, false), 0);
         run_until_exit(&f, &r, &w);
         child_wait(&c);
         sim_perf_driver_tick(f.d);
@@ -580,7 +602,7 @@ static void test_enable_on_exec(void **state) {
                       " records (%" PRIu64 " samples)\n", w.records, w.samples, w1.records, w1.samples);
         assert_int_equal(w.first_type, PERF_RECORD_MMAP2);
         assert_int_equal(w.comm_misc, PERF_RECORD_MISC_COMM_EXEC);
-        assert_true(w.samples > 50);
+        assert_true(w.samples > samples);
         assert_int_equal(w1.samples, 0);
         ring_unmap(&r);
         ring_unmap(&r1);
