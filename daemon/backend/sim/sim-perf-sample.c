@@ -182,7 +182,8 @@ static uint64_t ring_space(const SimPerfSampler *s) {
 }
 
 static void ring_copy(SimPerfSampler *s, const Record *r) {
-        size_t off = (size_t) (s->head & (TIMING_RING_DATA_BYTES - 1U)), first = MIN(r->n, TIMING_RING_DATA_BYTES - off);
+        size_t off = (size_t) (s->head & (TIMING_RING_DATA_BYTES - 1U));
+        size_t first = MIN(r->n, TIMING_RING_DATA_BYTES - off);
 
         memcpy(s->data + off, r->buf, first);
         memcpy(s->data, r->buf + first, r->n - first);
@@ -415,7 +416,8 @@ static bool write_sample(SimPerfSampler *s, uint64_t time) {
         put_u64(&r, s->period);
         put_u64(&r, s->depth);
         for (size_t i = 0; i < s->depth; i++) {
-                const SimLbrBranch *b = &l->branches[(newest + l->n_branches - i % l->n_branches) % l->n_branches];
+                size_t k = (newest + l->n_branches - i % l->n_branches) % l->n_branches;
+                const SimLbrBranch *b = &l->branches[k];
                 struct perf_branch_entry e = {
                         .from = b->from,
                         .to = b->to,
@@ -531,8 +533,8 @@ bool sim_perf_sampling(const struct perf_event_attr *attr) {
         return attr->sample_period != 0 || attr->freq;
 }
 
-int sim_perf_sample_check(const struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags,
-                          const SimLbrConfig *lbr) {
+int sim_perf_sample_check(const struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+                          unsigned long flags, const SimLbrConfig *lbr) {
         struct perf_event_attr want;
 
         timing_attr_fill(&want, TIMING_MODE_BRANCHES, attr->sample_period, attr->enable_on_exec);
@@ -579,7 +581,8 @@ int sim_perf_sampler_new(const SimPerfSamplerArgs *a, SimPerfSampler **ret) {
         /* the MMAP2 record names the binary's device and inode as the kernel's would */
         if (stat(a->lbr->binary, &st) < 0) {
                 r = -errno;
-                log_error("Simulated LBR: cannot stat the [lbr] binary %s: %s", a->lbr->binary, strerror(-r));
+                log_error("Simulated LBR: cannot stat the [lbr] binary %s: %s", a->lbr->binary,
+                          strerror(-r));
                 return -EOPNOTSUPP;
         }
         s->binary_dev = st.st_dev;

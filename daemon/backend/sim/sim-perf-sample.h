@@ -24,8 +24,8 @@ bool sim_perf_sampling(const struct perf_event_attr *attr);
  * branch-stack attr (any period, on_exec or not), for a task (pid >= 0) on one CPU, alone in
  * its group, without PERF_FLAG_PID_CGROUP. Returns 0; -EINVAL for anything else; -EOPNOTSUPP
  * when the configuration has no [lbr] section (lbr NULL: a CPU without LBR). */
-int sim_perf_sample_check(const struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags,
-                          const SimLbrConfig *lbr);
+int sim_perf_sample_check(const struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+                          unsigned long flags, const SimLbrConfig *lbr);
 
 typedef struct SimPerfSamplerArgs {
         PerfDriver *software;           /* opens the task clocks; not owned, outlives the sampler */

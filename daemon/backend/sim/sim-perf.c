@@ -705,7 +705,8 @@ static int open_sampler(SimPerfDriver *s, const struct perf_event_attr *attr, pi
 static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd,
                          int cpu, int group, unsigned long flags) {
         SimPerfDriver *s = sim_perf(d);
-        bool cgroup = flags & PERF_FLAG_PID_CGROUP, task = cgroup || pid >= 0, sampling = sim_perf_sampling(attr);
+        bool cgroup = flags & PERF_FLAG_PID_CGROUP, task = cgroup || pid >= 0;
+        bool sampling = sim_perf_sampling(attr);
         SimPerfEvent e = { .leader = -1, .counter = -1, .task_clock = -1 };
         const SimPerfEvent *l = NULL;
         size_t idx, lidx = 0;

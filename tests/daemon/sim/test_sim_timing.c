@@ -430,7 +430,8 @@ static void test_branch_stacks(void **state) {
 
         print_message("%" PRIu64 " records, %" PRIu64 " samples of %" PRIu64 " entries, %" PRIu64 " lost; "
                       "%.1f ms in the driver's ticks, %.2f us per sample\n", w.records, w.samples,
-                      w.entries_per_sample, w.lost, w.tick_seconds * 1e3, w.tick_seconds * 1e6 / (double) w.samples);
+                      w.entries_per_sample, w.lost, w.tick_seconds * 1e3,
+                      w.tick_seconds * 1e6 / (double) w.samples);
         assert_int_equal(w.first_type, PERF_RECORD_MMAP2);
         assert_int_equal(w.second_type, PERF_RECORD_COMM);
         assert_int_equal(w.comm_misc, 0);
@@ -450,7 +451,8 @@ static void test_branch_stacks(void **state) {
                 double mean = s->sum / (double) s->n, sd = sqrt(s->sum_sq / (double) s->n - mean * mean);
                 double want_mean = mixture_mean(k), want_sd = mixture_sd(k);
 
-                print_message("branch %zu: %" PRIu64 " entries, mean %.2f (configured %.2f), sd %.2f (%.2f)\n",
+                print_message("branch %zu: %" PRIu64 " entries, mean %.2f (configured %.2f), "
+                              "sd %.2f (%.2f)\n",
                               k, s->n, mean, want_mean, sd, want_sd);
                 /* five standard errors, and half a cycle for the rounding */
                 assert_true(fabs(mean - want_mean) < 5.0 * want_sd / sqrt((double) s->n) + 0.5);
@@ -825,7 +827,8 @@ static void test_config_refusals(void **state) {
                 { "branch = 0x555555555189 0x555555555170 32:2@0.5 32:2\n", ":4: branch: '32:2'" },
                 { "branch = 0x555555555189 0x555555555170\n", ":4: branch = " },
                 { "branch = 0x555555555189 -1 32:2\n", ":4: branch = " },
-                { "branch = 0x555555555189 0x555555558000 32:2\n", ":4: branch 0x555555555189 -> 0x555555558000 lies outside" },
+                { "branch = 0x555555555189 0x555555558000 32:2\n",
+                  ":4: branch 0x555555555189 -> 0x555555558000 lies outside" },
                 { "branch = 0x555555554fff 0x555555555170 32:2\n", ":4: branch 0x555555554fff" },
                 { "branch = 0x1 0x2 1:0 1:0 1:0 1:0 1:0 1:0 1:0 1:0 1:0\n", "at most 8 normals" },
                 { "map = 0 0x1000 0\n", ":4: map is given twice" },
@@ -845,9 +848,11 @@ static void test_config_refusals(void **state) {
                 expect_refused(text, cases[i].what);
         }
         expect_refused("[lbr]\nbinary = /bin/sh\nbranch = 0x1000 0x1000 1:0\n", ":1: [lbr] has no map");
-        expect_refused("[lbr]\nmap = 0x1000 0x1000 0\nbranch = 0x1000 0x1000 1:0\n", ":1: [lbr] has no binary");
+        expect_refused("[lbr]\nmap = 0x1000 0x1000 0\nbranch = 0x1000 0x1000 1:0\n",
+                       ":1: [lbr] has no binary");
         expect_refused("[lbr]\nmap = 0x1001 0x1000 0\n", ":2: map = '0x1001 0x1000 0': START, LEN");
-        expect_refused("[lbr]\nmap = 0x7ffffffff000 0x2000 0\n", ":2: map = '0x7ffffffff000 0x2000 0': the mapping ends");
+        expect_refused("[lbr]\nmap = 0x7ffffffff000 0x2000 0\n",
+                       ":2: map = '0x7ffffffff000 0x2000 0': the mapping ends");
         expect_refused("[lbr]\nmap = 0x1000 0x1000\n", ":2: map = '0x1000 0x1000': expected");
         expect_refused("[lbr]\nbinary = bin/sh\n", ":2: binary = 'bin/sh'");
         expect_refused("[lbr]\nbinary = /usr/../bin/sh\n", ":2: binary = '/usr/../bin/sh'");
@@ -864,7 +869,8 @@ static void test_config_branch_limit(void **state) {
         (void) state;
         n = (size_t) snprintf(text, sizeof(text), "[lbr]\nmap = 0x10000 0x10000 0\nbinary = /bin/sh\n");
         for (unsigned i = 0; i < SIM_LBR_BRANCHES_MAX; i++)
-                n += (size_t) snprintf(text + n, sizeof(text) - n, "branch = 0x%x 0x10000 3:1\n", 0x10010 + i);
+                n += (size_t) snprintf(text + n, sizeof(text) - n, "branch = 0x%x 0x10000 3:1\n",
+                                       0x10010 + i);
         t = sim_test_new("spr", text);
         sim_test_free(&t);
         (void) snprintf(text + n, sizeof(text) - n, "branch = 0x10000 0x10000 3:1\n");
