@@ -518,6 +518,45 @@ static void test_full_ring_lost(void **state) {
         fixture_free(&f);
 }
 
+/* The client can write its whole mapping: the producer keeps its own head, and the memfd's
+ * seals keep the client from shrinking (or growing) the ring under the daemon's writes. */
+static void test_hostile_reader(void **state) {
+        char config[2048];
+        Fixture f;
+        Walk w = {};
+        Child c;
+        Ring r;
+        int h;
+
+        (void) state;
+        lbr_config(config, sizeof(config), "");
+        f = fixture_new("spr", config);
+        c = child_start(0.2, false);
+        w.pid = c.pid;
+        h = open_timing(&f, c.pid, 0, false);
+        assert_true(h >= SIM_PERF_HANDLE_BASE);
+        r = ring_map(&f, h);
+        assert_int_equal(ftruncate(r.fd, 0), -1);
+        assert_int_equal(errno, EPERM);
+        assert_int_equal(ftruncate(r.fd, (off_t) r.size * 2), -1);
+        assert_int_equal(errno, EPERM);
+        /* the export wrote MMAP2 and COMM; once read, a forged head, garbage over the data and a
+         * forged size: the producer goes on from its own head and size */
+        ring_drain(&r, &w);
+        assert_int_equal(w.mmap2, 1);
+        r.meta->data_head = 12345;
+        memset((uint8_t *) r.map + r.size - TIMING_RING_DATA_BYTES, 0xff, TIMING_RING_DATA_BYTES);
+        r.meta->data_size = 7;
+        child_go(&c);
+        run_until_exit(&f, &r, &w);
+        child_wait(&c);
+        assert_int_equal(w.first_type, PERF_RECORD_MMAP2);
+        assert_true(w.samples > 50);
+        ring_unmap(&r);
+        perf_driver_close(f.d, h);
+        fixture_free(&f);
+}
+
 /* AMD's LbrExtV2 records no cycles and holds 16 entries. */
 static void test_amd_cycles_zero(void **state) {
         char config[2048];
@@ -883,6 +922,7 @@ int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_branch_stacks),
                 cmocka_unit_test(test_full_ring_lost),
+                cmocka_unit_test(test_hostile_reader),
                 cmocka_unit_test(test_amd_cycles_zero),
                 cmocka_unit_test(test_enable_on_exec),
                 cmocka_unit_test(test_disable_stops_samples),
