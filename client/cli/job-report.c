@@ -117,7 +117,11 @@ static int get_number(json_object *parent, const char *key, double max, double *
                 return -EBADMSG;
         }
         v = json_object_get_double(o);
-        if (!isfinite(v) || v < 0 || v > max) {
+        if (!isfinite(v)) {
+                reason(reterr_reason, reason_size, "\"%s\" is not a finite number", key);
+                return -EBADMSG;
+        }
+        if (v < 0 || v > max) {
                 reason(reterr_reason, reason_size, "\"%s\" is %g, outside 0 to %g", key, v, max);
                 return -EBADMSG;
         }

@@ -1,0 +1,399 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pmugate job, a job's report across nodes: three nodes, each a pmugated on its own simulated
+CPU model (spr, icx, skx) running its own workload profile, with its own pmugate-exporter in a
+UTS namespace of its own (its own host name), one job granted on all three, and the real Slurm
+Epilog on each node writing the node's summary through pmugatectl save-summary into one shared
+directory. The report's per-node numbers against each simulator's configured profile, the total
+and the imbalance computed here independently, the table, CSV and JSON, and bad input: a node
+without a summary (its exporter down), a job that never ran, a node whose clock is skewed,
+malformed and hostile summary files."""
+
+import csv
+import ctypes
+import io
+import json
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pmugatetest as t
+import exportertest as x
+from exportertest import series
+
+PMUGATE = os.path.join(t.BUILD, "client", "pmugate")
+EPILOG = os.path.join(t.BUILD, "contrib", "slurm", "pmugate-epilog.sh")
+JOB = "8086"
+CLONE_NEWUTS = 0x04000000
+
+# docs/SIMULATOR.md, built-in profiles: (model, profile, its TopDown level 1 and IPC)
+NODES = {
+    "cn-spr": ("spr", "default", {"frontend_bound": 0.15, "bad_speculation": 0.05, "backend_bound": 0.45,
+                                  "retiring": 0.35}, 1.4),
+    "cn-icx": ("icx", "compute", {"frontend_bound": 0.08, "bad_speculation": 0.02, "backend_bound": 0.20,
+                                  "retiring": 0.70}, 2.8),
+    # zen4 is not among them: pmugate-exporter finds its instructions, cycles and TopDown by
+    # Intel's names, so on an AMD model its summary has no IPC or TopDown to check
+    "cn-skx": ("skx", "memory-bound", {"frontend_bound": 0.07, "bad_speculation": 0.03, "backend_bound": 0.75,
+                                         "retiring": 0.15}, 0.55),
+}
+L1 = ("frontend_bound", "bad_speculation", "backend_bound", "retiring")
+
+
+def in_uts(host):
+    """preexec_fn part: a UTS namespace of the child's own, named host (as root, before any
+    switch of user)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWUTS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUTS)")
+    socket.sethostname(host)
+
+
+class SimNode:
+    """A node: a job-mode pmugated on one simulated model with one socket of 4 cores, every CPU
+    running the node's profile, and its exporter under the node's host name."""
+
+    def __init__(self, host):
+        self.host = host
+        self.model, self.profile, self.topdown, self.ipc = NODES[host]
+        self.dir = t.workdir()
+        self.conf = os.path.join(self.dir, "pmugate.conf")
+        x.write_config(self.conf)
+        self.sim = os.path.join(self.dir, "sim.conf")
+        with open(self.sim, "w") as f:
+            f.write("[machine]\nmodel = %s\nsockets = 1\ncores = 4\nsmt = no\n[clock]\nmode = realtime\n%s"
+                    "[cpus 0-3]\nprofile = %s\n" % (self.model, x.SIM_PACKAGE, self.profile))
+        self.daemon = t.Daemon(self.dir, ["--backend=sim", "--sim-model=" + self.model, "--sim-config=" + self.sim],
+                               config=self.conf)
+        self.exporter = None
+
+    def admin(self, op, **kw):
+        return t.Client(self.daemon.socket).call(op, **kw)
+
+    def start_exporter(self):
+        port = x.free_port()
+        self.url = "http://127.0.0.1:%d" % port
+        log = os.path.join(self.dir, "exporter.stderr")
+        env = dict(os.environ, PMUGATE_SOCKET=self.daemon.socket, PMUGATE_GROUP_PATH=x.GROUPS)
+        drop = t.as_user(x.MONITOR, x.MONITOR, [])
+        host = self.host
+
+        def pre():
+            in_uts(host)
+            drop()
+        self.exporter = t.spawn([x.EXPORTER, "--listen=127.0.0.1:%d" % port, "--interval=200ms"],
+                                stdout=subprocess.DEVNULL, stderr=open(log, "w"), env=env, preexec_fn=pre)
+
+    def stop(self):
+        if self.exporter:
+            t.end(self.exporter)
+        self.daemon.stop()
+
+
+
+
+def epilog(node, job, out):
+    """The configured Slurm Epilog, as Slurm runs it on the node: root, the node's host name."""
+    e = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": job, "PMUGATECTL": os.path.abspath(t.PMUGATECTL),
+         "PMUGATE_SOCKET": node.daemon.socket, "PMUGATE_SLURM_ENV": "/nonexistent",
+         "PMUGATE_JOB_SUMMARY_DIR": out, "PMUGATE_EXPORTER_URL": node.url}
+    host = node.host
+    return subprocess.run(["/bin/sh", EPILOG], capture_output=True, text=True, env=e, timeout=60,
+                          preexec_fn=lambda: in_uts(host))
+
+
+def report(*args, fmt="json"):
+    """(exit status, the report (parsed for json), stderr) of pmugate job as the job's user."""
+    p = subprocess.run([PMUGATE, "job", "-O", fmt] + list(args), capture_output=True, text=True, timeout=60,
+                       preexec_fn=t.as_user(x.USER, x.USER, []))
+    out = p.stdout
+    if fmt == "json" and p.returncode in (0, 3):
+        out = json.loads(p.stdout)
+    return p.returncode, out, p.stderr
+
+
+def close(a, b, rel=1e-9):
+    return a is not None and b is not None and abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def run_job(nodes, job, out, down=()):
+    """Grants job on every CPU of every node, lets the exporters count it, and ends it with each
+    node's Epilog; the exporters of the hosts in down are stopped first."""
+    for n in nodes:
+        n.admin("grant", job=job, uid=x.USER, cpus=[0, 1, 2, 3])
+    for n in nodes:
+        wait(lambda: x.series(x.parse(get(n, "/metrics")), "pmugate_job_cpus", jobid=job), "the job shows on " + n.host)
+    time.sleep(1.5)
+    for n in nodes:
+        if n.host in down:
+            t.end(n.exporter)
+            n.exporter = None
+    return {n.host: epilog(n, job, out) for n in nodes}
+
+
+def wait(fn, what, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if fn():
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting until " + what)
+
+
+def get(node, path):
+    with urllib.request.urlopen(node.url + path, timeout=10) as r:
+        return r.read().decode()
+
+
+def independent(files):
+    """The total and imbalance computed here from the summary files themselves."""
+    s = [json.load(open(f)) for f in files]
+    cycles = sum(d["cycles"] for d in s)
+    slots = sum(d["slots"] for d in s)
+    tot = {"instructions": sum(d["instructions"] for d in s), "cycles": cycles,
+           "ipc": sum(d["instructions"] for d in s) / cycles,
+           "memory_bandwidth_mbytes_per_second": sum(d["memory_bandwidth_mbytes_per_second"] for d in s),
+           "memory_bytes": sum(d["memory_read_bytes"] + d["memory_written_bytes"] for d in s),
+           "energy_joules": sum(d["energy_joules"] for d in s), "power_watts": sum(d["power_watts"] for d in s)}
+    for c in L1:
+        tot[c] = sum(d["topdown_percent"][c] * d["slots"] for d in s) / slots
+    imb = {}
+    for k, get_v in (("ipc", lambda d: d["ipc"]), ("instructions", lambda d: d["instructions"]),
+                     ("retiring", lambda d: d["topdown_percent"]["retiring"]),
+                     ("energy_joules", lambda d: d["energy_joules"])):
+        v = [get_v(d) for d in s]
+        mean = statistics.fmean(v)
+        imb[k] = (max(v) / mean, statistics.pstdev(v) / mean)
+    return tot, imb
+
+
+def test_per_node(tap, nodes, out):
+    files = sorted(os.listdir(out))
+    tap.eq(files, sorted("%s.%s.json" % (JOB, h) for h in NODES),
+           "each node's Epilog wrote its summary as JOB.HOST.json under the node's host name")
+    s = json.load(open(os.path.join(out, "%s.cn-spr.json" % JOB)))
+    tap.ok(s["covers"] == "allocation" and s["host"] == "cn-spr" and s["job"] == JOB and s["cpus"] == "0-3" and
+           0 < s["start"] <= s["end"], "a summary says which node, job, part of the job, CPUs and times it covers", s)
+    rc, r, err = report("--dir", out, "--nodes", ",".join(NODES), JOB)
+    tap.eq(rc, 0, "pmugate job reports every node (exit 0)")
+    by = {n["host"]: n for n in r["nodes"]}
+    tap.eq(sorted(by), sorted(NODES), "one entry per node")
+    tap.ok(r["missing"] == [] and r["total"]["complete"] and r["total"]["nodes"] == 3, "nothing missing", r["total"])
+    for n in nodes:
+        m = by[n.host]["metrics"]
+        tap.ok(by[n.host]["cpu_model"] == n.model and abs(m["ipc"] - n.ipc) < 1e-3,
+               "%s (%s, profile %s): IPC %.4f is the profile's %.2f" % (n.host, n.model, n.profile, m["ipc"], n.ipc))
+        bad = {c: m[c] for c in L1 if abs(m[c] - 100 * n.topdown[c]) > 100 * x.FRACTION_BOUND}
+        tap.ok(not bad, "%s: TopDown level 1 is the profile's within %.2f points" % (n.host, 100 * x.FRACTION_BOUND),
+               bad or m)
+        # one socket, all 4 CPUs the job's: the socket's traffic and power
+        tap.ok(abs(m["memory_bandwidth_mbytes_per_second"] / ((x.READ_GBPS + x.WRITE_GBPS) * 1e3) - 1) < 0.1 and
+               abs(m["power_watts"] / (x.PACKAGE_WATTS + x.DRAM_WATTS) - 1) < 0.1 and m["energy_joules"] > 0,
+               "%s: memory bandwidth and power are the simulator's" % n.host, m)
+        tap.eq(m["flops"], None, "%s: FLOPs, which the exporter does not count, are null, not 0" % n.host)
+    spr = by["cn-spr"]["metrics"]
+    tap.ok(abs(spr["memory_bound"] - 32.0) <= 100 * x.FRACTION_BOUND, "level 2 where measured (spr's Memory Bound)",
+           spr["memory_bound"])
+    return r
+
+
+def test_total(tap, out, r):
+    tot, imb = independent([os.path.join(out, f) for f in os.listdir(out)])
+    got = r["total"]["metrics"]
+    bad = {k: (got[k], v) for k, v in tot.items() if not close(got[k], v)}
+    tap.ok(not bad, "the total: sums of counts, bytes, joules, bandwidth and power; IPC by cycles, TopDown by slots",
+           bad)
+    bad = {k: (r["imbalance"][k]["max_over_mean"], r["imbalance"][k]["cv"], v) for k, v in imb.items()
+           if not (close(r["imbalance"][k]["max_over_mean"], v[0]) and close(r["imbalance"][k]["cv"], v[1], 1e-6))}
+    tap.ok(not bad, "the imbalance: max/mean and the coefficient of variation per metric", bad)
+    # against the configured truth: IPC of the whole job is the profiles' weighted by cycles
+    cyc = {n["host"]: n["metrics"]["cycles"] for n in r["nodes"]}
+    truth = sum(NODES[h][3] * c for h, c in cyc.items()) / sum(cyc.values())
+    tap.ok(abs(got["ipc"] / truth - 1) < 1e-3, "the job's IPC is the profiles' weighted by cycles",
+           (got["ipc"], truth))
+    ipcs = [NODES[h][3] for h in NODES]
+    tap.ok(abs(r["imbalance"]["ipc"]["max_over_mean"] - max(ipcs) / statistics.fmean(ipcs)) < 1e-3,
+           "IPC's max/mean is the profiles'", r["imbalance"]["ipc"])
+
+
+def test_formats(tap, out, r):
+    rc, text, _ = report("--dir", out, JOB, fmt="csv")
+    rows = list(csv.reader(io.StringIO(text)))
+    head = rows[0] if rows else []
+    tap.ok(rc == 0 and head[:3] == ["row", "host", "cpu_model"] and "ipc" in head and "energy_joules" in head,
+           "CSV: one header", head)
+    kinds = [row[0] for row in rows[1:]]
+    tap.eq(kinds, ["node"] * 3 + ["total", "max_over_mean", "cv"], "then a row per node, the total and the imbalance")
+    col = head.index("instructions") if "instructions" in head else 0
+    tap.ok(all(len(row) == len(head) for row in rows) and
+           close(float(rows[4][col]), r["total"]["metrics"]["instructions"]), "with every field, and the JSON's numbers")
+    rc, text, _ = report("--dir", out, JOB, fmt="table")
+    tap.ok(rc == 0 and all(h in text for h in NODES) and "total" in text and "max/mean" in text and
+           "Backend Bound" in text and "MISSING" not in text, "the table: a column per node, total and imbalance", text)
+    tap.ok(isinstance(r["window"]["start"], int) and r["window"]["start"] <= r["window"]["end"] and
+           all(not n["clock_skewed"] for n in r["nodes"]), "JSON, one document: the job's window, no node skewed",
+           r["window"])
+
+
+def test_never_ran(tap, out):
+    rc, _, err = report("--dir", out, "4242")
+    tap.ok(rc == 1 and "no summary of job 4242" in err, "a job that never ran: exit 1 and a clear error", err)
+    rc, _, err = report("--dir", out, "../etc")
+    tap.ok(rc == 2 and "not a job id" in err, "a job id that cannot name a summary is a usage error", err)
+    rc, _, err = report("--dir", os.path.join(out, "nonexistent"), JOB)
+    tap.ok(rc == 1 and "cannot open the summary directory" in err, "so is a missing directory (exit 1)", err)
+
+
+def test_node_down(tap, nodes, out2):
+    job = "8087"
+    res = run_job(nodes, job, out2, down=("cn-icx",))
+    tap.ok(all(p.returncode == 0 for p in res.values()) and "no summary from pmugate-exporter" in res["cn-icx"].stderr,
+           "the Epilog of the node whose exporter is down writes no summary, and exits 0", res["cn-icx"].stderr)
+    rc, r, err = report("--dir", out2, "--nodes", "cn-[spr,icx,skx]".replace("[spr,icx,skx]", "spr,cn-icx,cn-skx"),
+                        job)
+    tap.eq(rc, 3, "a report with a node missing exits 3")
+    tap.ok([m["host"] for m in r["missing"]] == ["cn-icx"] and r["missing"][0]["reason"] == "no summary",
+           "it names the missing node", r["missing"])
+    tot, _ = independent([os.path.join(out2, "%s.%s.json" % (job, h)) for h in ("cn-spr", "cn-skx")])
+    tap.ok(r["total"]["nodes"] == 2 and r["total"]["complete"] is False and
+           close(r["total"]["metrics"]["instructions"], tot["instructions"]),
+           "the total covers the two nodes present and says it is not complete", r["total"])
+    rc, text, _ = report("--dir", out2, "--nodes", "cn-spr,cn-icx,cn-skx", job, fmt="table")
+    tap.ok(rc == 3 and "MISSING node cn-icx: no summary" in text and "total (part)" in text and
+           "not the 1 missing" in text, "the table says so", text)
+    rc, text, _ = report("--dir", out2, "--nodes", "cn-spr,cn-icx,cn-skx", job, fmt="csv")
+    tap.ok(rc == 3 and "\nmissing,cn-icx," in text and "covers only the nodes present" in text, "and so does CSV",
+           text)
+
+
+def copy_dir(src, job=JOB):
+    d = t.workdir()
+    os.chmod(d, 0o755)
+    for f in os.listdir(src):
+        if f.startswith(job + "."):
+            with open(os.path.join(src, f)) as a, open(os.path.join(d, f), "w") as b:
+                b.write(a.read())
+    return d
+
+
+def test_skew(tap, out):
+    d = copy_dir(out)
+    path = os.path.join(d, "%s.cn-skx.json" % JOB)
+    s = json.load(open(path))
+    s["start"] += 3600
+    s["end"] += 3600
+    with open(path, "w") as f:
+        json.dump(s, f)
+    rc, r, _ = report("--dir", d, JOB)
+    by = {n["host"]: n for n in r["nodes"]}
+    tap.ok(rc == 0 and by["cn-skx"]["clock_skewed"] and by["cn-skx"]["clock_offset_seconds"] == 3600 and
+           not by["cn-spr"]["clock_skewed"] and not by["cn-icx"]["clock_skewed"] and
+           r["total"]["nodes_clock_skewed"] == 1, "a node whose clock is an hour off is flagged, the others not",
+           {h: (n["clock_offset_seconds"], n["clock_skewed"]) for h, n in by.items()})
+    tot, _ = independent([os.path.join(d, f) for f in os.listdir(d)])
+    tap.ok(close(r["total"]["metrics"]["instructions"], tot["instructions"]) and r["total"]["nodes"] == 3,
+           "and its counts stay in the total (its own PMU counted them, whatever its clock said)")
+    rc, text, _ = report("--dir", d, JOB, fmt="table")
+    tap.ok("CLOCK SKEW node cn-skx: its times are +3600 s off" in text, "the table flags it", text)
+    rc, r, _ = report("--dir", d, "--skew-max", "4000", JOB)
+    tap.ok(rc == 0 and not any(n["clock_skewed"] for n in r["nodes"]), "within --skew-max it is not flagged")
+
+
+def test_malformed(tap, out):
+    good = json.load(open(os.path.join(out, "%s.cn-spr.json" % JOB)))
+
+    def variant(host, text=None, make=None):
+        d = copy_dir(out)
+        path = os.path.join(d, "%s.%s.json" % (JOB, host))
+        if os.path.exists(path):
+            os.unlink(path)
+        if make:
+            make(path)
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+        return d
+
+    def bad(desc, host, want, **kw):
+        rc, r, err = report("--dir", variant(host, **kw), JOB)
+        miss = {m["host"]: m["reason"] for m in r["missing"]} if isinstance(r, dict) else {}
+        tap.ok(rc == 3 and want in miss.get(host, "") and r["total"]["nodes"] == 2 and not r["total"]["complete"],
+               "%s: the node is named missing (%s), the total covers the others" % (desc, want), (rc, miss, err))
+
+    bad("a truncated summary", "cn-icx", "not JSON", text=json.dumps(good)[:40])
+    bad("two documents", "cn-icx", "text after it", text=json.dumps(good) + "{}")
+    bad("a number as a string", "cn-icx", '"ipc" is not a number', text=json.dumps(dict(good, host="cn-icx", ipc="1.4")))
+    bad("a negative count", "cn-icx", "outside 0", text=json.dumps(dict(good, host="cn-icx", instructions=-1)))
+    bad("NaN", "cn-icx", "not a finite number", text=json.dumps(dict(good, host="cn-icx")).replace('"ipc": ' + json.dumps(good["ipc"]), '"ipc": NaN'))
+    bad("a file naming another node", "cn-icx", "the summary node cn-spr", text=json.dumps(good))
+    bad("no start time", "cn-icx", '"start"', text=json.dumps({k: v for k, v in dict(good, host="cn-icx").items()
+                                                                if k != "start"}))
+    bad("an end before the start", "cn-icx", "ends before", text=json.dumps(dict(good, host="cn-icx", end=good["start"] - 10)))
+    bad("a nesting bomb", "cn-icx", "not JSON", text="[" * 100000)
+    bad("a document that is not an object", "cn-icx", "not a JSON object", text="[1, 2]")
+    bad("a file over 1 MiB", "cn-icx", "larger than", text=" " * (1024 * 1024 + 1))
+    bad("a symbolic link", "cn-icx", "symbolic link", make=lambda p: os.symlink("/etc/shadow", p))
+    bad("a FIFO (nothing blocks)", "cn-icx", "not a regular file", make=lambda p: os.mkfifo(p))
+    # a job whose id begins with this one's and a dot is another job's, silently left alone
+    d = copy_dir(out)
+    with open(os.path.join(d, "%s.5.cn-x.json" % JOB), "w") as f:
+        json.dump(dict(good, job=JOB + ".5", host="cn-x"), f)
+    rc, r, _ = report("--dir", d, JOB)
+    tap.ok(rc == 0 and r["total"]["nodes"] == 3 and r["missing"] == [], "job 8086.5's summary is not job 8086's")
+    # a summary of an older exporter, without "covers", still reads: the whole allocation
+    d = variant("cn-icx", text=json.dumps({k: v for k, v in json.load(open(os.path.join(out, "%s.cn-icx.json" % JOB))).items()
+                                           if k != "covers"}))
+    rc, r, _ = report("--dir", d, JOB)
+    icx = [n for n in r["nodes"] if n["host"] == "cn-icx"]
+    tap.ok(rc == 0 and icx and icx[0]["covers"] == "allocation" and icx[0]["covers_assumed"],
+           "an older summary without \"covers\" reads as the whole allocation, marked assumed", icx)
+
+
+def main():
+    tap = t.Tap()
+    if not os.path.exists(x.EXPORTER):
+        print("1..0 # SKIP pmugate-exporter not built (libmicrohttpd missing)")
+        return 0
+    nodes = []
+    try:
+        nodes = [SimNode(h) for h in NODES]
+        for n in nodes:
+            n.start_exporter()
+        for n in nodes:
+            wait(lambda: get(n, "/").startswith(""), "the exporter of %s serves" % n.host)
+        out = t.workdir()
+        os.chmod(out, 0o755)
+        res = run_job(nodes, JOB, out)
+        if any(p.returncode != 0 for p in res.values()):
+            raise AssertionError("an Epilog failed: %s" % {h: p.stderr for h, p in res.items()})
+        out2 = t.workdir()
+        os.chmod(out2, 0o755)
+        state = {}
+
+        def per_node(tp):
+            state["r"] = test_per_node(tp, nodes, out)
+        tests = [per_node,
+                 lambda tp: test_total(tp, out, state["r"]),
+                 lambda tp: test_formats(tp, out, state["r"]),
+                 lambda tp: test_never_ran(tp, out),
+                 lambda tp: test_skew(tp, out),
+                 lambda tp: test_malformed(tp, out),
+                 lambda tp: test_node_down(tp, nodes, out2)]
+        for f, name in zip(tests, ("test_per_node", "test_total", "test_formats", "test_never_ran", "test_skew",
+                                   "test_malformed", "test_node_down")):
+            f.__name__ = name
+        return tap.run(tests)
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+sys.exit(main())
