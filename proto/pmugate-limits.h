@@ -143,6 +143,11 @@
 #define PMUGATE_JOB_HOST_MAX 255U
 #define PMUGATE_JOB_REPORT_NODES_MAX 16384U
 #define PMUGATE_JOB_SUMMARY_DEPTH_MAX 8
+/* pmugate job --prometheus: the most one answer of Prometheus' HTTP API may hold (a query's
+ * result over 10000 nodes and 12 TopDown categories is some 20 MiB), and how long one request
+ * may take. */
+#define PMUGATE_JOB_PROMETHEUS_REPLY_MAX (64U * 1024U * 1024U)
+#define PMUGATE_JOB_PROMETHEUS_TIMEOUT_MS 30000
 /* The clock skew pmugate job tolerates by default between a node's summary and the job's
  * window (the median of the nodes' starts and ends): the Epilogs of one job run within
  * seconds of each other, and the exporter sees a job within a sampling period or two. */

@@ -492,3 +492,49 @@ void job_report_compute(JobNode *nodes, size_t n, int64_t skew_max, JobReport *r
         }
         *ret = rep;
 }
+
+/* Whether node h is host: the same name, or host followed by '.' or ':'. */
+static bool host_is(const char *h, const char *host) {
+        size_t n = strlen(host);
+
+        return strncmp(h, host, n) == 0 && (h[n] == '\0' || h[n] == '.' || h[n] == ':');
+}
+
+int job_set_add_node(JobSet *s, const JobNode *node) {
+        JobNode *n = realloc(s->nodes, (s->n_nodes + 1) * sizeof(JobNode));
+
+        if (!n)
+                return -ENOMEM;
+        s->nodes = n;
+        s->nodes[s->n_nodes++] = *node;
+        return 0;
+}
+
+int job_set_add_missing(JobSet *s, const char *host, const char *why) {
+        JobMissing *m;
+
+        for (size_t i = 0; i < s->n_missing; i++)
+                if (host_is(s->missing[i].host, host) || host_is(host, s->missing[i].host))
+                        return 0;
+        m = realloc(s->missing, (s->n_missing + 1) * sizeof(JobMissing));
+        if (!m)
+                return -ENOMEM;
+        s->missing = m;
+        m = &s->missing[s->n_missing++];
+        (void) snprintf(m->host, sizeof(m->host), "%s", host);
+        (void) snprintf(m->reason, sizeof(m->reason), "%s", why);
+        return 0;
+}
+
+bool job_set_has(const JobSet *s, const char *host) {
+        for (size_t i = 0; i < s->n_nodes; i++)
+                if (host_is(s->nodes[i].host, host))
+                        return true;
+        return false;
+}
+
+void job_set_done(JobSet *s) {
+        free(s->nodes);
+        free(s->missing);
+        *s = (JobSet) {};
+}

@@ -112,3 +112,28 @@ typedef struct JobReport {
  * or end is more than skew_max seconds from the window's. A skewed node's counts stay in the
  * total: they were counted by its own PMU over the job's CPUs, whatever its clock said. */
 void job_report_compute(JobNode *nodes, size_t n, int64_t skew_max, JobReport *ret);
+
+/* A node without a usable report: named by --nodes and absent, its file refused, or its
+ * exporter down during the job. */
+#define JOB_REASON_MAX 512U
+
+typedef struct JobMissing {
+        char host[PMUGATE_JOB_HOST_MAX + 1];
+        char reason[JOB_REASON_MAX];
+} JobMissing;
+
+/* The nodes a report covers and the nodes it is missing, each host once. */
+typedef struct JobSet {
+        JobNode *nodes;
+        size_t n_nodes;
+        JobMissing *missing;
+        size_t n_missing;
+} JobSet;
+
+int job_set_add_node(JobSet *s, const JobNode *node);
+/* A host already missing keeps its first reason. */
+int job_set_add_missing(JobSet *s, const char *host, const char *reason);
+/* Whether a node of the set is host: the same name, or host followed by '.' or ':' (a full
+ * name, or Prometheus' HOST:PORT instance). */
+bool job_set_has(const JobSet *s, const char *host);
+void job_set_done(JobSet *s);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli-util.h"
+#include "cli/job-prometheus.h"
 #include "cli/job-report.h"
 #include "cli/measure-output.h"
 #include "cli/number-format.h"
@@ -25,36 +26,29 @@
 #include "macro.h"
 
 #define EXIT_PARTIAL 3          /* a report, but a node is missing from it */
-#define REASON_MAX 512U
 #define LABEL_WIDTH 36
-
-/* A node without a usable summary: named by --nodes and absent, or its file refused. */
-typedef struct Missing {
-        char host[PMUGATE_JOB_HOST_MAX + 1];
-        char reason[REASON_MAX];
-} Missing;
 
 typedef struct Report {
         const char *job;
         const char *dir;
-        int64_t skew_max;
-        JobNode *nodes;
-        size_t n_nodes;
-        Missing *missing;
-        size_t n_missing;
+        const char *prometheus;
+        int64_t skew_max;       /* INT64_MAX with Prometheus' one clock: no skew to flag */
+        JobSet set;
         JobReport stats;
 } Report;
 
 static void report_done(Report *r) {
-        free(r->nodes);
-        free(r->missing);
+        job_set_done(&r->set);
 }
 
 static void help(void) {
         printf("Usage: pmugate job [--dir=DIR] [--nodes=HOSTLIST] [--skew-max=SECONDS] [-O table|csv|json] JOBID\n"
+               "       pmugate job --prometheus=URL [--start=TIME] [--end=TIME] [--node-label=LABEL]\n"
+               "                   [--nodes=HOSTLIST] [-O table|csv|json] JOBID\n"
                "\n"
                "A job's report across the nodes it ran on, from the per-node summaries the Slurm Epilog\n"
-               "writes as DIR/JOBID.HOST.json (contrib/slurm/README.md): per node and in total, TopDown\n"
+               "writes as DIR/JOBID.HOST.json (contrib/slurm/README.md), or from the series\n"
+               "pmugate-exporter gave a Prometheus server: per node and in total, TopDown\n"
                "level 1 and 2, IPC, FLOPs, memory bandwidth and traffic, energy and power, and the\n"
                "imbalance between nodes (max/mean and the coefficient of variation). Counts, bytes,\n"
                "joules, bandwidth and power add up over the nodes; IPC is weighted by cycles and\n"
@@ -67,28 +61,16 @@ static void help(void) {
                "     --skew-max=SECONDS How far a node's start or end may be from the job's (the\n"
                "                        median of the nodes'); further is flagged as clock skew\n"
                "                        (default %d)\n"
+               "  -p --prometheus=URL   Ask Prometheus (http://HOST:PORT) instead of reading summaries\n"
+               "     --start=TIME       Where to look for the job's series: UNIX seconds (default:\n"
+               "     --end=TIME         a day before --end, and now)\n"
+               "     --node-label=LABEL The label naming a node in Prometheus (default instance)\n"
                "  -O --output=FORMAT    table (default), csv or json (one document)\n"
                "  -h --help             Show this help\n"
                "\n"
                "Exit status: 0 a report of every node, 3 a report with nodes missing, 1 no summary\n"
                "of the job (or the directory cannot be read), 2 a usage error.\n",
                PMUGATE_JOB_SKEW_DEFAULT_SECONDS);
-}
-
-static int add_missing(Report *r, const char *host, const char *why) {
-        Missing *m;
-
-        for (size_t i = 0; i < r->n_missing; i++)
-                if (strcmp(r->missing[i].host, host) == 0)
-                        return 0;
-        m = realloc(r->missing, (r->n_missing + 1) * sizeof(Missing));
-        if (!m)
-                return -ENOMEM;
-        r->missing = m;
-        m = &r->missing[r->n_missing++];
-        (void) snprintf(m->host, sizeof(m->host), "%s", host);
-        (void) snprintf(m->reason, sizeof(m->reason), "%s", why);
-        return 0;
 }
 
 /* Reads a summary file without following a link at its name, without blocking on a FIFO, and
@@ -172,7 +154,7 @@ static int gather(Report *r) {
                 return k;
         }
         while ((errno = 0, de = readdir(d))) {
-                char host[PMUGATE_JOB_HOST_MAX + 1], why[REASON_MAX] = "", text[REASON_MAX + 64];
+                char host[PMUGATE_JOB_HOST_MAX + 1], why[JOB_REASON_MAX] = "", text[JOB_REASON_MAX + 64];
                 _cleanup_free_ char *data = NULL;
                 size_t size = 0;
                 JobNode node;
@@ -196,31 +178,21 @@ static int gather(Report *r) {
                 if (k < 0) {
                         (void) snprintf(text, sizeof(text), "summary %s refused: %s", de->d_name,
                                         why[0] ? why : strerror(-k));
-                        if (add_missing(r, host, text) < 0)
+                        if (job_set_add_missing(&r->set, host, text) < 0)
                                 return -ENOMEM;
                         continue;
                 }
-                JobNode *nodes = realloc(r->nodes, (r->n_nodes + 1) * sizeof(JobNode));
-                if (!nodes)
+                if (job_set_add_node(&r->set, &node) < 0)
                         return -ENOMEM;
-                r->nodes = nodes;
-                r->nodes[r->n_nodes++] = node;
         }
         if (errno != 0) {
                 k = -errno;
                 fprintf(stderr, "pmugate: job: reading %s: %s\n", r->dir, strerror(-k));
                 return k;
         }
-        if (r->n_nodes > 1)
-                qsort(r->nodes, r->n_nodes, sizeof(JobNode), compare_nodes);
+        if (r->set.n_nodes > 1)
+                qsort(r->set.nodes, r->set.n_nodes, sizeof(JobNode), compare_nodes);
         return 0;
-}
-
-static bool have_node(const Report *r, const char *host) {
-        for (size_t i = 0; i < r->n_nodes; i++)
-                if (strcmp(r->nodes[i].host, host) == 0)
-                        return true;
-        return false;
 }
 
 static void format_time(int64_t t, char *buf, size_t size) {
@@ -260,36 +232,37 @@ static int write_table(const Report *r, FILE *f) {
         char a[64], b[64];
         int width = 14;
 
-        for (size_t i = 0; i < r->n_nodes; i++)
-                if ((int) strlen(r->nodes[i].host) + 2 > width)
-                        width = (int) strlen(r->nodes[i].host) + 2;
+        for (size_t i = 0; i < r->set.n_nodes; i++)
+                if ((int) strlen(r->set.nodes[i].host) + 2 > width)
+                        width = (int) strlen(r->set.nodes[i].host) + 2;
         format_time(r->stats.window_start, a, sizeof(a));
         format_time(r->stats.window_end, b, sizeof(b));
-        fprintf(f, "Job %s: %zu node%s with a summary, from %s to %s (the median of the nodes')\n", r->job,
-                r->n_nodes, r->n_nodes == 1 ? "" : "s", a, b);
-        for (size_t i = 0; i < r->n_missing; i++)
-                fprintf(f, "MISSING node %s: %s\n", r->missing[i].host, r->missing[i].reason);
-        if (r->n_missing > 0)
-                fprintf(f, "The total covers the %zu node%s above, not the %zu missing.\n", r->n_nodes,
-                        r->n_nodes == 1 ? "" : "s", r->n_missing);
-        for (size_t i = 0; i < r->n_nodes; i++)
-                if (r->nodes[i].clock_skewed)
+        fprintf(f, "Job %s: %zu node%s %s, from %s to %s (the median of the nodes')\n", r->job,
+                r->set.n_nodes, r->set.n_nodes == 1 ? "" : "s",
+                r->prometheus ? "in Prometheus" : "with a summary", a, b);
+        for (size_t i = 0; i < r->set.n_missing; i++)
+                fprintf(f, "MISSING node %s: %s\n", r->set.missing[i].host, r->set.missing[i].reason);
+        if (r->set.n_missing > 0)
+                fprintf(f, "The total covers the %zu node%s above, not the %zu missing.\n", r->set.n_nodes,
+                        r->set.n_nodes == 1 ? "" : "s", r->set.n_missing);
+        for (size_t i = 0; i < r->set.n_nodes; i++)
+                if (r->set.nodes[i].clock_skewed)
                         fprintf(f, "CLOCK SKEW node %s: its times are %+" PRId64 " s off the job's (more than %"
-                                PRId64 " s); its counts are in the total\n", r->nodes[i].host,
-                                r->nodes[i].clock_offset, r->skew_max);
+                                PRId64 " s); its counts are in the total\n", r->set.nodes[i].host,
+                                r->set.nodes[i].clock_offset, r->skew_max);
         fprintf(f, "\n%-*s", LABEL_WIDTH, "node");
-        for (size_t i = 0; i < r->n_nodes; i++)
-                fprintf(f, " %*s", width, r->nodes[i].host);
-        fprintf(f, " %*s %*s %*s\n", width, r->n_missing ? "total (part)" : "total", 9, "max/mean", 7, "cv");
+        for (size_t i = 0; i < r->set.n_nodes; i++)
+                fprintf(f, " %*s", width, r->set.nodes[i].host);
+        fprintf(f, " %*s %*s %*s\n", width, r->set.n_missing ? "total (part)" : "total", 9, "max/mean", 7, "cv");
         fprintf(f, "%-*s", LABEL_WIDTH, "CPU model");
-        for (size_t i = 0; i < r->n_nodes; i++)
-                fprintf(f, " %*s", width, r->nodes[i].cpu_model[0] ? r->nodes[i].cpu_model : "-");
+        for (size_t i = 0; i < r->set.n_nodes; i++)
+                fprintf(f, " %*s", width, r->set.nodes[i].cpu_model[0] ? r->set.nodes[i].cpu_model : "-");
         fprintf(f, "\n%-*s", LABEL_WIDTH, "CPUs");
-        for (size_t i = 0; i < r->n_nodes; i++)
-                fprintf(f, " %*.*s", width, width, r->nodes[i].cpus);
+        for (size_t i = 0; i < r->set.n_nodes; i++)
+                fprintf(f, " %*.*s", width, width, r->set.nodes[i].cpus);
         fprintf(f, "\n%-*s", LABEL_WIDTH, "covers");
-        for (size_t i = 0; i < r->n_nodes; i++)
-                fprintf(f, " %*.*s", width, width, r->nodes[i].covers);
+        for (size_t i = 0; i < r->set.n_nodes; i++)
+                fprintf(f, " %*.*s", width, width, r->set.nodes[i].covers);
         fputc('\n', f);
         for (unsigned m = 0; m < JOB_METRICS; m++) {
                 const JobStat *s = &r->stats.stat[m];
@@ -298,8 +271,8 @@ static int write_table(const Report *r, FILE *f) {
                 if (!shown(r, m))
                         continue;
                 fprintf(f, "%-*s", LABEL_WIDTH, job_metrics[m].label);
-                for (size_t i = 0; i < r->n_nodes; i++) {
-                        format_value(m, r->nodes[i].v[m], v, sizeof(v));
+                for (size_t i = 0; i < r->set.n_nodes; i++) {
+                        format_value(m, r->set.nodes[i].v[m], v, sizeof(v));
                         fprintf(f, " %*s", width, v);
                 }
                 format_value(m, s->total, v, sizeof(v));
@@ -362,22 +335,22 @@ static int write_csv(const Report *r, FILE *f) {
         for (unsigned m = 0; m < JOB_METRICS; m++)
                 fprintf(f, ",%s", job_metrics[m].name);
         fputc('\n', f);
-        for (size_t i = 0; i < r->n_nodes; i++) {
-                csv_row_head(f, "node", r->nodes[i].host, &r->nodes[i], 1,
-                             r->nodes[i].clock_skewed ? "clock skewed" : "");
+        for (size_t i = 0; i < r->set.n_nodes; i++) {
+                csv_row_head(f, "node", r->set.nodes[i].host, &r->set.nodes[i], 1,
+                             r->set.nodes[i].clock_skewed ? "clock skewed" : "");
                 for (unsigned m = 0; m < JOB_METRICS; m++)
-                        csv_number(f, r->nodes[i].v[m]);
+                        csv_number(f, r->set.nodes[i].v[m]);
                 fputc('\n', f);
         }
-        for (size_t i = 0; i < r->n_missing; i++) {
-                csv_row_head(f, "missing", r->missing[i].host, NULL, 0, r->missing[i].reason);
+        for (size_t i = 0; i < r->set.n_missing; i++) {
+                csv_row_head(f, "missing", r->set.missing[i].host, NULL, 0, r->set.missing[i].reason);
                 for (unsigned m = 0; m < JOB_METRICS; m++)
                         fputc(',', f);
                 fputc('\n', f);
         }
-        (void) snprintf(note, sizeof(note), "%s", r->n_missing ? "covers only the nodes present" : "");
+        (void) snprintf(note, sizeof(note), "%s", r->set.n_missing ? "covers only the nodes present" : "");
         for (int k = 0; k < 3; k++) {
-                csv_row_head(f, k == 0 ? "total" : k == 1 ? "max_over_mean" : "cv", "", NULL, r->n_nodes,
+                csv_row_head(f, k == 0 ? "total" : k == 1 ? "max_over_mean" : "cv", "", NULL, r->set.n_nodes,
                              k == 0 ? note : "");
                 for (unsigned m = 0; m < JOB_METRICS; m++) {
                         const JobStat *s = &r->stats.stat[m];
@@ -419,14 +392,18 @@ static int write_json(const Report *r, FILE *f) {
                 return -ENOMEM;
         }
         json_object_object_add(root, "job", json_object_new_string(r->job));
-        json_object_object_add(root, "source", json_object_new_string("summaries"));
-        json_object_object_add(root, "directory", json_object_new_string(r->dir));
+        json_object_object_add(root, "source", json_object_new_string(r->prometheus ? "prometheus" : "summaries"));
+        if (r->prometheus)
+                json_object_object_add(root, "prometheus", json_object_new_string(r->prometheus));
+        else
+                json_object_object_add(root, "directory", json_object_new_string(r->dir));
         json_object_object_add(window, "start", json_object_new_int64(r->stats.window_start));
         json_object_object_add(window, "end", json_object_new_int64(r->stats.window_end));
-        json_object_object_add(window, "skew_max_seconds", json_object_new_int64(r->skew_max));
+        json_object_object_add(window, "skew_max_seconds",
+                               r->prometheus ? NULL : json_object_new_int64(r->skew_max));
         json_object_object_add(root, "window", window);
-        for (size_t i = 0; i < r->n_nodes; i++) {
-                const JobNode *n = &r->nodes[i];
+        for (size_t i = 0; i < r->set.n_nodes; i++) {
+                const JobNode *n = &r->set.nodes[i];
                 json_object *o = json_object_new_object();
 
                 if (!o)
@@ -445,20 +422,20 @@ static int write_json(const Report *r, FILE *f) {
                 json_object_array_add(nodes, o);
         }
         json_object_object_add(root, "nodes", nodes);
-        for (size_t i = 0; i < r->n_missing; i++) {
+        for (size_t i = 0; i < r->set.n_missing; i++) {
                 json_object *o = json_object_new_object();
 
                 if (!o)
                         continue;
-                json_object_object_add(o, "host", json_object_new_string(r->missing[i].host));
-                json_object_object_add(o, "reason", json_object_new_string(r->missing[i].reason));
+                json_object_object_add(o, "host", json_object_new_string(r->set.missing[i].host));
+                json_object_object_add(o, "reason", json_object_new_string(r->set.missing[i].reason));
                 json_object_array_add(missing, o);
         }
         json_object_object_add(root, "missing", missing);
         for (unsigned m = 0; m < JOB_METRICS; m++)
                 totals[m] = r->stats.stat[m].total;
-        json_object_object_add(total, "nodes", json_object_new_int64((int64_t) r->n_nodes));
-        json_object_object_add(total, "complete", json_object_new_boolean(r->n_missing == 0));
+        json_object_object_add(total, "nodes", json_object_new_int64((int64_t) r->set.n_nodes));
+        json_object_object_add(total, "complete", json_object_new_boolean(r->set.n_missing == 0));
         json_object_object_add(total, "nodes_clock_skewed", json_object_new_int64((int64_t) r->stats.n_skewed));
         json_object_object_add(total, "metrics", json_metrics(totals));
         json_object_object_add(root, "total", total);
@@ -494,26 +471,63 @@ static int parse_skew(const char *s, int64_t *ret) {
         return 0;
 }
 
+static int parse_time(const char *s, int64_t *ret) {
+        char *end;
+        long long v;
+
+        errno = 0;
+        v = strtoll(s, &end, 10);
+        if (errno != 0 || end == s || *end || v <= 0 || v > INT64_C(253402300800))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
 int verb_job(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "dir", required_argument, NULL, 'd' },
                 { "nodes", required_argument, NULL, 'n' },
                 { "skew-max", required_argument, NULL, 'S' },
                 { "output", required_argument, NULL, 'O' },
+                { "prometheus", required_argument, NULL, 'p' },
+                { "start", required_argument, NULL, 'B' },
+                { "end", required_argument, NULL, 'E' },
+                { "node-label", required_argument, NULL, 'L' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
         Report r = { .skew_max = PMUGATE_JOB_SKEW_DEFAULT_SECONDS, .dir = getenv("PMUGATE_JOB_SUMMARY_DIR") };
         OutputFormat format = OUTPUT_TABLE;
         const char *nodes_arg = NULL;
+        JobPrometheusQuery pq = { .node_label = "instance", .timeout_ms = PMUGATE_JOB_PROMETHEUS_TIMEOUT_MS };
+        bool dir_given = false;
         char **hosts = NULL;
         int n_hosts = 0, opt, k;
 
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, "+d:n:O:h", options, NULL)) >= 0)
+        while ((opt = getopt_long(argc, argv, "+d:n:O:p:h", options, NULL)) >= 0)
                 switch (opt) {
                 case 'd':
                         r.dir = optarg;
+                        dir_given = true;
+                        break;
+                case 'p':
+                        r.prometheus = optarg;
+                        break;
+                case 'B':
+                case 'E':
+                        if (parse_time(optarg, opt == 'B' ? &pq.start : &pq.end) < 0) {
+                                fprintf(stderr, "pmugate: job: --%s=%s: give UNIX seconds\n",
+                                        opt == 'B' ? "start" : "end", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'L':
+                        if (!job_label_name_valid(optarg)) {
+                                fprintf(stderr, "pmugate: job: --node-label=%s is not a label name\n", optarg);
+                                return 2;
+                        }
+                        pq.node_label = optarg;
                         break;
                 case 'n':
                         nodes_arg = optarg;
@@ -548,7 +562,28 @@ int verb_job(int argc, char *argv[]) {
                         r.job, PMUGATE_JOB_ID_MAX);
                 return 2;
         }
-        if (!r.dir || !r.dir[0]) {
+        if (r.prometheus && dir_given) {
+                fprintf(stderr, "pmugate: job: give --dir or --prometheus, not both\n");
+                return 2;
+        }
+        if (!r.prometheus && (pq.start || pq.end || strcmp(pq.node_label, "instance") != 0)) {
+                fprintf(stderr, "pmugate: job: --start, --end and --node-label are for --prometheus\n");
+                return 2;
+        }
+        if (r.prometheus) {
+                r.dir = NULL;
+                r.skew_max = INT64_MAX;
+                pq.url = r.prometheus;
+                pq.job = r.job;
+                if (!pq.end)
+                        pq.end = (int64_t) time(NULL);
+                if (!pq.start)
+                        pq.start = pq.end - 86400;
+                if (pq.start >= pq.end) {
+                        fprintf(stderr, "pmugate: job: --start must be before --end\n");
+                        return 2;
+                }
+        } else if (!r.dir || !r.dir[0]) {
                 fprintf(stderr, "pmugate: job: no summary directory: give --dir or set PMUGATE_JOB_SUMMARY_DIR\n");
                 return 2;
         }
@@ -561,10 +596,29 @@ int verb_job(int argc, char *argv[]) {
                 }
         }
 
-        k = gather(&r);
+        if (r.prometheus) {
+                char why[JOB_REASON_MAX] = "";
+
+                k = job_prometheus_gather(&pq, &r.set, why, sizeof(why));
+                if (k == -ENOENT) {
+                        fprintf(stderr, "pmugate: job: no series of job %s in Prometheus at %s from %" PRId64
+                                " to %" PRId64 " (it never ran on a node Prometheus scrapes, or not then)\n",
+                                r.job, r.prometheus, pq.start, pq.end);
+                        report_done(&r);
+                        job_hosts_free(hosts, (size_t) n_hosts);
+                        return 1;
+                }
+                if (k < 0 && k != -ENOMEM)
+                        fprintf(stderr, "pmugate: job: %s\n", why[0] ? why : strerror(-k));
+                if (k >= 0 && r.set.n_nodes > 1)
+                        qsort(r.set.nodes, r.set.n_nodes, sizeof(JobNode), compare_nodes);
+        } else
+                k = gather(&r);
         for (int i = 0; k >= 0 && i < n_hosts; i++)
-                if (!have_node(&r, hosts[i]))
-                        k = add_missing(&r, hosts[i], "no summary");
+                if (!job_set_has(&r.set, hosts[i]))
+                        k = job_set_add_missing(&r.set, hosts[i], r.prometheus ?
+                                                "no series of the job (its exporter was not scraped, or never saw "
+                                                "the job)" : "no summary");
         job_hosts_free(hosts, (size_t) n_hosts);
         if (k < 0) {
                 if (k == -ENOMEM)
@@ -572,16 +626,17 @@ int verb_job(int argc, char *argv[]) {
                 report_done(&r);
                 return 1;
         }
-        if (r.n_nodes == 0) {
-                fprintf(stderr, "pmugate: job: no summary of job %s in %s", r.job, r.dir);
-                for (size_t i = 0; i < r.n_missing; i++)
-                        fprintf(stderr, "%s node %s: %s", i == 0 ? ":" : ";", r.missing[i].host, r.missing[i].reason);
-                fprintf(stderr, "%s\n", r.n_missing ? "" : " (it never ran on a node with the Epilog's summaries, "
+        if (r.set.n_nodes == 0) {
+                fprintf(stderr, "pmugate: job: no %s of job %s in %s", r.prometheus ? "node with all its counts" :
+                        "summary", r.job, r.dir ?: r.prometheus);
+                for (size_t i = 0; i < r.set.n_missing; i++)
+                        fprintf(stderr, "%s node %s: %s", i == 0 ? ":" : ";", r.set.missing[i].host, r.set.missing[i].reason);
+                fprintf(stderr, "%s\n", r.set.n_missing ? "" : " (it never ran on a node with the Epilog's summaries, "
                                                            "or the summaries were not written)");
                 report_done(&r);
                 return 1;
         }
-        job_report_compute(r.nodes, r.n_nodes, r.skew_max, &r.stats);
+        job_report_compute(r.set.nodes, r.set.n_nodes, r.skew_max, &r.stats);
         k = format == OUTPUT_CSV ? write_csv(&r, stdout) :
             format == OUTPUT_JSON_DOCUMENT ? write_json(&r, stdout) : write_table(&r, stdout);
         if (k >= 0 && fflush(stdout) != 0)
@@ -591,7 +646,7 @@ int verb_job(int argc, char *argv[]) {
                 report_done(&r);
                 return 1;
         }
-        k = r.n_missing > 0 ? EXIT_PARTIAL : 0;
+        k = r.set.n_missing > 0 ? EXIT_PARTIAL : 0;
         report_done(&r);
         return k;
 }
