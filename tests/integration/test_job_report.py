@@ -10,6 +10,7 @@ without a summary (its exporter down), a job that never ran, a node whose clock 
 malformed and hostile summary files."""
 
 import csv
+import shutil
 import ctypes
 import io
 import json
@@ -20,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import pmugatetest as t
@@ -76,7 +78,7 @@ class SimNode:
         return t.Client(self.daemon.socket).call(op, **kw)
 
     def start_exporter(self):
-        port = x.free_port()
+        port = self.port = getattr(self, "port", None) or x.free_port()
         self.url = "http://127.0.0.1:%d" % port
         log = os.path.join(self.dir, "exporter.stderr")
         env = dict(os.environ, PMUGATE_SOCKET=self.daemon.socket, PMUGATE_GROUP_PATH=x.GROUPS)
@@ -357,6 +359,110 @@ def test_malformed(tap, out):
            "an older summary without \"covers\" reads as the whole allocation, marked assumed", icx)
 
 
+PROMETHEUS = shutil.which("prometheus")
+
+
+class Prometheus:
+    """A real Prometheus scraping every node's exporter every second; each target's instance
+    label is the node's name, as a site's scrape configuration would have it."""
+
+    def __init__(self, nodes):
+        self.dir = t.workdir()
+        self.port = x.free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        config = os.path.join(self.dir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                    "scrape_configs:\n  - job_name: pmugate\n    static_configs:\n")
+            for n in nodes:
+                f.write("      - targets: ['127.0.0.1:%d']\n        labels: {instance: %s}\n" % (n.port, n.host))
+        self.log_path = os.path.join(self.dir, "prometheus.log")
+        self.proc = t.spawn([PROMETHEUS, "--config.file=" + config, "--storage.tsdb.path=" + os.path.join(self.dir, "tsdb"),
+                             "--web.listen-address=127.0.0.1:%d" % self.port],
+                            stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
+
+    def query(self, q):
+        url = self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": q})
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return json.loads(r.read().decode())["data"]["result"]
+
+    def scraped(self, job=None):
+        """Whether every target is up (and, with job, has the job's series)."""
+        up = self.query("up")
+        if len(up) != len(NODES) or any(r["value"][1] != "1" for r in up):
+            return False
+        return not job or len(self.query('pmugate_job_cpus{jobid="%s"}' % job)) == len(NODES)
+
+    def stop(self):
+        t.end(self.proc)
+
+
+def test_prometheus(tap, nodes, prom):
+    job = "8088"
+    start = int(time.time()) - 5
+    for n in nodes:
+        n.admin("grant", job=job, uid=x.USER, cpus=[0, 1, 2, 3])
+    wait(lambda: prom.scraped(job), "Prometheus has the job's series of every node", timeout=60)
+    time.sleep(4)
+    for n in nodes:
+        n.admin("revoke", job=job)
+    time.sleep(2)
+    end = int(time.time())
+    rc, r, err = report("--prometheus", prom.url, "--start", str(start), "--end", str(end), "--nodes",
+                        ",".join(NODES), job)
+    tap.ok(rc == 0, "pmugate job --prometheus reports every node (exit 0)", err)
+    by = {n["host"]: n for n in r["nodes"]} if isinstance(r, dict) else {}
+    tap.ok(sorted(by) == sorted(NODES) and r["source"] == "prometheus", "one entry per node, by its instance label",
+           sorted(by))
+    for n in nodes:
+        m = by.get(n.host, {}).get("metrics", {})
+        bad = {c: m.get(c) for c in L1 if abs(m.get(c, 1e9) - 100 * n.topdown[c]) > 100 * x.FRACTION_BOUND}
+        tap.ok(by.get(n.host, {}).get("cpu_model") == n.model and abs(m.get("ipc", 0) - n.ipc) < 1e-3 and not bad,
+               "%s: IPC and TopDown level 1 from Prometheus are the profile's" % n.host, m)
+        tap.ok(abs(m.get("memory_bandwidth_mbytes_per_second", 0) / ((x.READ_GBPS + x.WRITE_GBPS) * 1e3) - 1) < 0.1 and
+               abs(m.get("power_watts", 0) / (x.PACKAGE_WATTS + x.DRAM_WATTS) - 1) < 0.1,
+               "%s: and so are its memory bandwidth and power" % n.host, m)
+    direct = {q["metric"]["instance"]: float(q["value"][1]) for q in prom.query(
+        'last_over_time(pmugate_job_instructions_total{jobid="%s"}[%ds])' % (job, end - start + 60))}
+    tap.ok(all(close(by[h]["metrics"]["instructions"], direct.get(h)) for h in by),
+           "each node's instructions are the counter's last value Prometheus holds", (direct, {h: by[h]["metrics"]["instructions"] for h in by}))
+    nodes_m = [by[h]["metrics"] for h in by]
+    tot = r["total"]["metrics"]
+    tap.ok(close(tot["instructions"], sum(m["instructions"] for m in nodes_m)) and
+           close(tot["ipc"], sum(m["instructions"] for m in nodes_m) / sum(m["cycles"] for m in nodes_m)) and
+           close(tot["energy_joules"], sum(m["energy_joules"] for m in nodes_m)),
+           "the total over the nodes, as with summaries", tot)
+    rc, _, err = report("--prometheus", prom.url, "4242")
+    tap.ok(rc == 1 and "no series of job 4242" in err, "a job that never ran: exit 1 and a clear error", err)
+    rc, _, err = report("--prometheus", "http://127.0.0.1:%d" % x.free_port(), job)
+    tap.ok(rc == 1 and "cannot connect" in err, "a Prometheus that does not answer: exit 1, saying so", err)
+    rc, _, err = report("--prometheus", "https://example.org", job)
+    tap.ok(rc == 1 and "not a URL this takes" in err, "only http:// URLs", err)
+
+    # an exporter down during a job: its counts would be short, so it is missing, not summed
+    job = "8089"
+    icx = [n for n in nodes if n.host == "cn-icx"][0]
+    start = int(time.time()) - 2
+    for n in nodes:
+        n.admin("grant", job=job, uid=x.USER, cpus=[0, 1, 2, 3])
+    wait(lambda: prom.scraped(job), "Prometheus has job 8089's series of every node", timeout=60)
+    t.end(icx.exporter)
+    icx.exporter = None
+    wait(lambda: [q for q in prom.query('up{instance="cn-icx"}') if q["value"][1] == "0"], "Prometheus sees cn-icx down")
+    time.sleep(1)
+    for n in nodes:
+        n.admin("revoke", job=job)
+    end = int(time.time()) + 1
+    rc, r, err = report("--prometheus", prom.url, "--start", str(start), "--end", str(end), job)
+    miss = {m["host"]: m["reason"] for m in r["missing"]} if isinstance(r, dict) else {}
+    tap.ok(rc == 3 and "exporter was down" in miss.get("cn-icx", "") and r["total"]["nodes"] == 2 and
+           not r["total"]["complete"] and sorted(n["host"] for n in r["nodes"]) == ["cn-skx", "cn-spr"],
+           "a node whose exporter went down during the job is named missing; the total covers the other two",
+           (rc, miss, err))
+    icx.start_exporter()
+    wait(lambda: prom.scraped(), "cn-icx's exporter is back", timeout=60)
+
+
 def main():
     tap = t.Tap()
     if not os.path.exists(x.EXPORTER):
@@ -377,6 +483,16 @@ def main():
         out2 = t.workdir()
         os.chmod(out2, 0o755)
         state = {}
+        prom = Prometheus(nodes) if PROMETHEUS else None
+
+        def prometheus(tp):
+            if not prom:
+                tp.skip("pmugate job --prometheus", "prometheus not installed (Debian package prometheus)")
+                return
+            try:
+                test_prometheus(tp, nodes, prom)
+            finally:
+                prom.stop()
 
         def per_node(tp):
             state["r"] = test_per_node(tp, nodes, out)
@@ -386,9 +502,10 @@ def main():
                  lambda tp: test_never_ran(tp, out),
                  lambda tp: test_skew(tp, out),
                  lambda tp: test_malformed(tp, out),
+                 prometheus,
                  lambda tp: test_node_down(tp, nodes, out2)]
         for f, name in zip(tests, ("test_per_node", "test_total", "test_formats", "test_never_ran", "test_skew",
-                                   "test_malformed", "test_node_down")):
+                                   "test_malformed", "test_prometheus", "test_node_down")):
             f.__name__ = name
         return tap.run(tests)
     finally:
