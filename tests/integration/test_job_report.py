@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -28,7 +29,7 @@ import pmugatetest as t
 import exportertest as x
 from exportertest import series
 
-PMUGATE = os.path.join(t.BUILD, "client", "pmugate")
+PMUGATE = t.PMUGATE
 EPILOG = os.path.join(t.BUILD, "contrib", "slurm", "pmugate-epilog.sh")
 JOB = "8086"
 CLONE_NEWUTS = 0x04000000
@@ -296,7 +297,8 @@ def test_skew(tap, out):
         json.dump(s, f)
     rc, r, _ = report("--dir", d, JOB)
     by = {n["host"]: n for n in r["nodes"]}
-    tap.ok(rc == 0 and by["cn-skx"]["clock_skewed"] and by["cn-skx"]["clock_offset_seconds"] == 3600 and
+    # the nodes' own times differ by a sampling period or two, so the offset is 3600 give or take
+    tap.ok(rc == 0 and by["cn-skx"]["clock_skewed"] and abs(by["cn-skx"]["clock_offset_seconds"] - 3600) <= 5 and
            not by["cn-spr"]["clock_skewed"] and not by["cn-icx"]["clock_skewed"] and
            r["total"]["nodes_clock_skewed"] == 1, "a node whose clock is an hour off is flagged, the others not",
            {h: (n["clock_offset_seconds"], n["clock_skewed"]) for h, n in by.items()})
@@ -304,7 +306,7 @@ def test_skew(tap, out):
     tap.ok(close(r["total"]["metrics"]["instructions"], tot["instructions"]) and r["total"]["nodes"] == 3,
            "and its counts stay in the total (its own PMU counted them, whatever its clock said)")
     rc, text, _ = report("--dir", d, JOB, fmt="table")
-    tap.ok("CLOCK SKEW node cn-skx: its times are +3600 s off" in text, "the table flags it", text)
+    tap.ok(re.search(r"CLOCK SKEW node cn-skx: its times are \+3[56]\d\d s off", text), "the table flags it", text)
     rc, r, _ = report("--dir", d, "--skew-max", "4000", JOB)
     tap.ok(rc == 0 and not any(n["clock_skewed"] for n in r["nodes"]), "within --skew-max it is not flagged")
 
