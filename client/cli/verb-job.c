@@ -83,8 +83,10 @@ static int read_summary(int dir_fd, const char *name, char **ret, size_t *ret_si
         struct stat st;
 
         if (fd < 0) {
-                (void) snprintf(reason, reason_size, "%s", errno == ELOOP ? "a symbolic link" : strerror(errno));
-                return -errno;
+                int k = -errno;
+
+                (void) snprintf(reason, reason_size, "%s", k == -ELOOP ? "a symbolic link" : strerror(-k));
+                return k;
         }
         if (fstat(fd, &st) < 0)
                 return -errno;
@@ -223,9 +225,10 @@ static void format_ratio(double v, char *buf, size_t size) {
                 (void) snprintf(buf, size, "-");
 }
 
-/* Metrics no node measured are left out of the table (TopDown level 2 on a level-1 model). */
+/* TopDown level 2 is left out of the table where no node measured it (a level-1 model); the
+ * other rows stay, "-" saying what was not measured (FLOPs, which the exporter does not count). */
 static bool shown(const Report *r, JobMetric m) {
-        return r->stats.stat[m].n > 0 || m == JOB_IPC;
+        return r->stats.stat[m].n > 0 || job_metrics[m].topdown_level != 2;
 }
 
 static int write_table(const Report *r, FILE *f) {
