@@ -500,12 +500,25 @@ static bool host_is(const char *h, const char *host) {
         return strncmp(h, host, n) == 0 && (h[n] == '\0' || h[n] == '.' || h[n] == ':');
 }
 
-int job_set_add_node(JobSet *s, const JobNode *node) {
-        JobNode *n = realloc(s->nodes, (s->n_nodes + 1) * sizeof(JobNode));
+/* Room for one more of n elements of size in *array, doubling: a report of thousands of nodes
+ * must not copy its nodes once per node. */
+static int grow(void **array, size_t n, size_t *allocated, size_t size) {
+        size_t want = *allocated ? 2 * *allocated : 16;
+        void *p;
 
-        if (!n)
+        if (n < *allocated)
+                return 0;
+        p = reallocarray(*array, want, size);
+        if (!p)
                 return -ENOMEM;
-        s->nodes = n;
+        *array = p;
+        *allocated = want;
+        return 0;
+}
+
+int job_set_add_node(JobSet *s, const JobNode *node) {
+        if (grow((void **) &s->nodes, s->n_nodes, &s->nodes_allocated, sizeof(JobNode)) < 0)
+                return -ENOMEM;
         s->nodes[s->n_nodes++] = *node;
         return 0;
 }
@@ -516,10 +529,8 @@ int job_set_add_missing(JobSet *s, const char *host, const char *why) {
         for (size_t i = 0; i < s->n_missing; i++)
                 if (host_is(s->missing[i].host, host) || host_is(host, s->missing[i].host))
                         return 0;
-        m = realloc(s->missing, (s->n_missing + 1) * sizeof(JobMissing));
-        if (!m)
+        if (grow((void **) &s->missing, s->n_missing, &s->missing_allocated, sizeof(JobMissing)) < 0)
                 return -ENOMEM;
-        s->missing = m;
         m = &s->missing[s->n_missing++];
         (void) snprintf(m->host, sizeof(m->host), "%s", host);
         (void) snprintf(m->reason, sizeof(m->reason), "%s", why);

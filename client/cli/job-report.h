@@ -125,9 +125,9 @@ typedef struct JobMissing {
 /* The nodes a report covers and the nodes it is missing, each host once. */
 typedef struct JobSet {
         JobNode *nodes;
-        size_t n_nodes;
+        size_t n_nodes, nodes_allocated;
         JobMissing *missing;
-        size_t n_missing;
+        size_t n_missing, missing_allocated;
 } JobSet;
 
 int job_set_add_node(JobSet *s, const JobNode *node);
