@@ -621,6 +621,10 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
         json_object_object_add(root, "job", json_object_new_string(j->job));
         json_object_object_add(root, "host", json_object_new_string(m->hostname));
         json_object_object_add(root, "cpus", json_object_new_string(j->cpus));
+        /* Which part of the job: the exporter follows the job map, which names jobs, not their
+         * steps, so a summary is the whole allocation on this node. A reader of an older summary
+         * without the key takes it to be that too (pmugate job). */
+        json_object_object_add(root, "covers", json_object_new_string("allocation"));
         json_object_object_add(root, "running", json_object_new_boolean(j->running));
         json_object_object_add(root, "start", json_object_new_int64(j->first_seen));
         json_object_object_add(root, "end", json_object_new_int64(end));

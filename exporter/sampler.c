@@ -141,12 +141,42 @@ typedef struct Indexes {
         int cas_read, cas_write, energy_package, energy_dram;
 } Indexes;
 
+/* An event's index under Intel's name, else under AMD's (-1 when neither is measured). */
+static int event_index(const pmugate_result *res, const char *intel, const char *amd) {
+        int i = pmugate_result_event_index(res, intel);
+
+        return i >= 0 || !amd ? i : pmugate_result_event_index(res, amd);
+}
+
+/* The Zen pipeline utilization metrics (client/groups/zen4/topdown-l*.conf) standing for the
+ * TopDown nodes: level 1 has the same names without "tma_", level 2 its own. */
+static const char *amd_topdown_name(const char *node) {
+        static const struct {
+                const char *node, *amd;
+        } level2[] = {
+                { "fetch_latency", "frontend_bound_latency" },
+                { "fetch_bandwidth", "frontend_bound_bandwidth" },
+                { "branch_mispredicts", "bad_speculation_mispredicts" },
+                { "machine_clears", "bad_speculation_pipeline_restarts" },
+                { "memory_bound", "backend_bound_memory" },
+                { "core_bound", "backend_bound_cpu" },
+                { "light_operations", "retiring_fastpath" },
+                { "heavy_operations", "retiring_microcode" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(level2); i++)
+                if (strcmp(level2[i].node, node) == 0)
+                        return level2[i].amd;
+        return node;
+}
+
 static void find_indexes(const pmugate_result *res, Indexes *ret) {
-        ret->instructions = pmugate_result_event_index(res, "INST_RETIRED.ANY");
-        ret->cycles = pmugate_result_event_index(res, "CPU_CLK_UNHALTED.THREAD");
+        ret->instructions = event_index(res, "INST_RETIRED.ANY", "ex_ret_instr");
+        ret->cycles = event_index(res, "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc");
         ret->slots = pmugate_result_event_index(res, "TOPDOWN.SLOTS");
-        ret->cas_read = pmugate_result_event_index(res, "UNC_M_CAS_COUNT.RD");
-        ret->cas_write = pmugate_result_event_index(res, "UNC_M_CAS_COUNT.WR");
+        /* on AMD the data fabric's DRAM data beats, 64 bytes each like a CAS */
+        ret->cas_read = event_index(res, "UNC_M_CAS_COUNT.RD", "local_or_remote_socket_read_data_beats_dram");
+        ret->cas_write = event_index(res, "UNC_M_CAS_COUNT.WR", "local_or_remote_socket_write_data_beats_dram");
         ret->energy_package = pmugate_result_event_index(res, "PWR_PKG_ENERGY");
         ret->energy_dram = pmugate_result_event_index(res, "PWR_DRAM_ENERGY");
         for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
@@ -154,6 +184,8 @@ static void find_indexes(const pmugate_result *res, Indexes *ret) {
 
                 (void) snprintf(name, sizeof(name), "tma_%s", topdown_nodes[k].name);
                 ret->nodes[k] = pmugate_result_metric_index(res, name);
+                if (ret->nodes[k] < 0)
+                        ret->nodes[k] = pmugate_result_metric_index(res, amd_topdown_name(topdown_nodes[k].name));
         }
 }
 
@@ -247,17 +279,25 @@ static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
  * model has them: the first list of extra events that opens wins. */
 static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
 #define PACKAGE_EVENTS "UNC_M_CAS_COUNT.RD,UNC_M_CAS_COUNT.WR,PWR_PKG_ENERGY,PWR_DRAM_ENERGY"
+#define AMD_PACKAGE_EVENTS "local_or_remote_socket_read_data_beats_dram," \
+                           "local_or_remote_socket_write_data_beats_dram,PWR_PKG_ENERGY"
         static const char *const extras[] = {
                 "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
                 "INST_RETIRED.ANY," PACKAGE_EVENTS,
                 "CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
+                /* AMD's names, before Intel's package events alone, which an AMD model may take
+                 * without counting (its TopDown recipe counts ls_not_halted_cyc already) */
+                "ex_ret_instr," AMD_PACKAGE_EVENTS,
+                "ex_ret_instr,PWR_PKG_ENERGY",
                 PACKAGE_EVENTS,
                 "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD",
                 "INST_RETIRED.ANY",
                 "CPU_CLK_UNHALTED.THREAD",
+                "ex_ret_instr",
                 NULL,
         };
 #undef PACKAGE_EVENTS
+#undef AMD_PACKAGE_EVENTS
         char reason[400] = "", group[32];
         pmugate_measure *probe = NULL;
         unsigned level = s->level;

@@ -135,6 +135,24 @@
  * write: larger input is refused, not truncated (the Epilog's curl stops at the same size). */
 #define PMUGATE_JOB_SUMMARY_SIZE_MAX (1024U * 1024U)
 
+/* pmugate job: a job id (the protocol's strings: PMUGATE_STRING_MAX) and a node's name (a host
+ * name: at most 255 bytes) in a summary's file name JOB.HOST.json; the nodes one report reads
+ * (summary files and --nodes names alike: more is refused, not cut short); and the nesting of
+ * a summary document, two levels deep today, that json-c parses before it refuses. */
+#define PMUGATE_JOB_ID_MAX PMUGATE_STRING_MAX
+#define PMUGATE_JOB_HOST_MAX 255U
+#define PMUGATE_JOB_REPORT_NODES_MAX 16384U
+#define PMUGATE_JOB_SUMMARY_DEPTH_MAX 8
+/* pmugate job --prometheus: the most one answer of Prometheus' HTTP API may hold (a query's
+ * result over 10000 nodes and 12 TopDown categories is some 20 MiB), and how long one request
+ * may take. */
+#define PMUGATE_JOB_PROMETHEUS_REPLY_MAX (64U * 1024U * 1024U)
+#define PMUGATE_JOB_PROMETHEUS_TIMEOUT_MS 30000
+/* The clock skew pmugate job tolerates by default between a node's summary and the job's
+ * window (the median of the nodes' starts and ends): the Epilogs of one job run within
+ * seconds of each other, and the exporter sees a job within a sampling period or two. */
+#define PMUGATE_JOB_SKEW_DEFAULT_SECONDS 60
+
 /* Distinct write patterns (CPUs and registers) of one monitoring session that are audited once
  * each, their repeats counted and reported when the session ends (a sampling agent resets its
  * counters at every read); past this many, every write batch is audited. */

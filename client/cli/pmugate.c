@@ -16,6 +16,7 @@
 #include "build-config.h"
 #include "cli/cli-util.h"
 #include "cli/verb-info.h"
+#include "cli/verb-job.h"
 #include "cli/verb-likwid.h"
 #include "cli/verb-list.h"
 #include "cli/verb-measure.h"
@@ -51,6 +52,9 @@ static void help(void) {
                "  plot [-o PNG] [-m METRIC] FILE  TopDown over time and a per-CPU heatmap from -I output\n"
                "  topdown|stat -m ... -- CMD ARGS...\n"
                "                                  Per region CMD marks with pmugate's or LIKWID's markers\n"
+               "  job [--dir DIR] [--nodes HOSTLIST] [-O table|csv|json] JOBID\n"
+               "                                  A job's report across its nodes from the Slurm Epilog's\n"
+               "                                  summaries: per node, total and imbalance (no daemon)\n"
                "  likwid -- LIKWID-COMMAND [ARGS...]\n"
                "                                  Run a LIKWID tool with its register accesses going\n"
                "                                  through pmugated (README: Using LIKWID's tools)\n"
@@ -467,6 +471,8 @@ int main(int argc, char *argv[]) {
                 return verb_list(argc, argv, arg_socket);
         if (strcmp(argv[0], "plot") == 0)
                 return verb_plot(argv);
+        if (strcmp(argv[0], "job") == 0)
+                return verb_job(argc, argv);
         if (strcmp(argv[0], "likwid") == 0)
                 return verb_likwid(argc, argv, arg_socket);
         fprintf(stderr, "pmugate: unknown command '%s' (see 'pmugate --help')\n", argv[0]);
