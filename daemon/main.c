@@ -244,10 +244,14 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
                 .reg = amd ? BACKEND_PROBE_MSR_AMD : BACKEND_PROBE_MSR_INTEL,
                 .reg_name = amd ? "PerfEvtSel0" : "PERFEVTSEL0",
                 .wanted_by = o->counters >= 0 ? "--counters" : "pmugate.conf",
+                .no_msrs = cpu_model_is_arm(backend->machine->cpu_model) ? MACHINE_NO_MSRS_REASON : NULL,
         };
         int r;
 
         r = backend_choose(o->root, backend, &probe, counters_wanted(o, config), ret);
+        if (r < 0 && probe.no_msrs)
+                return log_error_errno(r, "Refusing to start: MSRs were asked for (%s) but there are none: %s; "
+                                       "choose backend = auto or perf", probe.wanted_by, ret->reason);
         if (r < 0)
                 return log_error_errno(r, "Refusing to start: MSRs were asked for (%s) but there is %s; "
                                        "load it with 'modprobe msr', or choose backend = auto or perf",
@@ -461,12 +465,17 @@ static int run(int argc, char *argv[]) {
 
         if (!machine->cpu_model) {
                 log_error("CPU %s family %u model 0x%x stepping %u ('%s') is not supported: pmugate has no allowlist for it. "
-                          "Supported: Skylake-SP, Cascade Lake, Ice Lake-SP, Sapphire, Emerald and Granite Rapids, Sierra Forest, Zen 4, Zen 5.",
+                          "Supported: Skylake-SP, Cascade Lake, Ice Lake-SP, Sapphire, Emerald and Granite Rapids, Sierra Forest, Zen 4, Zen 5, "
+                          "NVIDIA Grace (Neoverse V2).",
                           machine->vendor, machine->family, machine->model, machine->stepping, machine->model_name);
                 r = -EOPNOTSUPP;
                 goto finish;
         }
-        r = allowlist_load_for_model(o.allowlist_dir, machine->cpu_model->key, &allowlist);
+        /* An ARM core has no MSRs and no allowlist: its counters are the perf path's alone. */
+        if (cpu_model_is_arm(machine->cpu_model))
+                r = allowlist_new_empty(machine->cpu_model->key, &allowlist);
+        else
+                r = allowlist_load_for_model(o.allowlist_dir, machine->cpu_model->key, &allowlist);
         if (r < 0)
                 goto finish;
 

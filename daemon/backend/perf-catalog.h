@@ -42,6 +42,8 @@ typedef struct PerfPmu {
                                          * ("core-pmu", "uncore-imc", ...); "" for software */
         uint8_t topdown;                /* core PMU: 0 none, 1 slots and level-1 metric events
                                          * (events/topdown-retiring), 2 level 2 too (topdown-heavy-ops) */
+        uint8_t slots;                  /* core PMU: TopDown slots per cycle from caps/slots (ARM's
+                                         * PMMIR_EL1.SLOTS); 0 where the kernel does not say */
 } PerfPmu;
 
 typedef struct PerfCatalog {
