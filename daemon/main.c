@@ -491,8 +491,9 @@ static int run(int argc, char *argv[]) {
                 if (r < 0)
                         goto finish;
                 /* Without MSRs the perf path can still serve, unless MSRs were asked for. */
-                r = backend_dev_new(o.root, machine, counters_wanted(&o, &config) != BACKEND_WANTED_MSR,
-                                    &backend);
+                r = backend_dev_new(o.root, machine,
+                                    counters_wanted(&o, &config) != BACKEND_WANTED_MSR ||
+                                    cpu_model_is_arm(machine->cpu_model), &backend);
                 if (r < 0)
                         goto finish;
         }

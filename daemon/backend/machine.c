@@ -252,14 +252,18 @@ static int parse_cpuinfo_field(const char *value, unsigned max, unsigned *ret) {
  * revision lines of /proc/cpuinfo's first processor block (arm, when the kernel gives them). */
 static int discover_midr(const char *root, const Machine *m, const unsigned arm[static 5], uint32_t *ret) {
         char path[256], text[64];
+        int r;
 
         for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
                 if (!m->cpus[cpu].online)
                         continue;
                 (void) snprintf(path, sizeof(path),
                                 "sys/devices/system/cpu/cpu%" PRIu32 "/regs/identification/midr_el1", cpu);
-                if (machine_read_text(root, path, text, sizeof(text)) < 0)
+                r = machine_read_text(root, path, text, sizeof(text));
+                if (r == -ENOENT)
                         break;
+                if (r < 0)
+                        return log_error_errno(r, "Cannot read %s/%s", root, path);
                 if (machine_parse_midr(text, ret) < 0)
                         return log_error_errno(EINVAL, "%s/%s is not a MIDR_EL1 value: '%.20s'", root, path, text);
                 return 0;
@@ -267,7 +271,7 @@ static int discover_midr(const char *root, const Machine *m, const unsigned arm[
         if (arm[0] == UINT_MAX || arm[3] == UINT_MAX)
                 return log_error_errno(EINVAL, "%s/proc/cpuinfo lacks vendor_id, cpu family or model, and CPU "
                                        "implementer or CPU part", root);
-        *ret = arm[0] << 24 | (arm[1] == UINT_MAX ? 0 : arm[1]) << 20 | (arm[2] == UINT_MAX ? 0xf : arm[2]) << 16 |
+        *ret = arm[0] << 24 | (arm[1] == UINT_MAX ? 0 : arm[1]) << 20 | UINT32_C(0xf) << 16 |
                arm[3] << 4 | (arm[4] == UINT_MAX ? 0 : arm[4]);
         return 0;
 }
@@ -279,7 +283,9 @@ static const struct {
 } arm_cpuinfo_keys[5] = {
         { "CPU implementer", 0xff },
         { "CPU variant", 0xf },
-        { "CPU architecture", 0xf },
+        /* arm64 kernels print "CPU architecture: 8" whatever the register says: MIDR's own
+         * field is 0xf on every ARMv8 and later core, so the line is read but never used */
+        { "CPU architecture", 0xff },
         { "CPU part", 0xfff },
         { "CPU revision", 0xf },
 };

@@ -61,8 +61,9 @@ typedef struct CpuModel {
         unsigned umc_counters;
 } CpuModel;
 
+/* By the whole vendor string: "ARM" begins with an A too. */
 static inline bool cpu_model_is_amd(const CpuModel *c) {
-        return c && c->vendor[0] == 'A';
+        return c && strcmp(c->vendor, "AuthenticAMD") == 0;
 }
 
 /* An ARM core: no MSRs exist, counters are reached through the kernel's perf_event_open only. */
