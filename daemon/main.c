@@ -61,8 +61,8 @@ static void help(void) {
                "                            Program counters with MSR writes or through perf_event_open\n"
                "                            (default: backend= in [counters] of the configuration, auto)\n"
                "     --sim-model=MODEL      Simulated CPU model: skx, clx, icx, spr, emr, gnr, srf,\n"
-               "                            zen4 or zen5 (with --backend=sim; default: model= of\n"
-               "                            --sim-config)\n"
+               "                            zen4, zen5 or grace (with --backend=sim; default: model=\n"
+               "                            of --sim-config)\n"
                "     --sim-config=FILE      Simulator topology, profiles and injection (with --backend=sim)\n"
                "     --config=FILE          Configuration file (default: %s)\n"
                "     --allowlist-dir=DIR    Directory of per-model allowlists (default: %s)\n"
@@ -194,7 +194,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
         if (optind < argc)
                 return log_error_errno(EINVAL, "Unexpected argument '%s'", argv[optind]);
         if (strcmp(o->backend, "sim") == 0 && !o->sim_model && !o->sim_config)
-                return log_error_errno(EINVAL, "--backend=sim needs --sim-model=skx|clx|icx|spr|emr|gnr|srf|zen4|zen5 "
+                return log_error_errno(EINVAL, "--backend=sim needs --sim-model=skx|clx|icx|spr|emr|gnr|srf|zen4|zen5|grace "
                                        "or a --sim-config whose [machine] names its model");
         if (strcmp(o->backend, "sim") != 0 && (o->sim_model || o->sim_config))
                 return log_error_errno(EINVAL, "--sim-model and --sim-config need --backend=sim");
