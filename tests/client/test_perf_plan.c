@@ -50,7 +50,8 @@ static int plan_group(const char *model, const char *group, const char *extra, u
         }
         r = schedule_build(ret->descs, ret->n, &limits, &ret->schedule, reason, size);
         assert_int_equal(r, 0);
-        return measure_perf_plan(model, ret->descs, ret->schedule, topdown, true, &ret->plan, reason, size);
+        return measure_perf_plan(model, strcmp(model, "grace") == 0 ? "armv8_pmuv3_0" : "cpu", ret->descs,
+                                 ret->schedule, topdown, true, &ret->plan, reason, size);
 }
 
 static void planned_done(Planned *p) {
