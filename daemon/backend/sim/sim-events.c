@@ -191,6 +191,7 @@ static const SimEventEntry neoverse_v2_events[] = {
         { ARM_EVENT_CPU_CYCLES, 0, 0, false, ALL_COUNTERS, SIM_Q_CLK },
         { ARM_EVENT_INST_RETIRED, 0, 0, false, ALL_COUNTERS, SIM_Q_INST },
         { ARM_EVENT_INST_SPEC, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_INST_SPEC },
+        { ARM_EVENT_CNT_CYCLES, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_CNT_CYCLES },
         { ARM_EVENT_OP_RETIRED, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_OP_RETIRED },
         { ARM_EVENT_OP_SPEC, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_OP_SPEC },
         { ARM_EVENT_STALL_SLOT_FRONTEND, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_STALL_SLOT_FRONTEND },
@@ -230,6 +231,8 @@ static const SimEventEntry neoverse_v2_events[] = {
 #define SIM_ARM_L3_MISS_SHARE 0.5
 #define SIM_ARM_FP_PER_INST 0.5
 #define SIM_ARM_FP_SCALE_SHARE 0.4
+/* Grace's generic timer runs at 1 GHz; CNT_CYCLES counts it while the core is not in WFI. */
+#define SIM_ARM_TIMER_MHZ 1000.0
 static void arm_thread_rates(const SimModel *m, const SimProfile *p, double *q) {
         double u = p->utilization, width = m->slots_width, slots = width * u;
         double r = p->retiring, b = p->bad_speculation, f = p->frontend_bound, k = p->backend_bound;
@@ -245,6 +248,7 @@ static void arm_thread_rates(const SimModel *m, const SimProfile *p, double *q) 
         q[SIM_Q_ARM_STALL_BACKEND] = SIM_STALLS_TOTAL_SHARE * k * u;
         q[SIM_Q_ARM_STALL] = q[SIM_Q_ARM_STALL_FRONTEND] + q[SIM_Q_ARM_STALL_BACKEND];
         q[SIM_Q_ARM_INST_SPEC] = r > 0.0 ? q[SIM_Q_INST] * (r + b) / r : q[SIM_Q_INST];
+        q[SIM_Q_ARM_CNT_CYCLES] = u * SIM_ARM_TIMER_MHZ / m->cpu->nominal_mhz;
         q[SIM_Q_BRANCHES] = SIM_AMD_BRANCH_SHARE * q[SIM_Q_INST];
         q[SIM_Q_ARM_L1D_CACHE] = mem;
         q[SIM_Q_ARM_MEM_ACCESS_RD] = SIM_ARM_READ_SHARE * mem;

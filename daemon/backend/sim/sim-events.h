@@ -78,6 +78,7 @@ typedef enum SimQuantity {
         SIM_Q_ARM_STALL_BACKEND,        /* STALL_BACKEND: cycles */
         SIM_Q_ARM_STALL,                /* STALL: cycles no operation was dispatched */
         SIM_Q_ARM_INST_SPEC,            /* INST_SPEC */
+        SIM_Q_ARM_CNT_CYCLES,           /* CNT_CYCLES: the generic timer's cycles while unhalted */
         SIM_Q_ARM_L1D_CACHE,            /* L1D_CACHE, MEM_ACCESS */
         SIM_Q_ARM_L1D_CACHE_REFILL,     /* L1D_CACHE_REFILL, L2D_CACHE */
         SIM_Q_ARM_L2D_CACHE_REFILL,     /* L2D_CACHE_REFILL, L3D_CACHE */
