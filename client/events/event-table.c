@@ -192,8 +192,8 @@ static const EventTableEntry event_table[] = {
 
         /* NVIDIA Grace (Arm Neoverse V2): the PMUv3 common events by the names and numbers of
          * perf's arm64 armv8-common-and-microarch.json, those Neoverse V2 implements (perf's
-         * arm/neoverse-n2-v2); any of the six event counters, CPU_CYCLES also on the cycle
-         * counter, which the kernel takes for it when free. libpfm4 has no Neoverse V2 list. */
+         * arm/neoverse-n2-v2); any of the six event counters, CPU_CYCLES on the cycle counter
+         * first, as the kernel places it. libpfm4 has no Neoverse V2 list. */
         GP("L1I_CACHE_REFILL", GRACE, 0x01),
         GP("L1I_TLB_REFILL", GRACE, 0x02),
         GP("L1D_CACHE_REFILL", GRACE, 0x03),
@@ -204,7 +204,7 @@ static const EventTableEntry event_table[] = {
         GP("EXC_RETURN", GRACE, 0x0a),
         GP("CID_WRITE_RETIRED", GRACE, 0x0b),
         GP("BR_MIS_PRED", GRACE, 0x10),
-        GP("CPU_CYCLES", GRACE, 0x11),
+        FIXED_OR_GP("CPU_CYCLES", GRACE, FIXED_ARM_CYCLE_COUNTER, 0x11),
         GP("BR_PRED", GRACE, 0x12),
         GP("MEM_ACCESS", GRACE, 0x13),
         GP("L1I_CACHE", GRACE, 0x14),

@@ -24,6 +24,9 @@
 /* An Arm PMUv3 event's config: its 16-bit event number, nothing else (the kernel's "event"
  * format, config:0-15). */
 #define EVENT_CONFIG_MASK_ARM UINT64_C(0xFFFF)
+/* Arm's cycle counter (PMCCNTR_EL0), the one fixed counter hello reports there: the kernel puts
+ * CPU_CYCLES on it while it is free, so six more events fit the six event counters. */
+#define FIXED_ARM_CYCLE_COUNTER 0
 
 typedef struct EventTableEntry {
         const char *name;

@@ -99,8 +99,9 @@ int measure_perf_plan(const char *model, const char *core_pmu, const EventDesc *
                 [FIXED_REF_TSC] = PERF_FIXED_REF_TSC,
         };
         _cleanup_(measure_perf_plan_freep) PerfPlan *p = NULL;
+        bool arm = (event_table_model(model) & EVENT_MODEL_GRACE) != 0;
         uint64_t mask = strncmp(model, "zen", 3) == 0 ? EVENT_CONFIG_MASK_AMD :
-                        event_table_model(model) & EVENT_MODEL_GRACE ? EVENT_CONFIG_MASK_ARM : EVENT_CONFIG_MASK;
+                        arm ? EVENT_CONFIG_MASK_ARM : EVENT_CONFIG_MASK;
         size_t n = s->n_events, n_first = 0, n_fixed = 0;
         int slots_event = -1;
         bool metrics = false;
@@ -153,11 +154,15 @@ int measure_perf_plan(const char *model, const char *core_pmu, const EventDesc *
                 }
                 plan_close_group(&b);
         }
-        /* the fixed events lead the first group unless it would outgrow a group */
+        /* the fixed events lead the first group unless it would outgrow a group; on ARM the
+         * cycle counter's CPU_CYCLES is its own event number, which the kernel puts there */
         for (size_t i = 0; i < n; i++) {
                 const Placement *pl = &s->placements[i];
 
-                if (pl->kind == PLACE_FIXED && pl->counter < ELEMENTSOF(fixed_pseudo))
+                if (pl->kind == PLACE_FIXED && arm)
+                        plan_add(&b, b.core_pmu, descs[i].config & mask, kernel && descs[i].os, descs[i].name,
+                                 (int) i);
+                else if (pl->kind == PLACE_FIXED && pl->counter < ELEMENTSOF(fixed_pseudo))
                         plan_add(&b, b.core_pmu, fixed_pseudo[pl->counter], kernel && descs[i].os, descs[i].name,
                                  (int) i);
         }

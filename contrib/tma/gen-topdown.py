@@ -31,10 +31,14 @@ metrics (perf's names, parents and MetricThreshold), and the other metrics they 
 helpers. Run from anywhere; --check compares instead of writing.
 
 Arm models (ARM_MODELS) get their topdown-l1.conf: perf's arm64 TopdownL1 metrics, the core's
-metrics.json entries ("ArchStdEvent": NAME, their MetricExpr overriding) merged over the
-architecture's sbsa.json as perf's jevents.py merges them. Their event names are the PMU's
-lower-case ones, written in upper case as pmugate's event table names them; a name that is not
-one of ARM_EVENTS is an error naming the node.
+entries merged over the architecture's sbsa.json (an entry with "ArchStdEvent": NAME takes the
+standard metric and overrides its fields, as perf's jevents.py does; one with the standard
+metric's MetricName replaces it). Event names are written in upper case, as pmugate's event
+table names them; a name that is not one of ARM_EVENTS is an error naming the node.
+strcmp_cpuid_str(MIDR) is decided for the model's cores (1 where the MIDR is theirs): a test of
+another part is 0, one that depends on the model's own revision is an error, and an if-else on
+such constants keeps the branch taken. A "1percent" ScaleUnit (the expression times 100) is
+written as the fraction pmugate's "%" unit holds.
 """
 import argparse
 import json
@@ -57,8 +61,10 @@ MODEL_NAMES = {
 }
 # Arm: pmugate's model key -> (directory under perf-json/, the core's metric file, the
 # architecture's standard metric file)
+# (directory under perf-json/, the core's TopdownL1 metric file, the architecture's standard
+# metric file, the MIDR of the model's cores with variant and revision 0)
 ARM_MODELS = {
-    "grace": ("grace", "neoverse-n2-v2-metrics.json", "sbsa.json"),
+    "grace": ("grace", "neoverse-v2-topdown-l1.json", "sbsa.json", 0x410FD4F0),
 }
 MODEL_NAMES["grace"] = "NVIDIA Grace (Neoverse V2)"
 # The Arm common events TopDown level 1 may read (the names perf's arm64 JSON gives them).
@@ -100,7 +106,7 @@ OFFCORE_REASON = ("uses the offcore-response event %s, whose extra register (MSR
 
 TOKEN = re.compile(r"""
     (?P<ws>\s+)
-  | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)
+  | (?P<num>0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)
   | (?P<const>\#[A-Za-z_][A-Za-z0-9_]*)
   | (?P<pmu>[A-Za-z_][A-Za-z0-9_.]*@(?:\\.|[^@\\])*@)
   | (?P<name>(?:[A-Za-z_]|\\.)(?:[A-Za-z0-9_.]|\\.)*(?::R\b)?)
@@ -377,7 +383,7 @@ class ArmModel:
     entry that names it with ArchStdEvent."""
 
     def __init__(self, key, data_dir):
-        sub, core_file, std_file = ARM_MODELS[key]
+        sub, core_file, std_file, self.midr = ARM_MODELS[key]
         self.key = key
         self.has_pmem = 0
         self.latency = {}
@@ -388,13 +394,16 @@ class ArmModel:
             core = json.load(f)
         self.metrics = {}
         for m in core:
-            if "ArchStdEvent" not in m:
+            if "ArchStdEvent" in m:
+                name = m["ArchStdEvent"].lower()
+                if name not in std:
+                    raise FormulaError("%s: ArchStdEvent %s is not in %s" % (name, m["ArchStdEvent"], std_file))
+                merged = dict(std[name])
+                merged.update({k: v for k, v in m.items() if k != "ArchStdEvent"})
+            elif m.get("MetricName") in std:
+                name, merged = m["MetricName"], dict(m)
+            else:
                 continue
-            name = m["ArchStdEvent"].lower()
-            if name not in std:
-                raise FormulaError("%s: ArchStdEvent %s is not in %s" % (name, m["ArchStdEvent"], std_file))
-            merged = dict(std[name])
-            merged.update({k: v for k, v in m.items() if k != "ArchStdEvent"})
             self.metrics[name] = merged
         self.order = [n for n in std if n in self.metrics and
                       "TopdownL1" in self.metrics[n].get("MetricGroup", "").split(";")]
@@ -402,7 +411,38 @@ class ArmModel:
 
 
 class ArmLowering(Lowering):
-    """perf's arm64 expressions: lower-case event names of the core PMU, #slots."""
+    """perf's arm64 expressions: event names of the core PMU, #slots, strcmp_cpuid_str()."""
+
+    def constant(self, e):
+        """The value of a subexpression of numbers and strcmp_cpuid_str() alone, else None."""
+        kind = e[0]
+        if kind == "num":
+            return float(int(e[1], 16)) if e[1].lower().startswith("0x") else float(e[1])
+        if kind == "call" and e[1] == "strcmp_cpuid_str":
+            if len(e[2]) != 1 or e[2][0][0] != "num" or not e[2][0][1].lower().startswith("0x"):
+                raise FormulaError("strcmp_cpuid_str() takes one MIDR in hex")
+            midr = int(e[2][0][1], 16)
+            part = lambda v: (v >> 24, (v >> 4) & 0xFFF)
+            if part(midr) != part(self.model.midr):
+                return 0.0
+            raise FormulaError("strcmp_cpuid_str(%s) depends on the revision of the model's own cores"
+                               % e[2][0][1])
+        if kind == "bin" and e[1] in ("|", "^", "&"):
+            a, b = self.constant(e[2]), self.constant(e[3])
+            if a is None or b is None:
+                return None
+            a, b = a != 0, b != 0
+            return float(a or b if e[1] == "|" else a != b if e[1] == "^" else a and b)
+        return None
+
+    def lower(self, e, prec=0):
+        if e[0] == "if":
+            c = self.constant(e[1])
+            if c is not None:
+                return self.lower(e[2] if c != 0 else e[3], prec)
+        if e[0] == "call" and e[1] == "strcmp_cpuid_str":
+            raise FormulaError("strcmp_cpuid_str() outside a condition pmugate can decide")
+        return Lowering.lower(self, e, prec)
 
     def name(self, text):
         if text in self.model.metrics:
@@ -419,7 +459,14 @@ def generate_arm_l1(model):
     for n in model.order:
         low = ArmLowering(model, n)
         try:
-            text = low.lower(Parser(model.metrics[n]["MetricExpr"]).parse())
+            tree = Parser(model.metrics[n]["MetricExpr"]).parse()
+            if model.metrics[n].get("ScaleUnit", "").startswith("1percent"):
+                # perf's percent: the expression is 100 times the share pmugate's "%" holds
+                if tree[0] == "bin" and tree[1] == "*" and tree[2] == ("num", "100"):
+                    tree = tree[3]
+                else:
+                    tree = ("bin", "/", tree, ("num", "100"))
+            text = low.lower(tree)
         except FormulaError as e:
             raise FormulaError("%s: %s (in %r)" % (n, e, model.metrics[n]["MetricExpr"])) from None
         if low.refs:
@@ -447,7 +494,10 @@ def generate_arm_l1(model):
         m = model.metrics[n]
         out.append("\n[metric %s]\n" % n)
         out.append("label = %s\n" % " ".join(w.capitalize() for w in n.split("_")))
-        out.append("unit = %\n" if m.get("ScaleUnit") == "100%" else "unit = %s\n" % (m.get("ScaleUnit") or "1"))
+        scale = m.get("ScaleUnit") or ""
+        if scale != "100%" and not scale.startswith("1percent"):
+            raise FormulaError("%s: ScaleUnit %r is no share of slots" % (n, scale))
+        out.append("unit = %\n")
         out.append(wrap_value("formula", lowered[n]))
     return "".join(out)
 

@@ -8,8 +8,8 @@ refuses to start, and a hostile MIDR refuses to start. On the simulated Grace
 (--sim-model=grace): Arm's TopDown level 1 (perf's sbsa.json) and the Grace groups against the
 simulator's profiles, per CPU.
 
-Bounds: level 1's six events fit the six event counters (CPU_CYCLES on the cycle counter when
-the kernel gives it that), so nothing is multiplexed and perf's formulas give the profile back
+Bounds: level 1's seven events fit the six event counters and the cycle counter (CPU_CYCLES,
+which the kernel puts there), so nothing is multiplexed and perf's formulas give the profile back
 up to integer counts: EXACT (1e-6). The groups' metrics are the simulator's event shapes
 (docs/SIMULATOR.md, "The perf layer") within RELATIVE (1e-5 of the value): a group's events are
 programmed at successive register accesses of the simulator's real-time clock, microseconds
@@ -162,9 +162,9 @@ def test_sim_topdown(tap):
                "pmugate info names Arm's TopDown method on Grace", out + err)
         r = sim.json("topdown", "-l", "1", "-c", "0-3", "-S", "0.5s", "-O", "json")
         tap.eq([x["name"] for x in r["metrics"]], L1, "level 1: perf's four arm64 TopdownL1 metrics")
-        tap.eq(r["event_sets"], 1, "level 1 fits the six event counters: one event set, no multiplexing")
+        tap.eq(r["event_sets"], 1, "level 1 fits the cycle counter and the six event counters: one event set")
         tap.eq(sorted(r["aggregate"]["counts"]),
-               sorted(["CPU_CYCLES", "OP_RETIRED", "OP_SPEC", "STALL_SLOT", "STALL_SLOT_BACKEND",
+               sorted(["BR_MIS_PRED", "CPU_CYCLES", "OP_RETIRED", "OP_SPEC", "STALL_SLOT", "STALL_SLOT_BACKEND",
                        "STALL_SLOT_FRONTEND"]), "the raw counts carry perf's event names")
         tap.ok(all(v["scale"] == 1.0 for v in r["aggregate"]["counts"].values()), "every count is unscaled",
                r["aggregate"]["counts"])

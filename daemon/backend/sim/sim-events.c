@@ -217,10 +217,14 @@ static const SimEventEntry neoverse_v2_events[] = {
         { ARM_EVENT_FP_SCALE_OPS_SPEC, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_FP_SCALE_OPS },
 };
 
-/* Arm's TopDown level 1 (perf's sbsa.json and neoverse-n2-v2 metrics): W slots per cycle, every
- * one either stalled by the front end or the back end (STALL_SLOT = FE + BE), or dispatching an
- * operation, of which OP_RETIRED / OP_SPEC retire. With OP_SPEC = (r + b) S, retiring is
- * r / (r + b) * (1 - (f + k)) = r, bad speculation b. The cache and FP shapes are plausible,
+/* Arm's TopDown level 1 for Neoverse V2 (perf's TopdownL1 metrics, Arm's published formulas):
+ * W slots per cycle, every one either stalled by the front end or the back end (STALL_SLOT =
+ * FE + BE), or dispatching an operation, of which OP_RETIRED / OP_SPEC retire; and for each
+ * mispredict (m per cycle, BR_MIS_PRED / CPU_CYCLES) the formulas move one slot-cycle from the
+ * front-end and three from the back-end stall slots to bad speculation. So the stall slots
+ * carry those: FE = (f + m) S, BE = (k + 3m) S, and OP_SPEC = (r + b - 4m) S, which gives
+ * retiring r / (r + b - 4m) * (1 - (f + k + 4m)) = r and bad speculation b back (4m is a fifth
+ * of branch_mispredicts, never more than b). The cache and FP shapes are plausible,
  * not measured: 40% of instructions access memory (two thirds of them reads), a twentieth of
  * those miss L1D, more with a larger memory-bound share; L2 and L3 miss a third and half of
  * what reaches them; half an FP operation per instruction, 40% of them scalable (SVE). */
@@ -239,11 +243,14 @@ static void arm_thread_rates(const SimModel *m, const SimProfile *p, double *q) 
         double mem = SIM_ARM_MEM_PER_INST * q[SIM_Q_INST];
         double fp = SIM_ARM_FP_PER_INST * q[SIM_Q_INST];
 
+        /* mispredicts per unhalted cycle, as BR_MIS_PRED counts them (thread_rates()) */
+        double misp = u > 0.0 ? q[SIM_Q_BR_MISP_RETIRED] / u : 0.0;
+
         q[SIM_Q_ARM_OP_RETIRED] = r * slots;
-        q[SIM_Q_ARM_OP_SPEC] = (r + b) * slots;
-        q[SIM_Q_ARM_STALL_SLOT_FRONTEND] = f * slots;
-        q[SIM_Q_ARM_STALL_SLOT_BACKEND] = k * slots;
-        q[SIM_Q_ARM_STALL_SLOT] = (f + k) * slots;
+        q[SIM_Q_ARM_OP_SPEC] = (r + b - 4.0 * misp) * slots;
+        q[SIM_Q_ARM_STALL_SLOT_FRONTEND] = (f + misp) * slots;
+        q[SIM_Q_ARM_STALL_SLOT_BACKEND] = (k + 3.0 * misp) * slots;
+        q[SIM_Q_ARM_STALL_SLOT] = (f + k + 4.0 * misp) * slots;
         q[SIM_Q_ARM_STALL_FRONTEND] = p->fetch_latency * u;
         q[SIM_Q_ARM_STALL_BACKEND] = SIM_STALLS_TOTAL_SHARE * k * u;
         q[SIM_Q_ARM_STALL] = q[SIM_Q_ARM_STALL_FRONTEND] + q[SIM_Q_ARM_STALL_BACKEND];

@@ -311,16 +311,17 @@ static void test_no_topdown_elsewhere(void **state) {
 }
 
 /* Grace: the armv8_pmuv3_0 type (and PERF_TYPE_RAW) with bare event numbers; Arm's TopDown
- * level 1 (perf's sbsa.json) from one group of six gives the profile back; CPU_CYCLES takes the
- * cycle counter and six more events still fit; the U filter and the registers behind it. */
+ * level 1 (perf's TopdownL1 for Neoverse V2, with its BR_MIS_PRED terms) from one group gives
+ * the profile back; CPU_CYCLES takes the cycle counter and six more events still fit; the P
+ * filter and the registers behind it. */
 static void test_grace(void **state) {
         static const char config[] = "[machine]\nsockets = 1\ncores = 4\n"
                                      "[clock]\nmode = deterministic\ncycles_per_access = 0\n"
                                      "[cpus 0-3]\nprofile = frontend-bound\n";
-        static const uint64_t events[] = { 0x11, 0x3e, 0x3d, 0x3f, 0x3a, 0x3b, 0x08 };
+        static const uint64_t events[] = { 0x11, 0x3e, 0x3d, 0x3f, 0x3a, 0x3b, 0x10 };
         const SimProfile *p = sim_profile_builtin("frontend-bound");
         Fixture f = fixture_new("grace", config);
-        double cycles, slots;
+        double cycles, slots, misp;
         int h[ELEMENTSOF(events)], user;
         uint64_t v;
         GroupRead g;
@@ -342,14 +343,15 @@ static void test_grace(void **state) {
         assert_int_equal(g.running, g.enabled);
         cycles = (double) g.v[0].value;
         slots = 8.0 * cycles;
+        misp = (double) g.v[6].value / cycles;
         assert_close(cycles, p->utilization * WINDOW_CYCLES, 1e-6, 0, "CPU_CYCLES");
-        assert_close(g.v[1].value / slots, p->frontend_bound, 0, 1e-6, "frontend_bound");
-        assert_close(g.v[2].value / slots, p->backend_bound, 0, 1e-6, "backend_bound");
+        assert_close(misp, p->branch_mispredicts / 20, 1e-6, 0, "BR_MIS_PRED per cycle");
+        assert_close(g.v[1].value / slots - misp, p->frontend_bound, 0, 1e-6, "frontend_bound");
+        assert_close(g.v[2].value / slots - 3 * misp, p->backend_bound, 0, 1e-6, "backend_bound");
         assert_close((double) g.v[4].value / g.v[5].value * (1 - g.v[3].value / slots), p->retiring, 0, 1e-6,
                      "retiring");
-        assert_close((1 - (double) g.v[4].value / g.v[5].value) * (1 - g.v[3].value / slots), p->bad_speculation,
-                     0, 1e-6, "bad_speculation");
-        assert_close((double) g.v[6].value / cycles, p->ipc, 1e-6, 0, "INST_RETIRED per cycle");
+        assert_close((1 - (double) g.v[4].value / g.v[5].value) * (1 - g.v[3].value / slots) + 4 * misp,
+                     p->bad_speculation, 0, 1e-6, "bad_speculation");
         /* the kernel's placement: CPU_CYCLES on the cycle counter, the six others on PMEVCNTR0-5 */
         v = sim_rd(&f.t, 1, ARM_PMCNTENSET_EL0);
         assert_true(v == (ARM_PMCNTEN_CYCLE | 0x3f));
