@@ -231,6 +231,16 @@ void machine_set_midr(Machine *m, uint32_t midr) {
         (void) snprintf(m->model_name, sizeof(m->model_name), "MIDR 0x%08" PRIx32, midr);
 }
 
+/* The MIDR fields ARM's /proc/cpuinfo spells out, one line each; UINT_MAX while not seen. */
+typedef enum ArmCpuinfoField {
+        ARM_CPUINFO_IMPLEMENTER,
+        ARM_CPUINFO_VARIANT,
+        ARM_CPUINFO_ARCHITECTURE,
+        ARM_CPUINFO_PART,
+        ARM_CPUINFO_REVISION,
+        _ARM_CPUINFO_FIELDS,
+} ArmCpuinfoField;
+
 /* One of the hex fields ARM's /proc/cpuinfo gives ("0x41", "0xd4f", "0x1", or a decimal "0"
  * for the revision and architecture), at most max; -EINVAL otherwise. */
 static int parse_cpuinfo_field(const char *value, unsigned max, unsigned *ret) {
@@ -250,7 +260,8 @@ static int parse_cpuinfo_field(const char *value, unsigned max, unsigned *ret) {
 /* MIDR_EL1 of an ARM machine: the first online CPU's from sysfs, which the kernel reads from the
  * register itself; else rebuilt from the CPU implementer, variant, architecture, part and
  * revision lines of /proc/cpuinfo's first processor block (arm, when the kernel gives them). */
-static int discover_midr(const char *root, const Machine *m, const unsigned arm[static 5], uint32_t *ret) {
+static int discover_midr(const char *root, const Machine *m, const unsigned arm[static _ARM_CPUINFO_FIELDS],
+                         uint32_t *ret) {
         char path[256], text[64];
         int r;
 
@@ -268,29 +279,34 @@ static int discover_midr(const char *root, const Machine *m, const unsigned arm[
                         return log_error_errno(EINVAL, "%s/%s is not a MIDR_EL1 value: '%.20s'", root, path, text);
                 return 0;
         }
-        if (arm[0] == UINT_MAX || arm[3] == UINT_MAX)
+        if (arm[ARM_CPUINFO_IMPLEMENTER] == UINT_MAX || arm[ARM_CPUINFO_PART] == UINT_MAX)
                 return log_error_errno(EINVAL, "%s/proc/cpuinfo lacks vendor_id, cpu family or model, and CPU "
                                        "implementer or CPU part", root);
-        *ret = arm[0] << 24 | (arm[1] == UINT_MAX ? 0 : arm[1]) << 20 | UINT32_C(0xf) << 16 |
-               arm[3] << 4 | (arm[4] == UINT_MAX ? 0 : arm[4]);
+        /* the architecture field is 0xf on every ARMv8 and later core, whatever the line says */
+        *ret = arm[ARM_CPUINFO_IMPLEMENTER] << 24 |
+               (arm[ARM_CPUINFO_VARIANT] == UINT_MAX ? 0 : arm[ARM_CPUINFO_VARIANT]) << 20 |
+               UINT32_C(0xf) << 16 | arm[ARM_CPUINFO_PART] << 4 |
+               (arm[ARM_CPUINFO_REVISION] == UINT_MAX ? 0 : arm[ARM_CPUINFO_REVISION]);
         return 0;
 }
 
-/* ARM's /proc/cpuinfo keys, in the order of the MIDR fields machine_set_midr() reads. */
+/* ARM's /proc/cpuinfo keys and the largest value of each. */
 static const struct {
         const char *key;
         unsigned max;
-} arm_cpuinfo_keys[5] = {
-        { "CPU implementer", 0xff },
-        { "CPU variant", 0xf },
+} arm_cpuinfo_keys[_ARM_CPUINFO_FIELDS] = {
+        [ARM_CPUINFO_IMPLEMENTER] = { "CPU implementer", 0xff },
+        [ARM_CPUINFO_VARIANT] = { "CPU variant", 0xf },
         /* arm64 kernels print "CPU architecture: 8" whatever the register says: MIDR's own
-         * field is 0xf on every ARMv8 and later core, so the line is read but never used */
-        { "CPU architecture", 0xff },
-        { "CPU part", 0xfff },
-        { "CPU revision", 0xf },
+         * field is 0xf on every ARMv8 and later core, so the line is checked but never used */
+        [ARM_CPUINFO_ARCHITECTURE] = { "CPU architecture", 0xff },
+        [ARM_CPUINFO_PART] = { "CPU part", 0xfff },
+        [ARM_CPUINFO_REVISION] = { "CPU revision", 0xf },
 };
 
-static int parse_cpuinfo(const char *root, Machine *m, unsigned arm[static 5]) {
+/* Returns 0 for an x86 cpuinfo (vendor, family, model in m), 1 for an ARM one (its MIDR fields
+ * in arm), or a negative errno. */
+static int parse_cpuinfo(const char *root, Machine *m, unsigned arm[static _ARM_CPUINFO_FIELDS]) {
         _cleanup_fclose_ FILE *f = NULL;
         char path[4096], line[1024];
         bool have_family = false, have_model = false;
@@ -306,7 +322,7 @@ static int parse_cpuinfo(const char *root, Machine *m, unsigned arm[static 5]) {
                 char *colon = strchr(line, ':'), *key = line, *value;
                 size_t n;
 
-                if (line[0] == '\n' && (have_model || arm[3] != UINT_MAX))
+                if (line[0] == '\n' && (have_model || arm[ARM_CPUINFO_PART] != UINT_MAX))
                         break;
                 if (!colon)
                         continue;
@@ -342,7 +358,7 @@ static int parse_cpuinfo(const char *root, Machine *m, unsigned arm[static 5]) {
         if (m->vendor[0] != '\0' && have_family && have_model)
                 return 0;
         /* ARM: no vendor_id, family or model; the MIDR says, once the CPUs are known */
-        if (m->vendor[0] == '\0' && !have_family && !have_model && arm[0] != UINT_MAX)
+        if (m->vendor[0] == '\0' && !have_family && !have_model && arm[ARM_CPUINFO_IMPLEMENTER] != UINT_MAX)
                 return 1;
         return log_error_errno(EINVAL, "%s lacks vendor_id, cpu family or model", path);
 }
@@ -718,7 +734,7 @@ static void discover_amd_pmu_caps(const char *root, Machine *m) {
 
 int machine_discover(const char *root, Machine **ret) {
         _cleanup_(machine_freep) Machine *m = NULL;
-        unsigned arm[ELEMENTSOF(arm_cpuinfo_keys)] = { UINT_MAX, UINT_MAX, UINT_MAX, UINT_MAX, UINT_MAX };
+        unsigned arm[_ARM_CPUINFO_FIELDS] = { UINT_MAX, UINT_MAX, UINT_MAX, UINT_MAX, UINT_MAX };
         bool is_arm;
         int64_t v;
         int r;
