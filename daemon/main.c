@@ -61,8 +61,8 @@ static void help(void) {
                "                            Program counters with MSR writes or through perf_event_open\n"
                "                            (default: backend= in [counters] of the configuration, auto)\n"
                "     --sim-model=MODEL      Simulated CPU model: skx, clx, icx, spr, emr, gnr, srf,\n"
-               "                            zen4 or zen5 (with --backend=sim; default: model= of\n"
-               "                            --sim-config)\n"
+               "                            zen4, zen5 or grace (with --backend=sim; default: model=\n"
+               "                            of --sim-config)\n"
                "     --sim-config=FILE      Simulator topology, profiles and injection (with --backend=sim)\n"
                "     --config=FILE          Configuration file (default: %s)\n"
                "     --allowlist-dir=DIR    Directory of per-model allowlists (default: %s)\n"
@@ -194,7 +194,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
         if (optind < argc)
                 return log_error_errno(EINVAL, "Unexpected argument '%s'", argv[optind]);
         if (strcmp(o->backend, "sim") == 0 && !o->sim_model && !o->sim_config)
-                return log_error_errno(EINVAL, "--backend=sim needs --sim-model=skx|clx|icx|spr|emr|gnr|srf|zen4|zen5 "
+                return log_error_errno(EINVAL, "--backend=sim needs --sim-model=skx|clx|icx|spr|emr|gnr|srf|zen4|zen5|grace "
                                        "or a --sim-config whose [machine] names its model");
         if (strcmp(o->backend, "sim") != 0 && (o->sim_model || o->sim_config))
                 return log_error_errno(EINVAL, "--sim-model and --sim-config need --backend=sim");
@@ -244,10 +244,14 @@ static int choose_counters(const Options *o, const Config *config, Backend *back
                 .reg = amd ? BACKEND_PROBE_MSR_AMD : BACKEND_PROBE_MSR_INTEL,
                 .reg_name = amd ? "PerfEvtSel0" : "PERFEVTSEL0",
                 .wanted_by = o->counters >= 0 ? "--counters" : "pmugate.conf",
+                .no_msrs = cpu_model_is_arm(backend->machine->cpu_model) ? MACHINE_NO_MSRS_REASON : NULL,
         };
         int r;
 
         r = backend_choose(o->root, backend, &probe, counters_wanted(o, config), ret);
+        if (r < 0 && probe.no_msrs)
+                return log_error_errno(r, "Refusing to start: MSRs were asked for (%s) but there are none: %s; "
+                                       "choose backend = auto or perf", probe.wanted_by, ret->reason);
         if (r < 0)
                 return log_error_errno(r, "Refusing to start: MSRs were asked for (%s) but there is %s; "
                                        "load it with 'modprobe msr', or choose backend = auto or perf",
@@ -461,12 +465,17 @@ static int run(int argc, char *argv[]) {
 
         if (!machine->cpu_model) {
                 log_error("CPU %s family %u model 0x%x stepping %u ('%s') is not supported: pmugate has no allowlist for it. "
-                          "Supported: Skylake-SP, Cascade Lake, Ice Lake-SP, Sapphire, Emerald and Granite Rapids, Sierra Forest, Zen 4, Zen 5.",
+                          "Supported: Skylake-SP, Cascade Lake, Ice Lake-SP, Sapphire, Emerald and Granite Rapids, Sierra Forest, Zen 4, Zen 5, "
+                          "NVIDIA Grace (Neoverse V2).",
                           machine->vendor, machine->family, machine->model, machine->stepping, machine->model_name);
                 r = -EOPNOTSUPP;
                 goto finish;
         }
-        r = allowlist_load_for_model(o.allowlist_dir, machine->cpu_model->key, &allowlist);
+        /* An ARM core has no MSRs and no allowlist: its counters are the perf path's alone. */
+        if (cpu_model_is_arm(machine->cpu_model))
+                r = allowlist_new_empty(machine->cpu_model->key, &allowlist);
+        else
+                r = allowlist_load_for_model(o.allowlist_dir, machine->cpu_model->key, &allowlist);
         if (r < 0)
                 goto finish;
 
@@ -482,8 +491,9 @@ static int run(int argc, char *argv[]) {
                 if (r < 0)
                         goto finish;
                 /* Without MSRs the perf path can still serve, unless MSRs were asked for. */
-                r = backend_dev_new(o.root, machine, counters_wanted(&o, &config) != BACKEND_WANTED_MSR,
-                                    &backend);
+                r = backend_dev_new(o.root, machine,
+                                    counters_wanted(&o, &config) != BACKEND_WANTED_MSR ||
+                                    cpu_model_is_arm(machine->cpu_model), &backend);
                 if (r < 0)
                         goto finish;
         }

@@ -176,6 +176,9 @@
 #define PERF_PMU_FORMATS_MAX 24U
 #define PERF_PMUS_MAX 256U
 #define PERF_EVENT_NAME_MAX 63U
+/* TopDown slots per cycle an ARM core PMU's caps/slots may say (PMMIR_EL1.SLOTS is 8 bits;
+ * today's cores dispatch at most 16 operations a cycle). */
+#define PERF_PMU_SLOTS_MAX 32U
 /* The kernel's sysfs as the catalogue reads it: entries of sys/bus/event_source/devices, the
  * size of a PMU's cpumask (a list on a machine of thousands of CPUs) and of its other files
  * (type, format files). */

@@ -34,37 +34,46 @@ static const struct {
         const char *alias;
         const char *intel;
         const char *amd;
+        const char *arm;                /* the kernel's armv8_pmuv3_perf_map */
         const char *intel_older;        /* the Intel name in older models' event lists, if another */
 } generic_events[] = {
-        { "instructions", "INST_RETIRED.ANY", "ex_ret_instr" },
-        { "cycles", "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc" },
-        { "cpu-cycles", "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc" },
-        { "ref-cycles", "CPU_CLK_UNHALTED.REF_TSC", NULL },
-        { "branches", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn" },
-        { "branch-instructions", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn" },
-        { "branch-misses", "BR_MISP_RETIRED.ALL_BRANCHES", "ex_ret_brn_misp" },
+        { "instructions", "INST_RETIRED.ANY", "ex_ret_instr", "INST_RETIRED" },
+        { "cycles", "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc", "CPU_CYCLES" },
+        { "cpu-cycles", "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc", "CPU_CYCLES" },
+        { "ref-cycles", "CPU_CLK_UNHALTED.REF_TSC", NULL, NULL },
+        /* the kernel maps branch-instructions to PC_WRITE_RETIRED only on cores that have it;
+         * BR_RETIRED is Neoverse V2's count of retired branches */
+        { "branches", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn", "BR_RETIRED" },
+        { "branch-instructions", "BR_INST_RETIRED.ALL_BRANCHES", "ex_ret_brn", "BR_RETIRED" },
+        { "branch-misses", "BR_MISP_RETIRED.ALL_BRANCHES", "ex_ret_brn_misp", "BR_MIS_PRED" },
         /* perf's on Intel are the last level cache's (event 0x2E, umasks 0x41 and 0x4F); its
-         * AMD ones count L2 requests, which the simulated Zen's table does not have */
-        { "cache-misses", "LONGEST_LAT_CACHE.MISS", NULL },
-        { "cache-references", "LONGEST_LAT_CACHE.REFERENCES", NULL, "LONGEST_LAT_CACHE.REFERENCE" },
+         * AMD ones count L2 requests, which the simulated Zen's table does not have; ARM's the
+         * L1 data cache's */
+        { "cache-misses", "LONGEST_LAT_CACHE.MISS", NULL, "L1D_CACHE_REFILL" },
+        { "cache-references", "LONGEST_LAT_CACHE.REFERENCES", NULL, "L1D_CACHE", "LONGEST_LAT_CACHE.REFERENCE" },
 };
 
 static bool model_is_amd(const char *model) {
         return (event_table_model(model) & EVENT_MODEL_AMD) != 0;
 }
 
+static bool model_is_arm(const char *model) {
+        return (event_table_model(model) & EVENT_MODEL_GRACE) != 0;
+}
+
 bool event_generic_alias(const char *model, size_t i, const char **ret_alias, const char **ret_name) {
         if (i >= ELEMENTSOF(generic_events))
                 return false;
         *ret_alias = generic_events[i].alias;
-        *ret_name = model_is_amd(model) ? generic_events[i].amd : generic_events[i].intel;
+        *ret_name = model_is_arm(model) ? generic_events[i].arm :
+                    model_is_amd(model) ? generic_events[i].amd : generic_events[i].intel;
         return true;
 }
 
 const char *event_generic_older_name(const char *model, const char *alias) {
         for (size_t i = 0; i < ELEMENTSOF(generic_events); i++)
                 if (strcasecmp(generic_events[i].alias, alias) == 0)
-                        return model_is_amd(model) ? NULL : generic_events[i].intel_older;
+                        return model_is_amd(model) || model_is_arm(model) ? NULL : generic_events[i].intel_older;
         return NULL;
 }
 

@@ -27,6 +27,7 @@
 #define ZEN4 EVENT_MODEL_ZEN4
 #define ZEN5 EVENT_MODEL_ZEN5
 #define AMD EVENT_MODEL_AMD
+#define GRACE EVENT_MODEL_GRACE
 /* AMD: event[11:8] goes to PerfEvtSel bits 35:32 */
 #define AMD_CODE(event, umask) (((uint64_t) (event) & 0xFF) | ((uint64_t) (event) >> 8) << 32 | \
                                 (uint64_t) (umask) << EVTSEL_UMASK_SHIFT)
@@ -188,6 +189,80 @@ static const EventTableEntry event_table[] = {
         GP("ex_ret_ucode_ops", AMD, AMD_CODE(0x1c2, 0x00)),
         GP("resyncs_or_nc_redirects", ZEN4, AMD_CODE(0x096, 0x00)),
         GP("bp_redirects.resync", ZEN5, AMD_CODE(0x09f, 0x01)),
+
+        /* NVIDIA Grace (Arm Neoverse V2): the PMUv3 common events by the names and numbers of
+         * perf's arm64 armv8-common-and-microarch.json, those Neoverse V2 implements (perf's
+         * arm/neoverse-n2-v2); any of the six event counters, CPU_CYCLES on the cycle counter
+         * first, as the kernel places it. libpfm4 has no Neoverse V2 list. */
+        GP("L1I_CACHE_REFILL", GRACE, 0x01),
+        GP("L1I_TLB_REFILL", GRACE, 0x02),
+        GP("L1D_CACHE_REFILL", GRACE, 0x03),
+        GP("L1D_CACHE", GRACE, 0x04),
+        GP("L1D_TLB_REFILL", GRACE, 0x05),
+        GP("INST_RETIRED", GRACE, 0x08),
+        GP("EXC_TAKEN", GRACE, 0x09),
+        GP("EXC_RETURN", GRACE, 0x0a),
+        GP("CID_WRITE_RETIRED", GRACE, 0x0b),
+        GP("BR_MIS_PRED", GRACE, 0x10),
+        FIXED_OR_GP("CPU_CYCLES", GRACE, FIXED_ARM_CYCLE_COUNTER, 0x11),
+        GP("BR_PRED", GRACE, 0x12),
+        GP("MEM_ACCESS", GRACE, 0x13),
+        GP("L1I_CACHE", GRACE, 0x14),
+        GP("L1D_CACHE_WB", GRACE, 0x15),
+        GP("L2D_CACHE", GRACE, 0x16),
+        GP("L2D_CACHE_REFILL", GRACE, 0x17),
+        GP("L2D_CACHE_WB", GRACE, 0x18),
+        GP("BUS_ACCESS", GRACE, 0x19),
+        GP("MEMORY_ERROR", GRACE, 0x1a),
+        GP("INST_SPEC", GRACE, 0x1b),
+        GP("TTBR_WRITE_RETIRED", GRACE, 0x1c),
+        GP("BUS_CYCLES", GRACE, 0x1d),
+        GP("L2D_CACHE_ALLOCATE", GRACE, 0x20),
+        GP("BR_RETIRED", GRACE, 0x21),
+        GP("BR_MIS_PRED_RETIRED", GRACE, 0x22),
+        GP("STALL_FRONTEND", GRACE, 0x23),
+        GP("STALL_BACKEND", GRACE, 0x24),
+        GP("L1D_TLB", GRACE, 0x25),
+        GP("L1I_TLB", GRACE, 0x26),
+        GP("L3D_CACHE_ALLOCATE", GRACE, 0x29),
+        GP("L3D_CACHE_REFILL", GRACE, 0x2a),
+        GP("L3D_CACHE", GRACE, 0x2b),
+        GP("L2D_TLB_REFILL", GRACE, 0x2d),
+        GP("L2I_TLB_REFILL", GRACE, 0x2e),
+        GP("L2D_TLB", GRACE, 0x2f),
+        GP("L2I_TLB", GRACE, 0x30),
+        GP("REMOTE_ACCESS", GRACE, 0x31),
+        GP("DTLB_WALK", GRACE, 0x34),
+        GP("ITLB_WALK", GRACE, 0x35),
+        GP("LL_CACHE_RD", GRACE, 0x36),
+        GP("LL_CACHE_MISS_RD", GRACE, 0x37),
+        GP("OP_RETIRED", GRACE, 0x3a),
+        GP("OP_SPEC", GRACE, 0x3b),
+        GP("STALL", GRACE, 0x3c),
+        GP("STALL_SLOT_BACKEND", GRACE, 0x3d),
+        GP("STALL_SLOT_FRONTEND", GRACE, 0x3e),
+        GP("STALL_SLOT", GRACE, 0x3f),
+        GP("BUS_ACCESS_RD", GRACE, 0x60),
+        GP("BUS_ACCESS_WR", GRACE, 0x61),
+        GP("MEM_ACCESS_RD", GRACE, 0x66),
+        GP("MEM_ACCESS_WR", GRACE, 0x67),
+        GP("LD_SPEC", GRACE, 0x70),
+        GP("ST_SPEC", GRACE, 0x71),
+        GP("DP_SPEC", GRACE, 0x73),
+        GP("ASE_SPEC", GRACE, 0x74),
+        GP("VFP_SPEC", GRACE, 0x75),
+        GP("PC_WRITE_SPEC", GRACE, 0x76),
+        GP("CRYPTO_SPEC", GRACE, 0x77),
+        GP("BR_IMMED_SPEC", GRACE, 0x78),
+        GP("BR_RETURN_SPEC", GRACE, 0x79),
+        GP("BR_INDIRECT_SPEC", GRACE, 0x7a),
+        GP("CNT_CYCLES", GRACE, 0x4004),
+        GP("SVE_INST_SPEC", GRACE, 0x8006),
+        GP("FP_HP_SPEC", GRACE, 0x8014),
+        GP("FP_SP_SPEC", GRACE, 0x8018),
+        GP("FP_DP_SPEC", GRACE, 0x801c),
+        GP("FP_SCALE_OPS_SPEC", GRACE, 0x80c0),
+        GP("FP_FIXED_OPS_SPEC", GRACE, 0x80c1),
 };
 
 unsigned event_table_model(const char *model) {
@@ -209,6 +284,8 @@ unsigned event_table_model(const char *model) {
                 return EVENT_MODEL_ZEN4;
         if (strcmp(model, "zen5") == 0)
                 return EVENT_MODEL_ZEN5;
+        if (strcmp(model, "grace") == 0)
+                return EVENT_MODEL_GRACE;
         return 0;
 }
 

@@ -19,6 +19,14 @@
 #define EVENT_MODEL_AMD (EVENT_MODEL_ZEN4 | EVENT_MODEL_ZEN5)
 #define EVENT_MODEL_GNR (1U << 5)       /* Granite Rapids' events beyond Sapphire Rapids' list */
 #define EVENT_MODEL_SRF (1U << 6)       /* Sierra Forest (E-cores) */
+#define EVENT_MODEL_GRACE (1U << 7)     /* NVIDIA Grace (Arm Neoverse V2): PMUv3 event numbers */
+
+/* An Arm PMUv3 event's config: its 16-bit event number, nothing else (the kernel's "event"
+ * format, config:0-15). */
+#define EVENT_CONFIG_MASK_ARM UINT64_C(0xFFFF)
+/* Arm's cycle counter (PMCCNTR_EL0), the one fixed counter hello reports there: the kernel puts
+ * CPU_CYCLES on it while it is free, so six more events fit the six event counters. */
+#define FIXED_ARM_CYCLE_COUNTER 0
 
 typedef struct EventTableEntry {
         const char *name;
@@ -31,7 +39,7 @@ typedef struct EventTableEntry {
 } EventTableEntry;
 
 /* The EVENT_MODEL_* bits of a model key ("skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4",
- * "zen5"), or 0: Emerald Rapids has Sapphire Rapids' bit, Granite Rapids that and its own. */
+ * "zen5", "grace"), or 0: Emerald Rapids has Sapphire Rapids' bit, Granite Rapids that and its own. */
 unsigned event_table_model(const char *model);
 
 /* The entry named name (case-insensitive) for a model, or NULL. */

@@ -37,8 +37,14 @@ static const char *generic_name(const char *model, const char *alias) {
         return name;
 }
 
-/* The EVTSEL bits an event's config may hold on model. */
+static bool model_is_arm(const char *model) {
+        return (event_table_model(model) & EVENT_MODEL_GRACE) != 0;
+}
+
+/* The EVTSEL bits an event's config may hold on model; on ARM the event number alone. */
 static uint64_t config_mask(const char *model) {
+        if (model_is_arm(model))
+                return EVENT_CONFIG_MASK_ARM;
         return model_is_amd(model) ? EVENT_CONFIG_MASK_AMD : EVENT_CONFIG_MASK;
 }
 
@@ -96,6 +102,13 @@ static int resolve_libpfm(const char *model, const char *name, const char *shown
 
         char hint[EVENT_SUGGESTIONS_MAX];
 
+        if (model_is_arm(model)) {
+                event_suggest(model, shown, hint, sizeof(hint));
+                return reason_fail(reterr_reason, reason_size, -ENOENT,
+                                   "unknown event '%s' for %s%s (pmugate's table has the Arm common events the "
+                                   "core implements; give another by its number, as r%s)",
+                                   shown, model, hint, "NNNN");
+        }
         if (!event_libpfm_ready(model)) {
                 event_suggest(model, shown, hint, sizeof(hint));
                 return reason_fail(reterr_reason, reason_size, -ENOENT,
@@ -222,6 +235,8 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
                 canonical[strlen(base)] = '\0';
                 if (raw & ~config_mask(model))
                         return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                           model_is_arm(model) ?
+                                           "raw event '%s' is more than a 16-bit Arm event number" :
                                            "raw event '%s' sets bits other than event, umask, edge, inv and cmask",
                                            base);
                 d->source = EVENT_SOURCE_RAW;
@@ -331,6 +346,11 @@ int event_resolve(const char *model, const char *text, EventDesc *ret, char *ret
                 return r;
         while ((mod = strtok_r(NULL, ":", &saveptr))) {
                 size_t n = strlen(canonical);
+
+                /* an Arm event is its number: only the exception levels filter it */
+                if (model_is_arm(model) && strcasecmp(mod, "u") != 0 && strcasecmp(mod, "k") != 0)
+                        return reason_fail(reterr_reason, reason_size, -EINVAL,
+                                           "'%s': an Arm event takes only the modifiers u and k", text);
 
                 r = apply_modifier(&d, mod, &filtered, reterr_reason, reason_size);
                 if (r < 0)

@@ -464,8 +464,9 @@ int marker_runner_perf_plan_measure(pmugate_measure *m, MarkerPerfPlan *ret, cha
         int r;
 
         /* ring 0 only when asked for, as the measurement itself would open them */
-        r = measure_perf_plan(m->model, m->programmed_descs, m->schedule, pmugate_info_perf_topdown(m->info),
-                              m->flags & PMUGATE_MEASURE_KERNEL, &pp, reterr_reason, reason_size);
+        r = measure_perf_plan(m->model, measure_perf_core_pmu(m->info), m->programmed_descs, m->schedule,
+                              pmugate_info_perf_topdown(m->info), m->flags & PMUGATE_MEASURE_KERNEL, &pp,
+                              reterr_reason, reason_size);
         if (r < 0)
                 return r;
         if (pp->n_events > MARKER_REGS_MAX) {

@@ -103,11 +103,15 @@ typedef struct PerfPlan {
  * note) as perf opens them; the fixed events by their pseudo-encodings (0x00c0, 0x003c,
  * 0x0300), the pinned GP events and the first GP set in the first group; every further GP set
  * a group, so that what a formula combines counts together; software events a group of their
- * own. GP events by their raw EVTSEL fields (AMD's with event[11:8]); ring 0 counted where
+ * own. GP events by their raw EVTSEL fields (AMD's with event[11:8], ARM's event number) on
+ * core_pmu; ring 0 counted where
  * kernel (the caller asked for it) and the event counts ring 0. An event counting ring 0
  * alone cannot be asked for (-EOPNOTSUPP). */
-int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule *s, unsigned topdown_level,
-                      bool kernel, PerfPlan **ret, char *reterr_reason, size_t reason_size);
+int measure_perf_plan(const char *model, const char *core_pmu, const EventDesc *descs, const Schedule *s,
+                      unsigned topdown_level, bool kernel, PerfPlan **ret, char *reterr_reason, size_t reason_size);
+/* The core PMU GP and fixed events open on: the daemon's core PMU in hello's pmus ("cpu",
+ * "cpu_core", Grace's "armv8_pmuv3_0"), not its generic "hardware"; "cpu" when it lists none. */
+const char *measure_perf_core_pmu(const pmugate_info *info);
 PerfPlan *measure_perf_plan_free(PerfPlan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PerfPlan *, measure_perf_plan_free);
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/reason.h"
+#include "events/event-table.h"
 #include "macro.h"
 #include "measure/measure-internal.h"
 #include "pmugate-limits.h"
@@ -26,8 +27,9 @@
 #define PERF_SLOTS UINT64_C(0x0400)
 #define PERF_TOPDOWN_METRIC(byte) (UINT64_C(0x8000) + UINT64_C(0x100) * (byte))
 
-#define PERF_PMU_CORE "cpu"
+#define PERF_PMU_CORE_DEFAULT "cpu"
 #define PERF_PMU_SOFTWARE "software"
+#define PERF_PMU_HARDWARE "hardware"
 
 #define NOT_SCHEDULED_REASON "the kernel never scheduled it"
 #define PACKAGE_SCOPE_REASON \
@@ -44,8 +46,16 @@ PerfPlan *measure_perf_plan_free(PerfPlan *p) {
         return NULL;
 }
 
+const char *measure_perf_core_pmu(const pmugate_info *info) {
+        for (size_t i = 0; info && i < info->n_pmus; i++)
+                if (strcmp(info->pmus[i].kind, "core") == 0 && strcmp(info->pmus[i].name, PERF_PMU_HARDWARE) != 0)
+                        return info->pmus[i].name;
+        return PERF_PMU_CORE_DEFAULT;
+}
+
 typedef struct PlanBuilder {
         PerfPlan *plan;
+        const char *core_pmu;
         size_t open_group;      /* first event of the group being filled */
         bool kernel;            /* the caller asked for ring 0 */
 } PlanBuilder;
@@ -78,22 +88,24 @@ static void plan_note(PerfPlan *p, const char *name, const char *why) {
 }
 
 static void add_gp(PlanBuilder *b, const EventDesc *d, size_t p, uint64_t mask) {
-        plan_add(b, PERF_PMU_CORE, d->config & mask, b->kernel && d->os, d->name, (int) p);
+        plan_add(b, b->core_pmu, d->config & mask, b->kernel && d->os, d->name, (int) p);
 }
 
-int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule *s, unsigned topdown_level,
-                      bool kernel, PerfPlan **ret, char *reterr_reason, size_t reason_size) {
+int measure_perf_plan(const char *model, const char *core_pmu, const EventDesc *descs, const Schedule *s,
+                      unsigned topdown_level, bool kernel, PerfPlan **ret, char *reterr_reason, size_t reason_size) {
         static const uint64_t fixed_pseudo[] = {
                 [FIXED_INST_RETIRED] = PERF_FIXED_INST_RETIRED,
                 [FIXED_CLK_UNHALTED] = PERF_FIXED_CLK_UNHALTED,
                 [FIXED_REF_TSC] = PERF_FIXED_REF_TSC,
         };
         _cleanup_(measure_perf_plan_freep) PerfPlan *p = NULL;
-        uint64_t mask = strncmp(model, "zen", 3) == 0 ? EVENT_CONFIG_MASK_AMD : EVENT_CONFIG_MASK;
+        bool arm = (event_table_model(model) & EVENT_MODEL_GRACE) != 0;
+        uint64_t mask = strncmp(model, "zen", 3) == 0 ? EVENT_CONFIG_MASK_AMD :
+                        arm ? EVENT_CONFIG_MASK_ARM : EVENT_CONFIG_MASK;
         size_t n = s->n_events, n_first = 0, n_fixed = 0;
         int slots_event = -1;
         bool metrics = false;
-        PlanBuilder b = { .kernel = kernel };
+        PlanBuilder b = { .kernel = kernel, .core_pmu = core_pmu ?: PERF_PMU_CORE_DEFAULT };
 
         for (size_t i = 0; i < n; i++) {
                 const Placement *pl = &s->placements[i];
@@ -126,7 +138,7 @@ int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule 
         b.plan = p;
 
         if (slots_event >= 0 || metrics) {
-                plan_add(&b, PERF_PMU_CORE, PERF_SLOTS, kernel && slots_event >= 0 && descs[slots_event].os,
+                plan_add(&b, b.core_pmu, PERF_SLOTS, kernel && slots_event >= 0 && descs[slots_event].os,
                          slots_event >= 0 ? descs[slots_event].name : "TOPDOWN.SLOTS", slots_event);
                 for (size_t i = 0; i < n; i++) {
                         const Placement *pl = &s->placements[i];
@@ -137,17 +149,21 @@ int measure_perf_plan(const char *model, const EventDesc *descs, const Schedule 
                                 plan_note(p, descs[i].name, "the kernel has no such topdown metric event here");
                                 continue;
                         }
-                        plan_add(&b, PERF_PMU_CORE, PERF_TOPDOWN_METRIC(pl->counter), kernel && descs[i].os,
+                        plan_add(&b, b.core_pmu, PERF_TOPDOWN_METRIC(pl->counter), kernel && descs[i].os,
                                  descs[i].name, (int) i);
                 }
                 plan_close_group(&b);
         }
-        /* the fixed events lead the first group unless it would outgrow a group */
+        /* the fixed events lead the first group unless it would outgrow a group; on ARM the
+         * cycle counter's CPU_CYCLES is its own event number, which the kernel puts there */
         for (size_t i = 0; i < n; i++) {
                 const Placement *pl = &s->placements[i];
 
-                if (pl->kind == PLACE_FIXED && pl->counter < ELEMENTSOF(fixed_pseudo))
-                        plan_add(&b, PERF_PMU_CORE, fixed_pseudo[pl->counter], kernel && descs[i].os, descs[i].name,
+                if (pl->kind == PLACE_FIXED && arm)
+                        plan_add(&b, b.core_pmu, descs[i].config & mask, kernel && descs[i].os, descs[i].name,
+                                 (int) i);
+                else if (pl->kind == PLACE_FIXED && pl->counter < ELEMENTSOF(fixed_pseudo))
+                        plan_add(&b, b.core_pmu, fixed_pseudo[pl->counter], kernel && descs[i].os, descs[i].name,
                                  (int) i);
         }
         if (n_first > PERF_GROUP_EVENTS_MAX && n_fixed > 0)
@@ -394,7 +410,8 @@ int measure_perf_start(pmugate_measure *m) {
         if (!m->perf_plan) {
                 /* as perf for an unprivileged user: ring 0 only when asked for (--kernel), and
                  * then where the daemon's policy allows it */
-                r = measure_perf_plan(m->model, m->programmed_descs, m->schedule, topdown_level(m->info),
+                r = measure_perf_plan(m->model, measure_perf_core_pmu(m->info), m->programmed_descs, m->schedule,
+                                      topdown_level(m->info),
                                       m->flags & PMUGATE_MEASURE_KERNEL, &m->perf_plan, m->reason,
                                       sizeof(m->reason));
                 if (r < 0)

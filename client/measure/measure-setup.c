@@ -531,7 +531,7 @@ int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *
                 m->software_only = true;
                 (void) snprintf(m->software_only_reason, sizeof(m->software_only_reason),
                                 "pmugate has no events for CPU model '%s' (%s); supported: skx, clx, "
-                                "icx, spr, emr, gnr, srf, zen4, zen5",
+                                "icx, spr, emr, gnr, srf, zen4, zen5, grace",
                                 m->info->model_key[0] ? m->info->model_key : "unknown",
                                 m->info->model_label[0] ? m->info->model_label : m->info->model_name);
         }

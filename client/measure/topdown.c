@@ -38,6 +38,10 @@ static const TopdownRecipe recipes[] = {
                   "(level 2 multiplexed)", 0, 0, 0, NULL },
         { "zen5", "pipeline utilization on the 6 core counters, 8 dispatch slots per cycle "
                   "(level 2 multiplexed)", 0, 0, 0, NULL },
+        /* Arm's own level 1 (perf's arm64 sbsa.json and neoverse-n2-v2 metrics), no TMA */
+        { "grace", "Arm's level 1 from STALL_SLOT_FRONTEND, STALL_SLOT_BACKEND, OP_SPEC and OP_RETIRED "
+                   "over #slots (the core PMU's caps/slots) per CPU_CYCLES, on the 6 event counters",
+          0, 0, 0, NULL },
 };
 
 const TopdownRecipe *topdown_recipe_for_model(const char *model_key) {
@@ -67,7 +71,7 @@ int topdown_recipe(const pmugate_info *info, unsigned level, const TopdownRecipe
         if (!recipe)
                 return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP,
                                    "TopDown has no recipe for CPU model '%s' (%s%sfamily %u model 0x%x); "
-                                   "pmugate has recipes for skx, clx, icx, spr, emr, gnr, srf, zen4 and zen5",
+                                   "pmugate has recipes for skx, clx, icx, spr, emr, gnr, srf, zen4, zen5 and grace",
                                    info->model_key[0] ? info->model_key : "unknown",
                                    info->model_label[0] ? info->model_label : info->model_name,
                                    info->model_label[0] || info->model_name[0] ? ", " : "", info->family, info->model);

@@ -194,6 +194,19 @@ int backend_choose(const char *root, Backend *msr_backend, const BackendProbe *p
         int refused;
 
         *ret = (BackendChoice) { .wanted = wanted, .msr_reads = reads };
+        if (probe->no_msrs) {
+                ret->msr_reads = false;
+                (void) snprintf(ret->reason, sizeof(ret->reason), "%s", probe->no_msrs);
+                if (wanted == BACKEND_WANTED_MSR)
+                        return -ENODEV;
+                if ((unsigned) wanted >= _BACKEND_WANTED_MAX)
+                        return -EINVAL;
+                ret->counters = probe->perf_unusable ? BACKEND_COUNTERS_NONE : BACKEND_COUNTERS_PERF;
+                if (probe->perf_unusable)
+                        (void) snprintf(ret->reason, sizeof(ret->reason), "%s; and perf: %s", probe->no_msrs,
+                                        probe->perf_unusable);
+                return 0;
+        }
         switch (wanted) {
         case BACKEND_WANTED_PERF:
                 ret->counters = BACKEND_COUNTERS_PERF;

@@ -48,6 +48,9 @@ typedef struct BackendProbe {
         /* NULL when perf_event_open can serve; else why not ("none" results when MSRs cannot
          * be written either). */
         const char *perf_unusable;
+        /* Set on a machine that has no MSRs at all (ARM), saying so: auto and perf take perf
+         * with it as the reason, msr is refused with it; nothing is probed. */
+        const char *no_msrs;
 } BackendProbe;
 
 /* Decides how counters are programmed. root is where /sys is (lockdown is read from
@@ -55,7 +58,8 @@ typedef struct BackendProbe {
  * own lockdown in msr_backend->lockdown). msr_backend may be NULL (no register backend at all).
  * Under BACKEND_WANTED_MSR the choice is msr whatever the probe finds; 1 is returned when the
  * probe found MSR writes refused (the caller warns with ret->reason), else 0. Returns a
- * negative errno only when the msr driver is needed (wanted msr) and absent. */
+ * negative errno only when the msr driver is needed (wanted msr) and absent, or the machine has
+ * no MSRs (probe->no_msrs), ret->reason saying which. */
 int backend_choose(const char *root, Backend *msr_backend, const BackendProbe *probe, BackendWanted wanted,
                    BackendChoice *ret);
 

@@ -211,7 +211,13 @@ int backend_dev_new(const char *root, const Machine *m, bool msr_optional, Backe
                 d->pci_fds[u] = -EBADF;
         d->n_pci_fds = m->n_units;
 
-        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
+        /* ARM has no MSRs: nothing under dev/cpu is opened, whatever a root holds there */
+        if (cpu_model_is_arm(m->cpu_model)) {
+                b->msr_absent = true;
+                for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++)
+                        d->msr_fds[cpu] = -ENODEV;
+        }
+        for (uint32_t cpu = 0; cpu < m->n_cpus && !cpu_model_is_arm(m->cpu_model); cpu++) {
                 if (!m->cpus[cpu].online)
                         continue;
                 (void) snprintf(path, sizeof(path), "%s/dev/cpu/%" PRIu32 "/msr", root, cpu);

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,13 @@ static const CpuModel cpu_models[] = {
         AMD_MODEL("zen4", "Zen 4", 0x19, 0xb0, 0xff, 6, 2400),
         AMD_MODEL("zen5", "Zen 5 (Turin)", 0x1a, 0x00, 0x1f, 8, 2500),
         AMD_MODEL("zen5", "Zen 5", 0x1a, 0x20, 0xff, 8, 2500),
+        /* NVIDIA Grace: Arm Neoverse V2 cores (MIDR implementer 0x41, architecture 0xf, part
+         * 0xd4f, as the kernel's perf mapfile matches it, every variant and revision). ARMv9
+         * PMUv3: 6 event counters and the cycle counter (the one "fixed" counter), counted by
+         * the kernel's armv8_pmuv3 driver in 64 bits; 8 TopDown slots per cycle as PMMIR_EL1.SLOTS
+         * (the PMU's caps/slots) reports them. No MSRs: the perf path only. */
+        { "grace", "NVIDIA Grace (Neoverse V2)", MACHINE_VENDOR_ARM, 0xf, 0xd4f, 0xd4f, 0x00, 0xff, 3, 6, 6, 1,
+          64, 0, 8, 3100, false, 0, 0, 0 },
 };
 
 static const char *const scope_names[_REG_SCOPE_MAX] = {
@@ -190,7 +198,115 @@ static int read_int(const char *root, const char *path, int64_t *ret) {
         return 0;
 }
 
-static int parse_cpuinfo(const char *root, Machine *m) {
+int machine_parse_midr(const char *text, uint32_t *ret) {
+        unsigned long long v;
+        size_t digits;
+        char *end;
+
+        if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X'))
+                return -EINVAL;
+        digits = strspn(text + 2, "0123456789abcdefABCDEF");
+        if (digits == 0 || digits > 16 || text[2 + digits] != '\0')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(text + 2, &end, 16);
+        if (errno != 0 || *end != '\0' || v > UINT32_MAX)
+                return -EINVAL;
+        *ret = (uint32_t) v;
+        return 0;
+}
+
+void machine_set_midr(Machine *m, uint32_t midr) {
+        unsigned implementer = midr >> 24, variant = (midr >> 20) & 0xf, architecture = (midr >> 16) & 0xf,
+                 part = (midr >> 4) & 0xfff, revision = midr & 0xf;
+
+        m->midr = midr;
+        if (implementer == MIDR_IMPLEMENTER_ARM)
+                (void) snprintf(m->vendor, sizeof(m->vendor), "%s", MACHINE_VENDOR_ARM);
+        else
+                (void) snprintf(m->vendor, sizeof(m->vendor), "arm64:0x%02x", implementer);
+        m->family = architecture;
+        m->model = part;
+        m->stepping = variant << 4 | revision;
+        (void) snprintf(m->model_name, sizeof(m->model_name), "MIDR 0x%08" PRIx32, midr);
+}
+
+/* The MIDR fields ARM's /proc/cpuinfo spells out, one line each; UINT_MAX while not seen. */
+typedef enum ArmCpuinfoField {
+        ARM_CPUINFO_IMPLEMENTER,
+        ARM_CPUINFO_VARIANT,
+        ARM_CPUINFO_ARCHITECTURE,
+        ARM_CPUINFO_PART,
+        ARM_CPUINFO_REVISION,
+        _ARM_CPUINFO_FIELDS,
+} ArmCpuinfoField;
+
+/* One of the hex fields ARM's /proc/cpuinfo gives ("0x41", "0xd4f", "0x1", or a decimal "0"
+ * for the revision and architecture), at most max; -EINVAL otherwise. */
+static int parse_cpuinfo_field(const char *value, unsigned max, unsigned *ret) {
+        unsigned long v;
+        char *end;
+
+        if (!isdigit((unsigned char) value[0]))
+                return -EINVAL;
+        errno = 0;
+        v = strtoul(value, &end, 0);
+        if (errno != 0 || *end != '\0' || v > max)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* MIDR_EL1 of an ARM machine: the first online CPU's from sysfs, which the kernel reads from the
+ * register itself; else rebuilt from the CPU implementer, variant, architecture, part and
+ * revision lines of /proc/cpuinfo's first processor block (arm, when the kernel gives them). */
+static int discover_midr(const char *root, const Machine *m, const unsigned arm[static _ARM_CPUINFO_FIELDS],
+                         uint32_t *ret) {
+        char path[256], text[64];
+        int r;
+
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
+                if (!m->cpus[cpu].online)
+                        continue;
+                (void) snprintf(path, sizeof(path),
+                                "sys/devices/system/cpu/cpu%" PRIu32 "/regs/identification/midr_el1", cpu);
+                r = machine_read_text(root, path, text, sizeof(text));
+                if (r == -ENOENT)
+                        break;
+                if (r < 0)
+                        return log_error_errno(r, "Cannot read %s/%s", root, path);
+                if (machine_parse_midr(text, ret) < 0)
+                        return log_error_errno(EINVAL, "%s/%s is not a MIDR_EL1 value: '%.20s'", root, path, text);
+                return 0;
+        }
+        if (arm[ARM_CPUINFO_IMPLEMENTER] == UINT_MAX || arm[ARM_CPUINFO_PART] == UINT_MAX)
+                return log_error_errno(EINVAL, "%s/proc/cpuinfo lacks vendor_id, cpu family or model, and CPU "
+                                       "implementer or CPU part", root);
+        /* the architecture field is 0xf on every ARMv8 and later core, whatever the line says */
+        *ret = arm[ARM_CPUINFO_IMPLEMENTER] << 24 |
+               (arm[ARM_CPUINFO_VARIANT] == UINT_MAX ? 0 : arm[ARM_CPUINFO_VARIANT]) << 20 |
+               UINT32_C(0xf) << 16 | arm[ARM_CPUINFO_PART] << 4 |
+               (arm[ARM_CPUINFO_REVISION] == UINT_MAX ? 0 : arm[ARM_CPUINFO_REVISION]);
+        return 0;
+}
+
+/* ARM's /proc/cpuinfo keys and the largest value of each. */
+static const struct {
+        const char *key;
+        unsigned max;
+} arm_cpuinfo_keys[_ARM_CPUINFO_FIELDS] = {
+        [ARM_CPUINFO_IMPLEMENTER] = { "CPU implementer", 0xff },
+        [ARM_CPUINFO_VARIANT] = { "CPU variant", 0xf },
+        /* arm64 kernels print "CPU architecture: 8" whatever the register says: MIDR's own
+         * field is 0xf on every ARMv8 and later core, so the line is checked but never used */
+        [ARM_CPUINFO_ARCHITECTURE] = { "CPU architecture", 0xff },
+        [ARM_CPUINFO_PART] = { "CPU part", 0xfff },
+        [ARM_CPUINFO_REVISION] = { "CPU revision", 0xf },
+};
+
+/* Returns 0 for an x86 cpuinfo (vendor, family, model in m), 1 for an ARM one (its MIDR fields
+ * in arm), or a negative errno. */
+static int parse_cpuinfo(const char *root, Machine *m, unsigned arm[static _ARM_CPUINFO_FIELDS]) {
         _cleanup_fclose_ FILE *f = NULL;
         char path[4096], line[1024];
         bool have_family = false, have_model = false;
@@ -206,7 +322,7 @@ static int parse_cpuinfo(const char *root, Machine *m) {
                 char *colon = strchr(line, ':'), *key = line, *value;
                 size_t n;
 
-                if (line[0] == '\n' && have_model)
+                if (line[0] == '\n' && (have_model || arm[ARM_CPUINFO_PART] != UINT_MAX))
                         break;
                 if (!colon)
                         continue;
@@ -233,11 +349,18 @@ static int parse_cpuinfo(const char *root, Machine *m) {
                         m->stepping = (unsigned) strtoul(value, NULL, 10);
                 else if (strcmp(key, "model name") == 0)
                         (void) snprintf(m->model_name, sizeof(m->model_name), "%s", value);
+                for (size_t i = 0; i < ELEMENTSOF(arm_cpuinfo_keys); i++)
+                        if (strcmp(key, arm_cpuinfo_keys[i].key) == 0 &&
+                            parse_cpuinfo_field(value, arm_cpuinfo_keys[i].max, &arm[i]) < 0)
+                                return log_error_errno(EINVAL, "%s: '%s' is not a value of %s", path, value, key);
         }
 
-        if (m->vendor[0] == '\0' || !have_family || !have_model)
-                return log_error_errno(EINVAL, "%s lacks vendor_id, cpu family or model", path);
-        return 0;
+        if (m->vendor[0] != '\0' && have_family && have_model)
+                return 0;
+        /* ARM: no vendor_id, family or model; the MIDR says, once the CPUs are known */
+        if (m->vendor[0] == '\0' && !have_family && !have_model && arm[ARM_CPUINFO_IMPLEMENTER] != UINT_MAX)
+                return 1;
+        return log_error_errno(EINVAL, "%s lacks vendor_id, cpu family or model", path);
 }
 
 static int discover_cpus(const char *root, Machine *m) {
@@ -611,6 +734,8 @@ static void discover_amd_pmu_caps(const char *root, Machine *m) {
 
 int machine_discover(const char *root, Machine **ret) {
         _cleanup_(machine_freep) Machine *m = NULL;
+        unsigned arm[_ARM_CPUINFO_FIELDS] = { UINT_MAX, UINT_MAX, UINT_MAX, UINT_MAX, UINT_MAX };
+        bool is_arm;
         int64_t v;
         int r;
 
@@ -618,14 +743,23 @@ int machine_discover(const char *root, Machine **ret) {
         if (!m)
                 return -ENOMEM;
 
-        r = parse_cpuinfo(root, m);
+        r = parse_cpuinfo(root, m, arm);
         if (r < 0)
                 return r;
-        m->cpu_model = cpu_model_find(m->vendor, m->family, m->model, m->stepping);
+        is_arm = r > 0;
 
         r = discover_cpus(root, m);
         if (r < 0)
                 return r;
+        if (is_arm) {
+                uint32_t midr;
+
+                r = discover_midr(root, m, arm, &midr);
+                if (r < 0)
+                        return r;
+                machine_set_midr(m, midr);
+        }
+        m->cpu_model = cpu_model_find(m->vendor, m->family, m->model, m->stepping);
         machine_default_pmu_caps(m);
         if (cpu_model_is_amd(m->cpu_model))
                 discover_amd_pmu_caps(root, m);

@@ -10,7 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string.h>
+
 #include "cpuset.h"
+
+/* The vendor an ARM machine gets from MIDR implementer 0x41 (Arm Limited); other implementers
+ * are "arm64:0xNN", which no model names. */
+#define MACHINE_VENDOR_ARM "ARM"
+#define MIDR_IMPLEMENTER_ARM 0x41U
+/* Why an ARM machine counts through perf, and why a register request there is refused. */
+#define MACHINE_NO_MSRS_REASON "no MSRs on ARM: the kernel's perf_event_open is the only way to the PMU"
 
 /* Which CPUs share a register: each logical CPU has its own, or the threads of a core share
  * one, or every CPU of a package, or (AMD's L3 counters) every CPU of a core complex, the CPUs
@@ -27,11 +36,12 @@ const char *reg_scope_to_string(RegScope s);
 
 /* What pmugate knows about a CPU model's core PMU. */
 typedef struct CpuModel {
-        const char *key;         /* "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5": allowlist files name these */
+        const char *key;         /* "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5": allowlist files
+                                  * name these; "grace", which has none (no MSRs on ARM) */
         const char *name;        /* "Skylake-SP" */
-        const char *vendor;      /* "GenuineIntel", "AuthenticAMD" */
-        unsigned family;
-        unsigned model;
+        const char *vendor;      /* "GenuineIntel", "AuthenticAMD", "ARM" (MIDR implementer 0x41) */
+        unsigned family;         /* ARM: the MIDR architecture field (0xf: ID registers tell) */
+        unsigned model;          /* ARM: the MIDR part number */
         unsigned model_last;     /* the last model of a range starting at model */
         unsigned stepping_min, stepping_max;
         unsigned pmu_version;    /* architectural perfmon version (CPUID.0AH:EAX[7:0]) */
@@ -51,8 +61,14 @@ typedef struct CpuModel {
         unsigned umc_counters;
 } CpuModel;
 
+/* By the whole vendor string: "ARM" begins with an A too. */
 static inline bool cpu_model_is_amd(const CpuModel *c) {
-        return c && c->vendor[0] == 'A';
+        return c && strcmp(c->vendor, "AuthenticAMD") == 0;
+}
+
+/* An ARM core: no MSRs exist, counters are reached through the kernel's perf_event_open only. */
+static inline bool cpu_model_is_arm(const CpuModel *c) {
+        return c && strcmp(c->vendor, MACHINE_VENDOR_ARM) == 0;
 }
 
 const CpuModel *cpu_model_find(const char *vendor, unsigned family, unsigned model, unsigned stepping);
@@ -98,7 +114,8 @@ typedef struct MachineCounter {
 typedef struct Machine {
         char vendor[16];
         unsigned family, model, stepping;
-        char model_name[128];       /* "model name" from /proc/cpuinfo */
+        char model_name[128];       /* "model name" from /proc/cpuinfo; on ARM "MIDR 0x410fd4f0" */
+        uint32_t midr;              /* ARM: MIDR_EL1 of the first online CPU; 0 elsewhere */
         const CpuModel *cpu_model;  /* NULL when pmugate does not know the model */
 
         MachineCpu *cpus;           /* indexed by logical CPU number */
@@ -132,6 +149,15 @@ int machine_read_text(const char *root, const char *path, char *buf, size_t size
 
 Machine *machine_new(void);
 Machine *machine_free(Machine *m);
+
+/* MIDR_EL1 as the kernel prints it in sys/devices/system/cpu/cpuN/regs/identification/midr_el1
+ * ("0x00000000410fd4f0"): "0x" and 1 to 16 hex digits, the upper 32 bits zero (RES0), nothing
+ * else. Returns 0, or -EINVAL for any other text. */
+int machine_parse_midr(const char *text, uint32_t *ret);
+
+/* The identity MIDR_EL1 gives: vendor ("ARM" for implementer 0x41, else "arm64:0xNN"), family
+ * (the architecture field), model (the part number), stepping (variant << 4 | revision). */
+void machine_set_midr(Machine *m, uint32_t midr);
 
 /* Reads proc/cpuinfo and sys/devices/system/cpu under root. Logs what is wrong and returns
  * negative errno when the machine cannot be served. PCI units come separately, once the

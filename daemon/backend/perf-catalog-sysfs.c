@@ -225,6 +225,37 @@ static bool has_event_file(int pmu_fd, const char *event) {
         return events_fd >= 0 && fstatat(events_fd, event, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
+/* caps/slots of an ARM core PMU, as the kernel prints PMMIR_EL1.SLOTS ("0x00000008"): hex, 1 to
+ * PERF_PMU_SLOTS_MAX; 0 when there is no such file, which is no error (x86 has none). A file
+ * that says anything else leaves the PMU out. */
+static int read_slots(int pmu_fd, uint8_t *ret) {
+        _cleanup_close_ int caps_fd = -EBADF;
+        char text[PERF_SYSFS_SMALL_FILE_MAX];
+        unsigned long v;
+        char *end;
+        int r;
+
+        *ret = 0;
+        caps_fd = open_subdir(pmu_fd, "caps");
+        if (caps_fd == -ENOENT)
+                return 0;
+        if (caps_fd < 0)
+                return caps_fd;
+        r = read_small_file(caps_fd, "slots", text, sizeof(text));
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X') || !isxdigit((unsigned char) text[2]))
+                return -EINVAL;
+        errno = 0;
+        v = strtoul(text + 2, &end, 16);
+        if (errno != 0 || *end != '\0' || v == 0 || v > PERF_PMU_SLOTS_MAX)
+                return -EINVAL;
+        *ret = (uint8_t) v;
+        return 0;
+}
+
 /* The CPU the kernel counts an uncore PMU on: the first of its cpumask, and that CPU's package. */
 static int read_uncore_cpu(int pmu_fd, const Machine *m, PerfPmu *p) {
         _cleanup_free_ uint32_t *cpus = NULL;
@@ -333,7 +364,7 @@ static int read_pmu(int sys_fd, int devices_fd, const Machine *m, const char *na
                 if (has_event_file(fd, "topdown-retiring"))
                         p->topdown = has_event_file(fd, "topdown-heavy-ops") ? 2 : 1;
                 p->branches = read_branches(fd, name);
-                return 0;
+                return read_slots(fd, &p->slots);
         }
         p->kind = PERF_PMU_UNCORE;
         return read_uncore_cpu(fd, m, p);

@@ -45,6 +45,8 @@ typedef struct PerfPmu {
         uint32_t branches;              /* core PMU: the Last Branch Record's depth (sysfs
                                          * caps/branches, at most TIMING_BRANCHES_MAX); 0: no
                                          * branch stack, or not known */
+        uint8_t slots;                  /* core PMU: TopDown slots per cycle from caps/slots (ARM's
+                                         * PMMIR_EL1.SLOTS); 0 where the kernel does not say */
 } PerfPmu;
 
 typedef struct PerfCatalog {

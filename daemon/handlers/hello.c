@@ -37,6 +37,14 @@ static int pack_cpu_model(msgpack_packer *pk, const Machine *m) {
         return 0;
 }
 
+/* TopDown slots per cycle: what the kernel says of its core PMU (ARM's caps/slots, PMMIR_EL1.SLOTS)
+ * where it says it, else the model's. */
+static unsigned slots_width(const Server *s) {
+        const PerfPmu *core = s->perf_catalog ? perf_catalog_core(s->perf_catalog) : NULL;
+
+        return core && core->slots > 0 ? core->slots : s->machine->cpu_model->slots_width;
+}
+
 static int pack_pmu(msgpack_packer *pk, Server *s) {
         const CpuModel *model = s->machine->cpu_model;
         uint64_t caps = 0;
@@ -45,7 +53,7 @@ static int pack_pmu(msgpack_packer *pk, Server *s) {
         TRY(pack_string(pk, "pmu"));
         if (!model)
                 return msgpack_pack_nil(pk) < 0 ? -ENOMEM : 0;
-        have_caps = !cpu_model_is_amd(model) &&
+        have_caps = !cpu_model_is_amd(model) && !cpu_model_is_arm(model) &&
                     backend_msr_read(s->backend, first_online_cpu(s->machine), PERF_CAPABILITIES_MSR,
                                      &caps) == 0;
         TRY_PACK(msgpack_pack_map(pk, cpu_model_is_amd(model) ? 12 : 7));
@@ -54,7 +62,7 @@ static int pack_pmu(msgpack_packer *pk, Server *s) {
         TRY(pack_key_uint(pk, "fixed_counters", model->fixed_counters));
         TRY(pack_key_uint(pk, "counter_width", model->counter_width));
         TRY(pack_key_uint(pk, "perf_metrics", model->perf_metrics));
-        TRY(pack_key_uint(pk, "slots_width", model->slots_width));
+        TRY(pack_key_uint(pk, "slots_width", slots_width(s)));
         TRY(pack_string(pk, "perf_capabilities"));
         TRY_PACK(have_caps ? msgpack_pack_uint64(pk, caps) : msgpack_pack_nil(pk));
         if (cpu_model_is_amd(model)) {

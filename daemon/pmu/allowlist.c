@@ -35,6 +35,21 @@ Allowlist *allowlist_free(Allowlist *a) {
         return NULL;
 }
 
+int allowlist_new_empty(const char *model_key, Allowlist **ret) {
+        Allowlist *a;
+
+        if (strlen(model_key) >= sizeof(a->models[0]))
+                return -EINVAL;
+        a = calloc(1, sizeof(Allowlist));
+        if (!a)
+                return -ENOMEM;
+        (void) snprintf(a->path, sizeof(a->path), "(none: no MSRs)");
+        (void) snprintf(a->models[0], sizeof(a->models[0]), "%s", model_key);
+        a->n_models = 1;
+        *ret = a;
+        return 0;
+}
+
 /* Entries keep their line number until the file is checked as a whole, so that an overlap found
  * after sorting can still name both lines. */
 typedef struct ParsedEntry {

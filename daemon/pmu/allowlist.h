@@ -57,6 +57,10 @@ typedef struct Allowlist {
 
 Allowlist *allowlist_free(Allowlist *a);
 
+/* An allowlist of no register for model_key: a machine without MSRs (ARM), whose counters the
+ * perf path serves alone. -EINVAL for a key longer than the models' field, -ENOMEM. */
+int allowlist_new_empty(const char *model_key, Allowlist **ret);
+
 /* Parses one file. On a syntax error returns -EINVAL and, when ret_line is given, the
  * offending line number and a reason. */
 int allowlist_parse_file(const char *path, Allowlist **ret, unsigned *ret_line, char *ret_reason,

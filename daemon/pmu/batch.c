@@ -350,6 +350,9 @@ int batch_check_range(const BatchContext *ctx, const RegOp *ops, size_t first, s
 
                 if (write ? !rights->may_write : !rights->may_read)
                         return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, i, "op %zu: %s", i, rights->reason);
+                if (!reg_op_is_counter(op) && cpu_model_is_arm(ctx->machine->cpu_model))
+                        return refuse(ret_refusal, PROTO_E_REG_NOT_ALLOWED, i, "op %zu: %s (perf_open)", i,
+                                      MACHINE_NO_MSRS_REASON);
                 if (write && ctx->choice && ctx->choice->counters == BACKEND_COUNTERS_PERF)
                         return refuse(ret_refusal, PROTO_E_READ_ONLY, i,
                                       "op %zu: this node programs counters through perf (%s); "

@@ -109,7 +109,7 @@ typedef struct pmugate_info {
         char vendor[16];
         uint32_t family, model, stepping;
         char model_name[128];
-        char model_key[16];     /* "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5";
+        char model_key[16];     /* "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5", "grace";
                                  * empty when unknown */
         char model_label[64];   /* "Sapphire Rapids" */
 

@@ -14,6 +14,7 @@
 #include "events/event-models.h"
 #include "events/event-table.h"
 #include "events/events.h"
+#include "macro.h"
 
 /* libpfm4 4.13 files SPR's TOPDOWN.*_SLOTS umasks under TOPDOWN's fixed-counter pseudo code 0x00,
  * while Intel's list has them on event 0xa4 (and 0x0400 is TOPDOWN.SLOTS itself): pmugate's
@@ -150,9 +151,52 @@ static void test_lookup(void **state) {
         assert_int_equal(e->gp_mask, 0x01);
 }
 
+/* Grace: Arm event numbers (perf's armv8-common-and-microarch.json) and nothing of x86; every
+ * entry a bare 16-bit number on any of the six event counters, no name twice. */
+static void test_grace(void **state) {
+        static const struct {
+                const char *name;
+                uint64_t number;
+        } known[] = {
+                { "CPU_CYCLES", 0x11 }, { "INST_RETIRED", 0x08 }, { "STALL_SLOT_FRONTEND", 0x3e },
+                { "STALL_SLOT_BACKEND", 0x3d }, { "STALL_SLOT", 0x3f }, { "OP_SPEC", 0x3b },
+                { "OP_RETIRED", 0x3a }, { "BR_MIS_PRED_RETIRED", 0x22 }, { "L3D_CACHE", 0x2b },
+                { "FP_SCALE_OPS_SPEC", 0x80c0 }, { "FP_FIXED_OPS_SPEC", 0x80c1 }, { "CNT_CYCLES", 0x4004 },
+        };
+        const EventTableEntry *table;
+        size_t n;
+
+        (void) state;
+        assert_int_equal(event_table_model("grace"), EVENT_MODEL_GRACE);
+        for (size_t i = 0; i < ELEMENTSOF(known); i++) {
+                const EventTableEntry *e = event_table_lookup("grace", known[i].name);
+
+                assert_non_null(e);
+                assert_true(e->config == known[i].number);
+        }
+        assert_non_null(event_table_lookup("grace", "op_spec"));
+        assert_null(event_table_lookup("grace", "INST_RETIRED.ANY"));
+        assert_null(event_table_lookup("spr", "OP_SPEC"));
+        table = event_table_entries(&n);
+        for (size_t i = 0; i < n; i++) {
+                if (!(table[i].models & EVENT_MODEL_GRACE))
+                        continue;
+                assert_int_equal(table[i].models, EVENT_MODEL_GRACE);
+                /* CPU_CYCLES alone has the cycle counter besides the event counters */
+                assert_true(table[i].gp_ok && table[i].metrics_field < 0);
+                assert_int_equal(table[i].fixed,
+                                 strcmp(table[i].name, "CPU_CYCLES") == 0 ? FIXED_ARM_CYCLE_COUNTER : -1);
+                assert_true((table[i].config & ~EVENT_CONFIG_MASK_ARM) == 0 && table[i].config != 0);
+                for (size_t k = 0; k < i; k++)
+                        assert_false((table[k].models & EVENT_MODEL_GRACE) &&
+                                     strcmp(table[k].name, table[i].name) == 0);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lookup),
+                cmocka_unit_test(test_grace),
                 cmocka_unit_test(test_table_matches_libpfm),
                 cmocka_unit_test(test_zen4_matches_libpfm),
         };

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""contrib/tma/gen-topdown.py: the committed TopDown level-3/4 group files are its output, and a
-formula it cannot translate is an error naming the node, never a node that silently reads 0."""
+"""contrib/tma/gen-topdown.py: the committed TopDown level-3/4 group files (and Grace's level 1)
+are its output, and a formula it cannot translate is an error naming the node, never a node that
+silently reads 0."""
 
 import json
 import os
@@ -103,8 +104,47 @@ def lowering():
         ok(" ? " in icx and " if " not in icx.split("[group]")[1], "perf's 'if else' becomes '? :'", "")
 
 
+def with_arm_formula(node, expr, field="MetricExpr"):
+    """Runs the generator for grace over a copy of the data in which node's field of the core's
+    TopdownL1 file is expr."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "data")
+        shutil.copytree(DATA, data)
+        path = os.path.join(data, "grace", "neoverse-v2-topdown-l1.json")
+        metrics = json.load(open(path))
+        for m in metrics:
+            if m["MetricName"] == node:
+                m[field] = expr
+        json.dump(metrics, open(path, "w"))
+        return run("--data", data, "--groups", GROUPS, "--out", os.path.join(tmp, "out"), "--models", "grace")
+
+
+def arm():
+    """Grace's level 1: perf's percent shares as fractions, the N2 erratum test decided for
+    Grace's MIDR, and errors naming the node for what it cannot decide or does not know."""
+    grace = open(os.path.join(GROUPS, "grace", "topdown-l1.conf")).read()
+    ok("formula = STALL_SLOT_BACKEND / (CPU_CYCLES * slots_width) - BR_MIS_PRED * 3 / CPU_CYCLES" in grace,
+       "perf's 100 * (...) in percent of slots is written as the fraction", grace)
+    ok("strcmp_cpuid_str" not in grace and "STALL_SLOT - CPU_CYCLES" not in grace,
+       "the Neoverse N2 erratum branch is decided for Grace (another part): the stall slots as counted", grace)
+    cases = [
+        ("backend_bound", "100 * (STALL_SLOT_BACKEND / (CPU_CYCLES * #slots) - L2D_CACHE_FROB / CPU_CYCLES)",
+         "an unknown event"),
+        ("retiring", "100 * ((STALL_SLOT) if strcmp_cpuid_str(0x410fd4f1) else (STALL_SLOT - CPU_CYCLES))",
+         "a test of Grace's own revision"),
+        ("retiring", "100 * (OP_RETIRED / (OP_SPEC", "a missing parenthesis"),
+        ("frontend_bound", "100 * strcmp_cpuid_str(0x410fd490)", "strcmp_cpuid_str() outside a condition"),
+    ]
+    for node, expr, what in cases:
+        rc, _, err = with_arm_formula(node, expr)
+        ok(rc != 0 and node in err, "grace: %s in %s: an error naming it" % (what, node), "exit %d: %s" % (rc, err))
+    rc, _, err = with_arm_formula("retiring", "garbage", "ScaleUnit")
+    ok(rc != 0 and "retiring" in err, "grace: a ScaleUnit that is no share of slots names the node", err)
+
+
 committed_equal_output()
 errors_name_the_node()
 lowering()
+arm()
 print("1..%d" % n)
 sys.exit(1 if failed else 0)

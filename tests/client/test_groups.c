@@ -307,7 +307,7 @@ static bool unit_known(const char *unit) {
 /* Loads path (group name: the file's name without .conf) for the first model it is for and
  * checks its metrics' units; returns how many metrics it checked. */
 static size_t lint_units(const char *path, const char *file, const char *subdir) {
-        static const char *const models[] = { "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5" };
+        static const char *const models[] = { "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5", "grace" };
         char name[GROUP_NAME_MAX], reason[512] = "";
         size_t checked = 0;
         Group *g = NULL;
@@ -336,7 +336,7 @@ static size_t lint_units(const char *path, const char *file, const char *subdir)
 }
 
 static bool model_known(const char *key) {
-        static const char *const models[] = { "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5" };
+        static const char *const models[] = { "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5", "grace" };
 
         for (size_t m = 0; m < ELEMENTSOF(models); m++)
                 if (strcmp(key, models[m]) == 0)

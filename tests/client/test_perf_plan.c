@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "events/groups.h"
+#include "macro.h"
 #include "measure/measure-internal.h"
 
 typedef struct Planned {
@@ -50,7 +51,8 @@ static int plan_group(const char *model, const char *group, const char *extra, u
         }
         r = schedule_build(ret->descs, ret->n, &limits, &ret->schedule, reason, size);
         assert_int_equal(r, 0);
-        return measure_perf_plan(model, ret->descs, ret->schedule, topdown, true, &ret->plan, reason, size);
+        return measure_perf_plan(model, strcmp(model, "grace") == 0 ? "armv8_pmuv3_0" : "cpu", ret->descs,
+                                 ret->schedule, topdown, true, &ret->plan, reason, size);
 }
 
 static void planned_done(Planned *p) {
@@ -156,6 +158,26 @@ static void test_zen4(void **state) {
         planned_done(&p);
 }
 
+/* Grace: Arm's level 1 on the cycle counter and the six event counters, one group on the
+ * daemon's armv8_pmuv3_0, each config the bare event number (CPU_CYCLES's too). */
+static void test_grace_l1(void **state) {
+        static const uint64_t numbers[] = { 0x3e, 0x11, 0x10, 0x3a, 0x3b, 0x3f, 0x3d };
+        char reason[400] = "";
+        Planned p;
+
+        assert_int_equal(plan_group("grace", "topdown-l1", NULL, 6, 1, 0, 0, &p, reason, sizeof(reason)), 0);
+        assert_int_equal(p.n, ELEMENTSOF(numbers));
+        assert_int_equal(p.plan->n_groups, 1);
+        assert_int_equal(p.plan->groups[0].n_events, p.n);
+        for (size_t e = 0; e < p.n; e++) {
+                assert_string_equal(p.plan->events[e].pmu, "armv8_pmuv3_0");
+                assert_true(p.plan->events[e].config == numbers[p.plan->programmed[e]]);
+        }
+        planned_done(&p);
+        /* with the daemon's hello naming no core PMU, events open on "cpu" as before */
+        assert_string_equal(measure_perf_core_pmu(NULL), "cpu");
+}
+
 static void test_software(void **state) {
         char reason[400] = "";
         EventDesc d;
@@ -192,6 +214,7 @@ int main(void) {
                 cmocka_unit_test(test_spr_l2),
                 cmocka_unit_test(test_skx_l1),
                 cmocka_unit_test(test_zen4),
+                cmocka_unit_test(test_grace_l1),
                 cmocka_unit_test(test_software),
                 cmocka_unit_test(test_kernel_alone_refused),
         };

@@ -259,6 +259,33 @@ static void test_wanted_msr(void **state) {
         assert_string_equal(c.reason, "no msr driver (/dev/cpu/0/msr missing)");
 }
 
+/* ARM: no MSRs at all. Nothing is probed, even under lockdown; auto and perf take perf with the
+ * reason, msr is refused with it, and perf unusable leaves none. */
+static void test_no_msrs(void **state) {
+        BackendProbe probe = conf_probe;
+        FakeBackend f = fake();
+        BackendChoice c;
+
+        (void) state;
+        probe.no_msrs = "no MSRs on ARM";
+        write_lockdown("none [integrity] confidentiality\n");
+        assert_int_equal(backend_choose(tmpdir, &f.base, &probe, BACKEND_WANTED_AUTO, &c), 0);
+        assert_int_equal(c.counters, BACKEND_COUNTERS_PERF);
+        assert_string_equal(c.reason, "no MSRs on ARM");
+        assert_false(c.msr_reads);
+        assert_int_equal(f.writes, 0);
+        assert_int_equal(backend_choose(tmpdir, NULL, &probe, BACKEND_WANTED_PERF, &c), 0);
+        assert_int_equal(c.counters, BACKEND_COUNTERS_PERF);
+        assert_int_equal(c.wanted, BACKEND_WANTED_PERF);
+        assert_int_equal(backend_choose(tmpdir, &f.base, &probe, BACKEND_WANTED_MSR, &c), -ENODEV);
+        assert_string_equal(c.reason, "no MSRs on ARM");
+        probe.perf_unusable = "perf_event_open is not there";
+        assert_int_equal(backend_choose(tmpdir, &f.base, &probe, BACKEND_WANTED_AUTO, &c), 0);
+        assert_int_equal(c.counters, BACKEND_COUNTERS_NONE);
+        assert_string_equal(c.reason, "no MSRs on ARM; and perf: perf_event_open is not there");
+        assert_int_equal(f.writes, 0);
+}
+
 static void test_lockdown_hostile_files(void **state) {
         char path[4096], word[PMUGATE_LOCKDOWN_WORD_MAX], huge[8192];
         FakeBackend f = fake();
@@ -343,6 +370,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_auto_none, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_wanted_perf, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_wanted_msr, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test_setup_teardown(test_no_msrs, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_lockdown_hostile_files, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test(test_names),
         };

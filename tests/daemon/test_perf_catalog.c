@@ -312,7 +312,36 @@ static void test_arm(void **state) {
         assert_string_equal(p->write_class, "core-pmu");
         assert_int_equal(p->config_mask[0], 0xffff);
         assert_int_equal(p->config_mask[1], 3);
+        assert_int_equal(p->slots, 0);
         perf_catalog_free(c);
+}
+
+/* caps/slots, PMMIR_EL1.SLOTS as the kernel prints it ("0x%08x"): read into slots; anything
+ * else, zero and past PERF_PMU_SLOTS_MAX included, leaves the core PMU (and "hardware") out. */
+static void test_arm_slots(void **state) {
+        static const char *const bad[] = { "8\n", "0x\n", "0x00000000\n", "0x00000021\n", "0x8q\n", "0x 8\n",
+                                           "0xffffffffffffffffff\n", "-0x8\n" };
+        static const char *const software_only[] = { "software" };
+        PerfCatalog *c;
+
+        pmu("armv8_pmuv3_0", "8\n", NULL);
+        write_pmu_file("armv8_pmuv3_0", "format/event", "config:0-15\n");
+        write_pmu_file("armv8_pmuv3_0", "caps/slots", "0x00000008\n");
+        c = read_catalog();
+        assert_int_equal(perf_catalog_core(c)->slots, 8);
+        perf_catalog_free(c);
+
+        write_pmu_file("armv8_pmuv3_0", "caps/slots", "0x00000020\n");
+        c = read_catalog();
+        assert_int_equal(perf_catalog_core(c)->slots, PERF_PMU_SLOTS_MAX);
+        perf_catalog_free(c);
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                write_pmu_file("armv8_pmuv3_0", "caps/slots", bad[i]);
+                c = read_catalog();
+                assert_names(c, software_only, ELEMENTSOF(software_only));
+                perf_catalog_free(c);
+        }
 }
 
 /* No sysfs at all: the kernel's software events alone, no "hardware" without a core PMU. */
@@ -509,6 +538,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_sapphire_rapids_links, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_amd, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_arm, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test_setup_teardown(test_arm_slots, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_no_sysfs, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_core_with_a_kernel_type, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_hostile, tmpdir_setup, tmpdir_teardown),

@@ -198,7 +198,7 @@ static int msr_prepare(SimBackend *s, uint32_t cpu, uint32_t reg, bool write, Si
 
                 sim_amd_package_advance(&p->amd, now - p->last_cycles);
                 p->last_cycles = now;
-        } else if (!s->model.amd && sim_rapl_owns(reg)) {
+        } else if (!s->model.amd && !s->model.arm && sim_rapl_owns(reg)) {
                 SimPackage *p = &s->packages[c->package];
 
                 sim_rapl_advance(&p->rapl, now - p->last_cycles);
@@ -221,7 +221,7 @@ static int msr_read_in(Backend *b, uint32_t cpu, uint32_t reg, uint64_t *ret_val
                 return sim_amd_l3_read(&s->ccxs[c->ccx].l3, reg, ret_value);
         if (s->model.amd && sim_amd_package_owns(reg))
                 return sim_amd_package_read(&s->packages[c->package].amd, reg, ret_value);
-        if (!s->model.amd && sim_rapl_owns(reg))
+        if (!s->model.amd && !s->model.arm && sim_rapl_owns(reg))
                 return sim_rapl_read(&s->packages[c->package].rapl, reg, ret_value);
         return sim_pmu_read(&c->pmu, reg, ret_value);
 }
@@ -241,7 +241,7 @@ static int msr_write_in(Backend *b, uint32_t cpu, uint32_t reg, uint64_t value) 
                 return sim_amd_l3_write(&s->ccxs[c->ccx].l3, reg, value);
         if (s->model.amd && sim_amd_package_owns(reg))
                 return sim_amd_package_write(&s->packages[c->package].amd, reg, value);
-        if (!s->model.amd && sim_rapl_owns(reg))
+        if (!s->model.amd && !s->model.arm && sim_rapl_owns(reg))
                 return sim_rapl_write(&s->packages[c->package].rapl, reg, value);
         return sim_pmu_write(&c->pmu, reg, value);
 }
@@ -487,8 +487,13 @@ static int build_machine(const SimConfig *c, const SimModel *m, Machine **ret) {
         machine->model = !m->amd ? m->cpu->model :
                          m->family == SIM_FAMILY_ZEN4 ? SIM_ZEN4_MODEL : SIM_ZEN5_MODEL;
         machine->stepping = m->stepping;
-        (void) snprintf(machine->model_name, sizeof(machine->model_name), "Simulated %s %s",
-                        m->amd ? "AMD" : "Intel", m->cpu->name);
+        if (m->arm)
+                /* as discovery makes an ARM machine of the MIDR: implementer, variant and
+                 * revision 0 (r0p0), architecture 0xf, the part */
+                machine_set_midr(machine, MIDR_IMPLEMENTER_ARM << 24 | UINT32_C(0xf) << 16 | m->cpu->model << 4 |
+                                                  m->stepping);
+        (void) snprintf(machine->model_name, sizeof(machine->model_name), "Simulated %s%s",
+                        m->amd ? "AMD " : m->arm ? "" : "Intel ", m->cpu->name);
         machine->cpu_model = cpu_model_find(machine->vendor, machine->family, machine->model,
                                             machine->stepping);
         if (!machine->cpu_model)
@@ -780,7 +785,7 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
         if (r < 0)
                 return r;
         if (!key)
-                return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr|emr|gnr|srf|zen4|zen5 "
+                return sim_log_invalid("No simulated CPU model: pass --sim-model=skx|clx|icx|spr|emr|gnr|srf|zen4|zen5|grace "
                                        "or set model= in [machine] of %s",
                                        config_path ?: "the configuration");
 
@@ -790,7 +795,14 @@ int backend_sim_new(const char *model_key, const char *config_path, Machine **re
         r = sim_model_init(key, config->smt, &s->model);
         if (r < 0)
                 return sim_log_invalid("Unknown simulated CPU model '%s' (known: skx, clx, icx, spr, emr, gnr, srf, zen4, "
-                                       "zen5)", key);
+                                       "zen5, grace)", key);
+        if (s->model.arm) {
+                /* Neoverse V2 has one thread per core */
+                config->smt = false;
+                if (config->nmi_watchdog)
+                        return sim_log_invalid("%s: nmi_watchdog is not modelled on grace (the arm64 hard-lockup "
+                                               "detector)", config_path ?: "configuration");
+        }
 
         if ((uint64_t) config->sockets * config->cores_per_socket * (config->smt ? 2 : 1) > PMUGATE_CPUS_MAX)
                 return sim_log_invalid("%s: %u sockets of %u cores%s exceed %u CPUs",

@@ -262,7 +262,7 @@ static int handle_machine(SimConfigParser *p, const char *key, const char *value
 
         if (strcmp(key, "model") == 0) {
                 if (strlen(value) >= sizeof(c->model) || sim_model_init(value, true, &model) < 0)
-                        return parser_fail(p, "model = '%s': expected skx, clx, icx, spr, emr, gnr, srf, zen4 or zen5",
+                        return parser_fail(p, "model = '%s': expected skx, clx, icx, spr, emr, gnr, srf, zen4, zen5 or grace",
                                            value);
                 (void) snprintf(c->model, sizeof(c->model), "%s", value);
                 return 0;

@@ -186,6 +186,87 @@ static const SimEventEntry zen5_events[] = {
         { 0x1c2, 0x00, 0, false, ALL_COUNTERS, SIM_Q_AMD_UCODE_OPS },
 };
 
+/* Grace: the Arm common events by number (no umask, cmask or edge). */
+static const SimEventEntry neoverse_v2_events[] = {
+        { ARM_EVENT_CPU_CYCLES, 0, 0, false, ALL_COUNTERS, SIM_Q_CLK },
+        { ARM_EVENT_INST_RETIRED, 0, 0, false, ALL_COUNTERS, SIM_Q_INST },
+        { ARM_EVENT_INST_SPEC, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_INST_SPEC },
+        { ARM_EVENT_CNT_CYCLES, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_CNT_CYCLES },
+        { ARM_EVENT_OP_RETIRED, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_OP_RETIRED },
+        { ARM_EVENT_OP_SPEC, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_OP_SPEC },
+        { ARM_EVENT_STALL_SLOT_FRONTEND, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_STALL_SLOT_FRONTEND },
+        { ARM_EVENT_STALL_SLOT_BACKEND, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_STALL_SLOT_BACKEND },
+        { ARM_EVENT_STALL_SLOT, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_STALL_SLOT },
+        { ARM_EVENT_STALL_FRONTEND, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_STALL_FRONTEND },
+        { ARM_EVENT_STALL_BACKEND, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_STALL_BACKEND },
+        { ARM_EVENT_STALL, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_STALL },
+        { ARM_EVENT_BR_RETIRED, 0, 0, false, ALL_COUNTERS, SIM_Q_BRANCHES },
+        { ARM_EVENT_BR_PRED, 0, 0, false, ALL_COUNTERS, SIM_Q_BRANCHES },
+        { ARM_EVENT_BR_MIS_PRED_RETIRED, 0, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
+        { ARM_EVENT_BR_MIS_PRED, 0, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
+        { ARM_EVENT_L1D_CACHE, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_L1D_CACHE },
+        { ARM_EVENT_MEM_ACCESS, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_L1D_CACHE },
+        { ARM_EVENT_MEM_ACCESS_RD, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_MEM_ACCESS_RD },
+        { ARM_EVENT_MEM_ACCESS_WR, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_MEM_ACCESS_WR },
+        { ARM_EVENT_L1D_CACHE_REFILL, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_L1D_CACHE_REFILL },
+        { ARM_EVENT_L2D_CACHE, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_L1D_CACHE_REFILL },
+        { ARM_EVENT_L2D_CACHE_REFILL, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_L2D_CACHE_REFILL },
+        { ARM_EVENT_L3D_CACHE, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_L2D_CACHE_REFILL },
+        { ARM_EVENT_L3D_CACHE_REFILL, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_L3D_CACHE_REFILL },
+        { ARM_EVENT_FP_FIXED_OPS_SPEC, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_FP_FIXED_OPS },
+        { ARM_EVENT_FP_SCALE_OPS_SPEC, 0, 0, false, ALL_COUNTERS, SIM_Q_ARM_FP_SCALE_OPS },
+};
+
+/* Arm's TopDown level 1 for Neoverse V2 (perf's TopdownL1 metrics, Arm's published formulas):
+ * W slots per cycle, every one either stalled by the front end or the back end (STALL_SLOT =
+ * FE + BE), or dispatching an operation, of which OP_RETIRED / OP_SPEC retire; and for each
+ * mispredict (m per cycle, BR_MIS_PRED / CPU_CYCLES) the formulas move one slot-cycle from the
+ * front-end and three from the back-end stall slots to bad speculation. So the stall slots
+ * carry those: FE = (f + m) S, BE = (k + 3m) S, and OP_SPEC = (r + b - 4m) S, which gives
+ * retiring r / (r + b - 4m) * (1 - (f + k + 4m)) = r and bad speculation b back (4m is a fifth
+ * of branch_mispredicts, never more than b). The cache and FP shapes are plausible,
+ * not measured: 40% of instructions access memory (two thirds of them reads), a twentieth of
+ * those miss L1D, more with a larger memory-bound share; L2 and L3 miss a third and half of
+ * what reaches them; half an FP operation per instruction, 40% of them scalable (SVE). */
+#define SIM_ARM_MEM_PER_INST 0.40
+#define SIM_ARM_READ_SHARE (2.0 / 3.0)
+#define SIM_ARM_L1D_MISS_BASE 0.05
+#define SIM_ARM_L2_MISS_SHARE (1.0 / 3.0)
+#define SIM_ARM_L3_MISS_SHARE 0.5
+#define SIM_ARM_FP_PER_INST 0.5
+#define SIM_ARM_FP_SCALE_SHARE 0.4
+/* Grace's generic timer runs at 1 GHz; CNT_CYCLES counts it while the core is not in WFI. */
+#define SIM_ARM_TIMER_MHZ 1000.0
+static void arm_thread_rates(const SimModel *m, const SimProfile *p, double *q) {
+        double u = p->utilization, width = m->slots_width, slots = width * u;
+        double r = p->retiring, b = p->bad_speculation, f = p->frontend_bound, k = p->backend_bound;
+        double mem = SIM_ARM_MEM_PER_INST * q[SIM_Q_INST];
+        double fp = SIM_ARM_FP_PER_INST * q[SIM_Q_INST];
+
+        /* mispredicts per unhalted cycle, as BR_MIS_PRED counts them (thread_rates()) */
+        double misp = u > 0.0 ? q[SIM_Q_BR_MISP_RETIRED] / u : 0.0;
+
+        q[SIM_Q_ARM_OP_RETIRED] = r * slots;
+        q[SIM_Q_ARM_OP_SPEC] = (r + b - 4.0 * misp) * slots;
+        q[SIM_Q_ARM_STALL_SLOT_FRONTEND] = (f + misp) * slots;
+        q[SIM_Q_ARM_STALL_SLOT_BACKEND] = (k + 3.0 * misp) * slots;
+        q[SIM_Q_ARM_STALL_SLOT] = (f + k + 4.0 * misp) * slots;
+        q[SIM_Q_ARM_STALL_FRONTEND] = p->fetch_latency * u;
+        q[SIM_Q_ARM_STALL_BACKEND] = SIM_STALLS_TOTAL_SHARE * k * u;
+        q[SIM_Q_ARM_STALL] = q[SIM_Q_ARM_STALL_FRONTEND] + q[SIM_Q_ARM_STALL_BACKEND];
+        q[SIM_Q_ARM_INST_SPEC] = r > 0.0 ? q[SIM_Q_INST] * (r + b) / r : q[SIM_Q_INST];
+        q[SIM_Q_ARM_CNT_CYCLES] = u * SIM_ARM_TIMER_MHZ / m->cpu->nominal_mhz;
+        q[SIM_Q_BRANCHES] = SIM_AMD_BRANCH_SHARE * q[SIM_Q_INST];
+        q[SIM_Q_ARM_L1D_CACHE] = mem;
+        q[SIM_Q_ARM_MEM_ACCESS_RD] = SIM_ARM_READ_SHARE * mem;
+        q[SIM_Q_ARM_MEM_ACCESS_WR] = (1.0 - SIM_ARM_READ_SHARE) * mem;
+        q[SIM_Q_ARM_L1D_CACHE_REFILL] = (SIM_ARM_L1D_MISS_BASE + p->memory_bound) * mem / 10.0;
+        q[SIM_Q_ARM_L2D_CACHE_REFILL] = SIM_ARM_L2_MISS_SHARE * q[SIM_Q_ARM_L1D_CACHE_REFILL];
+        q[SIM_Q_ARM_L3D_CACHE_REFILL] = SIM_ARM_L3_MISS_SHARE * q[SIM_Q_ARM_L2D_CACHE_REFILL];
+        q[SIM_Q_ARM_FP_FIXED_OPS] = (1.0 - SIM_ARM_FP_SCALE_SHARE) * fp;
+        q[SIM_Q_ARM_FP_SCALE_OPS] = SIM_ARM_FP_SCALE_SHARE * fp;
+}
+
 /* AMD pipeline utilization (amd-topdown.md §4): W dispatch slots per unhalted cycle, every slot
  * either dispatches (retiring or bad speculation), or is empty because of the front end, the
  * back end or the SMT sibling; so FE + BE + SMT + de_src_op_disp.all = W * cycles exactly and
@@ -312,6 +393,8 @@ static void thread_rates(const SimModel *m, const SimProfile *p, double sibling_
         q[SIM_Q_E_ALLOC_RESTRICTIONS] = (k - mb) * slots;
         if (m->amd)
                 amd_thread_rates(m, p, q);
+        if (m->arm)
+                arm_thread_rates(m, p, q);
         if (m->perf_metrics < 2)
                 for (unsigned i = PERF_METRICS_L1_FIELDS; i < PERF_METRICS_FIELDS; i++)
                         metrics[i] = 0.0;
@@ -365,6 +448,9 @@ static const SimEventEntry *event_table(const SimModel *m, size_t *ret_n) {
         case SIM_FAMILY_SIERRA_FOREST:
                 *ret_n = ELEMENTSOF(sierra_forest_events);
                 return sierra_forest_events;
+        case SIM_FAMILY_NEOVERSE_V2:
+                *ret_n = ELEMENTSOF(neoverse_v2_events);
+                return neoverse_v2_events;
         case SIM_FAMILY_SAPPHIRE_RAPIDS:
         default:
                 *ret_n = ELEMENTSOF(sapphire_rapids_events);
@@ -373,7 +459,12 @@ static const SimEventEntry *event_table(const SimModel *m, size_t *ret_n) {
 }
 
 static uint64_t entry_config(const SimModel *m, uint16_t event, uint8_t umask, uint8_t cmask, bool edge) {
-        uint64_t config = (uint64_t) (event & EVTSEL_EVENT_MASK) | (uint64_t) umask << EVTSEL_UMASK_SHIFT |
+        uint64_t config;
+
+        /* PMEVTYPER: the event number alone */
+        if (m->arm)
+                return event;
+        config = (uint64_t) (event & EVTSEL_EVENT_MASK) | (uint64_t) umask << EVTSEL_UMASK_SHIFT |
                           (uint64_t) cmask << EVTSEL_CMASK_SHIFT | (edge ? EVTSEL_EDGE : 0);
 
         if (m->amd)
@@ -404,12 +495,17 @@ double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, un
         const SimEventEntry *table;
         size_t n;
 
+        if (m->arm) {
+                event = (uint16_t) (evtsel & ARM_EVTYPER_EVENT_MASK);
+                umask = cmask = 0;
+                edge = inv = any = false;
+        }
         /* The simulated workload never runs a transaction, so TSX-filtered events stay 0. On
          * AMD those bits are the event code's upper nibble. */
         if (m->amd)
                 event |= (uint16_t) (((evtsel >> AMD_EVTSEL_EVENT_HI_SHIFT) & AMD_EVTSEL_EVENT_HI_MASK)
                                      << 8);
-        else if (evtsel & (EVTSEL_IN_TX | EVTSEL_IN_TXCP))
+        else if (!m->arm && (evtsel & (EVTSEL_IN_TX | EVTSEL_IN_TXCP)))
                 return 0.0;
 
         if (cmask == 0 && !edge && !inv)

@@ -68,6 +68,25 @@ typedef enum SimQuantity {
         SIM_Q_BRANCHES,                 /* ex_ret_brn */
         SIM_Q_TAKEN_BRANCHES,           /* ex_ret_brn_tkn */
         SIM_Q_FLOPS,                    /* fp_ret_sse_avx_ops.all */
+        /* Arm Neoverse V2 (perf's arm64 common events; sbsa.json's TopDown) */
+        SIM_Q_ARM_OP_RETIRED,           /* OP_RETIRED */
+        SIM_Q_ARM_OP_SPEC,              /* OP_SPEC */
+        SIM_Q_ARM_STALL_SLOT_FRONTEND,  /* STALL_SLOT_FRONTEND */
+        SIM_Q_ARM_STALL_SLOT_BACKEND,   /* STALL_SLOT_BACKEND */
+        SIM_Q_ARM_STALL_SLOT,           /* STALL_SLOT */
+        SIM_Q_ARM_STALL_FRONTEND,       /* STALL_FRONTEND: cycles */
+        SIM_Q_ARM_STALL_BACKEND,        /* STALL_BACKEND: cycles */
+        SIM_Q_ARM_STALL,                /* STALL: cycles no operation was dispatched */
+        SIM_Q_ARM_INST_SPEC,            /* INST_SPEC */
+        SIM_Q_ARM_CNT_CYCLES,           /* CNT_CYCLES: the generic timer's cycles while unhalted */
+        SIM_Q_ARM_L1D_CACHE,            /* L1D_CACHE, MEM_ACCESS */
+        SIM_Q_ARM_L1D_CACHE_REFILL,     /* L1D_CACHE_REFILL, L2D_CACHE */
+        SIM_Q_ARM_L2D_CACHE_REFILL,     /* L2D_CACHE_REFILL, L3D_CACHE */
+        SIM_Q_ARM_L3D_CACHE_REFILL,     /* L3D_CACHE_REFILL */
+        SIM_Q_ARM_MEM_ACCESS_RD,        /* MEM_ACCESS_RD */
+        SIM_Q_ARM_MEM_ACCESS_WR,        /* MEM_ACCESS_WR */
+        SIM_Q_ARM_FP_FIXED_OPS,         /* FP_FIXED_OPS_SPEC */
+        SIM_Q_ARM_FP_SCALE_OPS,         /* FP_SCALE_OPS_SPEC (128-bit granules) */
         _SIM_Q_MAX,
 } SimQuantity;
 
@@ -86,7 +105,8 @@ void sim_rates_compute(const SimModel *m, const SimProfile *self, const SimProfi
                        SimRates *ret);
 
 /* Rate per wall-clock cycle of the event that evtsel selects on GP counter `counter`, before
- * the USR/OS filter: 0 for events the model does not know. */
+ * the USR/OS filter: 0 for events the model does not know. On ARM evtsel is PMEVTYPER: the
+ * event number in bits 15:0, its filter bits ignored here. */
 double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter);
 
 /* The PERFEVTSEL encodings the model's table counts (event, umask, edge, cmask; on AMD

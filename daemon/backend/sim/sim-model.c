@@ -49,6 +49,8 @@ static const SimModelSpec sim_model_specs[] = {
         /* AMD has no IA32_PERF_CAPABILITIES; Genoa B1 and Turin C1 steppings. */
         { "zen4", SIM_FAMILY_ZEN4, 1, 0 },
         { "zen5", SIM_FAMILY_ZEN5, 1, 0 },
+        /* Grace: Neoverse V2 r0p0, no IA32_PERF_CAPABILITIES (no MSRs at all) */
+        { "grace", SIM_FAMILY_NEOVERSE_V2, 0, 0 },
 };
 
 int sim_model_init(const char *key, bool smt, SimModel *ret) {
@@ -70,7 +72,7 @@ int sim_model_init(const char *key, bool smt, SimModel *ret) {
                 .stepping = spec->stepping,
                 /* Skylake-era cores give a logical CPU the other thread's four GP counters
                  * when SMT is off; the daemon's model table says how many. */
-                .gp_counters = smt ? cpu->gp_counters : cpu->gp_counters_smt_off,
+                .gp_counters = smt && !cpu_model_is_arm(cpu) ? cpu->gp_counters : cpu->gp_counters_smt_off,
                 .fixed_counters = cpu->fixed_counters,
                 .counter_width = cpu->counter_width,
                 .perf_metrics = cpu->perf_metrics,
@@ -89,11 +91,13 @@ int sim_model_init(const char *key, bool smt, SimModel *ret) {
                  * to MMIO, which pmugate does not serve. */
                 .imc_pci = spec->family == SIM_FAMILY_SKYLAKE,
                 .amd = cpu_model_is_amd(cpu),
+                .arm = cpu_model_is_arm(cpu),
                 .l3_counters = cpu->l3_counters,
                 .df_counters = cpu->df_counters,
         };
-        if (ret->amd) {
-                /* perf's rapl.c exposes only the package on AMD; the core counter is read too */
+        if (ret->amd || ret->arm) {
+                /* perf's rapl.c exposes only the package on AMD; the core counter is read too.
+                 * ARM has no RAPL at all. */
                 ret->rapl_pp0 = false;
                 ret->rapl_platform = false;
                 ret->rapl_dram_fixed_unit = false;

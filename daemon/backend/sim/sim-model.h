@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Simulated CPU models: what the simulator does differently on SKX, CLX, ICX, SPR, Zen 4 and Zen 5
+ * Simulated CPU models: what the simulator does differently on SKX, CLX, ICX, SPR, Zen 4, Zen 5
+ * and Grace
  */
 #pragma once
 
@@ -20,6 +21,8 @@ typedef enum SimFamily {
         SIM_FAMILY_SIERRA_FOREST,       /* Sierra Forest E-cores: v5, TopDown slot events, no SLOTS */
         SIM_FAMILY_ZEN4,                /* AMD Zen 4: PerfMonV2, 6 core counters, 6-wide dispatch */
         SIM_FAMILY_ZEN5,                /* AMD Zen 5: the same PMU, 8-wide dispatch */
+        SIM_FAMILY_NEOVERSE_V2,         /* NVIDIA Grace: Arm PMUv3, 6 event counters and the cycle
+                                         * counter, 8 TopDown slots per cycle */
 } SimFamily;
 
 typedef struct SimModel {
@@ -38,13 +41,13 @@ typedef struct SimModel {
         bool rapl_dram_fixed_unit;      /* DRAM energy unit is 2^-16 J regardless of ESU */
         bool imc_pci;                   /* memory controller PMON lives in PCI config space */
         bool amd;                       /* AMD's PMU: PerfCtr pairs, PerfMonV2, L3 and DF counters */
+        bool arm;                       /* Arm PMUv3 system registers: no MSRs, no RAPL, no uncore */
         unsigned l3_counters;           /* AMD: per CCX */
         unsigned df_counters;           /* AMD: per package */
 } SimModel;
 
-/* Fills ret for model key "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4" or "zen5";
- * -EINVAL for anything
- * else. */
+/* Fills ret for model key "skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4", "zen5" or
+ * "grace" (which has no SMT: smt is ignored); -EINVAL for anything else. */
 int sim_model_init(const char *key, bool smt, SimModel *ret);
 
 /* Bits of IA32_PERFEVTSELn that raise #GP (EIO through the msr driver) when set. */
@@ -55,6 +58,7 @@ uint64_t sim_model_fixed_ctrl_valid(const SimModel *m);
 uint64_t sim_model_global_ctrl_valid(const SimModel *m);
 uint64_t sim_model_global_status_valid(const SimModel *m);
 
+/* Grace's counters are 64 bits wide: a shift by 64 would be undefined. */
 static inline uint64_t sim_model_counter_mask(const SimModel *m) {
-        return (UINT64_C(1) << m->counter_width) - 1;
+        return m->counter_width >= 64 ? UINT64_MAX : (UINT64_C(1) << m->counter_width) - 1;
 }

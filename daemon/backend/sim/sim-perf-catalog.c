@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The PMUs the simulated machine shows the perf_event path, as a kernel's sysfs would: "cpu"
- * (PERF_TYPE_RAW), "hardware" and, on the Intel models with kernel-uncore IMC counters, one
+ * (PERF_TYPE_RAW; on Grace "armv8_pmuv3_0" of a dynamic type with its TopDown slots), "hardware" and, on the Intel models with kernel-uncore IMC counters, one
  * "uncore_imc_<n>" per memory-controller box
  */
 #include <errno.h>
@@ -52,18 +52,27 @@ int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
 
         if (!m)
                 return -EINVAL;
-        cpu.config_mask[0] = m->amd ? AMD_RAW_CONFIG_MASK : INTEL_RAW_CONFIG_MASK;
-        cpu.topdown = (uint8_t) m->perf_metrics;
-        /* as the kernel's caps/branches: 32 entries of architectural LBR on the Intel models,
-         * 16 of AMD's LbrExtV2 (whose entries carry no cycles) */
-        cpu.branches = m->amd ? 16 : 32;
-        add_format(&cpu, "event", m->amd ? EVTSEL_EVENT_MASK |
-                                                   AMD_EVTSEL_EVENT_HI_MASK << AMD_EVTSEL_EVENT_HI_SHIFT
-                                         : EVTSEL_EVENT_MASK);
-        add_format(&cpu, "umask", EVTSEL_UMASK_MASK << EVTSEL_UMASK_SHIFT);
-        add_format(&cpu, "edge", EVTSEL_EDGE);
-        add_format(&cpu, "inv", EVTSEL_INV);
-        add_format(&cpu, "cmask", EVTSEL_CMASK_MASK << EVTSEL_CMASK_SHIFT);
+        if (m->arm) {
+                (void) snprintf(cpu.name, sizeof(cpu.name), "%s", SIM_PERF_ARM_CORE_PMU);
+                cpu.type = SIM_PERF_ARM_CORE_TYPE;
+                cpu.config_mask[0] = ARM_RAW_CONFIG_MASK;
+                cpu.slots = (uint8_t) m->slots_width;
+                add_format(&cpu, "event", ARM_RAW_CONFIG_MASK);
+        } else {
+                cpu.config_mask[0] = m->amd ? AMD_RAW_CONFIG_MASK : INTEL_RAW_CONFIG_MASK;
+                cpu.topdown = (uint8_t) m->perf_metrics;
+                /* as the kernel's caps/branches: 32 entries of architectural LBR on the Intel
+                 * models, 16 of AMD's LbrExtV2 (whose entries carry no cycles); Neoverse V2 has
+                 * no branch record buffer, so Grace reports none */
+                cpu.branches = m->amd ? 16 : 32;
+                add_format(&cpu, "event", m->amd ? EVTSEL_EVENT_MASK |
+                                                           AMD_EVTSEL_EVENT_HI_MASK << AMD_EVTSEL_EVENT_HI_SHIFT
+                                                 : EVTSEL_EVENT_MASK);
+                add_format(&cpu, "umask", EVTSEL_UMASK_MASK << EVTSEL_UMASK_SHIFT);
+                add_format(&cpu, "edge", EVTSEL_EDGE);
+                add_format(&cpu, "inv", EVTSEL_INV);
+                add_format(&cpu, "cmask", EVTSEL_CMASK_MASK << EVTSEL_CMASK_SHIFT);
+        }
 
         r = perf_catalog_new(&c);
         if (r < 0)

@@ -23,6 +23,12 @@
 #define INTEL_RAW_CONFIG_MASK UINT64_C(0xFF84FFFF)
 #define AMD_RAW_CONFIG_MASK (INTEL_RAW_CONFIG_MASK | UINT64_C(0xF) << 32)
 
+/* Grace's core PMU as the kernel's armv8_pmuv3 driver registers it: a dynamic type (below the
+ * uncore ones here), raw configs of the event number alone (format "event" config:0-15). */
+#define SIM_PERF_ARM_CORE_PMU "armv8_pmuv3_0"
+#define SIM_PERF_ARM_CORE_TYPE 10U
+#define ARM_RAW_CONFIG_MASK UINT64_C(0xFFFF)
+
 /* The bits that hold a generic hardware event's id (PERF_COUNT_HW_*). */
 #define HARDWARE_CONFIG_MASK UINT64_C(0xF)
 _Static_assert(PERF_COUNT_HW_MAX - 1 <= HARDWARE_CONFIG_MASK, "generic hardware ids outgrew their mask");

@@ -171,11 +171,19 @@ static uint32_t fixed_available(const SimPerfDriver *s) {
 }
 
 static uint32_t gp_ctl_reg(const SimPerfDriver *s, unsigned i) {
+        if (s->model->arm)
+                return ARM_PMEVTYPER_EL0(i);
         return s->model->amd ? MSR_AMD_PERF_CTL0 + 2 * i : MSR_IA32_PERFEVTSEL0 + i;
 }
 
 static uint32_t gp_ctr_reg(const SimPerfDriver *s, unsigned i) {
+        if (s->model->arm)
+                return ARM_PMEVCNTR_EL0(i);
         return s->model->amd ? MSR_AMD_PERF_CTL0 + 2 * i + 1 : MSR_IA32_PMC0 + i;
+}
+
+static uint32_t fixed_ctr_reg(const SimPerfDriver *s, unsigned i) {
+        return s->model->arm ? ARM_PMCCNTR_EL0 : MSR_IA32_FIXED_CTR0 + i;
 }
 
 static uint32_t global_ctl_reg(const SimPerfDriver *s) {
@@ -184,7 +192,7 @@ static uint32_t global_ctl_reg(const SimPerfDriver *s) {
 
 static uint64_t raw_read(SimPerfDriver *s, const SimPerfEvent *e) {
         uint64_t v = 0;
-        uint32_t reg = e->counter >= ON_FIXED ? MSR_IA32_FIXED_CTR0 + (uint32_t) (e->counter - ON_FIXED)
+        uint32_t reg = e->counter >= ON_FIXED ? fixed_ctr_reg(s, (unsigned) (e->counter - ON_FIXED))
                                               : gp_ctr_reg(s, (unsigned) e->counter);
 
         (void) backend_msr_read(s->sim, (uint32_t) e->cpu, reg, &v);
@@ -253,6 +261,27 @@ static void update_counts(SimPerfDriver *s, SimPerfEvent *e, size_t idx) {
         e->last_raw = raw;
 }
 
+/* armv8pmu_enable_event(): the event type (or PMCCFILTR for the cycle counter), the counter
+ * from zero, its PMCNTENSET bit; and PMCR_EL0.E with 64-bit counters, as armv8pmu_start() and
+ * armv8pmu_reset() leave it. */
+static void program_arm(SimPerfDriver *s, SimPerfEvent *e) {
+        uint32_t cpu = (uint32_t) e->cpu;
+
+        if (e->counter >= ON_FIXED) {
+                (void) backend_msr_write(s->sim, cpu, ARM_PMCCFILTR_EL0, e->evtsel & ~ARM_EVTYPER_EVENT_MASK);
+                (void) backend_msr_write(s->sim, cpu, ARM_PMCCNTR_EL0, 0);
+                (void) backend_msr_write(s->sim, cpu, ARM_PMCNTENSET_EL0, ARM_PMCNTEN_CYCLE);
+        } else {
+                unsigned i = (unsigned) e->counter;
+
+                (void) backend_msr_write(s->sim, cpu, ARM_PMEVTYPER_EL0(i), e->evtsel);
+                (void) backend_msr_write(s->sim, cpu, ARM_PMEVCNTR_EL0(i), 0);
+                (void) backend_msr_write(s->sim, cpu, ARM_PMCNTENSET_EL0, SIM_BIT(i));
+        }
+        (void) backend_msr_write(s->sim, cpu, ARM_PMCR_EL0, ARM_PMCR_E | ARM_PMCR_LONG);
+        e->last_raw = 0;
+}
+
 static void program(SimPerfDriver *s, SimPerfEvent *e) {
         uint32_t cpu = (uint32_t) e->cpu;
         uint64_t v = 0;
@@ -264,6 +293,10 @@ static void program(SimPerfDriver *s, SimPerfEvent *e) {
         }
         if (e->kind == SIM_PERF_METRIC)
                 return;
+        if (s->model->arm) {
+                program_arm(s, e);
+                return;
+        }
         (void) backend_msr_read(s->sim, cpu, global_ctl_reg(s), &v);
         if (e->counter >= ON_FIXED) {
                 unsigned i = (unsigned) (e->counter - ON_FIXED);
@@ -296,6 +329,11 @@ static void unprogram(SimPerfDriver *s, SimPerfEvent *e) {
 
         if (e->kind == SIM_PERF_UNCORE || e->kind == SIM_PERF_METRIC)
                 return;
+        if (s->model->arm) {
+                (void) backend_msr_write(s->sim, cpu, ARM_PMCNTENCLR_EL0,
+                                         e->counter >= ON_FIXED ? ARM_PMCNTEN_CYCLE : SIM_BIT(e->counter));
+                return;
+        }
         if (e->counter >= ON_FIXED) {
                 unsigned i = (unsigned) (e->counter - ON_FIXED);
                 uint64_t ctrl = 0;
@@ -340,10 +378,12 @@ static double task_rate_per_ns(SimPerfDriver *s, const SimPerfEvent *e) {
         unhalted = r->thread[SIM_Q_REF_TSC];
         if (unhalted <= 0.0)
                 return 0.0;
-        switch (e->kind) {
+        switch (s->model->arm ? SIM_PERF_GP : e->kind) {
         case SIM_PERF_GP:
                 per_cycle = sim_rates_event(r, s->model, e->evtsel, 0) *
-                            sim_rates_ring_factor(r, e->evtsel & EVTSEL_USR, e->evtsel & EVTSEL_OS);
+                            (s->model->arm ? sim_rates_ring_factor(r, !(e->evtsel & ARM_EVTYPER_U),
+                                                                   !(e->evtsel & ARM_EVTYPER_P))
+                                           : sim_rates_ring_factor(r, e->evtsel & EVTSEL_USR, e->evtsel & EVTSEL_OS));
                 break;
         case SIM_PERF_FIXED:
         case SIM_PERF_FIXED_OR_GP:
@@ -602,10 +642,33 @@ static int decode_hardware(const SimPerfDriver *s, uint64_t config, uint64_t *re
                 [PERF_COUNT_HW_BRANCH_MISSES] = 0x00c3,
         };
 
+        /* armv8_pmuv3_perf_map: no branch-instructions (PC_WRITE_RETIRED is not counted here) */
+        static const uint64_t arm[PERF_COUNT_HW_MAX] = {
+                [PERF_COUNT_HW_CPU_CYCLES] = ARM_EVENT_CPU_CYCLES,
+                [PERF_COUNT_HW_INSTRUCTIONS] = ARM_EVENT_INST_RETIRED,
+                [PERF_COUNT_HW_CACHE_REFERENCES] = ARM_EVENT_L1D_CACHE,
+                [PERF_COUNT_HW_CACHE_MISSES] = ARM_EVENT_L1D_CACHE_REFILL,
+                [PERF_COUNT_HW_BRANCH_MISSES] = ARM_EVENT_BR_MIS_PRED,
+                [PERF_COUNT_HW_STALLED_CYCLES_FRONTEND] = ARM_EVENT_STALL_FRONTEND,
+                [PERF_COUNT_HW_STALLED_CYCLES_BACKEND] = ARM_EVENT_STALL_BACKEND,
+        };
+
         if (config >= PERF_COUNT_HW_MAX)
                 return -EINVAL;
-        *ret_raw = s->model->amd ? amd[config] : intel[config];
+        *ret_raw = s->model->arm ? arm[config] : s->model->amd ? amd[config] : intel[config];
         return *ret_raw != 0 ? 0 : -ENOENT;
+}
+
+/* armpmu_event_init() and armv8pmu_set_event_filter(): the event number, exclude_user as U,
+ * exclude_kernel as P; CPU_CYCLES on the cycle counter while it is free
+ * (armv8pmu_get_event_idx()). Event 0 is SW_INCR, which counts software writes nobody makes. */
+static int decode_arm(const struct perf_event_attr *attr, uint64_t raw, SimPerfEvent *e) {
+        if (raw & ~ARM_RAW_CONFIG_MASK)
+                return -EINVAL;
+        e->evtsel = raw | (attr->exclude_user ? ARM_EVTYPER_U : 0) | (attr->exclude_kernel ? ARM_EVTYPER_P : 0);
+        e->kind = raw == ARM_EVENT_CPU_CYCLES ? SIM_PERF_FIXED_OR_GP : SIM_PERF_GP;
+        e->index = 0;
+        return 0;
 }
 
 static int decode_core(const SimPerfDriver *s, const struct perf_event_attr *attr, uint64_t raw,
@@ -613,6 +676,8 @@ static int decode_core(const SimPerfDriver *s, const struct perf_event_attr *att
         uint64_t mask = s->model->amd ? AMD_RAW_CONFIG_MASK : INTEL_RAW_CONFIG_MASK;
         uint64_t rings = (attr->exclude_user ? 0 : EVTSEL_USR) | (attr->exclude_kernel ? 0 : EVTSEL_OS);
 
+        if (s->model->arm)
+                return decode_arm(attr, raw, e);
         if (raw & ~mask)
                 return -EINVAL;
         e->fixed_field = (attr->exclude_user ? 0 : FIXED_CTRL_USR) |
@@ -773,7 +838,7 @@ static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_
                 if (r < 0)
                         return r;
                 r = decode_core(s, attr, raw, &e);
-        } else if (attr->type == PERF_TYPE_RAW)
+        } else if (attr->type == PERF_TYPE_RAW || (s->model->arm && attr->type == SIM_PERF_ARM_CORE_TYPE))
                 r = decode_core(s, attr, attr->config, &e);
         else if (attr->type >= SIM_PERF_UNCORE_TYPE_FIRST && !task)
                 r = decode_uncore(s, attr, cpu, &e);
@@ -1081,7 +1146,7 @@ int sim_perf_driver_new(Backend *b, PerfDriver *software, PerfDriver **ret) {
         s->cpus = calloc(s->n_cpus ?: 1, sizeof(SimPerfCpu));
         if (!s->cpus)
                 return -ENOMEM;
-        s->n_boxes = m->amd ? 0 : sim_perf_find_boxes(b->machine, s->boxes);
+        s->n_boxes = m->amd || m->arm ? 0 : sim_perf_find_boxes(b->machine, s->boxes);
         s->real_cpus = sysconf(_SC_NPROCESSORS_ONLN);
         *ret = TAKE_PTR(d);
         return 0;

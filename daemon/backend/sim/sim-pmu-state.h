@@ -25,6 +25,10 @@ typedef struct SimPmu {
         uint64_t global_ctrl;
         uint64_t global_status;
         uint64_t offcore_rsp[2];
+        /* Arm PMUv3 (sim-arm.c): PMCR_EL0's E, LC and LP, PMCNTENSET_EL0, PMCCFILTR_EL0 */
+        uint64_t arm_pmcr;
+        uint64_t arm_pmcntenset;
+        uint64_t arm_pmccfiltr;
         /* Slots per PERF_METRICS field accumulated since SLOTS or PERF_METRICS was zeroed. */
         double metrics_slots[PERF_METRICS_FIELDS];
         /* A non-zero value written to PERF_METRICS reads back as written until more slots

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/sim/sim-amd.h"
+#include "backend/sim/sim-arm.h"
 #include "backend/sim/sim-pmu.h"
 #include "backend/sim/sim-regs.h"
 #include "log.h"
@@ -60,6 +61,10 @@ void sim_pmu_set_rates(SimPmu *p, const SimRates *rates) {
         p->mperf.rate = rates->thread[SIM_Q_REF_TSC];
         p->aperf.rate = rates->thread[SIM_Q_CLK];
         p->irperf.rate = rates->thread[SIM_Q_INST];
+        if (p->model->arm) {
+                sim_arm_pmu_update_rates(p);
+                return;
+        }
         for (unsigned i = 0; i < p->model->gp_counters; i++)
                 update_gp_rate(p, i);
         update_fixed_rates(p);
@@ -68,6 +73,9 @@ void sim_pmu_set_rates(SimPmu *p, const SimRates *rates) {
 void sim_pmu_start_watchdog(SimPmu *p, uint64_t period) {
         uint64_t mask = sim_model_counter_mask(p->model);
 
+        /* the arm64 hard-lockup detector is not modelled; the configuration refuses it */
+        if (p->model->arm)
+                return;
         if (p->model->amd) {
                 sim_amd_pmu_start_watchdog(p, period);
                 return;
@@ -88,6 +96,10 @@ void sim_pmu_advance(SimPmu *p, uint64_t cycles) {
         uint64_t mask = sim_model_counter_mask(p->model);
         uint64_t metrics_gate = SIM_BIT(GLOBAL_SLOTS_BIT) | SIM_BIT(GLOBAL_PERF_METRICS_BIT);
 
+        if (p->model->arm) {
+                sim_arm_pmu_advance(p, cycles);
+                return;
+        }
         if (p->model->amd) {
                 sim_amd_pmu_advance(p, cycles);
                 return;
@@ -232,6 +244,8 @@ int sim_pmu_read(const SimPmu *p, uint32_t reg, uint64_t *ret_value) {
         const SimModel *m = p->model;
         int i;
 
+        if (m->arm)
+                return sim_arm_pmu_read(p, reg, ret_value);
         if (m->amd)
                 return sim_amd_pmu_read(p, reg, ret_value);
         if ((i = block_index(reg, MSR_IA32_PMC0, m->gp_counters)) >= 0 ||
@@ -335,6 +349,8 @@ int sim_pmu_write(SimPmu *p, uint32_t reg, uint64_t value) {
         const SimModel *m = p->model;
         int i;
 
+        if (m->arm)
+                return sim_arm_pmu_write(p, reg, value);
         if (m->amd)
                 return sim_amd_pmu_write(p, reg, value);
         if ((i = block_index(reg, MSR_IA32_PMC0, m->gp_counters)) >= 0)

@@ -132,3 +132,55 @@
 #define AMD_DF_UMASK_HI_MASK            UINT64_C(0xF)
 /* Status bit 58: LBR stack frozen (LbrExtV2), beside the counters' overflow bits. */
 #define AMD_GLOBAL_STATUS_LBR_FROZEN    SIM_BIT(58)
+
+/* ---- Arm PMUv3 (Neoverse V2): system registers, not MSRs. The simulator numbers them as the
+ * kernel's sys_reg(op0, op1, CRn, CRm, op2) does, so that its perf layer programs them through
+ * the same register interface; the daemon serves none of them (no MSRs on ARM). */
+#define ARM_SYS_REG(op0, op1, crn, crm, op2) \
+        ((uint32_t) ((op0) << 19 | (op1) << 16 | (crn) << 12 | (crm) << 8 | (op2) << 5))
+#define ARM_PMCR_EL0                    ARM_SYS_REG(3, 3, 9, 12, 0)
+#define ARM_PMCNTENSET_EL0              ARM_SYS_REG(3, 3, 9, 12, 1)
+#define ARM_PMCNTENCLR_EL0              ARM_SYS_REG(3, 3, 9, 12, 2)
+#define ARM_PMCCNTR_EL0                 ARM_SYS_REG(3, 3, 9, 13, 0)
+#define ARM_PMCCFILTR_EL0               ARM_SYS_REG(3, 3, 14, 15, 7)
+/* PMEVCNTR<n>_EL0 and PMEVTYPER<n>_EL0: CRm 8-11 and 12-15, n = (CRm & 3) * 8 + op2. */
+#define ARM_PMEVCNTR_EL0(n)             ARM_SYS_REG(3, 3, 14, 8 + (n) / 8, (n) % 8)
+#define ARM_PMEVTYPER_EL0(n)            ARM_SYS_REG(3, 3, 14, 12 + (n) / 8, (n) % 8)
+#define ARM_PMCR_E                      SIM_BIT(0)      /* every counter enable */
+#define ARM_PMCR_LONG                   (SIM_BIT(6) | SIM_BIT(7))       /* LC, LP: 64-bit counters */
+#define ARM_PMCNTEN_CYCLE               SIM_BIT(31)     /* PMCCNTR's bit in PMCNTEN{SET,CLR} */
+/* PMEVTYPER and PMCCFILTR: the event (16 bits from PMUv3.1), U (do not count EL0), P (do not
+ * count EL1), NSH (count EL2); other bits are RES0 or filters the simulator does not model. */
+#define ARM_EVTYPER_EVENT_MASK          UINT64_C(0xFFFF)
+#define ARM_EVTYPER_P                   SIM_BIT(31)
+#define ARM_EVTYPER_U                   SIM_BIT(30)
+#define ARM_EVTYPER_NSH                 SIM_BIT(27)
+#define ARM_EVTYPER_VALID               (ARM_EVTYPER_EVENT_MASK | ARM_EVTYPER_P | ARM_EVTYPER_U | ARM_EVTYPER_NSH)
+/* The common event numbers the simulator counts (Arm ARM D17.11, perf's arm64 common events). */
+#define ARM_EVENT_L1D_CACHE_REFILL      0x0003U
+#define ARM_EVENT_L1D_CACHE             0x0004U
+#define ARM_EVENT_INST_RETIRED          0x0008U
+#define ARM_EVENT_BR_MIS_PRED           0x0010U
+#define ARM_EVENT_CPU_CYCLES            0x0011U
+#define ARM_EVENT_BR_PRED               0x0012U
+#define ARM_EVENT_MEM_ACCESS            0x0013U
+#define ARM_EVENT_L2D_CACHE             0x0016U
+#define ARM_EVENT_L2D_CACHE_REFILL      0x0017U
+#define ARM_EVENT_INST_SPEC             0x001BU
+#define ARM_EVENT_BR_RETIRED            0x0021U
+#define ARM_EVENT_BR_MIS_PRED_RETIRED   0x0022U
+#define ARM_EVENT_STALL_FRONTEND        0x0023U
+#define ARM_EVENT_STALL_BACKEND         0x0024U
+#define ARM_EVENT_L3D_CACHE_REFILL      0x002AU
+#define ARM_EVENT_L3D_CACHE             0x002BU
+#define ARM_EVENT_OP_RETIRED            0x003AU
+#define ARM_EVENT_OP_SPEC               0x003BU
+#define ARM_EVENT_STALL                 0x003CU
+#define ARM_EVENT_STALL_SLOT_BACKEND    0x003DU
+#define ARM_EVENT_STALL_SLOT_FRONTEND   0x003EU
+#define ARM_EVENT_STALL_SLOT            0x003FU
+#define ARM_EVENT_CNT_CYCLES            0x4004U
+#define ARM_EVENT_MEM_ACCESS_RD         0x0066U
+#define ARM_EVENT_MEM_ACCESS_WR         0x0067U
+#define ARM_EVENT_FP_SCALE_OPS_SPEC     0x80C0U
+#define ARM_EVENT_FP_FIXED_OPS_SPEC     0x80C1U

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "backend/perf-catalog.h"
+#include "backend/sim/sim-perf-pmus.h"
 #include "backend/sim/sim-perf.h"
 #include "backend/sim/sim-profile.h"
 #include "backend/sim/sim-regs.h"
@@ -234,6 +235,80 @@ static void test_no_topdown_elsewhere(void **state) {
                 assert_int_equal(open_event(&f, PERF_TYPE_HARDWARE, PERF_COUNT_HW_MAX, 0, -1), -EINVAL);
                 fixture_free(&f);
         }
+}
+
+/* Grace: the armv8_pmuv3_0 type (and PERF_TYPE_RAW) with bare event numbers; Arm's TopDown
+ * level 1 (perf's TopdownL1 for Neoverse V2, with its BR_MIS_PRED terms) from one group gives
+ * the profile back; CPU_CYCLES takes the cycle counter and six more events still fit; the P
+ * filter and the registers behind it. */
+static void test_grace(void **state) {
+        static const char config[] = "[machine]\nsockets = 1\ncores = 4\n"
+                                     "[clock]\nmode = deterministic\ncycles_per_access = 0\n"
+                                     "[cpus 0-3]\nprofile = frontend-bound\n";
+        static const uint64_t events[] = { 0x11, 0x3e, 0x3d, 0x3f, 0x3a, 0x3b, 0x10 };
+        const SimProfile *p = sim_profile_builtin("frontend-bound");
+        Fixture f = fixture_new("grace", config);
+        double cycles, slots, misp;
+        int h[ELEMENTSOF(events)], user;
+        uint64_t v;
+        GroupRead g;
+
+        (void) state;
+        assert_non_null(p);
+        assert_int_equal(f.t.machine->n_cpus, 4);
+        assert_int_equal(f.t.machine->midr, 0x410fd4f0);
+        /* x86 encodings and event bits above 15 are refused, as are Intel's pseudo-events */
+        assert_int_equal(open_event(&f, SIM_PERF_ARM_CORE_TYPE, 0x10011, 1, -1), -EINVAL);
+        assert_int_equal(open_event(&f, PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES, 1, -1), -ENOENT);
+        for (size_t i = 0; i < ELEMENTSOF(events); i++) {
+                h[i] = open_event(&f, i % 2 ? PERF_TYPE_RAW : SIM_PERF_ARM_CORE_TYPE, events[i], 1, i ? h[0] : -1);
+                assert_true(h[i] >= SIM_PERF_HANDLE_BASE);
+        }
+        sim_advance(&f.t, WINDOW_CYCLES);
+        g = read_group(&f, h[0]);
+        assert_int_equal(g.nr, ELEMENTSOF(events));
+        assert_int_equal(g.running, g.enabled);
+        cycles = (double) g.v[0].value;
+        slots = 8.0 * cycles;
+        misp = (double) g.v[6].value / cycles;
+        assert_close(cycles, p->utilization * WINDOW_CYCLES, 1e-6, 0, "CPU_CYCLES");
+        assert_close(misp, p->branch_mispredicts / 20, 1e-6, 0, "BR_MIS_PRED per cycle");
+        assert_close(g.v[1].value / slots - misp, p->frontend_bound, 0, 1e-6, "frontend_bound");
+        assert_close(g.v[2].value / slots - 3 * misp, p->backend_bound, 0, 1e-6, "backend_bound");
+        assert_close((double) g.v[4].value / g.v[5].value * (1 - g.v[3].value / slots), p->retiring, 0, 1e-6,
+                     "retiring");
+        assert_close((1 - (double) g.v[4].value / g.v[5].value) * (1 - g.v[3].value / slots) + 4 * misp,
+                     p->bad_speculation, 0, 1e-6, "bad_speculation");
+        /* the kernel's placement: CPU_CYCLES on the cycle counter, the six others on PMEVCNTR0-5 */
+        v = sim_rd(&f.t, 1, ARM_PMCNTENSET_EL0);
+        assert_true(v == (ARM_PMCNTEN_CYCLE | 0x3f));
+        assert_true(sim_rd(&f.t, 1, ARM_PMEVTYPER_EL0(0)) == 0x3e);
+        assert_true((sim_rd(&f.t, 1, ARM_PMCR_EL0) & ARM_PMCR_E) != 0);
+        assert_true(((sim_rd(&f.t, 1, ARM_PMCR_EL0) >> 11) & 0x1f) == 6);
+        /* no MSR exists on the simulated Grace */
+        assert_int_equal(sim_rd_err(&f.t, 1, 0x186), -EIO);
+        assert_int_equal(sim_rd_err(&f.t, 1, 0x611), -EIO);
+
+        /* exclude_kernel sets the P bit: user time alone */
+        {
+                struct perf_event_attr a = {
+                        .type = SIM_PERF_ARM_CORE_TYPE,
+                        .size = sizeof(a),
+                        .config = 0x11,
+                        .read_format = READ_GROUP_FORMAT,
+                        .exclude_kernel = 1,
+                        .exclude_hv = 1,
+                };
+
+                user = perf_driver_open(f.d, &a, -1, -1, 2, -1, 0);
+                assert_true(user >= SIM_PERF_HANDLE_BASE);
+        }
+        assert_true(sim_rd(&f.t, 2, ARM_PMCCFILTR_EL0) == ARM_EVTYPER_P);
+        sim_advance(&f.t, WINDOW_CYCLES);
+        g = read_group(&f, user);
+        assert_close((double) g.v[0].value, p->utilization * p->user_fraction * WINDOW_CYCLES, 1e-6, 0,
+                     "CPU_CYCLES at EL0");
+        fixture_free(&f);
 }
 
 /* Twelve GP-only Skylake events, three groups of four, on the four GP counters of an SMT
@@ -660,6 +735,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroups_sharing_a_cpu),
                 cmocka_unit_test(test_hostile_handles),
                 cmocka_unit_test(test_uncore_imc),
+                cmocka_unit_test(test_grace),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
