@@ -39,6 +39,8 @@ enum {
         KEY_HANDLE = 1 << 12,
         KEY_GROUPS = 1 << 13,
         KEY_THREAD = 1 << 14,
+        KEY_MODE = 1 << 15,
+        KEY_PERIOD = 1 << 16,
 };
 
 /* Every key this protocol knows, by length: requests are matched against it once per key. */
@@ -56,14 +58,16 @@ static unsigned classify_key(const msgpack_object *key) {
                        memcmp(p, "uid", 3) == 0 ? KEY_UID :
                        memcmp(p, "pid", 3) == 0 ? KEY_PID : 0;
         case 4:
-                return memcmp(p, "cpus", 4) == 0 ? KEY_CPUS : 0;
+                return memcmp(p, "cpus", 4) == 0 ? KEY_CPUS :
+                       memcmp(p, "mode", 4) == 0 ? KEY_MODE : 0;
         case 5:
                 return memcmp(p, "scope", 5) == 0 ? KEY_SCOPE : 0;
         case 6:
                 return memcmp(p, "follow", 6) == 0 ? KEY_FOLLOW :
                        memcmp(p, "handle", 6) == 0 ? KEY_HANDLE :
                        memcmp(p, "groups", 6) == 0 ? KEY_GROUPS :
-                       memcmp(p, "thread", 6) == 0 ? KEY_THREAD : 0;
+                       memcmp(p, "thread", 6) == 0 ? KEY_THREAD :
+                       memcmp(p, "period", 6) == 0 ? KEY_PERIOD : 0;
         case 7:
                 return memcmp(p, "on_exec", 7) == 0 ? KEY_ON_EXEC :
                        memcmp(p, "handoff", 7) == 0 ? KEY_HANDOFF : 0;
@@ -91,6 +95,8 @@ static const struct {
                                 KEY_SCOPE | KEY_GROUPS },
         [REQUEST_PERF_READ] = { KEY_HANDLE, KEY_HANDLE },
         [REQUEST_PERF_CLOSE] = { KEY_HANDLE, KEY_HANDLE },
+        [REQUEST_TIMING_OPEN] = { KEY_MODE | KEY_PID | KEY_ON_EXEC | KEY_PERIOD | KEY_CPUS,
+                                  KEY_MODE | KEY_PID | KEY_CPUS },
 };
 
 RequestBuffer *request_buffer_new(void) {
@@ -675,9 +681,36 @@ static int check_perf_open(Request *req, unsigned seen, DecodeError *e) {
         return 0;
 }
 
+static int decode_timing_mode(const msgpack_object *o, Request *req, DecodeError *e) {
+        if (o->type == MSGPACK_OBJECT_STR)
+                req->timing_mode = timing_mode_from_string(o->via.str.ptr, o->via.str.size);
+        if (o->type != MSGPACK_OBJECT_STR || req->timing_mode < 0)
+                return refuse(e, PROTO_E_BAD_FIELD, "'mode' must be \"branches\" or \"ips\"");
+        return 0;
+}
+
+/* The pid names one process, never the caller by default: a sampling event follows what it
+ * is opened on, so the client says which. The CPUs bound the fds one reply carries. */
+static int check_timing_open(Request *req, DecodeError *e) {
+        if (req->pid == 0)
+                return refuse(e, PROTO_E_BAD_FIELD, "'pid' must name a process (not 0)");
+        if (req->n_cpus == 0)
+                return refuse(e, PROTO_E_BAD_FIELD, "'cpus' must name at least one CPU");
+        if (req->n_cpus > TIMING_CPUS_PER_OPEN)
+                return refuse(e, PROTO_E_TOO_MANY_OPS, "%zu CPUs, at most %u per timing_open", req->n_cpus,
+                              TIMING_CPUS_PER_OPEN);
+        for (size_t i = 0; i < req->n_cpus; i++)
+                for (size_t j = 0; j < i; j++)
+                        if (req->cpus[i] == req->cpus[j])
+                                return refuse(e, PROTO_E_BAD_FIELD, "'cpus' names CPU %" PRIu32 " twice", req->cpus[i]);
+        if (req->has_period && req->period == 0)
+                return refuse(e, PROTO_E_BAD_FIELD, "'period' must be at least 1 (leave it out for the default)");
+        return 0;
+}
+
 static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *req, DecodeError *e) {
         const msgpack_object *v = NULL, *id = NULL, *op = NULL;
-        uint16_t kinds[PMUGATE_REQUEST_KEYS_MAX];
+        uint32_t kinds[PMUGATE_REQUEST_KEYS_MAX];
         unsigned seen = 0;
         int r;
 
@@ -686,7 +719,7 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
         for (uint32_t i = 0; i < root->via.map.size; i++) {
                 const msgpack_object *key = &root->via.map.ptr[i].key;
 
-                kinds[i] = key->type == MSGPACK_OBJECT_STR ? (uint16_t) classify_key(key) : 0;
+                kinds[i] = key->type == MSGPACK_OBJECT_STR ? classify_key(key) : 0;
                 if (kinds[i] == KEY_ID && !id)
                         id = &root->via.map.ptr[i].val;
                 else if (kinds[i] == KEY_V && !v)
@@ -773,6 +806,14 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                 case KEY_GROUPS:
                         r = decode_perf_groups(val, buf, req, e);
                         break;
+                case KEY_MODE:
+                        r = decode_timing_mode(val, req, e);
+                        break;
+                case KEY_PERIOD:
+                        r = get_u64(val, &req->period) ? 0 :
+                            refuse(e, PROTO_E_BAD_FIELD, "'period' must be an unsigned 64-bit integer");
+                        req->has_period = true;
+                        break;
                 default:
                         r = refuse(e, PROTO_E_INTERNAL, "unhandled key");
                 }
@@ -786,6 +827,8 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                               request_type_to_string(req->type));
         if (req->type == REQUEST_PERF_OPEN)
                 return check_perf_open(req, seen, e);
+        if (req->type == REQUEST_TIMING_OPEN)
+                return check_timing_open(req, e);
         return 0;
 }
 

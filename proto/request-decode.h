@@ -13,6 +13,7 @@
 
 #include "perf-spec.h"
 #include "pmugate-limits.h"
+#include "timing-attr.h"
 #include "wire.h"
 
 typedef enum RegOpKind {
@@ -84,6 +85,12 @@ typedef struct Request {
         size_t n_perf_events;
         const uint8_t *perf_group_sizes;        /* events in each group; the first leads it */
         size_t n_perf_groups;
+
+        /* timing_open (docs/PROTOCOL.md): pid (required, the caller's own process or one of
+         * its uid), on_exec, cpus (required, 1..TIMING_CPUS_PER_OPEN) and these */
+        TimingMode timing_mode;
+        uint64_t period;                /* 0: the daemon's default for the mode */
+        bool has_period;
 } Request;
 
 /* Storage reused across requests. The op array grows to the largest batch decoded, up to

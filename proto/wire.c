@@ -12,6 +12,7 @@ static const char *const request_type_names[_REQUEST_TYPE_MAX] = {
         [REQUEST_REVOKE] = "revoke",   [REQUEST_RESET] = "reset",     [REQUEST_RELOAD] = "reload",
         [REQUEST_JOBMAP] = "jobmap",   [REQUEST_PERF_OPEN] = "perf_open",
         [REQUEST_PERF_READ] = "perf_read", [REQUEST_PERF_CLOSE] = "perf_close",
+        [REQUEST_TIMING_OPEN] = "timing_open",
 };
 
 #define WIRE_OP(n, a, s) { .name = n, .name_len = sizeof(n) - 1, .args = a, .step_args = s }

@@ -26,6 +26,7 @@ typedef enum RequestType {
         REQUEST_PERF_OPEN,
         REQUEST_PERF_READ,
         REQUEST_PERF_CLOSE,
+        REQUEST_TIMING_OPEN,
         _REQUEST_TYPE_MAX,
         _REQUEST_TYPE_INVALID = -EINVAL,
 } RequestType;
