@@ -84,6 +84,9 @@ typedef struct TimingAnalysis TimingAnalysis;
 int timing_analysis_new(TimingAnalysis **ret);
 /* NULL-safe; returns NULL. */
 TimingAnalysis *timing_analysis_free(TimingAnalysis *a);
+static inline void timing_analysis_freep(TimingAnalysis **a) {
+        *a = timing_analysis_free(*a);
+}
 
 /* Feeds one decoded record: a sample, a mapping, a fork (the child inherits its parent's
  * mappings: the kernel reports none for it), LOST and THROTTLE (counted); others are skipped.
