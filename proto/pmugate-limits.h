@@ -283,6 +283,25 @@
 #define TIMING_CPUS_PER_OPEN 64U
 #define TIMING_BRANCHES_MAX 64U
 
+/* timing_open's sample periods (docs/PROTOCOL.md): in branch mode cycles of the core, in IP
+ * mode ns of cpu-clock; a request outside [MIN, MAX] is refused, none takes the DEFAULT (odd
+ * and prime, so that samples do not fall in step with a loop). The shortest periods bound the
+ * daemon's part; the kernel's perf_event_max_sample_rate (read at each open, and refused when
+ * it cannot be read or passes TIMING_KERNEL_SAMPLE_RATE_MAX) bounds the rate of both. */
+#define TIMING_PERIOD_BRANCHES_MIN 10007ULL
+#define TIMING_PERIOD_BRANCHES_MAX 10000000019ULL
+#define TIMING_PERIOD_BRANCHES_DEFAULT 200003ULL
+#define TIMING_PERIOD_IPS_MIN 10007ULL
+#define TIMING_PERIOD_IPS_MAX 10000000019ULL
+#define TIMING_PERIOD_IPS_DEFAULT 100003ULL
+#define TIMING_KERNEL_SAMPLE_RATE_MAX 10000000ULL
+/* Open timing handles one uid may hold across its connections: each is up to
+ * TIMING_CPUS_PER_OPEN sampling events whose rings the uid's mlock budget pays for. */
+#define TIMING_HANDLES_PER_UID_MAX 16U
+/* The fds one reply passes: a perf_open's handoff or a timing_open's. */
+#define PMUGATE_REPLY_FDS_MAX                                                                    \
+        (TIMING_CPUS_PER_OPEN > PERF_EVENTS_PER_OPEN_MAX ? TIMING_CPUS_PER_OPEN : PERF_EVENTS_PER_OPEN_MAX)
+
 /* pmugate timing's analysis (client/timing/timing-blocks.c). A "block" from start to end longer
  * than TIMING_BLOCK_BYTES_MAX is no basic block (an entry pair across a lost record, or the
  * kernel's filtering) and is counted apart, as perf script's brstackinsn bounds it. The client

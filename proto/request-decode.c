@@ -41,6 +41,7 @@ enum {
         KEY_THREAD = 1 << 14,
         KEY_MODE = 1 << 15,
         KEY_PERIOD = 1 << 16,
+        KEY_LBR = 1 << 17,
 };
 
 /* Every key this protocol knows, by length: requests are matched against it once per key. */
@@ -56,7 +57,8 @@ static unsigned classify_key(const msgpack_object *key) {
                 return memcmp(p, "ops", 3) == 0 ? KEY_OPS :
                        memcmp(p, "job", 3) == 0 ? KEY_JOB :
                        memcmp(p, "uid", 3) == 0 ? KEY_UID :
-                       memcmp(p, "pid", 3) == 0 ? KEY_PID : 0;
+                       memcmp(p, "pid", 3) == 0 ? KEY_PID :
+                       memcmp(p, "lbr", 3) == 0 ? KEY_LBR : 0;
         case 4:
                 return memcmp(p, "cpus", 4) == 0 ? KEY_CPUS :
                        memcmp(p, "mode", 4) == 0 ? KEY_MODE : 0;
@@ -85,7 +87,7 @@ static const struct {
         [REQUEST_STATUS] = { 0, 0 },
         [REQUEST_LEASE] = { KEY_CPUS, 0 },
         [REQUEST_RELEASE] = { KEY_CPUS, 0 },
-        [REQUEST_GRANT] = { KEY_JOB | KEY_UID | KEY_CPUS, KEY_JOB | KEY_UID },
+        [REQUEST_GRANT] = { KEY_JOB | KEY_UID | KEY_CPUS | KEY_LBR, KEY_JOB | KEY_UID },
         [REQUEST_REVOKE] = { KEY_JOB, KEY_JOB },
         [REQUEST_RESET] = { KEY_CPUS, 0 },
         [REQUEST_RELOAD] = { 0, 0 },
@@ -795,8 +797,9 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                 case KEY_ON_EXEC:
                 case KEY_HANDOFF:
                 case KEY_THREAD:
+                case KEY_LBR:
                         r = decode_bool(val, bit == KEY_FOLLOW ? &req->follow : bit == KEY_ON_EXEC ? &req->on_exec :
-                                        bit == KEY_HANDOFF ? &req->handoff : &req->thread, key, e);
+                                        bit == KEY_HANDOFF ? &req->handoff : bit == KEY_LBR ? &req->lbr : &req->thread, key, e);
                         break;
                 case KEY_HANDLE:
                         r = get_u32(val, &req->handle) ? 0 :

@@ -69,6 +69,7 @@ typedef struct Request {
 
         uint32_t uid;
         bool has_uid;
+        bool lbr;                       /* grant: the job's user gets the class lbr */
 
         /* perf_open, perf_read, perf_close (docs/PROTOCOL.md): the defaults filled in, and
          * each key checked against the scope it belongs to. */

@@ -26,9 +26,10 @@ static void help(void) {
                "\n"
                "Commands:\n"
                "  status                              Clients, grants, leases, foreign counters, audit\n"
-               "  grant --job ID --uid UID [--cpus LIST]\n"
+               "  grant --job ID --uid UID [--cpus LIST] [--lbr]\n"
                "                                      Let UID use this node for job ID (prolog); without\n"
-               "                                      --cpus the job's cpuset cgroup decides\n"
+               "                                      --cpus the job's cpuset cgroup decides; --lbr also\n"
+               "                                      gives the class lbr (pmugate timing)\n"
                "  revoke --job ID                     End job ID's grant and leases, restoring registers\n"
                "                                      (epilog); exit 0 also when there is nothing to revoke\n"
                "  reset [-c CPUS]                     Put the PMU of CPUS (default: all) back to a clean state\n"
@@ -54,10 +55,11 @@ static void help_verb(const char *verb) {
                 { "status", "status",
                   "Clients, job grants, leases, counters another PMU user holds, and the audit\n"
                   "log's recent refusals." },
-                { "grant", "grant --job ID --uid UID [--cpus LIST]",
+                { "grant", "grant --job ID --uid UID [--cpus LIST] [--lbr]",
                   "Let UID measure on this node for job ID (a Slurm prolog does this). Without\n"
-                  "--cpus the job's cpuset cgroup decides which CPUs. A new grant for the same job\n"
-                  "replaces the old one." },
+                  "--cpus the job's cpuset cgroup decides which CPUs. --lbr also gives UID the class\n"
+                  "lbr for the job: sampling its own processes of the job (pmugate timing). A new\n"
+                  "grant for the same job replaces the old one." },
                 { "revoke", "revoke --job ID",
                   "End job ID's grant and its leases; the daemon restores every register they\n"
                   "changed (a Slurm epilog does this). Exits 0 also when there is nothing to revoke." },
@@ -222,6 +224,7 @@ typedef struct Args {
         const char *cpus;
         const char *dir;
         const char *name;
+        bool lbr;
 } Args;
 
 #define ARGS_DONE 1     /* --help was shown */
@@ -233,6 +236,7 @@ static int parse_args(int argc, char *argv[], Args *ret) {
                 { "cpus", required_argument, NULL, 'c' },
                 { "dir", required_argument, NULL, 'd' },
                 { "name", required_argument, NULL, 'n' },
+                { "lbr", no_argument, NULL, 'L' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
@@ -259,6 +263,9 @@ static int parse_args(int argc, char *argv[], Args *ret) {
                         break;
                 case 'n':
                         a.name = optarg;
+                        break;
+                case 'L':
+                        a.lbr = true;
                         break;
                 default:
                         return cli_unknown_option("pmugatectl", argv[0], argv, opt);
@@ -302,11 +309,12 @@ static int verb_grant(pmugate *c, const Args *a) {
         }
         if (parse_cpus_arg(a->cpus, &cpus, &n) < 0)
                 return 2;
-        r = pmugate_grant(c, a->job, uid, cpus, n, &replaced);
+        r = pmugate_grant_with_lbr(c, a->job, uid, cpus, n, a->lbr, &replaced);
         if (r < 0)
                 return cli_report("pmugatectl", c, r, "grant");
-        printf("granted job %s to %s on %s%s%s\n", a->job, user_text(uid, user, sizeof(user)),
-               cpus_word(a->cpus, n), a->cpus ? a->cpus : "the job's CPUs", replaced ? " (replaced the earlier grant)" : "");
+        printf("granted job %s to %s on %s%s%s%s\n", a->job, user_text(uid, user, sizeof(user)),
+               cpus_word(a->cpus, n), a->cpus ? a->cpus : "the job's CPUs", a->lbr ? " with class lbr" : "",
+               replaced ? " (replaced the earlier grant)" : "");
         daemon_mode(c, mode, sizeof(mode));
         if (strcmp(mode, "open") == 0)
                 fprintf(stderr,

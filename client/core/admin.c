@@ -12,6 +12,11 @@
 #include "wire.h"
 
 int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpus, size_t n_cpus, bool *ret_replaced) {
+        return pmugate_grant_with_lbr(c, job, uid, cpus, n_cpus, false, ret_replaced);
+}
+
+int pmugate_grant_with_lbr(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpus, size_t n_cpus, bool lbr,
+                           bool *ret_replaced) {
         const msgpack_object *reply;
         msgpack_packer pk;
         bool replaced = false;
@@ -23,10 +28,12 @@ int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpu
                 return -EINVAL;
         if (n_cpus > PMUGATE_LIST_MAX)
                 return -E2BIG;
-        r = connection_begin(c, REQUEST_GRANT, n_cpus > 0 ? 3 : 2, &pk);
+        /* "lbr" only when given: a daemon before it refuses the key by name, never ignores it */
+        r = connection_begin(c, REQUEST_GRANT, 2 + (n_cpus > 0 ? 1 : 0) + (lbr ? 1 : 0), &pk);
         if (r < 0)
                 return r;
-        if (pack_key_string(&pk, "job", job) < 0 || pack_key_uint(&pk, "uid", uid) < 0)
+        if (pack_key_string(&pk, "job", job) < 0 || pack_key_uint(&pk, "uid", uid) < 0 ||
+            (lbr && pack_key_bool(&pk, "lbr", true) < 0))
                 return -ENOMEM;
         if (n_cpus > 0 && connection_pack_cpus(&pk, cpus, n_cpus) < 0)
                 return -ENOMEM;

@@ -277,6 +277,32 @@ static Candidate classify(const char *name, char *ret_class, size_t class_size) 
         return CANDIDATE_UNCORE;
 }
 
+/* The core PMU's LBR depth: caps/branches, a decimal of at most TIMING_BRANCHES_MAX. Absent
+ * (no LBR, or a kernel without the file) is 0; anything else that does not parse is 0 with a
+ * log line, never a depth guessed: branch sampling is refused without one. */
+static uint32_t read_branches(int pmu_fd, const char *name) {
+        _cleanup_close_ int caps_fd = -EBADF;
+        char text[PERF_SYSFS_SMALL_FILE_MAX], *end;
+        unsigned long v;
+        int r;
+
+        caps_fd = open_subdir(pmu_fd, "caps");
+        if (caps_fd < 0)
+                return 0;
+        r = read_small_file(caps_fd, "branches", text, sizeof(text));
+        if (r == -ENOENT)
+                return 0;
+        if (r >= 0 && isdigit((unsigned char) text[0]) && strlen(text) <= 3) {
+                errno = 0;
+                v = strtoul(text, &end, 10);
+                if (errno == 0 && *end == '\0' && v <= TIMING_BRANCHES_MAX)
+                        return (uint32_t) v;
+        }
+        log_warning("Perf event source %s: caps/branches is not a branch stack depth of at most %u: "
+                    "no branch sampling", name, TIMING_BRANCHES_MAX);
+        return 0;
+}
+
 /* Reads one PMU's directory; a refusal is the reason it is left out. */
 static int read_pmu(int sys_fd, int devices_fd, const Machine *m, const char *name, Candidate kind, PerfPmu *p) {
         _cleanup_close_ int fd = -EBADF;
@@ -306,6 +332,7 @@ static int read_pmu(int sys_fd, int devices_fd, const Machine *m, const char *na
                 p->kind = PERF_PMU_CORE;
                 if (has_event_file(fd, "topdown-retiring"))
                         p->topdown = has_event_file(fd, "topdown-heavy-ops") ? 2 : 1;
+                p->branches = read_branches(fd, name);
                 return 0;
         }
         p->kind = PERF_PMU_UNCORE;

@@ -42,6 +42,9 @@ typedef struct PerfPmu {
                                          * ("core-pmu", "uncore-imc", ...); "" for software */
         uint8_t topdown;                /* core PMU: 0 none, 1 slots and level-1 metric events
                                          * (events/topdown-retiring), 2 level 2 too (topdown-heavy-ops) */
+        uint32_t branches;              /* core PMU: the Last Branch Record's depth (sysfs
+                                         * caps/branches, at most TIMING_BRANCHES_MAX); 0: no
+                                         * branch stack, or not known */
 } PerfPmu;
 
 typedef struct PerfCatalog {

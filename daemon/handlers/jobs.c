@@ -24,7 +24,8 @@ int handle_grant(Server *s, Session *c, const Request *req, Refusal *ret_refusal
         }
         old = grants_find(&s->grants, req->job);
         old_uid = old ? old->uid : req->uid;
-        r = grants_put(&s->grants, req->job, req->uid, req->has_cpus ? req->cpus : NULL, req->has_cpus ? req->n_cpus : 0);
+        r = grants_put_with_lbr(&s->grants, req->job, req->uid, req->has_cpus ? req->cpus : NULL,
+                                req->has_cpus ? req->n_cpus : 0, req->lbr);
         if (r == -ENOSPC) {
                 return refuse(ret_refusal, PROTO_E_LIMIT, -1, "already %zu grants, the most allowed", s->grants.n);
         }
@@ -50,9 +51,10 @@ int handle_grant(Server *s, Session *c, const Request *req, Refusal *ret_refusal
                         .uid = c->peer.uid, .gid = c->peer.gid, .pid = c->peer.pid,
                         .job = req->job, .cpus = list[0] ? list : "cgroup",
                 };
-                char target[32];
+                char target[64];
 
-                (void) snprintf(target, sizeof(target), "granted to uid %u", (unsigned) req->uid);
+                (void) snprintf(target, sizeof(target), "granted to uid %u%s", (unsigned) req->uid,
+                                req->lbr ? " with class lbr" : "");
                 rec.reason = target;
                 audit_emit(s->audit, &rec);
                 /* A replaced grant may name other CPUs, or another uid: only the leases of the

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "macro.h"
 #include "perf/perf-attr.h"
+#include "perf/perf-timing.h"
 
 _Static_assert(__builtin_types_compatible_p(__typeof__(&perf_attr_verify), PerfAttrVerify),
                "the opener calls perf_attr_verify() through a PerfAttrVerify");
@@ -232,6 +233,11 @@ int perf_attr_verify(const struct perf_event_attr *attr, const uint32_t *allowed
         struct perf_event_attr rest;
         static const struct perf_event_attr zero = {};
 
+        /* The one sampling attr (pmugate timing): byte for byte what timing_attr_fill() makes
+         * for its mode, period in bounds. Its type is the kernel's generic hardware or software
+         * type, not a catalogue PMU's. Any other sampling attr falls through and is refused. */
+        if (timing_attr_is_ours(attr))
+                return 0;
         if (attr->size != sizeof(struct perf_event_attr))
                 return refuse(reason, reason_size, -EPERM, "attr size %" PRIu32 " is not the daemon's %zu",
                               attr->size, sizeof(struct perf_event_attr));

@@ -246,6 +246,9 @@ static int handle_rights(ConfigParser *p, const char *name, const char *value) {
                 return parse_classes(p, value, &c->monitor_read);
         if (strcmp(name, "monitor_write") == 0)
                 return parse_classes(p, value, &c->monitor_write);
+        if (strcmp(name, "lbr_groups") == 0)
+                return parse_ids(p, value, false, c->lbr_gids, &c->n_lbr_gids, c->lbr_groups,
+                                 sizeof(c->lbr_groups));
         if (strcmp(name, "package_read_shared") == 0)
                 return parse_bool(p, value, &c->package_read_shared);
         if (strcmp(name, "energy_read_shared") == 0)

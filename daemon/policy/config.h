@@ -51,6 +51,13 @@ typedef struct Config {
         ClassSet user_read, user_write;
         ClassSet monitor_read, monitor_write;
 
+        /* The class lbr (`pmugate timing`: sampling one's own process, with the Last Branch
+         * Record or IPs): users in these groups hold it, admins always; nobody else unless a
+         * job grant gives it (grants.h). Empty, the shipped default: nobody. */
+        gid_t lbr_gids[CONFIG_IDS_MAX];
+        size_t n_lbr_gids;
+        char lbr_groups[128];                 /* as written, for messages */
+
         /* Package-scope registers (uncore, RAPL) see every user of the package. Without this,
          * a user reads them only when holding every CPU of the package. */
         bool package_read_shared;

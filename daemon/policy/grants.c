@@ -57,7 +57,7 @@ int grants_format(const Grants *g, const char *boot_id, char **ret_data, size_t 
 
                 if (!gr->has_cpus || cpuset_format(&gr->cpus, list, CPUSET_FORMAT_MAX) < 0 || !list[0])
                         (void) snprintf(list, CPUSET_FORMAT_MAX, "-");
-                state_buffer_record(&b, "grant %s %u %s", gr->job, (unsigned) gr->uid, list);
+                state_buffer_record(&b, "grant %s %u %s%s", gr->job, (unsigned) gr->uid, list, gr->lbr ? " lbr" : "");
         }
         if (b.error < 0) {
                 int r = b.error;
@@ -109,6 +109,10 @@ static Grant *grants_slot(Grants *g) {
 }
 
 int grants_put(Grants *g, const char *job, uid_t uid, const uint32_t *cpus, size_t n_cpus) {
+        return grants_put_with_lbr(g, job, uid, cpus, n_cpus, false);
+}
+
+int grants_put_with_lbr(Grants *g, const char *job, uid_t uid, const uint32_t *cpus, size_t n_cpus, bool lbr) {
         Grant *gr = (Grant *) grants_find(g, job), old;
         bool replaced = gr != NULL;
         int r;
@@ -127,7 +131,7 @@ int grants_put(Grants *g, const char *job, uid_t uid, const uint32_t *cpus, size
                 if (!gr)
                         return -ENOMEM;
         }
-        *gr = (Grant) { .uid = uid, .has_cpus = n_cpus > 0 };
+        *gr = (Grant) { .uid = uid, .has_cpus = n_cpus > 0, .lbr = lbr };
         (void) snprintf(gr->job, sizeof(gr->job), "%s", job);
         for (size_t i = 0; i < n_cpus; i++)
                 cpuset_add(&gr->cpus, cpus[i]);
@@ -193,9 +197,9 @@ static int parse_grant(const Grants *g, const StateRecord *rec, const Machine *m
                        size_t reason_size) {
         _cleanup_free_ uint32_t *cpus = NULL;
         _cleanup_free_ char *list = NULL;
-        StateToken tokens[4];
+        StateToken tokens[5];
         uint64_t uid;
-        size_t n = 0;
+        size_t n = 0, n_tokens;
         int r;
 
         if (rec->status != STATE_RECORD_OK) {
@@ -203,9 +207,13 @@ static int parse_grant(const Grants *g, const StateRecord *rec, const Machine *m
                                 state_record_status_to_string(rec->status));
                 return -EINVAL;
         }
-        if (state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens)) != 4 ||
-            !state_token_is(&tokens[0], "grant")) {
+        n_tokens = state_tokens_split(rec->text, rec->len, tokens, ELEMENTSOF(tokens));
+        if ((n_tokens != 4 && n_tokens != 5) || !state_token_is(&tokens[0], "grant")) {
                 (void) snprintf(reason, reason_size, "not a grant");
+                return -EINVAL;
+        }
+        if (n_tokens == 5 && !state_token_is(&tokens[4], "lbr")) {
+                (void) snprintf(reason, reason_size, "a grant's fifth field can only be lbr");
                 return -EINVAL;
         }
         if (!state_name_valid(tokens[1].p, tokens[1].len, PMUGATE_STRING_MAX)) {
@@ -218,7 +226,7 @@ static int parse_grant(const Grants *g, const StateRecord *rec, const Machine *m
                                 (unsigned) (uid_t) -2);
                 return -EINVAL;
         }
-        *gr = (Grant) { .uid = (uid_t) uid };
+        *gr = (Grant) { .uid = (uid_t) uid, .lbr = n_tokens == 5 };
         memcpy(gr->job, tokens[1].p, tokens[1].len);
         gr->job[tokens[1].len] = '\0';
         if (grants_find(g, gr->job)) {

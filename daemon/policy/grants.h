@@ -6,7 +6,8 @@
  *
  * Format, one sealed record per line (state-dir.h):
  *   pmugate-grants 1 boot=BOOT_ID
- *   grant JOB UID CPUS|-
+ *   grant JOB UID CPUS|- [lbr]
+ * where a trailing "lbr" gives the job's user the class lbr (pmugate timing) for the job.
  */
 #pragma once
 
@@ -26,6 +27,7 @@ typedef struct Grant {
         uid_t uid;
         bool has_cpus;          /* explicit CPUs; otherwise the job's cpuset cgroup decides */
         CpuSet cpus;
+        bool lbr;               /* gives the class lbr (sampling one's own processes) for the job */
 } Grant;
 
 typedef struct Grants {
@@ -64,6 +66,8 @@ bool grants_uid_valid(uint64_t uid);
  * or the error of the save (-EFBIG: the file would be too large). On any error memory is left
  * as the file has it: the grant was not made. */
 int grants_put(Grants *g, const char *job, uid_t uid, const uint32_t *cpus, size_t n_cpus);
+/* The same, the grant giving the class lbr for the job when lbr. */
+int grants_put_with_lbr(Grants *g, const char *job, uid_t uid, const uint32_t *cpus, size_t n_cpus, bool lbr);
 
 /* Removes the grant for job and saves the file. Returns 0; -ENOENT when there is none (and
  * nothing earlier is left unsaved); or the error of the save (never -ENOENT). Failing closed, the grant is

@@ -113,5 +113,7 @@ void policy_rights(const Config *c, const Peer *p, Rights *ret) {
                                 "uid %u is not in a group allowed to use pmugate (user_groups: %s); ask your admin",
                                 (unsigned) p->uid, c->user_groups[0] ? c->user_groups : "none configured");
         }
+        /* Sampling a process is a user's or an admin's: a monitor samples nobody. */
+        r.may_lbr = r.role == ROLE_ADMIN || (r.role == ROLE_USER && in_gids(p, c->lbr_gids, c->n_lbr_gids));
         *ret = r;
 }

@@ -42,6 +42,8 @@ typedef struct Rights {
         bool may_write;
         bool may_admin;
         bool scoped;                    /* CPUs limited to the caller's job (job mode users) */
+        bool may_lbr;                   /* the class lbr from pmugate.conf (lbr_groups, or an
+                                         * admin); a job grant can give it too (grants.h) */
         const ClassSet *read_classes;   /* NULL: every class */
         const ClassSet *write_classes;
         char reason[320];               /* why not, when a right is missing */

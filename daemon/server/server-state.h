@@ -154,7 +154,7 @@ struct Server {
         msgpack_sbuffer reply;
         size_t reply_part_ends[PMUGATE_REPLY_PARTS_MAX];  /* a reply in parts: where each ends */
         /* fds that go with the reply (a perf_open's handoff) in SCM_RIGHTS, owned until sent */
-        int reply_fds[PERF_EVENTS_PER_OPEN_MAX];
+        int reply_fds[PMUGATE_REPLY_FDS_MAX];
         size_t n_reply_fds;
         size_t n_reply_parts;                             /* 0: the reply is one message */
         const AllowEntry **entries;

@@ -147,7 +147,7 @@ static int session_send_with_fds(Session *c, size_t size) {
         Server *s = c->server;
         union {
                 struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int) * PERF_EVENTS_PER_OPEN_MAX)];
+                char buf[CMSG_SPACE(sizeof(int) * PMUGATE_REPLY_FDS_MAX)];
         } control = {};
         struct iovec iov = { .iov_base = s->reply.data, .iov_len = size };
         struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,

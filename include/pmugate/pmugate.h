@@ -330,6 +330,10 @@ pmugate_status *pmugate_status_free(pmugate_status *s);
 /* Lets uid use this node for job (batch prolog). Without CPUs, the job's cpuset cgroup
  * decides at each request. Granting a job again replaces its grant. */
 int pmugate_grant(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpus, size_t n_cpus, bool *ret_replaced);
+/* The same; with lbr the grant also gives uid the class lbr for the job (pmugate timing:
+ * sampling its own processes of the job, docs/PERF.md "Timing"). */
+int pmugate_grant_with_lbr(pmugate *c, const char *job, uint32_t uid, const uint32_t *cpus, size_t n_cpus, bool lbr,
+                           bool *ret_replaced);
 
 /* Ends job's grant (batch epilog) and its processes' leases, restoring their registers.
  * Revoking a job without a grant is not an error: *ret_revoked tells. */

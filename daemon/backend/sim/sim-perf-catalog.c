@@ -54,6 +54,9 @@ int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
                 return -EINVAL;
         cpu.config_mask[0] = m->amd ? AMD_RAW_CONFIG_MASK : INTEL_RAW_CONFIG_MASK;
         cpu.topdown = (uint8_t) m->perf_metrics;
+        /* as the kernel's caps/branches: 32 entries of architectural LBR on the Intel models,
+         * 16 of AMD's LbrExtV2 (whose entries carry no cycles) */
+        cpu.branches = m->amd ? 16 : 32;
         add_format(&cpu, "event", m->amd ? EVTSEL_EVENT_MASK |
                                                    AMD_EVTSEL_EVENT_HI_MASK << AMD_EVTSEL_EVENT_HI_SHIFT
                                          : EVTSEL_EVENT_MASK);
