@@ -52,14 +52,19 @@ typedef struct TimingMapping {
         uint64_t start, len, pgoff;
         uint32_t maj, min;
         uint64_t ino;
-        uint32_t prot, flags;
+        bool has_file_id;               /* maj, min, ino are the kernel's (MMAP2 without a build
+                                         * id); an MMAP record or a build-id MMAP2 has none */
+        uint32_t prot, flags;           /* MMAP: PROT_EXEC, 0 (the kernel reports only
+                                         * executable mappings there; flags unknown) */
         char path[TIMING_PATH_MAX];     /* NUL-terminated; the kernel's "//anon", "[vdso]" too */
 } TimingMapping;
 
 typedef struct TimingRecord {
         TimingRecordKind kind;
+        bool has_id;                    /* time, pid, tid, cpu hold the sample's or its
+                                         * sample_id's words (an OTHER record has none) */
         uint64_t time;                  /* from the sample or its sample_id */
-        uint32_t pid, tid;
+        uint32_t pid, tid;              /* FORK, EXIT: the task's own (the record's body) */
         uint32_t cpu;
         union {
                 TimingSample sample;
@@ -73,7 +78,9 @@ typedef struct TimingRecord {
 } TimingRecord;
 
 /* Decodes the one record at buf (its perf_event_header first, size bytes in all as the
- * header says) of a ring whose events sample sample_type (timing_sample_type()). Returns 0,
- * or -EBADMSG for a record whose sizes, counts or strings do not fit (nothing in *ret is then
- * to be used). */
+ * header says) of a ring whose events sample sample_type (timing_sample_type()). Every word
+ * of buf is read once, so a producer rewriting the bytes meanwhile gets a wrong record, never
+ * a read outside them. Returns 0, -EINVAL for a sample_type with bits other than
+ * TIMING_SAMPLE_TYPE_BRANCHES' (a layout this reader does not know), or -EBADMSG for a record
+ * whose sizes, counts or strings do not fit (nothing in *ret is then to be used). */
 int timing_record_decode(const void *buf, size_t size, uint64_t sample_type, TimingRecord *ret);

@@ -20,9 +20,13 @@ int timing_ring_map(int fd, uint64_t sample_type, TimingRing **ret);
 
 /* Calls on_record for each complete record between the tail and the head in order, then
  * publishes the new tail. A record that does not decode is counted in *ret_malformed (when
- * not NULL) and skipped by its header's size; a header whose size is 0 or runs past the head
- * ends the drain with -EBADMSG (the rest of the ring cannot be framed). on_record returning a
- * negative errno stops the drain with it. Returns the number of records delivered. */
+ * not NULL; set on every return but -EINVAL) and skipped by its header's size; a header whose
+ * size is below a header's or runs past the head ends the drain with -EBADMSG (the rest of
+ * the ring cannot be framed), as does a head more than the ring's size ahead of the tail (or
+ * behind it): either way the tail moves to that head, so that the ring flows again and the
+ * next drain reads what the producer writes next. on_record returning a negative errno stops
+ * the drain with it (that record consumed). The record passed lives until the next drain.
+ * Returns the number of records delivered. */
 int timing_ring_drain(TimingRing *r, int (*on_record)(const TimingRecord *rec, void *userdata), void *userdata,
                       uint64_t *ret_malformed);
 
