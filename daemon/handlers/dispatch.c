@@ -40,6 +40,8 @@ static const HandlerRow handler_table[_REQUEST_TYPE_MAX] = {
         [REQUEST_PERF_OPEN] = { handle_perf_open, HANDLER_RIGHT_READ, false },
         [REQUEST_PERF_READ] = { handle_perf_read, HANDLER_RIGHT_NONE, false },
         [REQUEST_PERF_CLOSE] = { handle_perf_close, HANDLER_RIGHT_NONE, true },
+        /* the class lbr is checked by the handler: from the role or from the job's grant */
+        [REQUEST_TIMING_OPEN] = { handle_timing_open, HANDLER_RIGHT_READ, false },
 };
 
 static bool has_right(const Rights *r, HandlerRight needs) {

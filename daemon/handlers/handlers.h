@@ -56,6 +56,7 @@ int handle_jobmap(Server *s, Session *c, const Request *req, Refusal *ret_refusa
 int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
 int handle_perf_read(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
 int handle_perf_close(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
+int handle_timing_open(Server *s, Session *c, const Request *req, Refusal *ret_refusal);
 
 /* Takes leases on req's CPUs for c as 'lease' does (scope, limits, preempting a monitor),
  * without a reply: 'lease' itself and perf_open of hardware events on scope cpu. */

@@ -646,6 +646,10 @@ int handle_perf_read(Server *s, Session *c, const Request *req, Refusal *ret_ref
         r = find_handle(c, req, &slot, ret_refusal);
         if (r != 0)
                 return r;
+        if (c->perf[slot]->timing)
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                              "handle %" PRIu32 " samples (timing_open): its records are in the rings of its fds, "
+                              "not read with perf_read", req->handle);
         n_rows = perf_handle_n_rows(c->perf[slot]);
         if (n_rows <= PERF_ROWS_PER_PART) {
                 TRY(server_reply_begin(s, req, 1, &pk));

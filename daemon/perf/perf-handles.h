@@ -46,6 +46,9 @@ typedef struct PerfHandle {
                                  * (the units of a target are consecutive): a read finds them
                                  * without a scan of every unit per row */
         bool handed_off;        /* fds went to the client: at close they are disabled first */
+        bool timing;            /* a timing_open's sampling events (one per CPU, units' targets
+                                 * are the CPUs): read through their rings, never perf_read;
+                                 * lives only while the class lbr does */
         bool leased;            /* cpu scope with hardware events: lives only with its leases */
         CpuSet needs_leases;    /* the CPUs whose leases it lives with: its CPUs for hardware
                                  * events, and every CPU of an uncore PMU's package */

@@ -86,16 +86,19 @@ void session_perf_close(Session *c, size_t slot, const char *verdict, const char
         char targets[256], reason[PMUGATE_REASON_MAX];
         CpuSet acquired;
         size_t n;
+        bool h_timing;
 
         if (!h)
                 return;
         n = perf_handle_n_open(h);
+        h_timing = h->timing;
         acquired = h->acquired;
         format_targets(h, targets, sizeof(targets));
-        (void) snprintf(reason, sizeof(reason), "handle %" PRIu32 " scope %s%s: %s", h->id,
-                        perf_scope_to_string(h->scope), h->handed_off ? " (handed off: disabled)" : "", why);
+        (void) snprintf(reason, sizeof(reason), "handle %" PRIu32 " %s%s%s: %s", h->id, h->timing ? "timing" : "scope ",
+                        h->timing ? "" : perf_scope_to_string(h->scope), h->handed_off ? " (handed off: disabled)" : "",
+                        why);
         c->perf[slot] = perf_handle_free(h);
-        server_audit(c->server, c, "perf-close", verdict, NULL, targets, reason, n);
+        server_audit(c->server, c, h_timing ? "timing-close" : "perf-close", verdict, NULL, targets, reason, n);
         session_perf_release_leases(c, &acquired, "its perf handle closed");
         (void) server_perf_tick_update(c->server);
 }
@@ -119,7 +122,31 @@ size_t session_perf_close_cpu(Session *c, uint32_t cpu, const char *verdict, con
         return n;
 }
 
+bool session_may_lbr(const Server *s, const Session *c, const Scope *scope) {
+        const Grant *g;
+
+        if (c->rights.may_lbr)
+                return true;
+        if (!c->rights.scoped || !scope)
+                return false;
+        g = grants_find(&s->grants, scope->job);
+        return g && g->lbr && g->uid == c->peer.uid;
+}
+
+size_t server_timing_handles_of_uid(const Server *s, uid_t uid) {
+        size_t n = 0;
+
+        for (const Session *c = s->sessions; c; c = c->next)
+                if (c->peer.uid == uid)
+                        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
+                                n += c->perf[i] && c->perf[i]->timing;
+        return n;
+}
+
 static bool handle_still_allowed(Server *s, Session *c, const Scope *scope, const PerfHandle *h) {
+        /* a timing handle lives with the class lbr, whatever else the session keeps */
+        if (h->timing && !session_may_lbr(s, c, scope))
+                return false;
         if (!c->rights.may_read || (h->needs_write && !c->rights.may_write))
                 return false;
         if (!h->job[0])

@@ -27,6 +27,11 @@ size_t session_perf_close_cpu(Session *c, uint32_t cpu, const char *verdict, con
  * of another job, or of a CPU the job no longer gives, closes and the session is told
  * `revoked`. Returns how many closed. */
 size_t session_perf_revalidate(Server *s, Session *c, const Scope *scope, const char *why);
+/* Whether c holds the class lbr: from its role (pmugate.conf lbr_groups, admins), or in job
+ * mode from the grant of its job in scope (grant "lbr") when the grant is c's uid's. */
+bool session_may_lbr(const Server *s, const Session *c, const Scope *scope);
+/* The timing handles all sessions of uid hold. */
+size_t server_timing_handles_of_uid(const Server *s, uid_t uid);
 /* The events (kernel fds) all sessions of uid hold open, or are opening (an open in turns). */
 size_t server_perf_events_of_uid(const Server *s, uid_t uid);
 /* How many events one uid may hold open across its sessions on this machine (limits.h). */

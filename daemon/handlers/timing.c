@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * timing_open: sampling events on one of the caller's processes for `pmugate timing`
+ * (docs/PERF.md, "Timing"). With the class lbr, for a process of the caller's uid (dumpable,
+ * not init, inside the job in job mode), on each CPU asked one event with the single attr of
+ * proto/timing-attr.h: its period bounded by pmugate-limits.h and by the kernel's
+ * perf_event_max_sample_rate, branch mode only where the LBR records cycles. The fds go to the
+ * caller in the CPUs' order; the handle lives in the session's perf table, so perf_close, the
+ * connection's end, a reload or a revoke that takes the class away close it (disabling the
+ * caller's copies).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "handlers/handlers.h"
+#include "log.h"
+#include "perf/perf-handles.h"
+#include "perf/perf-target.h"
+#include "perf/perf-timing.h"
+#include "server/perf-sessions.h"
+
+/* The caller holds the class lbr, from its role or its job's grant. */
+static int check_lbr(Server *s, Session *c, Refusal *ret_refusal) {
+        if (session_may_lbr(s, c, c->rights.scoped ? &c->scope : NULL))
+                return 0;
+        return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                      "the class lbr (sampling your own processes, pmugate timing) is not granted to uid %u: an "
+                      "admin gives it to groups (lbr_groups in pmugate.conf) or with a job's grant "
+                      "(pmugatectl grant --lbr)", (unsigned) c->peer.uid);
+}
+
+static int check_rate(Server *s, const Request *req, uint64_t *ret_period, Refusal *ret_refusal) {
+        uint64_t kernel_max = 0;
+        int r;
+
+        r = timing_kernel_max_sample_rate(s->root, &kernel_max);
+        if (r < 0)
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                              "the kernel's perf_event_max_sample_rate cannot be read (%s): without its bound "
+                              "no sampling event is opened",
+                              r == -EBADMSG ? "not a rate of samples per second the daemon accepts" : strerror(-r));
+        return timing_check_period(req->timing_mode, req->has_period ? req->period : 0,
+                                   timing_events_per_second(req->timing_mode, s->backend->tsc_hz,
+                                                            s->machine->cpu_model),
+                                   kernel_max, ret_period, ret_refusal);
+}
+
+/* The target: one process of the caller's (perf_target_process()), never init. Its threads
+ * of now are not what the events follow: each event samples the process's main thread and
+ * what it starts from the open (inherit), so a process already running more threads would be
+ * sampled in part; from an exec (on_exec), which leaves one thread, it is sampled whole. */
+static int plan_target(Session *c, const Request *req, PerfProcess *ret, char *job, size_t job_size,
+                       Refusal *ret_refusal) {
+        char job_path[PMUGATE_CGROUP_PATH_MAX];
+        int r;
+
+        if (req->pid == 1)
+                return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1, "process 1 (init) is never sampled");
+        if (c->rights.scoped) {
+                r = perf_target_job_path(&c->peer, c->scope.job, job_path, sizeof(job_path), ret_refusal);
+                if (r != 0)
+                        return r;
+                (void) snprintf(job, job_size, "%s", c->scope.job);
+        }
+        r = perf_target_process("/proc", &c->peer, (pid_t) req->pid, c->rights.scoped ? job_path : NULL, ret,
+                                ret_refusal);
+        if (r != 0)
+                return r;
+        if (!req->on_exec && ret->n_tids > 1) {
+                size_t n = ret->n_tids;
+
+                perf_process_done(ret);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                              "process %" PRIu32 " runs %zu threads; a timing event follows one thread and what "
+                              "it starts, so only its first would be sampled: start the program under pmugate "
+                              "timing (on_exec) instead", req->pid, n);
+        }
+        return 0;
+}
+
+static int check_limits(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
+        size_t held = server_perf_events_of_uid(s, c->peer.uid), handles;
+
+        if (held + req->n_cpus > server_perf_events_per_uid_max(s))
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                              "uid %u holds %zu open perf events; %zu more would pass the limit of %zu per user",
+                              (unsigned) c->peer.uid, held, req->n_cpus, server_perf_events_per_uid_max(s));
+        handles = server_timing_handles_of_uid(s, c->peer.uid);
+        if (handles >= TIMING_HANDLES_PER_UID_MAX)
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                              "uid %u holds %zu timing handles, the most allowed per user; close one first",
+                              (unsigned) c->peer.uid, handles);
+        return 0;
+}
+
+static int open_refusal(const PerfHandle *h, const PerfOpenFailure *f, pid_t pid, Refusal *ret_refusal) {
+        const char *mode = h->attrs[0].type == PERF_TYPE_HARDWARE ? "branches" : "ips";
+        int e = -f->error;
+
+        if (e == EACCES || e == EPERM)
+                return refuse(ret_refusal, PROTO_E_NOT_AUTHORIZED, -1,
+                              "the kernel refused the %s sampling event of process %d on CPU %" PRId64 ": %s; "
+                              "check perf_event_paranoid and the daemon's CAP_PERFMON", mode, (int) pid, f->target,
+                              strerror(e));
+        if (e == ESRCH)
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %d exited before its events were open",
+                              (int) pid);
+        if (e == EMFILE || e == ENFILE)
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1,
+                              "the daemon's open file limit is reached at CPU %" PRId64 "; close handles first",
+                              f->target);
+        return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                      "the perf driver cannot open the %s sampling event of process %d on CPU %" PRId64 ": %s", mode,
+                      (int) pid, f->target, strerror(e));
+}
+
+/* A new fd of each CPU's event for the reply, in the request's order. */
+static int export_fds(Server *s, PerfHandle *h, Refusal *ret_refusal) {
+        if (h->n_units > ELEMENTSOF(s->reply_fds))
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1, "%zu fds: at most %zu in one reply", h->n_units,
+                              ELEMENTSOF(s->reply_fds));
+        for (size_t i = 0; i < h->n_units; i++) {
+                int fd = perf_driver_export_fd(h->driver, h->events[i]);
+
+                if (fd < 0) {
+                        server_reply_fds_drop(s);
+                        if (fd == -EOPNOTSUPP)
+                                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                                              "the perf driver has no ring to hand off for this sampling event "
+                                              "(EOPNOTSUPP: a simulator without sampling rings)");
+                        return fd;
+                }
+                s->reply_fds[s->n_reply_fds++] = fd;
+        }
+        return 0;
+}
+
+static int reply_open(Server *s, const Request *req, const PerfHandle *h, uint64_t period) {
+        msgpack_packer pk;
+
+        TRY(server_reply_begin(s, req, 4, &pk));
+        TRY(pack_key_uint(&pk, "handle", h->id));
+        TRY(pack_key_uint(&pk, "period", period));
+        TRY(pack_string(&pk, "cpus"));
+        TRY_PACK(msgpack_pack_array(&pk, h->n_units));
+        for (size_t i = 0; i < h->n_units; i++)
+                TRY_PACK(msgpack_pack_uint32(&pk, (uint32_t) h->units[i].cpu));
+        return pack_key_uint(&pk, "fds", s->n_reply_fds);
+}
+
+static void format_open(const Request *req, uint64_t period, char *buf, size_t size) {
+        (void) snprintf(buf, size, "mode %s pid %" PRIu32 " period %" PRIu64 "%s",
+                        timing_mode_to_string(req->timing_mode), req->pid, period, req->on_exec ? " on_exec" : "");
+}
+
+static int first_free_slot(const Session *c) {
+        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
+                if (!c->perf[i])
+                        return (int) i;
+        return -1;
+}
+
+int handle_timing_open(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
+        _cleanup_free_ PerfUnit *units = NULL;
+        PerfProcess process = { .pidfd = -1 };
+        struct perf_event_attr attr;
+        PerfOpenFailure failure;
+        PerfHandle *h = NULL;
+        char job[PMUGATE_STRING_MAX + 1] = "", what[160], cpus[256];
+        static const uint8_t one_event = 1;
+        uint64_t period = 0;
+        int slot, r;
+
+        if (!s->perf_driver)
+                return refuse(ret_refusal, PROTO_E_UNKNOWN_OP, -1, "this daemon serves no perf events: %s",
+                              s->choice.reason[0] ? s->choice.reason : "its perf_event path is not set up");
+        slot = first_free_slot(c);
+        if (slot < 0)
+                return refuse(ret_refusal, PROTO_E_LIMIT, -1, "this connection holds %u perf handles, the most "
+                              "allowed; perf_close one first", PERF_HANDLES_PER_SESSION_MAX);
+        r = handler_resolve_scope(s, c, ret_refusal);
+        if (r == 0)
+                r = check_lbr(s, c, ret_refusal);
+        if (r == 0)
+                r = timing_check_model(req->timing_mode, s->machine->cpu_model, s->perf_catalog, ret_refusal);
+        if (r == 0)
+                r = check_rate(s, req, &period, ret_refusal);
+        if (r == 0)
+                r = handler_check_cpus(s, req, ret_refusal);
+        if (r == 0)
+                r = check_limits(s, c, req, ret_refusal);
+        if (r != 0)
+                return r;
+        r = plan_target(c, req, &process, job, sizeof(job), ret_refusal);
+        if (r != 0)
+                return r;
+
+        units = calloc(req->n_cpus, sizeof(*units));
+        if (!units) {
+                perf_process_done(&process);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < req->n_cpus; i++)
+                units[i] = (PerfUnit) { .target = req->cpus[i], .pid = process.pid, .cpu = (int) req->cpus[i],
+                                        .cgroup_fd = -1 };
+        timing_attr_fill(&attr, req->timing_mode, period, req->on_exec);
+        r = perf_handle_new(s->perf_driver, PERF_SCOPE_PROCESS, c->peer.uid, &attr, &one_event, 1, units, req->n_cpus,
+                            &h);
+        if (r < 0) {
+                perf_process_done(&process);
+                return r;
+        }
+        h->timing = true;
+        memcpy(h->job, job, sizeof(h->job));
+        /* the handle keeps the pin of its process */
+        h->pidfd = TAKE_FD(process.pidfd);
+        perf_process_done(&process);
+
+        r = perf_handle_open(h, &failure);
+        if (r < 0) {
+                r = open_refusal(h, &failure, (pid_t) req->pid, ret_refusal);
+                perf_handle_free(h);
+                return r;
+        }
+        /* the pid checked is the process sampled only if its pidfd still lives */
+        if (!perf_target_process_alive(&(PerfProcess) { .pidfd = h->pidfd })) {
+                perf_handle_free(h);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %" PRIu32 " exited while its events opened",
+                              req->pid);
+        }
+        r = export_fds(s, h, ret_refusal);
+        if (r != 0) {
+                perf_handle_free(h);
+                return r;
+        }
+        h->handed_off = true;
+        h->id = ++c->perf_next_id;
+        c->perf[slot] = h;
+        r = server_perf_tick_update(s);
+        if (r < 0)
+                log_warning_errno(r, "Cannot tick the simulator's perf driver: its counts advance at reads only");
+
+        format_open(req, period, what, sizeof(what));
+        handler_format_cpus(req->cpus, req->n_cpus, cpus, sizeof(cpus));
+        server_audit(s, c, "timing-open", "allowed", h->job[0] ? h->job : NULL, cpus, what, perf_handle_n_open(h));
+        r = reply_open(s, req, h, period);
+        if (r < 0)
+                server_reply_fds_drop(s);
+        return r;
+}
