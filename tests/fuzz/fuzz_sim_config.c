@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/sim/sim-config.h"
+#include "backend/sim/sim-lbr.h"
 #include "backend/sim/sim-model.h"
 #include "backend/sim/sim-profile.h"
 #include "fuzz_util.h"
@@ -23,6 +24,34 @@ static void assert_cpus_sorted(const uint32_t *cpus, size_t n) {
                 fuzz_assert(cpus[i] < PMUGATE_CPUS_MAX);
                 if (i > 0)
                         fuzz_assert(cpus[i - 1] < cpus[i]);
+        }
+}
+
+/* What the perf driver trusts of an accepted [lbr]: every address in the map, weights that
+ * sum to 1, bounded counts. */
+static void assert_lbr_valid(const SimLbrConfig *l) {
+        fuzz_assert(l->has_map && l->map_len > 0 && l->map_start % SIM_LBR_PAGE == 0);
+        fuzz_assert(l->map_len <= SIM_LBR_USER_ADDRESS_END - l->map_start);
+        fuzz_assert(l->binary && l->binary[0] == '/');
+        fuzz_assert(l->depth <= SIM_LBR_DEPTH_INTEL);
+        fuzz_assert(sim_lbr_depth(l, false) >= 1 && sim_lbr_depth(l, true) <= SIM_LBR_DEPTH_AMD);
+        fuzz_assert(l->n_branches >= 1 && l->n_branches <= SIM_LBR_BRANCHES_MAX);
+        for (size_t i = 0; i < l->n_branches; i++) {
+                const SimLbrBranch *b = &l->branches[i];
+                double sum = 0.0;
+
+                fuzz_assert(b->from >= l->map_start && b->from - l->map_start < l->map_len);
+                fuzz_assert(b->to >= l->map_start && b->to - l->map_start < l->map_len);
+                fuzz_assert(b->n_mix >= 1 && b->n_mix <= SIM_LBR_MIX_MAX);
+                for (size_t k = 0; k < b->n_mix; k++) {
+                        fuzz_assert(isfinite(b->mix[k].mean) && b->mix[k].mean >= 0.0 &&
+                                    b->mix[k].mean <= SIM_LBR_CYCLES_MAX);
+                        fuzz_assert(isfinite(b->mix[k].sd) && b->mix[k].sd >= 0.0 &&
+                                    b->mix[k].sd <= SIM_LBR_CYCLES_MAX);
+                        fuzz_assert(b->mix[k].weight > 0.0 && b->mix[k].weight <= 1.0);
+                        sum += b->mix[k].weight;
+                }
+                fuzz_assert(fabs(sum - 1.0) <= SIM_LBR_WEIGHT_EPSILON);
         }
 }
 
@@ -53,6 +82,8 @@ static void assert_config_valid(const SimConfig *c) {
                 fuzz_assert(FUZZ_TERMINATED(c->rules[i].profile));
                 fuzz_assert(c->rules[i].overrides.n_extra_events <= SIM_EXTRA_EVENTS_MAX);
         }
+        if (c->lbr)
+                assert_lbr_valid(c->lbr);
 }
 
 /* What the simulated backend does next: every CPU of the configured machine gets a profile,

@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The simulated PMU through the real daemon, socket and CLI: counting gates, overflow and
 status, reset semantics, PERF_METRICS invariants, perf's L1 formulas on simulated counts for
-skx, icx and spr, determinism, injected faults per op, RAPL and the Skylake-SP IMC."""
+skx, icx and spr, determinism, injected faults per op, RAPL and the Skylake-SP IMC, and the
+[lbr] section of pmugate timing's simulated LBR."""
 
 import os
+import subprocess
 import sys
 
 import pmugatetest as t
@@ -305,5 +307,41 @@ def test_lease_end_clears_started_counters(tap):
         dm.stop()
 
 
-sys.exit(t.Tap().run([test_lease_end_clears_started_counters, test_info_and_cli, test_counting_gates_and_overflow, test_perf_metrics,
+def test_lbr_section(tap):
+    """A daemon whose simulated CPU has an LBR ([lbr]) starts and serves as before; a bad [lbr]
+    stops it at start with the file, the line and the reason."""
+    binary = os.path.realpath(sys.executable)
+    lbr = ("[lbr]\nmap = 0x555555555000 0x1000 0x1000\nbinary = %s\n"
+           "branch = 0x555555555189 0x555555555170 32:2@0.7 300:30@0.3\n"
+           "branch = 0x5555555551a0 0x555555555190 10:1\n" % binary)
+    dm = sim_daemon("spr", extra=lbr)
+    try:
+        rc, out, err = t.run_cli([t.PMUGATE, "info"], dm.socket)
+        tap.ok(rc == 0 and "sim (simulated PMU)" in out, "a configuration with [lbr] starts the daemon", out + err)
+        c = t.Client(dm.socket)
+        c.call("lease", cpus=[0])
+        values(c, [["w", 0, EVTSEL0, evtsel(0xC0, 0)], ["wm", 0, GLOBAL_CTRL, 1, 1]])
+        spin(c, 5)
+        tap.ok(values(c, [["r", 0, PMC0]])[0] > 0, "and the simulated PMU counts as before")
+        c.close()
+    finally:
+        dm.stop()
+    d = t.workdir()
+    conf = os.path.join(d, "sim.conf")
+    for body, line, reason in [
+            ("branch = 0x555555555189 0x555555555170 32:2@0.7 300:30@0.2\n", 4, "the weights sum to 0.9, not 1"),
+            ("branch = 0x555555555189 0x555555557000 32:2\n", 4, "lies outside the map"),
+            ("binary = relative/path\n", 3, "binary = 'relative/path'"),
+            ("", 1, "[lbr] has no branch")]:
+        with open(conf, "w") as f:
+            f.write(lbr.split("branch =")[0].replace("binary = %s\n" % binary, "") if "binary" in body else
+                    lbr.split("branch =")[0])
+            f.write(body)
+        p = subprocess.run([t.PMUGATED, "--backend=sim", "--sim-model=spr", "--sim-config=" + conf],
+                           capture_output=True, text=True, timeout=10)
+        tap.ok(p.returncode != 0 and ("sim.conf:%d: " % line) in p.stderr and reason in p.stderr,
+               "a bad [lbr] is refused at start: line %d, %s" % (line, reason), p.stderr)
+
+
+sys.exit(t.Tap().run([test_lbr_section, test_lease_end_clears_started_counters, test_info_and_cli, test_counting_gates_and_overflow, test_perf_metrics,
                       test_skx_generic_counters, test_determinism, test_faults, test_rapl_and_imc]))

@@ -397,6 +397,14 @@ const SimModel *backend_sim_model(Backend *b) {
         return b && b->vtable == &sim_vtable ? &sim_backend(b)->model : NULL;
 }
 
+const SimLbrConfig *backend_sim_lbr(Backend *b, uint64_t *ret_seed) {
+        if (!b || b->vtable != &sim_vtable)
+                return NULL;
+        if (ret_seed)
+                *ret_seed = sim_backend(b)->config->seed;
+        return sim_backend(b)->config->lbr;
+}
+
 const SimRates *backend_sim_cpu_rates(Backend *b, uint32_t cpu) {
         SimBackend *s;
 

@@ -14,6 +14,7 @@
 
 typedef struct SimModel SimModel;
 typedef struct SimRates SimRates;
+typedef struct SimLbrConfig SimLbrConfig;
 
 /* Whether this daemon has the simulator: false in a build with -Dsimulator=false, whose
  * backend_sim_new() returns -EOPNOTSUPP (backend-sim-absent.c). */
@@ -41,3 +42,6 @@ const SimModel *backend_sim_model(Backend *b);
 /* What an online CPU's events count per wall-clock cycle; NULL for an offline or absent CPU. */
 const SimRates *backend_sim_cpu_rates(Backend *b, uint32_t cpu);
 
+/* The configuration's [lbr] section, or NULL without one (or when b is not simulated); with
+ * the [clock] seed, which the driver's draws start from. */
+const SimLbrConfig *backend_sim_lbr(Backend *b, uint64_t *ret_seed);

@@ -54,6 +54,7 @@ typedef enum SimSection {
         SIM_SECTION_IMC,
         SIM_SECTION_PROFILE,
         SIM_SECTION_CPUS,
+        SIM_SECTION_LBR,
 } SimSection;
 
 typedef struct SimConfigParser {
@@ -79,6 +80,7 @@ SimConfig *sim_config_free(SimConfig *c) {
         for (size_t i = 0; i < c->n_rules; i++)
                 free(c->rules[i].cpus);
         free(c->rules);
+        sim_lbr_free(c->lbr);
         free(c);
         return NULL;
 }
@@ -510,6 +512,32 @@ static int begin_cpus(SimConfigParser *p, const char *list) {
         return 0;
 }
 
+static int begin_lbr(SimConfigParser *p) {
+        SimConfig *c = p->config;
+
+        if (c->lbr)
+                return parser_fail_section(p, "[lbr] is given twice (first at line %u)", c->lbr->line);
+        c->lbr = calloc(1, sizeof(SimLbrConfig));
+        if (!c->lbr)
+                return parser_fail(p, "out of memory");
+        c->lbr->line = p->header_line;
+        return 0;
+}
+
+static int handle_lbr(SimConfigParser *p, const char *key, const char *value) {
+        char reason[SIM_REASON_MAX];
+        int r;
+
+        r = sim_lbr_set(p->config->lbr, p->line, key, value, reason, sizeof(reason));
+        if (r == -ENOENT)
+                return parser_fail(p, "unknown key '%s' in [lbr] (known: map, binary, branch, depth)", key);
+        if (r == -ENOMEM)
+                return parser_fail(p, "out of memory");
+        if (r < 0)
+                return parser_fail(p, "%s", reason);
+        return 0;
+}
+
 /* inih reports keys only, so a section starts where the section name changes. */
 static int begin_section(SimConfigParser *p, const char *section) {
         static const struct {
@@ -541,11 +569,15 @@ static int begin_section(SimConfigParser *p, const char *section) {
                 p->kind = SIM_SECTION_CPUS;
                 return begin_cpus(p, arg);
         }
+        if (strcmp(section, "lbr") == 0) {
+                p->kind = SIM_SECTION_LBR;
+                return begin_lbr(p);
+        }
         if (section[0] == '\0')
                 return parser_fail(p, "key outside a section; start with a section such as [machine]");
         return parser_fail_section(p, "unknown section [%s] (known: machine, clock, inject, rapl, imc, "
                                    "profile NAME, "
-                           "cpus LIST)", section);
+                           "cpus LIST, lbr)", section);
 }
 
 static int parser_handle(void *user, const char *section, const char *key, const char *value) {
@@ -582,6 +614,9 @@ static int parser_handle(void *user, const char *section, const char *key, const
         case SIM_SECTION_CPUS:
                 r = handle_cpus(p, key, value);
                 break;
+        case SIM_SECTION_LBR:
+                r = handle_lbr(p, key, value);
+                break;
         }
         return r < 0 ? 0 : 1;
 }
@@ -609,6 +644,13 @@ int sim_config_load_file(FILE *f, const char *path, SimConfig **ret) {
                 return sim_log_invalid("%s:%u: %s", path, p.error_line, p.error);
         if (ferror(f))
                 return log_error_errno(EIO, "Cannot read simulator configuration %s", path);
+        if (c->lbr) {
+                char reason[SIM_REASON_MAX];
+                unsigned line;
+
+                if (sim_lbr_validate(c->lbr, &line, reason, sizeof(reason)) < 0)
+                        return sim_log_invalid("%s:%u: %s", path, line, reason);
+        }
 
         if (!c->cycles_per_access_set && c->clock_mode == SIM_CLOCK_DETERMINISTIC)
                 c->cycles_per_access = DEFAULT_CYCLES_PER_ACCESS_DETERMINISTIC;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backend/sim/sim-lbr.h"
 #include "backend/sim/sim-model.h"
 #include "backend/sim/sim-profile.h"
 #include "backend/sim/sim-uncore.h"
@@ -111,6 +112,10 @@ typedef struct SimConfig {
         size_t n_profiles;
         SimCpuRule *rules;
         size_t n_rules;
+
+        /* The [lbr] section: the program the simulated kernel samples branch stacks of; NULL
+         * without one (branch-stack sampling is then refused, as on a CPU without LBR). */
+        SimLbrConfig *lbr;
 } SimConfig;
 
 SimConfig *sim_config_free(SimConfig *c);

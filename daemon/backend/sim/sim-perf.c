@@ -21,6 +21,7 @@
 #include "backend/sim/sim-events.h"
 #include "backend/sim/sim-model.h"
 #include "backend/sim/sim-perf-pmus.h"
+#include "backend/sim/sim-perf-sample.h"
 #include "backend/sim/sim-perf.h"
 #include "backend/sim/sim-regs.h"
 #include "macro.h"
@@ -81,6 +82,7 @@ typedef struct SimPerfEvent {
         double rate_per_ns;             /* task event: counts per ns the task ran */
         uint64_t task_base_value, task_base_enabled, task_base_running;
         uint64_t task_value, task_enabled, task_running;
+        SimPerfSampler *sampler;        /* a sampling task event (sim-perf-sample.c), else NULL */
 } SimPerfEvent;
 
 typedef struct SimPerfCpu {
@@ -311,6 +313,11 @@ static void update_task(SimPerfDriver *s, SimPerfEvent *e) {
         uint64_t buf[3];
         ssize_t n;
 
+        if (e->sampler) {
+                sim_perf_sampler_tick(e->sampler, e->rate_per_ns);
+                sim_perf_sampler_counts(e->sampler, &e->count, &e->time_enabled, &e->time_running);
+                return;
+        }
         n = perf_driver_read(s->software, e->task_clock, buf, sizeof(buf));
         if (n != (ssize_t) sizeof(buf))
                 return;
@@ -676,10 +683,27 @@ static int open_task_clock(SimPerfDriver *s, const struct perf_event_attr *attr,
         return perf_driver_open(s->software, &a, pid, -1, real_cpu, -1, 0);
 }
 
+static int open_sampler(SimPerfDriver *s, const struct perf_event_attr *attr, pid_t pid, int cpu, size_t idx,
+                        SimPerfSampler **ret) {
+        SimPerfSamplerArgs a = {
+                .software = s->software,
+                .attr = attr,
+                .pid = pid,
+                .cpu = cpu,
+                .n_sim_cpus = s->n_cpus,
+                .real_cpus = s->real_cpus,
+                .amd = s->model->amd,
+                .id = (uint64_t) SIM_PERF_HANDLE_BASE + idx,
+        };
+
+        a.lbr = backend_sim_lbr(s->sim, &a.seed);
+        return sim_perf_sampler_new(&a, ret);
+}
+
 static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd,
                          int cpu, int group, unsigned long flags) {
         SimPerfDriver *s = sim_perf(d);
-        bool cgroup = flags & PERF_FLAG_PID_CGROUP, task = cgroup || pid >= 0;
+        bool cgroup = flags & PERF_FLAG_PID_CGROUP, task = cgroup || pid >= 0, sampling = sim_perf_sampling(attr);
         SimPerfEvent e = { .leader = -1, .counter = -1, .task_clock = -1 };
         const SimPerfEvent *l = NULL;
         size_t idx, lidx = 0;
@@ -707,8 +731,14 @@ static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_
                 return -EINVAL;
         if (cpu >= 0 && !s->sim->machine->cpus[cpu].online)
                 return -ENODEV;
-        if (attr->sample_period != 0 || attr->freq || (attr->read_format & ~(uint64_t) READ_FORMAT_KNOWN))
+        if (attr->read_format & ~(uint64_t) READ_FORMAT_KNOWN)
                 return -EINVAL;
+        /* of sampling attrs, only pmugate timing's branch-stack one, and only with an [lbr] */
+        if (sampling) {
+                r = sim_perf_sample_check(attr, pid, cpu, group, flags, backend_sim_lbr(s->sim, NULL));
+                if (r < 0)
+                        return r;
+        }
         if (group >= 0) {
                 l = event_of(s, group, &lidx);
                 if (!l)
@@ -765,15 +795,19 @@ static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_
                 release_slot(s, idx);
                 return r;
         }
-        if (task) {
+        if (sampling)
+                r = open_sampler(s, attr, pid, cpu, idx, &e.sampler);
+        else if (task) {
                 e.task_clock = open_task_clock(s, attr, pid, cgroup_fd, cpu, flags);
-                if (e.task_clock < 0) {
-                        cpu_list_remove(&s->cpus[e.cpu], idx);
-                        release_slot(s, idx);
-                        return e.task_clock;
-                }
-                e.rate_per_ns = task_rate_per_ns(s, &e);
+                r = MIN(e.task_clock, 0);
         }
+        if (r < 0) {
+                cpu_list_remove(&s->cpus[e.cpu], idx);
+                release_slot(s, idx);
+                return r;
+        }
+        if (task)
+                e.rate_per_ns = task_rate_per_ns(s, &e);
         e.used = true;
         e.open_seq = e.sched_seq = s->next_seq++;
         e.leader = l ? (int) lidx : (int) idx;
@@ -903,7 +937,9 @@ static int set_enabled(PerfDriver *d, int handle, bool group, bool enabled) {
                 if (!m->used || (group ? m->leader != e->leader : i != idx) || m->enabled == enabled)
                         continue;
                 m->enabled = enabled;
-                if (m->task)
+                if (m->sampler)
+                        (void) sim_perf_sampler_set_enabled(m->sampler, enabled);
+                else if (m->task)
                         (void) (enabled ? perf_driver_enable(s->software, m->task_clock, false)
                                         : perf_driver_disable(s->software, m->task_clock, false));
         }
@@ -924,10 +960,19 @@ static int sim_perf_disable(PerfDriver *d, int handle, bool group) {
 
 static int sim_perf_export_fd(PerfDriver *d, int handle) {
         SimPerfDriver *s = sim_perf(d);
+        SimPerfEvent *e;
+        size_t idx;
 
         if (handle >= 0 && handle < SIM_PERF_HANDLE_BASE && software_index(s, handle) >= 0)
                 return perf_driver_export_fd(s->software, handle);
-        return event_of(s, handle, NULL) ? -EOPNOTSUPP : -EBADF;
+        e = event_of(s, handle, &idx);
+        if (!e)
+                return -EBADF;
+        if (!e->sampler)
+                return -EOPNOTSUPP;
+        /* the ring up to now, so that a client that maps it at once finds the first records */
+        sync_event(s, idx);
+        return sim_perf_sampler_export_fd(e->sampler);
 }
 
 static void close_event(SimPerfDriver *s, size_t idx) {
@@ -939,7 +984,9 @@ static void close_event(SimPerfDriver *s, size_t idx) {
                         unprogram(s, e);
                 s->cpus[e->cpu].n_counting--;
                 s->cpus[e->cpu].dirty = true;
-        } else
+        } else if (e->sampler)
+                sim_perf_sampler_free(e->sampler);
+        else
                 perf_driver_close(s->software, e->task_clock);
         /* a closed leader's members go on as groups of their own, as perf_group_detach() does */
         FOREACH_CPU_EVENT(s, e->cpu, i)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "backend/machine.h"
+#include "backend/perf-driver.h"
 #include "backend/sim/backend-sim.h"
 
 #define SIM_TEST_EVENTS_MAX 32U
@@ -50,3 +51,7 @@ void sim_measure(SimTest *t, const uint32_t *cpus, size_t n_cpus, const uint64_t
 
 /* Nominal cycles per second of the simulated model. */
 double sim_test_hz(SimTest *t);
+
+/* The kernel's perf driver opened in this process, for the simulator's perf driver's
+ * `software` (the tests run as root, or where perf_event_paranoid allows software events). */
+PerfDriver *sim_test_kernel_driver(void);

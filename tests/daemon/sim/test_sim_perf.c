@@ -41,79 +41,6 @@
         (PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |         \
          PERF_FORMAT_ID)
 
-/* ---- The kernel's software events, opened in this process (the test's `software` driver) */
-
-typedef struct TestKernelDriver {
-        PerfDriver driver;
-} TestKernelDriver;
-
-static int kernel_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd, int cpu,
-                       int group, unsigned long flags) {
-        struct perf_event_attr a = *attr;
-        long fd;
-
-        (void) d;
-        a.size = sizeof(a);
-        fd = syscall(SYS_perf_event_open, &a, (flags & PERF_FLAG_PID_CGROUP) ? cgroup_fd : pid, cpu, group,
-                     flags | PERF_FLAG_FD_CLOEXEC);
-        return fd < 0 ? -errno : (int) fd;
-}
-
-static ssize_t kernel_read(PerfDriver *d, int handle, void *buf, size_t size) {
-        ssize_t n;
-
-        (void) d;
-        n = read(handle, buf, size);
-        return n < 0 ? -errno : n;
-}
-
-static int kernel_ioctl(int handle, unsigned long request, bool group) {
-        return ioctl(handle, request, group ? PERF_IOC_FLAG_GROUP : 0) < 0 ? -errno : 0;
-}
-
-static int kernel_enable(PerfDriver *d, int handle, bool group) {
-        (void) d;
-        return kernel_ioctl(handle, PERF_EVENT_IOC_ENABLE, group);
-}
-
-static int kernel_disable(PerfDriver *d, int handle, bool group) {
-        (void) d;
-        return kernel_ioctl(handle, PERF_EVENT_IOC_DISABLE, group);
-}
-
-static int kernel_export_fd(PerfDriver *d, int handle) {
-        (void) d;
-        return dup(handle) < 0 ? -errno : 0;
-}
-
-static void kernel_close(PerfDriver *d, int handle) {
-        (void) d;
-        close(handle);
-}
-
-static void kernel_free(PerfDriver *d) {
-        free(d);
-}
-
-static const PerfDriverVTable kernel_vtable = {
-        .name = "test-kernel",
-        .open = kernel_open,
-        .read = kernel_read,
-        .enable = kernel_enable,
-        .disable = kernel_disable,
-        .export_fd = kernel_export_fd,
-        .close = kernel_close,
-        .free = kernel_free,
-};
-
-static PerfDriver *kernel_driver(void) {
-        TestKernelDriver *k = calloc(1, sizeof(*k));
-
-        assert_non_null(k);
-        k->driver.vtable = &kernel_vtable;
-        return &k->driver;
-}
-
 /* ---- Helpers */
 
 typedef struct Fixture {
@@ -124,7 +51,7 @@ typedef struct Fixture {
 static Fixture fixture_new(const char *model, const char *config) {
         Fixture f = { .t = sim_test_new(model, config) };
 
-        assert_int_equal(sim_perf_driver_new(f.t.backend, kernel_driver(), &f.d), 0);
+        assert_int_equal(sim_perf_driver_new(f.t.backend, sim_test_kernel_driver(), &f.d), 0);
         return f;
 }
 
