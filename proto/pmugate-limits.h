@@ -283,6 +283,12 @@
 #define TIMING_CPUS_PER_OPEN 64U
 #define TIMING_BRANCHES_MAX 64U
 
+/* The client's symbols and disassembly (client/timing/): one address layout keeps at most
+ * TIMING_MAPPINGS_MAX mappings (a stream naming more gets the rest unnamed, with that reason),
+ * and one disassembly covers at most TIMING_DISASM_BYTES_MAX bytes (a basic block is far
+ * shorter: a longer range is no block, and is refused). */
+#define TIMING_MAPPINGS_MAX 4096U
+#define TIMING_DISASM_BYTES_MAX 4096U
 /* timing_open's sample periods (docs/PROTOCOL.md): in branch mode cycles of the core, in IP
  * mode ns of cpu-clock; a request outside [MIN, MAX] is refused, none takes the DEFAULT (odd
  * and prime, so that samples do not fall in step with a loop). The shortest periods bound the
@@ -304,14 +310,16 @@
 
 /* pmugate timing's analysis (client/timing/timing-blocks.c). A "block" from start to end longer
  * than TIMING_BLOCK_BYTES_MAX is no basic block (an entry pair across a lost record, or the
- * kernel's filtering) and is counted apart, as perf script's brstackinsn bounds it. The client
- * keeps at most TIMING_BLOCKS_MAX distinct blocks and sampled IPs, TIMING_CYCLES_KEPT_MAX
- * cycle counts (2 bytes each: 64 MiB, about a minute of sampling at the default period),
- * TIMING_MAPPINGS_MAX mappings of TIMING_MODULES_MAX files; what comes past them is counted,
- * not kept. A histogram has at most TIMING_HISTOGRAM_BINS_MAX bins. */
-#define TIMING_BLOCK_BYTES_MAX 16384U
+ * kernel's filtering) and is counted apart, as perf script's brstackinsn bounds it; it is the
+ * disassembler's bound, so that every block can be listed. The client keeps at most
+ * TIMING_BLOCKS_MAX distinct blocks and sampled IPs, TIMING_CYCLES_KEPT_MAX cycle counts (2
+ * bytes each: 64 MiB, about a minute of sampling at the default period), and
+ * TIMING_ANALYSIS_MAPPINGS_MAX mappings (a fork copies its parent's) of TIMING_MODULES_MAX
+ * files; what comes past them is counted, not kept. A histogram has at most
+ * TIMING_HISTOGRAM_BINS_MAX bins. */
+#define TIMING_BLOCK_BYTES_MAX TIMING_DISASM_BYTES_MAX
 #define TIMING_BLOCKS_MAX (1U << 20)
 #define TIMING_CYCLES_KEPT_MAX (32U * 1024U * 1024U)
-#define TIMING_MAPPINGS_MAX 65536U
+#define TIMING_ANALYSIS_MAPPINGS_MAX 65536U
 #define TIMING_MODULES_MAX 4096U
 #define TIMING_HISTOGRAM_BINS_MAX 512U

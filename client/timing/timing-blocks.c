@@ -126,7 +126,7 @@ static int module_of(TimingAnalysis *a, const TimingMapping *m, uint32_t *ret) {
 static int push_mapping(TimingAnalysis *a, const Mapping *m, bool shadow) {
         int r;
 
-        if (a->n_mappings >= TIMING_MAPPINGS_MAX) {
+        if (a->n_mappings >= TIMING_ANALYSIS_MAPPINGS_MAX) {
                 a->counters.mappings_dropped++;
                 return 0;
         }

@@ -73,7 +73,7 @@ typedef struct TimingCounters {
         uint64_t unmapped;                      /* blocks and IPs in no known mapping */
         uint64_t cycles_dropped;                /* counts past TIMING_CYCLES_KEPT_MAX, not kept */
         uint64_t blocks_dropped;                /* new blocks past TIMING_BLOCKS_MAX */
-        uint64_t mappings_dropped;              /* past TIMING_MAPPINGS_MAX */
+        uint64_t mappings_dropped;              /* past TIMING_ANALYSIS_MAPPINGS_MAX */
         uint64_t lost;                          /* records the kernel dropped (LOST) */
         uint64_t throttled;                     /* THROTTLE records: sampling paused */
         uint64_t mappings;
