@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pmugate timing: naming blocks and IPs (function, source line, instructions) and listing a
- * block's instructions, from the files the recorded process mapped
+ * pmugate timing: naming blocks and IPs (function, source line, instruction count) and listing
+ * a block's instructions, from the files the recorded processes mapped (client/timing's
+ * libdwfl symbols and capstone disassembly)
  */
 #pragma once
 
@@ -19,18 +20,14 @@ static inline void timing_namer_freep(TimingNamer **n) {
         *n = timing_namer_free(*n);
 }
 
-/* The function, source line and instruction count of block b of module m (NULL: unmapped). */
-void timing_namer_block(TimingNamer *n, const TimingModule *m, const TimingBlock *b, TimingName *ret);
-
-/* The function and source line of file offset offset of module m. */
+/* The function and source line of file offset offset of module m (NULL: no mapping; offset is
+ * then a run-time address). */
 void timing_namer_offset(TimingNamer *n, const TimingModule *m, uint64_t offset, TimingName *ret);
 
-/* The file offsets [*ret_lo, *ret_hi) of symbol (a function, or "function+0x12" for the one
- * address) in module m. Returns 0, or -ENOENT when m has no such symbol. */
-int timing_namer_symbol(TimingNamer *n, const TimingModule *m, const char *symbol, uint64_t *ret_lo,
-                        uint64_t *ret_hi);
+/* The same for block b's start, its file addresses and its instruction count. */
+void timing_namer_block(TimingNamer *n, const TimingModule *m, const TimingBlock *b, TimingName *ret);
 
-/* Block b's instructions, one a line ("  0x1170  mov eax, dword ptr [rdx + rax*4]"), in a new
- * string; or the reason there is none (the file is gone, not x86-64, stripped of nothing).
- * Returns 0 or -ENOMEM. */
+/* Block b's instructions, one a line ("    11fd  mov eax, dword ptr [rax + rdi*4]", file
+ * addresses as objdump shows them), or a line saying why there are none (the file is gone,
+ * stripped of its code, another architecture), in a new string. Returns 0 or -ENOMEM. */
 int timing_namer_listing(TimingNamer *n, const TimingModule *m, const TimingBlock *b, char **ret);

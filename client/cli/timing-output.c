@@ -72,7 +72,7 @@ static void write_title(const TimingReport *r, FILE *f) {
 static void write_blocks_table(const TimingReport *r, FILE *f) {
         size_t no_cycles = 0;
 
-        fprintf(f, " %-34s %6s %9s %7s %7s %9s %9s %7s %7s  %-28s %s\n", "block (file: offsets)", "insns", "count",
+        fprintf(f, " %-34s %6s %9s %7s %7s %9s %9s %7s %7s  %-28s %s\n", "block (file: addresses)", "insns", "count",
                 "timed", "min", "median", "mean", "p90", "max", "function", "source");
         for (size_t i = 0; i < r->n_blocks; i++) {
                 const TimingBlock *b = r->blocks[i];
@@ -81,8 +81,11 @@ static void write_blocks_table(const TimingReport *r, FILE *f) {
 
                 if (b->module == TIMING_MODULE_NONE)
                         (void) snprintf(where, sizeof(where), "0x%" PRIx64 "-0x%" PRIx64 " (no file)", b->start, b->end);
-                else
+                else if (n->has_file_address)
                         (void) snprintf(where, sizeof(where), "%.16s: 0x%" PRIx64 "-0x%" PRIx64,
+                                        base_name(module_path(r, b)), n->file_start, n->file_end);
+                else
+                        (void) snprintf(where, sizeof(where), "%.16s: @0x%" PRIx64 "-0x%" PRIx64,
                                         base_name(module_path(r, b)), b->start, b->end);
                 if (n->instructions >= 0)
                         (void) snprintf(insns, sizeof(insns), "%" PRId64, n->instructions);
@@ -98,8 +101,10 @@ static void write_blocks_table(const TimingReport *r, FILE *f) {
                                 b->stats.mean, b->stats.p90, b->stats.max);
                 fprintf(f, "  %-28s %s\n", function, n->source[0] ? n->source : "?");
         }
+        fprintf(f, "\n Addresses are the file's, as objdump -d shows them; @ marks file offsets (the file's "
+                "symbols could not be read).\n");
         if (no_cycles > 0)
-                fprintf(f, "\n n/a: %zu block%s %s\n", no_cycles, no_cycles > 1 ? "s were" : " was",
+                fprintf(f, " n/a: %zu block%s %s\n", no_cycles, no_cycles > 1 ? "s were" : " was",
                         "seen only in LBR entries without a cycle count (the CPU recorded none for them)");
         for (size_t i = 0; i < r->n_blocks; i++)
                 if (r->names[i].unnamed_reason) {
@@ -142,9 +147,12 @@ static void write_block_detail(const TimingReport *r, FILE *f) {
                 char function[TIMING_NAME_MAX + 24];
 
                 function_text(n, function, sizeof(function));
-                fprintf(f, " Block %s: 0x%" PRIx64 "-0x%" PRIx64 " (run-time 0x%" PRIx64 "-0x%" PRIx64 "), %s%s%s",
-                        b->module == TIMING_MODULE_NONE ? "(no file)" : module_path(r, b), b->start, b->end,
-                        b->address_start, b->address_end, function, n->source[0] ? " at " : "", n->source);
+                fprintf(f, " Block %s: 0x%" PRIx64 "-0x%" PRIx64 " (file offsets 0x%" PRIx64 "-0x%" PRIx64
+                        ", run-time 0x%" PRIx64 "-0x%" PRIx64 "), %s%s%s",
+                        b->module == TIMING_MODULE_NONE ? "(no file)" : module_path(r, b),
+                        n->has_file_address ? n->file_start : b->start, n->has_file_address ? n->file_end : b->end,
+                        b->start, b->end, b->address_start, b->address_end, function, n->source[0] ? " at " : "",
+                        n->source);
                 if (n->instructions >= 0)
                         fprintf(f, ", %" PRId64 " instructions", n->instructions);
                 fprintf(f, "\n");
@@ -238,7 +246,7 @@ static int write_csv(const TimingReport *r) {
                 return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
         }
         /* an unknown value is an empty field, never 0; cycles_na says why */
-        fprintf(f, "module,start,end,address_start,address_end,function,function_offset,source,instructions,count,"
+        fprintf(f, "module,start,end,file_start,file_end,address_start,address_end,function,function_offset,source,instructions,count,"
                 "no_cycles,timed,min,median,mean,p90,max,cycles_na\n");
         for (size_t i = 0; i < r->n_blocks; i++) {
                 const TimingBlock *b = r->blocks[i];
@@ -246,8 +254,12 @@ static int write_csv(const TimingReport *r) {
                 const TimingStats *s = &b->stats;
 
                 csv_text(f, module_path(r, b));
-                fprintf(f, ",0x%" PRIx64 ",0x%" PRIx64 ",0x%" PRIx64 ",0x%" PRIx64 ",", b->start, b->end,
-                        b->address_start, b->address_end);
+                fprintf(f, ",0x%" PRIx64 ",0x%" PRIx64 ",", b->start, b->end);
+                if (n->has_file_address)
+                        fprintf(f, "0x%" PRIx64 ",0x%" PRIx64, n->file_start, n->file_end);
+                else
+                        fputc(',', f);
+                fprintf(f, ",0x%" PRIx64 ",0x%" PRIx64 ",", b->address_start, b->address_end);
                 csv_text(f, n->function);
                 if (n->function[0])
                         fprintf(f, ",0x%" PRIx64, n->function_offset);
@@ -303,6 +315,8 @@ static json_object *json_block(const TimingReport *r, size_t i) {
         json_object_object_add(o, "end", json_object_new_uint64(b->end));
         json_object_object_add(o, "address_start", json_object_new_uint64(b->address_start));
         json_object_object_add(o, "address_end", json_object_new_uint64(b->address_end));
+        json_object_object_add(o, "file_start", n->has_file_address ? json_object_new_uint64(n->file_start) : NULL);
+        json_object_object_add(o, "file_end", n->has_file_address ? json_object_new_uint64(n->file_end) : NULL);
         json_object_object_add(o, "function", json_string_or_null(n->function));
         json_object_object_add(o, "function_offset", n->function[0] ? json_object_new_uint64(n->function_offset) : NULL);
         json_object_object_add(o, "source", json_string_or_null(n->source));

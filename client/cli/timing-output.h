@@ -23,10 +23,12 @@
  * they could not say (a stripped file, no debug information, a file no longer there). */
 typedef struct TimingName {
         char function[TIMING_NAME_MAX];
-        uint64_t function_offset;
-        char source[TIMING_SOURCE_MAX];         /* "file.c:12" */
+        uint64_t function_offset;               /* of the block's start, or the offset named */
+        char source[TIMING_SOURCE_MAX];         /* "file.c:12" of the same */
+        bool has_file_address;                  /* the file's own addresses are known: */
+        uint64_t file_start, file_end;          /* the block's (or the offset's) as objdump shows them */
         int64_t instructions;                   /* in the block, -1 unknown */
-        const char *unnamed_reason;             /* why function is empty, or NULL */
+        const char *unnamed_reason;             /* why function or source is empty, or NULL */
 } TimingName;
 
 /* Samples of one function or source line (IP mode). */

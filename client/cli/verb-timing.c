@@ -493,17 +493,27 @@ static bool parse_hex(const char *s, uint64_t *ret) {
         return errno == 0 && end != s + 2 && *end == '\0';
 }
 
-/* Whether block b ends at --block's branch: ADDR as a file offset or a run-time address of
- * the recording, SYMBOL as an address range of its file. */
+/* Whether block b ends at --block's branch: ADDR as the file address objdump shows, the file
+ * offset or a run-time address of the recording; SYMBOL as the function the branch is in, and
+ * SYMBOL+0xOFF as the branch's place in it. */
 static bool block_matches(TimingNamer *namer, const TimingAnalysis *an, const TimingBlock *b, const char *query) {
         const TimingModule *m = timing_analysis_module(an, b->module);
-        uint64_t addr, lo, hi;
+        const char *plus = strrchr(query, '+');
+        size_t len = plus ? (size_t) (plus - query) : strlen(query);
+        uint64_t addr, offset = 0;
+        TimingName end;
 
-        if (parse_hex(query, &addr))
-                return b->end == addr || b->address_end == addr;
-        if (!m || timing_namer_symbol(namer, m, query, &lo, &hi) < 0)
+        if (parse_hex(query, &addr)) {
+                if (b->end == addr || b->address_end == addr)
+                        return true;
+                timing_namer_offset(namer, m, b->end, &end);
+                return end.has_file_address && end.file_start == addr;
+        }
+        if (plus && !parse_hex(plus + 1, &offset))
                 return false;
-        return b->end >= lo && b->end < hi;
+        timing_namer_offset(namer, m, b->end, &end);
+        return end.function[0] && strlen(end.function) == len && strncmp(end.function, query, len) == 0 &&
+               (!plus || end.function_offset == offset);
 }
 
 /* IP mode: samples per function and per source line, most first. */

@@ -113,10 +113,11 @@ static int module_of(TimingAnalysis *a, const TimingMapping *m, uint32_t *ret) {
                 return -ENOMEM;
         a->modules = p;
         p = &a->modules[a->n_modules];
-        *p = (TimingModule) { .maj = m->maj, .min = m->min, .ino = m->ino };
+        *p = (TimingModule) { .maj = m->maj, .min = m->min, .ino = m->ino, .first = *m };
         /* the decoder ends it with a NUL; a caller's copy may not */
         memcpy(p->path, m->path, sizeof(p->path));
         p->path[sizeof(p->path) - 1] = '\0';
+        p->first.path[sizeof(p->first.path) - 1] = '\0';
         *ret = (uint32_t) a->n_modules++;
         return 0;
 }

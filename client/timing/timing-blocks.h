@@ -15,11 +15,13 @@
  * is keyed by its run-time address instead of a file offset. */
 #define TIMING_MODULE_NONE UINT32_MAX
 
-/* A file mappings came from, by its name and identity (the kernel's device and inode). */
+/* A file mappings came from, by its name and identity (the kernel's device and inode), and
+ * the first mapping of it seen (where its file offsets were at run time, for naming them). */
 typedef struct TimingModule {
         char path[TIMING_PATH_MAX];
         uint32_t maj, min;
         uint64_t ino;
+        TimingMapping first;
 } TimingModule;
 
 /* The statistics of one block's cycle counts. The median is the mean of the two middle counts

@@ -287,7 +287,7 @@ def test_block_top_and_formats(tap):
         tap.ok(len(lines) == 1 and json.loads(lines[0])["kind"] == "timing", "-o FILE.jsonl: the document on a line",
                lines or err)
         rc, _, err = cli(s, "timing", "--top", "3", "--", LOOP, "0.1")
-        tap.ok(rc == 0 and re.search(r"block \(file: offsets\)\s+insns\s+count\s+timed\s+min\s+median\s+mean\s+p90"
+        tap.ok(rc == 0 and re.search(r"block \(file: addresses\)\s+insns\s+count\s+timed\s+min\s+median\s+mean\s+p90"
                                      r"\s+max", err) and "load_one" in err, "the table, on stderr with a command", err)
         rc, _, err = cli(s, "timing", "-o", os.path.join(out, "x.png"), "--", LOOP, "0.1")
         tap.ok(rc == 2 and "unknown suffix" in err, "-o with an unknown suffix is refused", err)
