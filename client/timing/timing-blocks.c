@@ -231,46 +231,58 @@ static int table_grow(Table *t, size_t entries, uint64_t (*hash_of)(const void *
         return 0;
 }
 
+/* Unmapped blocks and IPs are run-time addresses, which mean something only in their process:
+ * their key has the pid. */
+static uint32_t key_pid(uint32_t module, uint32_t pid) {
+        return module == TIMING_MODULE_NONE ? pid : 0;
+}
+
+static uint64_t block_key_hash(uint32_t module, uint64_t start, uint64_t end, uint32_t pid) {
+        return key_hash(module, start, end ^ ((uint64_t) key_pid(module, pid) << 40));
+}
+
 static uint64_t block_hash(const void *items, size_t i) {
         const TimingBlock *b = &((const TimingBlock *) items)[i];
 
-        return key_hash(b->module, b->start, b->end);
+        return block_key_hash(b->module, b->start, b->end, b->pid);
 }
 
 static uint64_t ip_hash(const void *items, size_t i) {
         const TimingIp *p = &((const TimingIp *) items)[i];
 
-        return key_hash(p->module, p->offset, UINT64_MAX);
+        return key_hash(p->module, p->offset, key_pid(p->module, p->pid));
 }
 
-/* The block of that key, made when new; NULL past TIMING_BLOCKS_MAX (counted). */
-static int block_get(TimingAnalysis *a, uint32_t module, uint64_t start, uint64_t end, TimingBlock **ret) {
+/* The index of the block of that key, made when new; SIZE_MAX past TIMING_BLOCKS_MAX (counted). */
+static int block_get(TimingAnalysis *a, uint32_t module, uint64_t start, uint64_t end, uint32_t pid,
+                     size_t *ret) {
         size_t s;
         int r;
 
         r = table_grow(&a->block_table, a->n_blocks, block_hash, a->blocks);
         if (r < 0)
                 return r;
-        s = key_hash(module, start, end) & (a->block_table.n_slots - 1);
+        s = block_key_hash(module, start, end, pid) & (a->block_table.n_slots - 1);
         for (; a->block_table.slots[s]; s = (s + 1) & (a->block_table.n_slots - 1)) {
                 TimingBlock *b = &a->blocks[a->block_table.slots[s] - 1];
 
-                if (b->module == module && b->start == start && b->end == end) {
-                        *ret = b;
+                if (b->module == module && b->start == start && b->end == end &&
+                    key_pid(module, b->pid) == key_pid(module, pid)) {
+                        *ret = a->block_table.slots[s] - 1;
                         return 0;
                 }
         }
         if (a->n_blocks >= TIMING_BLOCKS_MAX) {
                 a->counters.blocks_dropped++;
-                *ret = NULL;
+                *ret = SIZE_MAX;
                 return 0;
         }
         r = grow((void **) &a->blocks, &a->n_blocks_allocated, a->n_blocks + 1, sizeof(TimingBlock));
         if (r < 0)
                 return r;
-        a->blocks[a->n_blocks] = (TimingBlock) { .module = module, .start = start, .end = end };
+        a->blocks[a->n_blocks] = (TimingBlock) { .module = module, .start = start, .end = end, .pid = pid };
         a->block_table.slots[s] = (uint32_t) ++a->n_blocks;
-        *ret = &a->blocks[a->n_blocks - 1];
+        *ret = a->n_blocks - 1;
         return 0;
 }
 
@@ -289,11 +301,27 @@ static int block_add_cycles(TimingAnalysis *a, TimingBlock *b, uint16_t cycles) 
         return 0;
 }
 
+/* Where the block [start, end] of pid is: its module and file offsets, or TIMING_MODULE_NONE
+ * and the addresses. Returns false for a block across two mappings. */
+static bool place(TimingAnalysis *a, uint32_t pid, uint64_t *start, uint64_t *end, uint32_t *ret_module) {
+        const Mapping *ms = mapping_find(a, pid, *start), *me;
+
+        me = ms && mapping_has(ms, pid, *end) ? ms : mapping_find(a, pid, *end);
+        if (ms != me)
+                return false;
+        *ret_module = ms ? ms->module : TIMING_MODULE_NONE;
+        if (ms) {
+                *start = file_offset(ms, *start);
+                *end = file_offset(ms, *end);
+        }
+        return true;
+}
+
 static int add_block(TimingAnalysis *a, uint32_t pid, const TimingBranch *newer, const TimingBranch *older) {
         uint64_t start = older->to, end = newer->from;
-        const Mapping *ms, *me;
-        uint32_t module = TIMING_MODULE_NONE;
+        uint32_t module;
         TimingBlock *b;
+        size_t i;
         int r;
 
         if (start > end) {
@@ -304,25 +332,17 @@ static int add_block(TimingAnalysis *a, uint32_t pid, const TimingBranch *newer,
                 a->counters.too_long++;
                 return 0;
         }
-        ms = mapping_find(a, pid, start);
-        me = ms && mapping_has(ms, pid, end) ? ms : mapping_find(a, pid, end);
-        if (ms != me) {
+        if (!place(a, pid, &start, &end, &module)) {
                 a->counters.across_mappings++;
                 return 0;
         }
-        if (ms) {
-                module = ms->module;
-                start = file_offset(ms, start);
-                end = file_offset(ms, end);
-        } else
-                a->counters.unmapped++;
-        r = block_get(a, module, start, end, &b);
-        if (r < 0 || !b)
+        r = block_get(a, module, start, end, pid, &i);
+        if (r < 0 || i == SIZE_MAX)
                 return r;
+        b = &a->blocks[i];
         if (b->seen++ == 0) {
                 b->address_start = older->to;
                 b->address_end = newer->from;
-                b->pid = pid;
         }
         a->counters.blocks++;
         if (newer->cycles == 0) {
@@ -333,24 +353,20 @@ static int add_block(TimingAnalysis *a, uint32_t pid, const TimingBranch *newer,
         return block_add_cycles(a, b, newer->cycles);
 }
 
-static int add_ip(TimingAnalysis *a, uint32_t pid, uint64_t address) {
-        const Mapping *m = mapping_find(a, pid, address);
-        uint32_t module = m ? m->module : TIMING_MODULE_NONE;
-        uint64_t offset = m ? file_offset(m, address) : address;
+static int ip_count(TimingAnalysis *a, uint32_t module, uint64_t offset, uint64_t address, uint32_t pid,
+                    uint64_t samples) {
         size_t s;
         int r;
 
-        if (!m)
-                a->counters.unmapped++;
         r = table_grow(&a->ip_table, a->n_ips, ip_hash, a->ips);
         if (r < 0)
                 return r;
-        s = key_hash(module, offset, UINT64_MAX) & (a->ip_table.n_slots - 1);
+        s = key_hash(module, offset, key_pid(module, pid)) & (a->ip_table.n_slots - 1);
         for (; a->ip_table.slots[s]; s = (s + 1) & (a->ip_table.n_slots - 1)) {
                 TimingIp *p = &a->ips[a->ip_table.slots[s] - 1];
 
-                if (p->module == module && p->offset == offset) {
-                        p->samples++;
+                if (p->module == module && p->offset == offset && key_pid(module, p->pid) == key_pid(module, pid)) {
+                        p->samples += samples;
                         return 0;
                 }
         }
@@ -362,9 +378,91 @@ static int add_ip(TimingAnalysis *a, uint32_t pid, uint64_t address) {
         if (r < 0)
                 return r;
         a->ips[a->n_ips] = (TimingIp) {
-                .module = module, .offset = offset, .address = address, .pid = pid, .samples = 1,
+                .module = module, .offset = offset, .address = address, .pid = pid, .samples = samples,
         };
         a->ip_table.slots[s] = (uint32_t) ++a->n_ips;
+        return 0;
+}
+
+static int add_ip(TimingAnalysis *a, uint32_t pid, uint64_t address) {
+        const Mapping *m = mapping_find(a, pid, address);
+
+        return ip_count(a, m ? m->module : TIMING_MODULE_NONE, m ? file_offset(m, address) : address, address, pid,
+                        1);
+}
+
+/* A mapping record can come after samples in it: the kernel writes it to the ring of the CPU
+ * that mapped, which the client may read a round after another CPU's samples. Blocks and IPs
+ * still unmapped at the end are placed again with every mapping known, and merged. */
+static int place_late(TimingAnalysis *a) {
+        size_t n = a->n_blocks, n_ips = a->n_ips, k;
+        int r;
+
+        for (size_t i = 0; i < n; i++) {
+                uint64_t start = a->blocks[i].start, end = a->blocks[i].end;
+                uint32_t module;
+                TimingBlock *from, *to;
+
+                if (a->blocks[i].module != TIMING_MODULE_NONE || a->blocks[i].seen == 0 ||
+                    !place(a, a->blocks[i].pid, &start, &end, &module) || module == TIMING_MODULE_NONE)
+                        continue;
+                r = block_get(a, module, start, end, a->blocks[i].pid, &k);
+                if (r < 0)
+                        return r;
+                if (k == SIZE_MAX)
+                        continue;
+                from = &a->blocks[i];
+                to = &a->blocks[k];
+                if (to->seen == 0) {
+                        to->address_start = from->address_start;
+                        to->address_end = from->address_end;
+                }
+                to->seen += from->seen;
+                to->no_cycles += from->no_cycles;
+                r = grow((void **) &to->cycles, &to->n_cycles_allocated, to->n_cycles + from->n_cycles,
+                         sizeof(uint16_t));
+                if (r < 0)
+                        return r;
+                if (from->n_cycles > 0)
+                        memcpy(to->cycles + to->n_cycles, from->cycles, from->n_cycles * sizeof(uint16_t));
+                to->n_cycles += from->n_cycles;
+                free(from->cycles);
+                *from = (TimingBlock) { .module = TIMING_MODULE_NONE };
+        }
+        for (size_t i = 0; i < n_ips; i++) {
+                const Mapping *m;
+
+                if (a->ips[i].module != TIMING_MODULE_NONE || a->ips[i].samples == 0)
+                        continue;
+                m = mapping_find(a, a->ips[i].pid, a->ips[i].address);
+                if (!m)
+                        continue;
+                r = ip_count(a, m->module, file_offset(m, a->ips[i].address), a->ips[i].address, a->ips[i].pid,
+                             a->ips[i].samples);
+                if (r < 0)
+                        return r;
+                a->ips[i].samples = 0;
+        }
+        /* what is left unmapped, now; the merged entries go */
+        a->counters.unmapped = 0;
+        k = 0;
+        for (size_t i = 0; i < a->n_blocks; i++) {
+                if (a->blocks[i].seen == 0)
+                        continue;
+                if (a->blocks[i].module == TIMING_MODULE_NONE)
+                        a->counters.unmapped += a->blocks[i].seen;
+                a->blocks[k++] = a->blocks[i];
+        }
+        a->n_blocks = k;
+        k = 0;
+        for (size_t i = 0; i < a->n_ips; i++) {
+                if (a->ips[i].samples == 0)
+                        continue;
+                if (a->ips[i].module == TIMING_MODULE_NONE)
+                        a->counters.unmapped += a->ips[i].samples;
+                a->ips[k++] = a->ips[i];
+        }
+        a->n_ips = k;
         return 0;
 }
 
@@ -483,11 +581,17 @@ static int compare_ips(const void *x, const void *y) {
 }
 
 int timing_analysis_finish(TimingAnalysis *a) {
+        int r;
+
         if (a->finished)
                 return 0;
+        r = place_late(a);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < a->n_blocks; i++) {
                 TimingBlock *b = &a->blocks[i];
-                int r = timing_stats_compute(b->cycles, b->n_cycles, &b->stats);
+
+                r = timing_stats_compute(b->cycles, b->n_cycles, &b->stats);
 
                 if (r < 0)
                         return r;

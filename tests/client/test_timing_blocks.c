@@ -280,6 +280,39 @@ static void test_fork_and_exec(void **state) {
         timing_analysis_free(a);
 }
 
+/* A mapping read after samples in it (another CPU's ring, a round later): the samples'
+ * blocks and IPs are placed in its file at the end and merged with the later ones; another
+ * process's same addresses stay its own. */
+static void test_late_mapping(void **state) {
+        TimingAnalysis *a = analysis();
+        static const uint64_t stack[][3] = { { 0x1189, 0x1170, 9 }, { 0x11a0, 0x1170, 1 } };
+        static const uint64_t later[][3] = { { 0x1189, 0x1170, 11 }, { 0x11a0, 0x1170, 1 } };
+        const TimingBlock *b;
+
+        sample(a, 1, TEXT - 0x1000, stack, 2);
+        sample(a, 2, TEXT - 0x1000, stack, 2);
+        map(a, 1, TEXT, TEXT_LEN, PGOFF, "/bin/prog", 1);
+        sample(a, 1, TEXT - 0x1000, later, 2);
+        assert_int_equal(timing_analysis_finish(a), 0);
+        assert_int_equal(timing_analysis_n_blocks(a), 2);
+        b = timing_analysis_block(a, 0);
+        assert_int_equal(b->module, 0);
+        assert_int_equal(b->start, 0x1170);
+        assert_int_equal(b->seen, 2);
+        assert_int_equal(b->stats.n, 2);
+        assert_int_equal(b->stats.min, 9);
+        assert_int_equal(b->stats.max, 11);
+        b = timing_analysis_block(a, 1);
+        assert_int_equal(b->module, TIMING_MODULE_NONE);
+        assert_int_equal(b->pid, 2);
+        assert_int_equal(b->seen, 1);
+        assert_int_equal(timing_analysis_counters(a)->unmapped, 2);
+        assert_int_equal(timing_analysis_n_ips(a), 2);
+        assert_int_equal(timing_analysis_ip(a, 0)->samples, 2);
+        assert_int_equal(timing_analysis_ip(a, 0)->module, 0);
+        timing_analysis_free(a);
+}
+
 /* IP mode: samples per file offset, most first; LOST and THROTTLE counted. */
 static void test_ips(void **state) {
         TimingAnalysis *a = analysis();
@@ -341,6 +374,7 @@ int main(void) {
                 cmocka_unit_test(test_no_cycles),
                 cmocka_unit_test(test_not_blocks),
                 cmocka_unit_test(test_fork_and_exec),
+                cmocka_unit_test(test_late_mapping),
                 cmocka_unit_test(test_ips),
                 cmocka_unit_test(test_many_blocks),
         };
