@@ -265,10 +265,10 @@ def test_two_spikes_and_prefetch(tap):
     # the drawn histograms (the medians' lines have no label of their own)
     panels = [dict(x, series=[c for c in x["series"] if not c["label"].startswith("_")])
               for x in json.loads(png_text(png)["Panels"])]
-    first = panels[0]
+    first = next((x for x in panels if "load_one" in x["title"]), panels[0])
     tap.ok(len(first["series"]) == 2 and all(x["points"] > 10 for x in first["series"]) and
            "load_one" in first["title"] and first["xlabel"] == "cycles",
-           "its first panel overlays load_one's histograms of both runs", first)
+           "a panel overlays load_one's histograms of both runs", first)
     tap.ok(any("timing_loop " in x["label"] for x in first["series"]) and
            any("timing_loop_prefetch" in x["label"] for x in first["series"]), "each run named in the legend",
            first["series"])
@@ -323,7 +323,7 @@ def test_block_top_and_formats(tap):
         lines = open(path).read().splitlines() if rc == 0 else []
         tap.ok(len(lines) == 1 and json.loads(lines[0])["kind"] == "timing", "-o FILE.jsonl: the document on a line",
                lines or err)
-        rc, _, err = cli(s, "timing", "--top", "3", "--", LOOP, "0.1")
+        rc, _, err = cli(s, "timing", "--top", "3", "--", LOOP, CPU_SECONDS)
         tap.ok(rc == 0 and re.search(r"block \(file: addresses\)\s+insns\s+count\s+timed\s+min\s+median\s+mean\s+p90"
                                      r"\s+max", err) and "load_one" in err, "the table, on stderr with a command", err)
         rc, _, err = cli(s, "timing", "-o", os.path.join(out, "x.png"), "--", LOOP, "0.1")
@@ -341,6 +341,9 @@ def real_node(lbr=True):
     m = t.FakeMachine(os.path.join(d, "root"), "spr", sockets=1, cores=ncpu, smt=False)
     m.set_user("user", USER, t.USER_GID, [t.USER_GID])
     m.set_user("other", OTHER_USER, t.USER_GID, [t.USER_GID])
+    # under --root the daemon reads the kernel's rate bound there: this kernel's
+    with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
+        m._write("proc/sys/kernel/perf_event_max_sample_rate", f.read())
     return t.Daemon(d, ["--root=" + m.root], config=conf(d, lbr))
 
 
