@@ -3,7 +3,9 @@
  * The loop of pmugate timing's tests (docs/TIMING.md): random loads from an array larger than
  * the caches, each in a function of its own (load_one, whose ret ends the timed block), as in
  * the LBR timing document's example; built a second time with -DPREFETCH, which prefetches the
- * next iteration's element first. Runs until it has used argv[1] seconds of CPU.
+ * next iteration's element first. Runs until it has used argv[1] seconds of CPU, or with a
+ * second argument that many rounds of ROUND loads (a fixed amount of work, for the overhead
+ * benchmark, bench/run-bench-timing.py).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +19,7 @@ static uint32_t *array;
 
 /* global, so that every symbol table names them */
 uint32_t load_one(uint32_t i, uint32_t next);
-uint64_t hot_loop(double seconds);
+uint64_t hot_loop(double seconds, unsigned long rounds);
 
 static uint32_t next_index(uint32_t x) {
         return x * 1664525U + 1013904223U;
@@ -33,11 +35,12 @@ __attribute__((noinline)) uint32_t load_one(uint32_t i, uint32_t next) {
         return array[i % ELEMENTS];
 }
 
-__attribute__((noinline)) uint64_t hot_loop(double seconds) {
+__attribute__((noinline)) uint64_t hot_loop(double seconds, unsigned long rounds) {
         uint64_t sum = 0;
         uint32_t i = 1;
 
-        while ((double) clock() / CLOCKS_PER_SEC < seconds)
+        for (unsigned long done = 0; rounds > 0 ? done < rounds : (double) clock() / CLOCKS_PER_SEC < seconds;
+             done++)
                 for (unsigned k = 0; k < ROUND; k++) {
                         uint32_t next = next_index(i);
 
@@ -49,12 +52,17 @@ __attribute__((noinline)) uint64_t hot_loop(double seconds) {
 
 int main(int argc, char *argv[]) {
         double seconds = argc > 1 ? atof(argv[1]) : 0.5;
+        unsigned long rounds = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
 
-        array = calloc(ELEMENTS, sizeof(uint32_t));
+        array = malloc(ELEMENTS * sizeof(uint32_t));
         if (!array)
                 return 1;
-        for (size_t k = 0; k < ELEMENTS; k += 1024)
+        /* every page its own: untouched pages would all be the one zero page, always cached */
+        for (size_t k = 0; k < ELEMENTS; k++)
                 array[k] = (uint32_t) k;
-        printf("%llu\n", (unsigned long long) hot_loop(seconds));
+        uint64_t sum = hot_loop(seconds, rounds);
+
+        /* the sum, so that the loads are not optimized away, and the CPU time the work took */
+        printf("%llu %.6f\n", (unsigned long long) sum, (double) clock() / CLOCKS_PER_SEC);
         return 0;
 }
