@@ -93,10 +93,48 @@ static void test_defaults_are_the_shipped_file(void **state) {
         assert_int_equal(shipped.energy_read_shared, defaults.energy_read_shared);
         assert_false(defaults.energy_read_shared);
         assert_int_equal(shipped.jobmap_uids, defaults.jobmap_uids);
+        assert_int_equal(shipped.n_lbr_gids, 0);
+        assert_int_equal(defaults.n_lbr_gids, 0);
         assert_int_equal(shipped.clients_max, defaults.clients_max);
         assert_int_equal(shipped.clients_per_uid_max, defaults.clients_per_uid_max);
         assert_int_equal(shipped.grants_max, defaults.grants_max);
         assert_int_equal(shipped.leases_per_uid_max, defaults.leases_per_uid_max);
+}
+
+/* The class lbr: members of lbr_groups among users, and admins; never a monitor, never a user
+ * outside the groups, nobody at all by default. */
+static void test_lbr_groups(void **state) {
+        char *path = write_file("[access]\nadmin_groups = 4240\nuser_groups = 4241\nmonitor_users = 4300\n"
+                                "[rights]\nlbr_groups = 4250, 4251\n");
+        char reason[256] = "";
+        Config c, none;
+        Rights r;
+        Peer user = { .uid = 4242, .gid = 4241, .groups = { 4251 }, .n_groups = 1 };
+        Peer plain = { .uid = 4243, .gid = 4241 };
+        Peer admin = { .uid = 4244, .gid = 4240 };
+        Peer monitor = { .uid = 4300, .gid = 4250 };
+
+        (void) state;
+        assert_int_equal(config_load(path, false, CONFIG_ANY_OWNER, &c, reason, sizeof(reason)), 0);
+        assert_int_equal(c.n_lbr_gids, 2);
+        assert_int_equal(c.lbr_gids[0], 4250);
+        assert_int_equal(c.lbr_gids[1], 4251);
+        assert_string_equal(c.lbr_groups, "4250, 4251");
+        policy_rights(&c, &user, &r);
+        assert_true(r.may_lbr);
+        policy_rights(&c, &plain, &r);
+        assert_int_equal(r.role, ROLE_USER);
+        assert_false(r.may_lbr);
+        policy_rights(&c, &admin, &r);
+        assert_true(r.may_lbr);
+        policy_rights(&c, &monitor, &r);
+        assert_int_equal(r.role, ROLE_MONITOR);
+        assert_false(r.may_lbr);
+        config_init_defaults(&none);
+        policy_rights(&none, &user, &r);
+        assert_false(r.may_lbr);
+        unlink(path);
+        free(path);
 }
 
 /* A file that leaves the groups out gets the default groups, not everybody; only an empty
@@ -353,6 +391,7 @@ int main(void) {
                 cmocka_unit_test(test_defaults_are_the_shipped_file),
                 cmocka_unit_test(test_left_out_groups_are_the_defaults),
                 cmocka_unit_test(test_groups_and_limits),
+                cmocka_unit_test(test_lbr_groups),
                 cmocka_unit_test(test_counters),
                 cmocka_unit_test(test_bad_files_name_their_line),
                 cmocka_unit_test(test_shipped_files_load),

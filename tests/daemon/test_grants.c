@@ -78,6 +78,7 @@ static void assert_same_grants(const Grants *a, const Grants *b) {
                 assert_non_null(y);
                 assert_int_equal(x->uid, y->uid);
                 assert_int_equal(x->has_cpus, y->has_cpus);
+                assert_int_equal(x->lbr, y->lbr);
                 assert_memory_equal(&x->cpus, &y->cpus, sizeof(CpuSet));
         }
 }
@@ -96,11 +97,15 @@ static void test_round_trip(void **state) {
         assert_int_equal(grants_put(&g, "b.x-y+z_1", 0, NULL, 0), 0);
         assert_int_equal(grants_put(&g, "c", 4294967294U, cpus_c, ELEMENTSOF(cpus_c)), 0);
         assert_int_equal(grants_put(&g, "a", 1001, cpus_a, 2), 1);
+        assert_int_equal(grants_put_with_lbr(&g, "d", 1002, NULL, 0, true), 0);
+        assert_true(grants_find(&g, "d")->lbr);
+        assert_false(grants_find(&g, "a")->lbr);
         assert_int_equal(grants_format(&g, BOOT, &text, &size), 0);
         assert_int_equal(strlen(text), size);
         assert_int_equal(strncmp(text, HEAD, strlen(HEAD)), 0);
         assert_non_null(strstr(text, "grant a 1001 0-1 crc="));
         assert_non_null(strstr(text, "grant b.x-y+z_1 0 - crc="));
+        assert_non_null(strstr(text, "grant d 1002 - lbr crc="));
 
         assert_int_equal(grants_parse(&back, text, size, BOOT, machine, reason, sizeof(reason)), 0);
         assert_same_grants(&g, &back);
@@ -143,6 +148,13 @@ static const Row rows[] = {
         { "grant  j 1000 -", true, false },
         { "grant j 1000", true, false },
         { "grant j 1000 - -", true, false },
+        { "grant j 1000 - lbr", true, true },
+        { "grant j 1000 0-3 lbr", true, true },
+        { "grant j 1000 - LBR", true, false },
+        { "grant j 1000 - lbr lbr", true, false },
+        { "grant j 1000 - lbrx", true, false },
+        { "grant j 1000 - lb", true, false },
+        { "grant j 1000 lbr", true, false },
         { "revoke j 1000 -", true, false },
         { "j 1000 -", true, false },
         { "", true, false },

@@ -139,6 +139,36 @@ static void assert_names(const PerfCatalog *c, const char *const *names, size_t 
                 assert_string_equal(c->pmus[i].name, names[i]);
 }
 
+/* caps/branches, the LBR's depth: absent is none, and only a small decimal is believed. */
+static void test_branches(void **state) {
+        static const struct {
+                const char *text;
+                uint32_t depth;
+        } rows[] = {
+                { NULL, 0 }, { "32\n", 32 }, { "16", 16 }, { "0\n", 0 }, { "64\n", 64 }, { "65\n", 0 },
+                { "4096\n", 0 }, { "-1\n", 0 }, { "32x\n", 0 }, { "x\n", 0 }, { "\n", 0 }, { " 32\n", 0 },
+                { "0032\n", 0 }, { "18446744073709551648\n", 0 },
+        };
+
+        (void) state;
+        kernel_pmus();
+        intel_core("cpu");
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                PerfCatalog *c;
+                char path[4096];
+
+                (void) snprintf(path, sizeof(path), "%s/" DEVICES "/cpu/caps/branches", tmpdir);
+                (void) unlink(path);
+                if (rows[i].text)
+                        write_pmu_file("cpu", "caps/branches", rows[i].text);
+                c = read_catalog();
+                if (perf_catalog_core(c)->branches != rows[i].depth)
+                        fail_msg("caps/branches %s: depth %u, not %u", rows[i].text ? rows[i].text : "(absent)",
+                                 perf_catalog_core(c)->branches, rows[i].depth);
+                perf_catalog_free(c);
+        }
+}
+
 static void test_icelake_sp(void **state) {
         static const char *const names[] = { "software", "cpu", "hardware", "uncore_imc_0", "uncore_imc_1",
                                              "uncore_upi_0" };
@@ -475,6 +505,7 @@ static void test_format_parse_mask(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_icelake_sp, tmpdir_setup, tmpdir_teardown),
+                cmocka_unit_test_setup_teardown(test_branches, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_sapphire_rapids_links, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_amd, tmpdir_setup, tmpdir_teardown),
                 cmocka_unit_test_setup_teardown(test_arm, tmpdir_setup, tmpdir_teardown),

@@ -33,6 +33,8 @@
 #include "backend/perf-driver.h"
 #include "backend/perf-opener.h"
 #include "macro.h"
+#include "perf/perf-attr.h"
+#include "timing-attr.h"
 #include "pmugate-limits.h"
 
 #define READ_FORMAT (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING)
@@ -833,6 +835,68 @@ static void test_remote_opener(void **state) {
         assert_null(perf_opener_stop(o));
 }
 
+/* The opener with the daemon's own check (perf_attr_verify()) opens timing_attr_fill()'s
+ * sampling attr, IP mode on a CPU for this process, and refuses it with any one bit of any
+ * byte but the period changed: each of those is a sampling attr the daemon never built. */
+static void check_timing_attrs(PerfOpener *o) {
+        const size_t period_at = offsetof(struct perf_event_attr, sample_period);
+        struct perf_event_attr good, bad;
+        int fd;
+
+        timing_attr_fill(&good, TIMING_MODE_IPS, 100003, false);
+        fd = perf_opener_open(o, &good, getpid(), -1, 0, -1, 0);
+        assert_true(fd >= 0);
+        (void) close(fd);
+        for (size_t i = 0; i < sizeof(good); i++) {
+                if (i >= period_at && i < period_at + sizeof(uint64_t))
+                        continue;
+                bad = good;
+                ((uint8_t *) &bad)[i] ^= 0x01;
+                assert_int_equal(perf_opener_open(o, &bad, getpid(), -1, 0, -1, 0), -EPERM);
+                bad = good;
+                ((uint8_t *) &bad)[i] ^= 0x80;
+                assert_int_equal(perf_opener_open(o, &bad, getpid(), -1, 0, -1, 0), -EPERM);
+        }
+        timing_attr_fill(&bad, TIMING_MODE_IPS, 1, false);
+        assert_int_equal(perf_opener_open(o, &bad, getpid(), -1, 0, -1, 0), -EPERM);
+}
+
+static const uint32_t kernel_types[] = { PERF_TYPE_SOFTWARE };
+
+static void test_timing_attr_forked_opener(void **state) {
+        PerfOpener *o = NULL;
+        gid_t gid;
+        uid_t uid = nobody_uid(&gid);
+
+        (void) state;
+        assert_int_equal(perf_opener_start(perf_attr_verify, kernel_types, ELEMENTSOF(kernel_types), uid, gid, &o), 0);
+        check_timing_attrs(o);
+        perf_opener_stop(o);
+}
+
+static void test_timing_attr_remote_opener(void **state) {
+        char path[108];
+        int listen_fd = listen_at(path, sizeof(path));
+        PerfOpener *o = NULL;
+        pid_t pid = fork();
+
+        (void) state;
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+                _exit(fd >= 0 && perf_opener_serve(fd, perf_attr_verify, kernel_types, ELEMENTSOF(kernel_types)) == 0
+                      ? EXIT_SUCCESS : EXIT_FAILURE);
+        }
+        assert_int_equal(perf_opener_new_remote(path, &o), 0);
+        assert_int_equal(perf_opener_connect(o), 0);
+        check_timing_attrs(o);
+        assert_null(perf_opener_stop(o));
+        kill_and_reap(pid);
+        (void) close(listen_fd);
+        (void) unlink(path);
+}
+
 static void test_remote_opener_missing(void **state) {
         struct perf_event_attr attr = software(PERF_COUNT_SW_TASK_CLOCK, 0);
         PerfOpener *o = NULL;
@@ -865,6 +929,8 @@ int main(void) {
                 cmocka_unit_test(test_kernel_driver_in_process),
                 cmocka_unit_test(test_remote_opener),
                 cmocka_unit_test(test_remote_opener_missing),
+                cmocka_unit_test(test_timing_attr_forked_opener),
+                cmocka_unit_test(test_timing_attr_remote_opener),
         };
 
         if (geteuid() != 0) {

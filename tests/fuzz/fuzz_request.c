@@ -37,6 +37,16 @@ static void assert_request_valid(const Request *req, const RequestBuffer *buf) {
         fuzz_assert(req->n_cpus <= PMUGATE_LIST_MAX);
         fuzz_assert(req->n_cpus == 0 || req->has_cpus);
         fuzz_assert(!req->has_job || strnlen(req->job, sizeof(req->job)) <= PMUGATE_STRING_MAX);
+        /* a timing_open the daemon sees names a mode, a process and 1 to 64 distinct CPUs */
+        if (req->type == REQUEST_TIMING_OPEN) {
+                fuzz_assert(timing_mode_to_string(req->timing_mode));
+                fuzz_assert(req->pid > 0 && req->pid <= INT32_MAX);
+                fuzz_assert(req->n_cpus >= 1 && req->n_cpus <= TIMING_CPUS_PER_OPEN);
+                fuzz_assert(!req->has_period || req->period > 0);
+                for (size_t i = 0; i < req->n_cpus; i++)
+                        for (size_t j = 0; j < i; j++)
+                                fuzz_assert(req->cpus[i] != req->cpus[j]);
+        }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -79,6 +79,24 @@ seeds = {
     "perf-read": req("perf_read", handle=1),
     "perf-close": req("perf_close", handle=4294967295),
     "perf-read-no-handle": req("perf_read"),
+    # timing_open (pmugate timing): both modes, the bounds of each key, and perf_open's keys
+    # and an attr's fields refused by name.
+    "timing-open-ips": req("timing_open", mode="ips", pid=4242, on_exec=False, cpus=[0, 1]),
+    "timing-open-branches": req("timing_open", mode="branches", pid=4242, on_exec=True, period=200003,
+                                cpus=list(range(64))),
+    "timing-open-65-cpus": req("timing_open", mode="ips", pid=4242, on_exec=False, cpus=list(range(65))),
+    "timing-open-cpu-twice": req("timing_open", mode="ips", pid=4242, cpus=[3, 3]),
+    "timing-open-period-0": req("timing_open", mode="ips", pid=4242, cpus=[0], period=0),
+    "timing-open-period-max": req("timing_open", mode="branches", pid=4242, cpus=[0], period=2 ** 64 - 1),
+    "timing-open-pid-0": req("timing_open", mode="ips", pid=0, cpus=[0]),
+    "timing-open-pid-huge": req("timing_open", mode="ips", pid=2 ** 32, cpus=[0]),
+    "timing-open-bad-mode": req("timing_open", mode="branch", pid=1, cpus=[0]),
+    "timing-open-mode-int": req("timing_open", mode=0, pid=1, cpus=[0]),
+    "timing-open-attr-key": req("timing_open", mode="ips", pid=1, cpus=[0], sample_type=0xFFFF),
+    "timing-open-scope": req("timing_open", mode="ips", pid=1, cpus=[0], scope="process", groups=[]),
+    "timing-open-no-cpus": req("timing_open", mode="ips", pid=1),
+    "grant-lbr": req("grant", job="123", uid=1000, lbr=True),
+    "grant-lbr-int": req("grant", job="123", uid=1000, lbr=1),
 }
 
 

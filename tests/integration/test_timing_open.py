@@ -112,23 +112,42 @@ def ring_records(mm):
     return records
 
 
-# Waits for a line, then spins in user space for the given seconds of its own CPU time.
+# Waits for a line, then spins in user space for the given seconds of its own CPU time (the
+# clock, a system call, read once per 20000 rounds: the events sample user space only).
 SPIN = """
 import sys, time
 sys.stdin.readline()
 end = time.process_time() + float(sys.argv[1])
 while time.process_time() < end:
-    pass
+    for i in range(20000):
+        pass
 """
 
 
-def sample_own_process(sock_path, mode="ips", seconds=0.6, **fields):
+# Waits for a line, spins, then execs itself to spin again (argv: before, after).
+EXEC_SPIN = """
+import os, sys, time
+def spin(s):
+    end = time.process_time() + s
+    while time.process_time() < end:
+        for i in range(20000):
+            pass
+if sys.argv[1] != "after":
+    sys.stdin.readline()
+    spin(float(sys.argv[1]))
+    os.execv(sys.executable, [sys.executable, "-c", sys.argv[3], "after", sys.argv[2], sys.argv[3]])
+spin(float(sys.argv[2]))
+"""
+
+
+def sample_own_process(sock_path, mode="ips", seconds=0.6, argv=None, **fields):
     """In a child as USER (with the lbr group): a spinning process of its own, timing_open on
     it on CPUs 0 and 1, the spin, then each ring's samples. Returns a JSON summary."""
     def child():
         # a uid change without exec leaves this process undumpable; the spinner execs anyway
         ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
-        spin = subprocess.Popen(["/usr/bin/python3", "-c", SPIN, str(seconds)], stdin=subprocess.PIPE, text=True)
+        spin = subprocess.Popen(argv or ["/usr/bin/python3", "-c", SPIN, str(seconds)], stdin=subprocess.PIPE,
+                                text=True)
         try:
             req = dict(mode=mode, pid=spin.pid, on_exec=False, cpus=[0, 1])
             req.update(fields)
@@ -172,6 +191,58 @@ def test_ips_on_the_real_kernel(tap):
         dm.stop()
 
 
+def test_on_exec(tap):
+    d, m, dm = start()
+    try:
+        argv = ["/usr/bin/python3", "-c", EXEC_SPIN, "0.5", "0.5", EXEC_SPIN]
+        out = sample_own_process(dm.socket, argv=argv, period=IPS_PERIOD)
+        plain = sum(out["mine"])
+        out = sample_own_process(dm.socket, argv=argv, period=IPS_PERIOD, on_exec=True)
+        after = sum(out["mine"])
+        tap.ok(out["reply"].get("ok"), "on_exec: timing_open of a process before its exec", out["reply"])
+        # the rate depends on the machine's load: compare with the same run without on_exec
+        tap.ok(plain >= 100 and 0.25 * plain <= after <= 0.75 * plain,
+               "on_exec samples from the exec on: about the 0.5 s after it (%d) of the 1 s in all (%d)" % (after, plain),
+               out)
+    finally:
+        dm.stop()
+
+
+def client_lines(dm, *args):
+    """The library's timing_open through tests/integration/timing_client.c, as USER."""
+    rc, out, e = t.run_cli([os.environ["PMUGATE_TIMING_CLIENT"], dm.socket] + [str(a) for a in args], dm.socket,
+                           uid=USER, gid=OTHER_GID, groups=[t.USER_GID, LBR_GID])
+    lines = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        lines.setdefault(key, []).append(value)
+    return rc, lines, out + e
+
+
+def test_client_library(tap):
+    d, m, dm = start()
+    try:
+        rc, lines, text = client_lines(dm, "ips", IPS_PERIOD, 1, 0)
+        tap.ok(rc == 0 and lines.get("fds") == ["2"] and lines.get("period") == [str(IPS_PERIOD)]
+               and lines.get("cpu") == ["0 1", "1 0"],
+               "pmugate_timing_open: two fds, their CPUs in the request's order, the period", text)
+        tap.eq(lines.get("past"), ["-9 -22"], "past the last fd: -EBADF and -EINVAL")
+        mine = sum(int(v.split()[1]) for v in lines.get("samples", []))
+        others = sum(int(v.split()[1]) for v in lines.get("others", []))
+        tap.ok(mine >= 100 and others == 0, "the mapped rings hold the child's samples alone (%d)" % mine, text)
+        tap.eq(lines.get("closed"), ["0"], "pmugate_timing_close closes it at the daemon")
+        rc, lines, text = client_lines(dm, "ips", 0, 0)
+        tap.ok(lines.get("period") == ["100003"], "period 0: the daemon's default comes back", text)
+        rc, lines, text = client_lines(dm, "branches", 0, 0)
+        tap.ok(lines.get("refused") and "has no branch stack" in lines["refused"][0],
+               "a refusal gives the daemon's reason", text)
+        rc, lines, text = client_lines(dm, "ips", 0, *range(65))
+        tap.ok(lines.get("refused") and "more than 64 CPUs" in lines["refused"][0],
+               "65 CPUs: refused by the library before anything is sent", text)
+    finally:
+        dm.stop()
+
+
 def test_class_off(tap):
     d, m, dm = start(lbr_groups="")
     try:
@@ -180,7 +251,8 @@ def test_class_off(tap):
         tap.ok(name == "not-authorized" and "class lbr" in why and "lbr_groups" in why,
                "lbr_groups empty (the shipped policy): timing_open refused, saying how to get the class", why)
         tap.eq(out["n_fds"], 0, "and no fd arrives")
-        tap.ok("event=denied" in dm.audit() and "class lbr" in dm.audit(), "the refusal is audited")
+        tap.ok("verdict=denied" in dm.audit() and "op=timing_open" in dm.audit() and "class lbr" in dm.audit(),
+               "the refusal is audited", dm.audit())
     finally:
         dm.stop()
 
@@ -188,6 +260,8 @@ def test_class_off(tap):
 def test_reload_takes_the_class(tap):
     d, m, dm = start()
     conf = os.path.join(d, "pmugate.conf")
+    opened_r, opened_w = os.pipe()
+    reloaded_r, reloaded_w = os.pipe()
     try:
         def child():
             ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
@@ -200,12 +274,9 @@ def test_reload_takes_the_class(tap):
                 spin.stdin.flush()
                 time.sleep(0.2)
                 before = [len(ring_records(mm)) for mm in maps]
-                # the parent narrows the policy and reloads when this file appears
-                with open(os.path.join(d, "opened"), "w"):
-                    pass
-                deadline = time.time() + 10
-                while not os.path.exists(os.path.join(d, "reloaded")) and time.time() < deadline:
-                    time.sleep(0.05)
+                # the parent narrows the policy and reloads, then says so
+                os.write(opened_w, b"x")
+                os.read(reloaded_r, 1)
                 at_reload = [len(ring_records(mm)) for mm in maps]
                 time.sleep(0.3)
                 later = [len(ring_records(mm)) for mm in maps]
@@ -221,15 +292,12 @@ def test_reload_takes_the_class(tap):
         th = threading.Thread(target=lambda: result.update(out=t.in_child_as(USER, OTHER_GID, [t.USER_GID, LBR_GID],
                                                                                child)))
         th.start()
-        deadline = time.time() + 10
-        while not os.path.exists(os.path.join(d, "opened")) and time.time() < deadline:
-            time.sleep(0.05)
+        os.read(opened_r, 1)
         with open(conf, "w") as f:
             f.write("[access]\nmode = open\nadmin_groups = %d\nuser_groups = %d\n[rights]\nlbr_groups =\n" % (
                 t.ADMIN_GID, t.USER_GID))
         rc, _, e = ctl(dm, "reload")
-        with open(os.path.join(d, "reloaded"), "w"):
-            pass
+        os.write(reloaded_w, b"x")
         th.join(timeout=30)
         out = result.get("out", {})
         tap.eq(rc, 0, "the admin reloads a policy without lbr_groups")
@@ -239,6 +307,8 @@ def test_reload_takes_the_class(tap):
         tap.ok(err(out.get("again", {}))[0] == "bad-field", "and the handle is gone", out.get("again"))
         tap.ok("event=timing-close verdict=revoked" in dm.audit(), "the close is audited as revoked")
     finally:
+        for fd in (opened_r, opened_w, reloaded_r, reloaded_w):
+            os.close(fd)
         dm.stop()
 
 
@@ -347,11 +417,11 @@ def test_branches(tap):
             dm.stop()
 
 
-def call_timing(dm, uid=USER, groups=(t.USER_GID, LBR_GID), **fields):
+def call_timing(dm, uid=USER, gids=(t.USER_GID, LBR_GID), **fields):
     def child():
         c = t.Client(dm.socket)
         return c.call("timing_open", **fields)
-    return t.in_child_as(uid, OTHER_GID, list(groups), child)
+    return t.in_child_as(uid, OTHER_GID, list(gids), child)
 
 
 def test_hostile(tap):
@@ -394,7 +464,7 @@ def test_hostile(tap):
             r = call_timing(dm, **fields)
             name, why = err(r)
             tap.ok(name == want_name and want_why in why, "%s: refused (%s)" % (desc, want_name), r)
-        r = call_timing(dm, uid=OTHER_USER, groups=(t.USER_GID,), **dict(base, pid=other.pid))
+        r = call_timing(dm, uid=OTHER_USER, gids=(t.USER_GID,), **dict(base, pid=other.pid))
         tap.ok(err(r)[0] == "not-authorized" and "class lbr" in err(r)[1],
                "a user without the class, on its own process: refused", r)
         r = call_timing(dm, **dict(base, pid=mine.pid, period=IPS_PERIOD))
@@ -439,15 +509,17 @@ def test_limits_and_flood(tap):
     try:
         time.sleep(0.2)
 
-        def hold(n):
-            c = t.Client(dm.socket)
-            replies = [c.call("timing_open", mode="ips", pid=mine.pid, on_exec=False, cpus=[0], period=IPS_PERIOD)
-                       for _ in range(n)]
-            return [err(r)[0] if not r.get("ok") else "ok" for r in replies] + [
-                err(r)[1] for r in replies if not r.get("ok")][:1]
-        # One connection holds at most 16 handles (perf's), a uid at most 16 timing handles.
-        res = t.in_child_as(USER, OTHER_GID, [t.USER_GID, LBR_GID], lambda: hold(17))
-        tap.ok(res[:16] == ["ok"] * 16 and res[16] == "limit", "16 timing handles, the 17th refused (limit)", res)
+        def hold(first, second):
+            # two connections: a connection's own limit (16 perf handles) is not what refuses
+            conns = [t.Client(dm.socket), t.Client(dm.socket)]
+            replies = [conns[0].call("timing_open", mode="ips", pid=mine.pid, on_exec=False, cpus=[0],
+                                     period=IPS_PERIOD) for _ in range(first)]
+            replies += [conns[1].call("timing_open", mode="ips", pid=mine.pid, on_exec=False, cpus=[0],
+                                      period=IPS_PERIOD) for _ in range(second)]
+            return ["ok" if r.get("ok") else err(r)[0] for r in replies], [err(r)[1] for r in replies if not r.get("ok")]
+        res, why = t.in_child_as(USER, OTHER_GID, [t.USER_GID, LBR_GID], lambda: hold(10, 7))
+        tap.ok(res[:16] == ["ok"] * 16 and res[16] == "limit" and "16 timing handles" in why[0],
+               "a uid holds 16 timing handles across its connections, the 17th is refused (limit)", (res, why))
 
         # A flood of timing_open from one uid while another uid is served in time.
         flood = t.spawn(["/usr/bin/python3", "-c", """
@@ -480,6 +552,6 @@ while True:
 
 
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_ips_on_the_real_kernel, test_class_off, test_reload_takes_the_class,
+    sys.exit(t.Tap().run([test_ips_on_the_real_kernel, test_on_exec, test_client_library, test_class_off, test_reload_takes_the_class,
                           test_granted_by_job, test_branches, test_hostile, test_kernel_rate,
                           test_limits_and_flood]))

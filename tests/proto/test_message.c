@@ -904,6 +904,128 @@ static void test_perf_open_named_job(void **state) {
         assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
 }
 
+/* A timing_open with the given keys: mode, pid, cpus (n of them from first), and period when
+ * period_key; extra names one key more (with the value 1). */
+static void pack_timing_open(Fixture *f, const char *mode, uint64_t pid, uint32_t first, size_t n, bool period_key,
+                             uint64_t period, const char *extra) {
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 5, "timing_open", 4 + (period_key ? 1 : 0) + (extra ? 1 : 0));
+        pack_key_string(&f->pk, "mode", mode);
+        pack_key_uint(&f->pk, "pid", pid);
+        pack_key_bool(&f->pk, "on_exec", true);
+        pack_string(&f->pk, "cpus");
+        msgpack_pack_array(&f->pk, n);
+        for (size_t i = 0; i < n; i++)
+                msgpack_pack_uint32(&f->pk, first + (uint32_t) i);
+        if (period_key)
+                pack_key_uint(&f->pk, "period", period);
+        if (extra)
+                pack_key_uint(&f->pk, extra, 1);
+}
+
+static void test_timing_open(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        pack_timing_open(f, "branches", 4242, 2, 3, true, 200003, NULL);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.type, REQUEST_TIMING_OPEN);
+        assert_int_equal(req.timing_mode, TIMING_MODE_BRANCHES);
+        assert_int_equal(req.pid, 4242);
+        assert_true(req.on_exec);
+        assert_true(req.has_period);
+        assert_int_equal(req.period, 200003);
+        assert_int_equal(req.n_cpus, 3);
+        assert_int_equal(req.cpus[0], 2);
+        assert_int_equal(req.cpus[2], 4);
+        pack_timing_open(f, "ips", 1, 0, TIMING_CPUS_PER_OPEN, false, 0, NULL);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.timing_mode, TIMING_MODE_IPS);
+        assert_false(req.has_period);
+        assert_int_equal(req.n_cpus, TIMING_CPUS_PER_OPEN);
+
+        /* each wrong value refused by name */
+        pack_timing_open(f, "lbr", 1, 0, 1, false, 0, NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'mode'"));
+        pack_timing_open(f, "ips", 0, 0, 1, false, 0, NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'pid'"));
+        pack_timing_open(f, "ips", (uint64_t) INT32_MAX + 1, 0, 1, false, 0, NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'pid'"));
+        pack_timing_open(f, "ips", 1, 0, 1, true, 0, NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'period'"));
+        pack_timing_open(f, "ips", 1, 0, 0, false, 0, NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'cpus'"));
+        pack_timing_open(f, "ips", 1, 0, TIMING_CPUS_PER_OPEN + 1, false, 0, NULL);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_non_null(strstr(e.reason, "per timing_open"));
+        /* perf_open's keys and an attr's are no keys of timing_open */
+        pack_timing_open(f, "ips", 1, 0, 1, false, 0, "scope");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "unknown key 'scope' for operation 'timing_open'"));
+        pack_timing_open(f, "ips", 1, 0, 1, false, 0, "sample_type");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "unknown key 'sample_type'"));
+        pack_timing_open(f, "ips", 1, 0, 1, false, 0, "lbr");
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+
+        /* a CPU twice, a string for the period, no pid */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 5, "timing_open", 3);
+        pack_key_string(&f->pk, "mode", "ips");
+        pack_key_uint(&f->pk, "pid", 7);
+        pack_string(&f->pk, "cpus");
+        msgpack_pack_array(&f->pk, 2);
+        msgpack_pack_uint32(&f->pk, 1);
+        msgpack_pack_uint32(&f->pk, 1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "twice"));
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 5, "timing_open", 4);
+        pack_key_string(&f->pk, "mode", "ips");
+        pack_key_uint(&f->pk, "pid", 7);
+        pack_key_string(&f->pk, "period", "100003");
+        pack_string(&f->pk, "cpus");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_uint32(&f->pk, 1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'period'"));
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 5, "timing_open", 2);
+        pack_key_string(&f->pk, "mode", "ips");
+        pack_string(&f->pk, "cpus");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_uint32(&f->pk, 1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "missing a required key"));
+}
+
+static void test_grant_lbr(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 5, "grant", 3);
+        pack_key_string(&f->pk, "job", "42");
+        pack_key_uint(&f->pk, "uid", 1000);
+        pack_key_bool(&f->pk, "lbr", true);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_true(req.lbr);
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 5, "grant", 3);
+        pack_key_string(&f->pk, "job", "42");
+        pack_key_uint(&f->pk, "uid", 1000);
+        pack_key_uint(&f->pk, "lbr", 1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'lbr' must be true or false"));
+}
+
 static void test_perf_open_refusals(void **state) {
         static const char *const sampling[] = { "sample_period", "sample_freq", "sample_type", "freq", "bp_type",
                                                 "bp_addr", "sample_regs_user", "sample_regs_intr", "sample_stack_user",
@@ -1020,6 +1142,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_perf_open, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_perf_open_named_job, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_perf_open_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_timing_open, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_grant_lbr, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_perf_open_thread, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -596,6 +596,8 @@ static void test_uncore_imc(void **state) {
                 assert_non_null(perf_catalog_find(c, "software"));
                 assert_int_equal(perf_catalog_core(c)->topdown, strcmp(all_models[k], "icx") == 0 ? 1 :
                                                                 strcmp(all_models[k], "spr") == 0 ? 2 : 0);
+                /* the LBR's depth as caps/branches says: Intel's 32, AMD's LbrExtV2 16 */
+                assert_int_equal(perf_catalog_core(c)->branches, is_amd(all_models[k]) ? 16 : 32);
                 assert_int_equal(perf_catalog_find(c, "cpu")->config_mask[0],
                                  is_amd(all_models[k]) ? UINT64_C(0xFFF84FFFF) : UINT64_C(0xFF84FFFF));
                 imc = perf_catalog_find(c, "uncore_imc_1");
