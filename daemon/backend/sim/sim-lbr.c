@@ -58,7 +58,8 @@ static int set_map(SimLbrConfig *l, unsigned line, const char *value, char *reas
         uint64_t start, len, pgoff;
 
         if (l->has_map)
-                return fail(reason, reason_size, "map is given twice in [lbr] (first at line %u)", l->map_line);
+                return fail(reason, reason_size, "map is given twice in [lbr] (first at line %u)",
+                            l->map_line);
         if (split(value, copy, sizeof(copy), t, ELEMENTSOF(t)) != 3 ||
             sim_parse_u64(t[0], 0, SIM_LBR_USER_ADDRESS_END - 1, &start) < 0 ||
             sim_parse_u64(t[1], 1, SIM_LBR_USER_ADDRESS_END, &len) < 0 ||
@@ -67,11 +68,13 @@ static int set_map(SimLbrConfig *l, unsigned line, const char *value, char *reas
                             "map = '%s': expected START LEN PGOFF of a user-space mapping, such as "
                             "0x555555555000 0x1000 0x1000", value);
         if (start % SIM_LBR_PAGE || len % SIM_LBR_PAGE || pgoff % SIM_LBR_PAGE)
-                return fail(reason, reason_size, "map = '%s': START, LEN and PGOFF are multiples of the page (%u)",
-                            value, SIM_LBR_PAGE);
+                return fail(reason, reason_size,
+                            "map = '%s': START, LEN and PGOFF are multiples of the page (%u)", value,
+                            SIM_LBR_PAGE);
         if (len > SIM_LBR_USER_ADDRESS_END - start)
-                return fail(reason, reason_size, "map = '%s': the mapping ends above user space (0x%" PRIx64 ")",
-                            value, SIM_LBR_USER_ADDRESS_END);
+                return fail(reason, reason_size,
+                            "map = '%s': the mapping ends above user space (0x%" PRIx64 ")", value,
+                            SIM_LBR_USER_ADDRESS_END);
         l->has_map = true;
         l->map_line = line;
         l->map_start = start;
@@ -166,12 +169,14 @@ static int add_branch(SimLbrConfig *l, unsigned line, const char *value, char *r
                 if (parse_normal(t[2 + i], b.n_mix == 1, &b.mix[i]) < 0)
                         return fail(reason, reason_size,
                                     "branch: '%s' is no normal MEAN:SD@WEIGHT (MEAN and SD from 0 to %g, "
-                                    "WEIGHT above 0 and at most 1; '@WEIGHT' only left out of a single normal)",
+                                    "WEIGHT above 0 and at most 1; '@WEIGHT' only left out of a single "
+                                    "normal)",
                                     t[2 + i], SIM_LBR_CYCLES_MAX);
                 sum += b.mix[i].weight;
         }
         if (fabs(sum - 1.0) > SIM_LBR_WEIGHT_EPSILON)
-                return fail(reason, reason_size, "branch = '%s': the weights sum to %.9g, not 1", value, sum);
+                return fail(reason, reason_size, "branch = '%s': the weights sum to %.9g, not 1", value,
+                            sum);
         l->branches[l->n_branches++] = b;
         return 0;
 }

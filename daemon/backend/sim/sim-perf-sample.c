@@ -182,7 +182,8 @@ static uint64_t ring_space(const SimPerfSampler *s) {
 }
 
 static void ring_copy(SimPerfSampler *s, const Record *r) {
-        size_t off = (size_t) (s->head & (TIMING_RING_DATA_BYTES - 1U)), first = MIN(r->n, TIMING_RING_DATA_BYTES - off);
+        size_t off = (size_t) (s->head & (TIMING_RING_DATA_BYTES - 1U));
+        size_t first = MIN(r->n, TIMING_RING_DATA_BYTES - off);
 
         memcpy(s->data + off, r->buf, first);
         memcpy(s->data, r->buf + first, r->n - first);
@@ -415,7 +416,8 @@ static bool write_sample(SimPerfSampler *s, uint64_t time) {
         put_u64(&r, s->period);
         put_u64(&r, s->depth);
         for (size_t i = 0; i < s->depth; i++) {
-                const SimLbrBranch *b = &l->branches[(newest + l->n_branches - i % l->n_branches) % l->n_branches];
+                size_t k = (newest + l->n_branches - i % l->n_branches) % l->n_branches;
+                const SimLbrBranch *b = &l->branches[k];
                 struct perf_branch_entry e = {
                         .from = b->from,
                         .to = b->to,
@@ -458,8 +460,10 @@ void sim_perf_sampler_tick(SimPerfSampler *s, double cycles_per_ns) {
         s->count = (uint64_t) (cycles_per_ns * (double) ns);
         due = s->count / s->period;
         if (s->enabled && !s->announced) {
-                write_mmap2(s, now);
-                write_comm(s, now);
+                /* at the start of the interval whose samples follow: a reader that orders the
+                 * rings' records by time sees the map before any sample in it */
+                write_mmap2(s, s->last_time_ns);
+                write_comm(s, s->last_time_ns);
                 s->announced = true;
         }
         if (s->announced && due > s->samples_due_done)
@@ -479,6 +483,10 @@ void sim_perf_sampler_counts(const SimPerfSampler *s, uint64_t *ret_count, uint6
         *ret_count = s->count;
         *ret_enabled = s->time_enabled;
         *ret_running = s->time_running;
+}
+
+bool sim_perf_sampler_enabled(const SimPerfSampler *s) {
+        return s && s->enabled;
 }
 
 int sim_perf_sampler_set_enabled(SimPerfSampler *s, bool enabled) {
@@ -525,8 +533,8 @@ bool sim_perf_sampling(const struct perf_event_attr *attr) {
         return attr->sample_period != 0 || attr->freq;
 }
 
-int sim_perf_sample_check(const struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags,
-                          const SimLbrConfig *lbr) {
+int sim_perf_sample_check(const struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+                          unsigned long flags, const SimLbrConfig *lbr) {
         struct perf_event_attr want;
 
         timing_attr_fill(&want, TIMING_MODE_BRANCHES, attr->sample_period, attr->enable_on_exec);
@@ -573,7 +581,8 @@ int sim_perf_sampler_new(const SimPerfSamplerArgs *a, SimPerfSampler **ret) {
         /* the MMAP2 record names the binary's device and inode as the kernel's would */
         if (stat(a->lbr->binary, &st) < 0) {
                 r = -errno;
-                log_error("Simulated LBR: cannot stat the [lbr] binary %s: %s", a->lbr->binary, strerror(-r));
+                log_error("Simulated LBR: cannot stat the [lbr] binary %s: %s", a->lbr->binary,
+                          strerror(-r));
                 return -EOPNOTSUPP;
         }
         s->binary_dev = st.st_dev;

@@ -24,8 +24,8 @@ bool sim_perf_sampling(const struct perf_event_attr *attr);
  * branch-stack attr (any period, on_exec or not), for a task (pid >= 0) on one CPU, alone in
  * its group, without PERF_FLAG_PID_CGROUP. Returns 0; -EINVAL for anything else; -EOPNOTSUPP
  * when the configuration has no [lbr] section (lbr NULL: a CPU without LBR). */
-int sim_perf_sample_check(const struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags,
-                          const SimLbrConfig *lbr);
+int sim_perf_sample_check(const struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+                          unsigned long flags, const SimLbrConfig *lbr);
 
 typedef struct SimPerfSamplerArgs {
         PerfDriver *software;           /* opens the task clocks; not owned, outlives the sampler */
@@ -54,6 +54,8 @@ void sim_perf_sampler_tick(SimPerfSampler *s, double cycles_per_ns);
 /* The cycles counted so far, and the task clocks' time enabled and running, in ns. */
 void sim_perf_sampler_counts(const SimPerfSampler *s, uint64_t *ret_count, uint64_t *ret_enabled,
                              uint64_t *ret_running);
+/* Whether the event is enabled: at open, by an ioctl, or by its task's exec. */
+bool sim_perf_sampler_enabled(const SimPerfSampler *s);
 /* PERF_EVENT_IOC_ENABLE / _DISABLE. */
 int sim_perf_sampler_set_enabled(SimPerfSampler *s, bool enabled);
 /* A new fd (close-on-exec) of the ring's memfd, which a client maps as it would a perf fd. */

@@ -316,6 +316,8 @@ static void update_task(SimPerfDriver *s, SimPerfEvent *e) {
         if (e->sampler) {
                 sim_perf_sampler_tick(e->sampler, e->rate_per_ns);
                 sim_perf_sampler_counts(e->sampler, &e->count, &e->time_enabled, &e->time_running);
+                /* the task's exec enables an enable_on_exec event, as the kernel does */
+                e->enabled = sim_perf_sampler_enabled(e->sampler);
                 return;
         }
         n = perf_driver_read(s->software, e->task_clock, buf, sizeof(buf));
@@ -703,7 +705,8 @@ static int open_sampler(SimPerfDriver *s, const struct perf_event_attr *attr, pi
 static int sim_perf_open(PerfDriver *d, const struct perf_event_attr *attr, pid_t pid, int cgroup_fd,
                          int cpu, int group, unsigned long flags) {
         SimPerfDriver *s = sim_perf(d);
-        bool cgroup = flags & PERF_FLAG_PID_CGROUP, task = cgroup || pid >= 0, sampling = sim_perf_sampling(attr);
+        bool cgroup = flags & PERF_FLAG_PID_CGROUP, task = cgroup || pid >= 0;
+        bool sampling = sim_perf_sampling(attr);
         SimPerfEvent e = { .leader = -1, .counter = -1, .task_clock = -1 };
         const SimPerfEvent *l = NULL;
         size_t idx, lidx = 0;

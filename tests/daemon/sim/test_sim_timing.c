@@ -189,6 +189,8 @@ typedef struct Walk {
         uint16_t first_type, second_type, comm_misc;
         bool sample_before_mmap2, record_after_exit, cycles_nonzero;
         uint64_t entries_per_sample;
+        uint64_t last_time;             /* every record's time: never earlier than the last's */
+        double tick_seconds;            /* spent in the driver's ticks, for the cost per sample */
         Stats branch[N_BRANCHES];
         pid_t pid;
         int cpu;
@@ -283,6 +285,10 @@ static void walk_sample(Walk *w, const uint8_t *rec, size_t size) {
 static void walk_record(Walk *w, const uint8_t *rec, size_t size) {
         const struct perf_event_header *h = (const struct perf_event_header *) rec;
 
+        uint64_t time = h->type == PERF_RECORD_SAMPLE ? rd64(rec + 24) : rd64(rec + size - 16);
+
+        assert_true(time >= w->last_time);
+        w->last_time = time;
         if (w->exits > 0)
                 w->record_after_exit = true;
         if (w->records == 0)
@@ -368,8 +374,12 @@ static void run_until_exit(Fixture *f, Ring *r, Walk *w) {
 
         clock_gettime(CLOCK_MONOTONIC, &start);
         while (w->exits == 0 && since(&start) < WAIT_S) {
+                struct timespec before;
+
                 sleep_ns(TICK_NS);
+                clock_gettime(CLOCK_MONOTONIC, &before);
                 sim_perf_driver_tick(f->d);
+                w->tick_seconds += since(&before);
                 ring_drain(r, w);
         }
         assert_int_equal(w->exits, 1);
@@ -418,8 +428,10 @@ static void test_branch_stacks(void **state) {
         run_until_exit(&f, &r, &w);
         child_wait(&c);
 
-        print_message("%" PRIu64 " records, %" PRIu64 " samples of %" PRIu64 " entries, %" PRIu64 " lost\n",
-                      w.records, w.samples, w.entries_per_sample, w.lost);
+        print_message("%" PRIu64 " records, %" PRIu64 " samples of %" PRIu64 " entries, %" PRIu64 " lost; "
+                      "%.1f ms in the driver's ticks, %.2f us per sample\n", w.records, w.samples,
+                      w.entries_per_sample, w.lost, w.tick_seconds * 1e3,
+                      w.tick_seconds * 1e6 / (double) w.samples);
         assert_int_equal(w.first_type, PERF_RECORD_MMAP2);
         assert_int_equal(w.second_type, PERF_RECORD_COMM);
         assert_int_equal(w.comm_misc, 0);
@@ -439,7 +451,8 @@ static void test_branch_stacks(void **state) {
                 double mean = s->sum / (double) s->n, sd = sqrt(s->sum_sq / (double) s->n - mean * mean);
                 double want_mean = mixture_mean(k), want_sd = mixture_sd(k);
 
-                print_message("branch %zu: %" PRIu64 " entries, mean %.2f (configured %.2f), sd %.2f (%.2f)\n",
+                print_message("branch %zu: %" PRIu64 " entries, mean %.2f (configured %.2f), "
+                              "sd %.2f (%.2f)\n",
                               k, s->n, mean, want_mean, sd, want_sd);
                 /* five standard errors, and half a cycle for the rounding */
                 assert_true(fabs(mean - want_mean) < 5.0 * want_sd / sqrt((double) s->n) + 0.5);
@@ -462,7 +475,7 @@ static void test_full_ring_lost(void **state) {
         Walk w = {};
         Child c;
         Ring r;
-        uint64_t head;
+        uint64_t head, count = 0;
         int h;
 
         (void) state;
@@ -497,6 +510,48 @@ static void test_full_ring_lost(void **state) {
                       w.lost_records, w.lost);
         assert_true(w.lost_records >= 1);
         assert_true(w.lost > 0);
+        /* every period the task ran is a sample written or one counted lost */
+        assert_int_equal(perf_driver_read(f.d, h, &count, sizeof(count)), sizeof(count));
+        assert_int_equal(w.samples + w.lost, count / PERIOD);
+        ring_unmap(&r);
+        perf_driver_close(f.d, h);
+        fixture_free(&f);
+}
+
+/* The client can write its whole mapping: the producer keeps its own head, and the memfd's
+ * seals keep the client from shrinking (or growing) the ring under the daemon's writes. */
+static void test_hostile_reader(void **state) {
+        char config[2048];
+        Fixture f;
+        Walk w = {};
+        Child c;
+        Ring r;
+        int h;
+
+        (void) state;
+        lbr_config(config, sizeof(config), "");
+        f = fixture_new("spr", config);
+        c = child_start(0.2, false);
+        w.pid = c.pid;
+        h = open_timing(&f, c.pid, 0, false);
+        assert_true(h >= SIM_PERF_HANDLE_BASE);
+        r = ring_map(&f, h);
+        assert_int_equal(ftruncate(r.fd, 0), -1);
+        assert_int_equal(errno, EPERM);
+        assert_int_equal(ftruncate(r.fd, (off_t) r.size * 2), -1);
+        assert_int_equal(errno, EPERM);
+        /* the export wrote MMAP2 and COMM; once read, a forged head, garbage over the data and a
+         * forged size: the producer goes on from its own head and size */
+        ring_drain(&r, &w);
+        assert_int_equal(w.mmap2, 1);
+        r.meta->data_head = 12345;
+        memset((uint8_t *) r.map + r.size - TIMING_RING_DATA_BYTES, 0xff, TIMING_RING_DATA_BYTES);
+        r.meta->data_size = 7;
+        child_go(&c);
+        run_until_exit(&f, &r, &w);
+        child_wait(&c);
+        assert_int_equal(w.first_type, PERF_RECORD_MMAP2);
+        assert_true(w.samples > 50);
         ring_unmap(&r);
         perf_driver_close(f.d, h);
         fixture_free(&f);
@@ -530,38 +585,70 @@ static void test_amd_cycles_zero(void **state) {
         fixture_free(&f);
 }
 
-/* enable_on_exec: nothing before the exec, then COMM (exec) and samples. */
+/* enable_on_exec: nothing before the exec, then MMAP2, COMM (exec) and samples. The ring of
+ * simulated CPU 1 (real CPU 1, where the child never runs) gets no samples. */
 static void test_enable_on_exec(void **state) {
         char config[2048];
         struct timespec start;
         Fixture f;
-        Walk w = {};
+        Walk w = {}, w1 = {};
         Child c;
-        Ring r;
-        int h;
+        Ring r, r1;
+        uint64_t samples;
+        int h, h1;
 
         (void) state;
         lbr_config(config, sizeof(config), "[machine]\nmodel = spr\n");
         f = fixture_new(NULL, config);
-        c = child_start(0.3, true);
-        w.pid = c.pid;
+        c = child_start(0.5, true);
+        w.pid = w1.pid = c.pid;
+        w1.cpu = 1;
         h = open_timing(&f, c.pid, 0, true);
         assert_true(h >= SIM_PERF_HANDLE_BASE);
+        h1 = open_timing(&f, c.pid, 1, true);
+        assert_true(h1 >= SIM_PERF_HANDLE_BASE);
         r = ring_map(&f, h);
+        r1 = ring_map(&f, h1);
         clock_gettime(CLOCK_MONOTONIC, &start);
         while (since(&start) < 0.05) {
                 sleep_ns(TICK_NS);
                 sim_perf_driver_tick(f.d);
         }
         assert_int_equal(__atomic_load_n(&r.meta->data_head, __ATOMIC_ACQUIRE), 0);
+        assert_int_equal(__atomic_load_n(&r1.meta->data_head, __ATOMIC_ACQUIRE), 0);
         child_go(&c);
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        while (w.samples < 50 && since(&start) < WAIT_S) {
+                sleep_ns(TICK_NS);
+                sim_perf_driver_tick(f.d);
+                ring_drain(&r, &w);
+        }
+        assert_true(w.samples >= 50);
+        /* the exec enabled it: a disable now stops the samples, an enable brings them back */
+        assert_int_equal(perf_driver_disable(f.d, h, false), 0);
+        samples = w.samples;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        while (since(&start) < 0.05) {
+                sleep_ns(TICK_NS);
+                sim_perf_driver_tick(f.d);
+                ring_drain(&r, &w);
+        }
+        assert_int_equal(w.samples, samples);
+        assert_int_equal(perf_driver_enable(f.d, h, false), 0);
         run_until_exit(&f, &r, &w);
         child_wait(&c);
+        sim_perf_driver_tick(f.d);
+        ring_drain(&r1, &w1);
+        print_message("after the exec: cpu 0 %" PRIu64 " records (%" PRIu64 " samples), cpu 1 %" PRIu64
+                      " records (%" PRIu64 " samples)\n", w.records, w.samples, w1.records, w1.samples);
         assert_int_equal(w.first_type, PERF_RECORD_MMAP2);
         assert_int_equal(w.comm_misc, PERF_RECORD_MISC_COMM_EXEC);
-        assert_true(w.samples > 50);
+        assert_true(w.samples > samples);
+        assert_int_equal(w1.samples, 0);
         ring_unmap(&r);
+        ring_unmap(&r1);
         perf_driver_close(f.d, h);
+        perf_driver_close(f.d, h1);
         fixture_free(&f);
 }
 
@@ -600,6 +687,55 @@ static void test_disable_stops_samples(void **state) {
         assert_true(w.samples > 50);
         ring_unmap(&r);
         perf_driver_close(f.d, h);
+        fixture_free(&f);
+}
+
+/* One event per simulated CPU, as pmugate timing opens them: real CPU r runs as simulated CPU
+ * r % n, so a child on real CPU 0 is sampled in ring 0 only, and the run time counts once. */
+static void test_one_ring_per_cpu(void **state) {
+        char config[2048];
+        Fixture f;
+        Walk w[16] = {};
+        Child c;
+        Ring r[16];
+        int h[16] = {};
+        uint32_t n;
+        uint64_t count = 0, total = 0;
+
+        (void) state;
+        lbr_config(config, sizeof(config), "[machine]\nsockets = 2\ncores = 4\nsmt = yes\n");
+        f = fixture_new("spr", config);
+        n = f.t.machine->n_cpus;
+        assert_int_equal(n, 16);
+        c = child_start(0.3, false);
+        for (uint32_t cpu = 0; cpu < n; cpu++) {
+                w[cpu].pid = c.pid;
+                w[cpu].cpu = (int) cpu;
+                h[cpu] = open_timing(&f, c.pid, (int) cpu, false);
+                assert_true(h[cpu] >= SIM_PERF_HANDLE_BASE);
+                r[cpu] = ring_map(&f, h[cpu]);
+        }
+        child_go(&c);
+        run_until_exit(&f, &r[0], &w[0]);
+        child_wait(&c);
+        for (uint32_t cpu = 0; cpu < n; cpu++) {
+                sim_perf_driver_tick(f.d);
+                ring_drain(&r[cpu], &w[cpu]);
+                total += w[cpu].samples;
+                print_message("cpu %u: %" PRIu64 " MMAP2, %" PRIu64 " samples, %" PRIu64 " EXIT\n", cpu,
+                              w[cpu].mmap2, w[cpu].samples, w[cpu].exits);
+                /* enabled at open: every ring starts with the map, and says when the task is gone */
+                assert_int_equal(w[cpu].first_type, PERF_RECORD_MMAP2);
+                assert_int_equal(w[cpu].exits, 1);
+                if (cpu > 0)
+                        assert_int_equal(w[cpu].samples, 0);
+                ring_unmap(&r[cpu]);
+        }
+        assert_true(w[0].samples > 50);
+        assert_int_equal(perf_driver_read(f.d, h[0], &count, sizeof(count)), sizeof(count));
+        assert_int_equal(total, count / PERIOD);
+        for (uint32_t cpu = 0; cpu < n; cpu++)
+                perf_driver_close(f.d, h[cpu]);
         fixture_free(&f);
 }
 
@@ -730,7 +866,8 @@ static void test_config_refusals(void **state) {
                 { "branch = 0x555555555189 0x555555555170 32:2@0.5 32:2\n", ":4: branch: '32:2'" },
                 { "branch = 0x555555555189 0x555555555170\n", ":4: branch = " },
                 { "branch = 0x555555555189 -1 32:2\n", ":4: branch = " },
-                { "branch = 0x555555555189 0x555555558000 32:2\n", ":4: branch 0x555555555189 -> 0x555555558000 lies outside" },
+                { "branch = 0x555555555189 0x555555558000 32:2\n",
+                  ":4: branch 0x555555555189 -> 0x555555558000 lies outside" },
                 { "branch = 0x555555554fff 0x555555555170 32:2\n", ":4: branch 0x555555554fff" },
                 { "branch = 0x1 0x2 1:0 1:0 1:0 1:0 1:0 1:0 1:0 1:0 1:0\n", "at most 8 normals" },
                 { "map = 0 0x1000 0\n", ":4: map is given twice" },
@@ -750,9 +887,11 @@ static void test_config_refusals(void **state) {
                 expect_refused(text, cases[i].what);
         }
         expect_refused("[lbr]\nbinary = /bin/sh\nbranch = 0x1000 0x1000 1:0\n", ":1: [lbr] has no map");
-        expect_refused("[lbr]\nmap = 0x1000 0x1000 0\nbranch = 0x1000 0x1000 1:0\n", ":1: [lbr] has no binary");
+        expect_refused("[lbr]\nmap = 0x1000 0x1000 0\nbranch = 0x1000 0x1000 1:0\n",
+                       ":1: [lbr] has no binary");
         expect_refused("[lbr]\nmap = 0x1001 0x1000 0\n", ":2: map = '0x1001 0x1000 0': START, LEN");
-        expect_refused("[lbr]\nmap = 0x7ffffffff000 0x2000 0\n", ":2: map = '0x7ffffffff000 0x2000 0': the mapping ends");
+        expect_refused("[lbr]\nmap = 0x7ffffffff000 0x2000 0\n",
+                       ":2: map = '0x7ffffffff000 0x2000 0': the mapping ends");
         expect_refused("[lbr]\nmap = 0x1000 0x1000\n", ":2: map = '0x1000 0x1000': expected");
         expect_refused("[lbr]\nbinary = bin/sh\n", ":2: binary = 'bin/sh'");
         expect_refused("[lbr]\nbinary = /usr/../bin/sh\n", ":2: binary = '/usr/../bin/sh'");
@@ -769,7 +908,8 @@ static void test_config_branch_limit(void **state) {
         (void) state;
         n = (size_t) snprintf(text, sizeof(text), "[lbr]\nmap = 0x10000 0x10000 0\nbinary = /bin/sh\n");
         for (unsigned i = 0; i < SIM_LBR_BRANCHES_MAX; i++)
-                n += (size_t) snprintf(text + n, sizeof(text) - n, "branch = 0x%x 0x10000 3:1\n", 0x10010 + i);
+                n += (size_t) snprintf(text + n, sizeof(text) - n, "branch = 0x%x 0x10000 3:1\n",
+                                       0x10010 + i);
         t = sim_test_new("spr", text);
         sim_test_free(&t);
         (void) snprintf(text + n, sizeof(text) - n, "branch = 0x10000 0x10000 3:1\n");
@@ -782,9 +922,11 @@ int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_branch_stacks),
                 cmocka_unit_test(test_full_ring_lost),
+                cmocka_unit_test(test_hostile_reader),
                 cmocka_unit_test(test_amd_cycles_zero),
                 cmocka_unit_test(test_enable_on_exec),
                 cmocka_unit_test(test_disable_stops_samples),
+                cmocka_unit_test(test_one_ring_per_cpu),
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_ips_pass_through),
                 cmocka_unit_test(test_config_refusals),
