@@ -130,7 +130,8 @@ int timing_disasm(Elf *elf, uint64_t start, uint64_t end, TimingDisasm *ret) {
                 TimingInsn *t;
 
                 if (!cs_disasm_iter(handle, &code, &code_size, &address, insn)) {
-                        r = refuse(ret, -EBADMSG, "no instruction decodes at 0x%llx", (unsigned long long) address);
+                        r = refuse(ret, -EBADMSG, "no instruction decodes at 0x%llx",
+                                   (unsigned long long) address);
                         break;
                 }
                 t = &ret->insns[ret->n++];

@@ -153,12 +153,11 @@ static int decode_sample(Cursor *c, uint64_t sample_type, TimingRecord *rec) {
                         return r;
                 if (nr > TIMING_BRANCHES_MAX || nr * sizeof(struct perf_branch_entry) > c->left)
                         return -EBADMSG;
+                /* all nr entries are inside the record (checked once above) */
                 for (size_t i = 0; i < nr; i++) {
                         struct perf_branch_entry e;
 
-                        r = take(c, &e, sizeof(e));
-                        if (r < 0)
-                                return r;
+                        memcpy(&e, c->p + i * sizeof(e), sizeof(e));
                         s->branches[i] = (TimingBranch) {
                                 .from = e.from,
                                 .to = e.to,
@@ -167,6 +166,8 @@ static int decode_sample(Cursor *c, uint64_t sample_type, TimingRecord *rec) {
                                 .predicted = e.predicted,
                         };
                 }
+                c->p += nr * sizeof(struct perf_branch_entry);
+                c->left -= nr * sizeof(struct perf_branch_entry);
                 s->n_branches = (size_t) nr;
         }
         /* the kernel pads nothing after these fields: more bytes are not this layout */
@@ -295,6 +296,7 @@ int timing_record_decode(const void *buf, size_t size, uint64_t sample_type, Tim
         rec->has_id = false;
         rec->time = 0;
         rec->pid = rec->tid = rec->cpu = 0;
+        rec->misc = h.misc;
 
         if (h.type == PERF_RECORD_SAMPLE) {
                 rec->kind = TIMING_RECORD_SAMPLE;
@@ -340,7 +342,8 @@ int timing_record_decode(const void *buf, size_t size, uint64_t sample_type, Tim
                         r = -EBADMSG;
                 break;
         default:
-                rec->kind = h.type == PERF_RECORD_THROTTLE ? TIMING_RECORD_THROTTLE : TIMING_RECORD_UNTHROTTLE;
+                rec->kind = h.type == PERF_RECORD_THROTTLE ? TIMING_RECORD_THROTTLE :
+                                                             TIMING_RECORD_UNTHROTTLE;
                 r = take_u64(&c, &rec->time);
                 if (r >= 0)
                         r = take_u64(&c, &u);

@@ -66,6 +66,10 @@ typedef struct TimingRecord {
         uint64_t time;                  /* from the sample or its sample_id */
         uint32_t pid, tid;              /* FORK, EXIT: the task's own (the record's body) */
         uint32_t cpu;
+        /* the header's misc bits: PERF_RECORD_MISC_COMM_EXEC on the COMM of an exec (the task's
+         * address layout starts anew: the mappings that follow are its new ones), the
+         * PERF_RECORD_MISC_CPUMODE_MASK of a sample */
+        uint16_t misc;
         union {
                 TimingSample sample;
                 TimingMapping mapping;

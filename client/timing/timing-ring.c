@@ -90,8 +90,8 @@ static void publish_tail(TimingRing *r) {
         __atomic_store_n(&r->meta->data_tail, r->tail, __ATOMIC_RELEASE);
 }
 
-int timing_ring_drain(TimingRing *r, int (*on_record)(const TimingRecord *rec, void *userdata), void *userdata,
-                      uint64_t *ret_malformed) {
+int timing_ring_drain(TimingRing *r, int (*on_record)(const TimingRecord *rec, void *userdata),
+                      void *userdata, uint64_t *ret_malformed) {
         uint64_t head, malformed = 0;
         int delivered = 0, ret = 0;
 

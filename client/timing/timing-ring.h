@@ -27,8 +27,8 @@ int timing_ring_map(int fd, uint64_t sample_type, TimingRing **ret);
  * next drain reads what the producer writes next. on_record returning a negative errno stops
  * the drain with it (that record consumed). The record passed lives until the next drain.
  * Returns the number of records delivered. */
-int timing_ring_drain(TimingRing *r, int (*on_record)(const TimingRecord *rec, void *userdata), void *userdata,
-                      uint64_t *ret_malformed);
+int timing_ring_drain(TimingRing *r, int (*on_record)(const TimingRecord *rec, void *userdata),
+                      void *userdata, uint64_t *ret_malformed);
 
 /* NULL-safe; returns NULL. */
 TimingRing *timing_ring_unmap(TimingRing *r);

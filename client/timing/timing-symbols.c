@@ -40,6 +40,8 @@ struct TimingSymbols {
         Unnamed *unnamed;
         size_t n_unnamed;
         size_t n_mappings;
+        bool overflowed;
+        char overflow_reason[96];
 };
 
 int timing_symbols_new(TimingSymbols **ret) {
@@ -99,7 +101,11 @@ static int add_unnamed(TimingSymbols *s, const TimingMapping *m, const char *fmt
                 return -ENOMEM;
         }
         s->unnamed = u;
-        s->unnamed[s->n_unnamed++] = (Unnamed) { .start = m->start, .end = m->start + m->len, .reason = reason };
+        s->unnamed[s->n_unnamed++] = (Unnamed) {
+                .start = m->start,
+                .end = m->start + m->len,
+                .reason = reason,
+        };
         return 1;
 }
 
@@ -148,8 +154,16 @@ int timing_symbols_add_mapping(TimingSymbols *s, const TimingMapping *m) {
                 return -EINVAL;
         if (m->len == 0 || m->start + m->len < m->start)
                 return -EINVAL;
-        if (s->n_mappings >= TIMING_MAPPINGS_MAX)
-                return add_unnamed(s, m, "more than %u mappings in one process", TIMING_MAPPINGS_MAX);
+        /* past the limit nothing more is kept, not even the reason, so that a stream of
+         * mappings cannot grow the list: a lookup outside every kept one says so */
+        if (s->n_mappings >= TIMING_MAPPINGS_MAX) {
+                if (!s->overflowed)
+                        (void) snprintf(s->overflow_reason, sizeof(s->overflow_reason),
+                                        "no mapping kept covers the address (the process had more than %u)",
+                                        TIMING_MAPPINGS_MAX);
+                s->overflowed = true;
+                return 1;
+        }
         s->n_mappings++;
         if (m->path[0] != '/')
                 return add_unnamed(s, m, "%s is not a file", m->path[0] ? m->path : "(no path)");
@@ -259,11 +273,46 @@ static ModuleInfo *module_info(Dwfl_Module *mod) {
         return *userdata;
 }
 
+/* The line table entry of address, through the compile unit whose ranges hold it. libdw finds
+ * the unit through .debug_aranges, which clang does not emit (and elfutils before 0.191 does
+ * not build from the units): then each unit's own ranges are asked. */
+static const char *source_line(Dwfl_Module *mod, uint64_t address, int *ret_line) {
+        Dwfl_Line *line = dwfl_module_getsrc(mod, address);
+        Dwarf_Die *cu = NULL;
+        Dwarf_Addr bias;
+        int lineno = 0;
+
+        if (line) {
+                const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+
+                if (file && lineno > 0) {
+                        *ret_line = lineno;
+                        return file;
+                }
+                return NULL;
+        }
+        while ((cu = dwfl_module_nextcu(mod, cu, &bias))) {
+                Dwarf_Line *l;
+                const char *file;
+
+                if (dwarf_haspc(cu, address - bias) <= 0)
+                        continue;
+                l = dwarf_getsrc_die(cu, address - bias);
+                if (!l)
+                        return NULL;
+                file = dwarf_linesrc(l, NULL, NULL);
+                if (!file || dwarf_lineno(l, &lineno) != 0 || lineno <= 0)
+                        return NULL;
+                *ret_line = lineno;
+                return file;
+        }
+        return NULL;
+}
+
 int timing_symbols_lookup(TimingSymbols *s, uint64_t address, TimingSymbol *ret) {
         TimingSymbol sym = {};
         Dwfl_Module *mod;
         ModuleInfo *info;
-        Dwfl_Line *line;
 
         if (!s || !ret)
                 return -EINVAL;
@@ -271,7 +320,7 @@ int timing_symbols_lookup(TimingSymbols *s, uint64_t address, TimingSymbol *ret)
         info = mod ? module_info(mod) : NULL;
         if (!info) {
                 /* the newest word on a range wins: a later mapping replaced an earlier one */
-                sym.reason = "no mapping covers the address";
+                sym.reason = s->overflowed ? s->overflow_reason : "no mapping covers the address";
                 for (size_t i = s->n_unnamed; i > 0; i--)
                         if (address >= s->unnamed[i - 1].start && address < s->unnamed[i - 1].end) {
                                 sym.reason = s->unnamed[i - 1].reason;
@@ -300,16 +349,7 @@ int timing_symbols_lookup(TimingSymbols *s, uint64_t address, TimingSymbol *ret)
                 } else
                         sym.reason = "no function symbol covers the address";
         }
-        line = dwfl_module_getsrc(mod, address);
-        if (line) {
-                int lineno = 0;
-                const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-
-                if (file && lineno > 0) {
-                        sym.source_file = file;
-                        sym.line = lineno;
-                }
-        }
+        sym.source_file = source_line(mod, address, &sym.line);
         if (!sym.source_file && !sym.reason)
                 sym.reason = "no line table (no DWARF, nor a separate debug file)";
         *ret = sym;

@@ -7,6 +7,11 @@
  * the user's, not the client's: a path that is gone, not a regular file or not ELF leaves its
  * addresses unnamed with the reason; nothing is written.
  *
+ * A file without symbols or line tables is looked up in libdwfl's standard debuginfo path (its
+ * .gnu_debuglink beside it or under .debug/, and /usr/lib/debug by build id); elfutils built
+ * with debuginfod also asks the servers in DEBUGINFOD_URLS when the user set it, as perf and
+ * gdb do.
+ *
  * One TimingSymbols is one address layout: a process between two execs (its threads and its
  * fork children until they exec share it). After an exec the caller starts a new one.
  */
@@ -46,8 +51,10 @@ TimingSymbols *timing_symbols_free(TimingSymbols *s);
 /* Reports the file of an executable mapping m (start, len, pgoff, path) at the place the
  * mapping gives it, each file once per bias. Returns 0 when the mapping's addresses are
  * named by its file from now on, 1 when they stay unnamed (the file is gone, not a regular
- * file, not ELF, not the file the mapping describes, a pseudo path such as "[vdso]", or past
- * TIMING_MAPPINGS_MAX): lookups in it then give the reason. Negative errno: -ENOMEM, -EINVAL. */
+ * file, not ELF, not the file the mapping describes, a pseudo path such as "[vdso]"): lookups
+ * in it then give the reason. Past TIMING_MAPPINGS_MAX mappings (each counts, named or not)
+ * nothing more is kept and 1 is returned: a lookup outside the kept ones says that. Negative
+ * errno: -ENOMEM, -EINVAL. */
 int timing_symbols_add_mapping(TimingSymbols *s, const TimingMapping *m);
 
 /* Names address. The strings live as long as s. Returns 0 (with *ret filled, even when

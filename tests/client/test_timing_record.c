@@ -51,6 +51,7 @@ static void test_sample_branches(void **state) {
         assert_int_equal(rec.cpu, 3);
         assert_int_equal(rec.sample.period, 20000);
         assert_int_equal(rec.sample.n_branches, 32);
+        assert_int_equal(rec.misc & PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER);
         for (size_t i = 0; i < 32; i++) {
                 assert_int_equal(rec.sample.branches[i].from, b[i].from);
                 assert_int_equal(rec.sample.branches[i].to, b[i].to);
@@ -129,6 +130,15 @@ static void test_task_records(void **state) {
         assert_int_equal(rec.pid, 5);
         assert_int_equal(rec.tid, 6);
         assert_int_equal(rec.cpu, 1);
+        assert_int_equal(rec.misc, 0);
+        /* an exec's COMM says so in misc */
+        {
+                uint16_t misc = PERF_RECORD_MISC_COMM_EXEC;
+
+                memcpy(buf + offsetof(struct perf_event_header, misc), &misc, sizeof(misc));
+        }
+        assert_int_equal(timing_record_decode(buf, n, BRANCH_TYPE, &rec), 0);
+        assert_int_equal(rec.misc, PERF_RECORD_MISC_COMM_EXEC);
         /* the longest comm the kernel has: 15 bytes and the NUL */
         n = tb_comm(buf, sizeof(buf), 5, 6, "fifteen-chars-x", 9);
         assert_int_equal(timing_record_decode(buf, n, BRANCH_TYPE, &rec), 0);

@@ -80,8 +80,10 @@ static int on_record(const TimingRecord *rec, void *userdata) {
                 if (rec->kind == TIMING_RECORD_SAMPLE) {
                         s->ips[s->n] = rec->sample.ip;
                         s->n_branches[s->n] = rec->sample.n_branches;
-                        if (rec->sample.n_branches > 0)
-                                s->last_cycles[s->n] = rec->sample.branches[rec->sample.n_branches - 1].cycles;
+                        size_t nb = rec->sample.n_branches;
+
+                        if (nb > 0)
+                                s->last_cycles[s->n] = rec->sample.branches[nb - 1].cycles;
                 }
         }
         s->n++;
@@ -164,7 +166,9 @@ static void test_wrap(void **state) {
          * when woken: some sample straddles the end each lap, at a different offset */
         for (uint64_t i = 0; i < 2000; i++) {
                 n = branch_sample(buf, sizeof(buf), 0x500000 + i, 1 + i % 32);
-                if (p.head + n - __atomic_load_n(&p.meta->data_tail, __ATOMIC_ACQUIRE) > TIMING_RING_DATA_BYTES) {
+                uint64_t tail = __atomic_load_n(&p.meta->data_tail, __ATOMIC_ACQUIRE);
+
+                if (p.head + n - tail > TIMING_RING_DATA_BYTES) {
                         producer_publish(&p);
                         seen.n = 0;
                         k = timing_ring_drain(r, on_record, &seen, NULL);

@@ -208,6 +208,31 @@ static void test_stripped(void **state) {
         check_stripped(lib, (uint64_t) (uintptr_t) timing_known_lib_beta, "timing_known_lib_beta");
 }
 
+/* A stripped copy whose .gnu_debuglink names a debug file beside it: named through that file,
+ * as libdwfl's standard debuginfo path finds it. */
+static void test_separate_debug_file(void **state) {
+        const char *lib = getenv("TIMING_DEBUGLINK_LIB");
+        uint64_t beta = (uint64_t) (uintptr_t) timing_known_lib_beta;
+        TimingMapping m = *mapping_of(maps, n_maps, beta);
+        TimingSymbols *s = NULL;
+        TimingSymbol sym;
+
+        (void) state;
+        assert_non_null(lib);
+        snprintf(m.path, sizeof(m.path), "%s", lib);
+        assert_int_equal(timing_symbols_new(&s), 0);
+        assert_int_equal(timing_symbols_add_mapping(s, &m), 0);
+        assert_int_equal(timing_symbols_lookup(s, beta, &sym), 0);
+        assert_string_equal(sym.module, lib);
+        assert_false(sym.stripped);
+        assert_non_null(sym.function);
+        assert_string_equal(sym.function, "timing_known_lib_beta");
+        assert_int_equal(sym.function_start, beta);
+        assert_non_null(sym.source_file);
+        assert_true(ends_with(sym.source_file, "known-lib.c"));
+        s = timing_symbols_free(s);
+}
+
 static void expect_unnamed(const TimingMapping *m, const char *reason_part) {
         TimingSymbols *s = NULL;
         TimingSymbol sym;
@@ -250,6 +275,25 @@ static void test_hostile_files(void **state) {
         m.pgoff = UINT64_C(1) << 40;
         expect_unnamed(&m, "does not have the mapped bytes");
         assert_int_equal(timing_symbols_add_mapping(NULL, &m), -EINVAL);
+
+        /* a stream of mappings keeps at most TIMING_MAPPINGS_MAX of them, then says so */
+        {
+                TimingSymbols *s = NULL;
+                TimingSymbol sym;
+                TimingMapping pseudo = { .len = 0x1000 };
+
+                snprintf(pseudo.path, sizeof(pseudo.path), "[anon:flood]");
+                assert_int_equal(timing_symbols_new(&s), 0);
+                for (unsigned i = 0; i < TIMING_MAPPINGS_MAX + 10; i++) {
+                        pseudo.start = 0x100000000 + (uint64_t) i * 0x1000;
+                        assert_int_equal(timing_symbols_add_mapping(s, &pseudo), 1);
+                }
+                assert_int_equal(timing_symbols_lookup(s, 0x100000000 + 16, &sym), 0);
+                assert_non_null(strstr(sym.reason, "not a file"));
+                assert_int_equal(timing_symbols_lookup(s, pseudo.start + 16, &sym), 0);
+                assert_non_null(strstr(sym.reason, "had more than 4096"));
+                s = timing_symbols_free(s);
+        }
 }
 
 /* The number of instructions objdump shows for symbol in file. */
@@ -314,7 +358,8 @@ static void test_disasm(void **state) {
         expected = objdump_count(sym.module, "timing_known_alpha");
         assert_true(expected > 3);
         assert_int_equal(d.n, expected);
-        assert_int_equal(d.insns[d.n - 1].address + d.insns[d.n - 1].size, sym.function_start - bias + sym.function_size);
+        assert_int_equal(d.insns[d.n - 1].address + d.insns[d.n - 1].size,
+                         sym.function_start - bias + sym.function_size);
         timing_disasm_done(&d);
 
         /* refused: too long, reversed, outside the file's code */
@@ -323,7 +368,8 @@ static void test_disasm(void **state) {
         timing_disasm_done(&d);
         assert_int_equal(timing_disasm(elf, start, start - 1, &d), -ERANGE);
         timing_disasm_done(&d);
-        assert_int_equal(timing_disasm(elf, UINT64_C(0x7fff00000000), UINT64_C(0x7fff00000010), &d), -ENOENT);
+        assert_int_equal(timing_disasm(elf, UINT64_C(0x7fff00000000), UINT64_C(0x7fff00000010), &d),
+                         -ENOENT);
         assert_non_null(strstr(d.reason, "no code"));
         timing_disasm_done(&d);
         assert_int_equal(timing_symbols_elf(s, 0x10, &elf, &bias), -ENOENT);
@@ -334,6 +380,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pie_and_library),
                 cmocka_unit_test(test_stripped),
+                cmocka_unit_test(test_separate_debug_file),
                 cmocka_unit_test(test_hostile_files),
                 cmocka_unit_test(test_disasm),
         };

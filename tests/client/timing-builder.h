@@ -100,8 +100,8 @@ static inline size_t tb_sample(void *buf, size_t cap, uint64_t ip, uint32_t pid,
         return tb_end(&w);
 }
 
-static inline size_t tb_mmap2(void *buf, size_t cap, uint32_t pid, uint32_t tid, uint64_t start, uint64_t len,
-                              uint64_t pgoff, uint64_t ino, const char *path, uint64_t time) {
+static inline size_t tb_mmap2(void *buf, size_t cap, uint32_t pid, uint32_t tid, uint64_t start,
+                              uint64_t len, uint64_t pgoff, uint64_t ino, const char *path, uint64_t time) {
         TbWriter w = tb_begin(buf, cap, PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER);
 
         tb_u32(&w, pid);
@@ -134,7 +134,8 @@ static inline size_t tb_mmap(void *buf, size_t cap, uint32_t pid, uint32_t tid, 
         return tb_end(&w);
 }
 
-static inline size_t tb_comm(void *buf, size_t cap, uint32_t pid, uint32_t tid, const char *comm, uint64_t time) {
+static inline size_t tb_comm(void *buf, size_t cap, uint32_t pid, uint32_t tid, const char *comm,
+                             uint64_t time) {
         TbWriter w = tb_begin(buf, cap, PERF_RECORD_COMM, 0);
 
         tb_u32(&w, pid);
