@@ -89,8 +89,8 @@ static void name_at(TimingNamer *n, const TimingModule *m, uint64_t offset, Timi
         if (sym.source_file) {
                 const char *slash = strrchr(sym.source_file, '/');
 
-                (void) snprintf(ret->source, sizeof(ret->source), "%.400s:%d", slash ? slash + 1 : sym.source_file,
-                                sym.line);
+                (void) snprintf(ret->source, sizeof(ret->source), "%.400s:%d",
+                                slash ? slash + 1 : sym.source_file, sym.line);
         }
         if (sym.module) {
                 ret->has_file_address = true;

@@ -63,7 +63,9 @@ static void write_title(const TimingReport *r, FILE *f) {
                 r->mode == TIMING_MODE_BRANCHES ? "cycles" : "ns", r->cpu_list, r->model_name,
                 r->simulated ? " (simulated)" : "");
         if (r->mode == TIMING_MODE_BRANCHES)
-                fprintf(f, " %" PRIu64 " samples, %" PRIu64 " blocks from %" PRIu64 " LBR entries, %zu distinct\n\n",
+                fprintf(f,
+                        " %" PRIu64 " samples, %" PRIu64 " blocks from %" PRIu64
+                        " LBR entries, %zu distinct\n\n",
                         k->samples, k->blocks, k->entries, r->n_blocks_total);
         else
                 fprintf(f, " %" PRIu64 " samples\n\n", k->samples);
@@ -72,15 +74,16 @@ static void write_title(const TimingReport *r, FILE *f) {
 static void write_blocks_table(const TimingReport *r, FILE *f) {
         size_t no_cycles = 0;
 
-        fprintf(f, " %-34s %6s %9s %7s %7s %9s %9s %7s %7s  %-28s %s\n", "block (file: addresses)", "insns", "count",
-                "timed", "min", "median", "mean", "p90", "max", "function", "source");
+        fprintf(f, " %-34s %6s %9s %7s %7s %9s %9s %7s %7s  %-28s %s\n", "block (file: addresses)", "insns",
+                "count", "timed", "min", "median", "mean", "p90", "max", "function", "source");
         for (size_t i = 0; i < r->n_blocks; i++) {
                 const TimingBlock *b = r->blocks[i];
                 const TimingName *n = &r->names[i];
                 char where[128], insns[24], function[TIMING_NAME_MAX + 24];
 
                 if (b->module == TIMING_MODULE_NONE)
-                        (void) snprintf(where, sizeof(where), "0x%" PRIx64 "-0x%" PRIx64 " (no file)", b->start, b->end);
+                        (void) snprintf(where, sizeof(where), "0x%" PRIx64 "-0x%" PRIx64 " (no file)",
+                                        b->start, b->end);
                 else if (n->has_file_address)
                         (void) snprintf(where, sizeof(where), "%.16s: 0x%" PRIx64 "-0x%" PRIx64,
                                         base_name(module_path(r, b)), n->file_start, n->file_end);
@@ -97,8 +100,8 @@ static void write_blocks_table(const TimingReport *r, FILE *f) {
                         fprintf(f, " %7s %9s %9s %7s %7s", "n/a", "n/a", "n/a", "n/a", "n/a");
                         no_cycles++;
                 } else
-                        fprintf(f, " %7" PRIu32 " %9.1f %9.1f %7.0f %7" PRIu32, b->stats.min, b->stats.median,
-                                b->stats.mean, b->stats.p90, b->stats.max);
+                        fprintf(f, " %7" PRIu32 " %9.1f %9.1f %7.0f %7" PRIu32, b->stats.min,
+                                b->stats.median, b->stats.mean, b->stats.p90, b->stats.max);
                 fprintf(f, "  %-28s %s\n", function, n->source[0] ? n->source : "?");
         }
         fprintf(f, "\n Addresses are the file's, as objdump -d shows them; @ marks file offsets (the file's "
@@ -147,12 +150,13 @@ static void write_block_detail(const TimingReport *r, FILE *f) {
                 char function[TIMING_NAME_MAX + 24];
 
                 function_text(n, function, sizeof(function));
-                fprintf(f, " Block %s: 0x%" PRIx64 "-0x%" PRIx64 " (file offsets 0x%" PRIx64 "-0x%" PRIx64
+                fprintf(f,
+                        " Block %s: 0x%" PRIx64 "-0x%" PRIx64 " (file offsets 0x%" PRIx64 "-0x%" PRIx64
                         ", run-time 0x%" PRIx64 "-0x%" PRIx64 "), %s%s%s",
                         b->module == TIMING_MODULE_NONE ? "(no file)" : module_path(r, b),
-                        n->has_file_address ? n->file_start : b->start, n->has_file_address ? n->file_end : b->end,
-                        b->start, b->end, b->address_start, b->address_end, function, n->source[0] ? " at " : "",
-                        n->source);
+                        n->has_file_address ? n->file_start : b->start,
+                        n->has_file_address ? n->file_end : b->end, b->start, b->end, b->address_start,
+                        b->address_end, function, n->source[0] ? " at " : "", n->source);
                 if (n->instructions >= 0)
                         fprintf(f, ", %" PRId64 " instructions", n->instructions);
                 fprintf(f, "\n");
@@ -165,8 +169,8 @@ static void write_block_detail(const TimingReport *r, FILE *f) {
                         fprintf(f, "; cycles n/a: %s\n\n", timing_output_no_cycles_reason(b, r->mode));
                         continue;
                 }
-                fprintf(f, "\n cycles: min %" PRIu32 ", median %.1f, mean %.1f, p90 %.0f, max %" PRIu32 "\n", s->min,
-                        s->median, s->mean, s->p90, s->max);
+                fprintf(f, "\n cycles: min %" PRIu32 ", median %.1f, mean %.1f, p90 %.0f, max %" PRIu32 "\n",
+                        s->min, s->median, s->mean, s->p90, s->max);
                 write_histogram(f, s);
                 fprintf(f, "\n");
         }
@@ -175,8 +179,8 @@ static void write_block_detail(const TimingReport *r, FILE *f) {
 static void write_counts_table(FILE *f, const char *what, const TimingCount *c, size_t n, uint64_t total) {
         fprintf(f, " %9s %7s  %s\n", "samples", "share", what);
         for (size_t i = 0; i < n; i++) {
-                fprintf(f, " %9" PRIu64 " %6.1f%%  %s", c[i].samples, total ? 100.0 * c[i].samples / total : 0.0,
-                        c[i].name);
+                fprintf(f, " %9" PRIu64 " %6.1f%%  %s", c[i].samples,
+                        total ? 100.0 * c[i].samples / total : 0.0, c[i].name);
                 if (c[i].function[0])
                         fprintf(f, " (%s)", c[i].function);
                 fprintf(f, "  [%s]\n", c[i].module ? base_name(c[i].module) : "no file");
@@ -246,8 +250,9 @@ static int write_csv(const TimingReport *r) {
                 return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
         }
         /* an unknown value is an empty field, never 0; cycles_na says why */
-        fprintf(f, "module,start,end,file_start,file_end,address_start,address_end,function,function_offset,source,instructions,count,"
-                "no_cycles,timed,min,median,mean,p90,max,cycles_na\n");
+        fprintf(f,
+                "module,start,end,file_start,file_end,address_start,address_end,function,function_offset,"
+                "source,instructions,count,no_cycles,timed,min,median,mean,p90,max,cycles_na\n");
         for (size_t i = 0; i < r->n_blocks; i++) {
                 const TimingBlock *b = r->blocks[i];
                 const TimingName *n = &r->names[i];
@@ -272,8 +277,8 @@ static int write_csv(const TimingReport *r) {
                         fprintf(f, "%" PRId64, n->instructions);
                 fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, b->seen, b->no_cycles, s->n);
                 if (s->n > 0)
-                        fprintf(f, ",%" PRIu32 ",%.1f,%.3f,%.0f,%" PRIu32 ",\n", s->min, s->median, s->mean, s->p90,
-                                s->max);
+                        fprintf(f, ",%" PRIu32 ",%.1f,%.3f,%.0f,%" PRIu32 ",\n", s->min, s->median, s->mean,
+                                s->p90, s->max);
                 else {
                         fprintf(f, ",,,,,,");
                         csv_text(f, timing_output_no_cycles_reason(b, r->mode));
@@ -288,7 +293,8 @@ static json_object *json_string_or_null(const char *s) {
 }
 
 static json_object *json_stats(const TimingStats *s) {
-        json_object *o = json_object_new_object(), *h = json_object_new_object(), *bins = json_object_new_array();
+        json_object *o = json_object_new_object(), *h = json_object_new_object(),
+                    *bins = json_object_new_array();
 
         json_object_object_add(o, "n", json_object_new_uint64(s->n));
         json_object_object_add(o, "min", json_object_new_uint64(s->min));
@@ -315,16 +321,21 @@ static json_object *json_block(const TimingReport *r, size_t i) {
         json_object_object_add(o, "end", json_object_new_uint64(b->end));
         json_object_object_add(o, "address_start", json_object_new_uint64(b->address_start));
         json_object_object_add(o, "address_end", json_object_new_uint64(b->address_end));
-        json_object_object_add(o, "file_start", n->has_file_address ? json_object_new_uint64(n->file_start) : NULL);
-        json_object_object_add(o, "file_end", n->has_file_address ? json_object_new_uint64(n->file_end) : NULL);
+        json_object_object_add(o, "file_start",
+                               n->has_file_address ? json_object_new_uint64(n->file_start) : NULL);
+        json_object_object_add(o, "file_end",
+                               n->has_file_address ? json_object_new_uint64(n->file_end) : NULL);
         json_object_object_add(o, "function", json_string_or_null(n->function));
-        json_object_object_add(o, "function_offset", n->function[0] ? json_object_new_uint64(n->function_offset) : NULL);
+        json_object_object_add(o, "function_offset",
+                               n->function[0] ? json_object_new_uint64(n->function_offset) : NULL);
         json_object_object_add(o, "source", json_string_or_null(n->source));
-        json_object_object_add(o, "instructions", n->instructions >= 0 ? json_object_new_int64(n->instructions) : NULL);
+        json_object_object_add(o, "instructions",
+                               n->instructions >= 0 ? json_object_new_int64(n->instructions) : NULL);
         json_object_object_add(o, "count", json_object_new_uint64(b->seen));
         json_object_object_add(o, "no_cycles", json_object_new_uint64(b->no_cycles));
         json_object_object_add(o, "cycles", b->stats.n > 0 ? json_stats(&b->stats) : NULL);
-        json_object_object_add(o, "cycles_na", json_string_or_null(timing_output_no_cycles_reason(b, r->mode)));
+        json_object_object_add(o, "cycles_na",
+                               json_string_or_null(timing_output_no_cycles_reason(b, r->mode)));
         if (r->block_listing)
                 json_object_object_add(o, "listing", json_string_or_null(r->block_listing[i]));
         return o;
@@ -341,7 +352,8 @@ static json_object *json_counts(const TimingCount *c, size_t n, uint64_t total, 
                         json_object_object_add(o, "function", json_string_or_null(c[i].function));
                 json_object_object_add(o, "module", json_string_or_null(c[i].module));
                 json_object_object_add(o, "samples", json_object_new_uint64(c[i].samples));
-                json_object_object_add(o, "share", json_object_new_double(total ? (double) c[i].samples / total : 0));
+                json_object_object_add(o, "share",
+                                       json_object_new_double(total ? (double) c[i].samples / total : 0));
                 json_object_array_add(a, o);
         }
         return a;
@@ -407,11 +419,12 @@ static int write_json(const TimingReport *r, bool one_line) {
                         json_object_object_add(root, "block_query", json_object_new_string(r->block_query));
                 json_object_object_add(root, "blocks", blocks);
         } else {
-                json_object_object_add(root, "functions", json_counts(r->functions, r->n_functions, k->samples, false));
+                json_object_object_add(root, "functions",
+                                       json_counts(r->functions, r->n_functions, k->samples, false));
                 json_object_object_add(root, "lines", json_counts(r->lines, r->n_lines, k->samples, true));
         }
-        text = json_object_to_json_string_ext(root, one_line ? JSON_C_TO_STRING_PLAIN :
-                                                               JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+        text = json_object_to_json_string_ext(
+                root, one_line ? JSON_C_TO_STRING_PLAIN : JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
         if (!text || fprintf(r->file, "%s\n", text) < 0)
                 q = -EIO;
         json_object_put(root);

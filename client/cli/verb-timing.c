@@ -37,8 +37,10 @@
 #define TOP_DEFAULT 20U
 #define TOP_MAX 100000U
 /* how often the rings are drained: a quarter ring of branch samples fills in tens of ms at the
- * kernel's highest rate, and the simulator's ring is always readable, so it is on a clock */
+ * kernel's highest rate, and the simulator's ring is always readable, so it is on a clock; while
+ * records keep coming, sooner */
 #define DRAIN_PERIOD_MS 10
+#define DRAIN_BUSY_PERIOD_MS 2
 #define DURATION_MAX_S (7 * 24 * 3600.0)
 #define CPU_LIST_TEXT_MAX 1024U
 #define PROC_MAPS_LINE_MAX (TIMING_PATH_MAX + 256U)
@@ -117,21 +119,23 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                 case 'm':
                         a.mode = timing_mode_from_string(optarg, strlen(optarg));
                         if (a.mode == _TIMING_MODE_INVALID) {
-                                fprintf(stderr, "pmugate timing: --mode must be branches or ips, not '%s'\n", optarg);
+                                fprintf(stderr, "pmugate timing: --mode must be branches or ips, not '%s'\n",
+                                        optarg);
                                 return -EINVAL;
                         }
                         break;
                 case 'P':
                         if (cli_parse_u64(optarg, &a.period) < 0 || a.period == 0) {
-                                fprintf(stderr, "pmugate timing: --period must be a positive number, not '%s'\n",
+                                fprintf(stderr,
+                                        "pmugate timing: --period must be a positive number, not '%s'\n",
                                         optarg);
                                 return -EINVAL;
                         }
                         break;
                 case 't':
                         if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > TOP_MAX) {
-                                fprintf(stderr, "pmugate timing: --top must be from 1 to %u, not '%s'\n", TOP_MAX,
-                                        optarg);
+                                fprintf(stderr, "pmugate timing: --top must be from 1 to %u, not '%s'\n",
+                                        TOP_MAX, optarg);
                                 return -EINVAL;
                         }
                         a.top = (unsigned) v;
@@ -151,15 +155,19 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                         a.duration = strtod(optarg, &end);
                         if (errno != 0 || end == optarg || *end != '\0' || !(a.duration > 0) ||
                             a.duration > DURATION_MAX_S) {
-                                fprintf(stderr, "pmugate timing: --duration must be seconds (> 0, at most a week), "
-                                        "not '%s'\n", optarg);
+                                fprintf(stderr,
+                                        "pmugate timing: --duration must be seconds (> 0, at most a week), "
+                                        "not '%s'\n",
+                                        optarg);
                                 return -EINVAL;
                         }
                         break;
                 case 'O':
                         if (output_format_from_string(optarg, &a.format) < 0) {
-                                fprintf(stderr, "pmugate timing: --format must be table, csv, json or jsonl, "
-                                        "not '%s'\n", optarg);
+                                fprintf(stderr,
+                                        "pmugate timing: --format must be table, csv, json or jsonl, "
+                                        "not '%s'\n",
+                                        optarg);
                                 return -EINVAL;
                         }
                         a.format_given = true;
@@ -174,7 +182,8 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                         return cli_unknown_option("pmugate", "timing", argv, opt);
                 }
         if (optind < argc) {
-                fprintf(stderr, "pmugate timing: unexpected '%s' (a command goes after '--')\n", argv[optind]);
+                fprintf(stderr, "pmugate timing: unexpected '%s' (a command goes after '--')\n",
+                        argv[optind]);
                 return -EINVAL;
         }
         if (!!a.command == (a.pid > 0)) {
@@ -182,7 +191,8 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                 return -EINVAL;
         }
         if (a.duration > 0 && a.command) {
-                fprintf(stderr, "pmugate timing: --duration is for -p; a command is sampled until it exits\n");
+                fprintf(stderr,
+                        "pmugate timing: --duration is for -p; a command is sampled until it exits\n");
                 return -EINVAL;
         }
         *ret = a;
@@ -206,6 +216,7 @@ typedef struct Recorder {
         size_t n_pending, n_pending_allocated;
         uint64_t seq;
         uint64_t malformed;
+        size_t last_round;              /* records the last drain read */
         bool unframed;                  /* a ring's records could no longer be framed */
         int error;
 } Recorder;
@@ -255,6 +266,7 @@ static int compare_pending(const void *x, const void *y) {
 static int drain_all(Recorder *r) {
         int q = 0;
 
+        r->last_round = 0;
         for (size_t i = 0; i < r->n_rings; i++) {
                 uint64_t malformed = 0;
                 int n;
@@ -272,6 +284,7 @@ static int drain_all(Recorder *r) {
                         break;
                 }
         }
+        r->last_round = r->n_pending;
         if (r->n_pending > 1)
                 qsort(r->pending, r->n_pending, sizeof(*r->pending), compare_pending);
         for (size_t i = 0; i < r->n_pending; i++) {
@@ -320,9 +333,10 @@ static int affinity_of(pid_t pid, uint32_t **ret, size_t *ret_n) {
 /* A refusal of branch mode for the lack of an LBR (or its cycles) gets what does work. */
 static void say_refused(const TimingArgs *a, const char *reason) {
         fprintf(stderr, "pmugate timing: %s\n", reason);
-        if (a->mode == TIMING_MODE_BRANCHES &&
+        if (a->mode == TIMING_MODE_BRANCHES && !strstr(reason, "ips") &&
             (strstr(reason, "branch stack") || strstr(reason, "LBR") || strstr(reason, "records no cycles")))
-                fprintf(stderr, "pmugate timing: --mode ips samples instructions on this machine (no cycles per "
+                fprintf(stderr,
+                        "pmugate timing: --mode ips samples instructions on this machine (no cycles per "
                         "block, but where the time goes per function and line)\n");
 }
 
@@ -355,7 +369,8 @@ static int open_events(const TimingArgs *a, pmugate *c, pid_t pid, bool on_exec,
                 r->handles[r->n_handles++] = h;
                 *ret_period = pmugate_timing_period(h);
                 for (size_t i = 0; i < pmugate_timing_n_fds(h); i++) {
-                        q = timing_ring_map(pmugate_timing_fd(h, i), timing_sample_type(a->mode), &r->rings[r->n_rings]);
+                        q = timing_ring_map(pmugate_timing_fd(h, i), timing_sample_type(a->mode),
+                                            &r->rings[r->n_rings]);
                         if (q < 0) {
                                 fprintf(stderr, "pmugate timing: cannot map the ring of CPU %d: %s\n",
                                         pmugate_timing_cpu(h, i), strerror(-q));
@@ -391,8 +406,9 @@ static int mappings_from_proc(TimingAnalysis *analysis, pid_t pid) {
 
                 if ((size_t) n > PROC_MAPS_LINE_MAX)
                         continue;
-                if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino,
-                           &at) < 7 || at <= 0 || end <= start || strlen(perms) < 3 || perms[2] != 'x')
+                if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min,
+                           &ino, &at) < 7 ||
+                    at <= 0 || end <= start || strlen(perms) < 3 || perms[2] != 'x')
                         continue;
                 line[strcspn(line, "\n")] = '\0';
                 *m = (TimingMapping) {
@@ -414,10 +430,12 @@ static uint64_t now_ms(void) {
         return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
 }
 
-/* Drains the rings every DRAIN_PERIOD_MS until the command or process exits, the duration
- * is over, or (without a command) SIGINT or SIGTERM; a command gets SIGTERM passed on and the
- * terminal's SIGINT itself. Returns 0 or a negative errno. */
-static int record_loop(const TimingArgs *a, Recorder *r, Workload *w, int signal_fd, const char **ret_signal) {
+/* Drains the rings every DRAIN_PERIOD_MS (DRAIN_BUSY_PERIOD_MS while records come) until the
+ * command or process exits, the duration is over, or (without a command) SIGINT or SIGTERM; a
+ * command gets SIGTERM passed on and the terminal's SIGINT itself. Returns 0 or a negative
+ * errno. */
+static int record_loop(const TimingArgs *a, Recorder *r, Workload *w, int signal_fd,
+                       const char **ret_signal) {
         uint64_t deadline = a->duration > 0 ? now_ms() + (uint64_t) (a->duration * 1000) : UINT64_MAX;
         int q;
 
@@ -428,7 +446,9 @@ static int record_loop(const TimingArgs *a, Recorder *r, Workload *w, int signal
                 };
                 bool exited;
 
-                if (poll(fds, w->pidfd >= 0 ? 2 : 1, DRAIN_PERIOD_MS) < 0 && errno != EINTR)
+                if (poll(fds, w->pidfd >= 0 ? 2 : 1,
+                         r->last_round > 0 ? DRAIN_BUSY_PERIOD_MS : DRAIN_PERIOD_MS) < 0 &&
+                    errno != EINTR)
                         return negative_errno();
                 if (fds[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
@@ -470,8 +490,10 @@ static int open_output(const TimingArgs *a, OutputFormat *format, FILE **ret) {
                 const char *dot = strrchr(base, '.');
 
                 if (dot && dot != base && dot[1] && !strchr(dot, '%')) {
-                        fprintf(stderr, "pmugate timing: -o %s: unknown suffix '%s': use .csv, .json, .jsonl or "
-                                "the table's .txt, or choose the format with -O\n", a->output_path, dot);
+                        fprintf(stderr,
+                                "pmugate timing: -o %s: unknown suffix '%s': use .csv, .json, .jsonl or "
+                                "the table's .txt, or choose the format with -O\n",
+                                a->output_path, dot);
                         return 2;
                 }
         }
@@ -496,7 +518,8 @@ static bool parse_hex(const char *s, uint64_t *ret) {
 /* Whether block b ends at --block's branch: ADDR as the file address objdump shows, the file
  * offset or a run-time address of the recording; SYMBOL as the function the branch is in, and
  * SYMBOL+0xOFF as the branch's place in it. */
-static bool block_matches(TimingNamer *namer, const TimingAnalysis *an, const TimingBlock *b, const char *query) {
+static bool block_matches(TimingNamer *namer, const TimingAnalysis *an, const TimingBlock *b,
+                          const char *query) {
         const TimingModule *m = timing_analysis_module(an, b->module);
         const char *plus = strrchr(query, '+');
         size_t len = plus ? (size_t) (plus - query) : strlen(query);
@@ -522,7 +545,8 @@ typedef struct Tally {
         size_t n, allocated;
 } Tally;
 
-static int tally_add(Tally *t, const char *name, const char *function, const char *module, uint64_t samples) {
+static int tally_add(Tally *t, const char *name, const char *function, const char *module,
+                     uint64_t samples) {
         for (size_t i = 0; i < t->n; i++)
                 if (strcmp(t->items[i].name, name) == 0 && t->items[i].module == module) {
                         t->items[i].samples += samples;
@@ -622,7 +646,8 @@ static int choose_blocks(const TimingArgs *a, const TimingAnalysis *an, TimingNa
                 return -ENOMEM;
         }
         for (size_t i = 0; i < s.n; i++)
-                timing_namer_block(namer, timing_analysis_module(an, s.blocks[i]->module), s.blocks[i], &s.names[i]);
+                timing_namer_block(namer, timing_analysis_module(an, s.blocks[i]->module), s.blocks[i],
+                                   &s.names[i]);
         if (a->block) {
                 s.listings = calloc(MAX(s.n, (size_t) 1), sizeof(char *));
                 if (!s.listings) {
@@ -630,8 +655,8 @@ static int choose_blocks(const TimingArgs *a, const TimingAnalysis *an, TimingNa
                         return -ENOMEM;
                 }
                 for (size_t i = 0; i < s.n; i++)
-                        if (timing_namer_listing(namer, timing_analysis_module(an, s.blocks[i]->module), s.blocks[i],
-                                                 &s.listings[i]) < 0) {
+                        if (timing_namer_listing(namer, timing_analysis_module(an, s.blocks[i]->module),
+                                                 s.blocks[i], &s.listings[i]) < 0) {
                                 shown_done(&s);
                                 return -ENOMEM;
                         }
@@ -643,27 +668,34 @@ static int choose_blocks(const TimingArgs *a, const TimingAnalysis *an, TimingNa
 /* After the recording: what the stream said beside the samples, on stderr. */
 static void say_counters(const TimingArgs *a, const Recorder *rec, const TimingCounters *k) {
         if (k->samples == 0)
-                fprintf(stderr, "pmugate timing: no samples: the %s ran too briefly for one period, or the kernel "
-                        "stopped sampling it (an exec of a setuid program ends the recording of that process)\n",
+                fprintf(stderr,
+                        "pmugate timing: no samples: the %s ran too briefly for one period, or the kernel "
+                        "stopped sampling it (an exec of a setuid program ends the recording of that "
+                        "process)\n",
                         a->command ? "command" : "process");
         if (k->lost > 0)
-                fprintf(stderr, "pmugate timing: the kernel dropped %" PRIu64 " records (the rings filled faster "
-                        "than they were read): a longer --period loses fewer\n", k->lost);
+                fprintf(stderr,
+                        "pmugate timing: the kernel dropped %" PRIu64 " records (the rings filled faster "
+                        "than they were read): a longer --period loses fewer\n",
+                        k->lost);
         if (k->throttled > 0)
-                fprintf(stderr, "pmugate timing: the kernel paused sampling %" PRIu64 " times for its sample-rate "
-                        "limit (perf_event_max_sample_rate): a longer --period avoids it\n", k->throttled);
+                fprintf(stderr,
+                        "pmugate timing: the kernel paused sampling %" PRIu64 " times for its sample-rate "
+                        "limit (perf_event_max_sample_rate): a longer --period avoids it\n",
+                        k->throttled);
         if (rec->malformed > 0 || rec->unframed)
                 fprintf(stderr, "pmugate timing: %" PRIu64 " malformed records skipped%s\n", rec->malformed,
                         rec->unframed ? "; a ring could not be read past a bad record" : "");
         if (k->cycles_dropped > 0 || k->blocks_dropped > 0 || k->mappings_dropped > 0)
-                fprintf(stderr, "pmugate timing: past the client's bounds, not kept: %" PRIu64 " cycle counts, %" PRIu64
-                        " blocks or IPs, %" PRIu64 " mappings\n", k->cycles_dropped, k->blocks_dropped,
-                        k->mappings_dropped);
+                fprintf(stderr,
+                        "pmugate timing: past the client's bounds, not kept: %" PRIu64
+                        " cycle counts, %" PRIu64 " blocks or IPs, %" PRIu64 " mappings\n",
+                        k->cycles_dropped, k->blocks_dropped, k->mappings_dropped);
 }
 
 static int report(const TimingArgs *a, const pmugate_info *info, const TimingAnalysis *an, FILE *file,
-                  OutputFormat format, uint64_t period, const char *cpu_list, int exit_status, double elapsed,
-                  const char *interrupted) {
+                  OutputFormat format, uint64_t period, const char *cpu_list, int exit_status,
+                  double elapsed, const char *interrupted) {
         _cleanup_(timing_namer_freep) TimingNamer *namer = NULL;
         Tally functions = {}, lines = {};
         Shown shown = {};
@@ -771,7 +803,8 @@ static int run(const TimingArgs *a, const char *socket_path) {
                 /* held before its exec: sampling begins at the exec (enable_on_exec) */
                 q = workload_fork(&w, a->command, /* pin= */ NULL, /* n_pin= */ 0);
                 if (q < 0) {
-                        fprintf(stderr, "pmugate timing: cannot start '%s': %s\n", a->command[0], strerror(-q));
+                        fprintf(stderr, "pmugate timing: cannot start '%s': %s\n", a->command[0],
+                                strerror(-q));
                         status = 1;
                         goto out;
                 }
@@ -801,8 +834,10 @@ static int run(const TimingArgs *a, const char *socket_path) {
                 /* the mappings made before the events opened: the kernel reports only new ones */
                 q = mappings_from_proc(analysis, a->pid);
                 if (q < 0)
-                        fprintf(stderr, "pmugate timing: the mappings of process %d: %s; its blocks are named by "
-                                "address only\n", (int) a->pid, strerror(-q));
+                        fprintf(stderr,
+                                "pmugate timing: the mappings of process %d: %s; its blocks are named by "
+                                "address only\n",
+                                (int) a->pid, strerror(-q));
         }
         start = now_ms();
         if (a->command && workload_release(&w, a->command, "timing") < 0) {
@@ -824,7 +859,8 @@ static int run(const TimingArgs *a, const char *socket_path) {
                 goto out;
         }
         if (interrupted)
-                fprintf(stderr, "pmugate timing: interrupted by %s; the result covers the time recorded so far\n",
+                fprintf(stderr,
+                        "pmugate timing: interrupted by %s; the result covers the time recorded so far\n",
                         interrupted);
         say_counters(a, &rec, timing_analysis_counters(analysis));
         /* as perf: a wrapped command keeps stdout to itself */

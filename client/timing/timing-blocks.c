@@ -101,8 +101,8 @@ static int module_of(TimingAnalysis *a, const TimingMapping *m, uint32_t *ret) {
         TimingModule *p;
 
         for (size_t i = 0; i < a->n_modules; i++)
-                if (a->modules[i].maj == m->maj && a->modules[i].min == m->min && a->modules[i].ino == m->ino &&
-                    strcmp(a->modules[i].path, m->path) == 0) {
+                if (a->modules[i].maj == m->maj && a->modules[i].min == m->min &&
+                    a->modules[i].ino == m->ino && strcmp(a->modules[i].path, m->path) == 0) {
                         *ret = (uint32_t) i;
                         return 0;
                 }
@@ -365,7 +365,8 @@ static int ip_count(TimingAnalysis *a, uint32_t module, uint64_t offset, uint64_
         for (; a->ip_table.slots[s]; s = (s + 1) & (a->ip_table.n_slots - 1)) {
                 TimingIp *p = &a->ips[a->ip_table.slots[s] - 1];
 
-                if (p->module == module && p->offset == offset && key_pid(module, p->pid) == key_pid(module, pid)) {
+                if (p->module == module && p->offset == offset &&
+                    key_pid(module, p->pid) == key_pid(module, pid)) {
                         p->samples += samples;
                         return 0;
                 }
@@ -387,8 +388,8 @@ static int ip_count(TimingAnalysis *a, uint32_t module, uint64_t offset, uint64_
 static int add_ip(TimingAnalysis *a, uint32_t pid, uint64_t address) {
         const Mapping *m = mapping_find(a, pid, address);
 
-        return ip_count(a, m ? m->module : TIMING_MODULE_NONE, m ? file_offset(m, address) : address, address, pid,
-                        1);
+        return ip_count(a, m ? m->module : TIMING_MODULE_NONE, m ? file_offset(m, address) : address,
+                        address, pid, 1);
 }
 
 /* A mapping record can come after samples in it: the kernel writes it to the ring of the CPU
@@ -437,8 +438,8 @@ static int place_late(TimingAnalysis *a) {
                 m = mapping_find(a, a->ips[i].pid, a->ips[i].address);
                 if (!m)
                         continue;
-                r = ip_count(a, m->module, file_offset(m, a->ips[i].address), a->ips[i].address, a->ips[i].pid,
-                             a->ips[i].samples);
+                r = ip_count(a, m->module, file_offset(m, a->ips[i].address), a->ips[i].address,
+                             a->ips[i].pid, a->ips[i].samples);
                 if (r < 0)
                         return r;
                 a->ips[i].samples = 0;

@@ -32,9 +32,11 @@ static TimingAnalysis *analysis(void) {
         return a;
 }
 
-static void map(TimingAnalysis *a, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, const char *path,
-                uint64_t ino) {
-        TimingMapping m = { .pid = pid, .tid = pid, .start = start, .len = len, .pgoff = pgoff, .maj = 8, .ino = ino };
+static void map(TimingAnalysis *a, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                const char *path, uint64_t ino) {
+        TimingMapping m = {
+                .pid = pid, .tid = pid, .start = start, .len = len, .pgoff = pgoff, .maj = 8, .ino = ino,
+        };
 
         (void) snprintf(m.path, sizeof(m.path), "%s", path);
         assert_int_equal(timing_analysis_add_mapping(a, &m), 0);
@@ -273,7 +275,8 @@ static void test_fork_and_exec(void **state) {
         sample(a, 2, TEXT - 0x1000, stack, 2);
         assert_int_equal(timing_analysis_finish(a), 0);
         assert_int_equal(timing_analysis_n_blocks(a), 2);
-        assert_string_equal(timing_analysis_module(a, timing_analysis_block(a, 0)->module)->path, "/bin/prog");
+        assert_string_equal(timing_analysis_module(a, timing_analysis_block(a, 0)->module)->path,
+                            "/bin/prog");
         assert_int_equal(timing_analysis_block(a, 0)->seen, 2);
         assert_string_equal(timing_analysis_module(a, timing_analysis_block(a, 1)->module)->path, "/bin/sh");
         assert_int_equal(timing_analysis_counters(a)->unmapped, 0);

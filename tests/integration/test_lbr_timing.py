@@ -373,8 +373,8 @@ def test_ips_on_the_real_kernel(tap):
                "samples per source line of the loop's file", doc and doc["lines"][:3])
         rc, _, err = t.run_cli([t.PMUGATE, "timing", "--", LOOP, "0.1"], dm.socket, uid=USER, gid=t.USER_GID,
                                groups=[t.USER_GID])
-        tap.ok(rc == 1 and "branch stack" in err and "--mode ips" in err,
-               "branch mode without an LBR is refused, and --mode ips suggested", err)
+        tap.ok(rc == 1 and "branch stack" in err and "mode ips" in err,
+               "branch mode without an LBR is refused, and mode ips suggested", err)
         tap.ok(dm.alive(), "the daemon keeps serving")
     finally:
         dm.stop()
@@ -393,8 +393,8 @@ def test_hostile(tap):
     s, _ = sim("zen4", LOOP, BASELINE)
     try:
         rc, _, err = cli(s, "timing", "--", LOOP, "0.1")
-        tap.ok(rc == 1 and "records no cycles" in err and "--mode ips" in err,
-               "zen4: refused, saying its LBR records no cycles, and --mode ips suggested", err)
+        tap.ok(rc == 1 and "records no cycles" in err and "mode ips" in err,
+               "zen4: refused, saying its LBR records no cycles, and mode ips suggested", err)
     finally:
         s.stop()
     s, _ = sim("spr", LOOP, BASELINE)
