@@ -190,6 +190,11 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                 fprintf(stderr, "pmugate timing: give either -- COMMAND or -p PID\n");
                 return -EINVAL;
         }
+        if (a.block && a.mode != TIMING_MODE_BRANCHES) {
+                fprintf(stderr, "pmugate timing: --block needs branch stacks (--mode branches): IP mode has no "
+                        "blocks\n");
+                return -EINVAL;
+        }
         if (a.duration > 0 && a.command) {
                 fprintf(stderr,
                         "pmugate timing: --duration is for -p; a command is sampled until it exits\n");

@@ -424,6 +424,8 @@ def test_hostile(tap):
         tap.ok(rc == 2 and "--mode" in err, "--mode bogus: a usage error", err)
         rc, _, err = cli(s, "timing", "-p", "1", "--", LOOP)
         tap.ok(rc == 2, "-p and a command together: a usage error", err)
+        rc, _, err = cli(s, "timing", "--mode", "ips", "--block", "load_one", "--", LOOP)
+        tap.ok(rc == 2 and "--block" in err, "--block in IP mode: a usage error", err)
         # -p of one's own running process works and ends at --duration
         own = t.spawn([LOOP, "5"], preexec_fn=t.as_user(USER, t.USER_GID, [t.USER_GID]))
         try:
