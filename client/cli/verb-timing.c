@@ -107,7 +107,7 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
         for (int i = 1; i < argc; i++)
                 if (strcmp(argv[i], "--") == 0) {
                         if (i + 1 >= argc) {
-                                fprintf(stderr, "pmugate timing: '--' must be followed by a command\n");
+                                fprintf(stderr, "pmugate: '--' must be followed by a command\n");
                                 return -EINVAL;
                         }
                         a.command = argv + i + 1;
@@ -119,7 +119,7 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                 case 'm':
                         a.mode = timing_mode_from_string(optarg, strlen(optarg));
                         if (a.mode == _TIMING_MODE_INVALID) {
-                                fprintf(stderr, "pmugate timing: --mode must be branches or ips, not '%s'\n",
+                                fprintf(stderr, "pmugate: --mode must be branches or ips, not '%s'\n",
                                         optarg);
                                 return -EINVAL;
                         }
@@ -127,14 +127,14 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                 case 'P':
                         if (cli_parse_u64(optarg, &a.period) < 0 || a.period == 0) {
                                 fprintf(stderr,
-                                        "pmugate timing: --period must be a positive number, not '%s'\n",
+                                        "pmugate: --period must be a positive number, not '%s'\n",
                                         optarg);
                                 return -EINVAL;
                         }
                         break;
                 case 't':
                         if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > TOP_MAX) {
-                                fprintf(stderr, "pmugate timing: --top must be from 1 to %u, not '%s'\n",
+                                fprintf(stderr, "pmugate: --top must be from 1 to %u, not '%s'\n",
                                         TOP_MAX, optarg);
                                 return -EINVAL;
                         }
@@ -145,7 +145,7 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                         break;
                 case 'p':
                         if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > INT32_MAX) {
-                                fprintf(stderr, "pmugate timing: -p needs a process id, not '%s'\n", optarg);
+                                fprintf(stderr, "pmugate: -p needs a process id, not '%s'\n", optarg);
                                 return -EINVAL;
                         }
                         a.pid = (pid_t) v;
@@ -156,7 +156,7 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                         if (errno != 0 || end == optarg || *end != '\0' || !(a.duration > 0) ||
                             a.duration > DURATION_MAX_S) {
                                 fprintf(stderr,
-                                        "pmugate timing: --duration must be seconds (> 0, at most a week), "
+                                        "pmugate: --duration must be seconds (> 0, at most a week), "
                                         "not '%s'\n",
                                         optarg);
                                 return -EINVAL;
@@ -165,7 +165,7 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                 case 'O':
                         if (output_format_from_string(optarg, &a.format) < 0) {
                                 fprintf(stderr,
-                                        "pmugate timing: --format must be table, csv, json or jsonl, "
+                                        "pmugate: --format must be table, csv, json or jsonl, "
                                         "not '%s'\n",
                                         optarg);
                                 return -EINVAL;
@@ -182,22 +182,22 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
                         return cli_unknown_option("pmugate", "timing", argv, opt);
                 }
         if (optind < argc) {
-                fprintf(stderr, "pmugate timing: unexpected '%s' (a command goes after '--')\n",
+                fprintf(stderr, "pmugate: unexpected '%s' (a command goes after '--')\n",
                         argv[optind]);
                 return -EINVAL;
         }
         if (!!a.command == (a.pid > 0)) {
-                fprintf(stderr, "pmugate timing: give either -- COMMAND or -p PID\n");
+                fprintf(stderr, "pmugate: give either -- COMMAND or -p PID\n");
                 return -EINVAL;
         }
         if (a.block && a.mode != TIMING_MODE_BRANCHES) {
-                fprintf(stderr, "pmugate timing: --block needs branch stacks (--mode branches): IP mode has no "
+                fprintf(stderr, "pmugate: --block needs branch stacks (--mode branches): IP mode has no "
                         "blocks\n");
                 return -EINVAL;
         }
         if (a.duration > 0 && a.command) {
                 fprintf(stderr,
-                        "pmugate timing: --duration is for -p; a command is sampled until it exits\n");
+                        "pmugate: --duration is for -p; a command is sampled until it exits\n");
                 return -EINVAL;
         }
         *ret = a;
@@ -337,11 +337,11 @@ static int affinity_of(pid_t pid, uint32_t **ret, size_t *ret_n) {
 
 /* A refusal of branch mode for the lack of an LBR (or its cycles) gets what does work. */
 static void say_refused(const TimingArgs *a, const char *reason) {
-        fprintf(stderr, "pmugate timing: %s\n", reason);
+        fprintf(stderr, "pmugate: %s\n", reason);
         if (a->mode == TIMING_MODE_BRANCHES && !strstr(reason, "ips") &&
             (strstr(reason, "branch stack") || strstr(reason, "LBR") || strstr(reason, "records no cycles")))
                 fprintf(stderr,
-                        "pmugate timing: --mode ips samples instructions on this machine (no cycles per "
+                        "pmugate: --mode ips samples instructions on this machine (no cycles per "
                         "block, but where the time goes per function and line)\n");
 }
 
@@ -377,7 +377,7 @@ static int open_events(const TimingArgs *a, pmugate *c, pid_t pid, bool on_exec,
                         q = timing_ring_map(pmugate_timing_fd(h, i), timing_sample_type(a->mode),
                                             &r->rings[r->n_rings]);
                         if (q < 0) {
-                                fprintf(stderr, "pmugate timing: cannot map the ring of CPU %d: %s\n",
+                                fprintf(stderr, "pmugate: cannot map the ring of CPU %d: %s\n",
                                         pmugate_timing_cpu(h, i), strerror(-q));
                                 return q;
                         }
@@ -487,7 +487,7 @@ static int open_output(const TimingArgs *a, OutputFormat *format, FILE **ret) {
                 return 0;
         q = output_path_expand(a->output_path, path, sizeof(path), reason, sizeof(reason));
         if (q < 0) {
-                fprintf(stderr, "pmugate timing: %s\n", reason);
+                fprintf(stderr, "pmugate: %s\n", reason);
                 return 2;
         }
         if (!a->format_given && !output_format_from_path(path, format)) {
@@ -496,7 +496,7 @@ static int open_output(const TimingArgs *a, OutputFormat *format, FILE **ret) {
 
                 if (dot && dot != base && dot[1] && !strchr(dot, '%')) {
                         fprintf(stderr,
-                                "pmugate timing: -o %s: unknown suffix '%s': use .csv, .json, .jsonl or "
+                                "pmugate: -o %s: unknown suffix '%s': use .csv, .json, .jsonl or "
                                 "the table's .txt, or choose the format with -O\n",
                                 a->output_path, dot);
                         return 2;
@@ -504,7 +504,7 @@ static int open_output(const TimingArgs *a, OutputFormat *format, FILE **ret) {
         }
         q = output_file_open(path, ret, reason, sizeof(reason));
         if (q < 0) {
-                fprintf(stderr, "pmugate timing: %s\n", reason[0] ? reason : strerror(-q));
+                fprintf(stderr, "pmugate: %s\n", reason[0] ? reason : strerror(-q));
                 return 1;
         }
         return 0;
@@ -674,26 +674,26 @@ static int choose_blocks(const TimingArgs *a, const TimingAnalysis *an, TimingNa
 static void say_counters(const TimingArgs *a, const Recorder *rec, const TimingCounters *k) {
         if (k->samples == 0)
                 fprintf(stderr,
-                        "pmugate timing: no samples: the %s ran too briefly for one period, or the kernel "
+                        "pmugate: no samples: the %s ran too briefly for one period, or the kernel "
                         "stopped sampling it (an exec of a setuid program ends the recording of that "
                         "process)\n",
                         a->command ? "command" : "process");
         if (k->lost > 0)
                 fprintf(stderr,
-                        "pmugate timing: the kernel dropped %" PRIu64 " records (the rings filled faster "
+                        "pmugate: the kernel dropped %" PRIu64 " records (the rings filled faster "
                         "than they were read): a longer --period loses fewer\n",
                         k->lost);
         if (k->throttled > 0)
                 fprintf(stderr,
-                        "pmugate timing: the kernel paused sampling %" PRIu64 " times for its sample-rate "
+                        "pmugate: the kernel paused sampling %" PRIu64 " times for its sample-rate "
                         "limit (perf_event_max_sample_rate): a longer --period avoids it\n",
                         k->throttled);
         if (rec->malformed > 0 || rec->unframed)
-                fprintf(stderr, "pmugate timing: %" PRIu64 " malformed records skipped%s\n", rec->malformed,
+                fprintf(stderr, "pmugate: %" PRIu64 " malformed records skipped%s\n", rec->malformed,
                         rec->unframed ? "; a ring could not be read past a bad record" : "");
         if (k->cycles_dropped > 0 || k->blocks_dropped > 0 || k->mappings_dropped > 0)
                 fprintf(stderr,
-                        "pmugate timing: past the client's bounds, not kept: %" PRIu64
+                        "pmugate: past the client's bounds, not kept: %" PRIu64
                         " cycle counts, %" PRIu64 " blocks or IPs, %" PRIu64 " mappings\n",
                         k->cycles_dropped, k->blocks_dropped, k->mappings_dropped);
 }
@@ -713,11 +713,11 @@ static int report(const TimingArgs *a, const pmugate_info *info, const TimingAna
         if (q >= 0 && a->mode == TIMING_MODE_IPS)
                 q = tally_ips(an, namer, &functions, &lines);
         if (q < 0) {
-                fprintf(stderr, "pmugate timing: %s\n", strerror(-q));
+                fprintf(stderr, "pmugate: %s\n", strerror(-q));
                 return 1;
         }
         if (a->block && shown.n == 0)
-                fprintf(stderr, "pmugate timing: --block %s: no recorded block ends there (a function name, "
+                fprintf(stderr, "pmugate: --block %s: no recorded block ends there (a function name, "
                         "function+0xOFF, or a file offset or address from the table)\n", a->block);
         rep = (TimingReport) {
                 .format = format,
@@ -750,7 +750,7 @@ static int report(const TimingArgs *a, const pmugate_info *info, const TimingAna
         free(functions.items);
         free(lines.items);
         if (q < 0) {
-                fprintf(stderr, "pmugate timing: writing the output failed: %s\n", strerror(-q));
+                fprintf(stderr, "pmugate: writing the output failed: %s\n", strerror(-q));
                 return 1;
         }
         return a->block && rep.n_blocks == 0 ? 1 : 0;
@@ -785,7 +785,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
                 return 1;
         q = pmugate_hello(c, &info);
         if (q < 0)
-                return cli_report("pmugate timing", c, q, "hello");
+                return cli_report("pmugate", c, q, "hello");
         q = timing_analysis_new(&analysis);
         if (q < 0)
                 return 1;
@@ -797,7 +797,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
         blocked = sigprocmask(SIG_BLOCK, &mask, &old_mask) == 0;
         signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         if (signal_fd < 0) {
-                fprintf(stderr, "pmugate timing: signalfd: %s\n", strerror(errno));
+                fprintf(stderr, "pmugate: signalfd: %s\n", strerror(errno));
                 status = 1;
                 goto out;
         }
@@ -808,7 +808,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
                 /* held before its exec: sampling begins at the exec (enable_on_exec) */
                 q = workload_fork(&w, a->command, /* pin= */ NULL, /* n_pin= */ 0);
                 if (q < 0) {
-                        fprintf(stderr, "pmugate timing: cannot start '%s': %s\n", a->command[0],
+                        fprintf(stderr, "pmugate: cannot start '%s': %s\n", a->command[0],
                                 strerror(-q));
                         status = 1;
                         goto out;
@@ -816,14 +816,14 @@ static int run(const TimingArgs *a, const char *socket_path) {
         } else {
                 w.pidfd = (int) syscall(SYS_pidfd_open, a->pid, 0);
                 if (w.pidfd < 0) {
-                        fprintf(stderr, "pmugate timing: process %d: %s\n", (int) a->pid, strerror(errno));
+                        fprintf(stderr, "pmugate: process %d: %s\n", (int) a->pid, strerror(errno));
                         status = 1;
                         goto out;
                 }
         }
         q = affinity_of(a->command ? w.pid : a->pid, &cpus, &n_cpus);
         if (q < 0) {
-                fprintf(stderr, "pmugate timing: the CPUs process %d may run on: %s\n",
+                fprintf(stderr, "pmugate: the CPUs process %d may run on: %s\n",
                         (int) (a->command ? w.pid : a->pid), strerror(-q));
                 status = 1;
                 goto out;
@@ -840,7 +840,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
                 q = mappings_from_proc(analysis, a->pid);
                 if (q < 0)
                         fprintf(stderr,
-                                "pmugate timing: the mappings of process %d: %s; its blocks are named by "
+                                "pmugate: the mappings of process %d: %s; its blocks are named by "
                                 "address only\n",
                                 (int) a->pid, strerror(-q));
         }
@@ -851,7 +851,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
         }
         q = record_loop(a, &rec, &w, signal_fd, &interrupted);
         if (q < 0) {
-                fprintf(stderr, "pmugate timing: reading the samples failed: %s\n", strerror(-q));
+                fprintf(stderr, "pmugate: reading the samples failed: %s\n", strerror(-q));
                 status = 1;
         }
         if (a->command)
@@ -859,13 +859,13 @@ static int run(const TimingArgs *a, const char *socket_path) {
         recorder_done(&rec, c);
         q = timing_analysis_finish(analysis);
         if (q < 0) {
-                fprintf(stderr, "pmugate timing: %s\n", strerror(-q));
+                fprintf(stderr, "pmugate: %s\n", strerror(-q));
                 status = 1;
                 goto out;
         }
         if (interrupted)
                 fprintf(stderr,
-                        "pmugate timing: interrupted by %s; the result covers the time recorded so far\n",
+                        "pmugate: interrupted by %s; the result covers the time recorded so far\n",
                         interrupted);
         say_counters(a, &rec, timing_analysis_counters(analysis));
         /* as perf: a wrapped command keeps stdout to itself */

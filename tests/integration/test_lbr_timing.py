@@ -420,6 +420,12 @@ def test_hostile(tap):
         # a command that is not found
         rc, _, err = cli(s, "timing", "--", "/nonexistent/prog")
         tap.ok(rc == 127 and "/nonexistent/prog" in err, "a command that is not found: 127, named", err)
+        rc, usage, err = cli(s, "timing", "--help")
+        tap.ok(rc == 0 and usage.startswith("Usage: pmugate timing") and not err, "pmugate timing --help",
+               usage + err)
+        rc, _, err = cli(s, "timing", "--bogus", "--", LOOP)
+        tap.ok(rc == 2 and err.startswith("pmugate: ") and err.count("\n") == 1,
+               "an unknown option: exit 2, one line with the program's prefix", err)
         rc, _, err = cli(s, "timing", "--mode", "bogus", "--", LOOP)
         tap.ok(rc == 2 and "--mode" in err, "--mode bogus: a usage error", err)
         rc, _, err = cli(s, "timing", "-p", "1", "--", LOOP)
