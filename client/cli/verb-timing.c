@@ -41,6 +41,10 @@
  * records keep coming, sooner */
 #define DRAIN_PERIOD_MS 10
 #define DRAIN_BUSY_PERIOD_MS 2
+/* after the process exited, how long its last records may take to reach the rings: none with
+ * the kernel, which writes them as they happen (the EXIT record ends the wait at once); the
+ * simulator's driver writes them at its next tick */
+#define EXIT_GRACE_MS 1000
 #define DURATION_MAX_S (7 * 24 * 3600.0)
 #define CPU_LIST_TEXT_MAX 1024U
 #define PROC_MAPS_LINE_MAX (TIMING_PATH_MAX + 256U)
@@ -222,6 +226,8 @@ typedef struct Recorder {
         uint64_t seq;
         uint64_t malformed;
         size_t last_round;              /* records the last drain read */
+        uint32_t target;                /* the process sampled */
+        bool exit_seen;                 /* its EXIT record was read */
         bool unframed;                  /* a ring's records could no longer be framed */
         int error;
 } Recorder;
@@ -239,6 +245,8 @@ static int on_record(const TimingRecord *rec, void *userdata) {
         Recorder *r = userdata;
         TimingRecord *copy;
 
+        if (rec->kind == TIMING_RECORD_EXIT && rec->pid == r->target)
+                r->exit_seen = true;
         if (r->n_pending >= r->n_pending_allocated) {
                 size_t n = r->n_pending_allocated ? 2 * r->n_pending_allocated : 1024;
                 Pending *p = reallocarray(r->pending, n, sizeof(*p));
@@ -435,6 +443,12 @@ static uint64_t now_ms(void) {
         return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
 }
 
+static bool exited_process(const Workload *w) {
+        struct pollfd p = { .fd = w->pidfd, .events = POLLIN };
+
+        return w->pidfd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 /* Drains the rings every DRAIN_PERIOD_MS (DRAIN_BUSY_PERIOD_MS while records come) until the
  * command or process exits, the duration is over, or (without a command) SIGINT or SIGTERM; a
  * command gets SIGTERM passed on and the terminal's SIGINT itself. Returns 0 or a negative
@@ -474,7 +488,15 @@ static int record_loop(const TimingArgs *a, Recorder *r, Workload *w, int signal
                 if (exited || now_ms() >= deadline)
                         break;
         }
-        /* what the kernel wrote before the exit */
+        if (!exited_process(w))
+                return drain_all(r);
+        /* the records written before the exit, up to its EXIT record */
+        for (uint64_t end = now_ms() + EXIT_GRACE_MS; !r->exit_seen && now_ms() < end;) {
+                (void) poll(NULL, 0, DRAIN_BUSY_PERIOD_MS);
+                q = drain_all(r);
+                if (q < 0)
+                        return q;
+        }
         return drain_all(r);
 }
 
@@ -844,6 +866,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
                                 "address only\n",
                                 (int) a->pid, strerror(-q));
         }
+        rec.target = (uint32_t) (a->command ? w.pid : a->pid);
         start = now_ms();
         if (a->command && workload_release(&w, a->command, "timing") < 0) {
                 status = w.status >= 0 ? w.status : 1;
