@@ -406,6 +406,9 @@ int machine_discover_counters(Machine *m, const char *root) {
         free(entries);
         if (r < 0)
                 return r;
-        qsort(m->counters, m->n_counters, sizeof(MachineCounter), compare_counters);
+        /* no IMC PMU among the event sources (a core PMU alone): no array to sort, and qsort()
+         * must not be given NULL */
+        if (m->n_counters > 1)
+                qsort(m->counters, m->n_counters, sizeof(MachineCounter), compare_counters);
         return 0;
 }

@@ -362,6 +362,46 @@ def test_granted_by_job(tap):
         tap.ok(name == "out-of-scope", "a process of the same user outside the job's cgroup is refused", why)
         t.end(outside)
         tap.ok("granted to uid %d with class lbr" % USER in dm.audit(), "the grant of the class is audited")
+
+        # The job's grant replaced without --lbr while a handle samples: it closes.
+        opened_r, opened_w = os.pipe()
+        replaced_r, replaced_w = os.pipe()
+
+        def hold_in_job():
+            ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
+            spin = subprocess.Popen(["/usr/bin/python3", "-c", SPIN, "5"], stdin=subprocess.PIPE, text=True)
+            try:
+                c, reply, fds = timing_open(dm.socket, mode="ips", pid=spin.pid, on_exec=False, cpus=[0, 1],
+                                            period=IPS_PERIOD)
+                os.write(opened_w, b"x")
+                os.read(replaced_r, 1)
+                notice = c.call("timing_open", mode="ips", pid=spin.pid, on_exec=False, cpus=[0])
+                after = c.call("timing_open", mode="ips", pid=spin.pid, on_exec=False, cpus=[0])
+                return dict(reply=reply, notice=notice, after=after)
+            finally:
+                spin.kill()
+                spin.wait()
+
+        import threading
+        result = {}
+        th = threading.Thread(target=lambda: result.update(out=t.in_child_as(
+            USER, OTHER_GID, [t.USER_GID], hold_in_job, join=os.path.join(job_dir, "cgroup.procs"))))
+        th.start()
+        os.read(opened_r, 1)
+        rc, o, e = ctl(dm, "grant", "--job", "21", "--uid", str(USER), "--cpus", "0-1")
+        os.write(replaced_w, b"x")
+        th.join(timeout=30)
+        for fd in (opened_r, opened_w, replaced_r, replaced_w):
+            os.close(fd)
+        out = result.get("out", {})
+        tap.ok(rc == 0 and out.get("reply", {}).get("ok"), "a handle samples when job 21 is granted again without "
+               "--lbr", (rc, out))
+        name, why = err(out.get("notice", {}))
+        tap.ok(name == "revoked" and "perf handle" in why, "the holder is told 'revoked': its timing handle closed",
+               why)
+        name, why = err(out.get("after", {}))
+        tap.ok(name == "not-authorized" and "class lbr" in why, "and the class is gone", why)
+        tap.ok("event=timing-close verdict=revoked" in dm.audit(), "the close is audited as revoked")
     finally:
         dm.stop()
         if jobs:

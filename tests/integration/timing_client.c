@@ -38,6 +38,7 @@ static void spin_cpu_ms(unsigned ms) {
                         sum += i;
                 (void) clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
         } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+        (void) sum;     /* clang: the sum is only there to burn time */
 }
 
 /* Counts the samples in a mapped ring: of pid, and of any other pid. */
