@@ -218,8 +218,10 @@ static int decode_mapping(Cursor *c, uint32_t type, uint16_t misc, TimingRecord 
                 if (r < 0)
                         return r;
                 m->has_file_id = !(misc & PERF_RECORD_MISC_MMAP_BUILD_ID);
-                if (!m->has_file_id)
-                        m->maj = m->min = 0, m->ino = 0;
+                if (!m->has_file_id) {
+                        m->maj = m->min = 0;
+                        m->ino = 0;
+                }
                 r = take_u32(c, &m->prot);
                 if (r < 0)
                         return r;

@@ -22,12 +22,14 @@ typedef struct ModuleInfo {
         uint64_t bias;
         Dwfl_Module *module;
         int stripped;                   /* -1: not looked at yet */
+        uint64_t seq;                   /* when it was reported, in mappings added */
 } ModuleInfo;
 
 /* A mapping whose addresses stay unnamed, and why. */
 typedef struct Unnamed {
         uint64_t start, end;
         char *reason;
+        uint64_t seq;
 } Unnamed;
 
 struct TimingSymbols {
@@ -105,6 +107,7 @@ static int add_unnamed(TimingSymbols *s, const TimingMapping *m, const char *fmt
                 .start = m->start,
                 .end = m->start + m->len,
                 .reason = reason,
+                .seq = s->n_mappings,
         };
         return 1;
 }
@@ -204,6 +207,7 @@ int timing_symbols_add_mapping(TimingSymbols *s, const TimingMapping *m) {
                 return -ENOMEM;
         info->bias = bias;
         info->stripped = -1;
+        info->seq = s->n_mappings;
         modules = realloc(s->modules, (s->n_modules + 1) * sizeof(*modules));
         if (!modules) {
                 free(info->path);
@@ -311,6 +315,7 @@ static const char *source_line(Dwfl_Module *mod, uint64_t address, int *ret_line
 
 int timing_symbols_lookup(TimingSymbols *s, uint64_t address, TimingSymbol *ret) {
         TimingSymbol sym = {};
+        const Unnamed *newest = NULL;
         Dwfl_Module *mod;
         ModuleInfo *info;
 
@@ -318,14 +323,16 @@ int timing_symbols_lookup(TimingSymbols *s, uint64_t address, TimingSymbol *ret)
                 return -EINVAL;
         mod = dwfl_addrmodule(s->dwfl, address);
         info = mod ? module_info(mod) : NULL;
-        if (!info) {
-                /* the newest word on a range wins: a later mapping replaced an earlier one */
-                sym.reason = s->overflowed ? s->overflow_reason : "no mapping covers the address";
-                for (size_t i = s->n_unnamed; i > 0; i--)
-                        if (address >= s->unnamed[i - 1].start && address < s->unnamed[i - 1].end) {
-                                sym.reason = s->unnamed[i - 1].reason;
-                                break;
-                        }
+        /* the newest word on a range wins: a mapping that could not be named, recorded after
+         * the module there (another file mapped where it was), hides it */
+        for (size_t i = s->n_unnamed; i > 0; i--)
+                if (address >= s->unnamed[i - 1].start && address < s->unnamed[i - 1].end) {
+                        newest = &s->unnamed[i - 1];
+                        break;
+                }
+        if (!info || (newest && newest->seq > info->seq)) {
+                sym.reason = newest ? newest->reason :
+                             s->overflowed ? s->overflow_reason : "no mapping covers the address";
                 sym.file_address = address;
                 *ret = sym;
                 return 0;

@@ -276,6 +276,36 @@ static void test_hostile_files(void **state) {
         expect_unnamed(&m, "does not have the mapped bytes");
         assert_int_equal(timing_symbols_add_mapping(NULL, &m), -EINVAL);
 
+        /* another file mapped where a named one was: the newer word wins, a file that cannot
+         * be named hides the module below it, a second ELF file replaces it or is refused */
+        {
+                TimingSymbols *s = NULL;
+                TimingSymbol sym;
+                uint64_t alpha = (uint64_t) (uintptr_t) timing_known_alpha;
+                TimingMapping over = *mapping_of(maps, n_maps, alpha);
+                uint64_t beta = (uint64_t) (uintptr_t) timing_known_lib_beta;
+                const char *lib = mapping_of(maps, n_maps, beta)->path;
+
+                assert_int_equal(timing_symbols_new(&s), 0);
+                assert_int_equal(timing_symbols_add_mapping(s, &over), 0);
+                assert_int_equal(timing_symbols_lookup(s, alpha, &sym), 0);
+                assert_string_equal(sym.function, "timing_known_alpha");
+                snprintf(over.path, sizeof(over.path), "/nonexistent/timing-replaced");
+                assert_int_equal(timing_symbols_add_mapping(s, &over), 1);
+                assert_int_equal(timing_symbols_lookup(s, alpha, &sym), 0);
+                assert_null(sym.function);
+                assert_non_null(strstr(sym.reason, "timing-replaced"));
+                /* a shared library at the executable's place: never the executable's names */
+                assert_non_null(lib);
+                snprintf(over.path, sizeof(over.path), "%s", lib);
+                over.pgoff = 0;
+                assert_true(timing_symbols_add_mapping(s, &over) >= 0);
+                assert_int_equal(timing_symbols_lookup(s, alpha, &sym), 0);
+                assert_true(!sym.function || strcmp(sym.function, "timing_known_alpha") != 0);
+                assert_true(!sym.module || strcmp(sym.module, lib) == 0);
+                s = timing_symbols_free(s);
+        }
+
         /* a stream of mappings keeps at most TIMING_MAPPINGS_MAX of them, then says so */
         {
                 TimingSymbols *s = NULL;
