@@ -340,6 +340,31 @@ def test_block_top_and_formats(tap):
         s.stop()
 
 
+def test_stripped(tap):
+    """A stripped program: its blocks timed and named by their addresses, and the table says
+    why there are no names."""
+    out = outdir()
+    stripped = os.path.join(out, "timing_loop_stripped")
+    subprocess.run(["strip", "-o", stripped, LOOP], check=True)
+    os.chmod(stripped, 0o755)
+    b = program_blocks(LOOP)
+    s = t.Sim("spr", config=conf(t.workdir()), cores=2, smt=False, extra=lbr_section(stripped, b, BASELINE))
+    try:
+        path = os.path.join(out, "stripped.json")
+        rc, _, err = cli(s, "timing", "--format", "json", "-o", path, "--", stripped, CPU_SECONDS)
+        doc = json.load(open(path)) if rc == 0 else {}
+        found = block_ending(doc, file_offset(b, b["ret"])) if doc else []
+        tap.ok(len(found) == 1 and found[0]["function"] is None and found[0]["cycles"] and
+               abs(found[0]["cycles"]["median"] - mixture_median(BASELINE)) <= 1.0,
+               "stripped: the block ending at the ret is timed, with no function name", found or err)
+        tap.ok(found and found[0]["file_start"] == b["entry"] and isinstance(found[0]["instructions"], int) and
+               found[0]["instructions"] > 0, "stripped: its file addresses and instructions are still known", found)
+        rc, _, err = cli(s, "timing", "--", stripped, CPU_SECONDS)
+        tap.ok(rc == 0 and "stripped: no symbol table" in err, "the table says the file is stripped", err)
+    finally:
+        s.stop()
+
+
 def real_node(lbr=True):
     """A real daemon on a fake Sapphire Rapids of this machine's CPUs: IP mode samples through
     the real kernel's cpu-clock; branch mode finds no LBR in its PMU."""
@@ -453,5 +478,5 @@ def test_hostile(tap):
 
 
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_two_spikes_and_prefetch, test_block_top_and_formats, test_ips_on_the_real_kernel,
-                          test_hostile]))
+    sys.exit(t.Tap().run([test_two_spikes_and_prefetch, test_block_top_and_formats, test_stripped,
+                          test_ips_on_the_real_kernel, test_hostile]))
