@@ -5,7 +5,8 @@ Sapphire Rapids, whose perf layer emits LBR branch stacks at the real block addr
 the suite builds (random loads, and the same with a prefetch) with cycles drawn from two-spike
 distributions: each block's median within one cycle of the mixture's, the histogram's shape by
 a Kolmogorov-Smirnov statistic, both spikes found and moved left by the prefetch; --block's
-disassembly with the timing under it; --top; the CSV and JSON shapes. IP mode on this machine's
+disassembly with the timing under it; --top; the CSV and JSON shapes; a stripped copy timed and
+named by its addresses, said so; the plot of one result and of two overlaid. IP mode on this machine's
 real kernel: most samples in the loop's functions, named. Hostile: the class not granted, AMD
 (no cycles in its LBR), the real kernel's missing LBR, another user's process, a process that
 exits at once, absurd periods, a command that is not found; the daemon keeps serving."""
