@@ -566,19 +566,57 @@ static bool block_matches(TimingNamer *namer, const TimingAnalysis *an, const Ti
                (!plus || end.function_offset == offset);
 }
 
-/* IP mode: samples per function and per source line, most first. */
+/* IP mode: samples per function and per source line, most first; a hash of name and file finds
+ * an item (a program has thousands of functions, and up to TIMING_BLOCKS_MAX distinct IPs). */
 typedef struct Tally {
         TimingCount *items;
         size_t n, allocated;
+        uint32_t *slots;                /* index + 1 into items, 0 free */
+        size_t n_slots;                 /* a power of two, at least twice n */
 } Tally;
+
+static uint64_t tally_hash(const char *name, const char *module) {
+        uint64_t h = 1469598103934665603ULL ^ (uint64_t) (uintptr_t) module;
+
+        /* as far as an item keeps it */
+        for (size_t i = 0; i < TIMING_SOURCE_MAX - 1 && name[i]; i++)
+                h = (h ^ (uint8_t) name[i]) * 1099511628211ULL;
+        return h ^ (h >> 29);
+}
+
+static int tally_rehash(Tally *t) {
+        size_t n = t->n_slots ? 2 * t->n_slots : 256;
+        uint32_t *slots = calloc(n, sizeof(*slots));
+
+        if (!slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < t->n; i++) {
+                size_t k = tally_hash(t->items[i].name, t->items[i].module) & (n - 1);
+
+                while (slots[k])
+                        k = (k + 1) & (n - 1);
+                slots[k] = (uint32_t) i + 1;
+        }
+        free(t->slots);
+        t->slots = slots;
+        t->n_slots = n;
+        return 0;
+}
 
 static int tally_add(Tally *t, const char *name, const char *function, const char *module,
                      uint64_t samples) {
-        for (size_t i = 0; i < t->n; i++)
-                if (strcmp(t->items[i].name, name) == 0 && t->items[i].module == module) {
-                        t->items[i].samples += samples;
+        size_t k;
+
+        if (2 * (t->n + 1) > t->n_slots && tally_rehash(t) < 0)
+                return -ENOMEM;
+        for (k = tally_hash(name, module) & (t->n_slots - 1); t->slots[k]; k = (k + 1) & (t->n_slots - 1)) {
+                TimingCount *c = &t->items[t->slots[k] - 1];
+
+                if (c->module == module && strncmp(c->name, name, sizeof(c->name) - 1) == 0) {
+                        c->samples += samples;
                         return 0;
                 }
+        }
         if (t->n >= t->allocated) {
                 size_t n = t->allocated ? 2 * t->allocated : 64;
                 TimingCount *p = reallocarray(t->items, n, sizeof(*p));
@@ -591,7 +629,7 @@ static int tally_add(Tally *t, const char *name, const char *function, const cha
         t->items[t->n] = (TimingCount) { .module = module, .samples = samples };
         (void) snprintf(t->items[t->n].name, sizeof(t->items[t->n].name), "%s", name);
         (void) snprintf(t->items[t->n].function, sizeof(t->items[t->n].function), "%s", function);
-        t->n++;
+        t->slots[k] = (uint32_t) ++t->n;
         return 0;
 }
 
@@ -736,6 +774,10 @@ static int report(const TimingArgs *a, const pmugate_info *info, const TimingAna
                 q = tally_ips(an, namer, &functions, &lines);
         if (q < 0) {
                 fprintf(stderr, "pmugate: %s\n", strerror(-q));
+                free(functions.items);
+                free(functions.slots);
+                free(lines.items);
+                free(lines.slots);
                 return 1;
         }
         if (a->block && shown.n == 0)
@@ -770,7 +812,9 @@ static int report(const TimingArgs *a, const pmugate_info *info, const TimingAna
         q = timing_output_write(&rep);
         shown_done(&shown);
         free(functions.items);
+        free(functions.slots);
         free(lines.items);
+        free(lines.slots);
         if (q < 0) {
                 fprintf(stderr, "pmugate: writing the output failed: %s\n", strerror(-q));
                 return 1;
