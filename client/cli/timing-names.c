@@ -115,7 +115,8 @@ static int disassemble(TimingNamer *n, const TimingModule *m, const TimingBlock 
         *ret = (TimingDisasm) {};
         if (!s || timing_symbols_elf(s, run_time(m, b->start), &elf, &bias) < 0) {
                 (void) snprintf(ret->reason, sizeof(ret->reason), "%s",
-                                m ? "the file's code could not be read" : "no file: the code is not on disk");
+                                m ? "the file's code could not be read" :
+                                    "no file: the code is not on disk");
                 return -ENOENT;
         }
         return timing_disasm(elf, run_time(m, b->start) - bias, run_time(m, b->end) - bias, ret);

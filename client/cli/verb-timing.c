@@ -23,6 +23,8 @@
 #include "cli/output-file.h"
 #include "cli/timing-names.h"
 #include "cli/timing-output.h"
+#include "cli/timing-recorder.h"
+#include "cli/timing-select.h"
 #include "cli/verb-timing.h"
 #include "cli/workload.h"
 #include "cpulist.h"
@@ -31,7 +33,6 @@
 #include "pmugate/timing.h"
 #include "timing-attr.h"
 #include "timing/timing-blocks.h"
-#include "timing/timing-ring.h"
 
 #define ARGS_DONE 1
 #define TOP_DEFAULT 20U
@@ -47,7 +48,6 @@
 #define EXIT_GRACE_MS 1000
 #define DURATION_MAX_S (7 * 24 * 3600.0)
 #define CPU_LIST_TEXT_MAX 1024U
-#define PROC_MAPS_LINE_MAX (TIMING_PATH_MAX + 256U)
 
 typedef struct TimingArgs {
         TimingMode mode;
@@ -208,120 +208,6 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
         return 0;
 }
 
-/* The records of one drain round, kept until they are ordered by time. */
-typedef struct Pending {
-        uint64_t time;
-        uint64_t seq;                   /* arrival: ties keep the ring's order */
-        TimingRecord *rec;
-} Pending;
-
-typedef struct Recorder {
-        TimingAnalysis *analysis;
-        pmugate_timing_handle **handles;
-        size_t n_handles;
-        TimingRing **rings;
-        size_t n_rings;
-        Pending *pending;
-        size_t n_pending, n_pending_allocated;
-        uint64_t seq;
-        uint64_t malformed;
-        size_t last_round;              /* records the last drain read */
-        uint32_t target;                /* the process sampled */
-        bool exit_seen;                 /* its EXIT record was read */
-        bool unframed;                  /* a ring's records could no longer be framed */
-        int error;
-} Recorder;
-
-/* The part of a record the analysis reads: a sample without its unused entries, a mapping
- * whole, the rest as they are. */
-static size_t record_size(const TimingRecord *rec) {
-        if (rec->kind == TIMING_RECORD_SAMPLE)
-                return offsetof(TimingRecord, sample.branches) +
-                       MIN(rec->sample.n_branches, (size_t) TIMING_BRANCHES_MAX) * sizeof(TimingBranch);
-        return sizeof(TimingRecord);
-}
-
-static int on_record(const TimingRecord *rec, void *userdata) {
-        Recorder *r = userdata;
-        TimingRecord *copy;
-
-        if (rec->kind == TIMING_RECORD_EXIT && rec->pid == r->target)
-                r->exit_seen = true;
-        if (r->n_pending >= r->n_pending_allocated) {
-                size_t n = r->n_pending_allocated ? 2 * r->n_pending_allocated : 1024;
-                Pending *p = reallocarray(r->pending, n, sizeof(*p));
-
-                if (!p)
-                        return -ENOMEM;
-                r->pending = p;
-                r->n_pending_allocated = n;
-        }
-        /* a full TimingRecord is as large as its largest member (a mapping's path): samples, by
-         * far the most, are kept at their own size, the entries they have */
-        copy = malloc(record_size(rec));
-        if (!copy)
-                return -ENOMEM;
-        memcpy(copy, rec, record_size(rec));
-        r->pending[r->n_pending++] = (Pending) { .time = rec->time, .seq = r->seq++, .rec = copy };
-        return 0;
-}
-
-static int compare_pending(const void *x, const void *y) {
-        const Pending *a = x, *b = y;
-
-        if (a->time != b->time)
-                return a->time < b->time ? -1 : 1;
-        return (a->seq > b->seq) - (a->seq < b->seq);
-}
-
-/* Drains every ring, then feeds the round's records to the analysis in time order (the rings
- * of the CPUs interleave in time). Returns 0 or a negative errno. */
-static int drain_all(Recorder *r) {
-        int q = 0;
-
-        r->last_round = 0;
-        for (size_t i = 0; i < r->n_rings; i++) {
-                uint64_t malformed = 0;
-                int n;
-
-                if (!r->rings[i])
-                        continue;
-                n = timing_ring_drain(r->rings[i], on_record, r, &malformed);
-                r->malformed += malformed;
-                if (n == -EBADMSG) {
-                        /* the rest of this ring cannot be framed: what was read stays */
-                        r->unframed = true;
-                        r->rings[i] = timing_ring_unmap(r->rings[i]);
-                } else if (n < 0) {
-                        q = n;
-                        break;
-                }
-        }
-        r->last_round = r->n_pending;
-        if (r->n_pending > 1)
-                qsort(r->pending, r->n_pending, sizeof(*r->pending), compare_pending);
-        for (size_t i = 0; i < r->n_pending; i++) {
-                if (q >= 0)
-                        q = timing_analysis_add_record(r->analysis, r->pending[i].rec);
-                free(r->pending[i].rec);
-        }
-        r->n_pending = 0;
-        return q;
-}
-
-static void recorder_done(Recorder *r, pmugate *c) {
-        for (size_t i = 0; i < r->n_rings; i++)
-                r->rings[i] = timing_ring_unmap(r->rings[i]);
-        free(r->rings);
-        for (size_t i = 0; i < r->n_handles; i++)
-                (void) pmugate_timing_close(c, r->handles[i]);
-        free(r->handles);
-        for (size_t i = 0; i < r->n_pending; i++)
-                free(r->pending[i].rec);
-        free(r->pending);
-        *r = (Recorder) { .analysis = r->analysis };
-}
-
 /* The CPUs pid may run on: its affinity, which its threads and children inherit. */
 static int affinity_of(pid_t pid, uint32_t **ret, size_t *ret_n) {
         _cleanup_free_ uint32_t *cpus = NULL;
@@ -343,99 +229,6 @@ static int affinity_of(pid_t pid, uint32_t **ret, size_t *ret_n) {
         return 0;
 }
 
-/* A refusal of branch mode for the lack of an LBR (or its cycles) gets what does work. */
-static void say_refused(const TimingArgs *a, const char *reason) {
-        fprintf(stderr, "pmugate: %s\n", reason);
-        if (a->mode == TIMING_MODE_BRANCHES && !strstr(reason, "ips") &&
-            (strstr(reason, "branch stack") || strstr(reason, "LBR") || strstr(reason, "records no cycles")))
-                fprintf(stderr,
-                        "pmugate: --mode ips samples instructions on this machine (no cycles per "
-                        "block, but where the time goes per function and line)\n");
-}
-
-/* Opens the events on every CPU, TIMING_CPUS_PER_OPEN per request, and maps their rings. */
-static int open_events(const TimingArgs *a, pmugate *c, pid_t pid, bool on_exec, const uint32_t *cpus,
-                       size_t n_cpus, Recorder *r, uint64_t *ret_period) {
-        size_t n_requests = (n_cpus + TIMING_CPUS_PER_OPEN - 1) / TIMING_CPUS_PER_OPEN;
-
-        r->handles = calloc(n_requests, sizeof(*r->handles));
-        r->rings = calloc(n_cpus, sizeof(*r->rings));
-        if (!r->handles || !r->rings)
-                return -ENOMEM;
-        for (size_t k = 0; k < n_requests; k++) {
-                pmugate_timing_request req = {
-                        .mode = (pmugate_timing_mode) a->mode,
-                        .pid = pid,
-                        .on_exec = on_exec,
-                        .period = a->period,
-                        .cpus = cpus + k * TIMING_CPUS_PER_OPEN,
-                        .n_cpus = MIN((size_t) TIMING_CPUS_PER_OPEN, n_cpus - k * TIMING_CPUS_PER_OPEN),
-                };
-                char reason[PMUGATE_REASON_MAX] = "";
-                pmugate_timing_handle *h = NULL;
-                int q = pmugate_timing_open(c, &req, &h, reason, sizeof(reason));
-
-                if (q < 0) {
-                        say_refused(a, reason[0] ? reason : pmugate_strerror(q));
-                        return q;
-                }
-                r->handles[r->n_handles++] = h;
-                *ret_period = pmugate_timing_period(h);
-                for (size_t i = 0; i < pmugate_timing_n_fds(h); i++) {
-                        q = timing_ring_map(pmugate_timing_fd(h, i), timing_sample_type(a->mode),
-                                            &r->rings[r->n_rings]);
-                        if (q < 0) {
-                                fprintf(stderr, "pmugate: cannot map the ring of CPU %d: %s\n",
-                                        pmugate_timing_cpu(h, i), strerror(-q));
-                                return q;
-                        }
-                        r->n_rings++;
-                }
-        }
-        return 0;
-}
-
-/* The r-x mappings of a running process, which the kernel reported before the recording
- * began and will not report again: parsed from /proc/PID/maps as MMAP2 records would have them. */
-static int mappings_from_proc(TimingAnalysis *analysis, pid_t pid) {
-        _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *line = NULL;
-        _cleanup_free_ TimingMapping *m = calloc(1, sizeof(TimingMapping));
-        char path[64];
-        size_t size = 0;
-        ssize_t n;
-
-        if (!m)
-                return -ENOMEM;
-        (void) snprintf(path, sizeof(path), "/proc/%d/maps", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        while ((n = getline(&line, &size, f)) > 0) {
-                unsigned long long start, end, pgoff, ino;
-                unsigned maj, min;
-                char perms[8];
-                int at = 0, q;
-
-                if ((size_t) n > PROC_MAPS_LINE_MAX)
-                        continue;
-                if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min,
-                           &ino, &at) < 7 ||
-                    at <= 0 || end <= start || strlen(perms) < 3 || perms[2] != 'x')
-                        continue;
-                line[strcspn(line, "\n")] = '\0';
-                *m = (TimingMapping) {
-                        .pid = (uint32_t) pid, .tid = (uint32_t) pid, .start = start, .len = end - start,
-                        .pgoff = pgoff, .maj = maj, .min = min, .ino = ino,
-                };
-                (void) snprintf(m->path, sizeof(m->path), "%s", line + at);
-                q = timing_analysis_add_mapping(analysis, m);
-                if (q < 0)
-                        return q;
-        }
-        return 0;
-}
-
 static uint64_t now_ms(void) {
         struct timespec ts;
 
@@ -453,7 +246,7 @@ static bool exited_process(const Workload *w) {
  * command or process exits, the duration is over, or (without a command) SIGINT or SIGTERM; a
  * command gets SIGTERM passed on and the terminal's SIGINT itself. Returns 0 or a negative
  * errno. */
-static int record_loop(const TimingArgs *a, Recorder *r, Workload *w, int signal_fd,
+static int record_loop(const TimingArgs *a, TimingRecorder *r, Workload *w, int signal_fd,
                        const char **ret_signal) {
         uint64_t deadline = a->duration > 0 ? now_ms() + (uint64_t) (a->duration * 1000) : UINT64_MAX;
         int q;
@@ -482,22 +275,22 @@ static int record_loop(const TimingArgs *a, Recorder *r, Workload *w, int signal
                         }
                 }
                 exited = w->pidfd >= 0 && (fds[1].revents & POLLIN);
-                q = drain_all(r);
+                q = timing_recorder_drain(r);
                 if (q < 0)
                         return q;
                 if (exited || now_ms() >= deadline)
                         break;
         }
         if (!exited_process(w))
-                return drain_all(r);
+                return timing_recorder_drain(r);
         /* the records written before the exit, up to its EXIT record */
         for (uint64_t end = now_ms() + EXIT_GRACE_MS; !r->exit_seen && now_ms() < end;) {
                 (void) poll(NULL, 0, DRAIN_BUSY_PERIOD_MS);
-                q = drain_all(r);
+                q = timing_recorder_drain(r);
                 if (q < 0)
                         return q;
         }
-        return drain_all(r);
+        return timing_recorder_drain(r);
 }
 
 static int open_output(const TimingArgs *a, OutputFormat *format, FILE **ret) {
@@ -532,206 +325,8 @@ static int open_output(const TimingArgs *a, OutputFormat *format, FILE **ret) {
         return 0;
 }
 
-static bool parse_hex(const char *s, uint64_t *ret) {
-        char *end;
-
-        if (strncmp(s, "0x", 2) != 0 && strncmp(s, "0X", 2) != 0)
-                return false;
-        errno = 0;
-        *ret = strtoull(s, &end, 16);
-        return errno == 0 && end != s + 2 && *end == '\0';
-}
-
-/* Whether block b ends at --block's branch: ADDR as the file address objdump shows, the file
- * offset or a run-time address of the recording; SYMBOL as the function the branch is in, and
- * SYMBOL+0xOFF as the branch's place in it. */
-static bool block_matches(TimingNamer *namer, const TimingAnalysis *an, const TimingBlock *b,
-                          const char *query) {
-        const TimingModule *m = timing_analysis_module(an, b->module);
-        const char *plus = strrchr(query, '+');
-        size_t len = plus ? (size_t) (plus - query) : strlen(query);
-        uint64_t addr, offset = 0;
-        TimingName end;
-
-        if (parse_hex(query, &addr)) {
-                if (b->end == addr || b->address_end == addr)
-                        return true;
-                timing_namer_offset(namer, m, b->end, &end);
-                return end.has_file_address && end.file_start == addr;
-        }
-        if (plus && !parse_hex(plus + 1, &offset))
-                return false;
-        timing_namer_offset(namer, m, b->end, &end);
-        return end.function[0] && strlen(end.function) == len && strncmp(end.function, query, len) == 0 &&
-               (!plus || end.function_offset == offset);
-}
-
-/* IP mode: samples per function and per source line, most first; a hash of name and file finds
- * an item (a program has thousands of functions, and up to TIMING_BLOCKS_MAX distinct IPs). */
-typedef struct Tally {
-        TimingCount *items;
-        size_t n, allocated;
-        uint32_t *slots;                /* index + 1 into items, 0 free */
-        size_t n_slots;                 /* a power of two, at least twice n */
-} Tally;
-
-static uint64_t tally_hash(const char *name, const char *module) {
-        uint64_t h = 1469598103934665603ULL ^ (uint64_t) (uintptr_t) module;
-
-        /* as far as an item keeps it */
-        for (size_t i = 0; i < TIMING_SOURCE_MAX - 1 && name[i]; i++)
-                h = (h ^ (uint8_t) name[i]) * 1099511628211ULL;
-        return h ^ (h >> 29);
-}
-
-static int tally_rehash(Tally *t) {
-        size_t n = t->n_slots ? 2 * t->n_slots : 256;
-        uint32_t *slots = calloc(n, sizeof(*slots));
-
-        if (!slots)
-                return -ENOMEM;
-        for (size_t i = 0; i < t->n; i++) {
-                size_t k = tally_hash(t->items[i].name, t->items[i].module) & (n - 1);
-
-                while (slots[k])
-                        k = (k + 1) & (n - 1);
-                slots[k] = (uint32_t) i + 1;
-        }
-        free(t->slots);
-        t->slots = slots;
-        t->n_slots = n;
-        return 0;
-}
-
-static int tally_add(Tally *t, const char *name, const char *function, const char *module,
-                     uint64_t samples) {
-        size_t k;
-
-        if (2 * (t->n + 1) > t->n_slots && tally_rehash(t) < 0)
-                return -ENOMEM;
-        for (k = tally_hash(name, module) & (t->n_slots - 1); t->slots[k]; k = (k + 1) & (t->n_slots - 1)) {
-                TimingCount *c = &t->items[t->slots[k] - 1];
-
-                if (c->module == module && strncmp(c->name, name, sizeof(c->name) - 1) == 0) {
-                        c->samples += samples;
-                        return 0;
-                }
-        }
-        if (t->n >= t->allocated) {
-                size_t n = t->allocated ? 2 * t->allocated : 64;
-                TimingCount *p = reallocarray(t->items, n, sizeof(*p));
-
-                if (!p)
-                        return -ENOMEM;
-                t->items = p;
-                t->allocated = n;
-        }
-        t->items[t->n] = (TimingCount) { .module = module, .samples = samples };
-        (void) snprintf(t->items[t->n].name, sizeof(t->items[t->n].name), "%s", name);
-        (void) snprintf(t->items[t->n].function, sizeof(t->items[t->n].function), "%s", function);
-        t->slots[k] = (uint32_t) ++t->n;
-        return 0;
-}
-
-static int compare_counts(const void *x, const void *y) {
-        const TimingCount *a = x, *b = y;
-
-        if (a->samples != b->samples)
-                return a->samples < b->samples ? 1 : -1;
-        return strcmp(a->name, b->name);
-}
-
-/* An IP in no function is tallied by its file and offset ("prog+0x1234"), or its address. */
-static void unnamed(const TimingModule *m, uint64_t offset, char *buf, size_t size) {
-        if (m) {
-                const char *slash = strrchr(m->path, '/');
-
-                (void) snprintf(buf, size, "%.200s+0x%" PRIx64, slash ? slash + 1 : m->path, offset);
-        } else
-                (void) snprintf(buf, size, "0x%" PRIx64, offset);
-}
-
-static int tally_ips(const TimingAnalysis *an, TimingNamer *namer, Tally *functions, Tally *lines) {
-        for (size_t i = 0; i < timing_analysis_n_ips(an); i++) {
-                const TimingIp *ip = timing_analysis_ip(an, i);
-                const TimingModule *m = timing_analysis_module(an, ip->module);
-                char fallback[TIMING_NAME_MAX];
-                TimingName name;
-                const char *function;
-                int q;
-
-                timing_namer_offset(namer, m, ip->offset, &name);
-                unnamed(m, ip->offset, fallback, sizeof(fallback));
-                function = name.function[0] ? name.function : fallback;
-                q = tally_add(functions, function, "", m ? m->path : NULL, ip->samples);
-                if (q >= 0 && name.source[0])
-                        q = tally_add(lines, name.source, function, m ? m->path : NULL, ip->samples);
-                if (q < 0)
-                        return q;
-        }
-        if (functions->n > 1)
-                qsort(functions->items, functions->n, sizeof(TimingCount), compare_counts);
-        if (lines->n > 1)
-                qsort(lines->items, lines->n, sizeof(TimingCount), compare_counts);
-        return 0;
-}
-
-typedef struct Shown {
-        const TimingBlock **blocks;
-        TimingName *names;
-        char **listings;
-        size_t n;
-} Shown;
-
-static void shown_done(Shown *s) {
-        for (size_t i = 0; s->listings && i < s->n; i++)
-                free(s->listings[i]);
-        free(s->listings);
-        free(s->blocks);
-        free(s->names);
-}
-
-/* The blocks to show, named: --block's, else the top hottest. */
-static int choose_blocks(const TimingArgs *a, const TimingAnalysis *an, TimingNamer *namer, Shown *ret) {
-        size_t n_all = timing_analysis_n_blocks(an);
-        Shown s = {};
-
-        s.blocks = calloc(MAX(n_all, (size_t) 1), sizeof(*s.blocks));
-        if (!s.blocks)
-                return -ENOMEM;
-        for (size_t i = 0; i < n_all; i++) {
-                const TimingBlock *b = timing_analysis_block(an, i);
-
-                if (a->block ? block_matches(namer, an, b, a->block) : s.n < a->top)
-                        s.blocks[s.n++] = b;
-        }
-        s.names = calloc(MAX(s.n, (size_t) 1), sizeof(*s.names));
-        if (!s.names) {
-                shown_done(&s);
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < s.n; i++)
-                timing_namer_block(namer, timing_analysis_module(an, s.blocks[i]->module), s.blocks[i],
-                                   &s.names[i]);
-        if (a->block) {
-                s.listings = calloc(MAX(s.n, (size_t) 1), sizeof(char *));
-                if (!s.listings) {
-                        shown_done(&s);
-                        return -ENOMEM;
-                }
-                for (size_t i = 0; i < s.n; i++)
-                        if (timing_namer_listing(namer, timing_analysis_module(an, s.blocks[i]->module),
-                                                 s.blocks[i], &s.listings[i]) < 0) {
-                                shown_done(&s);
-                                return -ENOMEM;
-                        }
-        }
-        *ret = s;
-        return 0;
-}
-
 /* After the recording: what the stream said beside the samples, on stderr. */
-static void say_counters(const TimingArgs *a, const Recorder *rec, const TimingCounters *k) {
+static void say_counters(const TimingArgs *a, const TimingRecorder *rec, const TimingCounters *k) {
         if (k->samples == 0)
                 fprintf(stderr,
                         "pmugate: no samples: the %s ran too briefly for one period, or the kernel "
@@ -762,22 +357,21 @@ static int report(const TimingArgs *a, const pmugate_info *info, const TimingAna
                   OutputFormat format, uint64_t period, const char *cpu_list, int exit_status,
                   double elapsed, const char *interrupted) {
         _cleanup_(timing_namer_freep) TimingNamer *namer = NULL;
-        Tally functions = {}, lines = {};
-        Shown shown = {};
+        TimingTally functions = {}, lines = {};
+        TimingShown shown = {};
         TimingReport rep;
         int q;
 
         q = timing_namer_new(&namer);
         if (q >= 0 && a->mode == TIMING_MODE_BRANCHES)
-                q = choose_blocks(a, an, namer, &shown);
+                q = timing_choose_blocks(an, namer, a->block, a->top, &shown);
         if (q >= 0 && a->mode == TIMING_MODE_IPS)
-                q = tally_ips(an, namer, &functions, &lines);
+                q = timing_tally_ips(an, namer, &functions, &lines);
         if (q < 0) {
                 fprintf(stderr, "pmugate: %s\n", strerror(-q));
-                free(functions.items);
-                free(functions.slots);
-                free(lines.items);
-                free(lines.slots);
+                timing_shown_done(&shown);
+                timing_tally_done(&functions);
+                timing_tally_done(&lines);
                 return 1;
         }
         if (a->block && shown.n == 0)
@@ -810,11 +404,9 @@ static int report(const TimingArgs *a, const pmugate_info *info, const TimingAna
                 .interrupted = interrupted,
         };
         q = timing_output_write(&rep);
-        shown_done(&shown);
-        free(functions.items);
-        free(functions.slots);
-        free(lines.items);
-        free(lines.slots);
+        timing_shown_done(&shown);
+        timing_tally_done(&functions);
+        timing_tally_done(&lines);
         if (q < 0) {
                 fprintf(stderr, "pmugate: writing the output failed: %s\n", strerror(-q));
                 return 1;
@@ -836,7 +428,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
         char cpu_list[CPU_LIST_TEXT_MAX];
         OutputFormat format = a->format;
         Workload w = WORKLOAD_NULL;
-        Recorder rec = {};
+        TimingRecorder rec = {};
         const char *interrupted = NULL;
         uint64_t period = a->period, start;
         sigset_t mask, old_mask;
@@ -896,14 +488,15 @@ static int run(const TimingArgs *a, const char *socket_path) {
         }
         if (cpulist_format(cpus, n_cpus, cpu_list, sizeof(cpu_list)) < 0)
                 (void) snprintf(cpu_list, sizeof(cpu_list), "(%zu CPUs)", n_cpus);
-        q = open_events(a, c, a->command ? w.pid : a->pid, !!a->command, cpus, n_cpus, &rec, &period);
+        q = timing_recorder_open(&rec, c, a->mode, a->period, a->command ? w.pid : a->pid, !!a->command,
+                                 cpus, n_cpus, &period);
         if (q < 0) {
                 status = 1;
                 goto out;
         }
         if (!a->command) {
                 /* the mappings made before the events opened: the kernel reports only new ones */
-                q = mappings_from_proc(analysis, a->pid);
+                q = timing_mappings_from_proc(analysis, a->pid);
                 if (q < 0)
                         fprintf(stderr,
                                 "pmugate: the mappings of process %d: %s; its blocks are named by "
@@ -923,7 +516,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
         }
         if (a->command)
                 workload_reap(&w);
-        recorder_done(&rec, c);
+        timing_recorder_done(&rec, c);
         q = timing_analysis_finish(analysis);
         if (q < 0) {
                 fprintf(stderr, "pmugate: %s\n", strerror(-q));
@@ -945,7 +538,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
         else if (interrupted && status == 0)
                 status = EXIT_SIGNAL_BASE + (strcmp(interrupted, "SIGINT") == 0 ? SIGINT : SIGTERM);
 out:
-        recorder_done(&rec, c);
+        timing_recorder_done(&rec, c);
         workload_abort(&w);
         if (blocked)
                 (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
