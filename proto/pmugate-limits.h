@@ -328,3 +328,19 @@
 /* The fds one reply passes: a perf_open's handoff or a timing_open's. */
 #define PMUGATE_REPLY_FDS_MAX                                                                    \
         (TIMING_CPUS_PER_OPEN > PERF_EVENTS_PER_OPEN_MAX ? TIMING_CPUS_PER_OPEN : PERF_EVENTS_PER_OPEN_MAX)
+
+/* pmugate timing's analysis (client/timing/timing-blocks.c). A "block" from start to end longer
+ * than TIMING_BLOCK_BYTES_MAX is no basic block (an entry pair across a lost record, or the
+ * kernel's filtering) and is counted apart, as perf script's brstackinsn bounds it; it is the
+ * disassembler's bound, so that every block can be listed. The client keeps at most
+ * TIMING_BLOCKS_MAX distinct blocks and sampled IPs, TIMING_CYCLES_KEPT_MAX cycle counts (2
+ * bytes each: 64 MiB, about a minute of sampling at the default period), and
+ * TIMING_ANALYSIS_MAPPINGS_MAX mappings (a fork copies its parent's) of TIMING_MODULES_MAX
+ * files; what comes past them is counted, not kept. A histogram has at most
+ * TIMING_HISTOGRAM_BINS_MAX bins. */
+#define TIMING_BLOCK_BYTES_MAX TIMING_DISASM_BYTES_MAX
+#define TIMING_BLOCKS_MAX (1U << 20)
+#define TIMING_CYCLES_KEPT_MAX (32U * 1024U * 1024U)
+#define TIMING_ANALYSIS_MAPPINGS_MAX 65536U
+#define TIMING_MODULES_MAX 4096U
+#define TIMING_HISTOGRAM_BINS_MAX 512U

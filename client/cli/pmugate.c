@@ -20,6 +20,7 @@
 #include "cli/verb-likwid.h"
 #include "cli/verb-list.h"
 #include "cli/verb-measure.h"
+#include "cli/verb-timing.h"
 #include "cpulist.h"
 #include "macro.h"
 
@@ -49,7 +50,12 @@ static void help(void) {
                "                                  Count events, or a group of events and formulas\n"
                "  list [events|groups|metrics] [PATTERN]\n"
                "                                  What this machine's CPU model can measure\n"
-               "  plot [-o PNG] [-m METRIC] FILE  TopDown over time and a per-CPU heatmap from -I output\n"
+               "  timing [--mode branches|ips] [--top N] [--block SYMBOL|ADDR] [-O FORMAT] [-o FILE]\n"
+               "         -- CMD ARGS... | -p PID\n"
+               "                                  Cycles per basic block from the LBR (or sampled IPs)\n"
+               "                                  of your command or process, with histograms\n"
+               "  plot [-o PNG] [-m METRIC] FILE  TopDown over time and a per-CPU heatmap from -I output;\n"
+               "                                  a timing result's histograms, two of them overlaid\n"
                "  topdown|stat -m ... -- CMD ARGS...\n"
                "                                  Per region CMD marks with pmugate's or LIKWID's markers\n"
                "  job [--dir DIR] [--nodes HOSTLIST] [-O table|csv|json] JOBID\n"
@@ -469,6 +475,8 @@ int main(int argc, char *argv[]) {
                 return verb_stat(argc, argv, arg_socket);
         if (strcmp(argv[0], "list") == 0)
                 return verb_list(argc, argv, arg_socket);
+        if (strcmp(argv[0], "timing") == 0)
+                return verb_timing(argc, argv, arg_socket);
         if (strcmp(argv[0], "plot") == 0)
                 return verb_plot(argv);
         if (strcmp(argv[0], "job") == 0)

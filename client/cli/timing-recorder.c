@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate timing's recording: open, map, drain, order by time
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/timing-recorder.h"
+#include "macro.h"
+#include "pmugate-limits.h"
+
+#define PROC_MAPS_LINE_MAX (TIMING_PATH_MAX + 256U)
+
+/* The part of a record the analysis reads: a sample without its unused entries, a mapping
+ * whole, the rest as they are. */
+static size_t record_size(const TimingRecord *rec) {
+        if (rec->kind == TIMING_RECORD_SAMPLE)
+                return offsetof(TimingRecord, sample.branches) +
+                       MIN(rec->sample.n_branches, (size_t) TIMING_BRANCHES_MAX) * sizeof(TimingBranch);
+        return sizeof(TimingRecord);
+}
+
+static int on_record(const TimingRecord *rec, void *userdata) {
+        TimingRecorder *r = userdata;
+        TimingRecord *copy;
+
+        if (rec->kind == TIMING_RECORD_EXIT && rec->pid == r->target)
+                r->exit_seen = true;
+        if (r->n_pending >= r->n_pending_allocated) {
+                size_t n = r->n_pending_allocated ? 2 * r->n_pending_allocated : 1024;
+                TimingPending *p = reallocarray(r->pending, n, sizeof(*p));
+
+                if (!p)
+                        return -ENOMEM;
+                r->pending = p;
+                r->n_pending_allocated = n;
+        }
+        /* a full TimingRecord is as large as its largest member (a mapping's path): samples, by
+         * far the most, are kept at their own size, the entries they have */
+        copy = malloc(record_size(rec));
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, rec, record_size(rec));
+        r->pending[r->n_pending++] = (TimingPending) { .time = rec->time, .seq = r->seq++, .rec = copy };
+        return 0;
+}
+
+static int compare_pending(const void *x, const void *y) {
+        const TimingPending *a = x, *b = y;
+
+        if (a->time != b->time)
+                return a->time < b->time ? -1 : 1;
+        return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+int timing_recorder_drain(TimingRecorder *r) {
+        int q = 0;
+
+        r->last_round = 0;
+        for (size_t i = 0; i < r->n_rings; i++) {
+                uint64_t malformed = 0;
+                int n;
+
+                if (!r->rings[i])
+                        continue;
+                n = timing_ring_drain(r->rings[i], on_record, r, &malformed);
+                r->malformed += malformed;
+                if (n == -EBADMSG) {
+                        /* the rest of this ring cannot be framed: what was read stays */
+                        r->unframed = true;
+                        r->rings[i] = timing_ring_unmap(r->rings[i]);
+                } else if (n < 0) {
+                        q = n;
+                        break;
+                }
+        }
+        r->last_round = r->n_pending;
+        if (r->n_pending > 1)
+                qsort(r->pending, r->n_pending, sizeof(*r->pending), compare_pending);
+        for (size_t i = 0; i < r->n_pending; i++) {
+                if (q >= 0)
+                        q = timing_analysis_add_record(r->analysis, r->pending[i].rec);
+                free(r->pending[i].rec);
+        }
+        r->n_pending = 0;
+        return q;
+}
+
+void timing_recorder_done(TimingRecorder *r, pmugate *c) {
+        for (size_t i = 0; i < r->n_rings; i++)
+                r->rings[i] = timing_ring_unmap(r->rings[i]);
+        free(r->rings);
+        for (size_t i = 0; i < r->n_handles; i++)
+                (void) pmugate_timing_close(c, r->handles[i]);
+        free(r->handles);
+        for (size_t i = 0; i < r->n_pending; i++)
+                free(r->pending[i].rec);
+        free(r->pending);
+        *r = (TimingRecorder) { .analysis = r->analysis, .target = r->target };
+}
+
+/* A refusal of branch mode for the lack of an LBR (or its cycles) gets what does work. */
+static void say_refused(TimingMode mode, const char *reason) {
+        fprintf(stderr, "pmugate: %s\n", reason);
+        if (mode == TIMING_MODE_BRANCHES && !strstr(reason, "ips") &&
+            (strstr(reason, "branch stack") || strstr(reason, "LBR") || strstr(reason, "records no cycles")))
+                fprintf(stderr,
+                        "pmugate: --mode ips samples instructions on this machine (no cycles per "
+                        "block, but where the time goes per function and line)\n");
+}
+
+int timing_recorder_open(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t period, pid_t pid,
+                         bool on_exec, const uint32_t *cpus, size_t n_cpus, uint64_t *ret_period) {
+        size_t n_requests = (n_cpus + TIMING_CPUS_PER_OPEN - 1) / TIMING_CPUS_PER_OPEN;
+
+        r->handles = calloc(n_requests, sizeof(*r->handles));
+        r->rings = calloc(n_cpus, sizeof(*r->rings));
+        if (!r->handles || !r->rings)
+                return -ENOMEM;
+        for (size_t k = 0; k < n_requests; k++) {
+                pmugate_timing_request req = {
+                        .mode = (pmugate_timing_mode) mode,
+                        .pid = pid,
+                        .on_exec = on_exec,
+                        .period = period,
+                        .cpus = cpus + k * TIMING_CPUS_PER_OPEN,
+                        .n_cpus = MIN((size_t) TIMING_CPUS_PER_OPEN, n_cpus - k * TIMING_CPUS_PER_OPEN),
+                };
+                char reason[PMUGATE_REASON_MAX] = "";
+                pmugate_timing_handle *h = NULL;
+                int q = pmugate_timing_open(c, &req, &h, reason, sizeof(reason));
+
+                if (q < 0) {
+                        say_refused(mode, reason[0] ? reason : pmugate_strerror(q));
+                        return q;
+                }
+                r->handles[r->n_handles++] = h;
+                *ret_period = pmugate_timing_period(h);
+                for (size_t i = 0; i < pmugate_timing_n_fds(h); i++) {
+                        q = timing_ring_map(pmugate_timing_fd(h, i), timing_sample_type(mode),
+                                            &r->rings[r->n_rings]);
+                        if (q < 0) {
+                                fprintf(stderr, "pmugate: cannot map the ring of CPU %d: %s\n",
+                                        pmugate_timing_cpu(h, i), strerror(-q));
+                                return q;
+                        }
+                        r->n_rings++;
+                }
+        }
+        return 0;
+}
+
+int timing_mappings_from_proc(TimingAnalysis *analysis, pid_t pid) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        _cleanup_free_ TimingMapping *m = calloc(1, sizeof(TimingMapping));
+        char path[64];
+        size_t size = 0;
+        ssize_t n;
+
+        if (!m)
+                return -ENOMEM;
+        (void) snprintf(path, sizeof(path), "/proc/%d/maps", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        while ((n = getline(&line, &size, f)) > 0) {
+                unsigned long long start, end, pgoff, ino;
+                unsigned maj, min;
+                char perms[8];
+                int at = 0, q;
+
+                if ((size_t) n > PROC_MAPS_LINE_MAX)
+                        continue;
+                if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min,
+                           &ino, &at) < 7 ||
+                    at <= 0 || end <= start || strlen(perms) < 3 || perms[2] != 'x')
+                        continue;
+                line[strcspn(line, "\n")] = '\0';
+                *m = (TimingMapping) {
+                        .pid = (uint32_t) pid, .tid = (uint32_t) pid, .start = start, .len = end - start,
+                        .pgoff = pgoff, .maj = maj, .min = min, .ino = ino,
+                };
+                (void) snprintf(m->path, sizeof(m->path), "%s", line + at);
+                q = timing_analysis_add_mapping(analysis, m);
+                if (q < 0)
+                        return q;
+        }
+        return 0;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pmugate timing's recording: the sampling events the daemon opens, one ring per CPU mapped
+ * and drained, the records of all CPUs fed to the analysis in time order
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pmugate/pmugate.h"
+#include "pmugate/timing.h"
+#include "timing-attr.h"
+#include "timing/timing-blocks.h"
+#include "timing/timing-ring.h"
+
+/* The records of one drain round, kept until they are ordered by time. */
+typedef struct TimingPending {
+        uint64_t time;
+        uint64_t seq;                   /* arrival: ties keep the ring's order */
+        TimingRecord *rec;
+} TimingPending;
+
+typedef struct TimingRecorder {
+        TimingAnalysis *analysis;
+        pmugate_timing_handle **handles;
+        size_t n_handles;
+        TimingRing **rings;
+        size_t n_rings;
+        TimingPending *pending;
+        size_t n_pending, n_pending_allocated;
+        uint64_t seq;
+        uint64_t malformed;
+        size_t last_round;              /* records the last drain read */
+        uint32_t target;                /* the process sampled */
+        bool exit_seen;                 /* its EXIT record was read */
+        bool unframed;                  /* a ring's records could no longer be framed */
+} TimingRecorder;
+
+/* Opens mode's events for pid on every CPU of cpus, TIMING_CPUS_PER_OPEN per request, and
+ * maps their rings; a refusal is said on stderr with the daemon's reason (and, where branch
+ * mode lacks an LBR, that IP mode works). *ret_period gets the daemon's period. Returns 0 or a
+ * negative errno; what was opened is r's until timing_recorder_done(). */
+int timing_recorder_open(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t period, pid_t pid,
+                         bool on_exec, const uint32_t *cpus, size_t n_cpus, uint64_t *ret_period);
+
+/* Drains every ring, then feeds the round's records to the analysis in time order (the rings
+ * of the CPUs interleave in time). A ring whose records cannot be framed any more is dropped
+ * (r->unframed). Returns 0 or a negative errno. */
+int timing_recorder_drain(TimingRecorder *r);
+
+/* Unmaps the rings and closes the events at the daemon (c may be NULL). */
+void timing_recorder_done(TimingRecorder *r, pmugate *c);
+
+/* The r-x mappings of a running process, which the kernel reported before the recording began
+ * and will not report again: parsed from /proc/PID/maps as MMAP2 records would have them. */
+int timing_mappings_from_proc(TimingAnalysis *analysis, pid_t pid);
