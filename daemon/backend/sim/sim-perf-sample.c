@@ -36,6 +36,9 @@
 /* The largest record: an MMAP2 with a path of PATH_MAX. */
 #define SIM_RECORD_MAX 8192U
 #define SIM_NS_PER_S UINT64_C(1000000000)
+/* Samples due but without room wait for the next tick up to this many rings' worth
+ * (write_samples()). */
+#define SIM_SAMPLE_BACKLOG_RINGS 1U
 
 /* sample_id_all's trailer for TIMING_SAMPLE_TYPE_*: TID (pid, tid), TIME, CPU (cpu, res). */
 #define SAMPLE_ID_SIZE (2 * sizeof(uint32_t) + sizeof(uint64_t) + 2 * sizeof(uint32_t))
@@ -433,16 +436,29 @@ static bool write_sample(SimPerfSampler *s, uint64_t time) {
         return ring_write(s, &r, time);
 }
 
-/* Periods the task ran since the last tick; the samples of each spread evenly in time. A
- * backlog beyond what the ring holds is counted lost without drawing it. */
+/* Periods the task ran since the last tick, written as far as the ring has room. The kernel
+ * writes each sample at its own overflow while the reader drains, so a burst is the
+ * simulator's doing (a tick that came late on a loaded machine): what finds no room waits for
+ * the next tick, up to one ring's worth, rather than being lost. Beyond that backlog the
+ * samples are lost, as the kernel's are for a reader that stopped reading. The samples written
+ * now spread evenly over the interval since the last tick. */
 static void write_samples(SimPerfSampler *s, uint64_t due, uint64_t now) {
-        uint64_t n = due - s->samples_due_done, fit = TIMING_RING_DATA_BYTES / sample_size(s) + 1;
-        uint64_t span = now > s->last_time_ns ? now - s->last_time_ns : 0, drawn = MIN(n, fit);
+        uint64_t fit = TIMING_RING_DATA_BYTES / sample_size(s) + 1, n = due - s->samples_due_done;
+        uint64_t span = now > s->last_time_ns ? now - s->last_time_ns : 0, room;
 
-        for (uint64_t k = 0; k < drawn; k++)
-                (void) write_sample(s, s->last_time_ns + span * (k + 1) / drawn);
-        s->lost += n - drawn;
-        s->samples_due_done = due;
+        if (n > SIM_SAMPLE_BACKLOG_RINGS * fit) {
+                s->lost += n - SIM_SAMPLE_BACKLOG_RINGS * fit;
+                s->samples_due_done += n - SIM_SAMPLE_BACKLOG_RINGS * fit;
+                n = SIM_SAMPLE_BACKLOG_RINGS * fit;
+        }
+        room = ring_space(s) / sample_size(s);
+        if (room > 0 && s->lost > 0)
+                room = (ring_space(s) - MIN(ring_space(s), LOST_RECORD_SIZE)) / sample_size(s);
+        room = MIN(room, n);
+        /* each is written, or (ring_write's word) counted lost: either way accounted for */
+        for (uint64_t k = 0; k < room; k++)
+                (void) write_sample(s, s->last_time_ns + span * (k + 1) / room);
+        s->samples_due_done += room;
 }
 
 void sim_perf_sampler_tick(SimPerfSampler *s, double cycles_per_ns) {
@@ -468,9 +484,11 @@ void sim_perf_sampler_tick(SimPerfSampler *s, double cycles_per_ns) {
         }
         if (s->announced && due > s->samples_due_done)
                 write_samples(s, due, now);
-        s->samples_due_done = MAX(s->samples_due_done, due);
+        if (!s->announced)
+                s->samples_due_done = MAX(s->samples_due_done, due);
         s->last_time_ns = now;
-        if (gone) {
+        /* the task's last samples first: its exit ends the stream */
+        if (gone && (!s->announced || s->samples_due_done >= due)) {
                 /* an event that was never enabled sees no side-band records */
                 if (s->announced)
                         write_exit(s, now);
