@@ -346,8 +346,8 @@ static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reaso
                               reason_size);
 }
 
-static int measure_setup(pmugate_measure *m, const char *group, const char *events, char *reterr_reason,
-                         size_t reason_size) {
+static int measure_setup(pmugate_measure *m, const char *group, const char *events, const MeasureDrill *drill,
+                         char *reterr_reason, size_t reason_size) {
         _cleanup_(group_freep) Group *g = NULL;
         int r;
 
@@ -410,6 +410,13 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                         return reason_fail(reterr_reason, reason_size, r, "%s: %s", g->path, reason);
         } else {
                 r = metric_set_compile(m->metric_set, reterr_reason, reason_size);
+                if (r < 0)
+                        return r;
+        }
+        if (drill) {
+                if (!g)
+                        return reason_fail(reterr_reason, reason_size, -EINVAL, "a drilldown needs a TopDown group");
+                r = measure_drill(m, drill, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
         }
@@ -495,8 +502,8 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
         return 0;
 }
 
-int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *events, const uint32_t *cpus,
-                 size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason, size_t reason_size) {
+int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *events, const MeasureDrill *drill,
+                 const uint32_t *cpus, size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason, size_t reason_size) {
         _cleanup_(pmugate_measure_closep) pmugate_measure *m = NULL;
         int r;
 
@@ -548,7 +555,7 @@ int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *
         r = resolve_topology(m, reterr_reason, reason_size);
         if (r < 0)
                 return r;
-        r = measure_setup(m, group, events, reterr_reason, reason_size);
+        r = measure_setup(m, group, events, drill, reterr_reason, reason_size);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(m);
@@ -560,5 +567,5 @@ int pmugate_measure_open_group(pmugate *c, const char *group, const char *events
                                size_t reason_size) {
         if (!group && !events)
                 return reason_fail(reterr_reason, reason_size, -EINVAL, "give a group, events or both");
-        return measure_open(c, NULL, group, events, cpus, n_cpus, flags, ret, reterr_reason, reason_size);
+        return measure_open(c, NULL, group, events, NULL, cpus, n_cpus, flags, ret, reterr_reason, reason_size);
 }
