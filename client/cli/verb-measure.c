@@ -542,8 +542,9 @@ static int drill_down(const MeasureArgs *a, OutputContext *out, pmugate *c, cons
                         return 1;
                 }
                 fprintf(stderr, "pmugate: --drilldown: level %u's largest node is %s (%.2f%s); level %u measures "
-                        "its children only\n", level, result->metrics[k].name, result->aggregate.metrics[k],
-                        result->metrics[k].unit, level + 1);
+                        "its children only\n", level, result->metrics[k].name,
+                        output_metric_value(result, &result->aggregate, (size_t) k), result->metrics[k].unit,
+                        level + 1);
                 phase.drill_nodes[phase.n_drill_nodes++] = result->metrics[k].name;
         }
         memcpy(final->drill_nodes, phase.drill_nodes, sizeof(phase.drill_nodes));
