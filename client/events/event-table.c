@@ -166,6 +166,30 @@ static const EventTableEntry event_table[] = {
         GP("TOPDOWN_BE_BOUND.SERIALIZATION", SRF, CODE(0x74, 0x10)),
         GP("TOPDOWN_BE_BOUND.REGISTER", SRF, CODE(0x74, 0x20)),
         GP("TOPDOWN_BE_BOUND.REORDER_BUFFER", SRF, CODE(0x74, 0x40)),
+        /* the events of Sierra Forest's own L2, L3, FLOPS_DP/SP, DATA and TLB_DATA groups
+         * (client/groups/srf/), from perf's sierraforest cache.json, pipeline.json and
+         * virtual-memory.json: the E-cores have none of the P-cores' FP_ARITH_INST_RETIRED,
+         * L1D.REPLACEMENT or MEM_INST_RETIRED */
+        GP("L2_REQUEST.MISS", SRF, CODE(0x24, 0x01)),
+        GP("L2_REQUEST.HIT", SRF, CODE(0x24, 0x02)),
+        GP("L2_LINES_IN.S", SRF, CODE(0x25, 0x02)),
+        GP("L2_LINES_IN.E", SRF, CODE(0x25, 0x04)),
+        GP("L2_LINES_IN.M", SRF, CODE(0x25, 0x08)),
+        GP("L2_LINES_IN.F", SRF, CODE(0x25, 0x10)),
+        GP("L2_LINES_OUT.NON_SILENT", SRF, CODE(0x26, 0x02)),
+        GP("MEM_LOAD_UOPS_RETIRED.L2_HIT", SRF, CODE(0xd1, 0x02)),
+        GP("MEM_LOAD_UOPS_RETIRED.L3_HIT", SRF, CODE(0xd1, 0x1c)),
+        GP("MEM_LOAD_UOPS_RETIRED.L2_MISS", SRF, CODE(0xd1, 0x80)),
+        GP("MEM_LOAD_UOPS_L3_MISS_RETIRED.ALL", SRF, CODE(0xd3, 0xff)),
+        GP("MEM_UOPS_RETIRED.ALL_LOADS", SRF, CODE(0xd0, 0x81)),
+        GP("MEM_UOPS_RETIRED.ALL_STORES", SRF, CODE(0xd0, 0x82)),
+        GP("FP_FLOPS_RETIRED.FP64", SRF, CODE(0xc8, 0x01)),
+        GP("FP_FLOPS_RETIRED.FP32", SRF, CODE(0xc8, 0x02)),
+        GP("FP_FLOPS_RETIRED.ALL", SRF, CODE(0xc8, 0x03)),
+        GP("DTLB_LOAD_MISSES.WALK_COMPLETED", SRF, CODE(0x08, 0x0e)),
+        GP("DTLB_LOAD_MISSES.WALK_PENDING", SRF, CODE(0x08, 0x10)),
+        GP("DTLB_STORE_MISSES.WALK_COMPLETED", SRF, CODE(0x49, 0x0e)),
+        GP("DTLB_STORE_MISSES.WALK_PENDING", SRF, CODE(0x49, 0x10)),
 
         /* AMD Zen 4 and Zen 5: cycles, instructions, branches, FLOPs */
         GP("ls_not_halted_cyc", AMD, AMD_CODE(0x076, 0x00)),

@@ -39,6 +39,9 @@
 
 #define ALL_COUNTERS 0xFFU
 
+/* Sierra Forest's BRANCH group: one retired instruction in five is a branch. */
+#define SIM_E_BRANCH_SHARE 0.2
+
 /* AMD shapes: one retired instruction in six is a branch, two thirds of branches are taken, and
  * half an FP operation retires per instruction; 80% of backend-stalled cycles retire nothing
  * while the oldest op waits (ex_no_retire.not_complete). */
@@ -127,11 +130,14 @@ static const SimEventEntry sapphire_rapids_events[] = {
         { 0xc3, 0x01, 1, true, ALL_COUNTERS, SIM_Q_MACHINE_CLEARS },
 };
 
-/* Sierra Forest (perf's sierraforest pipeline.json): the architectural events and the E-core
- * TopDown slot events of levels 1 and 2; level-3 facets come from a profile's extra events. */
+/* Sierra Forest (perf's sierraforest pipeline.json): the architectural events (branches for
+ * the BRANCH group) and the E-core TopDown slot events of levels 1 and 2; level-3 facets and
+ * the events of the other groups (L2, L3, FLOPS, DATA, TLB_DATA) come from a profile's extra
+ * events. */
 static const SimEventEntry sierra_forest_events[] = {
         { 0x3c, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
         { 0xc0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
+        { 0xc4, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BRANCHES },
         { 0xc5, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
         { 0x71, 0x00, 0, false, ALL_COUNTERS, SIM_Q_E_FE_BOUND },
         { 0x71, 0x72, 0, false, ALL_COUNTERS, SIM_Q_E_FE_LATENCY },
@@ -310,6 +316,7 @@ static void thread_rates(const SimModel *m, const SimProfile *p, double sibling_
         q[SIM_Q_E_MACHINE_CLEARS] = (b - misp) * slots;
         q[SIM_Q_E_BE_BOUND] = k * slots;
         q[SIM_Q_E_ALLOC_RESTRICTIONS] = (k - mb) * slots;
+        q[SIM_Q_BRANCHES] = SIM_E_BRANCH_SHARE * q[SIM_Q_INST];
         if (m->amd)
                 amd_thread_rates(m, p, q);
         if (m->perf_metrics < 2)
