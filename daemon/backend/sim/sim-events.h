@@ -65,7 +65,7 @@ typedef enum SimQuantity {
         SIM_Q_AMD_NOT_COMPLETE,         /* ex_no_retire.not_complete */
         SIM_Q_AMD_LOAD_NOT_COMPLETE,    /* ex_no_retire.load_not_complete */
         SIM_Q_AMD_UCODE_OPS,            /* ex_ret_ucode_ops */
-        SIM_Q_BRANCHES,                 /* ex_ret_brn */
+        SIM_Q_BRANCHES,                 /* ex_ret_brn; BR_INST_RETIRED.ALL_BRANCHES on Sierra Forest */
         SIM_Q_TAKEN_BRANCHES,           /* ex_ret_brn_tkn */
         SIM_Q_FLOPS,                    /* fp_ret_sse_avx_ops.all */
         _SIM_Q_MAX,
