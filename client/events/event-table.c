@@ -45,6 +45,11 @@
                                   .gp_mask = GP_MASK_ALL, .metrics_field = -1 }
 #define FIXED_ONLY(n, m, f) { .name = (n), .models = (m), .fixed = (f), .metrics_field = -1 }
 #define METRIC(n, m, field) { .name = (n), .models = (m), .fixed = FIXED_SLOTS, .metrics_field = (field) }
+/* A GP event that counts what its name says only with a facet of MSR_PEBS_FRONTEND set (perf's
+ * "MSRIndex": "0x3F7", "MSRValue"): the kernel's perf sets that register for it (the frontend
+ * field, config1), pmugated never writes it (docs/ALLOWLISTS.md, never-list). */
+#define GP_FRONTEND(n, m, c, fe) { .name = (n), .models = (m), .config = (c), .fixed = -1, .gp_ok = true, \
+                                   .gp_mask = GP_MASK_ALL, .metrics_field = -1, .frontend = (fe) }
 
 static const EventTableEntry event_table[] = {
         /* Architectural events and the fixed counters */
@@ -133,6 +138,11 @@ static const EventTableEntry event_table[] = {
         GP("BR_MISP_RETIRED.COND_NTAKEN", GNR, CODE(0xc5, 0x10)),
         GP("BR_MISP_RETIRED.INDIRECT", GNR, CODE(0xc5, 0x80)),
         GP_ONLY_ON("MEM_INST_RETIRED.STLB_HIT_LOADS", GNR, CODE(0xd0, 0x09), 0x0f),
+        /* Sapphire Rapids, Emerald and Granite Rapids: retired microcode-sequencer uops, event
+         * 0xC2 umask 0x04 with MSR_PEBS_FRONTEND = 0x8 (perf's sapphirerapids, emeraldrapids and
+         * graniterapids pipeline.json, and the kernel's extra register for 0x04c2); without the
+         * facet the event select counts something else */
+        GP_FRONTEND("UOPS_RETIRED.MS", SPR, CODE(0xc2, 0x04), 0x8),
         GP_ONLY_ON("MEM_INST_RETIRED.STLB_HIT_STORES", GNR, CODE(0xd0, 0x0a), 0x0f),
         GP_ONLY_ON("MEM_LOAD_RETIRED.LOCAL_CXL_MEM", GNR, CODE(0xd1, 0x80), 0x0f),
         GP_ONLY_ON("MEM_LOAD_L3_MISS_RETIRED.REMOTE_CXL_MEM", GNR, CODE(0xd3, 0x10), 0x0f),

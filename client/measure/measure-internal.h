@@ -66,6 +66,8 @@ typedef struct MeasureEvent {
         EventDesc desc;
         bool programmed;        /* false when its condition did not hold */
         bool not_modelled;      /* the simulated PMU does not count it (it would read 0) */
+        bool needs_perf;        /* its MSR_PEBS_FRONTEND facet (EventDesc.frontend) only the perf
+                                 * path sets: through the registers it is not programmed */
         int variable;           /* index in the metric set, or -1 */
         int core_variable;
 } MeasureEvent;

@@ -57,6 +57,7 @@ typedef struct SimEventEntry {
         bool edge;
         uint8_t counters;       /* GP counters the event may run on (bit n = PMCn) */
         SimQuantity quantity;
+        uint8_t frontend;       /* MSR_PEBS_FRONTEND bits the event needs to count quantity, or 0 */
 } SimEventEntry;
 
 /* Encodings from tma-formulas.md §5 and pmu-registers.md §2.9, plus the architectural events
@@ -124,6 +125,10 @@ static const SimEventEntry sapphire_rapids_events[] = {
         { 0xad, 0x01, 1, true, ALL_COUNTERS, SIM_Q_CLEARS_COUNT },
         { 0xc2, 0x01, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_HEAVY },
         { 0xc2, 0x02, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_SLOTS },
+        /* UOPS_RETIRED.MS counts microcode-sequencer uops with MSR_PEBS_FRONTEND bit 3 (perf's
+         * sapphirerapids pipeline.json); with another facet, something the simulator does not
+         * model */
+        { 0xc2, 0x04, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_MS, 0x08 },
         { 0x9c, 0x01, 0, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED },
         { 0x9c, 0x01, 6, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED_CYCLES_0 },
         { 0xc5, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
@@ -266,6 +271,8 @@ static void thread_rates(const SimModel *m, const SimProfile *p, double sibling_
         /* Skylake: heavy = (RETIRE_SLOTS + MACRO_FUSED - INST_RETIRED) / SLOTS */
         q[SIM_Q_UOPS_MACRO_FUSED] = fmax(0.0, q[SIM_Q_INST] - (r - h) * slots);
         q[SIM_Q_UOPS_RETIRED_HEAVY] = h * slots;
+        /* Sapphire Rapids: the microcode sequencer's share of heavy operations, as Ice Lake's */
+        q[SIM_Q_UOPS_RETIRED_MS] = SIM_MS_SHARE * h * slots;
 
         /* Ice Lake: heavy = RETIRED/ISSUED * MS_UOPS / SLOTS + retiring * (DEC0 - DEC0_c1) / MITE */
         if (r > 0.0) {
@@ -402,7 +409,8 @@ uint64_t sim_extra_event_config(const SimModel *m, const SimExtraEvent *e) {
         return entry_config(m, e->event, e->umask, 0, false);
 }
 
-double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter) {
+double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter,
+                       uint64_t pebs_frontend) {
         uint16_t event = (uint16_t) (evtsel & EVTSEL_EVENT_MASK);
         uint8_t umask = (uint8_t) ((evtsel >> EVTSEL_UMASK_SHIFT) & EVTSEL_UMASK_MASK);
         uint8_t cmask = (uint8_t) ((evtsel >> EVTSEL_CMASK_SHIFT) & EVTSEL_CMASK_MASK);
@@ -433,6 +441,8 @@ double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, un
                 if (e->event != event || e->umask != umask || e->cmask != cmask || e->edge != edge)
                         continue;
                 if (!(e->counters & (1U << counter)))
+                        return 0.0;
+                if ((pebs_frontend & e->frontend) != e->frontend)
                         return 0.0;
                 return any ? r->core[e->quantity] : r->thread[e->quantity];
         }

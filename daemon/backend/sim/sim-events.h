@@ -25,6 +25,7 @@ typedef enum SimQuantity {
         SIM_Q_UOPS_ISSUED,              /* UOPS_ISSUED.ANY */
         SIM_Q_UOPS_MACRO_FUSED,         /* UOPS_RETIRED.MACRO_FUSED */
         SIM_Q_UOPS_RETIRED_HEAVY,       /* UOPS_RETIRED.HEAVY */
+        SIM_Q_UOPS_RETIRED_MS,          /* UOPS_RETIRED.MS (spr, with MSR_PEBS_FRONTEND 0x8) */
         SIM_Q_IDQ_NOT_DELIVERED,        /* IDQ_UOPS_NOT_DELIVERED.CORE */
         SIM_Q_IDQ_NOT_DELIVERED_CYCLES_0, /* ... .CYCLES_0_UOPS_DELIV.CORE (cmask = width) */
         SIM_Q_RECOVERY_CYCLES,          /* INT_MISC.RECOVERY_CYCLES */
@@ -85,9 +86,11 @@ typedef struct SimRates {
 void sim_rates_compute(const SimModel *m, const SimProfile *self, const SimProfile *sibling,
                        SimRates *ret);
 
-/* Rate per wall-clock cycle of the event that evtsel selects on GP counter `counter`, before
- * the USR/OS filter: 0 for events the model does not know. */
-double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter);
+/* Rate per wall-clock cycle of the event that evtsel selects on GP counter `counter` with
+ * MSR_PEBS_FRONTEND holding pebs_frontend, before the USR/OS filter: 0 for events the model
+ * does not know, and for an event whose facet pebs_frontend does not select. */
+double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter,
+                       uint64_t pebs_frontend);
 
 /* The PERFEVTSEL encodings the model's table counts (event, umask, edge, cmask; on AMD
  * event[11:8] in bits 35:32), up to max of them into ret; returns how many there are. */
