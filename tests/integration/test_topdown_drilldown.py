@@ -88,6 +88,16 @@ def check_level3(tap, sim):
            "CSV: '<not drilled into>' for a node left out, the value for a measured one", out[:2000] + err)
 
 
+def check_jsonl(tap, sim):
+    """-I applies to the last run: every JSON line names the drilldown and says why a node is null."""
+    rc, out, err = sim.run("topdown", "-l", "3", "--drilldown", "-c", "0", "-I", "500ms", "-S", "1.5s", "-O", "jsonl")
+    lines = [json.loads(x) for x in out.splitlines() if x.strip()] if rc == 0 else []
+    tap.ok(len(lines) >= 2 and all(x["drilldown"] == [LARGEST_L2] and x["aggregate"]["metrics"]["tma_divider"] is None
+                                   and x["aggregate"]["metrics_na"].get("tma_divider") == NOT_DRILLED for x in lines),
+           "jsonl: each interval names the drilldown, and a node left out is null, 'not drilled into'",
+           (rc, err, out[:1500]))
+
+
 def check_level4(tap, sim):
     full = sim.json("topdown", "-l", "4", "-c", "0", "-S", "2s", "-O", "json")
     rc, out, err = sim.run("topdown", "-l", "4", "--drilldown", "-c", "0", "-S", "2s", "-O", "json")
@@ -134,6 +144,7 @@ def test_drilldown(tap):
     sim = t.Sim("spr", rules=[("0-7", profile())])
     try:
         check_level3(tap, sim)
+        check_jsonl(tap, sim)
         check_level4(tap, sim)
         refusals(tap, sim)
         wrapper(tap, sim)
