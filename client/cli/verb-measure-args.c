@@ -49,9 +49,9 @@ static int parse_time(const char *s, uint64_t plain_unit_ns, uint64_t *ret) {
 
 static void help(bool topdown) {
         if (topdown)
-                printf("Usage: pmugate topdown [-l 1|2|3|4 [--drilldown]] [-C CPUS | -c CPUS | -p PID] [--scope=SCOPE]\n"
-                       "                       [-I INTERVAL] [-S DURATION] [-r N] [-O FORMAT] [-o FILE] [-A]\n"
-                       "                       [-- COMMAND ARGS...]\n"
+                printf("Usage: pmugate topdown [-l 1|2|3|4 [--drilldown]] [-C CPUS | -c CPUS | -p PID]\n"
+                       "                       [--scope=SCOPE] [-I INTERVAL] [-S DURATION] [-r N] [-O FORMAT]\n"
+                       "                       [-o FILE] [-A] [-- COMMAND ARGS...]\n"
                        "\n"
                        "Intel's TopDown analysis (level 1, or down to level 2, 3 or 4) on CPUs.\n");
         else

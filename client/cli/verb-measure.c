@@ -695,16 +695,18 @@ static int run(const MeasureArgs *a, const char *socket_path) {
                 fprintf(stderr, "pmugate: signalfd: %s\n", strerror(errno));
                 status = 1;
         } else {
-                status = a->drilldown ? drill_down(a, &out, c, info, cpus, n_cpus, signal_fd, &final, drill_results) : 0;
+                status = a->drilldown ?
+                         drill_down(a, &out, c, info, cpus, n_cpus, signal_fd, &final, drill_results) : 0;
                 if (status == 0 && a->repeat > 1)
                         status = measure_repeated(&final, &out, c, info, cpus, n_cpus, signal_fd);
                 else if (status == 0)
                         status = measure_once(&final, &out, c, info, cpus, n_cpus, signal_fd, NULL, &end);
         }
-        for (size_t i = 0; i < DRILL_NODES_MAX; i++)
-                pmugate_result_free(drill_results[i]);
         if (output_finish(&out) < 0)
                 status = status ?: 1;
+        /* the drilled nodes' names (out.drill_nodes) live in these results */
+        for (size_t i = 0; i < DRILL_NODES_MAX; i++)
+                pmugate_result_free(drill_results[i]);
         if (blocked)
                 (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
         return status;

@@ -27,9 +27,9 @@ static int check_nodes(const pmugate_measure *m, const MeasureDrill *d, int *nod
                        size_t reason_size) {
         if (d->n_nodes + 2 != d->level)
                 return reason_fail(reterr_reason, reason_size, -EINVAL,
-                                   "drilling down to level %u takes %u node%s (one of level 2%s), not %zu", d->level,
-                                   d->level - 2, d->level == 3 ? "" : "s", d->level == 3 ? "" : " and its child at level 3",
-                                   d->n_nodes);
+                                   "drilling down to level %u takes %u node%s (one of level 2%s), not %zu",
+                                   d->level, d->level - 2, d->level == 3 ? "" : "s",
+                                   d->level == 3 ? "" : " and its child at level 3", d->n_nodes);
         for (size_t j = 0; j < d->n_nodes; j++) {
                 int k = d->nodes[j] ? find_reported(m, d->nodes[j]) : -ENOENT;
 

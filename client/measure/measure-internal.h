@@ -223,7 +223,8 @@ struct pmugate_measure {
  * resolves the group's events, places them on counters and compiles the formulas; with drill
  * (or NULL), only the nodes it drills into are measured. */
 int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *events, const MeasureDrill *drill,
-                 const uint32_t *cpus, size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason, size_t reason_size);
+                 const uint32_t *cpus, size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason,
+                 size_t reason_size);
 
 /* drilldown.c: marks the nodes drill leaves out n/a ("not drilled into") and takes the events
  * no drilled node uses off the counters; between compiling the formulas and scheduling. */

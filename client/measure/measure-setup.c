@@ -556,7 +556,8 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
 }
 
 int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *events, const MeasureDrill *drill,
-                 const uint32_t *cpus, size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason, size_t reason_size) {
+                 const uint32_t *cpus, size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason,
+                 size_t reason_size) {
         _cleanup_(pmugate_measure_closep) pmugate_measure *m = NULL;
         int r;
 
