@@ -538,7 +538,10 @@ static int drill_down(const MeasureArgs *a, OutputContext *out, pmugate *c, cons
                 }
                 k = pmugate_result_largest_metric(result, level);
                 if (k < 0) {
-                        fprintf(stderr, "pmugate: --drilldown: no level-%u node has a value to drill into\n", level);
+                        fprintf(stderr, "pmugate: --drilldown: no level-%u node%s%s has a value (all n/a) to drill "
+                                "into; measure level %u without --drilldown\n", level,
+                                phase.n_drill_nodes ? " under " : "",
+                                phase.n_drill_nodes ? phase.drill_nodes[phase.n_drill_nodes - 1] : "", level);
                         return 1;
                 }
                 fprintf(stderr, "pmugate: --drilldown: level %u's largest node is %s (%.2f%s); level %u measures "

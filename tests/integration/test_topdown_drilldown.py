@@ -13,6 +13,7 @@ null with the reason "not drilled into" (never 0) in JSON, "<not drilled into>" 
 n/a in the table. --drilldown with level 1 or 2, or with stat, is refused."""
 
 import json
+import os
 
 import pmugatetest as t
 
@@ -152,5 +153,23 @@ def test_drilldown(tap):
         sim.stop()
 
 
+def test_perf_path(tap):
+    """Through perf a whole level 3 exceeds one perf_open and is refused; drilled, it fits."""
+    sim = t.Sim("spr", rules=[("0-7", profile())])
+    sim.daemon.stop()
+    sim.daemon = t.Daemon(sim.dir, ["--backend=sim", "--sim-model=spr",
+                                    "--sim-config=" + os.path.join(sim.dir, "sim.conf"), "--counters=perf"])
+    try:
+        rc, out, err = sim.run("topdown", "-l", "3", "-c", "0", "-S", "0.5s", "-O", "json")
+        tap.ok(rc == 1 and "one perf_open holds" in err, "perf path: a whole level 3 does not fit one perf_open", err)
+        rc, out, err = sim.run("topdown", "-l", "4", "--drilldown", "-c", "0", "-S", "1s", "-O", "json")
+        r = t.fractions(json.loads(out)) if rc == 0 else {}
+        got = (r.get("aggregate") or {}).get("metrics", {}).get("tma_icache_misses")
+        tap.ok(rc == 0 and r["drilldown"][0] == LARGEST_L2 and got is not None and abs(got - ICACHE) <= RATIO_BOUND,
+               "perf path: -l 4 --drilldown fits and reads tma_icache_misses within the bound", (rc, err, got))
+    finally:
+        sim.stop()
+
+
 if __name__ == "__main__":
-    raise SystemExit(t.Tap().run([test_drilldown]))
+    raise SystemExit(t.Tap().run([test_drilldown, test_perf_path]))
