@@ -139,6 +139,9 @@ def wrapper(tap, sim):
     r = json.loads(err[err.index("{"):]) if "{" in err else {}
     tap.ok(rc == 0 and out.count("ran") == 2 and r.get("drilldown") == [LARGEST_L2],
            "wrapper mode: the command runs for level 2, then for level 3 drilled", (rc, out, err[-1500:]))
+    rc, out, err = sim.run("topdown", "-l", "3", "--drilldown", "-C", "0", "--", "sh", "-c", "echo ran; exit 3")
+    tap.ok(rc == 3 and out.count("ran") == 1 and "'sh' exited with status 3 in the run measuring level 2" in err,
+           "wrapper mode: a command that fails in the level-2 run ends the drilldown with its status", (rc, out, err))
 
 
 def test_drilldown(tap):
