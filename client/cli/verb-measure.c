@@ -526,22 +526,23 @@ static int drill_down(const MeasureArgs *a, OutputContext *out, pmugate *c, cons
         for (unsigned level = 2; level < a->level; level++) {
                 pmugate_result *result = NULL;
                 RunEnd end = {};
-                int k;
+                int k, status;
 
                 phase.level = level;
-                (void) measure_once(&phase, out, c, info, cpus, n_cpus, signal_fd, &result, &end);
+                status = measure_once(&phase, out, c, info, cpus, n_cpus, signal_fd, &result, &end);
                 ret_results[level - 2] = result;
-                if (!result || end.signal || (a->command && end.status != 0)) {
+                if (!result || end.signal || status != 0) {
                         if (end.signal)
                                 fprintf(stderr, "pmugate: --drilldown: the run measuring level %u was interrupted; "
                                         "no deeper run\n", level);
-                        else if (result)
+                        else if (a->command && out->exit_status > 0)
                                 fprintf(stderr, "pmugate: --drilldown: '%s' exited with status %d in the run "
-                                        "measuring level %u; no deeper run\n", a->command[0], end.status, level);
+                                        "measuring level %u; no deeper run\n", a->command[0], out->exit_status,
+                                        level);
                         else
                                 fprintf(stderr, "pmugate: --drilldown: the run measuring level %u failed; no deeper "
                                         "run\n", level);
-                        return end.signal ? EXIT_SIGNAL_BASE + end.signal : end.status ?: 1;
+                        return end.signal ? EXIT_SIGNAL_BASE + end.signal : status ?: 1;
                 }
                 k = pmugate_result_largest_metric(result, level);
                 if (k < 0) {
