@@ -297,6 +297,8 @@ static void write_title(OutputContext *ctx) {
                 fprintf(ctx->file, ": TopDown level %u", ctx->level);
         else
                 fprintf(ctx->file, "%s%s", ctx->group[0] ? ": group " : "", ctx->group);
+        for (size_t i = 0; i < ctx->n_drill_nodes; i++)
+                fprintf(ctx->file, "%s%s", i == 0 ? ", drilled into " : " > ", ctx->drill_nodes[i]);
         if (ctx->runs > 1)
                 fprintf(ctx->file, " (%u runs)", ctx->runs);
         fputc('\n', ctx->file);
@@ -570,7 +572,11 @@ static int write_csv(OutputContext *ctx, const pmugate_result *r) {
                         row_text(&row, ",metric,");
                         row_text(&row, fields[r->n_events + 2 * i]);
                         row_text(&row, ",");
-                        row_number(&row, output_metric_value(r, v, i));
+                        /* a node a drilldown left out says so, as an event the simulator lacks does */
+                        if (strcmp(r->metrics[i].unavailable, PMUGATE_NOT_DRILLED) == 0)
+                                row_text(&row, "<not drilled into>");
+                        else
+                                row_number(&row, output_metric_value(r, v, i));
                         row_text(&row, ",");
                         row_text(&row, fields[r->n_events + 2 * i + 1]);
                         row_text(&row, ",,");
@@ -690,8 +696,15 @@ static json_object *json_result(OutputContext *ctx, const pmugate_result *r, boo
         json_object_object_add(root, "model_name", json_object_new_string(ctx->info->model_label));
         json_object_object_add(root, "simulated", json_object_new_boolean(ctx->info->simulated));
         json_object_object_add(root, "group", json_object_new_string(ctx->group));
-        if (ctx->level > 0)
+        if (ctx->level > 0) {
+                json_object *drill = ctx->n_drill_nodes > 0 ? json_object_new_array() : NULL;
+
                 json_object_object_add(root, "level", json_object_new_int(ctx->level));
+                for (size_t i = 0; i < ctx->n_drill_nodes; i++)
+                        json_object_array_add(drill, json_object_new_string(ctx->drill_nodes[i]));
+                /* null: every node of every level measured */
+                json_object_object_add(root, "drilldown", drill);
+        }
         for (size_t i = 0; i < r->n_cpus; i++)
                 json_object_array_add(cpus, json_object_new_int64(r->cpus[i].cpu));
         json_object_object_add(root, "cpus", cpus);

@@ -34,6 +34,8 @@ typedef struct OutputContext {
         const char *group;              /* group name, or "" for events alone */
         const char *description;
         unsigned level;                 /* TopDown level, 0 for stat */
+        const char *const *drill_nodes; /* --drilldown: the node drilled into at each level from 2 */
+        size_t n_drill_nodes;
         const char *cpu_list;           /* measured CPUs as a list ("0-3") */
         const char *target;             /* what is counted when not the CPUs ("process 42"), or NULL */
         char target_buf[320];

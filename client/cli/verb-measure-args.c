@@ -49,9 +49,9 @@ static int parse_time(const char *s, uint64_t plain_unit_ns, uint64_t *ret) {
 
 static void help(bool topdown) {
         if (topdown)
-                printf("Usage: pmugate topdown [-l 1|2|3|4] [-C CPUS | -c CPUS | -p PID] [--scope=SCOPE]\n"
-                       "                       [-I INTERVAL] [-S DURATION] [-r N] [-O FORMAT] [-o FILE] [-A]\n"
-                       "                       [-- COMMAND ARGS...]\n"
+                printf("Usage: pmugate topdown [-l 1|2|3|4 [--drilldown]] [-C CPUS | -c CPUS | -p PID]\n"
+                       "                       [--scope=SCOPE] [-I INTERVAL] [-S DURATION] [-r N] [-O FORMAT]\n"
+                       "                       [-o FILE] [-A] [-- COMMAND ARGS...]\n"
                        "\n"
                        "Intel's TopDown analysis (level 1, or down to level 2, 3 or 4) on CPUs.\n");
         else
@@ -71,7 +71,11 @@ static void help(bool topdown) {
                "perf stat -- COMMAND; -p counts a running process; in job mode the job is counted.\n"
                "\n");
         if (topdown)
-                printf("  -l --level=1|2        TopDown level (default 1)\n");
+                printf("  -l --level=1|2|3|4    TopDown level (default 1)\n"
+                       "     --drilldown        With -l 3 or 4: as toplev, measure below level 2 only\n"
+                       "                        the children of the largest node of the level above,\n"
+                       "                        found in a run of its own (COMMAND or -S runs once\n"
+                       "                        per level from 2)\n");
         else
                 printf("  -e --events=LIST      Events: Intel names (any case), perf's instructions,\n"
                        "                        cycles, ref-cycles, branches, branch-misses,\n"
@@ -165,6 +169,12 @@ static int parse_option(MeasureArgs *a, int opt, const char *arg, char *const *a
         case ARG_AGGREGATE:
                 a->aggregate_only = true;
                 return 0;
+        case ARG_DRILLDOWN:
+                if (!a->topdown)
+                        return usage_error(verb, "--drilldown drills into the TopDown tree: it is an option of "
+                                           "pmugate topdown", NULL);
+                a->drilldown = true;
+                return 0;
         case 'm':
                 a->marker = true;
                 return 0;
@@ -211,6 +221,7 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                 { "output", required_argument, NULL, 'o' },
                 { "per-cpu", no_argument, NULL, 'A' },
                 { "aggregate", no_argument, NULL, ARG_AGGREGATE },
+                { "drilldown", no_argument, NULL, ARG_DRILLDOWN },
                 { "reset-period", required_argument, NULL, ARG_RESET_PERIOD },
                 { "rotate-period", required_argument, NULL, ARG_ROTATE_PERIOD },
                 { "user", no_argument, NULL, ARG_USER },
@@ -270,6 +281,14 @@ int measure_parse_args(int argc, char *argv[], bool topdown, MeasureArgs *ret) {
                                    "-r repeats a whole command for means and deviations; -I prints intervals "
                                    "of one run: give one of them" :
                                    "-r repeats a command: give one after --", NULL);
+        if (a.drilldown && a.level < 3)
+                return usage_error(verb, "--drilldown measures below level 2 only the children of the largest "
+                                   "node above: give -l 3 or -l 4 (levels 1 and 2 are always measured whole)",
+                                   NULL);
+        if (a.drilldown && (a.marker || a.pid > 0 || (!a.command && a.duration_ns == 0)))
+                return usage_error(verb, "--drilldown runs a COMMAND, or measures -S DURATION, once per level "
+                                   "from 2 to find the largest node: give a COMMAND or -S, and no -m or -p",
+                                   NULL);
         *ret = a;
         return 0;
 }

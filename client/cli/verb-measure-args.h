@@ -21,7 +21,10 @@ enum {
         ARG_KERNEL,
         ARG_SCOPE,
         ARG_AGGREGATE,
+        ARG_DRILLDOWN,
 };
+
+#define DRILL_NODES_MAX 2U              /* a drilldown to level 4 names a level-2 and a level-3 node */
 
 #define SCOPE_DEFAULT (-1)              /* MeasureArgs.scope: chosen from the other options */
 
@@ -29,6 +32,10 @@ typedef struct MeasureArgs {
         bool topdown;
         const char *verb;
         unsigned level;
+        bool drilldown;                 /* --drilldown: one run per level from 2, then the last */
+        const char *drill_nodes[DRILL_NODES_MAX];      /* the run's drilled nodes (the largest of each
+                                                        * level in the run before), or none */
+        size_t n_drill_nodes;
         const char *events;
         const char *group;
         const char *pin_cpus;           /* -C: pin the command and measure */

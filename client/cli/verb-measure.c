@@ -262,7 +262,10 @@ static int open_measurement(const MeasureArgs *a, pmugate *c, const pmugate_info
          * the table libpfm4 has for it (Emerald Rapids': Sapphire Rapids') */
         if (info->model_key[0])
                 (void) setenv("LIBPFM_FORCE_PMU", event_libpfm_pmu(info->model_key) ?: info->model_key, 0);
-        if (a->topdown)
+        if (a->topdown && a->n_drill_nodes > 0)
+                r = pmugate_measure_open_topdown_drilldown(c, a->level, a->drill_nodes, a->n_drill_nodes, cpus,
+                                                           n_cpus, a->flags, ret, reason, sizeof(reason));
+        else if (a->topdown)
                 r = pmugate_measure_open_topdown(c, a->level, cpus, n_cpus, a->flags, ret, reason,
                                                  sizeof(reason));
         else
@@ -507,6 +510,61 @@ static int measure_repeated(const MeasureArgs *a, OutputContext *out, pmugate *c
         return status;
 }
 
+/* --drilldown: as toplev reruns the workload, one run per level from 2 up to the one before
+ * the last (the COMMAND again, or -S again), each drilled into the largest node of the run
+ * before; the largest node of each goes into final->drill_nodes, whose run is the result.
+ * The names point into the results, kept in ret_results until the end. Returns 0, or the
+ * status to exit with when a run failed or was interrupted. */
+static int drill_down(const MeasureArgs *a, OutputContext *out, pmugate *c, const pmugate_info *info,
+                      const uint32_t *cpus, size_t n_cpus, int signal_fd, MeasureArgs *final,
+                      pmugate_result *ret_results[DRILL_NODES_MAX]) {
+        MeasureArgs phase = *a;
+
+        phase.interval_ns = 0;
+        phase.repeat = 1;
+        phase.n_drill_nodes = 0;
+        for (unsigned level = 2; level < a->level; level++) {
+                pmugate_result *result = NULL;
+                RunEnd end = {};
+                int k, status;
+
+                phase.level = level;
+                status = measure_once(&phase, out, c, info, cpus, n_cpus, signal_fd, &result, &end);
+                ret_results[level - 2] = result;
+                if (!result || end.signal || status != 0) {
+                        if (end.signal)
+                                fprintf(stderr, "pmugate: --drilldown: the run measuring level %u was interrupted; "
+                                        "no deeper run\n", level);
+                        else if (a->command && out->exit_status > 0)
+                                fprintf(stderr, "pmugate: --drilldown: '%s' exited with status %d in the run "
+                                        "measuring level %u; no deeper run\n", a->command[0], out->exit_status,
+                                        level);
+                        else
+                                fprintf(stderr, "pmugate: --drilldown: the run measuring level %u failed; no deeper "
+                                        "run\n", level);
+                        return end.signal ? EXIT_SIGNAL_BASE + end.signal : status ?: 1;
+                }
+                k = pmugate_result_largest_metric(result, level);
+                if (k < 0) {
+                        fprintf(stderr, "pmugate: --drilldown: no level-%u node%s%s has a value (all n/a) to drill "
+                                "into; measure level %u without --drilldown\n", level,
+                                phase.n_drill_nodes ? " under " : "",
+                                phase.n_drill_nodes ? phase.drill_nodes[phase.n_drill_nodes - 1] : "", level);
+                        return 1;
+                }
+                fprintf(stderr, "pmugate: --drilldown: level %u's largest node is %s (%.2f%s); level %u measures "
+                        "its children only\n", level, result->metrics[k].name,
+                        output_metric_value(result, &result->aggregate, (size_t) k), result->metrics[k].unit,
+                        level + 1);
+                phase.drill_nodes[phase.n_drill_nodes++] = result->metrics[k].name;
+        }
+        memcpy(final->drill_nodes, phase.drill_nodes, sizeof(phase.drill_nodes));
+        final->n_drill_nodes = phase.n_drill_nodes;
+        out->drill_nodes = final->drill_nodes;
+        out->n_drill_nodes = final->n_drill_nodes;
+        return 0;
+}
+
 /* Whether the file name in an -o template ends in a suffix that names no format. One from a
  * %h expansion (a host name's domain) is not the user's choice and is left alone. */
 static bool unknown_suffix(const char *template) {
@@ -597,6 +655,8 @@ static int run(const MeasureArgs *a, const char *socket_path) {
         bool blocked;
         size_t n_cpus = 0;
         RunEnd end = {};
+        MeasureArgs final = *a;
+        pmugate_result *drill_results[DRILL_NODES_MAX] = {};
         int r, status;
 
         if (cli_connect(socket_path, &c) < 0)
@@ -645,12 +705,19 @@ static int run(const MeasureArgs *a, const char *socket_path) {
         if (signal_fd < 0) {
                 fprintf(stderr, "pmugate: signalfd: %s\n", strerror(errno));
                 status = 1;
-        } else if (a->repeat > 1)
-                status = measure_repeated(a, &out, c, info, cpus, n_cpus, signal_fd);
-        else
-                status = measure_once(a, &out, c, info, cpus, n_cpus, signal_fd, NULL, &end);
+        } else {
+                status = a->drilldown ?
+                         drill_down(a, &out, c, info, cpus, n_cpus, signal_fd, &final, drill_results) : 0;
+                if (status == 0 && a->repeat > 1)
+                        status = measure_repeated(&final, &out, c, info, cpus, n_cpus, signal_fd);
+                else if (status == 0)
+                        status = measure_once(&final, &out, c, info, cpus, n_cpus, signal_fd, NULL, &end);
+        }
         if (output_finish(&out) < 0)
                 status = status ?: 1;
+        /* the drilled nodes' names (out.drill_nodes) live in these results */
+        for (size_t i = 0; i < DRILL_NODES_MAX; i++)
+                pmugate_result_free(drill_results[i]);
         if (blocked)
                 (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
         return status;

@@ -46,6 +46,11 @@
                                   .gp_mask = GP_MASK_ALL, .metrics_field = -1 }
 #define FIXED_ONLY(n, m, f) { .name = (n), .models = (m), .fixed = (f), .metrics_field = -1 }
 #define METRIC(n, m, field) { .name = (n), .models = (m), .fixed = FIXED_SLOTS, .metrics_field = (field) }
+/* A GP event that counts what its name says only with a facet of MSR_PEBS_FRONTEND set (perf's
+ * "MSRIndex": "0x3F7", "MSRValue"): the kernel's perf sets that register for it (the frontend
+ * field, config1), pmugated never writes it (docs/ALLOWLISTS.md, never-list). */
+#define GP_FRONTEND(n, m, c, fe) { .name = (n), .models = (m), .config = (c), .fixed = -1, .gp_ok = true, \
+                                   .gp_mask = GP_MASK_ALL, .metrics_field = -1, .frontend = (fe) }
 
 static const EventTableEntry event_table[] = {
         /* Architectural events and the fixed counters */
@@ -134,6 +139,11 @@ static const EventTableEntry event_table[] = {
         GP("BR_MISP_RETIRED.COND_NTAKEN", GNR, CODE(0xc5, 0x10)),
         GP("BR_MISP_RETIRED.INDIRECT", GNR, CODE(0xc5, 0x80)),
         GP_ONLY_ON("MEM_INST_RETIRED.STLB_HIT_LOADS", GNR, CODE(0xd0, 0x09), 0x0f),
+        /* Sapphire Rapids, Emerald and Granite Rapids: retired microcode-sequencer uops, event
+         * 0xC2 umask 0x04 with MSR_PEBS_FRONTEND = 0x8 (perf's sapphirerapids, emeraldrapids and
+         * graniterapids pipeline.json, and the kernel's extra register for 0x04c2); without the
+         * facet the event select counts something else */
+        GP_FRONTEND("UOPS_RETIRED.MS", SPR, CODE(0xc2, 0x04), 0x8),
         GP_ONLY_ON("MEM_INST_RETIRED.STLB_HIT_STORES", GNR, CODE(0xd0, 0x0a), 0x0f),
         GP_ONLY_ON("MEM_LOAD_RETIRED.LOCAL_CXL_MEM", GNR, CODE(0xd1, 0x80), 0x0f),
         GP_ONLY_ON("MEM_LOAD_L3_MISS_RETIRED.REMOTE_CXL_MEM", GNR, CODE(0xd3, 0x10), 0x0f),
@@ -167,6 +177,30 @@ static const EventTableEntry event_table[] = {
         GP("TOPDOWN_BE_BOUND.SERIALIZATION", SRF, CODE(0x74, 0x10)),
         GP("TOPDOWN_BE_BOUND.REGISTER", SRF, CODE(0x74, 0x20)),
         GP("TOPDOWN_BE_BOUND.REORDER_BUFFER", SRF, CODE(0x74, 0x40)),
+        /* the events of Sierra Forest's own L2, L3, FLOPS_DP/SP, DATA and TLB_DATA groups
+         * (client/groups/srf/), from perf's sierraforest cache.json, pipeline.json and
+         * virtual-memory.json: the E-cores have none of the P-cores' FP_ARITH_INST_RETIRED,
+         * L1D.REPLACEMENT or MEM_INST_RETIRED */
+        GP("L2_REQUEST.MISS", SRF, CODE(0x24, 0x01)),
+        GP("L2_REQUEST.HIT", SRF, CODE(0x24, 0x02)),
+        GP("L2_LINES_IN.S", SRF, CODE(0x25, 0x02)),
+        GP("L2_LINES_IN.E", SRF, CODE(0x25, 0x04)),
+        GP("L2_LINES_IN.M", SRF, CODE(0x25, 0x08)),
+        GP("L2_LINES_IN.F", SRF, CODE(0x25, 0x10)),
+        GP("L2_LINES_OUT.NON_SILENT", SRF, CODE(0x26, 0x02)),
+        GP("MEM_LOAD_UOPS_RETIRED.L2_HIT", SRF, CODE(0xd1, 0x02)),
+        GP("MEM_LOAD_UOPS_RETIRED.L3_HIT", SRF, CODE(0xd1, 0x1c)),
+        GP("MEM_LOAD_UOPS_RETIRED.L2_MISS", SRF, CODE(0xd1, 0x80)),
+        GP("MEM_LOAD_UOPS_L3_MISS_RETIRED.ALL", SRF, CODE(0xd3, 0xff)),
+        GP("MEM_UOPS_RETIRED.ALL_LOADS", SRF, CODE(0xd0, 0x81)),
+        GP("MEM_UOPS_RETIRED.ALL_STORES", SRF, CODE(0xd0, 0x82)),
+        GP("FP_FLOPS_RETIRED.FP64", SRF, CODE(0xc8, 0x01)),
+        GP("FP_FLOPS_RETIRED.FP32", SRF, CODE(0xc8, 0x02)),
+        GP("FP_FLOPS_RETIRED.ALL", SRF, CODE(0xc8, 0x03)),
+        GP("DTLB_LOAD_MISSES.WALK_COMPLETED", SRF, CODE(0x08, 0x0e)),
+        GP("DTLB_LOAD_MISSES.WALK_PENDING", SRF, CODE(0x08, 0x10)),
+        GP("DTLB_STORE_MISSES.WALK_COMPLETED", SRF, CODE(0x49, 0x0e)),
+        GP("DTLB_STORE_MISSES.WALK_PENDING", SRF, CODE(0x49, 0x10)),
 
         /* AMD Zen 4 and Zen 5: cycles, instructions, branches, FLOPs */
         GP("ls_not_halted_cyc", AMD, AMD_CODE(0x076, 0x00)),

@@ -36,6 +36,7 @@ typedef struct EventTableEntry {
         bool gp_ok;
         uint32_t gp_mask;
         int8_t metrics_field;   /* PERF_METRICS byte, or -1 */
+        uint32_t frontend;      /* MSR_PEBS_FRONTEND value the event needs, or 0 (EventDesc) */
 } EventTableEntry;
 
 /* The EVENT_MODEL_* bits of a model key ("skx", "clx", "icx", "spr", "emr", "gnr", "srf", "zen4",

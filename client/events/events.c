@@ -253,6 +253,7 @@ static int resolve_base(const char *model, const char *base, EventDesc *d, char 
                 d->fixed = e->fixed;
                 d->gp_ok = e->gp_ok;
                 d->gp_mask = e->gp_mask;
+                d->frontend = e->frontend;
                 if (e->metrics_field >= 0) {
                         d->kind = EVENT_PERF_METRICS;
                         d->metrics_field = (unsigned) e->metrics_field;

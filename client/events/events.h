@@ -35,6 +35,9 @@ typedef struct EventDesc {
         uint32_t gp_mask;               /* GP counters it may run on (bit n = PMCn) */
         bool usr, os;                   /* rings counted */
         unsigned metrics_field;         /* PERF_METRICS byte, for EVENT_PERF_METRICS */
+        uint32_t frontend;              /* MSR_PEBS_FRONTEND value it needs (perf's frontend=,
+                                         * config1), or 0: only the perf path can count it, since
+                                         * pmugated never writes that register */
         bool pinned;                    /* keep on a GP counter in every event set when sets take turns */
         unsigned needed_by;             /* reported metrics that use it: when sets take turns, the
                                          * most needed go into the first set */

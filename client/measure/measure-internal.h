@@ -66,6 +66,8 @@ typedef struct MeasureEvent {
         EventDesc desc;
         bool programmed;        /* false when its condition did not hold */
         bool not_modelled;      /* the simulated PMU does not count it (it would read 0) */
+        bool needs_perf;        /* its MSR_PEBS_FRONTEND facet (EventDesc.frontend) only the perf
+                                 * path sets: through the registers it is not programmed */
         int variable;           /* index in the metric set, or -1 */
         int core_variable;
 } MeasureEvent;
@@ -114,6 +116,14 @@ int measure_perf_plan(const char *model, const char *core_pmu, const EventDesc *
 const char *measure_perf_core_pmu(const pmugate_info *info);
 PerfPlan *measure_perf_plan_free(PerfPlan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PerfPlan *, measure_perf_plan_free);
+
+/* A TopDown drilldown (drilldown.c): below level 2, only the children of nodes[level - 3] at
+ * each level; nodes[0] is of level 2, each further one a child of the one before. */
+typedef struct MeasureDrill {
+        unsigned level;
+        const char *const *nodes;
+        size_t n_nodes;
+} MeasureDrill;
 
 struct pmugate_measure {
         pmugate *connection;            /* not owned */
@@ -214,9 +224,15 @@ struct pmugate_measure {
 };
 
 /* measure-setup.c: asks hello (unless info is given; it is taken either way), checks the CPUs,
- * resolves the group's events, places them on counters and compiles the formulas. */
-int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *events, const uint32_t *cpus,
-                 size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason, size_t reason_size);
+ * resolves the group's events, places them on counters and compiles the formulas; with drill
+ * (or NULL), only the nodes it drills into are measured. */
+int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *events, const MeasureDrill *drill,
+                 const uint32_t *cpus, size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason,
+                 size_t reason_size);
+
+/* drilldown.c: marks the nodes drill leaves out n/a ("not drilled into") and takes the events
+ * no drilled node uses off the counters; between compiling the formulas and scheduling. */
+int measure_drill(pmugate_measure *m, const MeasureDrill *drill, char *reterr_reason, size_t reason_size);
 
 static inline void measure_batch_freep(pmugate_batch **b) {
         *b = pmugate_batch_free(*b);

@@ -88,7 +88,14 @@ static void plan_note(PerfPlan *p, const char *name, const char *why) {
 }
 
 static void add_gp(PlanBuilder *b, const EventDesc *d, size_t p, uint64_t mask) {
+        pmugate_perf_event *e = &b->plan->events[b->plan->n_events];
+
         plan_add(b, b->core_pmu, d->config & mask, b->kernel && d->os, d->name, (int) p);
+        /* perf's frontend field: the kernel writes MSR_PEBS_FRONTEND for the event */
+        if (d->frontend) {
+                e->config1 = d->frontend;
+                e->has_config1 = true;
+        }
 }
 
 int measure_perf_plan(const char *model, const char *core_pmu, const EventDesc *descs, const Schedule *s,

@@ -17,6 +17,9 @@
 #include "pmugate-limits.h"
 
 #define LEVELS_MAX 16U
+#define FRONTEND_REASON_FORMAT                                                                        \
+        "%s needs MSR_PEBS_FRONTEND = 0x%x, which pmugated never writes; it counts where the counters " \
+        "go through perf (pmugated --counters=perf), whose kernel sets it"
 
 /* Evaluates an [events if CONDITION] condition over the constants alone. */
 static int condition_holds(const pmugate_measure *m, const char *condition, bool *ret, char *reterr_reason,
@@ -136,6 +139,28 @@ static int add_event(pmugate_measure *m, const char *name, const char *condition
         return 0;
 }
 
+/* An event that counts what it names only with its MSR_PEBS_FRONTEND facet (UOPS_RETIRED.MS on
+ * Sapphire Rapids) is programmed where the counters go through perf, whose kernel sets the
+ * facet; through the registers it would count another facet, since pmugated never writes that
+ * register: a group's metrics that use it are n/a with the reason (find_metric_events()), and
+ * asked for by name (events from n_group_events on) it is refused. Decided once every event is
+ * known, as a software event among them moves the measurement to perf. */
+static int hold_back_frontend_events(pmugate_measure *m, size_t n_group_events, char *reterr_reason,
+                                     size_t reason_size) {
+        for (size_t i = 0; i < m->n_events; i++) {
+                MeasureEvent *e = &m->events[i];
+
+                if (!e->desc.frontend || m->via_perf)
+                        continue;
+                if (i >= n_group_events)
+                        return reason_fail(reterr_reason, reason_size, -EOPNOTSUPP, FRONTEND_REASON_FORMAT,
+                                           e->desc.name, e->desc.frontend);
+                e->programmed = false;
+                e->needs_perf = true;
+        }
+        return 0;
+}
+
 static int add_events_list(pmugate_measure *m, const char *list, char *reterr_reason, size_t reason_size) {
         _cleanup_free_ char *buf = strdup(list);
         char *saveptr = NULL;
@@ -194,6 +219,26 @@ static int mark_not_modelled(pmugate_measure *m, MeasureMetric *mm) {
         return 0;
 }
 
+/* A metric that uses an event held back for its MSR_PEBS_FRONTEND facet is n/a with that
+ * reason (used: the variables the metric uses). */
+static int mark_needs_perf(pmugate_measure *m, MeasureMetric *mm, const bool *used) {
+        char reason[PMUGATE_REASON_MAX];
+
+        for (size_t i = 0; i < m->n_events && !mm->info.unavailable[0]; i++) {
+                const MeasureEvent *e = &m->events[i];
+
+                if (!e->needs_perf || !((e->variable >= 0 && used[e->variable]) ||
+                                        (e->core_variable >= 0 && used[e->core_variable])))
+                        continue;
+                (void) snprintf(reason, sizeof(reason), FRONTEND_REASON_FORMAT, e->desc.name, e->desc.frontend);
+                free((char *) mm->info.unavailable);
+                mm->info.unavailable = strdup(reason);
+                if (!mm->info.unavailable)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 /* The programmed events each metric uses, itself or through others: its multiplexing scale is
  * theirs. */
 static int find_metric_events(pmugate_measure *m) {
@@ -219,6 +264,9 @@ static int find_metric_events(pmugate_measure *m) {
                                 mm->programmed[mm->n_programmed++] = p;
                 }
                 r = mark_not_modelled(m, mm);
+                if (r < 0)
+                        return r;
+                r = mark_needs_perf(m, mm, used);
                 if (r < 0)
                         return r;
         }
@@ -346,9 +394,10 @@ static int schedule_events(pmugate_measure *m, char *reterr_reason, size_t reaso
                               reason_size);
 }
 
-static int measure_setup(pmugate_measure *m, const char *group, const char *events, char *reterr_reason,
-                         size_t reason_size) {
+static int measure_setup(pmugate_measure *m, const char *group, const char *events, const MeasureDrill *drill,
+                         char *reterr_reason, size_t reason_size) {
         _cleanup_(group_freep) Group *g = NULL;
+        size_t n_group_events;
         int r;
 
         r = metric_set_new(&m->metric_set);
@@ -393,11 +442,15 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                                 return reason_fail(reterr_reason, reason_size, r, "%s: %s", g->path, reason);
                 }
         }
+        n_group_events = m->n_events;
         if (events) {
                 r = add_events_list(m, events, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
         }
+        r = hold_back_frontend_events(m, n_group_events, reterr_reason, reason_size);
+        if (r < 0)
+                return r;
         if (m->n_events == 0 && !m->package)
                 return reason_fail(reterr_reason, reason_size, -EINVAL, "no events to count");
         if (g) {
@@ -410,6 +463,13 @@ static int measure_setup(pmugate_measure *m, const char *group, const char *even
                         return reason_fail(reterr_reason, reason_size, r, "%s: %s", g->path, reason);
         } else {
                 r = metric_set_compile(m->metric_set, reterr_reason, reason_size);
+                if (r < 0)
+                        return r;
+        }
+        if (drill) {
+                if (!g)
+                        return reason_fail(reterr_reason, reason_size, -EINVAL, "a drilldown needs a TopDown group");
+                r = measure_drill(m, drill, reterr_reason, reason_size);
                 if (r < 0)
                         return r;
         }
@@ -495,8 +555,9 @@ static int resolve_topology(pmugate_measure *m, char *reterr_reason, size_t reas
         return 0;
 }
 
-int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *events, const uint32_t *cpus,
-                 size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason, size_t reason_size) {
+int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *events, const MeasureDrill *drill,
+                 const uint32_t *cpus, size_t n_cpus, unsigned flags, pmugate_measure **ret, char *reterr_reason,
+                 size_t reason_size) {
         _cleanup_(pmugate_measure_closep) pmugate_measure *m = NULL;
         int r;
 
@@ -548,7 +609,7 @@ int measure_open(pmugate *c, pmugate_info *info, const char *group, const char *
         r = resolve_topology(m, reterr_reason, reason_size);
         if (r < 0)
                 return r;
-        r = measure_setup(m, group, events, reterr_reason, reason_size);
+        r = measure_setup(m, group, events, drill, reterr_reason, reason_size);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(m);
@@ -560,5 +621,5 @@ int pmugate_measure_open_group(pmugate *c, const char *group, const char *events
                                size_t reason_size) {
         if (!group && !events)
                 return reason_fail(reterr_reason, reason_size, -EINVAL, "give a group, events or both");
-        return measure_open(c, NULL, group, events, cpus, n_cpus, flags, ret, reterr_reason, reason_size);
+        return measure_open(c, NULL, group, events, NULL, cpus, n_cpus, flags, ret, reterr_reason, reason_size);
 }

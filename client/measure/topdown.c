@@ -110,5 +110,5 @@ int pmugate_measure_open_topdown(pmugate *c, unsigned level, const uint32_t *cpu
                 pmugate_info_free(info);
                 return r;
         }
-        return measure_open(c, info, group, NULL, cpus, n_cpus, flags, ret, reterr_reason, reason_size);
+        return measure_open(c, info, group, NULL, NULL, cpus, n_cpus, flags, ret, reterr_reason, reason_size);
 }

@@ -20,8 +20,10 @@ into the formula syntax of pmugate's group files (docs/GROUPS.md):
                           topdown-l1), or [helper] sections with their own formula
 
 An event perf programs with a PEBS facet register (MSRIndex 0x3F6 or 0x3F7 in the model's event
-JSON, where the script has it: FRONTEND_RETIRED.*, UOPS_RETIRED.MS, ...) makes its node
-unavailable with that reason: the daemon never writes those registers.
+JSON, where the script has it: FRONTEND_RETIRED.*, ...) makes its node unavailable with that
+reason: the daemon never writes those registers. UOPS_RETIRED.MS (0x3F7 = 0x8) is the exception:
+pmugate's event table carries its facet, which the kernel sets where the counters go through
+perf, and the client holds it back with the reason where they go through the registers.
 
 Anything else (an unknown function or #constant, an event of another PMU, '%', an unknown
 name) is an error naming the node: a formula is never silently dropped or made 0.
@@ -98,6 +100,11 @@ class Unavailable(Exception):
 EXTRA_MSR_REASON = ("uses %s, which counts only with %s programmed, a PEBS register pmugate "
                     "does not program")
 EXTRA_MSRS = {0x3F6: "MSR_PEBS_LD_LAT", 0x3F7: "MSR_PEBS_FRONTEND"}
+# Except the events whose facet pmugate's event table carries (client/events/event-table.c,
+# GP_FRONTEND): the client counts them where the counters go through perf, whose kernel sets
+# the register, and holds them back with that reason where they go through the registers, so
+# their formulas stay. (event, MSRIndex, MSRValue)
+TABLE_FACETS = {("UOPS_RETIRED.MS", 0x3F7, 0x8)}
 OFFCORE_REASON = ("uses the offcore-response event %s, whose extra register (MSR_OFFCORE_RSP) "
                   "pmugate does not program")
 
@@ -233,7 +240,8 @@ class Model:
                     if "RetirementLatencyMean" in e:
                         self.latency[e["EventName"]] = float(e["RetirementLatencyMean"])
                     msr = int(e.get("MSRIndex", "0").split(",")[0], 0)
-                    if msr in EXTRA_MSRS:
+                    value = int(e.get("MSRValue", "0").split(",")[0], 0)
+                    if msr in EXTRA_MSRS and (e["EventName"], msr, value) not in TABLE_FACETS:
                         self.extra_msr[e["EventName"]] = EXTRA_MSRS[msr]
 
     def level(self, name):

@@ -36,6 +36,18 @@ typedef struct pmugate_measure pmugate_measure;
 int pmugate_measure_open_topdown(pmugate *c, unsigned level, const uint32_t *cpus, size_t n_cpus, unsigned flags,
                                  pmugate_measure **ret, char *reterr_reason, size_t reason_size);
 
+/* Opens TopDown level 3 or 4 drilled down, as pmu-tools' toplev --drilldown: levels 1 and 2
+ * whole, and at each level k from 3 only the children of nodes[k - 3] (level - 2 nodes: one
+ * of level 2, then a child of it at level 3 for level 4; typically the largest node of that
+ * level in an earlier run, pmugate_result_largest_metric()). The nodes left out are n/a with
+ * unavailable "not drilled into", and the events only they use are not programmed.
+ * -EINVAL with a reason for another level, another number of nodes, or a name that is not
+ * such a node. */
+#define PMUGATE_NOT_DRILLED "not drilled into"    /* unavailable of a node a drilldown left out */
+int pmugate_measure_open_topdown_drilldown(pmugate *c, unsigned level, const char *const *nodes, size_t n_nodes,
+                                           const uint32_t *cpus, size_t n_cpus, unsigned flags,
+                                           pmugate_measure **ret, char *reterr_reason, size_t reason_size);
+
 /* Opens a group by name (a group file, docs/GROUPS.md) and/or a comma-separated list of
  * events (Intel names such as "UOPS_ISSUED.ANY", with modifiers :c=N :e :i :u :k, or rHEX). At
  * least one of group and events is needed. */
@@ -193,6 +205,10 @@ pmugate_result *pmugate_result_free(pmugate_result *r);
 /* Index of a metric or event by name, or -ENOENT. */
 int pmugate_result_metric_index(const pmugate_result *r, const char *name);
 int pmugate_result_event_index(const pmugate_result *r, const char *name);
+
+/* Index of the metric of a level with the largest value in the aggregate (n/a ones skipped),
+ * or -ENOENT when none of that level has a value: the node a drilldown goes into next. */
+int pmugate_result_largest_metric(const pmugate_result *r, unsigned level);
 
 #ifdef __cplusplus
 }

@@ -22,8 +22,35 @@
 static bool known_libpfm_divergence(const char *model, const char *name, uint64_t table, uint64_t libpfm) {
         size_t n = strlen(name);
 
+        /* UOPS_RETIRED.MS: libpfm4 4.13 has umask 0x08; perf's sapphirerapids pipeline.json
+         * (intel/perfmon's list) umask 0x04 with MSR_PEBS_FRONTEND = 0x8, which the table
+         * follows (test_uops_retired_ms) */
+        if (strcmp(model, "spr") == 0 && strcmp(name, "UOPS_RETIRED.MS") == 0)
+                return table == 0x04c2 && libpfm == 0x08c2;
         return strcmp(model, "spr") == 0 && strncmp(name, "TOPDOWN.", 8) == 0 && n > 6 &&
                strcmp(name + n - 6, "_SLOTS") == 0 && libpfm == (table & ~EVTSEL_EVENT_MASK);
+}
+
+/* The Golden Cove-family event that needs a facet of MSR_PEBS_FRONTEND carries it, on every
+ * model with that core, and with its modifiers. */
+static void test_uops_retired_ms(void **state) {
+        static const char *const models[] = { "spr", "emr", "gnr" };
+        const EventTableEntry *all;
+        size_t n;
+
+        (void) state;
+        for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+                const EventTableEntry *e = event_table_lookup(models[i], "uops_retired.ms");
+
+                assert_non_null(e);
+                assert_int_equal(e->config, 0x04c2);
+                assert_int_equal(e->frontend, 0x8);
+        }
+        assert_null(event_table_lookup("icx", "UOPS_RETIRED.MS"));
+        all = event_table_entries(&n);
+        for (size_t k = 0; k < n; k++)
+                if (all[k].frontend)
+                        assert_string_equal(all[k].name, "UOPS_RETIRED.MS");
 }
 
 /* Every GP encoding of the table that libpfm4 also knows must be libpfm4's. Names libpfm4
@@ -198,6 +225,7 @@ int main(void) {
                 cmocka_unit_test(test_lookup),
                 cmocka_unit_test(test_grace),
                 cmocka_unit_test(test_table_matches_libpfm),
+                cmocka_unit_test(test_uops_retired_ms),
                 cmocka_unit_test(test_zen4_matches_libpfm),
         };
 

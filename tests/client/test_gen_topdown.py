@@ -95,6 +95,11 @@ def lowering():
         section = gnr.split("[metric tma_code_l2_miss]")[1].split("\n\n")[0]
         ok("unavailable = " in section and "formula" not in section and "MSR_PEBS_FRONTEND" in section,
            "a node whose event needs a PEBS facet register is unavailable with the reason", section)
+        # UOPS_RETIRED.MS's facet is in pmugate's event table: the client decides per path, so
+        # the formula stays
+        section = gnr.split("[metric tma_microcode_sequencer]")[1].split("\n\n")[0]
+        ok("formula = UOPS_RETIRED.MS / tma_info_thread_slots" in section and "unavailable" not in section,
+           "UOPS_RETIRED.MS, whose facet the event table carries, keeps its formula", section)
         section = gnr.split("[metric tma_false_sharing]")[1].split("\n\n")[0]
         ok("unavailable = " in section and "formula" not in section and "OCR." in section,
            "an offcore-response node is unavailable with the reason, not a formula", section)

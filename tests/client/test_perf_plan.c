@@ -111,6 +111,30 @@ static void test_spr_l2(void **state) {
         planned_done(&p);
 }
 
+/* UOPS_RETIRED.MS counts what it names with MSR_PEBS_FRONTEND = 0x8: its perf event carries
+ * the kernel's frontend field (config1), the other events none. */
+static void test_frontend_field(void **state) {
+        char reason[400] = "";
+        bool found = false;
+        Planned p;
+
+        assert_int_equal(plan_group("spr", "topdown-l1", "UOPS_RETIRED.MS:c=1", 8, 4, 2, 2, &p, reason,
+                                    sizeof(reason)), 0);
+        for (size_t e = 0; e < p.plan->n_events; e++) {
+                const pmugate_perf_event *ev = &p.plan->events[e];
+
+                if ((ev->config & 0xffff) == 0x04c2) {
+                        found = true;
+                        assert_true(ev->has_config1);
+                        assert_int_equal(ev->config1, 0x8);
+                        assert_int_equal(ev->config & ~UINT64_C(0xffff), UINT64_C(1) << 24);  /* c=1 */
+                } else
+                        assert_false(ev->has_config1);
+        }
+        assert_true(found);
+        planned_done(&p);
+}
+
 static void test_skx_l1(void **state) {
         char reason[400] = "";
         Planned p;
@@ -216,6 +240,7 @@ int main(void) {
                 cmocka_unit_test(test_zen4),
                 cmocka_unit_test(test_grace_l1),
                 cmocka_unit_test(test_software),
+                cmocka_unit_test(test_frontend_field),
                 cmocka_unit_test(test_kernel_alone_refused),
         };
 

@@ -67,7 +67,7 @@ static void update_rate(SimPmu *p, unsigned i) {
                 p->gp[i].rate = 0.0;
                 return;
         }
-        p->gp[i].rate = sim_rates_event(p->rates, p->model, evtsel, i) *
+        p->gp[i].rate = sim_rates_event(p->rates, p->model, evtsel, i, 0) *
                         sim_rates_ring_factor(p->rates, evtsel & EVTSEL_USR, evtsel & EVTSEL_OS);
 }
 

@@ -42,7 +42,7 @@ static bool counting(const SimPmu *p, uint64_t enable_bit) {
 
 void sim_arm_pmu_update_rates(SimPmu *p) {
         for (unsigned i = 0; i < counters(p); i++)
-                p->gp[i].rate = sim_rates_event(p->rates, p->model, p->evtsel[i], i) *
+                p->gp[i].rate = sim_rates_event(p->rates, p->model, p->evtsel[i], i, 0) *
                                 filter_factor(p, p->evtsel[i]);
         p->fixed[0].rate = p->rates->thread[SIM_Q_CLK] * filter_factor(p, p->arm_pmccfiltr);
 }
@@ -105,7 +105,7 @@ int sim_arm_pmu_write(SimPmu *p, uint32_t reg, uint64_t value) {
         if (i >= 0) {
                 if (typer) {
                         p->evtsel[i] = value & ARM_EVTYPER_VALID;
-                        p->gp[i].rate = sim_rates_event(p->rates, p->model, p->evtsel[i], (unsigned) i) *
+                        p->gp[i].rate = sim_rates_event(p->rates, p->model, p->evtsel[i], (unsigned) i, 0) *
                                         filter_factor(p, p->evtsel[i]);
                 } else
                         sim_counter_set(&p->gp[i], value, UINT64_MAX);

@@ -39,6 +39,9 @@
 
 #define ALL_COUNTERS 0xFFU
 
+/* Sierra Forest's BRANCH group: one retired instruction in five is a branch. */
+#define SIM_E_BRANCH_SHARE 0.2
+
 /* AMD shapes: one retired instruction in six is a branch, two thirds of branches are taken, and
  * half an FP operation retires per instruction; 80% of backend-stalled cycles retire nothing
  * while the oldest op waits (ex_no_retire.not_complete). */
@@ -54,6 +57,7 @@ typedef struct SimEventEntry {
         bool edge;
         uint8_t counters;       /* GP counters the event may run on (bit n = PMCn) */
         SimQuantity quantity;
+        uint8_t frontend;       /* MSR_PEBS_FRONTEND bits the event needs to count quantity, or 0 */
 } SimEventEntry;
 
 /* Encodings from tma-formulas.md §5 and pmu-registers.md §2.9, plus the architectural events
@@ -121,17 +125,24 @@ static const SimEventEntry sapphire_rapids_events[] = {
         { 0xad, 0x01, 1, true, ALL_COUNTERS, SIM_Q_CLEARS_COUNT },
         { 0xc2, 0x01, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_HEAVY },
         { 0xc2, 0x02, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_SLOTS },
+        /* UOPS_RETIRED.MS counts microcode-sequencer uops with MSR_PEBS_FRONTEND bit 3 (perf's
+         * sapphirerapids pipeline.json); with another facet, something the simulator does not
+         * model */
+        { 0xc2, 0x04, 0, false, ALL_COUNTERS, SIM_Q_UOPS_RETIRED_MS, 0x08 },
         { 0x9c, 0x01, 0, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED },
         { 0x9c, 0x01, 6, false, ALL_COUNTERS, SIM_Q_IDQ_NOT_DELIVERED_CYCLES_0 },
         { 0xc5, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
         { 0xc3, 0x01, 1, true, ALL_COUNTERS, SIM_Q_MACHINE_CLEARS },
 };
 
-/* Sierra Forest (perf's sierraforest pipeline.json): the architectural events and the E-core
- * TopDown slot events of levels 1 and 2; level-3 facets come from a profile's extra events. */
+/* Sierra Forest (perf's sierraforest pipeline.json): the architectural events (branches for
+ * the BRANCH group) and the E-core TopDown slot events of levels 1 and 2; level-3 facets and
+ * the events of the other groups (L2, L3, FLOPS, DATA, TLB_DATA) come from a profile's extra
+ * events. */
 static const SimEventEntry sierra_forest_events[] = {
         { 0x3c, 0x00, 0, false, ALL_COUNTERS, SIM_Q_CLK },
         { 0xc0, 0x00, 0, false, ALL_COUNTERS, SIM_Q_INST },
+        { 0xc4, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BRANCHES },
         { 0xc5, 0x00, 0, false, ALL_COUNTERS, SIM_Q_BR_MISP_RETIRED },
         { 0x71, 0x00, 0, false, ALL_COUNTERS, SIM_Q_E_FE_BOUND },
         { 0x71, 0x72, 0, false, ALL_COUNTERS, SIM_Q_E_FE_LATENCY },
@@ -341,6 +352,8 @@ static void thread_rates(const SimModel *m, const SimProfile *p, double sibling_
         /* Skylake: heavy = (RETIRE_SLOTS + MACRO_FUSED - INST_RETIRED) / SLOTS */
         q[SIM_Q_UOPS_MACRO_FUSED] = fmax(0.0, q[SIM_Q_INST] - (r - h) * slots);
         q[SIM_Q_UOPS_RETIRED_HEAVY] = h * slots;
+        /* Sapphire Rapids: the microcode sequencer's share of heavy operations, as Ice Lake's */
+        q[SIM_Q_UOPS_RETIRED_MS] = SIM_MS_SHARE * h * slots;
 
         /* Ice Lake: heavy = RETIRED/ISSUED * MS_UOPS / SLOTS + retiring * (DEC0 - DEC0_c1) / MITE */
         if (r > 0.0) {
@@ -391,6 +404,7 @@ static void thread_rates(const SimModel *m, const SimProfile *p, double sibling_
         q[SIM_Q_E_MACHINE_CLEARS] = (b - misp) * slots;
         q[SIM_Q_E_BE_BOUND] = k * slots;
         q[SIM_Q_E_ALLOC_RESTRICTIONS] = (k - mb) * slots;
+        q[SIM_Q_BRANCHES] = SIM_E_BRANCH_SHARE * q[SIM_Q_INST];
         if (m->amd)
                 amd_thread_rates(m, p, q);
         if (m->arm)
@@ -486,7 +500,8 @@ uint64_t sim_extra_event_config(const SimModel *m, const SimExtraEvent *e) {
         return entry_config(m, e->event, e->umask, 0, false);
 }
 
-double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter) {
+double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter,
+                       uint64_t pebs_frontend) {
         uint16_t event = (uint16_t) (evtsel & EVTSEL_EVENT_MASK);
         uint8_t umask = (uint8_t) ((evtsel >> EVTSEL_UMASK_SHIFT) & EVTSEL_UMASK_MASK);
         uint8_t cmask = (uint8_t) ((evtsel >> EVTSEL_CMASK_SHIFT) & EVTSEL_CMASK_MASK);
@@ -522,6 +537,8 @@ double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, un
                 if (e->event != event || e->umask != umask || e->cmask != cmask || e->edge != edge)
                         continue;
                 if (!(e->counters & (1U << counter)))
+                        return 0.0;
+                if ((pebs_frontend & e->frontend) != e->frontend)
                         return 0.0;
                 return any ? r->core[e->quantity] : r->thread[e->quantity];
         }

@@ -25,6 +25,7 @@ typedef enum SimQuantity {
         SIM_Q_UOPS_ISSUED,              /* UOPS_ISSUED.ANY */
         SIM_Q_UOPS_MACRO_FUSED,         /* UOPS_RETIRED.MACRO_FUSED */
         SIM_Q_UOPS_RETIRED_HEAVY,       /* UOPS_RETIRED.HEAVY */
+        SIM_Q_UOPS_RETIRED_MS,          /* UOPS_RETIRED.MS (spr, with MSR_PEBS_FRONTEND 0x8) */
         SIM_Q_IDQ_NOT_DELIVERED,        /* IDQ_UOPS_NOT_DELIVERED.CORE */
         SIM_Q_IDQ_NOT_DELIVERED_CYCLES_0, /* ... .CYCLES_0_UOPS_DELIV.CORE (cmask = width) */
         SIM_Q_RECOVERY_CYCLES,          /* INT_MISC.RECOVERY_CYCLES */
@@ -65,7 +66,7 @@ typedef enum SimQuantity {
         SIM_Q_AMD_NOT_COMPLETE,         /* ex_no_retire.not_complete */
         SIM_Q_AMD_LOAD_NOT_COMPLETE,    /* ex_no_retire.load_not_complete */
         SIM_Q_AMD_UCODE_OPS,            /* ex_ret_ucode_ops */
-        SIM_Q_BRANCHES,                 /* ex_ret_brn */
+        SIM_Q_BRANCHES,                 /* ex_ret_brn; BR_INST_RETIRED.ALL_BRANCHES on Sierra Forest */
         SIM_Q_TAKEN_BRANCHES,           /* ex_ret_brn_tkn */
         SIM_Q_FLOPS,                    /* fp_ret_sse_avx_ops.all */
         /* Arm Neoverse V2 (perf's arm64 common events; sbsa.json's TopDown) */
@@ -104,10 +105,12 @@ typedef struct SimRates {
 void sim_rates_compute(const SimModel *m, const SimProfile *self, const SimProfile *sibling,
                        SimRates *ret);
 
-/* Rate per wall-clock cycle of the event that evtsel selects on GP counter `counter`, before
- * the USR/OS filter: 0 for events the model does not know. On ARM evtsel is PMEVTYPER: the
- * event number in bits 15:0, its filter bits ignored here. */
-double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter);
+/* Rate per wall-clock cycle of the event that evtsel selects on GP counter `counter` with
+ * MSR_PEBS_FRONTEND holding pebs_frontend, before the USR/OS filter: 0 for events the model
+ * does not know, and for an event whose facet pebs_frontend does not select. On ARM evtsel is
+ * PMEVTYPER: the event number in bits 15:0, its filter bits ignored here (pebs_frontend 0). */
+double sim_rates_event(const SimRates *r, const SimModel *m, uint64_t evtsel, unsigned counter,
+                       uint64_t pebs_frontend);
 
 /* The PERFEVTSEL encodings the model's table counts (event, umask, edge, cmask; on AMD
  * event[11:8] in bits 35:32), up to max of them into ret; returns how many there are. */

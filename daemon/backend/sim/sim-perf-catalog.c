@@ -72,6 +72,12 @@ int sim_perf_catalog(Backend *b, PerfCatalog **ret) {
                 add_format(&cpu, "edge", EVTSEL_EDGE);
                 add_format(&cpu, "inv", EVTSEL_INV);
                 add_format(&cpu, "cmask", EVTSEL_CMASK_MASK << EVTSEL_CMASK_SHIFT);
+                if (!m->amd && m->perf_metrics >= 2) {
+                        /* the kernel's frontend field of Sapphire Rapids and later: MSR_PEBS_FRONTEND */
+                        add_format(&cpu, "frontend", UINT64_C(0xFFFFFF));
+                        cpu.formats[cpu.n_formats - 1].config_word = 1;
+                        cpu.config_mask[1] = UINT64_C(0xFFFFFF);
+                }
         }
 
         r = perf_catalog_new(&c);

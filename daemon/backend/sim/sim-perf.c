@@ -70,6 +70,7 @@ typedef struct SimPerfEvent {
         ino_t cgroup_ino;
         SimPerfKind kind;
         uint64_t evtsel;                /* GP: EVTSEL without EN */
+        uint64_t frontend;              /* GP: config1, perf's frontend field: MSR_PEBS_FRONTEND */
         unsigned index;                 /* fixed counter, metric byte, or machine counter */
         uint64_t fixed_field;
         uint64_t read_format;
@@ -317,6 +318,9 @@ static void program(SimPerfDriver *s, SimPerfEvent *e) {
 
                 (void) backend_msr_write(s->sim, cpu, gp_ctl_reg(s, i), 0);
                 (void) backend_msr_write(s->sim, cpu, gp_ctr_reg(s, i), 0);
+                /* the kernel's extra register for the event's frontend field */
+                if (e->frontend)
+                        (void) backend_msr_write(s->sim, cpu, MSR_PEBS_FRONTEND, e->frontend);
                 (void) backend_msr_write(s->sim, cpu, gp_ctl_reg(s, i), e->evtsel | EVTSEL_EN);
                 v |= SIM_BIT(i);
         }
@@ -380,7 +384,7 @@ static double task_rate_per_ns(SimPerfDriver *s, const SimPerfEvent *e) {
                 return 0.0;
         switch (s->model->arm ? SIM_PERF_GP : e->kind) {
         case SIM_PERF_GP:
-                per_cycle = sim_rates_event(r, s->model, e->evtsel, 0) *
+                per_cycle = sim_rates_event(r, s->model, e->evtsel, 0, e->frontend) *
                             (s->model->arm ? sim_rates_ring_factor(r, !(e->evtsel & ARM_EVTYPER_U),
                                                                    !(e->evtsel & ARM_EVTYPER_P))
                                            : sim_rates_ring_factor(r, e->evtsel & EVTSEL_USR, e->evtsel & EVTSEL_OS));
@@ -671,6 +675,8 @@ static int decode_arm(const struct perf_event_attr *attr, uint64_t raw, SimPerfE
         return 0;
 }
 
+#define SIM_FRONTEND_MASK UINT64_C(0xFFFFFF)
+
 static int decode_core(const SimPerfDriver *s, const struct perf_event_attr *attr, uint64_t raw,
                        SimPerfEvent *e) {
         uint64_t mask = s->model->amd ? AMD_RAW_CONFIG_MASK : INTEL_RAW_CONFIG_MASK;
@@ -680,6 +686,10 @@ static int decode_core(const SimPerfDriver *s, const struct perf_event_attr *att
                 return decode_arm(attr, raw, e);
         if (raw & ~mask)
                 return -EINVAL;
+        /* config1 is the frontend field (config1:0-23) where the model has MSR_PEBS_FRONTEND */
+        if (attr->config1 && (s->model->amd || s->model->perf_metrics < 2 || (attr->config1 & ~SIM_FRONTEND_MASK)))
+                return -EINVAL;
+        e->frontend = attr->config1;
         e->fixed_field = (attr->exclude_user ? 0 : FIXED_CTRL_USR) |
                          (attr->exclude_kernel ? 0 : FIXED_CTRL_OS);
         e->evtsel = raw | rings;

@@ -29,6 +29,9 @@ typedef struct SimPmu {
         uint64_t arm_pmcr;
         uint64_t arm_pmcntenset;
         uint64_t arm_pmccfiltr;
+        /* MSR_PEBS_FRONTEND: the facet some events count (UOPS_RETIRED.MS needs 0x8); the
+         * perf layer writes it as the kernel does for an event's frontend field */
+        uint64_t pebs_frontend;
         /* Slots per PERF_METRICS field accumulated since SLOTS or PERF_METRICS was zeroed. */
         double metrics_slots[PERF_METRICS_FIELDS];
         /* A non-zero value written to PERF_METRICS reads back as written until more slots

@@ -29,7 +29,7 @@ static void update_gp_rate(SimPmu *p, unsigned i) {
                 p->gp[i].rate = 0.0;
                 return;
         }
-        p->gp[i].rate = sim_rates_event(p->rates, p->model, evtsel, i) *
+        p->gp[i].rate = sim_rates_event(p->rates, p->model, evtsel, i, p->pebs_frontend) *
                         sim_rates_ring_factor(p->rates, evtsel & EVTSEL_USR, evtsel & EVTSEL_OS);
 }
 
@@ -267,6 +267,11 @@ int sim_pmu_read(const SimPmu *p, uint32_t reg, uint64_t *ret_value) {
         }
 
         switch (reg) {
+        case MSR_PEBS_FRONTEND:
+                if (m->perf_metrics < 2)
+                        return -EIO;
+                *ret_value = p->pebs_frontend;
+                return 0;
         case MSR_IA32_TSC:
                 *ret_value = p->tsc;
                 return 0;
@@ -374,6 +379,13 @@ int sim_pmu_write(SimPmu *p, uint32_t reg, uint64_t value) {
         }
 
         switch (reg) {
+        case MSR_PEBS_FRONTEND:
+                if (m->perf_metrics < 2)
+                        return -EIO;
+                p->pebs_frontend = value;
+                for (unsigned k = 0; k < m->gp_counters; k++)
+                        update_gp_rate(p, k);
+                return 0;
         case MSR_IA32_TSC:
                 p->tsc = value;
                 return 0;

@@ -25,6 +25,8 @@
 #define MSR_IA32_PERF_GLOBAL_STATUS_RESET 0x390U
 #define MSR_IA32_PERF_GLOBAL_STATUS_SET 0x391U
 #define MSR_IA32_PERF_GLOBAL_INUSE      0x392U
+#define MSR_PEBS_FRONTEND               0x3F7U  /* on pmugated's never-list: only the simulated
+                                                 * kernel (the perf layer) writes it */
 #define MSR_IA32_A_PMC0                 0x4C1U  /* full-width alias (PERF_CAPABILITIES bit 13) */
 
 /* ---- RAPL MSRs (§2.10), package scope */
