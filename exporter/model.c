@@ -13,20 +13,58 @@
 #include "macro.h"
 #include "model.h"
 
-const TopdownNode topdown_nodes[TOPDOWN_NODES] = {
-        { "frontend_bound", 1, NULL },
-        { "bad_speculation", 1, NULL },
-        { "backend_bound", 1, NULL },
-        { "retiring", 1, NULL },
-        { "fetch_latency", 2, "frontend_bound" },
-        { "fetch_bandwidth", 2, "frontend_bound" },
-        { "branch_mispredicts", 2, "bad_speculation" },
-        { "machine_clears", 2, "bad_speculation" },
-        { "memory_bound", 2, "backend_bound" },
-        { "core_bound", 2, "backend_bound" },
-        { "light_operations", 2, "retiring" },
-        { "heavy_operations", 2, "retiring" },
+const TopdownTree topdown_tree_intel = {
+        .vendor = "GenuineIntel",
+        .n_nodes = 12,
+        .nodes = {
+                { "frontend_bound", 1, NULL, { "tma_frontend_bound" } },
+                { "bad_speculation", 1, NULL, { "tma_bad_speculation" } },
+                { "backend_bound", 1, NULL, { "tma_backend_bound" } },
+                { "retiring", 1, NULL, { "tma_retiring" } },
+                { "fetch_latency", 2, "frontend_bound", { "tma_fetch_latency" } },
+                { "fetch_bandwidth", 2, "frontend_bound", { "tma_fetch_bandwidth" } },
+                { "branch_mispredicts", 2, "bad_speculation", { "tma_branch_mispredicts" } },
+                { "machine_clears", 2, "bad_speculation", { "tma_machine_clears" } },
+                { "memory_bound", 2, "backend_bound", { "tma_memory_bound" } },
+                { "core_bound", 2, "backend_bound", { "tma_core_bound" } },
+                { "light_operations", 2, "retiring", { "tma_light_operations" } },
+                { "heavy_operations", 2, "retiring", { "tma_heavy_operations" } },
+        },
 };
+
+/* client/groups/zen4/ and zen5/ topdown-l1.conf and topdown-l2.conf */
+const TopdownTree topdown_tree_amd = {
+        .vendor = "AuthenticAMD",
+        .n_nodes = 13,
+        .nodes = {
+                { "frontend_bound", 1, NULL, { "frontend_bound" } },
+                { "bad_speculation", 1, NULL, { "bad_speculation" } },
+                { "backend_bound", 1, NULL, { "backend_bound" } },
+                { "smt_contention", 1, NULL, { "smt_contention" } },
+                { "retiring", 1, NULL, { "retiring" } },
+                { "frontend_bound_latency", 2, "frontend_bound",
+                  { "frontend_bound_latency", "frontend_bound_by_latency" } },
+                { "frontend_bound_bandwidth", 2, "frontend_bound",
+                  { "frontend_bound_bandwidth", "frontend_bound_by_bandwidth" } },
+                { "bad_speculation_mispredicts", 2, "bad_speculation",
+                  { "bad_speculation_mispredicts", "bad_speculation_from_mispredicts" } },
+                { "bad_speculation_pipeline_restarts", 2, "bad_speculation",
+                  { "bad_speculation_pipeline_restarts", "bad_speculation_from_pipeline_restarts" } },
+                { "backend_bound_memory", 2, "backend_bound",
+                  { "backend_bound_memory", "backend_bound_by_memory" } },
+                { "backend_bound_cpu", 2, "backend_bound", { "backend_bound_cpu", "backend_bound_by_cpu" } },
+                { "retiring_fastpath", 2, "retiring", { "retiring_fastpath", "retiring_from_fastpath" } },
+                { "retiring_microcode", 2, "retiring", { "retiring_microcode", "retiring_from_microcode" } },
+        },
+};
+
+const TopdownTree *topdown_tree_for_vendor(const char *vendor) {
+        return vendor && strcmp(vendor, topdown_tree_amd.vendor) == 0 ? &topdown_tree_amd : &topdown_tree_intel;
+}
+
+const TopdownTree *model_topdown(const Model *m) {
+        return m->topdown ?: &topdown_tree_intel;
+}
 
 static const char *const cpu_reasons[_CPU_REASON_MAX] = {
         [CPU_MONITORED] = "monitored",
@@ -287,7 +325,9 @@ void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]) {
         for (unsigned q = 0; q < QTY_PACKAGE_FIRST; q++) {
                 double d = delta[q];
 
-                /* Totals only grow: a NaN (no cycles, nothing to divide by) adds nothing. */
+                if (isfinite(d))
+                        m->counted[q] = true;
+                /* Totals only grow: a NaN (not measured) adds nothing. */
                 if (!(d > 0) || !isfinite(d))
                         continue;
                 if (c->job[0])
@@ -313,6 +353,8 @@ void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], co
         for (unsigned q = QTY_PACKAGE_FIRST; q < QTY_MAX; q++) {
                 double d = delta[q];
 
+                if (isfinite(d))
+                        m->counted[q] = true;
                 if (!(d > 0) || !isfinite(d))
                         continue;
                 m->sockets[socket][q] += d;
@@ -354,6 +396,10 @@ void model_add_job_counts(Model *m, const char *job, double instructions, double
 
         if (!j || !j->by_cgroup)
                 return;
+        if (isfinite(instructions))
+                m->counted[QTY_INSTRUCTIONS] = true;
+        if (isfinite(cycles))
+                m->counted[QTY_CYCLES] = true;
         add_positive(&j->v[QTY_INSTRUCTIONS], instructions);
         add_positive(&j->v[QTY_CYCLES], cycles);
         add_positive(&j->cgroup_enabled_seconds, enabled_seconds);

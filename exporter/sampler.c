@@ -131,6 +131,7 @@ static int connect_daemon(Sampler *s, Model *m, pthread_mutex_t *lock) {
         r = model_set_cpus(m, cpus, sockets, n);
         (void) snprintf(m->model_key, sizeof(m->model_key), "%s", s->info->model_key);
         (void) snprintf(m->backend, sizeof(m->backend), "%s", s->info->backend);
+        m->topdown = topdown_tree_for_vendor(s->info->vendor);
         pthread_mutex_unlock(lock);
         return r;
 }
@@ -141,54 +142,108 @@ typedef struct Indexes {
         int cas_read, cas_write, energy_package, energy_dram;
 } Indexes;
 
-static void find_indexes(const pmugate_result *res, Indexes *ret) {
-        ret->instructions = pmugate_result_event_index(res, "INST_RETIRED.ANY");
-        ret->cycles = pmugate_result_event_index(res, "CPU_CLK_UNHALTED.THREAD");
+/* The first of names the result has as an event, or -ENOENT. Intel's names and AMD's (perf's
+ * amdzen4/amdzen5 ones, as the Zen groups use them): a model has one or the other. */
+static int event_index(const pmugate_result *res, const char *const *names, size_t n) {
+        int r = -ENOENT;
+
+        for (size_t i = 0; i < n && names[i] && r < 0; i++)
+                r = pmugate_result_event_index(res, names[i]);
+        return r;
+}
+
+static void find_indexes(const pmugate_result *res, const TopdownTree *tree, Indexes *ret) {
+        static const char *const instructions[] = { "INST_RETIRED.ANY", "ex_ret_instr" };
+        static const char *const cycles[] = { "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc" };
+
+        ret->instructions = event_index(res, instructions, ELEMENTSOF(instructions));
+        ret->cycles = event_index(res, cycles, ELEMENTSOF(cycles));
         ret->slots = pmugate_result_event_index(res, "TOPDOWN.SLOTS");
         ret->cas_read = pmugate_result_event_index(res, "UNC_M_CAS_COUNT.RD");
         ret->cas_write = pmugate_result_event_index(res, "UNC_M_CAS_COUNT.WR");
         ret->energy_package = pmugate_result_event_index(res, "PWR_PKG_ENERGY");
         ret->energy_dram = pmugate_result_event_index(res, "PWR_DRAM_ENERGY");
         for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
-                char name[64];
+                const TopdownNode *node = &tree->nodes[k];
 
-                (void) snprintf(name, sizeof(name), "tma_%s", topdown_nodes[k].name);
-                ret->nodes[k] = pmugate_result_metric_index(res, name);
+                ret->nodes[k] = -ENOENT;
+                for (size_t i = 0; k < tree->n_nodes && i < ELEMENTSOF(node->metrics) && node->metrics[i] &&
+                                   ret->nodes[k] < 0;
+                     i++)
+                        ret->nodes[k] = pmugate_result_metric_index(res, node->metrics[i]);
         }
 }
 
-/* What one CPU counted in the interval, as the model's quantities. */
-static void interval_deltas(const Sampler *s, const pmugate_result *res, const Indexes *ix,
-                            const pmugate_values *v, double delta[QTY_MAX]) {
+/* Says once per measurement which quantities it cannot count on this CPU model: their series
+ * are absent, and pmugate_exporter_quantity_counted is 0 for them. */
+static void log_uncounted(Sampler *s, const TopdownTree *tree, const Indexes *ix) {
+        char text[400];
+        size_t len;
+        bool any_l1 = true;
+
+        if (s->uncounted_logged)
+                return;
+        s->uncounted_logged = true;
+        for (unsigned k = 0; k < tree->n_nodes; k++)
+                if (tree->nodes[k].level == 1 && ix->nodes[k] < 0)
+                        any_l1 = false;
+        len = (size_t) snprintf(text, sizeof(text), "%s: not counted on this CPU model (no series):",
+                                s->info->model_key[0] ? s->info->model_key : "unknown model");
+        if (ix->instructions < 0)
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " instructions");
+        if (len < sizeof(text) && ix->cycles < 0)
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " cycles");
+        if (len < sizeof(text) && (!any_l1 || (ix->slots < 0 && (ix->cycles < 0 || s->info->slots_width == 0))))
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " topdown");
+        if (len < sizeof(text) && (ix->cas_read < 0 || ix->cas_write < 0))
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " memory_traffic");
+        if (len < sizeof(text) && ix->energy_package < 0)
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " package_energy");
+        if (len < sizeof(text) && ix->energy_dram < 0)
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " dram_energy");
+        (void) log_limit(&s->log, "uncounted", text, now_monotonic_usec());
+}
+
+/* What one CPU counted in the interval, as the model's quantities; NaN for what the
+ * measurement has no event or metric for (never counted), 0 for what it has but saw nothing of
+ * in this interval. */
+static void interval_deltas(const Sampler *s, const pmugate_result *res, const TopdownTree *tree,
+                            const Indexes *ix, const pmugate_values *v, double delta[QTY_MAX]) {
         double slots = NAN;
         bool shares = true;
 
         for (unsigned q = 0; q < QTY_MAX; q++)
-                delta[q] = 0;
+                delta[q] = NAN;
         if (ix->instructions >= 0)
                 delta[QTY_INSTRUCTIONS] = v->counts[ix->instructions];
         if (ix->cycles >= 0)
                 delta[QTY_CYCLES] = v->counts[ix->cycles];
         if (ix->slots >= 0)
                 slots = v->counts[ix->slots];
-        else if (ix->cycles >= 0)
+        else if (ix->cycles >= 0 && s->info->slots_width > 0)
                 slots = (double) s->info->slots_width * v->counts[ix->cycles];
         delta[QTY_MONITORED_SECONDS] = res->elapsed;
+        /* Without slots or a level-1 class the tree is not counted at all. */
+        if (ix->slots < 0 && !(ix->cycles >= 0 && s->info->slots_width > 0))
+                return;
+        for (unsigned k = 0; k < tree->n_nodes; k++)
+                if (tree->nodes[k].level == 1 && ix->nodes[k] < 0)
+                        return;
         /* Slots count only with their shares, so rate(category) / rate(slots) stays a fraction. */
-        for (unsigned k = 0; k < TOPDOWN_NODES; k++)
-                if (topdown_nodes[k].level == 1 && (ix->nodes[k] < 0 || !isfinite(v->metrics[ix->nodes[k]])))
+        for (unsigned k = 0; k < tree->n_nodes; k++)
+                if (tree->nodes[k].level == 1 && !isfinite(v->metrics[ix->nodes[k]]))
                         shares = false;
         if (!shares || !(slots > 0))
-                return;
+                slots = 0;
         delta[QTY_SLOTS] = slots;
-        for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
+        for (unsigned k = 0; k < tree->n_nodes; k++) {
                 double f;
 
                 if (ix->nodes[k] < 0)
                         continue;
-                f = v->metrics[ix->nodes[k]];
+                f = slots > 0 ? v->metrics[ix->nodes[k]] : 0;
                 if (!isfinite(f))
-                        continue;
+                        f = 0;
                 f = f < 0 ? 0 : f > 1 ? 1 : f;
                 delta[QTY_TOPDOWN_FIRST + k] = f * slots;
         }
@@ -201,7 +256,7 @@ static double event_count(const pmugate_values *v, int index) {
 /* A socket's memory traffic and energy in the interval; what the daemon withholds is NaN. */
 static void package_deltas(const Indexes *ix, const pmugate_values *v, double delta[QTY_MAX]) {
         for (unsigned q = 0; q < QTY_MAX; q++)
-                delta[q] = 0;
+                delta[q] = NAN;
         delta[QTY_READ_BYTES] = 64 * event_count(v, ix->cas_read);
         delta[QTY_WRITTEN_BYTES] = 64 * event_count(v, ix->cas_write);
         delta[QTY_PACKAGE_JOULES] = event_count(v, ix->energy_package);
@@ -210,6 +265,7 @@ static void package_deltas(const Indexes *ix, const pmugate_values *v, double de
 
 static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
         _cleanup_free_ double *cycles = NULL;
+        const TopdownTree *tree = topdown_tree_for_vendor(s->info->vendor);
         pmugate_result *res = NULL;
         Indexes ix;
         int r;
@@ -217,20 +273,19 @@ static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
         r = pmugate_measure_read(s->measure, PMUGATE_SPAN_INTERVAL, &res);
         if (r < 0)
                 return r;
-        find_indexes(res, &ix);
+        find_indexes(res, tree, &ix);
+        log_uncounted(s, tree, &ix);
         pthread_mutex_lock(lock);
         cycles = calloc(m->n_cpus ?: 1, sizeof(double));
         for (size_t i = 0; i < res->n_cpus; i++) {
                 const CpuTotals *c = model_cpu(m, res->cpus[i].cpu);
                 double delta[QTY_MAX];
 
-                interval_deltas(s, res, &ix, &res->cpus[i], delta);
+                interval_deltas(s, res, tree, &ix, &res->cpus[i], delta);
                 model_add(m, res->cpus[i].cpu, delta);
                 if (cycles && c)
                         cycles[c - m->cpus] = delta[QTY_CYCLES];
         }
-        m->has_memory = ix.cas_read >= 0 && ix.cas_write >= 0;
-        m->has_energy = ix.energy_package >= 0;
         for (size_t i = 0; cycles && i < res->n_packages; i++) {
                 double delta[QTY_MAX];
 
@@ -244,10 +299,12 @@ static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
 
 /* TopDown at the level wanted (or 1 where the model has no level 2), with instructions and
  * cycles added where the recipe lacks them, and memory traffic and energy per socket where the
- * model has them: the first list of extra events that opens wins. */
+ * model has them: the first list of extra events that opens wins. Intel's event names, or
+ * AMD's, whose package events are the package's RAPL energy only (the data fabric's DRAM beats
+ * take counters the exporter does not program: AMD nodes export no memory traffic). */
 static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
 #define PACKAGE_EVENTS "UNC_M_CAS_COUNT.RD,UNC_M_CAS_COUNT.WR,PWR_PKG_ENERGY,PWR_DRAM_ENERGY"
-        static const char *const extras[] = {
+        static const char *const intel_extras[] = {
                 "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
                 "INST_RETIRED.ANY," PACKAGE_EVENTS,
                 "CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
@@ -258,6 +315,16 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
                 NULL,
         };
 #undef PACKAGE_EVENTS
+        static const char *const amd_extras[] = {
+                "ex_ret_instr,ls_not_halted_cyc,PWR_PKG_ENERGY",
+                "ex_ret_instr,ls_not_halted_cyc",
+                "ex_ret_instr",
+                "ls_not_halted_cyc",
+                NULL,
+        };
+        bool amd = topdown_tree_for_vendor(s->info->vendor) == &topdown_tree_amd;
+        const char *const *extras = amd ? amd_extras : intel_extras;
+        size_t n_extras = amd ? ELEMENTSOF(amd_extras) : ELEMENTSOF(intel_extras);
         char reason[400] = "", group[32];
         pmugate_measure *probe = NULL;
         unsigned level = s->level;
@@ -275,7 +342,7 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
                 return r;
         }
         (void) snprintf(group, sizeof(group), "topdown-l%u", level);
-        for (size_t i = 0; i < ELEMENTSOF(extras); i++) {
+        for (size_t i = 0; i < n_extras; i++) {
                 r = pmugate_measure_open_group(s->connection, group, extras[i], cpus, n, 0, &s->measure,
                                                reason, sizeof(reason));
                 if (r == 0)
@@ -305,6 +372,7 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
         memcpy(s->measured, cpus, n * sizeof(uint32_t));
         s->n_measured = n;
         s->measured_level = level;
+        s->uncounted_logged = false;
         s->poll_interval_ns = pmugate_measure_poll_interval(s->measure);
         return 0;
 }

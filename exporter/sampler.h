@@ -24,6 +24,7 @@ typedef struct Sampler {
         size_t n_measured;
         unsigned measured_level;
         uint64_t poll_interval_ns;
+        bool uncounted_logged;          /* the measurement's uncounted quantities were logged */
 
         JobCounters jobs;               /* jobs counted by their cgroups (a perf node in job mode) */
 

@@ -219,6 +219,13 @@ static void test_cgroup_source(void **state) {
 
         assert_int_equal(model_set_cpus(&m, cpus, sockets, 1), 0);
         assert_int_equal(model_set_jobs(&m, rows, jobs, NULL, NULL, 2, 1), 0);
+        /* nothing counted yet: no series, not 0 */
+        text = render(&m, false);
+        assert_null(strstr(text, "pmugate_job_instructions_total"));
+        assert_non_null(strstr(text, "pmugate_exporter_quantity_counted{quantity=\"instructions\"} 0\n"));
+        free(text);
+        /* a sample that counted nothing: 0 is a count now */
+        model_add(&m, 0, delta);
         text = render(&m, false);
         assert_non_null(strstr(text, "pmugate_job_instructions_total{jobid=\"first\"} 0\n"));
         assert_null(strstr(text, "pmugate_job_instructions_total{jobid=\"second\"}"));
@@ -488,7 +495,7 @@ static void test_package(void **state) {
         assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 1, 1), 0);
         /* nothing measured: no package families at all, rather than zeros */
         text = render(&m, false);
-        assert_null(strstr(text, "memory_read_bytes"));
+        assert_null(strstr(text, "pmugate_node_memory_read_bytes"));
         assert_null(strstr(text, "energy_joules"));
         free(text);
 
@@ -506,13 +513,15 @@ static void test_package(void **state) {
         assert_true(m.jobs[0].v[QTY_READ_BYTES] == 4800);
         assert_true(m.jobs[0].v[QTY_PACKAGE_JOULES] == 7.5);
 
-        m.has_memory = m.has_energy = true;
         text = render(&m, true);
         assert_non_null(strstr(text, "# TYPE pmugate_socket_memory_read_bytes counter\n"
                                      "# UNIT pmugate_socket_memory_read_bytes bytes\n"));
         assert_non_null(strstr(text, "pmugate_socket_memory_read_bytes_total{socket=\"0\"} 6400\n"));
         assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"package\"} 10\n"));
-        assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"dram\"} 0\n"));
+        /* a domain never counted (withheld, or AMD's missing DRAM domain) has no series */
+        assert_null(strstr(text, "domain=\"dram\""));
+        assert_non_null(strstr(text, "pmugate_exporter_quantity_counted{quantity=\"energy_package\"} 1\n"));
+        assert_non_null(strstr(text, "pmugate_exporter_quantity_counted{quantity=\"energy_dram\"} 0\n"));
         assert_non_null(strstr(text, "pmugate_job_memory_read_bytes_total{jobid=\"7\"} 4800\n"));
         assert_null(strstr(text, "pmugate_cpu_memory"));
         free(text);
