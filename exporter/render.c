@@ -367,8 +367,6 @@ static void emit_package(FILE *f, const Model *m, const RenderOptions *o, Scope 
 
         if (scope == SCOPE_JOB && !job_counts(s->job, e->quantity))
                 return;
-        fputs(e->sample_name, f);
-        scope_labels(f, &first, o, scope, s);
         if (e->quantity == QTY_PACKAGE_JOULES || e->quantity == QTY_DRAM_JOULES) {
                 /* the two energies are one family with a domain label; emit the counted ones
                  * here (AMD has no DRAM domain: no series, not 0) */
@@ -388,6 +386,8 @@ static void emit_package(FILE *f, const Model *m, const RenderOptions *o, Scope 
                 }
                 return;
         }
+        fputs(e->sample_name, f);
+        scope_labels(f, &first, o, scope, s);
         put_value(f, first, sample_values(m, scope, s)[e->quantity]);
 }
 

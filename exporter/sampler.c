@@ -315,11 +315,13 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
                 NULL,
         };
 #undef PACKAGE_EVENTS
+        /* the Zen TopDown groups count ls_not_halted_cyc already (an event twice is refused) */
         static const char *const amd_extras[] = {
+                "ex_ret_instr,PWR_PKG_ENERGY",
                 "ex_ret_instr,ls_not_halted_cyc,PWR_PKG_ENERGY",
-                "ex_ret_instr,ls_not_halted_cyc",
                 "ex_ret_instr",
-                "ls_not_halted_cyc",
+                "ex_ret_instr,ls_not_halted_cyc",
+                "PWR_PKG_ENERGY",
                 NULL,
         };
         bool amd = topdown_tree_for_vendor(s->info->vendor) == &topdown_tree_amd;
@@ -373,6 +375,7 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
         s->n_measured = n;
         s->measured_level = level;
         s->uncounted_logged = false;
+        s->pending_samples = 0;
         s->poll_interval_ns = pmugate_measure_poll_interval(s->measure);
         return 0;
 }
@@ -477,8 +480,15 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
                         pthread_mutex_unlock(lock);
                         return;
                 } else {
-                        /* A failed op on one CPU (an offline CPU) leaves the others counted. */
-                        sampled = accumulate(s, m, lock) == 0;
+                        /* Where the events take turns (AMD's level 2 and the instructions: three
+                         * sets on six counters), an interval of fewer samples than sets lacks
+                         * some events, and every metric needing them: the totals move once every
+                         * set had its turn, by the counts scaled to the whole interval. A failed
+                         * op on one CPU (an offline CPU) leaves the others counted. */
+                        if (++s->pending_samples >= pmugate_measure_event_sets(s->measure)) {
+                                sampled = accumulate(s, m, lock) == 0;
+                                s->pending_samples = 0;
+                        }
                         failed = r < 0;
                 }
         }
