@@ -84,7 +84,10 @@ typedef struct CpuTotals {
         char labels[40];        /* cpu="N",socket="S": formatted once, not in every scrape */
         CpuReason reason;
         double idle[QTY_MAX];   /* counted while no job held the CPU */
-        char job[MODEL_JOB_MAX]; /* the job holding it now, "" for none */
+        uint32_t job;           /* the job holding it now: 1 + its place in the model's
+                                 * job_names, 0 for none (model_cpu_job()); an index, not the
+                                 * 257-byte name, keeps a copy of the model 1 MiB smaller at
+                                 * 4096 CPUs */
         double held[QTY_MAX];   /* counted since job got the CPU */
 } CpuTotals;
 
@@ -120,6 +123,8 @@ typedef struct Model {
 
         CpuTotals *cpus;
         size_t n_cpus;
+        char (*job_names)[MODEL_JOB_MAX];       /* the jobs holding CPUs now, each once */
+        size_t n_job_names;
         int32_t *cpu_index;     /* by CPU number: its place in cpus, or -1 */
         size_t n_cpu_index;
         double (*sockets)[QTY_MAX];
@@ -148,6 +153,9 @@ void model_done(Model *m);
 /* A copy of m that owns its arrays, for a scrape to render while the sampler goes on:
  * 0 or -ENOMEM. */
 int model_copy(const Model *m, Model *ret);
+
+/* The job holding the CPU now, "" for none. */
+const char *model_cpu_job(const Model *m, const CpuTotals *c);
 
 /* The totals of CPU number cpu, or NULL; constant time. */
 CpuTotals *model_cpu(Model *m, uint32_t cpu);

@@ -169,6 +169,7 @@ static const char *family(FILE *f, const RenderOptions *o, const char *name, boo
 
 typedef struct Sample {
         const CpuTotals *cpu;   /* SCOPE_CPU */
+        const char *cpu_job;    /* SCOPE_CPU: the job holding it */
         bool held;              /* SCOPE_CPU: the held series, else the idle one */
         int socket;             /* SCOPE_SOCKET */
         const JobTotals *job;   /* SCOPE_JOB */
@@ -188,7 +189,7 @@ static void scope_labels(FILE *f, bool *first, const RenderOptions *o, Scope sco
         case SCOPE_CPU:
                 cpu_labels(f, first, s->cpu);
                 if (s->held)
-                        put_label(f, first, o->job_label, s->cpu->job);
+                        put_label(f, first, o->job_label, s->cpu_job);
                 break;
         case SCOPE_SOCKET:
                 (void) snprintf(num, sizeof(num), "%d", s->socket);
@@ -226,9 +227,9 @@ static void each_sample(const Model *m, Scope scope,
         switch (scope) {
         case SCOPE_CPU:
                 for (size_t i = 0; i < m->n_cpus; i++) {
-                        s = (Sample) { .cpu = &m->cpus[i] };
+                        s = (Sample) { .cpu = &m->cpus[i], .cpu_job = model_cpu_job(m, &m->cpus[i]) };
                         emit(f, m, o, scope, &s, userdata);
-                        if (m->cpus[i].job[0]) {
+                        if (m->cpus[i].job) {
                                 s.held = true;
                                 emit(f, m, o, scope, &s, userdata);
                         }

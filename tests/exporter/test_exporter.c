@@ -138,7 +138,7 @@ static void test_totals_and_jobs(void **state) {
         assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 2, 100), 0);
         add(&m, 1, 5);
         add(&m, 2, 7);
-        assert_string_equal(m.cpus[1].job, "42");
+        assert_string_equal(model_cpu_job(&m, &m.cpus[1]), "42");
         assert_true(m.cpus[1].held[QTY_INSTRUCTIONS] == 5);
         assert_true(m.cpus[1].idle[QTY_INSTRUCTIONS] == 10);
         j = model_find_job(&m, "42");
@@ -194,8 +194,8 @@ static void test_sparse_and_shared(void **state) {
         assert_null(model_cpu(&m, UINT32_MAX));
         /* a CPU two jobs share is labelled with the first; unknown CPUs and empty jobs are ignored */
         assert_int_equal(model_set_jobs(&m, rows, jobs, NULL, NULL, 4, 1), 0);
-        assert_string_equal(model_cpu(&m, 900)->job, "a");
-        assert_string_equal(model_cpu(&m, 5)->job, "");
+        assert_string_equal(model_cpu_job(&m, model_cpu(&m, 900)), "a");
+        assert_string_equal(model_cpu_job(&m, model_cpu(&m, 5)), "");
         /* the second job holds the CPU too, but its counts are not its: none labelled */
         assert_int_equal(model_find_job(&m, "b")->n_cpus, 1);
         assert_int_equal(model_find_job(&m, "b")->n_labelled, 0);
