@@ -178,22 +178,22 @@ static void find_indexes(const pmugate_result *res, const TopdownTree *tree, Ind
  * are absent, and pmugate_exporter_quantity_counted is 0 for them. */
 static void log_uncounted(Sampler *s, const TopdownTree *tree, const Indexes *ix) {
         char text[400];
-        size_t len;
-        bool any_l1 = true;
+        size_t len, head;
+        bool all_l1 = true;
 
         if (s->uncounted_logged)
                 return;
         s->uncounted_logged = true;
         for (unsigned k = 0; k < tree->n_nodes; k++)
                 if (tree->nodes[k].level == 1 && ix->nodes[k] < 0)
-                        any_l1 = false;
-        len = (size_t) snprintf(text, sizeof(text), "%s: not counted on this CPU model (no series):",
-                                s->info->model_key[0] ? s->info->model_key : "unknown model");
+                        all_l1 = false;
+        len = head = (size_t) snprintf(text, sizeof(text), "%s: not counted on this CPU model (no series):",
+                                       s->info->model_key[0] ? s->info->model_key : "unknown model");
         if (ix->instructions < 0)
                 len += (size_t) snprintf(text + len, sizeof(text) - len, " instructions");
         if (len < sizeof(text) && ix->cycles < 0)
                 len += (size_t) snprintf(text + len, sizeof(text) - len, " cycles");
-        if (len < sizeof(text) && (!any_l1 || (ix->slots < 0 && (ix->cycles < 0 || s->info->slots_width == 0))))
+        if (len < sizeof(text) && (!all_l1 || (ix->slots < 0 && (ix->cycles < 0 || s->info->slots_width == 0))))
                 len += (size_t) snprintf(text + len, sizeof(text) - len, " topdown");
         if (len < sizeof(text) && (ix->cas_read < 0 || ix->cas_write < 0))
                 len += (size_t) snprintf(text + len, sizeof(text) - len, " memory_traffic");
@@ -201,7 +201,8 @@ static void log_uncounted(Sampler *s, const TopdownTree *tree, const Indexes *ix
                 len += (size_t) snprintf(text + len, sizeof(text) - len, " package_energy");
         if (len < sizeof(text) && ix->energy_dram < 0)
                 len += (size_t) snprintf(text + len, sizeof(text) - len, " dram_energy");
-        (void) log_limit(&s->log, "uncounted", text, now_monotonic_usec());
+        if (len > head)
+                (void) log_limit(&s->log, "uncounted", text, now_monotonic_usec());
 }
 
 /* What one CPU counted in the interval, as the model's quantities; NaN for what the
