@@ -39,7 +39,7 @@ L2 = {
     "retiring_microcode": HPC["heavy_operations"],
 }
 PACKAGE_WATTS = 150.0
-RULES = os.path.join(t.SOURCE, "contrib", "prometheus", "pmugate-rules.yml")
+RULES = os.path.abspath(os.path.join(t.SOURCE, "contrib", "prometheus", "pmugate-rules.yml"))
 
 
 class AmdNode(x.Node):
