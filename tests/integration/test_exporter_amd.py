@@ -160,6 +160,28 @@ def test_zen5(tap):
     test_model(tap, "zen5")
 
 
+def test_level1(tap):
+    """--level=1 on Zen 5: the five classes alone (with the instructions two sets take turns),
+    no level-2 family."""
+    node = AmdNode("zen5")
+    ex = x.Exporter(node, ["--interval=200ms", "--level=1"])
+    try:
+        ex.wait(lambda: ex.samples() >= 2, "two samples")
+        ex.wait_samples(4)
+        m = ex.metrics()
+        got = {c: fraction(m, "pmugate_node", c, 1) for c in L1}
+        bad = {c: (got[c], HPC[c]) for c in L1 if abs(got[c] - HPC[c]) > x.FRACTION_BOUND}
+        ipc = one(m, "pmugate_node_instructions_total") / one(m, "pmugate_node_cycles_total")
+        tap.ok(not bad and abs(ipc / HPC["ipc"] - 1) < 1e-3, "zen5 --level=1: the five classes and IPC are the "
+               "profile's", (bad or got, ipc))
+        tap.ok(not series(m, "pmugate_node_topdown_level2_slots_total") and
+               dict(next(k for k in m if k[0] == "pmugate_exporter_info")[1])["topdown_level"] == "1",
+               "and no level-2 family")
+    finally:
+        ex.stop()
+        node.stop()
+
+
 def promql_labels(key):
     return "{%s}" % ",".join('%s="%s"' % kv for kv in key[1]) if key[1] else ""
 
@@ -223,7 +245,7 @@ def main():
     if not os.path.exists(x.EXPORTER):
         print("1..0 # SKIP pmugate-exporter not built (libmicrohttpd missing)")
         return 0
-    return tap.run([test_zen4, test_zen5])
+    return tap.run([test_zen4, test_zen5, test_level1])
 
 
 sys.exit(main())
