@@ -46,32 +46,34 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
         return queue(conn, status, type, resp);
 }
 
-/* A scrape served from a snapshot's body: both stay until libmicrohttpd has sent them. */
+/* A scrape served from a snapshot's body: it stays until libmicrohttpd has sent it (the
+ * snapshot and its model may go before). */
 typedef struct Scrape {
-        Snapshot *snapshot;
+        SnapshotBody *body;
         char *tail;
 } Scrape;
 
 static void scrape_free(void *userdata) {
         Scrape *sc = userdata;
 
-        (void) snapshot_unref(sc->snapshot);
+        (void) snapshot_body_unref(sc->body);
         free(sc->tail);
         free(sc);
 }
 
-static enum MHD_Result reply_snapshot(struct MHD_Connection *conn, const char *type, Snapshot *snapshot,
-                                      const char *body, size_t size, char *tail, size_t tail_size) {
-        struct MHD_IoVec iov[2] = { { body, size }, { tail, tail_size } };
+static enum MHD_Result reply_body(struct MHD_Connection *conn, const char *type, SnapshotBody *body, char *tail,
+                                  size_t tail_size) {
+        struct MHD_IoVec iov[2] = { { NULL, 0 }, { tail, tail_size } };
         struct MHD_Response *resp;
         Scrape *sc = malloc(sizeof(Scrape));
 
         if (!sc) {
-                (void) snapshot_unref(snapshot);
+                (void) snapshot_body_unref(body);
                 free(tail);
                 return MHD_NO;
         }
-        *sc = (Scrape) { .snapshot = snapshot, .tail = tail };
+        *sc = (Scrape) { .body = body, .tail = tail };
+        iov[0].iov_base = snapshot_body_text(body, &iov[0].iov_len);
         resp = MHD_create_response_from_iovec(iov, ELEMENTSOF(iov), scrape_free, sc);
         if (!resp) {
                 scrape_free(sc);
@@ -95,11 +97,11 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
                 .per_cpu = h->options.per_cpu,
         };
         Snapshot *snapshot;
-        const char *rendered, *type;
-        char *body = NULL;
-        size_t size = 0, rendered_size = 0;
+        SnapshotBody *body;
+        char *tail = NULL;
+        size_t tail_size = 0;
         FILE *f;
-        int r;
+        int r = 0;
 
         /* counted before rendering, so a scrape sees itself */
         (void) __atomic_add_fetch(ro.openmetrics ? &h->scrapes_openmetrics : &h->scrapes_text, 1,
@@ -110,27 +112,27 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
         if (!snapshot)
                 return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "starting; no sample yet\n");
         snapshot_want(h->options.snapshots, ro.openmetrics);
-        rendered = snapshot_body(snapshot, ro.openmetrics, &rendered_size);
-        f = open_memstream(&body, &size);
+        body = snapshot_body(snapshot, ro.openmetrics);
+        /* Not rendered yet (the first scrape in this format): render the snapshot's model here,
+         * still without the model's lock; the snapshot keeps it for the scrapes after. */
+        if (!body)
+                r = snapshot_render_body(snapshot, ro.openmetrics, &body);
+        (void) snapshot_unref(snapshot);
+        if (r < 0)
+                return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render the metrics\n");
+        f = open_memstream(&tail, &tail_size);
         if (!f) {
-                (void) snapshot_unref(snapshot);
+                (void) snapshot_body_unref(body);
                 return MHD_NO;
         }
-        /* Not rendered yet (the first scrape in this format): render the snapshot's model here,
-         * still without the model's lock. */
-        r = rendered ? 0 : render_metrics_body(snapshot_model(snapshot), &ro, f);
-        if (r >= 0)
-                r = render_metrics_tail(&ro, f);
+        r = render_metrics_tail(&ro, f);
         if (fclose(f) != 0 || r < 0) {
-                (void) snapshot_unref(snapshot);
-                free(body);
+                (void) snapshot_body_unref(body);
+                free(tail);
                 return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render the metrics\n");
         }
-        type = ro.openmetrics ? CONTENT_TYPE_OPENMETRICS : CONTENT_TYPE_TEXT;
-        if (rendered)
-                return reply_snapshot(conn, type, snapshot, rendered, rendered_size, body, size);
-        (void) snapshot_unref(snapshot);
-        return reply(conn, MHD_HTTP_OK, type, body, size);
+        return reply_body(conn, ro.openmetrics ? CONTENT_TYPE_OPENMETRICS : CONTENT_TYPE_TEXT, body, tail,
+                          tail_size);
 }
 
 static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const char *job) {

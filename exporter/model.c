@@ -13,20 +13,58 @@
 #include "macro.h"
 #include "model.h"
 
-const TopdownNode topdown_nodes[TOPDOWN_NODES] = {
-        { "frontend_bound", 1, NULL },
-        { "bad_speculation", 1, NULL },
-        { "backend_bound", 1, NULL },
-        { "retiring", 1, NULL },
-        { "fetch_latency", 2, "frontend_bound" },
-        { "fetch_bandwidth", 2, "frontend_bound" },
-        { "branch_mispredicts", 2, "bad_speculation" },
-        { "machine_clears", 2, "bad_speculation" },
-        { "memory_bound", 2, "backend_bound" },
-        { "core_bound", 2, "backend_bound" },
-        { "light_operations", 2, "retiring" },
-        { "heavy_operations", 2, "retiring" },
+const TopdownTree topdown_tree_intel = {
+        .vendor = "GenuineIntel",
+        .n_nodes = 12,
+        .nodes = {
+                { "frontend_bound", 1, NULL, { "tma_frontend_bound" } },
+                { "bad_speculation", 1, NULL, { "tma_bad_speculation" } },
+                { "backend_bound", 1, NULL, { "tma_backend_bound" } },
+                { "retiring", 1, NULL, { "tma_retiring" } },
+                { "fetch_latency", 2, "frontend_bound", { "tma_fetch_latency" } },
+                { "fetch_bandwidth", 2, "frontend_bound", { "tma_fetch_bandwidth" } },
+                { "branch_mispredicts", 2, "bad_speculation", { "tma_branch_mispredicts" } },
+                { "machine_clears", 2, "bad_speculation", { "tma_machine_clears" } },
+                { "memory_bound", 2, "backend_bound", { "tma_memory_bound" } },
+                { "core_bound", 2, "backend_bound", { "tma_core_bound" } },
+                { "light_operations", 2, "retiring", { "tma_light_operations" } },
+                { "heavy_operations", 2, "retiring", { "tma_heavy_operations" } },
+        },
 };
+
+/* client/groups/zen4/ and zen5/ topdown-l1.conf and topdown-l2.conf */
+const TopdownTree topdown_tree_amd = {
+        .vendor = "AuthenticAMD",
+        .n_nodes = 13,
+        .nodes = {
+                { "frontend_bound", 1, NULL, { "frontend_bound" } },
+                { "bad_speculation", 1, NULL, { "bad_speculation" } },
+                { "backend_bound", 1, NULL, { "backend_bound" } },
+                { "smt_contention", 1, NULL, { "smt_contention" } },
+                { "retiring", 1, NULL, { "retiring" } },
+                { "frontend_bound_latency", 2, "frontend_bound",
+                  { "frontend_bound_latency", "frontend_bound_by_latency" } },
+                { "frontend_bound_bandwidth", 2, "frontend_bound",
+                  { "frontend_bound_bandwidth", "frontend_bound_by_bandwidth" } },
+                { "bad_speculation_mispredicts", 2, "bad_speculation",
+                  { "bad_speculation_mispredicts", "bad_speculation_from_mispredicts" } },
+                { "bad_speculation_pipeline_restarts", 2, "bad_speculation",
+                  { "bad_speculation_pipeline_restarts", "bad_speculation_from_pipeline_restarts" } },
+                { "backend_bound_memory", 2, "backend_bound",
+                  { "backend_bound_memory", "backend_bound_by_memory" } },
+                { "backend_bound_cpu", 2, "backend_bound", { "backend_bound_cpu", "backend_bound_by_cpu" } },
+                { "retiring_fastpath", 2, "retiring", { "retiring_fastpath", "retiring_from_fastpath" } },
+                { "retiring_microcode", 2, "retiring", { "retiring_microcode", "retiring_from_microcode" } },
+        },
+};
+
+const TopdownTree *topdown_tree_for_vendor(const char *vendor) {
+        return vendor && strcmp(vendor, topdown_tree_amd.vendor) == 0 ? &topdown_tree_amd : &topdown_tree_intel;
+}
+
+const TopdownTree *model_topdown(const Model *m) {
+        return m->topdown ?: &topdown_tree_intel;
+}
 
 static const char *const cpu_reasons[_CPU_REASON_MAX] = {
         [CPU_MONITORED] = "monitored",
@@ -40,6 +78,10 @@ static const char *const cpu_reasons[_CPU_REASON_MAX] = {
 
 const char *cpu_reason_to_string(CpuReason r) {
         return (unsigned) r < _CPU_REASON_MAX ? cpu_reasons[r] : "unknown";
+}
+
+const char *model_cpu_job(const Model *m, const CpuTotals *c) {
+        return c->job > 0 && c->job <= m->n_job_names ? m->job_names[c->job - 1] : "";
 }
 
 CpuTotals *model_cpu(Model *m, uint32_t cpu) {
@@ -105,6 +147,7 @@ void model_done(Model *m) {
         free(m->cpu_index);
         free(m->sockets);
         free(m->jobs);
+        free(m->job_names);
         *m = (Model) {};
 }
 
@@ -124,7 +167,8 @@ int model_copy(const Model *m, Model *ret) {
         c.sockets = memdup_array(m->sockets, m->n_sockets, sizeof(*m->sockets));
         c.jobs = memdup_array(m->jobs, m->n_jobs, sizeof(JobTotals));
         c.max_jobs = m->n_jobs;
-        if (!c.cpus || !c.cpu_index || !c.sockets || !c.jobs) {
+        c.job_names = memdup_array(m->job_names, m->n_job_names, sizeof(*m->job_names));
+        if (!c.cpus || !c.cpu_index || !c.sockets || !c.jobs || !c.job_names) {
                 model_done(&c);
                 return -ENOMEM;
         }
@@ -174,10 +218,10 @@ static void format_job_cpus(const Model *m, const char *job, char *buf, size_t s
                 size_t e = i;
                 int n;
 
-                if (strcmp(m->cpus[i].job, job) != 0)
+                if (strcmp(model_cpu_job(m, &m->cpus[i]), job) != 0)
                         continue;
                 while (e + 1 < m->n_cpus && m->cpus[e + 1].cpu == m->cpus[e].cpu + 1 &&
-                       strcmp(m->cpus[e + 1].job, job) == 0)
+                       strcmp(model_cpu_job(m, &m->cpus[e + 1]), job) == 0)
                         e++;
                 if (e > i)
                         n = snprintf(buf + len, size - len, "%s%u-%u", len ? "," : "", m->cpus[i].cpu,
@@ -197,6 +241,9 @@ static void format_job_cpus(const Model *m, const char *job, char *buf, size_t s
 int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, const bool *has_uid,
                    const uint32_t *uids, size_t n, time_t now) {
         _cleanup_free_ size_t *row = NULL;
+        _cleanup_free_ uint32_t *next = NULL;
+        _cleanup_free_ char (*names)[MODEL_JOB_MAX] = NULL;
+        size_t n_names = 0;
 
         /* the first row naming each CPU: a CPU two jobs share is labelled with the first */
         row = malloc((m->n_cpus ?: 1) * sizeof(size_t));
@@ -210,17 +257,45 @@ int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, cons
                 if (c && jobs[k - 1] && jobs[k - 1][0])
                         row[c - m->cpus] = k - 1;
         }
+        /* Each job holding a CPU named once; a CPU's held series starts anew where its job
+         * changed. Nothing changes when this fails. */
+        names = malloc((m->n_cpus ?: 1) * sizeof(*names));
+        next = malloc((m->n_cpus ?: 1) * sizeof(uint32_t));
+        if (!names || !next)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                const char *job = row[i] != SIZE_MAX ? jobs[row[i]] : "";
+                size_t k;
+
+                next[i] = 0;
+                if (!job[0])
+                        continue;
+                /* neighbours mostly share a job: the last one named first */
+                for (k = n_names; k > 0 && strcmp(names[k - 1], job) != 0; k--)
+                        ;
+                if (k == 0) {
+                        (void) snprintf(names[n_names], sizeof(names[n_names]), "%s", job);
+                        k = ++n_names;
+                }
+                next[i] = (uint32_t) k;
+        }
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                CpuTotals *c = &m->cpus[i];
+
+                if (strcmp(model_cpu_job(m, c), next[i] ? names[next[i] - 1] : "") != 0)
+                        memset(c->held, 0, sizeof(c->held));
+                c->job = next[i];
+        }
+        free(m->job_names);
+        m->job_names = TAKE_PTR(names);
+        m->n_job_names = n_names;
+
         for (size_t i = 0; i < m->n_jobs; i++)
                 m->jobs[i].n_cpus = m->jobs[i].n_labelled = 0;
         for (size_t i = 0; i < m->n_cpus; i++) {
-                CpuTotals *c = &m->cpus[i];
                 const char *job = row[i] != SIZE_MAX ? jobs[row[i]] : "";
                 size_t k = row[i];
 
-                if (strcmp(c->job, job) != 0) {
-                        (void) snprintf(c->job, sizeof(c->job), "%s", job);
-                        memset(c->held, 0, sizeof(c->held));
-                }
                 if (job[0]) {
                         JobTotals *j = running_job(m, job);
 
@@ -283,14 +358,16 @@ void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]) {
 
         if (!c)
                 return;
-        j = c->job[0] ? running_job(m, c->job) : NULL;
+        j = c->job ? running_job(m, model_cpu_job(m, c)) : NULL;
         for (unsigned q = 0; q < QTY_PACKAGE_FIRST; q++) {
                 double d = delta[q];
 
-                /* Totals only grow: a NaN (no cycles, nothing to divide by) adds nothing. */
+                if (isfinite(d))
+                        m->counted[q] = true;
+                /* Totals only grow: a NaN (not measured) adds nothing. */
                 if (!(d > 0) || !isfinite(d))
                         continue;
-                if (c->job[0])
+                if (c->job)
                         c->held[q] += d;
                 else
                         c->idle[q] += d;
@@ -313,6 +390,8 @@ void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], co
         for (unsigned q = QTY_PACKAGE_FIRST; q < QTY_MAX; q++) {
                 double d = delta[q];
 
+                if (isfinite(d))
+                        m->counted[q] = true;
                 if (!(d > 0) || !isfinite(d))
                         continue;
                 m->sockets[socket][q] += d;
@@ -323,9 +402,9 @@ void model_add_package(Model *m, int32_t socket, const double delta[QTY_MAX], co
                         const CpuTotals *c = &m->cpus[i];
                         JobTotals *j;
 
-                        if (c->socket != socket || !c->job[0] || !(cycles[i] > 0) || !isfinite(cycles[i]))
+                        if (c->socket != socket || !c->job || !(cycles[i] > 0) || !isfinite(cycles[i]))
                                 continue;
-                        j = running_job(m, c->job);
+                        j = running_job(m, model_cpu_job(m, c));
                         if (j)
                                 j->v[q] += d * cycles[i] / total;
                 }
@@ -354,6 +433,10 @@ void model_add_job_counts(Model *m, const char *job, double instructions, double
 
         if (!j || !j->by_cgroup)
                 return;
+        if (isfinite(instructions))
+                m->counted[QTY_INSTRUCTIONS] = true;
+        if (isfinite(cycles))
+                m->counted[QTY_CYCLES] = true;
         add_positive(&j->v[QTY_INSTRUCTIONS], instructions);
         add_positive(&j->v[QTY_CYCLES], cycles);
         add_positive(&j->cgroup_enabled_seconds, enabled_seconds);

@@ -23,17 +23,33 @@ typedef enum Quantity {
         QTY_SLOTS,
         QTY_MONITORED_SECONDS,
         QTY_TOPDOWN_FIRST,
-        /* then one per TopDown node, in topdown_nodes[] order */
+        /* then one per TopDown node, in the order of the model's tree (model_topdown()) */
 } Quantity;
 
 typedef struct TopdownNode {
-        const char *name;       /* "backend_bound": the metric is "tma_" + name */
+        const char *name;       /* the category label: "backend_bound" */
         unsigned level;
         const char *parent;     /* NULL at level 1 */
+        const char *metrics[2]; /* the TopDown groups' metrics for it, the first found wins */
 } TopdownNode;
 
-#define TOPDOWN_NODES 12U
-extern const TopdownNode topdown_nodes[TOPDOWN_NODES];
+/* The most nodes a tree has: Intel's 4 + 8, AMD's 5 + 8. */
+#define TOPDOWN_NODES 13U
+
+/* A vendor's TopDown tree, as the exporter labels its categories: Intel's level 1 and 2
+ * (perf's tma_* metrics), or AMD's pipeline utilization with its fifth level-1 class,
+ * smt_contention, and level 2 under Zen 4's names on Zen 4 and Zen 5 alike (the Zen 5 groups
+ * spell them frontend_bound_by_latency, ...), so that one query covers both. */
+typedef struct TopdownTree {
+        const char *vendor;     /* the CPU vendor id it is for */
+        unsigned n_nodes;
+        TopdownNode nodes[TOPDOWN_NODES];
+} TopdownTree;
+
+extern const TopdownTree topdown_tree_intel, topdown_tree_amd;
+
+/* The tree of a CPU vendor id ("GenuineIntel", "AuthenticAMD"); Intel's for any other. */
+const TopdownTree *topdown_tree_for_vendor(const char *vendor);
 
 /* Package-scope quantities, after the TopDown nodes: a socket's memory traffic (64-byte CAS
  * lines times 64) and RAPL energy. CPUs never count them; a job gets the share of each of its
@@ -68,7 +84,10 @@ typedef struct CpuTotals {
         char labels[40];        /* cpu="N",socket="S": formatted once, not in every scrape */
         CpuReason reason;
         double idle[QTY_MAX];   /* counted while no job held the CPU */
-        char job[MODEL_JOB_MAX]; /* the job holding it now, "" for none */
+        uint32_t job;           /* the job holding it now: 1 + its place in the model's
+                                 * job_names, 0 for none (model_cpu_job()); an index, not the
+                                 * 257-byte name, keeps a copy of the model 1 MiB smaller at
+                                 * 4096 CPUs */
         double held[QTY_MAX];   /* counted since job got the CPU */
 } CpuTotals;
 
@@ -100,9 +119,12 @@ typedef struct Model {
         char backend[16];
         unsigned topdown_level; /* 0 until a measurement ran */
         char hostname[256];
+        const TopdownTree *topdown;     /* the CPU vendor's; NULL: Intel's (model_topdown()) */
 
         CpuTotals *cpus;
         size_t n_cpus;
+        char (*job_names)[MODEL_JOB_MAX];       /* the jobs holding CPUs now, each once */
+        size_t n_job_names;
         int32_t *cpu_index;     /* by CPU number: its place in cpus, or -1 */
         size_t n_cpu_index;
         double (*sockets)[QTY_MAX];
@@ -116,9 +138,13 @@ typedef struct Model {
         double last_sample;     /* UNIX time of the last sample, 0 before the first */
         uint64_t samples, sample_errors, restarts;
         bool export_uids;
-        bool has_memory;        /* the measurement counts memory traffic per socket */
-        bool has_energy;        /* ... and RAPL energy */
+        /* Whether the quantity was ever counted on this node: what the CPU model has no event
+         * for (or the daemon withholds) has no series rather than a total of 0. model_add()
+         * and model_add_package() set it for every finite delta. */
+        bool counted[QTY_MAX];
 } Model;
+
+const TopdownTree *model_topdown(const Model *m);
 
 /* CPU layout from the daemon's hello; totals of CPUs present before are kept. */
 int model_set_cpus(Model *m, const uint32_t *cpus, const int32_t *sockets, size_t n);
@@ -127,6 +153,9 @@ void model_done(Model *m);
 /* A copy of m that owns its arrays, for a scrape to render while the sampler goes on:
  * 0 or -ENOMEM. */
 int model_copy(const Model *m, Model *ret);
+
+/* The job holding the CPU now, "" for none. */
+const char *model_cpu_job(const Model *m, const CpuTotals *c);
 
 /* The totals of CPU number cpu, or NULL; constant time. */
 CpuTotals *model_cpu(Model *m, uint32_t cpu);
@@ -137,7 +166,8 @@ CpuTotals *model_cpu(Model *m, uint32_t cpu);
 int model_set_jobs(Model *m, const uint32_t *cpus, const char *const *jobs, const bool *has_uid,
                    const uint32_t *uids, size_t n, time_t now);
 
-/* Adds one interval of a CPU: every quantity it measured (NaN or negative values count 0). */
+/* Adds one interval of a CPU: every quantity it measured (negative values count 0; NaN is
+ * a quantity not measured, which counts nothing and leaves it uncounted). */
 void model_add(Model *m, uint32_t cpu, const double delta[QTY_MAX]);
 
 /* Adds one interval of a socket's package quantities (the others of delta are ignored) to the

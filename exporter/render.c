@@ -91,7 +91,8 @@ bool accept_prefers_openmetrics(const char *accept) {
 bool label_name_valid(const char *name) {
         static const char *const taken[] = {"cpu",     "socket", "category", "level",
                                             "pmugate_cpu_state", "model", "backend",
-                                            "topdown_level", "version", "node", "format", "domain"};
+                                            "topdown_level", "version", "node", "format", "domain",
+                                            "quantity"};
 
         if (!name || !name[0] || strlen(name) > 64 || (name[0] >= '0' && name[0] <= '9') ||
             strncmp(name, "__", 2) == 0)
@@ -168,6 +169,7 @@ static const char *family(FILE *f, const RenderOptions *o, const char *name, boo
 
 typedef struct Sample {
         const CpuTotals *cpu;   /* SCOPE_CPU */
+        const char *cpu_job;    /* SCOPE_CPU: the job holding it */
         bool held;              /* SCOPE_CPU: the held series, else the idle one */
         int socket;             /* SCOPE_SOCKET */
         const JobTotals *job;   /* SCOPE_JOB */
@@ -187,7 +189,7 @@ static void scope_labels(FILE *f, bool *first, const RenderOptions *o, Scope sco
         case SCOPE_CPU:
                 cpu_labels(f, first, s->cpu);
                 if (s->held)
-                        put_label(f, first, o->job_label, s->cpu->job);
+                        put_label(f, first, o->job_label, s->cpu_job);
                 break;
         case SCOPE_SOCKET:
                 (void) snprintf(num, sizeof(num), "%d", s->socket);
@@ -225,9 +227,9 @@ static void each_sample(const Model *m, Scope scope,
         switch (scope) {
         case SCOPE_CPU:
                 for (size_t i = 0; i < m->n_cpus; i++) {
-                        s = (Sample) { .cpu = &m->cpus[i] };
+                        s = (Sample) { .cpu = &m->cpus[i], .cpu_job = model_cpu_job(m, &m->cpus[i]) };
                         emit(f, m, o, scope, &s, userdata);
-                        if (m->cpus[i].job[0]) {
+                        if (m->cpus[i].job) {
                                 s.held = true;
                                 emit(f, m, o, scope, &s, userdata);
                         }
@@ -281,23 +283,38 @@ static void emit_topdown(FILE *f, const Model *m, const RenderOptions *o, Scope 
         const Emit *e = userdata;
         const double *v = sample_values(m, scope, s);
 
+        const TopdownTree *tree = model_topdown(m);
+
         if (scope == SCOPE_JOB && !job_counts(s->job, QTY_SLOTS))
                 return;
         /* One family per level: a sum over a family adds up to the slots, never twice. */
-        for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
+        for (unsigned k = 0; k < tree->n_nodes; k++) {
                 bool first = true;
 
-                if (topdown_nodes[k].level != e->level)
+                if (tree->nodes[k].level != e->level || !m->counted[QTY_TOPDOWN_FIRST + k])
                         continue;
                 fputs(e->sample_name, f);
                 scope_labels(f, &first, o, scope, s);
-                put_label(f, &first, "category", topdown_nodes[k].name);
+                put_label(f, &first, "category", tree->nodes[k].name);
                 put_value(f, first, v[QTY_TOPDOWN_FIRST + k]);
         }
 }
 
 bool render_per_cpu(const Model *m, PerCpu mode) {
         return mode == PER_CPU_YES || (mode == PER_CPU_AUTO && m->n_cpus <= PMUGATE_EXPORTER_PER_CPU_AUTO_MAX);
+}
+
+/* Whether any category of the TopDown level was counted: a level the measurement has no
+ * metrics for has no family. */
+static bool topdown_level_counted(const Model *m, unsigned level) {
+        const TopdownTree *tree = model_topdown(m);
+
+        if (!m->counted[QTY_SLOTS])
+                return false;
+        for (unsigned k = 0; k < tree->n_nodes; k++)
+                if (tree->nodes[k].level == level && m->counted[QTY_TOPDOWN_FIRST + k])
+                        return true;
+        return false;
 }
 
 static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
@@ -310,6 +327,8 @@ static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
                         continue;
 
                 for (unsigned q = 0; q < QTY_TOPDOWN_FIRST; q++) {
+                        if (!m->counted[q])
+                                continue;
                         (void) snprintf(name, sizeof(name), "pmugate_%s_%s", scope_names[sc],
                                         base_quantities[q].name);
                         (void) snprintf(help, sizeof(help), "%s, %s", base_quantities[q].help,
@@ -323,6 +342,8 @@ static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
                         /* Per CPU, level 1 only: level 2 per CPU would multiply the series for
                          * little. */
                         if (level > 1 && (sc == SCOPE_CPU || m->topdown_level < level))
+                                continue;
+                        if (!topdown_level_counted(m, level))
                                 continue;
                         (void) snprintf(name, sizeof(name), "pmugate_%s_topdown_level%u_slots",
                                         scope_names[sc], level);
@@ -347,19 +368,27 @@ static void emit_package(FILE *f, const Model *m, const RenderOptions *o, Scope 
 
         if (scope == SCOPE_JOB && !job_counts(s->job, e->quantity))
                 return;
-        fputs(e->sample_name, f);
-        scope_labels(f, &first, o, scope, s);
         if (e->quantity == QTY_PACKAGE_JOULES || e->quantity == QTY_DRAM_JOULES) {
-                /* the two energies are one family with a domain label; emit both here */
-                put_label(f, &first, "domain", "package");
-                put_value(f, first, sample_values(m, scope, s)[QTY_PACKAGE_JOULES]);
-                first = true;
-                fputs(e->sample_name, f);
-                scope_labels(f, &first, o, scope, s);
-                put_label(f, &first, "domain", "dram");
-                put_value(f, first, sample_values(m, scope, s)[QTY_DRAM_JOULES]);
+                /* the two energies are one family with a domain label; emit the counted ones
+                 * here (AMD has no DRAM domain: no series, not 0) */
+                static const struct {
+                        unsigned quantity;
+                        const char *domain;
+                } domains[] = { { QTY_PACKAGE_JOULES, "package" }, { QTY_DRAM_JOULES, "dram" } };
+
+                for (size_t i = 0; i < ELEMENTSOF(domains); i++) {
+                        if (!m->counted[domains[i].quantity])
+                                continue;
+                        first = true;
+                        fputs(e->sample_name, f);
+                        scope_labels(f, &first, o, scope, s);
+                        put_label(f, &first, "domain", domains[i].domain);
+                        put_value(f, first, sample_values(m, scope, s)[domains[i].quantity]);
+                }
                 return;
         }
+        fputs(e->sample_name, f);
+        scope_labels(f, &first, o, scope, s);
         put_value(f, first, sample_values(m, scope, s)[e->quantity]);
 }
 
@@ -388,7 +417,8 @@ static void render_package(const Model *m, const RenderOptions *o, FILE *f) {
                         const char *suffix;
                         Emit e;
 
-                        if (families[i].energy ? !m->has_energy : !m->has_memory)
+                        if (families[i].energy ? !m->counted[QTY_PACKAGE_JOULES] && !m->counted[QTY_DRAM_JOULES]
+                                               : !m->counted[families[i].quantity])
                                 continue;
                         (void) snprintf(name, sizeof(name), "pmugate_%s_%s", scope_names[scopes[k]],
                                         families[i].name);
@@ -493,6 +523,32 @@ static void render_socket_states(const Model *m, const RenderOptions *o, FILE *f
         }
 }
 
+/* What this node's exporter counts: a quantity at 0 has no series (the CPU model has no event
+ * for it, or the daemon withholds it, or nothing was measured yet), and the log says why; a
+ * dashboard tells "not counted here" from "counted nothing" by it. */
+static void render_counted(const Model *m, const RenderOptions *o, FILE *f) {
+        static const struct {
+                const char *name;
+                unsigned quantity;
+        } quantities[] = {
+                { "instructions", QTY_INSTRUCTIONS },      { "cycles", QTY_CYCLES },
+                { "topdown", QTY_SLOTS },                  { "memory_read_bytes", QTY_READ_BYTES },
+                { "memory_written_bytes", QTY_WRITTEN_BYTES }, { "energy_package", QTY_PACKAGE_JOULES },
+                { "energy_dram", QTY_DRAM_JOULES },
+        };
+
+        family(f, o, "pmugate_exporter_quantity_counted", false, "",
+               "1 for what the exporter counts on this node, 0 for what it does not (no series; the "
+               "CPU model has no event for it, the daemon withholds it, or no sample yet)");
+        for (size_t i = 0; i < ELEMENTSOF(quantities); i++) {
+                bool first = true;
+
+                put_text(f, "pmugate_exporter_quantity_counted");
+                put_label(f, &first, "quantity", quantities[i].name);
+                put_value(f, first, m->counted[quantities[i].quantity] ? 1 : 0);
+        }
+}
+
 static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
         const char *suffix;
 
@@ -545,6 +601,7 @@ static void render_gauges(const Model *m, const RenderOptions *o, FILE *f) {
                 put_label(f, &first, "version", o->version);
                 put_value(f, first, 1);
         }
+        render_counted(m, o, f);
         family(f, o, "pmugate_exporter_daemon_up", false, "", "1 while pmugated answers");
         fprintf(f, "pmugate_exporter_daemon_up %d\n", m->daemon_up ? 1 : 0);
         family(f, o, "pmugate_exporter_last_sample_timestamp_seconds", false, "seconds",
@@ -603,6 +660,9 @@ static json_object *number(double v) {
 int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out) {
         json_object *root = json_object_new_object(), *td = json_object_new_object(),
                     *td2 = json_object_new_object();
+        const TopdownTree *tree = model_topdown(m);
+        bool has_memory = m->counted[QTY_READ_BYTES] && m->counted[QTY_WRITTEN_BYTES],
+             has_energy = m->counted[QTY_PACKAGE_JOULES] || m->counted[QTY_DRAM_JOULES];
         double v[QTY_MAX];
         time_t end = j->running ? now : j->ended;
         double seconds, traffic, energy;
@@ -615,9 +675,9 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
                 json_object_put(td2);
                 return -ENOMEM;
         }
-        /* what has no source for this job is null, not 0 */
+        /* what has no source for this job or this CPU model is null, not 0 */
         for (unsigned q = 0; q < QTY_MAX; q++)
-                v[q] = model_job_counts(j, q) ? j->v[q] : NAN;
+                v[q] = m->counted[q] && model_job_counts(j, q) ? j->v[q] : NAN;
         json_object_object_add(root, "job", json_object_new_string(j->job));
         json_object_object_add(root, "host", json_object_new_string(m->hostname));
         json_object_object_add(root, "cpus", json_object_new_string(j->cpus));
@@ -636,10 +696,10 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
         json_object_object_add(root, "slots", number(v[QTY_SLOTS]));
         json_object_object_add(root, "ipc", number(ratio(v[QTY_INSTRUCTIONS], v[QTY_CYCLES])));
         /* Percent, as pmugate's own output gives TopDown (client/cli/measure-output.c). */
-        for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
-                if (topdown_nodes[k].level > m->topdown_level)
+        for (unsigned k = 0; k < tree->n_nodes; k++) {
+                if (tree->nodes[k].level > m->topdown_level || !m->counted[QTY_TOPDOWN_FIRST + k])
                         continue;
-                json_object_object_add(topdown_nodes[k].level == 1 ? td : td2, topdown_nodes[k].name,
+                json_object_object_add(tree->nodes[k].level == 1 ? td : td2, tree->nodes[k].name,
                                        number(100.0 * ratio(v[QTY_TOPDOWN_FIRST + k], v[QTY_SLOTS])));
         }
         json_object_object_add(root, "topdown_percent", td);
@@ -650,17 +710,19 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
          * counted the job's CPUs (not whole seconds of its start and end). */
         seconds = j->max_cpus > 0 ? v[QTY_MONITORED_SECONDS] / j->max_cpus : NAN;
         json_object_object_add(root, "memory_read_bytes",
-                               m->has_memory ? number(v[QTY_READ_BYTES]) : NULL);
+                               has_memory ? number(v[QTY_READ_BYTES]) : NULL);
         json_object_object_add(root, "memory_written_bytes",
-                               m->has_memory ? number(v[QTY_WRITTEN_BYTES]) : NULL);
+                               has_memory ? number(v[QTY_WRITTEN_BYTES]) : NULL);
         traffic = v[QTY_READ_BYTES] + v[QTY_WRITTEN_BYTES];
         json_object_object_add(root, "memory_bandwidth_mbytes_per_second",
-                               m->has_memory ? number(1e-6 * ratio(traffic, seconds)) : NULL);
-        energy = v[QTY_PACKAGE_JOULES] + v[QTY_DRAM_JOULES];
-        json_object_object_add(root, "energy_joules", m->has_energy ? number(energy) : NULL);
-        json_object_object_add(root, "power_watts", m->has_energy ? number(ratio(energy, seconds)) : NULL);
-        json_object_object_add(root, "package_share_estimated", json_object_new_boolean(m->has_memory ||
-                                                                                        m->has_energy));
+                               has_memory ? number(1e-6 * ratio(traffic, seconds)) : NULL);
+        /* a domain the CPU model lacks adds nothing (AMD: package only) */
+        energy = (m->counted[QTY_PACKAGE_JOULES] ? v[QTY_PACKAGE_JOULES] : 0) +
+                 (m->counted[QTY_DRAM_JOULES] ? v[QTY_DRAM_JOULES] : 0);
+        json_object_object_add(root, "energy_joules", has_energy ? number(energy) : NULL);
+        json_object_object_add(root, "power_watts", has_energy ? number(ratio(energy, seconds)) : NULL);
+        json_object_object_add(root, "package_share_estimated", json_object_new_boolean(has_memory ||
+                                                                                        has_energy));
         text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
         if (!text || fputs(text, out) < 0 || fputc('\n', out) < 0)
                 r = -EIO;

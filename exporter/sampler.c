@@ -131,6 +131,7 @@ static int connect_daemon(Sampler *s, Model *m, pthread_mutex_t *lock) {
         r = model_set_cpus(m, cpus, sockets, n);
         (void) snprintf(m->model_key, sizeof(m->model_key), "%s", s->info->model_key);
         (void) snprintf(m->backend, sizeof(m->backend), "%s", s->info->backend);
+        m->topdown = topdown_tree_for_vendor(s->info->vendor);
         pthread_mutex_unlock(lock);
         return r;
 }
@@ -141,86 +142,113 @@ typedef struct Indexes {
         int cas_read, cas_write, energy_package, energy_dram;
 } Indexes;
 
-/* An event's index under Intel's name, else under AMD's (-1 when neither is measured). */
-static int event_index(const pmugate_result *res, const char *intel, const char *amd) {
-        int i = pmugate_result_event_index(res, intel);
+/* The first of names the result has as an event, or -ENOENT. Intel's names and AMD's (perf's
+ * amdzen4/amdzen5 ones, as the Zen groups use them): a model has one or the other. */
+static int event_index(const pmugate_result *res, const char *const *names, size_t n) {
+        int r = -ENOENT;
 
-        return i >= 0 || !amd ? i : pmugate_result_event_index(res, amd);
+        for (size_t i = 0; i < n && names[i] && r < 0; i++)
+                r = pmugate_result_event_index(res, names[i]);
+        return r;
 }
 
-/* The Zen pipeline utilization metrics (client/groups/zen4/topdown-l*.conf) standing for the
- * TopDown nodes: level 1 has the same names without "tma_", level 2 its own. */
-static const char *amd_topdown_name(const char *node) {
-        static const struct {
-                const char *node, *amd;
-        } level2[] = {
-                { "fetch_latency", "frontend_bound_latency" },
-                { "fetch_bandwidth", "frontend_bound_bandwidth" },
-                { "branch_mispredicts", "bad_speculation_mispredicts" },
-                { "machine_clears", "bad_speculation_pipeline_restarts" },
-                { "memory_bound", "backend_bound_memory" },
-                { "core_bound", "backend_bound_cpu" },
-                { "light_operations", "retiring_fastpath" },
-                { "heavy_operations", "retiring_microcode" },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(level2); i++)
-                if (strcmp(level2[i].node, node) == 0)
-                        return level2[i].amd;
-        return node;
-}
-
-static void find_indexes(const pmugate_result *res, Indexes *ret) {
-        ret->instructions = event_index(res, "INST_RETIRED.ANY", "ex_ret_instr");
-        ret->cycles = event_index(res, "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc");
-        ret->slots = pmugate_result_event_index(res, "TOPDOWN.SLOTS");
+static void find_indexes(const pmugate_result *res, const TopdownTree *tree, Indexes *ret) {
+        static const char *const instructions[] = { "INST_RETIRED.ANY", "ex_ret_instr" };
+        static const char *const cycles[] = { "CPU_CLK_UNHALTED.THREAD", "ls_not_halted_cyc" };
         /* on AMD the data fabric's DRAM data beats, 64 bytes each like a CAS */
-        ret->cas_read = event_index(res, "UNC_M_CAS_COUNT.RD", "local_or_remote_socket_read_data_beats_dram");
-        ret->cas_write = event_index(res, "UNC_M_CAS_COUNT.WR", "local_or_remote_socket_write_data_beats_dram");
+        static const char *const reads[] = { "UNC_M_CAS_COUNT.RD", "local_or_remote_socket_read_data_beats_dram" };
+        static const char *const writes[] = { "UNC_M_CAS_COUNT.WR",
+                                              "local_or_remote_socket_write_data_beats_dram" };
+
+        ret->instructions = event_index(res, instructions, ELEMENTSOF(instructions));
+        ret->cycles = event_index(res, cycles, ELEMENTSOF(cycles));
+        ret->slots = pmugate_result_event_index(res, "TOPDOWN.SLOTS");
+        ret->cas_read = event_index(res, reads, ELEMENTSOF(reads));
+        ret->cas_write = event_index(res, writes, ELEMENTSOF(writes));
         ret->energy_package = pmugate_result_event_index(res, "PWR_PKG_ENERGY");
         ret->energy_dram = pmugate_result_event_index(res, "PWR_DRAM_ENERGY");
         for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
-                char name[64];
+                const TopdownNode *node = &tree->nodes[k];
 
-                (void) snprintf(name, sizeof(name), "tma_%s", topdown_nodes[k].name);
-                ret->nodes[k] = pmugate_result_metric_index(res, name);
-                if (ret->nodes[k] < 0)
-                        ret->nodes[k] = pmugate_result_metric_index(res, amd_topdown_name(topdown_nodes[k].name));
+                ret->nodes[k] = -ENOENT;
+                for (size_t i = 0; k < tree->n_nodes && i < ELEMENTSOF(node->metrics) && node->metrics[i] &&
+                                   ret->nodes[k] < 0;
+                     i++)
+                        ret->nodes[k] = pmugate_result_metric_index(res, node->metrics[i]);
         }
 }
 
-/* What one CPU counted in the interval, as the model's quantities. */
-static void interval_deltas(const Sampler *s, const pmugate_result *res, const Indexes *ix,
-                            const pmugate_values *v, double delta[QTY_MAX]) {
+/* Says once per measurement which quantities it cannot count on this CPU model: their series
+ * are absent, and pmugate_exporter_quantity_counted is 0 for them. */
+static void log_uncounted(Sampler *s, const TopdownTree *tree, const Indexes *ix) {
+        char text[400];
+        size_t len, head;
+        bool all_l1 = true;
+
+        if (s->uncounted_logged)
+                return;
+        s->uncounted_logged = true;
+        for (unsigned k = 0; k < tree->n_nodes; k++)
+                if (tree->nodes[k].level == 1 && ix->nodes[k] < 0)
+                        all_l1 = false;
+        len = head = (size_t) snprintf(text, sizeof(text), "%s: not counted on this CPU model (no series):",
+                                       s->info->model_key[0] ? s->info->model_key : "unknown model");
+        if (ix->instructions < 0)
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " instructions");
+        if (len < sizeof(text) && ix->cycles < 0)
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " cycles");
+        if (len < sizeof(text) && (!all_l1 || (ix->slots < 0 && (ix->cycles < 0 || s->info->slots_width == 0))))
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " topdown");
+        if (len < sizeof(text) && (ix->cas_read < 0 || ix->cas_write < 0))
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " memory_traffic");
+        if (len < sizeof(text) && ix->energy_package < 0)
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " package_energy");
+        if (len < sizeof(text) && ix->energy_dram < 0)
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " dram_energy");
+        if (len > head)
+                (void) log_limit(&s->log, "uncounted", text, now_monotonic_usec());
+}
+
+/* What one CPU counted in the interval, as the model's quantities; NaN for what the
+ * measurement has no event or metric for (never counted), 0 for what it has but saw nothing of
+ * in this interval. */
+static void interval_deltas(const Sampler *s, const pmugate_result *res, const TopdownTree *tree,
+                            const Indexes *ix, const pmugate_values *v, double delta[QTY_MAX]) {
         double slots = NAN;
         bool shares = true;
 
         for (unsigned q = 0; q < QTY_MAX; q++)
-                delta[q] = 0;
+                delta[q] = NAN;
         if (ix->instructions >= 0)
                 delta[QTY_INSTRUCTIONS] = v->counts[ix->instructions];
         if (ix->cycles >= 0)
                 delta[QTY_CYCLES] = v->counts[ix->cycles];
         if (ix->slots >= 0)
                 slots = v->counts[ix->slots];
-        else if (ix->cycles >= 0)
+        else if (ix->cycles >= 0 && s->info->slots_width > 0)
                 slots = (double) s->info->slots_width * v->counts[ix->cycles];
         delta[QTY_MONITORED_SECONDS] = res->elapsed;
+        /* Without slots or a level-1 class the tree is not counted at all. */
+        if (ix->slots < 0 && !(ix->cycles >= 0 && s->info->slots_width > 0))
+                return;
+        for (unsigned k = 0; k < tree->n_nodes; k++)
+                if (tree->nodes[k].level == 1 && ix->nodes[k] < 0)
+                        return;
         /* Slots count only with their shares, so rate(category) / rate(slots) stays a fraction. */
-        for (unsigned k = 0; k < TOPDOWN_NODES; k++)
-                if (topdown_nodes[k].level == 1 && (ix->nodes[k] < 0 || !isfinite(v->metrics[ix->nodes[k]])))
+        for (unsigned k = 0; k < tree->n_nodes; k++)
+                if (tree->nodes[k].level == 1 && !isfinite(v->metrics[ix->nodes[k]]))
                         shares = false;
         if (!shares || !(slots > 0))
-                return;
+                slots = 0;
         delta[QTY_SLOTS] = slots;
-        for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
+        for (unsigned k = 0; k < tree->n_nodes; k++) {
                 double f;
 
                 if (ix->nodes[k] < 0)
                         continue;
-                f = v->metrics[ix->nodes[k]];
+                f = slots > 0 ? v->metrics[ix->nodes[k]] : 0;
                 if (!isfinite(f))
-                        continue;
+                        f = 0;
                 f = f < 0 ? 0 : f > 1 ? 1 : f;
                 delta[QTY_TOPDOWN_FIRST + k] = f * slots;
         }
@@ -233,7 +261,7 @@ static double event_count(const pmugate_values *v, int index) {
 /* A socket's memory traffic and energy in the interval; what the daemon withholds is NaN. */
 static void package_deltas(const Indexes *ix, const pmugate_values *v, double delta[QTY_MAX]) {
         for (unsigned q = 0; q < QTY_MAX; q++)
-                delta[q] = 0;
+                delta[q] = NAN;
         delta[QTY_READ_BYTES] = 64 * event_count(v, ix->cas_read);
         delta[QTY_WRITTEN_BYTES] = 64 * event_count(v, ix->cas_write);
         delta[QTY_PACKAGE_JOULES] = event_count(v, ix->energy_package);
@@ -242,6 +270,7 @@ static void package_deltas(const Indexes *ix, const pmugate_values *v, double de
 
 static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
         _cleanup_free_ double *cycles = NULL;
+        const TopdownTree *tree = topdown_tree_for_vendor(s->info->vendor);
         pmugate_result *res = NULL;
         Indexes ix;
         int r;
@@ -249,20 +278,19 @@ static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
         r = pmugate_measure_read(s->measure, PMUGATE_SPAN_INTERVAL, &res);
         if (r < 0)
                 return r;
-        find_indexes(res, &ix);
+        find_indexes(res, tree, &ix);
+        log_uncounted(s, tree, &ix);
         pthread_mutex_lock(lock);
         cycles = calloc(m->n_cpus ?: 1, sizeof(double));
         for (size_t i = 0; i < res->n_cpus; i++) {
                 const CpuTotals *c = model_cpu(m, res->cpus[i].cpu);
                 double delta[QTY_MAX];
 
-                interval_deltas(s, res, &ix, &res->cpus[i], delta);
+                interval_deltas(s, res, tree, &ix, &res->cpus[i], delta);
                 model_add(m, res->cpus[i].cpu, delta);
                 if (cycles && c)
                         cycles[c - m->cpus] = delta[QTY_CYCLES];
         }
-        m->has_memory = ix.cas_read >= 0 && ix.cas_write >= 0;
-        m->has_energy = ix.energy_package >= 0;
         for (size_t i = 0; cycles && i < res->n_packages; i++) {
                 double delta[QTY_MAX];
 
@@ -276,28 +304,37 @@ static int accumulate(Sampler *s, Model *m, pthread_mutex_t *lock) {
 
 /* TopDown at the level wanted (or 1 where the model has no level 2), with instructions and
  * cycles added where the recipe lacks them, and memory traffic and energy per socket where the
- * model has them: the first list of extra events that opens wins. */
+ * model has them: the first list of extra events that opens wins. Intel's event names, or
+ * AMD's, whose package events are the data fabric's DRAM data beats (memory traffic, where the
+ * daemon serves the data fabric's counters) and the package's RAPL energy. */
 static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
 #define PACKAGE_EVENTS "UNC_M_CAS_COUNT.RD,UNC_M_CAS_COUNT.WR,PWR_PKG_ENERGY,PWR_DRAM_ENERGY"
-#define AMD_PACKAGE_EVENTS "local_or_remote_socket_read_data_beats_dram," \
-                           "local_or_remote_socket_write_data_beats_dram,PWR_PKG_ENERGY"
-        static const char *const extras[] = {
+#define AMD_DRAM_BEATS "local_or_remote_socket_read_data_beats_dram,local_or_remote_socket_write_data_beats_dram"
+        static const char *const intel_extras[] = {
                 "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
                 "INST_RETIRED.ANY," PACKAGE_EVENTS,
                 "CPU_CLK_UNHALTED.THREAD," PACKAGE_EVENTS,
-                /* AMD's names, before Intel's package events alone, which an AMD model may take
-                 * without counting (its TopDown recipe counts ls_not_halted_cyc already) */
-                "ex_ret_instr," AMD_PACKAGE_EVENTS,
-                "ex_ret_instr,PWR_PKG_ENERGY",
                 PACKAGE_EVENTS,
                 "INST_RETIRED.ANY,CPU_CLK_UNHALTED.THREAD",
                 "INST_RETIRED.ANY",
                 "CPU_CLK_UNHALTED.THREAD",
-                "ex_ret_instr",
                 NULL,
         };
 #undef PACKAGE_EVENTS
-#undef AMD_PACKAGE_EVENTS
+        /* the Zen TopDown groups count ls_not_halted_cyc already (an event twice is refused) */
+        static const char *const amd_extras[] = {
+                "ex_ret_instr," AMD_DRAM_BEATS ",PWR_PKG_ENERGY",
+                "ex_ret_instr,PWR_PKG_ENERGY",
+                "ex_ret_instr,ls_not_halted_cyc,PWR_PKG_ENERGY",
+                "ex_ret_instr",
+                "ex_ret_instr,ls_not_halted_cyc",
+                "PWR_PKG_ENERGY",
+                NULL,
+        };
+#undef AMD_DRAM_BEATS
+        bool amd = topdown_tree_for_vendor(s->info->vendor) == &topdown_tree_amd;
+        const char *const *extras = amd ? amd_extras : intel_extras;
+        size_t n_extras = amd ? ELEMENTSOF(amd_extras) : ELEMENTSOF(intel_extras);
         char reason[400] = "", group[32];
         pmugate_measure *probe = NULL;
         unsigned level = s->level;
@@ -315,7 +352,7 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
                 return r;
         }
         (void) snprintf(group, sizeof(group), "topdown-l%u", level);
-        for (size_t i = 0; i < ELEMENTSOF(extras); i++) {
+        for (size_t i = 0; i < n_extras; i++) {
                 r = pmugate_measure_open_group(s->connection, group, extras[i], cpus, n, 0, &s->measure,
                                                reason, sizeof(reason));
                 if (r == 0)
@@ -345,6 +382,8 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
         memcpy(s->measured, cpus, n * sizeof(uint32_t));
         s->n_measured = n;
         s->measured_level = level;
+        s->uncounted_logged = false;
+        s->pending_samples = 0;
         s->poll_interval_ns = pmugate_measure_poll_interval(s->measure);
         return 0;
 }
@@ -449,8 +488,15 @@ void sampler_step(Sampler *s, Model *m, pthread_mutex_t *lock) {
                         pthread_mutex_unlock(lock);
                         return;
                 } else {
-                        /* A failed op on one CPU (an offline CPU) leaves the others counted. */
-                        sampled = accumulate(s, m, lock) == 0;
+                        /* Where the events take turns (AMD's level 2 and the instructions: three
+                         * sets on six counters), an interval of fewer samples than sets lacks
+                         * some events, and every metric needing them: the totals move once every
+                         * set had its turn, by the counts scaled to the whole interval. A failed
+                         * op on one CPU (an offline CPU) leaves the others counted. */
+                        if (++s->pending_samples >= pmugate_measure_event_sets(s->measure)) {
+                                sampled = accumulate(s, m, lock) == 0;
+                                s->pending_samples = 0;
+                        }
                         failed = r < 0;
                 }
         }

@@ -24,6 +24,9 @@ typedef struct Sampler {
         size_t n_measured;
         unsigned measured_level;
         uint64_t poll_interval_ns;
+        unsigned pending_samples;       /* samples not yet added to the totals (one turn of the
+                                         * event sets is added at once) */
+        bool uncounted_logged;          /* the measurement's uncounted quantities were logged */
 
         JobCounters jobs;               /* jobs counted by their cgroups (a perf node in job mode) */
 

@@ -5,49 +5,135 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
 
+#include "macro.h"
 #include "snapshot.h"
+
+struct SnapshotBody {
+        unsigned refs;          /* changed under the box's lock only */
+        SnapshotBox *box;
+        char *text;
+        size_t size;
+};
 
 struct Snapshot {
         Model model;
-        unsigned refs;  /* changed under the box's lock only */
+        unsigned refs;          /* changed under the box's lock only */
         SnapshotBox *box;
-        char *body[2];          /* by openmetrics: the rendered body, or NULL */
-        size_t body_size[2];
+        SnapshotBody *body[2];  /* by openmetrics: the latest rendered body, or NULL; replaced
+                                 * under the box's lock */
 };
 
-static int render_body(const SnapshotBox *b, const Model *m, bool openmetrics, char **ret, size_t *ret_size) {
+/* A body grows into a buffer sized from the previous one. open_memstream doubles by allocating
+ * anew and copying, so for a moment a body of 5 MB held 4 MB twice; here the buffer is mostly
+ * big enough at once, and where not, realloc extends it (an mmap'd block, main.c's
+ * M_MMAP_THRESHOLD: moved by the kernel, not copied). Capacity never touched costs no memory. */
+typedef struct Buffer {
+        char *data;
+        size_t size, capacity;
+} Buffer;
+
+static ssize_t buffer_write(void *cookie, const char *p, size_t n) {
+        Buffer *b = cookie;
+
+        if (n > b->capacity - b->size) {
+                size_t capacity = b->size + n + b->capacity / 4;
+                char *d = realloc(b->data, capacity);
+
+                if (!d)
+                        return 0;
+                b->data = d;
+                b->capacity = capacity;
+        }
+        memcpy(b->data + b->size, p, n);
+        b->size += n;
+        return (ssize_t) n;
+}
+
+/* Headroom over the previous body's size: a few more jobs or CPUs. */
+#define BODY_HEADROOM(size) ((size) / 8 + 64 * 1024)
+
+static int render_body(SnapshotBox *b, const Model *m, bool openmetrics, size_t size_hint, SnapshotBody **ret) {
         RenderOptions o = { .openmetrics = openmetrics, .job_label = b->job_label, .version = b->version,
                            .per_cpu = b->per_cpu };
-        char *body = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&body, &size);
+        Buffer buf = { .capacity = size_hint + BODY_HEADROOM(size_hint) };
+        SnapshotBody *body;
+        FILE *f;
         int r;
 
-        if (!f)
+        buf.data = malloc(buf.capacity);
+        body = calloc(1, sizeof(SnapshotBody));
+        if (!buf.data || !body) {
+                free(buf.data);
+                free(body);
                 return -ENOMEM;
+        }
+        f = fopencookie(&buf, "w", (cookie_io_functions_t) { .write = buffer_write });
+        if (!f) {
+                free(buf.data);
+                free(body);
+                return -ENOMEM;
+        }
         r = render_metrics_body(m, &o, f);
         if (fclose(f) != 0 && r >= 0)
                 r = -EIO;
         if (r < 0) {
+                free(buf.data);
                 free(body);
                 return r;
         }
+        *body = (SnapshotBody) { .refs = 1, .box = b, .text = buf.data, .size = buf.size };
+        __atomic_store_n(&b->size_hint[openmetrics], buf.size, __ATOMIC_RELAXED);
         *ret = body;
-        *ret_size = size;
         return 0;
+}
+
+static void body_free(SnapshotBody *body) {
+        free(body->text);
+        free(body);
+}
+
+SnapshotBody *snapshot_body_unref(SnapshotBody *body) {
+        bool last;
+
+        if (!body)
+                return NULL;
+        pthread_mutex_lock(&body->box->lock);
+        last = --body->refs == 0;
+        pthread_mutex_unlock(&body->box->lock);
+        if (last)
+                body_free(body);
+        return NULL;
+}
+
+const char *snapshot_body_text(const SnapshotBody *body, size_t *ret_size) {
+        *ret_size = body->size;
+        return body->text;
 }
 
 static void snapshot_free(Snapshot *s) {
         model_done(&s->model);
-        free(s->body[0]);
-        free(s->body[1]);
+        (void) snapshot_body_unref(s->body[0]);
+        (void) snapshot_body_unref(s->body[1]);
         free(s);
+}
+
+/* Puts body in as s's body of the format; the one it replaces goes once no scrape sends it. */
+static void install_body(SnapshotBox *b, Snapshot *s, bool openmetrics, SnapshotBody *body) {
+        SnapshotBody *previous;
+
+        pthread_mutex_lock(&b->lock);
+        previous = s->body[openmetrics];
+        s->body[openmetrics] = body;
+        pthread_mutex_unlock(&b->lock);
+        (void) snapshot_body_unref(previous);
 }
 
 int snapshot_publish(SnapshotBox *b, const Model *m) {
         Snapshot *s = calloc(1, sizeof(Snapshot)), *old;
-        int r;
+        int r, ret = 0;
 
         if (!s)
                 return -ENOMEM;
@@ -56,23 +142,34 @@ int snapshot_publish(SnapshotBox *b, const Model *m) {
                 free(s);
                 return r;
         }
-        for (unsigned om = 0; om < 2; om++) {
-                if (!__atomic_load_n(&b->wanted[om], __ATOMIC_RELAXED))
-                        continue;
-                r = render_body(b, m, om, &s->body[om], &s->body_size[om]);
-                if (r < 0) {
-                        snapshot_free(s);
-                        return r;
-                }
-        }
         s->refs = 1;
         s->box = b;
+        /* Published at once with the previous period's bodies, so the previous model goes now
+         * (unless a scrape renders it) and only the bodies ever exist twice, one at a time. */
         pthread_mutex_lock(&b->lock);
         old = b->latest;
+        for (unsigned om = 0; om < 2; om++)
+                if (old && old->body[om]) {
+                        s->body[om] = old->body[om];
+                        s->body[om]->refs++;
+                }
         b->latest = s;
         pthread_mutex_unlock(&b->lock);
         (void) snapshot_unref(old);
-        return 0;
+
+        for (unsigned om = 0; om < 2; om++) {
+                SnapshotBody *body;
+
+                if (!__atomic_load_n(&b->wanted[om], __ATOMIC_RELAXED))
+                        continue;
+                r = render_body(b, &s->model, om, __atomic_load_n(&b->size_hint[om], __ATOMIC_RELAXED), &body);
+                if (r < 0) {
+                        ret = r;
+                        continue;
+                }
+                install_body(b, s, om, body);
+        }
+        return ret;
 }
 
 Snapshot *snapshot_get(SnapshotBox *b) {
@@ -90,9 +187,35 @@ const Model *snapshot_model(const Snapshot *s) {
         return &s->model;
 }
 
-const char *snapshot_body(const Snapshot *s, bool openmetrics, size_t *ret_size) {
-        *ret_size = s->body_size[openmetrics];
-        return s->body[openmetrics];
+SnapshotBody *snapshot_body(Snapshot *s, bool openmetrics) {
+        SnapshotBody *body;
+
+        pthread_mutex_lock(&s->box->lock);
+        body = s->body[openmetrics];
+        if (body)
+                body->refs++;
+        pthread_mutex_unlock(&s->box->lock);
+        return body;
+}
+
+int snapshot_render_body(Snapshot *s, bool openmetrics, SnapshotBody **ret) {
+        SnapshotBody *body;
+        int r;
+
+        r = render_body(s->box, &s->model, openmetrics, __atomic_load_n(&s->box->size_hint[openmetrics],
+                                                                        __ATOMIC_RELAXED), &body);
+        if (r < 0)
+                return r;
+        /* The snapshot keeps it, unless the sampler put one in meanwhile: scrapes of this
+         * format until the next period share it rather than each rendering its own. */
+        pthread_mutex_lock(&s->box->lock);
+        if (!s->body[openmetrics]) {
+                s->body[openmetrics] = body;
+                body->refs++;
+        }
+        pthread_mutex_unlock(&s->box->lock);
+        *ret = body;
+        return 0;
 }
 
 void snapshot_want(SnapshotBox *b, bool openmetrics) {

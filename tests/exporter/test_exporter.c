@@ -138,7 +138,7 @@ static void test_totals_and_jobs(void **state) {
         assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 2, 100), 0);
         add(&m, 1, 5);
         add(&m, 2, 7);
-        assert_string_equal(m.cpus[1].job, "42");
+        assert_string_equal(model_cpu_job(&m, &m.cpus[1]), "42");
         assert_true(m.cpus[1].held[QTY_INSTRUCTIONS] == 5);
         assert_true(m.cpus[1].idle[QTY_INSTRUCTIONS] == 10);
         j = model_find_job(&m, "42");
@@ -194,8 +194,8 @@ static void test_sparse_and_shared(void **state) {
         assert_null(model_cpu(&m, UINT32_MAX));
         /* a CPU two jobs share is labelled with the first; unknown CPUs and empty jobs are ignored */
         assert_int_equal(model_set_jobs(&m, rows, jobs, NULL, NULL, 4, 1), 0);
-        assert_string_equal(model_cpu(&m, 900)->job, "a");
-        assert_string_equal(model_cpu(&m, 5)->job, "");
+        assert_string_equal(model_cpu_job(&m, model_cpu(&m, 900)), "a");
+        assert_string_equal(model_cpu_job(&m, model_cpu(&m, 5)), "");
         /* the second job holds the CPU too, but its counts are not its: none labelled */
         assert_int_equal(model_find_job(&m, "b")->n_cpus, 1);
         assert_int_equal(model_find_job(&m, "b")->n_labelled, 0);
@@ -219,6 +219,13 @@ static void test_cgroup_source(void **state) {
 
         assert_int_equal(model_set_cpus(&m, cpus, sockets, 1), 0);
         assert_int_equal(model_set_jobs(&m, rows, jobs, NULL, NULL, 2, 1), 0);
+        /* nothing counted yet: no series, not 0 */
+        text = render(&m, false);
+        assert_null(strstr(text, "pmugate_job_instructions_total"));
+        assert_non_null(strstr(text, "pmugate_exporter_quantity_counted{quantity=\"instructions\"} 0\n"));
+        free(text);
+        /* a sample that counted nothing: 0 is a count now */
+        model_add(&m, 0, delta);
         text = render(&m, false);
         assert_non_null(strstr(text, "pmugate_job_instructions_total{jobid=\"first\"} 0\n"));
         assert_null(strstr(text, "pmugate_job_instructions_total{jobid=\"second\"}"));
@@ -488,7 +495,7 @@ static void test_package(void **state) {
         assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 1, 1), 0);
         /* nothing measured: no package families at all, rather than zeros */
         text = render(&m, false);
-        assert_null(strstr(text, "memory_read_bytes"));
+        assert_null(strstr(text, "pmugate_node_memory_read_bytes"));
         assert_null(strstr(text, "energy_joules"));
         free(text);
 
@@ -506,13 +513,15 @@ static void test_package(void **state) {
         assert_true(m.jobs[0].v[QTY_READ_BYTES] == 4800);
         assert_true(m.jobs[0].v[QTY_PACKAGE_JOULES] == 7.5);
 
-        m.has_memory = m.has_energy = true;
         text = render(&m, true);
         assert_non_null(strstr(text, "# TYPE pmugate_socket_memory_read_bytes counter\n"
                                      "# UNIT pmugate_socket_memory_read_bytes bytes\n"));
         assert_non_null(strstr(text, "pmugate_socket_memory_read_bytes_total{socket=\"0\"} 6400\n"));
         assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"package\"} 10\n"));
-        assert_non_null(strstr(text, "pmugate_node_energy_joules_total{domain=\"dram\"} 0\n"));
+        /* a domain never counted (withheld, or AMD's missing DRAM domain) has no series */
+        assert_null(strstr(text, "domain=\"dram\""));
+        assert_non_null(strstr(text, "pmugate_exporter_quantity_counted{quantity=\"energy_package\"} 1\n"));
+        assert_non_null(strstr(text, "pmugate_exporter_quantity_counted{quantity=\"energy_dram\"} 0\n"));
         assert_non_null(strstr(text, "pmugate_job_memory_read_bytes_total{jobid=\"7\"} 4800\n"));
         assert_null(strstr(text, "pmugate_cpu_memory"));
         free(text);
