@@ -98,7 +98,9 @@ void timing_recorder_done(TimingRecorder *r, pmugate *c) {
         for (size_t i = 0; i < r->n_pending; i++)
                 free(r->pending[i].rec);
         free(r->pending);
-        *r = (TimingRecorder) { .analysis = r->analysis, .target = r->target };
+        /* what the recording learnt stays for the report */
+        *r = (TimingRecorder) { .analysis = r->analysis, .target = r->target, .malformed = r->malformed,
+                                .unframed = r->unframed, .exit_seen = r->exit_seen, .detached = r->detached };
 }
 
 /* A refusal of branch mode for the lack of an LBR (or its cycles) gets what does work. */

@@ -36,6 +36,9 @@ typedef struct TimingRecorder {
         size_t last_round;              /* records the last drain read */
         uint32_t target;                /* the process sampled */
         bool exit_seen;                 /* its EXIT record was read */
+        bool detached;                  /* the process's credentials changed while it ran: the
+                                         * kernel took its events away at that exec */
+        char credentials[512];          /* its Uid, Gid and CapEff lines when recording began */
         bool unframed;                  /* a ring's records could no longer be framed */
 } TimingRecorder;
 

@@ -242,6 +242,42 @@ static bool exited_process(const Workload *w) {
         return w->pidfd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
+/* The process's credentials as the kernel shows them: the Uid, Gid and CapEff lines of
+ * /proc/PID/status (empty when it cannot be read). */
+static void read_credentials(pid_t pid, char *buf, size_t size) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char path[64], line[256];
+        size_t n = 0;
+
+        buf[0] = '\0';
+        (void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "Uid:", 4) == 0 || strncmp(line, "Gid:", 4) == 0 ||
+                    strncmp(line, "CapEff:", 7) == 0) {
+                        size_t len = strlen(line);
+
+                        if (n + len >= size)
+                                break;
+                        memcpy(buf + n, line, len + 1);
+                        n += len;
+                }
+}
+
+/* Whether the process's credentials changed since the recording began (creds, read then): an
+ * exec of a set-user-ID or set-group-ID program, or one with file capabilities. The kernel
+ * then takes the process's perf events away (perf_event_exit_task() in the exec's change of
+ * credentials) without a record in the ring, so this is how the user learns that the report
+ * ends there. */
+static bool credentials_changed(pid_t pid, const char *creds) {
+        char now[sizeof(((TimingRecorder *) NULL)->credentials)];
+
+        read_credentials(pid, now, sizeof(now));
+        return creds[0] && now[0] && strcmp(creds, now) != 0;
+}
+
 /* Drains the rings every DRAIN_PERIOD_MS (DRAIN_BUSY_PERIOD_MS while records come) until the
  * command or process exits, the duration is over, or (without a command) SIGINT or SIGTERM; a
  * command gets SIGTERM passed on and the terminal's SIGINT itself. Returns 0 or a negative
@@ -278,6 +314,8 @@ static int record_loop(const TimingArgs *a, TimingRecorder *r, Workload *w, int 
                 q = timing_recorder_drain(r);
                 if (q < 0)
                         return q;
+                if (!r->detached && !exited && credentials_changed(r->target, r->credentials))
+                        r->detached = true;
                 if (exited || now_ms() >= deadline)
                         break;
         }
@@ -343,6 +381,12 @@ static void say_counters(const TimingArgs *a, const TimingRecorder *rec, const T
                         "pmugate: the kernel paused sampling %" PRIu64 " times for its sample-rate "
                         "limit (perf_event_max_sample_rate): a longer --period avoids it\n",
                         k->throttled);
+        if (rec->detached)
+                fprintf(stderr,
+                        "pmugate: the kernel stopped sampling the %s while it still ran: it exec'd a "
+                        "set-user-ID or set-group-ID program (or one with file capabilities), which "
+                        "the user may not observe; this report ends there\n",
+                        a->command ? "command" : "process");
         if (rec->malformed > 0 || rec->unframed)
                 fprintf(stderr, "pmugate: %" PRIu64 " malformed records skipped%s\n", rec->malformed,
                         rec->unframed ? "; a ring could not be read past a bad record" : "");
@@ -504,6 +548,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
                                 (int) a->pid, strerror(-q));
         }
         rec.target = (uint32_t) (a->command ? w.pid : a->pid);
+        read_credentials((pid_t) rec.target, rec.credentials, sizeof(rec.credentials));
         start = now_ms();
         if (a->command && workload_release(&w, a->command, "timing") < 0) {
                 status = w.status >= 0 ? w.status : 1;

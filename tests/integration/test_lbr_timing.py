@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -380,6 +381,32 @@ def real_node(lbr=True):
     return t.Daemon(d, ["--root=" + m.root], config=conf(d, lbr))
 
 
+def test_setuid_exec(tap, dm, out):
+    """The command execs a set-user-ID program while it is sampled: the kernel detaches the
+    process's perf events at that exec (the process is no longer the user's to observe), so its
+    samples end there, and pmugate timing says so."""
+    setuid_dir = os.path.join(out, "setuid")
+    os.makedirs(setuid_dir, exist_ok=True)
+    os.chmod(setuid_dir, 0o755)
+    setuid_loop = os.path.join(setuid_dir, "setuid_loop")
+    shutil.copyfile(LOOP, setuid_loop)
+    os.chown(setuid_loop, 0, 0)
+    os.chmod(setuid_loop, 0o4755)
+    path = os.path.join(out, "setuid.json")
+    # the shell runs the loop as its child (sampled, inherited), then becomes the setuid copy
+    script = "%s 0.3; exec %s 0.6" % (LOOP, setuid_loop)
+    rc, _, err = t.run_cli([t.PMUGATE, "timing", "--mode", "ips", "--format", "json", "-o", path, "--", "sh", "-c",
+                            script], dm.socket, uid=USER, gid=t.USER_GID, groups=[t.USER_GID], timeout=120)
+    doc = json.load(open(path)) if rc == 0 else {}
+    files = {}
+    for f in doc.get("functions", []):
+        files[f.get("module")] = files.get(f.get("module"), 0) + f["samples"]
+    tap.ok(rc == 0 and files.get(LOOP, 0) > 0, "setuid exec: the loop before it is sampled", (err, files))
+    tap.eq(files.get(setuid_loop, 0), 0, "setuid exec: nothing of the set-user-ID program is sampled")
+    tap.ok("set-user-ID" in err and "stopped sampling" in err,
+           "setuid exec: pmugate timing says the kernel stopped sampling the command there", err)
+
+
 def test_ips_on_the_real_kernel(tap):
     out = outdir()
     dm = real_node()
@@ -397,6 +424,7 @@ def test_ips_on_the_real_kernel(tap):
                "the hottest function is the loop's", doc and doc["functions"][:3])
         tap.ok(doc and any(re.match(r".*timing_loop\.c:\d+$", ln["source"]) for ln in doc["lines"]),
                "samples per source line of the loop's file", doc and doc["lines"][:3])
+        test_setuid_exec(tap, dm, out)
         rc, _, err = t.run_cli([t.PMUGATE, "timing", "--", LOOP, "0.1"], dm.socket, uid=USER, gid=t.USER_GID,
                                groups=[t.USER_GID])
         tap.ok(rc == 1 and "branch stack" in err and "mode ips" in err,
