@@ -132,28 +132,3 @@ int pmugate_result_largest_metric(const pmugate_result *r, unsigned level) {
         }
         return best;
 }
-
-int pmugate_measure_open_topdown_drilldown(pmugate *c, unsigned level, const char *const *nodes, size_t n_nodes,
-                                           const uint32_t *cpus, size_t n_cpus, unsigned flags,
-                                           pmugate_measure **ret, char *reterr_reason, size_t reason_size) {
-        MeasureDrill d = { .level = level, .nodes = nodes, .n_nodes = n_nodes };
-        pmugate_info *info = NULL;
-        const char *group;
-        int r;
-
-        if (!c || !ret || (n_nodes > 0 && !nodes))
-                return -EINVAL;
-        if (level < 3 || level > TOPDOWN_LEVEL_MAX)
-                return reason_fail(reterr_reason, reason_size, -EINVAL,
-                                   "a drilldown measures level 3 or 4 (levels 1 and 2 are always measured whole), "
-                                   "not %u", level);
-        r = pmugate_hello(c, &info);
-        if (r < 0)
-                return reason_fail(reterr_reason, reason_size, r, "hello: %s", pmugate_strerror(r));
-        r = topdown_recipe(info, level, NULL, &group, reterr_reason, reason_size);
-        if (r < 0) {
-                pmugate_info_free(info);
-                return r;
-        }
-        return measure_open(c, info, group, NULL, &d, cpus, n_cpus, flags, ret, reterr_reason, reason_size);
-}

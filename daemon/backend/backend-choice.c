@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend/backend-choice.h"
+#include "kernel-file.h"
 #include "log.h"
 #include "macro.h"
 
@@ -62,34 +63,13 @@ static int lockdown_parse(const char *text, char ret[static PMUGATE_LOCKDOWN_WOR
 }
 
 int backend_lockdown_read(const char *path, char ret[static PMUGATE_LOCKDOWN_WORD_MAX]) {
-        _cleanup_close_ int fd = -EBADF;
-        char text[PMUGATE_LOCKDOWN_FILE_MAX + 1];
-        struct stat st;
-        size_t size = 0;
-        ssize_t n;
+        char text[PMUGATE_LOCKDOWN_FILE_MAX];
+        ssize_t n = kernel_file_read(AT_FDCWD, path, text, sizeof(text));
 
-        /* Not blocking on a FIFO, not following a link someone planted under --root. */
-        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
+        if (n == -EBADFD || n == -EINVAL)
                 return -EBADMSG;
-        /* securityfs reports size 0: read until the end, one byte more than a kernel's file. */
-        while (size < sizeof(text) - 1) {
-                n = read(fd, text + size, sizeof(text) - 1 - size);
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
-                        break;
-                size += (size_t) n;
-        }
-        if (size >= PMUGATE_LOCKDOWN_FILE_MAX)
-                return -EFBIG;
-        if (memchr(text, '\0', size))
-                return -EBADMSG;
-        text[size] = '\0';
+        if (n < 0)
+                return (int) n;
         return lockdown_parse(text, ret);
 }
 

@@ -22,6 +22,7 @@
 #include "backend/perf-catalog.h"
 #include "backend/perf-format.h"
 #include "cpulist.h"
+#include "kernel-file.h"
 #include "log.h"
 #include "macro.h"
 
@@ -41,36 +42,13 @@ static bool has_prefix(const char *s, const char *prefix) {
 }
 
 /* A regular file in dir_fd, not a link, read whole into buf or refused: -EFBIG when it has more
- * than size - 1 bytes, -EINVAL with a NUL inside. Trailing white space is cut. */
+ * than size - 1 bytes, -EINVAL with a NUL inside, -EBADFD when not a regular file. Trailing
+ * white space is cut. */
 static int read_small_file(int dir_fd, const char *name, char *buf, size_t size) {
-        _cleanup_close_ int fd = -EBADF;
-        struct stat st;
-        size_t n = 0;
+        ssize_t n = kernel_file_read(dir_fd, name, buf, size);
 
-        fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        /* sysfs reports a page as every file's size: read until the end instead */
-        for (;;) {
-                ssize_t k = read(fd, buf + n, size - n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-                if (n == size)
-                        return -EFBIG;
-        }
-        if (memchr(buf, '\0', n))
-                return -EINVAL;
+        if (n < 0)
+                return (int) n;
         while (n > 0 && isspace((unsigned char) buf[n - 1]))
                 n--;
         buf[n] = '\0';

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "kernel-file.h"
 #include "macro.h"
 #include "perf/perf-timing.h"
 #include "pmugate-limits.h"
@@ -33,37 +34,20 @@ uint64_t timing_period_default(TimingMode m) {
 #define SAMPLE_RATE_FILE_MAX 32U
 
 int timing_kernel_max_sample_rate(const char *root, uint64_t *ret) {
-        _cleanup_close_ int fd = -EBADF;
         char path[600], text[SAMPLE_RATE_FILE_MAX + 1];
         uint64_t v = 0;
-        size_t n = 0, i = 0;
-        struct stat st;
+        size_t n, i = 0;
+        ssize_t k;
 
         if ((size_t) snprintf(path, sizeof(path), "%s/proc/sys/kernel/perf_event_max_sample_rate",
                               root && strcmp(root, "/") != 0 ? root : "") >= sizeof(path))
                 return -ENAMETOOLONG;
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
+        k = kernel_file_read(AT_FDCWD, path, text, sizeof(text));
+        if (k == -EBADFD || k == -EFBIG || k == -EINVAL)
                 return -EBADMSG;
-        /* procfs says 0 for every size: read to the end, at most the bound */
-        for (;;) {
-                ssize_t k = read(fd, text + n, sizeof(text) - n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-                if (n == sizeof(text))
-                        return -EBADMSG;
-        }
+        if (k < 0)
+                return (int) k;
+        n = (size_t) k;
         while (n > 0 && isspace((unsigned char) text[n - 1]))
                 n--;
         if (n == 0)

@@ -50,7 +50,7 @@ LAYERS = {
     'daemon': {
         'root': 'daemon',
         'layers': [
-            ('util', {'stems': ['audit', 'audit-fold', 'cpuset', 'log', 'refusal', 'state-dir']}),
+            ('util', {'stems': ['audit', 'audit-fold', 'cpuset', 'kernel-file', 'log', 'refusal', 'state-dir']}),
             ('backend', {'dirs': ['backend']}),
             # the simulator implements the backend interface; only main() chooses it
             ('backend/sim', {'dirs': ['backend/sim']}),
