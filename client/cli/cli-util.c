@@ -114,3 +114,19 @@ int cli_unknown_option(const char *prog, const char *verb, char *const argv[], i
                 hint ? "; " : "", hint ?: "", prog, verb ? " " : "", verb ?: "");
         return -EINVAL;
 }
+
+void cli_csv_text(FILE *f, const char *s) {
+        if (!s)
+                return;
+        if (!strpbrk(s, ",\"\r\n")) {
+                fputs(s, f);
+                return;
+        }
+        fputc('"', f);
+        for (; *s; s++) {
+                if (*s == '"')
+                        fputc('"', f);
+                fputc(*s, f);
+        }
+        fputc('"', f);
+}

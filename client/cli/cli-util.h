@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "pmugate/pmugate.h"
 
@@ -24,6 +25,10 @@ int cli_connect(const char *socket_path, pmugate **ret);
 /* Prints "PROG: WHAT: REASON" for an error from the library, using the daemon's reason
  * when it refused the request. Returns the exit status to use (1). */
 int cli_report(const char *prog, pmugate *c, int error, const char *what);
+
+/* Writes s as one CSV field: quoted (with quotes doubled) when it holds a comma, a quote or a
+ * line break; NULL is an empty field. */
+void cli_csv_text(FILE *f, const char *s);
 
 /* Parses a hex (0x) or decimal unsigned 64-bit number. */
 int cli_parse_u64(const char *s, uint64_t *ret);

@@ -19,22 +19,12 @@
 #include <unistd.h>
 
 #include "cli/http-get.h"
+#include "core/reason.h"
 #include "macro.h"
 
 #define HOST_MAX 256U
 #define HEAD_MAX (64U * 1024U)  /* status line and headers */
 #define REQUEST_MAX 16384U
-
-static void say(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
-static void say(char *buf, size_t size, const char *fmt, ...) {
-        va_list ap;
-
-        if (!buf || size == 0)
-                return;
-        va_start(ap, fmt);
-        (void) vsnprintf(buf, size, fmt, ap);
-        va_end(ap);
-}
 
 int http_query_append(char *buf, size_t size, const char *s) {
         static const char hex[] = "0123456789ABCDEF";
@@ -144,7 +134,7 @@ static int connect_to(const char *host, const char *port, int64_t deadline, char
 
         r = getaddrinfo(host, port, &hints, &res);
         if (r != 0) {
-                say(reason, reason_size, "%s: %s", host, gai_strerror(r));
+                reason_set(reason, reason_size, "%s: %s", host, gai_strerror(r));
                 return -EHOSTUNREACH;
         }
         for (struct addrinfo *a = res; a; a = a->ai_next) {
@@ -170,7 +160,7 @@ static int connect_to(const char *host, const char *port, int64_t deadline, char
                 (void) close(fd);
         }
         freeaddrinfo(res);
-        say(reason, reason_size, "cannot connect to %s port %s: %s", host, port, strerror(-last));
+        reason_set(reason, reason_size, "cannot connect to %s port %s: %s", host, port, strerror(-last));
         return last;
 }
 
@@ -223,7 +213,7 @@ int http_get(const char *base_url, const char *path_and_query, int timeout_ms, s
         int status, r, k;
 
         if (parse_url(base_url, host, port, &prefix, &prefix_len) < 0) {
-                say(reterr_reason, reason_size, "%s is not a URL this takes (http://HOST[:PORT][/PATH])", base_url);
+                reason_set(reterr_reason, reason_size, "%s is not a URL this takes (http://HOST[:PORT][/PATH])", base_url);
                 return -EINVAL;
         }
         k = snprintf(request, sizeof(request),
@@ -232,7 +222,7 @@ int http_get(const char *base_url, const char *path_and_query, int timeout_ms, s
                      (int) prefix_len, prefix, path_and_query, strchr(host, ':') ? "[" : "", host,
                      strchr(host, ':') ? "]" : "", strcmp(port, "80") ? ":" : "", strcmp(port, "80") ? port : "");
         if (k < 0 || (size_t) k >= sizeof(request)) {
-                say(reterr_reason, reason_size, "the request is too long");
+                reason_set(reterr_reason, reason_size, "the request is too long");
                 return -ENOBUFS;
         }
         fd = connect_to(host, port, deadline, reterr_reason, reason_size);
@@ -240,7 +230,7 @@ int http_get(const char *base_url, const char *path_and_query, int timeout_ms, s
                 return fd;
         r = send_all(fd, request, (size_t) k, deadline);
         if (r < 0) {
-                say(reterr_reason, reason_size, "sending to %s: %s", base_url, strerror(-r));
+                reason_set(reterr_reason, reason_size, "sending to %s: %s", base_url, strerror(-r));
                 return r;
         }
         buf = malloc(cap + 1);
@@ -250,14 +240,14 @@ int http_get(const char *base_url, const char *path_and_query, int timeout_ms, s
                 ssize_t n;
 
                 if (size == cap) {
-                        say(reterr_reason, reason_size, "the answer of %s is larger than %zu bytes", base_url, max);
+                        reason_set(reterr_reason, reason_size, "the answer of %s is larger than %zu bytes", base_url, max);
                         return -EFBIG;
                 }
                 n = recv(fd, buf + size, cap - size, 0);
                 if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
                         r = wait_fd(fd, POLLIN, deadline);
                         if (r < 0) {
-                                say(reterr_reason, reason_size, "%s did not answer within %d ms", base_url,
+                                reason_set(reterr_reason, reason_size, "%s did not answer within %d ms", base_url,
                                     timeout_ms);
                                 return r;
                         }
@@ -265,7 +255,7 @@ int http_get(const char *base_url, const char *path_and_query, int timeout_ms, s
                 }
                 if (n < 0) {
                         r = -errno;
-                        say(reterr_reason, reason_size, "reading from %s: %s", base_url, strerror(-r));
+                        reason_set(reterr_reason, reason_size, "reading from %s: %s", base_url, strerror(-r));
                         return r;
                 }
                 if (n == 0)
@@ -274,11 +264,11 @@ int http_get(const char *base_url, const char *path_and_query, int timeout_ms, s
         }
         r = split_answer(buf, size, &status, &body);
         if (r < 0) {
-                say(reterr_reason, reason_size, "%s did not answer in HTTP/1.x without chunks", base_url);
+                reason_set(reterr_reason, reason_size, "%s did not answer in HTTP/1.x without chunks", base_url);
                 return r;
         }
         if (size - body > max) {
-                say(reterr_reason, reason_size, "the answer of %s is larger than %zu bytes", base_url, max);
+                reason_set(reterr_reason, reason_size, "the answer of %s is larger than %zu bytes", base_url, max);
                 return -EFBIG;
         }
         memmove(buf, buf + body, size - body);

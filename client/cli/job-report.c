@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/job-report.h"
+#include "core/reason.h"
 #include "macro.h"
 
 const JobMetricInfo job_metrics[JOB_METRICS] = {
@@ -39,17 +40,6 @@ const JobMetricInfo job_metrics[JOB_METRICS] = {
 
 /* A TopDown share may exceed 100 % by the recipe's rounding, never by more. */
 #define PERCENT_MAX 101.0
-
-static void reason(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
-static void reason(char *buf, size_t size, const char *fmt, ...) {
-        va_list ap;
-
-        if (!buf || size == 0)
-                return;
-        va_start(ap, fmt);
-        (void) vsnprintf(buf, size, fmt, ap);
-        va_end(ap);
-}
 
 static bool id_char(char c) {
         return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -90,12 +80,12 @@ static int get_string(json_object *root, const char *key, bool required, size_t 
         if (!json_object_object_get_ex(root, key, &o) || json_object_is_type(o, json_type_null)) {
                 if (!required)
                         return 0;
-                reason(reterr_reason, reason_size, "no \"%s\"", key);
+                reason_set(reterr_reason, reason_size, "no \"%s\"", key);
                 return -EBADMSG;
         }
         if (!json_object_is_type(o, json_type_string) || (size_t) json_object_get_string_len(o) > max ||
             strlen(json_object_get_string(o)) != (size_t) json_object_get_string_len(o)) {
-                reason(reterr_reason, reason_size, "\"%s\" is not a string of at most %zu characters", key, max);
+                reason_set(reterr_reason, reason_size, "\"%s\" is not a string of at most %zu characters", key, max);
                 return -EBADMSG;
         }
         *ret = json_object_get_string(o);
@@ -113,16 +103,16 @@ static int get_number(json_object *parent, const char *key, double max, double *
         if (!json_object_object_get_ex(parent, key, &o) || json_object_is_type(o, json_type_null))
                 return 0;
         if (!json_object_is_type(o, json_type_double) && !json_object_is_type(o, json_type_int)) {
-                reason(reterr_reason, reason_size, "\"%s\" is not a number", key);
+                reason_set(reterr_reason, reason_size, "\"%s\" is not a number", key);
                 return -EBADMSG;
         }
         v = json_object_get_double(o);
         if (!isfinite(v)) {
-                reason(reterr_reason, reason_size, "\"%s\" is not a finite number", key);
+                reason_set(reterr_reason, reason_size, "\"%s\" is not a finite number", key);
                 return -EBADMSG;
         }
         if (v < 0 || v > max) {
-                reason(reterr_reason, reason_size, "\"%s\" is %g, outside 0 to %g", key, v, max);
+                reason_set(reterr_reason, reason_size, "\"%s\" is %g, outside 0 to %g", key, v, max);
                 return -EBADMSG;
         }
         *ret = v;
@@ -134,14 +124,14 @@ static int get_time(json_object *root, const char *key, int64_t *ret, char *rete
         int64_t v;
 
         if (!json_object_object_get_ex(root, key, &o) || !json_object_is_type(o, json_type_int)) {
-                reason(reterr_reason, reason_size, "\"%s\" is not a time in whole seconds", key);
+                reason_set(reterr_reason, reason_size, "\"%s\" is not a time in whole seconds", key);
                 return -EBADMSG;
         }
         errno = 0;
         v = json_object_get_int64(o);
         /* 1 to the year 10000: a time a clock can be skewed to, not a wrapped or negative one */
         if (errno != 0 || v <= 0 || v > INT64_C(253402300800)) {
-                reason(reterr_reason, reason_size, "\"%s\" is not a plausible UNIX time", key);
+                reason_set(reterr_reason, reason_size, "\"%s\" is not a plausible UNIX time", key);
                 return -EBADMSG;
         }
         *ret = v;
@@ -171,7 +161,7 @@ static int parse_root(json_object *root, const char *job, const char *host, JobN
         int r;
 
         if (!json_object_is_type(root, json_type_object)) {
-                reason(reterr_reason, reason_size, "not a JSON object");
+                reason_set(reterr_reason, reason_size, "not a JSON object");
                 return -EBADMSG;
         }
         if ((r = get_string(root, "job", true, PMUGATE_JOB_ID_MAX, &s_job, reterr_reason, reason_size)) < 0)
@@ -185,18 +175,18 @@ static int parse_root(json_object *root, const char *job, const char *host, JobN
                             reason_size)) < 0)
                 return r;
         if (!same_host(s_host, host)) {
-                reason(reterr_reason, reason_size, "its file names node %s, the summary node %s", host, s_host);
+                reason_set(reterr_reason, reason_size, "its file names node %s, the summary node %s", host, s_host);
                 return -EBADMSG;
         }
         if (!cpus_text_valid(s_cpus)) {
-                reason(reterr_reason, reason_size, "\"cpus\" is not a CPU list");
+                reason_set(reterr_reason, reason_size, "\"cpus\" is not a CPU list");
                 return -EBADMSG;
         }
         if ((r = get_time(root, "start", &node->start, reterr_reason, reason_size)) < 0 ||
             (r = get_time(root, "end", &node->end, reterr_reason, reason_size)) < 0)
                 return r;
         if (node->end < node->start) {
-                reason(reterr_reason, reason_size, "it ends before it starts");
+                reason_set(reterr_reason, reason_size, "it ends before it starts");
                 return -EBADMSG;
         }
         (void) snprintf(node->host, sizeof(node->host), "%s", host);
@@ -232,7 +222,7 @@ static int parse_root(json_object *root, const char *job, const char *host, JobN
                         continue;
                 }
                 if (!json_object_is_type(level == 1 ? td : td2, json_type_object)) {
-                        reason(reterr_reason, reason_size, "\"%s\" is not an object", key);
+                        reason_set(reterr_reason, reason_size, "\"%s\" is not an object", key);
                         return -EBADMSG;
                 }
         }
@@ -261,7 +251,7 @@ int job_node_parse(const char *data, size_t size, const char *job, const char *h
         int r;
 
         if (size == 0 || size > PMUGATE_JOB_SUMMARY_SIZE_MAX || memchr(data, '\0', size)) {
-                reason(reterr_reason, reason_size, size == 0 ? "empty" : size > PMUGATE_JOB_SUMMARY_SIZE_MAX ?
+                reason_set(reterr_reason, reason_size, size == 0 ? "empty" : size > PMUGATE_JOB_SUMMARY_SIZE_MAX ?
                        "larger than the most a summary may be" : "it holds a NUL byte");
                 return -EBADMSG;
         }
@@ -272,7 +262,7 @@ int job_node_parse(const char *data, size_t size, const char *job, const char *h
         if (!root) {
                 enum json_tokener_error e = json_tokener_get_error(tok);
 
-                reason(reterr_reason, reason_size, "not JSON: %s",
+                reason_set(reterr_reason, reason_size, "not JSON: %s",
                        e == json_tokener_continue ? "it ends too early" : json_tokener_error_desc(e));
                 json_tokener_free(tok);
                 return -EBADMSG;
@@ -283,7 +273,7 @@ int job_node_parse(const char *data, size_t size, const char *job, const char *h
         while (end < size && strchr(" \t\r\n", data[end]))
                 end++;
         if (end < size) {
-                reason(reterr_reason, reason_size, "not one JSON document: text after it");
+                reason_set(reterr_reason, reason_size, "not one JSON document: text after it");
                 json_object_put(root);
                 return -EBADMSG;
         }

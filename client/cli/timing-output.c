@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cli-util.h"
 #include "cli/timing-output.h"
 #include "macro.h"
 
@@ -208,24 +209,6 @@ static int write_table(const TimingReport *r) {
         return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
 }
 
-/* CSV: a text field in quotes when it has a comma, quote or line break. */
-static void csv_text(FILE *f, const char *s) {
-        if (!s) {
-                return;
-        }
-        if (!strpbrk(s, ",\"\n\r")) {
-                fputs(s, f);
-                return;
-        }
-        fputc('"', f);
-        for (; *s; s++) {
-                if (*s == '"')
-                        fputc('"', f);
-                fputc(*s, f);
-        }
-        fputc('"', f);
-}
-
 static int write_csv(const TimingReport *r) {
         FILE *f = r->file;
         uint64_t total = timing_analysis_counters(r->analysis)->samples;
@@ -238,11 +221,11 @@ static int write_csv(const TimingReport *r) {
 
                         for (size_t i = 0; i < n; i++) {
                                 fprintf(f, "%s,", pass == 0 ? "function" : "line");
-                                csv_text(f, c[i].name);
+                                cli_csv_text(f, c[i].name);
                                 fputc(',', f);
-                                csv_text(f, c[i].function);
+                                cli_csv_text(f, c[i].function);
                                 fputc(',', f);
-                                csv_text(f, c[i].module);
+                                cli_csv_text(f, c[i].module);
                                 fprintf(f, ",%" PRIu64 ",%.6f\n", c[i].samples,
                                         total ? (double) c[i].samples / (double) total : 0.0);
                         }
@@ -258,20 +241,20 @@ static int write_csv(const TimingReport *r) {
                 const TimingName *n = &r->names[i];
                 const TimingStats *s = &b->stats;
 
-                csv_text(f, module_path(r, b));
+                cli_csv_text(f, module_path(r, b));
                 fprintf(f, ",0x%" PRIx64 ",0x%" PRIx64 ",", b->start, b->end);
                 if (n->has_file_address)
                         fprintf(f, "0x%" PRIx64 ",0x%" PRIx64, n->file_start, n->file_end);
                 else
                         fputc(',', f);
                 fprintf(f, ",0x%" PRIx64 ",0x%" PRIx64 ",", b->address_start, b->address_end);
-                csv_text(f, n->function);
+                cli_csv_text(f, n->function);
                 if (n->function[0])
                         fprintf(f, ",0x%" PRIx64, n->function_offset);
                 else
                         fputc(',', f);
                 fputc(',', f);
-                csv_text(f, n->source);
+                cli_csv_text(f, n->source);
                 fputc(',', f);
                 if (n->instructions >= 0)
                         fprintf(f, "%" PRId64, n->instructions);
@@ -281,7 +264,7 @@ static int write_csv(const TimingReport *r) {
                                 s->p90, s->max);
                 else {
                         fprintf(f, ",,,,,,");
-                        csv_text(f, timing_output_no_cycles_reason(b, r->mode));
+                        cli_csv_text(f, timing_output_no_cycles_reason(b, r->mode));
                         fputc('\n', f);
                 }
         }

@@ -288,21 +288,6 @@ static int write_table(const Report *r, FILE *f) {
         return ferror(f) ? -EIO : 0;
 }
 
-/* A field of CSV: quoted when it holds a comma, quote or line break. */
-static void csv_text(FILE *f, const char *s) {
-        if (!strpbrk(s, ",\"\r\n")) {
-                fputs(s, f);
-                return;
-        }
-        fputc('"', f);
-        for (; *s; s++) {
-                if (*s == '"')
-                        fputc('"', f);
-                fputc(*s, f);
-        }
-        fputc('"', f);
-}
-
 static void csv_number(FILE *f, double v) {
         char text[NUMBER_TEXT_MAX];
 
@@ -315,20 +300,20 @@ static void csv_row_head(FILE *f, const char *row, const char *host, const JobNo
                          const char *note) {
         fputs(row, f);
         fputc(',', f);
-        csv_text(f, host);
+        cli_csv_text(f, host);
         fputc(',', f);
         if (n) {
-                csv_text(f, n->cpu_model);
+                cli_csv_text(f, n->cpu_model);
                 fputc(',', f);
-                csv_text(f, n->cpus);
+                cli_csv_text(f, n->cpus);
                 fputc(',', f);
-                csv_text(f, n->covers);
+                cli_csv_text(f, n->covers);
                 fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d", n->start, n->end, n->clock_offset,
                         n->clock_skewed);
         } else
                 fputs(",,,,,,", f);
         fprintf(f, ",%zu,", nodes);
-        csv_text(f, note);
+        cli_csv_text(f, note);
 }
 
 static int write_csv(const Report *r, FILE *f) {

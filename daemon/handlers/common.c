@@ -65,6 +65,19 @@ int handler_report_revocation(Session *c, Refusal *ret_refusal) {
         return PROTO_E_REVOKED;
 }
 
+int handler_perf_slot(const Server *s, const Session *c, int *ret_slot, Refusal *ret_refusal) {
+        if (!s->perf_driver)
+                return refuse(ret_refusal, PROTO_E_UNKNOWN_OP, -1, "this daemon serves no perf events: %s",
+                              s->choice.reason[0] ? s->choice.reason : "its perf_event path is not set up");
+        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
+                if (!c->perf[i]) {
+                        *ret_slot = (int) i;
+                        return 0;
+                }
+        return refuse(ret_refusal, PROTO_E_LIMIT, -1, "this connection holds %u perf handles, the most allowed; "
+                      "perf_close one first", PERF_HANDLES_PER_SESSION_MAX);
+}
+
 int handler_resolve_scope(Server *s, Session *c, Refusal *ret_refusal) {
         int r;
 

@@ -74,5 +74,8 @@ int handler_check_cpus(Server *s, const Request *req, Refusal *ret_refusal);
 /* Resolves c's scope for this request when its role is scoped, and ends the leases it no
  * longer covers. Returns 0, or refuses it (`revoked` when leases just ended). */
 int handler_resolve_scope(Server *s, Session *c, Refusal *ret_refusal);
+/* A free perf handle slot of c for a perf_open or timing_open in *ret_slot: 0, or a refusal
+ * code when the daemon serves no perf events or c holds its most handles. */
+int handler_perf_slot(const Server *s, const Session *c, int *ret_slot, Refusal *ret_refusal);
 /* The `revoked` notice of c's ended leases, once: clears it and returns PROTO_E_REVOKED. */
 int handler_report_revocation(Session *c, Refusal *ret_refusal);

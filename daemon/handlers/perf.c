@@ -50,14 +50,6 @@ static void plan_done(PerfOpenPlan *p) {
         p->cgroup_fd = -1;
 }
 
-/* A free slot for a new handle, or -1. */
-static int find_free_slot(const Session *c) {
-        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
-                if (!c->perf[i])
-                        return (int) i;
-        return -1;
-}
-
 /* PERFEVTSEL bits the kernel sets from the attr, not from config: USR, OS, PC, INT, ANY, EN;
  * and AMD's Host/Guest-only bits. */
 #define EVTSEL_KERNEL_BITS ((1ULL << 16) | (1ULL << 17) | (1ULL << 19) | (1ULL << 20) | (1ULL << 21) | \
@@ -400,11 +392,10 @@ static int open_finish(Server *s, Session *c, const Request *req, PerfOpenPlan *
         }
         /* The session reads no request while its open is in turns: the slot found free at the
          * start is free still, looked up again rather than assumed. */
-        slot = find_free_slot(c);
-        if (slot < 0) {
+        r = handler_perf_slot(s, c, &slot, ret_refusal);
+        if (r != 0) {
                 perf_handle_free(h);
-                return refuse(ret_refusal, PROTO_E_LIMIT, -1, "this connection holds %u perf handles, the most "
-                              "allowed; perf_close one first", PERF_HANDLES_PER_SESSION_MAX);
+                return r;
         }
         if (req->handoff) {
                 r = export_fds(s, h, ret_refusal);
@@ -554,13 +545,9 @@ int handle_perf_open(Server *s, Session *c, const Request *req, Refusal *ret_ref
         size_t held;
         int slot, r;
 
-        if (!s->perf_driver)
-                return refuse(ret_refusal, PROTO_E_UNKNOWN_OP, -1, "this daemon serves no perf events: %s",
-                              s->choice.reason[0] ? s->choice.reason : "its perf_event path is not set up");
-        slot = find_free_slot(c);
-        if (slot < 0)
-                return refuse(ret_refusal, PROTO_E_LIMIT, -1, "this connection holds %u perf handles, the most "
-                              "allowed; perf_close one first", PERF_HANDLES_PER_SESSION_MAX);
+        r = handler_perf_slot(s, c, &slot, ret_refusal);
+        if (r != 0)
+                return r;
         r = handler_resolve_scope(s, c, ret_refusal);
         if (r != 0)
                 return r;

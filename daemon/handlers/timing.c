@@ -157,13 +157,6 @@ static void format_open(const Request *req, uint64_t period, char *buf, size_t s
                         timing_mode_to_string(req->timing_mode), req->pid, period, req->on_exec ? " on_exec" : "");
 }
 
-static int first_free_slot(const Session *c) {
-        for (size_t i = 0; i < PERF_HANDLES_PER_SESSION_MAX; i++)
-                if (!c->perf[i])
-                        return (int) i;
-        return -1;
-}
-
 int handle_timing_open(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         _cleanup_free_ PerfUnit *units = NULL;
         PerfProcess process = { .pidfd = -1 };
@@ -175,13 +168,9 @@ int handle_timing_open(Server *s, Session *c, const Request *req, Refusal *ret_r
         uint64_t period = 0;
         int slot, r;
 
-        if (!s->perf_driver)
-                return refuse(ret_refusal, PROTO_E_UNKNOWN_OP, -1, "this daemon serves no perf events: %s",
-                              s->choice.reason[0] ? s->choice.reason : "its perf_event path is not set up");
-        slot = first_free_slot(c);
-        if (slot < 0)
-                return refuse(ret_refusal, PROTO_E_LIMIT, -1, "this connection holds %u perf handles, the most "
-                              "allowed; perf_close one first", PERF_HANDLES_PER_SESSION_MAX);
+        r = handler_perf_slot(s, c, &slot, ret_refusal);
+        if (r != 0)
+                return r;
         r = handler_resolve_scope(s, c, ret_refusal);
         if (r == 0)
                 r = check_lbr(s, c, ret_refusal);
