@@ -13,7 +13,7 @@ cache=${1:?usage: rootfs.sh CACHE_DIR}
 # because the container has no network), pkg-config and msgpack's -dev for libpmugate-dev,
 # Slurm and munge for the cgroup v2 tests.
 include="systemd,systemd-sysv,dbus,procps,iproute2,util-linux,libinih1,libjson-c5,libmsgpackc2"
-include="$include,libmuparser2v5,libpfm4,libgomp1,libcap2,libsystemd0,libmicrohttpd12"
+include="$include,libmuparser2v5,libpfm4,libgomp1,libcap2,libsystemd0,libmicrohttpd12,libdw1,libcapstone4"
 include="$include,pkg-config,libmsgpack-dev,libmuparser-dev,libinih-dev,python3,slurmd,slurmctld,slurm-client,munge"
 hash=$(printf '%s\n' "bookworm" "$include" | sha256sum | cut -c1-12)
 tarball=$cache/bookworm-$hash.tar
