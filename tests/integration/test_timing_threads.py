@@ -112,9 +112,23 @@ def test_real_kernel(tap):
                "the threads' samples add up to the total", (doc.get("samples"), counts))
         # the table says the same per thread
         target.wait(timeout=30)
-        target, listed = start_threads(1.5, -1)
-        rc, table, err = t.run_cli([t.PMUGATE, "timing", "--mode", "ips", "-p", str(target.pid), "--duration",
-                                    "0.8"], dm.socket, uid=USER, gid=t.USER_GID, groups=[t.USER_GID], timeout=120)
+        target, listed = start_threads(2.0, -1)
+        # while it records: one ring per CPU, the other threads' events of the CPU writing into it
+        cli = t.spawn([t.PMUGATE, "timing", "--mode", "ips", "-p", str(target.pid), "--duration", "1.0"],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                      env=dict(os.environ, PMUGATE_SOCKET=dm.socket),
+                      preexec_fn=t.as_user(USER, t.USER_GID, [t.USER_GID]))
+        try:
+            time.sleep(0.5)
+            with open("/proc/%d/maps" % cli.pid) as f:
+                rings = sum(1 for line in f if "[perf_event]" in line)
+            table, err = cli.communicate(timeout=60)
+            rc = cli.returncode
+        finally:
+            t.end(cli)
+        cpus = len(os.sched_getaffinity(target.pid))
+        tap.ok(rings == cpus, "4 threads on %d CPUs: %d rings mapped, one per CPU (PERF_EVENT_IOC_SET_OUTPUT)" %
+               (cpus, rings))
         tap.ok(rc == 0 and "samples of 3 threads:" in table and all("tid %d:" % tid in table for tid in listed[1:]),
                "the table lists the samples of each thread", table + err)
         tap.ok(dm.alive(), "the daemon keeps serving")
