@@ -229,6 +229,19 @@ def test_wire(tap):
         rc, _, err = t.run_cli([t.PMUGATE, "timing", "--mode", "ips", "-p", str(sleepers.pid), "--duration", "0.2"],
                                dm.socket, uid=USER, gid=wire.OTHER_GID, groups=[t.USER_GID, wire.LBR_GID])
         tap.ok(rc == 0, "below the limit again, pmugate timing -p of the 4 threads records", err)
+        # more threads than a user's timing handles: said before any open
+        many = t.spawn(["/usr/bin/python3", "-c", "import threading, time\n"
+                        "[threading.Thread(target=time.sleep, args=(60,), daemon=True).start() for _ in range(20)]\n"
+                        "print('ready', flush=True)\ntime.sleep(60)"], stdout=subprocess.PIPE, text=True,
+                       preexec_fn=t.as_user(USER, wire.OTHER_GID, groups))
+        try:
+            many.stdout.readline()
+            rc, _, err = t.run_cli([t.PMUGATE, "timing", "--mode", "ips", "-p", str(many.pid), "--duration", "0.2"],
+                                   dm.socket, uid=USER, gid=wire.OTHER_GID, groups=[t.USER_GID, wire.LBR_GID])
+            tap.ok(rc == 1 and "runs 21 threads" in err and "at most 16" in err and "pmugate timing --" in err,
+                   "pmugate timing -p of 21 threads: refused before any open, saying why and what works", err)
+        finally:
+            t.end(many)
         tap.ok(dm.alive(), "the daemon keeps serving")
     finally:
         if holder:
