@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cli/timing-recorder.h"
 #include "macro.h"
@@ -106,8 +107,7 @@ void timing_recorder_done(TimingRecorder *r, pmugate *c) {
         /* what the recording learnt stays for the report */
         *r = (TimingRecorder) { .analysis = r->analysis, .target = r->target, .malformed = r->malformed,
                                 .unframed = r->unframed, .exit_seen = r->exit_seen, .detached = r->detached,
-                                .threads = r->threads, .threads_gone = r->threads_gone,
-                                .rings_shared = r->rings_shared };
+                                .threads = r->threads, .threads_gone = r->threads_gone };
 }
 
 void timing_recorder_free(TimingRecorder *r, pmugate *c) {
@@ -125,10 +125,13 @@ static void say_refused(TimingMode mode, const char *reason) {
                         "block, but where the time goes per function and line)\n");
 }
 
-/* A thread listed before the open that is not there at it: it ended (the daemon finds it
- * under the process no more, or the kernel has no such task). */
-static bool thread_gone(const char *reason) {
-        return strstr(reason, "is not a thread of process") || strstr(reason, "exited");
+/* Whether a thread listed before its open refused is there no more: it ended (with its
+ * process, perhaps), which is no failure of the recording. */
+static bool thread_gone(pid_t pid, pid_t tid) {
+        char path[64];
+
+        (void) snprintf(path, sizeof(path), "/proc/%d/task/%d", (int) pid, (int) tid);
+        return access(path, F_OK) < 0 && errno == ENOENT;
 }
 
 /* Maps fd's ring, or points it at the ring of its CPU's first event (*cpu_ring_fd, which the
@@ -137,10 +140,8 @@ static bool thread_gone(const char *reason) {
 static int ring_for(TimingRecorder *r, TimingMode mode, int fd, int cpu, int *cpu_ring_fd) {
         int q;
 
-        if (*cpu_ring_fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *cpu_ring_fd) == 0) {
-                r->rings_shared++;
+        if (*cpu_ring_fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *cpu_ring_fd) == 0)
                 return 0;
-        }
         q = timing_ring_map(fd, timing_sample_type(mode), &r->rings[r->n_rings]);
         if (q < 0) {
                 fprintf(stderr, "pmugate: cannot map the ring of CPU %d: %s\n", cpu, strerror(-q));
@@ -186,7 +187,7 @@ int timing_recorder_open(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_
                         if (gone[t])
                                 continue;
                         q = pmugate_timing_open(c, &req, &h, reason, sizeof(reason));
-                        if (q < 0 && tids && reason[0] && thread_gone(reason)) {
+                        if (q < 0 && tids && thread_gone(pid, tids[t])) {
                                 gone[t] = true;
                                 r->threads_gone++;
                                 continue;

@@ -43,7 +43,6 @@ typedef struct TimingRecorder {
         bool unframed;                  /* a ring's records could no longer be framed */
         TimingThreadTally threads;      /* samples per task */
         size_t threads_gone;            /* -p: listed threads that ended before their open */
-        size_t rings_shared;            /* events writing into another event's ring of their CPU */
 } TimingRecorder;
 
 /* Opens mode's events for pid on every CPU of cpus, TIMING_CPUS_PER_OPEN per request, and

@@ -366,6 +366,9 @@ static void say_counters(const TimingArgs *a, const TimingRecorder *rec, const T
                         "set-user-ID or set-group-ID program (or one with file capabilities), which "
                         "the user may not observe; this report ends there\n",
                         a->command ? "command" : "process");
+        if (rec->threads_gone > 0)
+                fprintf(stderr, "pmugate: %zu threads of the process ended before their events opened\n",
+                        rec->threads_gone);
         if (rec->malformed > 0 || rec->unframed)
                 fprintf(stderr, "pmugate: %" PRIu64 " malformed records skipped%s\n", rec->malformed,
                         rec->unframed ? "; a ring could not be read past a bad record" : "");
