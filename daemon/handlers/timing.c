@@ -88,6 +88,14 @@ static int plan_target(Session *c, const Request *req, PerfProcess *ret, char *j
         return 0;
 }
 
+/* After the open: the tid is still a thread of the process the handle's pidfd pins. */
+static bool thread_still_listed(const PerfHandle *h, const Request *req) {
+        pid_t tid = (pid_t) req->tid;
+
+        return perf_target_thread_alive("/proc", &(PerfProcess) { .pidfd = h->pidfd, .pid = (pid_t) req->pid,
+                                                                  .tids = &tid, .n_tids = 1 });
+}
+
 static int check_limits(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
         size_t held = server_perf_events_of_uid(s, c->peer.uid), handles;
 
@@ -239,10 +247,7 @@ int handle_timing_open(Server *s, Session *c, const Request *req, Refusal *ret_r
                 return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %" PRIu32 " exited while its events opened",
                               req->pid);
         }
-        if (req->has_tid && !perf_target_thread_alive("/proc", &(PerfProcess) { .pidfd = h->pidfd,
-                                                                              .pid = (pid_t) req->pid,
-                                                                              .tids = &(pid_t) { (pid_t) req->tid },
-                                                                              .n_tids = 1 })) {
+        if (req->has_tid && !thread_still_listed(h, req)) {
                 perf_handle_free(h);
                 return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
                               "thread %" PRIu32 " of process %" PRIu32 " exited while its events opened", req->tid,
