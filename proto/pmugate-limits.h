@@ -309,6 +309,9 @@
  * shorter: a longer range is no block, and is refused). */
 #define TIMING_MAPPINGS_MAX 4096U
 #define TIMING_DISASM_BYTES_MAX 4096U
+/* pmugate timing's samples per thread (the report's "threads"): the first this many tasks
+ * seen are counted one by one, the samples of more together. */
+#define TIMING_THREADS_COUNTED_MAX 4096U
 
 /* timing_open's sample periods (docs/PROTOCOL.md): in branch mode cycles of the core, in IP
  * mode ns of cpu-clock; a request outside [MIN, MAX] is refused, none takes the DEFAULT (odd

@@ -42,6 +42,7 @@ enum {
         KEY_MODE = 1 << 15,
         KEY_PERIOD = 1 << 16,
         KEY_LBR = 1 << 17,
+        KEY_TID = 1 << 18,
 };
 
 /* Every key this protocol knows, by length: requests are matched against it once per key. */
@@ -58,7 +59,8 @@ static unsigned classify_key(const msgpack_object *key) {
                        memcmp(p, "job", 3) == 0 ? KEY_JOB :
                        memcmp(p, "uid", 3) == 0 ? KEY_UID :
                        memcmp(p, "pid", 3) == 0 ? KEY_PID :
-                       memcmp(p, "lbr", 3) == 0 ? KEY_LBR : 0;
+                       memcmp(p, "lbr", 3) == 0 ? KEY_LBR :
+                       memcmp(p, "tid", 3) == 0 ? KEY_TID : 0;
         case 4:
                 return memcmp(p, "cpus", 4) == 0 ? KEY_CPUS :
                        memcmp(p, "mode", 4) == 0 ? KEY_MODE : 0;
@@ -97,7 +99,7 @@ static const struct {
                                 KEY_SCOPE | KEY_GROUPS },
         [REQUEST_PERF_READ] = { KEY_HANDLE, KEY_HANDLE },
         [REQUEST_PERF_CLOSE] = { KEY_HANDLE, KEY_HANDLE },
-        [REQUEST_TIMING_OPEN] = { KEY_MODE | KEY_PID | KEY_ON_EXEC | KEY_PERIOD | KEY_CPUS,
+        [REQUEST_TIMING_OPEN] = { KEY_MODE | KEY_PID | KEY_ON_EXEC | KEY_PERIOD | KEY_CPUS | KEY_TID,
                                   KEY_MODE | KEY_PID | KEY_CPUS },
 };
 
@@ -707,6 +709,10 @@ static int check_timing_open(Request *req, DecodeError *e) {
                                 return refuse(e, PROTO_E_BAD_FIELD, "'cpus' names CPU %" PRIu32 " twice", req->cpus[i]);
         if (req->has_period && req->period == 0)
                 return refuse(e, PROTO_E_BAD_FIELD, "'period' must be at least 1 (leave it out for the default)");
+        /* an exec leaves one thread, whose events the pid's own are: a thread of a process that
+         * already runs is opened from now */
+        if (req->has_tid && req->on_exec)
+                return refuse(e, PROTO_E_BAD_FIELD, "'tid' samples a running thread from now: 'on_exec' is not accepted");
         return 0;
 }
 
@@ -808,6 +814,11 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                         break;
                 case KEY_GROUPS:
                         r = decode_perf_groups(val, buf, req, e);
+                        break;
+                case KEY_TID:
+                        r = get_u32(val, &req->tid) && req->tid > 0 && req->tid <= INT32_MAX ? 0 :
+                            refuse(e, PROTO_E_BAD_FIELD, "'tid' must be a thread id (not 0)");
+                        req->has_tid = true;
                         break;
                 case KEY_MODE:
                         r = decode_timing_mode(val, req, e);

@@ -92,6 +92,8 @@ typedef struct Request {
         TimingMode timing_mode;
         uint64_t period;                /* 0: the daemon's default for the mode */
         bool has_period;
+        uint32_t tid;                   /* one thread of pid to sample (and what it starts) */
+        bool has_tid;
 } Request;
 
 /* Storage reused across requests. The op array grows to the largest batch decoded, up to

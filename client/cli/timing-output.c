@@ -54,6 +54,23 @@ static void function_text(const TimingName *n, char *buf, size_t size) {
                 (void) snprintf(buf, size, "%s", n->function);
 }
 
+/* Samples per thread, where more than one task gave samples: "tid 41: 120, tid 42: 98". */
+#define THREADS_LISTED_MAX 16U
+static void write_threads_line(const TimingReport *r, FILE *f) {
+        const TimingThreadTally *t = r->threads;
+
+        if (!t || t->n + (t->uncounted > 0) < 2)
+                return;
+        fprintf(f, " samples of %zu threads:", t->n);
+        for (size_t i = 0; i < t->n && i < THREADS_LISTED_MAX; i++)
+                fprintf(f, "%s tid %" PRIu32 ": %" PRIu64, i ? "," : "", t->items[i].tid, t->items[i].samples);
+        if (t->n > THREADS_LISTED_MAX)
+                fprintf(f, ", ... (%zu more in the JSON)", t->n - THREADS_LISTED_MAX);
+        if (t->uncounted > 0)
+                fprintf(f, ", %" PRIu64 " of further threads", t->uncounted);
+        fprintf(f, "\n");
+}
+
 static void write_title(const TimingReport *r, FILE *f) {
         const TimingCounters *k = timing_analysis_counters(r->analysis);
         char target[320];
@@ -66,10 +83,12 @@ static void write_title(const TimingReport *r, FILE *f) {
         if (r->mode == TIMING_MODE_BRANCHES)
                 fprintf(f,
                         " %" PRIu64 " samples, %" PRIu64 " blocks from %" PRIu64
-                        " LBR entries, %zu distinct\n\n",
+                        " LBR entries, %zu distinct\n",
                         k->samples, k->blocks, k->entries, r->n_blocks_total);
         else
-                fprintf(f, " %" PRIu64 " samples\n\n", k->samples);
+                fprintf(f, " %" PRIu64 " samples\n", k->samples);
+        write_threads_line(r, f);
+        fprintf(f, "\n");
 }
 
 static void write_blocks_table(const TimingReport *r, FILE *f) {
@@ -362,6 +381,30 @@ static json_object *json_counters(const TimingCounters *k) {
         return o;
 }
 
+/* [{"pid": P, "tid": T, "samples": N}, ...] ascending by tid; the samples of tasks past the
+ * client's bound under tid null. */
+static json_object *json_threads(const TimingThreadTally *t) {
+        json_object *a = json_object_new_array();
+
+        for (size_t i = 0; i < t->n; i++) {
+                json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "pid", json_object_new_int64(t->items[i].pid));
+                json_object_object_add(o, "tid", json_object_new_int64(t->items[i].tid));
+                json_object_object_add(o, "samples", json_object_new_uint64(t->items[i].samples));
+                json_object_array_add(a, o);
+        }
+        if (t->uncounted > 0) {
+                json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "pid", NULL);
+                json_object_object_add(o, "tid", NULL);
+                json_object_object_add(o, "samples", json_object_new_uint64(t->uncounted));
+                json_object_array_add(a, o);
+        }
+        return a;
+}
+
 static int write_json(const TimingReport *r, bool one_line) {
         const TimingCounters *k = timing_analysis_counters(r->analysis);
         json_object *root = json_object_new_object();
@@ -390,6 +433,8 @@ static int write_json(const TimingReport *r, bool one_line) {
         json_object_object_add(root, "elapsed", json_object_new_double(r->elapsed));
         json_object_object_add(root, "samples", json_object_new_uint64(k->samples));
         json_object_object_add(root, "counters", json_counters(k));
+        if (r->threads)
+                json_object_object_add(root, "threads", json_threads(r->threads));
         if (r->interrupted)
                 json_object_object_add(root, "interrupted", json_object_new_string(r->interrupted));
         if (r->mode == TIMING_MODE_BRANCHES) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "cli/measure-output.h"
+#include "cli/timing-threads.h"
 #include "timing-attr.h"
 #include "timing/timing-blocks.h"
 
@@ -62,6 +63,7 @@ typedef struct TimingReport {
         const char *block_query;                /* --block's argument, or NULL */
         char **block_listing;                   /* --block: each shown block's instructions, or NULL */
         const char *interrupted;                /* "SIGINT", or NULL */
+        const TimingThreadTally *threads;       /* samples per task, or NULL */
 } TimingReport;
 
 /* Writes the report. Returns 0 or a negative errno of the stream. */

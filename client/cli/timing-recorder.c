@@ -3,9 +3,12 @@
  * pmugate timing's recording: open, map, drain, order by time
  */
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cli/timing-recorder.h"
 #include "macro.h"
@@ -26,8 +29,11 @@ static int on_record(const TimingRecord *rec, void *userdata) {
         TimingRecorder *r = userdata;
         TimingRecord *copy;
 
-        if (rec->kind == TIMING_RECORD_EXIT && rec->pid == r->target)
+        /* the process's end, not one of its threads' */
+        if (rec->kind == TIMING_RECORD_EXIT && rec->pid == r->target && rec->tid == r->target)
                 r->exit_seen = true;
+        if (rec->kind == TIMING_RECORD_SAMPLE && timing_threads_count(&r->threads, rec->sample.pid, rec->sample.tid) < 0)
+                return -ENOMEM;
         if (r->n_pending >= r->n_pending_allocated) {
                 size_t n = r->n_pending_allocated ? 2 * r->n_pending_allocated : 1024;
                 TimingPending *p = reallocarray(r->pending, n, sizeof(*p));
@@ -100,7 +106,13 @@ void timing_recorder_done(TimingRecorder *r, pmugate *c) {
         free(r->pending);
         /* what the recording learnt stays for the report */
         *r = (TimingRecorder) { .analysis = r->analysis, .target = r->target, .malformed = r->malformed,
-                                .unframed = r->unframed, .exit_seen = r->exit_seen, .detached = r->detached };
+                                .unframed = r->unframed, .exit_seen = r->exit_seen, .detached = r->detached,
+                                .threads = r->threads, .threads_gone = r->threads_gone };
+}
+
+void timing_recorder_free(TimingRecorder *r, pmugate *c) {
+        timing_recorder_done(r, c);
+        timing_threads_done(&r->threads);
 }
 
 /* A refusal of branch mode for the lack of an LBR (or its cycles) gets what does work. */
@@ -113,43 +125,90 @@ static void say_refused(TimingMode mode, const char *reason) {
                         "block, but where the time goes per function and line)\n");
 }
 
+/* Whether a thread listed before its open refused is there no more: it ended (with its
+ * process, perhaps), which is no failure of the recording. */
+static bool thread_gone(pid_t pid, pid_t tid) {
+        char path[64];
+
+        (void) snprintf(path, sizeof(path), "/proc/%d/task/%d", (int) pid, (int) tid);
+        return access(path, F_OK) < 0 && errno == ENOENT;
+}
+
+/* Maps fd's ring, or points it at the ring of its CPU's first event (*cpu_ring_fd, which the
+ * first mapped becomes): the kernel lets events of one CPU share a ring, the simulator's memfds
+ * do not (ENOTTY), and then each has its own. */
+static int ring_for(TimingRecorder *r, TimingMode mode, int fd, int cpu, int *cpu_ring_fd) {
+        int q;
+
+        if (*cpu_ring_fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *cpu_ring_fd) == 0)
+                return 0;
+        q = timing_ring_map(fd, timing_sample_type(mode), &r->rings[r->n_rings]);
+        if (q < 0) {
+                fprintf(stderr, "pmugate: cannot map the ring of CPU %d: %s\n", cpu, strerror(-q));
+                return q;
+        }
+        r->n_rings++;
+        if (*cpu_ring_fd < 0)
+                *cpu_ring_fd = fd;
+        return 0;
+}
+
 int timing_recorder_open(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t period, pid_t pid,
-                         bool on_exec, const uint32_t *cpus, size_t n_cpus, uint64_t *ret_period) {
+                         const pid_t *tids, size_t n_tids, bool on_exec, const uint32_t *cpus, size_t n_cpus,
+                         uint64_t *ret_period) {
         size_t n_requests = (n_cpus + TIMING_CPUS_PER_OPEN - 1) / TIMING_CPUS_PER_OPEN;
+        size_t n_tasks = tids ? n_tids : 1, opened = 0;
+        _cleanup_free_ int *cpu_ring_fd = NULL;
+        _cleanup_free_ bool *gone = NULL;
 
-        r->handles = calloc(n_requests, sizeof(*r->handles));
-        r->rings = calloc(n_cpus, sizeof(*r->rings));
-        if (!r->handles || !r->rings)
+        r->handles = calloc(n_requests * n_tasks, sizeof(*r->handles));
+        r->rings = calloc(n_cpus * n_tasks, sizeof(*r->rings));
+        cpu_ring_fd = calloc(n_cpus, sizeof(*cpu_ring_fd));
+        gone = calloc(n_tasks, sizeof(*gone));
+        if (!r->handles || !r->rings || !cpu_ring_fd || !gone)
                 return -ENOMEM;
-        for (size_t k = 0; k < n_requests; k++) {
-                pmugate_timing_request req = {
-                        .mode = (pmugate_timing_mode) mode,
-                        .pid = pid,
-                        .on_exec = on_exec,
-                        .period = period,
-                        .cpus = cpus + k * TIMING_CPUS_PER_OPEN,
-                        .n_cpus = MIN((size_t) TIMING_CPUS_PER_OPEN, n_cpus - k * TIMING_CPUS_PER_OPEN),
-                };
-                char reason[PMUGATE_REASON_MAX] = "";
-                pmugate_timing_handle *h = NULL;
-                int q = pmugate_timing_open(c, &req, &h, reason, sizeof(reason));
+        for (size_t i = 0; i < n_cpus; i++)
+                cpu_ring_fd[i] = -EBADF;
+        for (size_t k = 0; k < n_requests; k++)
+                for (size_t t = 0; t < n_tasks; t++) {
+                        pmugate_timing_request req = {
+                                .mode = (pmugate_timing_mode) mode,
+                                .pid = pid,
+                                .on_exec = on_exec,
+                                .period = period,
+                                .cpus = cpus + k * TIMING_CPUS_PER_OPEN,
+                                .n_cpus = MIN((size_t) TIMING_CPUS_PER_OPEN, n_cpus - k * TIMING_CPUS_PER_OPEN),
+                                .tid = tids ? tids[t] : 0,
+                        };
+                        char reason[PMUGATE_REASON_MAX] = "";
+                        pmugate_timing_handle *h = NULL;
+                        int q;
 
-                if (q < 0) {
-                        say_refused(mode, reason[0] ? reason : pmugate_strerror(q));
-                        return q;
-                }
-                r->handles[r->n_handles++] = h;
-                *ret_period = pmugate_timing_period(h);
-                for (size_t i = 0; i < pmugate_timing_n_fds(h); i++) {
-                        q = timing_ring_map(pmugate_timing_fd(h, i), timing_sample_type(mode),
-                                            &r->rings[r->n_rings]);
+                        if (gone[t])
+                                continue;
+                        q = pmugate_timing_open(c, &req, &h, reason, sizeof(reason));
+                        if (q < 0 && tids && thread_gone(pid, tids[t])) {
+                                gone[t] = true;
+                                r->threads_gone++;
+                                continue;
+                        }
                         if (q < 0) {
-                                fprintf(stderr, "pmugate: cannot map the ring of CPU %d: %s\n",
-                                        pmugate_timing_cpu(h, i), strerror(-q));
+                                say_refused(mode, reason[0] ? reason : pmugate_strerror(q));
                                 return q;
                         }
-                        r->n_rings++;
+                        r->handles[r->n_handles++] = h;
+                        opened++;
+                        *ret_period = pmugate_timing_period(h);
+                        for (size_t i = 0; i < pmugate_timing_n_fds(h); i++) {
+                                q = ring_for(r, mode, pmugate_timing_fd(h, i), pmugate_timing_cpu(h, i),
+                                             &cpu_ring_fd[k * TIMING_CPUS_PER_OPEN + i]);
+                                if (q < 0)
+                                        return q;
+                        }
                 }
+        if (opened == 0) {
+                fprintf(stderr, "pmugate: process %d ended before its events were open\n", (int) pid);
+                return -ESRCH;
         }
         return 0;
 }

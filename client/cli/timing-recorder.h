@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cli/timing-threads.h"
 #include "pmugate/pmugate.h"
 #include "pmugate/timing.h"
 #include "timing-attr.h"
@@ -40,22 +41,31 @@ typedef struct TimingRecorder {
                                          * kernel took its events away at that exec */
         char credentials[512];          /* its Uid, Gid and CapEff lines when recording began */
         bool unframed;                  /* a ring's records could no longer be framed */
+        TimingThreadTally threads;      /* samples per task */
+        size_t threads_gone;            /* -p: listed threads that ended before their open */
 } TimingRecorder;
 
 /* Opens mode's events for pid on every CPU of cpus, TIMING_CPUS_PER_OPEN per request, and
  * maps their rings; a refusal is said on stderr with the daemon's reason (and, where branch
- * mode lacks an LBR, that IP mode works). *ret_period gets the daemon's period. Returns 0 or a
+ * mode lacks an LBR, that IP mode works). With tids (a running process's threads, as perf
+ * record -p) each thread gets its own events; per CPU one ring is mapped and the other
+ * threads' events of that CPU write into it (PERF_EVENT_IOC_SET_OUTPUT), or, where the driver
+ * cannot redirect, each is mapped as a ring of its own. A listed thread that ended before its
+ * open is left out (r->threads_gone). *ret_period gets the daemon's period. Returns 0 or a
  * negative errno; what was opened is r's until timing_recorder_done(). */
 int timing_recorder_open(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t period, pid_t pid,
-                         bool on_exec, const uint32_t *cpus, size_t n_cpus, uint64_t *ret_period);
+                         const pid_t *tids, size_t n_tids, bool on_exec, const uint32_t *cpus, size_t n_cpus,
+                         uint64_t *ret_period);
 
 /* Drains every ring, then feeds the round's records to the analysis in time order (the rings
  * of the CPUs interleave in time). A ring whose records cannot be framed any more is dropped
  * (r->unframed). Returns 0 or a negative errno. */
 int timing_recorder_drain(TimingRecorder *r);
 
-/* Unmaps the rings and closes the events at the daemon (c may be NULL). */
+/* Unmaps the rings and closes the events at the daemon (c may be NULL); what the recording
+ * learnt (counts, samples per thread) stays for the report until timing_recorder_free(). */
 void timing_recorder_done(TimingRecorder *r, pmugate *c);
+void timing_recorder_free(TimingRecorder *r, pmugate *c);
 
 /* The r-x mappings of a running process, which the kernel reported before the recording began
  * and will not report again: parsed from /proc/PID/maps as MMAP2 records would have them. */

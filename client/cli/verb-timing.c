@@ -208,27 +208,6 @@ static int parse_args(int argc, char *argv[], TimingArgs *ret) {
         return 0;
 }
 
-/* The CPUs pid may run on: its affinity, which its threads and children inherit. */
-static int affinity_of(pid_t pid, uint32_t **ret, size_t *ret_n) {
-        _cleanup_free_ uint32_t *cpus = NULL;
-        cpu_set_t set;
-        size_t n = 0;
-
-        if (sched_getaffinity(pid, sizeof(set), &set) < 0)
-                return negative_errno();
-        cpus = calloc(CPU_SETSIZE, sizeof(uint32_t));
-        if (!cpus)
-                return -ENOMEM;
-        for (uint32_t cpu = 0; cpu < CPU_SETSIZE; cpu++)
-                if (CPU_ISSET(cpu, &set))
-                        cpus[n++] = cpu;
-        if (n == 0)
-                return -ENOENT;
-        *ret = TAKE_PTR(cpus);
-        *ret_n = n;
-        return 0;
-}
-
 static uint64_t now_ms(void) {
         struct timespec ts;
 
@@ -387,6 +366,9 @@ static void say_counters(const TimingArgs *a, const TimingRecorder *rec, const T
                         "set-user-ID or set-group-ID program (or one with file capabilities), which "
                         "the user may not observe; this report ends there\n",
                         a->command ? "command" : "process");
+        if (rec->threads_gone > 0)
+                fprintf(stderr, "pmugate: %zu threads of the process ended before their events opened\n",
+                        rec->threads_gone);
         if (rec->malformed > 0 || rec->unframed)
                 fprintf(stderr, "pmugate: %" PRIu64 " malformed records skipped%s\n", rec->malformed,
                         rec->unframed ? "; a ring could not be read past a bad record" : "");
@@ -397,9 +379,9 @@ static void say_counters(const TimingArgs *a, const TimingRecorder *rec, const T
                         k->cycles_dropped, k->blocks_dropped, k->mappings_dropped);
 }
 
-static int report(const TimingArgs *a, const pmugate_info *info, const TimingAnalysis *an, FILE *file,
-                  OutputFormat format, uint64_t period, const char *cpu_list, int exit_status,
-                  double elapsed, const char *interrupted) {
+static int report(const TimingArgs *a, const pmugate_info *info, const TimingAnalysis *an,
+                  const TimingThreadTally *threads, FILE *file, OutputFormat format, uint64_t period,
+                  const char *cpu_list, int exit_status, double elapsed, const char *interrupted) {
         _cleanup_(timing_namer_freep) TimingNamer *namer = NULL;
         TimingTally functions = {}, lines = {};
         TimingShown shown = {};
@@ -446,6 +428,7 @@ static int report(const TimingArgs *a, const pmugate_info *info, const TimingAna
                 .block_query = a->block,
                 .block_listing = shown.listings,
                 .interrupted = interrupted,
+                .threads = threads,
         };
         q = timing_output_write(&rep);
         timing_shown_done(&shown);
@@ -467,6 +450,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
         _cleanup_(pmugate_info_freep_timing) pmugate_info *info = NULL;
         _cleanup_(timing_analysis_freep) TimingAnalysis *analysis = NULL;
         _cleanup_free_ uint32_t *cpus = NULL;
+        _cleanup_free_ pid_t *tids = NULL;
         _cleanup_fclose_ FILE *file = NULL;
         _cleanup_close_ int signal_fd = -EBADF;
         char cpu_list[CPU_LIST_TEXT_MAX];
@@ -477,7 +461,8 @@ static int run(const TimingArgs *a, const char *socket_path) {
         uint64_t period = a->period, start;
         sigset_t mask, old_mask;
         bool blocked;
-        size_t n_cpus = 0;
+        size_t n_cpus = 0, n_tids = 0;
+        pid_t target;
         int q, status = 0;
 
         q = open_output(a, &format, &file);
@@ -523,17 +508,43 @@ static int run(const TimingArgs *a, const char *socket_path) {
                         goto out;
                 }
         }
-        q = affinity_of(a->command ? w.pid : a->pid, &cpus, &n_cpus);
+        target = a->command ? w.pid : a->pid;
+        if (!a->command) {
+                /* as perf record -p: each thread running now gets its own events; threads it
+                 * starts later follow through inherit */
+                q = timing_threads_list(a->pid, &tids, &n_tids);
+                if (q < 0) {
+                        fprintf(stderr, "pmugate: the threads of process %d: %s\n", (int) a->pid,
+                                q == -E2BIG ? "more than pmugate samples in one process" : strerror(-q));
+                        status = 1;
+                        goto out;
+                }
+        }
+        /* the CPUs it may run on: every thread's affinity (a command's is its own, inherited) */
+        q = timing_threads_affinity(tids ?: &target, tids ? n_tids : 1, &cpus, &n_cpus);
         if (q < 0) {
-                fprintf(stderr, "pmugate: the CPUs process %d may run on: %s\n",
-                        (int) (a->command ? w.pid : a->pid), strerror(-q));
+                fprintf(stderr, "pmugate: the CPUs process %d may run on: %s\n", (int) target, strerror(-q));
                 status = 1;
                 goto out;
         }
         if (cpulist_format(cpus, n_cpus, cpu_list, sizeof(cpu_list)) < 0)
                 (void) snprintf(cpu_list, sizeof(cpu_list), "(%zu CPUs)", n_cpus);
-        q = timing_recorder_open(&rec, c, a->mode, a->period, a->command ? w.pid : a->pid, !!a->command,
-                                 cpus, n_cpus, &period);
+        /* each thread is a timing handle per TIMING_CPUS_PER_OPEN CPUs: said before the first
+         * open, rather than as the daemon's refusal halfway */
+        if (tids && n_tids * ((n_cpus + TIMING_CPUS_PER_OPEN - 1) / TIMING_CPUS_PER_OPEN) >
+                            MIN(TIMING_HANDLES_PER_UID_MAX, PERF_HANDLES_PER_SESSION_MAX)) {
+                fprintf(stderr,
+                        "pmugate: process %d runs %zu threads on %zu CPUs: -p opens each thread's events "
+                        "(a timing handle per thread and %u CPUs), and a user holds at most %u; start the "
+                        "program under pmugate timing -- COMMAND instead (one event per CPU, whatever its "
+                        "threads)\n",
+                        (int) a->pid, n_tids, n_cpus, TIMING_CPUS_PER_OPEN,
+                        MIN(TIMING_HANDLES_PER_UID_MAX, PERF_HANDLES_PER_SESSION_MAX));
+                status = 1;
+                goto out;
+        }
+        q = timing_recorder_open(&rec, c, a->mode, a->period, target, tids, n_tids, !!a->command, cpus, n_cpus,
+                                 &period);
         if (q < 0) {
                 status = 1;
                 goto out;
@@ -547,7 +558,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
                                 "address only\n",
                                 (int) a->pid, strerror(-q));
         }
-        rec.target = (uint32_t) (a->command ? w.pid : a->pid);
+        rec.target = (uint32_t) target;
         read_credentials((pid_t) rec.target, rec.credentials, sizeof(rec.credentials));
         start = now_ms();
         if (a->command && workload_release(&w, a->command, "timing") < 0) {
@@ -574,7 +585,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
                         interrupted);
         say_counters(a, &rec, timing_analysis_counters(analysis));
         /* as perf: a wrapped command keeps stdout to itself */
-        q = report(a, info, analysis, file ?: a->command ? stderr : stdout, format, period, cpu_list,
+        q = report(a, info, analysis, &rec.threads, file ?: a->command ? stderr : stdout, format, period, cpu_list,
                    a->command ? w.status : -1, (double) (now_ms() - start) / 1000.0, interrupted);
         if (q != 0)
                 status = q;
@@ -583,7 +594,7 @@ static int run(const TimingArgs *a, const char *socket_path) {
         else if (interrupted && status == 0)
                 status = EXIT_SIGNAL_BASE + (strcmp(interrupted, "SIGINT") == 0 ? SIGINT : SIGTERM);
 out:
-        timing_recorder_done(&rec, c);
+        timing_recorder_free(&rec, c);
         workload_abort(&w);
         if (blocked)
                 (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);

@@ -47,6 +47,10 @@ static int request_check(const pmugate_timing_request *req, char *reason, size_t
                 return reason_fail(reason, size, -EINVAL, "timing_open: no mode");
         if (req->pid < 0)
                 return reason_fail(reason, size, -EINVAL, "pid %d is not a process", (int) req->pid);
+        if (req->tid < 0)
+                return reason_fail(reason, size, -EINVAL, "tid %d is not a thread", (int) req->tid);
+        if (req->tid > 0 && req->on_exec)
+                return reason_fail(reason, size, -EINVAL, "a thread (tid) is sampled from now, not from an exec");
         if (req->n_cpus == 0 || !req->cpus)
                 return reason_fail(reason, size, -EINVAL, "timing_open needs CPUs");
         if (req->n_cpus > TIMING_CPUS_PER_OPEN)
@@ -61,12 +65,13 @@ static int request_pack(pmugate *c, const pmugate_timing_request *req) {
         msgpack_packer pk;
         int r;
 
-        r = connection_begin(c, REQUEST_TIMING_OPEN, 4 + (req->period > 0 ? 1 : 0), &pk);
+        r = connection_begin(c, REQUEST_TIMING_OPEN, 4 + (req->period > 0 ? 1 : 0) + (req->tid > 0 ? 1 : 0), &pk);
         if (r < 0)
                 return r;
         if (pack_key_string(&pk, "mode", timing_mode_to_string((TimingMode) req->mode)) < 0 ||
             pack_key_uint(&pk, "pid", (uint64_t) pid) < 0 || pack_key_bool(&pk, "on_exec", req->on_exec) < 0 ||
             (req->period > 0 && pack_key_uint(&pk, "period", req->period) < 0) ||
+            (req->tid > 0 && pack_key_uint(&pk, "tid", (uint64_t) req->tid) < 0) ||
             connection_pack_cpus(&pk, req->cpus, req->n_cpus) < 0)
                 return -ENOMEM;
         return 0;

@@ -2,8 +2,8 @@
 /*
  * timing_open: sampling events on one of the caller's processes for `pmugate timing`
  * (docs/PERF.md, "Timing"). With the class lbr, for a process of the caller's uid (dumpable,
- * not init, inside the job in job mode), on each CPU asked one event with the single attr of
- * proto/timing-attr.h: its period bounded by pmugate-limits.h and by the kernel's
+ * not init, inside the job in job mode) or one thread of it ("tid"), on each CPU asked one
+ * event with the single attr of proto/timing-attr.h: its period bounded by pmugate-limits.h and by the kernel's
  * perf_event_max_sample_rate, branch mode only where the LBR records cycles. The fds go to the
  * caller in the CPUs' order; the handle lives in the session's perf table, so perf_close, the
  * connection's end, a reload or a revoke that takes the class away close it (disabling the
@@ -49,13 +49,14 @@ static int check_rate(Server *s, const Request *req, uint64_t *ret_period, Refus
                                    kernel_max, ret_period, ret_refusal);
 }
 
-/* The target: one process of the caller's (perf_target_process()), never init. Its threads
- * of now are not what the events follow: each event samples the process's main thread and
- * what it starts from the open (inherit), so a process already running more threads would be
- * sampled in part; from an exec (on_exec), which leaves one thread, it is sampled whole. */
+/* The target: one process of the caller's (perf_target_process()), never init. An event
+ * follows the thread it is opened on and what that thread starts (inherit), so a process
+ * already running more threads is sampled whole only with one open per thread ("tid",
+ * perf_target_process_thread()), or from an exec (on_exec), which leaves one thread. */
 static int plan_target(Session *c, const Request *req, PerfProcess *ret, char *job, size_t job_size,
                        Refusal *ret_refusal) {
         char job_path[PMUGATE_CGROUP_PATH_MAX];
+        const char *in_job = NULL;
         int r;
 
         if (req->pid == 1)
@@ -65,9 +66,12 @@ static int plan_target(Session *c, const Request *req, PerfProcess *ret, char *j
                 if (r != 0)
                         return r;
                 (void) snprintf(job, job_size, "%s", c->scope.job);
+                in_job = job_path;
         }
-        r = perf_target_process("/proc", &c->peer, (pid_t) req->pid, c->rights.scoped ? job_path : NULL, ret,
-                                ret_refusal);
+        if (req->has_tid)
+                return perf_target_process_thread("/proc", &c->peer, (pid_t) req->pid, (pid_t) req->tid, in_job, ret,
+                                                  ret_refusal);
+        r = perf_target_process("/proc", &c->peer, (pid_t) req->pid, in_job, ret, ret_refusal);
         if (r != 0)
                 return r;
         if (!req->on_exec && ret->n_tids > 1) {
@@ -76,10 +80,20 @@ static int plan_target(Session *c, const Request *req, PerfProcess *ret, char *j
                 perf_process_done(ret);
                 return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
                               "process %" PRIu32 " runs %zu threads; a timing event follows one thread and what "
-                              "it starts, so only its first would be sampled: start the program under pmugate "
-                              "timing (on_exec) instead", req->pid, n);
+                              "it starts, so only its first would be sampled: name each thread with 'tid' (one "
+                              "timing_open per thread, as pmugate timing -p does; %zu threads hold %zu events per "
+                              "CPU against your per-user limit of perf events), or start the program under "
+                              "pmugate timing (on_exec)", req->pid, n, n, n);
         }
         return 0;
+}
+
+/* After the open: the tid is still a thread of the process the handle's pidfd pins. */
+static bool thread_still_listed(const PerfHandle *h, const Request *req) {
+        pid_t tid = (pid_t) req->tid;
+
+        return perf_target_thread_alive("/proc", &(PerfProcess) { .pidfd = h->pidfd, .pid = (pid_t) req->pid,
+                                                                  .tids = &tid, .n_tids = 1 });
 }
 
 static int check_limits(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
@@ -87,17 +101,20 @@ static int check_limits(Server *s, Session *c, const Request *req, Refusal *ret_
 
         if (held + req->n_cpus > server_perf_events_per_uid_max(s))
                 return refuse(ret_refusal, PROTO_E_LIMIT, -1,
-                              "uid %u holds %zu open perf events; %zu more would pass the limit of %zu per user",
+                              "uid %u holds %zu open perf events; %zu more would pass the limit of %zu per user "
+                              "(a timing of a process's threads holds one per thread and CPU)",
                               (unsigned) c->peer.uid, held, req->n_cpus, server_perf_events_per_uid_max(s));
         handles = server_timing_handles_of_uid(s, c->peer.uid);
         if (handles >= TIMING_HANDLES_PER_UID_MAX)
                 return refuse(ret_refusal, PROTO_E_LIMIT, -1,
-                              "uid %u holds %zu timing handles, the most allowed per user; close one first",
-                              (unsigned) c->peer.uid, handles);
+                              "uid %u holds %zu timing handles, the most allowed per user (one per thread and "
+                              "%u CPUs sampled); close one first", 
+                              (unsigned) c->peer.uid, handles, TIMING_CPUS_PER_OPEN);
         return 0;
 }
 
-static int open_refusal(const PerfHandle *h, const PerfOpenFailure *f, pid_t pid, Refusal *ret_refusal) {
+static int open_refusal(const PerfHandle *h, const PerfOpenFailure *f, const Request *req, Refusal *ret_refusal) {
+        pid_t pid = (pid_t) req->pid;
         const char *mode = h->attrs[0].type == PERF_TYPE_HARDWARE ? "branches" : "ips";
         int e = -f->error;
 
@@ -106,6 +123,9 @@ static int open_refusal(const PerfHandle *h, const PerfOpenFailure *f, pid_t pid
                               "the kernel refused the %s sampling event of process %d on CPU %" PRId64 ": %s; "
                               "check perf_event_paranoid and the daemon's CAP_PERFMON", mode, (int) pid, f->target,
                               strerror(e));
+        if (e == ESRCH && req->has_tid)
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                              "thread %" PRIu32 " of process %d exited before its events were open", req->tid, (int) pid);
         if (e == ESRCH)
                 return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %d exited before its events were open",
                               (int) pid);
@@ -153,8 +173,12 @@ static int reply_open(Server *s, const Request *req, const PerfHandle *h, uint64
 }
 
 static void format_open(const Request *req, uint64_t period, char *buf, size_t size) {
-        (void) snprintf(buf, size, "mode %s pid %" PRIu32 " period %" PRIu64 "%s",
-                        timing_mode_to_string(req->timing_mode), req->pid, period, req->on_exec ? " on_exec" : "");
+        char tid[32] = "";
+
+        if (req->has_tid)
+                (void) snprintf(tid, sizeof(tid), " tid %" PRIu32, req->tid);
+        (void) snprintf(buf, size, "mode %s pid %" PRIu32 "%s period %" PRIu64 "%s",
+                        timing_mode_to_string(req->timing_mode), req->pid, tid, period, req->on_exec ? " on_exec" : "");
 }
 
 int handle_timing_open(Server *s, Session *c, const Request *req, Refusal *ret_refusal) {
@@ -193,9 +217,10 @@ int handle_timing_open(Server *s, Session *c, const Request *req, Refusal *ret_r
                 perf_process_done(&process);
                 return -ENOMEM;
         }
+        /* with a tid, the events are that thread's (the kernel's pid argument names a task) */
         for (size_t i = 0; i < req->n_cpus; i++)
-                units[i] = (PerfUnit) { .target = req->cpus[i], .pid = process.pid, .cpu = (int) req->cpus[i],
-                                        .cgroup_fd = -1 };
+                units[i] = (PerfUnit) { .target = req->cpus[i], .pid = req->has_tid ? (pid_t) req->tid : process.pid,
+                                        .cpu = (int) req->cpus[i], .cgroup_fd = -1 };
         timing_attr_fill(&attr, req->timing_mode, period, req->on_exec);
         r = perf_handle_new(s->perf_driver, PERF_SCOPE_PROCESS, c->peer.uid, &attr, &one_event, 1, units, req->n_cpus,
                             &h);
@@ -211,14 +236,21 @@ int handle_timing_open(Server *s, Session *c, const Request *req, Refusal *ret_r
 
         r = perf_handle_open(h, &failure);
         if (r < 0) {
-                r = open_refusal(h, &failure, (pid_t) req->pid, ret_refusal);
+                r = open_refusal(h, &failure, req, ret_refusal);
                 perf_handle_free(h);
                 return r;
         }
-        /* the pid checked is the process sampled only if its pidfd still lives */
+        /* the pid checked is the process sampled only if its pidfd still lives, and a tid is
+         * its thread only if still listed under it (a tid reused between check and open is not) */
         if (!perf_target_process_alive(&(PerfProcess) { .pidfd = h->pidfd })) {
                 perf_handle_free(h);
                 return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "process %" PRIu32 " exited while its events opened",
+                              req->pid);
+        }
+        if (req->has_tid && !thread_still_listed(h, req)) {
+                perf_handle_free(h);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                              "thread %" PRIu32 " of process %" PRIu32 " exited while its events opened", req->tid,
                               req->pid);
         }
         r = export_fds(s, h, ret_refusal);

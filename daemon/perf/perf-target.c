@@ -536,6 +536,32 @@ bool perf_target_thread_alive(const char *proc_root, const PerfProcess *p) {
         return thread_listed(proc_dir, p->tids[0]) > 0 && scope_pidfd_alive(p->pidfd);
 }
 
+int perf_target_process_thread(const char *proc_root, Peer *peer, pid_t pid, pid_t tid, const char *job_cgroup,
+                               PerfProcess *ret, Refusal *ret_refusal) {
+        PerfProcess p = { .pidfd = -EBADF };
+        bool found = false;
+        int r;
+
+        if (tid <= 0)
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "%d is not a thread id", (int) tid);
+        r = perf_target_process(proc_root, peer, pid, job_cgroup, &p, ret_refusal);
+        if (r != 0)
+                return r;
+        /* the listing was read through the directory of the process the pidfd pins */
+        for (size_t i = 0; i < p.n_tids; i++)
+                found = found || p.tids[i] == tid;
+        if (!found) {
+                perf_process_done(&p);
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                              "%d is not a thread of process %d (not under /proc/%d/task): it ended, or belongs "
+                              "to another process", (int) tid, (int) pid, (int) pid);
+        }
+        p.tids[0] = tid;
+        p.n_tids = 1;
+        *ret = p;
+        return 0;
+}
+
 bool perf_target_process_alive(const PerfProcess *p) {
         return p->pidfd >= 0 && scope_pidfd_alive(p->pidfd);
 }

@@ -72,4 +72,14 @@ bool perf_target_process_alive(const PerfProcess *p);
 int perf_target_thread(const char *proc_root, Peer *peer, pid_t tid, const char *job_cgroup /* NULL outside job mode */,
                        PerfProcess *ret, Refusal *ret_refusal);
 bool perf_target_thread_alive(const char *proc_root, const PerfProcess *p);
+
+/* timing_open with "tid": one thread of process pid, which passes every check of
+ * perf_target_process() (each thread's uids the caller's, dumpable, alive, inside the job),
+ * held by the pidfd of pid while tid is looked for under its /proc/PID/task. Fills ret with pid,
+ * its pidfd and tids = { tid }; after the events are open perf_target_thread_alive() confirms
+ * tid is still that process's thread (a tid that ended and was reused in between is not).
+ * Refuses a tid that is no thread of pid (PROTO_E_BAD_FIELD), else as perf_target_process(). */
+int perf_target_process_thread(const char *proc_root, Peer *peer, pid_t pid, pid_t tid,
+                               const char *job_cgroup /* NULL outside job mode */, PerfProcess *ret,
+                               Refusal *ret_refusal);
 void perf_process_done(PerfProcess *p);

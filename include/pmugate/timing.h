@@ -39,6 +39,11 @@ typedef struct pmugate_timing_request {
         const uint32_t *cpus;   /* the CPUs to open on (at most TIMING_CPUS_PER_OPEN); the
                                  * process is sampled only while it runs on them */
         size_t n_cpus;
+        /* Added after the first release: new fields go at the end, so a caller built against
+         * the older struct (zeroed past its end by designated initializers) keeps its meaning. */
+        pid_t tid;              /* one thread of pid (not on_exec): its events follow that thread
+                                 * and what it starts; 0: the process, refused by the daemon
+                                 * when it already runs several threads */
 } pmugate_timing_request;
 
 typedef struct pmugate_timing_handle pmugate_timing_handle;

@@ -2,7 +2,8 @@
 /*
  * Unit tests: perf_open's "thread" target on the real kernel: a thread of the caller's own
  * process (its main thread too) is found under /proc/PID/task, another process's is refused,
- * and a thread that ended no longer counts as the process's after the open
+ * and a thread that ended no longer counts as the process's after the open; timing_open's
+ * "tid" (a thread of a named process) the same way
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,7 +47,7 @@ static Peer self_peer(uid_t uid) {
 
 static void test_own_threads(void **state) {
         Peer peer = self_peer(getuid());
-        PerfProcess p = { .pidfd = -1 };
+        PerfProcess p = { .pidfd = -1 }, named = { .pidfd = -1 };
         Refusal refusal = {};
         pthread_t th;
         pid_t child;
@@ -76,6 +77,18 @@ static void test_own_threads(void **state) {
         assert_int_equal(perf_target_thread("/proc", &peer, getpid(), NULL, &p, &refusal), 0);
         assert_int_equal(p.tids[0], getpid());
 
+        /* timing_open's "tid": the worker as a thread of this process named by its pid */
+        assert_int_equal(perf_target_process_thread("/proc", &peer, getpid(), worker_tid, NULL, &named, &refusal), 0);
+        assert_int_equal(named.pid, getpid());
+        assert_int_equal(named.n_tids, 1);
+        assert_int_equal(named.tids[0], worker_tid);
+        assert_true(named.pidfd >= 0);
+        assert_true(perf_target_thread_alive("/proc", &named));
+        perf_process_done(&named);
+        assert_int_equal(perf_target_process_thread("/proc", &peer, getpid(), 0, NULL, &named, &refusal),
+                         PROTO_E_BAD_FIELD);
+        assert_int_equal(named.pidfd, -EBADF);
+
         /* once the thread ended, its tid is not the process's any more */
         (void) pthread_mutex_lock(&lock);
         worker_may_end = true;
@@ -89,6 +102,11 @@ static void test_own_threads(void **state) {
         assert_int_equal(perf_target_thread("/proc", &peer, worker_tid, NULL, &p, &refusal), PROTO_E_NOT_AUTHORIZED);
         assert_non_null(strstr(refusal.reason, "not a thread of your process"));
         assert_int_equal(p.pidfd, -1);          /* untouched */
+        refusal = (Refusal) {};
+        assert_int_equal(perf_target_process_thread("/proc", &peer, getpid(), worker_tid, NULL, &p, &refusal),
+                         PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(refusal.reason, "is not a thread of process"));
+        assert_int_equal(p.pidfd, -1);
 
         /* another process's thread, even the caller's own child's */
         child = fork();
@@ -100,6 +118,13 @@ static void test_own_threads(void **state) {
         refusal = (Refusal) {};
         assert_int_equal(perf_target_thread("/proc", &peer, child, NULL, &p, &refusal), PROTO_E_NOT_AUTHORIZED);
         assert_non_null(strstr(refusal.reason, "not a thread of your process"));
+        /* a process of its own is no thread of this one, nor this one's thread of the child */
+        refusal = (Refusal) {};
+        assert_int_equal(perf_target_process_thread("/proc", &peer, getpid(), child, NULL, &p, &refusal),
+                         PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(refusal.reason, "is not a thread of process"));
+        assert_int_equal(perf_target_process_thread("/proc", &peer, child, getpid(), NULL, &p, &refusal),
+                         PROTO_E_BAD_FIELD);
         (void) kill(child, SIGKILL);
         (void) waitpid(child, NULL, 0);
         assert_int_equal(perf_target_thread("/proc", &peer, -5, NULL, &p, &refusal), PROTO_E_BAD_FIELD);

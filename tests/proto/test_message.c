@@ -1005,6 +1005,58 @@ static void test_timing_open(void **state) {
         assert_non_null(strstr(e.reason, "missing a required key"));
 }
 
+/* A timing_open of one thread (tid) of pid, from now (on_exec only when on_exec >= 0). */
+static void pack_timing_tid(Fixture *f, uint64_t tid, int on_exec) {
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 6, "timing_open", 4 + (on_exec >= 0));
+        pack_key_string(&f->pk, "mode", "ips");
+        pack_key_uint(&f->pk, "pid", 4242);
+        pack_key_uint(&f->pk, "tid", tid);
+        if (on_exec >= 0)
+                pack_key_bool(&f->pk, "on_exec", on_exec);
+        pack_string(&f->pk, "cpus");
+        msgpack_pack_array(&f->pk, 1);
+        msgpack_pack_uint32(&f->pk, 0);
+}
+
+static void test_timing_open_tid(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        pack_timing_tid(f, 4250, -1);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_true(req.has_tid);
+        assert_int_equal(req.tid, 4250);
+        assert_int_equal(req.pid, 4242);
+        assert_false(req.on_exec);
+        pack_timing_tid(f, 4250, 0);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.tid, 4250);
+
+        /* without the key: no thread named */
+        pack_timing_open(f, "ips", 1, 0, 1, false, 0, NULL);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_false(req.has_tid);
+
+        /* 0, past a pid's range, and with an exec still to come: refused by name */
+        pack_timing_tid(f, 0, -1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'tid'"));
+        pack_timing_tid(f, (uint64_t) INT32_MAX + 1, -1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'tid'"));
+        pack_timing_tid(f, 4250, 1);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'on_exec' is not accepted"));
+        /* tid belongs to timing_open, not to perf_open (whose key is 'thread') */
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 7, "perf_open", 1);
+        pack_key_uint(&f->pk, "tid", 5);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "unknown key 'tid'"));
+}
+
 static void test_grant_lbr(void **state) {
         Fixture *f = *state;
         DecodeError e;
@@ -1143,6 +1195,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_perf_open_named_job, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_perf_open_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_timing_open, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_timing_open_tid, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_grant_lbr, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_perf_open_thread, setup, teardown),
         };

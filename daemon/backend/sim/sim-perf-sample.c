@@ -40,6 +40,9 @@
  * (write_samples()). */
 #define SIM_SAMPLE_BACKLOG_RINGS 1U
 
+/* pidfd_open()'s PIDFD_THREAD (O_EXCL), which older headers lack: a pidfd of one thread. */
+#define SIM_PIDFD_THREAD O_EXCL
+
 /* sample_id_all's trailer for TIMING_SAMPLE_TYPE_*: TID (pid, tid), TIME, CPU (cpu, res). */
 #define SAMPLE_ID_SIZE (2 * sizeof(uint32_t) + sizeof(uint64_t) + 2 * sizeof(uint32_t))
 #define LOST_RECORD_SIZE (sizeof(struct perf_event_header) + 2 * sizeof(uint64_t) + SAMPLE_ID_SIZE)
@@ -47,7 +50,7 @@
 struct SimPerfSampler {
         PerfDriver *software;
         const SimLbrConfig *lbr;
-        pid_t pid, ppid;
+        pid_t pid, tid, ppid;           /* the task's process, the task (one of its threads) */
         int cpu;
         bool amd;
         unsigned depth;
@@ -162,7 +165,7 @@ static void begin(Record *r, uint32_t type, uint16_t misc) {
 
 static void put_sample_id(const SimPerfSampler *s, Record *r, uint64_t time) {
         put_u32(r, (uint32_t) s->pid);
-        put_u32(r, (uint32_t) s->pid);
+        put_u32(r, (uint32_t) s->tid);
         put_u64(r, time);
         put_u32(r, (uint32_t) s->cpu);
         put_u32(r, 0);
@@ -270,6 +273,28 @@ static int read_ppid(pid_t pid, pid_t *ret) {
         return 0;
 }
 
+/* The process a task belongs to: the Tgid line of /proc/TID/status. */
+static int read_tgid(pid_t tid, pid_t *ret) {
+        char path[64], buf[4096], *line;
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+        int tgid;
+
+        (void) snprintf(path, sizeof(path), "/proc/%d/status", (int) tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        line = strstr(buf, "\nTgid:");
+        if (!line || sscanf(line + 6, " %d", &tgid) != 1 || tgid <= 0)
+                return -EIO;
+        *ret = (pid_t) tgid;
+        return 0;
+}
+
 /* The task's comm as the kernel would put it in a COMM record; the binary's name (what an
  * exec of it sets) when the task is gone. */
 static void read_comm(const SimPerfSampler *s, char ret[SIM_COMM_LEN]) {
@@ -278,7 +303,7 @@ static void read_comm(const SimPerfSampler *s, char ret[SIM_COMM_LEN]) {
         _cleanup_close_ int fd = -EBADF;
         ssize_t n = -1;
 
-        (void) snprintf(path, sizeof(path), "/proc/%d/comm", (int) s->pid);
+        (void) snprintf(path, sizeof(path), "/proc/%d/comm", (int) s->tid);
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd >= 0)
                 n = read(fd, ret, SIM_COMM_LEN - 1);
@@ -353,7 +378,7 @@ static void write_mmap2(SimPerfSampler *s, uint64_t time) {
 
         begin(&r, PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER);
         put_u32(&r, (uint32_t) s->pid);
-        put_u32(&r, (uint32_t) s->pid);
+        put_u32(&r, (uint32_t) s->tid);
         put_u64(&r, l->map_start);
         put_u64(&r, l->map_len);
         put_u64(&r, l->map_pgoff);
@@ -376,7 +401,7 @@ static void write_comm(SimPerfSampler *s, uint64_t time) {
         read_comm(s, comm);
         begin(&r, PERF_RECORD_COMM, s->on_exec ? PERF_RECORD_MISC_COMM_EXEC : 0);
         put_u32(&r, (uint32_t) s->pid);
-        put_u32(&r, (uint32_t) s->pid);
+        put_u32(&r, (uint32_t) s->tid);
         put_name(&r, comm);
         put_sample_id(s, &r, time);
         finish(&r);
@@ -389,7 +414,7 @@ static void write_exit(SimPerfSampler *s, uint64_t time) {
         begin(&r, PERF_RECORD_EXIT, 0);
         put_u32(&r, (uint32_t) s->pid);
         put_u32(&r, (uint32_t) s->ppid);
-        put_u32(&r, (uint32_t) s->pid);
+        put_u32(&r, (uint32_t) s->tid);
         put_u32(&r, (uint32_t) s->ppid);
         put_u64(&r, time);
         put_sample_id(s, &r, time);
@@ -412,7 +437,7 @@ static bool write_sample(SimPerfSampler *s, uint64_t time) {
         begin(&r, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER);
         put_u64(&r, l->branches[newest].from);
         put_u32(&r, (uint32_t) s->pid);
-        put_u32(&r, (uint32_t) s->pid);
+        put_u32(&r, (uint32_t) s->tid);
         put_u64(&r, time);
         put_u32(&r, (uint32_t) s->cpu);
         put_u32(&r, 0);
@@ -578,6 +603,7 @@ int sim_perf_sampler_new(const SimPerfSamplerArgs *a, SimPerfSampler **ret) {
                 .software = a->software,
                 .lbr = a->lbr,
                 .pid = a->pid,
+                .tid = a->pid,
                 .cpu = a->cpu,
                 .amd = a->amd,
                 .depth = sim_lbr_depth(a->lbr, a->amd),
@@ -590,10 +616,18 @@ int sim_perf_sampler_new(const SimPerfSamplerArgs *a, SimPerfSampler **ret) {
                 .last_time_ns = monotonic_ns(),
                 .rng = a->seed ^ (a->id * UINT64_C(0x9e3779b97f4a7c15)),
         };
-        s->pidfd = (int) syscall(SYS_pidfd_open, a->pid, 0);
+        /* a task that is one thread of a process (timing_open's "tid"): its records carry the
+         * process's pid and its own tid, and its end is the thread's (PIDFD_THREAD, Linux 6.9;
+         * before it, the process's) */
+        r = read_tgid(a->pid, &s->pid);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        s->pidfd = s->pid == s->tid ? -EBADF : (int) syscall(SYS_pidfd_open, s->tid, SIM_PIDFD_THREAD);
+        if (s->pidfd < 0)
+                s->pidfd = (int) syscall(SYS_pidfd_open, s->pid, 0);
         if (s->pidfd < 0)
                 return -errno;
-        r = read_ppid(a->pid, &s->ppid);
+        r = read_ppid(s->pid, &s->ppid);
         if (r < 0)
                 return r == -ENOENT ? -ESRCH : r;
         /* the MMAP2 record names the binary's device and inode as the kernel's would */
