@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "events/event-models.h"
 #include "macro.h"
 #include "sampler.h"
 
@@ -133,6 +134,12 @@ static int connect_daemon(Sampler *s, Model *m, pthread_mutex_t *lock) {
         (void) snprintf(m->backend, sizeof(m->backend), "%s", s->info->backend);
         m->topdown = topdown_tree_for_vendor(s->info->vendor);
         pthread_mutex_unlock(lock);
+        /* Events beyond pmugate's own table (FP_ARITH_INST_RETIRED) resolve through libpfm4,
+         * which knows the host's PMU only: name the daemon's model instead, as the pmugate
+         * command does, unless the admin chose one. Set before the first measurement resolves
+         * a name (libpfm4 reads it once); nothing else in the exporter reads the environment. */
+        if (s->info->model_key[0])
+                (void) setenv("LIBPFM_FORCE_PMU", event_libpfm_pmu(s->info->model_key) ?: s->info->model_key, 0);
         return r;
 }
 
