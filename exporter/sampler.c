@@ -278,15 +278,14 @@ static void interval_deltas(const Sampler *s, const pmugate_result *res, const T
         else if (ix->cycles >= 0 && s->info->slots_width > 0)
                 slots = (double) s->info->slots_width * v->counts[ix->cycles];
         delta[QTY_MONITORED_SECONDS] = res->elapsed;
-        for (size_t i = 0; i < ELEMENTSOF(fp_events); i++) {
-                double *d = &delta[fp_events[i].quantity];
-
-                if (ix->fp[i] < 0)
-                        continue;
-                if (!isfinite(*d))
-                        *d = 0;
-                *d += fp_events[i].weight * v->counts[ix->fp[i]];
-        }
+        /* A precision's FLOPs are the weighted sum of all its events: one of them not counted
+         * in the interval (NaN) leaves the precision unknown for it, never short. */
+        for (size_t i = 0; i < ELEMENTSOF(fp_events); i++)
+                if (ix->fp[i] >= 0)
+                        delta[fp_events[i].quantity] = 0;
+        for (size_t i = 0; i < ELEMENTSOF(fp_events); i++)
+                if (ix->fp[i] >= 0)
+                        delta[fp_events[i].quantity] += fp_events[i].weight * v->counts[ix->fp[i]];
         /* Without slots or a level-1 class the tree is not counted at all. */
         if (ix->slots < 0 && !(ix->cycles >= 0 && s->info->slots_width > 0))
                 return;

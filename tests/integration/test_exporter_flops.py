@@ -6,7 +6,8 @@ profile truth: on Sapphire Rapids FP_ARITH_INST_RETIRED's eight events weighted 
 with TopDown (which stays the profile's); on Zen 4 fp_ret_sse_avx_ops.all, both precisions
 together, as precision="all" (and no double or single series, not 0); per CPU, socket, node and
 job, pmugate_exporter_quantity_counted and a job's summary (flops, flops_double, ...,
-mflops_per_second).
+mflops_per_second); an FP event the simulator does not model leaves its precision uncounted
+(no series), not short.
 
 Bounds: the events are multiplexed with TopDown over 200 ms samples of the simulator's steady
 workload; a ratio of two counters of the same interval (FLOPs per cycle, per instruction) is
@@ -146,12 +147,33 @@ def test_zen4(tap):
         node.stop()
 
 
+def test_unknown_event(tap):
+    """A profile without FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE: the simulator does not model
+    it (its count is unknown, not 0), so single precision is not counted at all, never short by
+    that event's share; double is counted."""
+    node = SimNode("spr", {k: v for k, v in PROFILE.items() if k != "event.0xc7.0x80"})
+    ex = x.Exporter(node, ["--interval=200ms"])
+    try:
+        ex.wait(lambda: ex.samples() >= 2, "spr: two samples")
+        ex.wait_samples(4)
+        m = ex.metrics()
+        tap.ok(not series(m, "pmugate_node_flops_total", precision="single") and
+               near(flops(m, "pmugate_node", "double") / one(m, "pmugate_node_cycles_total"), PER_CYCLE["double"]),
+               "spr: an FP event not modelled leaves single precision without series (not short), double counted")
+        counted = {dict(k)["quantity"]: v for k, v in series(m, "pmugate_exporter_quantity_counted").items()}
+        tap.eq((counted.get("flops_double"), counted.get("flops_single")), (1, 0),
+               "spr: and quantity_counted says so")
+    finally:
+        ex.stop()
+        node.stop()
+
+
 def main():
     tap = t.Tap()
     if not os.path.exists(x.EXPORTER):
         print("1..0 # SKIP pmugate-exporter not built (libmicrohttpd missing)")
         return 0
-    return tap.run([test_spr, test_zen4])
+    return tap.run([test_spr, test_zen4, test_unknown_event])
 
 
 sys.exit(main())
