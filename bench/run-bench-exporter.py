@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Scrape latency and memory of pmugate-exporter against the HTTP library's floor.
 
-Usage: bench/run-bench-exporter.py [--cpus=16,512,4096] [--scrapes=N] [--per-cpu=yes|no|auto] [BUILD_DIR]
+Usage: bench/run-bench-exporter.py [--cpus=16,512,4096] [--scrapes=N] [--per-cpu=yes|no|auto] [--flops]
+                                   [BUILD_DIR]
 
 For each CPU count, starts BUILD_DIR/daemon/pmugated on a simulated Sapphire Rapids (16: one
 socket of 8 cores, 512: two of 128, 4096: eight of 256, SMT on) in job mode, and the exporter
@@ -14,7 +15,11 @@ connection each, alternating, from one client; prints the median and p99 latency
 their ratio, the body's bytes and series, and the exporter's RSS (VmRSS, and VmHWM: the peak)
 from /proc after the scrapes. Then, for 15 s, one scrape every 15 s (Prometheus' usual interval):
 the CPU (user + system from /proc/PID/stat) the exporter and pmugated spent per second of it,
-sampling every second and rendering the body once a period. Needs root, as the daemon does. Not a test: it prints numbers.
+sampling every second and rendering the body once a period. With --flops every CPU runs the
+built-in default profile plus rates of the eight FP_ARITH_INST_RETIRED events, so that the
+exporter counts FLOPs (series of precision double and single), as on an Intel node; without it
+the simulator does not model them and there are no FLOPs series. Needs root, as the daemon does.
+Not a test: it prints numbers.
 """
 
 import os
@@ -27,6 +32,12 @@ import time
 import benchnode
 
 SHAPES = {16: (1, 8), 512: (2, 128), 4096: (8, 256)}
+# the built-in default profile (docs/SIMULATOR.md) with FP_ARITH_INST_RETIRED (0xc7) per cycle
+FLOPS_PROFILE = ("[profile fp]\nretiring = 0.35\nbad_speculation = 0.05\nfrontend_bound = 0.15\n"
+                 "backend_bound = 0.45\nheavy_operations = 0.05\nbranch_mispredicts = 0.03\n"
+                 "fetch_latency = 0.09\nmemory_bound = 0.32\nipc = 1.4\nutilization = 0.98\n"
+                 "user_fraction = 0.95\n" + "".join("event.0xc7.0x%02x = 0.05\n" % (1 << i) for i in range(8)) +
+                 "[cpus 0-%d]\nprofile = fp\n")
 SIM_CONFIG = "[machine]\nmodel = spr\nsockets = %d\ncores = %d\nsmt = yes\n[clock]\nmode = realtime\n"
 
 
@@ -66,14 +77,14 @@ def pct(values, p):
     return values[min(len(values) - 1, int(round(p / 100.0 * (len(values) - 1))))]
 
 
-def bench_one(build, et, t, n_cpus, scrapes, per_cpu):
+def bench_one(build, et, t, n_cpus, scrapes, per_cpu, flops):
     sockets, cores = SHAPES[n_cpus]
     work = t.workdir()
     conf = os.path.join(work, "pmugate.conf")
     et.write_config(conf)
     sim = os.path.join(work, "sim.conf")
     with open(sim, "w") as f:
-        f.write(SIM_CONFIG % (sockets, cores))
+        f.write(SIM_CONFIG % (sockets, cores) + (FLOPS_PROFILE % (n_cpus - 1) if flops else ""))
     node = et.Node.__new__(et.Node)
     node.dir, node.conf, node.sim, node.daemon = work, conf, sim, None
     node.start_daemon()
@@ -124,7 +135,7 @@ def bench_one(build, et, t, n_cpus, scrapes, per_cpu):
 
 
 def main(argv):
-    cpus, scrapes, per_cpu, rest = [16, 512, 4096], None, "yes", []
+    cpus, scrapes, per_cpu, flops, rest = [16, 512, 4096], None, "yes", False, []
     for a in argv:
         key, _, value = a.partition("=")
         if key == "--cpus" and all(v.strip() and int(v) in SHAPES for v in value.split(",")):
@@ -133,6 +144,8 @@ def main(argv):
             scrapes = int(value)
         elif key == "--per-cpu" and value in ("yes", "no", "auto"):
             per_cpu = value
+        elif a == "--flops":
+            flops = True
         else:
             rest.append(a)
     if any(a in ("-h", "--help") for a in rest) or len(rest) > 1 or any(a.startswith("-") for a in rest):
@@ -149,7 +162,7 @@ def main(argv):
         "CPUs", "bytes", "series", "med ms", "p99 ms", "floor med", "floor p99", "x med", "x p99",
         "RSS MiB", "peak MiB", "exp CPU", "pmugated"))
     for n in cpus:
-        bench_one(build, et, t, n, scrapes or (30 if n >= 4096 else 100), per_cpu)
+        bench_one(build, et, t, n, scrapes or (30 if n >= 4096 else 100), per_cpu, flops)
     return 0
 
 

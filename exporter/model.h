@@ -51,11 +51,21 @@ extern const TopdownTree topdown_tree_intel, topdown_tree_amd;
 /* The tree of a CPU vendor id ("GenuineIntel", "AuthenticAMD"); Intel's for any other. */
 const TopdownTree *topdown_tree_for_vendor(const char *vendor);
 
-/* Package-scope quantities, after the TopDown nodes: a socket's memory traffic (64-byte CAS
+/* Floating-point operations retired, after the TopDown nodes: CPU quantities, each packed
+ * instruction weighted by its lanes as the FLOPS_DP and FLOPS_SP groups weigh them. A model whose
+ * events split the precisions counts double and single; AMD's fp_ret_sse_avx_ops.all and
+ * Grace's FP_*_OPS_SPEC count both together (all), with no split to be had. */
+#define QTY_FLOPS_FIRST (QTY_TOPDOWN_FIRST + TOPDOWN_NODES)
+#define QTY_FLOPS_DOUBLE (QTY_FLOPS_FIRST + 0)
+#define QTY_FLOPS_SINGLE (QTY_FLOPS_FIRST + 1)
+#define QTY_FLOPS_ALL (QTY_FLOPS_FIRST + 2)
+#define QTY_FLOPS_END (QTY_FLOPS_FIRST + 3)
+
+/* Package-scope quantities, after the FLOPs: a socket's memory traffic (64-byte CAS
  * lines times 64) and RAPL energy. CPUs never count them; a job gets the share of each of its
  * sockets' that its CPUs' unhalted cycles were of the socket's in the interval (an estimate:
  * the memory controller and RAPL do not know whose work they serve). */
-#define QTY_PACKAGE_FIRST (QTY_TOPDOWN_FIRST + TOPDOWN_NODES)
+#define QTY_PACKAGE_FIRST QTY_FLOPS_END
 #define QTY_READ_BYTES (QTY_PACKAGE_FIRST + 0)
 #define QTY_WRITTEN_BYTES (QTY_PACKAGE_FIRST + 1)
 #define QTY_PACKAGE_JOULES (QTY_PACKAGE_FIRST + 2)

@@ -300,6 +300,43 @@ static void emit_topdown(FILE *f, const Model *m, const RenderOptions *o, Scope 
         }
 }
 
+/* The precisions of the FLOPs family, one label each; a CPU model counts double and single, or
+ * all (both together, where its event does not tell them apart), never both kinds. */
+static const struct {
+        unsigned quantity;
+        const char *precision;
+} flops_precisions[] = {
+        { QTY_FLOPS_DOUBLE, "double" },
+        { QTY_FLOPS_SINGLE, "single" },
+        { QTY_FLOPS_ALL, "all" },
+};
+
+static bool flops_counted(const Model *m) {
+        for (size_t i = 0; i < ELEMENTSOF(flops_precisions); i++)
+                if (m->counted[flops_precisions[i].quantity])
+                        return true;
+        return false;
+}
+
+static void emit_flops(FILE *f, const Model *m, const RenderOptions *o, Scope scope, const Sample *s,
+                       const void *userdata) {
+        const Emit *e = userdata;
+        const double *v = sample_values(m, scope, s);
+
+        if (scope == SCOPE_JOB && !job_counts(s->job, QTY_FLOPS_DOUBLE))
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(flops_precisions); i++) {
+                bool first = true;
+
+                if (!m->counted[flops_precisions[i].quantity])
+                        continue;
+                fputs(e->sample_name, f);
+                scope_labels(f, &first, o, scope, s);
+                put_label(f, &first, "precision", flops_precisions[i].precision);
+                put_value(f, first, v[flops_precisions[i].quantity]);
+        }
+}
+
 bool render_per_cpu(const Model *m, PerCpu mode) {
         return mode == PER_CPU_YES || (mode == PER_CPU_AUTO && m->n_cpus <= PMUGATE_EXPORTER_PER_CPU_AUTO_MAX);
 }
@@ -357,6 +394,17 @@ static void render_counters(const Model *m, const RenderOptions *o, FILE *f) {
                         (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
                         e = (Emit) { .sample_name = sample, .level = level };
                         each_sample(m, sc, emit_topdown, f, o, &e);
+                }
+                if (flops_counted(m)) {
+                        (void) snprintf(name, sizeof(name), "pmugate_%s_flops", scope_names[sc]);
+                        (void) snprintf(help, sizeof(help),
+                                        "Floating-point operations retired by precision (double, single; all: "
+                                        "both together where the CPU model does not tell them apart), %s",
+                                        scope_help[sc]);
+                        suffix = family(f, o, name, true, "", help);
+                        (void) snprintf(sample, sizeof(sample), "%s%s", name, suffix);
+                        e = (Emit) { .sample_name = sample };
+                        each_sample(m, sc, emit_flops, f, o, &e);
                 }
         }
 }
@@ -534,7 +582,8 @@ static void render_counted(const Model *m, const RenderOptions *o, FILE *f) {
                 { "instructions", QTY_INSTRUCTIONS },      { "cycles", QTY_CYCLES },
                 { "topdown", QTY_SLOTS },                  { "memory_read_bytes", QTY_READ_BYTES },
                 { "memory_written_bytes", QTY_WRITTEN_BYTES }, { "energy_package", QTY_PACKAGE_JOULES },
-                { "energy_dram", QTY_DRAM_JOULES },
+                { "energy_dram", QTY_DRAM_JOULES },        { "flops_double", QTY_FLOPS_DOUBLE },
+                { "flops_single", QTY_FLOPS_SINGLE },      { "flops_all", QTY_FLOPS_ALL },
         };
 
         family(f, o, "pmugate_exporter_quantity_counted", false, "",
@@ -665,7 +714,7 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
              has_energy = m->counted[QTY_PACKAGE_JOULES] || m->counted[QTY_DRAM_JOULES];
         double v[QTY_MAX];
         time_t end = j->running ? now : j->ended;
-        double seconds, traffic, energy;
+        double seconds, traffic, energy, flops = 0;
         const char *text;
         int r = 0;
 
@@ -709,6 +758,20 @@ int render_job_summary(const Model *m, const JobTotals *j, time_t now, FILE *out
          * and power in watts, as the MEM and ENERGY groups give them, over the time the exporter
          * counted the job's CPUs (not whole seconds of its start and end). */
         seconds = j->max_cpus > 0 ? v[QTY_MONITORED_SECONDS] / j->max_cpus : NAN;
+        /* FLOPs by precision as counted, and their sum: null for a precision the CPU model
+         * does not count apart (AMD's and Grace's count all together, flops_all). */
+        for (size_t i = 0; i < ELEMENTSOF(flops_precisions); i++) {
+                char key[32];
+                double x = m->counted[flops_precisions[i].quantity] ? v[flops_precisions[i].quantity] : NAN;
+
+                (void) snprintf(key, sizeof(key), "flops_%s", flops_precisions[i].precision);
+                json_object_object_add(root, key, number(x));
+                if (m->counted[flops_precisions[i].quantity])
+                        flops += x;
+        }
+        json_object_object_add(root, "flops", flops_counted(m) ? number(flops) : NULL);
+        json_object_object_add(root, "mflops_per_second",
+                               flops_counted(m) ? number(1e-6 * ratio(flops, seconds)) : NULL);
         json_object_object_add(root, "memory_read_bytes",
                                has_memory ? number(v[QTY_READ_BYTES]) : NULL);
         json_object_object_add(root, "memory_written_bytes",

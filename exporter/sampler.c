@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "events/event-models.h"
 #include "macro.h"
 #include "sampler.h"
 
@@ -133,12 +134,55 @@ static int connect_daemon(Sampler *s, Model *m, pthread_mutex_t *lock) {
         (void) snprintf(m->backend, sizeof(m->backend), "%s", s->info->backend);
         m->topdown = topdown_tree_for_vendor(s->info->vendor);
         pthread_mutex_unlock(lock);
+        /* Events beyond pmugate's own table (FP_ARITH_INST_RETIRED) resolve through libpfm4,
+         * which knows the host's PMU only: name the daemon's model instead, as the pmugate
+         * command does, unless the admin chose one. Set before the first measurement resolves
+         * a name (libpfm4 reads it once); nothing else in the exporter reads the environment. */
+        if (s->info->model_key[0])
+                (void) setenv("LIBPFM_FORCE_PMU", event_libpfm_pmu(s->info->model_key) ?: s->info->model_key, 0);
         return r;
 }
+
+/* The floating-point events the exporter counts, each weighted by the operations one of it
+ * stands for: Intel's FP_ARITH_INST_RETIRED by its lanes as client/groups/FLOPS_DP.conf and
+ * FLOPS_SP.conf weigh them, Sierra Forest's FP_FLOPS_RETIRED (client/groups/srf/), AMD's
+ * fp_ret_sse_avx_ops.all (client/groups/zen4/, zen5/) and Grace's FP_*_OPS_SPEC
+ * (client/groups/grace/FLOPS.conf). A model has one family or none. */
+static const struct FpEvent {
+        const char *name;
+        unsigned quantity;
+        double weight;
+} fp_events[] = {
+        { "FP_ARITH_INST_RETIRED.SCALAR_DOUBLE", QTY_FLOPS_DOUBLE, 1 },
+        { "FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE", QTY_FLOPS_DOUBLE, 2 },
+        { "FP_ARITH_INST_RETIRED.256B_PACKED_DOUBLE", QTY_FLOPS_DOUBLE, 4 },
+        { "FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE", QTY_FLOPS_DOUBLE, 8 },
+        { "FP_ARITH_INST_RETIRED.SCALAR_SINGLE", QTY_FLOPS_SINGLE, 1 },
+        { "FP_ARITH_INST_RETIRED.128B_PACKED_SINGLE", QTY_FLOPS_SINGLE, 4 },
+        { "FP_ARITH_INST_RETIRED.256B_PACKED_SINGLE", QTY_FLOPS_SINGLE, 8 },
+        { "FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE", QTY_FLOPS_SINGLE, 16 },
+        { "FP_FLOPS_RETIRED.FP64", QTY_FLOPS_DOUBLE, 1 },
+        { "FP_FLOPS_RETIRED.FP32", QTY_FLOPS_SINGLE, 1 },
+        { "fp_ret_sse_avx_ops.all", QTY_FLOPS_ALL, 1 },
+        { "FP_FIXED_OPS_SPEC", QTY_FLOPS_ALL, 1 },
+        { "FP_SCALE_OPS_SPEC", QTY_FLOPS_ALL, 1 },
+};
+
+/* The lists of them open_measure() tries, one family each, the first that opens wins. */
+static const char *const fp_event_lists[] = {
+        "FP_ARITH_INST_RETIRED.SCALAR_DOUBLE,FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE,"
+        "FP_ARITH_INST_RETIRED.256B_PACKED_DOUBLE,FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE,"
+        "FP_ARITH_INST_RETIRED.SCALAR_SINGLE,FP_ARITH_INST_RETIRED.128B_PACKED_SINGLE,"
+        "FP_ARITH_INST_RETIRED.256B_PACKED_SINGLE,FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE",
+        "FP_FLOPS_RETIRED.FP64,FP_FLOPS_RETIRED.FP32",
+        "fp_ret_sse_avx_ops.all",
+        "FP_FIXED_OPS_SPEC,FP_SCALE_OPS_SPEC",
+};
 
 typedef struct Indexes {
         int instructions, cycles, slots;
         int nodes[TOPDOWN_NODES];
+        int fp[ELEMENTSOF(fp_events)];
         int cas_read, cas_write, energy_package, energy_dram;
 } Indexes;
 
@@ -167,6 +211,8 @@ static void find_indexes(const pmugate_result *res, const TopdownTree *tree, Ind
         ret->cas_write = event_index(res, writes, ELEMENTSOF(writes));
         ret->energy_package = pmugate_result_event_index(res, "PWR_PKG_ENERGY");
         ret->energy_dram = pmugate_result_event_index(res, "PWR_DRAM_ENERGY");
+        for (size_t i = 0; i < ELEMENTSOF(fp_events); i++)
+                ret->fp[i] = pmugate_result_event_index(res, fp_events[i].name);
         for (unsigned k = 0; k < TOPDOWN_NODES; k++) {
                 const TopdownNode *node = &tree->nodes[k];
 
@@ -183,7 +229,7 @@ static void find_indexes(const pmugate_result *res, const TopdownTree *tree, Ind
 static void log_uncounted(Sampler *s, const TopdownTree *tree, const Indexes *ix) {
         char text[400];
         size_t len, head;
-        bool all_l1 = true;
+        bool all_l1 = true, flops = false;
 
         if (s->uncounted_logged)
                 return;
@@ -199,6 +245,10 @@ static void log_uncounted(Sampler *s, const TopdownTree *tree, const Indexes *ix
                 len += (size_t) snprintf(text + len, sizeof(text) - len, " cycles");
         if (len < sizeof(text) && (!all_l1 || (ix->slots < 0 && (ix->cycles < 0 || s->info->slots_width == 0))))
                 len += (size_t) snprintf(text + len, sizeof(text) - len, " topdown");
+        for (size_t i = 0; i < ELEMENTSOF(fp_events); i++)
+                flops = flops || ix->fp[i] >= 0;
+        if (len < sizeof(text) && !flops)
+                len += (size_t) snprintf(text + len, sizeof(text) - len, " flops");
         if (len < sizeof(text) && (ix->cas_read < 0 || ix->cas_write < 0))
                 len += (size_t) snprintf(text + len, sizeof(text) - len, " memory_traffic");
         if (len < sizeof(text) && ix->energy_package < 0)
@@ -228,6 +278,14 @@ static void interval_deltas(const Sampler *s, const pmugate_result *res, const T
         else if (ix->cycles >= 0 && s->info->slots_width > 0)
                 slots = (double) s->info->slots_width * v->counts[ix->cycles];
         delta[QTY_MONITORED_SECONDS] = res->elapsed;
+        /* A precision's FLOPs are the weighted sum of all its events: one of them not counted
+         * in the interval (NaN) leaves the precision unknown for it, never short. */
+        for (size_t i = 0; i < ELEMENTSOF(fp_events); i++)
+                if (ix->fp[i] >= 0)
+                        delta[fp_events[i].quantity] = 0;
+        for (size_t i = 0; i < ELEMENTSOF(fp_events); i++)
+                if (ix->fp[i] >= 0)
+                        delta[fp_events[i].quantity] += fp_events[i].weight * v->counts[ix->fp[i]];
         /* Without slots or a level-1 class the tree is not counted at all. */
         if (ix->slots < 0 && !(ix->cycles >= 0 && s->info->slots_width > 0))
                 return;
@@ -352,11 +410,36 @@ static int open_measure(Sampler *s, const uint32_t *cpus, size_t n) {
                 return r;
         }
         (void) snprintf(group, sizeof(group), "topdown-l%u", level);
-        for (size_t i = 0; i < n_extras; i++) {
-                r = pmugate_measure_open_group(s->connection, group, extras[i], cpus, n, 0, &s->measure,
-                                               reason, sizeof(reason));
-                if (r == 0)
-                        break;
+        /* The floating-point events join each list of extras, the model's family of them first
+         * and none last; where they do not fit on the counters beside TopDown the events take
+         * turns (pmugate_measure_event_sets()) rather than leave TopDown out. A family whose
+         * names the model does not know (-ENOENT, alone) is not tried with every list. The
+         * lists are this file's: the longest joined is under 500 bytes. */
+        r = -ENOENT;
+        for (size_t f = 0; f <= ELEMENTSOF(fp_event_lists) && !s->measure; f++) {
+                const char *fp = f < ELEMENTSOF(fp_event_lists) ? fp_event_lists[f] : NULL;
+
+                if (fp) {
+                        char ignored[PMUGATE_REASON_MAX];
+
+                        r = pmugate_measure_open_group(s->connection, group, fp, cpus, n, 0, &probe, ignored,
+                                                       sizeof(ignored));
+                        probe = pmugate_measure_close(probe);
+                        if (r == -ENOENT)
+                                continue;
+                }
+                for (size_t i = 0; i < n_extras && !s->measure; i++) {
+                        char events[1024];
+
+                        if (fp && extras[i])
+                                (void) snprintf(events, sizeof(events), "%s,%s", extras[i], fp);
+                        else
+                                (void) snprintf(events, sizeof(events), "%s", fp ?: extras[i] ?: "");
+                        r = pmugate_measure_open_group(s->connection, group, events[0] ? events : NULL, cpus, n,
+                                                       0, &s->measure, reason, sizeof(reason));
+                        if (r < 0)
+                                s->measure = NULL;
+                }
         }
         if (r < 0) {
                 problem(s, "cannot measure TopDown: %s", reason[0] ? reason : pmugate_strerror(r));

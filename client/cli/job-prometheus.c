@@ -30,6 +30,7 @@ enum {
         F_READ,
         F_WRITTEN,
         F_ENERGY,
+        F_FLOPS,        /* summed over the precision label: all FLOPs */
         F_TOPDOWN,      /* TOPDOWN_CATEGORIES of them, level 1 then level 2 */
 };
 #define TOPDOWN_CATEGORIES 12
@@ -322,6 +323,7 @@ static void to_job_node(const PromNode *p, JobNode *ret) {
         n.slots = p->v[F_SLOTS];
         n.v[JOB_INSTRUCTIONS] = p->v[F_INSTRUCTIONS];
         n.v[JOB_CYCLES] = p->v[F_CYCLES];
+        n.v[JOB_FLOPS] = p->v[F_FLOPS];
         n.v[JOB_IPC] = ratio(p->v[F_INSTRUCTIONS], p->v[F_CYCLES]);
         for (int k = 0; k < TOPDOWN_CATEGORIES; k++)
                 n.v[JOB_TD_FRONTEND_BOUND + k] = 100.0 * ratio(p->v[F_TOPDOWN + k], p->v[F_SLOTS]);
@@ -340,6 +342,7 @@ int job_prometheus_gather(const JobPrometheusQuery *q, JobSet *set, char *reterr
                 { "instructions", F_INSTRUCTIONS }, { "cycles", F_CYCLES }, { "slots", F_SLOTS },
                 { "monitored_seconds", F_SECONDS }, { "memory_read_bytes", F_READ },
                 { "memory_written_bytes", F_WRITTEN }, { "energy_joules", F_ENERGY },
+                { "flops", F_FLOPS },
         };
         Gather g = { .q = q, .reason = reterr_reason, .reason_size = reason_size };
         const char *l = q->node_label;

@@ -226,7 +226,7 @@ static void format_ratio(double v, char *buf, size_t size) {
 }
 
 /* TopDown level 2 is left out of the table where no node measured it (a level-1 model); the
- * other rows stay, "-" saying what was not measured (FLOPs, which the exporter does not count). */
+ * other rows stay, "-" saying what was not measured (FLOPs on a CPU model without FP events). */
 static bool shown(const Report *r, JobMetric m) {
         return r->stats.stat[m].n > 0 || job_metrics[m].topdown_level != 2;
 }

@@ -528,6 +528,60 @@ static void test_package(void **state) {
         model_done(&m);
 }
 
+/* FLOPs: a family with a precision label per counted precision, per CPU, socket, node and job;
+ * a precision never counted has no series and is null in the summary; their sum is "flops". */
+static void test_flops(void **state) {
+        const uint32_t job_cpus[] = { 0 };
+        const char *const jobs[] = { "3" };
+        double d[QTY_MAX];
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f;
+        Model m;
+
+        setup_model(&m);
+        assert_int_equal(model_set_jobs(&m, job_cpus, jobs, NULL, NULL, 1, 10), 0);
+        for (unsigned q = 0; q < QTY_MAX; q++)
+                d[q] = NAN;
+        text = render(&m, false);
+        assert_null(strstr(text, "_flops_total"));
+        assert_non_null(strstr(text, "pmugate_exporter_quantity_counted{quantity=\"flops_double\"} 0\n"));
+        free(text);
+
+        d[QTY_MONITORED_SECONDS] = 2;
+        d[QTY_FLOPS_DOUBLE] = 800;
+        d[QTY_FLOPS_SINGLE] = 200;
+        model_add(&m, 0, d);
+        d[QTY_FLOPS_SINGLE] = NAN;      /* one of its events not counted: adds nothing */
+        model_add(&m, 2, d);
+        assert_true(m.node[QTY_FLOPS_DOUBLE] == 1600 && m.node[QTY_FLOPS_SINGLE] == 200);
+        assert_true(m.sockets[1][QTY_FLOPS_DOUBLE] == 800 && m.sockets[1][QTY_FLOPS_SINGLE] == 0);
+
+        text = render(&m, false);
+        assert_non_null(strstr(text, "pmugate_node_flops_total{precision=\"double\"} 1600\n"));
+        assert_non_null(strstr(text, "pmugate_node_flops_total{precision=\"single\"} 200\n"));
+        assert_non_null(strstr(text, "pmugate_socket_flops_total{socket=\"0\",precision=\"double\"} 800\n"));
+        assert_non_null(strstr(text, "pmugate_cpu_flops_total{cpu=\"0\",socket=\"0\",jobid=\"3\",precision=\"single\"} 200\n"));
+        assert_non_null(strstr(text, "pmugate_job_flops_total{jobid=\"3\",precision=\"double\"} 800\n"));
+        /* never counted on this node: no series, and the gauge says so */
+        assert_null(strstr(text, "precision=\"all\""));
+        assert_non_null(strstr(text, "pmugate_exporter_quantity_counted{quantity=\"flops_double\"} 1\n"));
+        assert_non_null(strstr(text, "pmugate_exporter_quantity_counted{quantity=\"flops_all\"} 0\n"));
+        free(text);
+
+        f = open_memstream(&text, &size);
+        assert_int_equal(render_job_summary(&m, model_find_job(&m, "3"), 20, f), 0);
+        assert_int_equal(fclose(f), 0);
+        assert_non_null(strstr(text, "\"flops_double\":800"));
+        assert_non_null(strstr(text, "\"flops_single\":200"));
+        assert_non_null(strstr(text, "\"flops_all\":null"));
+        assert_non_null(strstr(text, "\"flops\":1000"));
+        /* 1000 over the 2 s the exporter counted its one CPU */
+        assert_non_null(strstr(text, "\"mflops_per_second\":0.0005"));
+        free(text);
+        model_done(&m);
+}
+
 static char *logged(FILE *f, char **buf) {
         assert_int_equal(fflush(f), 0);
         return *buf;
@@ -656,6 +710,7 @@ int main(void) {
                 cmocka_unit_test(test_render),
                 cmocka_unit_test(test_summary),
                 cmocka_unit_test(test_package),
+                cmocka_unit_test(test_flops),
                 cmocka_unit_test(test_http_guard),
                 cmocka_unit_test(test_log_limit),
                 cmocka_unit_test(test_snapshot_and_per_cpu),

@@ -27,6 +27,14 @@ FRACTION_BOUND = 2.0 / 255
 READ_GBPS, WRITE_GBPS, PACKAGE_WATTS, DRAM_WATTS = 40.0, 15.0, 200.0, 30.0
 SIM_PACKAGE = "[imc]\nread_gbps = %g\nwrite_gbps = %g\n[rapl]\npackage_watts = %g\ndram_watts = %g\n" % (
     READ_GBPS, WRITE_GBPS, PACKAGE_WATTS, DRAM_WATTS)
+# The built-in "default" profile written out with FP_ARITH_INST_RETIRED (0xc7) per unhalted
+# cycle, umask -> (rate, lanes), for Node(flops=True): FLOPS_PER_CYCLE over both precisions.
+FP_ARITH = {0x01: (0.10, 1), 0x02: (0.05, 1), 0x04: (0.02, 2), 0x08: (0.01, 4), 0x10: (0.20, 4),
+            0x20: (0.03, 8), 0x40: (0.05, 8), 0x80: (0.01, 16)}
+FLOPS_PER_CYCLE = sum(r * lanes for r, lanes in FP_ARITH.values())
+DEFAULT_PROFILE = dict(retiring=0.35, bad_speculation=0.05, frontend_bound=0.15, backend_bound=0.45,
+                       heavy_operations=0.05, branch_mispredicts=0.03, fetch_latency=0.09, memory_bound=0.32,
+                       ipc=1.4, utilization=0.98, user_fraction=0.95)
 
 
 def skip(tap, desc, reason):
@@ -83,7 +91,7 @@ def write_config(path, extra=""):
 class Node:
     """A daemon on a simulated Sapphire Rapids node with one socket of 4 cores, no SMT."""
 
-    def __init__(self, sockets=1, cores=4, extra=""):
+    def __init__(self, sockets=1, cores=4, extra="", flops=False):
         self.dir = t.workdir()
         self.conf = os.path.join(self.dir, "pmugate.conf")
         write_config(self.conf, extra)
@@ -91,6 +99,10 @@ class Node:
         with open(self.sim, "w") as f:
             f.write("[machine]\nmodel = spr\nsockets = %d\ncores = %d\nsmt = no\n[clock]\nmode = realtime\n%s" % (
                 sockets, cores, SIM_PACKAGE))
+            if flops:
+                p = dict(DEFAULT_PROFILE, **{"event.0xc7.0x%02x" % u: v[0] for u, v in FP_ARITH.items()})
+                f.write("[profile fp]\n%s[cpus 0-%d]\nprofile = fp\n" % (
+                    "".join("%s = %r\n" % kv for kv in p.items()), sockets * cores - 1))
         self.daemon = None
         self.start_daemon()
 

@@ -122,7 +122,8 @@ def test_model(tap, model):
         tap.ok(abs(watts / PACKAGE_WATTS - 1) < 0.1, "%s: package power from RAPL is the simulator's" % model, watts)
         counted = {dict(k)["quantity"]: v for k, v in series(m, "pmugate_exporter_quantity_counted").items()}
         tap.eq(counted, {"instructions": 1, "cycles": 1, "topdown": 1, "memory_read_bytes": 1,
-                         "memory_written_bytes": 1, "energy_package": 1, "energy_dram": 0},
+                         "memory_written_bytes": 1, "energy_package": 1, "energy_dram": 0,
+                         "flops_double": 0, "flops_single": 0, "flops_all": 1},
                "%s: quantity_counted says what the node counts" % model)
         for direction, gbps in (("read", READ_GBPS), ("written", WRITE_GBPS)):
             name = "pmugate_socket_memory_%s_bytes_total" % direction

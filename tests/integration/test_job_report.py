@@ -44,6 +44,24 @@ NODES = {
                                          "retiring": 0.15}, 0.55),
 }
 L1 = ("frontend_bound", "bad_speculation", "backend_bound", "retiring")
+# The built-in profiles the Intel nodes run, written out (docs/SIMULATOR.md) to add the
+# FP_ARITH_INST_RETIRED events (0xc7) per unhalted cycle: umask -> (rate, lanes), double and
+# single as client/groups/FLOPS_DP.conf and FLOPS_SP.conf weigh them. zen4's
+# fp_ret_sse_avx_ops.all counts half its instructions, without a profile key.
+BUILTIN = {
+    "default": dict(retiring=0.35, bad_speculation=0.05, frontend_bound=0.15, backend_bound=0.45,
+                    heavy_operations=0.05, branch_mispredicts=0.03, fetch_latency=0.09, memory_bound=0.32,
+                    ipc=1.4, utilization=0.98, user_fraction=0.95),
+    "compute": dict(retiring=0.70, bad_speculation=0.02, frontend_bound=0.08, backend_bound=0.20,
+                    heavy_operations=0.05, branch_mispredicts=0.015, fetch_latency=0.03, memory_bound=0.05,
+                    ipc=2.8, utilization=1.0, user_fraction=0.99),
+}
+FP_LANES = {0x01: 1, 0x02: 1, 0x04: 2, 0x08: 4, 0x10: 4, 0x20: 8, 0x40: 8, 0x80: 16}
+# (every one of the eight: an event the simulator does not model is not counted, and leaves its
+# precision unknown rather than short)
+FP_RATES = {"spr": {0x01: 0.10, 0x02: 0.05, 0x04: 0.02, 0x08: 0.01, 0x10: 0.20, 0x20: 0.03, 0x40: 0.05, 0x80: 0.01},
+            "icx": {0x01: 0.05, 0x02: 0.01, 0x04: 0.30, 0x08: 0.02, 0x10: 0.10, 0x20: 0.10, 0x40: 0.40, 0x80: 0.02}}
+FLOPS_PER_CYCLE = {m: sum(r * FP_LANES[u] for u, r in rates.items()) for m, rates in FP_RATES.items()}
 # Where the exporter's counts are the simulator's truth: on zen4 its measurement multiplexes
 # (the pipeline utilization levels take all six counters and more), and the exporter's
 # per-interval counts then miss the intervals in which an event's set was off the counters:
@@ -74,9 +92,14 @@ class SimNode:
         self.conf = os.path.join(self.dir, "pmugate.conf")
         x.write_config(self.conf)
         self.sim = os.path.join(self.dir, "sim.conf")
+        profile, own = self.profile, ""
+        if self.model in FP_RATES:
+            p = dict(BUILTIN[self.profile], **{"event.0xc7.0x%02x" % u: r for u, r in FP_RATES[self.model].items()})
+            profile = "fp-" + self.profile
+            own = "[profile %s]\n%s" % (profile, "".join("%s = %r\n" % kv for kv in p.items()))
         with open(self.sim, "w") as f:
-            f.write("[machine]\nmodel = %s\nsockets = 1\ncores = 4\nsmt = no\n[clock]\nmode = realtime\n%s"
-                    "[cpus 0-3]\nprofile = %s\n" % (self.model, x.SIM_PACKAGE, self.profile))
+            f.write("[machine]\nmodel = %s\nsockets = 1\ncores = 4\nsmt = no\n[clock]\nmode = realtime\n%s%s"
+                    "[cpus 0-3]\nprofile = %s\n" % (self.model, x.SIM_PACKAGE, own, profile))
         self.daemon = t.Daemon(self.dir, ["--backend=sim", "--sim-model=" + self.model, "--sim-config=" + self.sim],
                                config=self.conf)
         self.exporter = None
@@ -171,13 +194,14 @@ def independent(files):
            "ipc": sum(d["instructions"] for d in s) / cycles,
            "memory_bandwidth_mbytes_per_second": sum(d["memory_bandwidth_mbytes_per_second"] for d in s),
            "memory_bytes": sum(d["memory_read_bytes"] + d["memory_written_bytes"] for d in s),
-           "energy_joules": sum(d["energy_joules"] for d in s), "power_watts": sum(d["power_watts"] for d in s)}
+           "energy_joules": sum(d["energy_joules"] for d in s), "power_watts": sum(d["power_watts"] for d in s),
+           "flops": sum(d["flops"] for d in s)}
     for c in L1:
         tot[c] = sum(d["topdown_percent"][c] * d["slots"] for d in s) / slots
     imb = {}
     for k, get_v in (("ipc", lambda d: d["ipc"]), ("instructions", lambda d: d["instructions"]),
                      ("retiring", lambda d: d["topdown_percent"]["retiring"]),
-                     ("energy_joules", lambda d: d["energy_joules"])):
+                     ("energy_joules", lambda d: d["energy_joules"]), ("flops", lambda d: d["flops"])):
         v = [get_v(d) for d in s]
         mean = statistics.fmean(v)
         imb[k] = (max(v) / mean, statistics.pstdev(v) / mean)
@@ -217,7 +241,13 @@ def test_per_node(tap, nodes, out):
             tap.ok(m["memory_bandwidth_mbytes_per_second"] > 0 and m["energy_joules"] > 0,
                    "%s: memory bandwidth and energy are counted (their values are the exporter's: see "
                    "EXACT)" % n.host, m)
-        tap.eq(m["flops"], None, "%s: FLOPs, which the exporter does not count, are null, not 0" % n.host)
+        if n.model in FLOPS_PER_CYCLE:
+            tap.ok(m["flops"] and abs(m["flops"] / m["cycles"] / FLOPS_PER_CYCLE[n.model] - 1) < 1e-3,
+                   "%s: FLOPs (FP_ARITH weighted by lanes) per cycle are the profile's %g" % (
+                       n.host, FLOPS_PER_CYCLE[n.model]), m)
+        else:
+            tap.ok(m["flops"] and m["flops"] > 0,
+                   "%s: FLOPs are counted (fp_ret_sse_avx_ops.all; the exporter's, see EXACT)" % n.host, m)
     spr = by["cn-spr"]["metrics"]
     tap.ok(abs(spr["memory_bound"] - 32.0) <= 100 * x.FRACTION_BOUND, "level 2 where measured (spr's Memory Bound)",
            spr["memory_bound"])
@@ -242,6 +272,14 @@ def test_total(tap, out, r):
     v = list(ipc.values())
     tap.ok(abs(r["imbalance"]["ipc"]["max_over_mean"] / (max(v) / statistics.fmean(v)) - 1) < 1e-3,
            "IPC's max/mean is the nodes'", r["imbalance"]["ipc"])
+    # FLOPs against the configured truth: per cycle the profile's on the Intel nodes, the
+    # node's own count on zen4; their sum and max/mean
+    fl = {n["host"]: FLOPS_PER_CYCLE[NODES[n["host"]][0]] * cyc[n["host"]] if NODES[n["host"]][0] in FLOPS_PER_CYCLE
+          else n["metrics"]["flops"] for n in r["nodes"]}
+    v = list(fl.values())
+    tap.ok(abs(got["flops"] / sum(v) - 1) < 1e-3 and
+           abs(r["imbalance"]["flops"]["max_over_mean"] / (max(v) / statistics.fmean(v)) - 1) < 1e-3,
+           "the job's FLOPs are the nodes' summed, their max/mean the nodes'", (got["flops"], r["imbalance"]["flops"], fl))
 
 
 def test_formats(tap, out, r):
@@ -258,6 +296,9 @@ def test_formats(tap, out, r):
     rc, text, _ = report("--dir", out, JOB, fmt="table")
     tap.ok(rc == 0 and all(h in text for h in NODES) and "total" in text and "max/mean" in text and
            "Backend Bound" in text and "MISSING" not in text, "the table: a column per node, total and imbalance", text)
+    row = [line.split()[3:] for line in text.splitlines() if line.strip().startswith("FLOPs")]
+    tap.ok(row and len(row[0]) >= 6 and "-" not in row[0], "the table's FLOPs row has a number per node, total and "
+           "imbalance (not -)", row)
     tap.ok(isinstance(r["window"]["start"], int) and r["window"]["start"] <= r["window"]["end"] and
            all(not n["clock_skewed"] for n in r["nodes"]), "JSON, one document: the job's window, no node skewed",
            r["window"])
@@ -446,11 +487,19 @@ def test_prometheus(tap, nodes, prom):
         'last_over_time(pmugate_job_instructions_total{jobid="%s"}[%ds])' % (job, end - start + 60))}
     tap.ok(all(close(by[h]["metrics"]["instructions"], direct.get(h)) for h in by),
            "each node's instructions are the counter's last value Prometheus holds", (direct, {h: by[h]["metrics"]["instructions"] for h in by}))
+    direct = {q["metric"]["instance"]: float(q["value"][1]) for q in prom.query(
+        'sum by (instance) (last_over_time(pmugate_job_flops_total{jobid="%s"}[%ds]))' % (job, end - start + 60))}
+    tap.ok(all(close(by[h]["metrics"]["flops"], direct.get(h)) for h in by) and
+           all(abs(by[n.host]["metrics"]["flops"] / by[n.host]["metrics"]["cycles"] / FLOPS_PER_CYCLE[n.model] - 1) < 1e-3
+               for n in nodes if n.model in FLOPS_PER_CYCLE),
+           "each node's FLOPs are its counters' over the precisions, the profile's per cycle on the Intel nodes",
+           (direct, {h: by[h]["metrics"]["flops"] for h in by}))
     nodes_m = [by[h]["metrics"] for h in by]
     tot = r["total"]["metrics"]
     tap.ok(close(tot["instructions"], sum(m["instructions"] for m in nodes_m)) and
            close(tot["ipc"], sum(m["instructions"] for m in nodes_m) / sum(m["cycles"] for m in nodes_m)) and
-           close(tot["energy_joules"], sum(m["energy_joules"] for m in nodes_m)),
+           close(tot["energy_joules"], sum(m["energy_joules"] for m in nodes_m)) and
+           close(tot["flops"], sum(m["flops"] for m in nodes_m)),
            "the total over the nodes, as with summaries", tot)
     rc, _, err = report("--prometheus", prom.url, "4242")
     tap.ok(rc == 1 and "no series of job 4242" in err, "a job that never ran: exit 1 and a clear error", err)

@@ -3,7 +3,7 @@
 """The shipped Prometheus recording rules (contrib/prometheus/pmugate-rules.yml, docs/SCALE.md)
 in a real Prometheus: promtool check rules accepts them; a Prometheus loading them and scraping
 pmugate-exporter (run with --per-cpu=no, as a large node would be) records the node's and a
-job's aggregates, and they give the simulator's profile (TopDown fractions, IPC, the node's
+job's aggregates, and they give the simulator's profile (TopDown fractions, IPC, FLOPs per cycle, the node's
 power and bandwidth, the job's CPUs and nodes). When VictoriaMetrics is installed, the same
 Prometheus remote_writes into it, and the job's raw series and its recorded aggregates read
 back from VictoriaMetrics equal Prometheus' own (same samples at the same timestamps). Skips
@@ -142,6 +142,10 @@ def test_rules(tap, prom):
              0.1 * (x.READ_GBPS + x.WRITE_GBPS) * 1e9),
             ("instance:pmugate_power_watts:rate1m", x.PACKAGE_WATTS + x.DRAM_WATTS,
              0.1 * (x.PACKAGE_WATTS + x.DRAM_WATTS)),
+            # FLOPs per cycle: the profile's FP_ARITH events weighted by lanes, node and job
+            ("instance:pmugate_flops:rate1m / instance:pmugate_cycles:rate1m", x.FLOPS_PER_CYCLE, 1e-3),
+            ('jobid:pmugate_flops:rate1m{jobid="%s"} / jobid:pmugate_cycles:rate1m{jobid="%s"}' % (JOB, JOB),
+             x.FLOPS_PER_CYCLE, 1e-3),
             ('jobid:pmugate_cpus:sum{jobid="%s"}' % JOB, 2, 0),
             ('jobid:pmugate_nodes:count{jobid="%s"}' % JOB, 1, 0),
             ("instance:pmugate_cpus_monitored:sum", 4, 0)):
@@ -199,7 +203,7 @@ def main():
     r = subprocess.run([PROMTOOL, "check", "rules", RULES], capture_output=True, text=True)
     tap.ok(r.returncode == 0 and "SUCCESS" in r.stdout, "promtool check rules accepts the shipped rules",
            r.stdout + r.stderr)
-    node = x.Node()
+    node = x.Node(flops=True)
     ex = x.Exporter(node, ["--interval=200ms", "--per-cpu=no"])
     vm = start_victoria(node.dir) if VICTORIA else None
     prom = start_prometheus(node.dir, "127.0.0.1:%d" % ex.port, vm.url if vm else None)
