@@ -108,8 +108,7 @@ void timing_recorder_done(TimingRecorder *r, pmugate *c) {
         /* what the recording learnt stays for the report */
         *r = (TimingRecorder) { .analysis = r->analysis, .target = r->target, .malformed = r->malformed,
                                 .unframed = r->unframed, .exit_seen = r->exit_seen, .detached = r->detached,
-                                .threads = r->threads, .threads_gone = r->threads_gone,
-                                .n_requests = r->n_requests, .n_groups = r->n_groups };
+                                .threads = r->threads, .threads_gone = r->threads_gone };
 }
 
 void timing_recorder_free(TimingRecorder *r, pmugate *c) {
@@ -210,7 +209,6 @@ static int open_one(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t per
                 return -ENOBUFS;
         }
         r->handles[r->n_handles++] = h;
-        r->n_requests++;
         *ret_period = pmugate_timing_period(h);
         for (size_t i = 0; i < pmugate_timing_n_fds(h); i++) {
                 int cpu = pmugate_timing_cpu(h, i);
@@ -247,7 +245,6 @@ static int open_threads(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t
                 n_requests += timing_thread_group_requests(&groups[g]);
                 n_events += groups[g].n_tids * groups[g].n_cpus;
         }
-        r->n_groups = n_groups;
         /* said before the first open, rather than as the daemon's refusal halfway */
         if (n_requests > MIN(TIMING_HANDLES_PER_UID_MAX, PERF_HANDLES_PER_SESSION_MAX)) {
                 fprintf(stderr,

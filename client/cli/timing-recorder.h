@@ -30,8 +30,6 @@ typedef struct TimingRecorder {
         size_t n_handles, n_handles_allocated;
         TimingRing **rings;
         size_t n_rings, n_rings_allocated;
-        size_t n_requests;              /* timing_opens that succeeded */
-        size_t n_groups;                /* -p: the threads' distinct affinities */
         TimingPending *pending;
         size_t n_pending, n_pending_allocated;
         uint64_t seq;
