@@ -44,10 +44,13 @@ typedef struct pmugate_timing_request {
         pid_t tid;              /* one thread of pid (not on_exec): its events follow that thread
                                  * and what it starts; 0: the process, refused by the daemon
                                  * when it already runs several threads */
-        /* Added with "tids" (ABI: at the end, zero in older callers): several threads of pid in
-         * one handle, each with an event on every CPU (tid-major: fd t * n_cpus + c is thread
-         * tids[t] on cpus[c]). At most TIMING_TIDS_PER_OPEN (64) threads and 253 events in all
-         * (the fds one reply passes); not with tid, nor on_exec. */
+        /* Added with "tids": several threads of pid in one handle, each with an event on every
+         * CPU (tid-major: fd t * n_cpus + c is thread tids[t] on cpus[c]). At most
+         * TIMING_TIDS_PER_OPEN (64) threads and 253 events in all (the fds one reply passes);
+         * not with tid, nor on_exec. ABI: at the end, so source built against the older struct
+         * (zeroed past its end by designated initializers) keeps its meaning; the struct grew,
+         * so a binary built against the older header must be rebuilt (the library reads the
+         * whole struct: no release has shipped the shorter one). */
         const pid_t *tids;
         size_t n_tids;
 } pmugate_timing_request;
