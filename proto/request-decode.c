@@ -730,7 +730,8 @@ static int check_timing_open(Request *req, DecodeError *e) {
         /* an exec leaves one thread, whose events the pid's own are: a thread of a process that
          * already runs is opened from now */
         if (req->n_tids > 0 && req->on_exec)
-                return refuse(e, PROTO_E_BAD_FIELD, "'tid' and 'tids' sample running threads from now: 'on_exec' is not accepted");
+                return refuse(e, PROTO_E_BAD_FIELD,
+                              "'tid' and 'tids' sample running threads from now: 'on_exec' is not accepted");
         return 0;
 }
 
@@ -836,7 +837,8 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                 case KEY_TID:
                 case KEY_TIDS:
                         if (req->tids) {
-                                r = refuse(e, PROTO_E_BAD_FIELD, "'tid' is the one-thread form of 'tids': send one of them");
+                                r = refuse(e, PROTO_E_BAD_FIELD,
+                                           "'tid' is the one-thread form of 'tids': send one of them");
                                 break;
                         }
                         if (bit == KEY_TIDS) {

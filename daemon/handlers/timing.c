@@ -2,12 +2,12 @@
 /*
  * timing_open: sampling events on one of the caller's processes for `pmugate timing`
  * (docs/PERF.md, "Timing"). With the class lbr, for a process of the caller's uid (dumpable,
- * not init, inside the job in job mode) or threads of it ("tids", or "tid" for one), on each CPU
- * asked one event (per thread) with the single attr of proto/timing-attr.h: its period bounded by pmugate-limits.h and by the kernel's
- * perf_event_max_sample_rate, branch mode only where the LBR records cycles. The fds go to the
- * caller thread by thread in the CPUs' order; the handle lives in the session's perf table, so perf_close, the
- * connection's end, a reload or a revoke that takes the class away close it (disabling the
- * caller's copies).
+ * not init, inside the job in job mode) or threads of it ("tids", or "tid" for one), on each
+ * CPU asked one event (per thread) with the single attr of proto/timing-attr.h: its period
+ * bounded by pmugate-limits.h and by the kernel's perf_event_max_sample_rate, branch mode only
+ * where the LBR records cycles. The fds go to the caller thread by thread in the CPUs' order;
+ * the handle lives in the session's perf table, so perf_close, the connection's end, a reload
+ * or a revoke that takes the class away close it (disabling the caller's copies).
  */
 #include <errno.h>
 #include <inttypes.h>
