@@ -303,6 +303,10 @@
 #define TIMING_RING_DATA_BYTES (256U * 1024U)
 #define TIMING_CPUS_PER_OPEN 64U
 #define TIMING_BRANCHES_MAX 64U
+/* A timing_open of a running process's threads ("tids") names at most TIMING_TIDS_PER_OPEN
+ * of them, and opens one event per thread and CPU: at most PERF_HANDOFF_FDS_PER_MESSAGE in
+ * all, the fds its one reply passes (each counts against the per-user perf event limit). */
+#define TIMING_TIDS_PER_OPEN 64U
 /* The client's symbols and disassembly (client/timing/): one address layout keeps at most
  * TIMING_MAPPINGS_MAX mappings (a stream naming more gets the rest unnamed, with that reason),
  * and one disassembly covers at most TIMING_DISASM_BYTES_MAX bytes (a basic block is far
@@ -328,9 +332,9 @@
 /* Open timing handles one uid may hold across its connections: each is up to
  * TIMING_CPUS_PER_OPEN sampling events whose rings the uid's mlock budget pays for. */
 #define TIMING_HANDLES_PER_UID_MAX 16U
-/* The fds one reply passes: a perf_open's handoff or a timing_open's. */
-#define PMUGATE_REPLY_FDS_MAX                                                                    \
-        (TIMING_CPUS_PER_OPEN > PERF_EVENTS_PER_OPEN_MAX ? TIMING_CPUS_PER_OPEN : PERF_EVENTS_PER_OPEN_MAX)
+/* The fds one reply passes: a perf_open's handoff or a timing_open's (threads times CPUs,
+ * at most what one message carries). */
+#define PMUGATE_REPLY_FDS_MAX PERF_HANDOFF_FDS_PER_MESSAGE
 
 /* pmugate timing's analysis (client/timing/timing-blocks.c). A "block" from start to end longer
  * than TIMING_BLOCK_BYTES_MAX is no basic block (an entry pair across a lost record, or the

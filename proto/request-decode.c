@@ -43,6 +43,7 @@ enum {
         KEY_PERIOD = 1 << 16,
         KEY_LBR = 1 << 17,
         KEY_TID = 1 << 18,
+        KEY_TIDS = 1 << 19,
 };
 
 /* Every key this protocol knows, by length: requests are matched against it once per key. */
@@ -63,7 +64,8 @@ static unsigned classify_key(const msgpack_object *key) {
                        memcmp(p, "tid", 3) == 0 ? KEY_TID : 0;
         case 4:
                 return memcmp(p, "cpus", 4) == 0 ? KEY_CPUS :
-                       memcmp(p, "mode", 4) == 0 ? KEY_MODE : 0;
+                       memcmp(p, "mode", 4) == 0 ? KEY_MODE :
+                       memcmp(p, "tids", 4) == 0 ? KEY_TIDS : 0;
         case 5:
                 return memcmp(p, "scope", 5) == 0 ? KEY_SCOPE : 0;
         case 6:
@@ -99,7 +101,7 @@ static const struct {
                                 KEY_SCOPE | KEY_GROUPS },
         [REQUEST_PERF_READ] = { KEY_HANDLE, KEY_HANDLE },
         [REQUEST_PERF_CLOSE] = { KEY_HANDLE, KEY_HANDLE },
-        [REQUEST_TIMING_OPEN] = { KEY_MODE | KEY_PID | KEY_ON_EXEC | KEY_PERIOD | KEY_CPUS | KEY_TID,
+        [REQUEST_TIMING_OPEN] = { KEY_MODE | KEY_PID | KEY_ON_EXEC | KEY_PERIOD | KEY_CPUS | KEY_TID | KEY_TIDS,
                                   KEY_MODE | KEY_PID | KEY_CPUS },
 };
 
@@ -709,10 +711,27 @@ static int check_timing_open(Request *req, DecodeError *e) {
                                 return refuse(e, PROTO_E_BAD_FIELD, "'cpus' names CPU %" PRIu32 " twice", req->cpus[i]);
         if (req->has_period && req->period == 0)
                 return refuse(e, PROTO_E_BAD_FIELD, "'period' must be at least 1 (leave it out for the default)");
+        if (req->has_tids && req->n_tids == 0)
+                return refuse(e, PROTO_E_BAD_FIELD, "'tids' must name at least one thread (or be left out)");
+        for (size_t i = 0; i < req->n_tids; i++) {
+                if (req->tids[i] == 0 || req->tids[i] > INT32_MAX)
+                        return refuse(e, PROTO_E_BAD_FIELD, "'tids'[%zu] must be a thread id (not 0)", i);
+                for (size_t j = 0; j < i; j++)
+                        if (req->tids[i] == req->tids[j])
+                                return refuse(e, PROTO_E_BAD_FIELD, "'tids' names thread %" PRIu32 " twice",
+                                              req->tids[i]);
+        }
+        /* every event's fd goes back in the one reply, and one message carries at most this many */
+        if (req->n_tids > 0 && req->n_tids * req->n_cpus > PERF_HANDOFF_FDS_PER_MESSAGE)
+                return refuse(e, PROTO_E_TOO_MANY_OPS,
+                              "%zu threads on %zu CPUs are %zu events, at most %u per timing_open (the fds one "
+                              "reply passes): ask in several", req->n_tids, req->n_cpus, req->n_tids * req->n_cpus,
+                              PERF_HANDOFF_FDS_PER_MESSAGE);
         /* an exec leaves one thread, whose events the pid's own are: a thread of a process that
          * already runs is opened from now */
-        if (req->has_tid && req->on_exec)
-                return refuse(e, PROTO_E_BAD_FIELD, "'tid' samples a running thread from now: 'on_exec' is not accepted");
+        if (req->n_tids > 0 && req->on_exec)
+                return refuse(e, PROTO_E_BAD_FIELD,
+                              "'tid' and 'tids' sample running threads from now: 'on_exec' is not accepted");
         return 0;
 }
 
@@ -816,9 +835,22 @@ static int decode_map(const msgpack_object *root, RequestBuffer *buf, Request *r
                         r = decode_perf_groups(val, buf, req, e);
                         break;
                 case KEY_TID:
-                        r = get_u32(val, &req->tid) && req->tid > 0 && req->tid <= INT32_MAX ? 0 :
+                case KEY_TIDS:
+                        if (req->tids) {
+                                r = refuse(e, PROTO_E_BAD_FIELD,
+                                           "'tid' is the one-thread form of 'tids': send one of them");
+                                break;
+                        }
+                        if (bit == KEY_TIDS) {
+                                r = decode_u32_list(val, buf->tids, TIMING_TIDS_PER_OPEN, &req->n_tids, "'tids'", e);
+                                req->tids = buf->tids;
+                                req->has_tids = true;
+                                break;
+                        }
+                        r = get_u32(val, &buf->tids[0]) && buf->tids[0] > 0 && buf->tids[0] <= INT32_MAX ? 0 :
                             refuse(e, PROTO_E_BAD_FIELD, "'tid' must be a thread id (not 0)");
-                        req->has_tid = true;
+                        req->tids = buf->tids;
+                        req->n_tids = 1;
                         break;
                 case KEY_MODE:
                         r = decode_timing_mode(val, req, e);

@@ -92,8 +92,11 @@ typedef struct Request {
         TimingMode timing_mode;
         uint64_t period;                /* 0: the daemon's default for the mode */
         bool has_period;
-        uint32_t tid;                   /* one thread of pid to sample (and what it starts) */
-        bool has_tid;
+        /* threads of pid to sample (and what each starts): "tids", or "tid" as one of them;
+         * n_tids 0 is the process itself. Each thread's events come on every CPU, tid-major. */
+        const uint32_t *tids;
+        size_t n_tids;
+        bool has_tids;
 } Request;
 
 /* Storage reused across requests. The op array grows to the largest batch decoded, up to
@@ -103,6 +106,7 @@ typedef struct RequestBuffer {
         RegOp *ops;
         size_t ops_capacity;
         uint32_t cpus[PMUGATE_LIST_MAX];
+        uint32_t tids[TIMING_TIDS_PER_OPEN];
         PerfEventSpec perf_events[PERF_EVENTS_PER_OPEN_MAX];
         uint8_t perf_group_sizes[PERF_GROUPS_PER_OPEN_MAX];
         msgpack_zone zone;

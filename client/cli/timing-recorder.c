@@ -3,6 +3,7 @@
  * pmugate timing's recording: open, map, drain, order by time
  */
 #include <errno.h>
+#include <sched.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,8 @@ static int ring_for(TimingRecorder *r, TimingMode mode, int fd, int cpu, int *cp
 
         if (*cpu_ring_fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *cpu_ring_fd) == 0)
                 return 0;
+        if (r->n_rings >= r->n_rings_allocated)
+                return -ENOBUFS;
         q = timing_ring_map(fd, timing_sample_type(mode), &r->rings[r->n_rings]);
         if (q < 0) {
                 fprintf(stderr, "pmugate: cannot map the ring of CPU %d: %s\n", cpu, strerror(-q));
@@ -153,64 +156,166 @@ static int ring_for(TimingRecorder *r, TimingMode mode, int fd, int cpu, int *cp
         return 0;
 }
 
-int timing_recorder_open(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t period, pid_t pid,
-                         const pid_t *tids, size_t n_tids, bool on_exec, const uint32_t *cpus, size_t n_cpus,
-                         uint64_t *ret_period) {
-        size_t n_requests = (n_cpus + TIMING_CPUS_PER_OPEN - 1) / TIMING_CPUS_PER_OPEN;
-        size_t n_tasks = tids ? n_tids : 1, opened = 0;
-        _cleanup_free_ int *cpu_ring_fd = NULL;
-        _cleanup_free_ bool *gone = NULL;
+/* Leaves out of tids (*n_tids of them) the threads that ended; returns how many. */
+static size_t drop_gone(pid_t pid, pid_t *tids, size_t *n_tids) {
+        size_t kept = 0, n = *n_tids;
 
-        r->handles = calloc(n_requests * n_tasks, sizeof(*r->handles));
-        r->rings = calloc(n_cpus * n_tasks, sizeof(*r->rings));
-        cpu_ring_fd = calloc(n_cpus, sizeof(*cpu_ring_fd));
-        gone = calloc(n_tasks, sizeof(*gone));
-        if (!r->handles || !r->rings || !cpu_ring_fd || !gone)
+        for (size_t i = 0; i < n; i++)
+                if (!thread_gone(pid, tids[i]))
+                        tids[kept++] = tids[i];
+        *n_tids = kept;
+        return n - kept;
+}
+
+/* One timing_open: of pid's own events, or of tids' (n_tids, which a refusal for a thread that
+ * ended shrinks before the request is asked again), on cpus; each fd's ring mapped or pointed
+ * at its CPU's (cpu_ring_fd by CPU number). Returns 1 when opened, 0 when every thread named
+ * had ended, or a negative errno. */
+static int open_one(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t period, pid_t pid, pid_t *tids,
+                    size_t n_tids, bool on_exec, const uint32_t *cpus, size_t n_cpus, int *cpu_ring_fd,
+                    uint64_t *ret_period) {
+        pmugate_timing_handle *h = NULL;
+        int q;
+
+        for (;;) {
+                pmugate_timing_request req = {
+                        .mode = (pmugate_timing_mode) mode,
+                        .pid = pid,
+                        .on_exec = on_exec,
+                        .period = period,
+                        .cpus = cpus,
+                        .n_cpus = n_cpus,
+                        .tids = tids,
+                        .n_tids = n_tids,
+                };
+                char reason[PMUGATE_REASON_MAX] = "";
+                size_t gone;
+
+                if (tids && n_tids == 0)
+                        return 0;
+                q = pmugate_timing_open(c, &req, &h, reason, sizeof(reason));
+                if (q >= 0)
+                        break;
+                /* a thread that ended is no failure of the recording: the others are asked again */
+                gone = tids ? drop_gone(pid, tids, &n_tids) : 0;
+                if (gone == 0) {
+                        say_refused(mode, reason[0] ? reason : pmugate_strerror(q));
+                        return q;
+                }
+                r->threads_gone += gone;
+        }
+        if (r->n_handles >= r->n_handles_allocated) {
+                (void) pmugate_timing_close(c, h);
+                return -ENOBUFS;
+        }
+        r->handles[r->n_handles++] = h;
+        *ret_period = pmugate_timing_period(h);
+        for (size_t i = 0; i < pmugate_timing_n_fds(h); i++) {
+                int cpu = pmugate_timing_cpu(h, i);
+
+                if (cpu < 0 || cpu >= CPU_SETSIZE)
+                        return -EBADMSG;
+                q = ring_for(r, mode, pmugate_timing_fd(h, i), cpu, &cpu_ring_fd[cpu]);
+                if (q < 0)
+                        return q;
+        }
+        return 1;
+}
+
+/* A running process's threads, group by group of one affinity: each group's CPUs in chunks of
+ * TIMING_CPUS_PER_OPEN, its threads in chunks whose events fit one reply. */
+static int open_threads(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t period, pid_t pid,
+                        const pid_t *tids, size_t n_tids, int *cpu_ring_fd, uint64_t *ret_period) {
+        TimingThreadGroup *groups = NULL;
+        size_t n_groups = 0, gone = 0, n_requests = 0, n_events = 0, opened = 0;
+        int q;
+
+        q = timing_threads_group(tids, n_tids, &groups, &n_groups, &gone);
+        if (q == -ESRCH) {
+                fprintf(stderr, "pmugate: process %d ended before its events were open\n", (int) pid);
+                return q;
+        }
+        if (q < 0) {
+                fprintf(stderr, "pmugate: the CPUs the threads of process %d may run on: %s\n", (int) pid,
+                        strerror(-q));
+                return q;
+        }
+        r->threads_gone += gone;
+        for (size_t g = 0; g < n_groups; g++) {
+                n_requests += timing_thread_group_requests(&groups[g]);
+                n_events += groups[g].n_tids * groups[g].n_cpus;
+        }
+        /* said before the first open, rather than as the daemon's refusal halfway */
+        if (n_requests > MIN(TIMING_HANDLES_PER_UID_MAX, PERF_HANDLES_PER_SESSION_MAX)) {
+                fprintf(stderr,
+                        "pmugate: process %d runs %zu threads in %zu groups of one CPU affinity: -p needs %zu "
+                        "timing handles (one holds up to %u threads of one affinity on up to %u CPUs, and at "
+                        "most %u events), and a user holds at most %u; start the program under pmugate timing "
+                        "-- COMMAND instead (one event per CPU, whatever its threads)\n",
+                        (int) pid, n_tids - gone, n_groups, n_requests, TIMING_TIDS_PER_OPEN, TIMING_CPUS_PER_OPEN,
+                        PERF_HANDOFF_FDS_PER_MESSAGE, MIN(TIMING_HANDLES_PER_UID_MAX, PERF_HANDLES_PER_SESSION_MAX));
+                timing_thread_groups_free(groups, n_groups);
+                return -E2BIG;
+        }
+        r->handles = calloc(n_requests, sizeof(*r->handles));
+        r->rings = calloc(n_events, sizeof(*r->rings));
+        if (!r->handles || !r->rings) {
+                timing_thread_groups_free(groups, n_groups);
                 return -ENOMEM;
-        for (size_t i = 0; i < n_cpus; i++)
-                cpu_ring_fd[i] = -EBADF;
-        for (size_t k = 0; k < n_requests; k++)
-                for (size_t t = 0; t < n_tasks; t++) {
-                        pmugate_timing_request req = {
-                                .mode = (pmugate_timing_mode) mode,
-                                .pid = pid,
-                                .on_exec = on_exec,
-                                .period = period,
-                                .cpus = cpus + k * TIMING_CPUS_PER_OPEN,
-                                .n_cpus = MIN((size_t) TIMING_CPUS_PER_OPEN, n_cpus - k * TIMING_CPUS_PER_OPEN),
-                                .tid = tids ? tids[t] : 0,
-                        };
-                        char reason[PMUGATE_REASON_MAX] = "";
-                        pmugate_timing_handle *h = NULL;
-                        int q;
+        }
+        r->n_handles_allocated = n_requests;
+        r->n_rings_allocated = n_events;
+        for (size_t g = 0; g < n_groups && q >= 0; g++) {
+                TimingThreadGroup *group = &groups[g];
 
-                        if (gone[t])
-                                continue;
-                        q = pmugate_timing_open(c, &req, &h, reason, sizeof(reason));
-                        if (q < 0 && tids && thread_gone(pid, tids[t])) {
-                                gone[t] = true;
-                                r->threads_gone++;
-                                continue;
-                        }
-                        if (q < 0) {
-                                say_refused(mode, reason[0] ? reason : pmugate_strerror(q));
-                                return q;
-                        }
-                        r->handles[r->n_handles++] = h;
-                        opened++;
-                        *ret_period = pmugate_timing_period(h);
-                        for (size_t i = 0; i < pmugate_timing_n_fds(h); i++) {
-                                q = ring_for(r, mode, pmugate_timing_fd(h, i), pmugate_timing_cpu(h, i),
-                                             &cpu_ring_fd[k * TIMING_CPUS_PER_OPEN + i]);
-                                if (q < 0)
-                                        return q;
+                for (size_t at = 0; at < group->n_cpus && q >= 0; at += TIMING_CPUS_PER_OPEN) {
+                        size_t n_cpus = MIN((size_t) TIMING_CPUS_PER_OPEN, group->n_cpus - at);
+                        size_t per = timing_thread_group_tids_per_open(n_cpus);
+
+                        for (size_t t = 0; t < group->n_tids && q >= 0; t += per) {
+                                q = open_one(r, c, mode, period, pid, group->tids + t, MIN(per, group->n_tids - t),
+                                             false, group->cpus + at, n_cpus, cpu_ring_fd, ret_period);
+                                opened += q > 0;
                         }
                 }
+        }
+        timing_thread_groups_free(groups, n_groups);
+        if (q < 0)
+                return q;
         if (opened == 0) {
                 fprintf(stderr, "pmugate: process %d ended before its events were open\n", (int) pid);
                 return -ESRCH;
         }
         return 0;
+}
+
+int timing_recorder_open(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t period, pid_t pid,
+                         const pid_t *tids, size_t n_tids, bool on_exec, const uint32_t *cpus, size_t n_cpus,
+                         uint64_t *ret_period) {
+        size_t n_requests = (n_cpus + TIMING_CPUS_PER_OPEN - 1) / TIMING_CPUS_PER_OPEN;
+        _cleanup_free_ int *cpu_ring_fd = NULL;
+        int q = 0;
+
+        /* the first ring of each CPU, by CPU number */
+        cpu_ring_fd = calloc(CPU_SETSIZE, sizeof(*cpu_ring_fd));
+        if (!cpu_ring_fd)
+                return -ENOMEM;
+        for (size_t i = 0; i < CPU_SETSIZE; i++)
+                cpu_ring_fd[i] = -EBADF;
+        if (tids)
+                return open_threads(r, c, mode, period, pid, tids, n_tids, cpu_ring_fd, ret_period);
+
+        r->handles = calloc(n_requests, sizeof(*r->handles));
+        r->rings = calloc(n_cpus, sizeof(*r->rings));
+        if (!r->handles || !r->rings)
+                return -ENOMEM;
+        r->n_handles_allocated = n_requests;
+        r->n_rings_allocated = n_cpus;
+        for (size_t k = 0; k < n_requests && q >= 0; k++)
+                q = open_one(r, c, mode, period, pid, NULL, 0, on_exec, cpus + k * TIMING_CPUS_PER_OPEN,
+                             MIN((size_t) TIMING_CPUS_PER_OPEN, n_cpus - k * TIMING_CPUS_PER_OPEN), cpu_ring_fd,
+                             ret_period);
+        return q < 0 ? q : 0;
 }
 
 int timing_mappings_from_proc(TimingAnalysis *analysis, pid_t pid) {

@@ -27,9 +27,9 @@ typedef struct TimingPending {
 typedef struct TimingRecorder {
         TimingAnalysis *analysis;
         pmugate_timing_handle **handles;
-        size_t n_handles;
+        size_t n_handles, n_handles_allocated;
         TimingRing **rings;
-        size_t n_rings;
+        size_t n_rings, n_rings_allocated;
         TimingPending *pending;
         size_t n_pending, n_pending_allocated;
         uint64_t seq;
@@ -48,11 +48,15 @@ typedef struct TimingRecorder {
 /* Opens mode's events for pid on every CPU of cpus, TIMING_CPUS_PER_OPEN per request, and
  * maps their rings; a refusal is said on stderr with the daemon's reason (and, where branch
  * mode lacks an LBR, that IP mode works). With tids (a running process's threads, as perf
- * record -p) each thread gets its own events; per CPU one ring is mapped and the other
- * threads' events of that CPU write into it (PERF_EVENT_IOC_SET_OUTPUT), or, where the driver
- * cannot redirect, each is mapped as a ring of its own. A listed thread that ended before its
- * open is left out (r->threads_gone). *ret_period gets the daemon's period. Returns 0 or a
- * negative errno; what was opened is r's until timing_recorder_done(). */
+ * record -p) each thread gets its own events, on the CPUs of its affinity at the open only
+ * (cpus is then not used): the threads are grouped by affinity, and each group asked in
+ * requests of up to TIMING_TIDS_PER_OPEN threads and PERF_HANDOFF_FDS_PER_MESSAGE events (a
+ * program pinned one thread per CPU costs one event per thread). Per CPU one ring is mapped
+ * and the other events of that CPU write into it (PERF_EVENT_IOC_SET_OUTPUT), or, where the
+ * driver cannot redirect, each is mapped as a ring of its own. A listed thread that ended
+ * before its open is left out (r->threads_gone). *ret_period gets the daemon's period. Returns
+ * 0 or a negative errno (-E2BIG, said, when the threads need more timing handles than a user
+ * holds); what was opened is r's until timing_recorder_done(). */
 int timing_recorder_open(TimingRecorder *r, pmugate *c, TimingMode mode, uint64_t period, pid_t pid,
                          const pid_t *tids, size_t n_tids, bool on_exec, const uint32_t *cpus, size_t n_cpus,
                          uint64_t *ret_period);

@@ -104,6 +104,93 @@ int timing_threads_affinity(const pid_t *tasks, size_t n_tasks, uint32_t **ret, 
         return 0;
 }
 
+void timing_thread_groups_free(TimingThreadGroup *groups, size_t n) {
+        for (size_t i = 0; groups && i < n; i++) {
+                free(groups[i].cpus);
+                free(groups[i].tids);
+        }
+        free(groups);
+}
+
+static int group_new(TimingThreadGroup *g, const cpu_set_t *set, size_t n_tasks) {
+        size_t n = (size_t) CPU_COUNT(set);
+
+        if (n == 0)
+                return -ENOENT;
+        *g = (TimingThreadGroup) { .cpus = calloc(n, sizeof(uint32_t)), .tids = calloc(n_tasks, sizeof(pid_t)) };
+        if (!g->cpus || !g->tids)
+                return -ENOMEM;
+        for (uint32_t cpu = 0; cpu < CPU_SETSIZE; cpu++)
+                if (CPU_ISSET(cpu, set))
+                        g->cpus[g->n_cpus++] = cpu;
+        return 0;
+}
+
+int timing_threads_group(const pid_t *tasks, size_t n_tasks, TimingThreadGroup **ret, size_t *ret_n,
+                         size_t *ret_gone) {
+        _cleanup_free_ cpu_set_t *sets = NULL;
+        TimingThreadGroup *groups = NULL;
+        size_t n = 0, gone = 0;
+        int q = 0;
+
+        /* a group per distinct affinity: sets[k] is group k's */
+        sets = calloc(n_tasks, sizeof(*sets));
+        groups = calloc(n_tasks, sizeof(*groups));
+        if (!sets || !groups) {
+                free(groups);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_tasks && q >= 0; i++) {
+                cpu_set_t set;
+                size_t k = 0;
+
+                if (sched_getaffinity(tasks[i], sizeof(set), &set) < 0) {
+                        if (errno == ESRCH) {
+                                gone++;
+                                continue;
+                        }
+                        q = negative_errno();
+                        break;
+                }
+                while (k < n && !CPU_EQUAL(&sets[k], &set))
+                        k++;
+                if (k == n) {
+                        q = group_new(&groups[n], &set, n_tasks);
+                        if (q < 0) {
+                                n++;
+                                break;
+                        }
+                        sets[n++] = set;
+                }
+                groups[k].tids[groups[k].n_tids++] = tasks[i];
+        }
+        if (q >= 0 && n == 0)
+                q = -ESRCH;
+        if (q < 0) {
+                timing_thread_groups_free(groups, n);
+                return q;
+        }
+        *ret = groups;
+        *ret_n = n;
+        *ret_gone = gone;
+        return 0;
+}
+
+size_t timing_thread_group_tids_per_open(size_t n_cpus) {
+        return MIN((size_t) TIMING_TIDS_PER_OPEN, PERF_HANDOFF_FDS_PER_MESSAGE / MAX(n_cpus, (size_t) 1));
+}
+
+size_t timing_thread_group_requests(const TimingThreadGroup *g) {
+        size_t n = 0;
+
+        for (size_t at = 0; at < g->n_cpus; at += TIMING_CPUS_PER_OPEN) {
+                size_t per = timing_thread_group_tids_per_open(MIN((size_t) TIMING_CPUS_PER_OPEN, g->n_cpus - at));
+
+                n += (g->n_tids + per - 1) / per;
+        }
+        return n;
+}
+
 int timing_threads_count(TimingThreadTally *t, uint32_t pid, uint32_t tid) {
         size_t lo = 0, hi = t->n;
 

@@ -21,6 +21,29 @@ int timing_threads_list(pid_t pid, pid_t **ret, size_t *ret_n);
  * caller frees it), -ESRCH when none could be asked, or a negative errno. */
 int timing_threads_affinity(const pid_t *tasks, size_t n_tasks, uint32_t **ret, size_t *ret_n);
 
+/* The threads of one affinity: an OpenMP or MPI runtime pins each to its own CPU(s), and a
+ * thread that runs on a CPU only needs its events there. */
+typedef struct TimingThreadGroup {
+        uint32_t *cpus;         /* ascending */
+        size_t n_cpus;
+        pid_t *tids;            /* in the order of the tasks given */
+        size_t n_tids;
+} TimingThreadGroup;
+
+/* Groups tasks by their affinity now (sched_getaffinity of each). A task that ended meanwhile
+ * is left out and counted in *ret_gone. Returns 0 with *ret (free it with
+ * timing_thread_groups_free()) and *ret_n >= 1, -ESRCH when every task ended, or a negative
+ * errno. */
+int timing_threads_group(const pid_t *tasks, size_t n_tasks, TimingThreadGroup **ret, size_t *ret_n,
+                         size_t *ret_gone);
+void timing_thread_groups_free(TimingThreadGroup *groups, size_t n);
+
+/* The timing_open requests a group takes: its CPUs in chunks of TIMING_CPUS_PER_OPEN, and for
+ * each chunk its threads in chunks of timing_thread_group_tids_per_open(), so that one
+ * request's events (threads times CPUs) fit the fds of one reply. */
+size_t timing_thread_group_tids_per_open(size_t n_cpus);
+size_t timing_thread_group_requests(const TimingThreadGroup *g);
+
 typedef struct TimingThreadCount {
         uint32_t pid, tid;
         uint64_t samples;

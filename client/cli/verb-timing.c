@@ -529,20 +529,6 @@ static int run(const TimingArgs *a, const char *socket_path) {
         }
         if (cpulist_format(cpus, n_cpus, cpu_list, sizeof(cpu_list)) < 0)
                 (void) snprintf(cpu_list, sizeof(cpu_list), "(%zu CPUs)", n_cpus);
-        /* each thread is a timing handle per TIMING_CPUS_PER_OPEN CPUs: said before the first
-         * open, rather than as the daemon's refusal halfway */
-        if (tids && n_tids * ((n_cpus + TIMING_CPUS_PER_OPEN - 1) / TIMING_CPUS_PER_OPEN) >
-                            MIN(TIMING_HANDLES_PER_UID_MAX, PERF_HANDLES_PER_SESSION_MAX)) {
-                fprintf(stderr,
-                        "pmugate: process %d runs %zu threads on %zu CPUs: -p opens each thread's events "
-                        "(a timing handle per thread and %u CPUs), and a user holds at most %u; start the "
-                        "program under pmugate timing -- COMMAND instead (one event per CPU, whatever its "
-                        "threads)\n",
-                        (int) a->pid, n_tids, n_cpus, TIMING_CPUS_PER_OPEN,
-                        MIN(TIMING_HANDLES_PER_UID_MAX, PERF_HANDLES_PER_SESSION_MAX));
-                status = 1;
-                goto out;
-        }
         q = timing_recorder_open(&rec, c, a->mode, a->period, target, tids, n_tids, !!a->command, cpus, n_cpus,
                                  &period);
         if (q < 0) {

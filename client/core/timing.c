@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * libpmugate: timing_open, the sampling events of `pmugate timing` (include/pmugate/timing.h),
- * whose fds the daemon passes with the reply, one per CPU in the request's order
+ * whose fds the daemon passes with the reply, one per CPU in the request's order (with "tids",
+ * thread by thread)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,12 +21,14 @@
 _Static_assert((int) PMUGATE_TIMING_BRANCHES == (int) TIMING_MODE_BRANCHES, "pmugate_timing_mode");
 _Static_assert((int) PMUGATE_TIMING_IPS == (int) TIMING_MODE_IPS, "pmugate_timing_mode");
 _Static_assert(TIMING_CPUS_PER_OPEN <= PERF_HANDOFF_FDS_PER_MESSAGE, "one message carries a timing_open's fds");
+_Static_assert(TIMING_TIDS_PER_OPEN <= PERF_HANDOFF_FDS_PER_MESSAGE, "one message carries a timing_open's fds");
 
 struct pmugate_timing_handle {
         uint64_t handle;
         uint64_t period;
         int *fds;
-        uint32_t *cpus;
+        uint32_t *cpus;         /* of fd i */
+        pid_t *tids;            /* of fd i */
         size_t n_fds;
 };
 
@@ -37,6 +40,7 @@ static pmugate_timing_handle *handle_free(pmugate_timing_handle *h) {
                         (void) close(h->fds[i]);
         free(h->fds);
         free(h->cpus);
+        free(h->tids);
         free(h);
         return NULL;
 }
@@ -51,11 +55,37 @@ static int request_check(const pmugate_timing_request *req, char *reason, size_t
                 return reason_fail(reason, size, -EINVAL, "tid %d is not a thread", (int) req->tid);
         if (req->tid > 0 && req->on_exec)
                 return reason_fail(reason, size, -EINVAL, "a thread (tid) is sampled from now, not from an exec");
+        if (req->n_tids > 0 && (!req->tids || req->tid != 0 || req->on_exec))
+                return reason_fail(reason, size, -EINVAL, "tids: not with tid nor on_exec");
+        if (req->n_tids > TIMING_TIDS_PER_OPEN)
+                return reason_fail(reason, size, -E2BIG, "more than %u threads in one timing_open",
+                                   TIMING_TIDS_PER_OPEN);
+        for (size_t i = 0; i < req->n_tids; i++)
+                if (req->tids[i] <= 0)
+                        return reason_fail(reason, size, -EINVAL, "tid %d is not a thread", (int) req->tids[i]);
         if (req->n_cpus == 0 || !req->cpus)
                 return reason_fail(reason, size, -EINVAL, "timing_open needs CPUs");
         if (req->n_cpus > TIMING_CPUS_PER_OPEN)
                 return reason_fail(reason, size, -E2BIG, "more than %u CPUs in one timing_open",
                                    TIMING_CPUS_PER_OPEN);
+        if (req->n_tids > 0 && req->n_tids * req->n_cpus > PERF_HANDOFF_FDS_PER_MESSAGE)
+                return reason_fail(reason, size, -E2BIG,
+                                   "%zu threads on %zu CPUs: more than %u events (the fds one reply passes) in one "
+                                   "timing_open", req->n_tids, req->n_cpus, PERF_HANDOFF_FDS_PER_MESSAGE);
+        return 0;
+}
+
+/* The fds a reply to req passes: one per CPU, of each thread named. */
+static size_t request_n_fds(const pmugate_timing_request *req) {
+        return req->n_cpus * MAX(req->n_tids, (size_t) 1);
+}
+
+static int pack_tids(msgpack_packer *pk, const pid_t *tids, size_t n) {
+        if (pack_string(pk, "tids") < 0 || msgpack_pack_array(pk, n) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (msgpack_pack_uint32(pk, (uint32_t) tids[i]) < 0)
+                        return -ENOMEM;
         return 0;
 }
 
@@ -65,37 +95,55 @@ static int request_pack(pmugate *c, const pmugate_timing_request *req) {
         msgpack_packer pk;
         int r;
 
-        r = connection_begin(c, REQUEST_TIMING_OPEN, 4 + (req->period > 0 ? 1 : 0) + (req->tid > 0 ? 1 : 0), &pk);
+        r = connection_begin(c, REQUEST_TIMING_OPEN,
+                             4 + (req->period > 0 ? 1 : 0) + (req->tid > 0 ? 1 : 0) + (req->n_tids > 0 ? 1 : 0), &pk);
         if (r < 0)
                 return r;
         if (pack_key_string(&pk, "mode", timing_mode_to_string((TimingMode) req->mode)) < 0 ||
             pack_key_uint(&pk, "pid", (uint64_t) pid) < 0 || pack_key_bool(&pk, "on_exec", req->on_exec) < 0 ||
             (req->period > 0 && pack_key_uint(&pk, "period", req->period) < 0) ||
             (req->tid > 0 && pack_key_uint(&pk, "tid", (uint64_t) req->tid) < 0) ||
+            (req->n_tids > 0 && pack_tids(&pk, req->tids, req->n_tids) < 0) ||
             connection_pack_cpus(&pk, req->cpus, req->n_cpus) < 0)
                 return -ENOMEM;
         return 0;
 }
 
-/* The reply's CPUs must be the request's, in its order: fd i samples cpus[i]. */
+/* The reply's CPUs (and threads) must be the request's, in its order: fd t * n_cpus + i
+ * samples thread tids[t] on cpus[i]. */
 static int read_reply(pmugate_timing_handle *h, const pmugate_timing_request *req, const msgpack_object *reply) {
-        const msgpack_object *a = msgpack_map_get(reply, "cpus");
+        const msgpack_object *a = msgpack_map_get(reply, "cpus"), *t = msgpack_map_get(reply, "tids");
+        size_t n_threads = MAX(req->n_tids, (size_t) 1);
+        pid_t own = req->tid > 0 ? req->tid : req->pid == 0 ? getpid() : req->pid;
         uint64_t fds;
 
         if (!reply_get_uint(reply, "period", &h->period) || h->period == 0 || !reply_get_uint(reply, "fds", &fds) ||
-            fds != h->n_fds || fds != req->n_cpus || !a || a->type != MSGPACK_OBJECT_ARRAY ||
+            fds != h->n_fds || fds != request_n_fds(req) || !a || a->type != MSGPACK_OBJECT_ARRAY ||
             a->via.array.size != req->n_cpus)
                 return -EBADMSG;
-        h->cpus = calloc(req->n_cpus, sizeof(uint32_t));
-        if (!h->cpus)
+        if (req->n_tids > 0 && (!t || t->type != MSGPACK_OBJECT_ARRAY || t->via.array.size != req->n_tids))
+                return -EBADMSG;
+        h->cpus = calloc(fds, sizeof(uint32_t));
+        h->tids = calloc(fds, sizeof(pid_t));
+        if (!h->cpus || !h->tids)
                 return -ENOMEM;
         for (uint32_t i = 0; i < a->via.array.size; i++) {
                 int64_t cpu;
 
                 if (!object_get_int(&a->via.array.ptr[i], &cpu) || cpu != (int64_t) req->cpus[i])
                         return -EBADMSG;
-                h->cpus[i] = req->cpus[i];
         }
+        for (size_t k = 0; k < req->n_tids; k++) {
+                int64_t tid;
+
+                if (!object_get_int(&t->via.array.ptr[k], &tid) || tid != (int64_t) req->tids[k])
+                        return -EBADMSG;
+        }
+        for (size_t k = 0; k < n_threads; k++)
+                for (size_t i = 0; i < req->n_cpus; i++) {
+                        h->cpus[k * req->n_cpus + i] = req->cpus[i];
+                        h->tids[k * req->n_cpus + i] = req->n_tids > 0 ? req->tids[k] : own;
+                }
         if (req->period > 0 && h->period != req->period)
                 return -EBADMSG;
         return 0;
@@ -118,7 +166,7 @@ int pmugate_timing_open(pmugate *c, const pmugate_timing_request *req, pmugate_t
         r = request_pack(c, req);
         if (r < 0)
                 return reason_fail(reason, size, r, "timing_open: %s", pmugate_strerror(r));
-        r = connection_want_fds(c, req->n_cpus);
+        r = connection_want_fds(c, request_n_fds(req));
         if (r < 0)
                 return reason_fail(reason, size, r, "timing_open: %s", pmugate_strerror(r));
         r = connection_call(c, &reply);
@@ -153,6 +201,10 @@ int pmugate_timing_fd(const pmugate_timing_handle *h, size_t i) {
 
 int pmugate_timing_cpu(const pmugate_timing_handle *h, size_t i) {
         return h && i < h->n_fds ? (int) h->cpus[i] : -EINVAL;
+}
+
+pid_t pmugate_timing_tid(const pmugate_timing_handle *h, size_t i) {
+        return h && i < h->n_fds ? h->tids[i] : -EINVAL;
 }
 
 uint64_t pmugate_timing_period(const pmugate_timing_handle *h) {

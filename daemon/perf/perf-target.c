@@ -530,36 +530,60 @@ bool perf_target_thread_alive(const char *proc_root, const PerfProcess *p) {
         Peer peer = { .pid = p->pid };
         _cleanup_close_ int proc_dir = -EBADF;
 
-        if (p->pidfd < 0 || p->n_tids != 1 || open_caller_proc(proc_root, &peer, p->pidfd, &proc_dir) < 0)
+        if (p->pidfd < 0 || p->n_tids == 0 || open_caller_proc(proc_root, &peer, p->pidfd, &proc_dir) < 0)
                 return false;
-        /* listed after the open and the process still the one pinned: the events are its thread's */
-        return thread_listed(proc_dir, p->tids[0]) > 0 && scope_pidfd_alive(p->pidfd);
+        /* each listed after the open and the process still the one pinned: the events are its threads' */
+        for (size_t i = 0; i < p->n_tids; i++)
+                if (thread_listed(proc_dir, p->tids[i]) <= 0)
+                        return false;
+        return scope_pidfd_alive(p->pidfd);
+}
+
+int perf_target_process_threads(const char *proc_root, Peer *peer, pid_t pid, const pid_t *tids, size_t n_tids,
+                                const char *job_cgroup, PerfProcess *ret, Refusal *ret_refusal) {
+        PerfProcess p = { .pidfd = -EBADF };
+        pid_t *named;
+        int r;
+
+        if (n_tids == 0 || n_tids > TIMING_TIDS_PER_OPEN)
+                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "%zu threads: name 1 to %u", n_tids,
+                              TIMING_TIDS_PER_OPEN);
+        for (size_t i = 0; i < n_tids; i++)
+                if (tids[i] <= 0)
+                        return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "%d is not a thread id", (int) tids[i]);
+        named = calloc(n_tids, sizeof(pid_t));
+        if (!named)
+                return -ENOMEM;
+        r = perf_target_process(proc_root, peer, pid, job_cgroup, &p, ret_refusal);
+        if (r != 0) {
+                free(named);
+                return r;
+        }
+        /* the listing was read through the directory of the process the pidfd pins */
+        for (size_t i = 0; i < n_tids; i++) {
+                bool found = false;
+
+                for (size_t j = 0; j < p.n_tids; j++)
+                        found = found || p.tids[j] == tids[i];
+                if (!found) {
+                        free(named);
+                        perf_process_done(&p);
+                        return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
+                                      "%d is not a thread of process %d (not under /proc/%d/task): it ended, or "
+                                      "belongs to another process", (int) tids[i], (int) pid, (int) pid);
+                }
+                named[i] = tids[i];
+        }
+        free(p.tids);
+        p.tids = named;
+        p.n_tids = n_tids;
+        *ret = p;
+        return 0;
 }
 
 int perf_target_process_thread(const char *proc_root, Peer *peer, pid_t pid, pid_t tid, const char *job_cgroup,
                                PerfProcess *ret, Refusal *ret_refusal) {
-        PerfProcess p = { .pidfd = -EBADF };
-        bool found = false;
-        int r;
-
-        if (tid <= 0)
-                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1, "%d is not a thread id", (int) tid);
-        r = perf_target_process(proc_root, peer, pid, job_cgroup, &p, ret_refusal);
-        if (r != 0)
-                return r;
-        /* the listing was read through the directory of the process the pidfd pins */
-        for (size_t i = 0; i < p.n_tids; i++)
-                found = found || p.tids[i] == tid;
-        if (!found) {
-                perf_process_done(&p);
-                return refuse(ret_refusal, PROTO_E_BAD_FIELD, -1,
-                              "%d is not a thread of process %d (not under /proc/%d/task): it ended, or belongs "
-                              "to another process", (int) tid, (int) pid, (int) pid);
-        }
-        p.tids[0] = tid;
-        p.n_tids = 1;
-        *ret = p;
-        return 0;
+        return perf_target_process_threads(proc_root, peer, pid, &tid, 1, job_cgroup, ret, ret_refusal);
 }
 
 bool perf_target_process_alive(const PerfProcess *p) {

@@ -82,4 +82,10 @@ bool perf_target_thread_alive(const char *proc_root, const PerfProcess *p);
 int perf_target_process_thread(const char *proc_root, Peer *peer, pid_t pid, pid_t tid,
                                const char *job_cgroup /* NULL outside job mode */, PerfProcess *ret,
                                Refusal *ret_refusal);
+/* timing_open with "tids": as perf_target_process_thread() for each of n_tids (1 to
+ * TIMING_TIDS_PER_OPEN) threads of pid, all found in one listing of its /proc/PID/task; fills
+ * ret->tids with them in their order. perf_target_thread_alive() then checks every one. */
+int perf_target_process_threads(const char *proc_root, Peer *peer, pid_t pid, const pid_t *tids, size_t n_tids,
+                                const char *job_cgroup /* NULL outside job mode */, PerfProcess *ret,
+                                Refusal *ret_refusal);
 void perf_process_done(PerfProcess *p);

@@ -309,10 +309,11 @@ static int session_handle_message(Session *c, const char *message, size_t size, 
                                 s->rights_generation++;
                         else if (!c->job && !c->sched.waits_for_slot)
                                 cost = MAX(req.n_ops, (size_t) 1);
-                        /* a timing_open opens an event per CPU: charged as an open in turns is,
-                         * by the fds, so that a flood of them yields to others as a batch does */
+                        /* a timing_open opens an event per CPU (of each thread named): charged
+                         * as an open in turns is, by the fds, so that a flood of them yields to
+                         * others as a batch does */
                         if (req.type == REQUEST_TIMING_OPEN)
-                                cost = MAX(req.n_cpus, (size_t) 1);
+                                cost = MAX(req.n_cpus * MAX(req.n_tids, (size_t) 1), (size_t) 1);
                 }
         }
         /* a slot kept for this request that it did not need after all (refused before it

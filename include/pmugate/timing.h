@@ -44,6 +44,15 @@ typedef struct pmugate_timing_request {
         pid_t tid;              /* one thread of pid (not on_exec): its events follow that thread
                                  * and what it starts; 0: the process, refused by the daemon
                                  * when it already runs several threads */
+        /* Added with "tids": several threads of pid in one handle, each with an event on every
+         * CPU (tid-major: fd t * n_cpus + c is thread tids[t] on cpus[c]). At most
+         * TIMING_TIDS_PER_OPEN (64) threads and 253 events in all (the fds one reply passes);
+         * not with tid, nor on_exec. ABI: at the end, so source built against the older struct
+         * (zeroed past its end by designated initializers) keeps its meaning; the struct grew,
+         * so a binary built against the older header must be rebuilt (the library reads the
+         * whole struct: no release has shipped the shorter one). */
+        const pid_t *tids;
+        size_t n_tids;
 } pmugate_timing_request;
 
 typedef struct pmugate_timing_handle pmugate_timing_handle;
@@ -53,11 +62,13 @@ typedef struct pmugate_timing_handle pmugate_timing_handle;
 int pmugate_timing_open(pmugate *c, const pmugate_timing_request *req, pmugate_timing_handle **ret,
                         char *reason, size_t size);
 
-/* The fds, one per CPU in the request's order: fd i, and the CPU it samples (-EBADF, -EINVAL
- * past them). The handle owns the fds. */
+/* The fds, one per CPU in the request's order (with tids, thread by thread): fd i, the CPU it
+ * samples and the thread it follows (pid's or tid's own without tids; -EBADF, -EINVAL past
+ * them). The handle owns the fds. */
 size_t pmugate_timing_n_fds(const pmugate_timing_handle *h);
 int pmugate_timing_fd(const pmugate_timing_handle *h, size_t i);
 int pmugate_timing_cpu(const pmugate_timing_handle *h, size_t i);
+pid_t pmugate_timing_tid(const pmugate_timing_handle *h, size_t i);
 /* The period the daemon used (the request's, or its default). */
 uint64_t pmugate_timing_period(const pmugate_timing_handle *h);
 

@@ -3,7 +3,8 @@
  * Unit tests: perf_open's "thread" target on the real kernel: a thread of the caller's own
  * process (its main thread too) is found under /proc/PID/task, another process's is refused,
  * and a thread that ended no longer counts as the process's after the open; timing_open's
- * "tid" (a thread of a named process) the same way
+ * "tid" (a thread of a named process) the same way, and "tids" (several, each checked, all
+ * alive after the open or none)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 #include "perf/perf-target.h"
 #include "error.h"
+#include "pmugate-limits.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
@@ -89,6 +91,30 @@ static void test_own_threads(void **state) {
                          PROTO_E_BAD_FIELD);
         assert_int_equal(named.pidfd, -EBADF);
 
+        /* timing_open's "tids": both threads, in the order named; one that is not the process's
+         * refuses the whole */
+        {
+                pid_t both[] = { worker_tid, getpid() }, with_init[] = { getpid(), 1 };
+
+                assert_int_equal(perf_target_process_threads("/proc", &peer, getpid(), both, 2, NULL, &named,
+                                                             &refusal), 0);
+                assert_int_equal(named.n_tids, 2);
+                assert_int_equal(named.tids[0], worker_tid);
+                assert_int_equal(named.tids[1], getpid());
+                assert_true(perf_target_thread_alive("/proc", &named));
+                perf_process_done(&named);
+                refusal = (Refusal) {};
+                assert_int_equal(perf_target_process_threads("/proc", &peer, getpid(), with_init, 2, NULL, &named,
+                                                             &refusal), PROTO_E_BAD_FIELD);
+                assert_non_null(strstr(refusal.reason, "1 is not a thread of process"));
+                assert_int_equal(named.pidfd, -EBADF);
+                assert_int_equal(perf_target_process_threads("/proc", &peer, getpid(), both, 0, NULL, &named,
+                                                             &refusal), PROTO_E_BAD_FIELD);
+                assert_int_equal(perf_target_process_threads("/proc", &peer, getpid(), both,
+                                                             TIMING_TIDS_PER_OPEN + 1, NULL, &named, &refusal),
+                                 PROTO_E_BAD_FIELD);
+        }
+
         /* once the thread ended, its tid is not the process's any more */
         (void) pthread_mutex_lock(&lock);
         worker_may_end = true;
@@ -98,6 +124,15 @@ static void test_own_threads(void **state) {
         p.tids[0] = worker_tid;
         assert_false(perf_target_thread_alive("/proc", &p));
         perf_process_done(&p);
+        /* of several threads, one that ended fails them all */
+        {
+                pid_t both[] = { getpid(), worker_tid };
+
+                assert_false(perf_target_thread_alive("/proc", &(PerfProcess) { .pidfd = peer.pidfd, .pid = getpid(),
+                                                                                .tids = both, .n_tids = 2 }));
+                assert_true(perf_target_thread_alive("/proc", &(PerfProcess) { .pidfd = peer.pidfd, .pid = getpid(),
+                                                                               .tids = both, .n_tids = 1 }));
+        }
         p = (PerfProcess) { .pidfd = -1 };
         assert_int_equal(perf_target_thread("/proc", &peer, worker_tid, NULL, &p, &refusal), PROTO_E_NOT_AUTHORIZED);
         assert_non_null(strstr(refusal.reason, "not a thread of your process"));

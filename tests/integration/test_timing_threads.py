@@ -8,7 +8,11 @@ the simulator in branch mode the same target's threads each give branch stacks. 
 "tid": a thread of the process is opened, the process without it refused naming it; hostile: a
 tid that is no thread of the pid, another user's thread, a thread that ended at once, tid with
 on_exec, the per-user event limit reached (a clear reason, from the CLI too); the daemon keeps
-serving."""
+serving. "tids": several threads in one handle (fds thread by thread), refused past 64 threads
+or 253 events, with a duplicate, or with a thread not of the pid. Programs of more threads than
+a user's 16 timing handles: 24 threads pinned one per CPU recorded with -p in a few requests
+(the threads grouped by affinity, each group's events on its own CPUs only: the audit's
+timing-open lines counted), and 24 unpinned threads."""
 
 import json
 import os
@@ -65,9 +69,11 @@ def tasks(pid):
     return sorted(int(x) for x in os.listdir("/proc/%d/task" % pid))
 
 
-def start_threads(seconds, late, uid=USER, gid=t.USER_GID, groups=(t.USER_GID,)):
-    """The threaded target as uid, its threads running: (process, its tids then)."""
-    p = t.spawn([THREADS, str(seconds), str(late)], stdout=subprocess.PIPE, text=True,
+def start_threads(seconds, late, uid=USER, gid=t.USER_GID, groups=(t.USER_GID,), n=3, pin=False):
+    """The threaded target as uid, its n threads running (pinned one per CPU, round robin):
+    (process, its tids then)."""
+    p = t.spawn([THREADS, str(seconds), str(late), str(n)] + (["pin"] if pin else []), stdout=subprocess.PIPE,
+                text=True,
                 preexec_fn=t.as_user(uid, gid, list(groups)))
     line = p.stdout.readline()
     if line.strip() != "ready":
@@ -138,6 +144,56 @@ def test_real_kernel(tap):
         dm.stop()
 
 
+def timing_opens(dm):
+    return [line for line in dm.audit().splitlines() if "event=timing-open verdict=allowed" in line]
+
+
+def test_many_threads(tap):
+    """More threads than a user's timing handles, on this machine's kernel in IP mode: 24
+    threads pinned one per CPU (12 per CPU here) in a few requests, and 24 unpinned ones."""
+    out = lbr.outdir()
+    dm = lbr.real_node()
+    target = None
+    ncpu = len(os.sched_getaffinity(0))
+    try:
+        for pin in (True, False):
+            what = "24 threads pinned one per CPU" if pin else "24 unpinned threads"
+            before = len(timing_opens(dm))
+            target, listed = start_threads(4.0, -1, n=24, pin=pin)
+            spinning = [tid for tid in listed if tid != target.pid]
+            cpus = {tid: os.sched_getaffinity(tid) for tid in listed}
+            tap.ok(len(spinning) == 24 and (not pin or all(len(cpus[tid]) == 1 for tid in spinning)),
+                   "%s running (affinities %s)" % (what, sorted({len(c) for c in cpus.values()})))
+            path = os.path.join(out, "many-%s.json" % ("pinned" if pin else "unpinned"))
+            rc, _, err = t.run_cli([t.PMUGATE, "timing", "--mode", "ips", "-p", str(target.pid), "--duration", "2.0",
+                                    "--format", "json", "-o", path], dm.socket, uid=USER, gid=t.USER_GID,
+                                   groups=[t.USER_GID], timeout=120)
+            doc = json.load(open(path)) if rc == 0 else {}
+            tap.ok(rc == 0 and doc.get("pid") == target.pid, "pmugate timing -p of %s: recorded" % what, err)
+            counts = per_thread(doc)
+            tap.ok(all(counts.get(tid, 0) >= 10 for tid in spinning),
+                   "samples from every one of the 24 threads: min %d" % min(counts.get(tid, 0) for tid in spinning),
+                   counts)
+            opens = timing_opens(dm)[before:]
+            # pinned: the main thread's group on all CPUs and one group per CPU; unpinned: one
+            want = 1 + ncpu if pin else 1
+            tap.ok(len(opens) == want, "%s: %d timing_open requests (audit), %d wanted (the threads grouped by "
+                   "affinity)" % (what, len(opens), want), opens)
+            events = sum(int(line.split("count=")[1].split()[0]) for line in opens if "count=" in line)
+            tap.ok(events == (24 + ncpu if pin else 25 * ncpu),
+                   "%s: %d events in all (each thread on the CPUs of its affinity only)" % (what, events), opens)
+            funcs = {f["function"]: f["share"] for f in doc.get("functions", [])}
+            tap.ok(funcs.get("thread_hot", 0) > 0.6, "most samples in the threads' hot function: %.2f" %
+                   funcs.get("thread_hot", 0), list(funcs.items())[:4])
+            t.end(target)
+            target = None
+        tap.ok(dm.alive(), "the daemon keeps serving")
+    finally:
+        if target:
+            t.end(target)
+        dm.stop()
+
+
 def test_simulator_branches(tap):
     """Branch mode on the simulated Sapphire Rapids: the threads of a running process each
     give branch stacks (the simulator's rings cannot share: each fd is its own ring)."""
@@ -187,8 +243,14 @@ def test_wire(tap):
         r = wire.call_timing(dm, **dict(base, pid=sleepers.pid, tid=sleepers.pid))
         tap.ok(r.get("ok"), "its main thread by tid: opened", r)
         name, why = wire.err(wire.call_timing(dm, **dict(base, pid=sleepers.pid)))
-        tap.ok(name == "bad-field" and "runs 4 threads" in why and "'tid'" in why and "per-user limit" in why,
-               "the process without tid: refused, naming tid and the per-user limit", why)
+        tap.ok(name == "bad-field" and "runs 4 threads" in why and "'tids'" in why and "per-user limit" in why,
+               "the process without tids: refused, naming tids and the per-user limit", why)
+        every = tasks(sleepers.pid)
+        r = wire.call_timing(dm, **dict(base, pid=sleepers.pid, tids=every))
+        tap.ok(r.get("ok") and r.get("fds") == 2 * len(every) and r.get("tids") == every and r.get("cpus") == [0, 1],
+               "all 4 threads by tids in one handle: one fd per thread and CPU", r)
+        tap.ok("tids %d-%d" % (every[0], every[-1]) in dm.audit() or "tids " in dm.audit(),
+               "the open of threads is audited with their tids")
         cases = [
             ("a tid of another process of one's own", dict(base, pid=sleepers.pid, tid=mine.pid), "bad-field",
              "is not a thread of process %d" % sleepers.pid),
@@ -204,6 +266,21 @@ def test_wire(tap):
             ("tid not a number", dict(base, pid=sleepers.pid, tid="1"), "bad-field", "'tid'"),
             ("tid past a pid's range", dict(base, pid=sleepers.pid, tid=1 << 31), "bad-field", "'tid'"),
             ("tid of process 1", dict(base, pid=1, tid=1), "not-authorized", "process 1"),
+            ("65 tids", dict(base, pid=sleepers.pid, tids=list(range(100000, 100065))), "too-many-ops",
+             "at most 64"),
+            ("64 tids on 4 CPUs (256 events)", dict(base, pid=sleepers.pid, tids=list(range(100000, 100064)),
+                                                    cpus=[0, 1, 2, 3]), "too-many-ops", "256 events, at most 253"),
+            ("a duplicate tid", dict(base, pid=sleepers.pid, tids=[threads[0], threads[1], threads[0]]),
+             "bad-field", "names thread %d twice" % threads[0]),
+            ("tids with a thread not of pid", dict(base, pid=sleepers.pid, tids=[threads[0], mine.pid]),
+             "bad-field", "%d is not a thread of process %d" % (mine.pid, sleepers.pid)),
+            ("tids with another user's thread", dict(base, pid=sleepers.pid, tids=[threads[0], their_threads[0]]),
+             "bad-field", "is not a thread of process"),
+            ("tids and tid both", dict(base, pid=sleepers.pid, tids=[threads[0]], tid=threads[1]), "bad-field",
+             "send one of them"),
+            ("empty tids", dict(base, pid=sleepers.pid, tids=[]), "bad-field", "at least one thread"),
+            ("tids with on_exec", dict(base, pid=sleepers.pid, tids=threads, on_exec=True), "bad-field",
+             "'on_exec' is not accepted"),
         ]
         for desc, fields, want_name, want_why in cases:
             name, why = wire.err(wire.call_timing(dm, **fields))
@@ -229,17 +306,18 @@ def test_wire(tap):
         rc, _, err = t.run_cli([t.PMUGATE, "timing", "--mode", "ips", "-p", str(sleepers.pid), "--duration", "0.2"],
                                dm.socket, uid=USER, gid=wire.OTHER_GID, groups=[t.USER_GID, wire.LBR_GID])
         tap.ok(rc == 0, "below the limit again, pmugate timing -p of the 4 threads records", err)
-        # more threads than a user's timing handles: said before any open
+        # more threads than a user's timing handles (each its own affinity, 2 CPUs: one request
+        # of 64 threads for each 64): 21 threads in one request; past 16 requests, said before any open
         many = t.spawn(["/usr/bin/python3", "-c", "import threading, time\n"
-                        "[threading.Thread(target=time.sleep, args=(60,), daemon=True).start() for _ in range(20)]\n"
+                        "def spin():\n    while True:\n        pass\n"
+                        "[threading.Thread(target=spin, daemon=True).start() for _ in range(20)]\n"
                         "print('ready', flush=True)\ntime.sleep(60)"], stdout=subprocess.PIPE, text=True,
                        preexec_fn=t.as_user(USER, wire.OTHER_GID, groups))
         try:
             many.stdout.readline()
-            rc, _, err = t.run_cli([t.PMUGATE, "timing", "--mode", "ips", "-p", str(many.pid), "--duration", "0.2"],
+            rc, _, err = t.run_cli([t.PMUGATE, "timing", "--mode", "ips", "-p", str(many.pid), "--duration", "0.3"],
                                    dm.socket, uid=USER, gid=wire.OTHER_GID, groups=[t.USER_GID, wire.LBR_GID])
-            tap.ok(rc == 1 and "runs 21 threads" in err and "at most 16" in err and "pmugate timing --" in err,
-                   "pmugate timing -p of 21 threads: refused before any open, saying why and what works", err)
+            tap.ok(rc == 0, "pmugate timing -p of 21 threads (more than a user's 16 timing handles): recorded", err)
         finally:
             t.end(many)
         tap.ok(dm.alive(), "the daemon keeps serving")
@@ -253,4 +331,4 @@ def test_wire(tap):
 
 
 if __name__ == "__main__":
-    sys.exit(t.Tap().run([test_wire, test_real_kernel, test_simulator_branches]))
+    sys.exit(t.Tap().run([test_wire, test_real_kernel, test_many_threads, test_simulator_branches]))

@@ -1026,18 +1026,19 @@ static void test_timing_open_tid(void **state) {
 
         pack_timing_tid(f, 4250, -1);
         assert_int_equal(decode(f, &req, &e), 0);
-        assert_true(req.has_tid);
-        assert_int_equal(req.tid, 4250);
+        assert_int_equal(req.n_tids, 1);
+        assert_false(req.has_tids);
+        assert_int_equal(req.tids[0], 4250);
         assert_int_equal(req.pid, 4242);
         assert_false(req.on_exec);
         pack_timing_tid(f, 4250, 0);
         assert_int_equal(decode(f, &req, &e), 0);
-        assert_int_equal(req.tid, 4250);
+        assert_int_equal(req.tids[0], 4250);
 
         /* without the key: no thread named */
         pack_timing_open(f, "ips", 1, 0, 1, false, 0, NULL);
         assert_int_equal(decode(f, &req, &e), 0);
-        assert_false(req.has_tid);
+        assert_int_equal(req.n_tids, 0);
 
         /* 0, past a pid's range, and with an exec still to come: refused by name */
         pack_timing_tid(f, 0, -1);
@@ -1055,6 +1056,71 @@ static void test_timing_open_tid(void **state) {
         pack_key_uint(&f->pk, "tid", 5);
         assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
         assert_non_null(strstr(e.reason, "unknown key 'tid'"));
+}
+
+/* A timing_open of n threads (first, first + step, ...) of pid 4242 on n_cpus CPUs, with tid
+ * too when tid > 0. */
+static void pack_timing_tids(Fixture *f, size_t n, uint32_t first, uint32_t step, size_t n_cpus, uint32_t tid) {
+        msgpack_sbuffer_clear(&f->sb);
+        request_pack_begin(&f->pk, 8, "timing_open", 4 + (tid > 0));
+        pack_key_string(&f->pk, "mode", "ips");
+        pack_key_uint(&f->pk, "pid", 4242);
+        if (tid > 0)
+                pack_key_uint(&f->pk, "tid", tid);
+        pack_string(&f->pk, "tids");
+        msgpack_pack_array(&f->pk, n);
+        for (size_t i = 0; i < n; i++)
+                msgpack_pack_uint32(&f->pk, first + (uint32_t) i * step);
+        pack_string(&f->pk, "cpus");
+        msgpack_pack_array(&f->pk, n_cpus);
+        for (size_t i = 0; i < n_cpus; i++)
+                msgpack_pack_uint32(&f->pk, (uint32_t) i);
+}
+
+static void test_timing_open_tids(void **state) {
+        Fixture *f = *state;
+        DecodeError e;
+        Request req;
+
+        pack_timing_tids(f, 3, 4250, 1, 2, 0);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_true(req.has_tids);
+        assert_int_equal(req.n_tids, 3);
+        assert_int_equal(req.tids[0], 4250);
+        assert_int_equal(req.tids[2], 4252);
+        assert_int_equal(req.n_cpus, 2);
+
+        /* the most threads, and the most events (63 threads on 4 CPUs are 252 <= 253) */
+        pack_timing_tids(f, TIMING_TIDS_PER_OPEN, 5000, 1, 1, 0);
+        assert_int_equal(decode(f, &req, &e), 0);
+        assert_int_equal(req.n_tids, TIMING_TIDS_PER_OPEN);
+        pack_timing_tids(f, 63, 5000, 1, 4, 0);
+        assert_int_equal(decode(f, &req, &e), 0);
+
+        /* one thread more than the bound, events past what one reply passes */
+        pack_timing_tids(f, TIMING_TIDS_PER_OPEN + 1, 5000, 1, 1, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_non_null(strstr(e.reason, "'tids'"));
+        pack_timing_tids(f, TIMING_TIDS_PER_OPEN, 5000, 1, 4, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_TOO_MANY_OPS);
+        assert_non_null(strstr(e.reason, "256 events, at most 253"));
+
+        /* empty, a duplicate, 0, beyond a pid's range, and with tid as well */
+        pack_timing_tids(f, 0, 5000, 1, 1, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "at least one thread"));
+        pack_timing_tids(f, 3, 5000, 0, 1, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "names thread 5000 twice"));
+        pack_timing_tids(f, 2, 0, 1, 1, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'tids'[0]"));
+        pack_timing_tids(f, 1, (uint32_t) INT32_MAX + 1, 1, 1, 0);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "'tids'[0]"));
+        pack_timing_tids(f, 2, 5000, 1, 1, 4999);
+        assert_int_equal(decode(f, &req, &e), PROTO_E_BAD_FIELD);
+        assert_non_null(strstr(e.reason, "send one of them"));
 }
 
 static void test_grant_lbr(void **state) {
@@ -1196,6 +1262,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_perf_open_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_timing_open, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_timing_open_tid, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_timing_open_tids, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_grant_lbr, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_perf_open_thread, setup, teardown),
         };
