@@ -10,7 +10,7 @@ simulator's profiles, per CPU.
 
 Bounds: level 1's seven events fit the six event counters and the cycle counter (CPU_CYCLES,
 which the kernel puts there), so nothing is multiplexed and perf's formulas give the profile back
-up to integer counts and the reads' spread: EXACT (1e-6; 1e-5 under the sanitizers). The groups' metrics are the simulator's event shapes
+up to integer counts and the reads' spread: EXACT (1e-5). The groups' metrics are the simulator's event shapes
 (docs/SIMULATOR.md, "The perf layer") within RELATIVE (1e-5 of the value): a group's events are
 programmed at successive register accesses of the simulator's real-time clock, microseconds
 apart in windows of 0.3 s."""
@@ -23,9 +23,10 @@ import sys
 import pmugatetest as t
 
 # The seven events of a group are read at successive accesses of the simulator's real-time
-# clock, microseconds apart: a window's counts differ by those microseconds. Without sanitizers
-# that is under 1e-6 of a share; under them each access is slower and one run read 1.35e-6.
-EXACT = 1e-5 if t.SANITIZED else 1e-6
+# clock, microseconds apart: a window's counts differ by those microseconds. Mostly that is
+# under 1e-6 of a share, but a run under the sanitizers read 1.35e-6 and one on a loaded machine
+# failed 1e-6 too: 1e-5 (a thousandth of a percentage point) is what holds.
+EXACT = 1e-5
 RELATIVE = 1e-5
 L1 = ["frontend_bound", "bad_speculation", "retiring", "backend_bound"]
 L1_PROFILE = {"frontend_bound": "frontend_bound", "bad_speculation": "bad_speculation",
