@@ -3,6 +3,7 @@
  * pmugate-exporter: the model's snapshots for scrapes
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,11 @@ int snapshot_publish(SnapshotBox *b, const Model *m) {
         b->latest = s;
         pthread_mutex_unlock(&b->lock);
         (void) snapshot_unref(old);
+        /* The previous model's per-CPU totals (1.8 MB at 4096 CPUs) often lie in the heap, in
+         * the room the period's result left, not in a mapping of their own: freed, they stay
+         * resident unless given back now, before a body as large as all else is rendered
+         * beside the previous one (the peak). */
+        (void) malloc_trim(0);
 
         for (unsigned om = 0; om < 2; om++) {
                 SnapshotBody *body;
