@@ -233,6 +233,12 @@ int snapshot_render_body(Snapshot *s, bool openmetrics, SnapshotBody **ret) {
 
         if (!m)
                 return -ENOMEM;
+        /* While the copy was made the sampler may have rendered this format into the snapshot. */
+        body = snapshot_body(s, openmetrics);
+        if (body) {
+                *ret = body;
+                return 0;
+        }
         r = render_body(s->box, m, openmetrics, __atomic_load_n(&s->box->size_hint[openmetrics],
                                                                         __ATOMIC_RELAXED), &body);
         if (r < 0)
