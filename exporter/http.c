@@ -137,6 +137,7 @@ static enum MHD_Result serve_metrics(Http *h, struct MHD_Connection *conn) {
 
 static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const char *job) {
         const JobTotals *j;
+        const Model *m;
         Snapshot *snapshot;
         char *body = NULL;
         size_t size = 0;
@@ -147,9 +148,12 @@ static enum MHD_Result serve_job(Http *h, struct MHD_Connection *conn, const cha
         if (!f)
                 return MHD_NO;
         snapshot = snapshot_get(h->options.snapshots);
-        j = snapshot ? model_find_job(snapshot_model(snapshot), job) : NULL;
+        m = snapshot ? snapshot_model(snapshot) : NULL;
+        if (snapshot && !m)
+                r = -ENOMEM;
+        j = m ? model_find_job(m, job) : NULL;
         if (j)
-                r = render_job_summary(snapshot_model(snapshot), j, time(NULL), f);
+                r = render_job_summary(m, j, time(NULL), f);
         (void) snapshot_unref(snapshot);
         if (fclose(f) != 0)
                 r = -EIO;

@@ -373,7 +373,8 @@ int main(int argc, char **argv) {
                 (void) sd_notify(0, "WATCHDOG=1");
                 pthread_mutex_lock(&lock);
                 model_prune_jobs(&model, time(NULL), (time_t) o.retention_s);
-                /* Scrapes render this copy; out of memory, they keep the previous one. */
+                /* Scrapes send the bodies rendered from it (out of memory, a format keeps the
+                 * previous one) and render from its copy what was not rendered. */
                 (void) snapshot_publish(&snapshots, &model);
                 pthread_mutex_unlock(&lock);
                 /* PERF_METRICS keeps 8 bits per share: a longer window loses precision. */

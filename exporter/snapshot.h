@@ -19,6 +19,7 @@ typedef struct SnapshotBody SnapshotBody;
 typedef struct SnapshotBox {
         pthread_mutex_t lock;   /* guards latest, the snapshots' bodies and the counts, held for a
                                  * pointer and a count */
+        pthread_cond_t modelled;        /* a snapshot's copy of the model is there (or failed) */
         Snapshot *latest;
         const char *job_label, *version;        /* of the bodies rendered */
         PerCpu per_cpu;
@@ -26,19 +27,22 @@ typedef struct SnapshotBox {
         size_t size_hint[2];    /* atomic; by openmetrics: the last body's size */
 } SnapshotBox;
 
-#define SNAPSHOT_BOX_INIT { .lock = PTHREAD_MUTEX_INITIALIZER }
+#define SNAPSHOT_BOX_INIT { .lock = PTHREAD_MUTEX_INITIALIZER, .modelled = PTHREAD_COND_INITIALIZER }
 
-/* Publishes a copy of m as the latest, first with the previous snapshot's bodies (so the
- * previous model is freed before anything is rendered), then with a body of every format
- * wanted rendered from it, each replacing the previous one (freed once no scrape sends it):
- * at no time are there two models besides m, nor more than three bodies. The caller holds
- * whatever lock guards m. 0, or -ENOMEM (the previous snapshot stays) or -ENOMEM or -EIO of a
- * render (that format keeps the previous period's body). */
+/* Publishes m as the latest: first with the previous snapshot's bodies (so the previous model
+ * is freed before anything is rendered), then with a body of every format wanted rendered from
+ * m, each replacing the previous one (freed once no scrape sends it), and last with a copy of m
+ * for what scrapes render themselves: at no time are there two models besides m, nor a copy
+ * while a body is rendered beside the previous one, nor more than three bodies. The caller
+ * holds whatever lock guards m. 0, or -ENOMEM (of the copy: scrapes needing it get an error
+ * this period) or -ENOMEM or -EIO of a render (that format keeps the previous period's body). */
 int snapshot_publish(SnapshotBox *b, const Model *m);
 
 /* The latest snapshot, referenced for the caller (NULL before the first). */
 Snapshot *snapshot_get(SnapshotBox *b);
-const Model *snapshot_model(const Snapshot *s);
+/* The snapshot's copy of the model, once the sampler made it (it waits for at most one
+ * period's render); NULL when the copy failed. */
+const Model *snapshot_model(Snapshot *s);
 
 /* The latest body of a format, referenced for the caller, who may hold it after unreferencing
  * the snapshot; NULL when none was rendered (the format was not wanted yet): then

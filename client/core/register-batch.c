@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/connection.h"
+#include "core/register-batch.h"
 #include "macro.h"
 #include "message.h"
 #include "pmugate-limits.h"
@@ -42,31 +43,40 @@ int pmugate_batch_new(pmugate_batch **ret) {
         return 0;
 }
 
-/* Room for n more results, within the daemon's limit on a batch. */
+/* Room for n more results, within the daemon's limit on a batch. The room itself is taken when
+ * the batch runs (results_alloc()): a batch encoded once and run every sample holds no results
+ * between its runs where its user lets them go (batch_results_release()). */
 static int reserve_results(pmugate_batch *b, size_t n) {
-        size_t need, capacity;
-        int32_t *status;
-        uint64_t *values;
-
         if (n > PMUGATE_OPS_PER_BATCH_MAX - b->n_results)
                 return -E2BIG;
-        need = b->n_results + n;
-        if (need <= b->results_capacity)
-                return 0;
-        capacity = MAX(b->results_capacity, (size_t) 256);
-        while (capacity < need)
-                capacity *= 2;
-        capacity = MIN(capacity, (size_t) PMUGATE_OPS_PER_BATCH_MAX);
-        status = realloc(b->status, capacity * sizeof(*status));
-        if (!status)
-                return -ENOMEM;
-        b->status = status;
-        values = realloc(b->values, capacity * sizeof(*values));
-        if (!values)
-                return -ENOMEM;
-        b->values = values;
-        b->results_capacity = capacity;
         return 0;
+}
+
+/* Room for every result of the batch, before it runs: allocated anew rather than grown, as
+ * nothing of a previous run is kept, so no page is copied or touched before a reply fills it. */
+static int results_alloc(pmugate_batch *b) {
+        if (b->n_results <= b->results_capacity)
+                return 0;
+        batch_results_release(b);
+        b->status = malloc(b->n_results * sizeof(*b->status));
+        b->values = malloc(b->n_results * sizeof(*b->values));
+        if (!b->status || !b->values) {
+                batch_results_release(b);
+                return -ENOMEM;
+        }
+        b->results_capacity = b->n_results;
+        return 0;
+}
+
+void batch_results_release(pmugate_batch *b) {
+        if (!b)
+                return;
+        free(b->status);
+        free(b->values);
+        b->status = NULL;
+        b->values = NULL;
+        b->results_capacity = 0;
+        b->n_filled = 0;
 }
 
 /* After an op was encoded from byte `before` on, r telling how that went: keeps it when it was
@@ -269,6 +279,9 @@ int pmugate_batch_run(pmugate *c, pmugate_batch *b) {
         if (!c || !b)
                 return -EINVAL;
         b->n_filled = 0;
+        r = results_alloc(b);
+        if (r < 0)
+                return r;
         r = connection_begin(c, REQUEST_BATCH, 1, &pk);
         if (r < 0)
                 return r;

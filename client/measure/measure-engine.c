@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/register-batch.h"
 #include "macro.h"
 #include "measure/measure-internal.h"
 #include "measure/measure-program.h"
@@ -161,6 +162,11 @@ static int run_batch(pmugate_measure *m, pmugate_batch *b, size_t first, size_t 
                         accumulate(m, first + j, values, tsc_stopped, set);
                 cs->tsc_started = tsc_started;
         }
+        /* Read: a sample batch runs again only next sample, so its results go until then
+         * rather than stay resident beside every other chunk's and event set's (the start's
+         * are read on by the caller; its batch is freed after). */
+        if (kind == BATCH_SAMPLE)
+                batch_results_release(b);
         if (first_error < 0)
                 return fail(m, first_error, "a register operation failed: %s", pmugate_strerror(first_error));
         return 0;
