@@ -16,6 +16,7 @@
 typedef struct Sampler {
         const char *socket_path;        /* NULL: $PMUGATE_SOCKET or the default */
         unsigned level;                 /* TopDown level wanted: 1 or 2 */
+        uint64_t interval_ns;           /* the sampling interval asked for (--interval) */
 
         pmugate *connection;
         pmugate_info *info;

@@ -250,6 +250,10 @@
  * ones are some 65000 of a scrape's 66000. */
 #define PMUGATE_EXPORTER_PER_CPU_AUTO_MAX 256U
 
+/* pmugate-exporter: event sets that take turns turn once per --interval, each set at least this
+ * long (an interactive measurement's 100 ms). */
+#define PMUGATE_EXPORTER_ROTATE_MIN_NS (100ULL * 1000ULL * 1000ULL)
+
 /* The fds one message of a perf_open handoff can carry (the kernel's SCM_MAX_FD); the
  * client's receive buffer holds that many. */
 #define PERF_HANDOFF_FDS_PER_MESSAGE 253U
